@@ -1,0 +1,223 @@
+--- flemma.buffer: applies the host's batched edits and owns buffer locks. Edits never move a
+--- user's cursor, never overwrite text the user changed since the host last looked, and report
+--- "retry" when Neovim refuses edits right now (textlock, command-line window).
+local log = require("flemma.log")
+
+local M = {}
+
+local H = {
+  ns_anchor = vim.api.nvim_create_namespace("flemma.anchor"),
+  ns_cursor = vim.api.nvim_create_namespace("flemma.cursor"),
+  anchors = {}, ---@type table<integer, table<string, integer>>
+  locks = {}, ---@type table<integer, { owners: table<string, true>, modifiable: boolean }>
+}
+
+--- Errors that mean "not now": textlock (E565), command-line window (E11), "not allowed here" (E523).
+local RETRY_PATTERNS = { "E565", "E11:", "E523", "textlock" }
+
+local function is_retryable(err)
+  local text = tostring(err)
+  for _, pattern in ipairs(RETRY_PATTERNS) do
+    if text:find(pattern, 1, true) then
+      return true
+    end
+  end
+  return false
+end
+
+local function anchor_position(bufnr, stream)
+  local per_buffer = H.anchors[bufnr]
+  if not per_buffer then
+    per_buffer = {}
+    H.anchors[bufnr] = per_buffer
+  end
+  local id = per_buffer[stream]
+  if id then
+    local pos = vim.api.nvim_buf_get_extmark_by_id(bufnr, H.ns_anchor, id, {})
+    if pos[1] then
+      return pos[1], pos[2]
+    end
+  end
+  local last = vim.api.nvim_buf_line_count(bufnr) - 1
+  local text = vim.api.nvim_buf_get_lines(bufnr, last, last + 1, true)[1]
+  -- right_gravity: the anchor moves past text inserted at it, so the next chunk follows this one.
+  per_buffer[stream] = vim.api.nvim_buf_set_extmark(bufnr, H.ns_anchor, last, #text, { right_gravity = true })
+  return last, #text
+end
+
+local function split_text(text)
+  return vim.split(text, "\n", { plain = true })
+end
+
+local function apply_op(bufnr, op)
+  if op.op == "append" then
+    local row, col = anchor_position(bufnr, op.stream)
+    vim.api.nvim_buf_set_text(bufnr, row, col, row, col, split_text(op.text))
+    return true
+  elseif op.op == "set_lines" then
+    if op.expect ~= nil and op.expect ~= vim.NIL then
+      local count = vim.api.nvim_buf_line_count(bufnr)
+      if op["end"] > count then
+        return false
+      end
+      local current = vim.api.nvim_buf_get_lines(bufnr, op.start, op["end"], true)
+      if not vim.deep_equal(current, op.expect) then
+        return false
+      end
+    end
+    vim.api.nvim_buf_set_lines(bufnr, op.start, op["end"], true, op.lines)
+    return true
+  elseif op.op == "close_stream" then
+    local per_buffer = H.anchors[bufnr]
+    local id = per_buffer and per_buffer[op.stream]
+    if id then
+      pcall(vim.api.nvim_buf_del_extmark, bufnr, H.ns_anchor, id)
+      per_buffer[op.stream] = nil
+    end
+    return true
+  end
+  error("unknown edit '" .. tostring(op.op) .. "'")
+end
+
+--- Pin every cursor on this buffer to its text with an extmark, so edits cannot move it.
+local function pin_cursors(bufnr)
+  local pins = {}
+  for _, win in ipairs(vim.fn.win_findbuf(bufnr)) do
+    local cursor = vim.api.nvim_win_get_cursor(win)
+    local line = vim.api.nvim_buf_get_lines(bufnr, cursor[1] - 1, cursor[1], false)[1] or ""
+    local col = math.min(cursor[2], #line)
+    pins[#pins + 1] = {
+      win = win,
+      cursor = cursor,
+      id = vim.api.nvim_buf_set_extmark(bufnr, H.ns_cursor, cursor[1] - 1, col, { right_gravity = false }),
+    }
+  end
+  return pins
+end
+
+local function restore_cursors(bufnr, pins)
+  for _, pin in ipairs(pins) do
+    local pos = vim.api.nvim_buf_get_extmark_by_id(bufnr, H.ns_cursor, pin.id, {})
+    pcall(vim.api.nvim_buf_del_extmark, bufnr, H.ns_cursor, pin.id)
+    if pos[1] and vim.api.nvim_win_is_valid(pin.win) then
+      local target = { pos[1] + 1, pos[2] }
+      if pin.cursor[2] > #(vim.api.nvim_buf_get_lines(bufnr, pos[1], pos[1] + 1, false)[1] or "") then
+        target[2] = pin.cursor[2] -- keep a cursor that sat past the end (insert mode) where it was
+      end
+      local now = vim.api.nvim_win_get_cursor(pin.win)
+      if now[1] ~= target[1] or now[2] ~= target[2] then
+        pcall(vim.api.nvim_win_set_cursor, pin.win, target)
+      end
+    end
+  end
+end
+
+--- Apply one buffer's ops in order. Returns the result table the host expects.
+local function apply_buffer(batch)
+  local bufnr = batch.bufnr
+  if not vim.api.nvim_buf_is_valid(bufnr) then
+    return { status = "gone", done = 0 }
+  end
+  local was_modifiable = vim.bo[bufnr].modifiable
+  if not was_modifiable then
+    vim.bo[bufnr].modifiable = true
+  end
+  local pins = pin_cursors(bufnr)
+  local done, conflicts, status, message = 0, {}, "ok", nil
+  for index, op in ipairs(batch.ops) do
+    local ok, applied = pcall(apply_op, bufnr, op)
+    if not ok then
+      status = is_retryable(applied) and "retry" or "error"
+      message = tostring(applied)
+      break
+    end
+    if applied == false then
+      conflicts[#conflicts + 1] = index
+    end
+    done = index
+  end
+  restore_cursors(bufnr, pins)
+  if not was_modifiable and vim.api.nvim_buf_is_valid(bufnr) then
+    vim.bo[bufnr].modifiable = false
+  end
+  if status == "error" then
+    log.write("error", string.format("buffer %d: edit %d refused: %s", bufnr, done + 1, message))
+  end
+  return {
+    status = status,
+    done = done,
+    tick = vim.api.nvim_buf_get_changedtick(bufnr),
+    conflicts = #conflicts > 0 and conflicts or nil,
+    message = message,
+  }
+end
+
+--- The host's write-queue applier: one call per frame with every buffer's pending edits.
+---@param batches { bufnr: integer, tick: integer|nil, ops: table[] }[]
+function M.apply_batch(batches)
+  local results = {}
+  for index, batch in ipairs(batches) do
+    local ok, result = pcall(apply_buffer, batch)
+    if not ok then
+      result = { status = is_retryable(result) and "retry" or "error", done = 0, message = tostring(result) }
+    end
+    results[index] = result
+  end
+  return results
+end
+
+--- Make a buffer non-modifiable on behalf of `owner` (e.g. "request", "tool"); locks nest.
+function M.lock(bufnr, owner)
+  if not vim.api.nvim_buf_is_valid(bufnr) then
+    return false
+  end
+  local lock = H.locks[bufnr]
+  if not lock then
+    lock = { owners = {}, modifiable = vim.bo[bufnr].modifiable }
+    H.locks[bufnr] = lock
+  end
+  lock.owners[owner or "host"] = true
+  vim.bo[bufnr].modifiable = false
+  return true
+end
+
+--- Release `owner`'s lock; the buffer becomes modifiable again when no owner is left.
+function M.unlock(bufnr, owner)
+  local lock = H.locks[bufnr]
+  if not lock then
+    return false
+  end
+  lock.owners[owner or "host"] = nil
+  if next(lock.owners) == nil then
+    H.locks[bufnr] = nil
+    if vim.api.nvim_buf_is_valid(bufnr) then
+      vim.bo[bufnr].modifiable = lock.modifiable
+    end
+  end
+  return true
+end
+
+--- Release every lock (the host exited: nothing it held may stay locked).
+function M.unlock_all()
+  local released = 0
+  for bufnr, lock in pairs(H.locks) do
+    if vim.api.nvim_buf_is_valid(bufnr) then
+      vim.bo[bufnr].modifiable = lock.modifiable
+    end
+    released = released + 1
+  end
+  H.locks = {}
+  return released
+end
+
+function M.is_locked(bufnr)
+  return H.locks[bufnr] ~= nil
+end
+
+--- Forget per-buffer state of a wiped buffer.
+function M.forget(bufnr)
+  H.anchors[bufnr] = nil
+  H.locks[bufnr] = nil
+end
+
+return M

@@ -1,0 +1,159 @@
+--- flemma: an AI workspace for Neovim. `setup(opts)` validates and applies the configuration;
+--- the filetype, the `:Flemma` command and the lazy host start exist even without it.
+local M = {}
+
+local H = { bootstrapped = false }
+
+--- Configure the plugin. Raises an error naming the offending key when an option is invalid.
+---@param opts table|nil
+function M.setup(opts)
+  require("flemma.config").setup(opts)
+  local cfg = require("flemma.config").get()
+  require("flemma.log").set_level(cfg.host and cfg.host.log_level or "info")
+  M.bootstrap()
+end
+
+local function ms(value)
+  return value and string.format("%d ms", value) or "?"
+end
+
+local function describe_uptime(value)
+  if not value then
+    return "?"
+  end
+  if value < 10000 then
+    return string.format("%.1f s", value / 1000)
+  end
+  return string.format("%d s", math.floor(value / 1000))
+end
+
+--- `:Flemma host:status`: starts the host if needed and reports it once it answers.
+function H.host_status()
+  local host = require("flemma.host")
+  local notify = require("flemma.notify")
+  host.ensure()
+  local sent = vim.uv.hrtime()
+  host.call("host:info", nil, function(err, info)
+    local status = host.status()
+    local lines = {}
+    if err then
+      lines[#lines + 1] = string.format("host: %s (%s)", status.state, err)
+    else
+      local answered = math.floor((vim.uv.hrtime() - sent) / 1e6)
+      lines[#lines + 1] = string.format(
+        "host: running, pid %d, up %s, answered in %s",
+        info.pid,
+        describe_uptime(info.uptime_ms),
+        ms(answered)
+      )
+      lines[#lines + 1] = string.format("  node %s, flemma %s (source %s)", info.node, info.version, info.source_hash:sub(1, 12))
+    end
+    lines[#lines + 1] = string.format("  starts: %d, crashes in the last minute: %d", status.starts, status.recent_crashes)
+    if status.last_exit then
+      lines[#lines + 1] = string.format(
+        "  last exit: code %d%s",
+        status.last_exit.code,
+        status.last_exit.intended and " (stopped)" or " (crashed)"
+      )
+    end
+    lines[#lines + 1] = "  log: " .. status.log
+    if err then
+      notify.warn(table.concat(lines, "\n"))
+    else
+      notify.info(table.concat(lines, "\n"))
+    end
+  end, 5000)
+end
+
+function H.register_commands()
+  local commands = require("flemma.commands")
+  local host = require("flemma.host")
+  commands.register("host:status", {
+    desc = "Show the host process: pid, uptime, version, crashes, log file",
+    run = H.host_status,
+  })
+  commands.register("host:restart", {
+    desc = "Restart the host process now",
+    run = function()
+      if host.restart() then
+        require("flemma.notify").info("host restarted (pid " .. tostring(host.status().pid) .. ")")
+      end
+    end,
+  })
+  commands.register("host:stop", {
+    desc = "Stop the host process (it starts again on next use)",
+    run = function()
+      if not host.stop() then
+        require("flemma.notify").info("the host is not running")
+      end
+    end,
+  })
+  commands.register("log:open", {
+    desc = "Open the log file (host and plugin)",
+    run = function()
+      require("flemma.log").open()
+    end,
+  })
+  commands.register("log:level", {
+    desc = "Set the log level: debug, info, warn or error",
+    complete = function()
+      return { "debug", "info", "warn", "error" }
+    end,
+    run = function(args)
+      local level = args[1]
+      if not vim.tbl_contains({ "debug", "info", "warn", "error" }, level) then
+        error("expected one of debug, info, warn, error", 0)
+      end
+      require("flemma.log").set_level(level)
+      if host.channel() then
+        host.notify("log:level", { level = level })
+      end
+      require("flemma.notify").info("log level: " .. level)
+    end,
+  })
+  commands.register("health", {
+    desc = "Run :checkhealth flemma",
+    run = function()
+      vim.cmd("checkhealth flemma")
+    end,
+  })
+end
+
+--- Filetype, commands and autocmds; run once from plugin/flemma.lua (and by setup).
+function M.bootstrap()
+  if H.bootstrapped then
+    return
+  end
+  H.bootstrapped = true
+  vim.filetype.add({ extension = { chat = "chat" } })
+  H.register_commands()
+  require("flemma.commands").setup()
+  local group = vim.api.nvim_create_augroup("flemma", { clear = true })
+  vim.api.nvim_create_autocmd("FileType", {
+    group = group,
+    pattern = "chat",
+    desc = "Flemma: start the host on the first chat buffer",
+    callback = function()
+      -- Deferred: starting a process is not something to do inside the FileType event itself.
+      vim.schedule(function()
+        require("flemma.host").ensure()
+      end)
+    end,
+  })
+  vim.api.nvim_create_autocmd("BufWipeout", {
+    group = group,
+    desc = "Flemma: forget per-buffer state",
+    callback = function(ev)
+      require("flemma.buffer").forget(ev.buf)
+    end,
+  })
+  vim.api.nvim_create_autocmd("VimLeavePre", {
+    group = group,
+    desc = "Flemma: stop the host quietly",
+    callback = function()
+      require("flemma.host").stop()
+    end,
+  })
+end
+
+return M

@@ -1,0 +1,62 @@
+--- flemma.log: the plugin's log file, shared by the shim and the host (which appends its own lines).
+local M = {}
+
+local LEVELS = { debug = 1, info = 2, warn = 3, error = 4 }
+
+local H = { level = "info" }
+
+--- The path of the log file: `stdpath("log")/flemma.log`.
+function M.path()
+  return vim.fs.joinpath(vim.fn.stdpath("log"), "flemma.log")
+end
+
+function M.set_level(level)
+  if LEVELS[level] then
+    H.level = level
+  end
+end
+
+function M.get_level()
+  return H.level
+end
+
+--- Append one line to the log; never raises.
+---@param level "debug"|"info"|"warn"|"error"
+---@param message string
+function M.write(level, message)
+  if (LEVELS[level] or 4) < LEVELS[H.level] then
+    return
+  end
+  M.append(string.format("[lua] %s %s", level:upper(), message))
+end
+
+--- Append raw text (already tagged) with a timestamp; used for the host's stderr.
+function M.append(text)
+  pcall(function()
+    local dir = vim.fn.stdpath("log")
+    if vim.fn.isdirectory(dir) == 0 then
+      vim.fn.mkdir(dir, "p")
+    end
+    local file = io.open(M.path(), "a")
+    if not file then
+      return
+    end
+    local stamp = os.date("!%Y-%m-%dT%H:%M:%SZ")
+    for line in (text .. "\n"):gmatch("(.-)\n") do
+      file:write(stamp, " ", line, "\n")
+    end
+    file:close()
+  end)
+end
+
+--- Open the log file in a split.
+function M.open()
+  local path = M.path()
+  if vim.fn.filereadable(path) == 0 then
+    M.append("[lua] INFO log opened")
+  end
+  vim.cmd("split " .. vim.fn.fnameescape(path))
+  vim.bo.autoread = true
+end
+
+return M

@@ -1,0 +1,115 @@
+--- flemma.rpc: the one entry point the host calls in Lua (`dispatch(method, params)`), and the
+--- bookkeeping of asynchronous calls from Lua to the host.
+local log = require("flemma.log")
+
+local M = {}
+
+local H = { pending = {}, next_id = 0 }
+
+--- Host → Lua methods, by name. Each receives the params table and returns a value or nil.
+M.methods = {
+  ["hooks.emit"] = function(params)
+    require("flemma.hooks").emit(params.name, params.data)
+  end,
+  ["buffer.apply_batch"] = function(batches)
+    return require("flemma.buffer").apply_batch(batches)
+  end,
+  ["buffer.lock"] = function(params)
+    return require("flemma.buffer").lock(params.bufnr, params.owner)
+  end,
+  ["buffer.unlock"] = function(params)
+    return require("flemma.buffer").unlock(params.bufnr, params.owner)
+  end,
+  ["notify"] = function(params)
+    local notify = require("flemma.notify")
+    local level = params.level or "info"
+    ;(notify[level] or notify.info)(params.message)
+  end,
+  ["rpc.reply"] = function(params)
+    M.settle(params.id, params.ok, params.ok and params.result or params.error)
+  end,
+}
+
+--- Called by the host through `nvim_exec_lua`. Errors are logged here (a failed notification is
+--- otherwise invisible) and raised again so that a waiting host request sees them.
+function M.dispatch(method, params)
+  local handler = M.methods[method]
+  if not handler then
+    local message = "unknown Lua method '" .. tostring(method) .. "'"
+    log.write("error", message)
+    error(message, 0)
+  end
+  if params == vim.NIL then
+    params = nil
+  end
+  local ok, result = pcall(handler, params)
+  if not ok then
+    log.write("error", string.format("%s failed: %s", method, tostring(result)))
+    error(result, 0)
+  end
+  return result
+end
+
+--- Register a pending call; returns its id. `callback(err, result)` runs exactly once: on the
+--- answer, on timeout, or when the host goes away.
+function M.track(callback, timeout_ms, chan)
+  H.next_id = H.next_id + 1
+  local id = H.next_id
+  local entry = { callback = callback, chan = chan }
+  if timeout_ms and timeout_ms > 0 then
+    entry.timer = vim.defer_fn(function()
+      M.settle(id, false, string.format("no answer from the host after %d ms", timeout_ms))
+    end, timeout_ms)
+  end
+  H.pending[id] = entry
+  return id
+end
+
+function M.settle(id, ok, value)
+  local entry = H.pending[id]
+  if not entry then
+    return
+  end
+  H.pending[id] = nil
+  if entry.timer then
+    pcall(function()
+      entry.timer:stop()
+      entry.timer:close()
+    end)
+  end
+  local success, err
+  if ok then
+    success, err = pcall(entry.callback, nil, value)
+  else
+    success, err = pcall(entry.callback, value, nil)
+  end
+  if not success then
+    log.write("error", "rpc callback failed: " .. tostring(err))
+  end
+end
+
+--- Fail every pending call sent on `chan` (that host exited).
+function M.fail_all(reason, chan)
+  local ids = vim.tbl_keys(H.pending)
+  table.sort(ids)
+  for _, id in ipairs(ids) do
+    if H.pending[id].chan == chan then
+      M.settle(id, false, reason)
+    end
+  end
+end
+
+--- Calls queued while no host ran belong to the host that has just started.
+function M.adopt(chan)
+  for _, entry in pairs(H.pending) do
+    if entry.chan == nil then
+      entry.chan = chan
+    end
+  end
+end
+
+function M.pending_count()
+  return vim.tbl_count(H.pending)
+end
+
+return M

@@ -1,0 +1,291 @@
+// Frame-batched buffer writes. Every buffer has a FIFO of edits; one scheduler per Neovim
+// connection sends all pending edits of all buffers as a single RPC at most once per frame,
+// keeps one batch in flight, and retries when Neovim refuses edits (textlock, command-line window).
+import { type Logger, silentLogger } from '../core/log.js';
+import type { LuaBridge } from './lua.js';
+
+/** Insert text at a stream's anchor (created at the end of the buffer on first use). */
+export interface AppendOp {
+  op: 'append';
+  stream: string;
+  text: string;
+}
+
+/**
+ * Replace rows [start, end) (0-based, end exclusive) with `lines`, but only if those rows still
+ * hold `expect`; otherwise the edit is refused as a conflict and nothing is written.
+ */
+export interface SetLinesOp {
+  op: 'set_lines';
+  start: number;
+  end: number;
+  expect: string[] | null;
+  lines: string[];
+}
+
+/** Forget a stream's anchor. */
+export interface CloseStreamOp {
+  op: 'close_stream';
+  stream: string;
+}
+
+export type WriteOp = AppendOp | SetLinesOp | CloseStreamOp;
+
+export type WriteOutcome = 'applied' | 'conflict' | 'gone';
+
+interface BufferBatch {
+  bufnr: number;
+  tick: number | null;
+  ops: WriteOp[];
+}
+
+interface BufferResult {
+  status: 'ok' | 'retry' | 'gone' | 'error';
+  /** How many ops of the batch were handled (applied or refused as conflicts). */
+  done: number;
+  tick?: number;
+  conflicts?: number[];
+  message?: string;
+}
+
+interface QueuedOp {
+  op: WriteOp;
+  seq: number;
+  settle?: (outcome: WriteOutcome) => void;
+}
+
+export interface Clock {
+  now(): number;
+  setTimeout(fn: () => void, ms: number): { cancel(): void };
+}
+
+const realClock: Clock = {
+  now: () => performance.now(),
+  setTimeout: (fn, ms) => {
+    const handle = setTimeout(fn, ms);
+    return { cancel: () => clearTimeout(handle) };
+  },
+};
+
+export interface WriteSchedulerOptions {
+  /** The minimum time between two batches, in ms (one frame). */
+  frameMs?: number;
+  /** The longest wait between retries of a refused batch, in ms. */
+  maxRetryMs?: number;
+  logger?: Logger;
+  clock?: Clock;
+}
+
+export interface WriteStats {
+  batches: number;
+  ops: number;
+  retries: number;
+  conflicts: number;
+}
+
+/** The per-buffer end of the queue: what features use to edit a buffer. */
+export class BufferWriter {
+  private queue: QueuedOp[] = [];
+  private appliedSeq = 0;
+  private nextSeq = 1;
+  private waiters: { seq: number; resolve: () => void }[] = [];
+  /** The changedtick Neovim reported after our last batch, or null before the first one. */
+  tick: number | null = null;
+  gone = false;
+
+  constructor(
+    readonly bufnr: number,
+    private readonly scheduler: WriteScheduler,
+  ) {}
+
+  /** Append text at the anchor of `stream`; consecutive appends are coalesced. */
+  append(text: string, stream = 'default'): void {
+    if (text === '' || this.gone) return;
+    const last = this.queue[this.queue.length - 1];
+    if (last?.op.op === 'append' && last.op.stream === stream && last.settle === undefined) {
+      last.op.text += text;
+      last.seq = this.nextSeq++;
+    } else {
+      this.push({ op: 'append', stream, text });
+    }
+    this.scheduler.wake();
+  }
+
+  /** Replace rows [start, end) if they still read `expect`; resolves with what happened. */
+  setLines(
+    start: number,
+    end: number,
+    lines: string[],
+    expect: string[] | null = null,
+  ): Promise<WriteOutcome> {
+    if (this.gone) return Promise.resolve('gone');
+    return new Promise((resolve) => {
+      this.push({ op: 'set_lines', start, end, expect, lines }, resolve);
+      this.scheduler.wake();
+    });
+  }
+
+  closeStream(stream = 'default'): void {
+    if (this.gone) return;
+    this.push({ op: 'close_stream', stream });
+    this.scheduler.wake();
+  }
+
+  /** Resolves once everything queued so far has been written (or the buffer is gone). */
+  flushed(): Promise<void> {
+    const target = this.nextSeq - 1;
+    if (this.appliedSeq >= target || this.gone) return Promise.resolve();
+    return new Promise((resolve) => {
+      this.waiters.push({ seq: target, resolve });
+    });
+  }
+
+  get pending(): number {
+    return this.queue.length;
+  }
+
+  private push(op: WriteOp, settle?: (outcome: WriteOutcome) => void): void {
+    const entry: QueuedOp = { op, seq: this.nextSeq++ };
+    if (settle !== undefined) entry.settle = settle;
+    this.queue.push(entry);
+  }
+
+  /** @internal Take the whole queue for a batch. */
+  take(): QueuedOp[] {
+    const taken = this.queue;
+    this.queue = [];
+    return taken;
+  }
+
+  /** @internal Apply a batch result: settle what was handled, re-queue the rest in front. */
+  settle(taken: QueuedOp[], result: BufferResult): void {
+    if (result.tick !== undefined) this.tick = result.tick;
+    if (result.status === 'gone') {
+      this.markGone(taken);
+      return;
+    }
+    const conflicts = new Set((result.conflicts ?? []).map((index) => index - 1));
+    const handled = taken.slice(0, result.done);
+    handled.forEach((entry, index) => {
+      entry.settle?.(conflicts.has(index) ? 'conflict' : 'applied');
+      this.appliedSeq = Math.max(this.appliedSeq, entry.seq);
+    });
+    const rest = taken.slice(result.done);
+    if (result.status === 'error') {
+      // The Lua side could not apply these edits at all; they are dropped, not retried forever.
+      rest.forEach((entry) => {
+        entry.settle?.('conflict');
+        this.appliedSeq = Math.max(this.appliedSeq, entry.seq);
+      });
+    } else {
+      this.queue = rest.concat(this.queue);
+    }
+    this.release();
+  }
+
+  private markGone(taken: QueuedOp[]): void {
+    this.gone = true;
+    for (const entry of taken.concat(this.queue)) entry.settle?.('gone');
+    this.queue = [];
+    this.appliedSeq = this.nextSeq - 1;
+    this.release();
+  }
+
+  private release(): void {
+    const ready = this.waiters.filter((waiter) => waiter.seq <= this.appliedSeq || this.gone);
+    this.waiters = this.waiters.filter((waiter) => !ready.includes(waiter));
+    for (const waiter of ready) waiter.resolve();
+  }
+}
+
+/** One per Neovim connection: turns all queued edits into at most one RPC per frame. */
+export class WriteScheduler {
+  private readonly writers = new Map<number, BufferWriter>();
+  private readonly frameMs: number;
+  private readonly maxRetryMs: number;
+  private readonly logger: Logger;
+  private readonly clock: Clock;
+  private inFlight = false;
+  private timer: { cancel(): void } | undefined;
+  private lastSentAt = -Infinity;
+  private retryDelay = 0;
+  readonly stats: WriteStats = { batches: 0, ops: 0, retries: 0, conflicts: 0 };
+
+  constructor(
+    private readonly lua: LuaBridge,
+    options: WriteSchedulerOptions = {},
+  ) {
+    this.frameMs = options.frameMs ?? 16;
+    this.maxRetryMs = options.maxRetryMs ?? 250;
+    this.logger = options.logger ?? silentLogger;
+    this.clock = options.clock ?? realClock;
+  }
+
+  /** The writer of a buffer (created on first use). */
+  buffer(bufnr: number): BufferWriter {
+    let writer = this.writers.get(bufnr);
+    if (writer === undefined || writer.gone) {
+      writer = new BufferWriter(bufnr, this);
+      this.writers.set(bufnr, writer);
+    }
+    return writer;
+  }
+
+  /** Forget a buffer's writer (after it was wiped). */
+  forget(bufnr: number): void {
+    this.writers.delete(bufnr);
+  }
+
+  /** @internal Called when a writer has new work. */
+  wake(): void {
+    if (this.inFlight || this.timer !== undefined) return;
+    const wait = Math.max(this.retryDelay, this.lastSentAt + this.frameMs - this.clock.now(), 0);
+    // NOTE: even with no wait, defer to a timer so edits queued in the same tick share a batch.
+    this.timer = this.clock.setTimeout(() => {
+      this.timer = undefined;
+      void this.send();
+    }, wait);
+  }
+
+  private async send(): Promise<void> {
+    const taken = new Map<BufferWriter, QueuedOp[]>();
+    const batches: BufferBatch[] = [];
+    for (const writer of this.writers.values()) {
+      if (writer.pending === 0) continue;
+      const ops = writer.take();
+      taken.set(writer, ops);
+      batches.push({ bufnr: writer.bufnr, tick: writer.tick, ops: ops.map((entry) => entry.op) });
+    }
+    if (batches.length === 0) return;
+    this.inFlight = true;
+    this.lastSentAt = this.clock.now();
+    this.stats.batches += 1;
+    let results: BufferResult[];
+    try {
+      results = (await this.lua.call('buffer.apply_batch', batches)) as BufferResult[];
+    } catch (error) {
+      this.logger.error('buffer write batch failed', error);
+      results = batches.map(() => ({ status: 'retry', done: 0 }));
+    }
+    let retry = false;
+    for (const [index, [writer, ops]] of [...taken.entries()].entries()) {
+      const result = results[index] ?? { status: 'retry', done: 0 };
+      if (result.status === 'retry') retry = true;
+      if (result.status === 'error') {
+        this.logger.error(`buffer ${String(writer.bufnr)}: edits refused: ${result.message ?? ''}`);
+      }
+      this.stats.ops += result.done;
+      this.stats.conflicts += result.conflicts?.length ?? 0;
+      writer.settle(ops, result);
+      if (writer.gone) this.writers.delete(writer.bufnr);
+    }
+    if (retry) {
+      this.stats.retries += 1;
+      this.retryDelay = Math.min(Math.max(this.retryDelay * 2, this.frameMs), this.maxRetryMs);
+    } else {
+      this.retryDelay = 0;
+    }
+    this.inFlight = false;
+    if ([...this.writers.values()].some((writer) => writer.pending > 0)) this.wake();
+  }
+}

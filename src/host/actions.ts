@@ -1,0 +1,53 @@
+// The host's one dispatch table: every method Lua can call, by name.
+import { type HostContext, HOST_VERSION, SOURCE_HASH } from './context.js';
+
+export type Action = (ctx: HostContext, params: unknown) => unknown;
+
+export class ActionError extends Error {
+  override name = 'ActionError';
+}
+
+export interface HostInfo {
+  pid: number;
+  version: string;
+  source_hash: string;
+  node: string;
+  uptime_ms: number;
+  log_file: string | null;
+  actions: string[];
+}
+
+function hostInfo(ctx: HostContext): HostInfo {
+  return {
+    pid: process.pid,
+    version: HOST_VERSION,
+    source_hash: SOURCE_HASH,
+    node: process.version,
+    uptime_ms: Date.now() - ctx.startedAt,
+    log_file: ctx.logFile ?? null,
+    actions: Object.keys(actions).sort(),
+  };
+}
+
+export const actions: Record<string, Action> = {
+  /** Instant liveness check; the only method Lua may call with a blocking `rpcrequest`. */
+  ping: (ctx) => hostInfo(ctx),
+  'host:info': (ctx) => hostInfo(ctx),
+  'log:level': (ctx, params) => {
+    const level = (params as { level?: unknown } | null)?.level;
+    if (level !== 'debug' && level !== 'info' && level !== 'warn' && level !== 'error') {
+      throw new ActionError(`unknown log level ${JSON.stringify(level)}`);
+    }
+    (ctx.logger as { level?: string }).level = level;
+    return { level };
+  },
+};
+
+/** Run an action by name; unknown names are an error that says what exists. */
+export async function dispatch(ctx: HostContext, method: string, params: unknown): Promise<unknown> {
+  const action = Object.prototype.hasOwnProperty.call(actions, method) ? actions[method] : undefined;
+  if (action === undefined) {
+    throw new ActionError(`unknown method '${method}' (known: ${Object.keys(actions).sort().join(', ')})`);
+  }
+  return await action(ctx, params);
+}

@@ -1,0 +1,39 @@
+// What every action handler receives: the editor adapters and the host's own facts.
+import type { NeovimClient } from 'neovim';
+import type { Logger } from '../core/log.js';
+import { HookEmitter } from '../editor/hooks.js';
+import { LuaBridge, rpcPortOf } from '../editor/lua.js';
+import { WriteScheduler } from '../editor/writequeue.js';
+
+declare const __FLEMMA_VERSION__: string;
+declare const __FLEMMA_SOURCE_HASH__: string;
+
+export const HOST_VERSION = typeof __FLEMMA_VERSION__ === 'string' ? __FLEMMA_VERSION__ : 'dev';
+export const SOURCE_HASH = typeof __FLEMMA_SOURCE_HASH__ === 'string' ? __FLEMMA_SOURCE_HASH__ : 'dev';
+
+export interface HostContext {
+  readonly nvim: NeovimClient;
+  readonly lua: LuaBridge;
+  readonly hooks: HookEmitter;
+  readonly writes: WriteScheduler;
+  readonly logger: Logger;
+  readonly startedAt: number;
+  readonly logFile: string | undefined;
+}
+
+export function createContext(
+  nvim: NeovimClient,
+  logger: Logger,
+  logFile: string | undefined,
+): HostContext {
+  const lua = new LuaBridge(rpcPortOf(nvim));
+  return {
+    nvim,
+    lua,
+    hooks: new HookEmitter(lua),
+    writes: new WriteScheduler(lua, { logger }),
+    logger,
+    startedAt: Date.now(),
+    logFile,
+  };
+}

@@ -1,0 +1,77 @@
+// The host's file logger: appends lines to the log file the shim names (FLEMMA_LOG_FILE), or to
+// stderr, which the shim also copies into that file. Never writes to stdout.
+import * as fs from 'node:fs';
+import { inspect } from 'node:util';
+import { type LogLevel, type Logger, LOG_LEVELS, isLogLevel } from '../core/log.js';
+
+const RANK: Record<LogLevel, number> = { debug: 0, info: 1, warn: 2, error: 3 };
+
+export interface FileLogger extends Logger {
+  readonly path: string | undefined;
+  level: LogLevel;
+  /** Write one line regardless of level (used for diverted stdout text). */
+  raw(tag: string, text: string): void;
+}
+
+function render(detail: unknown): string {
+  if (detail instanceof Error) return detail.stack ?? `${detail.name}: ${detail.message}`;
+  if (typeof detail === 'string') return detail;
+  return inspect(detail, { depth: 4, breakLength: Infinity });
+}
+
+export function createFileLogger(path: string | undefined, level: LogLevel): FileLogger {
+  let fd: number | undefined;
+  if (path !== undefined && path !== '') {
+    try {
+      fd = fs.openSync(path, 'a');
+    } catch {
+      fd = undefined;
+    }
+  }
+  const target = fd ?? 2;
+  const write = (line: string): void => {
+    try {
+      // NOTE: synchronous on purpose: a line logged just before a crash must reach the file.
+      fs.writeSync(target, line);
+    } catch {
+      // Nowhere left to report a failing log write.
+    }
+  };
+  const stamp = (): string => new Date().toISOString();
+  const logger: FileLogger = {
+    path: fd === undefined ? undefined : path,
+    level,
+    raw(tag, text) {
+      const body = text.endsWith('\n') ? text : text + '\n';
+      write(`${stamp()} [host ${String(process.pid)}] ${tag} ${body}`);
+    },
+    debug: (m, ...d) => {
+      emit('debug', m, d);
+    },
+    info: (m, ...d) => {
+      emit('info', m, d);
+    },
+    warn: (m, ...d) => {
+      emit('warn', m, d);
+    },
+    error: (m, ...d) => {
+      emit('error', m, d);
+    },
+  };
+  function emit(lvl: LogLevel, message: string, details: unknown[]): void {
+    if (RANK[lvl] < RANK[logger.level]) return;
+    const extra = details.length > 0 ? ' ' + details.map(render).join(' ') : '';
+    logger.raw(lvl.toUpperCase(), message + extra);
+  }
+  return logger;
+}
+
+function levelFromEnv(): LogLevel {
+  const value = process.env['FLEMMA_LOG_LEVEL']?.toLowerCase();
+  return isLogLevel(value) ? value : 'info';
+}
+
+/** The process-wide logger of the host, created on first import. */
+export const hostLogger: FileLogger = createFileLogger(process.env['FLEMMA_LOG_FILE'], levelFromEnv());
+
+export { LOG_LEVELS };

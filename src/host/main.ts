@@ -1,0 +1,88 @@
+// Host entry: guard stdout, attach to Neovim over stdio, route every request and notification
+// through the dispatch table, and exit when Neovim goes away.
+import { rpcWriter, guardConsole } from './stdio-guard.js';
+import { attach } from 'neovim';
+import { hostLogger } from './log.js';
+import { dispatch } from './actions.js';
+import { createContext } from './context.js';
+
+function describe(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+// The client logs every incoming message at info level; keep that out of the log by default.
+const clientLogger = {
+  level: 'debug',
+  debug: (...args: unknown[]) => {
+    hostLogger.debug('client', ...args);
+  },
+  info: (...args: unknown[]) => {
+    hostLogger.debug('client', ...args);
+  },
+  warn: (...args: unknown[]) => {
+    hostLogger.warn('client', ...args);
+  },
+  error: (...args: unknown[]) => {
+    hostLogger.error('client', ...args);
+  },
+};
+
+process.on('uncaughtException', (error) => {
+  hostLogger.error('uncaught exception; the host exits and the shim restarts it on next use', error);
+  process.exit(70);
+});
+process.on('unhandledRejection', (reason) => {
+  hostLogger.error('unhandled promise rejection', reason);
+});
+process.on('SIGTERM', () => {
+  hostLogger.info('SIGTERM received; exiting');
+  process.exit(0);
+});
+
+const nvim = attach({
+  reader: process.stdin,
+  writer: rpcWriter,
+  options: { logger: clientLogger as unknown as NonNullable<Parameters<typeof attach>[0]['options']>['logger'] },
+});
+// The client may have replaced `console`; point it back at the log.
+guardConsole();
+
+const ctx = createContext(nvim, hostLogger, hostLogger.path);
+hostLogger.info(`host started (node ${process.version}, pid ${String(process.pid)})`);
+
+nvim.on('request', (method: string, args: unknown[], response: { send(value: unknown, isError?: boolean): void }) => {
+  dispatch(ctx, method, args[0] ?? null).then(
+    (result) => {
+      response.send(result ?? null);
+    },
+    (error: unknown) => {
+      hostLogger.warn(`request '${method}' failed`, error);
+      response.send(describe(error), true);
+    },
+  );
+});
+
+nvim.on('notification', (method: string, args: unknown[]) => {
+  if (method === 'call') {
+    // Asynchronous request from Lua: [id, method, params]; the answer goes back as a Lua call.
+    const [id, name, params] = args as [number, string, unknown];
+    dispatch(ctx, name, params ?? null).then(
+      (result) => {
+        ctx.lua.notify('rpc.reply', { id, ok: true, result: result ?? null });
+      },
+      (error: unknown) => {
+        hostLogger.warn(`call '${name}' failed`, error);
+        ctx.lua.notify('rpc.reply', { id, ok: false, error: describe(error) });
+      },
+    );
+    return;
+  }
+  dispatch(ctx, method, args[0] ?? null).catch((error: unknown) => {
+    hostLogger.warn(`notification '${method}' failed`, error);
+  });
+});
+
+nvim.on('disconnect', () => {
+  hostLogger.info('Neovim disconnected; exiting');
+  process.exit(0);
+});

@@ -1,0 +1,48 @@
+// Keeps stdout for msgpack-RPC only. Imported first by the host entry: it captures the real
+// stdout writer for the RPC channel, then diverts every other stdout and console write to the log.
+import { Writable } from 'node:stream';
+import { format } from 'node:util';
+import { hostLogger } from './log.js';
+
+// eslint-disable-next-line no-restricted-properties -- the one place allowed to touch stdout.
+const stdout = process.stdout;
+const writeToChannel = stdout.write.bind(stdout);
+
+/** The only writer of the RPC channel. */
+export const rpcWriter = new Writable({
+  write(chunk: Buffer, _encoding, callback) {
+    writeToChannel(chunk, callback);
+  },
+});
+
+function divert(chunk: unknown): void {
+  const text = typeof chunk === 'string' ? chunk : Buffer.isBuffer(chunk) ? chunk.toString('utf8') : String(chunk);
+  hostLogger.raw('STDOUT', text);
+}
+
+// A library's stray `process.stdout.write` lands in the log instead of corrupting the channel.
+stdout.write = function divertedWrite(chunk: unknown, ...rest: unknown[]): boolean {
+  divert(chunk);
+  const callback = rest.find((arg): arg is () => void => typeof arg === 'function');
+  if (callback !== undefined) process.nextTick(callback);
+  return true;
+} as typeof stdout.write;
+
+/** Route `console.*` to the log file. Called again after anything that replaces `console`. */
+export function guardConsole(): void {
+  const toLog =
+    (tag: string) =>
+    (...args: unknown[]): void => {
+      hostLogger.raw(tag, format(...args));
+    };
+  console.log = toLog('CONSOLE');
+  console.info = toLog('CONSOLE');
+  console.debug = toLog('CONSOLE');
+  console.warn = toLog('CONSOLE');
+  console.error = toLog('CONSOLE');
+  console.trace = toLog('CONSOLE');
+  console.dir = toLog('CONSOLE');
+  console.table = toLog('CONSOLE');
+}
+
+guardConsole();

@@ -1,0 +1,310 @@
+// End-to-end driver: a fresh headless Neovim (`--embed --headless --clean`, private HOME and XDG
+// dirs, the plugin on the runtimepath) and verbs a user would use: open a chat, type, press keys,
+// wait for a plugin event, read lines and extmarks.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { attach, type NeovimClient } from 'neovim';
+import { quietLogger, restoreConsole } from './quiet.js';
+
+export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
+
+/** Provider credentials and endpoints a test must never inherit from the developer's shell. */
+const SCRUBBED_ENV = [
+  'ANTHROPIC_API_KEY',
+  'ANTHROPIC_BASE_URL',
+  'OPENAI_API_KEY',
+  'OPENAI_BASE_URL',
+  'GEMINI_API_KEY',
+  'GOOGLE_API_KEY',
+  'GOOGLE_GEMINI_BASE_URL',
+  'GOOGLE_VERTEX_BASE_URL',
+  'VERTEX_AI_ACCESS_TOKEN',
+  'VERTEX_ACCESS_TOKEN',
+  'MOONSHOT_API_KEY',
+  'NVIM',
+  'NVIM_LISTEN_ADDRESS',
+  'NODE_OPTIONS',
+];
+
+export interface DriverOptions {
+  /** Extra environment for Neovim (and so for the host it starts). */
+  env?: Record<string, string>;
+  /** Lua run after start-up, e.g. `require("flemma").setup({...})`. */
+  setup?: string;
+  /** Attach a UI of this size, so that redraws really happen. */
+  ui?: { width: number; height: number };
+  /** Extra directories prepended to the runtimepath. */
+  rtp?: string[];
+}
+
+export interface UserEvent {
+  pattern: string;
+  data: Record<string, unknown>;
+}
+
+export interface Notification {
+  message: string;
+  level: number;
+}
+
+type Waiter<T> = { match: (item: T) => boolean; resolve: (item: T) => void };
+
+/** The nvim binary for this test run (set by scripts/test.mjs per lane). */
+export function nvimBinary(): string {
+  const bin = process.env['FLEMMA_TEST_NVIM'];
+  if (bin === undefined || bin === '') {
+    throw new Error('FLEMMA_TEST_NVIM is not set: run the end-to-end lane with `npm run test:nvim`');
+  }
+  return bin;
+}
+
+export class Driver {
+  private events: UserEvent[] = [];
+  private notes: Notification[] = [];
+  private eventWaiters: Waiter<UserEvent>[] = [];
+  private noteWaiters: Waiter<Notification>[] = [];
+
+  private constructor(
+    readonly nvim: NeovimClient,
+    readonly proc: ChildProcess,
+    /** A private directory: HOME, XDG dirs, and `work/` as the current directory. */
+    readonly home: string,
+  ) {}
+
+  static async start(options: DriverOptions = {}): Promise<Driver> {
+    const home = mkdtempSync(join(tmpdir(), 'flemma-e2e-'));
+    const work = join(home, 'work');
+    for (const dir of ['config', 'data', 'state', 'cache', 'run', 'work']) mkdirSync(join(home, dir));
+    const env: Record<string, string> = {};
+    for (const [key, value] of Object.entries(process.env)) {
+      if (value !== undefined && !SCRUBBED_ENV.includes(key)) env[key] = value;
+    }
+    Object.assign(env, {
+      HOME: home,
+      XDG_CONFIG_HOME: join(home, 'config'),
+      XDG_DATA_HOME: join(home, 'data'),
+      XDG_STATE_HOME: join(home, 'state'),
+      XDG_CACHE_HOME: join(home, 'cache'),
+      XDG_RUNTIME_DIR: join(home, 'run'),
+    });
+    Object.assign(env, options.env ?? {});
+    const extra = process.env['FLEMMA_TEST_RTP']?.split(',').filter((dir) => dir !== '') ?? [];
+    const rtp = [ROOT, ...(options.rtp ?? []), ...extra].map((dir) => dir.replace(/[\\, ]/g, '\\$&')).join(',');
+    const proc = spawn(
+      nvimBinary(),
+      ['--embed', '--headless', '--clean', '-n', '-i', 'NONE', '--cmd', `set rtp^=${rtp}`],
+      { cwd: work, env, stdio: ['pipe', 'pipe', 'pipe'] },
+    );
+    proc.stderr?.resume();
+    const nvim = attach({ proc, options: { logger: quietLogger } });
+    restoreConsole();
+    const driver = new Driver(nvim, proc, home);
+    nvim.on('notification', (method: string, args: unknown[]) => {
+      driver.receive(method, args);
+    });
+    const channel = await nvim.channelId;
+    await driver.lua(
+      `local chan = ...
+      vim.api.nvim_create_autocmd("User", { callback = function(ev)
+        vim.rpcnotify(chan, "flemma_test_user", ev.match, ev.data or vim.empty_dict())
+      end })
+      local notify = vim.notify
+      vim.notify = function(msg, level, opts)
+        vim.rpcnotify(chan, "flemma_test_notify", tostring(msg), level or vim.log.levels.INFO)
+        return notify(msg, level, opts)
+      end`,
+      channel,
+    );
+    if (options.ui !== undefined) {
+      await nvim.uiAttach(options.ui.width, options.ui.height, { ext_linegrid: true });
+    }
+    if (options.setup !== undefined) await driver.lua(options.setup);
+    return driver;
+  }
+
+  private receive(method: string, args: unknown[]): void {
+    if (method === 'flemma_test_user') {
+      const event: UserEvent = {
+        pattern: String(args[0]),
+        data: (args[1] ?? {}) as Record<string, unknown>,
+      };
+      this.events.push(event);
+      this.eventWaiters = this.settle(this.eventWaiters, event);
+    } else if (method === 'flemma_test_notify') {
+      const note: Notification = { message: String(args[0]), level: Number(args[1]) };
+      this.notes.push(note);
+      this.noteWaiters = this.settle(this.noteWaiters, note);
+    }
+  }
+
+  private settle<T>(waiters: Waiter<T>[], item: T): Waiter<T>[] {
+    return waiters.filter((waiter) => {
+      if (!waiter.match(item)) return true;
+      waiter.resolve(item);
+      return false;
+    });
+  }
+
+  /** Run Lua in Neovim; `...` receives `args`. */
+  async lua<T = unknown>(code: string, ...args: unknown[]): Promise<T> {
+    return (await this.nvim.request('nvim_exec_lua', [code, args])) as T;
+  }
+
+  /** Run an Ex command, as typed after `:`. */
+  async command(cmd: string): Promise<void> {
+    await this.nvim.command(cmd);
+  }
+
+  /** Run an Ex command and return what it printed. */
+  async commandOutput(cmd: string): Promise<string> {
+    return (await this.nvim.request('nvim_exec2', [cmd, { output: true }]) as { output: string })
+      .output;
+  }
+
+  /** Write a file under the work directory (relative paths) and return its absolute path. */
+  writeFile(path: string, content: string): string {
+    const full = resolve(this.home, 'work', path);
+    mkdirSync(dirname(full), { recursive: true });
+    writeFileSync(full, content);
+    return full;
+  }
+
+  /** Open a `.chat` file (created with `lines` first, if given); returns its buffer number. */
+  async openChat(name = 'test.chat', lines?: string[]): Promise<number> {
+    if (lines !== undefined) this.writeFile(name, lines.join('\n') + '\n');
+    await this.command(`edit ${name.replace(/[ \\%#]/g, '\\$&')}`);
+    return this.lua<number>('return vim.api.nvim_get_current_buf()');
+  }
+
+  /** Type literal text in the current mode (no key notation). */
+  async type(text: string): Promise<void> {
+    await this.nvim.input(text.replace(/</g, '<lt>'));
+    await this.settleInput();
+  }
+
+  /** Press keys in Neovim's key notation, e.g. `i`, `<Esc>`, `<C-]>`. */
+  async press(keys: string): Promise<void> {
+    await this.nvim.input(keys);
+    await this.settleInput();
+  }
+
+  /** Input is queued; a request behind it returns once the keys before it were processed. */
+  private async settleInput(): Promise<void> {
+    await this.nvim.request('nvim_get_mode', []);
+  }
+
+  async lines(bufnr = 0): Promise<string[]> {
+    return (await this.nvim.request('nvim_buf_get_lines', [bufnr, 0, -1, false])) as string[];
+  }
+
+  async mode(): Promise<string> {
+    return ((await this.nvim.request('nvim_get_mode', [])) as { mode: string }).mode;
+  }
+
+  /** Extmarks of a namespace (by name), with details: `[id, row, col, details]`. */
+  async extmarks(
+    namespace: string,
+    bufnr = 0,
+  ): Promise<[number, number, number, Record<string, unknown>][]> {
+    return this.lua(
+      `local ns = vim.api.nvim_get_namespaces()[select(1, ...)]
+      if not ns then return {} end
+      return vim.api.nvim_buf_get_extmarks(select(2, ...), ns, 0, -1, { details = true })`,
+      namespace,
+      bufnr,
+    );
+  }
+
+  /**
+   * Wait for a `User` autocmd with this pattern (e.g. `FlemmaRequestFinished`). Events seen
+   * earlier count too, unless `after` (an `eventCount` taken before) says otherwise.
+   */
+  waitForEvent(
+    pattern: string,
+    options: { timeout?: number; after?: number; match?: (event: UserEvent) => boolean } = {},
+  ): Promise<UserEvent> {
+    const after = options.after ?? 0;
+    const match = (event: UserEvent): boolean =>
+      event.pattern === pattern && (options.match?.(event) ?? true);
+    const seen = this.events.slice(after).find(match);
+    if (seen !== undefined) return Promise.resolve(seen);
+    return this.waitFor(this.eventWaiters, match, options.timeout ?? 10000, `User ${pattern}`);
+  }
+
+  /** How many events were seen so far (pass as `after` to wait only for newer ones). */
+  get eventCount(): number {
+    return this.events.length;
+  }
+
+  eventsSeen(pattern?: string): UserEvent[] {
+    return this.events.filter((event) => pattern === undefined || event.pattern === pattern);
+  }
+
+  /** Every `vim.notify` message so far. */
+  notifications(): Notification[] {
+    return [...this.notes];
+  }
+
+  /** Wait for a `vim.notify` message matching a pattern (earlier ones count unless `after`). */
+  waitForNotification(
+    pattern: RegExp,
+    options: { timeout?: number; after?: number } = {},
+  ): Promise<Notification> {
+    const after = options.after ?? 0;
+    const match = (note: Notification): boolean => pattern.test(note.message);
+    const seen = this.notes.slice(after).find(match);
+    if (seen !== undefined) return Promise.resolve(seen);
+    return this.waitFor(this.noteWaiters, match, options.timeout ?? 10000, `notification ${String(pattern)}`);
+  }
+
+  get notificationCount(): number {
+    return this.notes.length;
+  }
+
+  private waitFor<T>(
+    list: Waiter<T>[],
+    match: (item: T) => boolean,
+    timeout: number,
+    what: string,
+  ): Promise<T> {
+    return new Promise((resolvePromise, reject) => {
+      const timer = setTimeout(() => {
+        const index = list.indexOf(waiter);
+        if (index >= 0) list.splice(index, 1);
+        reject(new Error(`timed out after ${String(timeout)} ms waiting for ${what}`));
+      }, timeout);
+      const waiter: Waiter<T> = {
+        match,
+        resolve: (item) => {
+          clearTimeout(timer);
+          resolvePromise(item);
+        },
+      };
+      list.push(waiter);
+    });
+  }
+
+  /** Quit Neovim and remove the private directory. */
+  async quit(): Promise<void> {
+    const exited = new Promise<void>((resolvePromise) => {
+      if (this.proc.exitCode !== null) resolvePromise();
+      else this.proc.once('exit', () => { resolvePromise(); });
+    });
+    try {
+      this.nvim.notify('nvim_command', ['qa!']);
+    } catch {
+      // Already gone.
+    }
+    const timer = setTimeout(() => this.proc.kill('SIGKILL'), 3000);
+    await exited;
+    clearTimeout(timer);
+    rmSync(this.home, { recursive: true, force: true });
+  }
+}
+
+export function startDriver(options: DriverOptions = {}): Promise<Driver> {
+  return Driver.start(options);
+}
