@@ -39,8 +39,14 @@ export default tseslint.config(
         'error',
         {
           patterns: [
-            { group: ['neovim', 'neovim/*'], message: 'src/core must not import the Neovim client.' },
-            { group: ['**/editor/**', '**/editor'], message: 'src/core must not import src/editor.' },
+            {
+              group: ['neovim', 'neovim/*'],
+              message: 'src/core must not import the Neovim client.',
+            },
+            {
+              group: ['**/editor/**', '**/editor'],
+              message: 'src/core must not import src/editor.',
+            },
             { group: ['**/host/**', '**/host'], message: 'src/core must not import src/host.' },
           ],
         },

@@ -17,6 +17,7 @@ const common = {
   target: 'node20',
   sourcemap: 'linked',
   legalComments: 'none',
+  minify: true,
   logLevel: 'warning',
   metafile: true,
   alias: { winston: join(root, 'src/host/winston-stub.ts') },
@@ -75,13 +76,21 @@ for (const file of eager) {
   }
 }
 if (offenders.length > 0) {
-  console.error(`build: provider SDKs must be loaded with import(), but these are in the start-up graph:\n  ${offenders.slice(0, 5).join('\n  ')}`);
+  console.error(
+    `build: provider SDKs must be loaded with import(), but these are in the start-up graph:\n  ${offenders.slice(0, 5).join('\n  ')}`,
+  );
   process.exit(1);
 }
 
 writeFileSync(
   join(root, 'dist/build-info.json'),
-  JSON.stringify({ version: pkg.version, source_hash: hash, built_at: new Date().toISOString() }, null, 2) + '\n',
+  JSON.stringify(
+    { version: pkg.version, source_hash: hash, built_at: new Date().toISOString() },
+    null,
+    2,
+  ) + '\n',
 );
 const size = (meta, out) => Math.round(meta.outputs[out].bytes / 1024);
-console.log(`build: dist/host.js ${size(host.metafile, 'dist/host.js')} kB, dist/rplugin.cjs ${size(rplugin.metafile, 'dist/rplugin.cjs')} kB (source ${hash.slice(0, 12)})`);
+console.log(
+  `build: dist/host.js ${size(host.metafile, 'dist/host.js')} kB, dist/rplugin.cjs ${size(rplugin.metafile, 'dist/rplugin.cjs')} kB (source ${hash.slice(0, 12)})`,
+);

@@ -16,13 +16,19 @@ export const LANES = [
 ];
 
 export function cacheDir() {
-  return process.env.FLEMMA_CACHE_DIR ?? join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'flemma');
+  return (
+    process.env.FLEMMA_CACHE_DIR ??
+    join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'flemma')
+  );
 }
 
 /** The version string (`0.10.4`) of an nvim binary, or undefined if it does not run. */
 export function nvimVersion(bin) {
   try {
-    const out = execFileSync(bin, ['--version'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
+    const out = execFileSync(bin, ['--version'], {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'ignore'],
+    });
     return /NVIM v(\d+\.\d+\.\d+)/.exec(out)?.[1];
   } catch {
     return undefined;
@@ -56,10 +62,16 @@ export function resolveLane(lane, { install = false } = {}) {
     if (version) return { lane: lane.name, bin: cached, version };
   }
   if (!install) return undefined;
-  process.stderr.write(`Installing Neovim (${lane.name}) from Debian ${lane.suite} into ${dirname(dirname(cached))}...\n`);
-  execFileSync('bash', [join(root, 'scripts/install-nvim.sh'), lane.suite, dirname(dirname(cached))], {
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
+  process.stderr.write(
+    `Installing Neovim (${lane.name}) from Debian ${lane.suite} into ${dirname(dirname(cached))}...\n`,
+  );
+  execFileSync(
+    'bash',
+    [join(root, 'scripts/install-nvim.sh'), lane.suite, dirname(dirname(cached))],
+    {
+      stdio: ['ignore', 'ignore', 'inherit'],
+    },
+  );
   const version = nvimVersion(cached);
   if (!version) throw new Error(`installing Neovim ${lane.name} failed`);
   return { lane: lane.name, bin: cached, version };
@@ -70,12 +82,14 @@ export function resolveNvims({ install = false } = {}) {
   const explicit = process.env.NVIM;
   if (explicit && isExecutable(explicit)) {
     const version = nvimVersion(explicit);
-    if (version && atLeast(version, 0, 10)) return [{ lane: `nvim ${version}`, bin: explicit, version }];
+    if (version && atLeast(version, 0, 10))
+      return [{ lane: `nvim ${version}`, bin: explicit, version }];
   }
   return LANES.map((lane) => resolveLane(lane, { install })).filter((found) => found !== undefined);
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const install = process.argv[2] === 'install';
-  for (const found of resolveNvims({ install })) console.log(`${found.lane}\t${found.version}\t${found.bin}`);
+  for (const found of resolveNvims({ install }))
+    console.log(`${found.lane}\t${found.version}\t${found.bin}`);
 }

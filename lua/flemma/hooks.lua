@@ -67,9 +67,18 @@ function M.emit(name, data)
     end
   end
   local pattern = M.pattern(name)
+  -- NOTE: Neovim reports an error raised inside an autocmd callback itself (and goes on with the
+  -- other autocmds) instead of raising it here; v:errmsg is how we learn of it for the log.
+  local errmsg = vim.v.errmsg
+  vim.v.errmsg = ""
   local ok, err = pcall(vim.api.nvim_exec_autocmds, "User", { pattern = pattern, data = data, modeline = false })
   if not ok then
     report(string.format("User %s autocmd", pattern), err)
+  elseif vim.v.errmsg ~= "" then
+    log.write("error", string.format("User %s autocmd failed: %s", pattern, vim.v.errmsg))
+  end
+  if vim.v.errmsg == "" then
+    vim.v.errmsg = errmsg
   end
 end
 

@@ -73,6 +73,7 @@ function H.register_commands()
     run = H.host_status,
   })
   commands.register("host:restart", {
+    starts_host = false,
     desc = "Restart the host process now",
     run = function()
       if host.restart() then
@@ -81,6 +82,7 @@ function H.register_commands()
     end,
   })
   commands.register("host:stop", {
+    starts_host = false,
     desc = "Stop the host process (it starts again on next use)",
     run = function()
       if not host.stop() then
@@ -89,12 +91,14 @@ function H.register_commands()
     end,
   })
   commands.register("log:open", {
+    starts_host = false,
     desc = "Open the log file (host and plugin)",
     run = function()
       require("flemma.log").open()
     end,
   })
   commands.register("log:level", {
+    starts_host = false,
     desc = "Set the log level: debug, info, warn or error",
     complete = function()
       return { "debug", "info", "warn", "error" }
@@ -112,6 +116,7 @@ function H.register_commands()
     end,
   })
   commands.register("health", {
+    starts_host = false,
     desc = "Run :checkhealth flemma",
     run = function()
       vim.cmd("checkhealth flemma")

@@ -1,6 +1,6 @@
 // The bridge to the shim's Lua side: every host → Lua call goes through one named entry point,
 // `require("flemma.rpc").dispatch(method, params)`, with values passed as arguments.
-import type { NeovimClient } from 'neovim';
+import type { Neovim } from 'neovim';
 
 const DISPATCH = 'return require("flemma.rpc").dispatch(...)';
 
@@ -10,7 +10,7 @@ export interface RpcPort {
   notify(method: string, args: unknown[]): void;
 }
 
-export function rpcPortOf(nvim: NeovimClient): RpcPort {
+export function rpcPortOf(nvim: Neovim): RpcPort {
   return {
     request: (method, args) => nvim.request(method, args) as Promise<unknown>,
     notify: (method, args) => {

@@ -63,7 +63,11 @@ const realClock: Clock = {
   now: () => performance.now(),
   setTimeout: (fn, ms) => {
     const handle = setTimeout(fn, ms);
-    return { cancel: () => clearTimeout(handle) };
+    return {
+      cancel: () => {
+        clearTimeout(handle);
+      },
+    };
   },
 };
 

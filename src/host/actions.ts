@@ -44,10 +44,18 @@ export const actions: Record<string, Action> = {
 };
 
 /** Run an action by name; unknown names are an error that says what exists. */
-export async function dispatch(ctx: HostContext, method: string, params: unknown): Promise<unknown> {
-  const action = Object.prototype.hasOwnProperty.call(actions, method) ? actions[method] : undefined;
+export async function dispatch(
+  ctx: HostContext,
+  method: string,
+  params: unknown,
+): Promise<unknown> {
+  const action = Object.prototype.hasOwnProperty.call(actions, method)
+    ? actions[method]
+    : undefined;
   if (action === undefined) {
-    throw new ActionError(`unknown method '${method}' (known: ${Object.keys(actions).sort().join(', ')})`);
+    throw new ActionError(
+      `unknown method '${method}' (known: ${Object.keys(actions).sort().join(', ')})`,
+    );
   }
   return await action(ctx, params);
 }

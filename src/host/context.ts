@@ -1,5 +1,5 @@
 // What every action handler receives: the editor adapters and the host's own facts.
-import type { NeovimClient } from 'neovim';
+import type { Neovim } from 'neovim';
 import type { Logger } from '../core/log.js';
 import { HookEmitter } from '../editor/hooks.js';
 import { LuaBridge, rpcPortOf } from '../editor/lua.js';
@@ -9,10 +9,11 @@ declare const __FLEMMA_VERSION__: string;
 declare const __FLEMMA_SOURCE_HASH__: string;
 
 export const HOST_VERSION = typeof __FLEMMA_VERSION__ === 'string' ? __FLEMMA_VERSION__ : 'dev';
-export const SOURCE_HASH = typeof __FLEMMA_SOURCE_HASH__ === 'string' ? __FLEMMA_SOURCE_HASH__ : 'dev';
+export const SOURCE_HASH =
+  typeof __FLEMMA_SOURCE_HASH__ === 'string' ? __FLEMMA_SOURCE_HASH__ : 'dev';
 
 export interface HostContext {
-  readonly nvim: NeovimClient;
+  readonly nvim: Neovim;
   readonly lua: LuaBridge;
   readonly hooks: HookEmitter;
   readonly writes: WriteScheduler;
@@ -22,7 +23,7 @@ export interface HostContext {
 }
 
 export function createContext(
-  nvim: NeovimClient,
+  nvim: Neovim,
   logger: Logger,
   logFile: string | undefined,
 ): HostContext {

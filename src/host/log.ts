@@ -72,6 +72,9 @@ function levelFromEnv(): LogLevel {
 }
 
 /** The process-wide logger of the host, created on first import. */
-export const hostLogger: FileLogger = createFileLogger(process.env['FLEMMA_LOG_FILE'], levelFromEnv());
+export const hostLogger: FileLogger = createFileLogger(
+  process.env['FLEMMA_LOG_FILE'],
+  levelFromEnv(),
+);
 
 export { LOG_LEVELS };

@@ -1,7 +1,10 @@
 // Host entry: guard stdout, attach to Neovim over stdio, route every request and notification
 // through the dispatch table, and exit when Neovim goes away.
 import { rpcWriter, guardConsole } from './stdio-guard.js';
-import { attach } from 'neovim';
+// NOTE: the deep import skips the remote-plugin host machinery of the package index (and its
+// child_process), which shortens every start-up.
+import { attach } from 'neovim/lib/attach/attach.js';
+import type { Logger as ClientLogger } from 'neovim/lib/utils/logger.js';
 import { hostLogger } from './log.js';
 import { dispatch } from './actions.js';
 import { createContext } from './context.js';
@@ -28,7 +31,10 @@ const clientLogger = {
 };
 
 process.on('uncaughtException', (error) => {
-  hostLogger.error('uncaught exception; the host exits and the shim restarts it on next use', error);
+  hostLogger.error(
+    'uncaught exception; the host exits and the shim restarts it on next use',
+    error,
+  );
   process.exit(70);
 });
 process.on('unhandledRejection', (reason) => {
@@ -42,7 +48,7 @@ process.on('SIGTERM', () => {
 const nvim = attach({
   reader: process.stdin,
   writer: rpcWriter,
-  options: { logger: clientLogger as unknown as NonNullable<Parameters<typeof attach>[0]['options']>['logger'] },
+  options: { logger: clientLogger as unknown as ClientLogger },
 });
 // The client may have replaced `console`; point it back at the log.
 guardConsole();
@@ -50,17 +56,24 @@ guardConsole();
 const ctx = createContext(nvim, hostLogger, hostLogger.path);
 hostLogger.info(`host started (node ${process.version}, pid ${String(process.pid)})`);
 
-nvim.on('request', (method: string, args: unknown[], response: { send(value: unknown, isError?: boolean): void }) => {
-  dispatch(ctx, method, args[0] ?? null).then(
-    (result) => {
-      response.send(result ?? null);
-    },
-    (error: unknown) => {
-      hostLogger.warn(`request '${method}' failed`, error);
-      response.send(describe(error), true);
-    },
-  );
-});
+nvim.on(
+  'request',
+  (
+    method: string,
+    args: unknown[],
+    response: { send(value: unknown, isError?: boolean): void },
+  ) => {
+    dispatch(ctx, method, args[0] ?? null).then(
+      (result) => {
+        response.send(result ?? null);
+      },
+      (error: unknown) => {
+        hostLogger.warn(`request '${method}' failed`, error);
+        response.send(describe(error), true);
+      },
+    );
+  },
+);
 
 nvim.on('notification', (method: string, args: unknown[]) => {
   if (method === 'call') {

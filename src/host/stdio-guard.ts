@@ -16,17 +16,23 @@ export const rpcWriter = new Writable({
 });
 
 function divert(chunk: unknown): void {
-  const text = typeof chunk === 'string' ? chunk : Buffer.isBuffer(chunk) ? chunk.toString('utf8') : String(chunk);
+  const text =
+    typeof chunk === 'string'
+      ? chunk
+      : Buffer.isBuffer(chunk)
+        ? chunk.toString('utf8')
+        : String(chunk);
   hostLogger.raw('STDOUT', text);
 }
 
 // A library's stray `process.stdout.write` lands in the log instead of corrupting the channel.
-stdout.write = function divertedWrite(chunk: unknown, ...rest: unknown[]): boolean {
+function divertedWrite(chunk: unknown, ...rest: unknown[]): boolean {
   divert(chunk);
   const callback = rest.find((arg): arg is () => void => typeof arg === 'function');
   if (callback !== undefined) process.nextTick(callback);
   return true;
-} as typeof stdout.write;
+}
+stdout.write = divertedWrite;
 
 /** Route `console.*` to the log file. Called again after anything that replaces `console`. */
 export function guardConsole(): void {
@@ -35,6 +41,7 @@ export function guardConsole(): void {
     (...args: unknown[]): void => {
       hostLogger.raw(tag, format(...args));
     };
+  /* eslint-disable no-console -- replacing console is this module's job */
   console.log = toLog('CONSOLE');
   console.info = toLog('CONSOLE');
   console.debug = toLog('CONSOLE');
@@ -43,6 +50,7 @@ export function guardConsole(): void {
   console.trace = toLog('CONSOLE');
   console.dir = toLog('CONSOLE');
   console.table = toLog('CONSOLE');
+  /* eslint-enable no-console */
 }
 
 guardConsole();

@@ -32,10 +32,9 @@ export const format = {
   printf: identity,
 };
 
-class Transport {
-  constructor(_options?: unknown) {
-    // Nothing to set up: the stub has no transports.
-  }
+/** Transports are accepted and ignored: everything goes to the host log. */
+function Transport(this: unknown): void {
+  return undefined;
 }
 export const transports = { File: Transport, Console: Transport };
 

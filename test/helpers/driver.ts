@@ -56,7 +56,9 @@ type Waiter<T> = { match: (item: T) => boolean; resolve: (item: T) => void };
 export function nvimBinary(): string {
   const bin = process.env['FLEMMA_TEST_NVIM'];
   if (bin === undefined || bin === '') {
-    throw new Error('FLEMMA_TEST_NVIM is not set: run the end-to-end lane with `npm run test:nvim`');
+    throw new Error(
+      'FLEMMA_TEST_NVIM is not set: run the end-to-end lane with `npm run test:nvim`',
+    );
   }
   return bin;
 }
@@ -77,7 +79,8 @@ export class Driver {
   static async start(options: DriverOptions = {}): Promise<Driver> {
     const home = mkdtempSync(join(tmpdir(), 'flemma-e2e-'));
     const work = join(home, 'work');
-    for (const dir of ['config', 'data', 'state', 'cache', 'run', 'work']) mkdirSync(join(home, dir));
+    for (const dir of ['config', 'data', 'state', 'cache', 'run', 'work'])
+      mkdirSync(join(home, dir));
     const env: Record<string, string> = {};
     for (const [key, value] of Object.entries(process.env)) {
       if (value !== undefined && !SCRUBBED_ENV.includes(key)) env[key] = value;
@@ -92,13 +95,15 @@ export class Driver {
     });
     Object.assign(env, options.env ?? {});
     const extra = process.env['FLEMMA_TEST_RTP']?.split(',').filter((dir) => dir !== '') ?? [];
-    const rtp = [ROOT, ...(options.rtp ?? []), ...extra].map((dir) => dir.replace(/[\\, ]/g, '\\$&')).join(',');
+    const rtp = [ROOT, ...(options.rtp ?? []), ...extra]
+      .map((dir) => dir.replace(/[\\, ]/g, '\\$&'))
+      .join(',');
     const proc = spawn(
       nvimBinary(),
       ['--embed', '--headless', '--clean', '-n', '-i', 'NONE', '--cmd', `set rtp^=${rtp}`],
       { cwd: work, env, stdio: ['pipe', 'pipe', 'pipe'] },
     );
-    proc.stderr?.resume();
+    proc.stderr.resume();
     const nvim = attach({ proc, options: { logger: quietLogger } });
     restoreConsole();
     const driver = new Driver(nvim, proc, home);
@@ -160,7 +165,7 @@ export class Driver {
 
   /** Run an Ex command and return what it printed. */
   async commandOutput(cmd: string): Promise<string> {
-    return (await this.nvim.request('nvim_exec2', [cmd, { output: true }]) as { output: string })
+    return ((await this.nvim.request('nvim_exec2', [cmd, { output: true }])) as { output: string })
       .output;
   }
 
@@ -257,7 +262,12 @@ export class Driver {
     const match = (note: Notification): boolean => pattern.test(note.message);
     const seen = this.notes.slice(after).find(match);
     if (seen !== undefined) return Promise.resolve(seen);
-    return this.waitFor(this.noteWaiters, match, options.timeout ?? 10000, `notification ${String(pattern)}`);
+    return this.waitFor(
+      this.noteWaiters,
+      match,
+      options.timeout ?? 10000,
+      `notification ${String(pattern)}`,
+    );
   }
 
   get notificationCount(): number {
@@ -291,7 +301,10 @@ export class Driver {
   async quit(): Promise<void> {
     const exited = new Promise<void>((resolvePromise) => {
       if (this.proc.exitCode !== null) resolvePromise();
-      else this.proc.once('exit', () => { resolvePromise(); });
+      else
+        this.proc.once('exit', () => {
+          resolvePromise();
+        });
     });
     try {
       this.nvim.notify('nvim_command', ['qa!']);

@@ -88,6 +88,8 @@ describe('the host process', () => {
     const newPid = (await restarted).data['pid'];
     expect(newPid).not.toBe(firstPid);
     expect((await statusNote).message).toContain(`pid ${String(newPid)}`);
-    expect(driver.notifications().filter((n) => /exited unexpectedly/.test(n.message))).toHaveLength(1);
+    expect(
+      driver.notifications().filter((n) => /exited unexpectedly/.test(n.message)),
+    ).toHaveLength(1);
   });
 });

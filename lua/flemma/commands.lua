@@ -1,0 +1,232 @@
+--- flemma.commands: the `:Flemma <command> [args]` registry: dispatch, completion, listing and
+--- "did you mean" for typos. Command names use `:` between levels (`host:restart`, `log:open`).
+local notify = require("flemma.notify")
+local suggest = require("flemma.util.suggest")
+
+local M = {}
+
+---@class flemma.commands.Spec
+---@field run fun(args: string[], ctx: table)
+---@field desc string|nil
+---@field complete (fun(arglead: string, args: string[]): string[]|nil)|nil
+---@field starts_host boolean|nil  false for commands that must not start the host (default true)
+
+local H = {
+  commands = {}, ---@type table<string, flemma.commands.Spec>
+}
+
+local NAME_PATTERN = "^[%w_%-]+$"
+
+--- Add (or replace) a command. `name` is `word` or `group:sub` (any depth).
+---@param name string
+---@param spec flemma.commands.Spec
+function M.register(name, spec)
+  if type(name) ~= "string" or name == "" then
+    error("flemma.commands.register: the name must be a non-empty string", 2)
+  end
+  for part in (name .. ":"):gmatch("(.-):") do
+    if not part:match(NAME_PATTERN) then
+      error(string.format("flemma.commands.register: invalid command name '%s'", name), 2)
+    end
+  end
+  if type(spec) ~= "table" or type(spec.run) ~= "function" then
+    error(string.format("flemma.commands.register: '%s' needs a `run` function", name), 2)
+  end
+  if spec.complete ~= nil and type(spec.complete) ~= "function" then
+    error(string.format("flemma.commands.register: '%s': `complete` must be a function", name), 2)
+  end
+  H.commands[name] = { run = spec.run, desc = spec.desc, complete = spec.complete, starts_host = spec.starts_host }
+end
+
+--- Remove a command; returns whether it existed.
+---@param name string
+---@return boolean
+function M.unregister(name)
+  local existed = H.commands[name] ~= nil
+  H.commands[name] = nil
+  return existed
+end
+
+--- Every registered command name, sorted.
+---@return string[]
+function M.names()
+  local names = vim.tbl_keys(H.commands)
+  table.sort(names)
+  return names
+end
+
+--- Run `:Flemma` with these arguments (`fargs[1]` is the command name). `ctx` is passed to the
+--- command as is (the user command's callback table when called from `:Flemma`).
+---@param fargs string[]
+---@param ctx table|nil
+function M.run(fargs, ctx)
+  fargs = fargs or {}
+  ctx = ctx or {}
+  local name = fargs[1]
+  if name == nil or name == "" then
+    H.show_list(M.names(), "Flemma commands")
+    return
+  end
+  local spec = H.commands[name]
+  if spec then
+    if spec.starts_host ~= false then
+      -- The host starts lazily: with the first chat buffer or the first :Flemma command.
+      require("flemma.host").ensure()
+    end
+    H.call(name, spec, { unpack(fargs, 2) }, ctx)
+    return
+  end
+  local children = H.children(name)
+  if #children > 0 then
+    H.show_list(children, string.format("Flemma %s commands", name))
+    return
+  end
+  local guess = suggest.closest(name, H.candidates())
+  local message = string.format("Flemma: unknown command '%s'", name)
+  if guess then
+    message = message .. string.format(" (did you mean '%s'?)", guess)
+  else
+    message = message .. " (run :Flemma for the list)"
+  end
+  notify.error(message)
+end
+
+--- Completion for the `:Flemma` user command (`complete = M.complete`).
+---@param arglead string
+---@param cmdline string
+---@param cursorpos integer
+---@return string[]
+function M.complete(arglead, cmdline, cursorpos)
+  arglead = arglead or ""
+  local args = H.arguments((cmdline or ""):sub(1, cursorpos or #(cmdline or "")))
+  -- `args` holds the finished arguments; the one being typed is `arglead`.
+  if #args == 0 then
+    return vim.tbl_filter(function(name)
+      return vim.startswith(name, arglead)
+    end, M.names())
+  end
+  local spec = H.commands[args[1]]
+  if not spec or not spec.complete then
+    return {}
+  end
+  local ok, items = pcall(spec.complete, arglead, { unpack(args, 2) })
+  if not ok then
+    require("flemma.log").write("warn", string.format("completion for '%s' failed: %s", args[1], tostring(items)))
+    return {}
+  end
+  if type(items) ~= "table" then
+    return {}
+  end
+  local result = {}
+  for _, item in ipairs(items) do
+    if type(item) == "string" and vim.startswith(item, arglead) then
+      result[#result + 1] = item
+    end
+  end
+  return result
+end
+
+--- Create the `:Flemma` user command (safe to call more than once: it replaces itself).
+function M.setup()
+  vim.api.nvim_create_user_command("Flemma", function(opts)
+    M.run(opts.fargs, opts)
+  end, {
+    nargs = "*",
+    complete = function(arglead, cmdline, cursorpos)
+      return M.complete(arglead, cmdline, cursorpos)
+    end,
+    desc = "Flemma: run a command (no arguments lists them)",
+  })
+end
+
+--- Run one command, turning any error it raises into a single notification.
+function H.call(name, spec, args, ctx)
+  local trace
+  local ok, err = xpcall(function()
+    spec.run(args, ctx)
+  end, function(e)
+    trace = debug.traceback(tostring(e), 2)
+    return e
+  end)
+  if ok then
+    return
+  end
+  require("flemma.log").write("error", string.format(":Flemma %s failed: %s", name, trace or tostring(err)))
+  notify.error(string.format("Flemma: %s: %s", name, H.clean_error(err)))
+end
+
+--- The text of an error without Lua's `file.lua:12: ` position prefix.
+function H.clean_error(err)
+  if type(err) == "table" and type(err.message) == "string" then
+    err = err.message
+  end
+  local text = type(err) == "string" and err or vim.inspect(err)
+  text = text:gsub("^[^\n]-%.lua:%d+: ", "", 1)
+  text = text:gsub('^%[string "[^"]*"%]:%d+: ', "", 1)
+  return text
+end
+
+--- The words after the command name in a `:Flemma …` command line (typed part only). When the
+--- line does not end in whitespace, the last word is the argument being typed and is dropped.
+function H.arguments(line)
+  local words = vim.split(line, "%s+", { trimempty = true })
+  -- Skip ranges and modifiers: everything up to the word naming the command itself.
+  local start = 1
+  for index, word in ipairs(words) do
+    local bare = word:gsub("^[^%a]*", ""):gsub("!$", "")
+    if #bare >= 2 and bare:sub(1, 1) == "F" and vim.startswith("Flemma", bare) then
+      start = index
+      break
+    end
+  end
+  local args = { unpack(words, start + 1) }
+  if not line:match("%s$") then
+    table.remove(args)
+  end
+  return args
+end
+
+--- Registered names directly or indirectly under the group `prefix` (`host` → `host:…`).
+function H.children(prefix)
+  return vim.tbl_filter(function(name)
+    return vim.startswith(name, prefix .. ":")
+  end, M.names())
+end
+
+--- Commands and their groups, for "did you mean".
+function H.candidates()
+  local seen, result = {}, {}
+  for _, name in ipairs(M.names()) do
+    local parts = vim.split(name, ":", { plain = true })
+    for depth = 1, #parts do
+      local candidate = table.concat(parts, ":", 1, depth)
+      if not seen[candidate] then
+        seen[candidate] = true
+        result[#result + 1] = candidate
+      end
+    end
+  end
+  table.sort(result)
+  return result
+end
+
+--- One `nvim_echo` call: a header, then `name  description` rows with aligned columns.
+function H.show_list(names, header)
+  local width = 0
+  for _, name in ipairs(names) do
+    width = math.max(width, vim.fn.strdisplaywidth(name))
+  end
+  local chunks = { { header, "Title" } }
+  if #names == 0 then
+    chunks[#chunks + 1] = { "\n  (none registered)", "Comment" }
+  end
+  for _, name in ipairs(names) do
+    local desc = H.commands[name].desc or ""
+    local pad = string.rep(" ", width - vim.fn.strdisplaywidth(name) + 2)
+    chunks[#chunks + 1] = { "\n  " .. name, "Identifier" }
+    chunks[#chunks + 1] = { pad .. desc }
+  end
+  vim.api.nvim_echo(chunks, true, {})
+end
+
+return M

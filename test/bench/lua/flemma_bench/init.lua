@@ -1,0 +1,60 @@
+-- Benchmark helpers that run inside Neovim: host cold start and main-loop lag.
+local M = {}
+
+--- Start the host `runs` times (stopping it in between); each sample is the time from the shim
+--- starting the job to the first answered request, in ms.
+function M.cold_start(runs)
+  local host = require("flemma.host")
+  local samples = {}
+  for i = 1, runs do
+    local old = host.channel()
+    if old then
+      host.stop()
+      vim.fn.jobwait({ old }, 5000)
+      vim.wait(2000, function()
+        return host.channel() == nil
+      end, 1)
+    end
+    local t0 = vim.uv.hrtime()
+    local chan = assert(host.start())
+    local info = vim.rpcrequest(chan, "ping")
+    samples[i] = (vim.uv.hrtime() - t0) / 1e6
+    assert(info.pid > 0)
+  end
+  return samples
+end
+
+--- Run `cold_start` from the main loop (as a FileType autocmd would start the host, not from
+--- inside an RPC request) and report the samples with `User FlemmaBenchColdStart`.
+function M.cold_start_async(runs)
+  vim.schedule(function()
+    local samples = M.cold_start(runs)
+    vim.api.nvim_exec_autocmds("User", { pattern = "FlemmaBenchColdStart", data = { samples = samples } })
+  end)
+end
+
+local lag = { timer = nil, samples = {}, expected = 0 }
+
+--- Start a repeating timer that records how late each tick fires (ms).
+function M.lag_start(interval_ms)
+  lag.samples = {}
+  lag.timer = vim.uv.new_timer()
+  lag.expected = vim.uv.hrtime() + interval_ms * 1e6
+  lag.timer:start(interval_ms, interval_ms, function()
+    local now = vim.uv.hrtime()
+    lag.samples[#lag.samples + 1] = math.max(0, (now - lag.expected) / 1e6)
+    lag.expected = now + interval_ms * 1e6
+  end)
+end
+
+--- Stop the timer and return the samples.
+function M.lag_stop()
+  if lag.timer then
+    lag.timer:stop()
+    lag.timer:close()
+    lag.timer = nil
+  end
+  return lag.samples
+end
+
+return M

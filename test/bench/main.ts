@@ -1,0 +1,89 @@
+// `npm run bench`: host cold start and streaming writes through the editor adapter, on every
+// Neovim lane. Prints `metric value unit` lines.
+import { join } from 'node:path';
+import { LuaBridge, rpcPortOf } from '../../src/editor/lua.js';
+import { WriteScheduler } from '../../src/editor/writequeue.js';
+import { ROOT, startDriver } from '../helpers/driver.js';
+
+interface Lane {
+  lane: string;
+  bin: string;
+  version: string;
+}
+
+const lanes = JSON.parse(process.env['FLEMMA_BENCH_NVIMS'] ?? '[]') as Lane[];
+const BENCH_RTP = join(ROOT, 'test/bench');
+
+function percentile(values: number[], p: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const index = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
+  return sorted[index] ?? NaN;
+}
+
+function report(metric: string, value: number, unit: string): void {
+  process.stdout.write(`${metric} ${value.toFixed(1)} ${unit}\n`);
+}
+
+async function coldStart(lane: Lane): Promise<void> {
+  const driver = await startDriver({ rtp: [BENCH_RTP] });
+  try {
+    // One warm-up start so that the file cache holds node and the bundle, as on a user's machine.
+    await driver.lua('require("flemma_bench").cold_start_async(1)');
+    await driver.waitForEvent('FlemmaBenchColdStart');
+    await driver.lua('require("flemma_bench").cold_start_async(10)');
+    const done = await driver.waitForEvent('FlemmaBenchColdStart', { after: driver.eventCount });
+    const samples = done.data['samples'] as number[];
+    report(`host.cold_start.median[nvim-${lane.lane}]`, percentile(samples, 50), 'ms');
+    report(`host.cold_start.min[nvim-${lane.lane}]`, Math.min(...samples), 'ms');
+    report(`host.cold_start.max[nvim-${lane.lane}]`, Math.max(...samples), 'ms');
+  } finally {
+    await driver.quit();
+  }
+}
+
+async function streaming(lane: Lane): Promise<void> {
+  const driver = await startDriver({ rtp: [BENCH_RTP], ui: { width: 120, height: 40 } });
+  try {
+    const buf = await driver.openChat('bench.chat', [
+      '@You:',
+      'Write a long answer.',
+      '',
+      '@Assistant:',
+    ]);
+    const writes = new WriteScheduler(new LuaBridge(rpcPortOf(driver.nvim)));
+    const writer = writes.buffer(buf);
+    const words = ['lorem', 'ipsum', 'dolor', 'sit', 'amet', 'elit', 'sed', 'tempor'];
+    const chunks: string[] = [];
+    for (let i = 0; i < 20000; i++) {
+      const word = words[i % words.length] ?? 'x';
+      chunks.push(i % 12 === 11 ? `${word}\n` : `${word} `);
+    }
+    const expected = chunks.join('');
+    await driver.lua('require("flemma_bench").lag_start(5)');
+    const started = performance.now();
+    for (const chunk of chunks) {
+      writer.append(chunk);
+      // One chunk per macrotask, as a network stream delivers them.
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    await writer.flushed();
+    const total = performance.now() - started;
+    const lag = await driver.lua<number[]>('return require("flemma_bench").lag_stop()');
+    const text = (await driver.lines(buf)).slice(3).join('\n');
+    if (text !== '@Assistant:' + expected)
+      throw new Error('streamed text does not match what was sent');
+    report(`stream.20k_chunks.total[nvim-${lane.lane}]`, total, 'ms');
+    report(`stream.20k_chunks.bytes[nvim-${lane.lane}]`, Buffer.byteLength(expected) / 1024, 'KiB');
+    report(`stream.20k_chunks.rpc_batches[nvim-${lane.lane}]`, writes.stats.batches, 'batches');
+    report(`stream.main_loop_lag.p99[nvim-${lane.lane}]`, percentile(lag, 99), 'ms');
+    report(`stream.main_loop_lag.max[nvim-${lane.lane}]`, Math.max(...lag), 'ms');
+  } finally {
+    await driver.quit();
+  }
+}
+
+for (const lane of lanes) {
+  process.env['FLEMMA_TEST_NVIM'] = lane.bin;
+  await coldStart(lane);
+  await streaming(lane);
+}

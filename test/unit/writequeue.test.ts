@@ -1,0 +1,193 @@
+import { describe, expect, it } from 'vitest';
+import type { LuaBridge } from '../../src/editor/lua.js';
+import { type Clock, WriteScheduler, type WriteOp } from '../../src/editor/writequeue.js';
+
+/** A clock whose timers fire only when the test advances time. */
+class ManualClock implements Clock {
+  time = 0;
+  private timers: { at: number; fn: () => void; live: boolean }[] = [];
+  now(): number {
+    return this.time;
+  }
+  setTimeout(fn: () => void, ms: number): { cancel(): void } {
+    const timer = { at: this.time + ms, fn, live: true };
+    this.timers.push(timer);
+    return { cancel: () => (timer.live = false) };
+  }
+  /** Advance time, firing due timers in order, letting promises settle in between. */
+  async advance(ms: number): Promise<void> {
+    const end = this.time + ms;
+    for (;;) {
+      await flushPromises();
+      const due = this.timers
+        .filter((timer) => timer.live && timer.at <= end)
+        .sort((a, b) => a.at - b.at)[0];
+      if (due === undefined) break;
+      due.live = false;
+      this.time = Math.max(this.time, due.at);
+      due.fn();
+    }
+    this.time = end;
+    await flushPromises();
+  }
+}
+
+async function flushPromises(): Promise<void> {
+  for (let i = 0; i < 10; i++) await Promise.resolve();
+}
+
+interface Call {
+  at: number;
+  batches: { bufnr: number; tick: number | null; ops: WriteOp[] }[];
+}
+
+/** A Lua side that keeps buffers as arrays of lines and answers like flemma.buffer. */
+function fakeLua(
+  clock: ManualClock,
+  answer?: (call: Call, index: number) => unknown[] | undefined,
+) {
+  const calls: Call[] = [];
+  const buffers = new Map<number, string[]>([
+    [1, ['']],
+    [2, ['']],
+  ]);
+  let inFlight = 0;
+  let maxInFlight = 0;
+  const bridge = {
+    call: async (method: string, params: unknown) => {
+      expect(method).toBe('buffer.apply_batch');
+      inFlight += 1;
+      maxInFlight = Math.max(maxInFlight, inFlight);
+      const call: Call = { at: clock.now(), batches: structuredClone(params) as Call['batches'] };
+      calls.push(call);
+      await Promise.resolve();
+      inFlight -= 1;
+      const scripted = answer?.(call, calls.length - 1);
+      if (scripted !== undefined) return scripted;
+      return call.batches.map((batch) => {
+        const lines = buffers.get(batch.bufnr);
+        if (lines === undefined) return { status: 'gone', done: 0 };
+        const conflicts: number[] = [];
+        batch.ops.forEach((op, index) => {
+          if (op.op === 'append') {
+            const parts = op.text.split('\n');
+            lines[lines.length - 1] = (lines[lines.length - 1] ?? '') + (parts[0] ?? '');
+            lines.push(...parts.slice(1));
+          } else if (op.op === 'set_lines') {
+            const current = lines.slice(op.start, op.end);
+            if (op.expect !== null && JSON.stringify(current) !== JSON.stringify(op.expect)) {
+              conflicts.push(index + 1);
+              return;
+            }
+            lines.splice(op.start, op.end - op.start, ...op.lines);
+          }
+        });
+        return { status: 'ok', done: batch.ops.length, tick: calls.length, conflicts };
+      });
+    },
+    notify: () => undefined,
+  };
+  return {
+    bridge: bridge as unknown as LuaBridge,
+    calls,
+    buffers,
+    maxInFlight: () => maxInFlight,
+  };
+}
+
+describe('WriteScheduler', () => {
+  it('coalesces appends made in one tick into a single RPC and a single op', async () => {
+    const clock = new ManualClock();
+    const lua = fakeLua(clock);
+    const writes = new WriteScheduler(lua.bridge, { clock });
+    const buffer = writes.buffer(1);
+    for (let i = 0; i < 1000; i++) buffer.append(i % 10 === 9 ? 'x\n' : 'x');
+    const done = buffer.flushed();
+    await clock.advance(0);
+    await done;
+    expect(lua.calls).toHaveLength(1);
+    expect(lua.calls[0]?.batches[0]?.ops).toHaveLength(1);
+    expect(lua.buffers.get(1)).toEqual([...Array<string>(100).fill('x'.repeat(10)), '']);
+  });
+
+  it('sends at most one RPC per 16 ms frame, with one batch in flight, for all buffers', async () => {
+    const clock = new ManualClock();
+    const lua = fakeLua(clock);
+    const writes = new WriteScheduler(lua.bridge, { clock });
+    for (let ms = 0; ms < 100; ms += 2) {
+      writes.buffer(1).append('a');
+      writes.buffer(2).append('b');
+      await clock.advance(2);
+    }
+    await clock.advance(50);
+    const gaps = lua.calls.slice(1).map((call, i) => call.at - (lua.calls[i]?.at ?? 0));
+    expect(Math.min(...gaps)).toBeGreaterThanOrEqual(16);
+    expect(lua.calls.length).toBeLessThanOrEqual(Math.ceil(100 / 16) + 1);
+    expect(lua.calls.every((call) => call.batches.length === 2)).toBe(true);
+    expect(lua.maxInFlight()).toBe(1);
+    expect(lua.buffers.get(1)?.[0]).toBe('a'.repeat(50));
+    expect(lua.buffers.get(2)?.[0]).toBe('b'.repeat(50));
+  });
+
+  it('retries refused edits (textlock) in order, backing off, without losing text', async () => {
+    const clock = new ManualClock();
+    let refusals = 3;
+    const lua = fakeLua(clock, (call) =>
+      refusals-- > 0 ? call.batches.map(() => ({ status: 'retry', done: 0 })) : undefined,
+    );
+    const writes = new WriteScheduler(lua.bridge, { clock });
+    const buffer = writes.buffer(1);
+    buffer.append('one ');
+    await clock.advance(0);
+    buffer.append('two ');
+    await clock.advance(20);
+    buffer.append('three');
+    await clock.advance(500);
+    await buffer.flushed();
+    expect(lua.buffers.get(1)).toEqual(['one two three']);
+    expect(writes.stats.retries).toBe(3);
+    const gaps = lua.calls.slice(1).map((call, i) => call.at - (lua.calls[i]?.at ?? 0));
+    expect(gaps[1]).toBeGreaterThan(gaps[0] ?? 0);
+  });
+
+  it('refuses a line replacement whose rows the user changed, and reports the conflict', async () => {
+    const clock = new ManualClock();
+    const lua = fakeLua(clock);
+    lua.buffers.set(1, ['@You:', 'pending', 'tail']);
+    const writes = new WriteScheduler(lua.bridge, { clock });
+    const buffer = writes.buffer(1);
+    const stale = buffer.setLines(1, 2, ['result'], ['what the host saw']);
+    const fresh = buffer.setLines(2, 3, ['new tail'], ['tail']);
+    await clock.advance(0);
+    expect(await stale).toBe('conflict');
+    expect(await fresh).toBe('applied');
+    expect(lua.buffers.get(1)).toEqual(['@You:', 'pending', 'new tail']);
+    expect(writes.stats.conflicts).toBe(1);
+  });
+
+  it('settles everything as gone when the buffer was wiped', async () => {
+    const clock = new ManualClock();
+    const lua = fakeLua(clock);
+    const writes = new WriteScheduler(lua.bridge, { clock });
+    const buffer = writes.buffer(7);
+    buffer.append('lost');
+    const replaced = buffer.setLines(0, 1, ['x']);
+    await clock.advance(0);
+    expect(await replaced).toBe('gone');
+    await buffer.flushed();
+    expect(buffer.gone).toBe(true);
+    expect(writes.buffer(7)).not.toBe(buffer);
+  });
+
+  it('passes the changedtick Neovim reported back with the next batch', async () => {
+    const clock = new ManualClock();
+    const lua = fakeLua(clock);
+    const writes = new WriteScheduler(lua.bridge, { clock });
+    const buffer = writes.buffer(1);
+    buffer.append('a');
+    await clock.advance(0);
+    buffer.append('b');
+    await clock.advance(20);
+    expect(lua.calls.map((call) => call.batches[0]?.tick)).toEqual([null, 1]);
+  });
+});
