@@ -10,6 +10,10 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
 const hash = sourceHash(root);
 const LAZY_ONLY = ['@anthropic-ai/sdk', 'openai', '@google/genai'];
+const lock = JSON.parse(readFileSync(join(root, 'package-lock.json'), 'utf8'));
+const sdkVersions = Object.fromEntries(
+  LAZY_ONLY.map((name) => [name, lock.packages?.[`node_modules/${name}`]?.version ?? 'unknown']),
+);
 
 const common = {
   bundle: true,
@@ -24,6 +28,7 @@ const common = {
   define: {
     __FLEMMA_VERSION__: JSON.stringify(pkg.version),
     __FLEMMA_SOURCE_HASH__: JSON.stringify(hash),
+    __FLEMMA_SDK_VERSIONS__: JSON.stringify(sdkVersions),
   },
 };
 
@@ -51,7 +56,7 @@ const rplugin = await esbuild.build({
   outdir: 'dist',
   outExtension: { '.js': '.cjs' },
   format: 'cjs',
-  external: ['neovim'],
+  external: ['neovim', ...LAZY_ONLY],
 });
 
 // Walk the static imports of the entry chunk: a provider SDK there would slow every start-up.

@@ -1,4 +1,5 @@
 // The host's one dispatch table: every method Lua can call, by name.
+import { SDK_NAMES, type SdkName } from '../core/provider/sdk.js';
 import { type HostContext, HOST_VERSION, SOURCE_HASH } from './context.js';
 
 export type Action = (ctx: HostContext, params: unknown) => unknown;
@@ -29,10 +30,29 @@ function hostInfo(ctx: HostContext): HostInfo {
   };
 }
 
+declare const __FLEMMA_SDK_VERSIONS__: Record<string, string> | undefined;
+const SDK_VERSIONS: Record<string, string> =
+  typeof __FLEMMA_SDK_VERSIONS__ === 'object' ? __FLEMMA_SDK_VERSIONS__ : {};
+const SDK_PACKAGES: Record<SdkName, string> = {
+  anthropic: '@anthropic-ai/sdk',
+  genai: '@google/genai',
+  openai: 'openai',
+};
+
 export const actions: Record<string, Action> = {
   /** Instant liveness check; the only method Lua may call with a blocking `rpcrequest`. */
   ping: (ctx) => hostInfo(ctx),
   'host:info': (ctx) => hostInfo(ctx),
+  /** Load every provider SDK (lazily, as a send would) and report versions and load times. */
+  'provider:sdks': async (ctx) => {
+    const report = await ctx.sdks.probe();
+    return Object.fromEntries(
+      SDK_NAMES.map((name) => {
+        const pkg = SDK_PACKAGES[name];
+        return [name, { ...report[name], package: pkg, version: SDK_VERSIONS[pkg] ?? 'unknown' }];
+      }),
+    );
+  },
   'log:level': (ctx, params) => {
     const level = (params as { level?: unknown } | null)?.level;
     if (level !== 'debug' && level !== 'info' && level !== 'warn' && level !== 'error') {

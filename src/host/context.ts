@@ -1,6 +1,7 @@
 // What every action handler receives: the editor adapters and the host's own facts.
 import type { Neovim } from 'neovim';
 import type { Logger } from '../core/log.js';
+import { SdkLoader } from '../core/provider/sdk.js';
 import { HookEmitter } from '../editor/hooks.js';
 import { LuaBridge, rpcPortOf } from '../editor/lua.js';
 import { WriteScheduler } from '../editor/writequeue.js';
@@ -17,6 +18,7 @@ export interface HostContext {
   readonly lua: LuaBridge;
   readonly hooks: HookEmitter;
   readonly writes: WriteScheduler;
+  readonly sdks: SdkLoader;
   readonly logger: Logger;
   readonly startedAt: number;
   readonly logFile: string | undefined;
@@ -33,6 +35,7 @@ export function createContext(
     lua,
     hooks: new HookEmitter(lua),
     writes: new WriteScheduler(lua, { logger }),
+    sdks: new SdkLoader(),
     logger,
     startedAt: Date.now(),
     logFile,
