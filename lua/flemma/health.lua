@@ -362,6 +362,48 @@ function H.check_providers(providers)
   end
 end
 
+--- The SDKs are loaded lazily on first use; this loads each once (as a first send would) and
+--- reports versions and load times, or what failed.
+function H.check_sdks()
+  local host = require("flemma.host")
+  if not host.channel() then
+    return
+  end
+  local done, err, report = false, nil, nil
+  host.call("provider:sdks", nil, function(e, result)
+    err, report, done = e, result, true
+  end, HOST_TIMEOUT_MS)
+  vim.wait(HOST_WAIT_MS, function()
+    return done
+  end, 10)
+  if not done or err or type(report) ~= "table" then
+    health.error(
+      string.format(
+        "the provider SDKs could not be loaded (%s): rebuild with `npm ci && npm run build`; log: %s",
+        tostring(err or "no answer"),
+        require("flemma.log").path()
+      )
+    )
+    return
+  end
+  local names = vim.tbl_keys(report)
+  table.sort(names)
+  for _, name in ipairs(names) do
+    local sdk = report[name]
+    if sdk.ok then
+      health.ok(string.format("SDK %s %s loads (%d ms)", sdk.package, sdk.version, math.floor(sdk.load_ms)))
+    else
+      health.error(
+        string.format(
+          "SDK %s does not load: %s; rebuild with `npm ci && npm run build`",
+          sdk.package,
+          tostring(sdk.error)
+        )
+      )
+    end
+  end
+end
+
 function M.check()
   if not H.check_neovim() then
     return
@@ -371,6 +413,7 @@ function M.check()
   H.check_host(node_ok and bundle_ok)
   H.check_sandbox()
   H.check_providers(M.providers)
+  H.check_sdks()
 end
 
 return M

@@ -54,7 +54,9 @@ const nvim = attach({
 guardConsole();
 
 const ctx = createContext(nvim, hostLogger, hostLogger.path);
-hostLogger.info(`host started (node ${process.version}, pid ${String(process.pid)})`);
+hostLogger.info(
+  `host started (node ${process.version}, pid ${String(process.pid)}), ready ${performance.now().toFixed(1)} ms after the process started`,
+);
 
 nvim.on(
   'request',

@@ -114,6 +114,12 @@ describe(':checkhealth flemma', () => {
     }
 
     expect(ok).toContain('anthropic: credential found in $ANTHROPIC_API_KEY');
+    for (const sdk of ['@anthropic-ai/sdk', '@google/genai', 'openai']) {
+      expect(
+        ok.some((item) => new RegExp(`^SDK ${sdk} [\\d.]+ loads \\(\\d+ ms\\)$`).test(item)),
+        sdk,
+      ).toBe(true);
+    }
     expect(report).toContain('openai: no credential (set $OPENAI_API_KEY)');
     expect(items(section(lines, 'Providers'), 'WARNING')).toEqual([]);
     expect(report).not.toContain('SECRET');

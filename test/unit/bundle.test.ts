@@ -10,34 +10,33 @@ function read(path: string): string {
   return readFileSync(join(ROOT, 'dist', path), 'utf8');
 }
 
-/** Every file start-up loads: host.js and, transitively, its static imports. */
-function eagerFiles(): Set<string> {
-  const seen = new Set<string>();
-  const stack = ['host.js'];
-  for (let file = stack.pop(); file !== undefined; file = stack.pop()) {
-    if (seen.has(file)) continue;
-    seen.add(file);
-    const dir = file.includes('/') ? file.slice(0, file.lastIndexOf('/') + 1) : '';
-    for (const match of read(file).matchAll(/import\s*[^;()"']*?["'](\.\/[^"']+)["']/g)) {
-      stack.push(join(dir, match[1] ?? '').replace(/\\/g, '/'));
-    }
-  }
-  return seen;
+function filesUnder(dir: string): string[] {
+  return readdirSync(join(ROOT, 'dist', dir), { withFileTypes: true }).flatMap((entry) =>
+    entry.isDirectory()
+      ? filesUnder(join(dir, entry.name))
+      : entry.name.endsWith('.mjs')
+        ? [join(dir, entry.name)]
+        : [],
+  );
 }
 
-describe('dist/host.js', () => {
-  it('loads no provider SDK at start-up: each sits in a chunk behind import()', () => {
-    const eager = eagerFiles();
-    expect(eager.size).toBeGreaterThan(1);
-    const eagerText = [...eager].map(read).join('\n');
-    for (const host of PROVIDER_HOSTS) expect(eagerText.includes(host), host).toBe(false);
-    const lazy = readdirSync(join(ROOT, 'dist/chunks'))
-      .filter((name) => name.endsWith('.js'))
-      .map((name) => `chunks/${name}`)
-      .filter((file) => !eager.has(file));
-    const lazyText = lazy.map(read).join('\n');
-    for (const host of PROVIDER_HOSTS) expect(lazyText.includes(host), host).toBe(true);
-    expect(read('host.js').match(/import\(["']\.\/chunks\//g)?.length).toBeGreaterThanOrEqual(3);
+describe('the built host', () => {
+  const host = read('host.js');
+
+  it('is one CommonJS file that loads no provider SDK at start-up', () => {
+    expect(JSON.parse(read('package.json'))).toEqual({ type: 'commonjs' });
+    const requires = [...host.matchAll(/require\(["']([^"']+)["']\)/g)].map((m) => m[1] ?? '');
+    // (`require("flemma.rpc")` is Lua source the host sends to Neovim, not a module of its own.)
+    const modules = requires.filter((path) => !path.startsWith('flemma.'));
+    expect(modules.filter((path) => !path.startsWith('node:') && path !== 'module')).toEqual([]);
+    for (const name of PROVIDER_HOSTS) expect(host.includes(name), name).toBe(false);
+  });
+
+  it('reaches each SDK through import() of its own bundle under dist/sdk/', () => {
+    const lazy = [...host.matchAll(/import\(["'](\.\/sdk\/[^"']+)["']\)/g)].map((m) => m[1] ?? '');
+    expect(lazy.sort()).toEqual(['./sdk/anthropic.mjs', './sdk/genai.mjs', './sdk/openai.mjs']);
+    const sdkText = filesUnder('sdk').map(read).join('\n');
+    for (const name of PROVIDER_HOSTS) expect(sdkText.includes(name), name).toBe(true);
   });
 
   it('records the source fingerprint it was built from, for :checkhealth', () => {
