@@ -118,6 +118,10 @@ local function apply_buffer(batch)
   if not vim.api.nvim_buf_is_valid(bufnr) then
     return { status = "gone", done = 0 }
   end
+  -- The host sends the changedtick our last batch left behind: any other value means the user (or
+  -- another plugin) edited the buffer since, so what the host believes about it may be stale.
+  local tick_before = vim.api.nvim_buf_get_changedtick(bufnr)
+  local edited = batch.tick ~= nil and batch.tick ~= vim.NIL and batch.tick ~= tick_before
   local was_modifiable = vim.bo[bufnr].modifiable
   if not was_modifiable then
     vim.bo[bufnr].modifiable = true
@@ -146,6 +150,7 @@ local function apply_buffer(batch)
   return {
     status = status,
     done = done,
+    edited = edited,
     tick = vim.api.nvim_buf_get_changedtick(bufnr),
     conflicts = #conflicts > 0 and conflicts or nil,
     message = message,

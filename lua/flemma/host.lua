@@ -99,7 +99,9 @@ local function on_exit(job, code)
   log.write(intended and "info" or "error", string.format("host (pid %s) exited with code %d", tostring(pid), code))
   if not intended then
     H.crashes[#H.crashes + 1] = now()
-    notify.error(
+    -- NOTE: a warning, not an error: Neovim pauses for a second before redrawing over an error
+    -- message, and the plugin recovers from this by itself.
+    notify.warn(
       string.format(
         "the host process exited unexpectedly (exit code %d)%s. It restarts on next use. Log: %s",
         code,
@@ -180,7 +182,7 @@ function M.ensure()
   if crashes > cfg.max_attempts then
     if H.state ~= "failed" then
       H.state = "failed"
-      notify.error(
+      notify.warn(
         string.format(
           "the host crashed %d times in %d s; it is not restarted automatically. Log: %s. Run :Flemma host:restart to try again.",
           crashes,

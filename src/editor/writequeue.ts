@@ -43,6 +43,8 @@ interface BufferResult {
   status: 'ok' | 'retry' | 'gone' | 'error';
   /** How many ops of the batch were handled (applied or refused as conflicts). */
   done: number;
+  /** Whether the buffer changed (by someone else) since the changedtick the batch carried. */
+  edited?: boolean;
   tick?: number;
   conflicts?: number[];
   message?: string;
@@ -95,7 +97,10 @@ export class BufferWriter {
   private waiters: { seq: number; resolve: () => void }[] = [];
   /** The changedtick Neovim reported after our last batch, or null before the first one. */
   tick: number | null = null;
+  /** How many batches found the buffer edited by someone else since our previous batch. */
+  externalEdits = 0;
   gone = false;
+  private editListeners: (() => void)[] = [];
 
   constructor(
     readonly bufnr: number,
@@ -144,6 +149,11 @@ export class BufferWriter {
     });
   }
 
+  /** Called when a batch finds that the user edited the buffer since the host last wrote it. */
+  onExternalEdit(listener: () => void): void {
+    this.editListeners.push(listener);
+  }
+
   get pending(): number {
     return this.queue.length;
   }
@@ -164,6 +174,10 @@ export class BufferWriter {
   /** @internal Apply a batch result: settle what was handled, re-queue the rest in front. */
   settle(taken: QueuedOp[], result: BufferResult): void {
     if (result.tick !== undefined) this.tick = result.tick;
+    if (result.edited === true) {
+      this.externalEdits += 1;
+      for (const listener of this.editListeners) listener();
+    }
     if (result.status === 'gone') {
       this.markGone(taken);
       return;

@@ -81,6 +81,8 @@ describe('the host process', () => {
       .filter((note) => /exited unexpectedly/.test(note.message));
     expect(crashNotes).toHaveLength(1);
     expect(crashNotes[0]?.message).toContain(logPath);
+    // A warning, not an error: Neovim would pause a second before redrawing over an error.
+    expect(crashNotes[0]?.level).toBe(3);
 
     const restarted = driver.waitForEvent('FlemmaHostStarted', { after: driver.eventCount });
     const statusNote = driver.waitForNotification(/host: running, pid \d+/);
@@ -91,5 +93,63 @@ describe('the host process', () => {
     expect(
       driver.notifications().filter((n) => /exited unexpectedly/.test(n.message)),
     ).toHaveLength(1);
+  });
+
+  it('restarts with backoff after crashes and gives up after host.restart.max_attempts', async () => {
+    driver = await startDriver({
+      setup: `require("flemma").setup({ host = { restart = { max_attempts = 2, window_ms = 60000, backoff_ms = 300 } } })`,
+    });
+    await driver.openChat();
+    await driver.waitForEvent('FlemmaHostStarted');
+
+    const crash = async (d: Driver): Promise<void> => {
+      const after = d.eventCount;
+      process.kill(await hostPid(d), 'SIGKILL');
+      await d.waitForEvent('FlemmaHostExited', { after });
+    };
+
+    for (let attempt = 1; attempt <= 2; attempt++) {
+      await crash(driver);
+      const after = driver.eventCount;
+      // The next use waits for the backoff; a call made meanwhile is answered by the new host.
+      const state = await driver.lua<string>(`
+        _G.answer = nil
+        require("flemma.host").call("host:info", nil, function(err, info) _G.answer = err or info.pid end)
+        return require("flemma.host").status().state`);
+      expect(state).toBe('waiting');
+      const started = await driver.waitForEvent('FlemmaHostStarted', { after });
+      await driver.lua(`vim.wait(5000, function() return _G.answer ~= nil end, 5)`);
+      expect(await driver.lua('return _G.answer')).toBe(started.data['pid']);
+    }
+
+    await crash(driver);
+    const notes = driver.notificationCount;
+    expect(await driver.lua('return require("flemma.host").ensure()')).toBeNull();
+    expect(await driver.lua('return require("flemma.host").status().state')).toBe('failed');
+    const giveUp = await driver.waitForNotification(/not restarted automatically/, {
+      after: notes,
+    });
+    expect(giveUp.message).toContain(':Flemma host:restart');
+    expect(giveUp.message).toContain(
+      await driver.lua<string>('return require("flemma.log").path()'),
+    );
+
+    const after = driver.eventCount;
+    await driver.command('Flemma host:restart');
+    await driver.waitForEvent('FlemmaHostStarted', { after });
+    expect(await driver.lua('return require("flemma.host").status().state')).toBe('running');
+  });
+
+  it(':Flemma log:open opens the log file, which holds the host lines', async () => {
+    driver = await startDriver();
+    await driver.openChat();
+    await driver.waitForEvent('FlemmaHostStarted');
+    await hostPid(driver);
+    await driver.command('Flemma log:open');
+    const name = await driver.lua<string>('return vim.api.nvim_buf_get_name(0)');
+    expect(name).toBe(await driver.lua<string>('return require("flemma.log").path()'));
+    const lines = await driver.lines();
+    expect(lines.some((line) => /\[host \d+\] INFO host started/.test(line))).toBe(true);
+    expect(lines.some((line) => /\[lua\] INFO host started \(pid \d+/.test(line))).toBe(true);
   });
 });

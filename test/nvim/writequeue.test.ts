@@ -73,19 +73,25 @@ describe('the frame-batched write queue in Neovim', () => {
     const buf = await driver.openChat('typing.chat', ['@You:', 'q', '@Assistant:', '']);
     const writes = adapter(driver);
     const writer = writes.buffer(buf);
+    let edits = 0;
+    writer.onExternalEdit(() => (edits += 1));
     writer.append('Hello');
     await writer.flushed();
+    writer.append(' there');
+    await writer.flushed();
+    expect(edits).toBe(0);
     // The user adds a line at the top and one below the streamed text.
     await driver.press('ggOnote at the top<Esc>');
     await driver.press('Go<Esc>ilast line by the user<Esc>');
     writer.append(', world.\nSecond line.');
     await writer.flushed();
+    expect(edits).toBe(1);
     expect(await driver.lines(buf)).toEqual([
       'note at the top',
       '@You:',
       'q',
       '@Assistant:',
-      'Hello, world.',
+      'Hello there, world.',
       'Second line.',
       'last line by the user',
     ]);
