@@ -30,6 +30,19 @@ describe('the host process', () => {
     expect(pid).not.toBe(process.pid);
   });
 
+  it('starts lazily with the first :Flemma command that needs it, and not before', async () => {
+    driver = await startDriver();
+    await driver.command('Flemma log:level warn');
+    await driver.command('Flemma');
+    expect(await driver.lua('return require("flemma.host").status().state')).toBe('stopped');
+    const status = driver.waitForNotification(
+      /host: running, pid \d+, up [\d.]+ s, answered in \d+ ms/,
+    );
+    await driver.command('Flemma host:status');
+    const started = await driver.waitForEvent('FlemmaHostStarted');
+    expect((await status).message).toContain(`pid ${String(started.data['pid'])}`);
+  });
+
   it('keeps the RPC channel intact when a library writes to stdout', async () => {
     driver = await startDriver({
       env: { NODE_OPTIONS: `--require ${join(ROOT, 'test/fixtures/stray-stdout.cjs')}` },
