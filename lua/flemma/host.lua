@@ -167,6 +167,15 @@ function M.start()
   return job
 end
 
+--- Start the host, or tell the user why it cannot start (node missing, bundle not built).
+function H.start_or_report()
+  local job, err = M.start()
+  if not job then
+    notify.error(err)
+  end
+  return job
+end
+
 --- Make sure the host is running, or will be: after a crash the restart waits a backoff
 --- (backoff_ms doubled per recent crash); after too many crashes it stops restarting by itself.
 --- Returns the channel if it is running now.
@@ -200,11 +209,7 @@ function M.ensure()
     delay = math.max(0, math.floor(wanted - elapsed))
   end
   if delay == 0 then
-    local job, err = M.start()
-    if not job then
-      notify.error(err)
-    end
-    return job
+    return H.start_or_report()
   end
   H.state = "waiting"
   H.timer = vim.uv.new_timer()
@@ -212,10 +217,7 @@ function M.ensure()
     vim.schedule(function()
       if H.state == "waiting" then
         H.state = "stopped"
-        local job, err = M.start()
-        if not job then
-          notify.error(err)
-        end
+        H.start_or_report()
       end
     end)
   end)
@@ -283,11 +285,7 @@ function M.restart()
   end
   H.crashes = {}
   H.state = "stopped"
-  local job, err = M.start()
-  if not job then
-    notify.error(err)
-  end
-  return job
+  return H.start_or_report()
 end
 
 --- A snapshot of the host's state (no RPC).
