@@ -1,4 +1,5 @@
 // The host's one dispatch table: every method Lua can call, by name.
+import { isLogLevel } from '../core/log.js';
 import { SDK_NAMES, type SdkName } from '../core/provider/sdk.js';
 import { type HostContext, HOST_VERSION, SOURCE_HASH } from './context.js';
 
@@ -55,10 +56,10 @@ export const actions: Record<string, Action> = {
   },
   'log:level': (ctx, params) => {
     const level = (params as { level?: unknown } | null)?.level;
-    if (level !== 'debug' && level !== 'info' && level !== 'warn' && level !== 'error') {
+    if (!isLogLevel(level)) {
       throw new ActionError(`unknown log level ${JSON.stringify(level)}`);
     }
-    (ctx.logger as { level?: string }).level = level;
+    ctx.logger.level = level;
     return { level };
   },
 };

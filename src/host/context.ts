@@ -1,10 +1,10 @@
 // What every action handler receives: the editor adapters and the host's own facts.
 import type { Neovim } from 'neovim';
-import type { Logger } from '../core/log.js';
 import { SdkLoader } from '../core/provider/sdk.js';
 import { HookEmitter } from '../editor/hooks.js';
 import { LuaBridge, rpcPortOf } from '../editor/lua.js';
 import { WriteScheduler } from '../editor/writequeue.js';
+import type { FileLogger } from './log.js';
 
 declare const __FLEMMA_VERSION__: string;
 declare const __FLEMMA_SOURCE_HASH__: string;
@@ -19,14 +19,14 @@ export interface HostContext {
   readonly hooks: HookEmitter;
   readonly writes: WriteScheduler;
   readonly sdks: SdkLoader;
-  readonly logger: Logger;
+  readonly logger: FileLogger;
   readonly startedAt: number;
   readonly logFile: string | undefined;
 }
 
 export function createContext(
   nvim: Neovim,
-  logger: Logger,
+  logger: FileLogger,
   logFile: string | undefined,
 ): HostContext {
   const lua = new LuaBridge(rpcPortOf(nvim));
