@@ -144,6 +144,7 @@ function M.start()
       string.format("the node executable '%s' was not found: install Node.js >= 20 or set host.node", cfg.node)
   end
   log.set_level(cfg.log_level)
+  log.rotate()
   local ok, job = pcall(vim.fn.jobstart, { cfg.node, bundle }, {
     rpc = true,
     cwd = M.root(),

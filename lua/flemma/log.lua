@@ -49,6 +49,20 @@ function M.append(text)
   end)
 end
 
+--- Past this size the log is rotated (at host start): the old file becomes `flemma.log.1`.
+M.MAX_BYTES = 2 * 1024 * 1024
+
+--- Rotate the log if it grew past MAX_BYTES; returns whether it did.
+function M.rotate()
+  local path = M.path()
+  local stat = vim.uv.fs_stat(path)
+  if not stat or stat.size <= M.MAX_BYTES then
+    return false
+  end
+  os.remove(path .. ".1")
+  return os.rename(path, path .. ".1") == true
+end
+
 --- Open the log file in a split.
 function M.open()
   local path = M.path()

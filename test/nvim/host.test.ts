@@ -153,6 +153,22 @@ describe('the host process', () => {
     expect(await driver.lua('return require("flemma.host").status().state')).toBe('running');
   });
 
+  it('rotates a log that grew past its limit when the host starts', async () => {
+    driver = await startDriver();
+    const path = await driver.lua<string>(`
+      local log = require("flemma.log")
+      log.MAX_BYTES = 1000
+      log.append(string.rep("old line\\n", 200))
+      return log.path()`);
+    await driver.openChat();
+    await driver.waitForEvent('FlemmaHostStarted');
+    await hostPid(driver);
+    expect(readFileSync(path + '.1', 'utf8')).toContain('old line');
+    const current = readFileSync(path, 'utf8');
+    expect(current).not.toContain('old line');
+    expect(current).toContain('host started');
+  });
+
   it(':Flemma log:open opens the log file, which holds the host lines', async () => {
     driver = await startDriver();
     await driver.openChat();
