@@ -80,10 +80,15 @@ export function resolveLane(lane, { install = false } = {}) {
 /** The binaries the nvim lane runs on. */
 export function resolveNvims({ install = false } = {}) {
   const explicit = process.env.NVIM;
-  if (explicit && isExecutable(explicit)) {
-    const version = nvimVersion(explicit);
-    if (version && atLeast(version, 0, 10))
+  if (explicit) {
+    const version = isExecutable(explicit) ? nvimVersion(explicit) : undefined;
+    if (version && atLeast(version, 0, 10)) {
       return [{ lane: `nvim ${version}`, bin: explicit, version }];
+    }
+    // NOTE: inside a Neovim :terminal, $NVIM is the server address, not a binary.
+    process.stderr.write(
+      `NVIM=${explicit} is not a Neovim >= 0.10 executable; testing on Neovim 0.10 and the newest instead\n`,
+    );
   }
   return LANES.map((lane) => resolveLane(lane, { install })).filter((found) => found !== undefined);
 }

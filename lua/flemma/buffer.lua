@@ -1,6 +1,7 @@
 --- flemma.buffer: applies the host's batched edits and owns buffer locks. Edits never move a
 --- user's cursor, never overwrite text the user changed since the host last looked, and report
---- "retry" when Neovim refuses edits right now (textlock, command-line window).
+--- "retry" when Neovim refuses edits right now (textlock: an <expr> mapping or a completion
+--- source waiting while Neovim serves RPC).
 local log = require("flemma.log")
 
 local M = {}
@@ -12,7 +13,8 @@ local H = {
   locks = {}, ---@type table<integer, { owners: table<string, true>, modifiable: boolean }>
 }
 
---- Errors that mean "not now": textlock (E565), command-line window (E11), "not allowed here" (E523).
+--- Errors that mean "not now": textlock (E565), "not allowed here" (E523); E11 (command-line
+--- window) for safety, though API edits are allowed there today.
 local RETRY_PATTERNS = { "E565", "E11:", "E523", "textlock" }
 
 local function is_retryable(err)

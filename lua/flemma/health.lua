@@ -263,7 +263,12 @@ function H.check_host(can_start)
     local reason = tostring(answer_err or (done and "an unexpected answer" or "no answer"))
     local crashes = host.status().recent_crashes
     if crashes > 0 then
-      reason = string.format("%s; %d crash(es) in the last minute", reason, crashes)
+      reason = string.format(
+        "%s; %d crash(es) in the last %d s",
+        reason,
+        crashes,
+        math.floor(host.status().crash_window_ms / 1000)
+      )
     end
     health.error(
       string.format(

@@ -18,7 +18,12 @@ local H = {
   queue = {}, ---@type { method: string, args: table }[]  notifications waiting for a start
   timer = nil,
   stderr_tail = "",
+  pids = {}, ---@type table<integer, integer>  pid of each job, until its exit
+  last_error = nil, ---@type { message: string, at: integer }|nil  the last start failure reported
 }
+
+--- A start failure is reported once, not once per caller of the same user action.
+local REPEAT_ERROR_AFTER_MS = 3000
 
 local function config()
   local ok, cfg = pcall(function()
@@ -86,7 +91,8 @@ local function on_exit(job, code)
   end
   local intended = H.stopping[job]
   H.stopping[job] = nil
-  local pid = H.job == job and H.pid or nil
+  local pid = H.pids[job]
+  H.pids[job] = nil
   if H.job == job then
     H.job, H.pid, H.started_at = nil, nil, nil
     if H.state == "running" then
@@ -143,12 +149,11 @@ function M.start()
     return nil,
       string.format("the node executable '%s' was not found: install Node.js >= 20 or set host.node", cfg.node)
   end
-  log.set_level(cfg.log_level)
   log.rotate()
   local ok, job = pcall(vim.fn.jobstart, { cfg.node, bundle }, {
     rpc = true,
     cwd = M.root(),
-    env = { FLEMMA_LOG_FILE = log.path(), FLEMMA_LOG_LEVEL = cfg.log_level },
+    env = { FLEMMA_LOG_FILE = log.path(), FLEMMA_LOG_LEVEL = log.get_level() },
     on_stderr = on_stderr,
     on_exit = on_exit,
   })
@@ -158,6 +163,8 @@ function M.start()
   end
   H.job = job
   H.pid = vim.fn.jobpid(job)
+  H.pids[job] = H.pid
+  H.last_error = nil
   H.started_at = now()
   H.starts = H.starts + 1
   H.state = "running"
@@ -172,7 +179,11 @@ end
 function H.start_or_report()
   local job, err = M.start()
   if not job then
-    notify.error(err)
+    local last = H.last_error
+    if not last or last.message ~= err or (now() - last.at) / 1e6 > REPEAT_ERROR_AFTER_MS then
+      notify.error(err)
+    end
+    H.last_error = { message = err, at = now() }
   end
   return job
 end
@@ -298,6 +309,7 @@ function M.status()
     uptime_ms = H.started_at and math.floor((now() - H.started_at) / 1e6) or nil,
     starts = H.starts,
     recent_crashes = recent_crashes(config().window_ms),
+    crash_window_ms = config().window_ms,
     last_exit = H.last_exit,
     log = log.path(),
     bundle = M.bundle_path(),

@@ -8,8 +8,7 @@ local H = { bootstrapped = false }
 ---@param opts table|nil
 function M.setup(opts)
   require("flemma.config").setup(opts)
-  local cfg = require("flemma.config").get()
-  require("flemma.log").set_level(cfg.host and cfg.host.log_level or "info")
+  require("flemma.log").configure()
   M.bootstrap()
 end
 
@@ -48,7 +47,12 @@ function H.host_status()
       )
       lines[#lines + 1] = string.format("  node %s, flemma %s (source %s)", info.node, info.version, info.source_hash:sub(1, 12))
     end
-    lines[#lines + 1] = string.format("  starts: %d, crashes in the last minute: %d", status.starts, status.recent_crashes)
+    lines[#lines + 1] = string.format(
+      "  starts: %d, crashes in the last %d s: %d",
+      status.starts,
+      math.floor(status.crash_window_ms / 1000),
+      status.recent_crashes
+    )
     if status.last_exit then
       lines[#lines + 1] = string.format(
         "  last exit: code %d%s",

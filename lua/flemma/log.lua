@@ -3,16 +3,48 @@ local M = {}
 
 local LEVELS = { debug = 1, info = 2, warn = 3, error = 4 }
 
-local H = { level = "info" }
+local H = { level = "info", overridden = false }
 
---- The path of the log file: `stdpath("log")/flemma.log`.
+local function logging_config()
+  local ok, cfg = pcall(function()
+    return require("flemma.config").get()
+  end)
+  return ok and type(cfg) == "table" and cfg or {}
+end
+
+--- The path of the log file (shared by the shim and the host): `logging.path`, by default
+--- `stdpath("log")/flemma.log`.
 function M.path()
+  local logging = logging_config().logging
+  if type(logging) == "table" and type(logging.path) == "string" and logging.path ~= "" then
+    return vim.fn.expand(logging.path)
+  end
   return vim.fs.joinpath(vim.fn.stdpath("log"), "flemma.log")
 end
 
+--- The level the configuration asks for: `logging.level` when `logging.enabled` (verbose
+--- logging), else `host.log_level`.
+function M.configured_level()
+  local cfg = logging_config()
+  if type(cfg.logging) == "table" and cfg.logging.enabled and type(cfg.logging.level) == "string" then
+    local level = cfg.logging.level:lower()
+    return level == "trace" and "debug" or level
+  end
+  return type(cfg.host) == "table" and cfg.host.log_level or "info"
+end
+
+--- Apply the configured level (after setup); a level set at run time is dropped.
+function M.configure()
+  H.overridden = false
+  M.set_level(M.configured_level())
+  H.overridden = false
+end
+
+--- Set the level for this session (`:Flemma log:level`); it outlives host restarts.
 function M.set_level(level)
   if LEVELS[level] then
     H.level = level
+    H.overridden = true
   end
 end
 

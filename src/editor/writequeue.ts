@@ -1,6 +1,6 @@
 // Frame-batched buffer writes. Every buffer has a FIFO of edits; one scheduler per Neovim
 // connection sends all pending edits of all buffers as a single RPC at most once per frame,
-// keeps one batch in flight, and retries when Neovim refuses edits (textlock, command-line window).
+// keeps one batch in flight, and retries when Neovim refuses edits for now (textlock).
 import { type Logger, silentLogger } from '../core/log.js';
 import type { LuaBridge } from './lua.js';
 

@@ -181,4 +181,64 @@ describe('the host process', () => {
     expect(lines.some((line) => /\[host \d+\] INFO host started/.test(line))).toBe(true);
     expect(lines.some((line) => /\[lua\] INFO host started \(pid \d+/.test(line))).toBe(true);
   });
+
+  it(':Flemma host:restart replaces the host quietly; the old one exits as intended', async () => {
+    driver = await startDriver();
+    await driver.openChat();
+    await driver.waitForEvent('FlemmaHostStarted');
+    const oldPid = await hostPid(driver);
+    const after = driver.eventCount;
+    await driver.command('Flemma host:restart');
+    const exited = await driver.waitForEvent('FlemmaHostExited', { after });
+    expect(exited.data).toMatchObject({ pid: oldPid, intended: true });
+    const started = await driver.waitForEvent('FlemmaHostStarted', { after });
+    expect(started.data['pid']).not.toBe(oldPid);
+    expect(driver.notifications().filter((n) => /exited unexpectedly/.test(n.message))).toEqual([]);
+  });
+
+  it('writes both sides to logging.path, verbosely when logging.enabled', async () => {
+    driver = await startDriver();
+    const path = `${driver.home}/custom/flemma-test.log`;
+    await driver.lua(
+      `vim.fn.mkdir(vim.fs.dirname(...), "p")
+      require("flemma").setup({ logging = { enabled = true, path = ... } })`,
+      path,
+    );
+    expect(await driver.lua('return require("flemma.log").path()')).toBe(path);
+    expect(await driver.lua('return require("flemma.log").get_level()')).toBe('debug');
+    await driver.openChat();
+    await driver.waitForEvent('FlemmaHostStarted');
+    await hostPid(driver);
+    const log = readFileSync(path, 'utf8');
+    expect(log).toMatch(/\[lua\] INFO host started/);
+    expect(log).toMatch(/\[host \d+\] DEBUG client/);
+  });
+
+  it('keeps a log level set with :Flemma log:level for hosts started later', async () => {
+    driver = await startDriver();
+    await driver.command('Flemma log:level debug');
+    await driver.openChat();
+    await driver.waitForEvent('FlemmaHostStarted');
+    await hostPid(driver);
+    const log = readFileSync(
+      await driver.lua<string>('return require("flemma.log").path()'),
+      'utf8',
+    );
+    expect(log).toMatch(/\[host \d+\] DEBUG client/);
+  });
+
+  it('reports a host that cannot start once per action, naming the fix', async () => {
+    driver = await startDriver({
+      setup: `require("flemma").setup({ host = { node = "/nonexistent/node" } })`,
+    });
+    const before = driver.notificationCount;
+    await driver.press(':Flemma host:status<CR>');
+    await driver.waitForNotification(/host: failed/, { after: before });
+    const errors = driver
+      .notifications()
+      .slice(before)
+      .filter((note) => note.message.includes("node executable '/nonexistent/node' was not found"));
+    expect(errors).toHaveLength(1);
+    expect(errors[0]?.message).toContain('set host.node');
+  });
 });

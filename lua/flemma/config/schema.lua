@@ -932,7 +932,7 @@ M.options = S.object({
   logging = S.object({
     enabled = S.boolean(false),
     path = S.string(S.lazy(function()
-      return vim.fs.joinpath(vim.fn.stdpath("cache"), "flemma.log")
+      return vim.fs.joinpath(vim.fn.stdpath("log"), "flemma.log")
     end)),
     level = S.enum({ "TRACE", "DEBUG", "INFO", "WARN", "ERROR" }, "DEBUG", { ignore_case = true }),
   }),
