@@ -103,9 +103,6 @@ local function restore_cursors(bufnr, pins)
     pcall(vim.api.nvim_buf_del_extmark, bufnr, H.ns_cursor, pin.id)
     if pos[1] and vim.api.nvim_win_is_valid(pin.win) then
       local target = { pos[1] + 1, pos[2] }
-      if pin.cursor[2] > #(vim.api.nvim_buf_get_lines(bufnr, pos[1], pos[1] + 1, false)[1] or "") then
-        target[2] = pin.cursor[2] -- keep a cursor that sat past the end (insert mode) where it was
-      end
       local now = vim.api.nvim_win_get_cursor(pin.win)
       if now[1] ~= target[1] or now[2] ~= target[2] then
         pcall(vim.api.nvim_win_set_cursor, pin.win, target)
