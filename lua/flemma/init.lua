@@ -128,6 +128,13 @@ function H.register_commands()
   })
 end
 
+--- Ask the host to follow a chat buffer (starting the host if needed).
+function H.attach(bufnr)
+  if vim.api.nvim_buf_is_valid(bufnr) and vim.bo[bufnr].filetype == "chat" then
+    require("flemma.host").notify("buffer:attach", { bufnr = bufnr })
+  end
+end
+
 --- Filetype, commands and autocmds; run once from plugin/flemma.lua (and by setup).
 function M.bootstrap()
   if H.bootstrapped then
@@ -141,11 +148,12 @@ function M.bootstrap()
   vim.api.nvim_create_autocmd("FileType", {
     group = group,
     pattern = "chat",
-    desc = "Flemma: start the host on the first chat buffer",
-    callback = function()
+    desc = "Flemma: set up a chat buffer and let the host follow it",
+    callback = function(ev)
+      require("flemma.chat").setup_buffer(ev.buf)
       -- Deferred: starting a process is not something to do inside the FileType event itself.
       vim.schedule(function()
-        require("flemma.host").ensure()
+        H.attach(ev.buf)
       end)
     end,
   })
@@ -154,8 +162,23 @@ function M.bootstrap()
     desc = "Flemma: forget per-buffer state",
     callback = function(ev)
       require("flemma.buffer").forget(ev.buf)
+      require("flemma.chat").forget(ev.buf)
+      local host = require("flemma.host")
+      if host.channel() then
+        host.notify("buffer:detach", { bufnr = ev.buf })
+      end
     end,
   })
+  -- A restarted host knows no buffer: hand it every chat buffer again.
+  require("flemma.hooks").on("host:started", function()
+    vim.schedule(function()
+      for _, bufnr in ipairs(vim.api.nvim_list_bufs()) do
+        if vim.api.nvim_buf_is_loaded(bufnr) and vim.bo[bufnr].filetype == "chat" then
+          H.attach(bufnr)
+        end
+      end
+    end)
+  end)
   vim.api.nvim_create_autocmd("VimLeavePre", {
     group = group,
     desc = "Flemma: stop the host quietly",

@@ -20,6 +20,9 @@ M.methods = {
   ["buffer.unlock"] = function(params)
     return require("flemma.buffer").unlock(params.bufnr, params.owner)
   end,
+  ["chat.structure"] = function(params)
+    return require("flemma.chat").set_structure(params)
+  end,
   ["notify"] = function(params)
     local notify = require("flemma.notify")
     local level = params.level or "info"

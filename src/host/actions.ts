@@ -54,6 +54,22 @@ export const actions: Record<string, Action> = {
       }),
     );
   },
+  /** Follow a chat buffer: keep its tree current and show its structure. */
+  'buffer:attach': async (ctx, params) => {
+    const state = await ctx.documents.attach(bufnrOf(params));
+    return state === undefined
+      ? null
+      : { messages: state.document.messages.length, tick: state.tick };
+  },
+  'buffer:detach': async (ctx, params) => {
+    await ctx.documents.detach(bufnrOf(params));
+    return null;
+  },
+  /** The parsed tree of a followed buffer, once every change received so far is parsed. */
+  'buffer:tree': async (ctx, params) => {
+    const state = await ctx.documents.parsed(bufnrOf(params));
+    return state === undefined ? null : state.document;
+  },
   'log:level': (ctx, params) => {
     const level = (params as { level?: unknown } | null)?.level;
     if (!isLogLevel(level)) {
@@ -63,6 +79,14 @@ export const actions: Record<string, Action> = {
     return { level };
   },
 };
+
+function bufnrOf(params: unknown): number {
+  const bufnr = (params as { bufnr?: unknown } | null)?.bufnr;
+  if (typeof bufnr !== 'number' || !Number.isInteger(bufnr) || bufnr <= 0) {
+    throw new ActionError(`expected { bufnr = <buffer number> }, got ${JSON.stringify(params)}`);
+  }
+  return bufnr;
+}
 
 /** Run an action by name; unknown names are an error that says what exists. */
 export async function dispatch(

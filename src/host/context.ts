@@ -4,6 +4,7 @@ import { SdkLoader } from '../core/provider/sdk.js';
 import { HookEmitter } from '../editor/hooks.js';
 import { LuaBridge, rpcPortOf } from '../editor/lua.js';
 import { WriteScheduler } from '../editor/writequeue.js';
+import { type BufferEventsPort, DocumentStore } from '../editor/documents.js';
 import type { FileLogger } from './log.js';
 
 declare const __FLEMMA_VERSION__: string;
@@ -19,6 +20,7 @@ export interface HostContext {
   readonly hooks: HookEmitter;
   readonly writes: WriteScheduler;
   readonly sdks: SdkLoader;
+  readonly documents: DocumentStore;
   readonly logger: FileLogger;
   readonly startedAt: number;
   readonly logFile: string | undefined;
@@ -36,6 +38,9 @@ export function createContext(
     hooks: new HookEmitter(lua),
     writes: new WriteScheduler(lua, { logger }),
     sdks: new SdkLoader(),
+    // NOTE: at run time both the job host's client and the remote-plugin host's `plugin.nvim` are
+    // a NeovimClient, which follows buffer changes.
+    documents: new DocumentStore(nvim as unknown as BufferEventsPort, lua, { logger }),
     logger,
     startedAt: Date.now(),
     logFile,

@@ -3,6 +3,8 @@
 import { join } from 'node:path';
 import { LuaBridge, rpcPortOf } from '../../src/editor/lua.js';
 import { WriteScheduler } from '../../src/editor/writequeue.js';
+import { parseLines, reparse } from '../../src/core/chat/parser.js';
+import { largeChat } from './corpus.js';
 import { ROOT, startDriver } from '../helpers/driver.js';
 
 interface Lane {
@@ -20,8 +22,8 @@ function percentile(values: number[], p: number): number {
   return sorted[index] ?? NaN;
 }
 
-function report(metric: string, value: number, unit: string): void {
-  process.stdout.write(`${metric} ${value.toFixed(1)} ${unit}\n`);
+function report(metric: string, value: number, unit: string, digits = 1): void {
+  process.stdout.write(`${metric} ${value.toFixed(digits)} ${unit}\n`);
 }
 
 async function coldStart(lane: Lane): Promise<void> {
@@ -82,6 +84,43 @@ async function streaming(lane: Lane): Promise<void> {
   }
 }
 
+function median(samples: number[]): number {
+  return percentile(samples, 50);
+}
+
+function timeIt(runs: number, fn: () => void): number[] {
+  const samples: number[] = [];
+  for (let i = 0; i < runs; i++) {
+    const started = performance.now();
+    fn();
+    samples.push(performance.now() - started);
+  }
+  return samples;
+}
+
+/** The `.chat` parser (no Neovim): full parses of 1 MB and 10 MB, and a re-parse after an append. */
+function parser(): void {
+  const small = largeChat(1024 * 1024, 400);
+  const large = largeChat(10 * 1024 * 1024, 4000);
+  const messages = parseLines(small).messages.length;
+  // Warm up the JIT as a long-running host would be.
+  timeIt(5, () => parseLines(small));
+  report('chat.parse_1mb.median', median(timeIt(15, () => parseLines(small))), 'ms');
+  report('chat.parse_1mb.size', Buffer.byteLength(small.join('\n')) / 1024 / 1024, 'MiB', 2);
+  report('chat.parse_1mb.messages', messages, 'messages', 0);
+  report('chat.parse_10mb.size', Buffer.byteLength(large.join('\n')) / 1024 / 1024, 'MiB', 2);
+  report('chat.parse_10mb.median', median(timeIt(5, () => parseLines(large))), 'ms');
+  const parsed = parseLines(small);
+  const appended = [...small, 'one more streamed line'];
+  report(
+    'chat.reparse_append_1mb.median',
+    median(timeIt(200, () => reparse(parsed, appended, appended.length))),
+    'ms',
+    3,
+  );
+}
+
+parser();
 for (const lane of lanes) {
   process.env['FLEMMA_TEST_NVIM'] = lane.bin;
   await coldStart(lane);

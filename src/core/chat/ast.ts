@@ -22,6 +22,7 @@ export type DiagnosticCode =
   | 'tool-result-unclosed-fence'
   | 'tool-result-missing-fence'
   | 'tool-result-orphaned'
+  | 'tool-use-unresolved'
   | 'thinking-unclosed'
   | 'fence-unclosed'
   | 'placeholder-status';
@@ -169,11 +170,7 @@ export interface AbortedSegment {
 }
 
 export type UserSegment =
-  | TextSegment
-  | ExpressionSegment
-  | CodeSegment
-  | FileReferenceSegment
-  | ToolResultSegment;
+  TextSegment | ExpressionSegment | CodeSegment | FileReferenceSegment | ToolResultSegment;
 
 export type AssistantSegment = TextSegment | ThinkingSegment | ToolUseSegment | AbortedSegment;
 

@@ -1,0 +1,198 @@
+--- flemma.chat: what a chat buffer shows of its parsed tree. The host sends each buffer's message
+--- markers and parser diagnostics; markers become extmarks (so they follow edits until the next
+--- update), diagnostics go to vim.diagnostic, and navigation reads the extmarks synchronously.
+local M = {}
+
+local H = {
+  ns_messages = vim.api.nvim_create_namespace("flemma.messages"),
+  ns_diagnostics = vim.api.nvim_create_namespace("flemma.diagnostics"),
+  roles = {}, ---@type table<integer, table<integer, string>>  extmark id -> role, per buffer
+}
+
+local SEVERITY = {
+  error = vim.diagnostic.severity.ERROR,
+  warning = vim.diagnostic.severity.WARN,
+  info = vim.diagnostic.severity.INFO,
+}
+
+--- The marker rows (0-based) currently in the buffer, in order.
+local function marker_rows(bufnr)
+  local rows = {}
+  for _, mark in ipairs(vim.api.nvim_buf_get_extmarks(bufnr, H.ns_messages, 0, -1, {})) do
+    rows[#rows + 1] = mark[2]
+  end
+  return rows
+end
+
+--- Host → Lua: a buffer's structure after a parse.
+---@param params { bufnr: integer, tick: integer, markers: { row: integer, role: string, end_row: integer }[], diagnostics: table[] }
+function M.set_structure(params)
+  local bufnr = params.bufnr
+  if not vim.api.nvim_buf_is_valid(bufnr) then
+    return false
+  end
+  local line_count = vim.api.nvim_buf_line_count(bufnr)
+  local wanted = {}
+  for _, marker in ipairs(params.markers) do
+    if marker.row < line_count then
+      wanted[#wanted + 1] = marker.row
+    end
+  end
+  -- Rebuild the marks only when they differ (they move with edits by themselves).
+  if not vim.deep_equal(wanted, marker_rows(bufnr)) then
+    vim.api.nvim_buf_clear_namespace(bufnr, H.ns_messages, 0, -1)
+    local roles = {}
+    for _, marker in ipairs(params.markers) do
+      if marker.row < line_count then
+        local id = vim.api.nvim_buf_set_extmark(bufnr, H.ns_messages, marker.row, 0, { right_gravity = false })
+        roles[id] = marker.role
+      end
+    end
+    H.roles[bufnr] = roles
+  end
+  local items = {}
+  for _, diagnostic in ipairs(params.diagnostics) do
+    items[#items + 1] = {
+      lnum = math.min(diagnostic.lnum, line_count - 1),
+      end_lnum = math.min(diagnostic.end_lnum, line_count - 1),
+      col = 0,
+      severity = SEVERITY[diagnostic.severity] or vim.diagnostic.severity.WARN,
+      message = diagnostic.message,
+      code = diagnostic.code,
+      source = "flemma",
+    }
+  end
+  vim.diagnostic.set(H.ns_diagnostics, bufnr, items)
+  return true
+end
+
+--- The role of the message that starts at `row` (0-based), if known.
+function M.role_at(bufnr, row)
+  local marks = vim.api.nvim_buf_get_extmarks(bufnr, H.ns_messages, { row, 0 }, { row, 0 }, {})
+  local mark = marks[1]
+  return mark and (H.roles[bufnr] or {})[mark[1]] or nil
+end
+
+--- Message boundaries around a 0-based row: start row of its message and of the next one.
+local function message_around(bufnr, row)
+  local rows = marker_rows(bufnr)
+  local start, next_start
+  for _, r in ipairs(rows) do
+    if r <= row then
+      start = r
+    elseif next_start == nil then
+      next_start = r
+    end
+  end
+  return start, next_start
+end
+
+--- Move to the first content line of the next (count > 0) or previous (count < 0) message.
+function M.jump(count)
+  local bufnr = vim.api.nvim_get_current_buf()
+  local rows = marker_rows(bufnr)
+  local row = vim.api.nvim_win_get_cursor(0)[1] - 1
+  local current = 0
+  for index, r in ipairs(rows) do
+    if r <= row then
+      current = index
+    end
+  end
+  local target
+  if count > 0 then
+    target = rows[current + count]
+  else
+    -- From inside a message, `[m` goes to that message's start first.
+    local start = rows[current]
+    local inside = start ~= nil and row > start + 1
+    target = rows[current + count + (inside and 1 or 0)]
+  end
+  if target == nil then
+    return false
+  end
+  local line_count = vim.api.nvim_buf_line_count(bufnr)
+  vim.cmd("normal! m'")
+  vim.api.nvim_win_set_cursor(0, { math.min(target + 2, line_count), 0 })
+  return true
+end
+
+--- Select the message under the cursor: `inner` is its content without the marker line and
+--- blank edge lines; otherwise the marker line through the line before the next message.
+function M.select(inner)
+  local bufnr = vim.api.nvim_get_current_buf()
+  local row = vim.api.nvim_win_get_cursor(0)[1] - 1
+  local start, next_start = message_around(bufnr, row)
+  if start == nil then
+    return false
+  end
+  local last = (next_start or vim.api.nvim_buf_line_count(bufnr)) - 1
+  local first = start
+  if inner then
+    first = start + 1
+    local lines = vim.api.nvim_buf_get_lines(bufnr, first, last + 1, false)
+    local a, b = 1, #lines
+    while a <= b and vim.trim(lines[a]) == "" do
+      a = a + 1
+    end
+    while b >= a and vim.trim(lines[b]) == "" do
+      b = b - 1
+    end
+    if a > b then
+      return false
+    end
+    first, last = first + a - 1, first + b - 1
+  end
+  local mode = vim.fn.mode()
+  if mode == "v" or mode == "V" or mode == "\22" then
+    vim.cmd("normal! \27")
+  end
+  vim.api.nvim_win_set_cursor(0, { first + 1, 0 })
+  vim.cmd("normal! V")
+  vim.api.nvim_win_set_cursor(0, { last + 1, 0 })
+  return true
+end
+
+--- Buffer-local keymaps for a chat buffer (from the `keymaps` options).
+function M.setup_buffer(bufnr)
+  local ok, cfg = pcall(function()
+    return require("flemma.config").get().keymaps
+  end)
+  if not ok or type(cfg) ~= "table" or cfg.enabled == false then
+    return
+  end
+  local normal = cfg.normal or {}
+  local function map(modes, lhs, rhs, desc)
+    if type(lhs) == "string" and lhs ~= "" then
+      vim.keymap.set(modes, lhs, rhs, { buffer = bufnr, silent = true, desc = "Flemma: " .. desc })
+    end
+  end
+  map("n", normal.message_next or "]m", function()
+    for _ = 1, vim.v.count1 do
+      M.jump(1)
+    end
+  end, "next message")
+  map("n", normal.message_prev or "[m", function()
+    for _ = 1, vim.v.count1 do
+      M.jump(-1)
+    end
+  end, "previous message")
+  local object = cfg.text_object
+  if object == nil then
+    object = "m"
+  end
+  if type(object) == "string" and object ~= "" then
+    map({ "o", "x" }, "i" .. object, function()
+      M.select(true)
+    end, "inner message")
+    map({ "o", "x" }, "a" .. object, function()
+      M.select(false)
+    end, "around message")
+  end
+end
+
+--- Forget a wiped buffer.
+function M.forget(bufnr)
+  H.roles[bufnr] = nil
+end
+
+return M

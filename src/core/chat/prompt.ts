@@ -1,0 +1,258 @@
+// Prompt assembly: document tree → provider-neutral prompt. Templates and file references stay
+// typed parts (they are evaluated later, in Neovim); every tool use without a finished result
+// gets a synthetic error result and a warning, so that a request is always well-formed.
+import type { ChatDocument, Diagnostic, Message, Segment, Span } from './ast.js';
+
+export interface TextPart {
+  kind: 'text';
+  text: string;
+}
+
+/** `{{ … }}` or `{% … %}`, to be evaluated before sending. */
+export interface TemplatePart {
+  kind: 'expression' | 'code';
+  code: string;
+  trimBefore: boolean;
+  trimAfter: boolean;
+  line: number;
+}
+
+/** `@./file` and friends, to be read (and typed by MIME) before sending. */
+export interface FileReferencePart {
+  kind: 'file_reference';
+  path: string;
+  raw: string;
+  mime?: string;
+  line: number;
+}
+
+export interface ThinkingPart {
+  kind: 'thinking';
+  content: string;
+  redacted: boolean;
+  signature?: { provider: string; value: string };
+}
+
+export interface ToolUsePart {
+  kind: 'tool_use';
+  id: string;
+  name: string;
+  input: unknown;
+}
+
+export interface ToolResultPart {
+  kind: 'tool_result';
+  toolUseId: string;
+  /** The name of the tool use it answers. */
+  name: string;
+  parts: (TextPart | FileReferencePart)[];
+  isError: boolean;
+  /** Made up by the assembly for a tool use that has no finished result. */
+  synthetic: boolean;
+}
+
+export type ContentPart = TextPart | TemplatePart | FileReferencePart;
+export type UserPart = ContentPart | ToolResultPart;
+export type AssistantPart = TextPart | ThinkingPart | ToolUsePart;
+
+export type PromptMessage =
+  | { role: 'user'; parts: UserPart[]; line: number }
+  | { role: 'assistant'; parts: AssistantPart[]; line: number };
+
+export interface PendingToolCall {
+  id: string;
+  name: string;
+  /** Line of the `**Tool Use:**` header. */
+  line: number;
+  /** The reply that holds it was interrupted (it ends with an abort marker). */
+  aborted: boolean;
+}
+
+export interface Prompt {
+  /** Parts of the last `@System:` message (empty when there is none). */
+  system: ContentPart[];
+  messages: PromptMessage[];
+  /** Tool uses that have no finished result, in buffer order. */
+  pendingToolCalls: PendingToolCall[];
+  diagnostics: Diagnostic[];
+}
+
+export const NO_RESULT_TEXT = 'No result provided';
+
+function contentPart(segment: Segment): ContentPart | undefined {
+  switch (segment.kind) {
+    case 'text':
+      return { kind: 'text', text: segment.value };
+    case 'expression':
+    case 'code':
+      return {
+        kind: segment.kind,
+        code: segment.code,
+        trimBefore: segment.trimBefore,
+        trimAfter: segment.trimAfter,
+        line: segment.span.startLine,
+      };
+    case 'file_reference': {
+      const part: FileReferencePart = {
+        kind: 'file_reference',
+        path: segment.path,
+        raw: segment.raw,
+        line: segment.span.startLine,
+      };
+      if (segment.mime !== undefined) part.mime = segment.mime;
+      return part;
+    }
+    default:
+      return undefined;
+  }
+}
+
+function isBlankText(part: { kind: string; text?: string }): boolean {
+  return part.kind === 'text' && (part.text ?? '').trim() === '';
+}
+
+/** The assistant parts of a message; abort markers become a note or vanish (see below). */
+function assistantParts(message: Message): AssistantPart[] {
+  const hasToolUse = message.segments.some((segment) => segment.kind === 'tool_use');
+  const parts: AssistantPart[] = [];
+  for (const segment of message.segments) {
+    switch (segment.kind) {
+      case 'text':
+        parts.push({ kind: 'text', text: segment.value });
+        break;
+      case 'thinking': {
+        const part: ThinkingPart = {
+          kind: 'thinking',
+          content: segment.content,
+          redacted: segment.redacted,
+        };
+        if (segment.signature !== undefined) part.signature = { ...segment.signature };
+        parts.push(part);
+        break;
+      }
+      case 'tool_use':
+        parts.push({ kind: 'tool_use', id: segment.id, name: segment.name, input: segment.input });
+        break;
+      case 'aborted':
+        // The model should know its reply was cut off; with tool uses the synthetic error
+        // results already say so.
+        if (!hasToolUse) parts.push({ kind: 'text', text: `<!-- ${segment.message} -->` });
+        break;
+      default:
+        break;
+    }
+  }
+  while (parts.length > 0 && isBlankText(parts[parts.length - 1] as { kind: string })) parts.pop();
+  return parts;
+}
+
+function endsAborted(message: Message): boolean {
+  for (let i = message.segments.length - 1; i >= 0; i--) {
+    const segment = message.segments[i];
+    if (segment === undefined) continue;
+    if (segment.kind === 'text' && segment.value.trim() === '') continue;
+    return segment.kind === 'aborted';
+  }
+  return false;
+}
+
+function span(line: number): Span {
+  return { startLine: line, endLine: line };
+}
+
+/** Build the prompt of a document. */
+export function assemblePrompt(document: ChatDocument): Prompt {
+  const diagnostics: Diagnostic[] = [];
+  // The last finished result of each id answers it; placeholders answer nothing yet.
+  const finished = new Set<string>();
+  for (const message of document.messages) {
+    if (message.role !== 'You') continue;
+    for (const segment of message.segments) {
+      if (segment.kind === 'tool_result' && segment.placeholder === undefined)
+        finished.add(segment.toolUseId);
+    }
+  }
+  const names = new Map<string, string>();
+  let system: ContentPart[] = [];
+  const messages: PromptMessage[] = [];
+  const pendingToolCalls: PendingToolCall[] = [];
+  let owed: ToolResultPart[] = [];
+
+  const payDebts = (into: UserPart[]): UserPart[] => {
+    // Tool results lead a user message, as every provider expects them first.
+    const paid = owed.length > 0 ? [...owed, ...into] : into;
+    owed = [];
+    return paid;
+  };
+
+  for (const message of document.messages) {
+    if (message.role === 'System') {
+      system = message.segments.flatMap((segment) => contentPart(segment) ?? []);
+    } else if (message.role === 'Assistant') {
+      if (owed.length > 0)
+        messages.push({ role: 'user', parts: payDebts([]), line: message.span.startLine });
+      const parts = assistantParts(message);
+      const aborted = endsAborted(message);
+      for (const segment of message.segments) {
+        if (segment.kind !== 'tool_use') continue;
+        names.set(segment.id, segment.name);
+        if (finished.has(segment.id)) continue;
+        pendingToolCalls.push({
+          id: segment.id,
+          name: segment.name,
+          line: segment.span.startLine,
+          aborted,
+        });
+        diagnostics.push({
+          severity: 'warning',
+          code: 'tool-use-unresolved',
+          message: `Tool call '${segment.name}' (${segment.id}) has no result; '${NO_RESULT_TEXT}' is sent as its error result`,
+          span: span(segment.span.startLine),
+        });
+        owed.push({
+          kind: 'tool_result',
+          toolUseId: segment.id,
+          name: segment.name,
+          parts: [{ kind: 'text', text: NO_RESULT_TEXT }],
+          isError: true,
+          synthetic: true,
+        });
+      }
+      if (parts.length > 0)
+        messages.push({ role: 'assistant', parts, line: message.span.startLine });
+    } else if (message.role === 'You') {
+      const parts: UserPart[] = [];
+      for (const segment of message.segments) {
+        if (segment.kind === 'tool_result') {
+          if (segment.placeholder !== undefined) continue;
+          parts.push({
+            kind: 'tool_result',
+            toolUseId: segment.toolUseId,
+            name: names.get(segment.toolUseId) ?? '',
+            parts: segment.segments.flatMap((piece) => {
+              const part = contentPart(piece);
+              return part !== undefined && (part.kind === 'text' || part.kind === 'file_reference')
+                ? [part]
+                : [];
+            }),
+            isError: segment.isError,
+            synthetic: false,
+          });
+        } else {
+          const part = contentPart(segment);
+          if (part !== undefined) parts.push(part);
+        }
+      }
+      while (parts.length > 0 && isBlankText(parts[parts.length - 1] as { kind: string }))
+        parts.pop();
+      const paid = payDebts(parts);
+      if (paid.length > 0)
+        messages.push({ role: 'user', parts: paid, line: message.span.startLine });
+    }
+    // Other roles are kept in the document but never sent.
+  }
+  if (owed.length > 0) {
+    messages.push({ role: 'user', parts: payDebts([]), line: document.lineCount });
+  }
+  return { system, messages, pendingToolCalls, diagnostics };
+}

@@ -1,0 +1,238 @@
+// Keeps the parsed tree of every attached chat buffer current: Neovim streams line changes
+// (`nvim_buf_attach`), the store applies them, re-parses from the first changed message, and
+// sends Lua what it shows (message markers, diagnostics) when that changed, at most once a frame.
+import type { Buffer as NvimBuffer } from 'neovim/lib/api/Buffer.js';
+import type { ChatDocument, Diagnostic } from '../core/chat/ast.js';
+import { parseLines, reparse } from '../core/chat/parser.js';
+import { type Logger, silentLogger } from '../core/log.js';
+import type { LuaBridge } from './lua.js';
+
+/** The part of the Neovim client that follows buffer changes. */
+export interface BufferEventsPort {
+  attachBuffer(
+    buffer: NvimBuffer,
+    eventName: string,
+    callback: (...args: unknown[]) => void,
+  ): unknown;
+  detachBuffer(
+    buffer: NvimBuffer,
+    eventName: string,
+    callback: (...args: unknown[]) => void,
+  ): unknown;
+  request(method: string, args: unknown[]): Promise<unknown>;
+}
+
+export interface DocumentState {
+  bufnr: number;
+  lines: string[];
+  tick: number;
+  document: ChatDocument;
+}
+
+/** What Lua receives for one buffer: rows of role markers (0-based) and diagnostics. */
+export interface StructurePayload {
+  bufnr: number;
+  tick: number;
+  markers: { row: number; role: string; end_row: number }[];
+  diagnostics: {
+    lnum: number;
+    end_lnum: number;
+    severity: Diagnostic['severity'];
+    code: string;
+    message: string;
+  }[];
+}
+
+interface Entry {
+  state: DocumentState | undefined;
+  /** 1-based first line changed since the last parse (Infinity: none). */
+  dirtyFrom: number;
+  parseTimer: ReturnType<typeof setTimeout> | undefined;
+  published: string | undefined;
+  listener: (...args: unknown[]) => void;
+  waiters: (() => void)[];
+}
+
+export interface DocumentStoreOptions {
+  logger?: Logger;
+  /** Wait before publishing, so that a burst of edits leads to one update. */
+  publishDelayMs?: number;
+}
+
+export class DocumentStore {
+  private readonly entries = new Map<number, Entry>();
+  private readonly logger: Logger;
+  private readonly publishDelayMs: number;
+  private readonly listeners: ((state: DocumentState) => void)[] = [];
+
+  constructor(
+    private readonly nvim: BufferEventsPort,
+    private readonly lua: LuaBridge,
+    options: DocumentStoreOptions = {},
+  ) {
+    this.logger = options.logger ?? silentLogger;
+    this.publishDelayMs = options.publishDelayMs ?? 16;
+  }
+
+  /** Start following a buffer (again, after a reload); resolves once its tree exists. */
+  async attach(bufnr: number): Promise<DocumentState | undefined> {
+    const existing = this.entries.get(bufnr);
+    if (existing?.state !== undefined) return existing.state;
+    if (existing === undefined) {
+      const entry: Entry = {
+        state: undefined,
+        dirtyFrom: Infinity,
+        parseTimer: undefined,
+        published: undefined,
+        listener: (...args: unknown[]) => {
+          this.onLines(bufnr, args);
+        },
+        waiters: [],
+      };
+      this.entries.set(bufnr, entry);
+      // NOTE: the client routes `nvim_buf_lines_event` by buffer number only.
+      const handle = { data: bufnr } as unknown as NvimBuffer;
+      this.nvim.attachBuffer(handle, 'lines', entry.listener);
+      this.nvim.attachBuffer(handle, 'detach', () => {
+        this.forget(bufnr);
+      });
+      const attached = (await this.nvim.request('nvim_buf_attach', [bufnr, true, {}])) as boolean;
+      if (!attached) {
+        this.forget(bufnr);
+        return undefined;
+      }
+    }
+    return this.parsed(bufnr);
+  }
+
+  /** Stop following a buffer. */
+  async detach(bufnr: number): Promise<void> {
+    if (!this.entries.has(bufnr)) return;
+    this.forget(bufnr);
+    try {
+      await this.nvim.request('nvim_buf_detach', [bufnr]);
+    } catch {
+      // The buffer is gone already.
+    }
+  }
+
+  get(bufnr: number): DocumentState | undefined {
+    return this.entries.get(bufnr)?.state;
+  }
+
+  /** Called after every parse. */
+  onParsed(listener: (state: DocumentState) => void): void {
+    this.listeners.push(listener);
+  }
+
+  /** The buffer's state once every change received so far has been parsed. */
+  parsed(bufnr: number): Promise<DocumentState | undefined> {
+    const entry = this.entries.get(bufnr);
+    if (entry === undefined) return Promise.resolve(undefined);
+    if (entry.state !== undefined && entry.dirtyFrom === Infinity)
+      return Promise.resolve(entry.state);
+    return new Promise((resolve) => {
+      entry.waiters.push(() => {
+        resolve(this.entries.get(bufnr)?.state);
+      });
+    });
+  }
+
+  private forget(bufnr: number): void {
+    const entry = this.entries.get(bufnr);
+    if (entry === undefined) return;
+    if (entry.parseTimer !== undefined) clearTimeout(entry.parseTimer);
+    this.entries.delete(bufnr);
+    this.nvim.detachBuffer({ data: bufnr } as unknown as NvimBuffer, 'lines', entry.listener);
+    for (const waiter of entry.waiters) waiter();
+  }
+
+  /** `nvim_buf_lines_event`: [buffer, changedtick, firstline, lastline, linedata, more]. */
+  private onLines(bufnr: number, args: unknown[]): void {
+    const entry = this.entries.get(bufnr);
+    if (entry === undefined) return;
+    const tick = args[1] as number | null;
+    const first = args[2] as number;
+    const last = args[3] as number;
+    const data = args[4] as string[];
+    if (entry.state === undefined || last === -1) {
+      // The whole buffer (the first event after attaching).
+      entry.state = {
+        bufnr,
+        lines: [...data],
+        tick: tick ?? 0,
+        document: parseLines(data),
+      };
+      entry.dirtyFrom = Infinity;
+      this.afterParse(entry);
+      return;
+    }
+    entry.state.lines.splice(first, last - first, ...data);
+    if (tick !== null) entry.state.tick = tick;
+    entry.dirtyFrom = Math.min(entry.dirtyFrom, first + 1);
+    // Parse once per burst of events (a paste or a streamed batch arrives as several events).
+    entry.parseTimer ??= setTimeout(() => {
+      entry.parseTimer = undefined;
+      this.parse(entry);
+    }, 0);
+  }
+
+  private parse(entry: Entry): void {
+    const state = entry.state;
+    if (state === undefined || entry.dirtyFrom === Infinity) return;
+    try {
+      state.document = reparse(state.document, state.lines, entry.dirtyFrom);
+    } catch (error) {
+      // The parser does not throw; if it ever does, a full parse is the safe fallback.
+      this.logger.error(`reparse of buffer ${String(state.bufnr)} failed`, error);
+      state.document = parseLines(state.lines);
+    }
+    entry.dirtyFrom = Infinity;
+    this.afterParse(entry);
+  }
+
+  private afterParse(entry: Entry): void {
+    const state = entry.state;
+    if (state === undefined) return;
+    for (const listener of this.listeners) listener(state);
+    const waiters = entry.waiters;
+    entry.waiters = [];
+    for (const waiter of waiters) waiter();
+    setTimeout(() => {
+      this.publish(entry);
+    }, this.publishDelayMs);
+  }
+
+  private publish(entry: Entry): void {
+    const state = entry.state;
+    if (state === undefined || !this.entries.has(state.bufnr)) return;
+    const payload = structureOf(state);
+    const key = JSON.stringify([payload.markers, payload.diagnostics]);
+    if (key === entry.published) return;
+    entry.published = key;
+    this.lua.call('chat.structure', payload).catch((error: unknown) => {
+      entry.published = undefined;
+      this.logger.warn(`publishing the structure of buffer ${String(state.bufnr)} failed`, error);
+    });
+  }
+}
+
+/** Message markers and diagnostics of a parsed buffer, in Neovim's 0-based rows. */
+export function structureOf(state: DocumentState): StructurePayload {
+  return {
+    bufnr: state.bufnr,
+    tick: state.tick,
+    markers: state.document.messages.map((message) => ({
+      row: message.span.startLine - 1,
+      role: message.role,
+      end_row: message.span.endLine - 1,
+    })),
+    diagnostics: state.document.diagnostics.map((diagnostic) => ({
+      lnum: diagnostic.span.startLine - 1,
+      end_lnum: diagnostic.span.endLine - 1,
+      severity: diagnostic.severity,
+      code: diagnostic.code,
+      message: diagnostic.message,
+    })),
+  };
+}

@@ -1,0 +1,193 @@
+import { describe, expect, it } from 'vitest';
+import { parseLines } from '../../src/core/chat/parser.js';
+import { NO_RESULT_TEXT, assemblePrompt } from '../../src/core/chat/prompt.js';
+
+const prompt = (...lines: string[]) => assemblePrompt(parseLines(lines));
+
+const TOOL_USE = ['**Tool Use:** `calculator` (`t1`)', '```json', '{"expression":"15 * 7"}', '```'];
+
+describe('prompt assembly (§2.4–2.5)', () => {
+  it('takes the system text from the last @System: and maps roles in order', () => {
+    const p = prompt(
+      '@System:',
+      'first',
+      '@You:',
+      'Hi',
+      '@System:',
+      'second',
+      '@Assistant:',
+      'Hello!',
+      '@Notes:',
+      'never sent',
+      '@You:',
+      'Bye',
+    );
+    expect(p.system).toEqual([{ kind: 'text', text: 'second' }]);
+    expect(p.messages).toEqual([
+      { role: 'user', parts: [{ kind: 'text', text: 'Hi' }], line: 3 },
+      { role: 'assistant', parts: [{ kind: 'text', text: 'Hello!' }], line: 7 },
+      { role: 'user', parts: [{ kind: 'text', text: 'Bye' }], line: 11 },
+    ]);
+    expect(p.pendingToolCalls).toEqual([]);
+    expect(p.diagnostics).toEqual([]);
+  });
+
+  it('carries templates and file references as typed parts for later evaluation', () => {
+    const p = prompt(
+      '@System:',
+      'Help {{ name }}.',
+      '@You:',
+      'Read @./notes.md;type=text/plain please',
+    );
+    expect(p.system).toEqual([
+      { kind: 'text', text: 'Help ' },
+      { kind: 'expression', code: 'name', trimBefore: false, trimAfter: false, line: 2 },
+      { kind: 'text', text: '.' },
+    ]);
+    expect(p.messages[0]?.parts).toEqual([
+      { kind: 'text', text: 'Read ' },
+      {
+        kind: 'file_reference',
+        path: './notes.md',
+        raw: './notes.md;type=text/plain',
+        mime: 'text/plain',
+        line: 4,
+      },
+      { kind: 'text', text: ' please' },
+    ]);
+  });
+
+  it('keeps tool uses, results (with the tool name), error results and thinking with signatures', () => {
+    const p = prompt(
+      '@You:',
+      'What is 15 * 7?',
+      '@Assistant:',
+      '<thinking anthropic:signature="sig">',
+      'Use the calculator.',
+      '</thinking>',
+      ...TOOL_USE,
+      '@You:',
+      '**Tool Result:** `t1` (error)',
+      '```',
+      'Division by zero',
+      '```',
+      'Try again?',
+    );
+    expect(p.messages[1]).toEqual({
+      role: 'assistant',
+      line: 3,
+      parts: [
+        {
+          kind: 'thinking',
+          content: 'Use the calculator.',
+          redacted: false,
+          signature: { provider: 'anthropic', value: 'sig' },
+        },
+        { kind: 'tool_use', id: 't1', name: 'calculator', input: { expression: '15 * 7' } },
+      ],
+    });
+    expect(p.messages[2]?.parts).toEqual([
+      {
+        kind: 'tool_result',
+        toolUseId: 't1',
+        name: 'calculator',
+        parts: [{ kind: 'text', text: 'Division by zero' }],
+        isError: true,
+        synthetic: false,
+      },
+      { kind: 'text', text: 'Try again?' },
+    ]);
+    expect(p.pendingToolCalls).toEqual([]);
+  });
+
+  it('sends "No result provided" and warns for every tool use without a finished result', () => {
+    const p = prompt(
+      '@Assistant:',
+      ...TOOL_USE,
+      '**Tool Use:** `read` (`t2`)',
+      '```json',
+      '{"path":"a"}',
+      '```',
+      '@You:',
+      '**Tool Result:** `t2`',
+      '```flemma:tool status=pending',
+      '```',
+      'Go on.',
+    );
+    expect(p.pendingToolCalls).toEqual([
+      { id: 't1', name: 'calculator', line: 2, aborted: false },
+      { id: 't2', name: 'read', line: 6, aborted: false },
+    ]);
+    expect(p.diagnostics.map((d) => [d.code, d.severity, d.span.startLine])).toEqual([
+      ['tool-use-unresolved', 'warning', 2],
+      ['tool-use-unresolved', 'warning', 6],
+    ]);
+    expect(p.messages[1]).toEqual({
+      role: 'user',
+      line: 10,
+      parts: [
+        {
+          kind: 'tool_result',
+          toolUseId: 't1',
+          name: 'calculator',
+          parts: [{ kind: 'text', text: NO_RESULT_TEXT }],
+          isError: true,
+          synthetic: true,
+        },
+        {
+          kind: 'tool_result',
+          toolUseId: 't2',
+          name: 'read',
+          parts: [{ kind: 'text', text: NO_RESULT_TEXT }],
+          isError: true,
+          synthetic: true,
+        },
+        { kind: 'text', text: 'Go on.' },
+      ],
+    });
+  });
+
+  it('adds a user message for synthetic results when the chat ends with the tool use', () => {
+    const p = prompt('@You:', 'go', '@Assistant:', ...TOOL_USE);
+    expect(p.messages.at(-1)).toMatchObject({
+      role: 'user',
+      parts: [{ kind: 'tool_result', synthetic: true }],
+    });
+  });
+
+  it('turns an abort marker into a note without tool uses, drops it with them, and marks their calls aborted', () => {
+    const text = prompt(
+      '@Assistant:',
+      'partial answer',
+      '<!-- flemma:aborted: Response interrupted by the user. -->',
+    );
+    expect(text.messages[0]?.parts).toEqual([
+      { kind: 'text', text: 'partial answer' },
+      { kind: 'text', text: '<!-- Response interrupted by the user. -->' },
+    ]);
+    const tools = prompt('@Assistant:', 'doing', ...TOOL_USE, '<!-- flemma:aborted: stopped -->');
+    expect(tools.messages[0]?.parts.map((part) => part.kind)).toEqual(['text', 'tool_use']);
+    expect(tools.pendingToolCalls).toEqual([
+      { id: 't1', name: 'calculator', line: 3, aborted: true },
+    ]);
+  });
+
+  it('drops an empty trailing @You: and keeps a finished result in place of its placeholder', () => {
+    const p = prompt(
+      '@Assistant:',
+      ...TOOL_USE,
+      '@You:',
+      '**Tool Result:** `t1`',
+      '```',
+      '105',
+      '```',
+      '',
+      '@Assistant:',
+      'It is 105.',
+      '@You:',
+      '',
+    );
+    expect(p.messages.map((m) => m.role)).toEqual(['assistant', 'user', 'assistant']);
+    expect(p.pendingToolCalls).toEqual([]);
+  });
+});

@@ -1,0 +1,389 @@
+// Template scanning: tags, Lua-aware closers, trim markers and exact byte spans.
+import { describe, expect, it } from 'vitest';
+import type { Span } from '../../src/core/chat/ast.js';
+import { scanTemplate, type TemplateSegment } from '../../src/core/chat/template.js';
+
+const encoder = new TextEncoder();
+
+function span(startLine: number, startCol: number, endLine: number, endCol: number): Span {
+  return { startLine, startCol, endLine, endCol };
+}
+
+/** The string offset a span position refers to, found independently of the scanner. */
+function offsetOf(text: string, origin: { line: number; col: number }, line: number, col: number) {
+  const lines = text.split('\n');
+  const index = line - origin.line;
+  const content = lines[index];
+  if (content === undefined) throw new Error(`line ${line} is outside the text`);
+  let offset = 0;
+  for (let k = 0; k < index; k++) offset += (lines[k] ?? '').length + 1;
+  let bytes = index === 0 ? origin.col : 0;
+  let i = 0;
+  while (bytes < col && i < content.length) {
+    const char = String.fromCodePoint(content.codePointAt(i) ?? 0);
+    bytes += encoder.encode(char).length;
+    i += char.length;
+  }
+  if (bytes !== col) throw new Error(`column ${col} of line ${line} is not a character boundary`);
+  return offset + i;
+}
+
+/** Checks that the spans tile the text in order and that each segment matches its slice. */
+function expectSpansTile(
+  text: string,
+  origin: { line: number; col: number },
+  segments: TemplateSegment[],
+): void {
+  let cursor = 0;
+  let rebuilt = '';
+  for (const segment of segments) {
+    const { startLine, startCol, endLine, endCol } = segment.span;
+    if (startCol === undefined || endCol === undefined) throw new Error('span without columns');
+    const from = offsetOf(text, origin, startLine, startCol);
+    const to = offsetOf(text, origin, endLine, endCol);
+    expect(from).toBe(cursor);
+    expect(to).toBeGreaterThan(from);
+    const slice = text.slice(from, to);
+    if (segment.kind === 'text') expect(slice).toBe(segment.value);
+    else {
+      expect(slice.startsWith(segment.kind === 'expression' ? '{{' : '{%')).toBe(true);
+      expect(slice.endsWith(segment.kind === 'expression' ? '}}' : '%}')).toBe(true);
+      expect(slice).toContain(segment.code);
+    }
+    rebuilt += slice;
+    cursor = to;
+  }
+  expect(cursor).toBe(text.length);
+  expect(rebuilt).toBe(text);
+}
+
+const at1 = { line: 1, col: 0 };
+
+describe('scanTemplate: plain text', () => {
+  it('returns nothing for empty text', () => {
+    expect(scanTemplate('', at1)).toEqual([]);
+  });
+
+  it('returns text without tags as one segment', () => {
+    expect(scanTemplate('hello', { line: 3, col: 0 })).toEqual([
+      { kind: 'text', value: 'hello', span: span(3, 0, 3, 5) },
+    ]);
+  });
+
+  it('measures multi-line text in bytes, offsetting only the first line by the origin', () => {
+    expect(scanTemplate('ab\ncdé', { line: 2, col: 4 })).toEqual([
+      { kind: 'text', value: 'ab\ncdé', span: span(2, 4, 3, 4) },
+    ]);
+  });
+
+  it('ends a span that stops after a newline at column 0 of the next line', () => {
+    expect(scanTemplate('abc\n', at1)).toEqual([
+      { kind: 'text', value: 'abc\n', span: span(1, 0, 2, 0) },
+    ]);
+  });
+
+  it('keeps lone braces and stray closers as text', () => {
+    const text = '{ a } {x} }} %} {';
+    expect(scanTemplate(text, at1)).toEqual([
+      { kind: 'text', value: text, span: span(1, 0, 1, 17) },
+    ]);
+  });
+});
+
+describe('scanTemplate: tags', () => {
+  it('splits an expression out of surrounding text', () => {
+    expect(scanTemplate('Hi {{ name }}!', at1)).toEqual([
+      { kind: 'text', value: 'Hi ', span: span(1, 0, 1, 3) },
+      {
+        kind: 'expression',
+        code: 'name',
+        trimBefore: false,
+        trimAfter: false,
+        span: span(1, 3, 1, 13),
+      },
+      { kind: 'text', value: '!', span: span(1, 13, 1, 14) },
+    ]);
+  });
+
+  it('recognises code tags', () => {
+    expect(scanTemplate('{% for i = 1, 3 do %}x{% end %}', at1)).toEqual([
+      {
+        kind: 'code',
+        code: 'for i = 1, 3 do',
+        trimBefore: false,
+        trimAfter: false,
+        span: span(1, 0, 1, 21),
+      },
+      { kind: 'text', value: 'x', span: span(1, 21, 1, 22) },
+      { kind: 'code', code: 'end', trimBefore: false, trimAfter: false, span: span(1, 22, 1, 31) },
+    ]);
+  });
+
+  it('emits adjacent tags without empty text between them', () => {
+    const segments = scanTemplate('{{ a }}{% b %}{{ c }}', at1);
+    expect(segments.map((s) => s.kind)).toEqual(['expression', 'code', 'expression']);
+    expect(segments.map((s) => s.span)).toEqual([
+      span(1, 0, 1, 7),
+      span(1, 7, 1, 14),
+      span(1, 14, 1, 21),
+    ]);
+  });
+
+  it('lets the earliest opener win', () => {
+    const segments = scanTemplate('{% x = "{{" %} {{ "{%" }}', at1);
+    expect(segments).toMatchObject([
+      { kind: 'code', code: 'x = "{{"' },
+      { kind: 'text', value: ' ' },
+      { kind: 'expression', code: '"{%"' },
+    ]);
+  });
+
+  it('records trim markers without trimming the text', () => {
+    expect(scanTemplate('a \n{{- x -}}\n b', at1)).toEqual([
+      { kind: 'text', value: 'a \n', span: span(1, 0, 2, 0) },
+      { kind: 'expression', code: 'x', trimBefore: true, trimAfter: true, span: span(2, 0, 2, 9) },
+      { kind: 'text', value: '\n b', span: span(2, 9, 3, 2) },
+    ]);
+    expect(scanTemplate('{%- if a then -%}', at1)).toEqual([
+      {
+        kind: 'code',
+        code: 'if a then',
+        trimBefore: true,
+        trimAfter: true,
+        span: span(1, 0, 1, 17),
+      },
+    ]);
+  });
+
+  it('reads each trim marker on its own', () => {
+    expect(scanTemplate('{{-x}}', at1)).toMatchObject([
+      { code: 'x', trimBefore: true, trimAfter: false },
+    ]);
+    expect(scanTemplate('{{x-}}', at1)).toMatchObject([
+      { code: 'x', trimBefore: false, trimAfter: true },
+    ]);
+    expect(scanTemplate('{%x -%}', at1)).toMatchObject([
+      { kind: 'code', code: 'x', trimBefore: false, trimAfter: true },
+    ]);
+    // One dash cannot be both markers.
+    expect(scanTemplate('{{-}}', at1)).toMatchObject([
+      { code: '', trimBefore: true, trimAfter: false },
+    ]);
+    expect(scanTemplate('{%-%}', at1)).toMatchObject([
+      { kind: 'code', code: '', trimBefore: true, trimAfter: false },
+    ]);
+  });
+
+  it('handles tags at the start and end of lines', () => {
+    expect(scanTemplate('x {{ a }}\n{{ b }} y', at1)).toEqual([
+      { kind: 'text', value: 'x ', span: span(1, 0, 1, 2) },
+      {
+        kind: 'expression',
+        code: 'a',
+        trimBefore: false,
+        trimAfter: false,
+        span: span(1, 2, 1, 9),
+      },
+      { kind: 'text', value: '\n', span: span(1, 9, 2, 0) },
+      {
+        kind: 'expression',
+        code: 'b',
+        trimBefore: false,
+        trimAfter: false,
+        span: span(2, 0, 2, 7),
+      },
+      { kind: 'text', value: ' y', span: span(2, 7, 2, 9) },
+    ]);
+  });
+
+  it('spans multi-line tags', () => {
+    const origin = { line: 5, col: 2 };
+    expect(scanTemplate('a\n{{\n x \n}}\nb', origin)).toEqual([
+      { kind: 'text', value: 'a\n', span: span(5, 2, 6, 0) },
+      {
+        kind: 'expression',
+        code: 'x',
+        trimBefore: false,
+        trimAfter: false,
+        span: span(6, 0, 8, 2),
+      },
+      { kind: 'text', value: '\nb', span: span(8, 2, 9, 1) },
+    ]);
+  });
+
+  it('counts UTF-8 bytes before, inside and after tags', () => {
+    expect(scanTemplate('é🙂 {{ "ü" }}ñ', { line: 1, col: 3 })).toEqual([
+      { kind: 'text', value: 'é🙂 ', span: span(1, 3, 1, 10) },
+      {
+        kind: 'expression',
+        code: '"ü"',
+        trimBefore: false,
+        trimAfter: false,
+        span: span(1, 10, 1, 20),
+      },
+      { kind: 'text', value: 'ñ', span: span(1, 20, 1, 22) },
+    ]);
+  });
+});
+
+describe('scanTemplate: Lua-aware closers', () => {
+  const codeOf = (text: string): string[] =>
+    scanTemplate(text, at1).map((s) => (s.kind === 'text' ? `text:${s.value}` : s.code));
+
+  it('skips closers inside quoted strings, with escapes', () => {
+    expect(codeOf('{{ "}}" }}')).toEqual(['"}}"']);
+    expect(codeOf("{{ 'a\\'}}' }}")).toEqual(["'a\\'}}'"]);
+    expect(codeOf('{{ "a\\"}}" .. x }}')).toEqual(['"a\\"}}" .. x']);
+    expect(codeOf('{% s = "%}" %}')).toEqual(['s = "%}"']);
+    expect(codeOf("{% s = '-%}' %}")).toEqual(["s = '-%}'"]);
+  });
+
+  it('skips closers inside long strings', () => {
+    expect(codeOf('{{ [[ }} ]] }}')).toEqual(['[[ }} ]]']);
+    expect(codeOf('{{ [==[ ]] }} ]=] ]==] }}')).toEqual(['[==[ ]] }} ]=] ]==]']);
+    expect(codeOf('{% s = [[\n%}\n]] %}')).toEqual(['s = [[\n%}\n]]']);
+  });
+
+  it('does not take a lone [ or [= for a long bracket', () => {
+    expect(codeOf('{{ t[1] }}')).toEqual(['t[1]']);
+    expect(codeOf('{{ t[ = }}')).toEqual(['t[ =']);
+  });
+
+  it('skips closers inside comments', () => {
+    expect(codeOf('{% x = 1 -- ends here %}\ny = 2 %}')).toEqual(['x = 1 -- ends here %}\ny = 2']);
+    expect(codeOf('{{ x --[[ }} ]] }}')).toEqual(['x --[[ }} ]]']);
+    expect(codeOf('{{ x --[==[ ]] }} ]==] + 1 }}')).toEqual(['x --[==[ ]] }} ]==] + 1']);
+  });
+
+  it('tracks table braces in expressions', () => {
+    expect(codeOf('{{ {a=1} }}')).toEqual(['{a=1}']);
+    expect(codeOf('{{ {a={b=2}} }}')).toEqual(['{a={b=2}}']);
+    expect(codeOf('{{{a=1}}}')).toEqual(['{a=1}']);
+    expect(codeOf('{{ f{ "}}" } }} tail')).toEqual(['f{ "}}" }', 'text: tail']);
+  });
+
+  it('ignores a stray closing brace at depth 0 in an expression', () => {
+    expect(codeOf('{{ a } b }}')).toEqual(['a } b']);
+  });
+
+  it('does not track braces in code tags', () => {
+    expect(codeOf('{% t = { %}x{% } %}')).toEqual(['t = {', 'text:x', '}']);
+  });
+});
+
+describe('scanTemplate: unclosed openers', () => {
+  it('turns everything from an unclosed opener on into one text segment', () => {
+    expect(scanTemplate('before {{ x', at1)).toEqual([
+      { kind: 'text', value: 'before ', span: span(1, 0, 1, 7) },
+      { kind: 'text', value: '{{ x', span: span(1, 7, 1, 11) },
+    ]);
+  });
+
+  it('keeps earlier tags and stops at the unclosed one', () => {
+    const segments = scanTemplate('a {{ x }} b {% y\nz {{ w }}', at1);
+    expect(segments).toEqual([
+      { kind: 'text', value: 'a ', span: span(1, 0, 1, 2) },
+      {
+        kind: 'expression',
+        code: 'x',
+        trimBefore: false,
+        trimAfter: false,
+        span: span(1, 2, 1, 9),
+      },
+      { kind: 'text', value: ' b ', span: span(1, 9, 1, 12) },
+      { kind: 'text', value: '{% y\nz {{ w }}', span: span(1, 12, 2, 9) },
+    ]);
+  });
+
+  it('treats an unterminated string or long string as swallowing the closer', () => {
+    expect(scanTemplate('{{ "x }} {{ y }}', at1)).toEqual([
+      { kind: 'text', value: '{{ "x }} {{ y }}', span: span(1, 0, 1, 16) },
+    ]);
+    expect(scanTemplate('{% [[ %}', at1)).toMatchObject([{ kind: 'text', value: '{% [[ %}' }]);
+    expect(scanTemplate('{{ --[[ }}', at1)).toMatchObject([{ kind: 'text', value: '{{ --[[ }}' }]);
+  });
+
+  it('treats an opener at the very end as text', () => {
+    expect(scanTemplate('x {{', at1)).toEqual([
+      { kind: 'text', value: 'x ', span: span(1, 0, 1, 2) },
+      { kind: 'text', value: '{{', span: span(1, 2, 1, 4) },
+    ]);
+    expect(scanTemplate('x {', at1)).toEqual([
+      { kind: 'text', value: 'x {', span: span(1, 0, 1, 3) },
+    ]);
+  });
+});
+
+describe('scanTemplate: performance', () => {
+  const bestOf = (runs: number, fn: () => void): number => {
+    let best = Infinity;
+    for (let k = 0; k < runs; k++) {
+      const started = performance.now();
+      fn();
+      best = Math.min(best, performance.now() - started);
+    }
+    return best;
+  };
+  const line = 'The quick brown fox jumps over the lazy dog, é and 🙂 included.\n';
+  const megabyte = line.repeat(Math.ceil(1_000_000 / line.length));
+
+  it('returns text without braces as one segment quickly', () => {
+    const segments = scanTemplate(megabyte, at1);
+    expect(segments).toHaveLength(1);
+    expect(bestOf(5, () => scanTemplate(megabyte, at1))).toBeLessThan(5);
+  });
+
+  it('scans a megabyte with a few tags in well under 5 ms', () => {
+    const third = Math.floor(megabyte.length / 3);
+    const text = `{{ a }}${megabyte.slice(0, third)}{% b %}${megabyte.slice(third)}{{ {c=1} }}`;
+    expect(scanTemplate(text, at1)).toHaveLength(5);
+    expect(bestOf(5, () => scanTemplate(text, at1))).toBeLessThan(5);
+  });
+});
+
+describe('scanTemplate: degenerate input stays linear', () => {
+  it.each([
+    ['many tags', '{{ }}{% %}'.repeat(20_000)],
+    ['many dashes in an unclosed tag', `{% ${'- '.repeat(100_000)}`],
+    ['many escapes in an unclosed string', `{{ ${'"\\"'.repeat(70_000)}`],
+    ['many long-bracket openers', `{{ ${'[=['.repeat(70_000)}`],
+    ['many stray braces', '{x}'.repeat(70_000)],
+  ])('%s', (_name, text) => {
+    const started = performance.now();
+    scanTemplate(text, at1);
+    expect(performance.now() - started).toBeLessThan(250);
+  });
+});
+
+describe('scanTemplate: property', () => {
+  /** A small deterministic generator so failures reproduce. */
+  function mulberry32(seed: number): () => number {
+    let state = seed >>> 0;
+    return () => {
+      state = (state + 0x6d2b79f5) >>> 0;
+      let t = state;
+      t = Math.imul(t ^ (t >>> 15), t | 1);
+      t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+      return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+    };
+  }
+  // prettier-ignore
+  const alphabet = [
+    '{', '}', '%', '-', "'", '"', '[', ']', '=', '@', '.', '/', '~', ';', '\n', '\\', ' ', 'a',
+    'é', '🙂', '日', '\ud83d', '\ude42', '{{', '}}', '{%', '%}', '--', '[[', ']]', '[=[', ']=]', '@./', '-}}',
+  ];
+
+  it('tiles every random input exactly with ordered spans', () => {
+    const random = mulberry32(0x5eed);
+    for (let run = 0; run < 2000; run++) {
+      const length = Math.floor(random() * 40);
+      let text = '';
+      for (let k = 0; k < length; k++)
+        text += alphabet[Math.floor(random() * alphabet.length)] ?? '';
+      const origin = { line: 1 + Math.floor(random() * 50), col: Math.floor(random() * 20) };
+      let segments: TemplateSegment[] = [];
+      expect(() => (segments = scanTemplate(text, origin)), JSON.stringify(text)).not.toThrow();
+      expectSpansTile(text, origin, segments);
+    }
+  });
+});
