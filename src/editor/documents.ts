@@ -198,9 +198,14 @@ export class DocumentStore {
     const waiters = entry.waiters;
     entry.waiters = [];
     for (const waiter of waiters) waiter();
-    setTimeout(() => {
-      this.publish(entry);
-    }, this.publishDelayMs);
+    // The first structure of a buffer goes out at once; later ones wait a little, so that a
+    // burst of edits leads to one update.
+    setTimeout(
+      () => {
+        this.publish(entry);
+      },
+      entry.published === undefined ? 0 : this.publishDelayMs,
+    );
   }
 
   private publish(entry: Entry): void {

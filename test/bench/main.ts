@@ -121,8 +121,31 @@ function parser(): void {
 }
 
 parser();
+/** Opening a 1 MB chat: time until the host has parsed it and Lua shows its message marks. */
+async function openLargeChat(lane: Lane): Promise<void> {
+  const driver = await startDriver({ rtp: [BENCH_RTP], ui: { width: 120, height: 40 } });
+  try {
+    const lines = largeChat(1024 * 1024, 400);
+    const expected = parseLines(lines).messages.length;
+    driver.writeFile('large.chat', lines.join('\n') + '\n');
+    // A running host, as when a second chat is opened.
+    await driver.lua('require("flemma.host").ensure()');
+    await driver.waitForEvent('FlemmaHostStarted');
+    await driver.lua('require("flemma_bench").lag_start(5)');
+    await driver.lua('require("flemma_bench").open_async(...)', 'large.chat', expected);
+    const opened = await driver.waitForEvent('FlemmaBenchOpened', { timeout: 20000 });
+    const elapsed = opened.data['ms'] as number;
+    const lag = await driver.lua<number[]>('return require("flemma_bench").lag_stop()');
+    report(`chat.open_1mb.structure_shown[nvim-${lane.lane}]`, elapsed, 'ms');
+    report(`chat.open_1mb.main_loop_lag.max[nvim-${lane.lane}]`, Math.max(0, ...lag), 'ms');
+  } finally {
+    await driver.quit();
+  }
+}
+
 for (const lane of lanes) {
   process.env['FLEMMA_TEST_NVIM'] = lane.bin;
   await coldStart(lane);
   await streaming(lane);
+  await openLargeChat(lane);
 }

@@ -33,6 +33,29 @@ function M.cold_start_async(runs)
   end)
 end
 
+--- Open `path` from the main loop (as a user's :edit) and report, with User FlemmaBenchOpened,
+--- the ms until the host's message marks for it are shown (`expected` of them).
+function M.open_async(path, expected)
+  vim.schedule(function()
+    local started = vim.uv.hrtime()
+    vim.cmd("edit " .. vim.fn.fnameescape(path))
+    local ns = vim.api.nvim_create_namespace("flemma.messages")
+    local bufnr = vim.api.nvim_get_current_buf()
+    local timer = vim.uv.new_timer()
+    timer:start(0, 1, vim.schedule_wrap(function()
+      if timer:is_closing() then
+        return
+      end
+      if #vim.api.nvim_buf_get_extmarks(bufnr, ns, 0, -1, {}) == expected then
+        timer:stop()
+        timer:close()
+        local elapsed = (vim.uv.hrtime() - started) / 1e6
+        vim.api.nvim_exec_autocmds("User", { pattern = "FlemmaBenchOpened", data = { ms = elapsed } })
+      end
+    end))
+  end)
+end
+
 local lag = { timer = nil, samples = {}, expected = 0 }
 
 --- Start a repeating timer that records how late each tick fires (ms).
