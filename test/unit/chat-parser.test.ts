@@ -259,6 +259,26 @@ describe('@Assistant: bodies (§1.5, scenarios 4, 5, 8, 10)', () => {
     expect(kinds(message(d, 1))).toEqual(['text']);
   });
 
+  it('reads structure only outside code fences: an example in a code block stays text', () => {
+    const d = doc(
+      '@Assistant:',
+      'A tool call looks like this:',
+      '````markdown',
+      '**Tool Use:** `bash` (`example`)',
+      '```json',
+      '{}',
+      '```',
+      '<thinking>',
+      '````',
+      'That was an example.',
+    );
+    expect(kinds(message(d, 0))).toEqual(['text']);
+    expect(d.diagnostics).toEqual([]);
+    const you = doc('@You:', '```', '**Tool Result:** `t1`', '```', 'done');
+    expect(kinds(message(you, 0))).toEqual(['text']);
+    expect(you.diagnostics).toEqual([]);
+  });
+
   it('does not read templates or file references in @Assistant:', () => {
     expect(kinds(message(doc('@Assistant:', 'see @./a.txt and {{ x }}'), 0))).toEqual(['text']);
   });

@@ -306,6 +306,22 @@ function readBlockFence(
   return { result: 'unclosed', next: to + 1 };
 }
 
+/**
+ * If line `i` opens a code fence in message text, the index of the line after its closer (or
+ * after `to` when it never closes); otherwise undefined. Structure (tool blocks, thinking) is
+ * only read outside such fences, so an example in a code block stays an example.
+ */
+function skipTextFence(lines: readonly string[], i: number, to: number): number | undefined {
+  const open = MESSAGE_FENCE_OPEN.exec(lines[i] ?? '');
+  if (open === null) return undefined;
+  const ticks = (open[1] ?? '').length;
+  for (let j = i + 1; j <= to; j++) {
+    const closer = FENCE_CLOSE.exec(lines[j] ?? '');
+    if (closer !== null && (closer[1] ?? '').length >= ticks) return j + 1;
+  }
+  return to + 1;
+}
+
 function parseAssistant(lines: readonly string[], from: number, to: number, sink: Sink): Segment[] {
   const segments: Segment[] = [];
   let textStart = from;
@@ -322,6 +338,9 @@ function parseAssistant(lines: readonly string[], from: number, to: number, sink
       consumed = readThinking(lines, i, to, sink) ?? readAborted(line, i);
     } else if (first === 42 /* * */) {
       consumed = readToolUse(lines, i, to, sink);
+    } else if (first === 96 /* ` */) {
+      i = skipTextFence(lines, i, to) ?? i + 1;
+      continue;
     }
     if (consumed === undefined) {
       i++;
@@ -499,7 +518,12 @@ function parseUser(lines: readonly string[], from: number, to: number, sink: Sin
   let i = from;
   while (i <= to) {
     const line = lines[i] ?? '';
-    const header = line.charCodeAt(0) === 42 /* * */ ? TOOL_RESULT_HEADER.exec(line) : null;
+    const first = line.charCodeAt(0);
+    if (first === 96 /* ` */) {
+      i = skipTextFence(lines, i, to) ?? i + 1;
+      continue;
+    }
+    const header = first === 42 /* * */ ? TOOL_RESULT_HEADER.exec(line) : null;
     if (header === null) {
       i++;
       continue;
