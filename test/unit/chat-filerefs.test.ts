@@ -86,6 +86,17 @@ describe('splitFileReferences: forms', () => {
     ]);
   });
 
+  it('reads @/abs as an absolute path too', () => {
+    expect(splitFileReferences(textAt('@/tmp/a.txt'))).toEqual([
+      ref('/tmp/a.txt', '/tmp/a.txt', span(1, 0, 1, 11)),
+    ]);
+    expect(summary('see @/etc/hosts.')).toEqual([
+      'text:see ',
+      'ref:/etc/hosts=>/etc/hosts',
+      'text:.',
+    ]);
+  });
+
   it('keeps a home-relative reference as written', () => {
     expect(summary('read @~/docs/b.md')).toEqual(['text:read ', 'ref:~/docs/b.md=>~/docs/b.md']);
   });
@@ -162,7 +173,7 @@ describe('splitFileReferences: what is not a reference', () => {
     '@.x',
     '@...',
     '@.../x',
-    '@/abs',
+    '@/',
     '@//',
     '@~x',
     '@~/',

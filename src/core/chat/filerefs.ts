@@ -1,4 +1,5 @@
-// Finds `@./x`, `@../x`, `@//abs` and `@~/x` file references inside a text segment.
+// Finds `@./x`, `@../x`, `@/abs` (also written `@//abs`) and `@~/x` file references inside a
+// text segment.
 import type { FileReferenceSegment, TextSegment } from './ast.js';
 import { PositionTracker } from './template.js';
 
@@ -131,9 +132,10 @@ function decodePath(encoded: string): string {
   return out;
 }
 
-// `@./`, `@../`, `@//` or `@~/`: where a reference may start.
+// `@./`, `@../`, `@/`, `@//` or `@~/`: where a reference may start. (`@//abs` is the form files
+// from Flemma 0.11 use for an absolute path; `@/abs` is the one people type.)
 // NOTE: shared and stateful (`g`); each split resets `lastIndex` and nothing re-enters it.
-const CANDIDATE = /@(?:\.\.?\/|\/\/|~\/)/g;
+const CANDIDATE = /@(?:\.\.?\/|\/\/?|~\/)/g;
 
 /**
  * Reads the reference at `text[at, end)`: an `@`, a form prefix of `prefix` characters, and the
