@@ -133,4 +133,19 @@ describe('a chat buffer in Neovim', () => {
       '@Assistant:',
     ]);
   });
+
+  it('follows the buffer across :edit! of a file changed on disk, and after a host restart', async () => {
+    driver = await startDriver();
+    const buf = await driver.openChat('reload.chat', CHAT);
+    await marks(driver, buf, 4);
+    driver.writeFile('reload.chat', [...CHAT, '', '@Assistant:', 'Done.'].join('\n') + '\n');
+    await driver.command('edit!');
+    expect(await marks(driver, buf, 5)).toEqual([0, 3, 6, 15, 18]);
+    const after = driver.eventCount;
+    await driver.command('Flemma host:restart');
+    await driver.waitForEvent('FlemmaHostStarted', { after });
+    await driver.press('Go<CR>@You:<CR>more<Esc>');
+    expect(await marks(driver, buf, 6)).toEqual([0, 3, 6, 15, 18, 21]);
+    expect((await tree(driver, buf)).messages).toHaveLength(6);
+  });
 });
