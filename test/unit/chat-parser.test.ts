@@ -45,6 +45,15 @@ describe('frontmatter (§1.2)', () => {
     expect(doc('```JSON', '{}', '```', '@You:', 'x').diagnostics).toEqual([]);
   });
 
+  it('while unclosed, is ignored with a warning, and never hides the messages after it', () => {
+    const d = doc('```lua', 'x = 1', '@You:', 'hi', '@Assistant:', 'hello');
+    expect(d.frontmatter).toBeUndefined();
+    expect(roles(d)).toEqual(['You', 'Assistant']);
+    expect(d.diagnostics).toMatchObject([
+      { code: 'frontmatter-unclosed', severity: 'warning', span: { startLine: 1 } },
+    ]);
+  });
+
   it('is absent when unclosed or not on line 1, and a 4-backtick line does not close it', () => {
     expect(doc('```lua', 'x = 1', '@You:', 'hi').frontmatter).toBeUndefined();
     expect(doc('', '```lua', 'x', '```', '@You:').frontmatter).toBeUndefined();
@@ -188,6 +197,11 @@ describe('@Assistant: bodies (§1.5, scenarios 4, 5, 8, 10)', () => {
       selfClosing: true,
       signature: { provider: 'vertex', value: 'c2ln' },
     });
+  });
+
+  it('closes a thinking block on </thinking> with trailing blanks', () => {
+    const m = message(doc('@Assistant:', '<thinking>', 'x', '</thinking>  ', 'after'), 0);
+    expect(kinds(m)).toEqual(['thinking', 'text']);
   });
 
   it('an unclosed thinking block stays text, with a warning', () => {
@@ -346,12 +360,39 @@ describe('@You: bodies, results and placeholders (§1.6, scenarios 6, 7, 9, 13)'
     });
   });
 
+  it('needs three backticks for a tool fence: `inline code` after a header is not one', () => {
+    const d = withUse('**Tool Result:** `t1`', '`npm test` passed', '`done`');
+    expect(toolResults(message(d, 1))).toEqual([]);
+    expect(codes(d)).toEqual(['tool-result-missing-fence']);
+  });
+
+  it('warns about a second result for the same tool use', () => {
+    const d = withUse(
+      '**Tool Result:** `t1`',
+      '```',
+      'a',
+      '```',
+      '**Tool Result:** `t1`',
+      '```',
+      'b',
+      '```',
+    );
+    expect(d.diagnostics).toMatchObject([
+      { code: 'tool-result-duplicate', span: { startLine: 11 } },
+    ]);
+  });
+
   it('reads a flemma:tool fence without a known status as pending, with a warning if it said something', () => {
     const bare = withUse('**Tool Result:** `t1`', '```flemma:tool', '```');
     expect(only(toolResults(message(bare, 1))).placeholder?.status).toBe('pending');
     expect(bare.diagnostics).toEqual([]);
     const odd = withUse('**Tool Result:** `t1`', '```flemma:tool status=maybe', '```');
     expect(codes(odd)).toEqual(['placeholder-status']);
+    const error = withUse('**Tool Result:** `t1`', '```flemma:tool status=error', '```');
+    expect(codes(error)).toEqual(['placeholder-status']);
+    const other = withUse('**Tool Result:** `t1`', '```flemma:tool sandbox=false', '```');
+    expect(only(toolResults(message(other, 1))).placeholder?.status).toBe('pending');
+    expect(other.diagnostics).toEqual([]);
   });
 
   it('scenario 6: the older header-suffix form, aliases, meta, and no suffix', () => {

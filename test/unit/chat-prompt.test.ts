@@ -190,4 +190,67 @@ describe('prompt assembly (§2.4–2.5)', () => {
     expect(p.messages.map((m) => m.role)).toEqual(['assistant', 'user', 'assistant']);
     expect(p.pendingToolCalls).toEqual([]);
   });
+
+  it('counts only results after their tool use, sends the last of duplicates, and drops orphans', () => {
+    const early = prompt(
+      '@You:',
+      '**Tool Result:** `t1`',
+      '```',
+      'too early',
+      '```',
+      '@Assistant:',
+      ...TOOL_USE,
+    );
+    expect(early.pendingToolCalls.map((call) => call.id)).toEqual(['t1']);
+    expect(early.messages.map((m) => m.role)).toEqual(['assistant', 'user']);
+    const twice = prompt(
+      '@Assistant:',
+      ...TOOL_USE,
+      '@You:',
+      '**Tool Result:** `t1`',
+      '```',
+      'first',
+      '```',
+      '**Tool Result:** `t1`',
+      '```',
+      'second',
+      '```',
+      '**Tool Result:** `ghost`',
+      '```',
+      'orphan',
+      '```',
+    );
+    expect(twice.messages[1]?.parts).toEqual([
+      {
+        kind: 'tool_result',
+        toolUseId: 't1',
+        name: 'calculator',
+        parts: [{ kind: 'text', text: 'second' }],
+        isError: false,
+        synthetic: false,
+      },
+    ]);
+  });
+
+  it('puts the results first, in the order of the tool uses', () => {
+    const p = prompt(
+      '@Assistant:',
+      ...TOOL_USE,
+      '**Tool Use:** `read` (`t2`)',
+      '```json',
+      '{}',
+      '```',
+      '@You:',
+      'note first',
+      '**Tool Result:** `t2`',
+      '```',
+      'two',
+      '```',
+    );
+    expect(
+      p.messages[1]?.parts.map((part) =>
+        part.kind === 'tool_result' ? part.toolUseId : part.kind,
+      ),
+    ).toEqual(['t1', 't2', 'text']);
+  });
 });

@@ -16,12 +16,14 @@ export type Severity = 'error' | 'warning' | 'info';
 
 export type DiagnosticCode =
   | 'frontmatter-language'
+  | 'frontmatter-unclosed'
   | 'tool-use-json'
   | 'tool-use-unclosed-fence'
   | 'tool-use-missing-fence'
   | 'tool-result-unclosed-fence'
   | 'tool-result-missing-fence'
   | 'tool-result-orphaned'
+  | 'tool-result-duplicate'
   | 'tool-use-unresolved'
   | 'thinking-unclosed'
   | 'fence-unclosed'

@@ -37,7 +37,7 @@ const FRONTMATTER_CLOSE = /^```\s*$/;
 const MESSAGE_FENCE_OPEN = /^(`{3,})[^`]*$/;
 const FENCE_CLOSE = /^(`+)\s*$/;
 /** Block fence opener (tool input, tool result): backticks, a tag, the rest of the line. */
-const BLOCK_FENCE_OPEN = /^(`+)([A-Za-z0-9:._-]*)(.*)$/;
+const BLOCK_FENCE_OPEN = /^(`{3,})([A-Za-z0-9:._-]*)(.*)$/;
 const TOOL_USE_HEADER = /^\*\*Tool Use:\*\*\s*`([^`]+)`\s*\(`([^)]+)`\)/;
 const TOOL_RESULT_HEADER = /^\*\*Tool Result:\*\*\s*`([^`]+)`(.*)$/;
 const SUFFIX = /^\s*\((.*)\)\s*$/;
@@ -46,6 +46,7 @@ const THINKING_SIGNED = /^<thinking\s+([A-Za-z0-9]+):signature="([^"]*)"\s*>$/;
 const THINKING_PLAIN = /^<thinking>$/;
 const THINKING_REDACTED = /^<thinking\s+redacted>$/;
 const ABORTED = /^<!--\s*flemma:aborted:\s*(.*?)\s*-->$/;
+const THINKING_CLOSE = /^<\/thinking>\s*$/;
 
 const STATUS_ALIASES: Record<string, PlaceholderStatus | 'error'> = {
   pending: 'pending',
@@ -127,7 +128,10 @@ export function reparse(
   if (keep < 0) return parseLines(lines, options);
   const restart = previous.messages[keep]?.span.startLine ?? 1;
   const diagnostics: Diagnostic[] = previous.diagnostics.filter(
-    (diagnostic) => diagnostic.code !== 'tool-result-orphaned' && diagnostic.span.endLine < restart,
+    (diagnostic) =>
+      diagnostic.code !== 'tool-result-orphaned' &&
+      diagnostic.code !== 'tool-result-duplicate' &&
+      diagnostic.span.endLine < restart,
   );
   const sink: Sink = (severity, code, message, span) => {
     diagnostics.push({ severity, code, message, span });
@@ -172,6 +176,12 @@ function parseFrontmatter(
     }
   }
   // An opening fence that never closes is not frontmatter: the text is read as the body.
+  sink(
+    'warning',
+    'frontmatter-unclosed',
+    'The frontmatter on line 1 is not closed (add a line with ``` after it); it is ignored until it is',
+    lineSpan(1, 1),
+  );
   return undefined;
 }
 
@@ -188,7 +198,9 @@ function parseMessages(lines: readonly string[], from: number, sink: Sink): Mess
   for (let i = from; i < lines.length; i++) {
     const line = lines[i] ?? '';
     const first = line.charCodeAt(0);
-    if (first === 96 /* ` */) {
+    // NOTE: fences only matter inside messages: text before the first marker (for instance a
+    // frontmatter that is still being typed) must not hide the messages after it.
+    if (first === 96 /* ` */ && role !== undefined) {
       if (fenceTicks === 0) {
         const open = MESSAGE_FENCE_OPEN.exec(line);
         if (open !== null) {
@@ -392,7 +404,7 @@ function readThinking(
   const redacted = THINKING_REDACTED.test(line);
   if (signed === null && !redacted && !THINKING_PLAIN.test(line)) return undefined;
   for (let j = i + 1; j <= to; j++) {
-    if (lines[j] === '</thinking>') {
+    if (THINKING_CLOSE.test(lines[j] ?? '')) {
       const segment: ThinkingSegment = {
         kind: 'thinking',
         content: lines.slice(i + 1, j).join('\n'),
@@ -573,7 +585,7 @@ function readToolResult(
     const info = parseModeline(result.fence.info);
     let status: PlaceholderStatus = 'pending';
     if (info.status !== undefined && info.status !== 'error') status = info.status;
-    else if (result.fence.info !== '') {
+    else if (info.status === 'error' || info.meta?.['status'] !== undefined) {
       sink(
         'warning',
         'placeholder-status',
@@ -610,6 +622,7 @@ function readToolResult(
 /** Document-wide checks: every tool result must answer a tool use of an earlier message. */
 function finishDocument(messages: Message[], diagnostics: Diagnostic[]): void {
   const uses = new Set<string>();
+  const results = new Set<string>();
   for (const message of messages) {
     for (const segment of message.segments) {
       if (segment.kind === 'tool_use') uses.add(segment.id);
@@ -617,9 +630,19 @@ function finishDocument(messages: Message[], diagnostics: Diagnostic[]): void {
         diagnostics.push({
           severity: 'warning',
           code: 'tool-result-orphaned',
-          message: `Tool result for ${segment.toolUseId} answers no tool use of an earlier @Assistant: message`,
+          message: `Tool result for ${segment.toolUseId} answers no tool use of an earlier @Assistant: message; it is not sent`,
           span: lineSpan(segment.span.startLine, segment.span.startLine),
         });
+      } else if (segment.kind === 'tool_result') {
+        if (results.has(segment.toolUseId)) {
+          diagnostics.push({
+            severity: 'warning',
+            code: 'tool-result-duplicate',
+            message: `Another result for ${segment.toolUseId} comes earlier; only the last one is sent`,
+            span: lineSpan(segment.span.startLine, segment.span.startLine),
+          });
+        }
+        results.add(segment.toolUseId);
       }
     }
   }

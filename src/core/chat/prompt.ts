@@ -163,40 +163,50 @@ function span(line: number): Span {
 /** Build the prompt of a document. */
 export function assemblePrompt(document: ChatDocument): Prompt {
   const diagnostics: Diagnostic[] = [];
-  // The last finished result of each id answers it; placeholders answer nothing yet.
-  const finished = new Set<string>();
+  // Which result answers each tool use: the last finished one that comes after the use. A
+  // result before its use, or for an id no tool use has, answers nothing (the parser warns).
+  const uses = new Map<string, { name: string; order: number }>();
+  const answer = new Map<string, Segment>();
   for (const message of document.messages) {
-    if (message.role !== 'You') continue;
     for (const segment of message.segments) {
-      if (segment.kind === 'tool_result' && segment.placeholder === undefined)
-        finished.add(segment.toolUseId);
+      if (message.role === 'Assistant' && segment.kind === 'tool_use' && !uses.has(segment.id)) {
+        uses.set(segment.id, { name: segment.name, order: uses.size });
+      } else if (
+        message.role === 'You' &&
+        segment.kind === 'tool_result' &&
+        segment.placeholder === undefined &&
+        uses.has(segment.toolUseId)
+      ) {
+        answer.set(segment.toolUseId, segment);
+      }
     }
   }
-  const names = new Map<string, string>();
+  const orderOf = (id: string): number => uses.get(id)?.order ?? Number.MAX_SAFE_INTEGER;
   let system: ContentPart[] = [];
   const messages: PromptMessage[] = [];
   const pendingToolCalls: PendingToolCall[] = [];
   let owed: ToolResultPart[] = [];
 
-  const payDebts = (into: UserPart[]): UserPart[] => {
-    // Tool results lead a user message, as every provider expects them first.
-    const paid = owed.length > 0 ? [...owed, ...into] : into;
+  /** A user message's parts: every tool result first, in the order of the tool uses. */
+  const userParts = (parts: UserPart[]): UserPart[] => {
+    const results = [...owed, ...parts.filter((part) => part.kind === 'tool_result')].sort(
+      (a, b) => orderOf(a.toolUseId) - orderOf(b.toolUseId),
+    );
     owed = [];
-    return paid;
+    return [...results, ...parts.filter((part) => part.kind !== 'tool_result')];
   };
 
   for (const message of document.messages) {
     if (message.role === 'System') {
       system = message.segments.flatMap((segment) => contentPart(segment) ?? []);
     } else if (message.role === 'Assistant') {
-      if (owed.length > 0)
-        messages.push({ role: 'user', parts: payDebts([]), line: message.span.startLine });
+      if (owed.length > 0) {
+        messages.push({ role: 'user', parts: userParts([]), line: message.span.startLine });
+      }
       const parts = assistantParts(message);
       const aborted = endsAborted(message);
       for (const segment of message.segments) {
-        if (segment.kind !== 'tool_use') continue;
-        names.set(segment.id, segment.name);
-        if (finished.has(segment.id)) continue;
+        if (segment.kind !== 'tool_use' || answer.has(segment.id)) continue;
         pendingToolCalls.push({
           id: segment.id,
           name: segment.name,
@@ -218,17 +228,18 @@ export function assemblePrompt(document: ChatDocument): Prompt {
           synthetic: true,
         });
       }
-      if (parts.length > 0)
+      if (parts.length > 0) {
         messages.push({ role: 'assistant', parts, line: message.span.startLine });
+      }
     } else if (message.role === 'You') {
       const parts: UserPart[] = [];
       for (const segment of message.segments) {
         if (segment.kind === 'tool_result') {
-          if (segment.placeholder !== undefined) continue;
+          if (answer.get(segment.toolUseId) !== segment) continue;
           parts.push({
             kind: 'tool_result',
             toolUseId: segment.toolUseId,
-            name: names.get(segment.toolUseId) ?? '',
+            name: uses.get(segment.toolUseId)?.name ?? '',
             parts: segment.segments.flatMap((piece) => {
               const part = contentPart(piece);
               return part !== undefined && (part.kind === 'text' || part.kind === 'file_reference')
@@ -243,16 +254,18 @@ export function assemblePrompt(document: ChatDocument): Prompt {
           if (part !== undefined) parts.push(part);
         }
       }
-      while (parts.length > 0 && isBlankText(parts[parts.length - 1] as { kind: string }))
+      while (parts.length > 0 && isBlankText(parts[parts.length - 1] as { kind: string })) {
         parts.pop();
-      const paid = payDebts(parts);
-      if (paid.length > 0)
-        messages.push({ role: 'user', parts: paid, line: message.span.startLine });
+      }
+      const ordered = userParts(parts);
+      if (ordered.length > 0) {
+        messages.push({ role: 'user', parts: ordered, line: message.span.startLine });
+      }
     }
     // Other roles are kept in the document but never sent.
   }
   if (owed.length > 0) {
-    messages.push({ role: 'user', parts: payDebts([]), line: document.lineCount });
+    messages.push({ role: 'user', parts: userParts([]), line: document.lineCount });
   }
   return { system, messages, pendingToolCalls, diagnostics };
 }
