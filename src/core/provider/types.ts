@@ -1,0 +1,182 @@
+// The provider contract: what a send hands to a provider adapter, and the events an adapter
+// streams back. Every adapter (Anthropic, OpenAI Responses, Gemini/Vertex, OpenAI-compatible
+// Chat Completions) implements `ProviderAdapter` through its official SDK.
+
+/** A part of an evaluated prompt: templates rendered, file references read. */
+export type EvaluatedPart =
+  | { kind: 'text'; text: string }
+  | { kind: 'image'; mimeType: string; data: string; filename: string }
+  | { kind: 'pdf'; mimeType: 'application/pdf'; data: string; filename: string }
+  | { kind: 'text_file'; mimeType: string; text: string; filename: string }
+  | { kind: 'unsupported_file'; filename: string };
+
+export interface EvaluatedToolResult {
+  kind: 'tool_result';
+  toolUseId: string;
+  /** The tool's name as the buffer has it (internal form, e.g. `mcp:slack:post`). */
+  name: string;
+  parts: EvaluatedPart[];
+  isError: boolean;
+  synthetic: boolean;
+}
+
+export interface EvaluatedThinking {
+  kind: 'thinking';
+  content: string;
+  redacted: boolean;
+  signature?: { provider: string; value: string };
+}
+
+export interface EvaluatedToolUse {
+  kind: 'tool_use';
+  id: string;
+  name: string;
+  input: unknown;
+}
+
+export type EvaluatedMessage =
+  | { role: 'user'; parts: (EvaluatedPart | EvaluatedToolResult)[] }
+  | { role: 'assistant'; parts: (EvaluatedPart | EvaluatedThinking | EvaluatedToolUse)[] };
+
+/** A tool as offered to the model. */
+export interface ToolSpec {
+  /** Internal name (may contain `:`; adapters encode it for the wire). */
+  name: string;
+  description: string;
+  /** JSON Schema of the input. */
+  inputSchema: Record<string, unknown>;
+  /** OpenAI strict mode (only OpenAI-family adapters use it). */
+  strict?: boolean;
+}
+
+export type ThinkingLevel = 'minimal' | 'low' | 'medium' | 'high' | 'max';
+
+export interface ProviderRequest {
+  model: string;
+  system: string;
+  messages: EvaluatedMessage[];
+  /** Sorted by name by the caller; adapters keep the order. */
+  tools: ToolSpec[];
+  maxTokens: number;
+  temperature?: number;
+  /** Unified thinking; `undefined` = off. Provider-specific overrides are resolved by the caller. */
+  thinking?: {
+    level: ThinkingLevel;
+    /** Token budget for budget-based providers (Anthropic, Gemini 2.5). */
+    budget?: number;
+    /** Effort string for effort-based providers (OpenAI `reasoning.effort`, Gemini 3 level). */
+    effort?: string;
+    /** What to do with thinking signed by another provider. */
+    foreign: 'preserve' | 'drop';
+  };
+  cacheRetention: 'short' | 'long' | 'none';
+  /** A stable key for provider-side prompt caching (OpenAI `prompt_cache_key`), e.g. the file path. */
+  cacheKey?: string;
+}
+
+export interface Usage {
+  /** Input tokens not read from a cache. */
+  input: number;
+  output: number;
+  thoughts?: number;
+  cacheRead?: number;
+  cacheCreation?: number;
+}
+
+/**
+ * What an adapter yields while a reply streams, in buffer order. Text arrives as deltas; thinking,
+ * tool uses and redacted thinking arrive as whole blocks once complete (the caller writes them
+ * with `src/core/chat/writer.ts`). `progress` events only feed the indicator.
+ */
+export type ProviderEvent =
+  | { type: 'text'; text: string }
+  | { type: 'thinking'; content: string; signature?: { provider: string; value: string } }
+  | { type: 'redacted_thinking'; data: string }
+  | { type: 'tool_use'; id: string; name: string; input: unknown }
+  | { type: 'progress'; phase: 'thinking' | 'tool_input'; characters: number; toolName?: string }
+  | { type: 'usage'; usage: Usage }
+  | { type: 'warning'; message: string }
+  | { type: 'done'; stopReason: string };
+
+/** Why a request failed, as the user should read it (`<provider>: <kind> — <message>`). */
+export class ProviderError extends Error {
+  override name = 'ProviderError';
+  constructor(
+    readonly provider: string,
+    readonly kind:
+      | 'authentication'
+      | 'permission'
+      | 'not_found'
+      | 'rate_limit'
+      | 'overloaded'
+      | 'invalid_request'
+      | 'server'
+      | 'connection'
+      | 'timeout'
+      | 'blocked'
+      | 'stream'
+      | 'unknown',
+    message: string,
+    readonly status?: number,
+    /** Whether trying again later may succeed (429, 529, 5xx, a connection lost before any byte). */
+    readonly retryable = false,
+  ) {
+    super(message);
+  }
+
+  /** The one line a notification shows. */
+  describe(): string {
+    return `${this.provider}: ${this.kind.replace(/_/g, ' ')} — ${this.message}`;
+  }
+}
+
+export interface ProviderAdapter {
+  readonly name: string;
+  /** The request body for a prompt (deterministic: the same prompt gives byte-identical JSON). */
+  buildBody(request: ProviderRequest): Record<string, unknown>;
+  /** Send and stream the reply. Abort with `signal`; failures throw ProviderError. */
+  stream(request: ProviderRequest, signal: AbortSignal): AsyncIterable<ProviderEvent>;
+}
+
+/** How an adapter reaches its service: explicit values win over the SDKs' environment variables. */
+export interface ConnectionOptions {
+  apiKey: string;
+  baseURL?: string;
+  /** Attempts for retryable failures before the first byte (the SDK's own retry). */
+  maxRetries?: number;
+  timeoutMs?: number;
+}
+
+/** Tool names on the wire: `:` is not allowed by every provider, so it travels as `__`. */
+export function wireToolName(name: string): string {
+  return name.replace(/:/g, '__');
+}
+
+export function internalToolName(wire: string): string {
+  return wire.replace(/__/g, ':');
+}
+
+/** Tool ids on the wire (Anthropic, OpenAI): `[A-Za-z0-9_-]`, at most 64 characters. */
+export function wireToolId(id: string): string {
+  return id
+    .replace(/[^A-Za-z0-9_-]/g, '_')
+    .slice(0, 64)
+    .replace(/_+$/, '');
+}
+
+/** JSON with every object's keys sorted, so that equal requests are byte-identical. */
+export function stableJson(value: unknown): string {
+  return JSON.stringify(sortKeys(value));
+}
+
+export function sortKeys(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(sortKeys);
+  if (value !== null && typeof value === 'object') {
+    const out: Record<string, unknown> = {};
+    for (const key of Object.keys(value).sort()) {
+      out[key] = sortKeys((value as Record<string, unknown>)[key]);
+    }
+    return out;
+  }
+  return value;
+}
