@@ -152,6 +152,28 @@ function M.select(inner)
   return true
 end
 
+--- Send the current chat buffer's conversation (for now the third phase of <C-]>: the approval
+--- phases arrive with the tool cycle).
+function M.send(bufnr)
+  bufnr = bufnr or vim.api.nvim_get_current_buf()
+  if vim.bo[bufnr].filetype ~= "chat" then
+    require("flemma.notify").warn("not a chat buffer")
+    return false
+  end
+  return require("flemma.host").notify("chat:send", { bufnr = bufnr })
+end
+
+--- Cancel the running request of a chat buffer.
+function M.cancel(bufnr)
+  bufnr = bufnr or vim.api.nvim_get_current_buf()
+  local host = require("flemma.host")
+  if not host.channel() then
+    require("flemma.notify").info("Nothing to cancel")
+    return false
+  end
+  return host.notify("chat:cancel", { bufnr = bufnr })
+end
+
 --- Buffer-local keymaps for a chat buffer (from the `keymaps` options).
 function M.setup_buffer(bufnr)
   local ok, cfg = pcall(function()
@@ -161,11 +183,22 @@ function M.setup_buffer(bufnr)
     return
   end
   local normal = cfg.normal or {}
+  local insert = cfg.insert or {}
   local function map(modes, lhs, rhs, desc)
     if type(lhs) == "string" and lhs ~= "" then
       vim.keymap.set(modes, lhs, rhs, { buffer = bufnr, silent = true, desc = "Flemma: " .. desc })
     end
   end
+  map("n", normal.send or "<C-]>", function()
+    M.send(bufnr)
+  end, "send")
+  map("i", insert.send or "<C-]>", function()
+    vim.cmd("stopinsert")
+    M.send(bufnr)
+  end, "send")
+  map("n", normal.cancel or "<C-c>", function()
+    M.cancel(bufnr)
+  end, "cancel the request")
   map("n", normal.message_next or "]m", function()
     for _ = 1, vim.v.count1 do
       M.jump(1)

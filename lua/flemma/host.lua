@@ -102,6 +102,7 @@ local function on_exit(job, code)
   H.last_exit = { code = code, pid = pid, at = now(), intended = intended or false }
   rpc.fail_all(intended and "the host was stopped" or "the host exited", job)
   local released = require("flemma.buffer").unlock_all()
+  require("flemma.progress").stop_all()
   log.write(intended and "info" or "error", string.format("host (pid %s) exited with code %d", tostring(pid), code))
   if not intended then
     H.crashes[#H.crashes + 1] = now()

@@ -72,6 +72,19 @@ end
 function H.register_commands()
   local commands = require("flemma.commands")
   local host = require("flemma.host")
+  commands.register("send", {
+    desc = "Send the conversation in this chat buffer",
+    run = function()
+      require("flemma.chat").send()
+    end,
+  })
+  commands.register("cancel", {
+    desc = "Cancel the running request of this chat buffer",
+    starts_host = false,
+    run = function()
+      require("flemma.chat").cancel()
+    end,
+  })
   commands.register("host:status", {
     desc = "Show the host process: pid, uptime, version, crashes, log file",
     run = H.host_status,

@@ -20,6 +20,60 @@ M.methods = {
   ["buffer.unlock"] = function(params)
     return require("flemma.buffer").unlock(params.bufnr, params.owner)
   end,
+  ["progress.start"] = function(params)
+    return require("flemma.progress").start(params)
+  end,
+  ["progress.update"] = function(params)
+    return require("flemma.progress").update(params)
+  end,
+  ["progress.stop"] = function(params)
+    return require("flemma.progress").stop(params)
+  end,
+  --- The configuration as plain data: a function becomes `{__function = true}`, and a table
+  --- that is both a list and a map (`tools`) keeps its list part under `__list` (msgpack has no
+  --- such value).
+  ["config.snapshot"] = function()
+    local function copy(value)
+      if type(value) == "function" then
+        return { __function = true }
+      elseif type(value) ~= "table" then
+        return value
+      end
+      local count = #value
+      local mixed = false
+      for k in pairs(value) do
+        if type(k) ~= "number" then
+          mixed = count > 0
+          break
+        end
+      end
+      local out = {}
+      for k, v in pairs(value) do
+        if not (mixed and type(k) == "number") then
+          out[k] = copy(v)
+        end
+      end
+      if mixed then
+        local list = {}
+        for i = 1, count do
+          list[i] = copy(value[i])
+        end
+        out.__list = list
+      end
+      return out
+    end
+    return copy(require("flemma.config").get())
+  end,
+  --- The first non-empty variable of `names` in Neovim's environment (users may `:let $X = …`).
+  ["env.first"] = function(params)
+    for _, name in ipairs(params.names or {}) do
+      local value = vim.env[name]
+      if type(value) == "string" and vim.trim(value) ~= "" then
+        return { name = name, value = value }
+      end
+    end
+    return vim.NIL
+  end,
   ["chat.structure"] = function(params)
     return require("flemma.chat").set_structure(params)
   end,

@@ -70,6 +70,26 @@ export const actions: Record<string, Action> = {
     const state = await ctx.documents.parsed(bufnrOf(params));
     return state === undefined ? null : state.document;
   },
+  /** Send the buffer's conversation and stream the reply into it (the third phase of <C-]>). */
+  'chat:send': (ctx, params) => {
+    const bufnr = bufnrOf(params);
+    // NOTE: answered at once; the request runs on, and reports through hooks and the buffer.
+    ctx.sends.send(bufnr).catch((error: unknown) => {
+      ctx.logger.error(`send of buffer ${String(bufnr)} failed`, error);
+      const reason = error instanceof Error ? error.message : String(error);
+      ctx.lua.notify('notify', {
+        level: 'error',
+        message: `the send failed: ${reason} (details in ${ctx.logFile ?? 'the log'})`,
+      });
+    });
+    return null;
+  },
+  /** Cancel the buffer's running request; tells the user when there is none. */
+  'chat:cancel': (ctx, params) => {
+    const cancelled = ctx.sends.cancel(bufnrOf(params));
+    if (!cancelled) ctx.lua.notify('notify', { level: 'info', message: 'Nothing to cancel' });
+    return { cancelled };
+  },
   'log:level': (ctx, params) => {
     const level = (params as { level?: unknown } | null)?.level;
     if (!isLogLevel(level)) {

@@ -6,6 +6,7 @@ import { LuaBridge, rpcPortOf } from '../editor/lua.js';
 import { WriteScheduler } from '../editor/writequeue.js';
 import { type BufferEventsPort, DocumentStore } from '../editor/documents.js';
 import type { FileLogger } from './log.js';
+import { SendController } from './send.js';
 
 declare const __FLEMMA_VERSION__: string;
 declare const __FLEMMA_SOURCE_HASH__: string;
@@ -21,6 +22,7 @@ export interface HostContext {
   readonly writes: WriteScheduler;
   readonly sdks: SdkLoader;
   readonly documents: DocumentStore;
+  readonly sends: SendController;
   readonly logger: FileLogger;
   readonly startedAt: number;
   readonly logFile: string | undefined;
@@ -32,7 +34,7 @@ export function createContext(
   logFile: string | undefined,
 ): HostContext {
   const lua = new LuaBridge(rpcPortOf(nvim));
-  return {
+  const ctx = {
     nvim,
     lua,
     hooks: new HookEmitter(lua),
@@ -45,4 +47,8 @@ export function createContext(
     startedAt: Date.now(),
     logFile,
   };
+  // The send controller needs the rest of the context.
+  const withSends: HostContext = { ...ctx, sends: undefined as unknown as SendController };
+  (withSends as { sends: SendController }).sends = new SendController(withSends);
+  return withSends;
 }

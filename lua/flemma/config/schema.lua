@@ -670,6 +670,9 @@ local function general_parameters(with_defaults)
 end
 
 local function provider_parameters(specific)
+  -- `base_url`: where the provider's API lives (an OpenAI-compatible server, a proxy, a test
+  -- server); unset means the SDK's default or its standard *_BASE_URL environment variable.
+  specific = vim.tbl_extend("error", { base_url = S.optional(S.string()) }, specific)
   return S.object(vim.tbl_extend("error", general_parameters(false), specific))
 end
 

@@ -1,0 +1,218 @@
+// The send: a chat buffer's prompt goes to its provider and the reply streams into the buffer
+// (behaviour.md §2.13), with the buffer locked, a progress indicator, hooks, cancel and errors
+// that leave the buffer as it was.
+import { evaluateLiterally } from '../core/chat/evaluate.js';
+import { assemblePrompt } from '../core/chat/prompt.js';
+import { ReplyLayout, openingLines } from '../core/chat/reply.js';
+import { createAnthropicAdapter } from '../core/provider/adapters/anthropic.js';
+import {
+  type ConnectionOptions,
+  type ProviderAdapter,
+  ProviderError,
+  type ProviderRequest,
+} from '../core/provider/types.js';
+import type { SdkLoader } from '../core/provider/sdk.js';
+import type { HostContext } from './context.js';
+
+/** Per provider: the adapter, the credential's environment variables and the default model. */
+interface ProviderEntry {
+  env: string[];
+  baseUrlEnv: string;
+  defaultModel: string;
+  create(connection: ConnectionOptions, loader: SdkLoader): ProviderAdapter;
+}
+
+const PROVIDERS: Record<string, ProviderEntry> = {
+  anthropic: {
+    env: ['ANTHROPIC_API_KEY'],
+    baseUrlEnv: 'ANTHROPIC_BASE_URL',
+    defaultModel: 'claude-sonnet-4-6',
+    create: createAnthropicAdapter,
+  },
+};
+
+interface ConfigSnapshot {
+  provider?: string;
+  model?: string;
+  parameters?: Record<string, unknown> & {
+    max_tokens?: number | string;
+    temperature?: number;
+    cache_retention?: 'short' | 'long' | 'none';
+  };
+}
+
+const DEFAULT_MAX_TOKENS = 8192;
+
+function maxTokens(value: number | string | undefined): number {
+  if (typeof value === 'number') return value;
+  const percent = typeof value === 'string' ? /^(\d+)%$/.exec(value) : null;
+  // NOTE: model limits arrive with the model tables (issue 8); until then "N%" is of 8192.
+  if (percent !== null) return Math.max(1024, Math.floor((DEFAULT_MAX_TOKENS * Number(percent[1])) / 100));
+  return DEFAULT_MAX_TOKENS / 2;
+}
+
+export type SendStatus = 'completed' | 'cancelled' | 'errored';
+
+/** One per host: at most one request per buffer. */
+export class SendController {
+  private readonly running = new Map<number, AbortController>();
+
+  constructor(private readonly ctx: HostContext) {}
+
+  isRunning(bufnr: number): boolean {
+    return this.running.has(bufnr);
+  }
+
+  /** Abort the buffer's request; returns whether there was one. */
+  cancel(bufnr: number): boolean {
+    const controller = this.running.get(bufnr);
+    if (controller === undefined) return false;
+    controller.abort();
+    return true;
+  }
+
+  async send(bufnr: number): Promise<SendStatus | undefined> {
+    const { ctx } = this;
+    if (this.running.has(bufnr)) {
+      ctx.lua.notify('notify', {
+        level: 'warn',
+        message: 'A request is already in progress. Use <C-c> to cancel it first.',
+      });
+      return undefined;
+    }
+    const controller = new AbortController();
+    this.running.set(bufnr, controller);
+    try {
+      return await this.run(bufnr, controller);
+    } finally {
+      this.running.delete(bufnr);
+    }
+  }
+
+  private async run(bufnr: number, controller: AbortController): Promise<SendStatus | undefined> {
+    const { ctx } = this;
+    const state = await ctx.documents.attach(bufnr);
+    if (state === undefined) return undefined;
+    const prompt = assemblePrompt(state.document);
+    if (!prompt.messages.some((message) => message.role === 'user')) {
+      ctx.lua.notify('notify', { level: 'warn', message: 'Nothing to send: write a @You: message first.' });
+      return undefined;
+    }
+    const config = (await ctx.lua.call('config.snapshot', null)) as ConfigSnapshot;
+    const providerName = config.provider ?? 'anthropic';
+    const entry = PROVIDERS[providerName];
+    if (entry === undefined) {
+      ctx.lua.notify('notify', {
+        level: 'error',
+        message: `${providerName}: this provider cannot send yet (available: ${Object.keys(PROVIDERS).join(', ')})`,
+      });
+      return undefined;
+    }
+    const credential = (await ctx.lua.call('env.first', { names: entry.env })) as {
+      value: string;
+    } | null;
+    if (credential === null) {
+      ctx.lua.notify('notify', {
+        level: 'error',
+        message: `${providerName}: no API key: set $${entry.env.join(' or $')} (in the shell that starts Neovim, or with :let $${entry.env[0] ?? ''} = …)`,
+      });
+      return undefined;
+    }
+    const parameters = config.parameters ?? {};
+    const specific = (parameters[providerName] ?? {}) as { base_url?: string };
+    const baseUrl =
+      specific.base_url ??
+      ((await ctx.lua.call('env.first', { names: [entry.baseUrlEnv] })) as { value: string } | null)?.value;
+    const connection: ConnectionOptions = { apiKey: credential.value, maxRetries: 3 };
+    if (baseUrl !== undefined) connection.baseURL = baseUrl;
+    const adapter = entry.create(connection, ctx.sdks);
+    const evaluated = evaluateLiterally(prompt);
+    const request: ProviderRequest = {
+      model: config.model ?? entry.defaultModel,
+      system: evaluated.system,
+      messages: evaluated.messages,
+      tools: [],
+      maxTokens: maxTokens(parameters.max_tokens),
+      cacheRetention: parameters.cache_retention ?? 'short',
+    };
+    if (typeof parameters.temperature === 'number') request.temperature = parameters.temperature;
+    for (const warning of evaluated.warnings) {
+      ctx.lua.notify('notify', { level: 'warn', message: warning });
+    }
+    return this.stream(bufnr, adapter, request, controller, state.lines);
+  }
+
+  private async stream(
+    bufnr: number,
+    adapter: ProviderAdapter,
+    request: ProviderRequest,
+    controller: AbortController,
+    lines: string[],
+  ): Promise<SendStatus> {
+    const { ctx } = this;
+    const writer = ctx.writes.buffer(bufnr);
+    const stream = `reply-${String(Date.now())}`;
+    const lastRow = lines.length - 1;
+    const lastLine = lines[lastRow] ?? '';
+    const opening = openingLines(lastLine);
+    await ctx.lua.call('buffer.lock', { bufnr, owner: 'request' });
+    await writer.setLines(lastRow, lastRow + 1, opening, [lastLine]);
+    const markerRow = lastRow + opening.length - 1;
+    await ctx.lua.call('progress.start', { bufnr, row: markerRow });
+    await ctx.hooks.emit('request:sending', { bufnr });
+    const layout = new ReplyLayout();
+    let status: SendStatus = 'completed';
+    let characters = 0;
+    let lastProgress = 0;
+    try {
+      for await (const event of adapter.stream(request, controller.signal)) {
+        const text = layout.push(event);
+        if (text !== '') writer.append(text, stream);
+        if (event.type === 'warning') ctx.lua.notify('notify', { level: 'warn', message: event.message });
+        const now = Date.now();
+        if (event.type === 'text') characters += event.text.length;
+        if (now - lastProgress >= 100) {
+          lastProgress = now;
+          const phase = event.type === 'progress' ? event.phase : 'streaming';
+          const params: Record<string, unknown> = { bufnr, phase, characters };
+          if (event.type === 'progress') params['characters'] = event.characters;
+          if (event.type === 'progress' && event.toolName !== undefined) params['tool'] = event.toolName;
+          ctx.lua.notify('progress.update', params);
+        }
+      }
+      if (controller.signal.aborted) {
+        status = 'cancelled';
+        writer.append(layout.interrupt(), stream);
+      }
+    } catch (error) {
+      status = controller.signal.aborted ? 'cancelled' : 'errored';
+      if (status === 'errored') {
+        const message = error instanceof ProviderError ? error.describe() : String(error);
+        ctx.logger.warn(`send failed: ${message}`);
+        ctx.lua.notify('notify', { level: 'error', message });
+      } else {
+        writer.append(layout.interrupt(), stream);
+      }
+    }
+    if (layout.hasContent) {
+      writer.append(layout.close(), stream);
+    } else if (status !== 'completed') {
+      // Nothing arrived: leave the buffer as it was before the send.
+      await writer.flushed();
+      const current = await ctx.documents.parsed(bufnr);
+      const row = markerRow;
+      if (current?.lines[row] === '@Assistant:') {
+        await writer.setLines(lastRow, row + 1, [lastLine], current.lines.slice(lastRow, row + 1));
+      }
+    } else {
+      ctx.lua.notify('notify', { level: 'warn', message: 'Request completed but no response was received.' });
+      writer.append(layout.close(), stream);
+    }
+    writer.closeStream(stream);
+    await writer.flushed();
+    await ctx.lua.call('progress.stop', { bufnr });
+    await ctx.lua.call('buffer.unlock', { bufnr, owner: 'request' });
+    await ctx.hooks.emit('request:finished', { bufnr, status });
+    return status;
+  }
+}

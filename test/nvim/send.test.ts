@@ -1,0 +1,163 @@
+// The send, end to end: a chat buffer, <C-]>, the real Anthropic SDK in the host talking to a
+// fake server on 127.0.0.1, and the reply streamed into the buffer.
+import { afterEach, describe, expect, it } from 'vitest';
+import { type Driver, startDriver } from '../helpers/driver.js';
+import { type FakeProvider, type FakeStream, startFakeProvider } from '../helpers/fake-provider.js';
+
+let driver: Driver | undefined;
+let fake: FakeProvider | undefined;
+
+afterEach(async () => {
+  await driver?.quit();
+  await fake?.close();
+  driver = undefined;
+  fake = undefined;
+});
+
+const START = {
+  type: 'message_start',
+  message: {
+    id: 'msg_fake',
+    type: 'message',
+    role: 'assistant',
+    model: 'claude-sonnet-4-6',
+    content: [],
+    stop_reason: null,
+    stop_sequence: null,
+    usage: { input_tokens: 12, output_tokens: 1 },
+  },
+};
+
+async function textBlock(stream: FakeStream, deltas: string[]): Promise<void> {
+  await stream.sse('content_block_start', {
+    type: 'content_block_start',
+    index: 0,
+    content_block: { type: 'text', text: '' },
+  });
+  for (const text of deltas) {
+    await stream.sse('content_block_delta', {
+      type: 'content_block_delta',
+      index: 0,
+      delta: { type: 'text_delta', text },
+    });
+  }
+}
+
+async function finish(stream: FakeStream): Promise<void> {
+  await stream.sse('content_block_stop', { type: 'content_block_stop', index: 0 });
+  await stream.sse('message_delta', {
+    type: 'message_delta',
+    delta: { stop_reason: 'end_turn', stop_sequence: null },
+    usage: { output_tokens: 5 },
+  });
+  await stream.sse('message_stop', { type: 'message_stop' });
+  await stream.end();
+}
+
+async function setup(lines: string[]): Promise<{ d: Driver; f: FakeProvider; buf: number }> {
+  fake = await startFakeProvider();
+  driver = await startDriver({
+    env: { ANTHROPIC_API_KEY: 'sk-test-key', ANTHROPIC_BASE_URL: fake.url },
+  });
+  const buf = await driver.openChat('send.chat', lines);
+  return { d: driver, f: fake, buf };
+}
+
+describe('sending a chat', () => {
+  it('streams the reply under @Assistant: and appends the next @You: prompt', async () => {
+    const { d, f, buf } = await setup(['@System:', 'Be brief.', '', '@You:', 'Hello']);
+    await d.press('<C-]>');
+    const request = await f.nextRequest({ path: '/v1/messages' });
+    expect(request.apiKey()).toBe('sk-test-key');
+    expect(request.body).toMatchObject({
+      model: 'claude-sonnet-4-6',
+      stream: true,
+      messages: [{ role: 'user', content: [{ type: 'text', text: 'Hello' }] }],
+    });
+    await d.waitForEvent('FlemmaRequestSending');
+    expect(await d.lua('return vim.bo[...].modifiable', buf)).toBe(false);
+    const stream = request.stream();
+    await stream.sse('message_start', START);
+    await textBlock(stream, ['Hi', ' there', '!\nHow can I help?']);
+    await finish(stream);
+    const finished = await d.waitForEvent('FlemmaRequestFinished');
+    expect(finished.data).toEqual({ bufnr: buf, status: 'completed' });
+    expect(await d.lines(buf)).toEqual([
+      '@System:',
+      'Be brief.',
+      '',
+      '@You:',
+      'Hello',
+      '',
+      '@Assistant:',
+      'Hi there!',
+      'How can I help?',
+      '',
+      '@You:',
+      '',
+    ]);
+    expect(await d.lua('return vim.bo[...].modifiable', buf)).toBe(true);
+    expect(await d.extmarks('flemma.progress', buf)).toEqual([]);
+  });
+
+  it('cancels with <C-c>: keeps what arrived, marks the reply interrupted, unlocks', async () => {
+    const { d, f, buf } = await setup(['@You:', 'Tell me a long story']);
+    await d.command('Flemma send');
+    const request = await f.nextRequest({ path: '/v1/messages' });
+    const stream = request.stream();
+    await stream.sse('message_start', START);
+    await textBlock(stream, ['Once upon', ' a time']);
+    // Wait until the text is in the buffer, then cancel as a user would.
+    await d.lua(
+      `local bufnr = ...
+      vim.wait(5000, function()
+        return vim.api.nvim_buf_get_lines(bufnr, -2, -1, false)[1] == "Once upon a time"
+      end, 5)`,
+      buf,
+    );
+    await d.press('<C-c>');
+    const finished = await d.waitForEvent('FlemmaRequestFinished');
+    expect(finished.data).toEqual({ bufnr: buf, status: 'cancelled' });
+    await stream.closed;
+    expect(await d.lines(buf)).toEqual([
+      '@You:',
+      'Tell me a long story',
+      '',
+      '@Assistant:',
+      'Once upon a time',
+      '',
+      '<!-- flemma:aborted: Response interrupted by the user. -->',
+      '',
+      '@You:',
+      '',
+    ]);
+    expect(await d.lua('return vim.bo[...].modifiable', buf)).toBe(true);
+  });
+
+  it('reports a failed request once and leaves the buffer as it was', async () => {
+    const { d, f, buf } = await setup(['@You:', 'Hello']);
+    await d.press('<C-]>');
+    const request = await f.nextRequest({ path: '/v1/messages' });
+    await request.respond(401, {
+      type: 'error',
+      error: { type: 'authentication_error', message: 'invalid x-api-key' },
+    });
+    const finished = await d.waitForEvent('FlemmaRequestFinished');
+    expect(finished.data).toEqual({ bufnr: buf, status: 'errored' });
+    const errors = d.notifications().filter((note) => note.level === 4);
+    expect(errors).toHaveLength(1);
+    expect(errors[0]?.message).toMatch(/^Flemma: anthropic: authentication — /);
+    expect(errors[0]?.message).not.toContain('sk-test-key');
+    expect(await d.lines(buf)).toEqual(['@You:', 'Hello']);
+    expect(await d.lua('return vim.bo[...].modifiable', buf)).toBe(true);
+  });
+
+  it('says which variable to set when there is no API key', async () => {
+    driver = await startDriver();
+    await driver.openChat('nokey.chat', ['@You:', 'Hello']);
+    await driver.press('<C-]>');
+    const note = await driver.waitForNotification(/no API key/);
+    expect(note.message).toContain('$ANTHROPIC_API_KEY');
+    expect(await driver.lines()).toEqual(['@You:', 'Hello']);
+  });
+});
