@@ -47,7 +47,8 @@ function maxTokens(value: number | string | undefined): number {
   if (typeof value === 'number') return value;
   const percent = typeof value === 'string' ? /^(\d+)%$/.exec(value) : null;
   // NOTE: model limits arrive with the model tables (issue 8); until then "N%" is of 8192.
-  if (percent !== null) return Math.max(1024, Math.floor((DEFAULT_MAX_TOKENS * Number(percent[1])) / 100));
+  if (percent !== null)
+    return Math.max(1024, Math.floor((DEFAULT_MAX_TOKENS * Number(percent[1])) / 100));
   return DEFAULT_MAX_TOKENS / 2;
 }
 
@@ -95,7 +96,10 @@ export class SendController {
     if (state === undefined) return undefined;
     const prompt = assemblePrompt(state.document);
     if (!prompt.messages.some((message) => message.role === 'user')) {
-      ctx.lua.notify('notify', { level: 'warn', message: 'Nothing to send: write a @You: message first.' });
+      ctx.lua.notify('notify', {
+        level: 'warn',
+        message: 'Nothing to send: write a @You: message first.',
+      });
       return undefined;
     }
     const config = (await ctx.lua.call('config.snapshot', null)) as ConfigSnapshot;
@@ -122,7 +126,8 @@ export class SendController {
     const specific = (parameters[providerName] ?? {}) as { base_url?: string };
     const baseUrl =
       specific.base_url ??
-      ((await ctx.lua.call('env.first', { names: [entry.baseUrlEnv] })) as { value: string } | null)?.value;
+      ((await ctx.lua.call('env.first', { names: [entry.baseUrlEnv] })) as { value: string } | null)
+        ?.value;
     const connection: ConnectionOptions = { apiKey: credential.value, maxRetries: 3 };
     if (baseUrl !== undefined) connection.baseURL = baseUrl;
     const adapter = entry.create(connection, ctx.sdks);
@@ -168,7 +173,8 @@ export class SendController {
       for await (const event of adapter.stream(request, controller.signal)) {
         const text = layout.push(event);
         if (text !== '') writer.append(text, stream);
-        if (event.type === 'warning') ctx.lua.notify('notify', { level: 'warn', message: event.message });
+        if (event.type === 'warning')
+          ctx.lua.notify('notify', { level: 'warn', message: event.message });
         const now = Date.now();
         if (event.type === 'text') characters += event.text.length;
         if (now - lastProgress >= 100) {
@@ -176,7 +182,8 @@ export class SendController {
           const phase = event.type === 'progress' ? event.phase : 'streaming';
           const params: Record<string, unknown> = { bufnr, phase, characters };
           if (event.type === 'progress') params['characters'] = event.characters;
-          if (event.type === 'progress' && event.toolName !== undefined) params['tool'] = event.toolName;
+          if (event.type === 'progress' && event.toolName !== undefined)
+            params['tool'] = event.toolName;
           ctx.lua.notify('progress.update', params);
         }
       }
@@ -205,7 +212,10 @@ export class SendController {
         await writer.setLines(lastRow, row + 1, [lastLine], current.lines.slice(lastRow, row + 1));
       }
     } else {
-      ctx.lua.notify('notify', { level: 'warn', message: 'Request completed but no response was received.' });
+      ctx.lua.notify('notify', {
+        level: 'warn',
+        message: 'Request completed but no response was received.',
+      });
       writer.append(layout.close(), stream);
     }
     writer.closeStream(stream);
