@@ -1,0 +1,512 @@
+// The OpenAI-compatible Chat Completions adapter (`POST <baseURL>/chat/completions`): Ollama,
+// llama.cpp server, LM Studio, Moonshot and any other server speaking that dialect, through the
+// official OpenAI SDK with a configurable base URL.
+//
+// Reasoning: servers stream it as `delta.reasoning_content` (Moonshot, DeepSeek, llama.cpp) or
+// `delta.reasoning` (Ollama, OpenRouter). It comes back as one `thinking` block, signed by this
+// adapter so that the next turn replays it as native reasoning (the configured field) instead of
+// as foreign `<thinking>` text. The buffer's signature attribute only takes `[A-Za-z0-9]+`
+// provider names and drops empty values, so the signature is the adapter's name stripped to
+// those characters (`openai-compatible` → `openaicompatible`) with the field's name as its value:
+// `<thinking openaicompatible:signature="reasoning_content">`. The value carries no secret; it
+// only has to survive the round trip.
+import type { APIError, OpenAI } from 'openai';
+import { randomUUID } from 'node:crypto';
+import type { SdkLoader, SdkModule } from '../sdk.js';
+import {
+  ProviderError,
+  internalToolName,
+  sortKeys,
+  wireToolId,
+  wireToolName,
+  type ConnectionOptions,
+  type EvaluatedMessage,
+  type EvaluatedPart,
+  type EvaluatedToolResult,
+  type ProviderAdapter,
+  type ProviderEvent,
+  type ProviderRequest,
+  type Usage,
+} from '../types.js';
+
+export type ReasoningField = 'reasoning_content' | 'reasoning';
+
+export interface ChatCompletionsOptions extends ConnectionOptions {
+  /** Adapter (and error) name; `openai-compatible` by default. */
+  name?: string;
+  /**
+   * The field reasoning is replayed in (`reasoning_content` by default). Streams are read from
+   * either field whatever this says.
+   */
+  reasoningField?: ReasoningField;
+}
+
+const DEFAULT_NAME = 'openai-compatible';
+
+/** Top-level keys moved to the end of the body, in this order (prompt-cache byte stability). */
+const TRAILING_KEYS = ['tools', 'messages'];
+
+type OpenAIModule = SdkModule<'openai'>;
+type Chunk = OpenAI.ChatCompletionChunk;
+type StreamParams = OpenAI.ChatCompletionCreateParamsStreaming;
+
+/** The provider name a thinking signature of this adapter carries. */
+export function signatureProvider(adapterName: string): string {
+  const stripped = adapterName.replace(/[^A-Za-z0-9]/g, '');
+  return stripped === '' ? 'openaicompatible' : stripped;
+}
+
+export function createChatCompletionsAdapter(
+  connection: ChatCompletionsOptions,
+  loader: SdkLoader,
+): ProviderAdapter {
+  const name = connection.name ?? DEFAULT_NAME;
+  const field: ReasoningField = connection.reasoningField ?? 'reasoning_content';
+  const signer = signatureProvider(name);
+  const isNative = (signature: { provider: string } | undefined): boolean =>
+    signature !== undefined && (signature.provider === signer || signature.provider === name);
+
+  const buildBody = (request: ProviderRequest): Record<string, unknown> => {
+    const messages: unknown[] = [];
+    if (request.system.trim() !== '') messages.push({ role: 'system', content: request.system });
+    const foreign = request.thinking?.foreign ?? 'preserve';
+    for (const message of request.messages) {
+      messages.push(...convertMessage(message, { field, foreign, isNative }));
+    }
+    const body: Record<string, unknown> = {
+      model: request.model,
+      max_tokens: request.maxTokens,
+      stream: true,
+      stream_options: { include_usage: true },
+      messages,
+    };
+    if (request.temperature !== undefined) body['temperature'] = request.temperature;
+    if (request.tools.length > 0) {
+      body['tools'] = request.tools.map((tool) => ({
+        type: 'function',
+        function: {
+          name: wireToolName(tool.name),
+          description: tool.description,
+          parameters: tool.inputSchema,
+          ...(tool.strict === true ? { strict: true } : {}),
+        },
+      }));
+      body['tool_choice'] = 'auto';
+    }
+    return withTrailingKeys(sortKeys(body) as Record<string, unknown>);
+  };
+
+  async function* stream(
+    request: ProviderRequest,
+    signal: AbortSignal,
+  ): AsyncGenerator<ProviderEvent, void, undefined> {
+    // A function, so that the checks below are not narrowed away after the first one.
+    const aborted = (): boolean => signal.aborted;
+    const sdk = await loader.load('openai');
+    if (aborted()) return;
+    const client = new sdk.OpenAI({
+      apiKey: connection.apiKey,
+      // The SDK's logger writes to the console; the host's stdout is the RPC channel.
+      logLevel: 'off',
+      ...(connection.baseURL === undefined ? {} : { baseURL: connection.baseURL }),
+      ...(connection.maxRetries === undefined ? {} : { maxRetries: connection.maxRetries }),
+      ...(connection.timeoutMs === undefined ? {} : { timeout: connection.timeoutMs }),
+    });
+    const where: Where = { name, baseURL: client.baseURL, model: request.model, sdk };
+    if (connection.timeoutMs !== undefined) where.timeoutMs = connection.timeoutMs;
+    const body = buildBody(request) as unknown as StreamParams;
+    const state = new ReplyState(name, signer, field);
+    let received = false;
+    try {
+      const chunks = await client.chat.completions.create({ ...body }, { signal });
+      for await (const chunk of chunks) {
+        if (aborted()) return;
+        received = true;
+        yield* state.take(chunk);
+      }
+    } catch (error) {
+      if (aborted() || error instanceof sdk.APIUserAbortError) return;
+      throw toProviderError(error, where, received);
+    }
+    // The SDK ends an aborted stream without an error.
+    if (aborted()) return;
+    yield* state.finish();
+  }
+
+  return { name, buildBody, stream };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Request body
+
+interface ConvertContext {
+  field: ReasoningField;
+  foreign: 'preserve' | 'drop';
+  isNative: (signature: { provider: string } | undefined) => boolean;
+}
+
+function convertMessage(message: EvaluatedMessage, context: ConvertContext): unknown[] {
+  if (message.role === 'user') {
+    const out: unknown[] = [];
+    const rest: EvaluatedPart[] = [];
+    for (const part of message.parts) {
+      if (part.kind === 'tool_result') {
+        out.push({
+          role: 'tool',
+          tool_call_id: wireToolId(part.toolUseId),
+          content: toolResultContent(part),
+        });
+      } else {
+        rest.push(part);
+      }
+    }
+    const content = userContent(rest);
+    if (content !== undefined) out.push({ role: 'user', content });
+    return out;
+  }
+
+  let text = '';
+  const native: string[] = [];
+  const foreign: string[] = [];
+  const calls: unknown[] = [];
+  for (const part of message.parts) {
+    switch (part.kind) {
+      case 'thinking': {
+        const content = part.content.trim();
+        if (part.redacted || content === '') break;
+        if (context.isNative(part.signature)) native.push(content);
+        else foreign.push(content);
+        break;
+      }
+      case 'tool_use':
+        calls.push({
+          id: wireToolId(part.id),
+          type: 'function',
+          function: { name: wireToolName(part.name), arguments: JSON.stringify(part.input ?? {}) },
+        });
+        break;
+      default:
+        text += partText(part);
+    }
+  }
+  const pieces: string[] = [];
+  if (foreign.length > 0 && context.foreign === 'preserve') {
+    pieces.push(`<thinking>\n${foreign.join('\n\n')}\n</thinking>`);
+  }
+  if (text.trim() !== '') pieces.push(text.trim());
+  if (pieces.length === 0 && calls.length === 0 && native.length === 0) return [];
+  const assistant: Record<string, unknown> = {
+    role: 'assistant',
+    content: pieces.length === 0 ? null : pieces.join('\n\n'),
+  };
+  if (calls.length > 0) assistant['tool_calls'] = calls;
+  if (native.length > 0) assistant[context.field] = native.join('\n\n');
+  return [assistant];
+}
+
+/** A part as plain text; files that cannot travel inline are named as `@<filename>`. */
+function partText(part: EvaluatedPart): string {
+  switch (part.kind) {
+    case 'text':
+    case 'text_file':
+      return part.text;
+    case 'image':
+    case 'pdf':
+    case 'unsupported_file':
+      return `@${part.filename}`;
+  }
+}
+
+function toolResultContent(result: EvaluatedToolResult): string {
+  const text = result.parts.map(partText).join('');
+  if (!result.isError) return text;
+  return text === '' ? 'Error: Tool execution failed' : `Error: ${text}`;
+}
+
+/** A string when the message is only text, else text and image parts; undefined when empty. */
+function userContent(parts: EvaluatedPart[]): string | unknown[] | undefined {
+  if (!parts.some((part) => part.kind === 'image')) {
+    const text = parts.map(partText).join('');
+    return text.trim() === '' ? undefined : text;
+  }
+  const out: unknown[] = [];
+  for (const part of parts) {
+    if (part.kind === 'image') {
+      out.push({
+        type: 'image_url',
+        image_url: { url: `data:${part.mimeType};base64,${part.data}` },
+      });
+    } else {
+      const text = partText(part);
+      if (text.trim() !== '') out.push({ type: 'text', text });
+    }
+  }
+  return out;
+}
+
+function withTrailingKeys(body: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(body)) {
+    if (!TRAILING_KEYS.includes(key)) out[key] = value;
+  }
+  for (const key of TRAILING_KEYS) {
+    if (key in body) out[key] = body[key];
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Streaming
+
+interface PendingCall {
+  id: string;
+  wireName: string;
+  args: string;
+}
+
+/** What one reply has streamed so far; turns chunks into events. */
+class ReplyState {
+  private thinking = '';
+  private readonly calls: PendingCall[] = [];
+  /** The call each stream index currently feeds. */
+  private readonly byIndex = new Map<number, PendingCall>();
+  private finishReason: string | undefined;
+  private usage: Usage | undefined;
+  private flushed = false;
+
+  constructor(
+    private readonly name: string,
+    private readonly signer: string,
+    private readonly field: ReasoningField,
+  ) {}
+
+  *take(chunk: Chunk): Generator<ProviderEvent> {
+    if (chunk.usage != null) this.usage = toUsage(chunk.usage);
+    for (const choice of chunk.choices) {
+      if (choice.index !== 0) continue;
+      const delta = choice.delta as Chunk['choices'][number]['delta'] & Record<string, unknown>;
+      // Some servers send both fields with the same text: the first non-empty one counts.
+      const reasoning = [delta[this.field], delta['reasoning_content'], delta['reasoning']].find(
+        (value): value is string => typeof value === 'string' && value !== '',
+      );
+      if (reasoning !== undefined) {
+        this.thinking += reasoning;
+        yield { type: 'progress', phase: 'thinking', characters: this.thinking.length };
+      }
+      if (typeof delta.content === 'string' && delta.content !== '') {
+        yield { type: 'text', text: delta.content };
+      }
+      const toolCalls: LooseToolCall[] = delta.tool_calls ?? [];
+      for (const [position, call] of toolCalls.entries()) {
+        const pending = this.callFor(call.index ?? position, call.id ?? undefined);
+        if (call.function?.name) pending.wireName += call.function.name;
+        if (call.function?.arguments) pending.args += call.function.arguments;
+        yield {
+          type: 'progress',
+          phase: 'tool_input',
+          characters: pending.args.length,
+          toolName: internalToolName(pending.wireName),
+        };
+      }
+      if (choice.finish_reason != null) {
+        this.finishReason = choice.finish_reason;
+        yield* this.flush();
+      }
+    }
+  }
+
+  *finish(): Generator<ProviderEvent> {
+    yield* this.flush();
+    if (this.usage !== undefined) yield { type: 'usage', usage: this.usage };
+    if (this.finishReason === 'length') {
+      yield { type: 'warning', message: 'Response truncated – model reached max output tokens' };
+    } else if (this.finishReason === 'content_filter') {
+      yield { type: 'warning', message: `Response stopped by the content filter of ${this.name}` };
+    } else if (this.finishReason === undefined) {
+      yield {
+        type: 'warning',
+        message: 'The stream ended without a finish reason; the reply may be incomplete',
+      };
+    }
+    yield { type: 'done', stopReason: this.finishReason ?? 'unknown' };
+  }
+
+  private callFor(index: number, id: string | undefined): PendingCall {
+    const current = this.byIndex.get(index);
+    // Some servers reuse one index for calls that differ by id: a new id starts a new call.
+    if (current !== undefined && (id === undefined || id === '' || id === current.id)) {
+      return current;
+    }
+    const pending: PendingCall = {
+      id: id === undefined || id === '' ? `call_${randomUUID().replace(/-/g, '')}` : id,
+      wireName: '',
+      args: '',
+    };
+    this.calls.push(pending);
+    this.byIndex.set(index, pending);
+    return pending;
+  }
+
+  /** Tool uses in arrival order, then the thinking block; once per reply. */
+  private *flush(): Generator<ProviderEvent> {
+    if (this.flushed) return;
+    this.flushed = true;
+    for (const call of this.calls) {
+      const name = internalToolName(call.wireName);
+      let input: unknown = {};
+      if (call.args.trim() !== '') {
+        try {
+          input = JSON.parse(call.args) as unknown;
+        } catch {
+          yield {
+            type: 'warning',
+            message: `Tool call '${name}' (${call.id}) had arguments that are not JSON; sent as {}`,
+          };
+        }
+      }
+      yield { type: 'tool_use', id: call.id, name, input };
+    }
+    if (this.thinking.trim() !== '') {
+      yield {
+        type: 'thinking',
+        content: this.thinking,
+        signature: { provider: this.signer, value: this.field },
+      };
+    }
+  }
+}
+
+/** A streamed tool call as servers really send it (some omit `index` or `id`). */
+interface LooseToolCall {
+  index?: number;
+  id?: string | null;
+  function?: { name?: string | null; arguments?: string | null };
+}
+
+function toUsage(raw: NonNullable<Chunk['usage']>): Usage {
+  // Moonshot reports cached tokens at the top level of `usage`.
+  const loose = raw as typeof raw & { cached_tokens?: unknown };
+  const cachedRaw = raw.prompt_tokens_details?.cached_tokens ?? loose.cached_tokens;
+  const cached = typeof cachedRaw === 'number' ? cachedRaw : 0;
+  const usage: Usage = {
+    input: Math.max(0, raw.prompt_tokens - cached),
+    output: raw.completion_tokens,
+  };
+  const thoughts = raw.completion_tokens_details?.reasoning_tokens;
+  if (typeof thoughts === 'number' && thoughts > 0) usage.thoughts = thoughts;
+  if (cached > 0) usage.cacheRead = cached;
+  return usage;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Errors
+
+interface Where {
+  name: string;
+  baseURL: string;
+  model: string;
+  sdk: OpenAIModule;
+  timeoutMs?: number;
+}
+
+function toProviderError(error: unknown, where: Where, received: boolean): ProviderError {
+  if (error instanceof ProviderError) return error;
+  const { name, baseURL, model, sdk } = where;
+  if (error instanceof sdk.APIConnectionTimeoutError) {
+    const limit = where.timeoutMs === undefined ? 'in time' : `within ${where.timeoutMs} ms`;
+    return new ProviderError(
+      name,
+      'timeout',
+      `no answer from ${baseURL} ${limit}`,
+      undefined,
+      true,
+    );
+  }
+  if (error instanceof sdk.APIConnectionError) {
+    return new ProviderError(
+      name,
+      'connection',
+      connectionMessage(error, baseURL),
+      undefined,
+      true,
+    );
+  }
+  if (error instanceof sdk.APIError) {
+    const apiError = error as APIError;
+    const message = apiErrorMessage(apiError);
+    const status = apiError.status;
+    if (status === undefined) {
+      // An error object inside the stream (`data: {"error": …}`).
+      return new ProviderError(name, 'stream', message, undefined, !received);
+    }
+    if (status === 401) return new ProviderError(name, 'authentication', message, status);
+    if (status === 403) return new ProviderError(name, 'permission', message, status);
+    if (status === 404) {
+      return new ProviderError(
+        name,
+        'not_found',
+        `${message} (the model '${model}' may not exist on ${baseURL})`,
+        status,
+      );
+    }
+    if (status === 408) return new ProviderError(name, 'timeout', message, status, true);
+    if (status === 429) return new ProviderError(name, 'rate_limit', message, status, true);
+    if (status === 400 || status === 413 || status === 422) {
+      return new ProviderError(name, 'invalid_request', message, status);
+    }
+    if (status === 529) return new ProviderError(name, 'overloaded', message, status, true);
+    if (status >= 500) return new ProviderError(name, 'server', message, status, true);
+    return new ProviderError(name, 'unknown', message, status);
+  }
+  if (error instanceof Error) {
+    // A broken stream (lost connection, malformed chunk) after the response began.
+    const detail = describeCauses(error);
+    const message = received
+      ? `the reply broke off: ${detail}`
+      : `the stream failed before any data: ${detail}`;
+    return new ProviderError(name, 'stream', message, undefined, !received);
+  }
+  return new ProviderError(name, 'unknown', String(error));
+}
+
+function apiErrorMessage(error: APIError): string {
+  const body: unknown = error.error;
+  if (typeof body === 'string' && body.trim() !== '') return body;
+  if (body !== null && typeof body === 'object') {
+    const message = (body as Record<string, unknown>)['message'];
+    if (typeof message === 'string' && message.trim() !== '') return message;
+  }
+  // The SDK's own message starts with the status (`404 …`).
+  return error.message.replace(/^\d{3}\s+/, '');
+}
+
+function connectionMessage(error: Error, baseURL: string): string {
+  const code = causeCode(error);
+  if (code === 'ECONNREFUSED') {
+    return `nothing is listening at ${baseURL} (connection refused) — is the server (Ollama, llama.cpp, LM Studio) running?`;
+  }
+  if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') {
+    return `cannot resolve the host of ${baseURL} (${code})`;
+  }
+  return `cannot reach ${baseURL}: ${describeCauses(error)}`;
+}
+
+function causeCode(error: unknown): string | undefined {
+  for (let e: unknown = error, depth = 0; e instanceof Error && depth < 5; depth++) {
+    const code = (e as Error & { code?: unknown }).code;
+    if (typeof code === 'string') return code;
+    e = e.cause;
+  }
+  return undefined;
+}
+
+/** `message (cause message, …)`, skipping causes that repeat their parent. */
+function describeCauses(error: Error): string {
+  const seen: string[] = [];
+  for (let e: unknown = error, depth = 0; e instanceof Error && depth < 5; depth++) {
+    if (e.message !== '' && !seen.includes(e.message)) seen.push(e.message);
+    e = e.cause;
+  }
+  const [first = error.name, ...rest] = seen;
+  return rest.length === 0 ? first : `${first} (${rest.join(', ')})`;
+}
