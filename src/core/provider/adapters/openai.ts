@@ -1,0 +1,522 @@
+// The OpenAI Responses API adapter (behaviour.md §2.9): a prompt becomes a `POST /v1/responses`
+// body, and the streamed response events become provider events. The SDK is loaded lazily, so
+// only its types are imported here.
+import type OpenAI from 'openai';
+import type {
+  ResponseCreateParamsStreaming,
+  ResponseStreamEvent,
+} from 'openai/resources/responses/responses';
+import type { SdkLoader, SdkModule } from '../sdk.js';
+import {
+  ProviderError,
+  internalToolName,
+  sortKeys,
+  wireToolId,
+  wireToolName,
+  type ConnectionOptions,
+  type EvaluatedMessage,
+  type EvaluatedPart,
+  type EvaluatedToolResult,
+  type ProviderAdapter,
+  type ProviderEvent,
+  type ProviderRequest,
+  type Usage,
+} from '../types.js';
+
+const PROVIDER = 'openai';
+
+/** Top-level keys moved to the end of the body, in this order, so the prompt prefix stays stable. */
+const TRAILING_KEYS = ['tools', 'input'] as const;
+
+type Json = Record<string, unknown>;
+type UserPart = Extract<EvaluatedMessage, { role: 'user' }>['parts'][number];
+type AssistantPart = Extract<EvaluatedMessage, { role: 'assistant' }>['parts'][number];
+
+export function createOpenAIAdapter(
+  connection: ConnectionOptions,
+  loader: SdkLoader,
+): ProviderAdapter {
+  let client: Promise<{ sdk: SdkModule<'openai'>; client: OpenAI }> | undefined;
+
+  const connect = (): Promise<{ sdk: SdkModule<'openai'>; client: OpenAI }> => {
+    client ??= loader.load('openai').then((sdk) => ({
+      sdk,
+      client: new sdk.OpenAI({
+        apiKey: connection.apiKey,
+        ...(connection.baseURL === undefined ? {} : { baseURL: connection.baseURL }),
+        ...(connection.maxRetries === undefined ? {} : { maxRetries: connection.maxRetries }),
+        ...(connection.timeoutMs === undefined ? {} : { timeout: connection.timeoutMs }),
+        // The SDK logs through `console`; the host reports failures itself.
+        logLevel: 'off',
+      }),
+    }));
+    // A failed load may succeed on the next send.
+    client.catch(() => {
+      client = undefined;
+    });
+    return client;
+  };
+
+  return {
+    name: PROVIDER,
+    buildBody,
+    stream: (request, signal) => streamReply(connect, request, signal),
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Request body
+
+function buildBody(request: ProviderRequest): Json {
+  const body: Json = {
+    model: request.model,
+    input: buildInput(request),
+    stream: true,
+    store: false,
+    max_output_tokens: request.maxTokens,
+  };
+  if (request.temperature !== undefined) body['temperature'] = request.temperature;
+  if (request.tools.length > 0) {
+    body['tools'] = request.tools.map((spec) => ({
+      type: 'function',
+      name: wireToolName(spec.name),
+      description: spec.description,
+      parameters: spec.inputSchema,
+      ...(spec.strict === true ? { strict: true } : {}),
+    }));
+    body['tool_choice'] = 'auto';
+  }
+  const effort = request.thinking?.effort;
+  if (effort !== undefined && effort !== '') {
+    if (effort === 'none') {
+      // Reasoning explicitly off: no summary, nothing encrypted to ask for.
+      body['reasoning'] = { effort };
+    } else {
+      body['reasoning'] = { effort, summary: 'auto' };
+      body['include'] = ['reasoning.encrypted_content'];
+    }
+  }
+  if (request.cacheRetention !== 'none') {
+    if (request.cacheKey !== undefined) body['prompt_cache_key'] = request.cacheKey;
+    body['prompt_cache_retention'] = request.cacheRetention === 'long' ? '24h' : 'in_memory';
+  }
+  const sorted = sortKeys(body) as Json;
+  for (const key of TRAILING_KEYS) {
+    if (key in sorted) {
+      const value = sorted[key];
+      // eslint-disable-next-line @typescript-eslint/no-dynamic-delete
+      delete sorted[key];
+      sorted[key] = value;
+    }
+  }
+  return sorted;
+}
+
+function buildInput(request: ProviderRequest): Json[] {
+  const input: Json[] = [];
+  if (request.system !== '') input.push({ role: 'developer', content: request.system });
+  const preserveForeign = (request.thinking?.foreign ?? 'preserve') === 'preserve';
+  for (const message of request.messages) {
+    if (message.role === 'user') pushUser(input, message.parts);
+    else pushAssistant(input, message.parts, preserveForeign);
+  }
+  return input;
+}
+
+function pushUser(input: Json[], parts: UserPart[]): void {
+  const content: Json[] = [];
+  for (const part of parts) {
+    if (part.kind === 'tool_result') {
+      input.push({
+        type: 'function_call_output',
+        call_id: wireToolId(part.toolUseId),
+        output: resultOutput(part),
+      });
+    } else {
+      const item = contentItem(part);
+      if (item !== undefined) content.push(item);
+    }
+  }
+  if (content.length > 0) input.push({ role: 'user', content });
+}
+
+function dataUrl(mimeType: string, data: string): string {
+  return `data:${mimeType};base64,${data}`;
+}
+
+/** The `input_*` item for a prompt part (undefined for whitespace-only text). */
+function contentItem(part: EvaluatedPart): Json | undefined {
+  switch (part.kind) {
+    case 'text':
+      return part.text.trim() === '' ? undefined : { type: 'input_text', text: part.text };
+    case 'text_file':
+      return { type: 'input_text', text: part.text };
+    case 'image':
+      return {
+        type: 'input_image',
+        image_url: dataUrl(part.mimeType, part.data),
+        detail: 'auto',
+      };
+    case 'pdf':
+      return {
+        type: 'input_file',
+        filename: part.filename === '' ? 'document.pdf' : part.filename,
+        file_data: dataUrl(part.mimeType, part.data),
+      };
+    case 'unsupported_file':
+      return { type: 'input_text', text: `@${part.filename}` };
+  }
+}
+
+/** A tool result's `output`: a string when it is all text, else a list of `input_*` items. */
+function resultOutput(result: EvaluatedToolResult): string | Json[] {
+  const textOnly = result.parts.every((p) => p.kind === 'text' || p.kind === 'text_file');
+  if (textOnly) {
+    const text = result.parts.map((p) => (p.kind === 'unsupported_file' ? '' : textOf(p))).join('');
+    if (!result.isError) return text;
+    return text === '' ? 'Error: Tool execution failed' : `Error: ${text}`;
+  }
+  const items: Json[] = result.isError ? [{ type: 'input_text', text: 'Error:' }] : [];
+  for (const part of result.parts) {
+    const item = contentItem(part);
+    if (item !== undefined) items.push(item);
+  }
+  return items;
+}
+
+function textOf(part: EvaluatedPart): string {
+  return part.kind === 'text' || part.kind === 'text_file' ? part.text : '';
+}
+
+function pushAssistant(input: Json[], parts: AssistantPart[], preserveForeign: boolean): void {
+  const foreign: string[] = [];
+  for (const part of parts) {
+    if (part.kind !== 'thinking') continue;
+    if (part.signature?.provider === PROVIDER) {
+      // Native: the signature is the reasoning item itself. An undecodable one is dropped.
+      const item = decodeReasoning(part.signature.value);
+      if (item !== undefined) input.push(item);
+      continue;
+    }
+    if (part.redacted || part.content.trim() === '') continue;
+    foreign.push(part.content.trim());
+  }
+
+  let text =
+    preserveForeign && foreign.length > 0
+      ? `<thinking>\n${foreign.join('\n\n')}\n</thinking>\n\n`
+      : '';
+  const flush = (): void => {
+    const trimmed = text.trim();
+    text = '';
+    if (trimmed === '') return;
+    input.push({
+      type: 'message',
+      role: 'assistant',
+      content: [{ type: 'output_text', text: trimmed, annotations: [] }],
+      status: 'completed',
+    });
+  };
+  for (const part of parts) {
+    if (part.kind === 'text' || part.kind === 'text_file') {
+      text += part.text;
+    } else if (part.kind === 'tool_use') {
+      flush();
+      input.push({
+        type: 'function_call',
+        call_id: wireToolId(part.id),
+        name: wireToolName(part.name),
+        arguments: JSON.stringify(part.input ?? {}),
+        status: 'completed',
+      });
+    }
+  }
+  flush();
+}
+
+/** The reasoning item a native signature carries: base64 of its JSON. */
+function decodeReasoning(signature: string): Json | undefined {
+  try {
+    const item = JSON.parse(Buffer.from(signature, 'base64').toString('utf8')) as unknown;
+    if (item !== null && typeof item === 'object' && !Array.isArray(item)) return item as Json;
+  } catch {
+    // Not a signature this adapter wrote.
+  }
+  return undefined;
+}
+
+function encodeReasoning(item: unknown): string {
+  return Buffer.from(JSON.stringify(item), 'utf8').toString('base64');
+}
+
+// ---------------------------------------------------------------------------------------------
+// Streaming
+
+async function* streamReply(
+  connect: () => Promise<{ sdk: SdkModule<'openai'>; client: OpenAI }>,
+  request: ProviderRequest,
+  signal: AbortSignal,
+): AsyncGenerator<ProviderEvent> {
+  const body = buildBody(request);
+  // A function, not the property: the checks below run after awaits, when it may have changed.
+  const aborted = (): boolean => signal.aborted;
+  if (aborted()) return;
+  let sdk: SdkModule<'openai'>;
+  let client: OpenAI;
+  try {
+    ({ sdk, client } = await connect());
+  } catch (error) {
+    throw new ProviderError(
+      PROVIDER,
+      'unknown',
+      `the OpenAI SDK failed to load: ${describe(error)}`,
+    );
+  }
+
+  const reader = new EventReader();
+  try {
+    const events = await client.responses.create(
+      { ...body, stream: true } as unknown as ResponseCreateParamsStreaming,
+      { signal },
+    );
+    for await (const event of events) {
+      if (aborted()) return;
+      for (const out of reader.read(event)) yield out;
+      if (reader.finished) return;
+    }
+  } catch (error) {
+    if (aborted()) return;
+    if (error instanceof ProviderError) throw error;
+    throw toProviderError(sdk, error, reader.started);
+  }
+  if (aborted()) return;
+  throw new ProviderError(PROVIDER, 'stream', 'the stream ended before the response completed');
+}
+
+interface OpenCall {
+  name: string;
+  characters: number;
+}
+
+/** Turns response events into provider events; throws ProviderError for failure events. */
+class EventReader {
+  /** Whether any event arrived (a lost connection is then no longer safe to retry). */
+  started = false;
+  finished = false;
+  private readonly calls = new Map<number, OpenCall>();
+  private toolUses = 0;
+  private summary = '';
+  private summaryPart: string | undefined;
+  private reasoning: { item: unknown; content: string } | undefined;
+
+  read(event: ResponseStreamEvent): ProviderEvent[] {
+    this.started = true;
+    switch (event.type) {
+      case 'response.output_text.delta':
+        return event.delta === '' ? [] : [{ type: 'text', text: event.delta }];
+
+      case 'response.output_item.added': {
+        const item = event.item;
+        if (item.type === 'function_call') {
+          const call = { name: internalToolName(item.name), characters: 0 };
+          this.calls.set(event.output_index, call);
+          return [{ type: 'progress', phase: 'tool_input', characters: 0, toolName: call.name }];
+        }
+        if (item.type === 'reasoning') {
+          this.summary = '';
+          this.summaryPart = undefined;
+        }
+        return [];
+      }
+
+      case 'response.function_call_arguments.delta': {
+        const call = this.calls.get(event.output_index);
+        if (call === undefined) return [];
+        call.characters += event.delta.length;
+        return [
+          {
+            type: 'progress',
+            phase: 'tool_input',
+            characters: call.characters,
+            toolName: call.name,
+          },
+        ];
+      }
+
+      case 'response.reasoning_summary_text.delta': {
+        const part = `${event.output_index}:${event.summary_index}`;
+        if (this.summaryPart !== undefined && this.summaryPart !== part && this.summary !== '') {
+          this.summary += '\n\n';
+        }
+        this.summaryPart = part;
+        this.summary += event.delta;
+        return [{ type: 'progress', phase: 'thinking', characters: this.summary.length }];
+      }
+
+      case 'response.output_item.done': {
+        const item = event.item;
+        if (item.type === 'function_call') {
+          this.calls.delete(event.output_index);
+          this.toolUses += 1;
+          const out: ProviderEvent[] = [];
+          let input: unknown = {};
+          try {
+            input = JSON.parse(item.arguments === '' ? '{}' : item.arguments) as unknown;
+          } catch {
+            out.push({
+              type: 'warning',
+              message: `OpenAI sent unparsable arguments for tool '${internalToolName(item.name)}' (${item.call_id}); using {}`,
+            });
+          }
+          out.push({
+            type: 'tool_use',
+            id: item.call_id,
+            name: internalToolName(item.name),
+            input,
+          });
+          return out;
+        }
+        if (item.type === 'reasoning') {
+          const parts = (item as { summary?: { text?: string }[] }).summary ?? [];
+          const fromItem = parts.map((p) => p.text ?? '').join('\n\n');
+          this.reasoning = { item, content: this.summary === '' ? fromItem : this.summary };
+        }
+        return [];
+      }
+
+      case 'response.completed':
+        return this.finish(event.response, undefined);
+
+      case 'response.incomplete': {
+        const reason = event.response.incomplete_details?.reason ?? 'unknown';
+        return this.finish(event.response, reason);
+      }
+
+      case 'response.failed':
+        throw new ProviderError(
+          PROVIDER,
+          'stream',
+          event.response.error?.message ?? 'Response failed',
+        );
+
+      case 'error':
+        throw new ProviderError(
+          PROVIDER,
+          'stream',
+          event.code === null ? event.message : `${event.message} (code: ${event.code})`,
+        );
+
+      default:
+        return [];
+    }
+  }
+
+  private finish(
+    response: OpenAI.Responses.Response,
+    incomplete: string | undefined,
+  ): ProviderEvent[] {
+    this.finished = true;
+    const out: ProviderEvent[] = [];
+    if (incomplete !== undefined) {
+      out.push({
+        type: 'warning',
+        message: `OpenAI response was truncated (reason: ${incomplete})`,
+      });
+    }
+    if (this.reasoning !== undefined) {
+      out.push({
+        type: 'thinking',
+        content: this.reasoning.content,
+        signature: { provider: PROVIDER, value: encodeReasoning(this.reasoning.item) },
+      });
+    }
+    const usage = readUsage(response.usage);
+    if (usage !== undefined) out.push({ type: 'usage', usage });
+    out.push({ type: 'done', stopReason: stopReason(incomplete, this.toolUses > 0) });
+    return out;
+  }
+}
+
+/** Usage as the contract counts it: `input` excludes what the prompt cache served. */
+function readUsage(raw: unknown): Usage | undefined {
+  if (raw === null || typeof raw !== 'object') return undefined;
+  const usage = raw as {
+    input_tokens?: number;
+    output_tokens?: number;
+    input_tokens_details?: { cached_tokens?: number } | null;
+    output_tokens_details?: { reasoning_tokens?: number } | null;
+  };
+  const cached = usage.input_tokens_details?.cached_tokens ?? 0;
+  const thoughts = usage.output_tokens_details?.reasoning_tokens ?? 0;
+  const result: Usage = {
+    input: (usage.input_tokens ?? 0) - cached,
+    output: usage.output_tokens ?? 0,
+  };
+  if (thoughts > 0) result.thoughts = thoughts;
+  if (cached > 0) result.cacheRead = cached;
+  return result;
+}
+
+/** Stop reasons in the vocabulary the other adapters share. */
+function stopReason(incomplete: string | undefined, usedTools: boolean): string {
+  if (incomplete === 'max_output_tokens') return 'max_tokens';
+  if (incomplete !== undefined) return incomplete;
+  return usedTools ? 'tool_use' : 'end_turn';
+}
+
+// ---------------------------------------------------------------------------------------------
+// Errors
+
+function describe(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+/** The service's own message when the error body has one, else the SDK's. */
+function apiMessage(error: { message: string; error: unknown }): string {
+  const body = error.error as { message?: unknown } | undefined;
+  return typeof body?.message === 'string' && body.message !== '' ? body.message : error.message;
+}
+
+function toProviderError(
+  sdk: SdkModule<'openai'>,
+  error: unknown,
+  started: boolean,
+): ProviderError {
+  if (error instanceof sdk.APIConnectionTimeoutError) {
+    return new ProviderError(PROVIDER, 'timeout', error.message, undefined, !started);
+  }
+  if (error instanceof sdk.APIConnectionError) {
+    const cause = (error as { cause?: unknown }).cause;
+    const detail = cause === undefined ? error.message : `${error.message} (${describe(cause)})`;
+    return new ProviderError(PROVIDER, 'connection', detail, undefined, !started);
+  }
+  if (error instanceof sdk.APIError) {
+    const status = error.status as number | undefined;
+    const message = apiMessage(error);
+    // No status: the error arrived inside the stream.
+    if (status === undefined) return new ProviderError(PROVIDER, 'stream', message);
+    if (status === 400 || status === 409 || status === 413 || status === 422) {
+      return new ProviderError(PROVIDER, 'invalid_request', message, status);
+    }
+    if (status === 401) return new ProviderError(PROVIDER, 'authentication', message, status);
+    if (status === 403) return new ProviderError(PROVIDER, 'permission', message, status);
+    if (status === 404) return new ProviderError(PROVIDER, 'not_found', message, status);
+    if (status === 408) return new ProviderError(PROVIDER, 'timeout', message, status, true);
+    if (status === 429) return new ProviderError(PROVIDER, 'rate_limit', message, status, true);
+    if (status >= 500) return new ProviderError(PROVIDER, 'server', message, status, true);
+    return new ProviderError(PROVIDER, 'unknown', message, status);
+  }
+  if (error instanceof SyntaxError) {
+    return new ProviderError(PROVIDER, 'stream', `unreadable event: ${error.message}`);
+  }
+  // Anything else is the transport failing, e.g. the connection dropping mid-stream.
+  const cause = (error as { cause?: unknown } | null)?.cause;
+  const detail = cause === undefined ? describe(error) : `${describe(error)} (${describe(cause)})`;
+  return new ProviderError(
+    PROVIDER,
+    'connection',
+    `connection lost: ${detail}`,
+    undefined,
+    !started,
+  );
+}
