@@ -1,0 +1,499 @@
+// The Gemini adapter (behaviour.md §2.10), for both the Gemini API and Vertex AI through
+// `@google/genai`: a prompt becomes the SDK's generateContent parameters, and the streamed
+// response chunks become provider events. The SDK is loaded lazily, so only its types are
+// imported here.
+import { randomBytes } from 'node:crypto';
+import type {
+  GenerateContentParameters,
+  GenerateContentResponse,
+  GoogleGenAI,
+  GoogleGenAIOptions,
+} from '@google/genai';
+import type { SdkLoader, SdkModule } from '../sdk.js';
+import {
+  ProviderError,
+  internalToolName,
+  sortKeys,
+  wireToolName,
+  type EvaluatedMessage,
+  type EvaluatedPart,
+  type EvaluatedToolResult,
+  type ProviderAdapter,
+  type ProviderEvent,
+  type ProviderRequest,
+  type Usage,
+} from '../types.js';
+
+export interface GeminiAdapterOptions {
+  /** Gemini API key (Gemini API mode only). */
+  apiKey?: string;
+  /** OAuth access token for Vertex AI; without one, Google's default credentials are used. */
+  accessToken?: string;
+  /** Vertex AI project and location; the adapter is then named `vertex`. */
+  vertex?: { project: string; location: string };
+  baseURL?: string;
+  /** Attempts for retryable failures (408, 429, 5xx) before the first byte, the SDK's own retry. */
+  maxRetries?: number;
+}
+
+type UserPart = Extract<EvaluatedMessage, { role: 'user' }>['parts'][number];
+type AssistantPart = Extract<EvaluatedMessage, { role: 'assistant' }>['parts'][number];
+type AuthClient = NonNullable<NonNullable<GoogleGenAIOptions['googleAuthOptions']>['authClient']>;
+
+// The request as plain JSON: the SDK's types use enums and classes, which only exist at run time.
+interface Part {
+  text?: string;
+  thoughtSignature?: string;
+  inlineData?: { mimeType: string; data: string };
+  functionCall?: { name: string; args: Record<string, unknown> };
+  functionResponse?: { name: string; response: Record<string, unknown> };
+}
+
+interface Content {
+  role: 'user' | 'model';
+  parts: Part[];
+}
+
+interface Config {
+  maxOutputTokens: number;
+  systemInstruction?: { parts: Part[] };
+  temperature?: number;
+  thinkingConfig?: { includeThoughts: true; thinkingBudget?: number; thinkingLevel?: string };
+  tools?: {
+    functionDeclarations: {
+      name: string;
+      description: string;
+      parametersJsonSchema: Record<string, unknown>;
+    }[];
+  }[];
+  toolConfig?: { functionCallingConfig: { mode: 'AUTO' } };
+}
+
+interface Connected {
+  sdk: SdkModule<'genai'>;
+  client: GoogleGenAI;
+}
+
+export function createGeminiAdapter(
+  options: GeminiAdapterOptions,
+  loader: SdkLoader,
+): ProviderAdapter {
+  const name = options.vertex === undefined ? 'gemini' : 'vertex';
+  let connected: Promise<Connected> | undefined;
+
+  const connect = (): Promise<Connected> => {
+    connected ??= loader.load('genai').then((sdk) => ({
+      sdk,
+      client: new sdk.GoogleGenAI(clientOptions(options)),
+    }));
+    // A failed load may succeed on the next send.
+    connected.catch(() => {
+      connected = undefined;
+    });
+    return connected;
+  };
+
+  return {
+    name,
+    buildBody: (request) => buildParams(name, request) as unknown as Record<string, unknown>,
+    stream: (request, signal) => streamReply(name, connect, request, signal),
+  };
+}
+
+function clientOptions(options: GeminiAdapterOptions): GoogleGenAIOptions {
+  const httpOptions: NonNullable<GoogleGenAIOptions['httpOptions']> = {};
+  if (options.baseURL !== undefined) httpOptions.baseUrl = options.baseURL;
+  if (options.maxRetries !== undefined && options.maxRetries > 0) {
+    httpOptions.retryOptions = { attempts: options.maxRetries + 1 };
+  }
+  if (options.vertex === undefined) {
+    return {
+      ...(options.apiKey === undefined ? {} : { apiKey: options.apiKey }),
+      httpOptions,
+    };
+  }
+  const result: GoogleGenAIOptions = {
+    vertexai: true,
+    project: options.vertex.project,
+    location: options.vertex.location,
+    httpOptions,
+  };
+  if (options.accessToken !== undefined) {
+    result.googleAuthOptions = { authClient: presetTokenClient(options.accessToken) };
+  }
+  return result;
+}
+
+/**
+ * An auth client holding one access token. google-auth-library asks its client for nothing but
+ * request headers, so this stands in for an `OAuth2Client` without loading the library at start-up
+ * (it is only reachable as a dependency of the SDK).
+ */
+function presetTokenClient(token: string): AuthClient {
+  const client = {
+    getRequestHeaders: (): Promise<Headers> =>
+      Promise.resolve(new Headers({ authorization: `Bearer ${token}` })),
+  };
+  return client as unknown as AuthClient;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Request
+
+/** The SDK's generateContent parameters, keys sorted so that equal prompts are byte-identical. */
+function buildParams(provider: string, request: ProviderRequest): GenerateContentParameters {
+  const config: Config = { maxOutputTokens: request.maxTokens };
+  if (request.system.trim() !== '')
+    config.systemInstruction = { parts: [{ text: request.system }] };
+  if (request.temperature !== undefined) config.temperature = request.temperature;
+  const thinking = request.thinking;
+  if (thinking !== undefined) {
+    const thinkingConfig: NonNullable<Config['thinkingConfig']> = { includeThoughts: true };
+    // A model with an effort map takes a level; the caller only resolves one for such models.
+    if (thinking.effort !== undefined && thinking.effort !== '') {
+      thinkingConfig.thinkingLevel = thinking.effort.toUpperCase();
+    } else if (thinking.budget !== undefined) {
+      thinkingConfig.thinkingBudget = thinking.budget;
+    }
+    config.thinkingConfig = thinkingConfig;
+  }
+  if (request.tools.length > 0) {
+    config.tools = [
+      {
+        functionDeclarations: request.tools.map((spec) => ({
+          name: wireToolName(spec.name),
+          description: spec.description,
+          parametersJsonSchema: spec.inputSchema,
+        })),
+      },
+    ];
+    config.toolConfig = {
+      functionCallingConfig: { mode: 'AUTO' },
+    };
+  }
+  const preserveForeign = (thinking?.foreign ?? 'preserve') === 'preserve';
+  const contents: Content[] = request.messages.map((message) =>
+    message.role === 'user'
+      ? { role: 'user', parts: userParts(message.parts) }
+      : { role: 'model', parts: modelParts(provider, message.parts, preserveForeign) },
+  );
+  return sortKeys({ model: request.model, contents, config }) as GenerateContentParameters;
+}
+
+function isToolResult(part: UserPart): part is EvaluatedToolResult {
+  return part.kind === 'tool_result';
+}
+
+function userParts(parts: UserPart[]): Part[] {
+  const out: Part[] = [];
+  for (const result of parts.filter(isToolResult)) {
+    const text = result.parts.map(partText).join('');
+    out.push({
+      functionResponse: {
+        name: result.name,
+        response: result.isError ? { error: text } : { output: text },
+      },
+    });
+    for (const part of result.parts) {
+      if (part.kind === 'image' || part.kind === 'pdf') out.push(inlineData(part));
+    }
+  }
+  for (const part of parts) {
+    if (isToolResult(part)) continue;
+    if (part.kind === 'text') {
+      if (part.text.trim() !== '') out.push({ text: part.text });
+    } else if (part.kind === 'image' || part.kind === 'pdf') {
+      out.push(inlineData(part));
+    } else {
+      out.push({ text: partText(part) });
+    }
+  }
+  return out.length === 0 ? [{ text: '' }] : out;
+}
+
+/** The text a part contributes to a tool result (images and PDFs travel as their own parts). */
+function partText(part: EvaluatedPart): string {
+  switch (part.kind) {
+    case 'text':
+    case 'text_file':
+      return part.text;
+    case 'unsupported_file':
+      return `@${part.filename}`;
+    default:
+      return '';
+  }
+}
+
+function inlineData(part: Extract<EvaluatedPart, { kind: 'image' | 'pdf' }>): Part {
+  return { inlineData: { mimeType: part.mimeType, data: part.data } };
+}
+
+function modelParts(provider: string, parts: AssistantPart[], preserveForeign: boolean): Part[] {
+  const foreign: string[] = [];
+  let text = '';
+  let signature: string | undefined;
+  const calls: Part[] = [];
+  for (const part of parts) {
+    if (part.kind === 'text') {
+      text += part.text;
+    } else if (part.kind === 'thinking') {
+      if (part.signature?.provider === provider) {
+        if (part.signature.value !== '') signature = part.signature.value;
+      } else if (!part.redacted && part.content.trim() !== '') {
+        foreign.push(part.content.trim());
+      }
+    } else if (part.kind === 'tool_use') {
+      calls.push({ functionCall: { name: wireToolName(part.name), args: toArgs(part.input) } });
+    }
+  }
+  const out: Part[] = [];
+  if (preserveForeign && foreign.length > 0) {
+    out.push({ text: `<thinking>\n${foreign.join('\n\n')}\n</thinking>` });
+  }
+  const trimmed = text.trim();
+  const textPart: Part | undefined = trimmed === '' ? undefined : { text: trimmed };
+  if (textPart !== undefined) out.push(textPart);
+  out.push(...calls);
+  if (signature !== undefined) {
+    const carrier = calls[0] ?? textPart;
+    if (carrier === undefined) out.push({ text: '', thoughtSignature: signature });
+    else carrier.thoughtSignature = signature;
+  }
+  return out.length === 0 ? [{ text: '' }] : out;
+}
+
+function toArgs(input: unknown): Record<string, unknown> {
+  return input !== null && typeof input === 'object' && !Array.isArray(input)
+    ? (input as Record<string, unknown>)
+    : {};
+}
+
+// ---------------------------------------------------------------------------------------------
+// Streaming
+
+async function* streamReply(
+  provider: string,
+  connect: () => Promise<Connected>,
+  request: ProviderRequest,
+  signal: AbortSignal,
+): AsyncGenerator<ProviderEvent> {
+  const params = buildParams(provider, request);
+  // A function, so that the checks below are not narrowed away: the signal changes under awaits.
+  const aborted = (): boolean => signal.aborted;
+  if (aborted()) return;
+  let sdk: SdkModule<'genai'>;
+  let client: GoogleGenAI;
+  try {
+    ({ sdk, client } = await connect());
+  } catch (error) {
+    throw new ProviderError(
+      provider,
+      'unknown',
+      `the Google Gen AI SDK failed to load: ${describe(error)}`,
+    );
+  }
+
+  const reader = new ChunkReader(provider);
+  try {
+    const chunks = await client.models.generateContentStream({
+      ...params,
+      config: {
+        ...params.config,
+        abortSignal: signal,
+        // The SDK would otherwise resume interrupted streams on its own.
+        automaticContinuation: false,
+      },
+    });
+    for await (const chunk of chunks) {
+      if (aborted()) return;
+      for (const event of reader.read(chunk)) yield event;
+      if (reader.finished) return;
+    }
+  } catch (error) {
+    if (aborted()) return;
+    if (error instanceof ProviderError) throw error;
+    throw toProviderError(provider, sdk, error, reader.started);
+  }
+  if (aborted()) return;
+  throw new ProviderError(provider, 'stream', 'the stream ended without a finish reason');
+}
+
+/** Turns response chunks into provider events; throws ProviderError for a blocked reply. */
+class ChunkReader {
+  /** Whether any chunk arrived (a lost connection is then no longer safe to retry). */
+  started = false;
+  finished = false;
+  private thoughts = '';
+  private sawThoughts = false;
+  private signature = '';
+  private toolUses = 0;
+  private usage: Usage | undefined;
+
+  constructor(private readonly provider: string) {}
+
+  read(chunk: GenerateContentResponse): ProviderEvent[] {
+    this.started = true;
+    const out: ProviderEvent[] = [];
+    const candidate = chunk.candidates?.[0];
+    for (const part of candidate?.content?.parts ?? []) {
+      // An empty signature never replaces one already seen.
+      if (typeof part.thoughtSignature === 'string' && part.thoughtSignature !== '') {
+        this.signature = part.thoughtSignature;
+      }
+      if (part.functionCall !== undefined) {
+        out.push(
+          this.toolUse(part.functionCall.name ?? '', part.functionCall.id, part.functionCall.args),
+        );
+      } else if (typeof part.text === 'string') {
+        if (part.thought === true) {
+          this.sawThoughts = true;
+          this.thoughts += part.text;
+          out.push({ type: 'progress', phase: 'thinking', characters: this.thoughts.length });
+        } else if (/\S/.test(part.text)) {
+          out.push({ type: 'text', text: part.text });
+        }
+      }
+    }
+    if (chunk.usageMetadata !== undefined) this.usage = readUsage(chunk.usageMetadata);
+
+    const blocked = chunk.promptFeedback?.blockReason;
+    if (candidate === undefined && blocked !== undefined) {
+      throw new ProviderError(
+        this.provider,
+        'blocked',
+        `Prompt blocked by ${this.label()} (${blocked})`,
+      );
+    }
+    const reason = candidate?.finishReason;
+    if (reason !== undefined) out.push(...this.finish(reason));
+    return out;
+  }
+
+  private toolUse(wire: string, id: string | undefined, args: unknown): ProviderEvent {
+    this.toolUses += 1;
+    return {
+      type: 'tool_use',
+      id: id !== undefined && id !== '' ? id : syntheticId(wire),
+      name: internalToolName(wire),
+      input: args ?? {},
+    };
+  }
+
+  private finish(reason: string): ProviderEvent[] {
+    this.finished = true;
+    const out: ProviderEvent[] = [];
+    if (this.sawThoughts || this.signature !== '') {
+      out.push(
+        this.signature === ''
+          ? { type: 'thinking', content: this.thoughts }
+          : {
+              type: 'thinking',
+              content: this.thoughts,
+              signature: { provider: this.provider, value: this.signature },
+            },
+      );
+    }
+    if (this.usage !== undefined) out.push({ type: 'usage', usage: this.usage });
+    if (reason === 'STOP') {
+      out.push({ type: 'done', stopReason: this.toolUses > 0 ? 'tool_use' : 'end_turn' });
+      return out;
+    }
+    if (reason === 'MAX_TOKENS') {
+      out.push({
+        type: 'warning',
+        message: `${this.label()} response was truncated (maximum output tokens reached)`,
+      });
+      out.push({ type: 'done', stopReason: 'max_tokens' });
+      return out;
+    }
+    throw new ProviderError(
+      this.provider,
+      'blocked',
+      `Response blocked by ${this.label()} (${reason})`,
+    );
+  }
+
+  private label(): string {
+    return this.provider === 'vertex' ? 'Vertex AI' : 'Gemini';
+  }
+}
+
+/** Gemini calls usually carry no id: `urn:flemma:tool:<wire name>:<hex time><4 hex random>`. */
+function syntheticId(wire: string): string {
+  const time = Math.floor(Date.now() / 1000).toString(16);
+  return `urn:flemma:tool:${wire}:${time}${randomBytes(2).toString('hex')}`;
+}
+
+function readUsage(raw: NonNullable<GenerateContentResponse['usageMetadata']>): Usage {
+  const cached = raw.cachedContentTokenCount ?? 0;
+  const usage: Usage = {
+    input: (raw.promptTokenCount ?? 0) - cached,
+    output: raw.candidatesTokenCount ?? 0,
+  };
+  if (raw.thoughtsTokenCount !== undefined && raw.thoughtsTokenCount > 0) {
+    usage.thoughts = raw.thoughtsTokenCount;
+  }
+  if (cached > 0) usage.cacheRead = cached;
+  return usage;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Errors
+
+function describe(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+/**
+ * The service's message from an SDK error, whose message is the error body as JSON (possibly
+ * after a `got status: …. ` prefix): `message (Status: STATUS)`.
+ */
+function apiMessage(message: string): string {
+  const start = message.indexOf('{');
+  if (start === -1) return message;
+  try {
+    const parsed = JSON.parse(message.slice(start)) as unknown;
+    const body = (Array.isArray(parsed) ? (parsed[0] as unknown) : parsed) as
+      { error?: { message?: unknown; status?: unknown } } | undefined;
+    const detail = body?.error?.message;
+    if (typeof detail !== 'string' || detail === '') return message;
+    const status = body?.error?.status;
+    return typeof status === 'string' && status !== '' ? `${detail} (Status: ${status})` : detail;
+  } catch {
+    return message;
+  }
+}
+
+function toProviderError(
+  provider: string,
+  sdk: SdkModule<'genai'>,
+  error: unknown,
+  started: boolean,
+): ProviderError {
+  if (error instanceof sdk.ApiError) {
+    const status = error.status;
+    const message = apiMessage(error.message);
+    if (status === 401) return new ProviderError(provider, 'authentication', message, status);
+    if (status === 403) return new ProviderError(provider, 'permission', message, status);
+    if (status === 404) return new ProviderError(provider, 'not_found', message, status);
+    if (status === 408) return new ProviderError(provider, 'timeout', message, status, !started);
+    if (status === 429) return new ProviderError(provider, 'rate_limit', message, status, true);
+    if (status >= 500) return new ProviderError(provider, 'server', message, status, true);
+    if (status >= 400) return new ProviderError(provider, 'invalid_request', message, status);
+    return new ProviderError(provider, 'unknown', message, status);
+  }
+  const message = describe(error);
+  if (/Incomplete JSON segment|exception parsing stream chunk/.test(message)) {
+    return new ProviderError(provider, 'stream', `unreadable stream: ${message}`);
+  }
+  // Anything else is the transport failing: refused, reset, or dropped mid-stream.
+  const cause = (error as { cause?: unknown } | null)?.cause;
+  const detail = cause === undefined ? message : `${message} (${describe(cause)})`;
+  return new ProviderError(
+    provider,
+    'connection',
+    `connection lost: ${detail}`,
+    undefined,
+    !started,
+  );
+}
