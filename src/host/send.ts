@@ -4,32 +4,13 @@
 import { evaluateLiterally } from '../core/chat/evaluate.js';
 import { assemblePrompt } from '../core/chat/prompt.js';
 import { ReplyLayout, openingLines } from '../core/chat/reply.js';
-import { createAnthropicAdapter } from '../core/provider/adapters/anthropic.js';
 import {
-  type ConnectionOptions,
   type ProviderAdapter,
   ProviderError,
   type ProviderRequest,
 } from '../core/provider/types.js';
-import type { SdkLoader } from '../core/provider/sdk.js';
 import type { HostContext } from './context.js';
-
-/** Per provider: the adapter, the credential's environment variables and the default model. */
-interface ProviderEntry {
-  env: string[];
-  baseUrlEnv: string;
-  defaultModel: string;
-  create(connection: ConnectionOptions, loader: SdkLoader): ProviderAdapter;
-}
-
-const PROVIDERS: Record<string, ProviderEntry> = {
-  anthropic: {
-    env: ['ANTHROPIC_API_KEY'],
-    baseUrlEnv: 'ANTHROPIC_BASE_URL',
-    defaultModel: 'claude-sonnet-4-6',
-    create: createAnthropicAdapter,
-  },
-};
+import { PROVIDERS, type ProviderParameters } from './providers.js';
 
 interface ConfigSnapshot {
   provider?: string;
@@ -105,35 +86,52 @@ export class SendController {
     const config = (await ctx.lua.call('config.snapshot', null)) as ConfigSnapshot;
     const providerName = config.provider ?? 'anthropic';
     const entry = PROVIDERS[providerName];
+    const fail = (message: string): void => {
+      ctx.lua.notify('notify', { level: 'error', message: `${providerName}: ${message}` });
+    };
     if (entry === undefined) {
-      ctx.lua.notify('notify', {
-        level: 'error',
-        message: `${providerName}: this provider cannot send yet (available: ${Object.keys(PROVIDERS).join(', ')})`,
-      });
-      return undefined;
-    }
-    const credential = (await ctx.lua.call('env.first', { names: entry.env })) as {
-      value: string;
-    } | null;
-    if (credential === null) {
-      ctx.lua.notify('notify', {
-        level: 'error',
-        message: `${providerName}: no API key: set $${entry.env.join(' or $')} (in the shell that starts Neovim, or with :let $${entry.env[0] ?? ''} = …)`,
-      });
-      return undefined;
+      fail(`unknown provider (available: ${Object.keys(PROVIDERS).sort().join(', ')})`);
+      return;
     }
     const parameters = config.parameters ?? {};
-    const specific = (parameters[providerName] ?? {}) as { base_url?: string };
-    const baseUrl =
+    const specific = (parameters[providerName] ?? {}) as ProviderParameters;
+    const envValue = async (names: string[]): Promise<string | undefined> =>
+      ((await ctx.lua.call('env.first', { names })) as { value: string } | null)?.value;
+    const baseURL =
       specific.base_url ??
-      ((await ctx.lua.call('env.first', { names: [entry.baseUrlEnv] })) as { value: string } | null)
-        ?.value;
-    const connection: ConnectionOptions = { apiKey: credential.value, maxRetries: 3 };
-    if (baseUrl !== undefined) connection.baseURL = baseUrl;
-    const adapter = entry.create(connection, ctx.sdks);
+      (entry.baseUrlEnv === undefined ? undefined : await envValue([entry.baseUrlEnv]));
+    const missing = entry.missing?.({ parameters: specific, baseURL });
+    if (missing !== undefined) {
+      fail(missing);
+      return;
+    }
+    const names = entry.credentialEnv(specific);
+    const credential = await envValue(names);
+    if (credential === undefined && entry.credentialOptional !== true) {
+      fail(
+        `no API key: set $${names.join(' or $')} (in the shell that starts Neovim, or with :let $${names[0] ?? ''} = …)`,
+      );
+      return;
+    }
+    const model = config.model ?? entry.defaultModel;
+    if (model === undefined) {
+      fail('set the model to use (model = "…" in setup() or the frontmatter)');
+      return;
+    }
+    const timeout = typeof parameters['timeout'] === 'number' ? parameters['timeout'] : 600;
+    const adapter = entry.create(
+      {
+        credential: credential ?? '',
+        baseURL,
+        parameters: specific,
+        maxRetries: 3,
+        timeoutMs: timeout * 1000,
+      },
+      ctx.sdks,
+    );
     const evaluated = evaluateLiterally(prompt);
     const request: ProviderRequest = {
-      model: config.model ?? entry.defaultModel,
+      model,
       system: evaluated.system,
       messages: evaluated.messages,
       tools: [],

@@ -718,6 +718,14 @@ M.options = S.object({
     moonshot = provider_parameters({
       prompt_cache_key = S.optional(S.string()),
     }),
+    gemini = provider_parameters({
+      thinking_budget = S.optional(S.integer(nil, { min = 0 })),
+    }),
+    -- Any server that speaks OpenAI's Chat Completions (Ollama, llama.cpp, LM Studio, vLLM…).
+    openai_compatible = provider_parameters({
+      -- The variable that holds the key, for servers that want one.
+      api_key_env = S.optional(S.string()),
+    }),
   })),
 
   -- Switch presets (`:Flemma switch $name`): a modeline string or a table.

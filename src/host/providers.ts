@@ -1,0 +1,137 @@
+// The providers a send can use: their adapters, where their credentials come from, and what
+// each needs before it can send. Credentials are read from Neovim's environment by the caller.
+import { createAnthropicAdapter } from '../core/provider/adapters/anthropic.js';
+import { createChatCompletionsAdapter } from '../core/provider/adapters/chat-completions.js';
+import { createGeminiAdapter } from '../core/provider/adapters/gemini.js';
+import { createOpenAIAdapter } from '../core/provider/adapters/openai.js';
+import type { SdkLoader } from '../core/provider/sdk.js';
+import type { ProviderAdapter } from '../core/provider/types.js';
+
+/** A provider's own parameters (`parameters.<provider>`), as the configuration has them. */
+export type ProviderParameters = Record<string, unknown> & {
+  base_url?: string;
+  project_id?: string;
+  location?: string;
+  api_key_env?: string;
+};
+
+export interface ConnectionInput {
+  /** The credential (empty when the provider needs none). */
+  credential: string;
+  baseURL: string | undefined;
+  parameters: ProviderParameters;
+  maxRetries: number;
+  timeoutMs: number;
+}
+
+export interface ProviderEntry {
+  /** Environment variables that may hold the credential, first found wins. */
+  credentialEnv(parameters: ProviderParameters): string[];
+  /** Whether a send may go out without a credential (local servers). */
+  credentialOptional?: boolean;
+  /** The SDK's standard base-URL variable, honoured when `base_url` is not set. */
+  baseUrlEnv?: string;
+  defaultModel?: string;
+  /** What is missing before a send can go out, as a sentence for the user; undefined when ready. */
+  missing?(input: {
+    parameters: ProviderParameters;
+    baseURL: string | undefined;
+  }): string | undefined;
+  create(input: ConnectionInput, loader: SdkLoader): ProviderAdapter;
+}
+
+function connection(input: ConnectionInput): {
+  apiKey: string;
+  maxRetries: number;
+  timeoutMs: number;
+  baseURL?: string;
+} {
+  const base = {
+    apiKey: input.credential,
+    maxRetries: input.maxRetries,
+    timeoutMs: input.timeoutMs,
+  };
+  return input.baseURL === undefined ? base : { ...base, baseURL: input.baseURL };
+}
+
+export const PROVIDERS: Record<string, ProviderEntry> = {
+  anthropic: {
+    credentialEnv: () => ['ANTHROPIC_API_KEY'],
+    baseUrlEnv: 'ANTHROPIC_BASE_URL',
+    defaultModel: 'claude-sonnet-4-6',
+    create: (input, loader) => createAnthropicAdapter(connection(input), loader),
+  },
+  openai: {
+    credentialEnv: () => ['OPENAI_API_KEY'],
+    baseUrlEnv: 'OPENAI_BASE_URL',
+    defaultModel: 'gpt-5.4',
+    create: (input, loader) => createOpenAIAdapter(connection(input), loader),
+  },
+  gemini: {
+    credentialEnv: () => ['GEMINI_API_KEY', 'GOOGLE_API_KEY'],
+    baseUrlEnv: 'GOOGLE_GEMINI_BASE_URL',
+    defaultModel: 'gemini-3.1-pro-preview',
+    create: (input, loader) =>
+      createGeminiAdapter(
+        input.baseURL === undefined
+          ? { apiKey: input.credential, maxRetries: input.maxRetries }
+          : { apiKey: input.credential, maxRetries: input.maxRetries, baseURL: input.baseURL },
+        loader,
+      ),
+  },
+  vertex: {
+    credentialEnv: () => ['VERTEX_AI_ACCESS_TOKEN', 'VERTEX_ACCESS_TOKEN'],
+    baseUrlEnv: 'GOOGLE_VERTEX_BASE_URL',
+    defaultModel: 'gemini-3.1-pro-preview',
+    missing: ({ parameters }) =>
+      typeof parameters.project_id === 'string' && parameters.project_id !== ''
+        ? undefined
+        : 'set parameters.vertex.project_id (your Google Cloud project) in setup() or the frontmatter',
+    create: (input, loader) => {
+      const vertex = {
+        project: String(input.parameters.project_id),
+        location:
+          typeof input.parameters.location === 'string' ? input.parameters.location : 'global',
+      };
+      const base = { accessToken: input.credential, vertex, maxRetries: input.maxRetries };
+      return createGeminiAdapter(
+        input.baseURL === undefined ? base : { ...base, baseURL: input.baseURL },
+        loader,
+      );
+    },
+  },
+  moonshot: {
+    credentialEnv: () => ['MOONSHOT_API_KEY'],
+    defaultModel: 'kimi-k2.6',
+    create: (input, loader) =>
+      createChatCompletionsAdapter(
+        {
+          ...connection(input),
+          baseURL: input.baseURL ?? 'https://api.moonshot.ai/v1',
+          name: 'moonshot',
+        },
+        loader,
+      ),
+  },
+  openai_compatible: {
+    credentialEnv: (parameters) =>
+      typeof parameters.api_key_env === 'string'
+        ? [parameters.api_key_env]
+        : ['OPENAI_COMPATIBLE_API_KEY'],
+    credentialOptional: true,
+    missing: ({ baseURL }) =>
+      baseURL === undefined
+        ? 'set parameters.openai_compatible.base_url (e.g. "http://127.0.0.1:11434/v1" for Ollama)'
+        : undefined,
+    create: (input, loader) =>
+      createChatCompletionsAdapter(
+        // Local servers take any key; the SDK insists on one.
+        {
+          ...connection(input),
+          apiKey: input.credential === '' ? 'none' : input.credential,
+          name: 'compatible',
+        },
+        loader,
+      ),
+  },
+};

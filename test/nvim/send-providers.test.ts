@@ -1,0 +1,164 @@
+// The send through each provider's real SDK, against the fake server: the reply lands in the
+// buffer the same way whichever provider streams it.
+import { afterEach, describe, expect, it } from 'vitest';
+import { type Driver, startDriver } from '../helpers/driver.js';
+import { type FakeProvider, type FakeStream, startFakeProvider } from '../helpers/fake-provider.js';
+
+let driver: Driver | undefined;
+let fake: FakeProvider | undefined;
+
+afterEach(async () => {
+  await driver?.quit();
+  await fake?.close();
+  driver = undefined;
+  fake = undefined;
+});
+
+interface Case {
+  provider: string;
+  env: Record<string, string>;
+  /** Lua table source of setup() options, given the fake server's URL. */
+  setup: (url: string) => string;
+  path: RegExp;
+  reply: (stream: FakeStream) => Promise<void>;
+  text: string;
+}
+
+let sequence = 0;
+const responsesEvent = (
+  type: string,
+  fields: Record<string, unknown> = {},
+): Record<string, unknown> => ({
+  type,
+  sequence_number: ++sequence,
+  ...fields,
+});
+const response = (status: string): Record<string, unknown> => ({
+  id: 'resp_1',
+  object: 'response',
+  model: 'gpt-5.4',
+  status,
+  output: [],
+});
+const completionChunk = (delta: object, finish: string | null = null): object => ({
+  id: 'chatcmpl-fake',
+  object: 'chat.completion.chunk',
+  created: 0,
+  model: 'qwen3:8b',
+  choices: [{ index: 0, delta, finish_reason: finish }],
+});
+
+const CASES: Case[] = [
+  {
+    provider: 'openai',
+    env: { OPENAI_API_KEY: 'sk-openai-test' },
+    setup: (url) => `{ provider = "openai", parameters = { openai = { base_url = "${url}/v1" } } }`,
+    path: /^\/v1\/responses/,
+    text: 'Hi from OpenAI.',
+    reply: async (stream) => {
+      const events = [
+        responsesEvent('response.created', { response: response('in_progress') }),
+        responsesEvent('response.output_text.delta', {
+          item_id: 'm',
+          output_index: 0,
+          content_index: 0,
+          delta: 'Hi from ',
+        }),
+        responsesEvent('response.output_text.delta', {
+          item_id: 'm',
+          output_index: 0,
+          content_index: 0,
+          delta: 'OpenAI.',
+        }),
+        responsesEvent('response.completed', { response: response('completed') }),
+      ];
+      for (const event of events) await stream.sse(event['type'] as string, event);
+      await stream.end();
+    },
+  },
+  {
+    provider: 'openai_compatible',
+    env: {},
+    setup: (url) =>
+      `{ provider = "openai_compatible", model = "qwen3:8b", parameters = { openai_compatible = { base_url = "${url}/v1" } } }`,
+    path: /^\/v1\/chat\/completions/,
+    text: 'Hi from a local model.',
+    reply: async (stream) => {
+      await stream.sse(undefined, completionChunk({ role: 'assistant', content: 'Hi from' }));
+      await stream.sse(undefined, completionChunk({ content: ' a local model.' }));
+      await stream.sse(undefined, completionChunk({}, 'stop'));
+      await stream.sse(undefined, '[DONE]');
+      await stream.end();
+    },
+  },
+  {
+    provider: 'gemini',
+    env: { GEMINI_API_KEY: 'gemini-test-key' },
+    setup: (url) => `{ provider = "gemini", parameters = { gemini = { base_url = "${url}" } } }`,
+    path: /:streamGenerateContent/,
+    text: 'Hi from Gemini.',
+    reply: async (stream) => {
+      await stream.sse(undefined, {
+        candidates: [{ content: { role: 'model', parts: [{ text: 'Hi from Gemini.' }] } }],
+      });
+      await stream.sse(undefined, {
+        candidates: [{ content: { role: 'model', parts: [] }, finishReason: 'STOP' }],
+        usageMetadata: { promptTokenCount: 3, candidatesTokenCount: 4 },
+      });
+      await stream.end();
+    },
+  },
+];
+
+describe.each(CASES)('sending through $provider', (c) => {
+  it('streams the reply into the buffer', async () => {
+    fake = await startFakeProvider();
+    driver = await startDriver({
+      env: c.env,
+      setup: `require("flemma").setup(${c.setup(fake.url)})`,
+    });
+    const buf = await driver.openChat('p.chat', ['@You:', 'Hello']);
+    await driver.press('<C-]>');
+    const request = await fake.nextRequest({ path: c.path });
+    expect(request.rawBody).toContain('Hello');
+    await c.reply(request.stream());
+    const finished = await driver.waitForEvent('FlemmaRequestFinished');
+    expect(finished.data).toEqual({ bufnr: buf, status: 'completed' });
+    expect(await driver.lines(buf)).toEqual([
+      '@You:',
+      'Hello',
+      '',
+      '@Assistant:',
+      c.text,
+      '',
+      '@You:',
+      '',
+    ]);
+  });
+});
+
+describe('a provider that is not ready', () => {
+  it.each([
+    [
+      'vertex',
+      '{ provider = "vertex" }',
+      { VERTEX_AI_ACCESS_TOKEN: 'ya29.test' },
+      /vertex: set parameters\.vertex\.project_id/,
+    ],
+    [
+      'openai_compatible',
+      '{ provider = "openai_compatible", model = "m" }',
+      {},
+      /set parameters\.openai_compatible\.base_url/,
+    ],
+  ])(
+    '%s says what is missing, and the buffer is unchanged',
+    async (_name, options, env, message) => {
+      driver = await startDriver({ env, setup: `require("flemma").setup(${options})` });
+      await driver.openChat('n.chat', ['@You:', 'Hello']);
+      await driver.press('<C-]>');
+      await driver.waitForNotification(message);
+      expect(await driver.lines()).toEqual(['@You:', 'Hello']);
+    },
+  );
+});
