@@ -195,6 +195,8 @@ export class SendController {
         const message = error instanceof ProviderError ? error.describe() : String(error);
         ctx.logger.warn(`send failed: ${message}`);
         ctx.lua.notify('notify', { level: 'error', message });
+        // What arrived before the failure stays, marked as an interrupted reply.
+        writer.append(layout.interrupt(`Response interrupted: ${message}`), stream);
       } else {
         writer.append(layout.interrupt(), stream);
       }
@@ -221,6 +223,7 @@ export class SendController {
     await ctx.lua.call('progress.stop', { bufnr });
     await ctx.lua.call('buffer.unlock', { bufnr, owner: 'request' });
     await ctx.hooks.emit('request:finished', { bufnr, status });
+    if (status === 'completed') await ctx.hooks.emit('conversation:idle', { bufnr });
     return status;
   }
 }

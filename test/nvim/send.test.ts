@@ -160,4 +160,41 @@ describe('sending a chat', () => {
     expect(note.message).toContain('$ANTHROPIC_API_KEY');
     expect(await driver.lines()).toEqual(['@You:', 'Hello']);
   });
+
+  it('keeps a reply cut by a lost connection, marked as interrupted, and says why', async () => {
+    const { d, f, buf } = await setup(['@You:', 'Hello']);
+    await d.press('<C-]>');
+    const request = await f.nextRequest({ path: '/v1/messages' });
+    const stream = request.stream();
+    await stream.sse('message_start', START);
+    await textBlock(stream, ['Half an ans']);
+    await d.lua(
+      `local bufnr = ...
+      vim.wait(5000, function()
+        return vim.api.nvim_buf_get_lines(bufnr, -2, -1, false)[1] == "Half an ans"
+      end, 5)`,
+      buf,
+    );
+    stream.drop();
+    const finished = await d.waitForEvent('FlemmaRequestFinished');
+    expect(finished.data).toEqual({ bufnr: buf, status: 'errored' });
+    const lines = await d.lines(buf);
+    expect(lines.slice(0, 5)).toEqual(['@You:', 'Hello', '', '@Assistant:', 'Half an ans']);
+    expect(lines[6]).toMatch(
+      /^<!-- flemma:aborted: Response interrupted: anthropic: connection — .* -->$/,
+    );
+    expect(lines.slice(7)).toEqual(['', '@You:', '']);
+    expect(d.eventsSeen('FlemmaConversationIdle')).toEqual([]);
+  });
+
+  it('fires conversation:idle after a completed reply', async () => {
+    const { d, f, buf } = await setup(['@You:', 'Hi']);
+    await d.press('<C-]>');
+    const stream = (await f.nextRequest({ path: '/v1/messages' })).stream();
+    await stream.sse('message_start', START);
+    await textBlock(stream, ['Hello.']);
+    await finish(stream);
+    const idle = await d.waitForEvent('FlemmaConversationIdle');
+    expect(idle.data).toEqual({ bufnr: buf });
+  });
 });
