@@ -74,10 +74,12 @@ export class DocumentStore {
     this.publishDelayMs = options.publishDelayMs ?? 16;
   }
 
-  /** Start following a buffer (again, after a reload); resolves once its tree exists. */
+  /** Start following a buffer (again, after a reload); resolves with its current tree. */
   async attach(bufnr: number): Promise<DocumentState | undefined> {
     const existing = this.entries.get(bufnr);
-    if (existing?.state !== undefined) return existing.state;
+    // NOTE: changes received but not parsed yet (a burst is parsed on the next tick) must be in
+    // the tree a caller gets: a send right after typing reads what was typed.
+    if (existing?.state !== undefined) return this.parsed(bufnr);
     if (existing === undefined) {
       const entry: Entry = {
         state: undefined,

@@ -64,11 +64,19 @@ export class SendController {
     }
     const controller = new AbortController();
     this.running.set(bufnr, controller);
+    let status: SendStatus | undefined;
     try {
-      return await this.run(bufnr, controller);
+      status = await this.run(bufnr, controller);
     } finally {
       this.running.delete(bufnr);
     }
+    // NOTE: announced only once the request no longer counts as running, so that a send made
+    // from a `request:finished` handler (or right after it) is accepted.
+    if (status !== undefined) {
+      await ctx.hooks.emit('request:finished', { bufnr, status });
+      if (status === 'completed') await ctx.hooks.emit('conversation:idle', { bufnr });
+    }
+    return status;
   }
 
   private async run(bufnr: number, controller: AbortController): Promise<SendStatus | undefined> {
@@ -222,8 +230,6 @@ export class SendController {
     await writer.flushed();
     await ctx.lua.call('progress.stop', { bufnr });
     await ctx.lua.call('buffer.unlock', { bufnr, owner: 'request' });
-    await ctx.hooks.emit('request:finished', { bufnr, status });
-    if (status === 'completed') await ctx.hooks.emit('conversation:idle', { bufnr });
     return status;
   }
 }

@@ -5,6 +5,7 @@ import { LuaBridge, rpcPortOf } from '../../src/editor/lua.js';
 import { WriteScheduler } from '../../src/editor/writequeue.js';
 import { parseLines, reparse } from '../../src/core/chat/parser.js';
 import { largeChat } from './corpus.js';
+import { startFakeProvider } from '../helpers/fake-provider.js';
 import { ROOT, startDriver } from '../helpers/driver.js';
 
 interface Lane {
@@ -143,8 +144,130 @@ async function openLargeChat(lane: Lane): Promise<void> {
   }
 }
 
+const MESSAGE_START = {
+  type: 'message_start',
+  message: {
+    id: 'msg_bench',
+    type: 'message',
+    role: 'assistant',
+    model: 'claude-sonnet-4-6',
+    content: [],
+    stop_reason: null,
+    stop_sequence: null,
+    usage: { input_tokens: 10, output_tokens: 1 },
+  },
+};
+
+function sse(event: string, data: unknown): string {
+  return `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
+}
+
+/** The Anthropic SSE text of a reply made of `deltas`. */
+function anthropicReply(deltas: string[]): string {
+  let out = sse('message_start', MESSAGE_START);
+  out += sse('content_block_start', {
+    type: 'content_block_start',
+    index: 0,
+    content_block: { type: 'text', text: '' },
+  });
+  for (const text of deltas) {
+    out += sse('content_block_delta', {
+      type: 'content_block_delta',
+      index: 0,
+      delta: { type: 'text_delta', text },
+    });
+  }
+  out += sse('content_block_stop', { type: 'content_block_stop', index: 0 });
+  out += sse('message_delta', {
+    type: 'message_delta',
+    delta: { stop_reason: 'end_turn', stop_sequence: null },
+    usage: { output_tokens: deltas.length },
+  });
+  out += sse('message_stop', { type: 'message_stop' });
+  return out;
+}
+
+/**
+ * S1: a 1 MB, 400-message chat; from pressing <C-]> to the fake Anthropic server having the whole
+ * request body. S2: a reply of 20,000 text deltas written to the socket as fast as it goes; from
+ * its last byte to the buffer being complete, and the main-loop lag meanwhile.
+ */
+async function sendBenchmarks(lane: Lane): Promise<void> {
+  const fake = await startFakeProvider();
+  const driver = await startDriver({
+    rtp: [BENCH_RTP],
+    ui: { width: 120, height: 40 },
+    env: { ANTHROPIC_API_KEY: 'sk-bench', ANTHROPIC_BASE_URL: fake.url },
+  });
+  try {
+    const lines = largeChat(1024 * 1024, 400);
+    // The corpus ends in an @Assistant: turn; a question makes it ready to send.
+    lines.push('@You:', 'Summarise the discussion.');
+    const buf = await driver.openChat('s1.chat', lines);
+    const expected = parseLines(lines).messages.length;
+    await driver.lua(
+      `local bufnr, expected = ...
+      local ns = vim.api.nvim_create_namespace("flemma.messages")
+      vim.wait(10000, function() return #vim.api.nvim_buf_get_extmarks(bufnr, ns, 0, -1, {}) == expected end, 5)`,
+      buf,
+      expected,
+    );
+    const s1: number[] = [];
+    for (let run = 0; run < 7; run++) {
+      const after = driver.eventCount;
+      const started = performance.now();
+      void driver.nvim.input('<C-]>');
+      const request = await fake.nextRequest({ path: /^\/v1\/messages/ });
+      s1.push(performance.now() - started);
+      const stream = request.stream();
+      await stream.write(anthropicReply(['ok']));
+      await stream.end();
+      await driver.waitForEvent('FlemmaRequestFinished', { after });
+      await driver.lua('vim.cmd("normal! Go")');
+      await driver.lua('vim.api.nvim_buf_set_lines(0, -1, -1, false, { "One more question." })');
+    }
+    report(`send.s1_keypress_to_body.median[nvim-${lane.lane}]`, percentile(s1.slice(2), 50), 'ms');
+
+    // S2 on a small chat, so that only the reply's cost is measured.
+    await driver.command('enew');
+    const small = await driver.openChat('s2.chat', ['@You:', 'Write a lot.']);
+    const words = ['lorem ', 'ipsum ', 'dolor ', 'sit ', 'amet\n'];
+    const deltas = Array.from({ length: 20000 }, (_, i) => words[i % words.length] ?? 'x ');
+    const reply = anthropicReply(deltas);
+    const after = driver.eventCount;
+    void driver.nvim.input('<C-]>');
+    const request = await fake.nextRequest({ path: /^\/v1\/messages/ });
+    await driver.lua('require("flemma_bench").lag_start(5)');
+    const stream = request.stream();
+    const bytes = Buffer.from(reply);
+    for (let offset = 0; offset < bytes.length; offset += 64 * 1024) {
+      await stream.write(bytes.subarray(offset, offset + 64 * 1024));
+    }
+    const lastByte = performance.now();
+    await stream.end();
+    await driver.waitForEvent('FlemmaRequestFinished', { after, timeout: 60000 });
+    const complete = performance.now() - lastByte;
+    const lag = await driver.lua<number[]>('return require("flemma_bench").lag_stop()');
+    const text = (await driver.lines(small)).join('\n');
+    if (!text.includes(deltas.join('').trimEnd()))
+      throw new Error('S2: the reply in the buffer is not what was streamed');
+    report(`send.s2_complete_after_last_byte[nvim-${lane.lane}]`, complete, 'ms');
+    report(
+      `send.s2_reply_bytes[nvim-${lane.lane}]`,
+      Buffer.byteLength(deltas.join('')) / 1024,
+      'KiB',
+    );
+    report(`send.s2_main_loop_lag.p99[nvim-${lane.lane}]`, percentile(lag, 99), 'ms');
+    report(`send.s2_main_loop_lag.max[nvim-${lane.lane}]`, Math.max(0, ...lag), 'ms');
+  } finally {
+    await driver.quit();
+    await fake.close();
+  }
+}
+
 for (const lane of lanes) {
   process.env['FLEMMA_TEST_NVIM'] = lane.bin;
+  await sendBenchmarks(lane);
   await coldStart(lane);
   await streaming(lane);
   await openLargeChat(lane);

@@ -197,4 +197,31 @@ describe('sending a chat', () => {
     const idle = await d.waitForEvent('FlemmaConversationIdle');
     expect(idle.data).toEqual({ bufnr: buf });
   });
+
+  it('accepts a send made as soon as the previous one finished', async () => {
+    const { d, f, buf } = await setup(['@You:', 'First']);
+    await d.lua(
+      `local bufnr = ...
+      require("flemma.hooks").on("request:finished", function()
+        if not _G.sent_again then
+          _G.sent_again = true
+          vim.api.nvim_buf_set_lines(bufnr, -1, -1, false, { "Second" })
+          require("flemma.chat").send(bufnr)
+        end
+      end)`,
+      buf,
+    );
+    await d.press('<C-]>');
+    const first = (await f.nextRequest({ path: '/v1/messages' })).stream();
+    await first.sse('message_start', START);
+    await textBlock(first, ['One.']);
+    await finish(first);
+    const second = await f.nextRequest({ path: '/v1/messages' });
+    expect(second.rawBody).toContain('Second');
+    expect(d.notifications().filter((n) => /already in progress/.test(n.message))).toEqual([]);
+    await second.respond(500, {
+      type: 'error',
+      error: { type: 'api_error', message: 'stop here' },
+    });
+  });
 });
