@@ -2,6 +2,7 @@
 // each needs before it can send. Credentials are read from Neovim's environment by the caller.
 import { createAnthropicAdapter } from '../core/provider/adapters/anthropic.js';
 import { createChatCompletionsAdapter } from '../core/provider/adapters/chat-completions.js';
+import { createDemoAdapter } from '../core/provider/adapters/demo.js';
 import { createGeminiAdapter } from '../core/provider/adapters/gemini.js';
 import { createOpenAIAdapter } from '../core/provider/adapters/openai.js';
 import type { SdkLoader } from '../core/provider/sdk.js';
@@ -112,6 +113,16 @@ export const PROVIDERS: Record<string, ProviderEntry> = {
         },
         loader,
       ),
+  },
+  /** Offline and scripted (`npm run demo`); `parameters.demo.delay_ms` sets the pace. */
+  demo: {
+    credentialEnv: () => [],
+    credentialOptional: true,
+    defaultModel: 'demo',
+    create: (input) => {
+      const delay = input.parameters['delay_ms'];
+      return createDemoAdapter(typeof delay === 'number' ? { delayMs: delay } : {});
+    },
   },
   openai_compatible: {
     credentialEnv: (parameters) =>

@@ -162,3 +162,32 @@ describe('a provider that is not ready', () => {
     },
   );
 });
+
+describe('the offline demo provider', () => {
+  it('streams a labelled, scripted reply with a tool call, without any key or network', async () => {
+    driver = await startDriver({
+      setup: `require("flemma").setup({ provider = "demo", parameters = { demo = { delay_ms = 0 } } })`,
+    });
+    const buf = await driver.openChat('demo.chat', ['@You:', 'What can you do?']);
+    await driver.press('<C-]>');
+    const finished = await driver.waitForEvent('FlemmaRequestFinished');
+    expect(finished.data).toEqual({ bufnr: buf, status: 'completed' });
+    const lines = await driver.lines(buf);
+    expect(lines[3]).toBe('@Assistant:');
+    expect(lines[4]).toMatch(/^\[Offline demo provider: this reply is scripted\./);
+    expect(lines.some((line) => /^\*\*Tool Use:\*\* `calculator` \(`demo_\w+`\)$/.test(line))).toBe(
+      true,
+    );
+    expect(lines).toContain('{"expression":"6 * 7"}');
+    expect(lines.slice(-2)).toEqual(['@You:', '']);
+    const tree = await driver.lua<{ messages: { role: string }[]; diagnostics: unknown[] }>(
+      `local done, result
+      require("flemma.host").call("buffer:tree", { bufnr = ... }, function(err, res) done, result = true, err or res end)
+      vim.wait(5000, function() return done end, 5)
+      return result`,
+      buf,
+    );
+    expect(tree.messages.map((m) => m.role)).toEqual(['You', 'Assistant', 'You']);
+    expect(tree.diagnostics).toEqual([]);
+  });
+});

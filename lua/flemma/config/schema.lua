@@ -718,6 +718,10 @@ M.options = S.object({
     moonshot = provider_parameters({
       prompt_cache_key = S.optional(S.string()),
     }),
+    -- The offline demo provider (`provider = "demo"`, `npm run demo`).
+    demo = provider_parameters({
+      delay_ms = S.integer(40, { min = 0 }),
+    }),
     gemini = provider_parameters({
       thinking_budget = S.optional(S.integer(nil, { min = 0 })),
     }),
