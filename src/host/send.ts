@@ -11,6 +11,7 @@ import {
 } from '../core/provider/types.js';
 import type { HostContext } from './context.js';
 import { PROVIDERS, type ProviderParameters } from './providers.js';
+import { resolveThinking, type ThinkingParameters } from '../core/provider/thinking.js';
 
 interface ConfigSnapshot {
   provider?: string;
@@ -147,6 +148,14 @@ export class SendController {
       cacheRetention: parameters.cache_retention ?? 'short',
     };
     if (typeof parameters.temperature === 'number') request.temperature = parameters.temperature;
+    const thinking = resolveThinking(
+      providerName,
+      model,
+      parameters as ThinkingParameters,
+      specific as ThinkingParameters,
+      request.maxTokens,
+    );
+    if (thinking !== undefined) request.thinking = thinking;
     for (const warning of evaluated.warnings) {
       ctx.lua.notify('notify', { level: 'warn', message: warning });
     }

@@ -73,6 +73,9 @@ describe('sending a chat', () => {
       model: 'claude-sonnet-4-6',
       stream: true,
       messages: [{ role: 'user', content: [{ type: 'text', text: 'Hello' }] }],
+      // The default thinking level (high) on an adaptive model: adaptive thinking, effort high.
+      thinking: { type: 'adaptive' },
+      output_config: { effort: 'high' },
     });
     await d.waitForEvent('FlemmaRequestSending');
     expect(await d.lua('return vim.bo[...].modifiable', buf)).toBe(false);
