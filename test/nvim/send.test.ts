@@ -227,4 +227,64 @@ describe('sending a chat', () => {
       error: { type: 'api_error', message: 'stop here' },
     });
   });
+
+  it('replays a second turn: signed thinking to its provider, the tool use and its result', async () => {
+    const { d, f } = await setup([
+      '@You:',
+      'What is 15 * 7?',
+      '',
+      '@Assistant:',
+      'Let me calculate.',
+      '',
+      '**Tool Use:** `calculator` (`toolu_01A`)',
+      '',
+      '```json',
+      '{"expression":"15 * 7"}',
+      '```',
+      '',
+      '<thinking anthropic:signature="EqQBsig">',
+      'A product; use the calculator.',
+      '</thinking>',
+      '',
+      '@You:',
+      '**Tool Result:** `toolu_01A`',
+      '',
+      '```',
+      '105',
+      '```',
+      '',
+      'Thanks!',
+    ]);
+    await d.press('<C-]>');
+    const request = await f.nextRequest({ path: '/v1/messages' });
+    expect((request.body as { messages: unknown[] }).messages).toEqual([
+      { role: 'user', content: [{ type: 'text', text: 'What is 15 * 7?' }] },
+      {
+        role: 'assistant',
+        content: [
+          { type: 'thinking', thinking: 'A product; use the calculator.', signature: 'EqQBsig' },
+          { type: 'text', text: 'Let me calculate.' },
+          {
+            type: 'tool_use',
+            id: 'toolu_01A',
+            name: 'calculator',
+            input: { expression: '15 * 7' },
+          },
+        ],
+      },
+      {
+        role: 'user',
+        content: [
+          { type: 'tool_result', tool_use_id: 'toolu_01A', content: '105' },
+          { type: 'text', text: 'Thanks!' },
+        ],
+      },
+    ]);
+    // Not retryable, so that the request ends here.
+    await request.respond(400, {
+      type: 'error',
+      error: { type: 'invalid_request_error', message: 'enough' },
+    });
+    await d.waitForEvent('FlemmaRequestFinished');
+  });
 });
