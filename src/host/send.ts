@@ -9,6 +9,7 @@ import {
   ProviderError,
   type ProviderRequest,
 } from '../core/provider/types.js';
+import type { BufferWriter } from '../editor/writequeue.js';
 import type { HostContext } from './context.js';
 import { PROVIDERS, type ProviderParameters } from './providers.js';
 import { resolveThinking, type ThinkingParameters } from '../core/provider/thinking.js';
@@ -35,6 +36,46 @@ function maxTokens(value: number | string | undefined): number {
 }
 
 export type SendStatus = 'completed' | 'cancelled' | 'errored';
+
+/** Attempts for a request that fails before any content (429, 529, 5xx, a lost connection). */
+const MAX_ATTEMPTS = 3;
+
+/**
+ * How long to wait before trying again, or undefined when the failure is final: not retryable,
+ * after content arrived, after a cancel, or out of attempts. `retry-after` wins (up to a minute);
+ * otherwise 1 s, 2 s, … with ±20 % jitter.
+ */
+export function retryDelay(
+  error: unknown,
+  attempt: number,
+  hasContent: boolean,
+  aborted: boolean,
+  random: () => number = Math.random,
+): number | undefined {
+  if (aborted || hasContent || attempt >= MAX_ATTEMPTS) return undefined;
+  if (!(error instanceof ProviderError) || !error.retryable) return undefined;
+  if (error.retryAfterMs !== undefined) return Math.min(error.retryAfterMs, 60_000);
+  const base = 1000 * 2 ** (attempt - 1);
+  return Math.round(base * (0.8 + 0.4 * random()));
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) {
+      resolve();
+      return;
+    }
+    const timer = setTimeout(resolve, ms);
+    signal.addEventListener(
+      'abort',
+      () => {
+        clearTimeout(timer);
+        resolve();
+      },
+      { once: true },
+    );
+  });
+}
 
 /** One per host: at most one request per buffer. */
 export class SendController {
@@ -133,7 +174,8 @@ export class SendController {
         credential: credential ?? '',
         baseURL,
         parameters: specific,
-        maxRetries: 3,
+        // NOTE: the send retries by itself (below), so that each attempt shows in the indicator.
+        maxRetries: 0,
         timeoutMs: timeout * 1000,
       },
       ctx.sdks,
@@ -162,6 +204,40 @@ export class SendController {
     return this.stream(bufnr, adapter, request, controller, state.lines);
   }
 
+  /** One attempt: stream the reply's events into the buffer. */
+  private async consume(
+    bufnr: number,
+    adapter: ProviderAdapter,
+    request: ProviderRequest,
+    controller: AbortController,
+    layout: ReplyLayout,
+    writer: BufferWriter,
+    stream: string,
+  ): Promise<void> {
+    const { ctx } = this;
+    let characters = 0;
+    let lastProgress = 0;
+    for await (const event of adapter.stream(request, controller.signal)) {
+      const text = layout.push(event);
+      if (text !== '') writer.append(text, stream);
+      if (event.type === 'warning') {
+        ctx.lua.notify('notify', { level: 'warn', message: event.message });
+      }
+      const now = Date.now();
+      if (event.type === 'text') characters += event.text.length;
+      if (now - lastProgress >= 100) {
+        lastProgress = now;
+        const phase = event.type === 'progress' ? event.phase : 'streaming';
+        const params: Record<string, unknown> = { bufnr, phase, characters };
+        if (event.type === 'progress') params['characters'] = event.characters;
+        if (event.type === 'progress' && event.toolName !== undefined) {
+          params['tool'] = event.toolName;
+        }
+        ctx.lua.notify('progress.update', params);
+      }
+    }
+  }
+
   private async stream(
     bufnr: number,
     adapter: ProviderAdapter,
@@ -182,24 +258,17 @@ export class SendController {
     await ctx.hooks.emit('request:sending', { bufnr });
     const layout = new ReplyLayout();
     let status: SendStatus = 'completed';
-    let characters = 0;
-    let lastProgress = 0;
     try {
-      for await (const event of adapter.stream(request, controller.signal)) {
-        const text = layout.push(event);
-        if (text !== '') writer.append(text, stream);
-        if (event.type === 'warning')
-          ctx.lua.notify('notify', { level: 'warn', message: event.message });
-        const now = Date.now();
-        if (event.type === 'text') characters += event.text.length;
-        if (now - lastProgress >= 100) {
-          lastProgress = now;
-          const phase = event.type === 'progress' ? event.phase : 'streaming';
-          const params: Record<string, unknown> = { bufnr, phase, characters };
-          if (event.type === 'progress') params['characters'] = event.characters;
-          if (event.type === 'progress' && event.toolName !== undefined)
-            params['tool'] = event.toolName;
-          ctx.lua.notify('progress.update', params);
+      for (let attempt = 1; ; attempt++) {
+        try {
+          await this.consume(bufnr, adapter, request, controller, layout, writer, stream);
+          break;
+        } catch (error) {
+          const wait = retryDelay(error, attempt, layout.hasContent, controller.signal.aborted);
+          if (wait === undefined) throw error;
+          ctx.logger.info(`retrying after ${String(wait)} ms: ${String(error)}`);
+          ctx.lua.notify('progress.update', { bufnr, phase: 'retrying', attempt: attempt + 1 });
+          await sleep(wait, controller.signal);
         }
       }
       if (controller.signal.aborted) {

@@ -287,4 +287,55 @@ describe('sending a chat', () => {
     });
     await d.waitForEvent('FlemmaRequestFinished');
   });
+
+  it('retries a 429 (honouring retry-after) and then streams the reply', async () => {
+    const { d, f, buf } = await setup(['@You:', 'Hello']);
+    await d.press('<C-]>');
+    const first = await f.nextRequest({ path: '/v1/messages' });
+    await first.respond(
+      429,
+      { type: 'error', error: { type: 'rate_limit_error', message: 'slow down' } },
+      {
+        'retry-after': '0',
+      },
+    );
+    const second = (await f.nextRequest({ path: '/v1/messages' })).stream();
+    await second.sse('message_start', START);
+    await textBlock(second, ['Made it.']);
+    await finish(second);
+    const finished = await d.waitForEvent('FlemmaRequestFinished');
+    expect(finished.data).toEqual({ bufnr: buf, status: 'completed' });
+    expect(await d.lines(buf)).toEqual([
+      '@You:',
+      'Hello',
+      '',
+      '@Assistant:',
+      'Made it.',
+      '',
+      '@You:',
+      '',
+    ]);
+    expect(d.notifications().filter((n) => n.level === 4)).toEqual([]);
+  });
+
+  it('gives up after 3 attempts with one error, and the buffer as it was', async () => {
+    const { d, f, buf } = await setup(['@You:', 'Hello']);
+    await d.press('<C-]>');
+    for (let attempt = 1; attempt <= 3; attempt++) {
+      const request = await f.nextRequest({ path: '/v1/messages' });
+      await request.respond(
+        529,
+        { type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } },
+        {
+          'retry-after': '0',
+        },
+      );
+    }
+    const finished = await d.waitForEvent('FlemmaRequestFinished');
+    expect(finished.data).toEqual({ bufnr: buf, status: 'errored' });
+    expect(f.requests).toHaveLength(3);
+    const errors = d.notifications().filter((n) => n.level === 4);
+    expect(errors.map((n) => n.message)).toEqual(['Flemma: anthropic: overloaded — Overloaded']);
+    expect(await d.lines(buf)).toEqual(['@You:', 'Hello']);
+  });
 });

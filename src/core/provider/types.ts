@@ -124,6 +124,9 @@ export class ProviderError extends Error {
     super(message);
   }
 
+  /** How long the service asked to wait before trying again (`retry-after`), if it said. */
+  retryAfterMs?: number;
+
   /** The one line a notification shows. */
   describe(): string {
     return `${this.provider}: ${this.kind.replace(/_/g, ' ')} — ${this.message}`;
@@ -145,6 +148,23 @@ export interface ConnectionOptions {
   /** Attempts for retryable failures before the first byte (the SDK's own retry). */
   maxRetries?: number;
   timeoutMs?: number;
+}
+
+/**
+ * The wait a response asks for: `retry-after-ms`, else `retry-after` in seconds or as an HTTP
+ * date. `headers` is anything with a `get(name)` (the SDKs' fetch `Headers`).
+ */
+export function retryAfterMs(headers: unknown, now: number = Date.now()): number | undefined {
+  if (headers === null || typeof headers !== 'object' || !('get' in headers)) return undefined;
+  const get = (headers as { get(name: string): string | null }).get.bind(headers);
+  const ms = Number(get('retry-after-ms'));
+  if (get('retry-after-ms') !== null && Number.isFinite(ms) && ms >= 0) return ms;
+  const value = get('retry-after');
+  if (value === null) return undefined;
+  const seconds = Number(value);
+  if (Number.isFinite(seconds) && seconds >= 0) return seconds * 1000;
+  const date = Date.parse(value);
+  return Number.isNaN(date) ? undefined : Math.max(0, date - now);
 }
 
 /** Tool names on the wire: `:` is not allowed by every provider, so it travels as `__`. */

@@ -19,6 +19,7 @@ import {
   type ProviderEvent,
   type ProviderRequest,
   type Usage,
+  retryAfterMs,
 } from '../types.js';
 
 const PROVIDER = 'anthropic';
@@ -296,7 +297,10 @@ function toProviderError(sdk: AnthropicSdk, error: unknown, started: boolean): P
     }
     const { kind, retryable } = kindForStatus(status);
     const text = error.apiMessage ?? error.message;
-    return new ProviderError(PROVIDER, kind, text, status, retryable);
+    const failure = new ProviderError(PROVIDER, kind, text, status, retryable);
+    const wait = retryAfterMs(error.headers);
+    if (wait !== undefined) failure.retryAfterMs = wait;
+    return failure;
   }
   // Anything else while reading the body (a reset socket, `terminated`) is a lost connection.
   const cause = error instanceof Error && error.cause !== undefined ? errorText(error.cause) : '';

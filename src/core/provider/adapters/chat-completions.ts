@@ -27,6 +27,7 @@ import {
   type ProviderEvent,
   type ProviderRequest,
   type Usage,
+  retryAfterMs,
 } from '../types.js';
 
 export type ReasoningField = 'reasoning_content' | 'reasoning';
@@ -410,6 +411,15 @@ interface Where {
 }
 
 function toProviderError(error: unknown, where: Where, received: boolean): ProviderError {
+  const failure = mapError(error, where, received);
+  if (error instanceof where.sdk.APIError) {
+    const wait = retryAfterMs(error.headers);
+    if (wait !== undefined) failure.retryAfterMs = wait;
+  }
+  return failure;
+}
+
+function mapError(error: unknown, where: Where, received: boolean): ProviderError {
   if (error instanceof ProviderError) return error;
   const { name, baseURL, model, sdk } = where;
   if (error instanceof sdk.APIConnectionTimeoutError) {

@@ -21,6 +21,7 @@ import {
   type ProviderEvent,
   type ProviderRequest,
   type Usage,
+  retryAfterMs,
 } from '../types.js';
 
 const PROVIDER = 'openai';
@@ -482,6 +483,15 @@ function toProviderError(
   error: unknown,
   started: boolean,
 ): ProviderError {
+  const failure = mapError(sdk, error, started);
+  if (error instanceof sdk.APIError) {
+    const wait = retryAfterMs(error.headers);
+    if (wait !== undefined) failure.retryAfterMs = wait;
+  }
+  return failure;
+}
+
+function mapError(sdk: SdkModule<'openai'>, error: unknown, started: boolean): ProviderError {
   if (error instanceof sdk.APIConnectionTimeoutError) {
     return new ProviderError(PROVIDER, 'timeout', error.message, undefined, !started);
   }
