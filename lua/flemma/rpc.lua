@@ -20,6 +20,12 @@ M.methods = {
   ["buffer.unlock"] = function(params)
     return require("flemma.buffer").unlock(params.bufnr, params.owner)
   end,
+  ["sink.create"] = function(params)
+    return require("flemma.sink").create(params)
+  end,
+  ["sink.destroy"] = function(params)
+    return require("flemma.sink").destroy(params)
+  end,
   ["progress.start"] = function(params)
     return require("flemma.progress").start(params)
   end,

@@ -7,6 +7,7 @@ import { ReplyLayout, openingLines } from '../core/chat/reply.js';
 import {
   type ProviderAdapter,
   ProviderError,
+  type ProviderEvent,
   type ProviderRequest,
 } from '../core/provider/types.js';
 import type { BufferWriter } from '../editor/writequeue.js';
@@ -75,6 +76,32 @@ function sleep(ms: number, signal: AbortSignal): Promise<void> {
       { once: true },
     );
   });
+}
+
+/**
+ * Turns a request's events into sink lines (JSON). Consecutive text deltas share one line (up to
+ * 4 KiB): a reply of 20,000 deltas would otherwise cost the editor 20,000 lines.
+ */
+export class SinkTap {
+  private text = '';
+
+  constructor(private readonly write: (line: string) => void) {}
+
+  push(event: ProviderEvent): void {
+    if (event.type === 'text') {
+      this.text += event.text;
+      if (this.text.length >= 4096) this.flush();
+      return;
+    }
+    this.flush();
+    this.write(JSON.stringify(event));
+  }
+
+  flush(): void {
+    if (this.text === '') return;
+    this.write(JSON.stringify({ type: 'text', text: this.text }));
+    this.text = '';
+  }
 }
 
 /** One per host: at most one request per buffer. */
@@ -213,11 +240,13 @@ export class SendController {
     layout: ReplyLayout,
     writer: BufferWriter,
     stream: string,
+    tap: (event: ProviderEvent) => void,
   ): Promise<void> {
     const { ctx } = this;
     let characters = 0;
     let lastProgress = 0;
     for await (const event of adapter.stream(request, controller.signal)) {
+      tap(event);
       const text = layout.push(event);
       if (text !== '') writer.append(text, stream);
       if (event.type === 'warning') {
@@ -256,12 +285,31 @@ export class SendController {
     const markerRow = lastRow + opening.length - 1;
     await ctx.lua.call('progress.start', { bufnr, row: markerRow });
     await ctx.hooks.emit('request:sending', { bufnr });
+    // The request's stream, event by event (JSON lines), in a hidden buffer users can watch.
+    const sink = (await ctx.lua.call('sink.create', { name: `request/${String(bufnr)}` })) as {
+      bufnr: number;
+    };
+    const sinkWriter = ctx.writes.buffer(sink.bufnr);
+    const sinkTap = new SinkTap((line) => {
+      sinkWriter.append(line + '\n');
+    });
     const layout = new ReplyLayout();
     let status: SendStatus = 'completed';
     try {
       for (let attempt = 1; ; attempt++) {
         try {
-          await this.consume(bufnr, adapter, request, controller, layout, writer, stream);
+          await this.consume(
+            bufnr,
+            adapter,
+            request,
+            controller,
+            layout,
+            writer,
+            stream,
+            (event) => {
+              sinkTap.push(event);
+            },
+          );
           break;
         } catch (error) {
           const wait = retryDelay(error, attempt, layout.hasContent, controller.signal.aborted);
@@ -307,6 +355,10 @@ export class SendController {
     writer.closeStream(stream);
     await writer.flushed();
     await ctx.lua.call('progress.stop', { bufnr });
+    sinkTap.flush();
+    await sinkWriter.flushed();
+    await ctx.lua.call('sink.destroy', { bufnr: sink.bufnr });
+    ctx.writes.forget(sink.bufnr);
     await ctx.lua.call('buffer.unlock', { bufnr, owner: 'request' });
     return status;
   }

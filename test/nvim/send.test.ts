@@ -338,4 +338,33 @@ describe('sending a chat', () => {
     expect(errors.map((n) => n.message)).toEqual(['Flemma: anthropic: overloaded — Overloaded']);
     expect(await d.lines(buf)).toEqual(['@You:', 'Hello']);
   });
+
+  it('writes the stream into a hidden sink buffer, with sink:created and sink:destroyed', async () => {
+    const { d, f } = await setup(['@You:', 'Hello']);
+    await d.lua(`
+      _G.sink_lines = nil
+      vim.api.nvim_create_autocmd("User", { pattern = "FlemmaSinkDestroyed", callback = function(ev)
+        _G.sink_lines = vim.api.nvim_buf_get_lines(ev.data.bufnr, 0, -1, false)
+        _G.sink_listed = vim.bo[ev.data.bufnr].buflisted
+      end })`);
+    await d.press('<C-]>');
+    const created = await d.waitForEvent('FlemmaSinkCreated');
+    expect(String(created.data['name'])).toMatch(/^flemma:\/\/sink\/request\/\d+#\d+$/);
+    const stream = (await f.nextRequest({ path: '/v1/messages' })).stream();
+    await stream.sse('message_start', START);
+    await textBlock(stream, ['Hi', '!']);
+    await finish(stream);
+    const destroyed = await d.waitForEvent('FlemmaSinkDestroyed');
+    expect(destroyed.data['bufnr']).toBe(created.data['bufnr']);
+    await d.waitForEvent('FlemmaRequestFinished');
+    const lines = await d.lua<string[]>('return _G.sink_lines');
+    const events = lines
+      .filter((line) => line !== '')
+      .map((line) => JSON.parse(line) as { type: string });
+    // Consecutive text deltas share a line.
+    expect(events).toContainEqual({ type: 'text', text: 'Hi!' });
+    expect(events.at(-1)).toEqual({ type: 'done', stopReason: 'end_turn' });
+    expect(await d.lua('return _G.sink_listed')).toBe(false);
+    expect(await d.lua('return vim.api.nvim_buf_is_valid(...)', created.data['bufnr'])).toBe(false);
+  });
 });
