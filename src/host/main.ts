@@ -15,21 +15,24 @@ function describe(error: unknown): string {
 
 // The client logs every incoming message at info level; keep that out of the log by default.
 // NOTE: `level` must tell the truth: at 'debug' the client deep-copies every response to log it.
+// NOTE: only the client's own message text is kept, never the values that go with it: RPC
+// payloads carry credentials (`env.first`) and whole buffers.
+const clientText = (args: unknown[]): string => (typeof args[0] === 'string' ? args[0] : '(data)');
 const clientLogger = {
   get level(): string {
     return hostLogger.level;
   },
   debug: (...args: unknown[]) => {
-    hostLogger.debug('client', ...args);
+    hostLogger.debug('client', clientText(args));
   },
   info: (...args: unknown[]) => {
-    hostLogger.debug('client', ...args);
+    hostLogger.debug('client', clientText(args));
   },
   warn: (...args: unknown[]) => {
-    hostLogger.warn('client', ...args);
+    hostLogger.warn('client', clientText(args));
   },
   error: (...args: unknown[]) => {
-    hostLogger.error('client', ...args);
+    hostLogger.error('client', clientText(args));
   },
 };
 

@@ -9,6 +9,12 @@ type Sink = (...args: unknown[]) => void;
 function sink(level: 'debug' | 'info' | 'warn' | 'error'): Sink {
   return (...args: unknown[]) => {
     const [first, ...rest] = args;
+    if (level === 'debug') {
+      // NOTE: the client logs RPC payloads (credentials, whole buffers) at debug level: keep
+      // only its message text.
+      hostLogger.debug(typeof first === 'string' ? first : '(data)');
+      return;
+    }
     hostLogger[level](typeof first === 'string' ? formatText(first, ...rest) : formatText(...args));
   };
 }

@@ -1,5 +1,6 @@
 // The send, end to end: a chat buffer, <C-]>, the real Anthropic SDK in the host talking to a
 // fake server on 127.0.0.1, and the reply streamed into the buffer.
+import { readFileSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type Driver, startDriver } from '../helpers/driver.js';
 import { type FakeProvider, type FakeStream, startFakeProvider } from '../helpers/fake-provider.js';
@@ -366,5 +367,23 @@ describe('sending a chat', () => {
     expect(events.at(-1)).toEqual({ type: 'done', stopReason: 'end_turn' });
     expect(await d.lua('return _G.sink_listed')).toBe(false);
     expect(await d.lua('return vim.api.nvim_buf_is_valid(...)', created.data['bufnr'])).toBe(false);
+  });
+
+  it('never writes the API key to the log, the buffer or a message, even when a request fails', async () => {
+    const { d, f, buf } = await setup(['@You:', 'Hello']);
+    await d.command('Flemma log:level debug');
+    await d.press('<C-]>');
+    const request = await f.nextRequest({ path: '/v1/messages' });
+    expect(request.apiKey()).toBe('sk-test-key');
+    await request.respond(401, {
+      type: 'error',
+      error: { type: 'authentication_error', message: 'invalid x-api-key' },
+    });
+    await d.waitForEvent('FlemmaRequestFinished');
+    const log = readFileSync(await d.lua<string>('return require("flemma.log").path()'), 'utf8');
+    expect(log).toContain('send failed');
+    expect(log).not.toContain('sk-test-key');
+    expect((await d.lines(buf)).join('\n')).not.toContain('sk-test-key');
+    expect(d.notifications().some((n) => n.message.includes('sk-test-key'))).toBe(false);
   });
 });
