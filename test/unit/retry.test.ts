@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ProviderError, retryAfterMs } from '../../src/core/provider/types.js';
+import { ProviderError, errorForStatus, retryAfterMs } from '../../src/core/provider/types.js';
 import { retryDelay } from '../../src/host/send.js';
 
 const retryable = (after?: number): ProviderError => {
@@ -41,5 +41,35 @@ describe('retries before the first byte', () => {
     );
     expect(retryAfterMs(headers({}))).toBeUndefined();
     expect(retryAfterMs(undefined)).toBeUndefined();
+  });
+});
+
+describe('errorForStatus', () => {
+  it('maps every status the same way for every provider', () => {
+    const table = [400, 401, 403, 404, 408, 409, 413, 418, 422, 429, 500, 503, 529, 302].map(
+      (status) => {
+        const error = errorForStatus('p', status, 'm');
+        return [status, error.kind, error.retryable];
+      },
+    );
+    expect(table).toEqual([
+      [400, 'invalid_request', false],
+      [401, 'authentication', false],
+      [403, 'permission', false],
+      [404, 'not_found', false],
+      [408, 'timeout', true],
+      [409, 'invalid_request', false],
+      [413, 'invalid_request', false],
+      [418, 'invalid_request', false],
+      [422, 'invalid_request', false],
+      [429, 'rate_limit', true],
+      [500, 'server', true],
+      [503, 'server', true],
+      [529, 'overloaded', true],
+      [302, 'unknown', false],
+    ]);
+    expect(errorForStatus('openai', 401, 'bad key').describe()).toBe(
+      'openai: authentication — bad key',
+    );
   });
 });

@@ -151,6 +151,34 @@ export interface ConnectionOptions {
 }
 
 /**
+ * The error for an HTTP status, the same for every provider: 400/409/413/422 and any other 4xx
+ * invalid request, 401 authentication, 403 permission, 404 not found, 408 timeout, 429 rate
+ * limit, 529 overloaded, 5xx server; the last four are worth retrying.
+ */
+export function errorForStatus(provider: string, status: number, message: string): ProviderError {
+  const of = (kind: ProviderError['kind'], retryable = false): ProviderError =>
+    new ProviderError(provider, kind, message, status, retryable);
+  switch (status) {
+    case 401:
+      return of('authentication');
+    case 403:
+      return of('permission');
+    case 404:
+      return of('not_found');
+    case 408:
+      return of('timeout', true);
+    case 429:
+      return of('rate_limit', true);
+    case 529:
+      return of('overloaded', true);
+    default:
+      if (status >= 500) return of('server', true);
+      if (status >= 400) return of('invalid_request');
+      return of('unknown');
+  }
+}
+
+/**
  * The wait a response asks for: `retry-after-ms`, else `retry-after` in seconds or as an HTTP
  * date. `headers` is anything with a `get(name)` (the SDKs' fetch `Headers`).
  */

@@ -19,6 +19,7 @@ import {
   type ProviderEvent,
   type ProviderRequest,
   type Usage,
+  errorForStatus,
   retryAfterMs,
 } from '../types.js';
 
@@ -247,31 +248,6 @@ function apiErrorText(type: string | null, message: string | null): string | und
   return type === null ? message : `${type} — ${message}`;
 }
 
-function kindForStatus(status: number): { kind: ProviderError['kind']; retryable: boolean } {
-  switch (status) {
-    case 400:
-    case 413:
-    case 422:
-      return { kind: 'invalid_request', retryable: false };
-    case 401:
-      return { kind: 'authentication', retryable: false };
-    case 403:
-      return { kind: 'permission', retryable: false };
-    case 404:
-      return { kind: 'not_found', retryable: false };
-    case 408:
-      return { kind: 'timeout', retryable: true };
-    case 429:
-      return { kind: 'rate_limit', retryable: true };
-    case 529:
-      return { kind: 'overloaded', retryable: true };
-    default:
-      return status >= 500
-        ? { kind: 'server', retryable: true }
-        : { kind: 'unknown', retryable: false };
-  }
-}
-
 /** A failure as a ProviderError; `started` says whether any event of the reply had arrived. */
 function toProviderError(sdk: AnthropicSdk, error: unknown, started: boolean): ProviderError {
   if (error instanceof ProviderError) return error;
@@ -295,9 +271,7 @@ function toProviderError(sdk: AnthropicSdk, error: unknown, started: boolean): P
       const text = apiErrorText(error.type, error.apiMessage) ?? error.message;
       return new ProviderError(PROVIDER, 'stream', text);
     }
-    const { kind, retryable } = kindForStatus(status);
-    const text = error.apiMessage ?? error.message;
-    const failure = new ProviderError(PROVIDER, kind, text, status, retryable);
+    const failure = errorForStatus(PROVIDER, status, error.apiMessage ?? error.message);
     const wait = retryAfterMs(error.headers);
     if (wait !== undefined) failure.retryAfterMs = wait;
     return failure;

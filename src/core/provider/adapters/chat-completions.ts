@@ -27,6 +27,7 @@ import {
   type ProviderEvent,
   type ProviderRequest,
   type Usage,
+  errorForStatus,
   retryAfterMs,
 } from '../types.js';
 
@@ -449,24 +450,10 @@ function mapError(error: unknown, where: Where, received: boolean): ProviderErro
       // An error object inside the stream (`data: {"error": …}`).
       return new ProviderError(name, 'stream', message, undefined, !received);
     }
-    if (status === 401) return new ProviderError(name, 'authentication', message, status);
-    if (status === 403) return new ProviderError(name, 'permission', message, status);
-    if (status === 404) {
-      return new ProviderError(
-        name,
-        'not_found',
-        `${message} (the model '${model}' may not exist on ${baseURL})`,
-        status,
-      );
-    }
-    if (status === 408) return new ProviderError(name, 'timeout', message, status, true);
-    if (status === 429) return new ProviderError(name, 'rate_limit', message, status, true);
-    if (status === 400 || status === 413 || status === 422) {
-      return new ProviderError(name, 'invalid_request', message, status);
-    }
-    if (status === 529) return new ProviderError(name, 'overloaded', message, status, true);
-    if (status >= 500) return new ProviderError(name, 'server', message, status, true);
-    return new ProviderError(name, 'unknown', message, status);
+    // A 404 from a compatible server usually means the model is not there.
+    const text =
+      status === 404 ? `${message} (the model '${model}' may not exist on ${baseURL})` : message;
+    return errorForStatus(name, status, text);
   }
   if (error instanceof Error) {
     // A broken stream (lost connection, malformed chunk) after the response began.

@@ -22,6 +22,7 @@ import {
   type ProviderEvent,
   type ProviderRequest,
   type Usage,
+  errorForStatus,
 } from '../types.js';
 
 export interface GeminiAdapterOptions {
@@ -473,14 +474,7 @@ function toProviderError(
   if (error instanceof sdk.ApiError) {
     const status = error.status;
     const message = apiMessage(error.message);
-    if (status === 401) return new ProviderError(provider, 'authentication', message, status);
-    if (status === 403) return new ProviderError(provider, 'permission', message, status);
-    if (status === 404) return new ProviderError(provider, 'not_found', message, status);
-    if (status === 408) return new ProviderError(provider, 'timeout', message, status, !started);
-    if (status === 429) return new ProviderError(provider, 'rate_limit', message, status, true);
-    if (status >= 500) return new ProviderError(provider, 'server', message, status, true);
-    if (status >= 400) return new ProviderError(provider, 'invalid_request', message, status);
-    return new ProviderError(provider, 'unknown', message, status);
+    return errorForStatus(provider, status, message);
   }
   const message = describe(error);
   if (/Incomplete JSON segment|exception parsing stream chunk/.test(message)) {

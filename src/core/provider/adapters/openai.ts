@@ -21,6 +21,7 @@ import {
   type ProviderEvent,
   type ProviderRequest,
   type Usage,
+  errorForStatus,
   retryAfterMs,
 } from '../types.js';
 
@@ -505,16 +506,7 @@ function mapError(sdk: SdkModule<'openai'>, error: unknown, started: boolean): P
     const message = apiMessage(error);
     // No status: the error arrived inside the stream.
     if (status === undefined) return new ProviderError(PROVIDER, 'stream', message);
-    if (status === 400 || status === 409 || status === 413 || status === 422) {
-      return new ProviderError(PROVIDER, 'invalid_request', message, status);
-    }
-    if (status === 401) return new ProviderError(PROVIDER, 'authentication', message, status);
-    if (status === 403) return new ProviderError(PROVIDER, 'permission', message, status);
-    if (status === 404) return new ProviderError(PROVIDER, 'not_found', message, status);
-    if (status === 408) return new ProviderError(PROVIDER, 'timeout', message, status, true);
-    if (status === 429) return new ProviderError(PROVIDER, 'rate_limit', message, status, true);
-    if (status >= 500) return new ProviderError(PROVIDER, 'server', message, status, true);
-    return new ProviderError(PROVIDER, 'unknown', message, status);
+    return errorForStatus(PROVIDER, status, message);
   }
   if (error instanceof SyntaxError) {
     return new ProviderError(PROVIDER, 'stream', `unreadable event: ${error.message}`);
