@@ -2,6 +2,7 @@
 // (behaviour.md §2.13), with the buffer locked, a progress indicator, hooks, cancel and errors
 // that leave the buffer as it was.
 import { evaluateLiterally } from '../core/chat/evaluate.js';
+import { sleep } from '../core/util/sleep.js';
 import { assemblePrompt } from '../core/chat/prompt.js';
 import { ReplyLayout, openingLines } from '../core/chat/reply.js';
 import {
@@ -58,24 +59,6 @@ export function retryDelay(
   if (error.retryAfterMs !== undefined) return Math.min(error.retryAfterMs, 60_000);
   const base = 1000 * 2 ** (attempt - 1);
   return Math.round(base * (0.8 + 0.4 * random()));
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) {
-      resolve();
-      return;
-    }
-    const timer = setTimeout(resolve, ms);
-    signal.addEventListener(
-      'abort',
-      () => {
-        clearTimeout(timer);
-        resolve();
-      },
-      { once: true },
-    );
-  });
 }
 
 /**

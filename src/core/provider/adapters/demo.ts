@@ -1,6 +1,7 @@
 // The offline `demo` provider: no network, no key. It streams a scripted reply (thinking, text in
 // small pieces, a tool call) at a readable pace, so that a newcomer sees streaming and the tool
 // cycle without an account. Every reply says it comes from the demo.
+import { sleep } from '../../util/sleep.js';
 import type { ProviderAdapter, ProviderEvent, ProviderRequest } from '../types.js';
 
 export interface DemoOptions {
@@ -66,21 +67,6 @@ export function demoScript(request: ProviderRequest): ProviderEvent[] {
   return events;
 }
 
-function pause(ms: number, signal: AbortSignal): Promise<void> {
-  if (ms <= 0) return Promise.resolve();
-  return new Promise((resolve) => {
-    const timer = setTimeout(resolve, ms);
-    signal.addEventListener(
-      'abort',
-      () => {
-        clearTimeout(timer);
-        resolve();
-      },
-      { once: true },
-    );
-  });
-}
-
 export function createDemoAdapter(options: DemoOptions = {}): ProviderAdapter {
   const delay = options.delayMs ?? 40;
   return {
@@ -88,7 +74,7 @@ export function createDemoAdapter(options: DemoOptions = {}): ProviderAdapter {
     buildBody: (request) => ({ model: 'demo', messages: request.messages.length }),
     async *stream(request, signal) {
       for (const event of demoScript(request)) {
-        await pause(delay, signal);
+        await sleep(delay, signal);
         if (signal.aborted) return;
         yield event;
       }
