@@ -93,10 +93,6 @@ export class SendController {
 
   constructor(private readonly ctx: HostContext) {}
 
-  isRunning(bufnr: number): boolean {
-    return this.running.has(bufnr);
-  }
-
   /** Abort the buffer's request; returns whether there was one. */
   cancel(bufnr: number): boolean {
     const controller = this.running.get(bufnr);
