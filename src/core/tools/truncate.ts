@@ -1,0 +1,290 @@
+// Output truncation for tool results (behaviour §3.16; the seeds win: whenever output is cut,
+// the full text is saved to a temp file and the result names that file).
+//
+// Conventions, decided here:
+// - Limits: at most MAX_LINES lines AND at most MAX_BYTES UTF-8 bytes. Text that is exactly at a
+//   limit is not truncated; one line or one byte more is.
+// - Lines are separated by "\n". A single trailing newline terminates the last line: it adds no
+//   empty line and does not count toward the byte limit ("a\nb\n" is 2 lines of 3 bytes). It is
+//   still part of `totalBytes` and of the saved full output. "\r" is kept as part of its line.
+// - Truncated content holds whole lines joined by "\n" (no trailing newline). Byte counts include
+//   the "\n" separators between kept lines.
+// - When not even one whole line fits in the byte budget, that line (the first for head, the last
+//   for tail) is cut at a code-point boundary, never inside a multi-byte character, and marked:
+//   head keeps its start followed by HEAD_CUT_MARKER, tail keeps its end preceded by TAIL_CUT_MARKER.
+//   The marker counts toward the byte limit.
+// - Sizes are 1024-based, as in the seed's `format_size(12345) == "12.1KB"`: `512B`, `1.5KB`,
+//   `2.0MB`, `1.0GB` (no space; one decimal above bytes; a value that rounds up to 1024.0 of a unit
+//   is written in the next unit).
+// - Notices (truncateForResult), after a blank line; `<where>` is ` Full output: <path>` or, when
+//   the file could not be written, ` Full output could not be saved.`:
+//     `[Showing lines <a>-<b> of <total>.<where>]`                  line limit hit
+//     `[Showing lines <a>-<b> of <total> (50.0KB limit).<where>]`   byte limit hit
+//     `[Output too large: <size> in a single line, exceeds 50.0KB limit; showing the first <kept>.<where>]`
+//     `[Showing last <kept> of line <n>.<where>]`                   tail, last line cut
+
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { writeFile } from 'node:fs/promises';
+
+export const MAX_LINES = 2000;
+export const MAX_BYTES = 50 * 1024;
+
+/** Appended to the kept start of a single line too big for the byte limit (head). */
+export const HEAD_CUT_MARKER = ' ... [truncated]';
+/** Prepended to the kept end of a single line too big for the byte limit (tail). */
+export const TAIL_CUT_MARKER = '[truncated] ... ';
+
+export interface TruncateLimits {
+  maxLines?: number;
+  maxBytes?: number;
+}
+
+/** A line that was cut because it alone exceeded the byte limit. */
+export interface CutLine {
+  /** 1-based number of the cut line in the original text. */
+  line: number;
+  /** UTF-8 size of the whole original line. */
+  lineBytes: number;
+  /** UTF-8 bytes of the line that were kept (the marker excluded). */
+  keptBytes: number;
+}
+
+export interface TruncationResult {
+  content: string;
+  truncated: boolean;
+  /** Which limit caused the cut; null when not truncated. */
+  truncatedBy: 'lines' | 'bytes' | null;
+  totalLines: number;
+  totalBytes: number;
+  /** Lines present in `content` (a cut line counts as one). */
+  shownLines: number;
+  /** UTF-8 size of `content`. */
+  shownBytes: number;
+  /** Set when a single over-long line was cut; null otherwise. */
+  cutLine: CutLine | null;
+}
+
+const UNITS = ['B', 'KB', 'MB', 'GB'] as const;
+
+/** Human-readable, 1024-based size: `512B`, `12.1KB`, `2.0MB`, `1.0GB`. */
+export function formatSize(bytes: number): string {
+  const n = Number.isFinite(bytes) && bytes > 0 ? bytes : 0;
+  if (n < 1024) return `${Math.round(n)}B`;
+  let value = n / 1024;
+  let unit = 1;
+  while (unit < UNITS.length - 1 && Number(value.toFixed(1)) >= 1024) {
+    value /= 1024;
+    unit += 1;
+  }
+  return `${value.toFixed(1)}${UNITS[unit] ?? 'GB'}`;
+}
+
+function byteLength(text: string): number {
+  return Buffer.byteLength(text, 'utf8');
+}
+
+function limitsOf(limits: TruncateLimits): { maxLines: number; maxBytes: number } {
+  const clean = (value: number | undefined, fallback: number): number =>
+    value === undefined || Number.isNaN(value) ? fallback : Math.max(0, Math.floor(value));
+  return {
+    maxLines: clean(limits.maxLines, MAX_LINES),
+    maxBytes: clean(limits.maxBytes, MAX_BYTES),
+  };
+}
+
+function splitLines(text: string): string[] {
+  if (text === '') return [];
+  const body = text.endsWith('\n') ? text.slice(0, -1) : text;
+  return body.split('\n');
+}
+
+const isContinuation = (byte: number | undefined): boolean =>
+  byte !== undefined && (byte & 0xc0) === 0x80;
+
+/** The longest start of `line` that fits in `budget` bytes, ending on a code-point boundary. */
+function cutStart(line: string, budget: number): string {
+  const buf = Buffer.from(line, 'utf8');
+  if (buf.length <= budget) return line;
+  let end = Math.max(0, budget);
+  while (end > 0 && isContinuation(buf[end])) end -= 1;
+  return buf.subarray(0, end).toString('utf8');
+}
+
+/** The longest end of `line` that fits in `budget` bytes, starting on a code-point boundary. */
+function cutEnd(line: string, budget: number): string {
+  const buf = Buffer.from(line, 'utf8');
+  if (buf.length <= budget) return line;
+  let start = buf.length - Math.max(0, budget);
+  while (start < buf.length && isContinuation(buf[start])) start += 1;
+  return buf.subarray(start).toString('utf8');
+}
+
+function truncate(text: string, limits: TruncateLimits, fromEnd: boolean): TruncationResult {
+  const { maxLines, maxBytes } = limitsOf(limits);
+  const lines = splitLines(text);
+  const totalLines = lines.length;
+  const totalBytes = byteLength(text);
+  const bodyBytes = text.endsWith('\n') ? totalBytes - 1 : totalBytes;
+
+  if (totalLines <= maxLines && bodyBytes <= maxBytes) {
+    return {
+      content: text,
+      truncated: false,
+      truncatedBy: null,
+      totalLines,
+      totalBytes,
+      shownLines: totalLines,
+      shownBytes: totalBytes,
+      cutLine: null,
+    };
+  }
+
+  // Take whole lines from the chosen end while both limits allow.
+  const kept: string[] = [];
+  let used = 0;
+  for (let i = 0; i < totalLines && kept.length < maxLines; i += 1) {
+    const line = lines[fromEnd ? totalLines - 1 - i : i] ?? '';
+    const cost = byteLength(line) + (kept.length > 0 ? 1 : 0);
+    if (used + cost > maxBytes) break;
+    used += cost;
+    kept.push(line);
+  }
+  if (fromEnd) kept.reverse();
+  const truncatedBy = kept.length >= maxLines ? 'lines' : 'bytes';
+
+  let content = kept.join('\n');
+  let cutLine: CutLine | null = null;
+  if (kept.length === 0 && maxLines > 0 && totalLines > 0) {
+    // Not even one whole line fits: cut the edge line at a character boundary, with a marker.
+    const lineNo = fromEnd ? totalLines : 1;
+    const line = lines[lineNo - 1] ?? '';
+    const marker = fromEnd ? TAIL_CUT_MARKER : HEAD_CUT_MARKER;
+    const markerBytes = byteLength(marker);
+    const withMarker = maxBytes > markerBytes;
+    const budget = withMarker ? maxBytes - markerBytes : maxBytes;
+    const piece = fromEnd ? cutEnd(line, budget) : cutStart(line, budget);
+    if (withMarker) content = fromEnd ? marker + piece : piece + marker;
+    else content = piece;
+    cutLine = { line: lineNo, lineBytes: byteLength(line), keptBytes: byteLength(piece) };
+  }
+
+  return {
+    content,
+    truncated: true,
+    truncatedBy,
+    totalLines,
+    totalBytes,
+    shownLines: cutLine ? 1 : kept.length,
+    shownBytes: byteLength(content),
+    cutLine,
+  };
+}
+
+/** Keep the first lines (file reads, listings, search results). */
+export function truncateHead(text: string, limits: TruncateLimits = {}): TruncationResult {
+  return truncate(text, limits, false);
+}
+
+/** Keep the last lines (command output, where the end matters). */
+export function truncateTail(text: string, limits: TruncateLimits = {}): TruncationResult {
+  return truncate(text, limits, true);
+}
+
+/** The filesystem operations truncateForResult needs; inject a fake in tests. */
+export interface TruncateFs {
+  writeFile(path: string, data: string): Promise<void>;
+  tmpdir(): string;
+}
+
+/** Node implementation: the OS temp dir; files readable by the owner only (output may be private). */
+export const nodeTruncateFs: TruncateFs = {
+  writeFile: (path, data) => writeFile(path, data, { encoding: 'utf8', mode: 0o600 }),
+  tmpdir: () => tmpdir(),
+};
+
+export interface TruncateForResultOptions extends TruncateLimits {
+  /** What produced the output, e.g. the tool name `bash`. */
+  source: string;
+  /** Unique id of this output, e.g. the tool-use id `toolu_01`. */
+  id: string;
+  mode: 'head' | 'tail';
+}
+
+export interface TruncatedOutput {
+  /** The text to return: unchanged, or the kept content, a blank line and the notice. */
+  text: string;
+  truncated: boolean;
+  /** Where the full output was saved; null when not truncated or when saving failed. */
+  fullOutputPath: string | null;
+  details: TruncationResult;
+}
+
+/** A file-name-safe fragment: only [A-Za-z0-9._-], at most 80 characters, never empty. */
+function fileNamePart(value: string): string {
+  const safe = value.replace(/[^A-Za-z0-9._-]/gu, '_').slice(0, 80);
+  return safe === '' ? '_' : safe;
+}
+
+/** `<tmpdir>/flemma_<source>_<id>.txt`, with source and id sanitized. */
+export function overflowPath(source: string, id: string, dir: string): string {
+  return join(dir, `flemma_${fileNamePart(source)}_${fileNamePart(id)}.txt`);
+}
+
+function notice(
+  details: TruncationResult,
+  mode: 'head' | 'tail',
+  maxBytes: number,
+  savedTo: string | null,
+): string {
+  const where = savedTo === null ? ' Full output could not be saved.' : ` Full output: ${savedTo}`;
+  const total = details.totalLines;
+  const cut = details.cutLine;
+  if (cut !== null) {
+    if (mode === 'head') {
+      const size = formatSize(cut.lineBytes);
+      const limit = formatSize(maxBytes);
+      return `[Output too large: ${size} in a single line, exceeds ${limit} limit; showing the first ${formatSize(cut.keptBytes)}.${where}]`;
+    }
+    return `[Showing last ${formatSize(cut.keptBytes)} of line ${cut.line}.${where}]`;
+  }
+  if (details.shownLines === 0) return `[Showing no lines of ${total}.${where}]`;
+  const from = mode === 'head' ? 1 : total - details.shownLines + 1;
+  const to = mode === 'head' ? details.shownLines : total;
+  const why = details.truncatedBy === 'bytes' ? ` (${formatSize(maxBytes)} limit)` : '';
+  return `[Showing lines ${from}-${to} of ${total}${why}.${where}]`;
+}
+
+/**
+ * Truncate tool output for a result. Under the limits the text comes back unchanged and no file is
+ * written. Over them, the FULL text is first written to `<tmpdir>/flemma_<source>_<id>.txt`, and the
+ * kept content is followed by a blank line and a notice naming that file, e.g.
+ * `[Showing lines 3322-5321 of 5321. Full output: /tmp/flemma_bash_toolu_01.txt]`. If the file
+ * cannot be written the notice says so instead of naming a path. Never throws.
+ */
+export async function truncateForResult(
+  text: string,
+  options: TruncateForResultOptions,
+  fs: TruncateFs,
+): Promise<TruncatedOutput> {
+  const limits: TruncateLimits = {};
+  if (options.maxLines !== undefined) limits.maxLines = options.maxLines;
+  if (options.maxBytes !== undefined) limits.maxBytes = options.maxBytes;
+  const details = options.mode === 'tail' ? truncateTail(text, limits) : truncateHead(text, limits);
+  if (!details.truncated) {
+    return { text, truncated: false, fullOutputPath: null, details };
+  }
+
+  let savedTo: string | null = null;
+  try {
+    const path = overflowPath(options.source, options.id, fs.tmpdir());
+    await fs.writeFile(path, text);
+    savedTo = path;
+  } catch {
+    savedTo = null;
+  }
+
+  const line = notice(details, options.mode, limitsOf(limits).maxBytes, savedTo);
+  const out = details.content === '' ? line : `${details.content}\n\n${line}`;
+  return { text: out, truncated: true, fullOutputPath: savedTo, details };
+}
