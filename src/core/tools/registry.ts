@@ -1,0 +1,224 @@
+// The tool registry: the set of tools a host can offer to the model, keyed by internal name.
+// It stores definitions, answers look-ups, and turns the enabled (or explicitly selected) tools
+// into provider `ToolSpec`s in a byte-stable form: sorted by name, schemas with `properties`
+// keys and `required` entries sorted.
+
+import type { ToolSpec } from '../provider/types.js';
+
+/** What a tool's `execute` receives besides its input. Deliberately minimal for now. */
+export interface ToolContext {
+  /** Working directory the tool should act in. */
+  cwd: string;
+  /** Aborted when the user cancels or a timeout fires; long-running tools must honour it. */
+  signal: AbortSignal;
+  /** The chat buffer the call came from, when there is one. */
+  bufnr?: number;
+}
+
+/** The result of running a tool. A thrown error is normalised to `{ ok: false }` by the caller. */
+export type ToolOutcome =
+  | { ok: true; output: string | Record<string, unknown> }
+  | { ok: false; error: string; partialOutput?: string };
+
+export interface ToolDefinition {
+  /** Internal name: `[A-Za-z0-9_.:-]+` (e.g. `calculator`, `file.read`, `mcp:slack:post`). */
+  name: string;
+  description: string;
+  /** JSON Schema of the input (an object schema). */
+  inputSchema: Record<string, unknown>;
+  /** OpenAI strict mode; the schema must then list every property in `required`. */
+  strict?: boolean;
+  /** A short human label for previews and notifications. */
+  label?: string;
+  execute?: (input: unknown, ctx: ToolContext) => Promise<ToolOutcome>;
+  /** `false` = registered but only offered when a buffer selects it by name. Default `true`. */
+  enabled?: boolean;
+  /** The tool is safe to run without asking when the sandbox is active. */
+  canAutoApproveIfSandboxed?: boolean;
+}
+
+const NAME_PATTERN = /^[A-Za-z0-9_.:-]+$/;
+
+export class ToolRegistryError extends Error {
+  override readonly name = 'ToolRegistryError';
+}
+
+interface Entry {
+  def: ToolDefinition;
+  spec: ToolSpec;
+}
+
+export class ToolRegistry {
+  readonly #entries = new Map<string, Entry>();
+
+  /** Adds a tool; a tool registered under the same name is replaced. Throws on a bad definition. */
+  register(def: ToolDefinition): void {
+    checkDefinition(def);
+    this.#entries.set(def.name, { def, spec: toSpec(def) });
+  }
+
+  /** Removes a tool; `false` when no tool had that name. */
+  unregister(name: string): boolean {
+    return this.#entries.delete(name);
+  }
+
+  get(name: string): ToolDefinition | undefined {
+    return this.#entries.get(name)?.def;
+  }
+
+  has(name: string): boolean {
+    return this.#entries.has(name);
+  }
+
+  count(): number {
+    return this.#entries.size;
+  }
+
+  /** Every registered tool (enabled or not), sorted by name. */
+  list(): ToolDefinition[] {
+    return this.#sortedEntries().map((e) => e.def);
+  }
+
+  /**
+   * The tools to offer the model, sorted by name. Without `names`: every enabled tool. With
+   * `names`: exactly the named tools that are registered (disabled ones included, unknown names
+   * ignored, duplicates collapsed).
+   */
+  specs(names?: readonly string[]): ToolSpec[] {
+    if (names === undefined) {
+      return this.#sortedEntries()
+        .filter((e) => e.def.enabled !== false)
+        .map((e) => e.spec);
+    }
+    const wanted = new Set(names);
+    return this.#sortedEntries()
+      .filter((e) => wanted.has(e.def.name))
+      .map((e) => e.spec);
+  }
+
+  /**
+   * "Did you mean …?" for an unknown tool name: the closest registered name by edit distance
+   * (case-insensitive), when it is close enough to be a plausible typo. `undefined` when the name
+   * is registered or nothing is close.
+   */
+  suggest(name: string): string | undefined {
+    if (this.#entries.has(name)) return undefined;
+    const query = name.toLowerCase();
+    let best: { name: string; distance: number } | undefined;
+    for (const candidate of [...this.#entries.keys()].sort(compareNames)) {
+      const lower = candidate.toLowerCase();
+      const distance = editDistance(query, lower);
+      const limit = Math.max(1, Math.floor(Math.max(query.length, lower.length) / 3));
+      const close =
+        distance <= limit ||
+        // A qualified name asked for by its last segment (`post` → `mcp:slack:post`).
+        (query.length >= 3 && lastSegment(lower) === query);
+      if (!close) continue;
+      if (best === undefined || distance < best.distance) best = { name: candidate, distance };
+    }
+    return best?.name;
+  }
+
+  #sortedEntries(): Entry[] {
+    return [...this.#entries.values()].sort((a, b) => compareNames(a.def.name, b.def.name));
+  }
+}
+
+/** Code-unit order, so the result does not depend on the locale. */
+function compareNames(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+function lastSegment(name: string): string {
+  const parts = name.split(/[:.]/);
+  return parts[parts.length - 1] ?? name;
+}
+
+function checkDefinition(def: ToolDefinition): void {
+  // The values come from user configuration too, so the static types are not trusted here.
+  const raw = def as unknown as Record<string, unknown>;
+  const name = raw['name'];
+  if (typeof name !== 'string' || !NAME_PATTERN.test(name)) {
+    const shown = typeof name === 'string' ? `'${name}'` : String(name);
+    throw new ToolRegistryError(
+      `Invalid tool name ${shown}: a tool name must be non-empty and use only letters, digits, '_', '.', ':' and '-'`,
+    );
+  }
+  if (typeof raw['description'] !== 'string') {
+    throw new ToolRegistryError(`Tool '${name}': description must be a string`);
+  }
+  const schema = raw['inputSchema'];
+  if (typeof schema !== 'object' || schema === null || Array.isArray(schema)) {
+    throw new ToolRegistryError(`Tool '${name}': inputSchema must be a JSON Schema object`);
+  }
+  if (raw['execute'] !== undefined && typeof raw['execute'] !== 'function') {
+    throw new ToolRegistryError(`Tool '${name}': execute must be a function`);
+  }
+}
+
+function toSpec(def: ToolDefinition): ToolSpec {
+  const spec: ToolSpec = {
+    name: def.name,
+    description: def.description,
+    inputSchema: canonicalSchema(def.inputSchema) as Record<string, unknown>,
+  };
+  if (def.strict !== undefined) spec.strict = def.strict;
+  return spec;
+}
+
+/**
+ * A deep copy of a JSON Schema with every `properties` map's keys and every `required` list
+ * sorted, so the serialized request is byte-stable whatever order the author used. Other keys
+ * keep their order (the JSON body serializer sorts those).
+ */
+export function canonicalSchema(node: unknown): unknown {
+  if (Array.isArray(node)) return node.map(canonicalSchema);
+  if (typeof node !== 'object' || node === null) return node;
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(node as Record<string, unknown>)) {
+    if (key === 'properties' && isPlainObject(value)) {
+      const props: Record<string, unknown> = {};
+      for (const prop of Object.keys(value).sort(compareNames)) {
+        props[prop] = canonicalSchema(value[prop]);
+      }
+      out[key] = props;
+    } else if (
+      key === 'required' &&
+      Array.isArray(value) &&
+      value.every((v) => typeof v === 'string')
+    ) {
+      out[key] = [...value].sort(compareNames);
+    } else {
+      out[key] = canonicalSchema(value);
+    }
+  }
+  return out;
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/**
+ * Edit distance counting insertions, deletions, substitutions and swaps of two adjacent
+ * characters (optimal string alignment), so `raed` is one edit from `read`.
+ */
+export function editDistance(a: string, b: string): number {
+  if (a === b) return 0;
+  let before: number[] = [];
+  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const cur = [i];
+    for (let j = 1; j <= b.length; j++) {
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+      let best = Math.min((prev[j] ?? 0) + 1, (cur[j - 1] ?? 0) + 1, (prev[j - 1] ?? 0) + cost);
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) {
+        best = Math.min(best, (before[j - 2] ?? 0) + 1);
+      }
+      cur[j] = best;
+    }
+    before = prev;
+    prev = cur;
+  }
+  return prev[b.length] ?? 0;
+}
