@@ -16,6 +16,8 @@ const hash = sourceHash(root);
 
 /** Provider SDKs: package name → the bundle that carries it. */
 const SDKS = { '@anthropic-ai/sdk': 'anthropic', openai: 'openai', '@google/genai': 'genai' };
+/** Everything loaded with import() on first use: the SDKs, and execa and ajv (the first tool run). */
+const LAZY = { ...SDKS, execa: 'execa', ajv: 'ajv' };
 const sdkVersions = Object.fromEntries(
   Object.keys(SDKS).map((name) => [
     name,
@@ -46,7 +48,7 @@ const sdkBundles = {
   name: 'flemma-sdk-bundles',
   setup(build) {
     const filter = new RegExp(
-      `^(${Object.keys(SDKS)
+      `^(${Object.keys(LAZY)
         .map((n) => n.replace(/[/.]/g, '\\$&'))
         .join('|')})$`,
     );
@@ -56,7 +58,7 @@ const sdkBundles = {
           errors: [{ text: `${args.path} must be loaded with import(), not imported statically` }],
         };
       }
-      return { path: `./sdk/${SDKS[args.path]}.mjs`, external: true };
+      return { path: `./sdk/${LAZY[args.path]}.mjs`, external: true };
     });
   },
 };
@@ -76,7 +78,7 @@ const host = await esbuild.build({
 
 await esbuild.build({
   ...common,
-  entryPoints: Object.fromEntries(Object.entries(SDKS).map(([name, file]) => [file, name])),
+  entryPoints: Object.fromEntries(Object.entries(LAZY).map(([name, file]) => [file, name])),
   outdir: 'dist/sdk',
   outExtension: { '.js': '.mjs' },
   format: 'esm',
@@ -94,11 +96,11 @@ const rplugin = await esbuild.build({
   outdir: 'dist',
   outExtension: { '.js': '.cjs' },
   format: 'cjs',
-  external: ['neovim', ...Object.keys(SDKS)],
+  external: ['neovim', ...Object.keys(LAZY)],
 });
 
 const eager = Object.keys(host.metafile.inputs).filter((input) =>
-  Object.keys(SDKS).some((name) => input.includes(`node_modules/${name}/`)),
+  Object.keys(LAZY).some((name) => input.includes(`node_modules/${name}/`)),
 );
 if (eager.length > 0) {
   console.error(

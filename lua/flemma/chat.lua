@@ -163,6 +163,27 @@ function M.send(bufnr)
   return require("flemma.host").notify("chat:send", { bufnr = bufnr })
 end
 
+--- `<C-]>`: the tool cycle (placeholders, approved tools, then the send).
+function M.cycle(bufnr)
+  bufnr = bufnr or vim.api.nvim_get_current_buf()
+  if vim.bo[bufnr].filetype ~= "chat" then
+    require("flemma.notify").warn("not a chat buffer")
+    return false
+  end
+  return require("flemma.host").notify("chat:cycle", { bufnr = bufnr })
+end
+
+--- `<M-CR>` / `:Flemma tool:execute`: run the tool call under the cursor.
+function M.execute_tool(bufnr)
+  bufnr = bufnr or vim.api.nvim_get_current_buf()
+  if vim.bo[bufnr].filetype ~= "chat" then
+    require("flemma.notify").warn("not a chat buffer")
+    return false
+  end
+  local row = vim.api.nvim_win_get_cursor(0)[1] - 1
+  return require("flemma.host").notify("tool:execute", { bufnr = bufnr, row = row })
+end
+
 --- Cancel the running request of a chat buffer.
 function M.cancel(bufnr)
   bufnr = bufnr or vim.api.nvim_get_current_buf()
@@ -190,12 +211,15 @@ function M.setup_buffer(bufnr)
     end
   end
   map("n", normal.send or "<C-]>", function()
-    M.send(bufnr)
-  end, "send")
+    M.cycle(bufnr)
+  end, "run approved tools, or send")
   map("i", insert.send or "<C-]>", function()
     vim.cmd("stopinsert")
-    M.send(bufnr)
-  end, "send")
+    M.cycle(bufnr)
+  end, "run approved tools, or send")
+  map("n", normal.tool_execute or "<M-CR>", function()
+    M.execute_tool(bufnr)
+  end, "run the tool call under the cursor")
   map("n", normal.cancel or "<C-c>", function()
     M.cancel(bufnr)
   end, "cancel the request")

@@ -312,25 +312,41 @@ end
 
 function H.check_sandbox()
   health.start("Sandbox")
-  local path = vim.fn.exepath("bwrap")
+  local ok_cfg, cfg = pcall(function()
+    return require("flemma.config").get().sandbox
+  end)
+  local configured = ok_cfg and cfg and cfg.backends and cfg.backends.bwrap and cfg.backends.bwrap.path or "bwrap"
+  if ok_cfg and cfg and cfg.enabled == false then
+    health.info("sandbox.enabled = false: tools run without a sandbox")
+  end
+  local path = vim.fn.exepath(configured)
   if path == "" then
     health.warn(
-      "bubblewrap (bwrap) not found: tools run without a sandbox; install bubblewrap (apt install bubblewrap)"
-    )
-    return
-  end
-  local version, err = run({ path, "--version" })
-  if not version then
-    health.warn(
       string.format(
-        "`%s --version` failed (%s): tools run without a sandbox; reinstall bubblewrap (apt install bubblewrap)",
-        path,
-        err
+        "bubblewrap (%s) not found: tools run without a sandbox; install bubblewrap (apt install bubblewrap)",
+        configured
       )
     )
-    return
+  else
+    local version, err = run({ path, "--version" })
+    if not version then
+      health.warn(
+        string.format(
+          "`%s --version` failed (%s): tools run without a sandbox; reinstall bubblewrap (apt install bubblewrap)",
+          path,
+          err
+        )
+      )
+    else
+      health.ok(string.format("%s (%s)", version, path))
+    end
   end
-  health.ok(string.format("%s (%s)", version, path))
+  local rg = vim.fn.exepath("rg")
+  if rg == "" then
+    health.info("ripgrep (rg) not found: the grep tool uses grep instead (apt install ripgrep)")
+  else
+    health.ok("ripgrep for the grep tool (" .. rg .. ")")
+  end
 end
 
 --- The first non-empty variable of `names` in Neovim's environment; never its value.

@@ -10,6 +10,8 @@ function M.setup(opts)
   require("flemma.config").setup(opts)
   require("flemma.log").configure()
   M.bootstrap()
+  require("flemma.tools").setup()
+  require("flemma.tools.preview").setup_highlights(require("flemma.config").get().highlights or {})
 end
 
 local function ms(value)
@@ -85,6 +87,82 @@ function H.register_commands()
       require("flemma.chat").cancel()
     end,
   })
+  local function tool_command(method)
+    return function()
+      local params = { bufnr = vim.api.nvim_get_current_buf(), row = vim.api.nvim_win_get_cursor(0)[1] - 1 }
+      host.call(method, params, function(err)
+        if err then
+          require("flemma.notify").warn(method .. ": " .. tostring(err))
+        end
+      end)
+    end
+  end
+  commands.register("tool:execute", {
+    desc = "Run the tool call under the cursor (whatever its approval status)",
+    run = function()
+      require("flemma.chat").execute_tool()
+    end,
+  })
+  commands.register("tool:cancel", {
+    desc = "Cancel the running tool under the cursor (or the oldest one)",
+    run = tool_command("tool:cancel"),
+  })
+  commands.register("tool:cancel-all", {
+    desc = "Cancel every running tool",
+    run = tool_command("tool:cancel-all"),
+  })
+  commands.register("tool:background", {
+    desc = "Move the running tool under the cursor (or the oldest) to the background",
+    run = tool_command("tool:background"),
+  })
+  commands.register("tool:list", {
+    desc = "List the running tools",
+    run = function()
+      host.call("tool:list", vim.NIL, function(err, list)
+        local notify = require("flemma.notify")
+        if err then
+          notify.warn("tool:list: " .. tostring(err))
+          return
+        end
+        if #list == 0 then
+          notify.info("No tool is running")
+          return
+        end
+        local lines = {}
+        for _, run in ipairs(list) do
+          lines[#lines + 1] = string.format(
+            "%s %s (buffer %d) %.1f s%s",
+            run.name,
+            run.id,
+            run.bufnr,
+            run.age_ms / 1000,
+            run.background and string.format(" [background job %d]", run.job_id) or ""
+          )
+        end
+        notify.info(table.concat(lines, "\n"))
+      end)
+    end,
+  })
+  commands.register("sandbox:enable", {
+    starts_host = false,
+    desc = "Enable the sandbox for this session",
+    run = function()
+      require("flemma.sandbox").enable()
+    end,
+  })
+  commands.register("sandbox:disable", {
+    starts_host = false,
+    desc = "Disable the sandbox for this session",
+    run = function()
+      require("flemma.sandbox").disable()
+    end,
+  })
+  commands.register("sandbox:status", {
+    desc = "Show how the sandbox applies to this buffer",
+    run = function()
+      require("flemma.sandbox").status()
+    end,
+  })
   commands.register("host:status", {
     desc = "Show the host process: pid, uptime, version, crashes, log file",
     run = H.host_status,
@@ -157,6 +235,7 @@ function M.bootstrap()
   vim.filetype.add({ extension = { chat = "chat" } })
   H.register_commands()
   require("flemma.commands").setup()
+  require("flemma.tools").bootstrap()
   local group = vim.api.nvim_create_augroup("flemma", { clear = true })
   vim.api.nvim_create_autocmd("FileType", {
     group = group,

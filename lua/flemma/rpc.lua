@@ -80,6 +80,24 @@ M.methods = {
     end
     return vim.NIL
   end,
+  ["tools.execute"] = function(params)
+    return require("flemma.tools").execute(params)
+  end,
+  ["tools.cancel"] = function(params)
+    return require("flemma.tools").cancel(params)
+  end,
+  ["tools.facts"] = function(params)
+    return require("flemma.tools.ui").facts(params)
+  end,
+  ["tools.spinner"] = function(params)
+    return require("flemma.tools.ui").spinner(params)
+  end,
+  ["tools.cursor"] = function(params)
+    return require("flemma.tools.ui").cursor(params)
+  end,
+  ["tools.previews"] = function(params)
+    return require("flemma.tools.ui").previews(params)
+  end,
   ["chat.structure"] = function(params)
     return require("flemma.chat").set_structure(params)
   end,

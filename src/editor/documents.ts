@@ -127,6 +127,13 @@ export class DocumentStore {
     this.listeners.push(listener);
   }
 
+  /** The latest parsed state of every followed buffer. */
+  all(): DocumentState[] {
+    const out: DocumentState[] = [];
+    for (const entry of this.entries.values()) if (entry.state !== undefined) out.push(entry.state);
+    return out;
+  }
+
   /** The buffer's state once every change received so far has been parsed. */
   parsed(bufnr: number): Promise<DocumentState | undefined> {
     const entry = this.entries.get(bufnr);

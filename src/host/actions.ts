@@ -2,6 +2,7 @@
 import { isLogLevel } from '../core/log.js';
 import { SDK_NAMES, type SdkName } from '../core/provider/sdk.js';
 import { type HostContext, HOST_VERSION, SOURCE_HASH } from './context.js';
+import type { LuaToolSpec } from './tools.js';
 
 export type Action = (ctx: HostContext, params: unknown) => unknown;
 
@@ -17,6 +18,8 @@ export interface HostInfo {
   uptime_ms: number;
   log_file: string | null;
   actions: string[];
+  /** Resident memory now and its peak so far, in bytes. */
+  memory: { rss: number; max_rss: number };
 }
 
 function hostInfo(ctx: HostContext): HostInfo {
@@ -28,6 +31,7 @@ function hostInfo(ctx: HostContext): HostInfo {
     uptime_ms: Date.now() - ctx.startedAt,
     log_file: ctx.logFile ?? null,
     actions: Object.keys(actions).sort(),
+    memory: { rss: process.memoryUsage().rss, max_rss: process.resourceUsage().maxRSS * 1024 },
   };
 }
 
@@ -62,7 +66,9 @@ export const actions: Record<string, Action> = {
       : { messages: state.document.messages.length, tick: state.tick };
   },
   'buffer:detach': async (ctx, params) => {
-    await ctx.documents.detach(bufnrOf(params));
+    const bufnr = bufnrOf(params);
+    ctx.tools.forget(bufnr);
+    await ctx.documents.detach(bufnr);
     return null;
   },
   /** The parsed tree of a followed buffer, once every change received so far is parsed. */
@@ -84,11 +90,78 @@ export const actions: Record<string, Action> = {
     });
     return null;
   },
-  /** Cancel the buffer's running request; tells the user when there is none. */
+  /**
+   * `<C-c>`: the buffer's running (or queued) request, else its oldest running tool; tells the
+   * user when there is nothing.
+   */
   'chat:cancel': (ctx, params) => {
-    const cancelled = ctx.sends.cancel(bufnrOf(params));
+    const bufnr = bufnrOf(params);
+    const cancelled = ctx.sends.cancel(bufnr) || ctx.tools.cancelOldest(bufnr);
     if (!cancelled) ctx.lua.notify('notify', { level: 'info', message: 'Nothing to cancel' });
     return { cancelled };
+  },
+  /** `<C-]>`: placeholders, execution of approved calls, then the send. */
+  'chat:cycle': (ctx, params) => {
+    const bufnr = bufnrOf(params);
+    ctx.tools.cycle(bufnr).catch((error: unknown) => {
+      ctx.logger.error(`the tool cycle of buffer ${String(bufnr)} failed`, error);
+    });
+    return null;
+  },
+  /** Lua's tool definitions (no functions) and how many of its async sources are still loading. */
+  'tools:define': (ctx, params) => {
+    const p = (params ?? {}) as { tools?: unknown; pending?: unknown; js_modules?: unknown };
+    const tools = Array.isArray(p.tools) ? (p.tools as LuaToolSpec[]) : [];
+    const pending = typeof p.pending === 'number' ? p.pending : 0;
+    const modules = Array.isArray(p.js_modules)
+      ? p.js_modules.filter((m): m is string => typeof m === 'string')
+      : [];
+    ctx.tools.defineFromLua(tools, pending, modules);
+    return null;
+  },
+  /** A Lua tool finished: `{ call_id, result = { success, output?, error? } }`. */
+  'tools:result': (ctx, params) => {
+    const p = (params ?? {}) as { call_id?: unknown; result?: unknown };
+    if (typeof p.call_id === 'string') {
+      ctx.tools.luaResult(p.call_id, p.result ?? {});
+    }
+    return null;
+  },
+  /** `<M-CR>`: run the call under the cursor (`row` is 0-based). */
+  'tool:execute': (ctx, params) => {
+    const bufnr = bufnrOf(params);
+    const row = rowOf(params) ?? 0;
+    ctx.tools.executeAt(bufnr, row).catch((error: unknown) => {
+      ctx.logger.error(`executing the tool at row ${String(row)} failed`, error);
+    });
+    return null;
+  },
+  'tool:cancel': async (ctx, params) => {
+    const bufnr = bufnrOf(params);
+    const cancelled = await ctx.tools.cancelAt(bufnr, rowOf(params));
+    if (!cancelled) ctx.lua.notify('notify', { level: 'info', message: 'No tool is running' });
+    return { cancelled };
+  },
+  'tool:cancel-all': (ctx) => {
+    const count = ctx.tools.cancelAll();
+    ctx.lua.notify('notify', {
+      level: 'info',
+      message: count === 0 ? 'No tool is running' : `Cancelled ${String(count)} tool(s)`,
+    });
+    return { cancelled: count };
+  },
+  'tool:list': (ctx) => ctx.tools.list(),
+  'sandbox:status': (ctx, params) => ctx.tools.sandboxStatus(bufnrOf(params)),
+  'tool:background': async (ctx, params) => {
+    const bufnr = bufnrOf(params);
+    const moved = await ctx.tools.background(bufnr, rowOf(params));
+    if (!moved) {
+      ctx.lua.notify('notify', {
+        level: 'info',
+        message: 'No running tool to move to the background',
+      });
+    }
+    return { moved };
   },
   'log:level': (ctx, params) => {
     const level = (params as { level?: unknown } | null)?.level;
@@ -99,6 +172,11 @@ export const actions: Record<string, Action> = {
     return { level };
   },
 };
+
+function rowOf(params: unknown): number | null {
+  const row = (params as { row?: unknown } | null)?.row;
+  return typeof row === 'number' && Number.isInteger(row) && row >= 0 ? row : null;
+}
 
 function bufnrOf(params: unknown): number {
   const bufnr = (params as { bufnr?: unknown } | null)?.bufnr;

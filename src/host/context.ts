@@ -7,6 +7,7 @@ import { WriteScheduler } from '../editor/writequeue.js';
 import { type BufferEventsPort, DocumentStore } from '../editor/documents.js';
 import type { FileLogger } from './log.js';
 import { SendController } from './send.js';
+import { ToolService } from './tools.js';
 
 declare const __FLEMMA_VERSION__: string;
 declare const __FLEMMA_SOURCE_HASH__: string;
@@ -23,6 +24,7 @@ export interface HostContext {
   readonly sdks: SdkLoader;
   readonly documents: DocumentStore;
   readonly sends: SendController;
+  readonly tools: ToolService;
   readonly logger: FileLogger;
   readonly startedAt: number;
   readonly logFile: string | undefined;
@@ -47,8 +49,13 @@ export function createContext(
     startedAt: Date.now(),
     logFile,
   };
-  // The send controller needs the rest of the context.
-  const withSends: HostContext = { ...ctx, sends: undefined as unknown as SendController };
-  (withSends as { sends: SendController }).sends = new SendController(withSends);
-  return withSends;
+  // The send controller and the tool service need the rest of the context (and each other).
+  const full: HostContext = {
+    ...ctx,
+    sends: undefined as unknown as SendController,
+    tools: undefined as unknown as ToolService,
+  };
+  (full as { sends: SendController }).sends = new SendController(full);
+  (full as { tools: ToolService }).tools = new ToolService(full);
+  return full;
 }

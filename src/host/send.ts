@@ -24,6 +24,7 @@ interface ConfigSnapshot {
     temperature?: number;
     cache_retention?: 'short' | 'long' | 'none';
   };
+  tools?: { __list?: string[] };
 }
 
 const DEFAULT_MAX_TOKENS = 8192;
@@ -93,6 +94,11 @@ export class SendController {
 
   constructor(private readonly ctx: HostContext) {}
 
+  /** A request of this buffer is running (or waiting for tool definitions). */
+  isRunning(bufnr: number): boolean {
+    return this.running.has(bufnr);
+  }
+
   /** Abort the buffer's request; returns whether there was one. */
   cancel(bufnr: number): boolean {
     const controller = this.running.get(bufnr);
@@ -103,6 +109,13 @@ export class SendController {
 
   async send(bufnr: number): Promise<SendStatus | undefined> {
     const { ctx } = this;
+    if (ctx.tools.isRunning(bufnr)) {
+      ctx.lua.notify('notify', {
+        level: 'warn',
+        message: 'Cannot send while tool execution is in progress.',
+      });
+      return undefined;
+    }
     if (this.running.has(bufnr)) {
       ctx.lua.notify('notify', {
         level: 'warn',
@@ -129,6 +142,16 @@ export class SendController {
 
   private async run(bufnr: number, controller: AbortController): Promise<SendStatus | undefined> {
     const { ctx } = this;
+    if (!ctx.tools.isReady()) {
+      ctx.lua.notify('notify', {
+        level: 'info',
+        message: 'Waiting for tool definitions to load...',
+      });
+      if (!(await ctx.tools.whenReady(controller.signal))) {
+        ctx.lua.notify('notify', { level: 'info', message: 'Cancelled queued send.' });
+        return 'cancelled';
+      }
+    }
     const state = await ctx.documents.attach(bufnr);
     if (state === undefined) return undefined;
     const prompt = assemblePrompt(state.document);
@@ -191,7 +214,7 @@ export class SendController {
       model,
       system: evaluated.system,
       messages: evaluated.messages,
-      tools: [],
+      tools: ctx.tools.specsFor(config.tools?.__list),
       maxTokens: maxTokens(parameters.max_tokens),
       cacheRetention: parameters.cache_retention ?? 'short',
     };

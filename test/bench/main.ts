@@ -1,5 +1,6 @@
 // `npm run bench`: host cold start and streaming writes through the editor adapter, on every
 // Neovim lane. Prints `metric value unit` lines.
+import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { LuaBridge, rpcPortOf } from '../../src/editor/lua.js';
 import { WriteScheduler } from '../../src/editor/writequeue.js';
@@ -265,8 +266,90 @@ async function sendBenchmarks(lane: Lane): Promise<void> {
   }
 }
 
+interface HostInfo {
+  memory: { rss: number; max_rss: number };
+}
+
+async function hostInfo(driver: Awaited<ReturnType<typeof startDriver>>): Promise<HostInfo> {
+  const after = driver.eventCount;
+  await driver.lua(`require("flemma.host").call("host:info", nil, function(err, info)
+    vim.api.nvim_exec_autocmds("User", { pattern = "FlemmaBenchHostInfo", data = { info = info, err = err } })
+  end)`);
+  const event = await driver.waitForEvent('FlemmaBenchHostInfo', { after });
+  return event.data['info'] as HostInfo;
+}
+
+/**
+ * S4: `bash` printing 5 MB. From the process's exit (a timestamp it writes as its last act) to
+ * the truncated result being in the buffer (the `tool:completed` hook, which fires after the
+ * write), the host's peak memory growth, and Neovim's main-loop lag meanwhile.
+ */
+async function toolBenchmarks(lane: Lane): Promise<void> {
+  const driver = await startDriver({
+    rtp: [BENCH_RTP],
+    ui: { width: 120, height: 40 },
+    setup: 'require("flemma").setup({ tools = { autopilot = false } })',
+  });
+  try {
+    const stamp = driver.writeFile('exit-stamp', '');
+    const command = `head -c 5000000 /dev/zero | tr '\\0' x | fold -w 99; date +%s%N > ${stamp}`;
+    const input = JSON.stringify({ label: 'print 5 MB', command, timeout: null });
+    await driver.openChat('s4.chat', [
+      '@You:',
+      'Print a lot.',
+      '',
+      '@Assistant:',
+      '**Tool Use:** `bash` (`toolu_S4`)',
+      '',
+      '```json',
+      input,
+      '```',
+      '',
+      '@You:',
+      '',
+      '**Tool Result:** `toolu_S4`',
+      '',
+      '```flemma:tool status=approved',
+      '```',
+    ]);
+    await driver.waitForEvent('FlemmaBootComplete', { timeout: 20000 });
+    await driver.lua(`require("flemma.hooks").on("tool:completed", function()
+      local sec, usec = vim.uv.gettimeofday()
+      _G.s4_injected_ns = sec * 1e9 + usec * 1e3
+    end)`);
+    const before = await hostInfo(driver);
+    await driver.lua('require("flemma_bench").lag_start(5)');
+    const after = driver.eventCount;
+    await driver.press('<C-]>');
+    const done = await driver.waitForEvent('FlemmaToolCompleted', { after, timeout: 60000 });
+    const lag = await driver.lua<number[]>('return require("flemma_bench").lag_stop()');
+    const injectedNs = await driver.lua<number>('return _G.s4_injected_ns');
+    const exitNs = Number(readFileSync(stamp, 'utf8').trim());
+    const later = await hostInfo(driver);
+    const text = (await driver.lines()).join('\n');
+    const saved = /Full output: (\S+)\]/.exec(text)?.[1];
+    if (done.data['status'] !== 'success' || saved === undefined) {
+      throw new Error(`S4: the result is not a truncated success:\n${text.slice(-400)}`);
+    }
+    const full = statSync(saved).size;
+    if (full < 5_000_000) throw new Error(`S4: the saved output holds ${String(full)} bytes`);
+    report(`tools.s4_inject_after_exit[nvim-${lane.lane}]`, (injectedNs - exitNs) / 1e6, 'ms');
+    report(
+      `tools.s4_host_peak_memory_growth[nvim-${lane.lane}]`,
+      (later.memory.max_rss - before.memory.max_rss) / (1024 * 1024),
+      'MB',
+    );
+    report(`tools.s4_saved_output[nvim-${lane.lane}]`, full / (1024 * 1024), 'MB', 2);
+    report(`tools.s4_main_loop_lag.p99[nvim-${lane.lane}]`, percentile(lag, 99), 'ms');
+    report(`tools.s4_main_loop_lag.max[nvim-${lane.lane}]`, Math.max(0, ...lag), 'ms');
+  } finally {
+    await driver.quit();
+  }
+}
+
 for (const lane of lanes) {
   process.env['FLEMMA_TEST_NVIM'] = lane.bin;
+  await toolBenchmarks(lane);
   await sendBenchmarks(lane);
   await coldStart(lane);
   await streaming(lane);

@@ -32,9 +32,15 @@ describe('the built host', () => {
     for (const name of PROVIDER_HOSTS) expect(host.includes(name), name).toBe(false);
   });
 
-  it('reaches each SDK through import() of its own bundle under dist/sdk/', () => {
+  it('reaches each SDK, execa and ajv through import() of its own bundle under dist/sdk/', () => {
     const lazy = [...host.matchAll(/import\(["'](\.\/sdk\/[^"']+)["']\)/g)].map((m) => m[1] ?? '');
-    expect(lazy.sort()).toEqual(['./sdk/anthropic.mjs', './sdk/genai.mjs', './sdk/openai.mjs']);
+    expect(lazy.sort()).toEqual([
+      './sdk/ajv.mjs',
+      './sdk/anthropic.mjs',
+      './sdk/execa.mjs',
+      './sdk/genai.mjs',
+      './sdk/openai.mjs',
+    ]);
     const sdkText = filesUnder('sdk').map(read).join('\n');
     for (const name of PROVIDER_HOSTS) expect(sdkText.includes(name), name).toBe(true);
   });

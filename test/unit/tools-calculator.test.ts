@@ -7,12 +7,11 @@ import {
   evaluateExpression,
   formatNumber,
 } from '../../src/core/tools/definitions/calculator.js';
+import { createExecutionContext } from '../../src/core/tools/context.js';
 import type { ToolContext, ToolDefinition } from '../../src/core/tools/registry.js';
 
-const ctx = (signal: AbortSignal = new AbortController().signal): ToolContext => ({
-  cwd: '/tmp',
-  signal,
-});
+const ctx = (signal: AbortSignal = new AbortController().signal): ToolContext =>
+  createExecutionContext({ bufnr: 1, cwd: '/tmp', timeout: 30, toolId: 't1', signal }, '/root');
 
 const run = (def: ToolDefinition, input: unknown, c: ToolContext = ctx()) => {
   if (def.execute === undefined) throw new Error('no execute');

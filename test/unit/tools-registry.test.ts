@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import {
   ToolRegistry,
   ToolRegistryError,
@@ -6,7 +6,7 @@ import {
   editDistance,
   type ToolDefinition,
 } from '../../src/core/tools/registry.js';
-import { schemaProblem, validateInput } from '../../src/core/tools/validate.js';
+import { loadValidator, schemaProblem, validateInput } from '../../src/core/tools/validate.js';
 import {
   calculatorAsyncTool,
   calculatorTool,
@@ -195,6 +195,7 @@ describe('ToolRegistry', () => {
 });
 
 describe('validateInput', () => {
+  beforeAll(loadValidator);
   const def = (inputSchema: Record<string, unknown>, name = 'calculator'): ToolDefinition => ({
     name,
     description: 'd',

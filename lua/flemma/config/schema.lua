@@ -337,6 +337,12 @@ function Node:check_object(value, path)
       if err then
         return err
       end
+    elseif type(key) == "string" and self.extra and type(item) == "table" then
+      -- Open objects take other keys whose value fits `extra` (a custom tool's own settings).
+      local err = self.extra:check(item, H.join(path, key))
+      if err then
+        return err
+      end
     elseif type(key) == "string" then
       local full = H.join(path, key)
       local guess = suggest.closest(key, self:known_keys())
@@ -473,7 +479,8 @@ end
 
 --- A table with known keys. Unknown keys are errors (`strict` is the only mode).
 --- `opts.list` accepts an array part of that item type (default `opts.list_default`);
---- `opts.aliases` maps an alternative name to a path (list of keys) relative to this object.
+--- `opts.aliases` maps an alternative name to a path (list of keys) relative to this object;
+--- `opts.extra` (a node for tables) admits other keys whose value is a table of that shape.
 function M.object(fields, opts)
   opts = opts or {}
   if opts.strict == false then
@@ -484,6 +491,7 @@ function M.object(fields, opts)
     list = opts.list,
     list_default = opts.list_default,
     aliases = opts.aliases,
+    extra = opts.extra,
     default = opts.default,
   })
 end
@@ -765,6 +773,8 @@ M.options = S.object({
     max_concurrent = S.integer(2, { min = 0 }),
     default_timeout = S.integer(30, { min = 1 }),
     show_spinner = S.boolean(true),
+    -- Seconds after which a running tool moves to the background by itself (0: never).
+    background_after = S.integer(0, { min = 0 }),
     cursor_after_result = S.enum({ "result", "stay", "next" }, "result"),
     modules = S.list(S.string(), {}),
     truncate = S.object({
@@ -790,6 +800,8 @@ M.options = S.object({
     list = S.string(),
     list_default = BUILTIN_TOOLS,
     aliases = { approve = { "auto_approve" } },
+    -- `tools.<name> = { … }`: settings of a custom tool, read by it through ctx:get_config().
+    extra = S.table(),
   }),
 
   templating = S.object({

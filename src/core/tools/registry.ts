@@ -5,20 +5,22 @@
 
 import type { ToolSpec } from '../provider/types.js';
 
-/** What a tool's `execute` receives besides its input. Deliberately minimal for now. */
-export interface ToolContext {
-  /** Working directory the tool should act in. */
-  cwd: string;
-  /** Aborted when the user cancels or a timeout fires; long-running tools must honour it. */
-  signal: AbortSignal;
-  /** The chat buffer the call came from, when there is one. */
-  bufnr?: number;
-}
+import type { ExecutionContext } from './context.js';
+
+/** What a tool's `execute` receives besides its input (the seed's ExecutionContext). */
+export type ToolContext = ExecutionContext;
 
 /** The result of running a tool. A thrown error is normalised to `{ ok: false }` by the caller. */
 export type ToolOutcome =
   | { ok: true; output: string | Record<string, unknown> }
   | { ok: false; error: string; partialOutput?: string };
+
+/**
+ * What a preview formatter returns: a plain string (the whole summary after `name: `), or parts
+ * that the renderer joins as `<detail>  # <label>`; `detail` may be a list joined by two spaces.
+ */
+export type PreviewParts = { label?: string | undefined; detail?: string | string[] | undefined };
+export type Preview = string | PreviewParts;
 
 export interface ToolDefinition {
   /** Internal name: `[A-Za-z0-9_.:-]+` (e.g. `calculator`, `file.read`, `mcp:slack:post`). */
@@ -31,6 +33,10 @@ export interface ToolDefinition {
   /** A short human label for previews and notifications. */
   label?: string;
   execute?: (input: unknown, ctx: ToolContext) => Promise<ToolOutcome>;
+  /** A one-line summary of a call for the placeholder preview; `maxLength` excludes `name: `. */
+  formatPreview?: (input: Record<string, unknown>, maxLength: number) => Preview;
+  /** The tool may run for a while (shell, search): shown with a spinner, cancellable. */
+  async?: boolean;
   /** `false` = registered but only offered when a buffer selects it by name. Default `true`. */
   enabled?: boolean;
   /** The tool is safe to run without asking when the sandbox is active. */

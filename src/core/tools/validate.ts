@@ -12,19 +12,37 @@
 // Each schema is compiled from a copy and removed from Ajv's own (strong) cache right away, so two
 // tools may share an `$id` and nothing is retained beyond the WeakMap.
 
-import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import type { Ajv, ErrorObject, ValidateFunction } from 'ajv';
 import type { ToolDefinition } from './registry.js';
 
 export type ValidationResult = { ok: true } | { ok: false; message: string };
 
-const ajv = new Ajv({
-  allErrors: true,
-  // Tool schemas come from users and MCP servers: unknown keywords and formats are tolerated
-  // (and never logged — stdout is the RPC channel).
-  strict: false,
-  validateFormats: false,
-  logger: false,
-});
+// Ajv takes ~50 ms to load, more than half of the host's start-up, so it is loaded with import()
+// the first time a tool runs (`loadValidator`), as the provider SDKs are.
+let ajv: Ajv | undefined;
+let loading: Promise<void> | undefined;
+
+/** Loads Ajv; `validateInput` and `schemaProblem` need this to have finished once. */
+export function loadValidator(): Promise<void> {
+  loading ??= import('ajv').then((mod) => {
+    // The CommonJS package's exports object, whether Node or a bundle did the import.
+    const exportsObject = (mod as unknown as { default: { Ajv: typeof Ajv } }).default;
+    ajv = new exportsObject.Ajv({
+      allErrors: true,
+      // Tool schemas come from users and MCP servers: unknown keywords and formats are tolerated
+      // (and never logged — stdout is the RPC channel).
+      strict: false,
+      validateFormats: false,
+      logger: false,
+    });
+  });
+  return loading;
+}
+
+function validator(): Ajv {
+  if (ajv === undefined) throw new Error('the validator is not loaded yet (call loadValidator)');
+  return ajv;
+}
 
 type Compiled = { validate: ValidateFunction } | { error: string };
 const cache = new WeakMap<object, Compiled>();
@@ -42,11 +60,11 @@ function compile(schema: Record<string, unknown>): Compiled {
   delete body['$schema'];
   delete body['$id'];
   try {
-    compiled = { validate: ajv.compile(body) };
+    compiled = { validate: validator().compile(body) };
   } catch (err) {
     compiled = { error: err instanceof Error ? err.message : String(err) };
   } finally {
-    ajv.removeSchema(body);
+    ajv?.removeSchema(body);
   }
   cache.set(schema, compiled);
   return compiled;

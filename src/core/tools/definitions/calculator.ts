@@ -403,6 +403,8 @@ export const calculatorTool: ToolDefinition = {
     additionalProperties: false,
   },
   label: 'Calculator',
+  // The preview is the expression itself: `calculator: 2 + 2`.
+  formatPreview: (input) => expressionOf(input) ?? '',
   execute: (input: unknown): Promise<ToolOutcome> => {
     const expression = expressionOf(input);
     if (expression === undefined) {
@@ -444,6 +446,8 @@ export const calculatorAsyncTool: ToolDefinition = {
   },
   label: 'Calculator (async)',
   enabled: false,
+  // `calculator_async: sqrt(16)  # 500ms`: the expression, and the delay it will wait.
+  formatPreview: (input) => ({ detail: [expressionOf(input) ?? ''], label: `${delayOf(input)}ms` }),
   execute: (input: unknown, ctx: ToolContext): Promise<ToolOutcome> => {
     const expression = expressionOf(input);
     if (expression === undefined) {

@@ -1,0 +1,488 @@
+--- flemma.tools: register tools from Lua. Definitions (and their functions) stay here; the host
+--- gets their descriptions and calls back into Neovim to run `execute`. Every registration form
+--- of the specification works: (name, definition), a module name (exporting `definitions` or
+--- `resolve`), an array of definitions, and asynchronous sources (a function, a `{ resolve,
+--- timeout }` table, or a module with `resolve`).
+local log = require("flemma.log")
+
+local M = {}
+
+local H = {
+  tools = {}, ---@type table<string, table>
+  pending = 0, -- async sources still loading
+  sources = {}, ---@type table<integer, { label: string, done: boolean }>
+  next_source = 0,
+  calls = {}, ---@type table<string, { cancel: function|nil }>
+  sync_scheduled = false,
+  subscribed = false,
+}
+
+local NAME_PATTERN = "^[%w_%.:%-]+$"
+
+local function default_timeout()
+  local ok, cfg = pcall(function()
+    return require("flemma.config").get().tools.default_timeout
+  end)
+  return (ok and type(cfg) == "number") and cfg or 30
+end
+
+local function check_definition(name, def, level)
+  level = (level or 1) + 1
+  if type(def) ~= "table" then
+    error(string.format("flemma.tools.register: the definition of '%s' must be a table", tostring(name)), level)
+  end
+  name = name or def.name
+  if type(name) ~= "string" or not name:match(NAME_PATTERN) then
+    error(
+      string.format(
+        "flemma.tools.register: invalid tool name %s (letters, digits, '_', '.', ':' and '-')",
+        vim.inspect(name)
+      ),
+      level
+    )
+  end
+  if type(def.description) ~= "string" then
+    error(string.format("flemma.tools.register: tool '%s' needs a description (string)", name), level)
+  end
+  if def.input_schema ~= nil and type(def.input_schema) ~= "table" then
+    error(string.format("flemma.tools.register: tool '%s': input_schema must be a table", name), level)
+  end
+  for _, field in ipairs({ "execute", "format_preview" }) do
+    if def[field] ~= nil and type(def[field]) ~= "function" then
+      error(string.format("flemma.tools.register: tool '%s': %s must be a function", name, field), level)
+    end
+  end
+  return name
+end
+
+--- Tell the host about the current set (once per tick, only when it runs).
+local function schedule_sync()
+  if H.sync_scheduled then
+    return
+  end
+  H.sync_scheduled = true
+  vim.schedule(function()
+    H.sync_scheduled = false
+    local host = require("flemma.host")
+    if host.channel() then
+      host.notify("tools:define", M.payload())
+    end
+  end)
+end
+
+local function define(name, def, level)
+  name = check_definition(name, def, (level or 1) + 1)
+  local copy = vim.tbl_extend("force", {}, def)
+  copy.name = name
+  H.tools[name] = copy
+  schedule_sync()
+end
+
+--- An asynchronous source: `resolve(register, done)`; `done(err?)` exactly once (later calls do
+--- nothing); a source that never calls it times out; a throwing resolve counts as `done(err)`.
+local function add_source(label, resolve, timeout)
+  H.next_source = H.next_source + 1
+  local id = H.next_source
+  local source = { label = label, done = false }
+  H.sources[id] = source
+  H.pending = H.pending + 1
+  local timer = vim.uv.new_timer()
+  local function done(err)
+    if source.done then
+      return
+    end
+    source.done = true
+    if timer then
+      timer:stop()
+      timer:close()
+      timer = nil
+    end
+    H.pending = H.pending - 1
+    if err ~= nil then
+      local message = string.format("tool source %s failed: %s", label, tostring(err))
+      log.write("warn", message)
+      vim.schedule(function()
+        require("flemma.notify").warn(message)
+      end)
+    end
+    schedule_sync()
+  end
+  local function register(name, def)
+    if source.done then
+      log.write("warn", string.format("tool source %s registered '%s' after done()", label, tostring(name)))
+    end
+    local ok, err = pcall(define, name, def, 2)
+    if not ok then
+      log.write("warn", tostring(err))
+      vim.schedule(function()
+        require("flemma.notify").warn(tostring(err))
+      end)
+    end
+  end
+  local seconds = type(timeout) == "number" and timeout or default_timeout()
+  timer:start(
+    math.floor(seconds * 1000),
+    0,
+    vim.schedule_wrap(function()
+      done(string.format("timed out after %s s without calling done()", tostring(seconds)))
+    end)
+  )
+  schedule_sync()
+  local ok, err = pcall(resolve, register, done)
+  if not ok then
+    done(err)
+  end
+end
+
+--- Register tools. Forms:
+---   register(name, definition)
+---   register("my.module")        -- exports `definitions` (array) or `resolve(register, done)`
+---   register({ def1, def2 })     -- an array of definitions
+---   register(function(register, done) … end)
+---   register({ resolve = function(register, done) … end, timeout = 60 })
+---   register(definition)         -- a single table with a `name`
+function M.register(a, b)
+  if type(a) == "string" and b ~= nil then
+    define(a, b, 2)
+  elseif type(a) == "string" then
+    local ok, mod = pcall(require, a)
+    if not ok then
+      error(string.format("flemma.tools.register: cannot load module '%s': %s", a, tostring(mod)), 2)
+    end
+    if type(mod) == "table" and type(mod.definitions) == "table" then
+      for _, def in ipairs(mod.definitions) do
+        define(def.name, def, 2)
+      end
+    elseif type(mod) == "table" and type(mod.resolve) == "function" then
+      add_source(a, mod.resolve, mod.timeout)
+    else
+      error(string.format("flemma.tools.register: module '%s' exports neither `definitions` nor `resolve`", a), 2)
+    end
+  elseif type(a) == "function" then
+    add_source("function source", a, nil)
+  elseif type(a) == "table" and type(a.resolve) == "function" then
+    add_source(a.name or "table source", a.resolve, a.timeout)
+  elseif type(a) == "table" and a[1] ~= nil then
+    for _, def in ipairs(a) do
+      define(def.name, def, 2)
+    end
+  elseif type(a) == "table" and type(a.name) == "string" then
+    define(a.name, a, 2)
+  else
+    error("flemma.tools.register: expected (name, definition), a module name, a list of definitions or a resolve function", 2)
+  end
+end
+
+--- A registered Lua tool, or nil.
+function M.get(name)
+  return H.tools[name]
+end
+
+--- Names of the tools registered from Lua, sorted.
+function M.names()
+  local names = vim.tbl_keys(H.tools)
+  table.sort(names)
+  return names
+end
+
+--- Whether every asynchronous source has called done() (or timed out).
+function M.is_ready()
+  return H.pending == 0
+end
+
+--- Remove a tool registered from Lua; returns whether it existed.
+function M.unregister(name)
+  local existed = H.tools[name] ~= nil
+  H.tools[name] = nil
+  if existed then
+    schedule_sync()
+  end
+  return existed
+end
+
+local function js_modules()
+  local ok, modules = pcall(function()
+    return require("flemma.config").get().tools.modules
+  end)
+  local out = {}
+  for _, name in ipairs(ok and modules or {}) do
+    if type(name) == "string" and (name:match("%.m?js$") or name:match("%.cjs$")) then
+      out[#out + 1] = vim.fn.fnamemodify(vim.fn.expand(name), ":p")
+    end
+  end
+  return out
+end
+
+--- What the host receives: descriptions without functions.
+function M.payload()
+  local tools = {}
+  for _, name in ipairs(M.names()) do
+    local def = H.tools[name]
+    tools[#tools + 1] = {
+      name = name,
+      description = def.description,
+      input_schema = def.input_schema or { type = "object", properties = vim.empty_dict() },
+      strict = def.strict,
+      async = def.async,
+      enabled = def.enabled,
+      label = def.label,
+      capabilities = def.capabilities,
+      has_execute = type(def.execute) == "function",
+      has_preview = type(def.format_preview) == "function",
+    }
+  end
+  return { tools = tools, pending = H.pending, js_modules = js_modules() }
+end
+
+--- Register the Lua modules of `tools.modules` (JavaScript ones are loaded by the host).
+function M.setup()
+  local cfg = require("flemma.config").get().tools
+  for _, name in ipairs(cfg.modules or {}) do
+    if not (name:match("%.m?js$") or name:match("%.cjs$")) then
+      local ok, err = pcall(M.register, name)
+      if not ok then
+        require("flemma.notify").warn(tostring(err))
+      end
+    end
+  end
+  schedule_sync()
+end
+
+--- Subscribe once: a (re)started host gets the whole set before anything else.
+function M.bootstrap()
+  if H.subscribed then
+    return
+  end
+  H.subscribed = true
+  require("flemma.hooks").on("host:started", function()
+    local host = require("flemma.host")
+    if host.channel() then
+      host.notify("tools:define", M.payload())
+    end
+  end)
+end
+
+-- ---------------------------------------------------------------------------------------------
+-- Execution (host → Lua)
+
+--- The absolute form of `path` with symlinks resolved; for a path that does not exist yet, the
+--- real path of its nearest existing parent plus the rest.
+local function real_path(path)
+  path = vim.fs.normalize(path)
+  local rest = {}
+  local current = path
+  while current and current ~= "" do
+    local real = vim.uv.fs_realpath(current)
+    if real then
+      if #rest == 0 then
+        return real
+      end
+      return vim.fs.joinpath(real, unpack(rest))
+    end
+    local parent = vim.fs.dirname(current)
+    if parent == current then
+      break
+    end
+    table.insert(rest, 1, vim.fs.basename(current))
+    current = parent
+  end
+  return path
+end
+
+local function under(path, root)
+  if path == root then
+    return true
+  end
+  local prefix = root:sub(-1) == "/" and root or (root .. "/")
+  return path:sub(1, #prefix) == prefix
+end
+
+--- The ExecutionContext a Lua tool receives (the seed's fields and namespaces).
+function M.context(facts, tool_name)
+  local bufnr = facts.bufnr
+  local filename = vim.api.nvim_buf_is_valid(bufnr) and vim.api.nvim_buf_get_name(bufnr) or ""
+  local ctx = {
+    bufnr = bufnr,
+    cwd = facts.cwd,
+    timeout = facts.timeout,
+    tool_id = facts.tool_id,
+    __filename = filename ~= "" and filename or nil,
+    __dirname = filename ~= "" and vim.fs.dirname(filename) or nil,
+  }
+  local base = ctx.__dirname or ctx.cwd
+  local sandbox = facts.sandbox or {}
+  local lazy = {
+    path = function()
+      return {
+        resolve = function(p)
+          p = vim.fn.expand(p)
+          if p:sub(1, 1) == "/" then
+            return vim.fs.normalize(p)
+          end
+          return vim.fs.normalize(vim.fs.joinpath(base, p))
+        end,
+      }
+    end,
+    sandbox = function()
+      return {
+        is_path_writable = function(p)
+          if not sandbox.enabled then
+            return true
+          end
+          local target = real_path(p:sub(1, 1) == "/" and p or vim.fs.joinpath(base, p))
+          for _, root in ipairs(sandbox.rw_paths or {}) do
+            if under(target, root) then
+              return true
+            end
+          end
+          return false
+        end,
+        wrap_command = function(argv)
+          if not sandbox.enabled then
+            return argv
+          end
+          if sandbox.wrap_error and sandbox.wrap_error ~= vim.NIL then
+            return nil, sandbox.wrap_error
+          end
+          if not sandbox.wrap_prefix or sandbox.wrap_prefix == vim.NIL then
+            return argv
+          end
+          local out = vim.list_extend({}, sandbox.wrap_prefix)
+          return vim.list_extend(out, argv)
+        end,
+      }
+    end,
+    truncate = function()
+      return require("flemma.tools.truncate")
+    end,
+  }
+  ctx.get_config = function()
+    local ok, cfg = pcall(function()
+      return require("flemma.config").get().tools[tool_name]
+    end)
+    if not ok or type(cfg) ~= "table" then
+      return nil
+    end
+    return vim.deepcopy(cfg)
+  end
+  -- The namespaces are built on first use.
+  return setmetatable(ctx, {
+    __index = function(t, key)
+      local make = lazy[key]
+      if make then
+        local value = make()
+        rawset(t, key, value)
+        return value
+      end
+    end,
+  })
+end
+
+local function send_result(call_id, result)
+  H.calls[call_id] = nil
+  if type(result) ~= "table" then
+    result = result == nil and { success = false, error = "Tool returned no result" }
+      or { success = true, output = tostring(result) }
+  end
+  require("flemma.host").notify("tools:result", { call_id = call_id, result = result })
+end
+
+--- Run a Lua tool for the host: `execute(input, ctx)` returning a result, or (async tools, or
+--- functions taking three arguments) `execute(input, ctx, callback)` returning a cancel function.
+function M.execute(params)
+  local call_id = params.call_id
+  vim.schedule(function()
+    local def = H.tools[params.name]
+    if not def or type(def.execute) ~= "function" then
+      send_result(call_id, { success = false, error = "Unknown tool: " .. tostring(params.name) })
+      return
+    end
+    local ctx = M.context(params.ctx or {}, params.name)
+    local input = params.input
+    if input == vim.NIL then
+      input = {}
+    end
+    local finished = false
+    local function callback(result)
+      if finished then
+        return
+      end
+      finished = true
+      send_result(call_id, result)
+    end
+    local info = debug.getinfo(def.execute, "u")
+    local wants_callback = def.async == true or (info and info.nparams >= 3)
+    H.calls[call_id] = { cancel = nil }
+    local ok, ret = pcall(def.execute, input, ctx, wants_callback and vim.schedule_wrap(callback) or nil)
+    if not ok then
+      callback({ success = false, error = tostring(ret) })
+    elseif wants_callback and type(ret) == "function" then
+      if not finished and H.calls[call_id] then
+        H.calls[call_id].cancel = ret
+      end
+    elseif wants_callback and type(ret) == "table" then
+      -- A three-argument function that answered at once.
+      callback(ret)
+    elseif not wants_callback then
+      callback(ret)
+    end
+  end)
+end
+
+--- The host gave up on a call (cancel or timeout): call the tool's cancel function.
+function M.cancel(params)
+  local call = H.calls[params.call_id]
+  H.calls[params.call_id] = nil
+  if call and call.cancel then
+    local ok, err = pcall(call.cancel)
+    if not ok then
+      log.write("warn", "a tool's cancel function failed: " .. tostring(err))
+    end
+  end
+end
+
+--- The body of a preview for a Lua tool with `format_preview`, or nil.
+function M.format_preview(name, input, max_length)
+  local def = H.tools[name]
+  if not def or type(def.format_preview) ~= "function" then
+    return nil
+  end
+  local ok, text = pcall(def.format_preview, input, max_length)
+  if not ok then
+    log.write("warn", string.format("format_preview of %s failed: %s", name, tostring(text)))
+    return nil
+  end
+  if type(text) == "string" then
+    return text
+  end
+  if type(text) ~= "table" then
+    return nil
+  end
+  -- Parts: `{ detail = string|string[], label = string }` → `<detail>  # <label>`.
+  local detail = text.detail
+  if type(detail) == "table" then
+    local parts = {}
+    for _, part in ipairs(detail) do
+      if type(part) == "string" and part ~= "" then
+        parts[#parts + 1] = part
+      end
+    end
+    detail = table.concat(parts, "  ")
+  end
+  detail = type(detail) == "string" and detail ~= "" and detail or nil
+  local label = type(text.label) == "string" and text.label ~= "" and text.label or nil
+  if detail and label then
+    return detail .. "  # " .. label
+  end
+  return detail or label
+end
+
+--- For tests.
+function M._reset()
+  H.tools = {}
+  H.pending = 0
+  H.sources = {}
+  H.calls = {}
+end
+
+return M

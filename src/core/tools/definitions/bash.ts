@@ -1,0 +1,210 @@
+// The `bash` tool: runs a shell command for the model and returns what it printed.
+//
+// Decisions:
+// - The command runs as `<shell> -c 'exec 2>&1\n<command>'`: the shell itself sends stderr into
+//   stdout's pipe, so the two streams arrive in the order the command wrote them, which two
+//   separate pipes cannot promise.
+// - The shell and extra environment variables come from the tool's config (`tools.bash.shell`,
+//   default `bash`; `tools.bash.env`, a map of strings merged over the host's environment).
+//   Non-string values in `env` are ignored rather than stringified.
+// - The argv goes through the sandbox's `wrap_command` first; a sandbox that cannot wrap is an
+//   error, never a silent fallback to running unsandboxed.
+// - The process leads its own process group (see process.ts), so a timeout or a cancel stops
+//   everything the command started, background jobs included.
+// - The time limit follows the executor's order (docs/tools.md), so that the executor, which
+//   allows a few seconds more, never cuts the command short before its own timeout message: the
+//   tool's `tools.bash.timeout` setting, else the call's `timeout`, else the context's default
+//   (`tools.default_timeout`). Values that are not positive numbers are skipped.
+// - Trailing whitespace is removed from the output, then the END is kept when it is too long
+//   (that is where errors and summaries are) and the full text is saved to a temp file.
+//   Everything here is linear in the output size: a command printing megabytes costs one trim, one
+//   split and one file write.
+// - A whitespace-only command counts as no command.
+// - A process ended by a signal nobody here sent (say `kill -9 $$`) is reported as such, with
+//   its output, like a non-zero exit.
+
+import type { WrapResult } from '../context.js';
+import { type RunResult, runProcess } from '../process.js';
+import type { ToolContext, ToolDefinition, ToolOutcome } from '../registry.js';
+import {
+  MAX_BYTES,
+  MAX_LINES,
+  type TruncateFs,
+  nodeTruncateFs,
+  truncateForResult,
+} from '../truncate.js';
+import { type RunFn, fieldsOf } from './ls.js';
+
+/** The shell used when `tools.bash.shell` is not set. */
+export const BASH_DEFAULT_SHELL = 'bash';
+
+export interface BashToolOptions {
+  /** Run processes with this instead of `runProcess`. */
+  run?: RunFn;
+  /** Where overflow files go (tests point this at a temp directory). */
+  truncateFs?: TruncateFs;
+}
+
+/** The argv that runs `command` with stderr folded into stdout. */
+export function bashArgv(shell: string, command: string): string[] {
+  return [shell, '-c', `exec 2>&1\n${command}`];
+}
+
+/** `tools.bash.shell` when it is a non-empty string, else the default. */
+function shellFrom(config: Record<string, unknown> | undefined): string {
+  const shell = config?.['shell'];
+  return typeof shell === 'string' && shell.trim() !== '' ? shell : BASH_DEFAULT_SHELL;
+}
+
+/** The string entries of `tools.bash.env`; anything else in it is dropped. */
+function envFrom(config: Record<string, unknown> | undefined): Record<string, string> {
+  const raw = fieldsOf(config?.['env']);
+  const env: Record<string, string> = {};
+  for (const [key, value] of Object.entries(raw)) {
+    if (typeof value === 'string') env[key] = value;
+  }
+  return env;
+}
+
+const isPositive = (value: unknown): value is number =>
+  typeof value === 'number' && Number.isFinite(value) && value > 0;
+
+/** Seconds the command may run: the tool's setting, else the call's value, else the default. */
+function timeoutFrom(
+  config: Record<string, unknown> | undefined,
+  requested: unknown,
+  fallback: number,
+): number {
+  const configured = config?.['timeout'];
+  if (isPositive(configured)) return configured;
+  return isPositive(requested) ? requested : fallback;
+}
+
+/** `text` with `suffix` after a blank line, or `suffix` alone when there is no text. */
+function withTrailer(text: string, suffix: string): string {
+  return text === '' ? suffix : `${text}\n\n${suffix}`;
+}
+
+async function shownOutput(raw: string, ctx: ToolContext, fs: TruncateFs): Promise<string> {
+  const trimmed = raw.trimEnd();
+  if (trimmed === '') return '';
+  const cut = await truncateForResult(
+    trimmed,
+    { source: 'bash', id: ctx.tool_id, mode: 'tail' },
+    fs,
+  );
+  return cut.text;
+}
+
+/** Turns a finished run into the tool's outcome. */
+export async function bashOutcome(
+  result: RunResult,
+  timeoutSeconds: number,
+  ctx: ToolContext,
+  fs: TruncateFs = nodeTruncateFs,
+): Promise<ToolOutcome> {
+  if (result.cancelled) return { ok: false, error: 'Cancelled' };
+  if (result.startError !== undefined) {
+    return { ok: false, error: `Failed to start job: ${result.startError}` };
+  }
+  const output = await shownOutput(result.output, ctx, fs);
+  if (result.timedOut) {
+    return {
+      ok: false,
+      error: withTrailer(output, `Command timed out after ${timeoutSeconds} seconds.`),
+    };
+  }
+  if (result.exitCode === 0) return { ok: true, output: output === '' ? '(no output)' : output };
+  const why =
+    result.exitCode === null
+      ? `Command terminated by signal ${result.signal ?? 'unknown'}`
+      : `Command exited with code ${result.exitCode}`;
+  return { ok: false, error: withTrailer(output, why) };
+}
+
+async function executeBash(
+  input: unknown,
+  ctx: ToolContext,
+  options: BashToolOptions,
+): Promise<ToolOutcome> {
+  const fields = fieldsOf(input);
+  const command = fields['command'];
+  if (typeof command !== 'string' || command.trim() === '') {
+    return { ok: false, error: 'No command provided' };
+  }
+  const config = ctx.get_config();
+  const timeoutSeconds = timeoutFrom(config, fields['timeout'], ctx.timeout);
+
+  let wrapped: WrapResult;
+  try {
+    wrapped = await ctx.sandbox.wrap_command(bashArgv(shellFrom(config), command));
+  } catch (err) {
+    wrapped = { ok: false, error: err instanceof Error ? err.message : String(err) };
+  }
+  if (!wrapped.ok) return { ok: false, error: `Sandbox error: ${wrapped.error}` };
+  if (ctx.signal.aborted) return { ok: false, error: 'Cancelled' };
+
+  const run = options.run ?? runProcess;
+  const result = await run(wrapped.argv, {
+    cwd: ctx.cwd,
+    env: envFrom(config),
+    signal: ctx.signal,
+    timeoutMs: timeoutSeconds * 1000,
+  });
+  return bashOutcome(result, timeoutSeconds, ctx, options.truncateFs ?? nodeTruncateFs);
+}
+
+/** The first non-blank line of a command, marked with ` …` when more lines follow. */
+export function commandSummary(command: string): string {
+  const lines = command.trim().split('\n');
+  const first = (lines[0] ?? '').trimEnd();
+  return lines.length > 1 ? `${first} …` : first;
+}
+
+/** A bash tool; `bashTool` is the one the host registers, tests can swap the runner. */
+export function createBashTool(options: BashToolOptions = {}): ToolDefinition {
+  return {
+    name: 'bash',
+    description:
+      'Run a shell command (bash -c) in the working directory and return its output, with stderr ' +
+      'merged into stdout in the order it was written. A non-zero exit status is reported as an ' +
+      'error that includes the output. When the output exceeds ' +
+      `${MAX_LINES} lines or ${MAX_BYTES / 1024}KB only its end is returned, and the full ` +
+      'output is saved to a file whose path is given. The command and everything it started are ' +
+      'stopped when the timeout expires. Prefer the read, write, edit, grep, find and ls tools ' +
+      'for file work.',
+    inputSchema: {
+      type: 'object',
+      properties: {
+        label: {
+          type: 'string',
+          description: 'A few words saying why you run the command, e.g. "run the unit tests".',
+        },
+        command: {
+          type: 'string',
+          description: 'The shell command to run; several lines form a script.',
+        },
+        timeout: {
+          type: ['number', 'null'],
+          description:
+            'Seconds to let the command run before it is stopped (null: the configured ' +
+            'default, normally 30).',
+        },
+      },
+      required: ['command', 'label', 'timeout'],
+      additionalProperties: false,
+    },
+    strict: true,
+    async: true,
+    canAutoApproveIfSandboxed: true,
+    label: 'Run shell command',
+    execute: (input, ctx) => executeBash(input, ctx, options),
+    formatPreview: (input) => {
+      const command = typeof input['command'] === 'string' ? input['command'] : '';
+      const label = typeof input['label'] === 'string' ? input['label'] : undefined;
+      return { detail: `$ ${commandSummary(command)}`, label };
+    },
+  };
+}
+
+export const bashTool: ToolDefinition = createBashTool();

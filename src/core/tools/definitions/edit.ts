@@ -1,0 +1,131 @@
+// The `edit` tool: replaces one exact piece of text in an existing file.
+//
+// Decisions:
+// - `oldText` is a plain substring, never a pattern, and must occur exactly once. Occurrences are
+//   counted overlapping (`aa` occurs twice in `aaa`), since either one could be the one meant.
+// - The replacement is spliced in by position, so `$&`, `$1` and the like in `newText` are kept
+//   literally (String.prototype.replace would expand them).
+// - Nothing is normalised: line endings, a byte-order mark and trailing whitespace must match
+//   as they are in the file.
+// - An edit that would leave the file as it was is refused, so the model notices that it did
+//   not change anything.
+// - An empty `newText` is valid (it deletes `oldText`); a `newText` that is not a string is
+//   refused, since guessing what was meant could destroy text.
+// - The sandbox check comes before the file is looked at, so a denied path reveals nothing about
+//   whether it exists.
+
+import { readFile, stat, writeFile } from 'node:fs/promises';
+
+import type { ToolContext, ToolDefinition, ToolOutcome } from '../registry.js';
+import { fieldsOf, stringField } from './ls.js';
+import { reasonOf, sandboxDenial } from './write.js';
+
+/** How many times `needle` occurs in `haystack`, overlapping occurrences included. */
+export function countOccurrences(haystack: string, needle: string): number {
+  if (needle === '') return 0;
+  let count = 0;
+  for (let at = haystack.indexOf(needle); at !== -1; at = haystack.indexOf(needle, at + 1)) {
+    count++;
+  }
+  return count;
+}
+
+async function executeEdit(input: unknown, ctx: ToolContext): Promise<ToolOutcome> {
+  const fields = fieldsOf(input);
+  const path = stringField(fields, 'path');
+  if (path === undefined) return { ok: false, error: 'No path provided' };
+  const oldText = stringField(fields, 'oldText');
+  if (oldText === undefined) return { ok: false, error: 'No oldText provided' };
+  const newText = fields['newText'];
+  if (typeof newText !== 'string') return { ok: false, error: 'No newText provided' };
+
+  const abs = ctx.path.resolve(path);
+  const denial = sandboxDenial(ctx, abs, path, 'edit');
+  if (denial !== undefined) return { ok: false, error: denial };
+
+  let before: string;
+  try {
+    if (!(await stat(abs)).isFile()) return { ok: false, error: `Not a regular file: ${path}` };
+  } catch {
+    return { ok: false, error: `File not found: ${path}` };
+  }
+  try {
+    before = await readFile(abs, 'utf8');
+  } catch (err) {
+    return { ok: false, error: `Cannot read file: ${reasonOf(err)}` };
+  }
+
+  const count = countOccurrences(before, oldText);
+  if (count === 0) {
+    return {
+      ok: false,
+      error:
+        `Could not find the exact text in ${path}. The old text must match exactly including ` +
+        'all whitespace and newlines.',
+    };
+  }
+  if (count > 1) {
+    return {
+      ok: false,
+      error:
+        `Found ${count} occurrences of the text in ${path}. The text must be unique. Please ` +
+        'provide more context to make it unique.',
+    };
+  }
+
+  const at = before.indexOf(oldText);
+  const after = before.slice(0, at) + newText + before.slice(at + oldText.length);
+  if (after === before) {
+    return {
+      ok: false,
+      error: `No changes made to ${path}. The replacement produced identical content.`,
+    };
+  }
+  try {
+    await writeFile(abs, after, 'utf8');
+  } catch (err) {
+    return { ok: false, error: `Cannot write file: ${reasonOf(err)}` };
+  }
+  return { ok: true, output: `Successfully replaced text in ${path}.` };
+}
+
+export const editTool: ToolDefinition = {
+  name: 'edit',
+  description:
+    'Edit a file by replacing one exact piece of text. oldText must appear exactly once in the ' +
+    'file, matching character for character (whitespace, indentation and newlines included); ' +
+    'include a few surrounding lines when a short snippet is not unique. To make several ' +
+    'changes, call edit once per change.',
+  inputSchema: {
+    type: 'object',
+    properties: {
+      label: {
+        type: 'string',
+        description: 'A few words saying why you edit the file, e.g. "fix the off-by-one".',
+      },
+      path: {
+        type: 'string',
+        description:
+          "The file to edit: absolute, `~/`-relative, or relative to the chat file's directory.",
+      },
+      oldText: {
+        type: 'string',
+        description: 'The text to replace, copied exactly from the file; it must be unique there.',
+      },
+      newText: {
+        type: 'string',
+        description: 'The text to put in its place (empty to delete it).',
+      },
+    },
+    required: ['label', 'newText', 'oldText', 'path'],
+    additionalProperties: false,
+  },
+  strict: true,
+  label: 'Edit file',
+  execute: executeEdit,
+  formatPreview: (input) => {
+    const detail = [typeof input['path'] === 'string' ? input['path'] : ''];
+    const label = typeof input['label'] === 'string' ? input['label'] : undefined;
+    return { detail, label };
+  },
+};

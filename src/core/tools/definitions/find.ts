@@ -1,0 +1,487 @@
+// The `find` tool: lists files whose path matches a glob. Candidates come from fd (or Debian's
+// fdfind) when installed, else `git ls-files` inside a work tree, else POSIX find; whichever ran,
+// the final decision is made here by one glob matcher, so the backends agree on what matches.
+//
+// Decisions:
+// - Glob semantics (gitignore-like): a pattern without `/` matches the file name at any depth;
+//   a pattern with `/` matches the whole path relative to the searched directory. `*` and `?`
+//   stay within one path segment, `**` as a whole segment spans any number of directories
+//   (including none), and `[...]`, `[!...]` and `{a,b}` work as in shells. Dot files are not
+//   special. Node 20's `path.matchesGlob` is experimental and prints a warning, so it is not used.
+//   grep uses the same matcher for a `glob` containing `/`.
+// - The backends are only asked for the file-name part of the pattern (fd `--glob`, find
+//   `-name`); find is not given a name containing braces, which `-name` cannot express.
+// - Excludes are applied to the path below the searched directory, so asking for a path inside
+//   an excluded directory (say `node_modules/foo`) still finds its files. find prunes excluded
+//   directories instead of walking them and discarding the results. The same filter runs here on
+//   every backend's output, which also covers files git tracks inside excluded directories.
+// - git's file list is read NUL-separated, so names with unusual characters are not quoted.
+//   `--cached` still lists a tracked file deleted from the work tree; such entries are dropped.
+// - Results are collected in full, sorted, and only then cut to `limit`, so the cut is stable.
+//   Over the limit the output ends with `[Results limited to <n> entries. …]`. When the list is
+//   still over the size limits it is cut as well, the full list is saved to a temp file (seed:
+//   always), and `[Showing <a> of <b> results (truncated). … Full output: <file>]` says so.
+// - A failing exit status is only an error when nothing was found (find reports 1 when a single
+//   directory was unreadable; fd reports 1 for "no results" in some versions).
+// - The time limit is `tools.find.timeout` when set, else the context's default timeout.
+
+import { lstat, stat } from 'node:fs/promises';
+import { homedir } from 'node:os';
+import { relative, resolve as resolvePath } from 'node:path';
+
+import { resolveAgainst } from '../context.js';
+import { type RunResult, runProcess } from '../process.js';
+import type { ToolContext, ToolDefinition, ToolOutcome } from '../registry.js';
+import {
+  MAX_BYTES,
+  MAX_LINES,
+  type TruncateFs,
+  nodeTruncateFs,
+  truncateForResult,
+} from '../truncate.js';
+import {
+  type RunFn,
+  compareCodeUnits,
+  displayPath,
+  escapes,
+  excludesFrom,
+  fieldsOf,
+  onPath,
+  positiveInt,
+  searchArgument,
+  stringField,
+  timeoutSeconds,
+} from './ls.js';
+
+/** Files reported when the call gives no `limit`. */
+export const FIND_DEFAULT_LIMIT = 500;
+
+export type FindBackend = 'fd' | 'git' | 'find';
+
+// ---------------------------------------------------------------------------------------------
+// Globs
+
+const REGEX_SPECIAL = /[.*+?^${}()|[\]\\/]/u;
+
+function escapeChar(ch: string): string {
+  return REGEX_SPECIAL.test(ch) ? `\\${ch}` : ch;
+}
+
+/** Index of the `]` closing the bracket expression opened at `start`, or -1. */
+function bracketEnd(glob: string, start: number): number {
+  let i = start + 1;
+  if (glob[i] === '!' || glob[i] === '^') i++;
+  if (glob[i] === ']') i++; // a leading `]` is a member
+  for (; i < glob.length; i++) {
+    if (glob[i] === '\\') i++;
+    else if (glob[i] === ']') return i;
+  }
+  return -1;
+}
+
+/** For each `{` with a matching `}` (braces nest), the index of that `}`. */
+function bracePairs(glob: string): Map<number, number> {
+  const pairs = new Map<number, number>();
+  const open: number[] = [];
+  for (let i = 0; i < glob.length; i++) {
+    const ch = glob[i];
+    if (ch === '\\') i++;
+    else if (ch === '[') {
+      const end = bracketEnd(glob, i);
+      if (end !== -1) i = end;
+    } else if (ch === '{') open.push(i);
+    else if (ch === '}') {
+      const start = open.pop();
+      if (start !== undefined) pairs.set(start, i);
+    }
+  }
+  return pairs;
+}
+
+/** The body of a regular expression equivalent to `glob` (see the header for the dialect). */
+function globSource(glob: string): string {
+  const pairs = bracePairs(glob);
+  const closers: number[] = []; // the `}` indexes of the brace groups we are inside
+  let out = '';
+  for (let i = 0; i < glob.length; i++) {
+    const ch = glob.charAt(i);
+    if (ch === '\\') {
+      if (i + 1 < glob.length) out += escapeChar(glob.charAt(++i));
+      else out += '\\\\';
+    } else if (ch === '*') {
+      let j = i;
+      while (glob[j] === '*') j++;
+      const wholeSegment =
+        j - i >= 2 && (i === 0 || glob[i - 1] === '/') && (j === glob.length || glob[j] === '/');
+      if (!wholeSegment) out += '[^/]*';
+      else if (glob[j] === '/') {
+        out += '(?:[^/]*/)*'; // `**/`: any number of directories, possibly none
+        j++;
+      } else out += '.*'; // a trailing `**`: everything below
+      i = j - 1;
+    } else if (ch === '?') {
+      out += '[^/]';
+    } else if (ch === '[') {
+      const end = bracketEnd(glob, i);
+      if (end === -1) {
+        out += '\\[';
+        continue;
+      }
+      let k = i + 1;
+      let cls = '[';
+      if (glob[k] === '!' || glob[k] === '^') {
+        cls += '^/';
+        k++;
+      }
+      for (; k < end; k++) {
+        let member = glob.charAt(k);
+        if (member === '\\' && k + 1 < end) member = glob.charAt(++k);
+        cls += member === '-' ? '-' : /[\\\]^[]/u.test(member) ? `\\${member}` : member;
+      }
+      out += `${cls}]`;
+      i = end;
+    } else if (ch === '{' && pairs.has(i)) {
+      closers.push(pairs.get(i) ?? -1);
+      out += '(?:';
+    } else if (ch === '}' && closers.length > 0 && closers[closers.length - 1] === i) {
+      closers.pop();
+      out += ')';
+    } else if (ch === ',' && closers.length > 0) {
+      out += '|';
+    } else {
+      out += escapeChar(ch);
+    }
+  }
+  return out;
+}
+
+/** A RegExp matching exactly the paths `glob` matches. */
+export function globToRegExp(glob: string): RegExp {
+  return new RegExp(`^${globSource(glob)}$`, 'u');
+}
+
+/**
+ * A predicate for paths relative to the searched directory: patterns with a `/` match the whole
+ * path, others the last segment. A leading `./` or `/` in the pattern is ignored.
+ */
+export function globMatcher(pattern: string): (relPath: string) => boolean {
+  const clean = pattern.replace(/^(?:\.\/|\/)+/u, '');
+  const re = globToRegExp(clean);
+  if (clean.includes('/')) return (relPath) => re.test(relPath);
+  return (relPath) => re.test(relPath.slice(relPath.lastIndexOf('/') + 1));
+}
+
+/** A predicate telling whether any segment of a relative path matches one of `excludes`. */
+export function excludeMatcher(excludes: readonly string[]): (relPath: string) => boolean {
+  const res = excludes.map((name) => globToRegExp(name));
+  if (res.length === 0) return () => false;
+  return (relPath) => relPath.split('/').some((segment) => res.some((re) => re.test(segment)));
+}
+
+/**
+ * The last segment of a pattern, which the backends can filter on by themselves; `*` when that
+ * segment is cut out of a brace group spanning a `/` (`src/{a,b/c}.ts`).
+ */
+export function namePart(pattern: string): string {
+  const name = pattern.slice(pattern.lastIndexOf('/') + 1);
+  const opens = name.split('{').length;
+  const closes = name.split('}').length;
+  return opens === closes ? name : '*';
+}
+
+// ---------------------------------------------------------------------------------------------
+// Backends
+
+/** What runs: fd under one of its names, git, or find. */
+export type FindPlan = { backend: 'fd'; command: string } | { backend: 'git' | 'find' };
+
+/** The command line for a backend; `dirArg` is the searched directory as the process sees it. */
+export function buildFindArgv(
+  plan: FindPlan,
+  pattern: string,
+  dirArg: string,
+  excludes: readonly string[],
+): string[] {
+  const name = namePart(pattern);
+  switch (plan.backend) {
+    case 'fd': {
+      const argv = [plan.command, '--type', 'f', '--color', 'never'];
+      for (const x of excludes) argv.push('--exclude', x);
+      argv.push('--glob', '--', name === '' ? '*' : name, dirArg);
+      return argv;
+    }
+    case 'git':
+      // Run in the searched directory: it lists the files below it, relative to it.
+      return ['git', 'ls-files', '--cached', '--others', '--exclude-standard', '-z'];
+    case 'find': {
+      const argv = ['find', dirArg, '-mindepth', '1'];
+      if (excludes.length > 0) {
+        argv.push('(');
+        excludes.forEach((x, i) => {
+          if (i > 0) argv.push('-o');
+          argv.push('-name', x);
+        });
+        argv.push(')', '-prune', '-o');
+      }
+      argv.push('-type', 'f');
+      if (name !== '' && !name.includes('{')) argv.push('-name', name);
+      argv.push('-print');
+      return argv;
+    }
+  }
+}
+
+interface Installed {
+  fd: string | undefined;
+  git: boolean;
+  find: boolean;
+}
+let installed: Promise<Installed> | undefined;
+
+/** Which programs are on PATH, probed once per process. */
+function detectInstalled(): Promise<Installed> {
+  installed ??= (async (): Promise<Installed> => {
+    let fd: string | undefined;
+    if ((await onPath('fd')) !== undefined) fd = 'fd';
+    else if ((await onPath('fdfind')) !== undefined) fd = 'fdfind';
+    return {
+      fd,
+      git: (await onPath('git')) !== undefined,
+      find: (await onPath('find')) !== undefined,
+    };
+  })();
+  return installed;
+}
+
+/** Forgets which programs were found, so the next search probes again. */
+export function resetFindBackendCache(): void {
+  installed = undefined;
+}
+
+async function insideGitWorkTree(dir: string, run: RunFn, signal: AbortSignal): Promise<boolean> {
+  const probe = await run(['git', 'rev-parse', '--is-inside-work-tree'], {
+    cwd: dir,
+    signal,
+    timeoutMs: 5000,
+  });
+  return probe.exitCode === 0 && probe.output.trim() === 'true';
+}
+
+/** fd when installed, else git inside a work tree, else find; null when none is available. */
+export async function chooseFindPlan(
+  dir: string,
+  run: RunFn,
+  signal: AbortSignal,
+): Promise<FindPlan | null> {
+  const have = await detectInstalled();
+  if (have.fd !== undefined) return { backend: 'fd', command: have.fd };
+  if (have.git && (await insideGitWorkTree(dir, run, signal))) return { backend: 'git' };
+  if (have.find) return { backend: 'find' };
+  return null;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The tool
+
+export interface FindToolOptions {
+  /** Use this backend instead of detecting one (`fd` runs `fdCommand`, default `fd`). */
+  backend?: FindBackend;
+  fdCommand?: string;
+  /** Run processes with this instead of `runProcess`. */
+  run?: RunFn;
+  /** Where overflowing output is saved (default: the OS temp directory). */
+  fs?: TruncateFs;
+}
+
+function splitOutput(result: RunResult, plan: FindPlan): string[] {
+  const separator = plan.backend === 'git' ? '\0' : '\n';
+  return result.output.split(separator).filter((line) => line !== '');
+}
+
+async function exists(path: string): Promise<boolean> {
+  try {
+    await lstat(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The absolute paths of a run's matching files, deduplicated (in output order). */
+function matchingFiles(
+  lines: readonly string[],
+  processCwd: string,
+  searchDir: string,
+  matches: (rel: string) => boolean,
+  excluded: (rel: string) => boolean,
+): string[] {
+  const found = new Set<string>();
+  for (const line of lines) {
+    const abs = resolvePath(processCwd, line);
+    const rel = relative(searchDir, abs);
+    if (rel === '' || escapes(rel)) continue;
+    if (excluded(rel) || !matches(rel)) continue;
+    found.add(abs);
+  }
+  return [...found];
+}
+
+const NARROW = 'Narrow your pattern for more specific results.';
+
+async function executeFind(
+  input: unknown,
+  ctx: ToolContext,
+  options: FindToolOptions,
+): Promise<ToolOutcome> {
+  const fields = fieldsOf(input);
+  const pattern = stringField(fields, 'pattern');
+  if (pattern === undefined) return { ok: false, error: 'No pattern provided' };
+  const run = options.run ?? runProcess;
+
+  const pathInput = stringField(fields, 'path');
+  const searchDir =
+    pathInput === undefined ? ctx.cwd : resolveAgainst(ctx.cwd, pathInput, homedir());
+  if (pathInput !== undefined) {
+    try {
+      if (!(await stat(searchDir)).isDirectory()) {
+        return { ok: false, error: `Not a directory: ${pathInput}` };
+      }
+    } catch {
+      return { ok: false, error: `Directory not found: ${pathInput}` };
+    }
+  }
+
+  let plan: FindPlan | null;
+  if (options.backend === 'fd') plan = { backend: 'fd', command: options.fdCommand ?? 'fd' };
+  else if (options.backend !== undefined) plan = { backend: options.backend };
+  else plan = await chooseFindPlan(searchDir, run, ctx.signal);
+  if (plan === null) {
+    return { ok: false, error: 'No file-finding program available (install fd, git or find)' };
+  }
+
+  const excludes = excludesFrom(ctx.get_config());
+  const dirArg = searchArgument(ctx.cwd, searchDir);
+  const argv = buildFindArgv(plan, pattern, dirArg, excludes);
+  const wrapped = await ctx.sandbox.wrap_command(argv);
+  if (!wrapped.ok) return { ok: false, error: `Sandbox error: ${wrapped.error}` };
+  if (ctx.signal.aborted) return { ok: false, error: 'Cancelled' };
+
+  const seconds = timeoutSeconds(ctx);
+  const processCwd = plan.backend === 'git' ? searchDir : ctx.cwd;
+  const result = await run(wrapped.argv, {
+    cwd: processCwd,
+    signal: ctx.signal,
+    timeoutMs: seconds * 1000,
+  });
+  if (result.cancelled) return { ok: false, error: 'Cancelled' };
+  if (result.startError !== undefined) {
+    return { ok: false, error: `Failed to start ${argv[0] ?? 'find'}: ${result.startError}` };
+  }
+
+  let files = matchingFiles(
+    splitOutput(result, plan),
+    processCwd,
+    searchDir,
+    globMatcher(pattern),
+    excludeMatcher(excludes),
+  );
+  if (plan.backend === 'git') {
+    const present = await Promise.all(files.map(exists));
+    files = files.filter((_, i) => present[i] === true);
+  }
+  const results = files.map((abs) => displayPath(ctx.cwd, abs)).sort(compareCodeUnits);
+
+  if (result.timedOut) {
+    const error = `Find timed out after ${seconds} seconds.`;
+    return results.length === 0
+      ? { ok: false, error }
+      : { ok: false, error, partialOutput: results.join('\n') };
+  }
+  if (results.length === 0) {
+    const stderr = result.stderr.trim();
+    const fdFoundNothing = plan.backend === 'fd' && result.exitCode === 1 && stderr === '';
+    if (result.exitCode === 0 || fdFoundNothing) {
+      return { ok: true, output: 'No files found matching pattern.' };
+    }
+    if (stderr !== '') return { ok: false, error: stderr };
+    return {
+      ok: false,
+      error:
+        result.exitCode === null
+          ? 'Command was terminated by a signal'
+          : `Command exited with code ${result.exitCode}`,
+    };
+  }
+
+  const limit = positiveInt(fields['limit'], FIND_DEFAULT_LIMIT);
+  const limited = results.length > limit;
+  const text = (limited ? results.slice(0, limit) : results).join('\n');
+  const cut = await truncateForResult(
+    text,
+    { source: 'find', id: ctx.tool_id, mode: 'head' },
+    options.fs ?? nodeTruncateFs,
+  );
+  const notes: string[] = [];
+  if (cut.truncated) {
+    const where =
+      cut.fullOutputPath === null
+        ? ' Full output could not be saved.'
+        : ` Full output: ${cut.fullOutputPath}`;
+    const { shownLines, totalLines } = cut.details;
+    notes.push(`[Showing ${shownLines} of ${totalLines} results (truncated). ${NARROW}${where}]`);
+  }
+  if (limited) notes.push(`[Results limited to ${limit} entries. ${NARROW}]`);
+  const body = cut.truncated ? cut.details.content : text;
+  return { ok: true, output: notes.length === 0 ? body : `${body}\n\n${notes.join('\n')}` };
+}
+
+/** A find tool; the default export `findTool` detects its backend, tests can fix one. */
+export function createFindTool(options: FindToolOptions = {}): ToolDefinition {
+  return {
+    name: 'find',
+    description:
+      'Find files by glob pattern (fd, git ls-files or find, whichever is available). A ' +
+      'pattern without "/" matches file names at any depth ("*.lua"); one with "/" matches the ' +
+      'path below the searched directory ("src/**/*.tsx", where ** spans directories). Braces ' +
+      '("*.{ts,tsx}") and [abc] classes work. Returns sorted paths relative to the working ' +
+      `directory, one per line, at most limit (default ${FIND_DEFAULT_LIMIT}); the output is cut ` +
+      `at ${MAX_LINES} lines or ${MAX_BYTES / 1024}KB. Commonly ignored directories such as ` +
+      'node_modules and .git are skipped.',
+    inputSchema: {
+      type: 'object',
+      properties: {
+        label: {
+          type: 'string',
+          description: 'A few words saying why you are looking, e.g. "locate the test files".',
+        },
+        pattern: {
+          type: 'string',
+          description: 'Glob to match, e.g. "*.lua" or "src/**/*.tsx".',
+        },
+        path: {
+          type: ['string', 'null'],
+          description: 'Directory to search (default: the working directory).',
+        },
+        limit: {
+          type: ['number', 'null'],
+          description: `The most paths to return (default ${FIND_DEFAULT_LIMIT}).`,
+        },
+      },
+      required: ['label', 'limit', 'path', 'pattern'],
+      additionalProperties: false,
+    },
+    strict: true,
+    async: true,
+    label: 'Find files',
+    execute: (input, ctx) => executeFind(input, ctx, options),
+    formatPreview: (input) => {
+      const detail = [typeof input['pattern'] === 'string' ? input['pattern'] : ''];
+      const path = input['path'];
+      if (typeof path === 'string' && path !== '') detail.push(`in ${path}`);
+      const label = typeof input['label'] === 'string' ? input['label'] : undefined;
+      return { detail, label };
+    },
+  };
+}
+
+export const findTool: ToolDefinition = createFindTool();

@@ -1,0 +1,102 @@
+// The `write` tool: creates or overwrites a file with the given content.
+//
+// Decisions:
+// - The path is resolved against the chat file's directory (the working directory for an unsaved
+//   chat), like `read` and `edit`, so the three tools agree on what `notes.md` means.
+// - With the sandbox enabled, the resolved path must be writable under its policy; this check is
+//   made here, in the host, because the file is written by the host and not by a sandboxed
+//   process. It applies whether or not a sandbox backend is available.
+// - Missing parent directories are created.
+// - An empty string is valid content: it creates an empty file or empties an existing one (a
+//   model may mean exactly that, e.g. for `__init__.py`). Only content that is not a string at
+//   all is refused.
+// - The byte count in the reply is the UTF-8 size of the content, which is what lands on disk.
+// - The reply names the path as the model wrote it, not the resolved one.
+
+import { mkdir, writeFile } from 'node:fs/promises';
+import { dirname } from 'node:path';
+
+import type { ToolContext, ToolDefinition, ToolOutcome } from '../registry.js';
+import { formatSize } from '../truncate.js';
+import { fieldsOf, stringField } from './ls.js';
+
+/**
+ * The refusal for changing `abs` when the sandbox is enabled and its policy does not allow writing
+ * there; undefined when the change may go ahead. `verb` names the tool's action (`write`, `edit`).
+ */
+export function sandboxDenial(
+  ctx: ToolContext,
+  abs: string,
+  path: string,
+  verb: string,
+): string | undefined {
+  if (!ctx.sandbox.enabled || ctx.sandbox.is_path_writable(abs)) return undefined;
+  return `Sandbox: ${verb} denied – path is outside writable directories: ${path}`;
+}
+
+/** The message of a thrown error, or the thrown value as text. */
+export function reasonOf(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+async function executeWrite(input: unknown, ctx: ToolContext): Promise<ToolOutcome> {
+  const fields = fieldsOf(input);
+  const path = stringField(fields, 'path');
+  if (path === undefined) return { ok: false, error: 'No path provided' };
+  const content = fields['content'];
+  if (typeof content !== 'string') return { ok: false, error: 'No content provided' };
+
+  const abs = ctx.path.resolve(path);
+  const denial = sandboxDenial(ctx, abs, path, 'write');
+  if (denial !== undefined) return { ok: false, error: denial };
+
+  try {
+    await mkdir(dirname(abs), { recursive: true });
+    await writeFile(abs, content, 'utf8');
+  } catch (err) {
+    return { ok: false, error: `Cannot write file: ${reasonOf(err)}` };
+  }
+  return {
+    ok: true,
+    output: `Successfully wrote ${Buffer.byteLength(content, 'utf8')} bytes to ${path}`,
+  };
+}
+
+export const writeTool: ToolDefinition = {
+  name: 'write',
+  description:
+    'Write a file, replacing it completely if it exists; missing parent directories are ' +
+    'created. Use edit to change part of an existing file instead of rewriting all of it.',
+  inputSchema: {
+    type: 'object',
+    properties: {
+      label: {
+        type: 'string',
+        description: 'A few words saying why you write the file, e.g. "add the test fixture".',
+      },
+      path: {
+        type: 'string',
+        description:
+          "The file to write: absolute, `~/`-relative, or relative to the chat file's directory.",
+      },
+      content: {
+        type: 'string',
+        description: 'The complete new content of the file.',
+      },
+    },
+    required: ['content', 'label', 'path'],
+    additionalProperties: false,
+  },
+  strict: true,
+  label: 'Write file',
+  execute: executeWrite,
+  formatPreview: (input) => {
+    const detail = [typeof input['path'] === 'string' ? input['path'] : ''];
+    const content = input['content'];
+    if (typeof content === 'string') {
+      detail.push(`(${formatSize(Buffer.byteLength(content, 'utf8'))})`);
+    }
+    const label = typeof input['label'] === 'string' ? input['label'] : undefined;
+    return { detail, label };
+  },
+};

@@ -1,0 +1,178 @@
+// Runs one external program for a tool (bash, grep, find, git probes) through execa.
+//
+// Decisions:
+// - The child leads its own process group (`detached`), so a timeout or a cancel can stop the
+//   whole tree it started (`bash -c 'sleep 100 & wait'` included): SIGTERM to the group, then
+//   SIGKILL after a grace period if anything in it is still alive.
+// - The function never throws: a program that cannot start comes back as `startError`.
+// - stdout and stderr are collected as strings; `mergeStderr` interleaves them into `output` in
+//   the order they arrived (execa's `all`).
+// - execa is loaded on first use with import(): it costs ~100 ms to load, and a host that never
+//   runs a tool should not pay for it at start-up.
+
+export interface RunOptions {
+  cwd: string;
+  /** Variables merged into the host's environment. */
+  env?: Record<string, string>;
+  signal?: AbortSignal;
+  /** Stop the process group after this many milliseconds (0 or absent: no limit). */
+  timeoutMs?: number;
+  /** Put stderr into `output` too, interleaved with stdout. */
+  mergeStderr?: boolean;
+  /** Text written to the program's stdin (else stdin is closed). */
+  input?: string;
+  /** Time between SIGTERM and SIGKILL when stopping the group. */
+  killGraceMs?: number;
+  /**
+   * After the program exits, how long to keep reading output that background children still
+   * write before giving up on them (they keep running; their later output is lost).
+   */
+  drainMs?: number;
+}
+
+export interface RunResult {
+  /** null when the process ended through a signal or never started. */
+  exitCode: number | null;
+  /** The signal that ended the process, if one did. */
+  signal: string | null;
+  /** stdout, or stdout and stderr interleaved with `mergeStderr`. */
+  output: string;
+  stderr: string;
+  timedOut: boolean;
+  cancelled: boolean;
+  /** Why the program could not be started (not found, not executable, bad cwd). */
+  startError?: string;
+}
+
+const DEFAULT_KILL_GRACE_MS = 2000;
+const DEFAULT_DRAIN_MS = 200;
+
+type ExecaModule = typeof import('execa');
+let execaModule: Promise<ExecaModule> | undefined;
+
+function loadExeca(): Promise<ExecaModule> {
+  execaModule ??= import('execa');
+  return execaModule;
+}
+
+/** Sends `signal` to the process group led by `pid`; false when no such group exists. */
+function signalGroup(pid: number, signal: NodeJS.Signals): boolean {
+  try {
+    process.kill(-pid, signal);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** A function, so the check is made afresh after an await (no narrowing from an earlier one). */
+function isAborted(signal: AbortSignal | undefined): boolean {
+  return signal?.aborted === true;
+}
+
+function groupAlive(pid: number): boolean {
+  return signalGroup(pid, 0 as unknown as NodeJS.Signals);
+}
+
+function text(value: unknown): string {
+  if (typeof value === 'string') return value;
+  if (Array.isArray(value)) return value.join('\n');
+  if (value instanceof Uint8Array) return Buffer.from(value).toString('utf8');
+  return '';
+}
+
+export async function runProcess(argv: readonly string[], options: RunOptions): Promise<RunResult> {
+  const [file, ...args] = argv;
+  const empty = { exitCode: null, signal: null, output: '', stderr: '' };
+  if (file === undefined || file === '') {
+    return { ...empty, timedOut: false, cancelled: false, startError: 'no program given' };
+  }
+  if (options.signal?.aborted === true) {
+    return { ...empty, timedOut: false, cancelled: true };
+  }
+  const { execa } = await loadExeca();
+  const merge = options.mergeStderr === true;
+  const child = execa(file, args, {
+    cwd: options.cwd,
+    env: options.env ?? {},
+    extendEnv: true,
+    detached: true,
+    reject: false,
+    stripFinalNewline: false,
+    all: merge,
+    maxBuffer: 256 * 1024 * 1024,
+    ...(options.input === undefined ? { stdin: 'ignore' as const } : { input: options.input }),
+  });
+
+  // Set from timer and abort callbacks.
+  const stopped = { timedOut: false, cancelled: false };
+  let killTimer: NodeJS.Timeout | undefined;
+  const stop = (): void => {
+    const pid = child.pid;
+    if (pid === undefined) return;
+    if (!signalGroup(pid, 'SIGTERM')) child.kill('SIGTERM');
+    killTimer ??= setTimeout(() => {
+      if (groupAlive(pid)) signalGroup(pid, 'SIGKILL');
+      child.kill('SIGKILL');
+    }, options.killGraceMs ?? DEFAULT_KILL_GRACE_MS);
+  };
+  const onAbort = (): void => {
+    if (stopped.timedOut) return;
+    stopped.cancelled = true;
+    stop();
+  };
+  options.signal?.addEventListener('abort', onAbort, { once: true });
+  // An abort while execa was loading or the process was starting fired before the listener.
+  if (isAborted(options.signal)) onAbort();
+  // A command that leaves a background job behind (`server &`) exits while the job still holds
+  // the output pipes open: stop reading shortly after the leader exits instead of waiting for it.
+  let drainTimer: NodeJS.Timeout | undefined;
+  child.once('exit', () => {
+    drainTimer = setTimeout(() => {
+      child.stdout.destroy();
+      child.stderr.destroy();
+      child.all?.destroy();
+    }, options.drainMs ?? DEFAULT_DRAIN_MS);
+  });
+  const timeoutMs = options.timeoutMs ?? 0;
+  const timer =
+    timeoutMs > 0
+      ? setTimeout(() => {
+          if (stopped.cancelled) return;
+          stopped.timedOut = true;
+          stop();
+        }, timeoutMs)
+      : undefined;
+
+  try {
+    const result = await child;
+    const failed = result.failed && result.exitCode === undefined && result.signal === undefined;
+    const output = text(merge ? result.all : result.stdout);
+    const stderr = text(result.stderr);
+    const base: RunResult = {
+      exitCode: result.exitCode ?? null,
+      signal: result.signal ?? null,
+      output,
+      stderr,
+      timedOut: stopped.timedOut,
+      cancelled: stopped.cancelled,
+    };
+    if (failed && !stopped.timedOut && !stopped.cancelled) {
+      const cause: unknown = result.cause;
+      const reason = cause instanceof Error ? cause.message : result.shortMessage;
+      return { ...base, startError: typeof reason === 'string' ? reason : 'failed to start' };
+    }
+    return base;
+  } finally {
+    if (timer !== undefined) clearTimeout(timer);
+    if (drainTimer !== undefined) clearTimeout(drainTimer);
+    options.signal?.removeEventListener('abort', onAbort);
+    // Children that outlived the leader (daemons the command left behind) go too once the
+    // process was stopped; a normal exit leaves them alone, as a terminal would.
+    if (killTimer !== undefined) {
+      clearTimeout(killTimer);
+      const pid = child.pid;
+      if (pid !== undefined && groupAlive(pid)) signalGroup(pid, 'SIGKILL');
+    }
+  }
+}

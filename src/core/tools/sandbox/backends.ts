@@ -1,0 +1,383 @@
+// Sandbox backends: the registry that picks one, and the built-in bubblewrap backend.
+//
+// Decisions:
+// - A backend is `{name, priority, available(settings), wrap(argv, policy, settings)}`, where
+//   `settings` is its own table from `sandbox.backends.<name>` (an empty object when the user
+//   set nothing). `available` must not throw; a throw or rejection is reported as unavailable.
+// - The registry lists backends by priority, highest first, name as the tie-breaker, so the
+//   order does not depend on registration order. Registering a name again replaces the entry.
+// - Availability answers are cached per backend and per settings content, and the whole cache is
+//   dropped when the registry changes. So "cached until the registry or the backends config
+//   changes" holds without the registry having to watch the configuration. The cached value is
+//   the promise, so concurrent callers share one probe.
+// - `auto` and `required` take the first available backend; when there is none the caller runs
+//   commands unsandboxed, and `required` additionally gets a warning text to show once. An
+//   explicit name must be registered and available, otherwise resolution is an error the tool
+//   reports ("Sandbox backend 'x' is not available: …"). Lua module paths cannot be loaded by
+//   the host; such a name resolves only when something registered a backend under it.
+// - bwrap availability is Linux, an executable binary, and a real probe: a binary that exists
+//   but cannot create namespaces here (containers, disabled user namespaces) would otherwise
+//   make every command fail instead of running unsandboxed under `auto`.
+// - bwrap's command line follows the specification. One addition: rw paths that do not exist
+//   when the command is wrapped are left out, because `--bind` of a missing source aborts bwrap
+//   and would break every command just because, say, `~/.local/share` was never created.
+//   `extra_args` entries that are numbers are passed as text; other non-strings are ignored.
+
+import { constants, existsSync } from 'node:fs';
+import { access, stat } from 'node:fs/promises';
+import { delimiter, isAbsolute, join, resolve as resolvePath } from 'node:path';
+
+import { type RunResult, runProcess } from '../process.js';
+
+/** The resolved policy a backend enforces (field names as in the configuration). */
+export interface SandboxPolicy {
+  /** Absolute, real, de-duplicated and sorted. */
+  readonly rw_paths: readonly string[];
+  readonly network: boolean;
+  readonly allow_privileged: boolean;
+}
+
+/** A backend's own settings: `sandbox.backends.<name>`. */
+export type BackendSettings = Readonly<Record<string, unknown>>;
+
+export type Availability = { ok: true } | { ok: false; error: string };
+
+export interface SandboxBackend {
+  readonly name: string;
+  /** Higher is tried first by `auto`/`required` (bwrap: 100, default: 50). */
+  readonly priority: number;
+  readonly description?: string;
+  available(settings: BackendSettings): Promise<Availability>;
+  /** The command line that runs `argv` inside the sandbox. */
+  wrap(argv: readonly string[], policy: SandboxPolicy, settings: BackendSettings): string[];
+}
+
+/** What `register` accepts: a backend whose priority may be left to the default. */
+export type BackendDefinition = Omit<SandboxBackend, 'priority'> & { readonly priority?: number };
+
+export type BackendResolution =
+  | { kind: 'backend'; backend: SandboxBackend; settings: BackendSettings }
+  /** `auto`/`required` found nothing: commands run unsandboxed. */
+  | { kind: 'none'; reason: string; warning?: string }
+  /** An explicit backend that is missing or unavailable: commands cannot run. */
+  | { kind: 'error'; error: string };
+
+export const DEFAULT_BACKEND_PRIORITY = 50;
+export const BWRAP_PRIORITY = 100;
+
+/** Backend selections that mean "the first available one". */
+export function isAutoSelection(selection: string): boolean {
+  return selection === 'auto' || selection === 'required';
+}
+
+/** JSON with object keys sorted, so equal settings give equal cache keys. */
+function stableJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(stableJson).join(',')}]`;
+  if (value !== null && typeof value === 'object') {
+    const entries = Object.entries(value as Record<string, unknown>)
+      .filter(([, v]) => v !== undefined)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${stableJson(v)}`).join(',')}}`;
+  }
+  // JSON.stringify answers undefined for functions and undefined, whatever its type says.
+  const text = JSON.stringify(value) as string | undefined;
+  return text ?? 'null';
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+export class SandboxBackendRegistry {
+  private readonly entries = new Map<string, SandboxBackend>();
+  private readonly cache = new Map<string, Promise<Availability>>();
+  private changes = 0;
+
+  /** Adds (or replaces) a backend. */
+  register(definition: BackendDefinition): void {
+    if (typeof definition.name !== 'string' || definition.name === '') {
+      throw new Error('A sandbox backend needs a non-empty name');
+    }
+    if (isAutoSelection(definition.name)) {
+      throw new Error(`'${definition.name}' is reserved and cannot name a sandbox backend`);
+    }
+    const priority = definition.priority ?? DEFAULT_BACKEND_PRIORITY;
+    if (!Number.isFinite(priority)) {
+      throw new Error(`Sandbox backend '${definition.name}' has an invalid priority`);
+    }
+    const { name, description } = definition;
+    const backend: SandboxBackend = {
+      name,
+      priority,
+      ...(description === undefined ? {} : { description }),
+      available: (settings) => definition.available(settings),
+      wrap: (argv, policy, settings) => definition.wrap(argv, policy, settings),
+    };
+    this.entries.set(name, backend);
+    this.changed();
+  }
+
+  /** Removes a backend; false when none had that name. */
+  unregister(name: string): boolean {
+    const removed = this.entries.delete(name);
+    if (removed) this.changed();
+    return removed;
+  }
+
+  get(name: string): SandboxBackend | undefined {
+    return this.entries.get(name);
+  }
+
+  /** All backends, highest priority first (ties by name). */
+  list(): SandboxBackend[] {
+    return [...this.entries.values()].sort((a, b) =>
+      a.priority === b.priority ? (a.name < b.name ? -1 : 1) : b.priority - a.priority,
+    );
+  }
+
+  /** Increases with every register/unregister. */
+  get generation(): number {
+    return this.changes;
+  }
+
+  /** Forgets every availability answer (the next question probes again). */
+  clearCache(): void {
+    this.cache.clear();
+  }
+
+  /** Whether `name` can be used with `settings`; cached until the registry or settings change. */
+  availability(name: string, settings: BackendSettings = {}): Promise<Availability> {
+    const backend = this.entries.get(name);
+    if (backend === undefined) {
+      return Promise.resolve({ ok: false, error: 'no backend of that name is registered' });
+    }
+    const key = `${name}\u0000${stableJson(settings)}`;
+    let answer = this.cache.get(key);
+    if (answer === undefined) {
+      answer = (async (): Promise<Availability> => {
+        try {
+          const result = await backend.available(settings);
+          if (result.ok) return { ok: true };
+          return { ok: false, error: result.error || 'unavailable' };
+        } catch (error) {
+          return { ok: false, error: messageOf(error) };
+        }
+      })();
+      this.cache.set(key, answer);
+    }
+    return answer;
+  }
+
+  /**
+   * Picks the backend for `selection` (`auto`, `required` or a name), with `backends` being the
+   * `sandbox.backends` table.
+   */
+  async resolve(
+    selection: string,
+    backends: Readonly<Record<string, BackendSettings>>,
+  ): Promise<BackendResolution> {
+    const settingsOf = (name: string): BackendSettings => backends[name] ?? {};
+    if (!isAutoSelection(selection)) {
+      if (this.entries.get(selection) === undefined) {
+        const known = this.list().map((b) => b.name);
+        const hint = known.length === 0 ? 'none' : known.join(', ');
+        return {
+          kind: 'error',
+          error: `Sandbox backend '${selection}' is not available: no backend of that name is registered (registered: ${hint})`,
+        };
+      }
+      const answer = await this.availability(selection, settingsOf(selection));
+      if (!answer.ok) {
+        return {
+          kind: 'error',
+          error: `Sandbox backend '${selection}' is not available: ${answer.error}`,
+        };
+      }
+      return {
+        kind: 'backend',
+        backend: this.getOrThrow(selection),
+        settings: settingsOf(selection),
+      };
+    }
+    const tried: string[] = [];
+    for (const backend of this.list()) {
+      const answer = await this.availability(backend.name, settingsOf(backend.name));
+      if (answer.ok) return { kind: 'backend', backend, settings: settingsOf(backend.name) };
+      tried.push(`${backend.name}: ${answer.error}`);
+    }
+    const reason =
+      tried.length === 0
+        ? 'No sandbox backend is registered'
+        : `No sandbox backend is available (${tried.join('; ')})`;
+    if (selection === 'required') {
+      return {
+        kind: 'none',
+        reason,
+        warning: `Sandbox backend is required but none is available; tools run unsandboxed. ${reason}`,
+      };
+    }
+    return { kind: 'none', reason };
+  }
+
+  private getOrThrow(name: string): SandboxBackend {
+    const backend = this.entries.get(name);
+    if (backend === undefined) throw new Error(`Sandbox backend '${name}' vanished`);
+    return backend;
+  }
+
+  private changed(): void {
+    this.changes += 1;
+    this.cache.clear();
+  }
+}
+
+// --- bubblewrap -------------------------------------------------------------------------------
+
+/** The process runner's signature, so tests can stand in for it. */
+export type ProbeRunFn = (
+  argv: readonly string[],
+  options: { cwd: string; timeoutMs?: number },
+) => Promise<RunResult>;
+
+export interface BwrapOptions {
+  /** Defaults to `process.platform`. */
+  platform?: NodeJS.Platform;
+  /** Defaults to `runProcess`. */
+  run?: ProbeRunFn;
+  /** The `PATH` searched for a bare program name; defaults to the host's. */
+  pathVar?: string | undefined;
+  /** Which rw paths exist (missing ones get no `--bind`); defaults to the file system. */
+  exists?: (path: string) => boolean;
+}
+
+const PROBE_TIMEOUT_MS = 10_000;
+
+/** The configured program: `settings.path`, else `bwrap`. */
+export function bwrapProgram(settings: BackendSettings): string {
+  const path = settings['path'];
+  return typeof path === 'string' && path !== '' ? path : 'bwrap';
+}
+
+/** `settings.extra_args` as strings (Lua may send an empty table as an object). */
+export function bwrapExtraArgs(settings: BackendSettings): string[] {
+  const extra = settings['extra_args'];
+  if (!Array.isArray(extra)) return [];
+  const out: string[] = [];
+  for (const item of extra as unknown[]) {
+    if (typeof item === 'string') out.push(item);
+    else if (typeof item === 'number' && Number.isFinite(item)) out.push(String(item));
+  }
+  return out;
+}
+
+/** The bwrap command line for `argv` under `policy`. */
+export function bwrapArgv(
+  argv: readonly string[],
+  policy: SandboxPolicy,
+  settings: BackendSettings,
+  exists: (path: string) => boolean = existsSync,
+): string[] {
+  const out = [bwrapProgram(settings), '--ro-bind', '/', '/'];
+  for (const path of policy.rw_paths) {
+    if (exists(path)) out.push('--bind', path, path);
+  }
+  out.push('--dev', '/dev', '--proc', '/proc');
+  if (!policy.allow_privileged) out.push('--unshare-user');
+  out.push('--unshare-pid', '--unshare-uts', '--unshare-ipc');
+  out.push(policy.network ? '--share-net' : '--unshare-net');
+  out.push('--die-with-parent', '--new-session');
+  out.push(...bwrapExtraArgs(settings));
+  out.push(...argv);
+  return out;
+}
+
+async function isExecutableFile(path: string): Promise<boolean> {
+  try {
+    await access(path, constants.X_OK);
+    return (await stat(path)).isFile();
+  } catch {
+    return false;
+  }
+}
+
+/** The full path of `program` (a path, or a name looked up on `pathVar`), if executable. */
+export async function findExecutable(
+  program: string,
+  pathVar: string | undefined,
+): Promise<string | undefined> {
+  if (program.includes('/')) {
+    const full = isAbsolute(program) ? program : resolvePath(program);
+    return (await isExecutableFile(full)) ? full : undefined;
+  }
+  for (const dir of (pathVar ?? '').split(delimiter)) {
+    if (dir === '') continue;
+    const full = join(dir, program);
+    if (await isExecutableFile(full)) return full;
+  }
+  return undefined;
+}
+
+function firstLine(text: string): string {
+  return text.trim().split('\n')[0]?.trim() ?? '';
+}
+
+export function createBwrapBackend(options: BwrapOptions = {}): SandboxBackend {
+  const platform = options.platform ?? process.platform;
+  const run: ProbeRunFn = options.run ?? runProcess;
+  const exists = options.exists ?? existsSync;
+  return {
+    name: 'bwrap',
+    priority: BWRAP_PRIORITY,
+    description: 'Bubblewrap (Linux)',
+    async available(settings) {
+      if (platform !== 'linux') {
+        return {
+          ok: false,
+          error: `Bubblewrap needs Linux (user namespaces); this platform is '${platform}'`,
+        };
+      }
+      const program = bwrapProgram(settings);
+      const pathVar = 'pathVar' in options ? options.pathVar : process.env['PATH'];
+      const full = await findExecutable(program, pathVar);
+      if (full === undefined) {
+        return {
+          ok: false,
+          error: `bubblewrap (bwrap) not found at '${program}'. Install it (e.g. apt install bubblewrap) or set sandbox.backends.bwrap.path`,
+        };
+      }
+      const probe = await run(
+        [
+          full,
+          '--ro-bind',
+          '/',
+          '/',
+          '--dev',
+          '/dev',
+          '--proc',
+          '/proc',
+          '--unshare-user',
+          '--unshare-pid',
+          '--die-with-parent',
+          'true',
+        ],
+        { cwd: '/', timeoutMs: PROBE_TIMEOUT_MS },
+      );
+      if (probe.exitCode === 0) return { ok: true };
+      const why =
+        probe.startError ??
+        (probe.timedOut
+          ? 'timed out'
+          : firstLine(probe.stderr) ||
+            firstLine(probe.output) ||
+            `exit ${probe.exitCode ?? probe.signal ?? '?'}`);
+      return { ok: false, error: `bwrap cannot create a sandbox here: ${why}` };
+    },
+    wrap(argv, policy, settings) {
+      return bwrapArgv(argv, policy, settings, exists);
+    },
+  };
+}
+
+/** The registry the host uses, with bwrap registered. */
+export const sandboxBackends = new SandboxBackendRegistry();
+sandboxBackends.register(createBwrapBackend());

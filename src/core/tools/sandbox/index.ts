@@ -1,0 +1,375 @@
+// The sandbox policy for one tool call: reads the merged `sandbox` configuration, expands the
+// writable paths, picks a backend, and hands tools a `SandboxAccess` (plus the facts a Lua tool
+// needs to answer `ctx.sandbox` on its own).
+//
+// Decisions:
+// - `enabled`: the runtime override (`:Flemma sandbox:enable|disable`) beats the configuration;
+//   the configuration the host receives already has setup and frontmatter merged, so this code
+//   can only tell "override" from "config".
+// - The settings arrive as whatever Lua sent. Missing keys take the documented defaults; an
+//   empty Lua table may arrive as `[]` or `{}`, so both read as "empty" wherever an object or a
+//   list is expected. An `rw_paths` the user emptied stays empty (nothing writable); only an
+//   absent one falls back to the defaults.
+// - When disabled, the access object is the permissive `noSandbox`: nothing is wrapped, every
+//   path is writable, and no backend is probed.
+// - When enabled, the write check holds whether or not a backend exists (the specification's
+//   "regardless of backend availability"). An unknown `urn:` in `rw_paths` fails closed: nothing
+//   is writable and commands are refused with the error, rather than guessing what was meant.
+// - `wrapPrefix` is derived by wrapping a sentinel argument: if the backend's command line ends
+//   with the inner command unchanged, everything before it is the prefix. A backend that embeds
+//   the command some other way has no prefix, and Lua tools (which can only prepend) get a
+//   `wrapError` instead of silently running unsandboxed. JavaScript tools still call the
+//   backend's `wrap` directly.
+// - The `required` warning is returned as text; showing it once is the caller's business.
+
+import { type SandboxAccess, type WrapResult, noSandbox } from '../context.js';
+import {
+  type BackendResolution,
+  type BackendSettings,
+  type SandboxBackend,
+  type SandboxBackendRegistry,
+  type SandboxPolicy,
+  sandboxBackends,
+} from './backends.js';
+import { type PathEnv, PathVariableError, isPathWritable, resolveRwPaths } from './paths.js';
+
+export interface SandboxFacts {
+  /** The editor's working directory. */
+  cwd: string;
+  /** The chat file, or null for an unnamed buffer. */
+  filename: string | null;
+  /** The runtime override: true/false, or null when not set. */
+  sandbox_override: boolean | null;
+}
+
+export interface SandboxState {
+  access: SandboxAccess;
+  enabled: boolean;
+  /** The resolved writable paths (empty when disabled). */
+  rwPaths: string[];
+  /** The backend that wraps commands, when one is active. */
+  backend?: string;
+  /** The argv prefix that wraps a command: `[...wrapPrefix, ...argv]`. */
+  wrapPrefix?: string[];
+  /** Why commands cannot be wrapped (an explicit backend that is missing, a bad rw path). */
+  wrapError?: string;
+  /** A text to show the user once (backend `required` but none available). */
+  warning?: string;
+}
+
+export interface SandboxSettings {
+  enabled: boolean;
+  /** `auto`, `required` or a backend name. */
+  backend: string;
+  rw_paths: string[];
+  network: boolean;
+  allow_privileged: boolean;
+  backends: Record<string, BackendSettings>;
+}
+
+export const DEFAULT_RW_PATHS: readonly string[] = [
+  'urn:flemma:cwd',
+  'urn:flemma:buffer:path',
+  '/tmp',
+  '${TMPDIR:-/tmp}',
+  '${XDG_CACHE_HOME:-~/.cache}',
+  '${XDG_DATA_HOME:-~/.local/share}',
+];
+
+export interface ResolveOptions {
+  /** The backend registry; defaults to the shared one with bwrap registered. */
+  registry?: SandboxBackendRegistry;
+}
+
+type Table = Record<string, unknown>;
+
+/** An object as a table; arrays (Lua's empty table) and non-objects read as empty. */
+function tableOf(value: unknown): Table {
+  return value !== null && typeof value === 'object' && !Array.isArray(value)
+    ? (value as Table)
+    : {};
+}
+
+function booleanOr(value: unknown, fallback: boolean): boolean {
+  return typeof value === 'boolean' ? value : fallback;
+}
+
+function stringList(value: unknown): string[] {
+  if (!Array.isArray(value)) return [];
+  return (value as unknown[]).filter((item): item is string => typeof item === 'string');
+}
+
+/** The `sandbox` table as sent by Lua, with the documented defaults filled in. */
+export function parseSandboxSettings(raw: unknown): SandboxSettings {
+  const table = tableOf(raw);
+  const policy = tableOf(table['policy']);
+  const backend = table['backend'];
+  const rwPaths = policy['rw_paths'];
+  const backends: Record<string, BackendSettings> = {};
+  for (const [name, value] of Object.entries(tableOf(table['backends']))) {
+    backends[name] = tableOf(value);
+  }
+  return {
+    enabled: booleanOr(table['enabled'], true),
+    backend: typeof backend === 'string' && backend !== '' ? backend : 'auto',
+    rw_paths:
+      rwPaths === undefined || rwPaths === null ? [...DEFAULT_RW_PATHS] : stringList(rwPaths),
+    network: booleanOr(policy['network'], true),
+    allow_privileged: booleanOr(policy['allow_privileged'], false),
+    backends,
+  };
+}
+
+function enabledFrom(settings: SandboxSettings, facts: SandboxFacts): boolean {
+  return facts.sandbox_override ?? settings.enabled;
+}
+
+interface RwResolution {
+  paths: string[];
+  error?: string;
+}
+
+function resolvePaths(
+  settings: SandboxSettings,
+  facts: SandboxFacts,
+  env: PathEnv,
+  home: string,
+): RwResolution {
+  try {
+    return { paths: resolveRwPaths(settings.rw_paths, facts, env, home) };
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    const prefix =
+      error instanceof PathVariableError ? 'Invalid sandbox.policy.rw_paths' : 'Sandbox paths';
+    return { paths: [], error: `${prefix}: ${message}` };
+  }
+}
+
+/** Two distinct arguments, so a backend that joins the command into one string is noticed. */
+const SENTINEL: readonly string[] = ['\u0000flemma-sandbox-inner', '\u0000flemma-sandbox-command'];
+
+function endsWithSentinel(argv: readonly string[]): boolean {
+  const tail = argv.slice(-SENTINEL.length);
+  return tail.length === SENTINEL.length && tail.every((arg, i) => arg === SENTINEL[i]);
+}
+
+type Wrapped = { ok: true; argv: string[] } | { ok: false; error: string };
+
+function wrapWith(
+  backend: SandboxBackend,
+  argv: readonly string[],
+  policy: SandboxPolicy,
+  settings: BackendSettings,
+): Wrapped {
+  try {
+    return { ok: true, argv: backend.wrap(argv, policy, settings) };
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    return {
+      ok: false,
+      error: `Sandbox backend '${backend.name}' could not wrap the command: ${message}`,
+    };
+  }
+}
+
+/** Resolves the sandbox for one tool call. */
+export async function resolveSandbox(
+  rawSettings: unknown,
+  facts: SandboxFacts,
+  env: PathEnv,
+  home: string,
+  options: ResolveOptions = {},
+): Promise<SandboxState> {
+  const settings = parseSandboxSettings(rawSettings);
+  if (!enabledFrom(settings, facts)) {
+    return { access: noSandbox, enabled: false, rwPaths: [] };
+  }
+  const registry = options.registry ?? sandboxBackends;
+  const rw = resolvePaths(settings, facts, env, home);
+  const rwPaths = rw.paths;
+  const policy: SandboxPolicy = {
+    rw_paths: rwPaths,
+    network: settings.network,
+    allow_privileged: settings.allow_privileged,
+  };
+
+  let commandError = rw.error;
+  let prefixError: string | undefined;
+  let warning: string | undefined;
+  let active: { backend: SandboxBackend; settings: BackendSettings } | undefined;
+  let wrapPrefix: string[] | undefined;
+
+  if (commandError === undefined) {
+    const resolution = await registry.resolve(settings.backend, settings.backends);
+    if (resolution.kind === 'error') commandError = resolution.error;
+    else if (resolution.kind === 'none') {
+      // `auto` runs unsandboxed without a backend, but the user asked for a sandbox: say so.
+      warning =
+        resolution.warning ??
+        `Sandbox is enabled but no backend is available (${resolution.reason}); bash, grep and find run unsandboxed. Install bubblewrap, or set sandbox.enabled = false.`;
+    } else active = { backend: resolution.backend, settings: resolution.settings };
+  }
+  if (active !== undefined) {
+    const probe = wrapWith(active.backend, SENTINEL, policy, active.settings);
+    if (!probe.ok) {
+      commandError = probe.error;
+    } else if (endsWithSentinel(probe.argv)) {
+      wrapPrefix = probe.argv.slice(0, -SENTINEL.length);
+    } else {
+      prefixError = `Sandbox backend '${active.backend.name}' does not wrap commands by prefix; Lua tools cannot use it`;
+    }
+  }
+
+  const cwd = facts.cwd;
+  const chosen = commandError === undefined ? active : undefined;
+  const access: SandboxAccess = {
+    enabled: true,
+    is_path_writable: (path) => isPathWritable(path, rwPaths, cwd),
+    wrap_command: (argv): Promise<WrapResult> => {
+      if (commandError !== undefined) return Promise.resolve({ ok: false, error: commandError });
+      if (chosen === undefined) return Promise.resolve({ ok: true, argv: [...argv] });
+      return Promise.resolve(wrapWith(chosen.backend, argv, policy, chosen.settings));
+    },
+  };
+
+  const wrapError = commandError ?? prefixError;
+  return {
+    access,
+    enabled: true,
+    rwPaths,
+    ...(chosen === undefined ? {} : { backend: chosen.backend.name }),
+    ...(wrapPrefix === undefined || commandError !== undefined ? {} : { wrapPrefix }),
+    ...(wrapError === undefined ? {} : { wrapError }),
+    ...(warning === undefined ? {} : { warning }),
+  };
+}
+
+// --- status -----------------------------------------------------------------------------------
+
+export interface SandboxBackendStatus {
+  name: string;
+  priority: number;
+  available: boolean;
+  error?: string;
+}
+
+/** What `:Flemma sandbox:status` shows. */
+export interface SandboxStatus {
+  enabled: boolean;
+  /** `override` when the runtime toggle decided, else `config` (setup and frontmatter merged). */
+  enabled_by: 'override' | 'config';
+  /** The configured `sandbox.backend`. */
+  backend_setting: string;
+  /** The backend commands would be wrapped with, or null. */
+  backend: string | null;
+  /** Why no backend wraps commands (unsandboxed fallback, or the error an explicit one gives). */
+  backend_reason?: string;
+  /** Commands would be refused (explicit backend unavailable, bad rw path). */
+  backend_error?: boolean;
+  warning?: string;
+  backends: SandboxBackendStatus[];
+  rw_paths: string[];
+  rw_paths_error?: string;
+  network: boolean;
+  allow_privileged: boolean;
+  /** The same, as text lines for a notification. */
+  lines: string[];
+}
+
+/** Describes how the sandbox resolves for a buffer (probes backends even when disabled). */
+export async function sandboxStatus(
+  rawSettings: unknown,
+  facts: SandboxFacts,
+  env: PathEnv,
+  home: string,
+  options: ResolveOptions = {},
+): Promise<SandboxStatus> {
+  const settings = parseSandboxSettings(rawSettings);
+  const registry = options.registry ?? sandboxBackends;
+  const enabled = enabledFrom(settings, facts);
+  const enabledBy = facts.sandbox_override === null ? 'config' : 'override';
+  const rw = resolvePaths(settings, facts, env, home);
+  const resolution: BackendResolution = await registry.resolve(settings.backend, settings.backends);
+  const backends: SandboxBackendStatus[] = [];
+  for (const backend of registry.list()) {
+    const answer = await registry.availability(backend.name, settings.backends[backend.name] ?? {});
+    backends.push({
+      name: backend.name,
+      priority: backend.priority,
+      available: answer.ok,
+      ...(answer.ok ? {} : { error: answer.error }),
+    });
+  }
+
+  const status: SandboxStatus = {
+    enabled,
+    enabled_by: enabledBy,
+    backend_setting: settings.backend,
+    backend: resolution.kind === 'backend' ? resolution.backend.name : null,
+    backends,
+    rw_paths: rw.paths,
+    network: settings.network,
+    allow_privileged: settings.allow_privileged,
+    lines: [],
+  };
+  if (resolution.kind === 'none') {
+    status.backend_reason = resolution.reason;
+    if (resolution.warning !== undefined) status.warning = resolution.warning;
+  } else if (resolution.kind === 'error') {
+    status.backend_reason = resolution.error;
+    status.backend_error = true;
+  }
+  if (rw.error !== undefined) status.rw_paths_error = rw.error;
+  status.lines = statusLines(status);
+  return status;
+}
+
+function statusLines(status: SandboxStatus): string[] {
+  const lines = [
+    `Sandbox: ${status.enabled ? 'enabled' : 'disabled'} (${status.enabled_by === 'override' ? 'runtime override' : 'config'})`,
+  ];
+  if (status.backend !== null) {
+    lines.push(`Backend: ${status.backend} (setting: ${status.backend_setting})`);
+  } else if (status.backend_error === true) {
+    lines.push(`Backend: none; commands are refused: ${status.backend_reason ?? ''}`);
+  } else {
+    lines.push(`Backend: none; commands run unsandboxed: ${status.backend_reason ?? ''}`);
+  }
+  if (status.rw_paths_error !== undefined) {
+    lines.push(`Writable paths: error: ${status.rw_paths_error}`);
+  } else if (status.rw_paths.length === 0) {
+    lines.push('Writable paths: none');
+  } else {
+    lines.push('Writable paths:', ...status.rw_paths.map((path) => `  ${path}`));
+  }
+  lines.push(`Network: ${status.network ? 'allowed' : 'blocked'}`);
+  lines.push(`Privileged: ${status.allow_privileged ? 'allowed' : 'no (user namespace)'}`);
+  if (status.backends.length > 0) {
+    lines.push('Backends:');
+    for (const backend of status.backends) {
+      const state = backend.available ? 'available' : `unavailable: ${backend.error ?? ''}`;
+      lines.push(`  ${backend.name} (priority ${backend.priority}): ${state}`);
+    }
+  }
+  return lines;
+}
+
+export {
+  type Availability,
+  type BackendDefinition,
+  type BackendResolution,
+  type BackendSettings,
+  type SandboxBackend,
+  type SandboxPolicy,
+  SandboxBackendRegistry,
+  createBwrapBackend,
+  sandboxBackends,
+} from './backends.js';
+export {
+  type PathEnv,
+  type PathFacts,
+  PathVariableError,
+  expandPathVariable,
+  isPathWritable,
+  resolveRwPaths,
+} from './paths.js';

@@ -1,0 +1,1072 @@
+// The host's tool service: the registry (built-in tools, tools defined in Lua, tools loaded from
+// JavaScript modules), readiness of asynchronous tool sources, and the executor that runs a call
+// from its placeholder and writes the result in its place (behaviour §3.7–3.8), plus the
+// preview lines of empty placeholders.
+//
+// Decisions (see docs/tools.md):
+// - A running tool's placeholder keeps `status=approved` in the file, so a file saved mid-run
+//   says what was about to happen and a crash leaves a block that can be run again; the spinner
+//   and the preview line show that it runs.
+// - `tools.max_concurrent` counts the tools running in one buffer.
+// - The executor's own timeout is the tool's `timeout` setting, else the input's `timeout`
+//   (seconds) when the schema has one, else `tools.default_timeout`; tools that time themselves
+//   out (bash, grep, find) get a grace period so that their own message wins.
+
+import { homedir } from 'node:os';
+import { pathToFileURL } from 'node:url';
+import type { ChatDocument } from '../core/chat/ast.js';
+import {
+  type Edit,
+  bottomToTop,
+  classifyToolBlocks,
+  planPlaceholders,
+  planResult,
+  planUserSuppliedResult,
+  protectionWarning,
+  resolutionText,
+  unresolvedToolUses,
+} from '../core/chat/edits.js';
+import type { ToolResultBlock } from '../core/chat/writer.js';
+import { type SandboxAccess, createExecutionContext } from '../core/tools/context.js';
+import { emptyPlaceholders, toolCallAt } from '../core/tools/locate.js';
+import { previewBody } from '../core/tools/preview.js';
+import {
+  type ToolDefinition,
+  type ToolOutcome,
+  ToolRegistry,
+  ToolRegistryError,
+} from '../core/tools/registry.js';
+import { nodeTruncateFs, truncateForResult } from '../core/tools/truncate.js';
+import { loadValidator, validateInput } from '../core/tools/validate.js';
+import { builtinTools } from '../core/tools/builtins.js';
+import type { DocumentState } from '../editor/documents.js';
+import type { ToolSpec } from '../core/provider/types.js';
+import type { HostContext } from './context.js';
+import { type SandboxState, type SandboxStatus, sandboxFor, sandboxStatusFor } from './sandbox.js';
+import { expandPathVariable } from '../core/tools/sandbox/paths.js';
+
+/** A tool as Lua describes it (functions stay in Neovim). */
+export interface LuaToolSpec {
+  name: string;
+  description: string;
+  input_schema: Record<string, unknown> | unknown[];
+  strict?: boolean;
+  async?: boolean;
+  enabled?: boolean;
+  label?: string;
+  capabilities?: string[];
+  has_execute?: boolean;
+  has_preview?: boolean;
+}
+
+interface LuaResult {
+  success?: unknown;
+  output?: unknown;
+  error?: unknown;
+}
+
+interface Running {
+  id: string;
+  name: string;
+  bufnr: number;
+  startedAt: number;
+  controller: AbortController;
+  background: boolean;
+  jobId?: number;
+  /** Set when the user cancelled (the result then says so, whatever the tool returns). */
+  cancelled: boolean;
+}
+
+type ToolsConfig = Record<string, unknown> & {
+  max_concurrent?: number;
+  default_timeout?: number;
+  show_spinner?: boolean;
+  cursor_after_result?: 'result' | 'stay' | 'next';
+  background_after?: number;
+  autopilot?: { enabled?: boolean };
+};
+
+interface ConfigSnapshot {
+  tools?: ToolsConfig;
+  sandbox?: Record<string, unknown>;
+}
+
+interface EditorFacts {
+  cwd: string;
+  filename: string | null;
+  sandbox_override: boolean | null;
+}
+
+/** `tools` of the configuration when the user did not set a list (sorted). */
+const DEFAULT_TOOL_NAMES: readonly string[] = [
+  'bash',
+  'edit',
+  'find',
+  'grep',
+  'ls',
+  'read',
+  'write',
+];
+
+const CANCELLED_TEXT = 'User aborted tool execution.';
+/** Tools that enforce their own timeout get this much longer before the executor steps in. */
+const SELF_TIMED_GRACE_MS = 5000;
+/** After an abort, how long a tool may take to wind down before its result is forced. */
+const ABORT_GRACE_MS = 2000;
+
+export class ToolService {
+  readonly registry = new ToolRegistry();
+  private readonly builtin = new Map<string, ToolDefinition>();
+  private readonly origin = new Map<string, 'builtin' | 'lua' | 'js'>();
+  private readonly luaCalls = new Map<string, (result: LuaResult) => void>();
+  private readonly running = new Map<string, Running>();
+  private readonly previewKeys = new Map<number, string>();
+  private luaSynced = false;
+  private luaPending = 0;
+  private jsPending = 0;
+  private readonly loadedModules = new Set<string>();
+  private readyWaiters: (() => void)[] = [];
+  private bootAnnounced = false;
+  private callSeq = 0;
+  private jobSeq = 0;
+
+  constructor(private readonly ctx: HostContext) {
+    for (const def of builtinTools) {
+      this.builtin.set(def.name, def);
+      this.registry.register(def);
+      this.origin.set(def.name, 'builtin');
+    }
+    ctx.documents.onParsed((state) => {
+      this.publishPreviews(state);
+    });
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Registry and readiness
+
+  /** Lua's full set of tools (sent at host start and after every change). */
+  defineFromLua(
+    tools: readonly LuaToolSpec[],
+    pending: number,
+    jsModules: readonly string[],
+  ): void {
+    const wanted = new Set<string>();
+    for (const spec of tools) {
+      wanted.add(spec.name);
+      try {
+        this.registry.register(this.luaProxy(spec));
+        this.origin.set(spec.name, 'lua');
+      } catch (error) {
+        this.warn(error instanceof Error ? error.message : String(error));
+      }
+    }
+    // A Lua tool that went away: a built-in of the same name comes back.
+    for (const [name, origin] of this.origin) {
+      if (origin !== 'lua' || wanted.has(name)) continue;
+      const builtin = this.builtin.get(name);
+      if (builtin === undefined) {
+        this.registry.unregister(name);
+        this.origin.delete(name);
+      } else {
+        this.registry.register(builtin);
+        this.origin.set(name, 'builtin');
+      }
+    }
+    this.luaPending = pending;
+    this.luaSynced = true;
+    for (const path of jsModules) this.loadModule(path);
+    this.checkReady();
+    this.refreshPreviews();
+  }
+
+  /** Previews depend on the set of tools (a new tool may bring its own formatter). */
+  private refreshPreviews(): void {
+    this.previewKeys.clear();
+    for (const state of this.ctx.documents.all()) this.publishPreviews(state);
+  }
+
+  /** All sources have answered (Lua's and JavaScript modules'). */
+  isReady(): boolean {
+    return this.luaSynced && this.luaPending === 0 && this.jsPending === 0;
+  }
+
+  /** Resolves when ready, or `false` when `signal` aborts first. */
+  whenReady(signal: AbortSignal): Promise<boolean> {
+    if (this.isReady()) return Promise.resolve(true);
+    return new Promise((resolve) => {
+      const onAbort = (): void => {
+        resolve(false);
+      };
+      signal.addEventListener('abort', onAbort, { once: true });
+      this.readyWaiters.push(() => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(!signal.aborted);
+      });
+    });
+  }
+
+  private checkReady(): void {
+    if (!this.isReady()) return;
+    const waiters = this.readyWaiters;
+    this.readyWaiters = [];
+    for (const waiter of waiters) waiter();
+    if (!this.bootAnnounced) {
+      this.bootAnnounced = true;
+      this.ctx.hooks.emit('boot:complete', {}).catch(() => undefined);
+    }
+  }
+
+  /** Load a JavaScript tool module (`definitions` array, `resolve(register, done)`, or default). */
+  private loadModule(path: string): void {
+    if (this.loadedModules.has(path)) return;
+    this.loadedModules.add(path);
+    this.jsPending += 1;
+    let finished = false;
+    const done = (error?: unknown): void => {
+      if (finished) return;
+      finished = true;
+      clearTimeout(timer);
+      this.jsPending -= 1;
+      if (error !== undefined && error !== null) {
+        this.warn(`tool module ${path} failed: ${describeError(error)}`);
+      }
+      this.checkReady();
+      this.refreshPreviews();
+    };
+    const register = (nameOrDef: string | ToolDefinition, maybeDef?: ToolDefinition): void => {
+      const def = typeof nameOrDef === 'string' ? { ...maybeDef, name: nameOrDef } : nameOrDef;
+      try {
+        this.registry.register(fromJsDefinition(def));
+        this.origin.set(def.name, 'js');
+      } catch (error) {
+        this.warn(`tool module ${path}: ${error instanceof Error ? error.message : String(error)}`);
+      }
+    };
+    const timer = setTimeout(() => {
+      done(new Error('timed out waiting for its tools'));
+    }, 30_000);
+    import(pathToFileURL(path).href)
+      .then(async (loaded: Record<string, unknown>) => {
+        const mod = (loaded['default'] ?? loaded) as Record<string, unknown>;
+        const definitions = mod['definitions'] ?? loaded['definitions'];
+        const resolver = mod['resolve'] ?? loaded['resolve'];
+        if (Array.isArray(definitions)) {
+          for (const def of definitions) register(def as ToolDefinition);
+          done();
+        } else if (typeof resolver === 'function') {
+          await (resolver as (r: typeof register, d: typeof done) => unknown)(register, done);
+        } else {
+          done(new Error('exports neither `definitions` nor `resolve`'));
+        }
+      })
+      .catch((error: unknown) => {
+        done(error);
+      });
+  }
+
+  private luaProxy(spec: LuaToolSpec): ToolDefinition {
+    const schema = Array.isArray(spec.input_schema) ? {} : spec.input_schema;
+    const def: ToolDefinition = {
+      name: spec.name,
+      description: spec.description,
+      inputSchema: normalizeLuaSchema(schema) as Record<string, unknown>,
+      async: spec.async === true,
+      canAutoApproveIfSandboxed: (spec.capabilities ?? []).includes(
+        'can_auto_approve_if_sandboxed',
+      ),
+    };
+    if (spec.strict !== undefined) def.strict = spec.strict;
+    if (spec.enabled !== undefined) def.enabled = spec.enabled;
+    if (spec.label !== undefined) def.label = spec.label;
+    if (spec.has_execute === true) {
+      def.execute = (input, execCtx) => this.runLua(spec.name, input, execCtx);
+    }
+    return def;
+  }
+
+  /** Lua → host: the result of a Lua tool's execution. */
+  luaResult(callId: string, result: LuaResult): void {
+    const settle = this.luaCalls.get(callId);
+    if (settle === undefined) return;
+    this.luaCalls.delete(callId);
+    settle(result);
+  }
+
+  private luaContext = new Map<string, Record<string, unknown>>();
+
+  private runLua(
+    name: string,
+    input: unknown,
+    execCtx: Parameters<NonNullable<ToolDefinition['execute']>>[1],
+  ): Promise<ToolOutcome> {
+    const callId = String(++this.callSeq);
+    const extra = this.luaContext.get(execCtx.tool_id) ?? {};
+    return new Promise<ToolOutcome>((resolve) => {
+      const onAbort = (): void => {
+        this.luaCalls.delete(callId);
+        this.ctx.lua.notify('tools.cancel', { call_id: callId });
+        resolve({ ok: false, error: CANCELLED_TEXT });
+      };
+      execCtx.signal.addEventListener('abort', onAbort, { once: true });
+      this.luaCalls.set(callId, (result) => {
+        execCtx.signal.removeEventListener('abort', onAbort);
+        resolve(outcomeOf(result));
+      });
+      this.ctx.lua.notify('tools.execute', {
+        call_id: callId,
+        name,
+        input: input ?? {},
+        ctx: {
+          bufnr: execCtx.bufnr,
+          cwd: execCtx.cwd,
+          timeout: execCtx.timeout,
+          tool_id: execCtx.tool_id,
+          ...extra,
+        },
+      });
+    });
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Queries
+
+  /**
+   * The tools offered to the model. The default list (the built-in names) also takes every
+   * other enabled tool; a list the user set is taken as it is. Unknown names are reported.
+   */
+  specsFor(list: readonly string[] | undefined): ToolSpec[] {
+    const names = list === undefined ? [...DEFAULT_TOOL_NAMES] : [...list];
+    const isDefault =
+      list === undefined ||
+      (names.length === DEFAULT_TOOL_NAMES.length &&
+        [...names].sort().every((name, i) => name === DEFAULT_TOOL_NAMES[i]));
+    const wanted = new Set<string>();
+    for (const name of names) {
+      if (this.registry.has(name)) {
+        wanted.add(name);
+        continue;
+      }
+      if (DEFAULT_TOOL_NAMES.includes(name) && !this.registry.has(name)) continue;
+      const guess = this.registry.suggest(name);
+      this.warn(
+        `Unknown tool '${name}' in tools${guess === undefined ? '' : ` (did you mean '${guess}'?)`}`,
+      );
+    }
+    if (isDefault) {
+      for (const def of this.registry.list()) if (def.enabled !== false) wanted.add(def.name);
+    }
+    return this.registry.specs([...wanted]);
+  }
+
+  runningIn(bufnr: number, options: { includeBackground?: boolean } = {}): Running[] {
+    return [...this.running.values()].filter(
+      (run) => run.bufnr === bufnr && (options.includeBackground === true || !run.background),
+    );
+  }
+
+  isRunning(bufnr: number): boolean {
+    return this.runningIn(bufnr, { includeBackground: true }).length > 0;
+  }
+
+  list(): {
+    id: string;
+    name: string;
+    bufnr: number;
+    age_ms: number;
+    background: boolean;
+    job_id: number | null;
+  }[] {
+    const now = Date.now();
+    return [...this.running.values()]
+      .sort((a, b) => a.startedAt - b.startedAt)
+      .map((run) => ({
+        id: run.id,
+        name: run.name,
+        bufnr: run.bufnr,
+        age_ms: now - run.startedAt,
+        background: run.background,
+        job_id: run.jobId ?? null,
+      }));
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Commands
+
+  /** `<M-CR>` / `:Flemma tool:execute`: the call under the cursor (0-based `row`). */
+  async executeAt(bufnr: number, row: number): Promise<void> {
+    const state = await this.ctx.documents.attach(bufnr);
+    if (state === undefined) return;
+    const found = toolCallAt(state.document, row + 1);
+    if (!found.ok) {
+      this.warn(found.error);
+      return;
+    }
+    const { call } = found;
+    const status = call.result?.placeholder?.status;
+    if (status === 'rejected' || status === 'denied' || status === 'aborted') {
+      const text = resolutionText(status, call.result?.content ?? '');
+      await this.inject(bufnr, call.id, { ok: false, error: text }, false);
+      return;
+    }
+    const config = await this.config();
+    await this.execute(bufnr, call.id, call.name, call.input, config, {
+      replaceFinished: call.result !== undefined && call.result.placeholder === undefined,
+    });
+  }
+
+  /**
+   * `<C-]>` (for now without the approval chain, which comes with the approval work): new tool
+   * uses get `pending` placeholders; approved placeholders run; denied/rejected/aborted ones
+   * become error results; a pending block with content becomes the user's result; when every
+   * call has a result the conversation is sent.
+   */
+  async cycle(bufnr: number): Promise<void> {
+    if (this.ctx.sends.isRunning(bufnr)) {
+      this.warn('A request is already in progress. Use <C-c> to cancel it first.');
+      return;
+    }
+    let state = await this.ctx.documents.attach(bufnr);
+    if (state === undefined) return;
+    // Phase 1.
+    const unresolved = unresolvedToolUses(state.document);
+    if (unresolved.length > 0) {
+      const edits = planPlaceholders(
+        state.document,
+        state.lines,
+        unresolved.map((use) => ({ id: use.id, status: use.aborted ? 'aborted' : 'pending' })),
+      );
+      await this.applyEdits(bufnr, edits);
+      state = await this.ctx.documents.parsed(bufnr);
+      if (state === undefined) return;
+    }
+    // Phase 2.
+    const groups = classifyToolBlocks(state.document);
+    const edits: Edit[] = [];
+    for (const block of groups.pendingWithContent) {
+      const edit = planUserSuppliedResult(state.document, state.lines, block.id);
+      if (edit !== undefined) edits.push(edit);
+    }
+    for (const [status, blocks] of [
+      ['denied', groups.denied],
+      ['rejected', groups.rejected],
+      ['aborted', groups.aborted],
+    ] as const) {
+      for (const block of blocks) {
+        const text = resolutionText(status, block.content, block.abortMessage);
+        const edit = planResult(state.document, state.lines, block.id, {
+          id: block.id,
+          output: text,
+          isError: true,
+        });
+        if (edit !== undefined) edits.push(edit);
+      }
+    }
+    if (edits.length > 0) {
+      await this.applyEdits(bufnr, bottomToTop(edits));
+    }
+    if (groups.approvedWithContent.length > 0) {
+      this.warn(protectionWarning(groups.approvedWithContent.length));
+    }
+    const approved = groups.approved.filter((block) => !this.running.has(block.id));
+    if (approved.length > 0) {
+      const config = await this.config();
+      const limit = config.tools?.max_concurrent ?? 2;
+      const free = limit === 0 ? approved.length : limit - this.runningIn(bufnr).length;
+      const now = approved.slice(0, Math.max(0, free));
+      if (now.length < approved.length) {
+        this.info(`Executing ${now.length}/${approved.length} tools (max_concurrent=${limit})`);
+      }
+      this.autopilot.add(bufnr);
+      await Promise.all(
+        now.map((block) =>
+          this.execute(bufnr, block.id, block.name, block.input, config, {
+            replaceFinished: false,
+          }),
+        ),
+      );
+      return;
+    }
+    if (groups.pendingEmpty.length > 0 || groups.approvedWithContent.length > 0) {
+      const first = groups.pendingEmpty[0] ?? groups.approvedWithContent[0];
+      if (first !== undefined)
+        this.ctx.lua.notify('tools.cursor', { bufnr, row: first.toolResultLine - 1 });
+      this.autopilot.delete(bufnr);
+      return;
+    }
+    if (this.isRunning(bufnr)) {
+      this.warn('Cannot send while tool execution is in progress.');
+      return;
+    }
+    this.autopilot.delete(bufnr);
+    await this.ctx.sends.send(bufnr);
+  }
+
+  /** Buffers whose `<C-]>` started tools: when they are all done, the cycle goes on. */
+  private readonly autopilot = new Set<number>();
+
+  /** `:Flemma tool:cancel`: the call at the cursor, else the oldest running one in the buffer. */
+  async cancelAt(bufnr: number, row: number | null): Promise<boolean> {
+    let target: Running | undefined;
+    if (row !== null) {
+      const state = await this.ctx.documents.parsed(bufnr);
+      const found = state === undefined ? undefined : toolCallAt(state.document, row + 1);
+      if (found?.ok === true) target = this.running.get(found.call.id);
+    }
+    target ??= this.oldest(bufnr);
+    if (target === undefined) return false;
+    this.cancelRun(target);
+    return true;
+  }
+
+  /** Cancel the buffer's oldest running tool (the second choice of `<C-c>`). */
+  cancelOldest(bufnr: number): boolean {
+    const run = this.oldest(bufnr);
+    if (run === undefined) return false;
+    this.cancelRun(run);
+    return true;
+  }
+
+  cancelAll(): number {
+    const runs = [...this.running.values()];
+    for (const run of runs) this.cancelRun(run);
+    this.autopilot.clear();
+    return runs.length;
+  }
+
+  private cancelRun(run: Running): void {
+    run.cancelled = true;
+    this.autopilot.delete(run.bufnr);
+    run.controller.abort(new Error(CANCELLED_TEXT));
+  }
+
+  private oldest(bufnr: number): Running | undefined {
+    return this.runningIn(bufnr, { includeBackground: true }).sort(
+      (a, b) => a.startedAt - b.startedAt,
+    )[0];
+  }
+
+  /** `:Flemma tool:background`: move the call at the cursor (or the oldest) to the background. */
+  async background(bufnr: number, row: number | null): Promise<boolean> {
+    let target: Running | undefined;
+    if (row !== null) {
+      const state = await this.ctx.documents.parsed(bufnr);
+      const found = state === undefined ? undefined : toolCallAt(state.document, row + 1);
+      if (found?.ok === true) target = this.running.get(found.call.id);
+    }
+    target ??= this.runningIn(bufnr).sort((a, b) => a.startedAt - b.startedAt)[0];
+    if (target === undefined || target.background) return false;
+    await this.toBackground(target);
+    return true;
+  }
+
+  private async toBackground(run: Running): Promise<void> {
+    if (run.background || !this.running.has(run.id)) return;
+    run.background = true;
+    run.jobId = ++this.jobSeq;
+    this.autopilot.delete(run.bufnr);
+    this.ctx.lua.notify('tools.spinner', {
+      bufnr: run.bufnr,
+      tool_id: run.id,
+      state: 'background',
+      job_id: run.jobId,
+    });
+    await this.unlockIfIdle(run.bufnr);
+    await this.ctx.hooks.emit('job:submitted', {
+      bufnr: run.bufnr,
+      job_id: String(run.jobId),
+      tool_id: run.id,
+      tool_name: run.name,
+      active_count: this.backgroundCount(),
+    });
+  }
+
+  private backgroundCount(): number {
+    return [...this.running.values()].filter((run) => run.background).length;
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Execution
+
+  private async config(): Promise<ConfigSnapshot> {
+    return (await this.ctx.lua.call('config.snapshot', null)) as ConfigSnapshot;
+  }
+
+  /** Run one call and write its result in place of its placeholder. */
+  async execute(
+    bufnr: number,
+    id: string,
+    name: string,
+    input: unknown,
+    config: ConfigSnapshot,
+    options: { replaceFinished: boolean },
+  ): Promise<void> {
+    const { ctx } = this;
+    if (ctx.sends.isRunning(bufnr)) {
+      this.warn('Cannot execute tool while API request is in flight');
+      return;
+    }
+    if (this.running.has(id)) {
+      this.warn(`Tool ${id} is already running`);
+      return;
+    }
+    const def = this.registry.get(name);
+    if (def === undefined) {
+      const guess = this.registry.suggest(name);
+      this.warn(`Unknown tool: ${name}${guess === undefined ? '' : ` (did you mean '${guess}'?)`}`);
+      return;
+    }
+    if (def.execute === undefined) {
+      this.warn(`Tool ${name} cannot be executed: it has no execute function`);
+      return;
+    }
+    const tools = config.tools ?? {};
+    const run: Running = {
+      id,
+      name,
+      bufnr,
+      startedAt: Date.now(),
+      controller: new AbortController(),
+      background: false,
+      cancelled: false,
+    };
+    this.running.set(id, run);
+    let backgroundTimer: NodeJS.Timeout | undefined;
+    try {
+      await ctx.lua.call('buffer.lock', { bufnr, owner: 'tools' });
+      const headerRow = await this.ensurePlaceholder(bufnr, id);
+      if (tools.show_spinner !== false && headerRow !== undefined) {
+        ctx.lua.notify('tools.spinner', { bufnr, tool_id: id, row: headerRow, state: 'running' });
+      }
+      const facts = (await ctx.lua.call('tools.facts', { bufnr })) as EditorFacts;
+      const toolConfig = asRecord(tools[name]);
+      const cwd = this.toolCwd(toolConfig, facts);
+      const sandbox = await sandboxFor(config.sandbox, facts, homedir());
+      if (sandbox.warning !== undefined) this.warnOnce('sandbox', sandbox.warning);
+      this.luaContext.set(id, luaSandboxFacts(sandbox));
+      const timeoutSec = typeof tools.default_timeout === 'number' ? tools.default_timeout : 30;
+      const execCtx = createExecutionContext(
+        {
+          bufnr,
+          cwd,
+          timeout: timeoutSec,
+          toolId: id,
+          filename: facts.filename ?? undefined,
+          sandbox: sandbox.access,
+          config: toolConfig,
+          signal: run.controller.signal,
+        },
+        homedir(),
+      );
+      await ctx.hooks.emit('tool:executing', { bufnr, tool_name: name, tool_id: id });
+      const backgroundAfter = tools.background_after;
+      if (typeof backgroundAfter === 'number' && backgroundAfter > 0) {
+        backgroundTimer = setTimeout(() => {
+          void this.toBackground(run);
+        }, backgroundAfter * 1000);
+      }
+      let outcome = await this.invoke(def, input, execCtx, run, toolConfig, timeoutSec);
+      clearTimeout(backgroundTimer);
+      if (outcome.ok && typeof outcome.output === 'string' && !this.builtin.has(name)) {
+        const cut = await truncateForResult(
+          outcome.output,
+          { source: name, id, mode: 'head' },
+          nodeTruncateFs,
+        );
+        outcome = { ok: true, output: cut.text };
+      }
+      const injected = await this.inject(bufnr, id, outcome, options.replaceFinished);
+      if (tools.show_spinner !== false) {
+        ctx.lua.notify('tools.spinner', {
+          bufnr,
+          tool_id: id,
+          state: outcome.ok ? 'success' : 'error',
+        });
+      }
+      const wasBackground = run.background;
+      this.running.delete(id);
+      this.luaContext.delete(id);
+      await this.unlockIfIdle(bufnr);
+      // The cursor moves before the event, so a listener sees the buffer as the user will.
+      if (injected) await this.moveCursor(bufnr, id, tools.cursor_after_result ?? 'result');
+      await ctx.hooks.emit('tool:completed', {
+        bufnr,
+        tool_name: name,
+        tool_id: id,
+        status: outcome.ok ? 'success' : 'error',
+      });
+      if (wasBackground && run.jobId !== undefined) {
+        await ctx.hooks.emit('job:completed', {
+          bufnr,
+          job_id: String(run.jobId),
+          tool_id: id,
+          tool_name: name,
+          success: outcome.ok,
+          active_count: this.backgroundCount(),
+        });
+      }
+      await this.afterTools(bufnr, tools);
+    } catch (error) {
+      clearTimeout(backgroundTimer);
+      ctx.logger.error(`executing ${name} (${id}) failed`, error);
+      this.warn(`${name}: ${error instanceof Error ? error.message : String(error)}`);
+    } finally {
+      if (this.running.get(id) === run) {
+        this.running.delete(id);
+        this.luaContext.delete(id);
+        ctx.lua.notify('tools.spinner', { bufnr, tool_id: id, state: 'clear' });
+        await this.unlockIfIdle(bufnr);
+      }
+    }
+  }
+
+  /** When the last tool of a `<C-]>` cycle finishes, the cycle goes on (autopilot). */
+  private async afterTools(bufnr: number, tools: ToolsConfig): Promise<void> {
+    if (!this.autopilot.has(bufnr) || this.runningIn(bufnr).length > 0) return;
+    const enabled = tools.autopilot?.enabled !== false;
+    this.autopilot.delete(bufnr);
+    if (!enabled) return;
+    await this.cycle(bufnr);
+  }
+
+  /** Validate, run with timeout and cancellation, and normalise whatever comes back. */
+  private async invoke(
+    def: ToolDefinition,
+    input: unknown,
+    execCtx: ReturnType<typeof createExecutionContext>,
+    run: Running,
+    toolConfig: Record<string, unknown> | undefined,
+    defaultTimeout: number,
+  ): Promise<ToolOutcome> {
+    await loadValidator();
+    const validation = validateInput(def, input);
+    if (!validation.ok) return { ok: false, error: validation.message };
+    const execute = def.execute;
+    if (execute === undefined) return { ok: false, error: `Tool ${def.name} cannot be executed` };
+    const timeoutSec = timeoutFor(def, input, toolConfig, defaultTimeout);
+    const selfTimed = this.builtin.get(def.name) === def && def.async === true;
+    const limitMs = timeoutSec * 1000 + (selfTimed ? SELF_TIMED_GRACE_MS : 0);
+    const flags = { timedOut: false };
+    const timer = setTimeout(() => {
+      if (run.background) return;
+      flags.timedOut = true;
+      run.controller.abort(new Error(`Tool timed out after ${timeoutSec} seconds.`));
+    }, limitMs);
+    const aborted = new Promise<ToolOutcome>((resolve) => {
+      run.controller.signal.addEventListener(
+        'abort',
+        () => {
+          // A tool that ignores its signal still gets a result, a little later.
+          setTimeout(() => {
+            resolve({ ok: false, error: abortText(run, flags.timedOut, timeoutSec) });
+          }, ABORT_GRACE_MS).unref();
+        },
+        { once: true },
+      );
+    });
+    try {
+      const settled: Promise<ToolOutcome> = Promise.resolve()
+        .then(() => execute(input, execCtx))
+        .then(
+          (value) => normalizeOutcome(value),
+          (error: unknown): ToolOutcome => ({ ok: false, error: describeError(error) }),
+        );
+      const result = await Promise.race([settled, aborted]);
+      // Both flags are set by callbacks while the tool runs.
+      const stopped: boolean = run.cancelled || flags.timedOut;
+      if (stopped) {
+        const partial = result.ok ? renderPartial(result.output) : result.partialOutput;
+        const error = abortText(run, flags.timedOut, timeoutSec);
+        // A tool that reported its own timeout or cancellation keeps its wording.
+        if (!result.ok && (result.error.includes('timed out') || result.error === CANCELLED_TEXT)) {
+          return result;
+        }
+        return partial === undefined || partial === ''
+          ? { ok: false, error }
+          : { ok: false, error, partialOutput: partial };
+      }
+      return result;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /** `tools.<name>.cwd` expanded like a sandbox path (§7.3); Neovim's cwd when it expands to nothing. */
+  private toolCwd(toolConfig: Record<string, unknown> | undefined, facts: EditorFacts): string {
+    const setting = toolConfig?.['cwd'];
+    if (typeof setting !== 'string' || setting === '') return facts.cwd;
+    try {
+      return expandPathVariable(setting, facts, process.env, homedir()) ?? facts.cwd;
+    } catch (error) {
+      this.warnOnce(`cwd:${setting}`, error instanceof Error ? error.message : String(error));
+      return facts.cwd;
+    }
+  }
+
+  /** A warning shown once per host (the sandbox's "no backend", a bad setting). */
+  private warnOnce(key: string, message: string): void {
+    if (this.warned.has(key)) return;
+    this.warned.add(key);
+    this.warn(message);
+  }
+
+  private readonly warned = new Set<string>();
+
+  /** `:Flemma sandbox:status` for a buffer. */
+  async sandboxStatus(bufnr: number): Promise<SandboxStatus> {
+    const config = await this.config();
+    const facts = (await this.ctx.lua.call('tools.facts', { bufnr })) as EditorFacts;
+    return sandboxStatusFor(config.sandbox, facts, homedir());
+  }
+
+  private async unlockIfIdle(bufnr: number): Promise<void> {
+    if (this.runningIn(bufnr).length > 0) return;
+    await this.ctx.lua.call('buffer.unlock', { bufnr, owner: 'tools' });
+  }
+
+  /** Make sure `id` has a result block; returns the 0-based row of its header. */
+  private async ensurePlaceholder(bufnr: number, id: string): Promise<number | undefined> {
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const state = await this.ctx.documents.parsed(bufnr);
+      if (state === undefined) return undefined;
+      const row = resultHeaderRow(state.document, id);
+      if (row !== undefined) return row;
+      const edits = planPlaceholders(state.document, state.lines, [{ id, status: 'approved' }]);
+      if (edits.length === 0) return undefined;
+      await this.applyEdits(bufnr, edits);
+    }
+    return undefined;
+  }
+
+  /** Replace the placeholder (or, for a re-run, the finished result) of `id` with `outcome`. */
+  private async inject(
+    bufnr: number,
+    id: string,
+    outcome: ToolOutcome,
+    replaceFinished: boolean,
+  ): Promise<boolean> {
+    const block: ToolResultBlock = outcome.ok
+      ? { id, output: outcome.output, isError: false }
+      : { id, output: outcome.error, isError: true, partialOutput: outcome.partialOutput };
+    const writer = this.ctx.writes.buffer(bufnr);
+    for (let attempt = 0; attempt < 5; attempt++) {
+      const state = await this.ctx.documents.parsed(bufnr);
+      if (state === undefined) return false;
+      const edit = planResult(state.document, state.lines, id, block, { replaceFinished });
+      if (edit === undefined) {
+        // The placeholder is gone (deleted while the tool ran): put one back, then fill it.
+        const edits = planPlaceholders(state.document, state.lines, [{ id, status: 'approved' }]);
+        if (edits.length === 0) break;
+        await this.applyEdits(bufnr, edits);
+        continue;
+      }
+      const result = await writer.setLines(edit.start, edit.end, edit.lines, edit.expect);
+      if (result === 'applied') return true;
+      if (result === 'gone') return false;
+    }
+    this.warn(
+      `Could not write the result of ${id}: its block kept changing. Run it again with <M-CR>.`,
+    );
+    return false;
+  }
+
+  private async applyEdits(bufnr: number, edits: readonly Edit[]): Promise<void> {
+    const writer = this.ctx.writes.buffer(bufnr);
+    const results = edits.map((edit) =>
+      writer.setLines(edit.start, edit.end, edit.lines, edit.expect),
+    );
+    await Promise.all(results);
+  }
+
+  private async moveCursor(bufnr: number, id: string, mode: string): Promise<void> {
+    if (mode === 'stay' || this.autopilot.has(bufnr)) return;
+    const state = await this.ctx.documents.parsed(bufnr);
+    if (state === undefined) return;
+    const row = resultHeaderRow(state.document, id);
+    if (row === undefined) return;
+    if (mode === 'next') {
+      const message = state.document.messages.find(
+        (m) => row + 1 >= m.span.startLine && row + 1 <= m.span.endLine,
+      );
+      if (message === undefined) return;
+      this.ctx.lua.notify('tools.cursor', {
+        bufnr,
+        row: Math.min(message.span.endLine, state.lines.length - 1),
+      });
+      return;
+    }
+    this.ctx.lua.notify('tools.cursor', { bufnr, row });
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Previews
+
+  private publishPreviews(state: DocumentState): void {
+    const items = emptyPlaceholders(state.document).map((slot) => {
+      const def = this.registry.get(slot.name);
+      const item: Record<string, unknown> = {
+        row: slot.fenceLine - 1,
+        name: slot.name,
+        tool_id: slot.id,
+      };
+      if (this.origin.get(slot.name) === 'lua') {
+        item['lua'] = true;
+        item['input'] = slot.input ?? {};
+      }
+      item['body'] = previewBody(def, slot.input, 200);
+      return item;
+    });
+    const key = JSON.stringify(items);
+    if (this.previewKeys.get(state.bufnr) === key) return;
+    this.previewKeys.set(state.bufnr, key);
+    this.ctx.lua.notify('tools.previews', { bufnr: state.bufnr, items });
+  }
+
+  forget(bufnr: number): void {
+    this.previewKeys.delete(bufnr);
+  }
+
+  // ---------------------------------------------------------------------------------------------
+
+  private warn(message: string): void {
+    this.ctx.lua.notify('notify', { level: 'warn', message });
+  }
+
+  private info(message: string): void {
+    this.ctx.lua.notify('notify', { level: 'info', message });
+  }
+}
+
+function asRecord(value: unknown): Record<string, unknown> | undefined {
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
+    ? (value as Record<string, unknown>)
+    : undefined;
+}
+
+function resultHeaderRow(doc: ChatDocument, id: string): number | undefined {
+  for (const message of doc.messages) {
+    for (const segment of message.segments) {
+      if (segment.kind === 'tool_result' && segment.toolUseId === id) {
+        return segment.span.startLine - 1;
+      }
+    }
+  }
+  return undefined;
+}
+
+function timeoutFor(
+  def: ToolDefinition,
+  input: unknown,
+  toolConfig: Record<string, unknown> | undefined,
+  fallback: number,
+): number {
+  const configured = toolConfig?.['timeout'];
+  if (typeof configured === 'number' && configured > 0) return configured;
+  const properties = asRecord(def.inputSchema['properties']);
+  const fromInput = asRecord(input)?.['timeout'];
+  if (properties?.['timeout'] !== undefined && typeof fromInput === 'number' && fromInput > 0) {
+    return fromInput;
+  }
+  return fallback;
+}
+
+function abortText(run: Running, timedOut: boolean, timeoutSec: number): string {
+  if (timedOut && !run.cancelled) return `Tool timed out after ${timeoutSec} seconds.`;
+  return CANCELLED_TEXT;
+}
+
+function renderPartial(output: string | Record<string, unknown>): string {
+  return typeof output === 'string' ? output : JSON.stringify(output);
+}
+
+/** Text for a thrown value or a scalar: an Error's message, else the value as text or JSON. */
+function describeError(value: unknown): string {
+  if (value instanceof Error) return value.message;
+  if (typeof value === 'string') return value;
+  if (typeof value === 'number' || typeof value === 'boolean' || typeof value === 'bigint') {
+    return String(value);
+  }
+  if (typeof value !== 'object') return Object.prototype.toString.call(value);
+  try {
+    return JSON.stringify(value);
+  } catch {
+    return Object.prototype.toString.call(value);
+  }
+}
+
+/** Accepts the seed's `{ success, output, error }` as well as the internal `{ ok, … }`. */
+export function normalizeOutcome(value: unknown): ToolOutcome {
+  if (value === undefined || value === null) return { ok: false, error: 'Tool returned no result' };
+  const record = asRecord(value);
+  if (record === undefined) return { ok: true, output: describeError(value) };
+  if (typeof record['ok'] === 'boolean') return value as ToolOutcome;
+  return outcomeOf(record);
+}
+
+function outcomeOf(result: LuaResult): ToolOutcome {
+  const output = result.output;
+  const rendered: string | Record<string, unknown> | undefined =
+    output === undefined || output === null
+      ? undefined
+      : typeof output === 'string'
+        ? output
+        : typeof output === 'object'
+          ? (output as Record<string, unknown>)
+          : describeError(output);
+  if (result.success === true) return { ok: true, output: rendered ?? '' };
+  const error =
+    typeof result.error === 'string' && result.error !== '' ? result.error : 'Unknown error';
+  if (result.success !== false && result.error === undefined && rendered !== undefined) {
+    return { ok: true, output: rendered };
+  }
+  const partial = rendered === undefined ? undefined : renderPartial(rendered);
+  return partial === undefined || partial === ''
+    ? { ok: false, error }
+    : { ok: false, error, partialOutput: partial };
+}
+
+/** Lua sends `{}` for empty tables as arrays; a schema's maps must be objects. */
+function normalizeLuaSchema(node: unknown, key?: string): unknown {
+  if (Array.isArray(node)) {
+    if (node.length === 0 && (key === 'properties' || key === undefined)) return {};
+    return node.map((item) => normalizeLuaSchema(item));
+  }
+  if (typeof node !== 'object' || node === null) return node;
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(node as Record<string, unknown>)) {
+    out[k] = normalizeLuaSchema(v, k === 'properties' ? 'properties' : 'value');
+  }
+  return out;
+}
+
+/** A definition from a JavaScript module: seed-style snake_case names are accepted too. */
+function fromJsDefinition(raw: Record<string, unknown>): ToolDefinition {
+  const def = { ...raw } as Record<string, unknown>;
+  if (def['inputSchema'] === undefined && def['input_schema'] !== undefined) {
+    def['inputSchema'] = def['input_schema'];
+  }
+  if (def['formatPreview'] === undefined && typeof def['format_preview'] === 'function') {
+    def['formatPreview'] = def['format_preview'];
+  }
+  const execute = def['execute'];
+  if (typeof execute === 'function') {
+    def['execute'] = async (input: unknown, ctx: unknown) =>
+      normalizeOutcome(await (execute as (i: unknown, c: unknown) => unknown)(input, ctx));
+  }
+  if (typeof def['name'] !== 'string')
+    throw new ToolRegistryError('a tool definition needs a name');
+  return def as unknown as ToolDefinition;
+}
+
+/** What a Lua tool's `ctx.sandbox` needs to answer without asking the host. */
+function luaSandboxFacts(sandbox: SandboxState): Record<string, unknown> {
+  return {
+    sandbox: {
+      enabled: sandbox.enabled,
+      rw_paths: sandbox.rwPaths,
+      wrap_prefix: sandbox.wrapPrefix ?? null,
+      wrap_error: sandbox.wrapError ?? null,
+    },
+  };
+}
+
+export type { SandboxAccess };

@@ -1,0 +1,546 @@
+// Tools end to end: tools registered from Lua in the user's config, run from their placeholders
+// by <C-]> and <M-CR>, with the spinner, cancellation, previews and the execution context.
+import { afterEach, describe, expect, it } from 'vitest';
+import { type Driver, startDriver } from '../helpers/driver.js';
+
+let driver: Driver | undefined;
+
+afterEach(async () => {
+  await driver?.quit();
+  driver = undefined;
+});
+
+const ECHO_TOOL = `
+local tools = require("flemma.tools")
+tools.register("echo_tool", {
+  name = "echo_tool",
+  description = "Echo the text back",
+  input_schema = {
+    type = "object",
+    properties = { text = { type = "string" } },
+    required = { "text" },
+    additionalProperties = false,
+  },
+  format_preview = function(input, max_length)
+    return '"' .. input.text .. '" (max ' .. tostring(max_length > 0) .. ')'
+  end,
+  execute = function(input, ctx)
+    return { success = true, output = "echo: " .. input.text }
+  end,
+})
+_G.cancelled = false
+tools.register("slow_tool", {
+  name = "slow_tool",
+  description = "Answers after a long time",
+  input_schema = { type = "object", properties = {} },
+  execute = function(input, ctx, callback)
+    local timer = vim.uv.new_timer()
+    timer:start(60000, 0, function() callback({ success = true, output = "late" }) end)
+    return function()
+      _G.cancelled = true
+      timer:stop()
+      timer:close()
+    end
+  end,
+})
+tools.register("ctx_tool", {
+  name = "ctx_tool",
+  description = "Reports its execution context",
+  input_schema = { type = "object", properties = {} },
+  execute = function(input, ctx)
+    local cfg = ctx:get_config()
+    cfg.changed = true
+    return {
+      success = true,
+      output = {
+        bufnr = ctx.bufnr,
+        cwd = ctx.cwd,
+        timeout = ctx.timeout,
+        dirname = ctx.__dirname,
+        filename = ctx.__filename,
+        resolved = ctx.path.resolve("sub/file.txt"),
+        absolute = ctx.path.resolve("/etc/hosts"),
+        max_lines = ctx.truncate.MAX_LINES,
+        max_bytes = ctx.truncate.MAX_BYTES,
+        size = ctx.truncate.format_size(12345),
+        config = ctx:get_config(),
+        writable_inside = ctx.sandbox.is_path_writable(ctx.cwd .. "/x.txt"),
+      },
+    }
+  end,
+})
+`;
+
+function setupCode(extra = ''): string {
+  return `require("flemma").setup({ tools = { autopilot = false, ctx_tool = { limit = 3 } } })
+${ECHO_TOOL}
+${extra}`;
+}
+
+function toolUse(name: string, id: string, input: string): string[] {
+  return [`**Tool Use:** \`${name}\` (\`${id}\`)`, '', '```json', input, '```'];
+}
+
+describe('tools registered from Lua', () => {
+  it('run from an approved placeholder on <C-]> and the result replaces it', async () => {
+    driver = await startDriver({ setup: setupCode() });
+    const d = driver;
+    await d.openChat('run.chat', [
+      '@You:',
+      'Echo hi.',
+      '',
+      '@Assistant:',
+      ...toolUse('echo_tool', 'toolu_01', '{"text":"hi"}'),
+      '',
+      '@You:',
+      '',
+      '**Tool Result:** `toolu_01`',
+      '',
+      '```flemma:tool status=approved',
+      '```',
+    ]);
+    await d.waitForEvent('FlemmaBootComplete');
+    await d.press('<C-]>');
+    const done = await d.waitForEvent('FlemmaToolCompleted');
+    expect(done.data).toMatchObject({
+      tool_name: 'echo_tool',
+      tool_id: 'toolu_01',
+      status: 'success',
+    });
+    const lines = await d.lines();
+    expect(lines.slice(-5)).toEqual(['**Tool Result:** `toolu_01`', '', '```', 'echo: hi', '```']);
+    expect(await d.lua('return vim.bo.modifiable')).toBe(true);
+    expect(d.eventsSeen('FlemmaToolExecuting')).toHaveLength(1);
+  });
+
+  it('<M-CR> runs the call under the cursor, writing a result block where there was none', async () => {
+    driver = await startDriver({ setup: setupCode() });
+    const d = driver;
+    await d.openChat('mcr.chat', [
+      '@You:',
+      'Echo two things.',
+      '',
+      '@Assistant:',
+      ...toolUse('echo_tool', 'toolu_A', '{"text":"first"}'),
+      '',
+      ...toolUse('echo_tool', 'toolu_B', '{"text":"second"}'),
+    ]);
+    await d.waitForEvent('FlemmaBootComplete');
+    await d.command('normal! 11G');
+    await d.press('<M-CR>');
+    await d.waitForEvent('FlemmaToolCompleted');
+    const lines = await d.lines();
+    expect(lines.slice(12)).toEqual([
+      '```json',
+      '{"text":"second"}',
+      '```',
+      '',
+      '@You:',
+      '',
+      '**Tool Result:** `toolu_B`',
+      '',
+      '```',
+      'echo: second',
+      '```',
+    ]);
+    // cursor_after_result = "result": the cursor is on the result's header.
+    expect(await d.lua('return vim.api.nvim_win_get_cursor(0)[1]')).toBe(19);
+  });
+
+  it('an invalid input becomes an error result that tells the model what was wrong', async () => {
+    driver = await startDriver({ setup: setupCode() });
+    const d = driver;
+    await d.openChat('invalid.chat', [
+      '@You:',
+      'Echo.',
+      '',
+      '@Assistant:',
+      ...toolUse('echo_tool', 'toolu_X', '{"txt":"oops"}'),
+    ]);
+    await d.waitForEvent('FlemmaBootComplete');
+    await d.command('normal! 6G');
+    await d.press('<M-CR>');
+    const done = await d.waitForEvent('FlemmaToolCompleted');
+    expect(done.data['status']).toBe('error');
+    const text = (await d.lines()).join('\n');
+    expect(text).toContain('**Tool Result:** `toolu_X` (error)');
+    expect(text).toMatch(/text/);
+  });
+
+  it('an async tool shows the spinner, locks the buffer, and <C-c> cancels it', async () => {
+    driver = await startDriver({ setup: setupCode() });
+    const d = driver;
+    await d.openChat('slow.chat', [
+      '@You:',
+      'Wait.',
+      '',
+      '@Assistant:',
+      ...toolUse('slow_tool', 'toolu_S', '{}'),
+    ]);
+    await d.waitForEvent('FlemmaBootComplete');
+    await d.command('normal! 6G');
+    await d.press('<M-CR>');
+    await d.waitForEvent('FlemmaToolExecuting');
+    // The indicator: end-of-line virtual text on the result header, animated by a Lua timer.
+    let marks = await d.extmarks('flemma.tool_status');
+    for (let i = 0; i < 50 && marks.length === 0; i++) {
+      await d.lua('vim.wait(20)');
+      marks = await d.extmarks('flemma.tool_status');
+    }
+    expect(marks).toHaveLength(1);
+    const first = JSON.stringify(marks[0]?.[3]['virt_text']);
+    expect(first).toContain('Executing');
+    expect(await d.lua('return vim.bo.modifiable')).toBe(false);
+    // The frame changes (a Lua timer redraws it every 200 ms).
+    await d.lua('vim.wait(1000, function() return false end)');
+    const later = JSON.stringify((await d.extmarks('flemma.tool_status'))[0]?.[3]['virt_text']);
+    expect(later).not.toBe(first);
+    await d.press('<C-c>');
+    const done = await d.waitForEvent('FlemmaToolCompleted');
+    expect(done.data['status']).toBe('error');
+    expect(await d.lua('return _G.cancelled')).toBe(true);
+    const lines = await d.lines();
+    expect(lines.slice(-5)).toEqual([
+      '**Tool Result:** `toolu_S` (error)',
+      '',
+      '```',
+      'User aborted tool execution.',
+      '```',
+    ]);
+    expect(await d.lua('return vim.bo.modifiable')).toBe(true);
+  });
+
+  it('a pending placeholder shows a preview line that goes once the result arrives', async () => {
+    driver = await startDriver({ setup: setupCode() });
+    const d = driver;
+    await d.openChat('preview.chat', [
+      '@You:',
+      'Echo.',
+      '',
+      '@Assistant:',
+      ...toolUse('echo_tool', 'toolu_P', '{"text":"look"}'),
+      '',
+      '@You:',
+      '',
+      '**Tool Result:** `toolu_P`',
+      '',
+      '```flemma:tool status=pending',
+      '```',
+    ]);
+    let marks = await d.extmarks('flemma_tool_preview');
+    for (let i = 0; i < 100 && marks.length === 0; i++) {
+      await d.lua('vim.wait(20)');
+      marks = await d.extmarks('flemma_tool_preview');
+    }
+    expect(marks).toHaveLength(1);
+    // Under the opening fence (0-based row 14): inside the empty block.
+    expect(marks[0]?.[1]).toBe(14);
+    expect(JSON.stringify(marks[0]?.[3]['virt_lines'])).toContain(
+      'echo_tool: \\"look\\" (max true)',
+    );
+    await d.command('normal! 14G');
+    await d.press('<M-CR>');
+    await d.waitForEvent('FlemmaToolCompleted');
+    for (let i = 0; i < 100 && marks.length > 0; i++) {
+      await d.lua('vim.wait(20)');
+      marks = await d.extmarks('flemma_tool_preview');
+    }
+    expect(marks).toHaveLength(0);
+  });
+
+  it('gives Lua tools the execution context of the specification', async () => {
+    driver = await startDriver({ setup: setupCode() });
+    const d = driver;
+    const buf = await d.openChat('ctx.chat', [
+      '@You:',
+      'Context?',
+      '',
+      '@Assistant:',
+      ...toolUse('ctx_tool', 'toolu_C', '{}'),
+    ]);
+    await d.waitForEvent('FlemmaBootComplete');
+    await d.command('normal! 6G');
+    await d.press('<M-CR>');
+    await d.waitForEvent('FlemmaToolCompleted');
+    const lines = await d.lines();
+    const json = JSON.parse(lines[lines.length - 2] ?? '') as Record<string, unknown>;
+    const cwd = await d.lua<string>('return vim.fn.getcwd()');
+    const file = await d.lua<string>('return vim.api.nvim_buf_get_name(0)');
+    expect(json).toMatchObject({
+      bufnr: buf,
+      timeout: 30,
+      filename: file,
+      dirname: cwd,
+      resolved: `${cwd}/sub/file.txt`,
+      absolute: '/etc/hosts',
+      max_lines: 2000,
+      max_bytes: 51200,
+      size: '12.1KB',
+      config: { limit: 3 },
+      writable_inside: true,
+    });
+    // A deep copy: the tool's change did not reach the configuration.
+    expect(await d.lua('return require("flemma.config").get().tools.ctx_tool.changed')).toBe(null);
+  });
+});
+
+describe('tool sources', () => {
+  it('a send while async sources load waits, then goes out by itself; boot:complete follows', async () => {
+    driver = await startDriver({
+      setup: setupCode(`
+        require("flemma.tools").register({
+          timeout = 20,
+          resolve = function(register, done)
+            _G.finish_source = function()
+              register("late_tool", { name = "late_tool", description = "Late", input_schema = { type = "object", properties = {} } })
+              done()
+              done() -- a second call does nothing
+            end
+          end,
+        })
+      `),
+      env: { ANTHROPIC_API_KEY: '' },
+    });
+    const d = driver;
+    await d.openChat('wait.chat', ['@You:', 'Hi']);
+    await d.press('<C-]>');
+    await d.waitForNotification(/Waiting for tool definitions to load\.\.\./);
+    expect(d.eventsSeen('FlemmaBootComplete')).toHaveLength(0);
+    await d.lua('_G.finish_source()');
+    await d.waitForEvent('FlemmaBootComplete');
+    // The queued send went out by itself: here it stops at the missing API key.
+    await d.waitForNotification(/no API key/);
+  });
+
+  it('a throwing resolve and a source that never finishes are reported and do not block', async () => {
+    driver = await startDriver({
+      setup: setupCode(`
+        local tools = require("flemma.tools")
+        tools.register(function(register, done) error("cannot list tools") end)
+        tools.register({ timeout = 1, resolve = function(register, done) end })
+      `),
+    });
+    const d = driver;
+    await d.waitForNotification(/tool source function source failed: .*cannot list tools/);
+    await d.openChat('boot.chat', ['@You:', 'Hi']);
+    await d.waitForNotification(/timed out after 1 s/);
+    await d.waitForEvent('FlemmaBootComplete');
+    expect(await d.lua('return require("flemma.tools").is_ready()')).toBe(true);
+  });
+
+  it('registers every form: module with definitions, module with resolve, a list', async () => {
+    const d = await startDriver({ setup: 'require("flemma").setup({})' });
+    driver = d;
+    d.writeFile(
+      'rtp/lua/my_tools/defs.lua',
+      `return { definitions = {
+      { name = "mod_a", description = "A", input_schema = { type = "object", properties = {} } },
+    } }`,
+    );
+    d.writeFile(
+      'rtp/lua/my_tools/async.lua',
+      `local M = {}
+      function M.resolve(register, done)
+        register("mod_b", { name = "mod_b", description = "B", input_schema = { type = "object", properties = {} } })
+        register("mod_c", { name = "mod_c", description = "C", input_schema = { type = "object", properties = {} } })
+        done()
+      end
+      M.timeout = 5
+      return M`,
+    );
+    const names = await d.lua<string[]>(`
+      vim.opt.rtp:append(vim.fn.getcwd() .. "/rtp")
+      local tools = require("flemma.tools")
+      tools.register("my_tools.defs")
+      tools.register("my_tools.async")
+      tools.register({
+        { name = "list_a", description = "LA", input_schema = { type = "object", properties = {} } },
+        { name = "list_b", description = "LB", input_schema = { type = "object", properties = {} } },
+      })
+      local ok, err = pcall(tools.register, "my_tools.missing")
+      assert(not ok and tostring(err):find("cannot load module"), tostring(err))
+      ok, err = pcall(tools.register, "bad name", { description = "x" })
+      assert(not ok and tostring(err):find("invalid tool name"), tostring(err))
+      return tools.names()`);
+    expect(names).toEqual(['list_a', 'list_b', 'mod_a', 'mod_b', 'mod_c']);
+  });
+});
+
+describe('built-in tools', () => {
+  const sandboxed = `require("flemma").setup({
+    tools = { autopilot = false },
+    sandbox = { policy = { rw_paths = { "urn:flemma:cwd" } } },
+  })`;
+
+  it('bash runs in bubblewrap: it can write in the project directory and nowhere else', async () => {
+    driver = await startDriver({ setup: sandboxed });
+    const d = driver;
+    const outsideFile = d.writeFile('../outside/existing.txt', 'untouched\n');
+    const outsideDir = outsideFile.slice(0, outsideFile.lastIndexOf('/'));
+    const command = `touch inside.txt && echo made-inside; echo changed > ${outsideDir}/existing.txt; touch ${outsideDir}/new.txt; echo done`;
+    await d.openChat('sandbox.chat', [
+      '@You:',
+      'Try it.',
+      '',
+      '@Assistant:',
+      ...toolUse('bash', 'toolu_B1', JSON.stringify({ label: 'try', command, timeout: null })),
+      '',
+      '@You:',
+      '',
+      '**Tool Result:** `toolu_B1`',
+      '',
+      '```flemma:tool status=approved',
+      '```',
+    ]);
+    await d.waitForEvent('FlemmaBootComplete');
+    await d.press('<C-]>');
+    const done = await d.waitForEvent('FlemmaToolCompleted');
+    expect(done.data).toMatchObject({ tool_name: 'bash', status: 'success' });
+    const text = (await d.lines()).join('\n');
+    expect(text).toContain('made-inside');
+    expect(text).toMatch(/Read-only file system/);
+    expect(text).toContain('done');
+    const { existsSync, readFileSync } = await import('node:fs');
+    const workDir = await d.lua<string>('return vim.fn.getcwd()');
+    expect(existsSync(`${workDir}/inside.txt`)).toBe(true);
+    expect(readFileSync(outsideFile, 'utf8')).toBe('untouched\n');
+    expect(existsSync(`${outsideDir}/new.txt`)).toBe(false);
+  });
+
+  it('write refuses a path outside the writable directories, and :Flemma sandbox:disable lifts it', async () => {
+    driver = await startDriver({ setup: sandboxed });
+    const d = driver;
+    const outsideFile = d.writeFile('../outside/keep.txt', 'keep\n');
+    const input = JSON.stringify({
+      label: 'escape',
+      path: '../outside/keep.txt',
+      content: 'gone\n',
+    });
+    await d.openChat('write.chat', [
+      '@You:',
+      'Write.',
+      '',
+      '@Assistant:',
+      ...toolUse('write', 'toolu_W1', input),
+    ]);
+    await d.waitForEvent('FlemmaBootComplete');
+    await d.command('normal! 6G');
+    await d.press('<M-CR>');
+    const first = await d.waitForEvent('FlemmaToolCompleted');
+    expect(first.data['status']).toBe('error');
+    const count = d.eventCount;
+    expect((await d.lines()).join('\n')).toContain(
+      'Sandbox: write denied – path is outside writable directories',
+    );
+    const { readFileSync } = await import('node:fs');
+    expect(readFileSync(outsideFile, 'utf8')).toBe('keep\n');
+    await d.press(':Flemma sandbox:disable<CR>');
+    await d.command('normal! 6G');
+    await d.press('<M-CR>');
+    await d.waitForEvent('FlemmaToolCompleted', { after: count });
+    expect(readFileSync(outsideFile, 'utf8')).toBe('gone\n');
+  });
+
+  it('a long bash output is cut, with the full output saved to the file the result names', async () => {
+    driver = await startDriver({
+      setup: 'require("flemma").setup({ tools = { autopilot = false } })',
+    });
+    const d = driver;
+    const input = JSON.stringify({ label: 'count', command: 'seq 1 5000', timeout: null });
+    await d.openChat('long.chat', [
+      '@You:',
+      'Count.',
+      '',
+      '@Assistant:',
+      ...toolUse('bash', 'toolu_L', input),
+    ]);
+    await d.waitForEvent('FlemmaBootComplete');
+    await d.command('normal! 6G');
+    await d.press('<M-CR>');
+    await d.waitForEvent('FlemmaToolCompleted');
+    const text = (await d.lines()).join('\n');
+    expect(text).toContain('\n5000\n');
+    expect(text).not.toContain('\n1000\n');
+    const saved = /Full output: (\S+?)\]/.exec(text)?.[1];
+    expect(saved).toBeDefined();
+    const { readFileSync } = await import('node:fs');
+    expect(readFileSync(saved ?? '', 'utf8').split('\n')[999]).toBe('1000');
+  });
+
+  it('a bash preview shows the command and label, and the sandbox status is reported', async () => {
+    driver = await startDriver({ setup: sandboxed });
+    const d = driver;
+    const input = JSON.stringify({ label: 'running tests', command: 'make test', timeout: null });
+    await d.openChat('bashpreview.chat', [
+      '@You:',
+      'Test.',
+      '',
+      '@Assistant:',
+      ...toolUse('bash', 'toolu_P2', input),
+      '',
+      '@You:',
+      '',
+      '**Tool Result:** `toolu_P2`',
+      '',
+      '```flemma:tool status=pending',
+      '```',
+    ]);
+    let marks = await d.extmarks('flemma_tool_preview');
+    for (let i = 0; i < 100 && marks.length === 0; i++) {
+      await d.lua('vim.wait(20)');
+      marks = await d.extmarks('flemma_tool_preview');
+    }
+    expect(JSON.stringify(marks[0]?.[3]['virt_lines'])).toContain(
+      'bash: $ make test  # running tests',
+    );
+    await d.press(':Flemma sandbox:status<CR>');
+    await d.waitForNotification(/bwrap/);
+  });
+});
+
+describe('JavaScript tool modules', () => {
+  it('loads a module named in tools.modules and runs its tool in the host', async () => {
+    const d = await startDriver();
+    driver = d;
+    const path = d.writeFile(
+      'js/upper.mjs',
+      `export const definitions = [{
+        name: 'upper',
+        description: 'Upper-cases text',
+        inputSchema: { type: 'object', properties: { text: { type: 'string' } }, required: ['text'], additionalProperties: false },
+        formatPreview: (input) => ({ detail: String(input.text), label: 'shout' }),
+        execute: async (input, ctx) => ({ success: true, output: input.text.toUpperCase() + ' in ' + ctx.cwd + ' limit=' + ctx.get_config().limit }),
+      }];`,
+    );
+    await d.lua(
+      `require("flemma").setup({ tools = { autopilot = false, modules = { "${path}" }, upper = { limit = 7 } } })`,
+    );
+    await d.openChat('js.chat', [
+      '@You:',
+      'Shout.',
+      '',
+      '@Assistant:',
+      ...toolUse('upper', 'toolu_J', '{"text":"hey"}'),
+      '',
+      '@You:',
+      '',
+      '**Tool Result:** `toolu_J`',
+      '',
+      '```flemma:tool status=pending',
+      '```',
+    ]);
+    await d.waitForEvent('FlemmaBootComplete');
+    let marks = await d.extmarks('flemma_tool_preview');
+    for (let i = 0; i < 100 && marks.length === 0; i++) {
+      await d.lua('vim.wait(20)');
+      marks = await d.extmarks('flemma_tool_preview');
+    }
+    expect(JSON.stringify(marks[0]?.[3]['virt_lines'])).toContain('upper: hey  # shout');
+    await d.command('normal! 14G');
+    await d.press('<M-CR>');
+    const done = await d.waitForEvent('FlemmaToolCompleted');
+    expect(done.data['status']).toBe('success');
+    const cwd = await d.lua<string>('return vim.fn.getcwd()');
+    expect((await d.lines()).slice(-3)).toEqual(['```', `HEY in ${cwd} limit=7`, '```']);
+  });
+});

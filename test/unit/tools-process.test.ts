@@ -1,0 +1,279 @@
+// runProcess with real programs: exit codes, stderr handling, start failures, and stopping a
+// process group on timeout or cancel (including a group that ignores SIGTERM).
+//
+// Handshakes go through a named pipe: the command writes a line to it once it has reached the
+// point under test, and the test acts when that line arrives, so nothing depends on how fast the
+// machine is. Only the death of a process the test did not start has no event to wait on; for
+// that `waitForExit` polls briefly.
+import { execFileSync } from 'node:child_process';
+import {
+  closeSync,
+  constants,
+  createReadStream,
+  existsSync,
+  openSync,
+  readFileSync,
+} from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+
+import { runProcess } from '../../src/core/tools/process.js';
+
+let dir: string;
+const pidsToKill: number[] = [];
+
+beforeEach(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'flemma-process-'));
+});
+
+afterEach(async () => {
+  for (const pid of pidsToKill.splice(0)) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // Already gone.
+    }
+  }
+  releaseFifo(join(dir, 'fifo'));
+  await rm(dir, { recursive: true, force: true });
+});
+
+/** A named pipe in the test directory. */
+function makeFifo(): string {
+  const path = join(dir, 'fifo');
+  execFileSync('mkfifo', [path]);
+  return path;
+}
+
+/** Unblocks a reader still waiting for a writer (a test that failed before the handshake). */
+function releaseFifo(path: string): void {
+  if (!existsSync(path)) return;
+  try {
+    closeSync(openSync(path, constants.O_WRONLY | constants.O_NONBLOCK));
+  } catch {
+    // No reader waiting.
+  }
+}
+
+/** The first line written to the pipe at `path`. */
+function firstLine(path: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const stream = createReadStream(path, { encoding: 'utf8' });
+    let buffered = '';
+    stream.on('data', (chunk) => {
+      buffered += String(chunk);
+      const end = buffered.indexOf('\n');
+      if (end !== -1) {
+        stream.destroy();
+        resolve(buffered.slice(0, end));
+      }
+    });
+    stream.on('end', () => {
+      resolve(buffered);
+    });
+    stream.on('error', reject);
+  });
+}
+
+/** `true` while `pid` names a process that has not exited (a zombie counts as exited). */
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch {
+    return false;
+  }
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const state = stat.slice(stat.lastIndexOf(')') + 2).charAt(0);
+    return state !== 'Z' && state !== 'X';
+  } catch {
+    return false;
+  }
+}
+
+/** Resolves once `pid` has exited; rejects if it is still running after `ms`. */
+async function waitForExit(pid: number, ms = 3000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (isAlive(pid)) {
+    if (Date.now() > deadline) throw new Error(`process ${pid} is still running`);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
+
+describe('runProcess: finished programs', () => {
+  it('reports the exit code and stdout', async () => {
+    const ok = await runProcess(['sh', '-c', 'echo hello'], { cwd: dir });
+    expect(ok).toEqual({
+      exitCode: 0,
+      signal: null,
+      output: 'hello\n',
+      stderr: '',
+      timedOut: false,
+      cancelled: false,
+    });
+    const failed = await runProcess(['sh', '-c', 'exit 7'], { cwd: dir });
+    expect(failed.exitCode).toBe(7);
+    expect(failed.startError).toBeUndefined();
+  });
+
+  it('keeps stderr apart unless asked to merge it', async () => {
+    const script = 'echo out; echo err >&2';
+    const apart = await runProcess(['sh', '-c', script], { cwd: dir });
+    expect(apart.output).toBe('out\n');
+    expect(apart.stderr).toBe('err\n');
+
+    const merged = await runProcess(['sh', '-c', script], { cwd: dir, mergeStderr: true });
+    // Two pipes give no ordering guarantee between them, so only the content is checked.
+    expect(merged.output.split('\n').sort()).toEqual(['', 'err', 'out']);
+  });
+
+  it('runs in cwd, merges env into the inherited environment, and feeds input', async () => {
+    const result = await runProcess(['sh', '-c', 'pwd; echo "$FLEMMA_X:$PATH"; cat'], {
+      cwd: dir,
+      env: { FLEMMA_X: 'set' },
+      input: 'from stdin',
+    });
+    expect(result.output).toBe(`${dir}\nset:${process.env['PATH'] ?? ''}\nfrom stdin`);
+  });
+
+  it('collects 5 MB of output whole', async () => {
+    const result = await runProcess(['sh', '-c', "head -c 5000000 /dev/zero | tr '\\0' x"], {
+      cwd: dir,
+    });
+    expect(result.exitCode).toBe(0);
+    expect(result.output.length).toBe(5_000_000);
+    expect(/^x+$/.test(result.output)).toBe(true);
+  });
+
+  it('leaves background children alone after a normal exit', async () => {
+    const result = await runProcess(['sh', '-c', 'sleep 30 >/dev/null 2>&1 & echo $!'], {
+      cwd: dir,
+    });
+    const pid = Number(result.output.trim());
+    pidsToKill.push(pid);
+    expect(result.exitCode).toBe(0);
+    expect(isAlive(pid)).toBe(true);
+  });
+});
+
+describe('runProcess: programs that cannot start', () => {
+  it('reports a missing program', async () => {
+    const result = await runProcess(['/nonexistent/flemma-no-such-program'], { cwd: dir });
+    expect(result.exitCode).toBeNull();
+    expect(result.startError).toMatch(/ENOENT|not found|no such file/i);
+    expect(result.timedOut).toBe(false);
+  });
+
+  it('reports a working directory that does not exist', async () => {
+    const result = await runProcess(['sh', '-c', 'true'], { cwd: join(dir, 'missing') });
+    expect(result.startError).toBeDefined();
+    expect(result.exitCode).toBeNull();
+  });
+
+  it('reports an empty argv', async () => {
+    const result = await runProcess([], { cwd: dir });
+    expect(result.startError).toBe('no program given');
+  });
+});
+
+describe('runProcess: stopping', () => {
+  it('stops the whole process group when the timeout expires', async () => {
+    const result = await runProcess(['sh', '-c', 'sleep 30 & echo $!; wait'], {
+      cwd: dir,
+      timeoutMs: 200,
+    });
+    const child = Number(result.output.trim());
+    pidsToKill.push(child);
+    expect(result.timedOut).toBe(true);
+    expect(result.cancelled).toBe(false);
+    expect(result.exitCode).toBeNull();
+    expect(result.signal).toBe('SIGTERM');
+    expect(child).toBeGreaterThan(0);
+    await waitForExit(child);
+  });
+
+  it('stops the group when the signal is aborted', async () => {
+    const fifo = makeFifo();
+    const controller = new AbortController();
+    const running = runProcess(['sh', '-c', 'sleep 30 & echo $! > "$FIFO"; wait'], {
+      cwd: dir,
+      env: { FIFO: fifo },
+      signal: controller.signal,
+    });
+    const child = Number(await firstLine(fifo));
+    pidsToKill.push(child);
+    expect(isAlive(child)).toBe(true);
+    controller.abort();
+    const result = await running;
+    expect(result.cancelled).toBe(true);
+    expect(result.timedOut).toBe(false);
+    await waitForExit(child);
+  });
+
+  it('does not start a program when the signal is already aborted', async () => {
+    const controller = new AbortController();
+    controller.abort();
+    const marker = join(dir, 'ran');
+    const result = await runProcess(['sh', '-c', `touch '${marker}'`], {
+      cwd: dir,
+      signal: controller.signal,
+    });
+    expect(result.cancelled).toBe(true);
+    expect(existsSync(marker)).toBe(false);
+  });
+
+  it('sends SIGKILL after the grace period to a group that ignores SIGTERM', async () => {
+    const fifo = makeFifo();
+    const controller = new AbortController();
+    const running = runProcess(['sh', '-c', `trap '' TERM; echo $$ > "$FIFO"; sleep 30`], {
+      cwd: dir,
+      env: { FIFO: fifo },
+      signal: controller.signal,
+      killGraceMs: 300,
+    });
+    const shell = Number(await firstLine(fifo));
+    pidsToKill.push(shell);
+    const abortedAt = Date.now();
+    controller.abort();
+    const result = await running;
+    const elapsed = Date.now() - abortedAt;
+    expect(result.signal).toBe('SIGKILL');
+    expect(result.cancelled).toBe(true);
+    // Timers may fire a millisecond or two early; the point is that SIGTERM alone did nothing.
+    expect(elapsed).toBeGreaterThanOrEqual(280);
+    await waitForExit(shell);
+  });
+
+  it('does not wait for the grace period when SIGTERM is obeyed', async () => {
+    const fifo = makeFifo();
+    const controller = new AbortController();
+    const running = runProcess(['sh', '-c', 'echo ready > "$FIFO"; sleep 30'], {
+      cwd: dir,
+      env: { FIFO: fifo },
+      signal: controller.signal,
+      killGraceMs: 20_000,
+    });
+    await firstLine(fifo);
+    controller.abort();
+    const result = await running;
+    expect(result.cancelled).toBe(true);
+    expect(result.signal).toBe('SIGTERM');
+  });
+});
+
+describe('runProcess with background children', () => {
+  it('returns soon after the command exits even when a background job holds the output open', async () => {
+    const started = Date.now();
+    const result = await runProcess(['bash', '-c', 'sleep 30 & echo "started $!"'], {
+      cwd: tmpdir(),
+      drainMs: 50,
+    });
+    const pid = Number(/^started (\d+)\n$/.exec(result.output)?.[1]);
+    process.kill(pid, 'SIGKILL');
+    expect(result.exitCode).toBe(0);
+    expect(pid).toBeGreaterThan(0);
+    expect(Date.now() - started).toBeLessThan(10_000);
+  });
+});
