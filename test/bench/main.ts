@@ -342,6 +342,7 @@ async function toolBenchmarks(lane: Lane): Promise<void> {
     report(`tools.s4_saved_output[nvim-${lane.lane}]`, full / (1024 * 1024), 'MB', 2);
     report(`tools.s4_main_loop_lag.p99[nvim-${lane.lane}]`, percentile(lag, 99), 'ms');
     report(`tools.s4_main_loop_lag.max[nvim-${lane.lane}]`, Math.max(0, ...lag), 'ms');
+    report(`tools.s4_main_loop_lag.samples[nvim-${lane.lane}]`, lag.length, 'samples', 0);
   } finally {
     await driver.quit();
   }

@@ -43,6 +43,16 @@ tools.register("slow_tool", {
     end
   end,
 })
+tools.register("gated_tool", {
+  name = "gated_tool",
+  description = "Answers when the test says so",
+  input_schema = { type = "object", properties = {} },
+  execute = function(input, ctx, callback)
+    _G.finish_gated = function(text)
+      callback({ success = true, output = text })
+    end
+  end,
+})
 tools.register("ctx_tool", {
   name = "ctx_tool",
   description = "Reports its execution context",
@@ -281,6 +291,42 @@ describe('tools registered from Lua', () => {
     });
     // A deep copy: the tool's change did not reach the configuration.
     expect(await d.lua('return require("flemma.config").get().tools.ctx_tool.changed')).toBe(null);
+  });
+});
+
+describe('background jobs', () => {
+  it(':Flemma tool:background unlocks the buffer; the result lands in the block when done', async () => {
+    driver = await startDriver({ setup: setupCode() });
+    const d = driver;
+    await d.openChat('bg.chat', [
+      '@You:',
+      'Work.',
+      '',
+      '@Assistant:',
+      ...toolUse('gated_tool', 'toolu_G', '{}'),
+    ]);
+    await d.waitForEvent('FlemmaBootComplete');
+    await d.command('normal! 6G');
+    await d.press('<M-CR>');
+    await d.waitForEvent('FlemmaToolExecuting');
+    expect(await d.lua('return vim.bo.modifiable')).toBe(false);
+    await d.press(':Flemma tool:list<CR>');
+    await d.waitForNotification(/gated_tool/);
+    await d.press(':Flemma tool:background<CR>');
+    const submitted = await d.waitForEvent('FlemmaJobSubmitted');
+    expect(submitted.data).toMatchObject({ tool_id: 'toolu_G', tool_name: 'gated_tool', active_count: 1 });
+    expect(await d.lua('return vim.bo.modifiable')).toBe(true);
+    // The block says the job runs in the background.
+    const marks = await d.extmarks('flemma.tool_status');
+    expect(JSON.stringify(marks[0]?.[3]['virt_text'])).toMatch(/Running in the background \(job 1\)/);
+    // The user goes on writing meanwhile.
+    await d.lua('vim.api.nvim_buf_set_lines(0, 1, 2, false, { "Work, please." })');
+    await d.lua('_G.finish_gated("finished late")');
+    const completed = await d.waitForEvent('FlemmaJobCompleted');
+    expect(completed.data).toMatchObject({ tool_id: 'toolu_G', success: true, active_count: 0 });
+    const lines = await d.lines();
+    expect(lines[1]).toBe('Work, please.');
+    expect(lines.slice(-5)).toEqual(['**Tool Result:** `toolu_G`', '', '```', 'finished late', '```']);
   });
 });
 

@@ -14,6 +14,18 @@ local H = {
   frame = 1,
 }
 
+--- The indicator's colours, linked so that colourschemes can restyle them.
+local function define_highlights()
+  vim.api.nvim_set_hl(0, "FlemmaToolRunning", { link = "DiagnosticInfo", default = true })
+  vim.api.nvim_set_hl(0, "FlemmaToolSuccess", { link = "DiagnosticOk", default = true })
+  vim.api.nvim_set_hl(0, "FlemmaToolError", { link = "DiagnosticError", default = true })
+end
+define_highlights()
+vim.api.nvim_create_autocmd("ColorScheme", {
+  group = vim.api.nvim_create_augroup("flemma.tool_status", { clear = true }),
+  callback = define_highlights,
+})
+
 local function key(bufnr, tool_id)
   return bufnr .. ":" .. tool_id
 end
