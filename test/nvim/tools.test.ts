@@ -75,6 +75,12 @@ tools.register("ctx_tool", {
         size = ctx.truncate.format_size(12345),
         config = ctx:get_config(),
         writable_inside = ctx.sandbox.is_path_writable(ctx.cwd .. "/x.txt"),
+        writable_escape = ctx.sandbox.is_path_writable("../../../../../../etc/passwd"),
+        writable_etc = ctx.sandbox.is_path_writable("/etc/hosts"),
+        writable_dangling = (function()
+          vim.uv.fs_symlink("/etc/flemma-never-created", ctx.cwd .. "/dangling")
+          return ctx.sandbox.is_path_writable(ctx.cwd .. "/dangling")
+        end)(),
       },
     }
   end,
@@ -288,6 +294,9 @@ describe('tools registered from Lua', () => {
       size: '12.1KB',
       config: { limit: 3 },
       writable_inside: true,
+      writable_escape: false,
+      writable_etc: false,
+      writable_dangling: false,
     });
     // A deep copy: the tool's change did not reach the configuration.
     expect(await d.lua('return require("flemma.config").get().tools.ctx_tool.changed')).toBe(null);

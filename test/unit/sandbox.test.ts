@@ -227,6 +227,13 @@ describe('isPathWritable', () => {
     expect(isPathWritable(join(rw, '..', 'outside', 'x'), [rw])).toBe(false);
   });
 
+  it('refuses relative escapes and absolute system paths', () => {
+    expect(isPathWritable('../../etc/passwd', [rw], rw)).toBe(false);
+    expect(isPathWritable('sub/../../../etc/passwd', [rw], rw)).toBe(false);
+    expect(isPathWritable('/etc/passwd', [rw])).toBe(false);
+    expect(isPathWritable('/', [rw])).toBe(false);
+  });
+
   it('refuses a symlink inside the rw path that points outside (existing or dangling)', () => {
     expect(isPathWritable(join(rw, 'escape', 'x.txt'), [rw])).toBe(false);
     expect(isPathWritable(join(rw, 'dangling'), [rw])).toBe(false);

@@ -265,9 +265,11 @@ end
 -- ---------------------------------------------------------------------------------------------
 -- Execution (host → Lua)
 
---- The absolute form of `path` with symlinks resolved; for a path that does not exist yet, the
---- real path of its nearest existing parent plus the rest.
-local function real_path(path)
+--- The path with symlinks resolved: the real path of its longest existing prefix, followed by
+--- the rest. A dangling symlink is followed to where it points (writing through it would land
+--- there), up to 40 links deep.
+local function real_path(path, depth)
+  depth = depth or 0
   path = vim.fs.normalize(path)
   local rest = {}
   local current = path
@@ -278,6 +280,17 @@ local function real_path(path)
         return real
       end
       return vim.fs.joinpath(real, unpack(rest))
+    end
+    local target = depth < 40 and vim.uv.fs_readlink(current) or nil
+    if target then
+      if target:sub(1, 1) ~= "/" then
+        target = vim.fs.joinpath(vim.fs.dirname(current), target)
+      end
+      local resolved = real_path(target, depth + 1)
+      if #rest == 0 then
+        return resolved
+      end
+      return vim.fs.joinpath(resolved, unpack(rest))
     end
     local parent = vim.fs.dirname(current)
     if parent == current then
