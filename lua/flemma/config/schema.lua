@@ -761,8 +761,11 @@ M.options = S.object({
       S.object({
         enabled = S.boolean(true),
         max_turns = S.integer(100, { min = 1 }),
+        -- Milliseconds between a finished step and the automatic continue; an edit of the buffer
+        -- meanwhile cancels the continue (0: on the next tick).
+        resume_delay = S.integer(0, { min = 0 }),
       }),
-    }, { enabled = true, max_turns = 100 }, {
+    }, { enabled = true, max_turns = 100, resume_delay = 0 }, {
       coerce = function(value)
         if type(value) == "boolean" then
           return { enabled = value }

@@ -1,0 +1,118 @@
+--- flemma.autopilot: the Lua half of autopilot. The host owns the state machine (idle, armed,
+--- paused, the turn counter); Lua owns what needs the editor: the runtime switch
+--- (`:Flemma autopilot:enable|disable`), and the resume timer, which a change to the buffer
+--- cancels (the user started typing, so the automatic continue would fight them).
+local M = {}
+
+local H = {
+  override = nil, ---@type boolean|nil
+  pending = {}, ---@type table<integer, { token: integer, timer: uv.uv_timer_t|nil, done: boolean }>
+}
+
+--- The runtime switch: true, false, or nil when not set (the configuration decides).
+function M.override()
+  return H.override
+end
+
+function M.enable()
+  H.override = true
+  require("flemma.notify").info("autopilot enabled for this session")
+end
+
+function M.disable()
+  H.override = false
+  for bufnr in pairs(H.pending) do
+    M.cancel({ bufnr = bufnr, quiet = true })
+  end
+  require("flemma.notify").info("autopilot disabled for this session: <C-]> continues by hand")
+end
+
+--- `:Flemma autopilot:status`: the switch and, from the host, each buffer's state.
+function M.status(bufnr)
+  bufnr = bufnr or vim.api.nvim_get_current_buf()
+  require("flemma.host").call("autopilot:status", { bufnr = bufnr }, function(err, report)
+    local notify = require("flemma.notify")
+    if err then
+      notify.warn("autopilot status: " .. tostring(err))
+      return
+    end
+    notify.info(table.concat(report.lines or {}, "\n"))
+  end)
+end
+
+local function stop(entry)
+  entry.done = true
+  if entry.timer then
+    entry.timer:stop()
+    entry.timer:close()
+    entry.timer = nil
+  end
+end
+
+--- Host → Lua: continue `bufnr` after `delay_ms` unless its text changes first. The host learns
+--- the outcome from `autopilot:resume` (with the same token) or the `autopilot:resume-cancelled`
+--- hook.
+function M.schedule(params)
+  local bufnr, token = params.bufnr, params.token
+  if not vim.api.nvim_buf_is_valid(bufnr) then
+    return false
+  end
+  local previous = H.pending[bufnr]
+  if previous then
+    stop(previous)
+  end
+  local entry = { token = token, done = false }
+  H.pending[bufnr] = entry
+  -- Any change to the text from now on cancels; the callback detaches itself once done.
+  vim.api.nvim_buf_attach(bufnr, false, {
+    on_lines = function()
+      if entry.done then
+        return true
+      end
+      stop(entry)
+      if H.pending[bufnr] == entry then
+        H.pending[bufnr] = nil
+      end
+      vim.schedule(function()
+        require("flemma.hooks").emit("autopilot:resume-cancelled", { bufnr = bufnr })
+        require("flemma.host").notify("autopilot:cancelled", { bufnr = bufnr, token = token })
+      end)
+      return true
+    end,
+  })
+  entry.timer = vim.uv.new_timer()
+  entry.timer:start(
+    math.max(0, params.delay_ms or 0),
+    0,
+    vim.schedule_wrap(function()
+      if entry.done then
+        return
+      end
+      stop(entry)
+      if H.pending[bufnr] == entry then
+        H.pending[bufnr] = nil
+      end
+      require("flemma.host").notify("autopilot:resume", { bufnr = bufnr, token = token })
+    end)
+  )
+  return true
+end
+
+--- Host → Lua (or the disable switch): drop a scheduled continue.
+function M.cancel(params)
+  local entry = H.pending[params.bufnr]
+  if not entry then
+    return false
+  end
+  stop(entry)
+  H.pending[params.bufnr] = nil
+  if not params.quiet then
+    require("flemma.hooks").emit("autopilot:resume-cancelled", { bufnr = params.bufnr })
+  end
+  if not params.from_host then
+    require("flemma.host").notify("autopilot:cancelled", { bufnr = params.bufnr, token = entry.token })
+  end
+  return true
+end
+
+return M

@@ -1,0 +1,259 @@
+--- flemma.tools.approval: the approval resolver registry as Lua sees it.
+---
+--- The chain itself runs in the host (it also holds the built-in resolvers: config, frontmatter,
+--- sandbox, catch-all). Resolvers registered here stay in Neovim: the host learns their names and
+--- priorities (`approval:define`) and calls `resolve` over RPC when the chain reaches them. The
+--- function form of `tools.auto_approve` (or a module path naming such a function or resolver)
+--- is evaluated here the same way.
+local M = {}
+
+M.CONFIG = "urn:flemma:approval:config"
+M.FRONTMATTER = "urn:flemma:approval:frontmatter"
+M.SANDBOX = "urn:flemma:approval:sandbox"
+M.CATCH_ALL = "urn:flemma:approval:catch-all"
+
+local DECISIONS = { approve = true, require_approval = true, deny = true }
+
+local H = {
+  resolvers = {}, ---@type table<string, { name: string, priority: integer, description: string, resolve: function }>
+  sync_scheduled = false,
+  subscribed = false,
+}
+
+--- The built-in resolvers (run by the host), as entries without a Lua `resolve`.
+local function builtins()
+  local ok, tools = pcall(function()
+    return require("flemma.config").get().tools
+  end)
+  local list = {
+    { name = M.CONFIG, priority = 100, description = "tools.auto_approve from the configuration", builtin = true },
+    {
+      name = M.FRONTMATTER,
+      priority = 90,
+      description = "flemma.opt.tools.auto_approve from the buffer's frontmatter",
+      builtin = true,
+    },
+    {
+      name = M.SANDBOX,
+      priority = 25,
+      description = "tools that can run sandboxed, when the sandbox is enabled and available",
+      builtin = true,
+    },
+  }
+  if ok and type(tools) == "table" and tools.require_approval == false then
+    list[#list + 1] = {
+      name = M.CATCH_ALL,
+      priority = 0,
+      description = "approves every call (tools.require_approval = false)",
+      builtin = true,
+    }
+  end
+  return list
+end
+
+local function is_builtin(name)
+  return name == M.CONFIG or name == M.FRONTMATTER or name == M.SANDBOX or name == M.CATCH_ALL
+end
+
+local function schedule_sync()
+  if H.sync_scheduled then
+    return
+  end
+  H.sync_scheduled = true
+  vim.schedule(function()
+    H.sync_scheduled = false
+    local host = require("flemma.host")
+    if host.channel() then
+      host.notify("approval:define", M.payload())
+    end
+  end)
+end
+
+--- Add or replace a resolver.
+---@param name string
+---@param def { resolve: fun(tool_name: string, input: table, ctx: table): string|nil, priority?: integer, description?: string }
+function M.register(name, def)
+  if type(name) ~= "string" or name == "" then
+    error("flemma.tools.approval.register: the name must be a non-empty string", 2)
+  end
+  if is_builtin(name) then
+    error(string.format("flemma.tools.approval.register: '%s' is a built-in resolver", name), 2)
+  end
+  if type(def) ~= "table" or type(def.resolve) ~= "function" then
+    error(string.format("flemma.tools.approval.register: resolver '%s' needs a resolve function", name), 2)
+  end
+  local priority = def.priority == nil and 50 or def.priority
+  if type(priority) ~= "number" or priority ~= math.floor(priority) then
+    error(string.format("flemma.tools.approval.register: priority of '%s' must be an integer", name), 2)
+  end
+  if def.description ~= nil and type(def.description) ~= "string" then
+    error(string.format("flemma.tools.approval.register: description of '%s' must be a string", name), 2)
+  end
+  H.resolvers[name] = {
+    name = name,
+    priority = priority,
+    description = def.description or "",
+    resolve = def.resolve,
+  }
+  schedule_sync()
+end
+
+--- Remove a resolver; true when it existed.
+---@param name string
+---@return boolean
+function M.unregister(name)
+  if H.resolvers[name] == nil then
+    return false
+  end
+  H.resolvers[name] = nil
+  schedule_sync()
+  return true
+end
+
+local function sorted()
+  local all = builtins()
+  for _, entry in pairs(H.resolvers) do
+    all[#all + 1] = entry
+  end
+  table.sort(all, function(a, b)
+    if a.priority ~= b.priority then
+      return a.priority > b.priority
+    end
+    return a.name < b.name
+  end)
+  return all
+end
+
+--- A resolver entry (a copy), or nil.
+function M.get(name)
+  for _, entry in ipairs(sorted()) do
+    if entry.name == name then
+      return vim.deepcopy(entry)
+    end
+  end
+  return nil
+end
+
+--- Every resolver, highest priority first (ties by name), as a deep copy.
+function M.get_all()
+  return vim.deepcopy(sorted())
+end
+
+function M.count()
+  return #sorted()
+end
+
+--- What the host receives: the Lua resolvers without their functions.
+function M.payload()
+  local out = {}
+  for _, entry in pairs(H.resolvers) do
+    out[#out + 1] = { name = entry.name, priority = entry.priority, description = entry.description }
+  end
+  table.sort(out, function(a, b)
+    return a.name < b.name
+  end)
+  return { resolvers = out }
+end
+
+function M.bootstrap()
+  if H.subscribed then
+    return
+  end
+  H.subscribed = true
+  require("flemma.hooks").on("host:started", function()
+    local host = require("flemma.host")
+    if host.channel() then
+      host.notify("approval:define", M.payload())
+    end
+  end)
+end
+
+--- A decision from a resolver's return value: one of the three strings, or nil (pass).
+--- Anything else is reported as an error so the host can log and skip it.
+local function normalize(value)
+  if value == nil or value == vim.NIL then
+    return { decision = vim.NIL }
+  end
+  if type(value) == "string" and DECISIONS[value] then
+    return { decision = value }
+  end
+  return { error = "returned " .. vim.inspect(value) .. " (expected \"approve\", \"require_approval\", \"deny\" or nil)" }
+end
+
+local function call_ctx(params)
+  local input = params.input
+  if input == nil or input == vim.NIL or type(input) ~= "table" then
+    input = {}
+  end
+  local ctx = params.ctx
+  if type(ctx) ~= "table" then
+    ctx = {}
+  end
+  return input, ctx
+end
+
+--- Host → Lua: run the Lua resolver `params.name` for one call.
+function M.resolve(params)
+  local entry = H.resolvers[params.name]
+  if not entry then
+    return { decision = vim.NIL }
+  end
+  local input, ctx = call_ctx(params)
+  local ok, value = pcall(entry.resolve, params.tool_name, input, ctx)
+  if not ok then
+    return { error = "raised: " .. tostring(value) }
+  end
+  return normalize(value)
+end
+
+--- The function an `auto_approve` value stands for: the function itself, or what a module
+--- path names (a module returning a function, or a table with `resolve`).
+local function approver(value)
+  if type(value) == "function" then
+    return value
+  end
+  if type(value) == "string" and value:sub(1, 1) ~= "$" then
+    local ok, mod = pcall(require, value)
+    if not ok then
+      return nil, "cannot load module '" .. value .. "': " .. tostring(mod)
+    end
+    if type(mod) == "function" then
+      return mod
+    end
+    if type(mod) == "table" and type(mod.resolve) == "function" then
+      return mod.resolve
+    end
+    return nil, "module '" .. value .. "' returns neither a function nor a table with resolve"
+  end
+  return nil, "not a function"
+end
+
+--- Host → Lua: evaluate the function form of `tools.auto_approve` (or a module path) for one
+--- call. true → approve, false → require_approval, "deny" → deny, nil → pass.
+function M.config_decision(params)
+  local ok_cfg, tools = pcall(function()
+    return require("flemma.config").get().tools
+  end)
+  local fn, err = approver(ok_cfg and tools and tools.auto_approve or nil)
+  if not fn then
+    return { error = "tools.auto_approve: " .. tostring(err) }
+  end
+  local input, ctx = call_ctx(params)
+  local ok, value = pcall(fn, params.tool_name, input, ctx)
+  if not ok then
+    return { error = "tools.auto_approve raised: " .. tostring(value) }
+  end
+  if value == true then
+    return { decision = "approve" }
+  elseif value == false then
+    return { decision = "require_approval" }
+  end
+  return normalize(value)
+end
+
+--- For tests.
+function M._reset()
+  H.resolvers = {}
+end
+
+return M
