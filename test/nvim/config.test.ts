@@ -45,7 +45,7 @@ describe('option defaults', () => {
       auto_approve: ['$default'],
       tool_names: ['bash', 'edit', 'find', 'grep', 'ls', 'read', 'write'],
       max_concurrent: 2,
-      autopilot: { enabled: true, max_turns: 100 },
+      autopilot: { enabled: true, max_turns: 100, resume_delay: 0 },
       thinking: { level: 'high', foreign: 'preserve' },
       max_tokens: '50%',
       host: {
@@ -163,7 +163,7 @@ describe('setup', () => {
       max_concurrent: 4,
       require_approval: true,
       grep: { cwd: 'urn:flemma:buffer:path', exclude: ['.git'] },
-      autopilot: { enabled: false, max_turns: 100 },
+      autopilot: { enabled: false, max_turns: 100, resume_delay: 0 },
       auto_write: true,
       auto_prompt: true,
       thinking: 'low',
