@@ -64,7 +64,7 @@ function M.run(fargs, ctx)
   ctx = ctx or {}
   local name = fargs[1]
   if name == nil or name == "" then
-    H.show_list(M.names(), "Flemma commands")
+    H.show_overview()
     return
   end
   local spec = H.commands[name]
@@ -210,8 +210,53 @@ function H.candidates()
   return result
 end
 
+--- `:Flemma`: every command, with groups of three or more (`tool:…`) folded into one row that
+--- names its members, so the list fits a screen; `:Flemma <group>` lists a group in full.
+function H.show_overview()
+  local groups, order = {}, {}
+  for _, name in ipairs(M.names()) do
+    local group = name:match("^([^:]+):")
+    local key = group or name
+    if not groups[key] then
+      groups[key] = {}
+      order[#order + 1] = key
+    end
+    table.insert(groups[key], name)
+  end
+  local rows = {}
+  for _, key in ipairs(order) do
+    local members = groups[key]
+    if #members >= 3 then
+      local short = vim.tbl_map(function(member)
+        return member:sub(#key + 2)
+      end, members)
+      rows[#rows + 1] = {
+        name = key .. ":…",
+        desc = string.format("%d commands (:Flemma %s): %s", #members, key, table.concat(short, ", ")),
+      }
+    else
+      for _, member in ipairs(members) do
+        rows[#rows + 1] = { name = member, desc = H.commands[member].desc or "" }
+      end
+    end
+  end
+  H.echo_rows(rows, "Flemma commands")
+end
+
 --- One `nvim_echo` call: a header, then `name  description` rows with aligned columns.
 function H.show_list(names, header)
+  H.echo_rows(
+    vim.tbl_map(function(name)
+      return { name = name, desc = H.commands[name].desc or "" }
+    end, names),
+    header
+  )
+end
+
+function H.echo_rows(rows, header)
+  local names = vim.tbl_map(function(row)
+    return row.name
+  end, rows)
   local width = 0
   for _, name in ipairs(names) do
     width = math.max(width, vim.fn.strdisplaywidth(name))
@@ -220,8 +265,8 @@ function H.show_list(names, header)
   if #names == 0 then
     chunks[#chunks + 1] = { "\n  (none registered)", "Comment" }
   end
-  for _, name in ipairs(names) do
-    local desc = H.commands[name].desc or ""
+  for i, name in ipairs(names) do
+    local desc = rows[i].desc
     local pad = string.rep(" ", width - vim.fn.strdisplaywidth(name) + 2)
     chunks[#chunks + 1] = { "\n  " .. name, "Identifier" }
     chunks[#chunks + 1] = { pad .. desc }

@@ -115,6 +115,49 @@ function H.register_commands()
     desc = "Move the running tool under the cursor (or the oldest) to the background",
     run = tool_command("tool:background"),
   })
+  commands.register("tool:approve", {
+    desc = "Approve the tool call under the cursor (status=approved)",
+    run = tool_command("tool:approve"),
+  })
+  commands.register("tool:reject", {
+    desc = "Reject the tool call under the cursor; the rest of the line is the reason",
+    run = function(args)
+      local params = {
+        bufnr = vim.api.nvim_get_current_buf(),
+        row = vim.api.nvim_win_get_cursor(0)[1] - 1,
+        message = table.concat(args or {}, " "),
+      }
+      host.call("tool:reject", params, function(err)
+        if err then
+          require("flemma.notify").warn("tool:reject: " .. tostring(err))
+        end
+      end)
+    end,
+  })
+  commands.register("tool:why", {
+    desc = "Say which approval resolver decided the tool call under the cursor",
+    run = tool_command("tool:why"),
+  })
+  commands.register("autopilot:enable", {
+    starts_host = false,
+    desc = "Turn autopilot on for this session",
+    run = function()
+      require("flemma.autopilot").enable()
+    end,
+  })
+  commands.register("autopilot:disable", {
+    starts_host = false,
+    desc = "Turn autopilot off for this session",
+    run = function()
+      require("flemma.autopilot").disable()
+    end,
+  })
+  commands.register("autopilot:status", {
+    desc = "Show autopilot's state in this buffer",
+    run = function()
+      require("flemma.autopilot").status()
+    end,
+  })
   commands.register("tool:list", {
     desc = "List the running tools",
     run = function()
@@ -236,6 +279,7 @@ function M.bootstrap()
   H.register_commands()
   require("flemma.commands").setup()
   require("flemma.tools").bootstrap()
+  require("flemma.tools.approval").bootstrap()
   local group = vim.api.nvim_create_augroup("flemma", { clear = true })
   vim.api.nvim_create_autocmd("FileType", {
     group = group,

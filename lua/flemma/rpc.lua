@@ -68,7 +68,18 @@ M.methods = {
       end
       return out
     end
-    return copy(require("flemma.config").get())
+    local snapshot = copy(require("flemma.config").get())
+    -- `:Flemma autopilot:enable|disable` beats the configuration.
+    local override = require("flemma.autopilot").override()
+    if override ~= nil and type(snapshot.tools) == "table" then
+      local autopilot = snapshot.tools.autopilot
+      if type(autopilot) ~= "table" then
+        autopilot = { enabled = autopilot ~= false }
+      end
+      autopilot.enabled = override
+      snapshot.tools.autopilot = autopilot
+    end
+    return snapshot
   end,
   --- The first non-empty variable of `names` in Neovim's environment (users may `:let $X = …`).
   ["env.first"] = function(params)
@@ -79,6 +90,18 @@ M.methods = {
       end
     end
     return vim.NIL
+  end,
+  ["approval.resolve"] = function(params)
+    return require("flemma.tools.approval").resolve(params)
+  end,
+  ["approval.config_decision"] = function(params)
+    return require("flemma.tools.approval").config_decision(params)
+  end,
+  ["autopilot.schedule"] = function(params)
+    return require("flemma.autopilot").schedule(params)
+  end,
+  ["autopilot.cancel"] = function(params)
+    return require("flemma.autopilot").cancel(params)
   end,
   ["tools.execute"] = function(params)
     return require("flemma.tools").execute(params)

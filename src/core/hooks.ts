@@ -39,6 +39,8 @@ export interface HookPayloads {
   'autopilot:resume-scheduled': { bufnr: number; delay_ms: number };
   'autopilot:resume-cancelled': { bufnr: number };
   'autopilot:resumed': { bufnr: number };
+  /** The cycle stopped at tool calls that wait for the user (not in the seed's list). */
+  'approval:needed': { bufnr: number; tool_ids: string[]; tool_names: string[] };
 }
 
 export type HookName = keyof HookPayloads;

@@ -3,6 +3,7 @@ import { isLogLevel } from '../core/log.js';
 import { SDK_NAMES, type SdkName } from '../core/provider/sdk.js';
 import { type HostContext, HOST_VERSION, SOURCE_HASH } from './context.js';
 import type { LuaToolSpec } from './tools.js';
+import type { LuaResolverSpec } from './approval.js';
 
 export type Action = (ctx: HostContext, params: unknown) => unknown;
 
@@ -97,6 +98,8 @@ export const actions: Record<string, Action> = {
   'chat:cancel': (ctx, params) => {
     const bufnr = bufnrOf(params);
     const cancelled = ctx.sends.cancel(bufnr) || ctx.tools.cancelOldest(bufnr);
+    // A pending automatic continue goes too, even when nothing was running.
+    ctx.tools.pilot.disarm(bufnr);
     if (!cancelled) ctx.lua.notify('notify', { level: 'info', message: 'Nothing to cancel' });
     return { cancelled };
   },
@@ -106,6 +109,60 @@ export const actions: Record<string, Action> = {
     ctx.tools.cycle(bufnr).catch((error: unknown) => {
       ctx.logger.error(`the tool cycle of buffer ${String(bufnr)} failed`, error);
     });
+    return null;
+  },
+  /** Lua's approval resolvers (names, priorities; the functions stay in Neovim). */
+  'approval:define': (ctx, params) => {
+    const list = (params as { resolvers?: unknown } | null)?.resolvers;
+    ctx.tools.approval.defineFromLua(Array.isArray(list) ? (list as LuaResolverSpec[]) : []);
+    return null;
+  },
+  /** Lua: a scheduled automatic continue is due (or was cancelled by an edit). */
+  'autopilot:resume': (ctx, params) => {
+    const p = (params ?? {}) as { bufnr?: unknown; token?: unknown };
+    ctx.tools.pilot
+      .resume(bufnrOf(params), typeof p.token === 'number' ? p.token : -1)
+      .catch((error: unknown) => {
+        ctx.logger.error('autopilot resume failed', error);
+      });
+    return null;
+  },
+  'autopilot:cancelled': (ctx, params) => {
+    const p = (params ?? {}) as { token?: unknown };
+    ctx.tools.pilot.cancelled(bufnrOf(params), typeof p.token === 'number' ? p.token : -1);
+    return null;
+  },
+  'autopilot:status': (ctx, params) => {
+    const bufnr = bufnrOf(params);
+    const lines = [
+      `autopilot in buffer ${String(bufnr)}: ${ctx.tools.pilot.state(bufnr)}, ${String(ctx.tools.pilot.iteration(bufnr))} consecutive tool turn(s)`,
+    ];
+    return {
+      lines,
+      state: ctx.tools.pilot.state(bufnr),
+      iteration: ctx.tools.pilot.iteration(bufnr),
+    };
+  },
+  /** `:Flemma tool:why`: the resolver that decided the call under the cursor. */
+  'tool:why': async (ctx, params) => {
+    const row = rowOf(params);
+    const text = await ctx.tools.why(bufnrOf(params), row ?? 0);
+    ctx.lua.notify('notify', { level: 'info', message: text });
+    return { text };
+  },
+  /** `:Flemma tool:approve` / `tool:reject [message]`: rewrite the status of the block at the cursor. */
+  'tool:approve': async (ctx, params) => {
+    await ctx.tools.setStatusAt(bufnrOf(params), rowOf(params) ?? 0, 'approved');
+    return null;
+  },
+  'tool:reject': async (ctx, params) => {
+    const message = (params as { message?: unknown } | null)?.message;
+    await ctx.tools.setStatusAt(
+      bufnrOf(params),
+      rowOf(params) ?? 0,
+      'rejected',
+      typeof message === 'string' && message !== '' ? message : undefined,
+    );
     return null;
   },
   /** Lua's tool definitions (no functions) and how many of its async sources are still loading. */

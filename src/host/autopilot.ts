@@ -24,7 +24,10 @@ export interface AutopilotSettings {
 
 export interface AutopilotPorts {
   notifyLua(method: string, params: unknown): void;
-  emit(name: string, data: Record<string, unknown>): Promise<void>;
+  emit(
+    name: 'autopilot:resume-scheduled' | 'autopilot:resumed',
+    data: { bufnr: number; delay_ms?: number },
+  ): Promise<void>;
   warn(message: string): void;
   /** Runs one non-user-initiated step of the cycle for `bufnr`. */
   continueCycle(bufnr: number): Promise<void>;

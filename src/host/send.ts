@@ -136,6 +136,8 @@ export class SendController {
     if (status !== undefined) {
       await ctx.hooks.emit('request:finished', { bufnr, status });
       if (status === 'completed') await ctx.hooks.emit('conversation:idle', { bufnr });
+      if (status === 'completed') await ctx.tools.responseComplete(bufnr);
+      else ctx.tools.pilot.disarm(bufnr);
     }
     return status;
   }

@@ -14,7 +14,7 @@
 
 import { homedir } from 'node:os';
 import { pathToFileURL } from 'node:url';
-import type { ChatDocument } from '../core/chat/ast.js';
+import type { ChatDocument, PlaceholderStatus } from '../core/chat/ast.js';
 import {
   type Edit,
   bottomToTop,
@@ -26,7 +26,7 @@ import {
   resolutionText,
   unresolvedToolUses,
 } from '../core/chat/edits.js';
-import type { ToolResultBlock } from '../core/chat/writer.js';
+import { type ToolResultBlock, placeholder } from '../core/chat/writer.js';
 import { type SandboxAccess, createExecutionContext } from '../core/tools/context.js';
 import { emptyPlaceholders, toolCallAt } from '../core/tools/locate.js';
 import { previewBody } from '../core/tools/preview.js';
@@ -42,6 +42,8 @@ import { builtinTools } from '../core/tools/builtins.js';
 import type { DocumentState } from '../editor/documents.js';
 import type { ToolSpec } from '../core/provider/types.js';
 import type { HostContext } from './context.js';
+import { type ApprovalOutcome, ApprovalService, statusOf } from './approval.js';
+import { Autopilot, autopilotSettings } from './autopilot.js';
 import { type SandboxState, type SandboxStatus, sandboxFor, sandboxStatusFor } from './sandbox.js';
 import { expandPathVariable } from '../core/tools/sandbox/paths.js';
 
@@ -130,7 +132,25 @@ export class ToolService {
   private callSeq = 0;
   private jobSeq = 0;
 
+  /** Autopilot's per-buffer state machine. */
+  readonly pilot: Autopilot;
+  /** The approval chain (built-in resolvers, Lua resolvers through the bridge). */
+  readonly approval: ApprovalService;
+  /** What the chain decided for each tool use (for `:Flemma tool:why`). */
+  private readonly decisions = new Map<string, ApprovalOutcome>();
+
   constructor(private readonly ctx: HostContext) {
+    this.pilot = new Autopilot({
+      notifyLua: (method, params) => {
+        ctx.lua.notify(method, params);
+      },
+      emit: (name, data) => ctx.hooks.emit(name, data),
+      warn: (message) => {
+        this.warn(message);
+      },
+      continueCycle: (bufnr) => this.cycle(bufnr, { userInitiated: false }),
+    });
+    this.approval = new ApprovalService(ctx, this.registry);
     for (const def of builtinTools) {
       this.builtin.set(def.name, def);
       this.registry.register(def);
@@ -402,43 +422,92 @@ export class ToolService {
       return;
     }
     const { call } = found;
+    const config = await this.config();
+    const settings = autopilotSettings(config.tools);
+    // A paused autopilot goes on once this tool is done.
+    this.pilot.rearmIfPaused(bufnr, settings);
     const status = call.result?.placeholder?.status;
     if (status === 'rejected' || status === 'denied' || status === 'aborted') {
       const text = resolutionText(status, call.result?.content ?? '');
       await this.inject(bufnr, call.id, { ok: false, error: text }, false);
+      await this.pilot.toolsComplete(bufnr, settings);
       return;
     }
-    const config = await this.config();
     await this.execute(bufnr, call.id, call.name, call.input, config, {
       replaceFinished: call.result !== undefined && call.result.placeholder === undefined,
     });
   }
 
   /**
-   * `<C-]>` (for now without the approval chain, which comes with the approval work): new tool
-   * uses get `pending` placeholders; approved placeholders run; denied/rejected/aborted ones
-   * become error results; a pending block with content becomes the user's result; when every
-   * call has a result the conversation is sent.
+   * `<C-]>` and each automatic step of autopilot: the three phases of the seed.
+   * Phase 1 gives every tool use without a result a placeholder whose status the approval chain
+   * decides (`aborted` for calls in an interrupted reply) and stops at the first `pending` one;
+   * when it wrote only approved/denied/aborted ones, Phase 2 follows on the next tick. Phase 2
+   * runs approved tools (up to `tools.max_concurrent`), resolves denied/rejected/aborted ones
+   * into error results, turns a pending block the user filled into their result, and stops at
+   * an empty pending one. Phase 3 sends once every call has a result.
    */
-  async cycle(bufnr: number): Promise<void> {
+  cycle(
+    bufnr: number,
+    options: { userInitiated: boolean } = { userInitiated: true },
+  ): Promise<void> {
+    // One step at a time per buffer: a <C-]> pressed while autopilot's step runs waits for it,
+    // and then sees the placeholders that step wrote.
+    const previous = this.cycles.get(bufnr) ?? Promise.resolve();
+    const next = previous.then(
+      () => this.cycleStep(bufnr, options),
+      () => this.cycleStep(bufnr, options),
+    );
+    const settled = next.catch(() => undefined);
+    this.cycles.set(bufnr, settled);
+    void settled.then(() => {
+      if (this.cycles.get(bufnr) === settled) this.cycles.delete(bufnr);
+    });
+    return next;
+  }
+
+  private readonly cycles = new Map<number, Promise<unknown>>();
+
+  private async cycleStep(bufnr: number, options: { userInitiated: boolean }): Promise<void> {
+    const user = options.userInitiated;
     if (this.ctx.sends.isRunning(bufnr)) {
-      this.warn('A request is already in progress. Use <C-c> to cancel it first.');
+      if (user) this.warn('A request is already in progress. Use <C-c> to cancel it first.');
       return;
     }
     let state = await this.ctx.documents.attach(bufnr);
     if (state === undefined) return;
-    // Phase 1.
+    const config = await this.config();
+    const settings = autopilotSettings(config.tools);
+
+    // Phase 1: placeholders with the chain's decisions.
     const unresolved = unresolvedToolUses(state.document);
     if (unresolved.length > 0) {
-      const edits = planPlaceholders(
-        state.document,
-        state.lines,
-        unresolved.map((use) => ({ id: use.id, status: use.aborted ? 'aborted' : 'pending' })),
-      );
-      await this.applyEdits(bufnr, edits);
+      const requests: { id: string; status: PlaceholderStatus }[] = [];
+      for (const use of unresolved) {
+        if (use.aborted) {
+          requests.push({ id: use.id, status: 'aborted' });
+          continue;
+        }
+        const decided = await this.approval.decide(
+          { bufnr, toolId: use.id, toolName: use.name, input: use.input },
+          config,
+        );
+        this.decisions.set(use.id, decided);
+        requests.push({ id: use.id, status: statusOf(decided.decision) });
+      }
+      await this.applyEdits(bufnr, planPlaceholders(state.document, state.lines, requests));
+      if (requests.some((request) => request.status === 'pending')) {
+        const parsed = await this.ctx.documents.parsed(bufnr);
+        if (parsed !== undefined) await this.waitForUser(bufnr, parsed);
+        this.pilot.pause(bufnr);
+        return;
+      }
+      // Only approved/denied/aborted: Phase 2 on the next tick (an undo boundary between them).
+      await new Promise<void>((resolve) => setImmediate(resolve));
       state = await this.ctx.documents.parsed(bufnr);
       if (state === undefined) return;
     }
+
     // Phase 2.
     const groups = classifyToolBlocks(state.document);
     const edits: Edit[] = [];
@@ -446,6 +515,7 @@ export class ToolService {
       const edit = planUserSuppliedResult(state.document, state.lines, block.id);
       if (edit !== undefined) edits.push(edit);
     }
+    let resolved = 0;
     for (const [status, blocks] of [
       ['denied', groups.denied],
       ['rejected', groups.rejected],
@@ -458,7 +528,10 @@ export class ToolService {
           output: text,
           isError: true,
         });
-        if (edit !== undefined) edits.push(edit);
+        if (edit !== undefined) {
+          edits.push(edit);
+          resolved += 1;
+        }
       }
     }
     if (edits.length > 0) {
@@ -468,41 +541,148 @@ export class ToolService {
       this.warn(protectionWarning(groups.approvedWithContent.length));
     }
     const approved = groups.approved.filter((block) => !this.running.has(block.id));
-    if (approved.length > 0) {
-      const config = await this.config();
+    if (groups.approved.length > 0) {
+      this.pilot.arm(bufnr, settings);
       const limit = config.tools?.max_concurrent ?? 2;
       const free = limit === 0 ? approved.length : limit - this.runningIn(bufnr).length;
       const now = approved.slice(0, Math.max(0, free));
-      if (now.length < approved.length) {
+      if (user && now.length < approved.length) {
         this.info(`Executing ${now.length}/${approved.length} tools (max_concurrent=${limit})`);
       }
-      this.autopilot.add(bufnr);
-      await Promise.all(
-        now.map((block) =>
-          this.execute(bufnr, block.id, block.name, block.input, config, {
-            replaceFinished: false,
-          }),
-        ),
-      );
+      // Started, not awaited: the step ends here, and the tools report through their results.
+      for (const block of now) {
+        void this.execute(bufnr, block.id, block.name, block.input, config, {
+          replaceFinished: false,
+        });
+      }
       return;
     }
     if (groups.pendingEmpty.length > 0 || groups.approvedWithContent.length > 0) {
-      const first = groups.pendingEmpty[0] ?? groups.approvedWithContent[0];
-      if (first !== undefined)
-        this.ctx.lua.notify('tools.cursor', { bufnr, row: first.toolResultLine - 1 });
-      this.autopilot.delete(bufnr);
+      const latest = await this.ctx.documents.parsed(bufnr);
+      if (latest !== undefined) await this.waitForUser(bufnr, latest);
+      this.pilot.pause(bufnr);
       return;
+    }
+    if (resolved > 0 || groups.pendingWithContent.length > 0) {
+      // Error results (and results the user typed) are in; autopilot sends them on the next step,
+      // a user's <C-]> sends them now.
+      if (!user) {
+        this.pilot.arm(bufnr, settings);
+        await this.pilot.toolsComplete(bufnr, settings);
+        return;
+      }
     }
     if (this.isRunning(bufnr)) {
-      this.warn('Cannot send while tool execution is in progress.');
+      if (user) this.warn('Cannot send while tool execution is in progress.');
+      this.pilot.settle(bufnr);
       return;
     }
-    this.autopilot.delete(bufnr);
+    // Phase 3.
     await this.ctx.sends.send(bufnr);
   }
 
-  /** Buffers whose `<C-]>` started tools: when they are all done, the cycle goes on. */
-  private readonly autopilot = new Set<number>();
+  /**
+   * The cycle stopped for the user: the cursor goes to the first empty pending (or edited
+   * approved) block, a notification says what waits, and `approval:needed` fires so that a
+   * statusline or another window can tell.
+   */
+  private async waitForUser(bufnr: number, state: DocumentState): Promise<void> {
+    const groups = classifyToolBlocks(state.document);
+    const waiting = [...groups.pendingEmpty, ...groups.approvedWithContent].sort(
+      (a, b) => a.toolUseLine - b.toolUseLine,
+    );
+    const first = waiting[0];
+    if (first === undefined) return;
+    this.ctx.lua.notify('tools.cursor', { bufnr, row: first.toolResultLine - 1 });
+    const names = waiting.map((block) => `${block.name} (${block.id})`).join(', ');
+    this.info(
+      `${waiting.length === 1 ? 'A tool call waits' : `${waiting.length} tool calls wait`} for your approval: ${names}. Set status=approved and press <C-]>, or <M-CR> to run one.`,
+    );
+    await this.ctx.hooks.emit('approval:needed', {
+      bufnr,
+      tool_ids: waiting.map((block) => block.id),
+      tool_names: waiting.map((block) => block.name),
+    });
+  }
+
+  /** A reply finished: autopilot counts the turn and goes on when it asked for tools. */
+  async responseComplete(bufnr: number): Promise<void> {
+    const state = await this.ctx.documents.parsed(bufnr);
+    if (state === undefined) return;
+    const last = [...state.document.messages].reverse().find((m) => m.role === 'Assistant');
+    const hasToolUse =
+      last !== undefined && last.segments.some((segment) => segment.kind === 'tool_use');
+    const config = await this.config();
+    await this.pilot.responseComplete(bufnr, hasToolUse, autopilotSettings(config.tools));
+  }
+
+  /**
+   * `:Flemma tool:approve` / `tool:reject [message]`: rewrite the status of the placeholder of
+   * the call under the cursor (a call without one gets one). A rejection message replaces the
+   * block's content. A finished result is left alone.
+   */
+  async setStatusAt(
+    bufnr: number,
+    row: number,
+    status: 'approved' | 'rejected',
+    message?: string,
+  ): Promise<void> {
+    const state = await this.ctx.documents.attach(bufnr);
+    if (state === undefined) return;
+    const found = toolCallAt(state.document, row + 1);
+    if (!found.ok) {
+      this.warn(found.error);
+      return;
+    }
+    const { call } = found;
+    const result = call.result;
+    if (result === undefined) {
+      await this.applyEdits(
+        bufnr,
+        planPlaceholders(state.document, state.lines, [{ id: call.id, status }]),
+      );
+      if (message !== undefined) await this.setStatusAt(bufnr, row, status, message);
+      return;
+    }
+    if (result.placeholder === undefined) {
+      this.warn(`Tool ${call.id} has already completed`);
+      return;
+    }
+    const start = result.span.startLine - 1;
+    const end = result.span.endLine;
+    const content = status === 'rejected' && message !== undefined ? message : result.content;
+    await this.applyEdits(bufnr, [
+      {
+        start,
+        end,
+        lines: placeholder(call.id, status, content),
+        expect: state.lines.slice(start, end),
+      },
+    ]);
+  }
+
+  /** `:Flemma tool:why`: which resolver decided the status of the call under the cursor. */
+  async why(bufnr: number, row: number): Promise<string> {
+    const state = await this.ctx.documents.attach(bufnr);
+    if (state === undefined) return 'Not a chat buffer';
+    const found = toolCallAt(state.document, row + 1);
+    if (!found.ok) return found.error;
+    const { call } = found;
+    const recorded = this.decisions.get(call.id);
+    const decided =
+      recorded ??
+      (await this.approval.decide(
+        { bufnr, toolId: call.id, toolName: call.name, input: call.input },
+        await this.config(),
+      ));
+    const by = decided.resolver === null ? 'no resolver decided (the default)' : decided.resolver;
+    const lines = [
+      `${call.name} (${call.id}): ${decided.decision}${recorded === undefined ? ' (as the policy decides now)' : ''} — ${by}`,
+    ];
+    for (const skipped of decided.skipped)
+      lines.push(`  skipped ${skipped.name}: ${skipped.reason}`);
+    return lines.join('\n');
+  }
 
   /** `:Flemma tool:cancel`: the call at the cursor, else the oldest running one in the buffer. */
   async cancelAt(bufnr: number, row: number | null): Promise<boolean> {
@@ -529,13 +709,13 @@ export class ToolService {
   cancelAll(): number {
     const runs = [...this.running.values()];
     for (const run of runs) this.cancelRun(run);
-    this.autopilot.clear();
+    for (const run of runs) this.pilot.disarm(run.bufnr);
     return runs.length;
   }
 
   private cancelRun(run: Running): void {
     run.cancelled = true;
-    this.autopilot.delete(run.bufnr);
+    this.pilot.disarm(run.bufnr);
     run.controller.abort(new Error(CANCELLED_TEXT));
   }
 
@@ -563,7 +743,6 @@ export class ToolService {
     if (run.background || !this.running.has(run.id)) return;
     run.background = true;
     run.jobId = ++this.jobSeq;
-    this.autopilot.delete(run.bufnr);
     this.ctx.lua.notify('tools.spinner', {
       bufnr: run.bufnr,
       tool_id: run.id,
@@ -719,13 +898,10 @@ export class ToolService {
     }
   }
 
-  /** When the last tool of a `<C-]>` cycle finishes, the cycle goes on (autopilot). */
+  /** When the last running tool of a buffer finishes (a background job too), autopilot goes on. */
   private async afterTools(bufnr: number, tools: ToolsConfig): Promise<void> {
-    if (!this.autopilot.has(bufnr) || this.runningIn(bufnr).length > 0) return;
-    const enabled = tools.autopilot?.enabled !== false;
-    this.autopilot.delete(bufnr);
-    if (!enabled) return;
-    await this.cycle(bufnr);
+    if (this.runningIn(bufnr).length > 0) return;
+    await this.pilot.toolsComplete(bufnr, autopilotSettings(tools));
   }
 
   /** Validate, run with timeout and cancellation, and normalise whatever comes back. */
@@ -878,7 +1054,7 @@ export class ToolService {
   }
 
   private async moveCursor(bufnr: number, id: string, mode: string): Promise<void> {
-    if (mode === 'stay' || this.autopilot.has(bufnr)) return;
+    if (mode === 'stay' || this.pilot.isArmed(bufnr)) return;
     const state = await this.ctx.documents.parsed(bufnr);
     if (state === undefined) return;
     const row = resultHeaderRow(state.document, id);

@@ -323,11 +323,17 @@ describe('background jobs', () => {
     await d.waitForNotification(/gated_tool/);
     await d.press(':Flemma tool:background<CR>');
     const submitted = await d.waitForEvent('FlemmaJobSubmitted');
-    expect(submitted.data).toMatchObject({ tool_id: 'toolu_G', tool_name: 'gated_tool', active_count: 1 });
+    expect(submitted.data).toMatchObject({
+      tool_id: 'toolu_G',
+      tool_name: 'gated_tool',
+      active_count: 1,
+    });
     expect(await d.lua('return vim.bo.modifiable')).toBe(true);
     // The block says the job runs in the background.
     const marks = await d.extmarks('flemma.tool_status');
-    expect(JSON.stringify(marks[0]?.[3]['virt_text'])).toMatch(/Running in the background \(job 1\)/);
+    expect(JSON.stringify(marks[0]?.[3]['virt_text'])).toMatch(
+      /Running in the background \(job 1\)/,
+    );
     // The user goes on writing meanwhile.
     await d.lua('vim.api.nvim_buf_set_lines(0, 1, 2, false, { "Work, please." })');
     await d.lua('_G.finish_gated("finished late")');
@@ -335,7 +341,13 @@ describe('background jobs', () => {
     expect(completed.data).toMatchObject({ tool_id: 'toolu_G', success: true, active_count: 0 });
     const lines = await d.lines();
     expect(lines[1]).toBe('Work, please.');
-    expect(lines.slice(-5)).toEqual(['**Tool Result:** `toolu_G`', '', '```', 'finished late', '```']);
+    expect(lines.slice(-5)).toEqual([
+      '**Tool Result:** `toolu_G`',
+      '',
+      '```',
+      'finished late',
+      '```',
+    ]);
   });
 });
 
