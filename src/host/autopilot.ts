@@ -148,12 +148,13 @@ export class Autopilot {
     const entry = this.entry(bufnr);
     this.tokens += 1;
     entry.token = this.tokens;
-    await this.ports.emit('autopilot:resume-scheduled', { bufnr, delay_ms: settings.resumeDelay });
+    // The timer first: a listener of the event that edits the buffer then cancels it.
     this.ports.notifyLua('autopilot.schedule', {
       bufnr,
       delay_ms: settings.resumeDelay,
       token: entry.token,
     });
+    await this.ports.emit('autopilot:resume-scheduled', { bufnr, delay_ms: settings.resumeDelay });
   }
 
   /** Lua: the delay passed without an edit. */

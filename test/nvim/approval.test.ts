@@ -1,0 +1,353 @@
+// The approval cycle end to end: a scripted fake Anthropic server asks for tools, the approval
+// chain writes the placeholders, the user approves or rejects by editing the fence, <C-]> runs
+// and sends, and autopilot chains the turns by itself.
+import { afterEach, describe, expect, it } from 'vitest';
+import { type Driver, startDriver } from '../helpers/driver.js';
+import {
+  type FakeProvider,
+  type FakeRequest,
+  startFakeProvider,
+} from '../helpers/fake-provider.js';
+
+let driver: Driver | undefined;
+let fake: FakeProvider | undefined;
+
+afterEach(async () => {
+  await driver?.quit();
+  await fake?.close();
+  driver = undefined;
+  fake = undefined;
+});
+
+const START = {
+  type: 'message_start',
+  message: {
+    id: 'msg_fake',
+    type: 'message',
+    role: 'assistant',
+    model: 'claude-sonnet-4-6',
+    content: [],
+    stop_reason: null,
+    stop_sequence: null,
+    usage: { input_tokens: 12, output_tokens: 1 },
+  },
+};
+
+interface Call {
+  id: string;
+  name: string;
+  input: Record<string, unknown>;
+}
+
+/** Streams a reply: a text block, then one tool_use block per call. */
+async function reply(request: FakeRequest, text: string, calls: Call[] = []): Promise<void> {
+  const s = request.stream();
+  await s.sse('message_start', START);
+  await s.sse('content_block_start', {
+    type: 'content_block_start',
+    index: 0,
+    content_block: { type: 'text', text: '' },
+  });
+  await s.sse('content_block_delta', {
+    type: 'content_block_delta',
+    index: 0,
+    delta: { type: 'text_delta', text },
+  });
+  await s.sse('content_block_stop', { type: 'content_block_stop', index: 0 });
+  for (const [i, call] of calls.entries()) {
+    const index = i + 1;
+    await s.sse('content_block_start', {
+      type: 'content_block_start',
+      index,
+      content_block: { type: 'tool_use', id: call.id, name: call.name, input: {} },
+    });
+    await s.sse('content_block_delta', {
+      type: 'content_block_delta',
+      index,
+      delta: { type: 'input_json_delta', partial_json: JSON.stringify(call.input) },
+    });
+    await s.sse('content_block_stop', { type: 'content_block_stop', index });
+  }
+  await s.sse('message_delta', {
+    type: 'message_delta',
+    delta: { stop_reason: calls.length > 0 ? 'tool_use' : 'end_turn', stop_sequence: null },
+    usage: { output_tokens: 5 },
+  });
+  await s.sse('message_stop', { type: 'message_stop' });
+  await s.end();
+}
+
+const ECHO_TOOL = `
+require("flemma.tools").register("echo_tool", {
+  name = "echo_tool",
+  description = "Echo the text back",
+  input_schema = {
+    type = "object",
+    properties = { text = { type = "string" } },
+    required = { "text" },
+    additionalProperties = false,
+  },
+  execute = function(input) return { success = true, output = "echo: " .. input.text } end,
+})
+require("flemma.tools").register("danger", {
+  name = "danger",
+  description = "Never runs",
+  input_schema = { type = "object", properties = {} },
+  execute = function() _G.danger_ran = true; return { success = true, output = "ran" } end,
+})`;
+
+async function setup(options: {
+  tools?: string;
+  lines?: string[];
+}): Promise<{ d: Driver; f: FakeProvider; buf: number }> {
+  fake = await startFakeProvider();
+  driver = await startDriver({
+    env: { ANTHROPIC_API_KEY: 'sk-test-key', ANTHROPIC_BASE_URL: fake.url },
+    setup: `require("flemma").setup({ tools = ${options.tools ?? '{}'} })
+${ECHO_TOOL}`,
+  });
+  driver.writeFile('notes.txt', 'remember the milk\n');
+  const buf = await driver.openChat('approval.chat', options.lines ?? ['@You:', 'Go.']);
+  await driver.waitForEvent('FlemmaBootComplete');
+  return { d: driver, f: fake, buf };
+}
+
+type Message = { role: string; content: { type: string; [key: string]: unknown }[] };
+
+function lastUserContent(request: FakeRequest): Message['content'] {
+  const messages = (request.body as { messages: Message[] }).messages;
+  return messages[messages.length - 1]?.content ?? [];
+}
+
+/** The 1-based line numbers of a placeholder's fence, by tool id. */
+function fenceLineOf(lines: string[], id: string): number {
+  const header = lines.indexOf(`**Tool Result:** \`${id}\``);
+  if (header < 0) throw new Error(`no result block for ${id}`);
+  return header + 3;
+}
+
+describe('the approval cycle', () => {
+  it('three parallel calls: approved, pending and denied; approve by editing; results go back in order', async () => {
+    const { d, f, buf } = await setup({
+      tools: `{ presets = { ["$no-danger"] = { deny = { "danger" } } }, auto_approve = { "$default", "$no-danger" } }`,
+    });
+    await d.press('<C-]>');
+    await reply(await f.nextRequest({ path: '/v1/messages' }), 'Three things.', [
+      {
+        id: 'toolu_R',
+        name: 'read',
+        input: { label: 'notes', path: 'notes.txt', offset: null, limit: null },
+      },
+      { id: 'toolu_E', name: 'echo_tool', input: { text: 'hi' } },
+      { id: 'toolu_D', name: 'danger', input: {} },
+    ]);
+    // Autopilot runs Phase 1 by itself and stops at the pending call.
+    const needed = await d.waitForEvent('FlemmaApprovalNeeded');
+    expect(needed.data).toMatchObject({
+      bufnr: buf,
+      tool_ids: ['toolu_E'],
+      tool_names: ['echo_tool'],
+    });
+    await d.waitForNotification(/A tool call waits for your approval: echo_tool \(toolu_E\)/);
+    let lines = await d.lines(buf);
+    expect(lines[fenceLineOf(lines, 'toolu_R') - 1]).toBe('```flemma:tool status=approved');
+    expect(lines[fenceLineOf(lines, 'toolu_E') - 1]).toBe('```flemma:tool status=pending');
+    expect(lines[fenceLineOf(lines, 'toolu_D') - 1]).toBe('```flemma:tool status=denied');
+    // The cursor waits on the pending call.
+    const cursor = await d.lua<number>('return vim.api.nvim_win_get_cursor(0)[1]');
+    expect(lines[cursor - 1]).toBe('**Tool Result:** `toolu_E`');
+    expect(d.eventsSeen('FlemmaToolExecuting')).toHaveLength(0);
+
+    // The user approves by editing the fence, then presses <C-]>.
+    const fence = fenceLineOf(lines, 'toolu_E');
+    await d.lua(
+      `vim.api.nvim_buf_set_lines(0, ${fence - 1}, ${fence}, false, { "\`\`\`flemma:tool status=approved" })`,
+    );
+    await d.press('<C-]>');
+    const follow = await f.nextRequest({ path: '/v1/messages' });
+    const content = lastUserContent(follow);
+    expect(content.map((c) => c['tool_use_id'])).toEqual(['toolu_R', 'toolu_E', 'toolu_D']);
+    expect(content[0]).toMatchObject({ type: 'tool_result', content: 'remember the milk' });
+    expect(content[1]).toMatchObject({ type: 'tool_result', content: 'echo: hi' });
+    expect(content[2]).toMatchObject({
+      type: 'tool_result',
+      is_error: true,
+      content: 'The tool was denied by a policy.',
+    });
+    expect(await d.lua('return _G.danger_ran')).toBe(null);
+    const before = d.eventCount;
+    await reply(follow, 'Done.');
+    await d.waitForEvent('FlemmaRequestFinished', { after: before });
+    lines = await d.lines(buf);
+    expect(lines.slice(-4)).toEqual(['Done.', '', '@You:', '']);
+  });
+
+  it('a rejection with a message reaches the model as that message', async () => {
+    const { d, f } = await setup({ tools: '{ autopilot = false }' });
+    await d.press('<C-]>');
+    await reply(await f.nextRequest({ path: '/v1/messages' }), 'Risky.', [
+      { id: 'toolu_X', name: 'echo_tool', input: { text: 'x' } },
+    ]);
+    await d.waitForEvent('FlemmaRequestFinished');
+    await d.press('<C-]>');
+    await d.waitForEvent('FlemmaApprovalNeeded');
+    const lines = await d.lines();
+    const fence = fenceLineOf(lines, 'toolu_X');
+    await d.lua(
+      `vim.api.nvim_buf_set_lines(0, ${fence - 1}, ${fence}, false, { "\`\`\`flemma:tool status=rejected", "Not today, thanks." })`,
+    );
+    await d.press('<C-]>');
+    const follow = await f.nextRequest({ path: '/v1/messages' });
+    expect(lastUserContent(follow)[0]).toMatchObject({
+      type: 'tool_result',
+      tool_use_id: 'toolu_X',
+      is_error: true,
+      content: 'Not today, thanks.',
+    });
+    expect(d.eventsSeen('FlemmaToolExecuting')).toHaveLength(0);
+    await follow.respond(400, {
+      type: 'error',
+      error: { type: 'invalid_request_error', message: 'enough' },
+    });
+  });
+
+  it('text typed into a pending block is sent as the result; an edited approved block is not run', async () => {
+    const { d, f } = await setup({ tools: '{ autopilot = false }' });
+    await d.press('<C-]>');
+    await reply(await f.nextRequest({ path: '/v1/messages' }), 'Two.', [
+      { id: 'toolu_P', name: 'echo_tool', input: { text: 'p' } },
+      { id: 'toolu_A', name: 'echo_tool', input: { text: 'a' } },
+    ]);
+    await d.waitForEvent('FlemmaRequestFinished');
+    await d.press('<C-]>');
+    await d.waitForEvent('FlemmaApprovalNeeded');
+    let lines = await d.lines();
+    // toolu_A: approved, but with content of the user's: protected.
+    let fence = fenceLineOf(lines, 'toolu_A');
+    await d.lua(
+      `vim.api.nvim_buf_set_lines(0, ${fence - 1}, ${fence}, false, { "\`\`\`flemma:tool status=approved", "my own output" })`,
+    );
+    lines = await d.lines();
+    fence = fenceLineOf(lines, 'toolu_P');
+    await d.lua(
+      `vim.api.nvim_buf_set_lines(0, ${fence}, ${fence}, false, { "I ran it myself: 42" })`,
+    );
+    await d.press('<C-]>');
+    await d.waitForNotification(
+      /1 tool result\(s\) have edited content inside an approved flemma:tool block/,
+    );
+    expect(d.eventsSeen('FlemmaToolExecuting')).toHaveLength(0);
+    lines = await d.lines();
+    // The pending block became an ordinary result; the approved one is untouched.
+    const header = lines.indexOf('**Tool Result:** `toolu_P`');
+    expect(lines.slice(header, header + 5)).toEqual([
+      '**Tool Result:** `toolu_P`',
+      '',
+      '```',
+      'I ran it myself: 42',
+      '```',
+    ]);
+    expect(lines).toContain('my own output');
+    expect(f.requests).toHaveLength(1);
+  });
+
+  it(':Flemma tool:approve rewrites the status and :Flemma tool:why names the resolver', async () => {
+    const { d, f } = await setup({ tools: '{ autopilot = false }' });
+    await d.press('<C-]>');
+    await reply(await f.nextRequest({ path: '/v1/messages' }), 'One.', [
+      {
+        id: 'toolu_W',
+        name: 'read',
+        input: { label: 'n', path: 'notes.txt', offset: null, limit: null },
+      },
+      { id: 'toolu_Q', name: 'echo_tool', input: { text: 'q' } },
+    ]);
+    await d.waitForEvent('FlemmaRequestFinished');
+    await d.press('<C-]>');
+    await d.waitForEvent('FlemmaApprovalNeeded');
+    // The cursor is on toolu_Q's block (pending).
+    await d.press(':Flemma tool:why<CR>');
+    await d.waitForNotification(/echo_tool \(toolu_Q\): require_approval — no resolver decided/);
+    await d.press(':Flemma tool:approve<CR>');
+    for (let i = 0; i < 100; i++) {
+      const lines = await d.lines();
+      if (
+        lines.includes('```flemma:tool status=approved') &&
+        !lines.includes('```flemma:tool status=pending')
+      )
+        break;
+      await d.lua('vim.wait(20)');
+    }
+    const lines = await d.lines();
+    expect(lines[fenceLineOf(lines, 'toolu_Q') - 1]).toBe('```flemma:tool status=approved');
+    const row = lines.indexOf('**Tool Result:** `toolu_W`') + 1;
+    await d.command(`normal! ${String(row)}G`);
+    await d.press(':Flemma tool:why<CR>');
+    await d.waitForNotification(/read \(toolu_W\): approve — urn:flemma:approval:config/);
+  });
+});
+
+describe('autopilot', () => {
+  const readCall = (n: number): Call => ({
+    id: `toolu_${String(n)}`,
+    name: 'read',
+    input: { label: 'n', path: 'notes.txt', offset: null, limit: null },
+  });
+
+  it('runs five turns of approved tools with no key press', async () => {
+    const { d, f } = await setup({});
+    await d.press('<C-]>');
+    for (let turn = 1; turn <= 5; turn++) {
+      await reply(await f.nextRequest({ path: '/v1/messages' }), `Turn ${String(turn)}.`, [
+        readCall(turn),
+      ]);
+    }
+    const last = await f.nextRequest({ path: '/v1/messages' });
+    expect(lastUserContent(last)).toEqual([
+      expect.objectContaining({
+        type: 'tool_result',
+        tool_use_id: 'toolu_5',
+        content: 'remember the milk',
+      }),
+    ]);
+    const before = d.eventCount;
+    await reply(last, 'All done.');
+    await d.waitForEvent('FlemmaRequestFinished', { after: before });
+    expect(d.eventsSeen('FlemmaToolCompleted')).toHaveLength(5);
+    expect(d.eventsSeen('FlemmaAutopilotResumed').length).toBeGreaterThanOrEqual(10);
+  });
+
+  it('stops after max_turns consecutive tool turns, with a warning', async () => {
+    const { d, f } = await setup({ tools: '{ autopilot = { max_turns = 3 } }' });
+    await d.press('<C-]>');
+    for (let turn = 1; turn <= 4; turn++) {
+      await reply(await f.nextRequest({ path: '/v1/messages' }), `Turn ${String(turn)}.`, [
+        readCall(turn),
+      ]);
+    }
+    await d.waitForNotification(/Autopilot stopped – exceeded 3 consecutive turns/);
+    expect(f.requests).toHaveLength(4);
+    // The fourth reply's call got no placeholder.
+    expect(
+      (await d.lines()).some(
+        (line) => line.includes('`toolu_4`') && line.startsWith('**Tool Result:**'),
+      ),
+    ).toBe(false);
+    expect(d.eventsSeen('FlemmaToolCompleted')).toHaveLength(3);
+  });
+
+  it('typing during the resume delay cancels the automatic continue', async () => {
+    const { d, f } = await setup({ tools: '{ autopilot = { resume_delay = 60000 } }' });
+    await d.press('<C-]>');
+    await reply(await f.nextRequest({ path: '/v1/messages' }), 'One.', [readCall(1)]);
+    const scheduled = await d.waitForEvent('FlemmaAutopilotResumeScheduled');
+    expect(scheduled.data['delay_ms']).toBe(60000);
+    await d.press('Go');
+    await d.type('wait, let me think');
+    await d.press('<Esc>');
+    await d.waitForEvent('FlemmaAutopilotResumeCancelled');
+    expect(d.eventsSeen('FlemmaAutopilotResumed')).toHaveLength(0);
+    expect((await d.lines()).some((line) => line.startsWith('**Tool Result:**'))).toBe(false);
+    expect(await d.lua('return vim.api.nvim_get_current_line()')).toBe('wait, let me think');
+  });
+});
