@@ -121,6 +121,15 @@ M.methods = {
   ["tools.previews"] = function(params)
     return require("flemma.tools.ui").previews(params)
   end,
+  ["sandbox.available"] = function(params)
+    return require("flemma.sandbox").call_available(params)
+  end,
+  ["sandbox.wrap"] = function(params)
+    return require("flemma.sandbox").call_wrap(params)
+  end,
+  ["sandbox.load"] = function(params)
+    return require("flemma.sandbox").load(params)
+  end,
   ["chat.structure"] = function(params)
     return require("flemma.chat").set_structure(params)
   end,

@@ -147,6 +147,33 @@ export class DocumentStore {
     });
   }
 
+  /**
+   * The parsed state once it includes changedtick `tick` (our own write's tick, which Neovim
+   * reports in the write's answer; the matching lines event may still be on its way). Gives up
+   * after `timeoutMs` and returns the latest state.
+   */
+  async parsedAt(
+    bufnr: number,
+    tick: number | null,
+    timeoutMs = 1000,
+  ): Promise<DocumentState | undefined> {
+    const deadline = Date.now() + timeoutMs;
+    let state = await this.parsed(bufnr);
+    while (state !== undefined && tick !== null && state.tick < tick && Date.now() < deadline) {
+      const entry = this.entries.get(bufnr);
+      if (entry === undefined) return undefined;
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, 5);
+        entry.waiters.push(() => {
+          clearTimeout(timer);
+          resolve();
+        });
+      });
+      state = await this.parsed(bufnr);
+    }
+    return state;
+  }
+
   private forget(bufnr: number): void {
     const entry = this.entries.get(bufnr);
     if (entry === undefined) return;

@@ -92,6 +92,8 @@ export interface WriteStats {
 /** The per-buffer end of the queue: what features use to edit a buffer. */
 export class BufferWriter {
   private queue: QueuedOp[] = [];
+  /** Streams appended to and not closed yet: while any is open, batches keep to one per frame. */
+  readonly openStreams = new Set<string>();
   private appliedSeq = 0;
   private nextSeq = 1;
   private waiters: { seq: number; resolve: () => void }[] = [];
@@ -109,6 +111,7 @@ export class BufferWriter {
 
   /** Append text at the anchor of `stream`; consecutive appends are coalesced. */
   append(text: string, stream = 'default'): void {
+    this.openStreams.add(stream);
     if (text === '' || this.gone) return;
     const last = this.queue[this.queue.length - 1];
     if (last?.op.op === 'append' && last.op.stream === stream && last.settle === undefined) {
@@ -135,6 +138,7 @@ export class BufferWriter {
   }
 
   closeStream(stream = 'default'): void {
+    this.openStreams.delete(stream);
     if (this.gone) return;
     this.push({ op: 'close_stream', stream });
     this.scheduler.wake();
@@ -216,7 +220,10 @@ export class BufferWriter {
   }
 }
 
-/** One per Neovim connection: turns all queued edits into at most one RPC per frame. */
+/**
+ * One per Neovim connection: turns all queued edits into one RPC at a time, at most one per frame
+ * while a stream is open.
+ */
 export class WriteScheduler {
   private readonly writers = new Map<number, BufferWriter>();
   private readonly frameMs: number;
@@ -257,7 +264,11 @@ export class WriteScheduler {
   /** @internal Called when a writer has new work. */
   wake(): void {
     if (this.inFlight || this.timer !== undefined) return;
-    const wait = Math.max(this.retryDelay, this.lastSentAt + this.frameMs - this.clock.now(), 0);
+    // Frames pace the batches while a reply streams; other edits (placeholders, tool results)
+    // go out on the next tick, so a tool loop does not wait a frame per step.
+    const streaming = [...this.writers.values()].some((writer) => writer.openStreams.size > 0);
+    const frame = streaming ? this.lastSentAt + this.frameMs - this.clock.now() : 0;
+    const wait = Math.max(this.retryDelay, frame, 0);
     // NOTE: even with no wait, defer to a timer so edits queued in the same tick share a batch.
     this.timer = this.clock.setTimeout(() => {
       this.timer = undefined;

@@ -2,6 +2,7 @@
 import { isLogLevel } from '../core/log.js';
 import { SDK_NAMES, type SdkName } from '../core/provider/sdk.js';
 import { type HostContext, HOST_VERSION, SOURCE_HASH } from './context.js';
+import { defineLuaBackends } from './sandbox.js';
 import type { LuaToolSpec } from './tools.js';
 import type { LuaResolverSpec } from './approval.js';
 
@@ -174,6 +175,13 @@ export const actions: Record<string, Action> = {
       ? p.js_modules.filter((m): m is string => typeof m === 'string')
       : [];
     ctx.tools.defineFromLua(tools, pending, modules);
+    return null;
+  },
+  /** Lua's sandbox backends (no functions): `{ backends = { {name, priority?, description?, replace?}, … } }`. */
+  'sandbox:define': (ctx, params) => {
+    const list = (params as { backends?: unknown } | null)?.backends;
+    const problems = defineLuaBackends(ctx.lua, Array.isArray(list) ? (list as unknown[]) : []);
+    for (const message of problems) ctx.lua.notify('notify', { level: 'warn', message });
     return null;
   },
   /** A Lua tool finished: `{ call_id, result = { success, output?, error? } }`. */

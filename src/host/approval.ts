@@ -13,19 +13,24 @@
 
 import { homedir } from 'node:os';
 import {
-  type ApprovalCall,
-  type ApprovalOutcome,
-  type ApproveList,
+  type ApprovalResult,
   DEFAULT_PRIORITY,
   type Decision,
-  buildChain,
+  type ToolCall,
   statusFor,
-} from '../core/approval/policy.js';
+} from '../core/approval/chain.js';
+import { approveList } from '../core/approval/presets.js';
+import {
+  type ApprovalResolver,
+  type AutoApproveSetting,
+  buildChain,
+} from '../core/approval/resolvers.js';
 import type { ToolRegistry } from '../core/tools/registry.js';
 import type { HostContext } from './context.js';
 import { sandboxFor } from './sandbox.js';
 
-export type { ApprovalOutcome };
+export type ApprovalCall = ToolCall;
+export type ApprovalOutcome = ApprovalResult;
 
 /** A resolver as Lua describes it. */
 export interface LuaResolverSpec {
@@ -49,37 +54,9 @@ export function statusOf(decision: Decision): 'approved' | 'pending' | 'denied' 
   return statusFor(decision);
 }
 
-/** `tools.auto_approve` from the snapshot: a list, a function (or module path), or nothing. */
-function autoApproveOf(tools: Record<string, unknown> | undefined): {
-  value: ApproveList | 'function' | undefined;
-  module?: string;
-} {
-  const raw = tools?.['auto_approve'];
-  if (Array.isArray(raw)) {
-    return { value: { items: raw.filter((item): item is string => typeof item === 'string') } };
-  }
-  if (typeof raw === 'string') {
-    // A preset name alone is a one-item list; anything else names a module.
-    if (raw.startsWith('$')) return { value: { items: [raw] } };
-    return { value: 'function', module: raw };
-  }
-  if (typeof raw === 'object' && raw !== null && (raw as Record<string, unknown>)['__function']) {
-    return { value: 'function' };
-  }
-  if (typeof raw === 'object' && raw !== null) {
-    // An empty Lua table arrives as an object or an array; a `__list` part is the list.
-    const list = (raw as Record<string, unknown>)['__list'];
-    if (Array.isArray(list)) {
-      return { value: { items: list.filter((item): item is string => typeof item === 'string') } };
-    }
-    return { value: { items: [] } };
-  }
-  return { value: undefined };
-}
-
 export class ApprovalService {
   private lua: LuaResolverSpec[] = [];
-  private readonly warnedPresets = new Set<string>();
+  private readonly warned = new Set<string>();
 
   constructor(
     private readonly ctx: HostContext,
@@ -91,58 +68,83 @@ export class ApprovalService {
     this.lua = list.filter((spec) => typeof spec.name === 'string' && spec.name !== '');
   }
 
-  /** Runs the chain for one call. */
-  async decide(call: ApprovalCall, config: Snapshot): Promise<ApprovalOutcome> {
-    const tools = config.tools;
-    const auto = autoApproveOf(tools);
-    const presets = tools?.['presets'];
-    const { chain, unknownPresets } = buildChain({
-      autoApprove: auto.value,
-      ...(auto.module === undefined ? {} : { moduleName: auto.module }),
-      presets:
-        typeof presets === 'object' && presets !== null && !Array.isArray(presets)
-          ? (presets as Record<string, unknown>)
-          : undefined,
-      requireApproval: tools?.['require_approval'] !== false,
-      autoApproveSandboxed: tools?.['auto_approve_sandboxed'] !== false,
-      callConfig: (c) => this.callLua('approval.config_decision', c),
-      sandboxCapable: (name) => this.registry.get(name)?.canAutoApproveIfSandboxed === true,
-      sandboxActive: async (bufnr) => {
-        const facts = (await this.ctx.lua.call('tools.facts', { bufnr })) as {
-          cwd: string;
-          filename: string | null;
-          sandbox_override: boolean | null;
-        };
-        const state = await sandboxFor(config.sandbox, facts, homedir());
-        return state.enabled && state.backend !== undefined && state.wrapError === undefined;
-      },
-    });
-    for (const name of unknownPresets) {
-      if (this.warnedPresets.has(name)) continue;
-      this.warnedPresets.add(name);
-      this.ctx.lua.notify('notify', {
-        level: 'warn',
-        message: `tools.auto_approve: unknown preset '${name}' (define it in tools.presets)`,
-      });
+  /** `tools.auto_approve` from the snapshot in the core's terms; undefined when unset. */
+  private setting(tools: Record<string, unknown> | undefined): AutoApproveSetting | undefined {
+    const raw = tools?.['auto_approve'];
+    if (raw === undefined || raw === null) return undefined;
+    const viaLua = (call: ToolCall): Promise<unknown> =>
+      this.callLua('approval.config_decision', call);
+    if (typeof raw === 'string') {
+      // A preset name alone is a one-item list; anything else names a module.
+      if (raw.startsWith('$')) return { kind: 'list', list: approveList([raw]) };
+      return { kind: 'module', name: raw, resolve: viaLua };
     }
-    for (const spec of this.lua) {
-      chain.register(spec.name, {
+    if (typeof raw === 'object' && (raw as Record<string, unknown>)['__function'] === true) {
+      return {
+        kind: 'function',
+        fn: (toolName, input, ctx) =>
+          viaLua({ toolName, input, bufnr: ctx.bufnr, toolId: ctx.toolId }),
+      };
+    }
+    const list = Array.isArray(raw) ? raw : (raw as Record<string, unknown>)['__list'];
+    try {
+      return { kind: 'list', list: approveList(list ?? []) };
+    } catch (error) {
+      this.warnOnce(error instanceof Error ? error.message : String(error));
+      return undefined;
+    }
+  }
+
+  /** Runs the chain for one call. */
+  async decide(call: ToolCall, config: Snapshot): Promise<ApprovalOutcome> {
+    const tools = config.tools;
+    const extra: [string, ApprovalResolver][] = this.lua.map((spec) => [
+      spec.name,
+      {
         priority: typeof spec.priority === 'number' ? spec.priority : DEFAULT_PRIORITY,
         description: spec.description ?? '',
-        resolve: (c) => this.callLua('approval.resolve', c, spec.name),
-      });
-    }
-    const outcome = await chain.decide(call);
+        resolve: (c: ToolCall) => this.callLua('approval.resolve', c, spec.name),
+      },
+    ]);
+    const { chain, warnings } = buildChain(
+      {
+        autoApprove: this.setting(tools),
+        presets: tools?.['presets'],
+        requireApproval: tools?.['require_approval'] !== false,
+        autoApproveSandboxed: tools?.['auto_approve_sandboxed'] !== false,
+      },
+      {
+        tools: this.registry,
+        sandboxActive: async (bufnr) => {
+          const facts = (await this.ctx.lua.call('tools.facts', { bufnr })) as {
+            cwd: string;
+            filename: string | null;
+            sandbox_override: boolean | null;
+          };
+          const state = await sandboxFor(config.sandbox, facts, homedir());
+          return state.enabled && state.backend !== undefined && state.wrapError === undefined;
+        },
+      },
+      extra,
+    );
+    for (const warning of warnings) this.warnOnce(warning);
+    const outcome = await chain.decide(call, {});
     for (const skipped of outcome.skipped) {
       this.ctx.logger.warn(
-        `approval resolver ${skipped.name} skipped for ${call.toolName} (${call.toolId}): ${skipped.reason}`,
+        `approval resolver ${skipped.resolver} skipped for ${call.toolName} (${call.toolId}): ${skipped.reason}`,
       );
     }
     return outcome;
   }
 
+  private warnOnce(message: string): void {
+    if (this.warned.has(message)) return;
+    this.warned.add(message);
+    this.ctx.lua.notify('notify', { level: 'warn', message });
+  }
+
   /** A Lua-side decision: `{decision}` (nil passes) or `{error}` (thrown, so the chain skips it). */
-  private async callLua(method: string, call: ApprovalCall, name?: string): Promise<unknown> {
+  private async callLua(method: string, call: ToolCall, name?: string): Promise<unknown> {
     const answer = (await this.ctx.lua.call(method, {
       ...(name === undefined ? {} : { name }),
       tool_name: call.toolName,

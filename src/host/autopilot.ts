@@ -148,6 +148,15 @@ export class Autopilot {
     const entry = this.entry(bufnr);
     this.tokens += 1;
     entry.token = this.tokens;
+    if (settings.resumeDelay === 0) {
+      // No delay, so nothing to cancel: go on at the next tick without asking Lua.
+      const token = entry.token;
+      await this.ports.emit('autopilot:resume-scheduled', { bufnr, delay_ms: 0 });
+      setImmediate(() => {
+        void this.resume(bufnr, token);
+      });
+      return;
+    }
     // The timer first: a listener of the event that edits the buffer then cancels it.
     this.ports.notifyLua('autopilot.schedule', {
       bufnr,

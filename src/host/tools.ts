@@ -44,8 +44,15 @@ import type { ToolSpec } from '../core/provider/types.js';
 import type { HostContext } from './context.js';
 import { type ApprovalOutcome, ApprovalService, statusOf } from './approval.js';
 import { Autopilot, autopilotSettings } from './autopilot.js';
-import { type SandboxState, type SandboxStatus, sandboxFor, sandboxStatusFor } from './sandbox.js';
+import {
+  type SandboxState,
+  type SandboxStatus,
+  registerJsBackends,
+  sandboxFor,
+  sandboxStatusFor,
+} from './sandbox.js';
 import { expandPathVariable } from '../core/tools/sandbox/paths.js';
+import { backendsFromToolModule } from '../core/tools/sandbox/modules.js';
 
 /** A tool as Lua describes it (functions stay in Neovim). */
 export interface LuaToolSpec {
@@ -270,13 +277,20 @@ export class ToolService {
         const mod = (loaded['default'] ?? loaded) as Record<string, unknown>;
         const definitions = mod['definitions'] ?? loaded['definitions'];
         const resolver = mod['resolve'] ?? loaded['resolve'];
+        // Sandbox backends a tool module brings along are registered before its tools.
+        const backends = backendsFromToolModule(loaded);
+        for (const problem of registerJsBackends(backends)) {
+          this.warn(`tool module ${path}: ${problem}`);
+        }
         if (Array.isArray(definitions)) {
           for (const def of definitions) register(def as ToolDefinition);
           done();
         } else if (typeof resolver === 'function') {
           await (resolver as (r: typeof register, d: typeof done) => unknown)(register, done);
+        } else if (backends.length > 0) {
+          done();
         } else {
-          done(new Error('exports neither `definitions` nor `resolve`'));
+          done(new Error('exports neither `definitions`, `resolve` nor `sandboxBackends`'));
         }
       })
       .catch((error: unknown) => {
@@ -474,7 +488,8 @@ export class ToolService {
       if (user) this.warn('A request is already in progress. Use <C-c> to cancel it first.');
       return;
     }
-    let state = await this.ctx.documents.attach(bufnr);
+    if ((await this.ctx.documents.attach(bufnr)) === undefined) return;
+    let state = await this.fresh(bufnr);
     if (state === undefined) return;
     const config = await this.config();
     const settings = autopilotSettings(config.tools);
@@ -497,14 +512,14 @@ export class ToolService {
       }
       await this.applyEdits(bufnr, planPlaceholders(state.document, state.lines, requests));
       if (requests.some((request) => request.status === 'pending')) {
-        const parsed = await this.ctx.documents.parsed(bufnr);
+        const parsed = await this.fresh(bufnr);
         if (parsed !== undefined) await this.waitForUser(bufnr, parsed);
         this.pilot.pause(bufnr);
         return;
       }
       // Only approved/denied/aborted: Phase 2 on the next tick (an undo boundary between them).
       await new Promise<void>((resolve) => setImmediate(resolve));
-      state = await this.ctx.documents.parsed(bufnr);
+      state = await this.fresh(bufnr);
       if (state === undefined) return;
     }
 
@@ -546,8 +561,12 @@ export class ToolService {
       const limit = config.tools?.max_concurrent ?? 2;
       const free = limit === 0 ? approved.length : limit - this.runningIn(bufnr).length;
       const now = approved.slice(0, Math.max(0, free));
-      if (user && now.length < approved.length) {
-        this.info(`Executing ${now.length}/${approved.length} tools (max_concurrent=${limit})`);
+      if (now.length < approved.length) {
+        // The rest start as slots free up (see `startQueued`).
+        this.draining.add(bufnr);
+        if (user) {
+          this.info(`Executing ${now.length}/${approved.length} tools (max_concurrent=${limit})`);
+        }
       }
       // Started, not awaited: the step ends here, and the tools report through their results.
       for (const block of now) {
@@ -558,7 +577,7 @@ export class ToolService {
       return;
     }
     if (groups.pendingEmpty.length > 0 || groups.approvedWithContent.length > 0) {
-      const latest = await this.ctx.documents.parsed(bufnr);
+      const latest = await this.fresh(bufnr);
       if (latest !== undefined) await this.waitForUser(bufnr, latest);
       this.pilot.pause(bufnr);
       return;
@@ -607,7 +626,7 @@ export class ToolService {
 
   /** A reply finished: autopilot counts the turn and goes on when it asked for tools. */
   async responseComplete(bufnr: number): Promise<void> {
-    const state = await this.ctx.documents.parsed(bufnr);
+    const state = await this.fresh(bufnr);
     if (state === undefined) return;
     const last = [...state.document.messages].reverse().find((m) => m.role === 'Assistant');
     const hasToolUse =
@@ -680,7 +699,7 @@ export class ToolService {
       `${call.name} (${call.id}): ${decided.decision}${recorded === undefined ? ' (as the policy decides now)' : ''} — ${by}`,
     ];
     for (const skipped of decided.skipped)
-      lines.push(`  skipped ${skipped.name}: ${skipped.reason}`);
+      lines.push(`  skipped ${skipped.resolver}: ${skipped.reason}`);
     return lines.join('\n');
   }
 
@@ -688,7 +707,7 @@ export class ToolService {
   async cancelAt(bufnr: number, row: number | null): Promise<boolean> {
     let target: Running | undefined;
     if (row !== null) {
-      const state = await this.ctx.documents.parsed(bufnr);
+      const state = await this.fresh(bufnr);
       const found = state === undefined ? undefined : toolCallAt(state.document, row + 1);
       if (found?.ok === true) target = this.running.get(found.call.id);
     }
@@ -729,7 +748,7 @@ export class ToolService {
   async background(bufnr: number, row: number | null): Promise<boolean> {
     let target: Running | undefined;
     if (row !== null) {
-      const state = await this.ctx.documents.parsed(bufnr);
+      const state = await this.fresh(bufnr);
       const found = state === undefined ? undefined : toolCallAt(state.document, row + 1);
       if (found?.ok === true) target = this.running.get(found.call.id);
     }
@@ -819,7 +838,7 @@ export class ToolService {
       const facts = (await ctx.lua.call('tools.facts', { bufnr })) as EditorFacts;
       const toolConfig = asRecord(tools[name]);
       const cwd = this.toolCwd(toolConfig, facts);
-      const sandbox = await sandboxFor(config.sandbox, facts, homedir());
+      const sandbox = await sandboxFor(config.sandbox, facts, homedir(), ctx.lua);
       if (sandbox.warning !== undefined) this.warnOnce('sandbox', sandbox.warning);
       this.luaContext.set(id, luaSandboxFacts(sandbox));
       const timeoutSec = typeof tools.default_timeout === 'number' ? tools.default_timeout : 30;
@@ -898,8 +917,34 @@ export class ToolService {
     }
   }
 
+  /** Buffers whose approved calls were throttled by `tools.max_concurrent`. */
+  private readonly draining = new Set<number>();
+
+  /** A slot freed up: start the next approved calls of a throttled buffer. */
+  private async startQueued(bufnr: number): Promise<void> {
+    if (!this.draining.has(bufnr)) return;
+    const state = await this.fresh(bufnr);
+    if (state === undefined) return;
+    const waiting = classifyToolBlocks(state.document).approved.filter(
+      (block) => !this.running.has(block.id),
+    );
+    if (waiting.length === 0) {
+      this.draining.delete(bufnr);
+      return;
+    }
+    const config = await this.config();
+    const limit = config.tools?.max_concurrent ?? 2;
+    const free = limit === 0 ? waiting.length : limit - this.runningIn(bufnr).length;
+    for (const block of waiting.slice(0, Math.max(0, free))) {
+      void this.execute(bufnr, block.id, block.name, block.input, config, {
+        replaceFinished: false,
+      });
+    }
+  }
+
   /** When the last running tool of a buffer finishes (a background job too), autopilot goes on. */
   private async afterTools(bufnr: number, tools: ToolsConfig): Promise<void> {
+    await this.startQueued(bufnr);
     if (this.runningIn(bufnr).length > 0) return;
     await this.pilot.toolsComplete(bufnr, autopilotSettings(tools));
   }
@@ -991,7 +1036,7 @@ export class ToolService {
   async sandboxStatus(bufnr: number): Promise<SandboxStatus> {
     const config = await this.config();
     const facts = (await this.ctx.lua.call('tools.facts', { bufnr })) as EditorFacts;
-    return sandboxStatusFor(config.sandbox, facts, homedir());
+    return sandboxStatusFor(config.sandbox, facts, homedir(), this.ctx.lua);
   }
 
   private async unlockIfIdle(bufnr: number): Promise<void> {
@@ -1002,7 +1047,7 @@ export class ToolService {
   /** Make sure `id` has a result block; returns the 0-based row of its header. */
   private async ensurePlaceholder(bufnr: number, id: string): Promise<number | undefined> {
     for (let attempt = 0; attempt < 3; attempt++) {
-      const state = await this.ctx.documents.parsed(bufnr);
+      const state = await this.fresh(bufnr);
       if (state === undefined) return undefined;
       const row = resultHeaderRow(state.document, id);
       if (row !== undefined) return row;
@@ -1025,7 +1070,7 @@ export class ToolService {
       : { id, output: outcome.error, isError: true, partialOutput: outcome.partialOutput };
     const writer = this.ctx.writes.buffer(bufnr);
     for (let attempt = 0; attempt < 5; attempt++) {
-      const state = await this.ctx.documents.parsed(bufnr);
+      const state = await this.fresh(bufnr);
       if (state === undefined) return false;
       const edit = planResult(state.document, state.lines, id, block, { replaceFinished });
       if (edit === undefined) {
@@ -1045,6 +1090,11 @@ export class ToolService {
     return false;
   }
 
+  /** The document once it includes our latest write to the buffer. */
+  private fresh(bufnr: number): Promise<DocumentState | undefined> {
+    return this.ctx.documents.parsedAt(bufnr, this.ctx.writes.buffer(bufnr).tick);
+  }
+
   private async applyEdits(bufnr: number, edits: readonly Edit[]): Promise<void> {
     const writer = this.ctx.writes.buffer(bufnr);
     const results = edits.map((edit) =>
@@ -1055,7 +1105,7 @@ export class ToolService {
 
   private async moveCursor(bufnr: number, id: string, mode: string): Promise<void> {
     if (mode === 'stay' || this.pilot.isArmed(bufnr)) return;
-    const state = await this.ctx.documents.parsed(bufnr);
+    const state = await this.fresh(bufnr);
     if (state === undefined) return;
     const row = resultHeaderRow(state.document, id);
     if (row === undefined) return;

@@ -266,6 +266,96 @@ async function sendBenchmarks(lane: Lane): Promise<void> {
   }
 }
 
+/** A reply that asks for `calls` in parallel (stop reason `tool_use`). */
+function anthropicToolReply(calls: { id: string; name: string; input: unknown }[]): string {
+  let out = sse('message_start', MESSAGE_START);
+  calls.forEach((call, index) => {
+    out += sse('content_block_start', {
+      type: 'content_block_start',
+      index,
+      content_block: { type: 'tool_use', id: call.id, name: call.name, input: {} },
+    });
+    out += sse('content_block_delta', {
+      type: 'content_block_delta',
+      index,
+      delta: { type: 'input_json_delta', partial_json: JSON.stringify(call.input) },
+    });
+    out += sse('content_block_stop', { type: 'content_block_stop', index });
+  });
+  out += sse('message_delta', {
+    type: 'message_delta',
+    delta: { stop_reason: 'tool_use', stop_sequence: null },
+    usage: { output_tokens: calls.length },
+  });
+  out += sse('message_stop', { type: 'message_stop' });
+  return out;
+}
+
+/**
+ * S3, the tool loop: the fake server asks for 8 parallel `read` calls of small files, which the
+ * default policy approves; autopilot (defaults) places, runs and sends them. From the end of that
+ * stream to the follow-up request, with all 8 results, having arrived.
+ */
+async function toolLoopBenchmark(lane: Lane): Promise<void> {
+  const fake = await startFakeProvider();
+  const driver = await startDriver({
+    rtp: [BENCH_RTP],
+    ui: { width: 120, height: 40 },
+    env: { ANTHROPIC_API_KEY: 'sk-bench', ANTHROPIC_BASE_URL: fake.url },
+    setup: 'require("flemma").setup({})',
+  });
+  try {
+    for (let i = 1; i <= 8; i++)
+      driver.writeFile(`file${String(i)}.txt`, `contents of file ${String(i)}\n`);
+    const samples: number[] = [];
+    await driver.openChat('s3.chat', ['@You:', 'Read the files.']);
+    await driver.waitForEvent('FlemmaBootComplete', { timeout: 20000 });
+    for (let run = 0; run < 7; run++) {
+      void driver.nvim.input('<C-]>');
+      const request = await fake.nextRequest({ path: /^\/v1\/messages/ });
+      const calls = Array.from({ length: 8 }, (_, i) => ({
+        id: `toolu_r${String(run)}_${String(i)}`,
+        name: 'read',
+        input: { label: 'file', path: `file${String(i + 1)}.txt`, offset: null, limit: null },
+      }));
+      const stream = request.stream();
+      await stream.write(anthropicToolReply(calls));
+      const ended = performance.now();
+      await stream.end();
+      const follow = await fake.nextRequest({ path: /^\/v1\/messages/, timeout: 20000 });
+      samples.push(performance.now() - ended);
+      const messages = (follow.body as { messages: { content: { type: string }[] }[] }).messages;
+      const results = (messages[messages.length - 1]?.content ?? []).filter(
+        (part) => part.type === 'tool_result',
+      );
+      if (results.length !== 8)
+        throw new Error(`S3: the follow-up carries ${String(results.length)} results`);
+      const answer = follow.stream();
+      await answer.write(anthropicReply(['ok']));
+      await answer.end();
+      // Both requests of this run are finished (the tool reply and the follow-up).
+      const target = (run + 1) * 2;
+      while (driver.eventsSeen('FlemmaRequestFinished').length < target) {
+        await driver.waitForEvent('FlemmaRequestFinished', { after: driver.eventCount });
+      }
+      await driver.lua('vim.api.nvim_buf_set_lines(0, -1, -1, false, { "Again." })');
+    }
+    report(
+      `tools.s3_stream_end_to_followup.median[nvim-${lane.lane}]`,
+      percentile(samples.slice(2), 50),
+      'ms',
+    );
+    report(
+      `tools.s3_stream_end_to_followup.max[nvim-${lane.lane}]`,
+      Math.max(...samples.slice(2)),
+      'ms',
+    );
+  } finally {
+    await driver.quit();
+    await fake.close();
+  }
+}
+
 interface HostInfo {
   memory: { rss: number; max_rss: number };
 }
@@ -351,6 +441,7 @@ async function toolBenchmarks(lane: Lane): Promise<void> {
 for (const lane of lanes) {
   process.env['FLEMMA_TEST_NVIM'] = lane.bin;
   await toolBenchmarks(lane);
+  await toolLoopBenchmark(lane);
   await sendBenchmarks(lane);
   await coldStart(lane);
   await streaming(lane);

@@ -287,6 +287,65 @@ describe('the approval cycle', () => {
   });
 });
 
+describe('resolvers registered from Lua', () => {
+  it('decide over the bridge by priority; get_all lists them with the built-ins', async () => {
+    const { d, f } = await setup({ tools: '{ autopilot = false }' });
+    const names = await d.lua<string[]>(`
+      local approval = require("flemma.tools.approval")
+      approval.register("test:deny-echo", {
+        priority = 200,
+        description = "no echo",
+        resolve = function(tool_name, input, ctx)
+          _G.seen_ctx = ctx
+          if tool_name == "echo_tool" then return "deny" end
+          return nil
+        end,
+      })
+      approval.register("test:junk", { priority = 150, resolve = function() return 42 end })
+      approval.register("test:gone", { resolve = function() return "approve" end })
+      assert(approval.unregister("test:gone") == true)
+      assert(approval.unregister("test:gone") == false)
+      local out = {}
+      for _, entry in ipairs(approval.get_all()) do out[#out + 1] = entry.name .. "@" .. entry.priority end
+      return out`);
+    expect(names).toEqual([
+      'test:deny-echo@200',
+      'test:junk@150',
+      'urn:flemma:approval:config@100',
+      'urn:flemma:approval:frontmatter@90',
+      'urn:flemma:approval:sandbox@25',
+    ]);
+    await d.press('<C-]>');
+    await reply(await f.nextRequest({ path: '/v1/messages' }), 'Two.', [
+      { id: 'toolu_E1', name: 'echo_tool', input: { text: 'e' } },
+      {
+        id: 'toolu_R1',
+        name: 'read',
+        input: { label: 'n', path: 'notes.txt', offset: null, limit: null },
+      },
+    ]);
+    await d.waitForEvent('FlemmaRequestFinished');
+    await d.press('<C-]>');
+    // Denied by the Lua resolver; read approved by the config (the junk resolver is skipped).
+    // Without autopilot, the next <C-]> sends the results.
+    await d.waitForEvent('FlemmaToolCompleted');
+    await d.press('<C-]>');
+    const follow = await f.nextRequest({ path: '/v1/messages' });
+    const content = lastUserContent(follow);
+    expect(content[0]).toMatchObject({
+      tool_use_id: 'toolu_E1',
+      is_error: true,
+      content: 'The tool was denied by a policy.',
+    });
+    expect(content[1]).toMatchObject({ tool_use_id: 'toolu_R1', content: 'remember the milk' });
+    expect(await d.lua('return _G.seen_ctx.tool_id')).toBe('toolu_R1');
+    await follow.respond(400, {
+      type: 'error',
+      error: { type: 'invalid_request_error', message: 'enough' },
+    });
+  });
+});
+
 describe('autopilot', () => {
   const readCall = (n: number): Call => ({
     id: `toolu_${String(n)}`,

@@ -336,6 +336,10 @@ describe('background jobs', () => {
     );
     // The user goes on writing meanwhile.
     await d.lua('vim.api.nvim_buf_set_lines(0, 1, 2, false, { "Work, please." })');
+    // The tool's execute has run in Lua (the host may still have been loading its validator).
+    expect(
+      await d.lua('return vim.wait(5000, function() return _G.finish_gated ~= nil end, 5)'),
+    ).toBe(true);
     await d.lua('_G.finish_gated("finished late")');
     const completed = await d.waitForEvent('FlemmaJobCompleted');
     expect(completed.data).toMatchObject({ tool_id: 'toolu_G', success: true, active_count: 0 });

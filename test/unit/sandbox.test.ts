@@ -19,6 +19,7 @@ import { noSandbox } from '../../src/core/tools/context.js';
 import { type RunResult, runProcess } from '../../src/core/tools/process.js';
 import {
   type Availability,
+  type BackendDefinition,
   type BackendSettings,
   BWRAP_PRIORITY,
   DEFAULT_BACKEND_PRIORITY,
@@ -28,7 +29,9 @@ import {
   bwrapArgv,
   createBwrapBackend,
   findExecutable,
+  normalizeAvailability,
   sandboxBackends,
+  wrapCommand,
 } from '../../src/core/tools/sandbox/backends.js';
 import {
   DEFAULT_RW_PATHS,
@@ -38,6 +41,11 @@ import {
   sandboxStatus,
 } from '../../src/core/tools/sandbox/index.js';
 import {
+  type ModuleSelection,
+  backendsFromToolModule,
+  expandModulePath,
+} from '../../src/core/tools/sandbox/modules.js';
+import {
   PathVariableError,
   expandPathVariable,
   isPathWritable,
@@ -45,7 +53,12 @@ import {
   resolveReal,
   resolveRwPaths,
 } from '../../src/core/tools/sandbox/paths.js';
-import { sandboxFor, sandboxStatusFor } from '../../src/host/sandbox.js';
+import {
+  type LuaCaller,
+  LuaSandboxBackends,
+  sandboxFor,
+  sandboxStatusFor,
+} from '../../src/host/sandbox.js';
 
 let root: string;
 let home: string;
@@ -740,5 +753,392 @@ describe.skipIf(!bwrapInstalled)('real bubblewrap', () => {
 
   it('the shared registry probes bwrap successfully here', async () => {
     expect(await sandboxBackends.availability('bwrap', {})).toEqual({ ok: true });
+  });
+});
+
+describe('custom backends', () => {
+  const policy: SandboxPolicy = { rw_paths: ['/tmp'], network: true, allow_privileged: false };
+  const prefixer = (name: string, extra: Partial<BackendDefinition> = {}): BackendDefinition => ({
+    name,
+    available: () => true,
+    wrap: (argv) => Promise.resolve([name, ...argv]),
+    ...extra,
+  });
+
+  it('awaits an asynchronous wrap for the Lua prefix and for wrap_command', async () => {
+    const registry = new SandboxBackendRegistry();
+    registry.register(prefixer('later'));
+    const state = await resolveSandbox({ backend: 'later' }, factsFor(), {}, home, { registry });
+    expect(state.backend).toBe('later');
+    expect(state.wrapPrefix).toEqual(['later']);
+    expect(state.wrapError).toBeUndefined();
+    expect(await state.access.wrap_command(['ls'])).toEqual({ ok: true, argv: ['later', 'ls'] });
+  });
+
+  it('reads true/false and {ok, error} from available, and anything else as unavailable', async () => {
+    expect(normalizeAvailability(true)).toEqual({ ok: true });
+    expect(normalizeAvailability(false)).toEqual({ ok: false, error: 'unavailable' });
+    expect(normalizeAvailability({ ok: false, error: 'why' })).toEqual({ ok: false, error: 'why' });
+    expect(normalizeAvailability({ ok: false })).toEqual({ ok: false, error: 'unavailable' });
+    expect(normalizeAvailability('yes')).toEqual({
+      ok: false,
+      error: 'available() must answer true, false or {ok, error}, got "yes"',
+    });
+    const registry = new SandboxBackendRegistry();
+    registry.register(prefixer('rejects', { available: () => Promise.reject(new Error('gone')) }));
+    registry.register(prefixer('no', { available: () => false }));
+    expect(await registry.availability('rejects')).toEqual({ ok: false, error: 'gone' });
+    expect(await registry.availability('no')).toEqual({ ok: false, error: 'unavailable' });
+  });
+
+  it('turns a throwing, rejecting or malformed wrap into "Sandbox backend … failed"', async () => {
+    const backends: [BackendDefinition, RegExp][] = [
+      [
+        prefixer('throws', {
+          wrap: () => {
+            throw new Error('kaput');
+          },
+        }),
+        /^Sandbox backend 'throws' failed: kaput$/,
+      ],
+      [
+        prefixer('rejects', { wrap: () => Promise.reject(new Error('later kaput')) }),
+        /^Sandbox backend 'rejects' failed: later kaput$/,
+      ],
+      [
+        prefixer('text', { wrap: () => 'bwrap ls' as unknown as string[] }),
+        /^Sandbox backend 'text' failed: wrap\(\) must return a non-empty list of strings, got "bwrap ls"$/,
+      ],
+      [
+        prefixer('empty', { wrap: () => [] }),
+        /^Sandbox backend 'empty' failed: wrap\(\) must return a non-empty list of strings/,
+      ],
+    ];
+    for (const [def, error] of backends) {
+      const registry = new SandboxBackendRegistry();
+      registry.register(def);
+      const state = await resolveSandbox({ backend: def.name }, factsFor(), {}, home, {
+        registry,
+      });
+      expect(state.wrapError).toMatch(error);
+      const wrapped = await state.access.wrap_command(['ls']);
+      expect(wrapped.ok).toBe(false);
+      expect(wrapped.ok ? '' : wrapped.error).toMatch(error);
+    }
+    // The helper on its own, as the registry's users call it.
+    const registry = new SandboxBackendRegistry();
+    const entry = registry.register(prefixer('p'));
+    expect(await wrapCommand(entry, ['a'], policy, {})).toEqual({ ok: true, argv: ['p', 'a'] });
+  });
+
+  it('validates definitions, and replaces a built-in only when asked (unregister restores it)', () => {
+    const registry = new SandboxBackendRegistry();
+    expect(() => registry.register({ name: 'x', available: () => true } as never)).toThrow(
+      "Sandbox backend 'x' needs a function `wrap`",
+    );
+    expect(() => registry.register(prefixer('x', { priority: Number.NaN }))).toThrow(
+      /invalid priority/,
+    );
+    const builtin = registry.register(prefixer('bwrap'), { builtin: true });
+    expect(registry.isBuiltin('bwrap')).toBe(true);
+    expect(() => registry.register(prefixer('bwrap'))).toThrow(
+      "Sandbox backend 'bwrap' is built in; a backend that replaces it must set replace = true",
+    );
+    const replacement = registry.register(prefixer('bwrap', { replace: true, priority: 5 }));
+    expect(registry.get('bwrap')).toBe(replacement);
+    expect(registry.unregister('bwrap')).toBe(true);
+    expect(registry.get('bwrap')).toBe(builtin);
+    // Removing the built-in itself removes it.
+    expect(registry.unregister('bwrap')).toBe(true);
+    expect(registry.get('bwrap')).toBeUndefined();
+    expect(sandboxBackends.isBuiltin('bwrap')).toBe(true);
+  });
+
+  it('loads a JavaScript module named by sandbox.backend, once, with its own settings', async () => {
+    const modules = dir('modules');
+    const path = join(modules, 'firejail.mjs');
+    writeFileSync(
+      path,
+      `globalThis.__flemmaImports = (globalThis.__flemmaImports ?? 0) + 1;
+export const backend = {
+  name: 'firejail-js',
+  priority: 70,
+  description: 'Firejail (test)',
+  async available(settings) {
+    return settings.ok === true ? true : { ok: false, error: 'settings.ok is not set' };
+  },
+  async wrap(argv, policy, settings) {
+    return ['firejail', '--net=' + String(policy.network), '--mode=' + settings.mode, ...argv];
+  },
+};`,
+    );
+    const registry = new SandboxBackendRegistry();
+    const config = {
+      backend: path,
+      backends: { 'firejail-js': { ok: true, mode: 'strict' } },
+      policy: { rw_paths: [cwd], network: false },
+    };
+    const state = await resolveSandbox(config, factsFor(), {}, home, { registry });
+    expect(state.backend).toBe('firejail-js');
+    expect(state.wrapPrefix).toEqual(['firejail', '--net=false', '--mode=strict']);
+    expect(await state.access.wrap_command(['ls'])).toEqual({
+      ok: true,
+      argv: ['firejail', '--net=false', '--mode=strict', 'ls'],
+    });
+    const again = await resolveSandbox(config, factsFor(), {}, home, { registry });
+    expect(again.backend).toBe('firejail-js');
+    expect((globalThis as { __flemmaImports?: number }).__flemmaImports).toBe(1);
+    // Settings decide availability; the error names the backend.
+    const off = await resolveSandbox({ backend: path }, factsFor(), {}, home, { registry });
+    expect(off.wrapError).toBe(
+      "Sandbox backend 'firejail-js' is not available: settings.ok is not set",
+    );
+    const status = await sandboxStatus(config, factsFor(), {}, home, { registry });
+    expect(status.backend).toBe('firejail-js');
+    expect(status.lines).toContain(`Backend: firejail-js (setting: ${path})`);
+    expect(status.lines).toContain('  firejail-js (priority 70, Firejail (test)): available');
+  });
+
+  it('expands ~ and relative module paths; a CommonJS default export works', async () => {
+    dir('home', 'backends');
+    writeFileSync(
+      join(home, 'backends', 'tilde.cjs'),
+      `module.exports = { backend: { name: 'tilde', available: () => true, wrap: (argv) => ['t', ...argv] } };`,
+    );
+    dir('project', 'local');
+    writeFileSync(
+      join(cwd, 'local', 'rel.js'),
+      `export default { name: 'relative', available: () => true, wrap: (argv) => ['r', ...argv] };`,
+    );
+    expect(expandModulePath('~/backends/tilde.cjs', home, cwd)).toBe(
+      join(home, 'backends', 'tilde.cjs'),
+    );
+    const registry = new SandboxBackendRegistry();
+    const tilde = await resolveSandbox({ backend: '~/backends/tilde.cjs' }, factsFor(), {}, home, {
+      registry,
+    });
+    expect(tilde.wrapPrefix).toEqual(['t']);
+    const relative = await resolveSandbox({ backend: 'local/rel.js' }, factsFor(), {}, home, {
+      registry,
+    });
+    expect(relative.wrapPrefix).toEqual(['r']);
+    expect(registry.list().map((b) => b.name)).toEqual(['relative', 'tilde']);
+  });
+
+  it('reports a module that is missing, broken or exports no backend', async () => {
+    const modules = dir('bad-modules');
+    writeFileSync(join(modules, 'nothing.mjs'), 'export const other = 1;');
+    writeFileSync(join(modules, 'broken.mjs'), 'export const backend = {;');
+    writeFileSync(
+      join(modules, 'invalid.mjs'),
+      `export const backend = { name: 'auto', available: () => true, wrap: (a) => a };`,
+    );
+    const registry = new SandboxBackendRegistry();
+    const cases: [string, RegExp][] = [
+      ['nothing.mjs', /exports no `backend`/],
+      ['broken.mjs', /could not be loaded: .+/],
+      ['invalid.mjs', /'auto' is reserved/],
+      ['missing.mjs', /could not be loaded: .*(Cannot find|ERR_MODULE_NOT_FOUND)/],
+    ];
+    for (const [file, error] of cases) {
+      const path = join(modules, file);
+      const state = await resolveSandbox({ backend: path }, factsFor(), {}, home, { registry });
+      expect(state.wrapError).toMatch(`Sandbox backend module '${path}' could not be loaded: `);
+      expect(state.wrapError).toMatch(error);
+      expect((await state.access.wrap_command(['ls'])).ok).toBe(false);
+      const status = await sandboxStatus({ backend: path }, factsFor(), {}, home, { registry });
+      expect(status.backend_error).toBe(true);
+      expect(status.backend_reason).toBe(state.wrapError);
+    }
+  });
+
+  it('asks loadNamed about unknown names, and uses the name it answers', async () => {
+    const registry = new SandboxBackendRegistry();
+    const asked: string[] = [];
+    const loadNamed = (selection: string): Promise<ModuleSelection | undefined> => {
+      asked.push(selection);
+      if (selection === 'my.module') {
+        registry.register(prefixer('from-lua'));
+        return Promise.resolve({ name: 'from-lua' });
+      }
+      if (selection === 'broken.module') return Promise.resolve({ error: 'it broke' });
+      if (selection === 'throws') return Promise.reject(new Error('no Neovim'));
+      return Promise.resolve(undefined);
+    };
+    const loaded = await resolveSandbox({ backend: 'my.module' }, factsFor(), {}, home, {
+      registry,
+      loadNamed,
+    });
+    expect(loaded.backend).toBe('from-lua');
+    const broken = await resolveSandbox({ backend: 'broken.module' }, factsFor(), {}, home, {
+      registry,
+      loadNamed,
+    });
+    expect(broken.wrapError).toBe('it broke');
+    const throws = await resolveSandbox({ backend: 'throws' }, factsFor(), {}, home, {
+      registry,
+      loadNamed,
+    });
+    expect(throws.wrapError).toBe("Sandbox backend 'throws' could not be loaded: no Neovim");
+    const unknown = await resolveSandbox({ backend: 'nope' }, factsFor(), {}, home, {
+      registry,
+      loadNamed,
+    });
+    expect(unknown.wrapError).toMatch(/^Sandbox backend 'nope' is not available: no backend/);
+    // Registered names and auto never reach the loader.
+    await resolveSandbox({ backend: 'from-lua' }, factsFor(), {}, home, { registry, loadNamed });
+    await resolveSandbox({ backend: 'auto' }, factsFor(), {}, home, { registry, loadNamed });
+    expect(asked).toEqual(['my.module', 'broken.module', 'throws', 'nope']);
+  });
+
+  it('finds the sandboxBackends of a JavaScript tool module', () => {
+    const def = prefixer('x');
+    expect(backendsFromToolModule({ sandboxBackends: [def] })).toEqual([def]);
+    expect(backendsFromToolModule({ default: { sandboxBackends: [def] } })).toEqual([def]);
+    expect(backendsFromToolModule({ definitions: [] })).toEqual([]);
+  });
+});
+
+describe('Lua backend proxies', () => {
+  /** A stand-in for the Lua side: records calls and answers from `answers`. */
+  function fakeLua(answers: Record<string, (params: Record<string, unknown>) => unknown>): {
+    calls: [string, Record<string, unknown>][];
+    lua: LuaCaller;
+  } {
+    const calls: [string, Record<string, unknown>][] = [];
+    return {
+      calls,
+      lua: {
+        call: (method: string, params: unknown) => {
+          const p = params as Record<string, unknown>;
+          calls.push([method, p]);
+          const answer = answers[method];
+          if (answer === undefined) return Promise.reject(new Error(`no method ${method}`));
+          try {
+            return Promise.resolve(answer(p));
+          } catch (error) {
+            return Promise.reject(error instanceof Error ? error : new Error(String(error)));
+          }
+        },
+      },
+    };
+  }
+
+  it('registers proxies whose available and wrap call Lua, and removes them when Lua drops them', async () => {
+    const registry = new SandboxBackendRegistry();
+    const { calls, lua } = fakeLua({
+      'sandbox.available': (p) =>
+        p['name'] === 'mine' ? { ok: true } : { ok: false, error: 'no' },
+      'sandbox.wrap': (p) => ({ argv: ['env', 'W=1', ...(p['argv'] as string[])] }),
+    });
+    const proxies = new LuaSandboxBackends(lua, registry);
+    expect(
+      proxies.define([
+        { name: 'mine', priority: 60, description: 'Mine' },
+        { name: 'other' },
+        { priority: 3 },
+      ]),
+    ).toEqual(['a Lua sandbox backend without a name was ignored: {"priority":3}']);
+    expect(registry.list().map((b) => [b.name, b.priority, b.description])).toEqual([
+      ['mine', 60, 'Mine'],
+      ['other', 50, undefined],
+    ]);
+    const state = await resolveSandbox(
+      { backend: 'mine', backends: { mine: { level: 2 } }, policy: { rw_paths: [cwd] } },
+      factsFor(),
+      {},
+      home,
+      { registry },
+    );
+    expect(state.wrapPrefix).toEqual(['env', 'W=1']);
+    expect(await state.access.wrap_command(['ls'])).toEqual({
+      ok: true,
+      argv: ['env', 'W=1', 'ls'],
+    });
+    expect(calls[0]).toEqual(['sandbox.available', { name: 'mine', settings: { level: 2 } }]);
+    expect(calls[1]?.[0]).toBe('sandbox.wrap');
+    expect(calls[1]?.[1]).toMatchObject({
+      name: 'mine',
+      policy: { rw_paths: [cwd], network: true, allow_privileged: false },
+      settings: { level: 2 },
+    });
+    // An unchanged list keeps the cached availability; a shorter one removes the proxy.
+    const before = registry.generation;
+    proxies.define([{ name: 'mine', priority: 60, description: 'Mine' }, { name: 'other' }]);
+    expect(registry.generation).toBe(before);
+    proxies.define([{ name: 'mine', priority: 60, description: 'Mine' }]);
+    expect(registry.list().map((b) => b.name)).toEqual(['mine']);
+    expect(proxies.names()).toEqual(['mine']);
+  });
+
+  it('turns Lua errors into clear sandbox errors', async () => {
+    const registry = new SandboxBackendRegistry();
+    const { lua } = fakeLua({
+      'sandbox.available': (p) => {
+        if (p['name'] === 'dead') throw new Error('Error executing lua: boom');
+        return { ok: true };
+      },
+      'sandbox.wrap': () => ({ error: '[string "init.lua"]:3: wrap exploded' }),
+    });
+    const proxies = new LuaSandboxBackends(lua, registry);
+    proxies.define([{ name: 'dead' }, { name: 'raiser' }]);
+    const dead = await resolveSandbox({ backend: 'dead' }, factsFor(), {}, home, { registry });
+    expect(dead.wrapError).toBe(
+      "Sandbox backend 'dead' is not available: Error executing lua: boom",
+    );
+    const raiser = await resolveSandbox({ backend: 'raiser' }, factsFor(), {}, home, { registry });
+    expect(raiser.wrapError).toBe(
+      `Sandbox backend 'raiser' failed: [string "init.lua"]:3: wrap exploded`,
+    );
+    expect(await raiser.access.wrap_command(['ls'])).toEqual({
+      ok: false,
+      error: raiser.wrapError,
+    });
+  });
+
+  it('replaces bwrap only with replace = true, and brings it back when Lua drops it', () => {
+    const registry = new SandboxBackendRegistry();
+    const builtin = registry.register(createBwrapBackend({ platform: 'darwin' }), {
+      builtin: true,
+    });
+    const { lua } = fakeLua({});
+    const proxies = new LuaSandboxBackends(lua, registry);
+    expect(proxies.define([{ name: 'bwrap' }])).toEqual([
+      "Lua sandbox backend 'bwrap': Sandbox backend 'bwrap' is built in; a backend that replaces it must set replace = true",
+    ]);
+    expect(registry.get('bwrap')).toBe(builtin);
+    expect(proxies.define([{ name: 'bwrap', replace: true, priority: 100 }])).toEqual([]);
+    expect(registry.get('bwrap')).not.toBe(builtin);
+    proxies.define([]);
+    expect(registry.get('bwrap')).toBe(builtin);
+  });
+
+  it('loads a Lua module named by sandbox.backend through sandbox.load, once', async () => {
+    const registry = new SandboxBackendRegistry();
+    const { calls, lua } = fakeLua({
+      'sandbox.load': (p) =>
+        p['module'] === 'my.firejail'
+          ? { name: 'firejail', backend: { name: 'firejail', priority: 60 } }
+          : p['module'] === 'my.broken'
+            ? { error: "module 'my.broken': backend 'x' needs a function `wrap`" }
+            : { found: false },
+      'sandbox.available': () => ({ ok: true }),
+      'sandbox.wrap': (p) => ({ argv: ['fj', ...(p['argv'] as string[])] }),
+    });
+    const proxies = new LuaSandboxBackends(lua, registry);
+    const options = { registry, loadNamed: proxies.loadNamed };
+    const state = await resolveSandbox({ backend: 'my.firejail' }, factsFor(), {}, home, options);
+    expect(state.backend).toBe('firejail');
+    expect(state.wrapPrefix).toEqual(['fj']);
+    await resolveSandbox({ backend: 'my.firejail' }, factsFor(), {}, home, options);
+    expect(calls.filter(([method]) => method === 'sandbox.load')).toHaveLength(1);
+    const broken = await resolveSandbox({ backend: 'my.broken' }, factsFor(), {}, home, options);
+    expect(broken.wrapError).toBe(
+      "Sandbox backend module 'my.broken' could not be loaded: module 'my.broken': backend 'x' needs a function `wrap`",
+    );
+    const missing = await resolveSandbox({ backend: 'typo' }, factsFor(), {}, home, options);
+    expect(missing.wrapError).toMatch(
+      /^Sandbox backend 'typo' is not available: no backend of that name is registered \(registered: firejail\)$/,
+    );
   });
 });

@@ -826,12 +826,13 @@ M.options = S.object({
       network = S.boolean(true),
       allow_privileged = S.boolean(false),
     }),
+    -- `sandbox.backends.<name> = { … }`: the settings of a custom backend, passed to it.
     backends = S.object({
       bwrap = S.object({
         path = S.string("bwrap"),
         extra_args = S.list(S.string(), {}),
       }),
-    }),
+    }, { extra = S.table() }),
   }),
 
   secrets = S.object({

@@ -254,6 +254,8 @@ function M.bootstrap()
     return
   end
   H.subscribed = true
+  -- Sandbox backends defined in Lua travel with their own notification (`sandbox:define`).
+  require("flemma.sandbox").bootstrap()
   require("flemma.hooks").on("host:started", function()
     local host = require("flemma.host")
     if host.channel() then

@@ -3,9 +3,13 @@
 // Decisions:
 // - A backend is `{name, priority, available(settings), wrap(argv, policy, settings)}`, where
 //   `settings` is its own table from `sandbox.backends.<name>` (an empty object when the user
-//   set nothing). `available` must not throw; a throw or rejection is reported as unavailable.
+//   set nothing). Both functions may answer synchronously or with a promise, because a backend
+//   defined in Lua answers over RPC. `available` may answer `true`/`false` as well as
+//   `{ok, error}`; a throw, a rejection or any other answer is reported as unavailable.
 // - The registry lists backends by priority, highest first, name as the tie-breaker, so the
-//   order does not depend on registration order. Registering a name again replaces the entry.
+//   order does not depend on registration order. Registering a name again replaces the entry,
+//   except a built-in one (bwrap): replacing it takes `replace: true`, so a third-party backend
+//   cannot take its place by accident. Unregistering a replacement brings the built-in back.
 // - Availability answers are cached per backend and per settings content, and the whole cache is
 //   dropped when the registry changes. So "cached until the registry or the backends config
 //   changes" holds without the registry having to watch the configuration. The cached value is
@@ -13,8 +17,10 @@
 // - `auto` and `required` take the first available backend; when there is none the caller runs
 //   commands unsandboxed, and `required` additionally gets a warning text to show once. An
 //   explicit name must be registered and available, otherwise resolution is an error the tool
-//   reports ("Sandbox backend 'x' is not available: …"). Lua module paths cannot be loaded by
-//   the host; such a name resolves only when something registered a backend under it.
+//   reports ("Sandbox backend 'x' is not available: …"). Module paths (JavaScript files, Lua
+//   modules) are turned into a registered name before they get here (see index.ts).
+// - `wrapCommand` is the one place a backend's `wrap` is called: it awaits it, checks that the
+//   answer is a list of strings, and turns any failure into "Sandbox backend 'x' failed: …".
 // - bwrap availability is Linux, an executable binary, and a real probe: a binary that exists
 //   but cannot create namespaces here (containers, disabled user namespaces) would otherwise
 //   make every command fail instead of running unsandboxed under `auto`.
@@ -42,18 +48,47 @@ export type BackendSettings = Readonly<Record<string, unknown>>;
 
 export type Availability = { ok: true } | { ok: false; error: string };
 
+/** What a backend's `available` may answer: `{ok, error?}`, or just `true`/`false`. */
+export type AvailabilityAnswer = Availability | boolean;
+
 export interface SandboxBackend {
   readonly name: string;
   /** Higher is tried first by `auto`/`required` (bwrap: 100, default: 50). */
   readonly priority: number;
   readonly description?: string;
   available(settings: BackendSettings): Promise<Availability>;
-  /** The command line that runs `argv` inside the sandbox. */
-  wrap(argv: readonly string[], policy: SandboxPolicy, settings: BackendSettings): string[];
+  /**
+   * The command line that runs `argv` inside the sandbox. Lua tools can only use a backend whose
+   * answer ends with `argv` unchanged (a prefix); see index.ts.
+   */
+  wrap(
+    argv: readonly string[],
+    policy: SandboxPolicy,
+    settings: BackendSettings,
+  ): string[] | Promise<string[]>;
 }
 
-/** What `register` accepts: a backend whose priority may be left to the default. */
-export type BackendDefinition = Omit<SandboxBackend, 'priority'> & { readonly priority?: number };
+/** What `register` accepts: priority optional, and looser answers from `available`. */
+export interface BackendDefinition {
+  readonly name: string;
+  readonly priority?: number;
+  readonly description?: string;
+  /** Needed to take the name of a built-in backend (bwrap). */
+  readonly replace?: boolean;
+  available(settings: BackendSettings): AvailabilityAnswer | Promise<AvailabilityAnswer>;
+  wrap(
+    argv: readonly string[],
+    policy: SandboxPolicy,
+    settings: BackendSettings,
+  ): string[] | Promise<string[]>;
+}
+
+export interface RegisterOptions {
+  /** The backend ships with Flemma: others replace it only with `replace: true`. */
+  builtin?: boolean;
+}
+
+export type Wrapped = { ok: true; argv: string[] } | { ok: false; error: string };
 
 export type BackendResolution =
   | { kind: 'backend'; backend: SandboxBackend; settings: BackendSettings }
@@ -88,40 +123,158 @@ function messageOf(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
 
+/** A short description of an unexpected value, for error messages. */
+function shown(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'a list';
+  switch (typeof value) {
+    case 'string':
+      return JSON.stringify(value);
+    case 'number':
+    case 'boolean':
+    case 'bigint':
+      return `${typeof value} ${String(value)}`;
+    case 'undefined':
+      return 'undefined';
+    case 'function':
+      return 'a function';
+    case 'symbol':
+      return 'a symbol';
+    default:
+      return 'an object';
+  }
+}
+
+/** `available`'s answer in the one form the registry works with. */
+export function normalizeAvailability(answer: unknown): Availability {
+  if (answer === true) return { ok: true };
+  if (answer === false) return { ok: false, error: 'unavailable' };
+  if (answer !== null && typeof answer === 'object' && !Array.isArray(answer)) {
+    const record = answer as { ok?: unknown; error?: unknown };
+    if (record.ok === true) return { ok: true };
+    if (record.ok === false) {
+      const error = record.error;
+      return {
+        ok: false,
+        error:
+          typeof error === 'string' && error !== ''
+            ? error
+            : error === undefined || error === null
+              ? 'unavailable'
+              : shown(error),
+      };
+    }
+  }
+  return {
+    ok: false,
+    error: `available() must answer true, false or {ok, error}, got ${shown(answer)}`,
+  };
+}
+
+/**
+ * Runs `backend.wrap` (awaiting it) and checks its answer: a non-empty list of strings. Every
+ * failure reads "Sandbox backend '<name>' failed: …".
+ */
+export async function wrapCommand(
+  backend: SandboxBackend,
+  argv: readonly string[],
+  policy: SandboxPolicy,
+  settings: BackendSettings,
+): Promise<Wrapped> {
+  const failed = (why: string): Wrapped => ({
+    ok: false,
+    error: `Sandbox backend '${backend.name}' failed: ${why}`,
+  });
+  let answer: unknown;
+  try {
+    answer = await backend.wrap(argv, policy, settings);
+  } catch (error) {
+    return failed(messageOf(error));
+  }
+  if (
+    !Array.isArray(answer) ||
+    answer.length === 0 ||
+    !(answer as unknown[]).every((item) => typeof item === 'string')
+  ) {
+    return failed(`wrap() must return a non-empty list of strings, got ${shown(answer)}`);
+  }
+  return { ok: true, argv: [...(answer as string[])] };
+}
+
 export class SandboxBackendRegistry {
   private readonly entries = new Map<string, SandboxBackend>();
+  private readonly builtins = new Map<string, SandboxBackend>();
   private readonly cache = new Map<string, Promise<Availability>>();
   private changes = 0;
 
-  /** Adds (or replaces) a backend. */
-  register(definition: BackendDefinition): void {
-    if (typeof definition.name !== 'string' || definition.name === '') {
-      throw new Error('A sandbox backend needs a non-empty name');
-    }
-    if (isAutoSelection(definition.name)) {
-      throw new Error(`'${definition.name}' is reserved and cannot name a sandbox backend`);
-    }
-    const priority = definition.priority ?? DEFAULT_BACKEND_PRIORITY;
-    if (!Number.isFinite(priority)) {
-      throw new Error(`Sandbox backend '${definition.name}' has an invalid priority`);
+  /**
+   * Adds (or replaces) a backend and returns the entry as registered (compare it with `get` to
+   * tell whether it is still the one in place). Throws for an invalid definition.
+   */
+  register(definition: BackendDefinition, options: RegisterOptions = {}): SandboxBackend {
+    // Definitions come from user modules, whatever the type says.
+    const raw: unknown = definition;
+    if (raw === null || typeof raw !== 'object') {
+      throw new Error(`A sandbox backend must be an object, got ${shown(raw)}`);
     }
     const { name, description } = definition;
+    if (typeof name !== 'string' || name === '') {
+      throw new Error('A sandbox backend needs a non-empty name');
+    }
+    if (isAutoSelection(name)) {
+      throw new Error(`'${name}' is reserved and cannot name a sandbox backend`);
+    }
+    const priority = definition.priority ?? DEFAULT_BACKEND_PRIORITY;
+    if (typeof priority !== 'number' || !Number.isFinite(priority)) {
+      throw new Error(`Sandbox backend '${name}' has an invalid priority`);
+    }
+    for (const field of ['available', 'wrap'] as const) {
+      if (typeof definition[field] !== 'function') {
+        throw new Error(`Sandbox backend '${name}' needs a function \`${field}\``);
+      }
+    }
+    if (description !== undefined && typeof description !== 'string') {
+      throw new Error(`Sandbox backend '${name}': description must be a string`);
+    }
+    if (options.builtin !== true && this.builtins.has(name) && definition.replace !== true) {
+      throw new Error(
+        `Sandbox backend '${name}' is built in; a backend that replaces it must set replace = true`,
+      );
+    }
     const backend: SandboxBackend = {
       name,
       priority,
       ...(description === undefined ? {} : { description }),
-      available: (settings) => definition.available(settings),
+      available: async (settings) => normalizeAvailability(await definition.available(settings)),
       wrap: (argv, policy, settings) => definition.wrap(argv, policy, settings),
     };
+    if (options.builtin === true) this.builtins.set(name, backend);
     this.entries.set(name, backend);
     this.changed();
+    return backend;
   }
 
-  /** Removes a backend; false when none had that name. */
+  /**
+   * Removes a backend; false when none had that name. Removing the replacement of a built-in
+   * backend brings the built-in back; removing the built-in itself removes it for good.
+   */
   unregister(name: string): boolean {
-    const removed = this.entries.delete(name);
-    if (removed) this.changed();
-    return removed;
+    const current = this.entries.get(name);
+    if (current === undefined) return false;
+    const builtin = this.builtins.get(name);
+    if (builtin !== undefined && builtin !== current) {
+      this.entries.set(name, builtin);
+    } else {
+      this.entries.delete(name);
+      this.builtins.delete(name);
+    }
+    this.changed();
+    return true;
+  }
+
+  /** Whether `name` is a built-in backend (registered with `builtin: true`). */
+  isBuiltin(name: string): boolean {
+    return this.builtins.has(name);
   }
 
   get(name: string): SandboxBackend | undefined {
@@ -380,4 +533,4 @@ export function createBwrapBackend(options: BwrapOptions = {}): SandboxBackend {
 
 /** The registry the host uses, with bwrap registered. */
 export const sandboxBackends = new SandboxBackendRegistry();
-sandboxBackends.register(createBwrapBackend());
+sandboxBackends.register(createBwrapBackend(), { builtin: true });

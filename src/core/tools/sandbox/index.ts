@@ -15,11 +15,16 @@
 // - When enabled, the write check holds whether or not a backend exists (the specification's
 //   "regardless of backend availability"). An unknown `urn:` in `rw_paths` fails closed: nothing
 //   is writable and commands are refused with the error, rather than guessing what was meant.
+// - `sandbox.backend` may name a module instead of a backend: a JavaScript file (`.js`, `.mjs`,
+//   `.cjs`) is imported here and its backend registered; any other name that no backend has is
+//   handed to `ResolveOptions.loadNamed` (the host asks Lua to `require` it). Either way the
+//   backend's own name is what gets resolved, and `sandbox.backends.<that name>` its settings.
 // - `wrapPrefix` is derived by wrapping a sentinel argument: if the backend's command line ends
 //   with the inner command unchanged, everything before it is the prefix. A backend that embeds
 //   the command some other way has no prefix, and Lua tools (which can only prepend) get a
 //   `wrapError` instead of silently running unsandboxed. JavaScript tools still call the
-//   backend's `wrap` directly.
+//   backend's `wrap` directly. The sentinel is printable text (no NUL), because a backend written
+//   in Lua may hand its arguments to Vimscript functions, which cannot hold NUL bytes.
 // - The `required` warning is returned as text; showing it once is the caller's business.
 
 import { type SandboxAccess, type WrapResult, noSandbox } from '../context.js';
@@ -29,8 +34,16 @@ import {
   type SandboxBackend,
   type SandboxBackendRegistry,
   type SandboxPolicy,
+  isAutoSelection,
   sandboxBackends,
+  wrapCommand,
 } from './backends.js';
+import {
+  type ModuleSelection,
+  expandModulePath,
+  isJsModulePath,
+  selectModuleBackend,
+} from './modules.js';
 import { type PathEnv, PathVariableError, isPathWritable, resolveRwPaths } from './paths.js';
 
 export interface SandboxFacts {
@@ -76,9 +89,17 @@ export const DEFAULT_RW_PATHS: readonly string[] = [
   '${XDG_DATA_HOME:-~/.local/share}',
 ];
 
+/**
+ * Turns a selection that names no registered backend (and no JavaScript file) into one: the name
+ * to use, an error to report, or undefined when it does not know the name either.
+ */
+export type NamedBackendLoader = (selection: string) => Promise<ModuleSelection | undefined>;
+
 export interface ResolveOptions {
   /** The backend registry; defaults to the shared one with bwrap registered. */
   registry?: SandboxBackendRegistry;
+  /** Asked about unknown backend names (the host asks Lua to load them as modules). */
+  loadNamed?: NamedBackendLoader;
 }
 
 type Table = Record<string, unknown>;
@@ -146,30 +167,52 @@ function resolvePaths(
 }
 
 /** Two distinct arguments, so a backend that joins the command into one string is noticed. */
-const SENTINEL: readonly string[] = ['\u0000flemma-sandbox-inner', '\u0000flemma-sandbox-command'];
+const SENTINEL: readonly string[] = ['flemma-sandbox-probe:inner', 'flemma-sandbox-probe:command'];
 
 function endsWithSentinel(argv: readonly string[]): boolean {
   const tail = argv.slice(-SENTINEL.length);
   return tail.length === SENTINEL.length && tail.every((arg, i) => arg === SENTINEL[i]);
 }
 
-type Wrapped = { ok: true; argv: string[] } | { ok: false; error: string };
-
-function wrapWith(
-  backend: SandboxBackend,
-  argv: readonly string[],
-  policy: SandboxPolicy,
-  settings: BackendSettings,
-): Wrapped {
-  try {
-    return { ok: true, argv: backend.wrap(argv, policy, settings) };
-  } catch (error) {
-    const message = error instanceof Error ? error.message : String(error);
-    return {
-      ok: false,
-      error: `Sandbox backend '${backend.name}' could not wrap the command: ${message}`,
-    };
+/**
+ * The backend name `selection` stands for: itself for `auto`, `required` and registered names;
+ * the exported backend's name for a JavaScript file (imported and registered on first use);
+ * whatever `loadNamed` answers for anything else.
+ */
+export async function selectBackend(
+  selection: string,
+  registry: SandboxBackendRegistry,
+  where: { home: string; cwd: string },
+  loadNamed?: NamedBackendLoader,
+): Promise<ModuleSelection> {
+  if (isAutoSelection(selection) || registry.get(selection) !== undefined) {
+    return { name: selection };
   }
+  if (isJsModulePath(selection)) {
+    return selectModuleBackend(expandModulePath(selection, where.home, where.cwd), registry);
+  }
+  if (loadNamed !== undefined) {
+    try {
+      const answer = await loadNamed(selection);
+      if (answer !== undefined) return answer;
+    } catch (error) {
+      const message = error instanceof Error ? error.message : String(error);
+      return { error: `Sandbox backend '${selection}' could not be loaded: ${message}` };
+    }
+  }
+  return { name: selection };
+}
+
+/** `resolve` for a selection that may name a module; a module that fails to load is an error. */
+async function resolveSelection(
+  settings: SandboxSettings,
+  registry: SandboxBackendRegistry,
+  where: { home: string; cwd: string },
+  options: ResolveOptions,
+): Promise<BackendResolution> {
+  const selected = await selectBackend(settings.backend, registry, where, options.loadNamed);
+  if ('error' in selected) return { kind: 'error', error: selected.error };
+  return registry.resolve(selected.name, settings.backends);
 }
 
 /** Resolves the sandbox for one tool call. */
@@ -200,7 +243,12 @@ export async function resolveSandbox(
   let wrapPrefix: string[] | undefined;
 
   if (commandError === undefined) {
-    const resolution = await registry.resolve(settings.backend, settings.backends);
+    const resolution = await resolveSelection(
+      settings,
+      registry,
+      { home, cwd: facts.cwd },
+      options,
+    );
     if (resolution.kind === 'error') commandError = resolution.error;
     else if (resolution.kind === 'none') {
       // `auto` runs unsandboxed without a backend, but the user asked for a sandbox: say so.
@@ -210,7 +258,7 @@ export async function resolveSandbox(
     } else active = { backend: resolution.backend, settings: resolution.settings };
   }
   if (active !== undefined) {
-    const probe = wrapWith(active.backend, SENTINEL, policy, active.settings);
+    const probe = await wrapCommand(active.backend, SENTINEL, policy, active.settings);
     if (!probe.ok) {
       commandError = probe.error;
     } else if (endsWithSentinel(probe.argv)) {
@@ -228,7 +276,7 @@ export async function resolveSandbox(
     wrap_command: (argv): Promise<WrapResult> => {
       if (commandError !== undefined) return Promise.resolve({ ok: false, error: commandError });
       if (chosen === undefined) return Promise.resolve({ ok: true, argv: [...argv] });
-      return Promise.resolve(wrapWith(chosen.backend, argv, policy, chosen.settings));
+      return wrapCommand(chosen.backend, argv, policy, chosen.settings);
     },
   };
 
@@ -249,6 +297,7 @@ export async function resolveSandbox(
 export interface SandboxBackendStatus {
   name: string;
   priority: number;
+  description?: string;
   available: boolean;
   error?: string;
 }
@@ -289,13 +338,14 @@ export async function sandboxStatus(
   const enabled = enabledFrom(settings, facts);
   const enabledBy = facts.sandbox_override === null ? 'config' : 'override';
   const rw = resolvePaths(settings, facts, env, home);
-  const resolution: BackendResolution = await registry.resolve(settings.backend, settings.backends);
+  const resolution = await resolveSelection(settings, registry, { home, cwd: facts.cwd }, options);
   const backends: SandboxBackendStatus[] = [];
   for (const backend of registry.list()) {
     const answer = await registry.availability(backend.name, settings.backends[backend.name] ?? {});
     backends.push({
       name: backend.name,
       priority: backend.priority,
+      ...(backend.description === undefined ? {} : { description: backend.description }),
       available: answer.ok,
       ...(answer.ok ? {} : { error: answer.error }),
     });
@@ -348,7 +398,8 @@ function statusLines(status: SandboxStatus): string[] {
     lines.push('Backends:');
     for (const backend of status.backends) {
       const state = backend.available ? 'available' : `unavailable: ${backend.error ?? ''}`;
-      lines.push(`  ${backend.name} (priority ${backend.priority}): ${state}`);
+      const about = backend.description === undefined ? '' : `, ${backend.description}`;
+      lines.push(`  ${backend.name} (priority ${backend.priority}${about}): ${state}`);
     }
   }
   return lines;
@@ -356,6 +407,7 @@ function statusLines(status: SandboxStatus): string[] {
 
 export {
   type Availability,
+  type AvailabilityAnswer,
   type BackendDefinition,
   type BackendResolution,
   type BackendSettings,
@@ -363,8 +415,18 @@ export {
   type SandboxPolicy,
   SandboxBackendRegistry,
   createBwrapBackend,
+  normalizeAvailability,
   sandboxBackends,
+  wrapCommand,
 } from './backends.js';
+export {
+  type ModuleSelection,
+  backendFromExports,
+  backendsFromToolModule,
+  expandModulePath,
+  importBackendModule,
+  isJsModulePath,
+} from './modules.js';
 export {
   type PathEnv,
   type PathFacts,
