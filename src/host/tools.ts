@@ -613,9 +613,12 @@ export class ToolService {
     const first = waiting[0];
     if (first === undefined) return;
     this.ctx.lua.notify('tools.cursor', { bufnr, row: first.toolResultLine - 1 });
-    const names = waiting.map((block) => `${block.name} (${block.id})`).join(', ');
+    // Short, so that it fits the command line without a hit-enter prompt.
+    const names = [...new Set(waiting.map((block) => block.name))].join(', ');
     this.info(
-      `${waiting.length === 1 ? 'A tool call waits' : `${waiting.length} tool calls wait`} for your approval: ${names}. Set status=approved and press <C-]>, or <M-CR> to run one.`,
+      waiting.length === 1
+        ? `Approval needed: ${names} (<M-CR> runs it)`
+        : `Approval needed: ${String(waiting.length)} calls (${names})`,
     );
     await this.ctx.hooks.emit('approval:needed', {
       bufnr,
@@ -830,7 +833,12 @@ export class ToolService {
     this.running.set(id, run);
     let backgroundTimer: NodeJS.Timeout | undefined;
     try {
-      await ctx.lua.call('buffer.lock', { bufnr, owner: 'tools' });
+      // The first tool of a buffer locks it (the lock is per owner, not per tool).
+      if (this.runningIn(bufnr).length === 1) {
+        await ctx.lua.call('buffer.lock', { bufnr, owner: 'tools' });
+      } else {
+        ctx.lua.notify('buffer.lock', { bufnr, owner: 'tools' });
+      }
       const headerRow = await this.ensurePlaceholder(bufnr, id);
       if (tools.show_spinner !== false && headerRow !== undefined) {
         ctx.lua.notify('tools.spinner', { bufnr, tool_id: id, row: headerRow, state: 'running' });
@@ -855,7 +863,11 @@ export class ToolService {
         },
         homedir(),
       );
-      await ctx.hooks.emit('tool:executing', { bufnr, tool_name: name, tool_id: id });
+      // Not awaited: the event keeps its place on the channel, and the tool need not wait for
+      // every listener before it starts.
+      ctx.hooks
+        .emit('tool:executing', { bufnr, tool_name: name, tool_id: id })
+        .catch(() => undefined);
       const backgroundAfter = tools.background_after;
       if (typeof backgroundAfter === 'number' && backgroundAfter > 0) {
         backgroundTimer = setTimeout(() => {

@@ -148,7 +148,7 @@ describe('the approval cycle', () => {
       tool_ids: ['toolu_E'],
       tool_names: ['echo_tool'],
     });
-    await d.waitForNotification(/A tool call waits for your approval: echo_tool \(toolu_E\)/);
+    await d.waitForNotification(/Approval needed: echo_tool \(<M-CR> runs it\)/);
     let lines = await d.lines(buf);
     expect(lines[fenceLineOf(lines, 'toolu_R') - 1]).toBe('```flemma:tool status=approved');
     expect(lines[fenceLineOf(lines, 'toolu_E') - 1]).toBe('```flemma:tool status=pending');
