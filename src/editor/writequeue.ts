@@ -263,17 +263,32 @@ export class WriteScheduler {
 
   /** @internal Called when a writer has new work. */
   wake(): void {
-    if (this.inFlight || this.timer !== undefined) return;
+    if (this.inFlight) return;
+    if (this.timer !== undefined) {
+      // A frame wait is only owed while something streams: once the last stream closed, what is
+      // queued goes at once.
+      if (!this.pacing || this.streaming() || this.retryDelay > 0) return;
+      this.timer.cancel();
+      this.timer = undefined;
+    }
     // Frames pace the batches while a reply streams; other edits (placeholders, tool results)
     // go out on the next tick, so a tool loop does not wait a frame per step.
-    const streaming = [...this.writers.values()].some((writer) => writer.openStreams.size > 0);
-    const frame = streaming ? this.lastSentAt + this.frameMs - this.clock.now() : 0;
+    const frame = this.streaming() ? this.lastSentAt + this.frameMs - this.clock.now() : 0;
     const wait = Math.max(this.retryDelay, frame, 0);
+    this.pacing = frame > 0;
     // NOTE: even with no wait, defer to a timer so edits queued in the same tick share a batch.
     this.timer = this.clock.setTimeout(() => {
       this.timer = undefined;
       void this.send();
     }, wait);
+  }
+
+  /** Whether the pending timer waits for a frame (not for a retry). */
+  private pacing = false;
+
+  private streaming(): boolean {
+    for (const writer of this.writers.values()) if (writer.openStreams.size > 0) return true;
+    return false;
   }
 
   private async send(): Promise<void> {

@@ -151,7 +151,8 @@ export class Autopilot {
     if (settings.resumeDelay === 0) {
       // No delay, so nothing to cancel: go on at the next tick without asking Lua.
       const token = entry.token;
-      await this.ports.emit('autopilot:resume-scheduled', { bufnr, delay_ms: 0 });
+      // Events keep their order on the channel; autopilot does not wait for the listeners.
+      this.ports.emit('autopilot:resume-scheduled', { bufnr, delay_ms: 0 }).catch(() => undefined);
       setImmediate(() => {
         void this.resume(bufnr, token);
       });
@@ -172,7 +173,7 @@ export class Autopilot {
     if (entry === undefined || entry.token !== token || entry.state !== 'armed') return;
     entry.token = 0;
     entry.state = 'sending';
-    await this.ports.emit('autopilot:resumed', { bufnr });
+    this.ports.emit('autopilot:resumed', { bufnr }).catch(() => undefined);
     await this.ports.continueCycle(bufnr);
   }
 

@@ -1,6 +1,7 @@
 // The send: a chat buffer's prompt goes to its provider and the reply streams into the buffer
 // (behaviour.md §2.13), with the buffer locked, a progress indicator, hooks, cancel and errors
 // that leave the buffer as it was.
+import { trace } from './trace.js';
 import { evaluateLiterally } from '../core/chat/evaluate.js';
 import { sleep } from '../core/util/sleep.js';
 import { assemblePrompt } from '../core/chat/prompt.js';
@@ -133,6 +134,7 @@ export class SendController {
     }
     // NOTE: announced only once the request no longer counts as running, so that a send made
     // from a `request:finished` handler (or right after it) is accepted.
+    trace('send:finished');
     if (status !== undefined) {
       await ctx.hooks.emit('request:finished', { bufnr, status });
       if (status === 'completed') await ctx.hooks.emit('conversation:idle', { bufnr });

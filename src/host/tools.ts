@@ -44,6 +44,7 @@ import type { ToolSpec } from '../core/provider/types.js';
 import type { HostContext } from './context.js';
 import { type ApprovalOutcome, ApprovalService, statusOf } from './approval.js';
 import { Autopilot, autopilotSettings } from './autopilot.js';
+import { trace } from './trace.js';
 import {
   type SandboxState,
   type SandboxStatus,
@@ -483,6 +484,7 @@ export class ToolService {
   private readonly cycles = new Map<number, Promise<unknown>>();
 
   private async cycleStep(bufnr: number, options: { userInitiated: boolean }): Promise<void> {
+    trace('cycle:start');
     const user = options.userInitiated;
     if (this.ctx.sends.isRunning(bufnr)) {
       if (user) this.warn('A request is already in progress. Use <C-c> to cancel it first.');
@@ -524,6 +526,7 @@ export class ToolService {
     }
 
     // Phase 2.
+    trace('cycle:phase2');
     const groups = classifyToolBlocks(state.document);
     const edits: Edit[] = [];
     for (const block of groups.pendingWithContent) {
@@ -569,9 +572,14 @@ export class ToolService {
         }
       }
       // Started, not awaited: the step ends here, and the tools report through their results.
+      const facts =
+        now.length > 0
+          ? ((await this.ctx.lua.call('tools.facts', { bufnr })) as EditorFacts)
+          : undefined;
       for (const block of now) {
         void this.execute(bufnr, block.id, block.name, block.input, config, {
           replaceFinished: false,
+          ...(facts === undefined ? {} : { facts }),
         });
       }
       return;
@@ -597,6 +605,7 @@ export class ToolService {
       return;
     }
     // Phase 3.
+    trace('cycle:phase3');
     await this.ctx.sends.send(bufnr);
   }
 
@@ -629,6 +638,7 @@ export class ToolService {
 
   /** A reply finished: autopilot counts the turn and goes on when it asked for tools. */
   async responseComplete(bufnr: number): Promise<void> {
+    trace('response:complete');
     const state = await this.fresh(bufnr);
     if (state === undefined) return;
     const last = [...state.document.messages].reverse().find((m) => m.role === 'Assistant');
@@ -799,7 +809,7 @@ export class ToolService {
     name: string,
     input: unknown,
     config: ConfigSnapshot,
-    options: { replaceFinished: boolean },
+    options: { replaceFinished: boolean; facts?: EditorFacts },
   ): Promise<void> {
     const { ctx } = this;
     if (ctx.sends.isRunning(bufnr)) {
@@ -843,7 +853,8 @@ export class ToolService {
       if (tools.show_spinner !== false && headerRow !== undefined) {
         ctx.lua.notify('tools.spinner', { bufnr, tool_id: id, row: headerRow, state: 'running' });
       }
-      const facts = (await ctx.lua.call('tools.facts', { bufnr })) as EditorFacts;
+      const facts =
+        options.facts ?? ((await ctx.lua.call('tools.facts', { bufnr })) as EditorFacts);
       const toolConfig = asRecord(tools[name]);
       const cwd = this.toolCwd(toolConfig, facts);
       const sandbox = await sandboxFor(config.sandbox, facts, homedir(), ctx.lua);
@@ -884,7 +895,9 @@ export class ToolService {
         );
         outcome = { ok: true, output: cut.text };
       }
+      trace(`tool:done ${id}`);
       const injected = await this.inject(bufnr, id, outcome, options.replaceFinished);
+      trace(`tool:injected ${id}`);
       if (tools.show_spinner !== false) {
         ctx.lua.notify('tools.spinner', {
           bufnr,
@@ -895,24 +908,31 @@ export class ToolService {
       const wasBackground = run.background;
       this.running.delete(id);
       this.luaContext.delete(id);
+      // Throttled calls take the free slot before the buffer would unlock in between.
+      await this.startQueued(bufnr, config, facts);
       await this.unlockIfIdle(bufnr);
       // The cursor moves before the event, so a listener sees the buffer as the user will.
       if (injected) await this.moveCursor(bufnr, id, tools.cursor_after_result ?? 'result');
-      await ctx.hooks.emit('tool:completed', {
-        bufnr,
-        tool_name: name,
-        tool_id: id,
-        status: outcome.ok ? 'success' : 'error',
-      });
-      if (wasBackground && run.jobId !== undefined) {
-        await ctx.hooks.emit('job:completed', {
+      // Events keep their order on the channel; the executor does not wait for the listeners.
+      ctx.hooks
+        .emit('tool:completed', {
           bufnr,
-          job_id: String(run.jobId),
-          tool_id: id,
           tool_name: name,
-          success: outcome.ok,
-          active_count: this.backgroundCount(),
-        });
+          tool_id: id,
+          status: outcome.ok ? 'success' : 'error',
+        })
+        .catch(() => undefined);
+      if (wasBackground && run.jobId !== undefined) {
+        ctx.hooks
+          .emit('job:completed', {
+            bufnr,
+            job_id: String(run.jobId),
+            tool_id: id,
+            tool_name: name,
+            success: outcome.ok,
+            active_count: this.backgroundCount(),
+          })
+          .catch(() => undefined);
       }
       await this.afterTools(bufnr, tools);
     } catch (error) {
@@ -933,7 +953,11 @@ export class ToolService {
   private readonly draining = new Set<number>();
 
   /** A slot freed up: start the next approved calls of a throttled buffer. */
-  private async startQueued(bufnr: number): Promise<void> {
+  private async startQueued(
+    bufnr: number,
+    config: ConfigSnapshot,
+    facts?: EditorFacts,
+  ): Promise<void> {
     if (!this.draining.has(bufnr)) return;
     const state = await this.fresh(bufnr);
     if (state === undefined) return;
@@ -944,19 +968,18 @@ export class ToolService {
       this.draining.delete(bufnr);
       return;
     }
-    const config = await this.config();
     const limit = config.tools?.max_concurrent ?? 2;
     const free = limit === 0 ? waiting.length : limit - this.runningIn(bufnr).length;
     for (const block of waiting.slice(0, Math.max(0, free))) {
       void this.execute(bufnr, block.id, block.name, block.input, config, {
         replaceFinished: false,
+        ...(facts === undefined ? {} : { facts }),
       });
     }
   }
 
   /** When the last running tool of a buffer finishes (a background job too), autopilot goes on. */
   private async afterTools(bufnr: number, tools: ToolsConfig): Promise<void> {
-    await this.startQueued(bufnr);
     if (this.runningIn(bufnr).length > 0) return;
     await this.pilot.toolsComplete(bufnr, autopilotSettings(tools));
   }

@@ -1,0 +1,15 @@
+// Timing marks for profiling the host, off unless `FLEMMA_TRACE` names a file: each mark is one
+// line `<ms since start> <label>` appended to it. Used to find where a benchmark's time goes.
+import { appendFileSync } from 'node:fs';
+import { performance } from 'node:perf_hooks';
+
+const target = process.env['FLEMMA_TRACE'];
+
+export function trace(label: string): void {
+  if (target === undefined || target === '') return;
+  try {
+    appendFileSync(target, `${performance.now().toFixed(2)} ${label}\n`);
+  } catch {
+    // Profiling only; never disturb the host.
+  }
+}
