@@ -6,6 +6,53 @@ local M = {}
 
 local H = { pending = {}, next_id = 0 }
 
+--- The configuration as plain data: a function becomes `{__function = true}`, and a table that
+--- is both a list and a map (`tools`) keeps its list part under `__list` (msgpack has no such
+--- value). `:Flemma autopilot:enable|disable` is applied.
+local function snapshot()
+  local function copy(value)
+    if type(value) == "function" then
+      return { __function = true }
+    elseif type(value) ~= "table" then
+      return value
+    end
+    local count = #value
+    local mixed = false
+    for k in pairs(value) do
+      if type(k) ~= "number" then
+        mixed = count > 0
+        break
+      end
+    end
+    local out = {}
+    for k, v in pairs(value) do
+      if not (mixed and type(k) == "number") then
+        out[k] = copy(v)
+      end
+    end
+    if mixed then
+      local list = {}
+      for i = 1, count do
+        list[i] = copy(value[i])
+      end
+      out.__list = list
+    end
+    return out
+  end
+  local result = copy(require("flemma.config").get())
+  -- `:Flemma autopilot:enable|disable` beats the configuration.
+  local override = require("flemma.autopilot").override()
+  if override ~= nil and type(result.tools) == "table" then
+    local autopilot = result.tools.autopilot
+    if type(autopilot) ~= "table" then
+      autopilot = { enabled = autopilot ~= false }
+    end
+    autopilot.enabled = override
+    result.tools.autopilot = autopilot
+  end
+  return result
+end
+
 --- Host → Lua methods, by name. Each receives the params table and returns a value or nil.
 M.methods = {
   ["hooks.emit"] = function(params)
@@ -35,51 +82,36 @@ M.methods = {
   ["progress.stop"] = function(params)
     return require("flemma.progress").stop(params)
   end,
-  --- The configuration as plain data: a function becomes `{__function = true}`, and a table
-  --- that is both a list and a map (`tools`) keeps its list part under `__list` (msgpack has no
-  --- such value).
   ["config.snapshot"] = function()
-    local function copy(value)
-      if type(value) == "function" then
-        return { __function = true }
-      elseif type(value) ~= "table" then
-        return value
+    return snapshot()
+  end,
+  --- What a step of the tool loop or a send needs from the editor, in one round trip: the
+  --- configuration, the editor's facts about the buffer, and the values of the environment
+  --- variables named in `names` (users may `:let $X = …`).
+  ["editor.context"] = function(params)
+    local env = {}
+    for _, name in ipairs(params.names or {}) do
+      local value = vim.env[name]
+      if type(value) == "string" and vim.trim(value) ~= "" then
+        env[name] = value
       end
-      local count = #value
-      local mixed = false
-      for k in pairs(value) do
-        if type(k) ~= "number" then
-          mixed = count > 0
-          break
-        end
-      end
-      local out = {}
-      for k, v in pairs(value) do
-        if not (mixed and type(k) == "number") then
-          out[k] = copy(v)
-        end
-      end
-      if mixed then
-        local list = {}
-        for i = 1, count do
-          list[i] = copy(value[i])
-        end
-        out.__list = list
-      end
-      return out
     end
-    local snapshot = copy(require("flemma.config").get())
-    -- `:Flemma autopilot:enable|disable` beats the configuration.
-    local override = require("flemma.autopilot").override()
-    if override ~= nil and type(snapshot.tools) == "table" then
-      local autopilot = snapshot.tools.autopilot
-      if type(autopilot) ~= "table" then
-        autopilot = { enabled = autopilot ~= false }
-      end
-      autopilot.enabled = override
-      snapshot.tools.autopilot = autopilot
-    end
-    return snapshot
+    return { config = snapshot(), facts = require("flemma.tools.ui").facts(params), env = env }
+  end,
+  --- The editor side of a send starting, in one round trip: the progress indicator on the
+  --- `@Assistant:` row, the sink (`sink:created`), then `request:sending`.
+  ["send.begin"] = function(params)
+    require("flemma.progress").start({ bufnr = params.bufnr, row = params.row })
+    local sink = require("flemma.sink").create({ name = params.sink_name })
+    require("flemma.hooks").emit("request:sending", { bufnr = params.bufnr })
+    return sink
+  end,
+  --- The editor side of a send ending: progress off, sink destroyed (`sink:destroyed`), buffer
+  --- unlocked.
+  ["send.finish"] = function(params)
+    require("flemma.progress").stop({ bufnr = params.bufnr })
+    require("flemma.sink").destroy({ bufnr = params.sink })
+    return require("flemma.buffer").unlock(params.bufnr, "request")
   end,
   --- The first non-empty variable of `names` in Neovim's environment (users may `:let $X = …`).
   ["env.first"] = function(params)
@@ -161,6 +193,14 @@ function M.dispatch(method, params)
     error(result, 0)
   end
   return result
+end
+
+--- Several notifications from the host, in order (`{{method, params}, …}`); one failing does not
+--- stop the others (each failure is logged by `dispatch`).
+function M.dispatch_many(list)
+  for _, item in ipairs(list) do
+    pcall(M.dispatch, item[1], item[2])
+  end
 end
 
 --- Register a pending call; returns its id. `callback(err, result)` runs exactly once: on the

@@ -47,7 +47,7 @@ interface Entry {
   state: DocumentState | undefined;
   /** 1-based first line changed since the last parse (Infinity: none). */
   dirtyFrom: number;
-  parseTimer: ReturnType<typeof setTimeout> | undefined;
+  parseTimer: ReturnType<typeof setImmediate> | undefined;
   published: string | undefined;
   listener: (...args: unknown[]) => void;
   waiters: (() => void)[];
@@ -177,7 +177,7 @@ export class DocumentStore {
   private forget(bufnr: number): void {
     const entry = this.entries.get(bufnr);
     if (entry === undefined) return;
-    if (entry.parseTimer !== undefined) clearTimeout(entry.parseTimer);
+    if (entry.parseTimer !== undefined) clearImmediate(entry.parseTimer);
     this.entries.delete(bufnr);
     this.nvim.detachBuffer({ data: bufnr } as unknown as NvimBuffer, 'lines', entry.listener);
     for (const waiter of entry.waiters) waiter();
@@ -206,11 +206,12 @@ export class DocumentStore {
     entry.state.lines.splice(first, last - first, ...data);
     if (tick !== null) entry.state.tick = tick;
     entry.dirtyFrom = Math.min(entry.dirtyFrom, first + 1);
-    // Parse once per burst of events (a paste or a streamed batch arrives as several events).
-    entry.parseTimer ??= setTimeout(() => {
+    // Parse once per burst of events (a paste or a streamed batch arrives as several events, read
+    // in the same turn of the event loop); `setImmediate`, not a timer, which costs a millisecond.
+    entry.parseTimer ??= setImmediate(() => {
       entry.parseTimer = undefined;
       this.parse(entry);
-    }, 0);
+    });
   }
 
   private parse(entry: Entry): void {

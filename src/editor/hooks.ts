@@ -9,4 +9,9 @@ export class HookEmitter {
   async emit<N extends HookName>(name: N, data: HookPayloads[N]): Promise<void> {
     await this.lua.call('hooks.emit', { name, data });
   }
+
+  /** Deliver an event without waiting for its subscribers (it keeps its place on the channel). */
+  post<N extends HookName>(name: N, data: HookPayloads[N]): void {
+    this.lua.notify('hooks.emit', { name, data });
+  }
 }

@@ -3,6 +3,7 @@
 import type { Neovim } from 'neovim';
 
 const DISPATCH = 'return require("flemma.rpc").dispatch(...)';
+const DISPATCH_MANY = 'return require("flemma.rpc").dispatch_many(...)';
 
 /** The slice of the Neovim client the editor adapter uses; tests may pass any client. */
 export interface RpcPort {
@@ -20,18 +21,44 @@ export function rpcPortOf(nvim: Neovim): RpcPort {
 }
 
 export class LuaBridge {
+  private queued: [string, unknown][] = [];
+  private scheduled = false;
+
   constructor(private readonly rpc: RpcPort) {}
 
   /** Call a Lua-side method and wait for its answer. */
   call(method: string, params: unknown): Promise<unknown> {
+    // Notifications queued before this call reach Lua before it.
+    this.flush();
     return this.rpc.request('nvim_exec_lua', [DISPATCH, [method, params ?? null]]);
   }
 
   /**
-   * Call a Lua-side method without waiting. Errors are handled (and logged) on the Lua side:
+   * Call a Lua-side method without waiting. Notifications made in the same turn of the event
+   * loop travel as one message (each one Neovim handles is one more wake-up and redraw); they
+   * keep their order, also relative to calls. Errors are handled (and logged) on the Lua side:
    * NOTE: Neovim reports a failed notification as `nvim_error_event`, which the node client drops.
    */
   notify(method: string, params: unknown): void {
-    this.rpc.notify('nvim_exec_lua', [DISPATCH, [method, params ?? null]]);
+    this.queued.push([method, params ?? null]);
+    if (this.scheduled) return;
+    this.scheduled = true;
+    setImmediate(() => {
+      this.flush();
+    });
+  }
+
+  /** Send the queued notifications now. */
+  flush(): void {
+    this.scheduled = false;
+    const batch = this.queued;
+    if (batch.length === 0) return;
+    this.queued = [];
+    const single = batch.length === 1 ? batch[0] : undefined;
+    if (single !== undefined) {
+      this.rpc.notify('nvim_exec_lua', [DISPATCH, single]);
+    } else {
+      this.rpc.notify('nvim_exec_lua', [DISPATCH_MANY, [batch]]);
+    }
   }
 }

@@ -64,6 +64,15 @@ export interface Clock {
 const realClock: Clock = {
   now: () => performance.now(),
   setTimeout: (fn, ms) => {
+    // No wait: the next turn of the event loop (a zero timer still costs about a millisecond).
+    if (ms <= 0) {
+      const immediate = setImmediate(fn);
+      return {
+        cancel: () => {
+          clearImmediate(immediate);
+        },
+      };
+    }
     const handle = setTimeout(fn, ms);
     return {
       cancel: () => {

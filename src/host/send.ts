@@ -15,6 +15,7 @@ import {
 import type { BufferWriter } from '../editor/writequeue.js';
 import type { HostContext } from './context.js';
 import { PROVIDERS, type ProviderParameters } from './providers.js';
+import { type EditorContext, fetchEditorContext, KNOWN_ENV } from './editor-context.js';
 import { resolveThinking, type ThinkingParameters } from '../core/provider/thinking.js';
 
 interface ConfigSnapshot {
@@ -89,6 +90,29 @@ export class SinkTap {
   }
 }
 
+/**
+ * Starts a stream now (its first `next()` issues the request) and hands it over as an iterable
+ * to be consumed later. A failure before it is consumed is kept for the consumer, not reported
+ * as unhandled.
+ */
+function primed<T>(source: AsyncIterable<T>): AsyncIterable<T> {
+  const iterator = source[Symbol.asyncIterator]();
+  const head = iterator.next();
+  head.catch(() => undefined);
+  let used = false;
+  return {
+    [Symbol.asyncIterator]: (): AsyncIterator<T> => ({
+      next: () => {
+        if (used) return iterator.next();
+        used = true;
+        return head;
+      },
+      return: async (value?: unknown): Promise<IteratorResult<T>> =>
+        iterator.return === undefined ? { done: true, value: value as T } : iterator.return(value),
+    }),
+  };
+}
+
 /** One per host: at most one request per buffer. */
 export class SendController {
   private readonly running = new Map<number, AbortController>();
@@ -108,7 +132,11 @@ export class SendController {
     return true;
   }
 
-  async send(bufnr: number): Promise<SendStatus | undefined> {
+  /**
+   * Send the buffer. `context` is the editor's answer the caller already has (the tool loop
+   * asks once per step); without it the send asks.
+   */
+  async send(bufnr: number, context?: EditorContext): Promise<SendStatus | undefined> {
     const { ctx } = this;
     if (ctx.tools.isRunning(bufnr)) {
       ctx.lua.notify('notify', {
@@ -127,8 +155,11 @@ export class SendController {
     const controller = new AbortController();
     this.running.set(bufnr, controller);
     let status: SendStatus | undefined;
+    let config: ConfigSnapshot | undefined;
     try {
-      status = await this.run(bufnr, controller);
+      status = await this.run(bufnr, controller, context, (used) => {
+        config = used;
+      });
     } finally {
       this.running.delete(bufnr);
     }
@@ -136,15 +167,21 @@ export class SendController {
     // from a `request:finished` handler (or right after it) is accepted.
     trace('send:finished');
     if (status !== undefined) {
-      await ctx.hooks.emit('request:finished', { bufnr, status });
-      if (status === 'completed') await ctx.hooks.emit('conversation:idle', { bufnr });
-      if (status === 'completed') await ctx.tools.responseComplete(bufnr);
+      // The events keep their order on the channel; the tool loop does not wait for listeners.
+      ctx.hooks.post('request:finished', { bufnr, status });
+      if (status === 'completed') ctx.hooks.post('conversation:idle', { bufnr });
+      if (status === 'completed') await ctx.tools.responseComplete(bufnr, config);
       else ctx.tools.pilot.disarm(bufnr);
     }
     return status;
   }
 
-  private async run(bufnr: number, controller: AbortController): Promise<SendStatus | undefined> {
+  private async run(
+    bufnr: number,
+    controller: AbortController,
+    context: EditorContext | undefined,
+    onConfig: (config: ConfigSnapshot) => void,
+  ): Promise<SendStatus | undefined> {
     const { ctx } = this;
     if (!ctx.tools.isReady()) {
       ctx.lua.notify('notify', {
@@ -156,6 +193,7 @@ export class SendController {
         return 'cancelled';
       }
     }
+    trace('send:run');
     const state = await ctx.documents.attach(bufnr);
     if (state === undefined) return undefined;
     const prompt = assemblePrompt(state.document);
@@ -166,7 +204,10 @@ export class SendController {
       });
       return undefined;
     }
-    const config = (await ctx.lua.call('config.snapshot', null)) as ConfigSnapshot;
+    const editor = context ?? (await fetchEditorContext(ctx.lua, bufnr));
+    const config = editor.config as ConfigSnapshot;
+    onConfig(config);
+    const env = editor.env;
     const providerName = config.provider ?? 'anthropic';
     const entry = PROVIDERS[providerName];
     const fail = (message: string): void => {
@@ -178,8 +219,12 @@ export class SendController {
     }
     const parameters = config.parameters ?? {};
     const specific = (parameters[providerName] ?? {}) as ProviderParameters;
-    const envValue = async (names: string[]): Promise<string | undefined> =>
-      ((await ctx.lua.call('env.first', { names })) as { value: string } | null)?.value;
+    const envValue = async (names: string[]): Promise<string | undefined> => {
+      if (names.every((name) => KNOWN_ENV.includes(name))) {
+        return names.map((name) => env[name]).find((value) => value !== undefined);
+      }
+      return ((await ctx.lua.call('env.first', { names })) as { value: string } | null)?.value;
+    };
     const baseURL =
       specific.base_url ??
       (entry.baseUrlEnv === undefined ? undefined : await envValue([entry.baseUrlEnv]));
@@ -196,6 +241,7 @@ export class SendController {
       );
       return;
     }
+    trace('send:env');
     const model = config.model ?? entry.defaultModel;
     if (model === undefined) {
       fail('set the model to use (model = "…" in setup() or the frontmatter)');
@@ -240,9 +286,7 @@ export class SendController {
   /** One attempt: stream the reply's events into the buffer. */
   private async consume(
     bufnr: number,
-    adapter: ProviderAdapter,
-    request: ProviderRequest,
-    controller: AbortController,
+    events: AsyncIterable<ProviderEvent>,
     layout: ReplyLayout,
     writer: BufferWriter,
     stream: string,
@@ -251,7 +295,7 @@ export class SendController {
     const { ctx } = this;
     let characters = 0;
     let lastProgress = 0;
-    for await (const event of adapter.stream(request, controller.signal)) {
+    for await (const event of events) {
       tap(event);
       const text = layout.push(event);
       if (text !== '') writer.append(text, stream);
@@ -286,15 +330,26 @@ export class SendController {
     const lastRow = lines.length - 1;
     const lastLine = lines[lastRow] ?? '';
     const opening = openingLines(lastLine);
-    await ctx.lua.call('buffer.lock', { bufnr, owner: 'request' });
-    await writer.setLines(lastRow, lastRow + 1, opening, [lastLine]);
+    // The request goes out first; the editor's preparations overlap with the network.
+    trace('send:http');
+    const first = primed(adapter.stream(request, controller.signal));
     const markerRow = lastRow + opening.length - 1;
-    await ctx.lua.call('progress.start', { bufnr, row: markerRow });
-    await ctx.hooks.emit('request:sending', { bufnr });
-    // The request's stream, event by event (JSON lines), in a hidden buffer users can watch.
-    const sink = (await ctx.lua.call('sink.create', { name: `request/${String(bufnr)}` })) as {
-      bufnr: number;
-    };
+    let sink: { bufnr: number };
+    try {
+      // A notification: it still reaches Neovim before the write below.
+      ctx.lua.notify('buffer.lock', { bufnr, owner: 'request' });
+      await writer.setLines(lastRow, lastRow + 1, opening, [lastLine]);
+      // Progress on the `@Assistant:` row, and the request's stream, event by event (JSON
+      // lines), in a hidden buffer users can watch; then `request:sending`.
+      sink = (await ctx.lua.call('send.begin', {
+        bufnr,
+        row: markerRow,
+        sink_name: `request/${String(bufnr)}`,
+      })) as { bufnr: number };
+    } catch (error) {
+      controller.abort();
+      throw error;
+    }
     const sinkWriter = ctx.writes.buffer(sink.bufnr);
     const sinkTap = new SinkTap((line) => {
       sinkWriter.append(line + '\n');
@@ -304,18 +359,11 @@ export class SendController {
     try {
       for (let attempt = 1; ; attempt++) {
         try {
-          await this.consume(
-            bufnr,
-            adapter,
-            request,
-            controller,
-            layout,
-            writer,
-            stream,
-            (event) => {
-              sinkTap.push(event);
-            },
-          );
+          const events = attempt === 1 ? first : adapter.stream(request, controller.signal);
+          await this.consume(bufnr, events, layout, writer, stream, (event) => {
+            sinkTap.push(event);
+          });
+          trace('send:streamed');
           break;
         } catch (error) {
           const wait = retryDelay(error, attempt, layout.hasContent, controller.signal.aborted);
@@ -359,13 +407,13 @@ export class SendController {
       writer.append(layout.close(), stream);
     }
     writer.closeStream(stream);
-    await writer.flushed();
-    await ctx.lua.call('progress.stop', { bufnr });
     sinkTap.flush();
-    await sinkWriter.flushed();
-    await ctx.lua.call('sink.destroy', { bufnr: sink.bufnr });
+    // An open stream keeps every write paced by frames.
+    sinkWriter.closeStream();
+    trace('send:closing');
+    await Promise.all([writer.flushed(), sinkWriter.flushed()]);
+    await ctx.lua.call('send.finish', { bufnr, sink: sink.bufnr });
     ctx.writes.forget(sink.bufnr);
-    await ctx.lua.call('buffer.unlock', { bufnr, owner: 'request' });
     return status;
   }
 }

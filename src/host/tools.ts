@@ -45,6 +45,7 @@ import type { HostContext } from './context.js';
 import { type ApprovalOutcome, ApprovalService, statusOf } from './approval.js';
 import { Autopilot, autopilotSettings } from './autopilot.js';
 import { trace } from './trace.js';
+import { type EditorFacts, fetchEditorContext } from './editor-context.js';
 import {
   type SandboxState,
   type SandboxStatus,
@@ -85,6 +86,17 @@ interface Running {
   jobId?: number;
   /** Set when the user cancelled (the result then says so, whatever the tool returns). */
   cancelled: boolean;
+  /** The tool returned; its result is being written. It no longer takes a `max_concurrent` slot. */
+  returned?: boolean;
+}
+
+/** A finished tool's result waiting to be written into its buffer. */
+interface PendingInjection {
+  id: string;
+  block: ToolResultBlock;
+  replaceFinished: boolean;
+  attempts: number;
+  resolve: (injected: boolean) => void;
 }
 
 type ToolsConfig = Record<string, unknown> & {
@@ -99,12 +111,6 @@ type ToolsConfig = Record<string, unknown> & {
 interface ConfigSnapshot {
   tools?: ToolsConfig;
   sandbox?: Record<string, unknown>;
-}
-
-interface EditorFacts {
-  cwd: string;
-  filename: string | null;
-  sandbox_override: boolean | null;
 }
 
 /** `tools` of the configuration when the user did not set a list (sorted). */
@@ -393,6 +399,11 @@ export class ToolService {
     return this.registry.specs([...wanted]);
   }
 
+  /** Running tools of a buffer that count against `tools.max_concurrent`. */
+  private slotsUsed(bufnr: number): number {
+    return this.runningIn(bufnr).filter((run) => run.returned !== true).length;
+  }
+
   runningIn(bufnr: number, options: { includeBackground?: boolean } = {}): Running[] {
     return [...this.running.values()].filter(
       (run) => run.bufnr === bufnr && (options.includeBackground === true || !run.background),
@@ -493,7 +504,8 @@ export class ToolService {
     if ((await this.ctx.documents.attach(bufnr)) === undefined) return;
     let state = await this.fresh(bufnr);
     if (state === undefined) return;
-    const config = await this.config();
+    const editor = await fetchEditorContext(this.ctx.lua, bufnr);
+    const config = editor.config as ConfigSnapshot;
     const settings = autopilotSettings(config.tools);
 
     // Phase 1: placeholders with the chain's decisions.
@@ -562,7 +574,7 @@ export class ToolService {
     if (groups.approved.length > 0) {
       this.pilot.arm(bufnr, settings);
       const limit = config.tools?.max_concurrent ?? 2;
-      const free = limit === 0 ? approved.length : limit - this.runningIn(bufnr).length;
+      const free = limit === 0 ? approved.length : limit - this.slotsUsed(bufnr);
       const now = approved.slice(0, Math.max(0, free));
       if (now.length < approved.length) {
         // The rest start as slots free up (see `startQueued`).
@@ -572,14 +584,10 @@ export class ToolService {
         }
       }
       // Started, not awaited: the step ends here, and the tools report through their results.
-      const facts =
-        now.length > 0
-          ? ((await this.ctx.lua.call('tools.facts', { bufnr })) as EditorFacts)
-          : undefined;
       for (const block of now) {
         void this.execute(bufnr, block.id, block.name, block.input, config, {
           replaceFinished: false,
-          ...(facts === undefined ? {} : { facts }),
+          facts: editor.facts,
         });
       }
       return;
@@ -606,7 +614,7 @@ export class ToolService {
     }
     // Phase 3.
     trace('cycle:phase3');
-    await this.ctx.sends.send(bufnr);
+    await this.ctx.sends.send(bufnr, editor);
   }
 
   /**
@@ -637,15 +645,15 @@ export class ToolService {
   }
 
   /** A reply finished: autopilot counts the turn and goes on when it asked for tools. */
-  async responseComplete(bufnr: number): Promise<void> {
+  async responseComplete(bufnr: number, config?: ConfigSnapshot): Promise<void> {
     trace('response:complete');
     const state = await this.fresh(bufnr);
     if (state === undefined) return;
     const last = [...state.document.messages].reverse().find((m) => m.role === 'Assistant');
     const hasToolUse =
       last !== undefined && last.segments.some((segment) => segment.kind === 'tool_use');
-    const config = await this.config();
-    await this.pilot.responseComplete(bufnr, hasToolUse, autopilotSettings(config.tools));
+    const settings = autopilotSettings((config ?? (await this.config())).tools);
+    await this.pilot.responseComplete(bufnr, hasToolUse, settings);
   }
 
   /**
@@ -781,7 +789,7 @@ export class ToolService {
       state: 'background',
       job_id: run.jobId,
     });
-    await this.unlockIfIdle(run.bufnr);
+    this.unlockIfIdle(run.bufnr);
     await this.ctx.hooks.emit('job:submitted', {
       bufnr: run.bufnr,
       job_id: String(run.jobId),
@@ -843,12 +851,9 @@ export class ToolService {
     this.running.set(id, run);
     let backgroundTimer: NodeJS.Timeout | undefined;
     try {
-      // The first tool of a buffer locks it (the lock is per owner, not per tool).
-      if (this.runningIn(bufnr).length === 1) {
-        await ctx.lua.call('buffer.lock', { bufnr, owner: 'tools' });
-      } else {
-        ctx.lua.notify('buffer.lock', { bufnr, owner: 'tools' });
-      }
+      // The lock is per owner, not per tool; a notification still reaches Neovim before the
+      // tool's writes.
+      ctx.lua.notify('buffer.lock', { bufnr, owner: 'tools' });
       const headerRow = await this.ensurePlaceholder(bufnr, id);
       if (tools.show_spinner !== false && headerRow !== undefined) {
         ctx.lua.notify('tools.spinner', { bufnr, tool_id: id, row: headerRow, state: 'running' });
@@ -876,9 +881,7 @@ export class ToolService {
       );
       // Not awaited: the event keeps its place on the channel, and the tool need not wait for
       // every listener before it starts.
-      ctx.hooks
-        .emit('tool:executing', { bufnr, tool_name: name, tool_id: id })
-        .catch(() => undefined);
+      ctx.hooks.post('tool:executing', { bufnr, tool_name: name, tool_id: id });
       const backgroundAfter = tools.background_after;
       if (typeof backgroundAfter === 'number' && backgroundAfter > 0) {
         backgroundTimer = setTimeout(() => {
@@ -896,6 +899,11 @@ export class ToolService {
         outcome = { ok: true, output: cut.text };
       }
       trace(`tool:done ${id}`);
+      // The slot frees as the tool returns: a throttled call starts while this result is written.
+      run.returned = true;
+      const queued = this.startQueued(bufnr, config, facts).catch((error: unknown) => {
+        ctx.logger.error('starting throttled tools failed', error);
+      });
       const injected = await this.inject(bufnr, id, outcome, options.replaceFinished);
       trace(`tool:injected ${id}`);
       if (tools.show_spinner !== false) {
@@ -909,30 +917,26 @@ export class ToolService {
       this.running.delete(id);
       this.luaContext.delete(id);
       // Throttled calls take the free slot before the buffer would unlock in between.
-      await this.startQueued(bufnr, config, facts);
-      await this.unlockIfIdle(bufnr);
+      await queued;
+      this.unlockIfIdle(bufnr);
       // The cursor moves before the event, so a listener sees the buffer as the user will.
       if (injected) await this.moveCursor(bufnr, id, tools.cursor_after_result ?? 'result');
       // Events keep their order on the channel; the executor does not wait for the listeners.
-      ctx.hooks
-        .emit('tool:completed', {
-          bufnr,
-          tool_name: name,
-          tool_id: id,
-          status: outcome.ok ? 'success' : 'error',
-        })
-        .catch(() => undefined);
+      ctx.hooks.post('tool:completed', {
+        bufnr,
+        tool_name: name,
+        tool_id: id,
+        status: outcome.ok ? 'success' : 'error',
+      });
       if (wasBackground && run.jobId !== undefined) {
-        ctx.hooks
-          .emit('job:completed', {
-            bufnr,
-            job_id: String(run.jobId),
-            tool_id: id,
-            tool_name: name,
-            success: outcome.ok,
-            active_count: this.backgroundCount(),
-          })
-          .catch(() => undefined);
+        ctx.hooks.post('job:completed', {
+          bufnr,
+          job_id: String(run.jobId),
+          tool_id: id,
+          tool_name: name,
+          success: outcome.ok,
+          active_count: this.backgroundCount(),
+        });
       }
       await this.afterTools(bufnr, tools);
     } catch (error) {
@@ -944,7 +948,7 @@ export class ToolService {
         this.running.delete(id);
         this.luaContext.delete(id);
         ctx.lua.notify('tools.spinner', { bufnr, tool_id: id, state: 'clear' });
-        await this.unlockIfIdle(bufnr);
+        this.unlockIfIdle(bufnr);
       }
     }
   }
@@ -969,7 +973,7 @@ export class ToolService {
       return;
     }
     const limit = config.tools?.max_concurrent ?? 2;
-    const free = limit === 0 ? waiting.length : limit - this.runningIn(bufnr).length;
+    const free = limit === 0 ? waiting.length : limit - this.slotsUsed(bufnr);
     for (const block of waiting.slice(0, Math.max(0, free))) {
       void this.execute(bufnr, block.id, block.name, block.input, config, {
         replaceFinished: false,
@@ -1074,9 +1078,9 @@ export class ToolService {
     return sandboxStatusFor(config.sandbox, facts, homedir(), this.ctx.lua);
   }
 
-  private async unlockIfIdle(bufnr: number): Promise<void> {
+  private unlockIfIdle(bufnr: number): void {
     if (this.runningIn(bufnr).length > 0) return;
-    await this.ctx.lua.call('buffer.unlock', { bufnr, owner: 'tools' });
+    this.ctx.lua.notify('buffer.unlock', { bufnr, owner: 'tools' });
   }
 
   /** Make sure `id` has a result block; returns the 0-based row of its header. */
@@ -1093,8 +1097,11 @@ export class ToolService {
     return undefined;
   }
 
-  /** Replace the placeholder (or, for a re-run, the finished result) of `id` with `outcome`. */
-  private async inject(
+  /**
+   * Replace the placeholder (or, for a re-run, the finished result) of `id` with `outcome`.
+   * Resolves with whether the result is in the buffer.
+   */
+  private inject(
     bufnr: number,
     id: string,
     outcome: ToolOutcome,
@@ -1103,26 +1110,101 @@ export class ToolService {
     const block: ToolResultBlock = outcome.ok
       ? { id, output: outcome.output, isError: false }
       : { id, output: outcome.error, isError: true, partialOutput: outcome.partialOutput };
-    const writer = this.ctx.writes.buffer(bufnr);
-    for (let attempt = 0; attempt < 5; attempt++) {
-      const state = await this.fresh(bufnr);
-      if (state === undefined) return false;
-      const edit = planResult(state.document, state.lines, id, block, { replaceFinished });
-      if (edit === undefined) {
-        // The placeholder is gone (deleted while the tool ran): put one back, then fill it.
-        const edits = planPlaceholders(state.document, state.lines, [{ id, status: 'approved' }]);
-        if (edits.length === 0) break;
-        await this.applyEdits(bufnr, edits);
-        continue;
+    return new Promise((resolve) => {
+      const queue = this.injections.get(bufnr) ?? [];
+      queue.push({ id, block, replaceFinished, attempts: 0, resolve });
+      this.injections.set(bufnr, queue);
+      if (!this.injecting.has(bufnr)) void this.drainInjections(bufnr);
+    });
+  }
+
+  private readonly injections = new Map<number, PendingInjection[]>();
+  private readonly injecting = new Set<number>();
+
+  /**
+   * Writes queued results. Results that finish while others are being written go out together:
+   * planned against one parse, applied bottom to top in a single batch, each refused if its
+   * block changed meanwhile (then planned again, up to five times).
+   */
+  private async drainInjections(bufnr: number): Promise<void> {
+    this.injecting.add(bufnr);
+    try {
+      const writer = this.ctx.writes.buffer(bufnr);
+      for (;;) {
+        const taken = this.injections.get(bufnr) ?? [];
+        if (taken.length === 0) break;
+        this.injections.delete(bufnr);
+        const state = await this.fresh(bufnr);
+        if (state === undefined) {
+          for (const item of taken) item.resolve(false);
+          continue;
+        }
+        const planned: { item: PendingInjection; edit: Edit }[] = [];
+        const missing: PendingInjection[] = [];
+        for (const item of taken) {
+          const edit = planResult(state.document, state.lines, item.id, item.block, {
+            replaceFinished: item.replaceFinished,
+          });
+          if (edit === undefined) missing.push(item);
+          else planned.push({ item, edit });
+        }
+        const retry: PendingInjection[] = [];
+        const again = (item: PendingInjection): void => {
+          if (item.attempts < 5) {
+            retry.push(item);
+            return;
+          }
+          this.warn(
+            `Could not write the result of ${item.id}: its block kept changing. Run it again with <M-CR>.`,
+          );
+          item.resolve(false);
+        };
+        if (missing.length > 0) {
+          // A placeholder is gone (deleted while the tool ran): put it back, then plan again.
+          const edits = planPlaceholders(
+            state.document,
+            state.lines,
+            missing.map((item) => ({ id: item.id, status: 'approved' as const })),
+          );
+          for (const item of missing) {
+            if (edits.length === 0) {
+              again({ ...item, attempts: 5 });
+            } else {
+              item.attempts += 1;
+              again(item);
+            }
+          }
+          await this.applyEdits(bufnr, edits);
+          // The other results are planned again against the buffer with the placeholders back.
+          for (const { item } of planned) retry.push(item);
+        } else {
+          const sorted = [...planned].sort((a, b) => b.edit.start - a.edit.start);
+          const outcomes = await Promise.all(
+            sorted.map(({ edit }) =>
+              writer.setLines(edit.start, edit.end, edit.lines, edit.expect),
+            ),
+          );
+          sorted.forEach(({ item }, index) => {
+            const outcome = outcomes[index];
+            if (outcome === 'applied') item.resolve(true);
+            else if (outcome === 'gone') item.resolve(false);
+            else {
+              item.attempts += 1;
+              again(item);
+            }
+          });
+        }
+        if (retry.length > 0) {
+          this.injections.set(bufnr, retry.concat(this.injections.get(bufnr) ?? []));
+        }
       }
-      const result = await writer.setLines(edit.start, edit.end, edit.lines, edit.expect);
-      if (result === 'applied') return true;
-      if (result === 'gone') return false;
+    } catch (error) {
+      this.ctx.logger.error(`writing tool results into buffer ${String(bufnr)} failed`, error);
+      for (const item of this.injections.get(bufnr) ?? []) item.resolve(false);
+      this.injections.delete(bufnr);
+    } finally {
+      this.injecting.delete(bufnr);
     }
-    this.warn(
-      `Could not write the result of ${id}: its block kept changing. Run it again with <M-CR>.`,
-    );
-    return false;
   }
 
   /** The document once it includes our latest write to the buffer. */

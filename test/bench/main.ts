@@ -310,7 +310,7 @@ async function toolLoopBenchmark(lane: Lane): Promise<void> {
     const samples: number[] = [];
     await driver.openChat('s3.chat', ['@You:', 'Read the files.']);
     await driver.waitForEvent('FlemmaBootComplete', { timeout: 20000 });
-    for (let run = 0; run < 7; run++) {
+    for (let run = 0; run < 12; run++) {
       void driver.nvim.input('<C-]>');
       const request = await fake.nextRequest({ path: /^\/v1\/messages/ });
       const calls = Array.from({ length: 8 }, (_, i) => ({
@@ -438,12 +438,19 @@ async function toolBenchmarks(lane: Lane): Promise<void> {
   }
 }
 
+// `FLEMMA_BENCH_ONLY=tools,loop` runs only the named groups (when profiling one of them).
+const groups: [string, (lane: Lane) => Promise<void>][] = [
+  ['tools', toolBenchmarks],
+  ['loop', toolLoopBenchmark],
+  ['send', sendBenchmarks],
+  ['start', coldStart],
+  ['stream', streaming],
+  ['open', openLargeChat],
+];
+const only = (process.env['FLEMMA_BENCH_ONLY'] ?? '').split(',').filter((name) => name !== '');
 for (const lane of lanes) {
   process.env['FLEMMA_TEST_NVIM'] = lane.bin;
-  await toolBenchmarks(lane);
-  await toolLoopBenchmark(lane);
-  await sendBenchmarks(lane);
-  await coldStart(lane);
-  await streaming(lane);
-  await openLargeChat(lane);
+  for (const [name, run] of groups) {
+    if (only.length === 0 || only.includes(name)) await run(lane);
+  }
 }

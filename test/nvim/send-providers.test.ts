@@ -191,7 +191,7 @@ describe('the offline demo provider', () => {
     expect(tree.diagnostics).toEqual([]);
 
     // The tool cycle: <C-]> writes a pending placeholder (with its preview) and moves there,
-    // <M-CR> runs the calculator, and <C-]> sends the result back.
+    // <M-CR> runs the calculator, and autopilot (on by default) sends the result back.
     await driver.waitForEvent('FlemmaBootComplete');
     await driver.press('<C-]>');
     let marks = await driver.extmarks('flemma_tool_preview');
@@ -204,14 +204,12 @@ describe('the offline demo provider', () => {
     expect(pending).toContain('```flemma:tool status=pending');
     const cursor = await driver.lua<number>('return vim.api.nvim_win_get_cursor(0)[1]');
     expect(pending[cursor - 1]).toMatch(/^\*\*Tool Result:\*\* `demo_\w+`$/);
-    await driver.press('<M-CR>');
-    await driver.waitForEvent('FlemmaToolCompleted');
-    const answered = await driver.lines(buf);
-    expect(answered.slice(-4, -1)).toEqual(['```', '42', '```']);
     const before = driver.eventCount;
-    await driver.press('<C-]>');
+    await driver.press('<M-CR>');
+    await driver.waitForEvent('FlemmaToolCompleted', { after: before });
     await driver.waitForEvent('FlemmaRequestFinished', { after: before });
     const final = (await driver.lines(buf)).join('\n');
+    expect(final).toMatch(/\*\*Tool Result:\*\* `demo_\w+`\n\n```\n42\n```\n\n@Assistant:\n/);
     expect(final).toContain('The tool result is in your message above');
     expect(final.endsWith('@You:\n')).toBe(true);
   });
