@@ -164,6 +164,24 @@ function sse(event: string, data: unknown): string {
 }
 
 /** The Anthropic SSE text of a reply made of `deltas`. */
+/** The start of a text reply that is never finished (for cancelling it). */
+function anthropicReplyStart(deltas: string[]): string {
+  let out = sse('message_start', MESSAGE_START);
+  out += sse('content_block_start', {
+    type: 'content_block_start',
+    index: 0,
+    content_block: { type: 'text', text: '' },
+  });
+  for (const text of deltas) {
+    out += sse('content_block_delta', {
+      type: 'content_block_delta',
+      index: 0,
+      delta: { type: 'text_delta', text },
+    });
+  }
+  return out;
+}
+
 function anthropicReply(deltas: string[]): string {
   let out = sse('message_start', MESSAGE_START);
   out += sse('content_block_start', {
@@ -260,6 +278,33 @@ async function sendBenchmarks(lane: Lane): Promise<void> {
     );
     report(`send.s2_main_loop_lag.p99[nvim-${lane.lane}]`, percentile(lag, 99), 'ms');
     report(`send.s2_main_loop_lag.max[nvim-${lane.lane}]`, Math.max(0, ...lag), 'ms');
+
+    // Cancel: from <C-c> mid-stream to the server seeing the connection closed.
+    const cancels: number[] = [];
+    for (let run = 0; run < 7; run++) {
+      await driver.lua('vim.api.nvim_buf_set_lines(0, -1, -1, false, { "Again, please." })');
+      const before = driver.eventCount;
+      void driver.nvim.input('<C-]>');
+      const pending = await fake.nextRequest({ path: /^\/v1\/messages/ });
+      const open = pending.stream();
+      await open.write(anthropicReplyStart(['Once upon', ' a time']));
+      await driver.lua(
+        `vim.wait(5000, function()
+          return vim.api.nvim_buf_get_lines(0, -2, -1, false)[1] == "Once upon a time"
+        end, 1)`,
+      );
+      const pressed = performance.now();
+      void driver.nvim.input('<C-c>');
+      await open.closed;
+      cancels.push(performance.now() - pressed);
+      await driver.waitForEvent('FlemmaRequestFinished', { after: before });
+    }
+    report(
+      `send.cancel_to_abort.median[nvim-${lane.lane}]`,
+      percentile(cancels.slice(2), 50),
+      'ms',
+    );
+    report(`send.cancel_to_abort.max[nvim-${lane.lane}]`, Math.max(...cancels.slice(2)), 'ms');
   } finally {
     await driver.quit();
     await fake.close();
