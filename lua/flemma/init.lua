@@ -299,9 +299,19 @@ function M.bootstrap()
     callback = function(ev)
       require("flemma.buffer").forget(ev.buf)
       require("flemma.chat").forget(ev.buf)
+      require("flemma.frontmatter").forget(ev.buf)
       local host = require("flemma.host")
       if host.channel() then
         host.notify("buffer:detach", { bufnr = ev.buf })
+      end
+    end,
+  })
+  vim.api.nvim_create_autocmd("BufWritePost", {
+    group = group,
+    desc = "Flemma: a chat written from scratch here goes into the trust database",
+    callback = function(ev)
+      if vim.bo[ev.buf].filetype == "chat" then
+        require("flemma.frontmatter").on_write(ev.buf)
       end
     end,
   })

@@ -86,8 +86,8 @@ M.methods = {
     return snapshot()
   end,
   --- What a step of the tool loop or a send needs from the editor, in one round trip: the
-  --- configuration, the editor's facts about the buffer, and the values of the environment
-  --- variables named in `names` (users may `:let $X = …`).
+  --- configuration, the editor's facts about the buffer, the values of the environment variables
+  --- named in `names` (users may `:let $X = …`) and what the buffer's Lua frontmatter sets.
   ["editor.context"] = function(params)
     local env = {}
     for _, name in ipairs(params.names or {}) do
@@ -96,7 +96,12 @@ M.methods = {
         env[name] = value
       end
     end
-    return { config = snapshot(), facts = require("flemma.tools.ui").facts(params), env = env }
+    local answer = { config = snapshot(), facts = require("flemma.tools.ui").facts(params), env = env }
+    -- A Lua frontmatter runs here (if the file is trusted); the host applies what it set.
+    if type(params.frontmatter) == "table" then
+      answer.frontmatter = require("flemma.frontmatter").evaluate(params.bufnr, params.frontmatter)
+    end
+    return answer
   end,
   --- The editor side of a send starting, in one round trip: the progress indicator on the
   --- `@Assistant:` row, the sink (`sink:created`), then `request:sending`.

@@ -11,6 +11,7 @@
 // - The sandbox resolver asks the sandbox policy for the buffer (enabled and a backend that
 //   works) only when it is reached.
 
+import type { FrontmatterApproval } from '../core/config/frontmatter.js';
 import { homedir } from 'node:os';
 import {
   type ApprovalResult,
@@ -96,7 +97,11 @@ export class ApprovalService {
   }
 
   /** Runs the chain for one call. */
-  async decide(call: ToolCall, config: Snapshot): Promise<ApprovalOutcome> {
+  async decide(
+    call: ToolCall,
+    config: Snapshot,
+    frontmatter?: FrontmatterApproval,
+  ): Promise<ApprovalOutcome> {
     const tools = config.tools;
     const extra: [string, ApprovalResolver][] = this.lua.map((spec) => [
       spec.name,
@@ -128,13 +133,31 @@ export class ApprovalService {
       extra,
     );
     for (const warning of warnings) this.warnOnce(warning);
-    const outcome = await chain.decide(call, {});
+    const outcome = await chain.decide(
+      call,
+      frontmatter === undefined ? {} : { frontmatter: this.frontmatterSetting(frontmatter) },
+    );
     for (const skipped of outcome.skipped) {
       this.ctx.logger.warn(
         `approval resolver ${skipped.resolver} skipped for ${call.toolName} (${call.toolId}): ${skipped.reason}`,
       );
     }
     return outcome;
+  }
+
+  /** The buffer's own `auto_approve` in the core's terms; its function stays in Lua. */
+  private frontmatterSetting(approval: FrontmatterApproval): AutoApproveSetting {
+    if (approval.kind === 'list') return approval;
+    return {
+      kind: 'function',
+      fn: (toolName, input, ctx) =>
+        this.callLua(
+          'approval.config_decision',
+          { toolName, input, bufnr: ctx.bufnr, toolId: ctx.toolId },
+          undefined,
+          'frontmatter',
+        ),
+    };
   }
 
   private warnOnce(message: string): void {
@@ -144,9 +167,15 @@ export class ApprovalService {
   }
 
   /** A Lua-side decision: `{decision}` (nil passes) or `{error}` (thrown, so the chain skips it). */
-  private async callLua(method: string, call: ToolCall, name?: string): Promise<unknown> {
+  private async callLua(
+    method: string,
+    call: ToolCall,
+    name?: string,
+    source?: 'frontmatter',
+  ): Promise<unknown> {
     const answer = (await this.ctx.lua.call(method, {
       ...(name === undefined ? {} : { name }),
+      ...(source === undefined ? {} : { source }),
       tool_name: call.toolName,
       input: call.input ?? {},
       ctx: { bufnr: call.bufnr, tool_id: call.toolId },

@@ -2,6 +2,14 @@
 // configuration, the editor's facts about it, and the provider environment variables — one round
 // trip instead of one per question.
 import type { LuaBridge } from '../editor/lua.js';
+import type { ChatDocument } from '../core/chat/ast.js';
+import {
+  applyFrontmatter,
+  type ConfigOp,
+  type FrontmatterApproval,
+  jsonFrontmatter,
+  type ToolNames,
+} from '../core/config/frontmatter.js';
 import { PROVIDERS } from './providers.js';
 
 /** Neovim's view of a buffer that tools and the sandbox need. */
@@ -12,11 +20,20 @@ export interface EditorFacts {
 }
 
 export interface EditorContext {
-  /** The configuration as plain data (`config.snapshot`). */
+  /** The buffer's configuration as plain data: the snapshot with its frontmatter applied. */
   config: Record<string, unknown>;
   facts: EditorFacts;
   /** The non-empty values of `KNOWN_ENV` in Neovim's environment (users may `:let $X = …`). */
   env: Record<string, string>;
+  /** The frontmatter's `tools.auto_approve`, when it sets or edits it. */
+  approval?: FrontmatterApproval;
+  /** The frontmatter's other keys (template variables). */
+  variables: Record<string, unknown>;
+  /**
+   * Why the buffer cannot go on: its frontmatter failed (the message names the line) or runs Lua
+   * in a file that is not trusted. Nothing is sent or run while it is set.
+   */
+  problem?: string;
 }
 
 /** The variables every provider reads by default (its credential and base URL). */
@@ -29,15 +46,78 @@ export const KNOWN_ENV: readonly string[] = [
   ),
 ];
 
+/** What the host sends Lua about a buffer's frontmatter: Lua code to run, or JSON's operations to check. */
+type FrontmatterRequest = { code: string; line: number } | { ops: ConfigOp[] };
+
+type FrontmatterAnswer =
+  | { ops: ConfigOp[] | Record<string, never>; variables?: Record<string, unknown> | unknown[] }
+  | { error: string }
+  | { untrusted: string };
+
+/**
+ * Ask the editor about a buffer (one round trip) and resolve its configuration: the global
+ * snapshot with the frontmatter of `document` applied (Lua frontmatter runs in Neovim, if the
+ * file is trusted; JSON frontmatter is read here and checked there).
+ */
 export async function fetchEditorContext(
   lua: Pick<LuaBridge, 'call'>,
   bufnr: number,
+  document?: ChatDocument,
+  tools?: ToolNames,
 ): Promise<EditorContext> {
-  const answer = (await lua.call('editor.context', { bufnr, names: KNOWN_ENV })) as {
+  const frontmatter = document?.frontmatter;
+  let request: FrontmatterRequest | undefined;
+  let variables: Record<string, unknown> = {};
+  let problem: string | undefined;
+  if (frontmatter !== undefined) {
+    const language = frontmatter.language.toLowerCase();
+    const line = frontmatter.span.startLine + 1;
+    if (language === 'lua') {
+      request = { code: frontmatter.code, line };
+    } else if (language === 'json') {
+      const parsed = jsonFrontmatter(frontmatter.code, line);
+      if ('error' in parsed) problem = parsed.error;
+      else {
+        variables = parsed.variables;
+        request = { ops: parsed.ops };
+      }
+    }
+  }
+  const answer = (await lua.call('editor.context', {
+    bufnr,
+    names: KNOWN_ENV,
+    ...(request === undefined ? {} : { frontmatter: request }),
+  })) as {
     config: Record<string, unknown>;
     facts: EditorFacts;
     env: Record<string, string> | unknown[];
+    frontmatter?: FrontmatterAnswer;
   };
-  // NOTE: an empty Lua table arrives as an array.
-  return { ...answer, env: Array.isArray(answer.env) ? {} : answer.env };
+  // NOTE: an empty Lua table arrives as an array (or an empty object).
+  const context: EditorContext = {
+    config: answer.config,
+    facts: answer.facts,
+    env: Array.isArray(answer.env) ? {} : answer.env,
+    variables,
+  };
+  const result = answer.frontmatter;
+  if (problem === undefined && result !== undefined) {
+    if ('untrusted' in result) problem = result.untrusted;
+    else if ('error' in result) problem = result.error;
+    else {
+      if (request !== undefined && 'code' in request && result.variables !== undefined) {
+        context.variables = Array.isArray(result.variables) ? {} : result.variables;
+      }
+      const ops = Array.isArray(result.ops) ? result.ops : [];
+      const applied = applyFrontmatter(answer.config, ops, tools ?? NO_TOOLS);
+      if (applied.error !== undefined) problem = applied.error;
+      context.config = applied.config;
+      if (applied.approval !== undefined) context.approval = applied.approval;
+    }
+  }
+  if (problem !== undefined) context.problem = problem;
+  return context;
 }
+
+/** When the caller has no tool registry at hand: every tool name is accepted. */
+const NO_TOOLS: ToolNames = { enabled: [], has: () => true, suggest: () => undefined };

@@ -204,7 +204,13 @@ export class SendController {
       });
       return undefined;
     }
-    const editor = context ?? (await fetchEditorContext(ctx.lua, bufnr));
+    const editor =
+      context ?? (await fetchEditorContext(ctx.lua, bufnr, state.document, ctx.tools.toolNames()));
+    if (editor.problem !== undefined) {
+      // The frontmatter failed, or may not run: nothing is sent and the buffer stays as it is.
+      ctx.lua.notify('notify', { level: 'error', message: editor.problem });
+      return undefined;
+    }
     const config = editor.config as ConfigSnapshot;
     onConfig(config);
     const env = editor.env;

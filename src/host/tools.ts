@@ -45,7 +45,8 @@ import type { HostContext } from './context.js';
 import { type ApprovalOutcome, ApprovalService, statusOf } from './approval.js';
 import { Autopilot, autopilotSettings } from './autopilot.js';
 import { trace } from './trace.js';
-import { type EditorFacts, fetchEditorContext } from './editor-context.js';
+import { type EditorContext, type EditorFacts, fetchEditorContext } from './editor-context.js';
+import type { ToolNames } from '../core/config/frontmatter.js';
 import {
   type SandboxState,
   type SandboxStatus,
@@ -448,7 +449,12 @@ export class ToolService {
       return;
     }
     const { call } = found;
-    const config = await this.config();
+    const editor = await this.editorContext(bufnr, state.document);
+    if (editor.problem !== undefined) {
+      this.ctx.lua.notify('notify', { level: 'error', message: editor.problem });
+      return;
+    }
+    const config = editor.config as ConfigSnapshot;
     const settings = autopilotSettings(config.tools);
     // A paused autopilot goes on once this tool is done.
     this.pilot.rearmIfPaused(bufnr, settings);
@@ -461,6 +467,7 @@ export class ToolService {
     }
     await this.execute(bufnr, call.id, call.name, call.input, config, {
       replaceFinished: call.result !== undefined && call.result.placeholder === undefined,
+      facts: editor.facts,
     });
   }
 
@@ -504,7 +511,12 @@ export class ToolService {
     if ((await this.ctx.documents.attach(bufnr)) === undefined) return;
     let state = await this.fresh(bufnr);
     if (state === undefined) return;
-    const editor = await fetchEditorContext(this.ctx.lua, bufnr);
+    const editor = await this.editorContext(bufnr, state.document);
+    if (editor.problem !== undefined) {
+      this.ctx.lua.notify('notify', { level: 'error', message: editor.problem });
+      this.pilot.disarm(bufnr);
+      return;
+    }
     const config = editor.config as ConfigSnapshot;
     const settings = autopilotSettings(config.tools);
 
@@ -520,6 +532,7 @@ export class ToolService {
         const decided = await this.approval.decide(
           { bufnr, toolId: use.id, toolName: use.name, input: use.input },
           config,
+          editor.approval,
         );
         this.decisions.set(use.id, decided);
         requests.push({ id: use.id, status: statusOf(decided.decision) });
@@ -709,12 +722,16 @@ export class ToolService {
     if (!found.ok) return found.error;
     const { call } = found;
     const recorded = this.decisions.get(call.id);
-    const decided =
-      recorded ??
-      (await this.approval.decide(
+    let decided = recorded;
+    if (decided === undefined) {
+      const editor = await this.editorContext(bufnr, state.document);
+      if (editor.problem !== undefined) return editor.problem;
+      decided = await this.approval.decide(
         { bufnr, toolId: call.id, toolName: call.name, input: call.input },
-        await this.config(),
-      ));
+        editor.config,
+        editor.approval,
+      );
+    }
     const by = decided.resolver === null ? 'no resolver decided (the default)' : decided.resolver;
     const lines = [
       `${call.name} (${call.id}): ${decided.decision}${recorded === undefined ? ' (as the policy decides now)' : ''} — ${by}`,
@@ -808,6 +825,23 @@ export class ToolService {
 
   private async config(): Promise<ConfigSnapshot> {
     return (await this.ctx.lua.call('config.snapshot', null)) as ConfigSnapshot;
+  }
+
+  /** The tools a buffer's `flemma.opt.tools` may name, and where it starts from. */
+  toolNames(): ToolNames {
+    return {
+      enabled: this.registry
+        .list()
+        .filter((def) => def.enabled !== false)
+        .map((def) => def.name),
+      has: (name) => this.registry.has(name),
+      suggest: (name) => this.registry.suggest(name),
+    };
+  }
+
+  /** The editor's answer about a buffer, its frontmatter applied (see `fetchEditorContext`). */
+  editorContext(bufnr: number, document: ChatDocument): Promise<EditorContext> {
+    return fetchEditorContext(this.ctx.lua, bufnr, document, this.toolNames());
   }
 
   /** Run one call and write its result in place of its placeholder. */

@@ -231,10 +231,20 @@ end
 --- Host → Lua: evaluate the function form of `tools.auto_approve` (or a module path) for one
 --- call. true → approve, false → require_approval, "deny" → deny, nil → pass.
 function M.config_decision(params)
-  local ok_cfg, tools = pcall(function()
-    return require("flemma.config").get().tools
-  end)
-  local fn, err = approver(ok_cfg and tools and tools.auto_approve or nil)
+  local fn, err
+  if params.source == "frontmatter" then
+    -- The function the buffer's frontmatter assigned (kept from its latest run).
+    local bufnr = type(params.ctx) == "table" and params.ctx.bufnr or nil
+    fn = bufnr and require("flemma.frontmatter").function_for(bufnr, "tools.auto_approve")
+    if not fn then
+      return { error = "flemma.opt.tools.auto_approve: the frontmatter's function is gone (run the frontmatter again)" }
+    end
+  else
+    local ok_cfg, tools = pcall(function()
+      return require("flemma.config").get().tools
+    end)
+    fn, err = approver(ok_cfg and tools and tools.auto_approve or nil)
+  end
   if not fn then
     return { error = "tools.auto_approve: " .. tostring(err) }
   end

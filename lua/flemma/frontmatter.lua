@@ -1,0 +1,462 @@
+--- flemma.frontmatter: runs a chat's Lua frontmatter in a restricted environment and answers what
+--- it did: the `flemma.opt` operations in order (the host applies them over the configuration),
+--- the other top-level assignments (template variables), or an error with its line.
+---
+--- A file is run only when trusted (Neovim's `vim.secure` database, like an `.exrc`): a buffer
+--- with no file on disk yet is being written by the user and is trusted; a file whose path is
+--- allowed in the database (`:trust`) is trusted whatever its content now, since the user edits
+--- it; a denied path (`:trust ++deny`) never is.
+local M = {}
+
+local H = {
+  --- bufnr → { functions = { ["tools.auto_approve"] = fn } } from the latest run
+  cache = {},
+  --- Buffers trusted because they had no file yet: their path is added to the trust database
+  --- when they are first written.
+  authored = {},
+}
+
+local METHODS = { append = true, prepend = true, remove = true }
+
+--- Every `flemma.opt…` proxy handed out (weak keys): assigning one to an option is a mistake.
+H.proxies = setmetatable({}, { __mode = "k" })
+
+--- The list-operation form of a value assigned with `+` / `-` (`flemma.opt.tools - "bash"`).
+local Expr = {}
+Expr.__index = Expr
+
+local function is_expr(value)
+  return getmetatable(value) == Expr
+end
+
+local function items_of(value)
+  if type(value) == "table" and not is_expr(value) then
+    return value
+  end
+  return { value }
+end
+
+local function combine(left, right, op)
+  local ops = {}
+  if is_expr(left) then
+    vim.list_extend(ops, left.ops)
+  end
+  for _, item in ipairs(items_of(right)) do
+    ops[#ops + 1] = { op = op, value = item }
+  end
+  return setmetatable({ ops = ops }, Expr)
+end
+
+Expr.__add = function(left, right)
+  return combine(left, right, "append")
+end
+Expr.__sub = function(left, right)
+  return combine(left, right, "remove")
+end
+
+--- A line of the frontmatter code → a line of the buffer (`first` is the buffer line of line 1).
+local function buffer_line(first, line)
+  return first + line - 1
+end
+
+--- The line of the frontmatter currently running (for operations), from the debug info.
+local function current_line(first)
+  for level = 3, 12 do
+    local info = debug.getinfo(level, "Sl")
+    if info == nil then
+      break
+    end
+    if info.source == "=frontmatter" and info.currentline and info.currentline > 0 then
+      return buffer_line(first, info.currentline)
+    end
+  end
+  return nil
+end
+
+--- `flemma.opt` and everything under it: reading a key goes one level down, assigning records a
+--- `set`, `:append` / `:prepend` / `:remove` record list operations, `+` / `-` build a list
+--- expression that an assignment records as operations.
+local function option(path, state)
+  local proxy = {}
+  local mt = {}
+  mt.__index = function(_, key)
+    if type(key) ~= "string" then
+      error("flemma.opt keys are names, got " .. type(key), 2)
+    end
+    if METHODS[key] and #path > 0 then
+      return function(self, value)
+        if self ~= proxy then
+          error(string.format("use %s:%s(…), with a colon", table.concat(path, "."), key), 2)
+        end
+        for _, item in ipairs(items_of(value)) do
+          state.record(path, key, item)
+        end
+        return proxy
+      end
+    end
+    local child = vim.list_extend(vim.deepcopy(path), { key })
+    return option(child, state)
+  end
+  mt.__newindex = function(_, key, value)
+    local child = vim.list_extend(vim.deepcopy(path), { key })
+    if is_expr(value) then
+      for _, op in ipairs(value.ops) do
+        state.record(child, op.op, op.value)
+      end
+      return
+    end
+    if type(value) == "function" then
+      state.functions[table.concat(child, ".")] = value
+    end
+    if H.proxies[value] then
+      error(string.format("flemma.opt.%s: cannot assign an option to another", table.concat(child, ".")), 2)
+    end
+    state.record(child, "set", value)
+  end
+  mt.__add = function(_, right)
+    return combine(nil, right, "append")
+  end
+  mt.__sub = function(_, right)
+    return combine(nil, right, "remove")
+  end
+  mt.__tostring = function()
+    return "flemma.opt." .. table.concat(path, ".")
+  end
+  H.proxies[proxy] = true
+  return setmetatable(proxy, mt)
+end
+
+--- What frontmatter code may use: plain Lua helpers, no files, processes or editor state.
+local function sandbox_globals()
+  return {
+    assert = assert,
+    error = error,
+    ipairs = ipairs,
+    next = next,
+    pairs = pairs,
+    pcall = pcall,
+    select = select,
+    tonumber = tonumber,
+    tostring = tostring,
+    type = type,
+    unpack = unpack,
+    string = vim.deepcopy(string),
+    table = vim.deepcopy(table),
+    math = vim.deepcopy(math),
+    os = { date = os.date, time = os.time, clock = os.clock, getenv = os.getenv },
+    vim = {
+      deepcopy = vim.deepcopy,
+      inspect = vim.inspect,
+      split = vim.split,
+      trim = vim.trim,
+      startswith = vim.startswith,
+      endswith = vim.endswith,
+      tbl_contains = vim.tbl_contains,
+      tbl_extend = vim.tbl_extend,
+      tbl_deep_extend = vim.tbl_deep_extend,
+      tbl_keys = vim.tbl_keys,
+      tbl_values = vim.tbl_values,
+      tbl_map = vim.tbl_map,
+      tbl_filter = vim.tbl_filter,
+      list_extend = vim.list_extend,
+      json = { encode = vim.json.encode, decode = vim.json.decode },
+    },
+  }
+end
+
+--- An error from the chunk as `frontmatter line N: message` (N a buffer line).
+local function describe(message, first)
+  message = tostring(message)
+  if vim.startswith(message, "frontmatter line ") then
+    return message
+  end
+  local line, rest = message:match("^frontmatter:(%d+): (.*)$")
+  if line then
+    return string.format("frontmatter line %d: %s", buffer_line(first, tonumber(line)), rest)
+  end
+  return "frontmatter: " .. message
+end
+
+--- A value as plain data for the host: functions become `{__function = true}`.
+local function plain(value, seen)
+  if type(value) == "function" then
+    return { __function = true }
+  elseif type(value) ~= "table" then
+    return value
+  end
+  seen = seen or {}
+  if seen[value] then
+    return vim.NIL
+  end
+  seen[value] = true
+  local out = {}
+  for k, v in pairs(value) do
+    if type(k) == "string" or type(k) == "number" then
+      out[k] = plain(v, seen)
+    end
+  end
+  seen[value] = nil
+  return out
+end
+
+--- Names the frontmatter accepts at the top beyond the options' own: parameters and the
+--- providers' parameter sections (`flemma.opt.anthropic.thinking_budget`).
+local TOP_ALIASES = {
+  cache_retention = { "parameters", "cache_retention" },
+}
+
+--- The schema node of an option path and its canonical path, or nil and an error message.
+function H.lookup(path)
+  local schema = require("flemma.config.schema")
+  local node = schema.options
+  local canonical = {}
+  for index, key in ipairs(path) do
+    local step = { key }
+    if index == 1 then
+      local aliases = vim.tbl_extend("force", node.aliases or {}, TOP_ALIASES)
+      if aliases[key] then
+        step = aliases[key]
+      elseif node.fields[key] == nil and node.fields.parameters.fields[key] ~= nil then
+        step = { "parameters", key }
+      end
+    end
+    for _, name in ipairs(step) do
+      local shown = "flemma.opt." .. table.concat(vim.list_extend(vim.deepcopy(canonical), { name }), ".")
+      if node.kind == "union" then
+        local found
+        for _, member in ipairs(node.members) do
+          if member.kind == "object" or member.kind == "map" then
+            found = member
+            break
+          end
+        end
+        if found == nil then
+          return nil, string.format("%s: %s has no options under it", shown, "flemma.opt." .. table.concat(canonical, "."))
+        end
+        node = found
+      end
+      if node.kind == "object" then
+        local field = node.fields[name]
+        local guess = field == nil and require("flemma.util.suggest").closest(name, node:known_keys()) or nil
+        -- An open object (`tools.<custom tool>`) takes other names, unless it is a likely typo.
+        if field == nil and node.extra and guess == nil then
+          field = node.extra
+        end
+        if field == nil then
+          return nil,
+            string.format("unknown option %s%s", shown, guess and string.format(" (did you mean '%s'?)", guess) or "")
+        end
+        node = field
+      elseif node.kind == "map" then
+        node = node.value
+      else
+        return nil, string.format("unknown option %s", shown)
+      end
+      canonical[#canonical + 1] = name
+    end
+  end
+  return node, nil, canonical
+end
+
+--- The node that checks one item of a list option, or nil when the option is not a list.
+local function list_item(node)
+  if node.kind == "list" then
+    return node.item
+  elseif node.kind == "object" and node.list then
+    return node.list
+  elseif node.kind == "union" then
+    for _, member in ipairs(node.members) do
+      local item = list_item(member)
+      if item then
+        return item
+      end
+    end
+  end
+  return nil
+end
+
+--- Check one operation against the schema; answers the canonical path, or raises the error.
+function H.check(path, op, value)
+  local node, err, canonical = H.lookup(path)
+  if node == nil then
+    error(err, 0)
+  end
+  local shown = "flemma.opt." .. table.concat(canonical, ".")
+  if op == "set" then
+    local problem = node:check(value, shown)
+    if problem then
+      error(problem, 0)
+    end
+  else
+    local item = list_item(node)
+    if item == nil then
+      error(string.format("%s is not a list: :%s() does not apply (assign it instead)", shown, op), 0)
+    end
+    local problem = item:check(value, shown)
+    if problem then
+      error(problem, 0)
+    end
+  end
+  return canonical
+end
+
+--- Check operations that came from elsewhere (JSON frontmatter); answers them with canonical paths,
+--- or `{error}` naming the first wrong one and its line.
+function M.check_ops(ops)
+  local out = {}
+  for _, op in ipairs(ops or {}) do
+    local value = op.value
+    if value == vim.NIL then
+      value = nil
+    end
+    local ok, canonical = pcall(H.check, op.path, op.op, value)
+    if not ok then
+      return { error = string.format("frontmatter line %d: %s", op.line or 1, canonical) }
+    end
+    out[#out + 1] = { path = canonical, op = op.op, value = op.value, line = op.line }
+  end
+  return { ops = out }
+end
+
+--- Run `code` (the frontmatter's lines; `first` is the buffer line of its first line).
+--- Returns `{ops, variables}` or `{error}`, and the functions assigned to options by path.
+function M.run(code, first)
+  local state = { ops = {}, functions = {} }
+  state.record = function(path, op, value)
+    local line = current_line(first) or first
+    local ok, canonical = pcall(H.check, path, op, value)
+    if not ok then
+      error(string.format("frontmatter line %d: %s", line, canonical), 0)
+    end
+    state.ops[#state.ops + 1] = { path = canonical, op = op, value = plain(value), line = line }
+  end
+  local variables = {}
+  local globals = sandbox_globals()
+  globals.flemma = setmetatable({ opt = option({}, state) }, {
+    __newindex = function()
+      error("flemma is read-only: set options through flemma.opt", 2)
+    end,
+  })
+  local env = setmetatable({}, {
+    __index = function(_, key)
+      local value = variables[key]
+      if value ~= nil then
+        return value
+      end
+      return globals[key]
+    end,
+    __newindex = function(_, key, value)
+      variables[key] = value
+    end,
+  })
+  local chunk, syntax = load(code, "=frontmatter", "t", env)
+  if not chunk then
+    return { error = describe(syntax, first) }, {}
+  end
+  local ok, err = pcall(chunk)
+  if not ok then
+    return { error = describe(err, first) }, {}
+  end
+  local vars = {}
+  for key, value in pairs(variables) do
+    if type(key) == "string" and type(value) ~= "function" then
+      vars[key] = plain(value)
+    end
+  end
+  return { ops = state.ops, variables = vars }, state.functions
+end
+
+--- The trust database's verdict on a path: "allow", "deny" or nil (not listed).
+function H.trust_entry(path)
+  local file = vim.fn.stdpath("state") .. "/trust"
+  local ok, lines = pcall(vim.fn.readfile, file)
+  if not ok then
+    return nil
+  end
+  for _, line in ipairs(lines) do
+    local hash, listed = line:match("^(%S+) (.+)$")
+    if listed == path then
+      return hash == "!" and "deny" or "allow"
+    end
+  end
+  return nil
+end
+
+--- Whether the buffer's Lua may run, and why not: "untrusted" / "denied".
+function M.trusted(bufnr)
+  local name = vim.api.nvim_buf_get_name(bufnr)
+  if name == "" then
+    return true
+  end
+  local path = vim.fn.fnamemodify(name, ":p")
+  local real = vim.uv.fs_realpath(path)
+  local entry = H.trust_entry(real or path)
+  if entry == "deny" then
+    return false, "denied"
+  elseif entry == "allow" then
+    return true
+  end
+  if real == nil then
+    -- No file yet: the user is writing it. Its path is trusted once it is written.
+    H.authored[bufnr] = true
+    return true
+  end
+  return false, "untrusted"
+end
+
+--- After a write: a chat the user wrote from scratch (and ran) goes into the trust database.
+function M.on_write(bufnr)
+  if not H.authored[bufnr] then
+    return
+  end
+  H.authored[bufnr] = nil
+  pcall(vim.secure.trust, { action = "allow", bufnr = bufnr })
+end
+
+--- The message for a chat whose Lua may not run.
+function M.untrusted_message(bufnr, why)
+  local name = vim.fn.fnamemodify(vim.api.nvim_buf_get_name(bufnr), ":~:.")
+  if why == "denied" then
+    return string.format(
+      "%s: its Lua frontmatter was not run: the file is denied in Neovim's trust database (:trust ++remove to undo)",
+      name
+    )
+  end
+  return string.format(
+    "%s: its Lua frontmatter was not run: the file is not trusted. Review it, then run :trust (JSON frontmatter needs no trust)",
+    name
+  )
+end
+
+--- Host → Lua (within `editor.context`): evaluate the buffer's Lua frontmatter.
+--- `fm` is `{code, line}` (line: the buffer line of the code's first line), or `{ops}` from a JSON
+--- frontmatter, which only gets checked.
+--- Answers `{ops, variables}`, `{error}` or `{untrusted = message}`.
+function M.evaluate(bufnr, fm)
+  if fm.ops ~= nil then
+    return M.check_ops(fm.ops)
+  end
+  local trusted, why = M.trusted(bufnr)
+  if not trusted then
+    H.cache[bufnr] = nil
+    return { untrusted = M.untrusted_message(bufnr, why) }
+  end
+  -- Run every time (a send, a step of the tool loop): the code may read the date or the
+  -- environment. Functions it assigns are kept for the approval chain to call.
+  local result, functions = M.run(fm.code, fm.line)
+  H.cache[bufnr] = { functions = functions }
+  return result
+end
+
+--- The function the buffer's frontmatter assigned to an option (`tools.auto_approve`), if any.
+function M.function_for(bufnr, path)
+  local cached = H.cache[bufnr]
+  return cached and cached.functions[path] or nil
+end
+
+function M.forget(bufnr)
+  H.cache[bufnr] = nil
+  H.authored[bufnr] = nil
+end
+
+return M

@@ -1,0 +1,267 @@
+// A buffer's frontmatter as configuration: the operations it makes on options (from Lua's
+// `flemma.opt`, or from the `"flemma"` key of a JSON frontmatter), applied over the configuration
+// of the lower layers; and its other keys, which become template variables.
+import { type ApproveList, approveList, applyListOps, type ListOp } from '../approval/presets.js';
+
+export type OpKind = 'set' | 'append' | 'prepend' | 'remove';
+
+/** One operation on an option: `path` is canonical (aliases resolved), `line` a buffer line. */
+export interface ConfigOp {
+  path: string[];
+  op: OpKind;
+  value: unknown;
+  line: number;
+}
+
+export interface FrontmatterOps {
+  ops: ConfigOp[];
+  variables: Record<string, unknown>;
+}
+
+/** What the frontmatter sets `tools.auto_approve` to, when it touches it. */
+export type FrontmatterApproval = { kind: 'list'; list: ApproveList } | { kind: 'function' };
+
+export interface AppliedFrontmatter {
+  config: Record<string, unknown>;
+  /** Present when the frontmatter set or edited `tools.auto_approve`. */
+  approval?: FrontmatterApproval;
+  error?: string;
+}
+
+/** The tools a buffer may enable (for `flemma.opt.tools` and its "did you mean"). */
+export interface ToolNames {
+  /** Every enabled tool, which `flemma.opt.tools` starts from when the configuration sets none. */
+  enabled: readonly string[];
+  has(name: string): boolean;
+  suggest(name: string): string | undefined;
+}
+
+const OPERATORS: Record<string, OpKind> = {
+  $set: 'set',
+  $append: 'append',
+  $prepend: 'prepend',
+  $remove: 'remove',
+};
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function isEmptyTable(value: unknown): boolean {
+  return (
+    (Array.isArray(value) && value.length === 0) ||
+    (isRecord(value) && Object.keys(value).length === 0)
+  );
+}
+
+/** The 1-based line of character offset `index` in `text`. */
+function lineAt(text: string, index: number): number {
+  let line = 1;
+  for (let i = 0; i < index && i < text.length; i++) if (text.charCodeAt(i) === 10) line++;
+  return line;
+}
+
+/**
+ * A JSON frontmatter (`code`; `first` is the buffer line of its first line) as operations and
+ * variables. Under `"flemma"`, plain values are set and `{"$append": x}` (also `$prepend`,
+ * `$remove`, `$set`; `x` a value or a list of them) edit list options; other top-level keys are
+ * template variables.
+ */
+export function jsonFrontmatter(code: string, first: number): FrontmatterOps | { error: string } {
+  let data: unknown;
+  try {
+    data = JSON.parse(code);
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    // Newer Node versions say where ("position 12", or "line 4 column 1"); Node 20 does not.
+    const position = /position (\d+)/.exec(message);
+    const lineColumn = /line (\d+) column/.exec(message);
+    const line =
+      lineColumn !== null
+        ? first + Number(lineColumn[1]) - 1
+        : position !== null
+          ? first + lineAt(code, Number(position[1])) - 1
+          : first;
+    return { error: `frontmatter line ${String(line)}: invalid JSON: ${message}` };
+  }
+  if (!isRecord(data)) {
+    return { error: `frontmatter line ${String(first)}: a JSON frontmatter must be an object` };
+  }
+  const variables: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(data)) if (key !== 'flemma') variables[key] = value;
+  const settings = data['flemma'];
+  if (settings === undefined) return { ops: [], variables };
+  if (!isRecord(settings)) {
+    return { error: `frontmatter line ${String(first)}: "flemma" must be an object of options` };
+  }
+  const ops: ConfigOp[] = [];
+  const lineOf = (path: string[]): number => {
+    // The line of the option's last key, for errors (the first occurrence is good enough).
+    const key = JSON.stringify(path[path.length - 1] ?? '');
+    const index = code.indexOf(key);
+    return index < 0 ? first : first + lineAt(code, index) - 1;
+  };
+  const walk = (value: unknown, path: string[]): string | undefined => {
+    if (isRecord(value)) {
+      const keys = Object.keys(value);
+      const operators = keys.filter((key) => key.startsWith('$'));
+      if (operators.length > 0) {
+        for (const key of operators) {
+          const kind = OPERATORS[key];
+          if (kind === undefined) {
+            return `frontmatter line ${String(lineOf(path))}: unknown operator "${key}" (use $set, $append, $prepend or $remove)`;
+          }
+          const operand = value[key];
+          if (kind === 'set') {
+            ops.push({ path, op: 'set', value: operand, line: lineOf(path) });
+            continue;
+          }
+          for (const item of Array.isArray(operand) ? operand : [operand]) {
+            ops.push({ path, op: kind, value: item, line: lineOf(path) });
+          }
+        }
+      }
+      // Operators edit this option's list; other keys are options under it
+      // (`"tools": {"$remove": "bash", "max_concurrent": 1}`).
+      for (const key of keys.filter((name) => !name.startsWith('$'))) {
+        const problem = walk(value[key], [...path, key]);
+        if (problem !== undefined) return problem;
+      }
+      return undefined;
+    }
+    ops.push({ path, op: 'set', value, line: lineOf(path) });
+    return undefined;
+  };
+  const problem = walk(settings, []);
+  if (problem !== undefined) return { error: problem };
+  return { ops, variables };
+}
+
+function deepCopy<T>(value: T): T {
+  return structuredClone(value);
+}
+
+/** The value at `path`, creating objects on the way. */
+function parentOf(root: Record<string, unknown>, path: readonly string[]): Record<string, unknown> {
+  let node = root;
+  for (const key of path.slice(0, -1)) {
+    const next = node[key];
+    if (!isRecord(next)) {
+      const fresh: Record<string, unknown> = {};
+      node[key] = fresh;
+      node = fresh;
+    } else {
+      node = next;
+    }
+  }
+  return node;
+}
+
+/** A list option's items (a mixed table keeps its list under `__list`). */
+function listOf(value: unknown): unknown[] {
+  const list: unknown = isRecord(value) ? value['__list'] : value;
+  return Array.isArray(list) ? (list as unknown[]).slice() : [];
+}
+
+function applyGenericList(list: unknown[], op: OpKind, value: unknown): unknown[] {
+  if (op === 'set') return Array.isArray(value) ? (value as unknown[]).slice() : [value];
+  const rest = list.filter((item) => item !== value);
+  if (op === 'remove') return rest;
+  return op === 'append' ? [...rest, value] : [value, ...rest];
+}
+
+/**
+ * Apply a frontmatter's operations over `config` (a snapshot, not changed). `flemma.opt.tools`
+ * starts from the configuration's list, or every enabled tool when it sets none; names must be
+ * known tools. `tools.auto_approve` keeps removals (a removed name also leaves the presets the
+ * list names). The first problem is reported with its line.
+ */
+export function applyFrontmatter(
+  config: Record<string, unknown>,
+  ops: readonly ConfigOp[],
+  tools: ToolNames,
+): AppliedFrontmatter {
+  const out = deepCopy(config);
+  let approval: FrontmatterApproval | undefined;
+  let enabled: string[] | undefined;
+  for (const entry of ops) {
+    const { path, op, value, line } = entry;
+    const where = `frontmatter line ${String(line)}`;
+    const key = path.join('.');
+    if (key === 'tools' && (op !== 'set' || Array.isArray(value) || isEmptyTable(value))) {
+      const current = listOf(out['tools']);
+      enabled ??= current.length > 0 ? (current as string[]) : [...tools.enabled];
+      const items = op === 'set' ? listOf(value) : [value];
+      for (const item of items) {
+        if (typeof item !== 'string' || !tools.has(item)) {
+          if (op === 'remove' && typeof item === 'string' && enabled.includes(item)) continue;
+          const guess = typeof item === 'string' ? tools.suggest(item) : undefined;
+          return {
+            config: out,
+            error: `${where}: unknown tool '${String(item)}' in flemma.opt.tools${guess === undefined ? '' : ` (did you mean '${guess}'?)`}`,
+          };
+        }
+      }
+      enabled = applyGenericList(enabled, op, op === 'set' ? items : value) as string[];
+      continue;
+    }
+    if (key === 'tools.auto_approve') {
+      if (op === 'set') {
+        if (isRecord(value) && value['__function'] === true) {
+          approval = { kind: 'function' };
+        } else {
+          try {
+            approval = {
+              kind: 'list',
+              list: approveList(
+                typeof value === 'string' ? [value] : value,
+                'flemma.opt.tools.auto_approve',
+              ),
+            };
+          } catch (error) {
+            return { config: out, error: `${where}: ${(error as Error).message}` };
+          }
+        }
+        continue;
+      }
+      if (approval === undefined) {
+        const base = isRecord(out['tools']) ? out['tools']['auto_approve'] : undefined;
+        if (isRecord(base) && base['__function'] === true) {
+          return {
+            config: out,
+            error: `${where}: tools.auto_approve is a function in the configuration: :${op}() does not apply (assign a list instead)`,
+          };
+        }
+        const raw = typeof base === 'string' ? [base] : listOf(base);
+        approval = { kind: 'list', list: approveList(raw) };
+      }
+      if (approval.kind === 'function') {
+        return {
+          config: out,
+          error: `${where}: flemma.opt.tools.auto_approve is a function: :${op}() does not apply`,
+        };
+      }
+      const listOp: ListOp = { op, item: String(value) };
+      approval = { kind: 'list', list: applyListOps(approval.list, [listOp]) };
+      continue;
+    }
+    const parent = parentOf(out, path);
+    const last = path[path.length - 1] ?? '';
+    if (key === 'tools.autopilot' && op === 'set' && typeof value === 'boolean') {
+      // `autopilot = false` switches it off and keeps its other settings.
+      const current = parent[last];
+      parent[last] = { ...(isRecord(current) ? current : {}), enabled: value };
+      continue;
+    }
+    if (op === 'set') {
+      parent[last] = deepCopy(value);
+    } else {
+      parent[last] = applyGenericList(listOf(parent[last]), op, value);
+    }
+  }
+  if (enabled !== undefined) {
+    const section = isRecord(out['tools']) ? out['tools'] : {};
+    out['tools'] = { ...section, __list: enabled };
+  }
+  return approval === undefined ? { config: out } : { config: out, approval };
+}

@@ -1,0 +1,254 @@
+// Per-buffer settings from a chat's frontmatter, end to end: Lua (trusted files only) and JSON,
+// reaching the provider's request while the global configuration stays as it was.
+import { afterEach, describe, expect, it } from 'vitest';
+import { type Driver, startDriver } from '../helpers/driver.js';
+import { type FakeProvider, type FakeStream, startFakeProvider } from '../helpers/fake-provider.js';
+
+let driver: Driver | undefined;
+let fake: FakeProvider | undefined;
+
+afterEach(async () => {
+  await driver?.quit();
+  await fake?.close();
+  driver = undefined;
+  fake = undefined;
+});
+
+const START = {
+  type: 'message_start',
+  message: {
+    id: 'msg_fake',
+    type: 'message',
+    role: 'assistant',
+    model: 'claude-sonnet-4-6',
+    content: [],
+    stop_reason: null,
+    stop_sequence: null,
+    usage: { input_tokens: 12, output_tokens: 1 },
+  },
+};
+
+async function anthropicText(stream: FakeStream, text: string): Promise<void> {
+  await stream.sse('message_start', START);
+  await stream.sse('content_block_start', {
+    type: 'content_block_start',
+    index: 0,
+    content_block: { type: 'text', text: '' },
+  });
+  await stream.sse('content_block_delta', {
+    type: 'content_block_delta',
+    index: 0,
+    delta: { type: 'text_delta', text },
+  });
+  await stream.sse('content_block_stop', { type: 'content_block_stop', index: 0 });
+  await stream.sse('message_delta', {
+    type: 'message_delta',
+    delta: { stop_reason: 'end_turn', stop_sequence: null },
+    usage: { output_tokens: 5 },
+  });
+  await stream.sse('message_stop', { type: 'message_stop' });
+  await stream.end();
+}
+
+async function start(setup = '{}'): Promise<{ d: Driver; f: FakeProvider }> {
+  fake = await startFakeProvider();
+  driver = await startDriver({
+    env: {
+      ANTHROPIC_API_KEY: 'sk-test-key',
+      ANTHROPIC_BASE_URL: fake.url,
+      OPENAI_API_KEY: 'sk-openai-test',
+      OPENAI_BASE_URL: `${fake.url}/v1`,
+    },
+    setup: `require("flemma").setup(${setup})`,
+  });
+  return { d: driver, f: fake };
+}
+
+/** `:trust` for the current buffer, as a user would after reviewing it. */
+async function trust(d: Driver): Promise<void> {
+  await d.command('trust');
+}
+
+interface AnthropicBody {
+  model: string;
+  temperature?: number;
+  tools?: { name: string }[];
+}
+
+describe('Lua frontmatter', () => {
+  it('switches provider and model for this buffer while the global configuration is unchanged', async () => {
+    const { d, f } = await start();
+    const buf = await d.openChat('switch.chat', [
+      '```lua',
+      'flemma.opt.provider = "openai"',
+      'flemma.opt.model = "gpt-frontmatter"',
+      'flemma.opt.temperature = 0.3',
+      '```',
+      '@You:',
+      'Hello',
+    ]);
+    await trust(d);
+    await d.command('Flemma send');
+    const request = await f.nextRequest({ path: /^\/v1\/responses/ });
+    const body = request.body as { model: string; temperature?: number };
+    expect(body.model).toBe('gpt-frontmatter');
+    expect(body.temperature).toBe(0.3);
+    await request.respond(400, { error: { type: 'invalid_request_error', message: 'enough' } });
+    await d.waitForEvent('FlemmaRequestFinished');
+    expect(await d.lua('return require("flemma.config").get().provider')).toBe('anthropic');
+    expect(await d.lines(buf)).toHaveLength(7);
+  });
+
+  it('removes a tool from the request with flemma.opt.tools:remove', async () => {
+    const { d, f } = await start();
+    await d.openChat('tools.chat', [
+      '```lua',
+      'flemma.opt.tools:remove("bash")',
+      '```',
+      '@You:',
+      'Hello',
+    ]);
+    await trust(d);
+    await d.waitForEvent('FlemmaBootComplete');
+    await d.command('Flemma send');
+    const request = await f.nextRequest({ path: '/v1/messages' });
+    const names = ((request.body as AnthropicBody).tools ?? []).map((tool) => tool.name);
+    expect(names).not.toContain('bash');
+    expect(names).toContain('read');
+    await anthropicText(request.stream(), 'ok');
+    await d.waitForEvent('FlemmaRequestFinished');
+  });
+
+  it('says "did you mean" for a misspelled tool, names the line, and sends nothing', async () => {
+    const { d, f } = await start();
+    const lines = ['```lua', 'flemma.opt.tools:remove("bsh")', '```', '@You:', 'Hello'];
+    const buf = await d.openChat('typo.chat', lines);
+    await trust(d);
+    await d.waitForEvent('FlemmaBootComplete');
+    await d.command('Flemma send');
+    const note = await d.waitForNotification(/did you mean 'bash'/);
+    expect(note.message).toContain('frontmatter line 2');
+    expect(f.requests).toHaveLength(0);
+    expect(await d.lines(buf)).toEqual(lines);
+  });
+
+  it('reports an error in the code with its buffer line', async () => {
+    const { d, f } = await start();
+    const lines = ['```lua', 'local x = 1', 'flemma.opt.temperature = "hot"', '```', '@You:', 'Hi'];
+    const buf = await d.openChat('bad.chat', lines);
+    await trust(d);
+    await d.command('Flemma send');
+    const note = await d.waitForNotification(/frontmatter line 3/);
+    expect(note.message).toMatch(/temperature/);
+    expect(f.requests).toHaveLength(0);
+    expect(await d.lines(buf)).toEqual(lines);
+  });
+
+  it('does not run an untrusted file, says how to trust it, and runs it once trusted', async () => {
+    const { d, f } = await start();
+    const lines = ['```lua', 'flemma.opt.temperature = 0.7', '```', '@You:', 'Hello'];
+    const buf = await d.openChat('untrusted.chat', lines);
+    await d.command('Flemma send');
+    const note = await d.waitForNotification(/not trusted/);
+    expect(note.message).toContain(':trust');
+    expect(f.requests).toHaveLength(0);
+    expect(await d.lines(buf)).toEqual(lines);
+
+    await trust(d);
+    await d.command('Flemma send');
+    const request = await f.nextRequest({ path: '/v1/messages' });
+    expect((request.body as AnthropicBody).temperature).toBe(0.7);
+    await anthropicText(request.stream(), 'ok');
+    await d.waitForEvent('FlemmaRequestFinished');
+  });
+
+  it('lets a frontmatter auto_approve function decide approvals', async () => {
+    const { d } = await start();
+    await d.openChat('approve.chat', [
+      '```lua',
+      'flemma.opt.tools.auto_approve = function(tool, input)',
+      '  if tool == "bash" and input.command == "echo safe" then return true end',
+      '  return false',
+      'end',
+      '```',
+      '@You:',
+      'Run two commands.',
+      '',
+      '@Assistant:',
+      '**Tool Use:** `bash` (`toolu_safe`)',
+      '',
+      '```json',
+      '{"label":"safe","command":"echo safe"}',
+      '```',
+      '',
+      '**Tool Use:** `bash` (`toolu_other`)',
+      '',
+      '```json',
+      '{"label":"other","command":"echo other"}',
+      '```',
+    ]);
+    await trust(d);
+    await d.command('Flemma autopilot:disable');
+    await d.waitForEvent('FlemmaBootComplete');
+    await d.press('<C-]>');
+    await d.waitForEvent('FlemmaApprovalNeeded');
+    const text = (await d.lines()).join('\n');
+    expect(text).toMatch(/`toolu_safe`\n\n```flemma:tool status=approved/);
+    expect(text).toMatch(/`toolu_other`\n\n```flemma:tool status=pending/);
+    // The cursor is on the pending call; the frontmatter's function decided it.
+    await d.press(':Flemma tool:why<CR>');
+    await d.waitForNotification(
+      /bash \(toolu_other\): require_approval — urn:flemma:approval:frontmatter/,
+    );
+  });
+});
+
+describe('JSON frontmatter', () => {
+  it('sets options under "flemma" with operators, and needs no trust', async () => {
+    const { d, f } = await start();
+    await d.openChat('json.chat', [
+      '```json',
+      '{',
+      '  "customer": "Ana",',
+      '  "flemma": {',
+      '    "parameters": { "temperature": 0.4 },',
+      '    "tools": { "$remove": ["bash", "write"] }',
+      '  }',
+      '}',
+      '```',
+      '@You:',
+      'Hello',
+    ]);
+    await d.waitForEvent('FlemmaBootComplete');
+    await d.command('Flemma send');
+    const request = await f.nextRequest({ path: '/v1/messages' });
+    const body = request.body as AnthropicBody;
+    expect(body.temperature).toBe(0.4);
+    const names = (body.tools ?? []).map((tool) => tool.name);
+    expect(names).not.toContain('bash');
+    expect(names).not.toContain('write');
+    expect(names).toContain('read');
+    await anthropicText(request.stream(), 'ok');
+    await d.waitForEvent('FlemmaRequestFinished');
+  });
+
+  it('names the line of an unknown option', async () => {
+    const { d, f } = await start();
+    const lines = [
+      '```json',
+      '{',
+      '  "flemma": {',
+      '    "temperatur": 0.4',
+      '  }',
+      '}',
+      '```',
+      '@You:',
+      'Hi',
+    ];
+    await d.openChat('json-bad.chat', lines);
+    await d.command('Flemma send');
+    const note = await d.waitForNotification(/frontmatter line 4/);
+    expect(note.message).toContain("did you mean 'temperature'");
+    expect(f.requests).toHaveLength(0);
+  });
+});
