@@ -53,6 +53,24 @@ local function snapshot()
   return result
 end
 
+--- `editor.context`: the configuration, the editor's facts about the buffer, the non-blank
+--- environment variables among `names`, and what the buffer's frontmatter sets (a Lua one runs
+--- here if the file is trusted; a JSON one's operations are checked).
+function M.context(params)
+  local env = {}
+  for _, name in ipairs(params.names or {}) do
+    local value = vim.env[name]
+    if type(value) == "string" and vim.trim(value) ~= "" then
+      env[name] = value
+    end
+  end
+  local answer = { config = snapshot(), facts = require("flemma.tools.ui").facts(params), env = env }
+  if type(params.frontmatter) == "table" then
+    answer.frontmatter = require("flemma.frontmatter").evaluate(params.bufnr, params.frontmatter)
+  end
+  return answer
+end
+
 --- Host → Lua methods, by name. Each receives the params table and returns a value or nil.
 M.methods = {
   ["hooks.emit"] = function(params)
@@ -89,19 +107,7 @@ M.methods = {
   --- configuration, the editor's facts about the buffer, the values of the environment variables
   --- named in `names` (users may `:let $X = …`) and what the buffer's Lua frontmatter sets.
   ["editor.context"] = function(params)
-    local env = {}
-    for _, name in ipairs(params.names or {}) do
-      local value = vim.env[name]
-      if type(value) == "string" and vim.trim(value) ~= "" then
-        env[name] = value
-      end
-    end
-    local answer = { config = snapshot(), facts = require("flemma.tools.ui").facts(params), env = env }
-    -- A Lua frontmatter runs here (if the file is trusted); the host applies what it set.
-    if type(params.frontmatter) == "table" then
-      answer.frontmatter = require("flemma.frontmatter").evaluate(params.bufnr, params.frontmatter)
-    end
-    return answer
+    return M.context(params)
   end,
   --- The editor side of a send starting, in one round trip: the progress indicator on the
   --- `@Assistant:` row, the sink (`sink:created`), then `request:sending`.
@@ -113,10 +119,16 @@ M.methods = {
   end,
   --- The editor side of a send ending: progress off, sink destroyed (`sink:destroyed`), buffer
   --- unlocked.
+  --- With `context` (the question of `editor.context`), answers it too: the tool loop's next step
+  --- starts from it instead of asking again.
   ["send.finish"] = function(params)
     require("flemma.progress").stop({ bufnr = params.bufnr })
     require("flemma.sink").destroy({ bufnr = params.sink })
-    return require("flemma.buffer").unlock(params.bufnr, "request")
+    local unlocked = require("flemma.buffer").unlock(params.bufnr, "request")
+    if type(params.context) == "table" then
+      return { unlocked = unlocked, context = M.context(params.context) }
+    end
+    return { unlocked = unlocked }
   end,
   --- The first non-empty variable of `names` in Neovim's environment (users may `:let $X = …`).
   ["env.first"] = function(params)

@@ -47,12 +47,82 @@ export const KNOWN_ENV: readonly string[] = [
 ];
 
 /** What the host sends Lua about a buffer's frontmatter: Lua code to run, or JSON's operations to check. */
-type FrontmatterRequest = { code: string; line: number } | { ops: ConfigOp[] };
+export type FrontmatterRequest = { code: string; line: number } | { ops: ConfigOp[] };
 
 type FrontmatterAnswer =
   | { ops: ConfigOp[] | Record<string, never>; variables?: Record<string, unknown> | unknown[] }
   | { error: string }
   | { untrusted: string };
+
+/** A question about a buffer for Lua (`editor.context`, or carried by another call). */
+export interface ContextQuestion {
+  params: { bufnr: number; names: readonly string[]; frontmatter?: FrontmatterRequest };
+  variables: Record<string, unknown>;
+  /** A problem found before asking (a JSON frontmatter that does not parse). */
+  problem?: string;
+}
+
+/** Lua's answer to a `ContextQuestion`. */
+export interface ContextAnswer {
+  config: Record<string, unknown>;
+  facts: EditorFacts;
+  env: Record<string, string> | unknown[];
+  frontmatter?: FrontmatterAnswer;
+}
+
+/** The question for a buffer whose tree is `document`. */
+export function contextQuestion(bufnr: number, document?: ChatDocument): ContextQuestion {
+  const question: ContextQuestion = { params: { bufnr, names: KNOWN_ENV }, variables: {} };
+  const frontmatter = document?.frontmatter;
+  if (frontmatter === undefined) return question;
+  const language = frontmatter.language.toLowerCase();
+  const line = frontmatter.span.startLine + 1;
+  if (language === 'lua') {
+    question.params.frontmatter = { code: frontmatter.code, line };
+  } else if (language === 'json') {
+    const parsed = jsonFrontmatter(frontmatter.code, line);
+    if ('error' in parsed) question.problem = parsed.error;
+    else {
+      question.variables = parsed.variables;
+      question.params.frontmatter = { ops: parsed.ops };
+    }
+  }
+  return question;
+}
+
+/** The buffer's context from Lua's answer: the frontmatter's operations applied over `config`. */
+export function resolveContext(
+  question: ContextQuestion,
+  answer: ContextAnswer,
+  tools: ToolNames = NO_TOOLS,
+): EditorContext {
+  let problem = question.problem;
+  // NOTE: an empty Lua table arrives as an array (or an empty object).
+  const context: EditorContext = {
+    config: answer.config,
+    facts: answer.facts,
+    env: Array.isArray(answer.env) ? {} : answer.env,
+    variables: question.variables,
+  };
+  const result = answer.frontmatter;
+  if (problem === undefined && result !== undefined) {
+    if ('untrusted' in result) problem = result.untrusted;
+    else if ('error' in result) problem = result.error;
+    else {
+      const request = question.params.frontmatter;
+      if (request !== undefined && 'code' in request && result.variables !== undefined) {
+        context.variables = Array.isArray(result.variables) ? {} : result.variables;
+      }
+      const ops = Array.isArray(result.ops) ? result.ops : [];
+      const applied = applyFrontmatter(answer.config, ops, tools);
+      if (applied.error !== undefined) problem = applied.error;
+      context.config = applied.config;
+      if (applied.approval !== undefined) context.approval = applied.approval;
+    }
+  }
+  if (problem !== undefined) context.problem = problem;
+  return context;
+}
 
 /**
  * Ask the editor about a buffer (one round trip) and resolve its configuration: the global
@@ -65,58 +135,9 @@ export async function fetchEditorContext(
   document?: ChatDocument,
   tools?: ToolNames,
 ): Promise<EditorContext> {
-  const frontmatter = document?.frontmatter;
-  let request: FrontmatterRequest | undefined;
-  let variables: Record<string, unknown> = {};
-  let problem: string | undefined;
-  if (frontmatter !== undefined) {
-    const language = frontmatter.language.toLowerCase();
-    const line = frontmatter.span.startLine + 1;
-    if (language === 'lua') {
-      request = { code: frontmatter.code, line };
-    } else if (language === 'json') {
-      const parsed = jsonFrontmatter(frontmatter.code, line);
-      if ('error' in parsed) problem = parsed.error;
-      else {
-        variables = parsed.variables;
-        request = { ops: parsed.ops };
-      }
-    }
-  }
-  const answer = (await lua.call('editor.context', {
-    bufnr,
-    names: KNOWN_ENV,
-    ...(request === undefined ? {} : { frontmatter: request }),
-  })) as {
-    config: Record<string, unknown>;
-    facts: EditorFacts;
-    env: Record<string, string> | unknown[];
-    frontmatter?: FrontmatterAnswer;
-  };
-  // NOTE: an empty Lua table arrives as an array (or an empty object).
-  const context: EditorContext = {
-    config: answer.config,
-    facts: answer.facts,
-    env: Array.isArray(answer.env) ? {} : answer.env,
-    variables,
-  };
-  const result = answer.frontmatter;
-  if (problem === undefined && result !== undefined) {
-    if ('untrusted' in result) problem = result.untrusted;
-    else if ('error' in result) problem = result.error;
-    else {
-      if (request !== undefined && 'code' in request && result.variables !== undefined) {
-        context.variables = Array.isArray(result.variables) ? {} : result.variables;
-      }
-      const ops = Array.isArray(result.ops) ? result.ops : [];
-      const applied = applyFrontmatter(answer.config, ops, tools ?? NO_TOOLS);
-      if (applied.error !== undefined) problem = applied.error;
-      context.config = applied.config;
-      if (applied.approval !== undefined) context.approval = applied.approval;
-    }
-  }
-  if (problem !== undefined) context.problem = problem;
-  return context;
+  const question = contextQuestion(bufnr, document);
+  const answer = (await lua.call('editor.context', question.params)) as ContextAnswer;
+  return resolveContext(question, answer, tools);
 }
 
 /** When the caller has no tool registry at hand: every tool name is accepted. */

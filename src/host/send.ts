@@ -15,7 +15,15 @@ import {
 import type { BufferWriter } from '../editor/writequeue.js';
 import type { HostContext } from './context.js';
 import { PROVIDERS, type ProviderParameters } from './providers.js';
-import { type EditorContext, fetchEditorContext, KNOWN_ENV } from './editor-context.js';
+import {
+  type ContextAnswer,
+  type ContextQuestion,
+  contextQuestion,
+  type EditorContext,
+  fetchEditorContext,
+  KNOWN_ENV,
+  resolveContext,
+} from './editor-context.js';
 import { resolveThinking, type ThinkingParameters } from '../core/provider/thinking.js';
 
 interface ConfigSnapshot {
@@ -286,7 +294,14 @@ export class SendController {
     for (const warning of evaluated.warnings) {
       ctx.lua.notify('notify', { level: 'warn', message: warning });
     }
-    return this.stream(bufnr, adapter, request, controller, state.lines);
+    return this.stream(
+      bufnr,
+      adapter,
+      request,
+      controller,
+      state.lines,
+      contextQuestion(bufnr, state.document),
+    );
   }
 
   /** One attempt: stream the reply's events into the buffer. */
@@ -301,7 +316,9 @@ export class SendController {
     const { ctx } = this;
     let characters = 0;
     let lastProgress = 0;
+    let seen = 0;
     for await (const event of events) {
+      if (seen++ === 0) trace('send:first-event');
       tap(event);
       const text = layout.push(event);
       if (text !== '') writer.append(text, stream);
@@ -329,6 +346,7 @@ export class SendController {
     request: ProviderRequest,
     controller: AbortController,
     lines: string[],
+    question: ContextQuestion,
   ): Promise<SendStatus> {
     const { ctx } = this;
     const writer = ctx.writes.buffer(bufnr);
@@ -418,7 +436,16 @@ export class SendController {
     sinkWriter.closeStream();
     trace('send:closing');
     await Promise.all([writer.flushed(), sinkWriter.flushed()]);
-    await ctx.lua.call('send.finish', { bufnr, sink: sink.bufnr });
+    // The answer carries the editor's context for the tool loop's next step (autopilot), asked
+    // now so that the step need not ask again; the buffer was locked since the send began.
+    const finished = (await ctx.lua.call('send.finish', {
+      bufnr,
+      sink: sink.bufnr,
+      context: question.params,
+    })) as { context?: ContextAnswer } | null;
+    if (status === 'completed' && finished?.context !== undefined) {
+      ctx.tools.carry(bufnr, resolveContext(question, finished.context, ctx.tools.toolNames()));
+    }
     ctx.writes.forget(sink.bufnr);
     return status;
   }

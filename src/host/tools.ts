@@ -91,6 +91,9 @@ interface Running {
   returned?: boolean;
 }
 
+/** How long a carried editor context may stand in for asking again (ms). */
+const CARRY_MS = 250;
+
 /** A finished tool's result waiting to be written into its buffer. */
 interface PendingInjection {
   id: string;
@@ -511,7 +514,11 @@ export class ToolService {
     if ((await this.ctx.documents.attach(bufnr)) === undefined) return;
     let state = await this.fresh(bufnr);
     if (state === undefined) return;
-    const editor = await this.editorContext(bufnr, state.document);
+    // An automatic step starts from the context its trigger brought along (the end of a reply, the
+    // last tool's return), when that is fresh; a step the user asked for always asks.
+    const carried = this.takeCarried(bufnr);
+    const editor =
+      (user ? undefined : carried) ?? (await this.editorContext(bufnr, state.document));
     if (editor.problem !== undefined) {
       this.ctx.lua.notify('notify', { level: 'error', message: editor.problem });
       this.pilot.disarm(bufnr);
@@ -839,6 +846,23 @@ export class ToolService {
     };
   }
 
+  private readonly carried = new Map<number, { context: EditorContext; at: number }>();
+
+  /**
+   * Keep the editor's context of a buffer for the next automatic step (the send asked for it as
+   * it finished). Used only within `CARRY_MS`: past that, the step asks again.
+   */
+  carry(bufnr: number, context: EditorContext): void {
+    this.carried.set(bufnr, { context, at: performance.now() });
+  }
+
+  private takeCarried(bufnr: number): EditorContext | undefined {
+    const entry = this.carried.get(bufnr);
+    this.carried.delete(bufnr);
+    if (entry === undefined || performance.now() - entry.at > CARRY_MS) return undefined;
+    return entry.context;
+  }
+
   /** The editor's answer about a buffer, its frontmatter applied (see `fetchEditorContext`). */
   editorContext(bufnr: number, document: ChatDocument): Promise<EditorContext> {
     return fetchEditorContext(this.ctx.lua, bufnr, document, this.toolNames());
@@ -938,6 +962,13 @@ export class ToolService {
       const queued = this.startQueued(bufnr, config, facts).catch((error: unknown) => {
         ctx.logger.error('starting throttled tools failed', error);
       });
+      // The buffer's last tool: ask the editor for the next step's context while the result is
+      // written (the buffer stays locked until then, so the frontmatter cannot change).
+      const document = ctx.documents.get(bufnr)?.document;
+      const prefetch =
+        this.slotsUsed(bufnr) === 0 && !this.draining.has(bufnr) && document !== undefined
+          ? this.editorContext(bufnr, document).catch(() => undefined)
+          : undefined;
       const injected = await this.inject(bufnr, id, outcome, options.replaceFinished);
       trace(`tool:injected ${id}`);
       if (tools.show_spinner !== false) {
@@ -972,6 +1003,8 @@ export class ToolService {
           active_count: this.backgroundCount(),
         });
       }
+      const next = await prefetch;
+      if (next !== undefined && this.runningIn(bufnr).length === 0) this.carry(bufnr, next);
       await this.afterTools(bufnr, tools);
     } catch (error) {
       clearTimeout(backgroundTimer);

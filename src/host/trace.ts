@@ -8,7 +8,7 @@ const target = process.env['FLEMMA_TRACE'];
 export function trace(label: string): void {
   if (target === undefined || target === '') return;
   try {
-    appendFileSync(target, `${performance.now().toFixed(2)} ${label}\n`);
+    appendFileSync(target, `${(performance.timeOrigin + performance.now()).toFixed(2)} ${label}\n`);
   } catch {
     // Profiling only; never disturb the host.
   }

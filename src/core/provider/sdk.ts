@@ -12,6 +12,9 @@ export type SdkModule<N extends SdkName> = Awaited<ReturnType<(typeof LOADERS)[N
 
 export const SDK_NAMES: readonly SdkName[] = ['anthropic', 'genai', 'openai'];
 
+/** Provider clients kept per host (one per provider and connection settings in practice). */
+const MAX_CLIENTS = 8;
+
 export interface SdkLoadReport {
   ok: boolean;
   load_ms: number;
@@ -31,6 +34,32 @@ export class SdkLoader {
       pending.catch(() => this.loaded.delete(name));
     }
     return pending as Promise<SdkModule<N>>;
+  }
+
+  private readonly clients = new Map<string, unknown>();
+
+  /**
+   * The client made by `create` for these connection `options`, made once and kept: a client is
+   * costly to build (several milliseconds of the event loop for each request otherwise), and a
+   * kept one reuses its connections. Keyed by `kind` and the options (credentials included; in
+   * memory only); the least recently used goes beyond `MAX_CLIENTS`.
+   */
+  client<T>(kind: string, options: object, create: () => T): T {
+    const key = `${kind}\0${JSON.stringify(options)}`;
+    if (this.clients.has(key)) {
+      const kept = this.clients.get(key) as T;
+      this.clients.delete(key);
+      this.clients.set(key, kept);
+      return kept;
+    }
+    const made = create();
+    this.clients.set(key, made);
+    while (this.clients.size > MAX_CLIENTS) {
+      const oldest = this.clients.keys().next().value;
+      if (oldest === undefined) break;
+      this.clients.delete(oldest);
+    }
+    return made;
   }
 
   isLoaded(name: SdkName): boolean {

@@ -448,12 +448,13 @@ export function createAnthropicAdapter(
     const body = buildAnthropicBody(request);
     const sdk = await loader.load('anthropic');
     if (aborted()) return;
-    const client = new sdk.default({
+    const options = {
       apiKey: connection.apiKey,
       ...(connection.baseURL === undefined ? {} : { baseURL: connection.baseURL }),
       ...(connection.maxRetries === undefined ? {} : { maxRetries: connection.maxRetries }),
       ...(connection.timeoutMs === undefined ? {} : { timeout: connection.timeoutMs }),
-    });
+    };
+    const client = loader.client('anthropic', options, () => new sdk.default(options));
 
     const mapper = new EventMapper();
     let started = false;

@@ -106,14 +106,15 @@ export function createChatCompletionsAdapter(
     const aborted = (): boolean => signal.aborted;
     const sdk = await loader.load('openai');
     if (aborted()) return;
-    const client = new sdk.OpenAI({
+    const options = {
       apiKey: connection.apiKey,
       // The SDK's logger writes to the console; the host's stdout is the RPC channel.
-      logLevel: 'off',
+      logLevel: 'off' as const,
       ...(connection.baseURL === undefined ? {} : { baseURL: connection.baseURL }),
       ...(connection.maxRetries === undefined ? {} : { maxRetries: connection.maxRetries }),
       ...(connection.timeoutMs === undefined ? {} : { timeout: connection.timeoutMs }),
-    });
+    };
+    const client = loader.client('openai-chat', options, () => new sdk.OpenAI(options));
     const where: Where = { name, baseURL: client.baseURL, model: request.model, sdk };
     if (connection.timeoutMs !== undefined) where.timeoutMs = connection.timeoutMs;
     const body = buildBody(request) as unknown as StreamParams;

@@ -85,7 +85,9 @@ export function createGeminiAdapter(
   const connect = (): Promise<Connected> => {
     connected ??= loader.load('genai').then((sdk) => ({
       sdk,
-      client: new sdk.GoogleGenAI(clientOptions(options)),
+      // Keyed by the plain options (the access token included), not by the SDK's options,
+      // which hold an auth client object.
+      client: loader.client('genai', options, () => new sdk.GoogleGenAI(clientOptions(options))),
     }));
     // A failed load may succeed on the next send.
     connected.catch(() => {

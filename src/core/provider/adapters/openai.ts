@@ -43,13 +43,13 @@ export function createOpenAIAdapter(
   const connect = (): Promise<{ sdk: SdkModule<'openai'>; client: OpenAI }> => {
     client ??= loader.load('openai').then((sdk) => ({
       sdk,
-      client: new sdk.OpenAI({
+      client: ((options) => loader.client('openai', options, () => new sdk.OpenAI(options)))({
         apiKey: connection.apiKey,
         ...(connection.baseURL === undefined ? {} : { baseURL: connection.baseURL }),
         ...(connection.maxRetries === undefined ? {} : { maxRetries: connection.maxRetries }),
         ...(connection.timeoutMs === undefined ? {} : { timeout: connection.timeoutMs }),
         // The SDK logs through `console`; the host reports failures itself.
-        logLevel: 'off',
+        logLevel: 'off' as const,
       }),
     }));
     // A failed load may succeed on the next send.
