@@ -363,7 +363,7 @@ function M.run(code, first)
       vars[key] = plain(value)
     end
   end
-  return { ops = state.ops, variables = vars }, state.functions
+  return { ops = state.ops, variables = vars }, state.functions, variables
 end
 
 --- The trust database's verdict on a path: "allow", "deny" or nil (not listed).
@@ -414,17 +414,20 @@ function M.on_write(bufnr)
 end
 
 --- The message for a chat whose Lua may not run.
-function M.untrusted_message(bufnr, why)
+function M.untrusted_message(bufnr, why, what)
   local name = vim.fn.fnamemodify(vim.api.nvim_buf_get_name(bufnr), ":~:.")
+  what = what == "templates" and "its templates were" or "its Lua frontmatter was"
   if why == "denied" then
     return string.format(
-      "%s: its Lua frontmatter was not run: the file is denied in Neovim's trust database (:trust ++remove to undo)",
-      name
+      "%s: %s not run: the file is denied in Neovim's trust database (:trust ++remove to undo)",
+      name,
+      what
     )
   end
   return string.format(
-    "%s: its Lua frontmatter was not run: the file is not trusted. Review it, then run :trust (JSON frontmatter needs no trust)",
-    name
+    "%s: %s not run: the file is not trusted. Review it, then run :trust (JSON frontmatter needs no trust)",
+    name,
+    what
   )
 end
 
@@ -434,6 +437,7 @@ end
 --- Answers `{ops, variables}`, `{error}` or `{untrusted = message}`.
 function M.evaluate(bufnr, fm)
   if fm.ops ~= nil then
+    H.cache[bufnr] = nil
     return M.check_ops(fm.ops)
   end
   local trusted, why = M.trusted(bufnr)
@@ -443,9 +447,21 @@ function M.evaluate(bufnr, fm)
   end
   -- Run every time (a send, a step of the tool loop): the code may read the date or the
   -- environment. Functions it assigns are kept for the approval chain to call.
-  local result, functions = M.run(fm.code, fm.line)
-  H.cache[bufnr] = { functions = functions }
+  local result, functions, variables = M.run(fm.code, fm.line)
+  H.cache[bufnr] = { functions = functions, variables = variables }
   return result
+end
+
+--- The variables of the buffer's latest Lua frontmatter run, as Lua values (functions too), for
+--- templates; nil when it has none.
+function M.variables_for(bufnr)
+  local cached = H.cache[bufnr]
+  return cached and cached.variables or nil
+end
+
+--- The buffer has no Lua frontmatter (any more): forget what its last one left.
+function M.clear(bufnr)
+  H.cache[bufnr] = nil
 end
 
 --- The function the buffer's frontmatter assigned to an option (`tools.auto_approve`), if any.

@@ -67,6 +67,8 @@ function M.context(params)
   local answer = { config = snapshot(), facts = require("flemma.tools.ui").facts(params), env = env }
   if type(params.frontmatter) == "table" then
     answer.frontmatter = require("flemma.frontmatter").evaluate(params.bufnr, params.frontmatter)
+  else
+    require("flemma.frontmatter").clear(params.bufnr)
   end
   return answer
 end
@@ -139,6 +141,9 @@ M.methods = {
       end
     end
     return vim.NIL
+  end,
+  ["template.render"] = function(params)
+    return require("flemma.templating").render(params)
   end,
   ["approval.resolve"] = function(params)
     return require("flemma.tools.approval").resolve(params)

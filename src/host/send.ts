@@ -2,9 +2,12 @@
 // (behaviour.md §2.13), with the buffer locked, a progress indicator, hooks, cancel and errors
 // that leave the buffer as it was.
 import { trace } from './trace.js';
-import { evaluateLiterally } from '../core/chat/evaluate.js';
+import { dirname } from 'node:path';
+import { homedir } from 'node:os';
+import { type RenderedPrompt, renderPrompt } from '../core/chat/render.js';
+import { readReference } from '../core/chat/references.js';
 import { sleep } from '../core/util/sleep.js';
-import { assemblePrompt } from '../core/chat/prompt.js';
+import { assemblePrompt, type Prompt } from '../core/chat/prompt.js';
 import { ReplyLayout, openingLines } from '../core/chat/reply.js';
 import {
   type ProviderAdapter,
@@ -273,7 +276,16 @@ export class SendController {
       },
       ctx.sdks,
     );
-    const evaluated = evaluateLiterally(prompt);
+    let evaluated: RenderedPrompt;
+    try {
+      evaluated = await this.render(bufnr, prompt, editor);
+    } catch (error) {
+      // A template or a file reference failed: nothing is sent, the buffer stays as it is.
+      const message = error instanceof Error ? error.message : String(error);
+      ctx.lua.notify('notify', { level: 'error', message });
+      return undefined;
+    }
+    if (controller.signal.aborted) return 'cancelled';
     const request: ProviderRequest = {
       model,
       system: evaluated.system,
@@ -291,9 +303,6 @@ export class SendController {
       request.maxTokens,
     );
     if (thinking !== undefined) request.thinking = thinking;
-    for (const warning of evaluated.warnings) {
-      ctx.lua.notify('notify', { level: 'warn', message: warning });
-    }
     return this.stream(
       bufnr,
       adapter,
@@ -302,6 +311,29 @@ export class SendController {
       state.lines,
       contextQuestion(bufnr, state.document),
     );
+  }
+
+  /**
+   * Templates rendered in Neovim (one call for the whole prompt, with the frontmatter's
+   * variables) and file references read relative to the chat's directory.
+   */
+  private render(bufnr: number, prompt: Prompt, editor: EditorContext): Promise<RenderedPrompt> {
+    const { ctx } = this;
+    const filename = editor.facts.filename;
+    const baseDir = filename === null ? editor.facts.cwd : dirname(filename);
+    return renderPrompt(prompt, {
+      renderTemplates: async (jobs) => {
+        const answer = (await ctx.lua.call('template.render', {
+          bufnr,
+          variables: editor.variables,
+          jobs,
+        })) as { texts?: string[]; error?: string; untrusted?: string };
+        if (answer.untrusted !== undefined) return { error: answer.untrusted };
+        if (answer.error !== undefined) return { error: `Template error: ${answer.error}` };
+        return { texts: answer.texts ?? [] };
+      },
+      readReference: (reference) => readReference(reference, baseDir, homedir()),
+    });
   }
 
   /** One attempt: stream the reply's events into the buffer. */

@@ -170,7 +170,7 @@ export class Driver {
   }
 
   /** Write a file under the work directory (relative paths) and return its absolute path. */
-  writeFile(path: string, content: string): string {
+  writeFile(path: string, content: string | Uint8Array): string {
     const full = resolve(this.home, 'work', path);
     mkdirSync(dirname(full), { recursive: true });
     writeFileSync(full, content);

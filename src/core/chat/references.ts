@@ -1,0 +1,59 @@
+// Reading a file reference (`@./notes.md`, `@~/x.png`, `@/abs/doc.pdf`) into the part a provider
+// takes: text files inline, images and PDFs as attachments, anything else named as unsupported.
+import { readFile, stat } from 'node:fs/promises';
+import { basename, isAbsolute, join, resolve } from 'node:path';
+import type { EvaluatedPart } from '../provider/types.js';
+import { detectMime, isTextMime } from '../tools/definitions/read.js';
+import type { FileReferencePart } from './prompt.js';
+
+const IMAGE_TYPES = new Set(['image/png', 'image/jpeg', 'image/gif', 'image/webp']);
+
+/** Text files above this size are refused (a prompt is not the place for them). */
+const MAX_TEXT_BYTES = 1024 * 1024;
+/** Attachments above this size are refused (providers reject them anyway). */
+const MAX_BINARY_BYTES = 20 * 1024 * 1024;
+
+/** The absolute path of a reference: `./`, `../` from `baseDir`, `~/` from `home`. */
+export function referencePath(path: string, baseDir: string, home: string): string {
+  if (path === '~' || path.startsWith('~/')) return join(home, path.slice(1));
+  if (isAbsolute(path)) return resolve(path);
+  return resolve(baseDir, path);
+}
+
+/** Read a reference; throws an Error whose message says what is wrong (the caller adds where). */
+export async function readReference(
+  reference: FileReferencePart,
+  baseDir: string,
+  home: string,
+): Promise<EvaluatedPart> {
+  const path = referencePath(reference.path, baseDir, home);
+  let size: number;
+  try {
+    const info = await stat(path);
+    if (!info.isFile()) throw new Error(`${path} is not a file`);
+    size = info.size;
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') throw new Error(`no such file: ${path}`);
+    if (code === 'EACCES') throw new Error(`cannot read ${path} (permission denied)`);
+    throw error;
+  }
+  const mime = reference.mime ?? (await detectMime(path));
+  const filename = basename(path);
+  if (isTextMime(mime)) {
+    if (size > MAX_TEXT_BYTES) {
+      throw new Error(`${path} is too large to inline (${String(size)} bytes; at most 1 MiB)`);
+    }
+    return { kind: 'text_file', mimeType: mime, text: await readFile(path, 'utf8'), filename };
+  }
+  if (IMAGE_TYPES.has(mime) || mime === 'application/pdf') {
+    if (size > MAX_BINARY_BYTES) {
+      throw new Error(`${path} is too large to attach (${String(size)} bytes; at most 20 MiB)`);
+    }
+    const data = (await readFile(path)).toString('base64');
+    return mime === 'application/pdf'
+      ? { kind: 'pdf', mimeType: 'application/pdf', data, filename }
+      : { kind: 'image', mimeType: mime, data, filename };
+  }
+  return { kind: 'unsupported_file', filename };
+}

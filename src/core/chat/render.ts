@@ -1,0 +1,186 @@
+// Prompt → the evaluated prompt providers take, with templates rendered and file references read
+// (in messages and in tool results). Assistant turns are sent as written.
+// The core decides what to render and in which order; rendering Lua templates (in Neovim) and
+// reading files are ports, so this runs in unit tests without either.
+import type { EvaluatedMessage, EvaluatedPart } from '../provider/types.js';
+import type { ContentPart, FileReferencePart, Prompt, TextPart } from './prompt.js';
+
+/** One run of text and template parts, as the template renderer takes it. */
+export type TemplateSegment =
+  { kind: 'text'; text: string } | { kind: 'expression' | 'code'; code: string; line: number };
+
+export interface RenderPorts {
+  /** Render every job (Lua, in Neovim); answers one text per job, or an error naming its line. */
+  renderTemplates(jobs: TemplateSegment[][]): Promise<{ texts: string[] } | { error: string }>;
+  /** Read a referenced file as a part; throws an Error whose message says what is wrong. */
+  readReference(reference: FileReferencePart): Promise<EvaluatedPart>;
+}
+
+export interface RenderedPrompt {
+  system: string;
+  messages: EvaluatedMessage[];
+}
+
+type Run = { kind: 'run'; segments: TemplateSegment[]; templated: boolean } | FileReferencePart;
+
+/**
+ * `{%-` / `{{-` remove the whitespace (newlines included) before the tag, `-%}` / `-}}` the
+ * whitespace after it, from the neighbouring text.
+ */
+function trimmed(parts: readonly ContentPart[]): ContentPart[] {
+  const out: ContentPart[] = parts.map((part) => ({ ...part }));
+  out.forEach((part, index) => {
+    if (part.kind !== 'expression' && part.kind !== 'code') return;
+    const before = out[index - 1];
+    const after = out[index + 1];
+    if (part.trimBefore && before?.kind === 'text') before.text = before.text.replace(/\s+$/u, '');
+    if (part.trimAfter && after?.kind === 'text') after.text = after.text.replace(/^\s+/u, '');
+  });
+  return out;
+}
+
+/** Split a message's parts into runs of text/templates and the file references between them. */
+function runsOf(parts: readonly ContentPart[]): Run[] {
+  const runs: Run[] = [];
+  let current: Extract<Run, { kind: 'run' }> | undefined;
+  for (const part of trimmed(parts)) {
+    if (part.kind === 'file_reference') {
+      current = undefined;
+      runs.push(part);
+      continue;
+    }
+    if (current === undefined) {
+      current = { kind: 'run', segments: [], templated: false };
+      runs.push(current);
+    }
+    if (part.kind === 'text') {
+      current.segments.push({ kind: 'text', text: part.text });
+    } else {
+      current.templated = true;
+      current.segments.push({ kind: part.kind, code: part.code, line: part.line });
+    }
+  }
+  return runs;
+}
+
+function plainText(segments: readonly TemplateSegment[]): string {
+  return segments.map((segment) => (segment.kind === 'text' ? segment.text : '')).join('');
+}
+
+export class RenderError extends Error {}
+
+/**
+ * Render the prompt: every `@System:` / `@You:` message's templates (all in one call to the
+ * renderer) and file references (read in order). Tool results and assistant turns are sent as
+ * written. Throws a `RenderError` that names the line or the file.
+ */
+export async function renderPrompt(prompt: Prompt, ports: RenderPorts): Promise<RenderedPrompt> {
+  const jobs: TemplateSegment[][] = [];
+  const plan = (parts: readonly ContentPart[]): (Run & { job?: number })[] =>
+    runsOf(parts).map((run) => {
+      if (run.kind === 'run' && run.templated) {
+        jobs.push(run.segments);
+        return { ...run, job: jobs.length - 1 };
+      }
+      return run;
+    });
+  const systemPlan = plan(prompt.system);
+  // A user message's content parts are planned together (tool results cut them), so that a
+  // template spanning text parts stays one run.
+  const userPlans = prompt.messages.map((message) => {
+    if (message.role !== 'user') return undefined;
+    const groups: ({ tool: (typeof message.parts)[number] } | { plan: ReturnType<typeof plan> })[] =
+      [];
+    let pending: ContentPart[] = [];
+    const flush = (): void => {
+      if (pending.length > 0) groups.push({ plan: plan(pending) });
+      pending = [];
+    };
+    for (const part of message.parts) {
+      if (part.kind === 'tool_result') {
+        flush();
+        groups.push({ tool: part });
+      } else {
+        pending.push(part);
+      }
+    }
+    flush();
+    return groups;
+  });
+
+  let texts: string[] = [];
+  if (jobs.length > 0) {
+    const rendered = await ports.renderTemplates(jobs);
+    if ('error' in rendered) throw new RenderError(rendered.error);
+    texts = rendered.texts;
+  }
+  const realise = async (runs: readonly (Run & { job?: number })[]): Promise<EvaluatedPart[]> => {
+    const parts: EvaluatedPart[] = [];
+    let text = '';
+    for (const run of runs) {
+      if (run.kind === 'run') {
+        text += run.job === undefined ? plainText(run.segments) : (texts[run.job] ?? '');
+        continue;
+      }
+      if (text !== '') parts.push({ kind: 'text', text });
+      text = '';
+      try {
+        parts.push(await ports.readReference(run));
+      } catch (error) {
+        const why = error instanceof Error ? error.message : String(error);
+        throw new RenderError(`line ${String(run.line)}: @${run.raw}: ${why}`);
+      }
+    }
+    if (text !== '') parts.push({ kind: 'text', text });
+    return parts;
+  };
+
+  const systemParts = await realise(systemPlan);
+  const system = systemParts
+    .map((part) => (part.kind === 'text' || part.kind === 'text_file' ? part.text : ''))
+    .join('')
+    .trim();
+  const messages: EvaluatedMessage[] = [];
+  for (const [index, message] of prompt.messages.entries()) {
+    if (message.role === 'assistant') {
+      messages.push({
+        role: 'assistant',
+        parts: message.parts.map((part) =>
+          part.kind === 'text' ? { kind: 'text' as const, text: part.text } : part,
+        ),
+      });
+      continue;
+    }
+    const parts: Extract<EvaluatedMessage, { role: 'user' }>['parts'] = [];
+    for (const group of userPlans[index] ?? []) {
+      if ('tool' in group) {
+        const part = group.tool;
+        if (part.kind !== 'tool_result') continue;
+        // A result's file references are read too: that is how a `read` of an image comes back.
+        const inner = await realise(
+          part.parts.map((piece: TextPart | FileReferencePart) =>
+            piece.kind === 'text'
+              ? {
+                  kind: 'run' as const,
+                  segments: [{ kind: 'text' as const, text: piece.text }],
+                  templated: false,
+                }
+              : piece,
+          ),
+        );
+        parts.push({
+          kind: 'tool_result',
+          toolUseId: part.toolUseId,
+          name: part.name,
+          parts: inner,
+          isError: part.isError,
+          synthetic: part.synthetic,
+        });
+      } else {
+        parts.push(...(await realise(group.plan)));
+      }
+    }
+    messages.push({ role: 'user', parts });
+  }
+  return { system, messages };
+}

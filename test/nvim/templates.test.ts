@@ -1,0 +1,184 @@
+// Templates and file references, end to end: what the user wrote in `@System:` / `@You:` reaches
+// the provider rendered (`{{ }}`, `{% %}`, include) and with the referenced files read.
+import { afterEach, describe, expect, it } from 'vitest';
+import { type Driver, startDriver } from '../helpers/driver.js';
+import { type FakeProvider, type FakeStream, startFakeProvider } from '../helpers/fake-provider.js';
+
+let driver: Driver | undefined;
+let fake: FakeProvider | undefined;
+
+afterEach(async () => {
+  await driver?.quit();
+  await fake?.close();
+  driver = undefined;
+  fake = undefined;
+});
+
+async function reply(stream: FakeStream): Promise<void> {
+  await stream.sse('message_start', {
+    type: 'message_start',
+    message: {
+      id: 'msg_fake',
+      type: 'message',
+      role: 'assistant',
+      model: 'claude-sonnet-4-6',
+      content: [],
+      stop_reason: null,
+      stop_sequence: null,
+      usage: { input_tokens: 1, output_tokens: 1 },
+    },
+  });
+  await stream.sse('content_block_start', {
+    type: 'content_block_start',
+    index: 0,
+    content_block: { type: 'text', text: '' },
+  });
+  await stream.sse('content_block_delta', {
+    type: 'content_block_delta',
+    index: 0,
+    delta: { type: 'text_delta', text: 'ok' },
+  });
+  await stream.sse('content_block_stop', { type: 'content_block_stop', index: 0 });
+  await stream.sse('message_delta', {
+    type: 'message_delta',
+    delta: { stop_reason: 'end_turn', stop_sequence: null },
+    usage: { output_tokens: 1 },
+  });
+  await stream.sse('message_stop', { type: 'message_stop' });
+  await stream.end();
+}
+
+async function start(): Promise<{ d: Driver; f: FakeProvider }> {
+  fake = await startFakeProvider();
+  driver = await startDriver({
+    env: { ANTHROPIC_API_KEY: 'sk-test-key', ANTHROPIC_BASE_URL: fake.url },
+  });
+  return { d: driver, f: fake };
+}
+
+interface Body {
+  system?: { text: string }[] | string;
+  messages: { role: string; content: { type: string; text?: string; source?: unknown }[] }[];
+}
+
+/** The text of the body's last user message. */
+function lastUserText(body: Body): string {
+  const last = body.messages[body.messages.length - 1];
+  return (last?.content ?? []).map((part) => part.text ?? '').join('');
+}
+
+// A 1×1 transparent PNG.
+const PNG = Buffer.from(
+  'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==',
+  'base64',
+);
+
+describe('templates', () => {
+  it('render frontmatter variables, loops and trimming into the request', async () => {
+    const { d, f } = await start();
+    await d.openChat('tpl.chat', [
+      '```lua',
+      'customer = "Ana"',
+      'items = { "lamp", "desk" }',
+      '```',
+      '@System:',
+      'You help {{ customer }}.',
+      '@You:',
+      'Items:',
+      '{% for i, item in ipairs(items) do -%}',
+      '- {{ i }}. {{ item }}',
+      '{% end -%}',
+      'Total: {{ #items }}',
+    ]);
+    await d.command('trust');
+    await d.command('Flemma send');
+    const request = await f.nextRequest({ path: '/v1/messages' });
+    const body = request.body as Body;
+    expect(JSON.stringify(body.system)).toContain('You help Ana.');
+    expect(lastUserText(body)).toBe('Items:\n- 1. lamp\n- 2. desk\nTotal: 2');
+    await reply(request.stream());
+    await d.waitForEvent('FlemmaRequestFinished');
+  });
+
+  it('include() renders another file, and a cycle is an error', async () => {
+    const { d, f } = await start();
+    d.writeFile('parts/greeting.md', 'Hello {{ name }}!');
+    d.writeFile('parts/loop.md', '{{ include("loop.md") }}');
+    await d.openChat('inc.chat', [
+      '```json',
+      '{ "name": "Ana" }',
+      '```',
+      '@You:',
+      '{{ include("parts/greeting.md") }}',
+    ]);
+    await d.command('trust');
+    await d.command('Flemma send');
+    const request = await f.nextRequest({ path: '/v1/messages' });
+    expect(lastUserText(request.body as Body)).toBe('Hello Ana!');
+    await reply(request.stream());
+    await d.waitForEvent('FlemmaRequestFinished');
+
+    await d.lua(
+      'vim.api.nvim_buf_set_lines(0, -1, -1, false, { "{{ include(\\"parts/loop.md\\") }}" })',
+    );
+    await d.command('Flemma send');
+    const note = await d.waitForNotification(/include cycle/);
+    expect(note.message).toContain('loop.md → ');
+    expect(f.requests).toHaveLength(1);
+  });
+
+  it('an undefined variable is an error naming its line, and nothing is sent', async () => {
+    const { d, f } = await start();
+    const lines = ['@You:', 'Hello', '{{ nobody }}'];
+    const buf = await d.openChat('undef.chat', lines);
+    await d.command('trust');
+    await d.command('Flemma send');
+    const note = await d.waitForNotification(/undefined variable 'nobody'/);
+    expect(note.message).toContain('line 3');
+    expect(f.requests).toHaveLength(0);
+    expect(await d.lines(buf)).toEqual(lines);
+  });
+
+  it('do not run in an untrusted file', async () => {
+    const { d, f } = await start();
+    await d.openChat('untrusted-tpl.chat', ['@You:', '{{ 1 + 1 }}']);
+    await d.command('Flemma send');
+    const note = await d.waitForNotification(/templates were not run/);
+    expect(note.message).toContain(':trust');
+    expect(f.requests).toHaveLength(0);
+  });
+});
+
+describe('file references', () => {
+  it('inline a text file and attach a PNG as an image part', async () => {
+    const { d, f } = await start();
+    d.writeFile('notes.txt', 'The lamp is blue.\n');
+    d.writeFile('pic.png', PNG);
+    await d.openChat('refs.chat', ['@You:', 'Read @./notes.txt and look at @./pic.png.']);
+    await d.command('Flemma send');
+    const request = await f.nextRequest({ path: '/v1/messages' });
+    const body = request.body as Body;
+    const content = body.messages[body.messages.length - 1]?.content ?? [];
+    expect(content.map((part) => part.type)).toEqual(['text', 'text', 'text', 'image', 'text']);
+    expect(content[1]?.text).toContain('The lamp is blue.');
+    expect(content[3]?.source).toEqual({
+      type: 'base64',
+      media_type: 'image/png',
+      data: PNG.toString('base64'),
+    });
+    expect(content[4]?.text).toBe('.');
+    await reply(request.stream());
+    await d.waitForEvent('FlemmaRequestFinished');
+  });
+
+  it('a missing file is an error that names it, and nothing is sent', async () => {
+    const { d, f } = await start();
+    const lines = ['@You:', 'See @./missing.md please'];
+    const buf = await d.openChat('missing.chat', lines);
+    await d.command('Flemma send');
+    const note = await d.waitForNotification(/missing\.md/);
+    expect(note.message).toMatch(/line 2: @\.\/missing\.md: no such file/);
+    expect(f.requests).toHaveLength(0);
+    expect(await d.lines(buf)).toEqual(lines);
+  });
+});

@@ -1,0 +1,180 @@
+// Rendering a prompt: templates go to the renderer port in one call, file references to the
+// reader port, in order; trimming; errors name the line.
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { parseLines } from '../../src/core/chat/parser.js';
+import { assemblePrompt } from '../../src/core/chat/prompt.js';
+import { readReference, referencePath } from '../../src/core/chat/references.js';
+import { RenderError, type RenderPorts, renderPrompt } from '../../src/core/chat/render.js';
+
+function prompt(lines: string[]): ReturnType<typeof assemblePrompt> {
+  return assemblePrompt(parseLines(lines));
+}
+
+/** A renderer that shows what it got: each expression as `<code@line>`, code as nothing. */
+function ports(overrides: Partial<RenderPorts> = {}): RenderPorts & { jobs: unknown[][] } {
+  const jobs: unknown[][] = [];
+  return {
+    jobs,
+    renderTemplates: (batch) => {
+      jobs.push(...batch);
+      return Promise.resolve({
+        texts: batch.map((segments) =>
+          segments
+            .map((segment) =>
+              segment.kind === 'text'
+                ? segment.text
+                : segment.kind === 'expression'
+                  ? `<${segment.code.trim()}@${String(segment.line)}>`
+                  : '',
+            )
+            .join(''),
+        ),
+      });
+    },
+    readReference: (reference) =>
+      Promise.resolve({
+        kind: 'text_file',
+        mimeType: 'text/plain',
+        text: `[${reference.path}]`,
+        filename: reference.path,
+      }),
+    ...overrides,
+  };
+}
+
+describe('renderPrompt', () => {
+  it('sends text without templates as it is, and asks the renderer nothing', async () => {
+    const p = ports();
+    const rendered = await renderPrompt(prompt(['@You:', 'Hello there']), p);
+    expect(rendered.messages).toEqual([
+      { role: 'user', parts: [{ kind: 'text', text: 'Hello there' }] },
+    ]);
+    expect(p.jobs).toHaveLength(0);
+  });
+
+  it('renders every message’s templates in one call, with buffer lines', async () => {
+    const p = ports();
+    const rendered = await renderPrompt(
+      prompt(['@System:', 'Be {{ mood }}.', '@You:', 'Hi {{ name }}!']),
+      p,
+    );
+    expect(rendered.system).toBe('Be <mood@2>.');
+    expect(rendered.messages[0]).toEqual({
+      role: 'user',
+      parts: [{ kind: 'text', text: 'Hi <name@4>!' }],
+    });
+    expect(p.jobs).toHaveLength(2);
+  });
+
+  it('trims whitespace beside {%- and -%}', async () => {
+    const rendered = await renderPrompt(
+      prompt(['@You:', 'a', '{%- if x then -%}', 'b', '{%- end %}', 'c']),
+      ports(),
+    );
+    expect(rendered.messages[0]).toEqual({
+      role: 'user',
+      parts: [{ kind: 'text', text: 'ab\nc' }],
+    });
+  });
+
+  it('puts file references between the text around them', async () => {
+    const rendered = await renderPrompt(prompt(['@You:', 'Read @./a.md then {{ x }}.']), ports());
+    expect(rendered.messages[0]?.parts).toEqual([
+      { kind: 'text', text: 'Read ' },
+      { kind: 'text_file', mimeType: 'text/plain', text: '[./a.md]', filename: './a.md' },
+      { kind: 'text', text: ' then <x@2>.' },
+    ]);
+  });
+
+  it('reads the file references of a tool result (a read image comes back that way)', async () => {
+    const rendered = await renderPrompt(
+      prompt([
+        '@You:',
+        'Look.',
+        '@Assistant:',
+        '**Tool Use:** `read` (`toolu_1`)',
+        '',
+        '```json',
+        '{"path":"shot.png"}',
+        '```',
+        '@You:',
+        '**Tool Result:** `toolu_1`',
+        '',
+        '```',
+        '@./shot.png;type=image/png',
+        '```',
+      ]),
+      ports(),
+    );
+    const result = rendered.messages[2]?.parts[0];
+    expect(result).toMatchObject({
+      kind: 'tool_result',
+      toolUseId: 'toolu_1',
+      parts: [{ kind: 'text_file', text: '[./shot.png]' }],
+    });
+  });
+
+  it('reports the renderer’s error, and a reader’s error with the line and the reference', async () => {
+    await expect(
+      renderPrompt(
+        prompt(['@You:', '{{ y }}']),
+        ports({ renderTemplates: () => Promise.resolve({ error: 'line 2: boom' }) }),
+      ),
+    ).rejects.toThrow(new RenderError('line 2: boom'));
+    await expect(
+      renderPrompt(
+        prompt(['@You:', 'x', 'see @./gone.md']),
+        ports({ readReference: () => Promise.reject(new Error('no such file: /w/gone.md')) }),
+      ),
+    ).rejects.toThrow('line 3: @./gone.md: no such file: /w/gone.md');
+  });
+});
+
+describe('readReference', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'flemma-refs-'));
+  writeFileSync(join(dir, 'notes.md'), '# Notes\n');
+  writeFileSync(join(dir, 'doc.pdf'), '%PDF-1.4\n');
+  writeFileSync(join(dir, 'blob.bin'), Buffer.from([0, 1, 2, 3]));
+
+  const ref = (path: string, mime?: string) => ({
+    kind: 'file_reference' as const,
+    path,
+    raw: path,
+    line: 1,
+    ...(mime === undefined ? {} : { mime }),
+  });
+
+  it('resolves ./, ../, ~/ and absolute paths', () => {
+    expect(referencePath('./a', '/w/chats', '/home/u')).toBe('/w/chats/a');
+    expect(referencePath('../a', '/w/chats', '/home/u')).toBe('/w/a');
+    expect(referencePath('~/a', '/w/chats', '/home/u')).toBe('/home/u/a');
+    expect(referencePath('/etc/x', '/w/chats', '/home/u')).toBe('/etc/x');
+  });
+
+  it('inlines text, attaches PDFs, names what it cannot send, and says when a file is missing', async () => {
+    expect(await readReference(ref('./notes.md'), dir, '/h')).toEqual({
+      kind: 'text_file',
+      mimeType: 'text/markdown',
+      text: '# Notes\n',
+      filename: 'notes.md',
+    });
+    expect(await readReference(ref('./doc.pdf'), dir, '/h')).toMatchObject({
+      kind: 'pdf',
+      filename: 'doc.pdf',
+    });
+    expect(await readReference(ref('./blob.bin'), dir, '/h')).toEqual({
+      kind: 'unsupported_file',
+      filename: 'blob.bin',
+    });
+    // `;type=` wins over the extension.
+    expect(await readReference(ref('./blob.bin', 'text/plain'), dir, '/h')).toMatchObject({
+      kind: 'text_file',
+    });
+    await expect(readReference(ref('./nope.md'), dir, '/h')).rejects.toThrow(
+      `no such file: ${join(dir, 'nope.md')}`,
+    );
+  });
+});
