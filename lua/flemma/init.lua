@@ -300,6 +300,7 @@ function M.bootstrap()
       require("flemma.buffer").forget(ev.buf)
       require("flemma.chat").forget(ev.buf)
       require("flemma.frontmatter").forget(ev.buf)
+      require("flemma.personalities").forget(ev.buf)
       local host = require("flemma.host")
       if host.channel() then
         host.notify("buffer:detach", { bufnr = ev.buf })

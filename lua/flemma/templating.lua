@@ -123,7 +123,7 @@ local function tostr(value)
 end
 
 --- The environment of one render: variables, safe globals, populators, `include`.
-function H.environment(variables, base_dir, stack)
+function H.environment(variables, base_dir, stack, render)
   local vars = {}
   for key, value in pairs(variables or {}) do
     vars[key] = value
@@ -170,6 +170,14 @@ function H.environment(variables, base_dir, stack)
     if type(path) ~= "string" then
       error("include() takes a path", 2)
     end
+    local personality = path:match("^urn:flemma:personality:(.+)$")
+    if personality then
+      local ok, text = pcall(require("flemma.personalities").render, personality, render.bufnr, base_dir, render.tools)
+      if not ok then
+        error(tostring(text), 2)
+      end
+      return text
+    end
     local normalized = vim.fs.normalize(path)
     local full = vim.fn.fnamemodify(
       normalized:sub(1, 1) == "/" and normalized or (base_dir .. "/" .. normalized),
@@ -190,7 +198,7 @@ function H.environment(variables, base_dir, stack)
     local text = table.concat(lines, "\n")
     local inner_stack = vim.list_extend(vim.deepcopy(stack), { full })
     local chunk = "include:" .. vim.fn.fnamemodify(full, ":~:.")
-    local inner_env = H.environment(vars, vim.fn.fnamemodify(full, ":h"), inner_stack)
+    local inner_env = H.environment(vars, vim.fn.fnamemodify(full, ":h"), inner_stack, render)
     local fn, err, map, texts = H.compile(H.split(text), chunk, inner_env)
     if not fn then
       error(H.describe(err, chunk, map, chunk .. " "), 0)
@@ -227,7 +235,12 @@ function M.render(params)
   local base_dir = name ~= "" and vim.fn.fnamemodify(name, ":p:h") or vim.fn.getcwd()
   local texts = {}
   -- One environment for the whole prompt: `{% x = … %}` in one message is seen by the next.
-  local env = H.environment(variables, base_dir, { name ~= "" and vim.fn.fnamemodify(name, ":p") or nil })
+  local env = H.environment(
+    variables,
+    base_dir,
+    { name ~= "" and vim.fn.fnamemodify(name, ":p") or nil },
+    { bufnr = bufnr, tools = type(params.tools) == "table" and params.tools or {} }
+  )
   for index, segments in ipairs(params.jobs or {}) do
     local chunk = "template"
     local fn, err, map, literal = H.compile(segments, chunk, env)

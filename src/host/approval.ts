@@ -96,12 +96,14 @@ export class ApprovalService {
     }
   }
 
-  /** Runs the chain for one call. */
-  async decide(
-    call: ToolCall,
-    config: Snapshot,
-    frontmatter?: FrontmatterApproval,
-  ): Promise<ApprovalOutcome> {
+  /** The resolvers that decide for this configuration, in the order they are asked. */
+  resolvers(config: Snapshot): { name: string; priority: number; description: string }[] {
+    return this.build(config)
+      .chain.getAll()
+      .map(({ name, priority, description }) => ({ name, priority, description }));
+  }
+
+  private build(config: Snapshot): ReturnType<typeof buildChain> {
     const tools = config.tools;
     const extra: [string, ApprovalResolver][] = this.lua.map((spec) => [
       spec.name,
@@ -111,7 +113,7 @@ export class ApprovalService {
         resolve: (c: ToolCall) => this.callLua('approval.resolve', c, spec.name),
       },
     ]);
-    const { chain, warnings } = buildChain(
+    return buildChain(
       {
         autoApprove: this.setting(tools),
         presets: tools?.['presets'],
@@ -132,6 +134,15 @@ export class ApprovalService {
       },
       extra,
     );
+  }
+
+  /** Runs the chain for one call. */
+  async decide(
+    call: ToolCall,
+    config: Snapshot,
+    frontmatter?: FrontmatterApproval,
+  ): Promise<ApprovalOutcome> {
+    const { chain, warnings } = this.build(config);
     for (const warning of warnings) this.warnOnce(warning);
     const outcome = await chain.decide(
       call,

@@ -14,6 +14,7 @@ import {
   ProviderError,
   type ProviderEvent,
   type ProviderRequest,
+  type ToolSpec,
 } from '../core/provider/types.js';
 import type { BufferWriter } from '../editor/writequeue.js';
 import type { HostContext } from './context.js';
@@ -276,9 +277,10 @@ export class SendController {
       },
       ctx.sdks,
     );
+    const tools = ctx.tools.specsFor(config.tools?.__list);
     let evaluated: RenderedPrompt;
     try {
-      evaluated = await this.render(bufnr, prompt, editor);
+      evaluated = await this.render(bufnr, prompt, editor, tools);
     } catch (error) {
       // A template or a file reference failed: nothing is sent, the buffer stays as it is.
       const message = error instanceof Error ? error.message : String(error);
@@ -290,7 +292,7 @@ export class SendController {
       model,
       system: evaluated.system,
       messages: evaluated.messages,
-      tools: ctx.tools.specsFor(config.tools?.__list),
+      tools,
       maxTokens: maxTokens(parameters.max_tokens),
       cacheRetention: parameters.cache_retention ?? 'short',
     };
@@ -317,7 +319,12 @@ export class SendController {
    * Templates rendered in Neovim (one call for the whole prompt, with the frontmatter's
    * variables) and file references read relative to the chat's directory.
    */
-  private render(bufnr: number, prompt: Prompt, editor: EditorContext): Promise<RenderedPrompt> {
+  private render(
+    bufnr: number,
+    prompt: Prompt,
+    editor: EditorContext,
+    tools: readonly ToolSpec[],
+  ): Promise<RenderedPrompt> {
     const { ctx } = this;
     const filename = editor.facts.filename;
     const baseDir = filename === null ? editor.facts.cwd : dirname(filename);
@@ -327,6 +334,8 @@ export class SendController {
           bufnr,
           variables: editor.variables,
           jobs,
+          // For personalities (`include("urn:flemma:personality:…")`).
+          tools: ctx.tools.personalityTools(tools),
         })) as { texts?: string[]; error?: string; untrusted?: string };
         if (answer.untrusted !== undefined) return { error: answer.untrusted };
         if (answer.error !== undefined) return { error: `Template error: ${answer.error}` };

@@ -31,6 +31,7 @@ import { type SandboxAccess, createExecutionContext } from '../core/tools/contex
 import { emptyPlaceholders, toolCallAt } from '../core/tools/locate.js';
 import { previewBody } from '../core/tools/preview.js';
 import {
+  type PersonalityPart,
   type ToolDefinition,
   type ToolOutcome,
   ToolRegistry,
@@ -69,6 +70,7 @@ export interface LuaToolSpec {
   capabilities?: string[];
   has_execute?: boolean;
   has_preview?: boolean;
+  personalities?: Record<string, PersonalityPart>;
 }
 
 interface LuaResult {
@@ -323,6 +325,9 @@ export class ToolService {
     if (spec.strict !== undefined) def.strict = spec.strict;
     if (spec.enabled !== undefined) def.enabled = spec.enabled;
     if (spec.label !== undefined) def.label = spec.label;
+    if (spec.personalities !== undefined && !Array.isArray(spec.personalities)) {
+      def.personalities = spec.personalities;
+    }
     if (spec.has_execute === true) {
       def.execute = (input, execCtx) => this.runLua(spec.name, input, execCtx);
     }
@@ -832,6 +837,25 @@ export class ToolService {
 
   private async config(): Promise<ConfigSnapshot> {
     return (await this.ctx.lua.call('config.snapshot', null)) as ConfigSnapshot;
+  }
+
+  /**
+   * The tools sent with a request as personalities see them (sorted by name): a default snippet
+   * (the description's first sentence) and what each tool says per personality.
+   */
+  personalityTools(
+    specs: readonly ToolSpec[],
+  ): { name: string; snippet: string; personalities: Record<string, PersonalityPart> }[] {
+    return [...specs]
+      .map((spec) => {
+        const sentence = /^[^.\n]*\.?/u.exec(spec.description)?.[0] ?? spec.description;
+        return {
+          name: spec.name,
+          snippet: sentence.trim(),
+          personalities: this.registry.get(spec.name)?.personalities ?? {},
+        };
+      })
+      .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   }
 
   /** The tools a buffer's `flemma.opt.tools` may name, and where it starts from. */

@@ -149,6 +149,58 @@ describe('templates', () => {
   });
 });
 
+describe('personalities', () => {
+  it('coding-assistant lists the request’s tools, the environment and the project’s instructions, the same every turn', async () => {
+    const { d, f } = await start();
+    d.writeFile('AGENTS.md', 'Run npm test before you finish.');
+    d.writeFile('CLAUDE.md', 'Run npm test before you finish.');
+    await d.openChat('persona.chat', [
+      '@System:',
+      '{{ include("urn:flemma:personality:coding-assistant") }}',
+      '@You:',
+      'Hello',
+    ]);
+    await d.command('trust');
+    await d.waitForEvent('FlemmaBootComplete');
+    await d.command('Flemma send');
+    const first = await f.nextRequest({ path: '/v1/messages' });
+    const system = JSON.stringify((first.body as Body).system);
+    expect(system).toContain('## Available tools');
+    expect(system).toContain('- bash: run a shell command');
+    expect(system).toContain('- read: ');
+    expect(system).toContain('## Environment');
+    expect(system).toContain('### AGENTS.md');
+    expect(system).toContain('Run npm test before you finish.');
+    // Identical instruction files appear once.
+    expect(system).not.toContain('### CLAUDE.md');
+    await reply(first.stream());
+    await d.waitForEvent('FlemmaRequestFinished');
+    await d.lua('vim.api.nvim_buf_set_lines(0, -1, -1, false, { "Again." })');
+    const before = d.eventCount;
+    await d.command('Flemma send');
+    const second = await f.nextRequest({ path: '/v1/messages' });
+    expect(JSON.stringify((second.body as Body).system)).toBe(system);
+    await reply(second.stream());
+    await d.waitForEvent('FlemmaRequestFinished', { after: before });
+  });
+
+  it('an unknown personality is an error with a suggestion', async () => {
+    const { d, f } = await start();
+    await d.openChat('persona-typo.chat', [
+      '@System:',
+      '{{ include("urn:flemma:personality:coding-asistant") }}',
+      '@You:',
+      'Hello',
+    ]);
+    await d.command('trust');
+    await d.command('Flemma send');
+    const note = await d.waitForNotification(/unknown personality/);
+    expect(note.message).toContain("did you mean 'coding-assistant'");
+    expect(note.message).toContain('line 2');
+    expect(f.requests).toHaveLength(0);
+  });
+});
+
 describe('file references', () => {
   it('inline a text file and attach a PNG as an image part', async () => {
     const { d, f } = await start();

@@ -229,6 +229,7 @@ function M.payload()
       capabilities = def.capabilities,
       has_execute = type(def.execute) == "function",
       has_preview = type(def.format_preview) == "function",
+      personalities = type(def.personalities) == "table" and def.personalities or nil,
     }
   end
   return { tools = tools, pending = H.pending, js_modules = js_modules() }

@@ -11,7 +11,37 @@ import { grepTool } from './definitions/grep.js';
 import { lsTool } from './definitions/ls.js';
 import { readTool } from './definitions/read.js';
 import { writeTool } from './definitions/write.js';
-import type { ToolDefinition } from './registry.js';
+import type { PersonalityPart, ToolDefinition } from './registry.js';
+
+/** What the built-in `coding-assistant` personality says about each tool. */
+const CODING: Record<string, PersonalityPart> = {
+  bash: {
+    snippet: 'run a shell command in the project (tests, builds, git, scripts)',
+    guidelines: [
+      'Prefer the dedicated tools (read, grep, find, ls, edit, write) over shell equivalents.',
+      'Keep commands non-interactive, and say in `label` why you run them.',
+    ],
+  },
+  read: {
+    snippet: 'read a file (a range of lines with offset/limit; images and PDFs too)',
+    guidelines: ['Read a file before you edit it.'],
+  },
+  write: { snippet: 'create a file or replace its whole content' },
+  edit: {
+    snippet: 'replace one exact, unique piece of text in a file',
+    guidelines: [
+      'Make `oldText` long enough to match exactly once; make several small edits rather than one large one.',
+    ],
+  },
+  ls: { snippet: 'list a directory' },
+  grep: { snippet: 'search file contents with a regular expression' },
+  find: { snippet: 'find files by name pattern' },
+};
+
+function withPersonality(def: ToolDefinition): ToolDefinition {
+  const part = CODING[def.name];
+  return part === undefined ? def : { ...def, personalities: { 'coding-assistant': part } };
+}
 
 export const builtinTools: readonly ToolDefinition[] = [
   bashTool,
@@ -23,4 +53,4 @@ export const builtinTools: readonly ToolDefinition[] = [
   findTool,
   { ...calculatorTool, enabled: false },
   { ...calculatorAsyncTool, enabled: false },
-];
+].map(withPersonality);

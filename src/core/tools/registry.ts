@@ -41,6 +41,16 @@ export interface ToolDefinition {
   enabled?: boolean;
   /** The tool is safe to run without asking when the sandbox is active. */
   canAutoApproveIfSandboxed?: boolean;
+  /**
+   * What a personality says about the tool, by personality name (`coding-assistant`): a one-line
+   * `snippet` for its tool list and `guidelines` for its guidelines section.
+   */
+  personalities?: Record<string, PersonalityPart>;
+}
+
+export interface PersonalityPart {
+  snippet?: string;
+  guidelines?: string[];
 }
 
 const NAME_PATTERN = /^[A-Za-z0-9_.:-]+$/;
