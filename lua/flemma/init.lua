@@ -134,6 +134,23 @@ function H.register_commands()
       end)
     end,
   })
+  commands.register("status", {
+    desc = "Show this buffer's provider, model, parameters, tools, approval, autopilot and sandbox, each with the layer that set it ('verbose': every option)",
+    complete = function()
+      return { "verbose" }
+    end,
+    run = function(args)
+      local verbose = args and args[1] == "verbose"
+      local bufnr = vim.api.nvim_get_current_buf()
+      host.call("chat:status", { bufnr = bufnr, verbose = verbose }, function(err, result)
+        if err then
+          require("flemma.notify").warn("status: " .. tostring(err))
+          return
+        end
+        H.show_status(result.lines)
+      end)
+    end,
+  })
   commands.register("tool:why", {
     desc = "Say which approval resolver decided the tool call under the cursor",
     run = tool_command("tool:why"),
@@ -333,6 +350,28 @@ function M.bootstrap()
       require("flemma.host").stop()
     end,
   })
+end
+
+--- The report of `:Flemma status` in a scratch buffer below (`q` closes it), reused when open.
+function H.show_status(lines)
+  local name = "flemma://status"
+  local buf = vim.fn.bufnr(name)
+  if buf == -1 or not vim.api.nvim_buf_is_valid(buf) then
+    buf = vim.api.nvim_create_buf(false, true)
+    vim.api.nvim_buf_set_name(buf, name)
+    vim.bo[buf].bufhidden = "wipe"
+    vim.keymap.set("n", "q", "<Cmd>close<CR>", { buffer = buf, nowait = true, desc = "Close" })
+  end
+  vim.bo[buf].modifiable = true
+  vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
+  vim.bo[buf].modifiable = false
+  local win = vim.fn.bufwinid(buf)
+  if win == -1 then
+    vim.cmd(string.format("botright %dsplit", math.min(#lines + 1, math.floor(vim.o.lines / 2))))
+    vim.api.nvim_win_set_buf(0, buf)
+  else
+    vim.api.nvim_set_current_win(win)
+  end
 end
 
 return M

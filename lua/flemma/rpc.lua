@@ -65,6 +65,9 @@ function M.context(params)
     end
   end
   local answer = { config = snapshot(), facts = require("flemma.tools.ui").facts(params), env = env }
+  if params.origins then
+    answer.origins = require("flemma.config").origins()
+  end
   if type(params.frontmatter) == "table" then
     answer.frontmatter = require("flemma.frontmatter").evaluate(params.bufnr, params.frontmatter)
   else

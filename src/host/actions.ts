@@ -144,6 +144,11 @@ export const actions: Record<string, Action> = {
       iteration: ctx.tools.pilot.iteration(bufnr),
     };
   },
+  /** `:Flemma status [verbose]`: the buffer's settings, each with the layer that set it. */
+  'chat:status': async (ctx, params) => {
+    const verbose = (params as { verbose?: unknown } | null)?.verbose === true;
+    return { lines: await ctx.tools.status(bufnrOf(params), verbose) };
+  },
   /** `:Flemma tool:why`: the resolver that decided the call under the cursor. */
   'tool:why': async (ctx, params) => {
     const row = rowOf(params);

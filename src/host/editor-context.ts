@@ -29,6 +29,10 @@ export interface EditorContext {
   approval?: FrontmatterApproval;
   /** The frontmatter's other keys (template variables). */
   variables: Record<string, unknown>;
+  /** The frontmatter's operations, as applied. */
+  ops: ConfigOp[];
+  /** Where options below the frontmatter came from (asked for `:Flemma status`). */
+  origins?: Record<string, string>;
   /**
    * Why the buffer cannot go on: its frontmatter failed (the message names the line) or runs Lua
    * in a file that is not trusted. Nothing is sent or run while it is set.
@@ -56,7 +60,12 @@ type FrontmatterAnswer =
 
 /** A question about a buffer for Lua (`editor.context`, or carried by another call). */
 export interface ContextQuestion {
-  params: { bufnr: number; names: readonly string[]; frontmatter?: FrontmatterRequest };
+  params: {
+    bufnr: number;
+    names: readonly string[];
+    frontmatter?: FrontmatterRequest;
+    origins?: boolean;
+  };
   variables: Record<string, unknown>;
   /** A problem found before asking (a JSON frontmatter that does not parse). */
   problem?: string;
@@ -68,11 +77,17 @@ export interface ContextAnswer {
   facts: EditorFacts;
   env: Record<string, string> | unknown[];
   frontmatter?: FrontmatterAnswer;
+  origins?: Record<string, string> | unknown[];
 }
 
 /** The question for a buffer whose tree is `document`. */
-export function contextQuestion(bufnr: number, document?: ChatDocument): ContextQuestion {
+export function contextQuestion(
+  bufnr: number,
+  document?: ChatDocument,
+  options: { origins?: boolean } = {},
+): ContextQuestion {
   const question: ContextQuestion = { params: { bufnr, names: KNOWN_ENV }, variables: {} };
+  if (options.origins === true) question.params.origins = true;
   const frontmatter = document?.frontmatter;
   if (frontmatter === undefined) return question;
   const language = frontmatter.language.toLowerCase();
@@ -103,7 +118,11 @@ export function resolveContext(
     facts: answer.facts,
     env: Array.isArray(answer.env) ? {} : answer.env,
     variables: question.variables,
+    ops: [],
   };
+  if (answer.origins !== undefined) {
+    context.origins = Array.isArray(answer.origins) ? {} : answer.origins;
+  }
   const result = answer.frontmatter;
   if (problem === undefined && result !== undefined) {
     if ('untrusted' in result) problem = result.untrusted;
@@ -114,6 +133,7 @@ export function resolveContext(
         context.variables = Array.isArray(result.variables) ? {} : result.variables;
       }
       const ops = Array.isArray(result.ops) ? result.ops : [];
+      context.ops = ops;
       const applied = applyFrontmatter(answer.config, ops, tools);
       if (applied.error !== undefined) problem = applied.error;
       context.config = applied.config;
@@ -134,8 +154,9 @@ export async function fetchEditorContext(
   bufnr: number,
   document?: ChatDocument,
   tools?: ToolNames,
+  options: { origins?: boolean } = {},
 ): Promise<EditorContext> {
-  const question = contextQuestion(bufnr, document);
+  const question = contextQuestion(bufnr, document, options);
   const answer = (await lua.call('editor.context', question.params)) as ContextAnswer;
   return resolveContext(question, answer, tools);
 }

@@ -48,6 +48,8 @@ import { Autopilot, autopilotSettings } from './autopilot.js';
 import { trace } from './trace.js';
 import { type EditorContext, type EditorFacts, fetchEditorContext } from './editor-context.js';
 import type { ToolNames } from '../core/config/frontmatter.js';
+import { type StatusInput, statusLines } from '../core/config/status.js';
+import { relative } from 'node:path';
 import {
   type SandboxState,
   type SandboxStatus,
@@ -91,6 +93,12 @@ interface Running {
   cancelled: boolean;
   /** The tool returned; its result is being written. It no longer takes a `max_concurrent` slot. */
   returned?: boolean;
+}
+
+/** The `tools` list of a snapshot (`__list`), or undefined when the configuration sets none. */
+function toolList(tools: ToolsConfig | undefined): string[] | undefined {
+  const list = tools?.['__list'];
+  return Array.isArray(list) && list.length > 0 ? (list as string[]) : undefined;
 }
 
 /** How long a carried editor context may stand in for asking again (ms). */
@@ -888,8 +896,12 @@ export class ToolService {
   }
 
   /** The editor's answer about a buffer, its frontmatter applied (see `fetchEditorContext`). */
-  editorContext(bufnr: number, document: ChatDocument): Promise<EditorContext> {
-    return fetchEditorContext(this.ctx.lua, bufnr, document, this.toolNames());
+  editorContext(
+    bufnr: number,
+    document: ChatDocument,
+    options: { origins?: boolean } = {},
+  ): Promise<EditorContext> {
+    return fetchEditorContext(this.ctx.lua, bufnr, document, this.toolNames(), options);
   }
 
   /** Run one call and write its result in place of its placeholder. */
@@ -1167,6 +1179,34 @@ export class ToolService {
     const config = await this.config();
     const facts = (await this.ctx.lua.call('tools.facts', { bufnr })) as EditorFacts;
     return sandboxStatusFor(config.sandbox, facts, homedir(), this.ctx.lua);
+  }
+
+  /** `:Flemma status [verbose]`: the buffer's resolved settings and where each came from. */
+  async status(bufnr: number, verbose: boolean): Promise<string[]> {
+    const state = await this.ctx.documents.attach(bufnr);
+    if (state === undefined) return [`Buffer ${String(bufnr)} is not a chat buffer`];
+    const editor = await this.editorContext(bufnr, state.document, { origins: true });
+    const config = editor.config as ConfigSnapshot & Record<string, unknown>;
+    const sandbox = await sandboxStatusFor(config.sandbox, editor.facts, homedir(), this.ctx.lua);
+    const filename = editor.facts.filename;
+    const input: StatusInput = {
+      bufnr,
+      name: filename === null ? '' : relative(editor.facts.cwd, filename) || filename,
+      config,
+      origins: editor.origins ?? {},
+      ops: editor.ops,
+      tools: this.specsFor(toolList(config.tools)).map((spec) => spec.name),
+      resolvers: this.approval.resolvers(config),
+      sandbox: !sandbox.enabled
+        ? 'disabled'
+        : sandbox.backend === null
+          ? `enabled, no backend (${sandbox.backend_reason ?? 'none available'})`
+          : `enabled, backend ${sandbox.backend}`,
+      autopilot: { state: this.pilot.state(bufnr), iteration: this.pilot.iteration(bufnr) },
+      verbose,
+    };
+    if (editor.problem !== undefined) input.problem = editor.problem;
+    return statusLines(input);
   }
 
   private unlockIfIdle(bufnr: number): void {

@@ -203,6 +203,44 @@ describe('Lua frontmatter', () => {
   });
 });
 
+describe(':Flemma status', () => {
+  it('shows each value with the layer that set it: default, setup, runtime, frontmatter line', async () => {
+    const { d } = await start('{ parameters = { max_tokens = 3000 } }');
+    await d.openChat('status.chat', [
+      '```lua',
+      'flemma.opt.model = "claude-opus-4-6"',
+      'flemma.opt.tools:remove("bash")',
+      '```',
+      '@You:',
+      'Hello',
+    ]);
+    await trust(d);
+    await d.waitForEvent('FlemmaBootComplete');
+    await d.command('Flemma autopilot:disable');
+    await d.command('Flemma status');
+    let lines: string[] = [];
+    for (let i = 0; i < 200 && lines.length === 0; i++) {
+      lines = await d.lua<string[]>(
+        `local b = vim.fn.bufnr("flemma://status")
+        if b == -1 then vim.wait(10) return {} end
+        return vim.api.nvim_buf_get_lines(b, 0, -1, false)`,
+      );
+    }
+    expect(lines).toContain('provider: "anthropic"  (default)');
+    expect(lines).toContain('model: "claude-opus-4-6"  (frontmatter line 2)');
+    expect(lines).toContain('  max_tokens = 3000  (setup)');
+    expect(lines.find((line) => line.startsWith('tools ('))).toMatch(
+      /^tools \(6\): edit, find, grep, ls, read, write {2}\(frontmatter line 3\)$/,
+    );
+    expect(lines.find((line) => line.startsWith('autopilot:'))).toMatch(
+      /^autopilot: disabled, .*\(runtime \(:Flemma autopilot:disable\)\)/,
+    );
+    expect(lines).toContain('  100  urn:flemma:approval:config');
+    // The report is a scratch window.
+    expect(await d.lua('return vim.api.nvim_buf_get_name(0)')).toBe('flemma://status');
+  });
+});
+
 describe('JSON frontmatter', () => {
   it('sets options under "flemma" with operators, and needs no trust', async () => {
     const { d, f } = await start();

@@ -73,6 +73,49 @@ function H.apply(normalized)
   return schema.merge(schema.options, M.defaults(), normalized)
 end
 
+--- Where each option that is not at its default came from, by dotted path: "setup", or
+--- "runtime (…)" for the session switches. Lists (and the `tools` list, as "tools") are leaves.
+---@return table<string, string>
+function M.origins()
+  local out = {}
+  local function walk(value, default, path)
+    if type(value) == "table" and type(default) == "table" and not vim.islist(value) then
+      local count = #value
+      if count > 0 or #default > 0 then
+        local list, base = {}, {}
+        for i = 1, count do
+          list[i] = value[i]
+        end
+        for i = 1, #default do
+          base[i] = default[i]
+        end
+        if not vim.deep_equal(list, base) then
+          out[path] = "setup"
+        end
+      end
+      for key, item in pairs(value) do
+        if type(key) == "string" then
+          walk(item, default[key], path == "" and key or (path .. "." .. key))
+        end
+      end
+      return
+    end
+    if not vim.deep_equal(value, default) then
+      out[path] = "setup"
+    end
+  end
+  walk(M.values, M.defaults(), "")
+  local autopilot = require("flemma.autopilot").override()
+  if autopilot ~= nil then
+    out["tools.autopilot.enabled"] = "runtime (:Flemma autopilot:" .. (autopilot and "enable" or "disable") .. ")"
+  end
+  local sandbox = require("flemma.sandbox").override()
+  if sandbox ~= nil then
+    out["sandbox.enabled"] = "runtime (:Flemma sandbox:" .. (sandbox and "enable" or "disable") .. ")"
+  end
+  return out
+end
+
 --- The current values; the defaults until `setup()` succeeds.
 ---@type table
 M.values = M.defaults()
