@@ -440,6 +440,11 @@ function M.evaluate(bufnr, fm)
     H.cache[bufnr] = nil
     return M.check_ops(fm.ops)
   end
+  if fm.custom ~= nil then
+    -- The reader is the user's own Lua, not the file's: no trust needed, as for JSON.
+    H.cache[bufnr] = nil
+    return H.evaluate_custom(fm)
+  end
   local trusted, why = M.trusted(bufnr)
   if not trusted then
     H.cache[bufnr] = nil
@@ -450,6 +455,107 @@ function M.evaluate(bufnr, fm)
   local result, functions, variables = M.run(fm.code, fm.line)
   H.cache[bufnr] = { functions = functions, variables = variables }
   return result
+end
+
+-- ---------------------------------------------------------------------------------------------
+-- Custom languages
+
+H.languages = {}
+
+--- Tell the host which languages have a reader (it reads them as known in the buffer's tree).
+function H.sync_languages()
+  local host = require("flemma.host")
+  if host.channel() then
+    host.notify("frontmatter:languages", { names = vim.tbl_keys(H.languages) })
+  end
+end
+
+--- Register a frontmatter language: `parse(code)` returns a table like a JSON frontmatter's
+--- (options under `flemma`, with `$set` / `$append` / `$prepend` / `$remove`; other keys are
+--- template variables), or raises. Lua, JSON and YAML are built in.
+function M.register_language(name, parse)
+  vim.validate({ name = { name, "string" }, parse = { parse, "function" } })
+  name = name:lower()
+  if name == "lua" or name == "json" or name == "yaml" or name == "yml" then
+    error("flemma.frontmatter.register_language: '" .. name .. "' is built in", 2)
+  end
+  H.languages[name] = parse
+  if not H.subscribed then
+    H.subscribed = true
+    require("flemma.hooks").on("host:started", function()
+      vim.schedule(H.sync_languages)
+    end)
+  end
+  vim.schedule(H.sync_languages)
+end
+
+function M.unregister_language(name)
+  name = name:lower()
+  local had = H.languages[name] ~= nil
+  H.languages[name] = nil
+  vim.schedule(H.sync_languages)
+  return had
+end
+
+local OPERATORS = { ["$set"] = "set", ["$append"] = "append", ["$prepend"] = "prepend", ["$remove"] = "remove" }
+
+--- Decoded data → operations (checked) and variables, as for JSON; `first` is the first code line.
+function H.data_ops(data, first)
+  if type(data) ~= "table" then
+    return { error = string.format("frontmatter line %d: the frontmatter must be a table", first) }
+  end
+  local variables = {}
+  for key, value in pairs(data) do
+    if key ~= "flemma" and type(key) == "string" then
+      variables[key] = plain(value)
+    end
+  end
+  local ops = {}
+  local function walk(value, path)
+    if type(value) == "table" and not vim.islist(value) then
+      for key, operand in pairs(value) do
+        local kind = type(key) == "string" and OPERATORS[key] or nil
+        if type(key) == "string" and key:sub(1, 1) == "$" then
+          if not kind then
+            error(string.format('unknown operator "%s" (use $set, $append, $prepend or $remove)', key), 0)
+          end
+          local items = (kind ~= "set" and type(operand) == "table" and vim.islist(operand)) and operand or { operand }
+          for _, item in ipairs(items) do
+            local canonical = H.check(path, kind, item)
+            ops[#ops + 1] = { path = canonical, op = kind, value = plain(item), line = first }
+          end
+        end
+      end
+      for key, item in pairs(value) do
+        if type(key) == "string" and key:sub(1, 1) ~= "$" then
+          walk(item, vim.list_extend(vim.deepcopy(path), { key }))
+        end
+      end
+      return
+    end
+    local canonical = H.check(path, "set", value)
+    ops[#ops + 1] = { path = canonical, op = "set", value = plain(value), line = first }
+  end
+  if data.flemma ~= nil then
+    local ok, err = pcall(walk, data.flemma, {})
+    if not ok then
+      return { error = string.format("frontmatter line %d: %s", first, tostring(err)) }
+    end
+  end
+  return { ops = ops, variables = variables }
+end
+
+--- A frontmatter in a registered language: `fm` is `{custom, code, line}`.
+function H.evaluate_custom(fm)
+  local parse = H.languages[fm.custom]
+  if not parse then
+    return { error = string.format("frontmatter line %d: no reader for %s frontmatter", fm.line - 1, fm.custom) }
+  end
+  local ok, data = pcall(parse, fm.code)
+  if not ok then
+    return { error = string.format("frontmatter line %d: %s: %s", fm.line - 1, fm.custom, tostring(data)) }
+  end
+  return H.data_ops(data, fm.line)
 end
 
 --- The variables of the buffer's latest Lua frontmatter run, as Lua values (functions too), for

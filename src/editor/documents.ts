@@ -53,6 +53,8 @@ interface Entry {
   waiters: (() => void)[];
 }
 
+const BUILTIN_LANGUAGES = ['lua', 'json', 'yaml', 'yml'];
+
 export interface DocumentStoreOptions {
   logger?: Logger;
   /** Wait before publishing, so that a burst of edits leads to one update. */
@@ -120,6 +122,24 @@ export class DocumentStore {
 
   get(bufnr: number): DocumentState | undefined {
     return this.entries.get(bufnr)?.state;
+  }
+
+  /** Frontmatter languages with a reader: Lua, JSON and YAML, and those registered from Lua. */
+  private parseOptions: { frontmatterLanguages: ReadonlySet<string> } = {
+    frontmatterLanguages: new Set(BUILTIN_LANGUAGES),
+  };
+
+  /** Set the languages registered from Lua; every followed buffer is read again. */
+  setFrontmatterLanguages(names: readonly string[]): void {
+    this.parseOptions = {
+      frontmatterLanguages: new Set([...BUILTIN_LANGUAGES, ...names.map((n) => n.toLowerCase())]),
+    };
+    for (const entry of this.entries.values()) {
+      const state = entry.state;
+      if (state === undefined) continue;
+      state.document = parseLines(state.lines, this.parseOptions);
+      this.afterParse(entry);
+    }
   }
 
   /** Called after every parse. */
@@ -197,7 +217,7 @@ export class DocumentStore {
         bufnr,
         lines: [...data],
         tick: tick ?? 0,
-        document: parseLines(data),
+        document: parseLines(data, this.parseOptions),
       };
       entry.dirtyFrom = Infinity;
       this.afterParse(entry);
@@ -218,11 +238,11 @@ export class DocumentStore {
     const state = entry.state;
     if (state === undefined || entry.dirtyFrom === Infinity) return;
     try {
-      state.document = reparse(state.document, state.lines, entry.dirtyFrom);
+      state.document = reparse(state.document, state.lines, entry.dirtyFrom, this.parseOptions);
     } catch (error) {
       // The parser does not throw; if it ever does, a full parse is the safe fallback.
       this.logger.error(`reparse of buffer ${String(state.bufnr)} failed`, error);
-      state.document = parseLines(state.lines);
+      state.document = parseLines(state.lines, this.parseOptions);
     }
     entry.dirtyFrom = Infinity;
     this.afterParse(entry);

@@ -171,6 +171,14 @@ export const actions: Record<string, Action> = {
     );
     return null;
   },
+  /** Frontmatter languages registered in Lua (`require("flemma.frontmatter").register_language`). */
+  'frontmatter:languages': (ctx, params) => {
+    const names = (params as { names?: unknown } | null)?.names;
+    ctx.documents.setFrontmatterLanguages(
+      Array.isArray(names) ? names.filter((n): n is string => typeof n === 'string') : [],
+    );
+    return null;
+  },
   /** Lua's tool definitions (no functions) and how many of its async sources are still loading. */
   'tools:define': (ctx, params) => {
     const p = (params ?? {}) as { tools?: unknown; pending?: unknown; js_modules?: unknown };

@@ -7,8 +7,11 @@ import {
   applyFrontmatter,
   type ConfigOp,
   type FrontmatterApproval,
+  type FrontmatterOps,
   jsonFrontmatter,
   type ToolNames,
+  type YamlParser,
+  yamlFrontmatter,
 } from '../core/config/frontmatter.js';
 import { PROVIDERS } from './providers.js';
 
@@ -51,7 +54,8 @@ export const KNOWN_ENV: readonly string[] = [
 ];
 
 /** What the host sends Lua about a buffer's frontmatter: Lua code to run, or JSON's operations to check. */
-export type FrontmatterRequest = { code: string; line: number } | { ops: ConfigOp[] };
+export type FrontmatterRequest =
+  { code: string; line: number; custom?: string } | { ops: ConfigOp[] };
 
 type FrontmatterAnswer =
   | { ops: ConfigOp[] | Record<string, never>; variables?: Record<string, unknown> | unknown[] }
@@ -81,11 +85,11 @@ export interface ContextAnswer {
 }
 
 /** The question for a buffer whose tree is `document`. */
-export function contextQuestion(
+export async function contextQuestion(
   bufnr: number,
   document?: ChatDocument,
   options: { origins?: boolean } = {},
-): ContextQuestion {
+): Promise<ContextQuestion> {
   const question: ContextQuestion = { params: { bufnr, names: KNOWN_ENV }, variables: {} };
   if (options.origins === true) question.params.origins = true;
   const frontmatter = document?.frontmatter;
@@ -94,13 +98,26 @@ export function contextQuestion(
   const line = frontmatter.span.startLine + 1;
   if (language === 'lua') {
     question.params.frontmatter = { code: frontmatter.code, line };
-  } else if (language === 'json') {
-    const parsed = jsonFrontmatter(frontmatter.code, line);
-    if ('error' in parsed) question.problem = parsed.error;
-    else {
-      question.variables = parsed.variables;
-      question.params.frontmatter = { ops: parsed.ops };
-    }
+    return question;
+  }
+  let parsed: FrontmatterOps | { error: string };
+  if (language === 'json') {
+    parsed = jsonFrontmatter(frontmatter.code, line);
+  } else if (language === 'yaml' || language === 'yml') {
+    // NOTE: loaded on first use (lazy bundle), like the SDKs.
+    const mod = (await import('yaml')) as unknown as YamlParser & { default?: YamlParser };
+    // The CommonJS package's exports, whether Node or a bundle did the import.
+    const yaml = typeof mod.parse === 'function' ? mod : (mod.default ?? mod);
+    parsed = yamlFrontmatter(frontmatter.code, line, yaml);
+  } else {
+    // A language registered from Lua: Lua parses it, and checks what it sets.
+    question.params.frontmatter = { custom: language, code: frontmatter.code, line };
+    return question;
+  }
+  if ('error' in parsed) question.problem = parsed.error;
+  else {
+    question.variables = parsed.variables;
+    question.params.frontmatter = { ops: parsed.ops };
   }
   return question;
 }
@@ -129,6 +146,7 @@ export function resolveContext(
     else if ('error' in result) problem = result.error;
     else {
       const request = question.params.frontmatter;
+      // Lua and custom languages: the variables come from Lua.
       if (request !== undefined && 'code' in request && result.variables !== undefined) {
         context.variables = Array.isArray(result.variables) ? {} : result.variables;
       }
@@ -156,7 +174,7 @@ export async function fetchEditorContext(
   tools?: ToolNames,
   options: { origins?: boolean } = {},
 ): Promise<EditorContext> {
-  const question = contextQuestion(bufnr, document, options);
+  const question = await contextQuestion(bufnr, document, options);
   const answer = (await lua.call('editor.context', question.params)) as ContextAnswer;
   return resolveContext(question, answer, tools);
 }

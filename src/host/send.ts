@@ -311,7 +311,7 @@ export class SendController {
       request,
       controller,
       state.lines,
-      contextQuestion(bufnr, state.document),
+      await contextQuestion(bufnr, state.document),
     );
   }
 

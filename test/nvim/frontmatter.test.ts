@@ -50,7 +50,7 @@ async function anthropicText(stream: FakeStream, text: string): Promise<void> {
   await stream.end();
 }
 
-async function start(setup = '{}'): Promise<{ d: Driver; f: FakeProvider }> {
+async function start(setup = '{}', extra = ''): Promise<{ d: Driver; f: FakeProvider }> {
   fake = await startFakeProvider();
   driver = await startDriver({
     env: {
@@ -59,7 +59,7 @@ async function start(setup = '{}'): Promise<{ d: Driver; f: FakeProvider }> {
       OPENAI_API_KEY: 'sk-openai-test',
       OPENAI_BASE_URL: `${fake.url}/v1`,
     },
-    setup: `require("flemma").setup(${setup})`,
+    setup: `require("flemma").setup(${setup})\n${extra}`,
   });
   return { d: driver, f: fake };
 }
@@ -200,6 +200,66 @@ describe('Lua frontmatter', () => {
     await d.waitForNotification(
       /bash \(toolu_other\): require_approval — urn:flemma:approval:frontmatter/,
     );
+  });
+});
+
+describe('YAML and custom frontmatter languages', () => {
+  it('reads YAML like JSON, without trust, with its variables for templates', async () => {
+    const { d, f } = await start();
+    await d.openChat('yaml.chat', [
+      '```yaml',
+      'customer: Ana',
+      'flemma:',
+      '  parameters:',
+      '    temperature: 0.6',
+      '  tools:',
+      '    $remove: [bash]',
+      '```',
+      '@You:',
+      'Hello',
+    ]);
+    await d.waitForEvent('FlemmaBootComplete');
+    expect(await d.lua('return #vim.diagnostic.get(0)')).toBe(0);
+    await d.command('Flemma send');
+    const request = await f.nextRequest({ path: '/v1/messages' });
+    const body = request.body as AnthropicBody;
+    expect(body.temperature).toBe(0.6);
+    expect((body.tools ?? []).map((tool) => tool.name)).not.toContain('bash');
+    await anthropicText(request.stream(), 'ok');
+    await d.waitForEvent('FlemmaRequestFinished');
+  });
+
+  it('names the line of a YAML error', async () => {
+    const { d, f } = await start();
+    await d.openChat('yaml-bad.chat', ['```yaml', 'a: 1', 'b: [1, 2', '```', '@You:', 'Hi']);
+    await d.command('Flemma send');
+    const note = await d.waitForNotification(/invalid YAML/);
+    expect(note.message).toMatch(/frontmatter line [2-4]: invalid YAML/);
+    expect(f.requests).toHaveLength(0);
+  });
+
+  it('a language registered from Lua reads the frontmatter, and its tree has no diagnostic', async () => {
+    const { d, f } = await start(
+      '{}',
+      `require("flemma.frontmatter").register_language("kv", function(code)
+        local data = { flemma = { parameters = {} } }
+        for key, value in code:gmatch("(%S+)%s*=%s*(%S+)") do
+          data.flemma.parameters[key] = tonumber(value) or value
+        end
+        return data
+      end)`,
+    );
+    await d.openChat('kv.chat', ['```kv', 'temperature = 0.2', '```', '@You:', 'Hello']);
+    await d.waitForEvent('FlemmaBootComplete');
+    for (let i = 0; i < 100 && (await d.lua<number>('return #vim.diagnostic.get(0)')) > 0; i++) {
+      await d.lua('vim.wait(20)');
+    }
+    expect(await d.lua('return #vim.diagnostic.get(0)')).toBe(0);
+    await d.command('Flemma send');
+    const request = await f.nextRequest({ path: '/v1/messages' });
+    expect((request.body as AnthropicBody).temperature).toBe(0.2);
+    await anthropicText(request.stream(), 'ok');
+    await d.waitForEvent('FlemmaRequestFinished');
   });
 });
 

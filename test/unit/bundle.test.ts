@@ -32,7 +32,7 @@ describe('the built host', () => {
     for (const name of PROVIDER_HOSTS) expect(host.includes(name), name).toBe(false);
   });
 
-  it('reaches each SDK, execa and ajv through import() of its own bundle under dist/sdk/', () => {
+  it('reaches each SDK, execa, ajv and yaml through import() of its own bundle under dist/sdk/', () => {
     const lazy = [...host.matchAll(/import\(["'](\.\/sdk\/[^"']+)["']\)/g)].map((m) => m[1] ?? '');
     expect(lazy.sort()).toEqual([
       './sdk/ajv.mjs',
@@ -40,6 +40,7 @@ describe('the built host', () => {
       './sdk/execa.mjs',
       './sdk/genai.mjs',
       './sdk/openai.mjs',
+      './sdk/yaml.mjs',
     ]);
     const sdkText = filesUnder('sdk').map(read).join('\n');
     for (const name of PROVIDER_HOSTS) expect(sdkText.includes(name), name).toBe(true);

@@ -1,11 +1,13 @@
 // The frontmatter layer: operations applied over the configuration (behaviour.md §10, scenarios
 // 27, 30 and 31) and JSON frontmatter's operators.
 import { describe, expect, it } from 'vitest';
+import * as yaml from 'yaml';
 import {
   applyFrontmatter,
   type ConfigOp,
   jsonFrontmatter,
   type ToolNames,
+  yamlFrontmatter,
 } from '../../src/core/config/frontmatter.js';
 
 const TOOLS: ToolNames = {
@@ -238,5 +240,32 @@ describe('jsonFrontmatter (scenario 30)', () => {
       'ls',
       'read',
     ]);
+  });
+});
+
+describe('yamlFrontmatter', () => {
+  it('reads like JSON: options under flemma with operators, the rest as variables', () => {
+    const code = [
+      'customer: Ana',
+      'flemma:',
+      '  provider: openai',
+      '  tools:',
+      '    $remove: [bash]',
+    ].join('\n');
+    expect(yamlFrontmatter(code, 2, yaml)).toEqual({
+      variables: { customer: 'Ana' },
+      ops: [
+        { path: ['provider'], op: 'set', value: 'openai', line: 4 },
+        { path: ['tools'], op: 'remove', value: 'bash', line: 5 },
+      ],
+    });
+  });
+
+  it('names the line of a syntax error, and takes an empty frontmatter as nothing', () => {
+    const result = yamlFrontmatter('a: 1\nb: [1, 2\n', 2, yaml);
+    expect('error' in result && result.error).toMatch(
+      /^frontmatter line [2-4]: invalid YAML: Flow sequence/,
+    );
+    expect(yamlFrontmatter('', 2, yaml)).toEqual({ ops: [], variables: {} });
   });
 });

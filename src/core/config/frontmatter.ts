@@ -63,9 +63,7 @@ function lineAt(text: string, index: number): number {
 
 /**
  * A JSON frontmatter (`code`; `first` is the buffer line of its first line) as operations and
- * variables. Under `"flemma"`, plain values are set and `{"$append": x}` (also `$prepend`,
- * `$remove`, `$set`; `x` a value or a list of them) edit list options; other top-level keys are
- * template variables.
+ * variables (see `dataFrontmatter`).
  */
 export function jsonFrontmatter(code: string, first: number): FrontmatterOps | { error: string } {
   let data: unknown;
@@ -84,8 +82,47 @@ export function jsonFrontmatter(code: string, first: number): FrontmatterOps | {
           : first;
     return { error: `frontmatter line ${String(line)}: invalid JSON: ${message}` };
   }
+  return dataFrontmatter(data, code, first, 'JSON', (key) => JSON.stringify(key));
+}
+
+/** The part of the `yaml` package the YAML frontmatter uses. */
+export interface YamlParser {
+  parse(source: string): unknown;
+}
+
+/** A YAML frontmatter, read with the `yaml` package (`parse`), like a JSON one. */
+export function yamlFrontmatter(
+  code: string,
+  first: number,
+  yaml: YamlParser,
+): FrontmatterOps | { error: string } {
+  let data: unknown;
+  try {
+    data = yaml.parse(code) ?? {};
+  } catch (error) {
+    const linePos = (error as { linePos?: { line: number }[] }).linePos;
+    const line = linePos?.[0] === undefined ? first : first + linePos[0].line - 1;
+    const message = (error instanceof Error ? error.message : String(error)).split('\n')[0] ?? '';
+    return { error: `frontmatter line ${String(line)}: invalid YAML: ${message}` };
+  }
+  return dataFrontmatter(data, code, first, 'YAML', (key) => key);
+}
+
+/**
+ * Decoded frontmatter data as operations and variables. Under `"flemma"`, plain values are set
+ * and `{"$append": x}` (also `$prepend`, `$remove`, `$set`; `x` a value or a list of them) edit
+ * list options, beside keys for the options under it; other top-level keys are template
+ * variables. `keyText` is how a key is written in `code` (to find an option's line).
+ */
+export function dataFrontmatter(
+  data: unknown,
+  code: string,
+  first: number,
+  kind: string,
+  keyText: (key: string) => string,
+): FrontmatterOps | { error: string } {
   if (!isRecord(data)) {
-    return { error: `frontmatter line ${String(first)}: a JSON frontmatter must be an object` };
+    return { error: `frontmatter line ${String(first)}: a ${kind} frontmatter must be an object` };
   }
   const variables: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(data)) if (key !== 'flemma') variables[key] = value;
@@ -97,8 +134,7 @@ export function jsonFrontmatter(code: string, first: number): FrontmatterOps | {
   const ops: ConfigOp[] = [];
   const lineOf = (path: string[]): number => {
     // The line of the option's last key, for errors (the first occurrence is good enough).
-    const key = JSON.stringify(path[path.length - 1] ?? '');
-    const index = code.indexOf(key);
+    const index = code.indexOf(keyText(path[path.length - 1] ?? ''));
     return index < 0 ? first : first + lineAt(code, index) - 1;
   };
   const walk = (value: unknown, path: string[]): string | undefined => {
