@@ -576,6 +576,30 @@ function M.function_for(bufnr, path)
   return cached and cached.functions[path] or nil
 end
 
+--- Host → Lua: what a check of the frontmatter found (`{bufnr, items = {{lnum, severity,
+--- message}}}`), as diagnostics of their own namespace (source `flemma`).
+function M.show_diagnostics(params)
+  local bufnr = params.bufnr
+  if not vim.api.nvim_buf_is_valid(bufnr) then
+    return
+  end
+  H.ns = H.ns or vim.api.nvim_create_namespace("flemma.frontmatter")
+  local severities = { error = vim.diagnostic.severity.ERROR, warning = vim.diagnostic.severity.WARN }
+  local list = {}
+  local last = math.max(vim.api.nvim_buf_line_count(bufnr) - 1, 0)
+  for _, item in ipairs(params.items or {}) do
+    list[#list + 1] = {
+      lnum = math.min(math.max(item.lnum or 0, 0), last),
+      col = 0,
+      severity = severities[item.severity] or vim.diagnostic.severity.ERROR,
+      message = item.message,
+      source = "flemma",
+      code = "frontmatter",
+    }
+  end
+  vim.diagnostic.set(H.ns, bufnr, list)
+end
+
 function M.forget(bufnr)
   H.cache[bufnr] = nil
   H.authored[bufnr] = nil

@@ -145,6 +145,9 @@ M.methods = {
     end
     return vim.NIL
   end,
+  ["frontmatter.diagnostics"] = function(params)
+    return require("flemma.frontmatter").show_diagnostics(params)
+  end,
   ["template.render"] = function(params)
     return require("flemma.templating").render(params)
   end,

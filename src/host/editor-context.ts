@@ -41,6 +41,8 @@ export interface EditorContext {
    * in a file that is not trusted. Nothing is sent or run while it is set.
    */
   problem?: string;
+  /** The problem is that the file's Lua may not run (not trusted, or denied). */
+  untrusted?: boolean;
 }
 
 /** The variables every provider reads by default (its credential and base URL). */
@@ -73,6 +75,8 @@ export interface ContextQuestion {
   variables: Record<string, unknown>;
   /** A problem found before asking (a JSON frontmatter that does not parse). */
   problem?: string;
+  /** The problem is that the file's Lua may not run (not trusted, or denied). */
+  untrusted?: boolean;
 }
 
 /** Lua's answer to a `ContextQuestion`. */
@@ -142,8 +146,10 @@ export function resolveContext(
   }
   const result = answer.frontmatter;
   if (problem === undefined && result !== undefined) {
-    if ('untrusted' in result) problem = result.untrusted;
-    else if ('error' in result) problem = result.error;
+    if ('untrusted' in result) {
+      problem = result.untrusted;
+      context.untrusted = true;
+    } else if ('error' in result) problem = result.error;
     else {
       const request = question.params.frontmatter;
       // Lua and custom languages: the variables come from Lua.

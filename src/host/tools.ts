@@ -101,6 +101,9 @@ function toolList(tools: ToolsConfig | undefined): string[] | undefined {
   return Array.isArray(list) && list.length > 0 ? (list as string[]) : undefined;
 }
 
+/** Quiet time after a frontmatter edit before it is checked (ms). */
+const FRONTMATTER_CHECK_MS = 300;
+
 /** How long a carried editor context may stand in for asking again (ms). */
 const CARRY_MS = 250;
 
@@ -186,7 +189,61 @@ export class ToolService {
     }
     ctx.documents.onParsed((state) => {
       this.publishPreviews(state);
+      this.checkFrontmatterSoon(state);
     });
+  }
+
+  private readonly frontmatterKeys = new Map<number, string>();
+  private readonly frontmatterTimers = new Map<number, NodeJS.Timeout>();
+
+  /**
+   * After the frontmatter changed (or the chat opened), run it once things are quiet, without
+   * sending, and show what is wrong with it as a diagnostic on its line: an error, an unknown
+   * option, or a Lua file that is not trusted yet.
+   */
+  private checkFrontmatterSoon(state: DocumentState): void {
+    const fm = state.document.frontmatter;
+    const key = fm === undefined ? '' : `${fm.language}\0${String(fm.span.startLine)}\0${fm.code}`;
+    const previous = this.frontmatterKeys.get(state.bufnr);
+    if (previous === key) return;
+    this.frontmatterKeys.set(state.bufnr, key);
+    clearTimeout(this.frontmatterTimers.get(state.bufnr));
+    if (fm === undefined) {
+      // Gone: clear what an earlier one showed.
+      if (previous !== undefined && previous !== '') {
+        this.ctx.lua.notify('frontmatter.diagnostics', { bufnr: state.bufnr, items: [] });
+      }
+      return;
+    }
+    const timer = setTimeout(() => {
+      this.frontmatterTimers.delete(state.bufnr);
+      void this.checkFrontmatter(state.bufnr).catch((error: unknown) => {
+        this.ctx.logger.warn(
+          `checking the frontmatter of buffer ${String(state.bufnr)} failed`,
+          error,
+        );
+      });
+    }, FRONTMATTER_CHECK_MS);
+    timer.unref();
+    this.frontmatterTimers.set(state.bufnr, timer);
+  }
+
+  private async checkFrontmatter(bufnr: number): Promise<void> {
+    const state = await this.ctx.documents.parsed(bufnr);
+    const fm = state?.document.frontmatter;
+    if (state === undefined || fm === undefined) return;
+    const editor = await this.editorContext(bufnr, state.document);
+    const items: { lnum: number; severity: string; message: string }[] = [];
+    if (editor.problem !== undefined) {
+      const line = /^frontmatter line (\d+): /.exec(editor.problem);
+      const untrusted = editor.untrusted === true;
+      items.push({
+        lnum: line === null ? fm.span.startLine - 1 : Number(line[1]) - 1,
+        severity: untrusted ? 'warning' : 'error',
+        message: line === null ? editor.problem : editor.problem.slice(line[0].length),
+      });
+    }
+    this.ctx.lua.notify('frontmatter.diagnostics', { bufnr, items });
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -1397,6 +1454,9 @@ export class ToolService {
 
   forget(bufnr: number): void {
     this.previewKeys.delete(bufnr);
+    this.frontmatterKeys.delete(bufnr);
+    clearTimeout(this.frontmatterTimers.get(bufnr));
+    this.frontmatterTimers.delete(bufnr);
   }
 
   // ---------------------------------------------------------------------------------------------

@@ -277,6 +277,7 @@ describe(':Flemma status', () => {
     await trust(d);
     await d.waitForEvent('FlemmaBootComplete');
     await d.command('Flemma autopilot:disable');
+    await d.waitForEvent('FlemmaConfigUpdated');
     await d.command('Flemma status');
     let lines: string[] = [];
     for (let i = 0; i < 200 && lines.length === 0; i++) {
@@ -298,6 +299,41 @@ describe(':Flemma status', () => {
     expect(lines).toContain('  100  urn:flemma:approval:config');
     // The report is a scratch window.
     expect(await d.lua('return vim.api.nvim_buf_get_name(0)')).toBe('flemma://status');
+  });
+});
+
+describe('checking the frontmatter while editing', () => {
+  type Item = { lnum: number; severity: number; message: string };
+
+  /** The frontmatter diagnostics of the current buffer, once `ready` holds for them. */
+  async function diagnostics(d: Driver, ready: (list: Item[]) => boolean): Promise<Item[]> {
+    let list: Item[] = [];
+    for (let i = 0; i < 250; i++) {
+      list = await d.lua<Item[]>(
+        `return vim.tbl_map(function(x) return { lnum = x.lnum, severity = x.severity, message = x.message } end,
+          vim.diagnostic.get(0, { namespace = vim.api.nvim_create_namespace("flemma.frontmatter") }))`,
+      );
+      if (ready(list)) return list;
+      await d.lua('vim.wait(20)');
+    }
+    return list;
+  }
+
+  it('shows an error on its line as you type, a warning for an untrusted file, and clears them', async () => {
+    const { d } = await start();
+    await d.openChat('live.chat', ['```lua', 'flemma.opt.model = "m"', '```', '@You:', 'Hi']);
+    const untrusted = await diagnostics(d, (list) => list.length === 1);
+    expect(untrusted[0]).toMatchObject({ lnum: 0, severity: 2 });
+    expect(untrusted[0]?.message).toContain(':trust');
+    await trust(d);
+    // A change of the frontmatter checks it again.
+    await d.lua('vim.api.nvim_buf_set_lines(0, 1, 2, false, { "flemma.opt.model = 42" })');
+    const wrong = await diagnostics(d, (list) => list[0]?.severity === 1);
+    expect(wrong).toHaveLength(1);
+    expect(wrong[0]).toMatchObject({ lnum: 1, severity: 1 });
+    expect(wrong[0]?.message).toMatch(/model/);
+    await d.lua('vim.api.nvim_buf_set_lines(0, 1, 2, false, { "flemma.opt.model = \\"m2\\"" })');
+    expect(await diagnostics(d, (list) => list.length === 0)).toEqual([]);
   });
 });
 
