@@ -146,7 +146,12 @@ export class ApprovalService {
     for (const warning of warnings) this.warnOnce(warning);
     const outcome = await chain.decide(
       call,
-      frontmatter === undefined ? {} : { frontmatter: this.frontmatterSetting(frontmatter) },
+      frontmatter === undefined
+        ? {}
+        : {
+            frontmatter: this.frontmatterSetting(frontmatter),
+            frontmatterAssigned: frontmatter.assigned,
+          },
     );
     for (const skipped of outcome.skipped) {
       this.ctx.logger.warn(
@@ -158,7 +163,7 @@ export class ApprovalService {
 
   /** The buffer's own `auto_approve` in the core's terms; its function stays in Lua. */
   private frontmatterSetting(approval: FrontmatterApproval): AutoApproveSetting {
-    if (approval.kind === 'list') return approval;
+    if (approval.kind === 'list') return { kind: 'list', list: approval.list };
     return {
       kind: 'function',
       fn: (toolName, input, ctx) =>

@@ -875,19 +875,29 @@ describe('built-in resolvers', () => {
       expect(result.trace.find((t) => t.resolver === SANDBOX_RESOLVER)?.outcome).toBe('passed');
     });
 
-    it('still approves when the buffer appends or sets its own list or function', async () => {
+    it('still approves when the buffer only appends to the global list', async () => {
       const appended = applyListOps({ items: ['$default'], removed: [] }, [
         { op: 'append', item: 'calculator' },
       ]);
+      const frontmatter: AutoApproveSetting = { kind: 'list', list: appended };
+      expect(
+        await decide(base, 'bash', { frontmatter, frontmatterAssigned: false }, active),
+      ).toMatchObject({ decision: 'approve', resolver: SANDBOX_RESOLVER });
+    });
+
+    it('passes when the buffer assigned its own list or function (behaviour.md scenario 28)', async () => {
       for (const frontmatter of [
-        { kind: 'list', list: appended },
         list(['$readonly']),
         { kind: 'function', fn: () => null },
       ] satisfies AutoApproveSetting[]) {
-        expect(await decide(base, 'bash', { frontmatter }, active)).toMatchObject({
-          decision: 'approve',
-          resolver: SANDBOX_RESOLVER,
-        });
+        const result = await decide(
+          base,
+          'bash',
+          { frontmatter, frontmatterAssigned: true },
+          active,
+        );
+        expect(result.trace.find((t) => t.resolver === SANDBOX_RESOLVER)?.outcome).toBe('passed');
+        expect(result.resolver).not.toBe(SANDBOX_RESOLVER);
       }
     });
 

@@ -113,7 +113,11 @@ describe('applyFrontmatter', () => {
   describe('tools.auto_approve (scenario 27)', () => {
     it('a set replaces the configuration’s list', () => {
       const applied = applyFrontmatter(SETUP, [op('tools.auto_approve', 'set', ['bash'])], TOOLS);
-      expect(applied.approval).toEqual({ kind: 'list', list: { items: ['bash'], removed: [] } });
+      expect(applied.approval).toEqual({
+        kind: 'list',
+        list: { items: ['bash'], removed: [] },
+        assigned: true,
+      });
     });
 
     it(':remove("write") on $default keeps the preset and records the removal', () => {
@@ -121,23 +125,28 @@ describe('applyFrontmatter', () => {
       expect(applied.approval).toEqual({
         kind: 'list',
         list: { items: ['$default'], removed: ['write'] },
+        assigned: false,
       });
     });
 
     it('an empty list approves nothing; $default + bash appends', () => {
       expect(
         applyFrontmatter(SETUP, [op('tools.auto_approve', 'set', [])], TOOLS).approval,
-      ).toEqual({ kind: 'list', list: { items: [], removed: [] } });
+      ).toEqual({ kind: 'list', list: { items: [], removed: [] }, assigned: true });
       expect(
         applyFrontmatter(SETUP, [op('tools.auto_approve', 'append', 'bash')], TOOLS).approval,
-      ).toEqual({ kind: 'list', list: { items: ['$default', 'bash'], removed: [] } });
+      ).toEqual({
+        kind: 'list',
+        list: { items: ['$default', 'bash'], removed: [] },
+        assigned: false,
+      });
     });
 
     it('a function stays a function; list operations on it are an error', () => {
       const fn = { __function: true };
       expect(
         applyFrontmatter(SETUP, [op('tools.auto_approve', 'set', fn)], TOOLS).approval,
-      ).toEqual({ kind: 'function' });
+      ).toEqual({ kind: 'function', assigned: true });
       const onFunction = applyFrontmatter(
         SETUP,
         [op('tools.auto_approve', 'set', fn), op('tools.auto_approve', 'append', 'read', 4)],

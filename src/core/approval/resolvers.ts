@@ -95,6 +95,8 @@ export type AutoApproveSetting =
 export interface ApprovalContext {
   /** The buffer's effective `auto_approve` when its frontmatter sets or edits it. */
   frontmatter?: AutoApproveSetting | undefined;
+  /** The frontmatter assigned `auto_approve` (not only edited it): the sandbox resolver passes. */
+  frontmatterAssigned?: boolean;
 }
 
 /** A configuration snapshot: the `tools` options that concern approval. */
@@ -242,6 +244,9 @@ export function sandboxResolver(config: ApprovalConfig, hooks: ApprovalHooks): A
     description: 'tools that can run sandboxed, when the sandbox is enabled and available',
     resolve: async (call, context) => {
       if (config.autoApproveSandboxed === false) return undefined;
+      // A buffer that assigned its own policy (a list or a function) decides alone; one that
+      // only appended to the global list keeps the sandbox's approvals.
+      if (context.frontmatterAssigned === true) return undefined;
       const effective = context.frontmatter ?? config.autoApprove;
       if (!configured(effective)) return undefined;
       if (effective?.kind === 'list' && effective.list.removed.includes(call.toolName)) {

@@ -18,8 +18,13 @@ export interface FrontmatterOps {
   variables: Record<string, unknown>;
 }
 
-/** What the frontmatter sets `tools.auto_approve` to, when it touches it. */
-export type FrontmatterApproval = { kind: 'list'; list: ApproveList } | { kind: 'function' };
+/**
+ * What the frontmatter sets `tools.auto_approve` to, when it touches it; `assigned` when it
+ * assigned it (rather than only editing the list it got).
+ */
+export type FrontmatterApproval = ({ kind: 'list'; list: ApproveList } | { kind: 'function' }) & {
+  assigned: boolean;
+};
 
 export interface AppliedFrontmatter {
   config: Record<string, unknown>;
@@ -244,11 +249,12 @@ export function applyFrontmatter(
     if (key === 'tools.auto_approve') {
       if (op === 'set') {
         if (isRecord(value) && value['__function'] === true) {
-          approval = { kind: 'function' };
+          approval = { kind: 'function', assigned: true };
         } else {
           try {
             approval = {
               kind: 'list',
+              assigned: true,
               list: approveList(
                 typeof value === 'string' ? [value] : value,
                 'flemma.opt.tools.auto_approve',
@@ -269,7 +275,7 @@ export function applyFrontmatter(
           };
         }
         const raw = typeof base === 'string' ? [base] : listOf(base);
-        approval = { kind: 'list', list: approveList(raw) };
+        approval = { kind: 'list', list: approveList(raw), assigned: false };
       }
       if (approval.kind === 'function') {
         return {
@@ -278,7 +284,11 @@ export function applyFrontmatter(
         };
       }
       const listOp: ListOp = { op, item: String(value) };
-      approval = { kind: 'list', list: applyListOps(approval.list, [listOp]) };
+      approval = {
+        kind: 'list',
+        list: applyListOps(approval.list, [listOp]),
+        assigned: approval.assigned,
+      };
       continue;
     }
     const parent = parentOf(out, path);
