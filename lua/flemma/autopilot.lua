@@ -17,7 +17,7 @@ end
 function M.enable()
   H.override = true
   require("flemma.notify").info("autopilot enabled for this session")
-  require("flemma.hooks").emit("config:updated", {})
+  require("flemma.config").record("runtime", "set", "tools.autopilot.enabled", true, ":Flemma autopilot:enable")
 end
 
 function M.disable()
@@ -26,7 +26,7 @@ function M.disable()
     M.cancel({ bufnr = bufnr, quiet = true })
   end
   require("flemma.notify").info("autopilot disabled for this session: <C-]> continues by hand")
-  require("flemma.hooks").emit("config:updated", {})
+  require("flemma.config").record("runtime", "set", "tools.autopilot.enabled", false, ":Flemma autopilot:disable")
 end
 
 --- `:Flemma autopilot:status`: the switch and, from the host, each buffer's state.

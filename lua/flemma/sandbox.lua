@@ -26,13 +26,13 @@ end
 function M.enable()
   H.override = true
   require("flemma.notify").info("sandbox enabled for this session")
-  require("flemma.hooks").emit("config:updated", {})
+  require("flemma.config").record("runtime", "set", "sandbox.enabled", true, ":Flemma sandbox:enable")
 end
 
 function M.disable()
   H.override = false
   require("flemma.notify").warn("sandbox disabled for this session: tools can write anywhere you can")
-  require("flemma.hooks").emit("config:updated", {})
+  require("flemma.config").record("runtime", "set", "sandbox.enabled", false, ":Flemma sandbox:disable")
 end
 
 --- `:Flemma sandbox:status`: ask the host how the policy resolves for the current buffer.

@@ -278,6 +278,18 @@ describe(':Flemma status', () => {
     await d.waitForEvent('FlemmaBootComplete');
     await d.command('Flemma autopilot:disable');
     await d.waitForEvent('FlemmaConfigUpdated');
+    // The layers keep their operations.
+    expect(await d.lua('return require("flemma.config").log("runtime")')).toEqual([
+      {
+        op: 'set',
+        path: 'tools.autopilot.enabled',
+        value: false,
+        source: ':Flemma autopilot:disable',
+      },
+    ]);
+    expect(await d.lua('return require("flemma.config").log("setup")')).toEqual([
+      { op: 'set', path: 'parameters.max_tokens', value: 3000 },
+    ]);
     await d.command('Flemma status');
     let lines: string[] = [];
     for (let i = 0; i < 200 && lines.length === 0; i++) {

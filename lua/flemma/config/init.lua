@@ -37,7 +37,58 @@ function M.setup(opts)
     error(err, 0)
   end
   M.values = H.apply(normalized)
+  H.logs.setup = H.ops_of(normalized, {})
   return M.values
+end
+
+-- ---------------------------------------------------------------------------------------------
+-- The operation log of each global layer (behaviour.md §6.1): what `setup()` set, and what the
+-- run-time commands changed. The buffer's frontmatter is the fourth layer, applied by the host
+-- over these. The values themselves are kept merged (`get()`); the logs say who set what.
+
+H.logs = { setup = {}, runtime = {} }
+
+--- `set` operations for every option `opts` gives (a list, a function or a scalar is one value).
+function H.ops_of(opts, path)
+  local ops = {}
+  if type(opts) ~= "table" then
+    return ops
+  end
+  local count = #opts
+  if count > 0 then
+    local list = {}
+    for i = 1, count do
+      list[i] = opts[i]
+    end
+    ops[#ops + 1] = { op = "set", path = table.concat(path, "."), value = list }
+  end
+  for key, value in pairs(opts) do
+    if type(key) == "string" then
+      local child = vim.list_extend(vim.deepcopy(path), { key })
+      if type(value) == "table" and not vim.islist(value) and next(value) ~= nil then
+        vim.list_extend(ops, H.ops_of(value, child))
+      else
+        ops[#ops + 1] = { op = "set", path = table.concat(child, "."), value = value }
+      end
+    end
+  end
+  return ops
+end
+
+--- Record a run-time change (`source` says which command): `record("runtime", "set",
+--- "tools.autopilot.enabled", false, ":Flemma autopilot:disable")`. Fires `config:updated`.
+function M.record(layer, op, path, value, source)
+  local log = H.logs[layer]
+  if log == nil then
+    error("flemma.config.record: unknown layer '" .. tostring(layer) .. "'", 2)
+  end
+  log[#log + 1] = { op = op, path = path, value = value, source = source }
+  require("flemma.hooks").emit("config:updated", {})
+end
+
+--- A copy of a layer's operation log (`setup` or `runtime`), oldest first.
+function M.log(layer)
+  return vim.deepcopy(H.logs[layer] or {})
 end
 
 --- The current option values (the defaults until `setup()` succeeds).
@@ -73,45 +124,16 @@ function H.apply(normalized)
   return schema.merge(schema.options, M.defaults(), normalized)
 end
 
---- Where each option that is not at its default came from, by dotted path: "setup", or
---- "runtime (…)" for the session switches. Lists (and the `tools` list, as "tools") are leaves.
+--- Where each option set above the defaults came from, by dotted path, from the layers'
+--- operation logs: "setup", or "runtime (<command>)"; the latest layer wins.
 ---@return table<string, string>
 function M.origins()
   local out = {}
-  local function walk(value, default, path)
-    if type(value) == "table" and type(default) == "table" and not vim.islist(value) then
-      local count = #value
-      if count > 0 or #default > 0 then
-        local list, base = {}, {}
-        for i = 1, count do
-          list[i] = value[i]
-        end
-        for i = 1, #default do
-          base[i] = default[i]
-        end
-        if not vim.deep_equal(list, base) then
-          out[path] = "setup"
-        end
-      end
-      for key, item in pairs(value) do
-        if type(key) == "string" then
-          walk(item, default[key], path == "" and key or (path .. "." .. key))
-        end
-      end
-      return
-    end
-    if not vim.deep_equal(value, default) then
-      out[path] = "setup"
-    end
+  for _, op in ipairs(H.logs.setup) do
+    out[op.path] = "setup"
   end
-  walk(M.values, M.defaults(), "")
-  local autopilot = require("flemma.autopilot").override()
-  if autopilot ~= nil then
-    out["tools.autopilot.enabled"] = "runtime (:Flemma autopilot:" .. (autopilot and "enable" or "disable") .. ")"
-  end
-  local sandbox = require("flemma.sandbox").override()
-  if sandbox ~= nil then
-    out["sandbox.enabled"] = "runtime (:Flemma sandbox:" .. (sandbox and "enable" or "disable") .. ")"
+  for _, op in ipairs(H.logs.runtime) do
+    out[op.path] = op.source and ("runtime (" .. op.source .. ")") or "runtime"
   end
   return out
 end
