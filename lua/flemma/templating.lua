@@ -69,7 +69,7 @@ end
 
 --- Compile segments into a function; answers it, or nil and the error, and the map from the
 --- chunk's lines to the segments' lines.
-function H.compile(segments, chunkname, env)
+function H.compile(segments, chunkname, env, spliced)
   local src = { "local __o, __t, __s = {}, ..." }
   local map = {}
   local texts = {}
@@ -95,7 +95,8 @@ function H.compile(segments, chunkname, env)
       add(segment.code, segment.line)
     end
   end
-  src[#src + 1] = "return table.concat(__o)"
+  -- A spliced job (expressions only) answers the values; the host puts them in its text.
+  src[#src + 1] = spliced and "return __o" or "return table.concat(__o)"
   local fn, err = load(table.concat(src, "\n"), "=" .. chunkname, "t", env)
   return fn, err, map, texts
 end
@@ -241,9 +242,9 @@ function M.render(params)
     { name ~= "" and vim.fn.fnamemodify(name, ":p") or nil },
     { bufnr = bufnr, tools = type(params.tools) == "table" and params.tools or {} }
   )
-  for index, segments in ipairs(params.jobs or {}) do
+  for index, job in ipairs(params.jobs or {}) do
     local chunk = "template"
-    local fn, err, map, literal = H.compile(segments, chunk, env)
+    local fn, err, map, literal = H.compile(job.segments or {}, chunk, env, job.spliced == true)
     if not fn then
       return { error = H.describe(err, chunk, map, "") }
     end

@@ -280,7 +280,9 @@ export class SendController {
     const tools = ctx.tools.specsFor(config.tools?.__list);
     let evaluated: RenderedPrompt;
     try {
+      trace('send:render');
       evaluated = await this.render(bufnr, prompt, editor, tools);
+      trace('send:rendered');
     } catch (error) {
       // A template or a file reference failed: nothing is sent, the buffer stays as it is.
       const message = error instanceof Error ? error.message : String(error);
@@ -330,16 +332,37 @@ export class SendController {
     const baseDir = filename === null ? editor.facts.cwd : dirname(filename);
     return renderPrompt(prompt, {
       renderTemplates: async (jobs) => {
+        // A job with no `{% %}` needs only its expressions evaluated: their text stays here and
+        // the values are spliced in (a long chat's messages do not travel to Lua and back).
+        const spliced = jobs.map((segments) =>
+          segments.every((segment) => segment.kind !== 'code'),
+        );
+        trace('send:lua-render');
         const answer = (await ctx.lua.call('template.render', {
           bufnr,
           variables: editor.variables,
-          jobs,
+          jobs: jobs.map((segments, index) =>
+            spliced[index] === true
+              ? { spliced: true, segments: segments.filter((segment) => segment.kind !== 'text') }
+              : { segments },
+          ),
           // For personalities (`include("urn:flemma:personality:…")`).
           tools: ctx.tools.personalityTools(tools),
-        })) as { texts?: string[]; error?: string; untrusted?: string };
+        })) as { texts?: (string | string[])[]; error?: string; untrusted?: string };
+        trace('send:lua-rendered');
         if (answer.untrusted !== undefined) return { error: answer.untrusted };
         if (answer.error !== undefined) return { error: `Template error: ${answer.error}` };
-        return { texts: answer.texts ?? [] };
+        const results = answer.texts ?? [];
+        return {
+          texts: jobs.map((segments, index) => {
+            const result = results[index];
+            if (!Array.isArray(result)) return result ?? '';
+            let next = 0;
+            return segments
+              .map((segment) => (segment.kind === 'text' ? segment.text : (result[next++] ?? '')))
+              .join('');
+          }),
+        };
       },
       readReference: (reference) => readReference(reference, baseDir, homedir()),
     });

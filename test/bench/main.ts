@@ -222,7 +222,13 @@ async function sendBenchmarks(lane: Lane): Promise<void> {
     const lines = largeChat(1024 * 1024, 400);
     // The corpus ends in an @Assistant: turn; a question makes it ready to send.
     lines.push('@You:', 'Summarise the discussion.');
+    // The chat's templates run (its file is trusted, as a user's own would be) and its file
+    // references are read: the files exist.
+    for (let i = 0; i < 400; i += 2) {
+      driver.writeFile(`src/file${String(i)}.lua`, `return ${String(i)}\n`);
+    }
     const buf = await driver.openChat('s1.chat', lines);
+    await driver.command('trust');
     const expected = parseLines(lines).messages.length;
     await driver.lua(
       `local bufnr, expected = ...

@@ -108,6 +108,31 @@ export async function renderPrompt(prompt: Prompt, ports: RenderPorts): Promise<
     return groups;
   });
 
+  // Every file is read at once (and once), while the templates render.
+  const reads = new Map<string, Promise<EvaluatedPart>>();
+  const read = (reference: FileReferencePart): Promise<EvaluatedPart> => {
+    const key = `${reference.path}\0${reference.mime ?? ''}`;
+    let pending = reads.get(key);
+    if (pending === undefined) {
+      pending = ports.readReference(reference);
+      // Failures are reported where the reference is, below.
+      pending.catch(() => undefined);
+      reads.set(key, pending);
+    }
+    return pending;
+  };
+  const collect = (parts: readonly { kind: string }[]): void => {
+    for (const part of parts)
+      if (part.kind === 'file_reference') void read(part as FileReferencePart);
+  };
+  collect(prompt.system);
+  for (const message of prompt.messages) {
+    if (message.role !== 'user') continue;
+    for (const part of message.parts) {
+      if (part.kind === 'tool_result') collect(part.parts);
+      else collect([part]);
+    }
+  }
   let texts: string[] = [];
   if (jobs.length > 0) {
     const rendered = await ports.renderTemplates(jobs);
@@ -125,7 +150,7 @@ export async function renderPrompt(prompt: Prompt, ports: RenderPorts): Promise<
       if (text !== '') parts.push({ kind: 'text', text });
       text = '';
       try {
-        parts.push(await ports.readReference(run));
+        parts.push(await read(run));
       } catch (error) {
         const why = error instanceof Error ? error.message : String(error);
         throw new RenderError(`line ${String(run.line)}: @${run.raw}: ${why}`);
