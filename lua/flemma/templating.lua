@@ -101,6 +101,29 @@ function H.compile(segments, chunkname, env, spliced)
   return fn, err, map, texts
 end
 
+--- Compile expression-only jobs into one function answering, per job, the list of its values.
+function H.compile_spliced(jobs, chunkname, env)
+  local src = { "local __r, __s = {}, ..." }
+  local map = {}
+  for j, job in ipairs(jobs) do
+    src[#src + 1] = string.format("__r[%d] = {}", j)
+    for _, segment in ipairs(job.segments or {}) do
+      local first = #src + 1
+      local code = string.format("__r[%d][#__r[%d]+1] = __s(", j, j) .. segment.code .. "\n)"
+      for piece in (code .. "\n"):gmatch("(.-)\n") do
+        src[#src + 1] = piece
+      end
+      for i = first, #src do
+        map[i] = segment.line + i - first
+      end
+      map[#src] = map[#src - 1]
+    end
+  end
+  src[#src + 1] = "return __r"
+  local fn, err = load(table.concat(src, "\n"), "=" .. chunkname, "t", env)
+  return fn, err, map
+end
+
 --- "template:12: message" → "line 40: message" with the map.
 function H.describe(message, chunkname, map, where)
   message = tostring(message)
@@ -242,17 +265,41 @@ function M.render(params)
     { name ~= "" and vim.fn.fnamemodify(name, ":p") or nil },
     { bufnr = bufnr, tools = type(params.tools) == "table" and params.tools or {} }
   )
-  for index, job in ipairs(params.jobs or {}) do
-    local chunk = "template"
-    local fn, err, map, literal = H.compile(job.segments or {}, chunk, env, job.spliced == true)
-    if not fn then
-      return { error = H.describe(err, chunk, map, "") }
+  local jobs = params.jobs or {}
+  local chunk = "template"
+  local index = 1
+  while index <= #jobs do
+    local job = jobs[index]
+    if job.spliced then
+      -- Consecutive expression-only jobs are compiled as one chunk (a long chat has hundreds).
+      local group = {}
+      while jobs[index] and jobs[index].spliced do
+        group[#group + 1] = jobs[index]
+        index = index + 1
+      end
+      local fn, err, map = H.compile_spliced(group, chunk, env)
+      if not fn then
+        return { error = H.describe(err, chunk, map, "") }
+      end
+      local ok, results = pcall(fn, tostr)
+      if not ok then
+        return { error = H.describe(results, chunk, map, "") }
+      end
+      for offset, values in ipairs(results) do
+        texts[index - #group + offset - 1] = values
+      end
+    else
+      local fn, err, map, literal = H.compile(job.segments or {}, chunk, env, false)
+      if not fn then
+        return { error = H.describe(err, chunk, map, "") }
+      end
+      local ok, result = pcall(fn, literal, tostr)
+      if not ok then
+        return { error = H.describe(result, chunk, map, "") }
+      end
+      texts[index] = result
+      index = index + 1
     end
-    local ok, result = pcall(fn, literal, tostr)
-    if not ok then
-      return { error = H.describe(result, chunk, map, "") }
-    end
-    texts[index] = result
   end
   return { texts = texts }
 end
