@@ -424,6 +424,9 @@ export class SendController {
     const markerRow = lastRow + opening.length - 1;
     let sink: { bufnr: number };
     try {
+      // The SDK serialises and writes the body in promise jobs; the editor's work waits for
+      // them, rather than competing with a long chat's megabyte of JSON.
+      await new Promise<void>((resolve) => setImmediate(resolve));
       // A notification: it still reaches Neovim before the write below.
       ctx.lua.notify('buffer.lock', { bufnr, owner: 'request' });
       await writer.setLines(lastRow, lastRow + 1, opening, [lastLine]);

@@ -668,7 +668,7 @@ export class ToolService {
       const now = approved.slice(0, Math.max(0, free));
       if (now.length < approved.length) {
         // The rest start as slots free up (see `startQueued`).
-        this.draining.add(bufnr);
+        this.draining.set(bufnr, new Set(now.map((block) => block.id)));
         if (user) {
           this.info(`Executing ${now.length}/${approved.length} tools (max_concurrent=${limit})`);
         }
@@ -678,6 +678,7 @@ export class ToolService {
         void this.execute(bufnr, block.id, block.name, block.input, config, {
           replaceFinished: false,
           facts: editor.facts,
+          placeholder: true,
         });
       }
       return;
@@ -968,7 +969,12 @@ export class ToolService {
     name: string,
     input: unknown,
     config: ConfigSnapshot,
-    options: { replaceFinished: boolean; facts?: EditorFacts },
+    options: {
+      replaceFinished: boolean;
+      facts?: EditorFacts;
+      /** The caller found the call's placeholder: the tool need not wait for a fresh parse. */
+      placeholder?: boolean;
+    },
   ): Promise<void> {
     const { ctx } = this;
     if (ctx.sends.isRunning(bufnr)) {
@@ -1005,9 +1011,22 @@ export class ToolService {
       // The lock is per owner, not per tool; a notification still reaches Neovim before the
       // tool's writes.
       ctx.lua.notify('buffer.lock', { bufnr, owner: 'tools' });
-      const headerRow = await this.ensurePlaceholder(bufnr, id);
-      if (tools.show_spinner !== false && headerRow !== undefined) {
-        ctx.lua.notify('tools.spinner', { bufnr, tool_id: id, row: headerRow, state: 'running' });
+      const spin = (row: number | undefined): void => {
+        if (tools.show_spinner === false || row === undefined) return;
+        if (this.running.get(id) !== run || run.returned === true) return;
+        ctx.lua.notify('tools.spinner', { bufnr, tool_id: id, row, state: 'running' });
+      };
+      if (options.placeholder === true) {
+        // Its row is known once the results written before it are parsed; the tool does not
+        // wait for that (its neighbours' results are being written meanwhile).
+        void this.fresh(bufnr).then(
+          (state) => {
+            spin(state === undefined ? undefined : resultHeaderRow(state.document, id));
+          },
+          () => undefined,
+        );
+      } else {
+        spin(await this.ensurePlaceholder(bufnr, id));
       }
       const facts =
         options.facts ?? ((await ctx.lua.call('tools.facts', { bufnr })) as EditorFacts);
@@ -1114,7 +1133,7 @@ export class ToolService {
   }
 
   /** Buffers whose approved calls were throttled by `tools.max_concurrent`. */
-  private readonly draining = new Set<number>();
+  private readonly draining = new Map<number, Set<string>>();
 
   /** A slot freed up: start the next approved calls of a throttled buffer. */
   private async startQueued(
@@ -1122,11 +1141,14 @@ export class ToolService {
     config: ConfigSnapshot,
     facts?: EditorFacts,
   ): Promise<void> {
-    if (!this.draining.has(bufnr)) return;
-    const state = await this.fresh(bufnr);
+    const started = this.draining.get(bufnr);
+    if (started === undefined) return;
+    // The latest parse, not a fresh one: the buffer is locked, so it can only lag behind the
+    // results written since, and the calls those answer are in `started`.
+    const state = this.ctx.documents.get(bufnr) ?? (await this.fresh(bufnr));
     if (state === undefined) return;
     const waiting = classifyToolBlocks(state.document).approved.filter(
-      (block) => !this.running.has(block.id),
+      (block) => !this.running.has(block.id) && !started.has(block.id),
     );
     if (waiting.length === 0) {
       this.draining.delete(bufnr);
@@ -1135,8 +1157,10 @@ export class ToolService {
     const limit = config.tools?.max_concurrent ?? 2;
     const free = limit === 0 ? waiting.length : limit - this.slotsUsed(bufnr);
     for (const block of waiting.slice(0, Math.max(0, free))) {
+      started.add(block.id);
       void this.execute(bufnr, block.id, block.name, block.input, config, {
         replaceFinished: false,
+        placeholder: true,
         ...(facts === undefined ? {} : { facts }),
       });
     }

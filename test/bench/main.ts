@@ -238,7 +238,7 @@ async function sendBenchmarks(lane: Lane): Promise<void> {
       expected,
     );
     const s1: number[] = [];
-    for (let run = 0; run < 7; run++) {
+    for (let run = 0; run < 17; run++) {
       const after = driver.eventCount;
       const started = performance.now();
       void driver.nvim.input('<C-]>');

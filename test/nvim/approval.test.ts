@@ -182,6 +182,50 @@ describe('the approval cycle', () => {
     expect(lines.slice(-4)).toEqual(['Done.', '', '@You:', '']);
   });
 
+  it('approved calls run at most max_concurrent at a time; results land in tool-use order', async () => {
+    const { d, f, buf } = await setup({});
+    // A slow tool that counts how many of it run at once; later calls finish sooner.
+    await d.lua(`
+      _G.slow_now, _G.slow_peak, _G.slow_order = 0, 0, {}
+      require("flemma.tools").register("slow", {
+        name = "slow",
+        description = "Wait, then answer",
+        input_schema = { type = "object", properties = { ms = { type = "number" } }, required = { "ms" } },
+        execute = function(input, ctx, callback)
+          _G.slow_now = _G.slow_now + 1
+          _G.slow_peak = math.max(_G.slow_peak, _G.slow_now)
+          vim.defer_fn(function()
+            _G.slow_now = _G.slow_now - 1
+            table.insert(_G.slow_order, ctx.tool_id)
+            callback({ success = true, output = "waited " .. input.ms })
+          end, input.ms)
+        end,
+      })
+      require("flemma").setup({ tools = { auto_approve = { "slow" } } })`);
+    await d.press('<C-]>');
+    const delays = [120, 60, 90, 30, 10];
+    await reply(
+      await f.nextRequest({ path: '/v1/messages' }),
+      'Five at once.',
+      delays.map((ms, i) => ({ id: `toolu_S${String(i)}`, name: 'slow', input: { ms } })),
+    );
+    const follow = await f.nextRequest({ path: '/v1/messages' });
+    const content = lastUserContent(follow);
+    expect(content.map((c) => [c['tool_use_id'], c['content']])).toEqual(
+      delays.map((ms, i) => [`toolu_S${String(i)}`, `waited ${String(ms)}`]),
+    );
+    expect(await d.lua('return _G.slow_peak')).toBe(2);
+    // They did not finish in tool-use order, and each ran.
+    const order = await d.lua<string[]>('return _G.slow_order');
+    expect([...order].sort()).toEqual(delays.map((_, i) => `toolu_S${String(i)}`));
+    expect(order).not.toEqual([...order].sort());
+    const lines = await d.lines(buf);
+    const headers = lines.filter((line) => line.startsWith('**Tool Result:**'));
+    expect(headers).toEqual(delays.map((_, i) => `**Tool Result:** \`toolu_S${String(i)}\``));
+    expect(lines.some((line) => line.startsWith('```flemma:tool'))).toBe(false);
+    await reply(follow, 'Done.');
+  });
+
   it('a rejection with a message reaches the model as that message', async () => {
     const { d, f } = await setup({ tools: '{ autopilot = false }' });
     await d.press('<C-]>');

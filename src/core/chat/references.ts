@@ -60,7 +60,7 @@ export async function readReference(
   const key = `${path}\0${reference.mime ?? ''}`;
   const hit = cache.get(key);
   if (hit !== undefined && hit.size === size && hit.mtimeMs === mtimeMs) return hit.part;
-  const mime = reference.mime ?? (await detectMime(path));
+  const mime = reference.mime ?? detectMime(path);
   const filename = basename(path);
   let part: EvaluatedPart;
   if (isTextMime(mime)) {

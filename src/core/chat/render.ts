@@ -125,6 +125,8 @@ export async function renderPrompt(prompt: Prompt, ports: RenderPorts): Promise<
     for (const part of parts)
       if (part.kind === 'file_reference') void read(part as FileReferencePart);
   };
+  // The templates are asked for first: the files are read while they render.
+  const rendering = jobs.length > 0 ? ports.renderTemplates(jobs) : undefined;
   collect(prompt.system);
   for (const message of prompt.messages) {
     if (message.role !== 'user') continue;
@@ -134,8 +136,8 @@ export async function renderPrompt(prompt: Prompt, ports: RenderPorts): Promise<
     }
   }
   let texts: string[] = [];
-  if (jobs.length > 0) {
-    const rendered = await ports.renderTemplates(jobs);
+  if (rendering !== undefined) {
+    const rendered = await rendering;
     if ('error' in rendered) throw new RenderError(rendered.error);
     texts = rendered.texts;
   }

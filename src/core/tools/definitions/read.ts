@@ -25,7 +25,8 @@
 //   after the last one shown, a last line says which offset continues the read.
 // - An empty file reads as `(empty file)`, so the model can tell it from a failed read.
 
-import { open, readFile, stat } from 'node:fs/promises';
+import { closeSync, openSync, readFileSync, readSync, statSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { extname, relative } from 'node:path';
 
@@ -161,22 +162,23 @@ export function isTextMime(mime: string): boolean {
 }
 
 /** `true` when the first `SNIFF_BYTES` of the file hold a NUL byte. */
-async function looksBinary(path: string): Promise<boolean> {
-  const handle = await open(path, 'r');
+function looksBinary(path: string): boolean {
+  // A few KiB from the start: read synchronously, like the small files themselves.
+  const fd = openSync(path, 'r');
   try {
     const buffer = Buffer.alloc(SNIFF_BYTES);
-    const { bytesRead } = await handle.read(buffer, 0, SNIFF_BYTES, 0);
+    const bytesRead = readSync(fd, buffer, 0, SNIFF_BYTES, 0);
     return buffer.subarray(0, bytesRead).includes(0);
   } finally {
-    await handle.close();
+    closeSync(fd);
   }
 }
 
 /** The file's MIME type: from its extension, else `application/octet-stream` or `text/plain`. */
-export async function detectMime(path: string): Promise<string> {
+export function detectMime(path: string): string {
   const known = mimeFromExtension(path);
   if (known !== undefined) return known;
-  return (await looksBinary(path)) ? 'application/octet-stream' : 'text/plain';
+  return looksBinary(path) ? 'application/octet-stream' : 'text/plain';
 }
 
 const NEEDS_ESCAPE = /[\s#%?;+]/gu;
@@ -263,6 +265,9 @@ export interface ReadToolOptions {
   truncateFs?: TruncateFs;
 }
 
+/** Files up to this size are read synchronously. */
+const SYNC_READ_BYTES = 64 * 1024;
+
 async function executeRead(
   input: unknown,
   ctx: ToolContext,
@@ -273,24 +278,29 @@ async function executeRead(
   if (path === undefined) return { ok: false, error: 'No path provided' };
   const abs = ctx.path.resolve(path);
 
+  let size: number;
   try {
-    const info = await stat(abs);
+    // NOTE: a stat and a small file's read are done synchronously (tens of microseconds):
+    // through the thread pool, each step would wait for a turn of a busy event loop, and a
+    // model's parallel reads of small files are the common case.
+    const info = statSync(abs);
     if (info.isDirectory()) {
       return { ok: false, error: `${path} is a directory; use the ls tool to list it` };
     }
     if (!info.isFile()) return { ok: false, error: `Not a regular file: ${path}` };
+    size = info.size;
   } catch {
     return { ok: false, error: `File not found: ${path}` };
   }
 
   let text: string;
   try {
-    const mime = await detectMime(abs);
+    const mime = detectMime(abs);
     if (!isTextMime(mime)) {
       const reference = fileReference(abs, mime, ctx.__dirname, options.home ?? homedir());
       return { ok: true, output: reference };
     }
-    text = await readFile(abs, 'utf8');
+    text = size <= SYNC_READ_BYTES ? readFileSync(abs, 'utf8') : await readFile(abs, 'utf8');
   } catch (err) {
     return {
       ok: false,
