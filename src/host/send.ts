@@ -16,6 +16,7 @@ import {
   type ProviderRequest,
   type ToolSpec,
 } from '../core/provider/types.js';
+import type { DocumentState } from '../editor/documents.js';
 import type { BufferWriter } from '../editor/writequeue.js';
 import type { HostContext } from './context.js';
 import { PROVIDERS, type ProviderParameters } from './providers.js';
@@ -30,7 +31,7 @@ import {
 } from './editor-context.js';
 import { resolveThinking, type ThinkingParameters } from '../core/provider/thinking.js';
 
-interface ConfigSnapshot {
+export interface ConfigSnapshot {
   provider?: string;
   model?: string;
   parameters?: Record<string, unknown> & {
@@ -125,6 +126,17 @@ function primed<T>(source: AsyncIterable<T>): AsyncIterable<T> {
   };
 }
 
+/** A request ready to go (see `SendController.prepare`). */
+export interface PreparedRequest {
+  state: DocumentState;
+  editor: EditorContext;
+  config: ConfigSnapshot;
+  providerName: string;
+  model: string;
+  adapter: ProviderAdapter;
+  request: ProviderRequest;
+}
+
 /** One per host: at most one request per buffer. */
 export class SendController {
   private readonly running = new Map<number, AbortController>();
@@ -206,6 +218,30 @@ export class SendController {
       }
     }
     trace('send:run');
+    const prepared = await this.prepare(bufnr, context, onConfig);
+    if (prepared === undefined) return undefined;
+    if (controller.signal.aborted) return 'cancelled';
+    return this.stream(
+      bufnr,
+      prepared.adapter,
+      prepared.request,
+      controller,
+      prepared.state.lines,
+      await contextQuestion(bufnr, prepared.state.document),
+    );
+  }
+
+  /**
+   * Everything a request needs, as the send would make it: the buffer's prompt rendered, its
+   * provider and model, the credential, the adapter and the request. Undefined (after telling
+   * the user why) when it cannot be made. `:Flemma usage:estimate` uses it too.
+   */
+  async prepare(
+    bufnr: number,
+    context: EditorContext | undefined,
+    onConfig?: (config: ConfigSnapshot) => void,
+  ): Promise<PreparedRequest | undefined> {
+    const { ctx } = this;
     const state = await ctx.documents.attach(bufnr);
     if (state === undefined) return undefined;
     const prompt = assemblePrompt(state.document);
@@ -224,7 +260,7 @@ export class SendController {
       return undefined;
     }
     const config = editor.config as ConfigSnapshot;
-    onConfig(config);
+    onConfig?.(config);
     const env = editor.env;
     const providerName = config.provider ?? 'anthropic';
     const entry = PROVIDERS[providerName];
@@ -233,7 +269,7 @@ export class SendController {
     };
     if (entry === undefined) {
       fail(`unknown provider (available: ${Object.keys(PROVIDERS).sort().join(', ')})`);
-      return;
+      return undefined;
     }
     const parameters = config.parameters ?? {};
     const specific = (parameters[providerName] ?? {}) as ProviderParameters;
@@ -249,7 +285,7 @@ export class SendController {
     const missing = entry.missing?.({ parameters: specific, baseURL });
     if (missing !== undefined) {
       fail(missing);
-      return;
+      return undefined;
     }
     const names = entry.credentialEnv(specific);
     const credential = await envValue(names);
@@ -257,13 +293,13 @@ export class SendController {
       fail(
         `no API key: set $${names.join(' or $')} (in the shell that starts Neovim, or with :let $${names[0] ?? ''} = …)`,
       );
-      return;
+      return undefined;
     }
     trace('send:env');
     const model = config.model ?? entry.defaultModel;
     if (model === undefined) {
       fail('set the model to use (model = "…" in setup() or the frontmatter)');
-      return;
+      return undefined;
     }
     const timeout = typeof parameters['timeout'] === 'number' ? parameters['timeout'] : 600;
     const adapter = entry.create(
@@ -289,7 +325,6 @@ export class SendController {
       ctx.lua.notify('notify', { level: 'error', message });
       return undefined;
     }
-    if (controller.signal.aborted) return 'cancelled';
     const request: ProviderRequest = {
       model,
       system: evaluated.system,
@@ -307,14 +342,7 @@ export class SendController {
       request.maxTokens,
     );
     if (thinking !== undefined) request.thinking = thinking;
-    return this.stream(
-      bufnr,
-      adapter,
-      request,
-      controller,
-      state.lines,
-      await contextQuestion(bufnr, state.document),
-    );
+    return { state, editor, config, providerName, model, adapter, request };
   }
 
   /**
