@@ -17,6 +17,14 @@ local H = {
 --- window) for safety, though API edits are allowed there today.
 local RETRY_PATTERNS = { "E565", "E11:", "E523", "textlock" }
 
+--- A lock taken or released changes what the statusline shows (when it is in use).
+function H.lock_changed(bufnr)
+  local statusline = package.loaded["flemma.statusline"]
+  if statusline then
+    statusline.refresh(bufnr)
+  end
+end
+
 local function is_retryable(err)
   local text = tostring(err)
   for _, pattern in ipairs(RETRY_PATTERNS) do
@@ -182,6 +190,7 @@ function M.lock(bufnr, owner)
   end
   lock.owners[owner or "host"] = true
   vim.bo[bufnr].modifiable = false
+  H.lock_changed(bufnr)
   return true
 end
 
@@ -198,6 +207,7 @@ function M.unlock(bufnr, owner)
       vim.bo[bufnr].modifiable = lock.modifiable
     end
   end
+  H.lock_changed(bufnr)
   return true
 end
 
@@ -211,11 +221,20 @@ function M.unlock_all()
     released = released + 1
   end
   H.locks = {}
+  if released > 0 then
+    H.lock_changed(nil)
+  end
   return released
 end
 
 function M.is_locked(bufnr)
   return H.locks[bufnr] ~= nil
+end
+
+--- Who holds the buffer's lock (`{ request = true, tools = true, … }`; read-only), or nil.
+function M.lock_owners(bufnr)
+  local lock = H.locks[bufnr]
+  return lock and lock.owners or nil
 end
 
 --- Forget per-buffer state of a wiped buffer.

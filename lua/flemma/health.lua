@@ -2,12 +2,13 @@
 --- sandbox and provider credentials; every problem says how to fix it.
 local M = {}
 
---- Providers and the environment variables that hold their credentials, in order of preference.
---- NOTE: a credential-resolver chain will replace `H.check_providers`; it reads only this table.
+--- Providers and the environment variables that hold their credentials, in the order the
+--- environment resolver tries them (the other resolvers of the chain are only named: asking a
+--- keyring or gcloud from a health check could prompt or take seconds).
 M.providers = {
   { name = "anthropic", env = { "ANTHROPIC_API_KEY" } },
   { name = "openai", env = { "OPENAI_API_KEY" } },
-  { name = "vertex", env = { "VERTEX_AI_ACCESS_TOKEN", "VERTEX_ACCESS_TOKEN" } },
+  { name = "vertex", env = { "VERTEX_ACCESS_TOKEN", "VERTEX_AI_ACCESS_TOKEN" } },
   { name = "gemini", env = { "GEMINI_API_KEY", "GOOGLE_API_KEY" } },
   { name = "moonshot", env = { "MOONSHOT_API_KEY" } },
 }
@@ -375,10 +376,22 @@ function H.check_providers(providers)
       health.info(string.format("%s: no credential (set %s)", provider.name, table.concat(wanted, " or ")))
     end
   end
+  local others = {}
+  for _, resolver in ipairs(require("flemma.secrets").get_all()) do
+    if resolver.name ~= "environment" then
+      others[#others + 1] = string.format("%s (%d)", resolver.name, resolver.priority)
+    end
+  end
+  health.info(
+    "credentials not in the environment are looked up when a request needs them, in: "
+      .. table.concat(others, ", ")
+      .. " (see :help flemma-credentials)"
+  )
   if found == 0 then
     health.warn(
-      "no provider has a credential: export one of the variables above in the shell that starts Neovim "
-        .. "(e.g. `export ANTHROPIC_API_KEY=...` in your shell profile)"
+      "no provider has a credential in the environment: export one of the variables above in the shell "
+        .. "that starts Neovim (e.g. `export ANTHROPIC_API_KEY=...` in your shell profile), or store it in "
+        .. "a keyring or a resolver of your own (:help flemma-credentials)"
     )
   end
 end

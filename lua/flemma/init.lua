@@ -12,6 +12,7 @@ function M.setup(opts)
   M.bootstrap()
   require("flemma.tools").setup()
   require("flemma.tools.preview").setup_highlights(require("flemma.config").get().highlights or {})
+  require("flemma.statusline").define_highlight()
 end
 
 local function ms(value)
@@ -155,6 +156,16 @@ function H.register_commands()
     desc = "Say which approval resolver decided the tool call under the cursor",
     run = tool_command("tool:why"),
   })
+  commands.register("switch", {
+    starts_host = false,
+    desc = "Switch provider, model and parameters: switch <provider|$preset> [model] [key=value …]",
+    run = function(args)
+      require("flemma.switch").run(args)
+    end,
+    complete = function(arglead, args)
+      return require("flemma.switch").complete(arglead, args)
+    end,
+  })
   commands.register("autopilot:enable", {
     starts_host = false,
     desc = "Turn autopilot on for this session",
@@ -221,6 +232,24 @@ function H.register_commands()
     desc = "Show how the sandbox applies to this buffer",
     run = function()
       require("flemma.sandbox").status()
+    end,
+  })
+  commands.register("usage:recall", {
+    starts_host = false,
+    desc = "Show the usage bar of this buffer's last request again",
+    run = function()
+      require("flemma.usage").recall()
+    end,
+  })
+  commands.register("usage:estimate", {
+    desc = "Count the input tokens of this buffer's next request (with the provider) and its input cost",
+    run = function()
+      -- The host shows the count (or why there is none); only a failed call is reported here.
+      host.call("usage:estimate", { bufnr = vim.api.nvim_get_current_buf() }, function(err)
+        if err then
+          require("flemma.notify").warn("usage:estimate: " .. tostring(err))
+        end
+      end, 90000)
     end,
   })
   commands.register("host:status", {
@@ -297,6 +326,8 @@ function M.bootstrap()
   require("flemma.commands").setup()
   require("flemma.tools").bootstrap()
   require("flemma.tools.approval").bootstrap()
+  require("flemma.statusline").bootstrap()
+  require("flemma.secrets").bootstrap()
   local group = vim.api.nvim_create_augroup("flemma", { clear = true })
   vim.api.nvim_create_autocmd("FileType", {
     group = group,

@@ -151,6 +151,9 @@ M.methods = {
   ["template.render"] = function(params)
     return require("flemma.templating").render(params)
   end,
+  ["secrets.resolve"] = function(params)
+    return require("flemma.secrets").resolve(params)
+  end,
   ["approval.resolve"] = function(params)
     return require("flemma.tools.approval").resolve(params)
   end,
@@ -192,6 +195,12 @@ M.methods = {
   end,
   ["chat.structure"] = function(params)
     return require("flemma.chat").set_structure(params)
+  end,
+  ["usage.show"] = function(params)
+    return require("flemma.usage").show(params)
+  end,
+  ["usage.confirm"] = function(params)
+    return require("flemma.usage").confirm(params)
   end,
   ["notify"] = function(params)
     local notify = require("flemma.notify")

@@ -1,4 +1,5 @@
 // Lifecycle hook names (`domain:action`) and the User autocmd pattern derived from each.
+import type { RequestRecord } from './usage/session.js';
 
 /** The events of the specification (seed 002), with the fields their payload carries. */
 export interface HookPayloads {
@@ -6,7 +7,8 @@ export interface HookPayloads {
   'request:finished': {
     bufnr: number;
     status: 'completed' | 'cancelled' | 'errored';
-    request?: Record<string, unknown>;
+    /** The session's record of the request, with its prices (completed requests only). */
+    request?: RequestRecord;
   };
   'tool:executing': { bufnr: number; tool_name: string; tool_id: string };
   'tool:completed': {
@@ -15,7 +17,7 @@ export interface HookPayloads {
     tool_id: string;
     status: 'success' | 'error';
   };
-  'usage:estimated': { bufnr: number };
+  'usage:estimated': { bufnr: number; provider: string; model: string; input_tokens: number };
   'config:updated': Record<string, never>;
   'boot:complete': Record<string, never>;
   'sink:created': { bufnr: number; name: string };

@@ -5,6 +5,7 @@ import { type HostContext, HOST_VERSION, SOURCE_HASH } from './context.js';
 import { defineLuaBackends } from './sandbox.js';
 import type { LuaToolSpec } from './tools.js';
 import type { LuaResolverSpec } from './approval.js';
+import type { LuaSecretsSpec } from './secrets.js';
 
 export type Action = (ctx: HostContext, params: unknown) => unknown;
 
@@ -81,8 +82,10 @@ export const actions: Record<string, Action> = {
   /** Send the buffer's conversation and stream the reply into it (the third phase of <C-]>). */
   'chat:send': (ctx, params) => {
     const bufnr = bufnrOf(params);
+    // `over_limit`: the user said yes to sending past `limits.max_session_cost`.
+    const overLimit = (params as { over_limit?: unknown }).over_limit === true;
     // NOTE: answered at once; the request runs on, and reports through hooks and the buffer.
-    ctx.sends.send(bufnr).catch((error: unknown) => {
+    ctx.sends.send(bufnr, undefined, { overLimit }).catch((error: unknown) => {
       ctx.logger.error(`send of buffer ${String(bufnr)} failed`, error);
       const reason = error instanceof Error ? error.message : String(error);
       ctx.lua.notify('notify', {
@@ -92,6 +95,8 @@ export const actions: Record<string, Action> = {
     });
     return null;
   },
+  /** `:Flemma usage:estimate`: count the next request's input tokens with the provider. */
+  'usage:estimate': (ctx, params) => ctx.sends.usage.estimate(bufnrOf(params)),
   /**
    * `<C-c>`: the buffer's running (or queued) request, else its oldest running tool; tells the
    * user when there is nothing.
@@ -116,6 +121,21 @@ export const actions: Record<string, Action> = {
   'approval:define': (ctx, params) => {
     const list = (params as { resolvers?: unknown } | null)?.resolvers;
     ctx.tools.approval.defineFromLua(Array.isArray(list) ? (list as LuaResolverSpec[]) : []);
+    return null;
+  },
+  /** Lua's credential resolvers (names, priorities; the functions stay in Neovim). */
+  'secrets:define': (ctx, params) => {
+    const list = (params as { resolvers?: unknown } | null)?.resolvers;
+    ctx.secrets.defineFromLua(Array.isArray(list) ? (list as LuaSecretsSpec[]) : []);
+    return null;
+  },
+  /** `require("flemma.secrets").invalidate(kind, service)` / `invalidate_all()`. */
+  'secrets:invalidate': (ctx, params) => {
+    const p = (params ?? {}) as { kind?: unknown; service?: unknown; all?: unknown };
+    if (p.all === true) ctx.secrets.invalidateAll();
+    else if (typeof p.kind === 'string' && typeof p.service === 'string') {
+      ctx.secrets.invalidate(p.kind, p.service);
+    }
     return null;
   },
   /** Lua: a scheduled automatic continue is due (or was cancelled by an edit). */

@@ -6,6 +6,7 @@ import { LuaBridge, rpcPortOf } from '../editor/lua.js';
 import { WriteScheduler } from '../editor/writequeue.js';
 import { type BufferEventsPort, DocumentStore } from '../editor/documents.js';
 import type { FileLogger } from './log.js';
+import { SecretsService } from './secrets.js';
 import { SendController } from './send.js';
 import { ToolService } from './tools.js';
 
@@ -25,6 +26,7 @@ export interface HostContext {
   readonly documents: DocumentStore;
   readonly sends: SendController;
   readonly tools: ToolService;
+  readonly secrets: SecretsService;
   readonly logger: FileLogger;
   readonly startedAt: number;
   readonly logFile: string | undefined;
@@ -45,6 +47,7 @@ export function createContext(
     // NOTE: at run time both the job host's client and the remote-plugin host's `plugin.nvim` are
     // a NeovimClient, which follows buffer changes.
     documents: new DocumentStore(nvim as unknown as BufferEventsPort, lua, { logger }),
+    secrets: new SecretsService(lua, logger),
     logger,
     startedAt: Date.now(),
     logFile,

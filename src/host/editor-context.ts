@@ -1,6 +1,7 @@
 // What the host asks the editor once per step of the tool loop (and per send): the buffer's
 // configuration, the editor's facts about it, and the provider environment variables — one round
 // trip instead of one per question.
+import { environmentVariables } from '../core/secrets/chain.js';
 import type { LuaBridge } from '../editor/lua.js';
 import type { ChatDocument } from '../core/chat/ast.js';
 import {
@@ -47,12 +48,17 @@ export interface EditorContext {
 
 /** The variables every provider reads by default (its credential and base URL). */
 export const KNOWN_ENV: readonly string[] = [
-  ...new Set(
-    Object.values(PROVIDERS).flatMap((entry) => [
-      ...entry.credentialEnv({}),
-      ...(entry.baseUrlEnv === undefined ? [] : [entry.baseUrlEnv]),
-    ]),
-  ),
+  ...new Set([
+    ...Object.values(PROVIDERS).flatMap((entry) => {
+      const credential = entry.credential({});
+      return [
+        ...(credential === undefined ? [] : environmentVariables(credential)),
+        ...(entry.baseUrlEnv === undefined ? [] : [entry.baseUrlEnv]),
+      ];
+    }),
+    // gcloud's service account for Vertex (see src/core/secrets/builtins.ts).
+    'VERTEX_SERVICE_ACCOUNT',
+  ]),
 ];
 
 /** What the host sends Lua about a buffer's frontmatter: Lua code to run, or JSON's operations to check. */

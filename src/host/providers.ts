@@ -1,11 +1,12 @@
 // The providers a send can use: their adapters, where their credentials come from, and what
-// each needs before it can send. Credentials are read from Neovim's environment by the caller.
+// each needs before it can send. Credentials are resolved by the caller (`src/host/secrets.ts`).
 import { createAnthropicAdapter } from '../core/provider/adapters/anthropic.js';
 import { createChatCompletionsAdapter } from '../core/provider/adapters/chat-completions.js';
 import { createDemoAdapter } from '../core/provider/adapters/demo.js';
 import { createGeminiAdapter } from '../core/provider/adapters/gemini.js';
 import { createOpenAIAdapter } from '../core/provider/adapters/openai.js';
 import type { SdkLoader } from '../core/provider/sdk.js';
+import type { CredentialSpec } from '../core/secrets/chain.js';
 import type { ProviderAdapter } from '../core/provider/types.js';
 
 /** A provider's own parameters (`parameters.<provider>`), as the configuration has them. */
@@ -26,8 +27,8 @@ export interface ConnectionInput {
 }
 
 export interface ProviderEntry {
-  /** Environment variables that may hold the credential, first found wins. */
-  credentialEnv(parameters: ProviderParameters): string[];
+  /** The credential the provider needs (none: it sends without). */
+  credential(parameters: ProviderParameters): CredentialSpec | undefined;
   /** Whether a send may go out without a credential (local servers). */
   credentialOptional?: boolean;
   /** The SDK's standard base-URL variable, honoured when `base_url` is not set. */
@@ -57,19 +58,24 @@ function connection(input: ConnectionInput): {
 
 export const PROVIDERS: Record<string, ProviderEntry> = {
   anthropic: {
-    credentialEnv: () => ['ANTHROPIC_API_KEY'],
+    credential: () => ({ kind: 'api_key', service: 'anthropic', description: 'Anthropic API key' }),
     baseUrlEnv: 'ANTHROPIC_BASE_URL',
     defaultModel: 'claude-sonnet-4-6',
     create: (input, loader) => createAnthropicAdapter(connection(input), loader),
   },
   openai: {
-    credentialEnv: () => ['OPENAI_API_KEY'],
+    credential: () => ({ kind: 'api_key', service: 'openai', description: 'OpenAI API key' }),
     baseUrlEnv: 'OPENAI_BASE_URL',
     defaultModel: 'gpt-5.4',
     create: (input, loader) => createOpenAIAdapter(connection(input), loader),
   },
   gemini: {
-    credentialEnv: () => ['GEMINI_API_KEY', 'GOOGLE_API_KEY'],
+    credential: () => ({
+      kind: 'api_key',
+      service: 'gemini',
+      description: 'Gemini API key',
+      aliases: ['GOOGLE_API_KEY'],
+    }),
     baseUrlEnv: 'GOOGLE_GEMINI_BASE_URL',
     defaultModel: 'gemini-3.1-pro-preview',
     create: (input, loader) =>
@@ -81,7 +87,15 @@ export const PROVIDERS: Record<string, ProviderEntry> = {
       ),
   },
   vertex: {
-    credentialEnv: () => ['VERTEX_AI_ACCESS_TOKEN', 'VERTEX_ACCESS_TOKEN'],
+    credential: () => ({
+      kind: 'access_token',
+      service: 'vertex',
+      description: 'Vertex AI access token',
+      // An hour, refreshed a little before it runs out.
+      ttl: 3600,
+      ttlScale: 0.925,
+      aliases: ['VERTEX_AI_ACCESS_TOKEN'],
+    }),
     baseUrlEnv: 'GOOGLE_VERTEX_BASE_URL',
     defaultModel: 'gemini-3.1-pro-preview',
     missing: ({ parameters }) =>
@@ -102,7 +116,7 @@ export const PROVIDERS: Record<string, ProviderEntry> = {
     },
   },
   moonshot: {
-    credentialEnv: () => ['MOONSHOT_API_KEY'],
+    credential: () => ({ kind: 'api_key', service: 'moonshot', description: 'Moonshot API key' }),
     defaultModel: 'kimi-k2.6',
     create: (input, loader) =>
       createChatCompletionsAdapter(
@@ -116,7 +130,7 @@ export const PROVIDERS: Record<string, ProviderEntry> = {
   },
   /** Offline and scripted (`npm run demo`); `parameters.demo.delay_ms` sets the pace. */
   demo: {
-    credentialEnv: () => [],
+    credential: () => undefined,
     credentialOptional: true,
     defaultModel: 'demo',
     create: (input) => {
@@ -125,10 +139,12 @@ export const PROVIDERS: Record<string, ProviderEntry> = {
     },
   },
   openai_compatible: {
-    credentialEnv: (parameters) =>
-      typeof parameters.api_key_env === 'string'
-        ? [parameters.api_key_env]
-        : ['OPENAI_COMPATIBLE_API_KEY'],
+    credential: (parameters) => ({
+      kind: 'api_key',
+      service: 'openai_compatible',
+      description: 'OpenAI-compatible server key',
+      ...(typeof parameters.api_key_env === 'string' ? { aliases: [parameters.api_key_env] } : {}),
+    }),
     credentialOptional: true,
     missing: ({ baseURL }) =>
       baseURL === undefined

@@ -30,6 +30,7 @@ import {
   resolveContext,
 } from './editor-context.js';
 import { resolveThinking, type ThinkingParameters } from '../core/provider/thinking.js';
+import { type SendOptions, UsageTracker } from './usage.js';
 
 export interface ConfigSnapshot {
   provider?: string;
@@ -135,13 +136,22 @@ export interface PreparedRequest {
   model: string;
   adapter: ProviderAdapter;
   request: ProviderRequest;
+  /**
+   * After the provider refused the credential (401): forget it and resolve it again; a new
+   * adapter when that gives a different value, else undefined.
+   */
+  reauthorize(): Promise<ProviderAdapter | undefined>;
 }
 
 /** One per host: at most one request per buffer. */
 export class SendController {
   private readonly running = new Map<number, AbortController>();
+  /** The session's usage and cost, the usage bar and the spend cap. */
+  readonly usage: UsageTracker;
 
-  constructor(private readonly ctx: HostContext) {}
+  constructor(private readonly ctx: HostContext) {
+    this.usage = new UsageTracker(ctx);
+  }
 
   /** A request of this buffer is running (or waiting for tool definitions). */
   isRunning(bufnr: number): boolean {
@@ -160,7 +170,11 @@ export class SendController {
    * Send the buffer. `context` is the editor's answer the caller already has (the tool loop
    * asks once per step); without it the send asks.
    */
-  async send(bufnr: number, context?: EditorContext): Promise<SendStatus | undefined> {
+  async send(
+    bufnr: number,
+    context?: EditorContext,
+    options: SendOptions = {},
+  ): Promise<SendStatus | undefined> {
     const { ctx } = this;
     if (ctx.tools.isRunning(bufnr)) {
       ctx.lua.notify('notify', {
@@ -181,9 +195,15 @@ export class SendController {
     let status: SendStatus | undefined;
     let config: ConfigSnapshot | undefined;
     try {
-      status = await this.run(bufnr, controller, context, (used) => {
-        config = used;
-      });
+      status = await this.run(
+        bufnr,
+        controller,
+        context,
+        (used) => {
+          config = used;
+        },
+        options,
+      );
     } finally {
       this.running.delete(bufnr);
     }
@@ -191,11 +211,19 @@ export class SendController {
     // from a `request:finished` handler (or right after it) is accepted.
     trace('send:finished');
     if (status !== undefined) {
+      // A completed request goes into the session (and its usage bar shows) first.
+      const { record, toolUse } = this.usage.finish(bufnr, status === 'completed');
       // The events keep their order on the channel; the tool loop does not wait for listeners.
-      ctx.hooks.post('request:finished', { bufnr, status });
+      ctx.hooks.post(
+        'request:finished',
+        record === undefined ? { bufnr, status } : { bufnr, status, request: record },
+      );
       if (status === 'completed') ctx.hooks.post('conversation:idle', { bufnr });
-      if (status === 'completed') await ctx.tools.responseComplete(bufnr, config);
-      else ctx.tools.pilot.disarm(bufnr);
+      if (status === 'completed') {
+        if (!this.usage.stopsAutopilot(bufnr, config, toolUse)) {
+          await ctx.tools.responseComplete(bufnr, config);
+        }
+      } else ctx.tools.pilot.disarm(bufnr);
     }
     return status;
   }
@@ -205,6 +233,7 @@ export class SendController {
     controller: AbortController,
     context: EditorContext | undefined,
     onConfig: (config: ConfigSnapshot) => void,
+    options: SendOptions,
   ): Promise<SendStatus | undefined> {
     const { ctx } = this;
     if (!ctx.tools.isReady()) {
@@ -221,12 +250,12 @@ export class SendController {
     const prepared = await this.prepare(bufnr, context, onConfig);
     if (prepared === undefined) return undefined;
     if (controller.signal.aborted) return 'cancelled';
+    // The spend cap: past it, nothing goes out without the user's yes.
+    if (!this.usage.allows(bufnr, prepared.config, options)) return undefined;
     return this.stream(
       bufnr,
-      prepared.adapter,
-      prepared.request,
+      prepared,
       controller,
-      prepared.state.lines,
       await contextQuestion(bufnr, prepared.state.document),
     );
   }
@@ -287,14 +316,27 @@ export class SendController {
       fail(missing);
       return undefined;
     }
-    const names = entry.credentialEnv(specific);
-    const credential = await envValue(names);
-    if (credential === undefined && entry.credentialOptional !== true) {
-      fail(
-        `no API key: set $${names.join(' or $')} (in the shell that starts Neovim, or with :let $${names[0] ?? ''} = …)`,
-      );
-      return undefined;
-    }
+    const spec = entry.credential(specific);
+    const secretsConfig = (config as { secrets?: Record<string, unknown> }).secrets;
+    const resolveCredential = async (
+      quiet = false,
+    ): Promise<{ ok: true; value: string | undefined } | { ok: false }> => {
+      if (spec === undefined) return { ok: true, value: undefined };
+      const optional = entry.credentialOptional === true;
+      const found = await ctx.secrets.resolve(spec, {
+        env,
+        known: KNOWN_ENV,
+        ...(secretsConfig === undefined ? {} : { config: secretsConfig }),
+        quick: optional,
+      });
+      if (found.ok) return { ok: true, value: found.value };
+      if (optional) return { ok: true, value: undefined };
+      if (!quiet) fail(found.message);
+      return { ok: false };
+    };
+    const resolved = await resolveCredential();
+    if (!resolved.ok) return undefined;
+    const credential = resolved.value;
     trace('send:env');
     const model = config.model ?? entry.defaultModel;
     if (model === undefined) {
@@ -302,17 +344,27 @@ export class SendController {
       return undefined;
     }
     const timeout = typeof parameters['timeout'] === 'number' ? parameters['timeout'] : 600;
-    const adapter = entry.create(
-      {
-        credential: credential ?? '',
-        baseURL,
-        parameters: specific,
-        // NOTE: the send retries by itself (below), so that each attempt shows in the indicator.
-        maxRetries: 0,
-        timeoutMs: timeout * 1000,
-      },
-      ctx.sdks,
-    );
+    const connect = (value: string | undefined): ProviderAdapter =>
+      entry.create(
+        {
+          credential: value ?? '',
+          baseURL,
+          parameters: specific,
+          // NOTE: the send retries by itself (below), so that each attempt shows in the indicator.
+          maxRetries: 0,
+          timeoutMs: timeout * 1000,
+        },
+        ctx.sdks,
+      );
+    const adapter = connect(credential);
+    /** After a 401: the credential again, past the cache; a new adapter when it changed. */
+    const reauthorize = async (): Promise<ProviderAdapter | undefined> => {
+      if (spec === undefined) return undefined;
+      ctx.secrets.invalidate(spec.kind, spec.service);
+      const again = await resolveCredential(true);
+      if (!again.ok || again.value === undefined || again.value === credential) return undefined;
+      return connect(again.value);
+    };
     const tools = ctx.tools.specsFor(config.tools?.__list);
     let evaluated: RenderedPrompt;
     try {
@@ -342,7 +394,7 @@ export class SendController {
       request.maxTokens,
     );
     if (thinking !== undefined) request.thinking = thinking;
-    return { state, editor, config, providerName, model, adapter, request };
+    return { state, editor, config, providerName, model, adapter, request, reauthorize };
   }
 
   /**
@@ -434,18 +486,20 @@ export class SendController {
 
   private async stream(
     bufnr: number,
-    adapter: ProviderAdapter,
-    request: ProviderRequest,
+    prepared: PreparedRequest,
     controller: AbortController,
-    lines: string[],
     question: ContextQuestion,
   ): Promise<SendStatus> {
+    const { request } = prepared;
+    const lines = prepared.state.lines;
+    let adapter = prepared.adapter;
     const { ctx } = this;
     const writer = ctx.writes.buffer(bufnr);
     const stream = `reply-${String(Date.now())}`;
     const lastRow = lines.length - 1;
     const lastLine = lines[lastRow] ?? '';
     const opening = openingLines(lastLine);
+    const meter = this.usage.begin(bufnr, prepared);
     // The request goes out first; the editor's preparations overlap with the network.
     trace('send:http');
     const first = primed(adapter.stream(request, controller.signal));
@@ -476,15 +530,37 @@ export class SendController {
     const layout = new ReplyLayout();
     let status: SendStatus = 'completed';
     try {
+      let pending: AsyncIterable<ProviderEvent> | undefined = first;
+      let reauthorized = false;
       for (let attempt = 1; ; attempt++) {
         try {
-          const events = attempt === 1 ? first : adapter.stream(request, controller.signal);
+          const events = pending ?? adapter.stream(request, controller.signal);
+          pending = undefined;
           await this.consume(bufnr, events, layout, writer, stream, (event) => {
             sinkTap.push(event);
+            meter.observe(event);
           });
           trace('send:streamed');
           break;
         } catch (error) {
+          if (
+            !reauthorized &&
+            !layout.hasContent &&
+            !controller.signal.aborted &&
+            error instanceof ProviderError &&
+            error.kind === 'authentication'
+          ) {
+            // The provider refused the credential: it is resolved again (a rotated key, an
+            // expired token) and, when that gives another one, the request is made once more.
+            reauthorized = true;
+            const next = await prepared.reauthorize();
+            if (next !== undefined) {
+              ctx.logger.info('the provider refused the credential; trying a newly resolved one');
+              adapter = next;
+              attempt -= 1;
+              continue;
+            }
+          }
           const wait = retryDelay(error, attempt, layout.hasContent, controller.signal.aborted);
           if (wait === undefined) throw error;
           ctx.logger.info(`retrying after ${String(wait)} ms: ${String(error)}`);

@@ -705,7 +705,7 @@ export class ToolService {
     }
     // Phase 3.
     trace('cycle:phase3');
-    await this.ctx.sends.send(bufnr, editor);
+    await this.ctx.sends.send(bufnr, editor, { userInitiated: user });
   }
 
   /**

@@ -85,7 +85,16 @@ describe('sending a chat', () => {
     await textBlock(stream, ['Hi', ' there', '!\nHow can I help?']);
     await finish(stream);
     const finished = await d.waitForEvent('FlemmaRequestFinished');
-    expect(finished.data).toEqual({ bufnr: buf, status: 'completed' });
+    // The session's record of the request comes along (test/nvim/usage.test.ts has the details).
+    expect(finished.data).toEqual({
+      bufnr: buf,
+      status: 'completed',
+      request: expect.objectContaining({
+        model: 'claude-sonnet-4-6',
+        input_tokens: 12,
+        output_tokens: 5,
+      }) as unknown,
+    });
     expect(await d.lines(buf)).toEqual([
       '@System:',
       'Be brief.',
@@ -160,8 +169,13 @@ describe('sending a chat', () => {
     driver = await startDriver();
     await driver.openChat('nokey.chat', ['@You:', 'Hello']);
     await driver.press('<C-]>');
-    const note = await driver.waitForNotification(/no API key/);
+    const note = await driver.waitForNotification(/no credential for the Anthropic API key/);
     expect(note.message).toContain('$ANTHROPIC_API_KEY');
+    // Every resolver asked says why it could not help.
+    expect(note.message).toContain('environment: ANTHROPIC_API_KEY not set');
+    expect(note.message).toMatch(/secret_tool: /);
+    expect(note.message).toContain('keychain: only on macOS');
+    expect(note.message).toContain('gcloud: only for access tokens');
     expect(await driver.lines()).toEqual(['@You:', 'Hello']);
   });
 
@@ -305,7 +319,7 @@ describe('sending a chat', () => {
     await textBlock(second, ['Made it.']);
     await finish(second);
     const finished = await d.waitForEvent('FlemmaRequestFinished');
-    expect(finished.data).toEqual({ bufnr: buf, status: 'completed' });
+    expect(finished.data).toMatchObject({ bufnr: buf, status: 'completed' });
     expect(await d.lines(buf)).toEqual([
       '@You:',
       'Hello',

@@ -38,7 +38,50 @@ function M.setup(opts)
   end
   M.values = H.apply(normalized)
   H.logs.setup = H.ops_of(normalized, {})
+  -- The run-time layer (`:Flemma switch`) stays above `setup()`.
+  for _, op in ipairs(H.runtime_values) do
+    H.assign(M.values, op.path, op.value)
+  end
   return M.values
+end
+
+--- Set (or, with vim.NIL, clear) the option at `path` (a list of keys) in `values`.
+function H.assign(values, path, value)
+  local node = values
+  for i = 1, #path - 1 do
+    local key = path[i]
+    if type(node[key]) ~= "table" then
+      node[key] = {}
+    end
+    node = node[key]
+  end
+  if value == vim.NIL then
+    node[path[#path]] = nil
+  else
+    node[path[#path]] = vim.deepcopy(value)
+  end
+end
+
+--- Run-time changes that `setup()` keeps: `{ path = {…}, value = v|vim.NIL }`, oldest first.
+H.runtime_values = {}
+
+--- Apply already-validated run-time changes (`:Flemma switch`) over the current values, record
+--- them in the runtime log as `source`, and fire `config:updated` once.
+---@param ops { path: string[], value: any }[]
+---@param source string
+function M.apply_runtime(ops, source)
+  for _, op in ipairs(ops) do
+    H.assign(M.values, op.path, op.value)
+    H.runtime_values[#H.runtime_values + 1] = { path = op.path, value = op.value }
+    local value = op.value == vim.NIL and nil or op.value
+    H.logs.runtime[#H.logs.runtime + 1] = {
+      op = value == nil and "clear" or "set",
+      path = table.concat(op.path, "."),
+      value = value,
+      source = source,
+    }
+  end
+  require("flemma.hooks").emit("config:updated", {})
 end
 
 -- ---------------------------------------------------------------------------------------------

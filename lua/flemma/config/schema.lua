@@ -691,15 +691,15 @@ local function search_tool()
   })
 end
 
---- NOTE: a placeholder until the statusline module defines its variables; it uses the `.chat`
---- template syntax (`{{ expr }}`, `{% lua %}`).
+--- The default of `ui.statusline.format`, in the `.chat` template syntax (`{{ expr }}`,
+--- `{% lua %}`); the variables are those of `require("flemma.statusline").variables()`.
 local function statusline_format()
-  return "{{ model.name }}"
+  return "{{ model.name or model.provider }}"
     .. "{% if thinking.level then %} ({{ thinking.level }}){% end %}"
     .. "{% if session.requests > 0 then %} · {{ session.requests }} req"
     .. " ${{ string.format('%.2f', session.cost) }}{% end %}"
-    .. "{% if tokens.percent then %} · {{ tokens.percent }}%{% end %}"
-    .. "{% if booting then %} · …{% end %}"
+    .. "{% if busy == 'request' then %} · request…{% elseif busy == 'tools' then %} · tools…"
+    .. "{% elseif booting then %} · booting…{% end %}"
 end
 
 local preset_name = { key_pattern = "^%$[%w_%-]+$", key_desc = "preset names start with '$'" }
@@ -837,6 +837,9 @@ M.options = S.object({
 
   secrets = S.object({
     gcloud = S.object({ path = S.string("gcloud") }),
+  }, {
+    -- `secrets.<name> = { … }`: settings of a custom credential resolver (ctx:get_config()).
+    extra = S.table(),
   }),
 
   keymaps = S.object({
@@ -958,6 +961,12 @@ M.options = S.object({
     statusline = S.object({
       format = S.union({ S.string(), S.func() }, statusline_format()),
     }),
+  }),
+
+  -- Spending limits. `max_session_cost` (USD): once the session's requests have cost this much,
+  -- autopilot stops and a send asks first (nil: no limit).
+  limits = S.object({
+    max_session_cost = S.optional(S.number(nil, { min = 0 })),
   }),
 
   logging = S.object({

@@ -139,6 +139,12 @@ export interface ProviderAdapter {
   buildBody(request: ProviderRequest): Record<string, unknown>;
   /** Send and stream the reply. Abort with `signal`; failures throw ProviderError. */
   stream(request: ProviderRequest, signal: AbortSignal): AsyncIterable<ProviderEvent>;
+  /**
+   * The input tokens this request would use, from the provider's token-counting endpoint (the
+   * request's body without its generation fields). Absent when the provider has no such endpoint.
+   * Failures throw ProviderError.
+   */
+  countTokens?(request: ProviderRequest, signal: AbortSignal): Promise<number>;
 }
 
 /** How an adapter reaches its service: explicit values win over the SDKs' environment variables. */

@@ -434,10 +434,22 @@ class EventMapper {
   }
 }
 
+/** Fields of a Messages body that only matter for generating, not for counting its tokens. */
+const GENERATION_FIELDS = ['max_tokens', 'stream', 'temperature'];
+
 export function createAnthropicAdapter(
   connection: ConnectionOptions,
   loader: SdkLoader,
 ): ProviderAdapter {
+  const options = {
+    apiKey: connection.apiKey,
+    ...(connection.baseURL === undefined ? {} : { baseURL: connection.baseURL }),
+    ...(connection.maxRetries === undefined ? {} : { maxRetries: connection.maxRetries }),
+    ...(connection.timeoutMs === undefined ? {} : { timeout: connection.timeoutMs }),
+  };
+  const clientOf = (sdk: AnthropicSdk): Anthropic =>
+    loader.client('anthropic', options, () => new sdk.default(options));
+
   async function* stream(
     request: ProviderRequest,
     signal: AbortSignal,
@@ -448,13 +460,7 @@ export function createAnthropicAdapter(
     const body = buildAnthropicBody(request);
     const sdk = await loader.load('anthropic');
     if (aborted()) return;
-    const options = {
-      apiKey: connection.apiKey,
-      ...(connection.baseURL === undefined ? {} : { baseURL: connection.baseURL }),
-      ...(connection.maxRetries === undefined ? {} : { maxRetries: connection.maxRetries }),
-      ...(connection.timeoutMs === undefined ? {} : { timeout: connection.timeoutMs }),
-    };
-    const client = loader.client('anthropic', options, () => new sdk.default(options));
+    const client = clientOf(sdk);
 
     const mapper = new EventMapper();
     let started = false;
@@ -482,9 +488,29 @@ export function createAnthropicAdapter(
     );
   }
 
+  /** `POST /v1/messages/count_tokens` with the request's body. */
+  async function countTokens(request: ProviderRequest, signal: AbortSignal): Promise<number> {
+    const body = Object.fromEntries(
+      Object.entries(buildAnthropicBody(request)).filter(
+        ([key]) => !GENERATION_FIELDS.includes(key),
+      ),
+    );
+    const sdk = await loader.load('anthropic');
+    try {
+      const count = await clientOf(sdk).messages.countTokens(
+        body as unknown as Anthropic.MessageCountTokensParams,
+        { signal },
+      );
+      return count.input_tokens;
+    } catch (error) {
+      throw toProviderError(sdk, error, false);
+    }
+  }
+
   return {
     name: PROVIDER,
     buildBody: buildAnthropicBody,
     stream,
+    countTokens,
   };
 }

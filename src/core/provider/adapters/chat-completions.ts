@@ -98,6 +98,21 @@ export function createChatCompletionsAdapter(
     return withTrailingKeys(sortKeys(body) as Record<string, unknown>);
   };
 
+  const options = {
+    apiKey: connection.apiKey,
+    // The SDK's logger writes to the console; the host's stdout is the RPC channel.
+    logLevel: 'off' as const,
+    ...(connection.baseURL === undefined ? {} : { baseURL: connection.baseURL }),
+    ...(connection.maxRetries === undefined ? {} : { maxRetries: connection.maxRetries }),
+    ...(connection.timeoutMs === undefined ? {} : { timeout: connection.timeoutMs }),
+  };
+  const connect = (sdk: OpenAIModule, model: string): { client: OpenAI; where: Where } => {
+    const client = loader.client('openai-chat', options, () => new sdk.OpenAI(options));
+    const where: Where = { name, baseURL: client.baseURL, model, sdk };
+    if (connection.timeoutMs !== undefined) where.timeoutMs = connection.timeoutMs;
+    return { client, where };
+  };
+
   async function* stream(
     request: ProviderRequest,
     signal: AbortSignal,
@@ -106,17 +121,7 @@ export function createChatCompletionsAdapter(
     const aborted = (): boolean => signal.aborted;
     const sdk = await loader.load('openai');
     if (aborted()) return;
-    const options = {
-      apiKey: connection.apiKey,
-      // The SDK's logger writes to the console; the host's stdout is the RPC channel.
-      logLevel: 'off' as const,
-      ...(connection.baseURL === undefined ? {} : { baseURL: connection.baseURL }),
-      ...(connection.maxRetries === undefined ? {} : { maxRetries: connection.maxRetries }),
-      ...(connection.timeoutMs === undefined ? {} : { timeout: connection.timeoutMs }),
-    };
-    const client = loader.client('openai-chat', options, () => new sdk.OpenAI(options));
-    const where: Where = { name, baseURL: client.baseURL, model: request.model, sdk };
-    if (connection.timeoutMs !== undefined) where.timeoutMs = connection.timeoutMs;
+    const { client, where } = connect(sdk, request.model);
     const body = buildBody(request) as unknown as StreamParams;
     const state = new ReplyState(name, signer, field);
     let received = false;
@@ -136,7 +141,33 @@ export function createChatCompletionsAdapter(
     yield* state.finish();
   }
 
-  return { name, buildBody, stream };
+  /**
+   * Moonshot's `POST /v1/tokenizers/estimate-token-count` with the request's model and messages
+   * (other OpenAI-compatible servers have no counting endpoint).
+   */
+  async function countTokens(request: ProviderRequest, signal: AbortSignal): Promise<number> {
+    const sdk = await loader.load('openai');
+    const { client, where } = connect(sdk, request.model);
+    const body = buildBody(request);
+    try {
+      const answer = await client.post<{ data?: { total_tokens?: number } }>(
+        '/tokenizers/estimate-token-count',
+        { body: { model: body['model'], messages: body['messages'] }, signal },
+      );
+      const total = answer.data?.total_tokens;
+      if (typeof total !== 'number') {
+        throw new ProviderError(name, 'stream', 'the token count answer has no total_tokens');
+      }
+      return total;
+    } catch (error) {
+      if (error instanceof ProviderError) throw error;
+      throw toProviderError(error, where, false);
+    }
+  }
+
+  return name === 'moonshot'
+    ? { name, buildBody, stream, countTokens }
+    : { name, buildBody, stream };
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -100,6 +100,7 @@ export function createGeminiAdapter(
     name,
     buildBody: (request) => buildParams(name, request) as unknown as Record<string, unknown>,
     stream: (request, signal) => streamReply(name, connect, request, signal),
+    countTokens: (request, signal) => countTokens(name, connect, request, signal),
   };
 }
 
@@ -319,6 +320,54 @@ async function* streamReply(
   }
   if (aborted()) return;
   throw new ProviderError(provider, 'stream', 'the stream ended without a finish reason');
+}
+
+/**
+ * `models.countTokens` with the request's contents; on Vertex AI also its system instruction and
+ * tools (the generation config and the tool config are left out).
+ */
+async function countTokens(
+  provider: string,
+  connect: () => Promise<Connected>,
+  request: ProviderRequest,
+  signal: AbortSignal,
+): Promise<number> {
+  const params = buildParams(provider, request);
+  const config = (params.config ?? {}) as Config;
+  let sdk: SdkModule<'genai'>;
+  let client: GoogleGenAI;
+  try {
+    ({ sdk, client } = await connect());
+  } catch (error) {
+    throw new ProviderError(
+      provider,
+      'unknown',
+      `the Google Gen AI SDK failed to load: ${describe(error)}`,
+    );
+  }
+  let contents = params.contents as Content[];
+  const countConfig: Record<string, unknown> = { abortSignal: signal };
+  if (provider === 'vertex') {
+    if (config.systemInstruction !== undefined) {
+      countConfig['systemInstruction'] = config.systemInstruction;
+    }
+    if (config.tools !== undefined) countConfig['tools'] = config.tools;
+  } else if (config.systemInstruction !== undefined) {
+    // NOTE: the Gemini API's count, as the SDK offers it, takes contents only: the system
+    // instruction is counted as a leading turn, and tool declarations are not counted.
+    contents = [{ role: 'user', parts: config.systemInstruction.parts }, ...contents];
+  }
+  try {
+    const result = await client.models.countTokens({
+      model: request.model,
+      contents,
+      config: countConfig,
+    });
+    return result.totalTokens ?? 0;
+  } catch (error) {
+    if (error instanceof ProviderError) throw error;
+    throw toProviderError(provider, sdk, error, false);
+  }
 }
 
 /** Turns response chunks into provider events; throws ProviderError for a blocked reply. */

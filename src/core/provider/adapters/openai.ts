@@ -63,7 +63,50 @@ export function createOpenAIAdapter(
     name: PROVIDER,
     buildBody,
     stream: (request, signal) => streamReply(connect, request, signal),
+    countTokens: (request, signal) => countInputTokens(connect, request, signal),
   };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Token count
+
+/** Fields of a Responses body that only matter for generating, not for counting its tokens. */
+const GENERATION_FIELDS = [
+  'stream',
+  'store',
+  'max_output_tokens',
+  'temperature',
+  'include',
+  'prompt_cache_key',
+  'prompt_cache_retention',
+];
+
+/** `POST /v1/responses/input_tokens` with the request's body. */
+async function countInputTokens(
+  connect: () => Promise<{ sdk: SdkModule<'openai'>; client: OpenAI }>,
+  request: ProviderRequest,
+  signal: AbortSignal,
+): Promise<number> {
+  const body = Object.fromEntries(
+    Object.entries(buildBody(request)).filter(([key]) => !GENERATION_FIELDS.includes(key)),
+  );
+  let sdk: SdkModule<'openai'>;
+  let client: OpenAI;
+  try {
+    ({ sdk, client } = await connect());
+  } catch (error) {
+    throw new ProviderError(
+      PROVIDER,
+      'unknown',
+      `the OpenAI SDK failed to load: ${describe(error)}`,
+    );
+  }
+  try {
+    const count = await client.responses.inputTokens.count(body, { signal });
+    return count.input_tokens;
+  } catch (error) {
+    throw toProviderError(sdk, error, false);
+  }
 }
 
 // ---------------------------------------------------------------------------------------------

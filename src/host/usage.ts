@@ -1,0 +1,216 @@
+// Usage and cost in the editor (behaviour.md §7.6): the session of this host, the usage bar
+// after each reply, `:Flemma usage:estimate`, and the spend cap (`limits.max_session_cost`).
+import { realpathSync } from 'node:fs';
+import type { ProviderEvent, Usage } from '../core/provider/types.js';
+import { ProviderError } from '../core/provider/types.js';
+import { pricingFor } from '../core/usage/cost.js';
+import { makeRecord, type RequestRecord, Session } from '../core/usage/session.js';
+import { autopilotSettings } from './autopilot.js';
+import type { HostContext } from './context.js';
+import type { ConfigSnapshot, PreparedRequest } from './send.js';
+
+/** How a send was asked for. */
+export interface SendOptions {
+  /** `<C-]>` or `:Flemma send` (the default); false for autopilot's automatic steps. */
+  userInitiated?: boolean;
+  /** The user agreed to send although the session reached `limits.max_session_cost`. */
+  overLimit?: boolean;
+}
+
+/** What one request reports while it streams. */
+export class RequestMeter {
+  usage: Usage | undefined;
+  /** The reply asked for a tool (autopilot would go on). */
+  toolUse = false;
+  readonly startedAt = Date.now();
+
+  constructor(
+    readonly provider: string,
+    readonly model: string,
+    readonly filepath: string | undefined,
+  ) {}
+
+  observe(event: ProviderEvent): void {
+    // The last report wins: a provider may send running totals.
+    if (event.type === 'usage') this.usage = event.usage;
+    else if (event.type === 'tool_use') this.toolUse = true;
+  }
+}
+
+function realpath(path: string | null): string | undefined {
+  if (path === null) return undefined;
+  try {
+    return realpathSync(path);
+  } catch {
+    // Not written yet.
+    return path;
+  }
+}
+
+function dollars(value: number): string {
+  return `$${value.toFixed(value < 1 ? 4 : 2)}`;
+}
+
+/** `limits.max_session_cost` of a configuration, when set. */
+function spendLimit(config: ConfigSnapshot | undefined): number | undefined {
+  const limit = (config as { limits?: { max_session_cost?: unknown } } | undefined)?.limits
+    ?.max_session_cost;
+  return typeof limit === 'number' ? limit : undefined;
+}
+
+export class UsageTracker {
+  readonly session = new Session();
+  private readonly meters = new Map<number, RequestMeter>();
+
+  constructor(private readonly ctx: HostContext) {}
+
+  /** A request of the buffer goes out: its meter (the send's stream feeds it every event). */
+  begin(bufnr: number, prepared: PreparedRequest): RequestMeter {
+    const meter = new RequestMeter(
+      prepared.providerName,
+      prepared.model,
+      realpath(prepared.editor.facts.filename),
+    );
+    this.meters.set(bufnr, meter);
+    return meter;
+  }
+
+  /**
+   * The buffer's request ended. A completed one that reported its usage goes into the session
+   * and its bar is shown; the record (for `request:finished`) is returned.
+   */
+  finish(
+    bufnr: number,
+    completed: boolean,
+  ): { record: RequestRecord | undefined; toolUse: boolean } {
+    const meter = this.meters.get(bufnr);
+    this.meters.delete(bufnr);
+    if (meter === undefined) return { record: undefined, toolUse: false };
+    if (!completed || meter.usage === undefined) {
+      return { record: undefined, toolUse: meter.toolUse };
+    }
+    const pricing = pricingFor(meter.provider, meter.model);
+    const record = makeRecord(
+      {
+        provider: meter.provider,
+        model: meter.model,
+        usage: meter.usage,
+        bufnr,
+        ...(meter.filepath === undefined ? {} : { filepath: meter.filepath }),
+        startedAt: meter.startedAt,
+        completedAt: Date.now(),
+      },
+      pricing,
+    );
+    this.session.add(record);
+    const params: Record<string, unknown> = {
+      bufnr,
+      request: record,
+      session: this.session.totals(),
+    };
+    if (pricing?.min_cache_tokens !== undefined) {
+      params['min_cache_tokens'] = pricing.min_cache_tokens;
+    }
+    // Lua keeps the record and the totals (for `flemma.usage`) and shows the bar if enabled.
+    this.ctx.lua.notify('usage.show', params);
+    return { record, toolUse: meter.toolUse };
+  }
+
+  /** The cap and what the session has cost, once the cost has reached the cap. */
+  private reached(config: ConfigSnapshot | undefined): { cost: number; limit: number } | undefined {
+    const limit = spendLimit(config);
+    if (limit === undefined) return undefined;
+    const cost = this.session.totals().cost;
+    return cost >= limit ? { cost, limit } : undefined;
+  }
+
+  /** Short, so that it fits the command line without a hit-enter prompt. */
+  private why(reached: { cost: number; limit: number }): string {
+    return `session cost ${dollars(reached.cost)} ≥ max_session_cost ${dollars(reached.limit)}`;
+  }
+
+  /**
+   * Whether a send may go out under the spend cap. Past it, autopilot's step stops with a
+   * warning, and a send the user asked for asks them first (in Lua; a yes sends again with
+   * `over_limit`).
+   */
+  allows(bufnr: number, config: ConfigSnapshot, options: SendOptions): boolean {
+    if (options.overLimit === true) return true;
+    const reached = this.reached(config);
+    if (reached === undefined) return true;
+    if (options.userInitiated === false) {
+      this.stopAutopilot(bufnr, reached);
+      return false;
+    }
+    this.ctx.lua.notify('usage.confirm', {
+      bufnr,
+      cost: reached.cost,
+      limit: reached.limit,
+      message: `Flemma: ${this.why(reached)}. Send anyway?`,
+    });
+    return false;
+  }
+
+  /**
+   * A reply completed: when it asked for tools and autopilot would go on, but the session has
+   * reached its cap, autopilot stops here (with a warning). Returns whether it stopped.
+   */
+  stopsAutopilot(bufnr: number, config: ConfigSnapshot | undefined, toolUse: boolean): boolean {
+    if (!toolUse || !autopilotSettings(config?.tools).enabled) return false;
+    const reached = this.reached(config);
+    if (reached === undefined) return false;
+    this.stopAutopilot(bufnr, reached);
+    return true;
+  }
+
+  private stopAutopilot(bufnr: number, reached: { cost: number; limit: number }): void {
+    this.ctx.tools.pilot.disarm(bufnr);
+    this.ctx.lua.notify('notify', {
+      level: 'warn',
+      message: `Autopilot stopped: ${this.why(reached)}`,
+    });
+  }
+
+  /**
+   * `:Flemma usage:estimate`: the input tokens of the buffer's next request, from its provider's
+   * counting endpoint; shown, and announced with `usage:estimated`.
+   */
+  async estimate(
+    bufnr: number,
+  ): Promise<{ input_tokens: number; cost?: number; provider: string; model: string } | null> {
+    const { ctx } = this;
+    const prepared = await ctx.sends.prepare(bufnr, undefined);
+    if (prepared === undefined) return null;
+    const { adapter, providerName: provider, model } = prepared;
+    if (adapter.countTokens === undefined) {
+      ctx.lua.notify('notify', {
+        level: 'warn',
+        message: `${provider}: this provider has no token-counting endpoint; usage:estimate is not supported`,
+      });
+      return null;
+    }
+    let tokens: number;
+    try {
+      tokens = await adapter.countTokens(prepared.request, AbortSignal.timeout(60_000));
+    } catch (error) {
+      const message = error instanceof ProviderError ? error.describe() : String(error);
+      ctx.logger.warn(`usage estimate failed: ${message}`);
+      ctx.lua.notify('notify', { level: 'error', message: `usage:estimate: ${message}` });
+      return null;
+    }
+    const pricing = pricingFor(provider, model);
+    const cost = pricing === undefined ? undefined : (tokens * pricing.input) / 1_000_000;
+    // Short, so that it fits the command line without a hit-enter prompt.
+    ctx.lua.notify('notify', {
+      level: 'info',
+      message:
+        `Next request: ${tokens.toLocaleString('en-US')} input tokens` +
+        (cost === undefined ? '' : `, ≈ ${dollars(cost)}`) +
+        ` (${model})`,
+    });
+    ctx.hooks.post('usage:estimated', { bufnr, provider, model, input_tokens: tokens });
+    return cost === undefined
+      ? { input_tokens: tokens, provider, model }
+      : { input_tokens: tokens, cost, provider, model };
+  }
+}
