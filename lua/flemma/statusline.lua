@@ -278,6 +278,8 @@ end
 ---@param opts { escape: boolean|nil }|nil
 ---@return string
 function M.get(bufnr, opts)
+  -- Someone shows the text: from now on, changes redraw the statuslines.
+  H.shown = true
   bufnr = resolve(bufnr)
   if not is_chat(bufnr) then
     return ""
@@ -307,7 +309,10 @@ function M.refresh(bufnr)
   else
     H.cache = {}
   end
-  if H.redraw_pending then
+  -- NOTE: no redraw until some statusline has asked for the text. A forced redraw is real work
+  -- in Neovim's main loop, and a <C-c> typed while it runs is taken as an interrupt and dropped
+  -- (the cancel key would be lost right as a request starts).
+  if H.redraw_pending or not H.shown then
     return
   end
   H.redraw_pending = true
