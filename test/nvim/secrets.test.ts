@@ -177,6 +177,25 @@ describe('credentials', () => {
     }
   });
 
+  it('a Lua resolver that raises could not help: the next one is asked, and the reason is listed', async () => {
+    const { d, f } = await setup([]);
+    await d.lua(`require("flemma.secrets").register("broken", {
+      priority = 70,
+      resolve = function() error("vault is sealed") end,
+    })`);
+    await d.press('<C-]>');
+    const note = await d.waitForNotification(/no credential for the Anthropic API key/);
+    expect(note.message).toMatch(/\n {2}broken: resolve\(\) raised: .*vault is sealed/);
+    expect(note.message).toContain('  vault: the vault is empty');
+    expect(f.requests).toHaveLength(0);
+    // With a key in the vault the chain goes past the broken resolver to it.
+    await d.lua('_G.vault_keys = { "sk-after-broken" }');
+    await d.press('<C-]>');
+    const request = await f.nextRequest({ path: '/v1/messages' });
+    expect(request.apiKey()).toBe('sk-after-broken');
+    await request.respond(500, { type: 'error', error: { type: 'api_error', message: 'stop' } });
+  });
+
   it('get_all lists the built-ins and Lua resolvers by priority; register checks its input', async () => {
     const { d } = await setup([]);
     const all = await d.lua<{ name: string; priority: number }[]>(
