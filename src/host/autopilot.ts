@@ -14,6 +14,8 @@
 // - The runtime switch (`:Flemma autopilot:enable|disable`) reaches the host through the
 //   configuration snapshot (`tools.autopilot.enabled`).
 
+import { trace } from './trace.js';
+
 export type AutopilotState = 'idle' | 'armed' | 'sending' | 'paused';
 
 export interface AutopilotSettings {
@@ -28,6 +30,11 @@ export interface AutopilotPorts {
     name: 'autopilot:resume-scheduled' | 'autopilot:resumed',
     data: { bufnr: number; delay_ms?: number },
   ): Promise<void>;
+  /** Deliver an event without waiting for its listeners (it keeps its place on the channel). */
+  post(
+    name: 'autopilot:resume-scheduled' | 'autopilot:resumed',
+    data: { bufnr: number; delay_ms?: number },
+  ): void;
   warn(message: string): void;
   /** Runs one non-user-initiated step of the cycle for `bufnr`. */
   continueCycle(bufnr: number): Promise<void>;
@@ -152,7 +159,7 @@ export class Autopilot {
       // No delay, so nothing to cancel: go on at the next tick without asking Lua.
       const token = entry.token;
       // Events keep their order on the channel; autopilot does not wait for the listeners.
-      this.ports.emit('autopilot:resume-scheduled', { bufnr, delay_ms: 0 }).catch(() => undefined);
+      this.ports.post('autopilot:resume-scheduled', { bufnr, delay_ms: 0 });
       setImmediate(() => {
         void this.resume(bufnr, token);
       });
@@ -172,8 +179,9 @@ export class Autopilot {
     const entry = this.buffers.get(bufnr);
     if (entry === undefined || entry.token !== token || entry.state !== 'armed') return;
     entry.token = 0;
+    trace('autopilot:resume');
     entry.state = 'sending';
-    this.ports.emit('autopilot:resumed', { bufnr }).catch(() => undefined);
+    this.ports.post('autopilot:resumed', { bufnr });
     await this.ports.continueCycle(bufnr);
   }
 

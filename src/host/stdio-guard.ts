@@ -13,6 +13,17 @@ export const rpcWriter = new Writable({
   write(chunk: Buffer, _encoding, callback) {
     writeToChannel(chunk, callback);
   },
+  // Messages written while one is on its way are buffered by the stream and arrive here
+  // together: one system call for the lot (a write to a pipe is synchronous on Linux, and
+  // each one costs a wake-up of Neovim).
+  writev(chunks: { chunk: Buffer }[], callback) {
+    writeToChannel(
+      chunks.length === 1
+        ? (chunks[0]?.chunk ?? Buffer.alloc(0))
+        : Buffer.concat(chunks.map((c) => c.chunk)),
+      callback,
+    );
+  },
 });
 
 function divert(chunk: unknown): void {

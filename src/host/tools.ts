@@ -107,6 +107,19 @@ const FRONTMATTER_CHECK_MS = 300;
 /** How long a carried editor context may stand in for asking again (ms). */
 const CARRY_MS = 250;
 
+/**
+ * How long a finished tool's result may wait for its still-running neighbours, so that results
+ * finishing close together are written in one batch (ms).
+ */
+const COALESCE_MS = 3;
+
+/** An approved call waiting to be started. */
+interface QueuedCall {
+  id: string;
+  name: string;
+  input: unknown;
+}
+
 /** A finished tool's result waiting to be written into its buffer. */
 interface PendingInjection {
   id: string;
@@ -176,6 +189,9 @@ export class ToolService {
         ctx.lua.notify(method, params);
       },
       emit: (name, data) => ctx.hooks.emit(name, data),
+      post: (name, data) => {
+        ctx.hooks.post(name, data);
+      },
       warn: (message) => {
         this.warn(message);
       },
@@ -583,6 +599,7 @@ export class ToolService {
     }
     if ((await this.ctx.documents.attach(bufnr)) === undefined) return;
     let state = await this.fresh(bufnr);
+    trace('cycle:fresh');
     if (state === undefined) return;
     // An automatic step starts from the context its trigger brought along (the end of a reply, the
     // last tool's return), when that is fresh; a step the user asked for always asks.
@@ -599,6 +616,7 @@ export class ToolService {
 
     // Phase 1: placeholders with the chain's decisions.
     const unresolved = unresolvedToolUses(state.document);
+    let dispatched = false;
     if (unresolved.length > 0) {
       const requests: { id: string; status: PlaceholderStatus }[] = [];
       for (const use of unresolved) {
@@ -614,14 +632,30 @@ export class ToolService {
         this.decisions.set(use.id, decided);
         requests.push({ id: use.id, status: statusOf(decided.decision) });
       }
-      await this.applyEdits(bufnr, planPlaceholders(state.document, state.lines, requests));
+      trace('cycle:decided');
+      const placing = this.applyEdits(
+        bufnr,
+        planPlaceholders(state.document, state.lines, requests),
+      );
       if (requests.some((request) => request.status === 'pending')) {
+        await placing;
         const parsed = await this.fresh(bufnr);
         if (parsed !== undefined) await this.waitForUser(bufnr, parsed);
         this.pilot.pause(bufnr);
         return;
       }
-      // Only approved/denied/aborted: Phase 2 on the next tick (an undo boundary between them).
+      // Only approved/denied/aborted: the approved calls start now, while their placeholders
+      // are being written (a result is written once its placeholder is in: the writes keep
+      // their order), and Phase 2 resolves the others on the next tick (an undo boundary
+      // between the two).
+      const approvedNow = unresolved.filter((use, index) => requests[index]?.status === 'approved');
+      if (approvedNow.length > 0) {
+        this.pilot.arm(bufnr, settings);
+        this.dispatch(bufnr, approvedNow, config, editor.facts, user);
+        dispatched = true;
+      }
+      await placing;
+      trace('cycle:placed');
       await new Promise<void>((resolve) => setImmediate(resolve));
       state = await this.fresh(bufnr);
       if (state === undefined) return;
@@ -660,27 +694,20 @@ export class ToolService {
     if (groups.approvedWithContent.length > 0) {
       this.warn(protectionWarning(groups.approvedWithContent.length));
     }
-    const approved = groups.approved.filter((block) => !this.running.has(block.id));
+    if (dispatched) {
+      // Phase 1 started the approved calls; they report through their results (and autopilot
+      // goes on when the last one is in).
+      return;
+    }
     if (groups.approved.length > 0) {
       this.pilot.arm(bufnr, settings);
-      const limit = config.tools?.max_concurrent ?? 2;
-      const free = limit === 0 ? approved.length : limit - this.slotsUsed(bufnr);
-      const now = approved.slice(0, Math.max(0, free));
-      if (now.length < approved.length) {
-        // The rest start as slots free up (see `startQueued`).
-        this.draining.set(bufnr, new Set(now.map((block) => block.id)));
-        if (user) {
-          this.info(`Executing ${now.length}/${approved.length} tools (max_concurrent=${limit})`);
-        }
-      }
-      // Started, not awaited: the step ends here, and the tools report through their results.
-      for (const block of now) {
-        void this.execute(bufnr, block.id, block.name, block.input, config, {
-          replaceFinished: false,
-          facts: editor.facts,
-          placeholder: true,
-        });
-      }
+      this.dispatch(
+        bufnr,
+        groups.approved.map((block) => ({ id: block.id, name: block.name, input: block.input })),
+        config,
+        editor.facts,
+        user,
+      );
       return;
     }
     if (groups.pendingEmpty.length > 0 || groups.approvedWithContent.length > 0) {
@@ -739,6 +766,7 @@ export class ToolService {
   async responseComplete(bufnr: number, config?: ConfigSnapshot): Promise<void> {
     trace('response:complete');
     const state = await this.fresh(bufnr);
+    trace('response:fresh');
     if (state === undefined) return;
     const last = [...state.document.messages].reverse().find((m) => m.role === 'Assistant');
     const hasToolUse =
@@ -843,6 +871,8 @@ export class ToolService {
 
   cancelAll(): number {
     const runs = [...this.running.values()];
+    // Calls still waiting for a slot are not started either.
+    for (const run of runs) this.draining.delete(run.bufnr);
     for (const run of runs) this.cancelRun(run);
     for (const run of runs) this.pilot.disarm(run.bufnr);
     return runs.length;
@@ -1071,9 +1101,7 @@ export class ToolService {
       trace(`tool:done ${id}`);
       // The slot frees as the tool returns: a throttled call starts while this result is written.
       run.returned = true;
-      const queued = this.startQueued(bufnr, config, facts).catch((error: unknown) => {
-        ctx.logger.error('starting throttled tools failed', error);
-      });
+      this.startQueued(bufnr, config, facts);
       // The buffer's last tool: ask the editor for the next step's context while the result is
       // written (the buffer stays locked until then, so the frontmatter cannot change).
       const document = ctx.documents.get(bufnr)?.document;
@@ -1093,8 +1121,6 @@ export class ToolService {
       const wasBackground = run.background;
       this.running.delete(id);
       this.luaContext.delete(id);
-      // Throttled calls take the free slot before the buffer would unlock in between.
-      await queued;
       this.unlockIfIdle(bufnr);
       // The cursor moves before the event, so a listener sees the buffer as the user will.
       if (injected) await this.moveCursor(bufnr, id, tools.cursor_after_result ?? 'result');
@@ -1132,38 +1158,65 @@ export class ToolService {
     }
   }
 
-  /** Buffers whose approved calls were throttled by `tools.max_concurrent`. */
-  private readonly draining = new Map<number, Set<string>>();
+  /**
+   * Approved calls of a buffer throttled by `tools.max_concurrent`, waiting for a slot. The
+   * list is taken when they are dispatched, not from a later parse: the buffer is locked while
+   * tools run, and a parse may still lag behind the placeholders or the results written since.
+   */
+  private readonly draining = new Map<number, QueuedCall[]>();
 
-  /** A slot freed up: start the next approved calls of a throttled buffer. */
-  private async startQueued(
+  /**
+   * Start approved calls: as many as `tools.max_concurrent` leaves room for, the rest as slots
+   * free up (`startQueued`). Started, not awaited: the tools report through their results.
+   */
+  private dispatch(
     bufnr: number,
+    calls: readonly QueuedCall[],
     config: ConfigSnapshot,
-    facts?: EditorFacts,
-  ): Promise<void> {
-    const started = this.draining.get(bufnr);
-    if (started === undefined) return;
-    // The latest parse, not a fresh one: the buffer is locked, so it can only lag behind the
-    // results written since, and the calls those answer are in `started`.
-    const state = this.ctx.documents.get(bufnr) ?? (await this.fresh(bufnr));
-    if (state === undefined) return;
-    const waiting = classifyToolBlocks(state.document).approved.filter(
-      (block) => !this.running.has(block.id) && !started.has(block.id),
-    );
-    if (waiting.length === 0) {
-      this.draining.delete(bufnr);
-      return;
-    }
+    facts: EditorFacts | undefined,
+    user: boolean,
+  ): void {
+    const queued = new Set((this.draining.get(bufnr) ?? []).map((call) => call.id));
+    const waiting = calls.filter((call) => !this.running.has(call.id) && !queued.has(call.id));
     const limit = config.tools?.max_concurrent ?? 2;
     const free = limit === 0 ? waiting.length : limit - this.slotsUsed(bufnr);
-    for (const block of waiting.slice(0, Math.max(0, free))) {
-      started.add(block.id);
-      void this.execute(bufnr, block.id, block.name, block.input, config, {
-        replaceFinished: false,
-        placeholder: true,
-        ...(facts === undefined ? {} : { facts }),
-      });
+    const now = waiting.slice(0, Math.max(0, free));
+    const later = waiting.slice(now.length);
+    if (later.length > 0) {
+      this.draining.set(bufnr, [...(this.draining.get(bufnr) ?? []), ...later]);
+      if (user) {
+        this.info(`Executing ${now.length}/${waiting.length} tools (max_concurrent=${limit})`);
+      }
     }
+    for (const call of now) this.startCall(bufnr, call, config, facts);
+  }
+
+  private startCall(
+    bufnr: number,
+    call: QueuedCall,
+    config: ConfigSnapshot,
+    facts: EditorFacts | undefined,
+  ): void {
+    void this.execute(bufnr, call.id, call.name, call.input, config, {
+      replaceFinished: false,
+      placeholder: true,
+      ...(facts === undefined ? {} : { facts }),
+    });
+  }
+
+  /** A slot freed up: start the next approved calls of a throttled buffer. */
+  private startQueued(bufnr: number, config: ConfigSnapshot, facts?: EditorFacts): void {
+    const queue = this.draining.get(bufnr);
+    if (queue === undefined) return;
+    const limit = config.tools?.max_concurrent ?? 2;
+    let free = limit === 0 ? queue.length : limit - this.slotsUsed(bufnr);
+    while (free > 0) {
+      const call = queue.shift();
+      if (call === undefined) break;
+      free -= 1;
+      this.startCall(bufnr, call, config, facts);
+    }
+    if (queue.length === 0) this.draining.delete(bufnr);
   }
 
   /** When the last running tool of a buffer finishes (a background job too), autopilot goes on. */
@@ -1195,6 +1248,11 @@ export class ToolService {
       flags.timedOut = true;
       run.controller.abort(new Error(`Tool timed out after ${timeoutSec} seconds.`));
     }, limitMs);
+    if (run.controller.signal.aborted) {
+      // Cancelled while it was being prepared: it does not start.
+      clearTimeout(timer);
+      return { ok: false, error: abortText(run, flags.timedOut, timeoutSec) };
+    }
     const aborted = new Promise<ToolOutcome>((resolve) => {
       run.controller.signal.addEventListener(
         'abort',
@@ -1343,6 +1401,7 @@ export class ToolService {
     try {
       const writer = this.ctx.writes.buffer(bufnr);
       for (;;) {
+        await this.resultsSettle(bufnr);
         const taken = this.injections.get(bufnr) ?? [];
         if (taken.length === 0) break;
         this.injections.delete(bufnr);
@@ -1419,9 +1478,27 @@ export class ToolService {
     }
   }
 
-  /** The document once it includes our latest write to the buffer. */
-  private fresh(bufnr: number): Promise<DocumentState | undefined> {
-    return this.ctx.documents.parsedAt(bufnr, this.ctx.writes.buffer(bufnr).tick);
+  /**
+   * While other tools of the buffer are still running (or waiting for a slot), give them a
+   * moment to return, so that results finishing close together go out as one write: every
+   * batch is a round trip to Neovim and a fresh parse. A slow neighbour holds a result back for
+   * at most `COALESCE_MS`.
+   */
+  private async resultsSettle(bufnr: number): Promise<void> {
+    const until = performance.now() + COALESCE_MS;
+    while ((this.slotsUsed(bufnr) > 0 || this.draining.has(bufnr)) && performance.now() < until) {
+      await new Promise<void>((resolve) => setImmediate(resolve));
+    }
+  }
+
+  /**
+   * The document once it includes every write queued to the buffer so far (a tool may return
+   * before its placeholder, queued just before it started, is in).
+   */
+  private async fresh(bufnr: number): Promise<DocumentState | undefined> {
+    const writer = this.ctx.writes.buffer(bufnr);
+    await writer.flushed();
+    return this.ctx.documents.parsedAt(bufnr, writer.tick);
   }
 
   private async applyEdits(bufnr: number, edits: readonly Edit[]): Promise<void> {

@@ -1,6 +1,6 @@
 // `npm run bench`: host cold start and streaming writes through the editor adapter, on every
 // Neovim lane. Prints `metric value unit` lines.
-import { readFileSync, statSync } from 'node:fs';
+import { appendFileSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { LuaBridge, rpcPortOf } from '../../src/editor/lua.js';
 import { WriteScheduler } from '../../src/editor/writequeue.js';
@@ -347,13 +347,20 @@ function anthropicToolReply(calls: { id: string; name: string; input: unknown }[
  * default policy approves; autopilot (defaults) places, runs and sends them. From the end of that
  * stream to the follow-up request, with all 8 results, having arrived.
  */
+function benchMark(label: string): void {
+  const file = process.env['FLEMMA_TRACE'];
+  if (file !== undefined && file !== '')
+    appendFileSync(file, `${(performance.timeOrigin + performance.now()).toFixed(2)} ${label}\n`);
+}
+
 async function toolLoopBenchmark(lane: Lane): Promise<void> {
   const fake = await startFakeProvider();
   const driver = await startDriver({
     rtp: [BENCH_RTP],
     ui: { width: 120, height: 40 },
     env: { ANTHROPIC_API_KEY: 'sk-bench', ANTHROPIC_BASE_URL: fake.url },
-    setup: 'require("flemma").setup({})',
+    setup:
+      'require("flemma").setup({ host = { node = os.getenv("FLEMMA_BENCH_NODE") or "node" } })',
   });
   try {
     for (let i = 1; i <= 8; i++)
@@ -372,8 +379,10 @@ async function toolLoopBenchmark(lane: Lane): Promise<void> {
       const stream = request.stream();
       await stream.write(anthropicToolReply(calls));
       const ended = performance.now();
+      benchMark('bench:ended');
       await stream.end();
       const follow = await fake.nextRequest({ path: /^\/v1\/messages/, timeout: 20000 });
+      benchMark('bench:follow');
       samples.push(performance.now() - ended);
       const messages = (follow.body as { messages: { content: { type: string }[] }[] }).messages;
       const results = (messages[messages.length - 1]?.content ?? []).filter(

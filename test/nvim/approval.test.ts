@@ -226,6 +226,36 @@ describe('the approval cycle', () => {
     await reply(follow, 'Done.');
   });
 
+  it('cancelling all tools also drops the calls still waiting for a slot', async () => {
+    const { d, f, buf } = await setup({});
+    await d.lua(`
+      require("flemma.tools").register("hang", {
+        name = "hang",
+        description = "Never answers by itself",
+        input_schema = { type = "object", properties = {} },
+        execute = function(_, _, callback)
+          return function() callback({ success = false, error = "stopped" }) end
+        end,
+      })
+      require("flemma").setup({ tools = { auto_approve = { "hang" }, max_concurrent = 1 } })`);
+    await d.press('<C-]>');
+    const ids = ['toolu_H0', 'toolu_H1', 'toolu_H2'];
+    await reply(
+      await f.nextRequest({ path: '/v1/messages' }),
+      'Three, one at a time.',
+      ids.map((id) => ({ id, name: 'hang', input: {} })),
+    );
+    await d.waitForEvent('FlemmaToolExecuting');
+    const before = d.eventCount;
+    await d.press(':Flemma tool:cancel-all<CR>');
+    await d.waitForEvent('FlemmaToolCompleted', { after: before });
+    // A queued call would have started as the slot freed, before the result was written.
+    expect(d.eventsSeen('FlemmaToolExecuting')).toHaveLength(1);
+    const lines = await d.lines(buf);
+    expect(lines.filter((line) => line === '```flemma:tool status=approved')).toHaveLength(2);
+    expect(lines).toContain('**Tool Result:** `toolu_H0` (error)');
+  });
+
   it('a rejection with a message reaches the model as that message', async () => {
     const { d, f } = await setup({ tools: '{ autopilot = false }' });
     await d.press('<C-]>');

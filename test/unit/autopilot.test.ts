@@ -12,6 +12,9 @@ function harness() {
       events.push({ name, data });
       return Promise.resolve();
     },
+    post: (name, data) => {
+      events.push({ name, data });
+    },
     warn: (message) => warnings.push(message),
     continueCycle: (bufnr) => {
       continued.push(bufnr);
