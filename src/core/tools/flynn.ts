@@ -199,3 +199,42 @@ export async function collectFlynnTools(
     }
   }
 }
+
+/** A registry as `executeTool` needs it. */
+export interface ExecutableRegistry {
+  resolve(name: string): import('./registry.js').ToolDefinition | undefined;
+}
+
+/**
+ * Flynn's executor contract for one call, outside the buffer: look the tool up (canonical or API
+ * name), check the policy, run it, and answer a `ToolResult` whatever happens. The host's own
+ * executor (src/host/tools.ts) answers with the same texts and adds approval, timeouts and the
+ * buffer.
+ */
+export async function executeTool(
+  registry: ExecutableRegistry,
+  name: string,
+  args: unknown,
+  ctx: ExecutionContext,
+  policy?: { isAllowed(tool: import('./policy.js').PolicyTool): boolean },
+): Promise<ToolResult> {
+  const def = registry.resolve(name);
+  if (def?.execute === undefined) {
+    return { success: false, output: '', error: `Tool '${name}' not found` };
+  }
+  if (policy !== undefined && !policy.isAllowed(def)) {
+    return { success: false, output: '', error: `Tool '${name}' is not allowed by tool policy` };
+  }
+  try {
+    const outcome = await def.execute(args, ctx);
+    return outcome.ok
+      ? { success: true, output: outcome.output }
+      : { success: false, output: outcome.partialOutput ?? '', error: outcome.error };
+  } catch (error) {
+    return {
+      success: false,
+      output: '',
+      error: error instanceof Error ? error.message : String(error),
+    };
+  }
+}
