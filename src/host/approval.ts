@@ -27,6 +27,15 @@ import {
   buildChain,
 } from '../core/approval/resolvers.js';
 import type { ToolRegistry } from '../core/tools/registry.js';
+import {
+  AUTONOMY_RESOLVER,
+  HOOKS_RESOLVER,
+  POLICY_RESOLVER,
+  autonomyResolver,
+  hooksResolver,
+  policyResolver,
+} from '../core/approval/flynn.js';
+import { autonomyOf, effectivePolicy, hookConfig } from '../core/tools/policy.js';
 import type { HostContext } from './context.js';
 import { sandboxFor } from './sandbox.js';
 
@@ -113,6 +122,7 @@ export class ApprovalService {
         resolve: (c: ToolCall) => this.callLua('approval.resolve', c, spec.name),
       },
     ]);
+    extra.push(...this.flynnResolvers(config));
     return buildChain(
       {
         autoApprove: this.setting(tools),
@@ -134,6 +144,30 @@ export class ApprovalService {
       },
       extra,
     );
+  }
+
+  /** Tool policy, hooks and autonomy (src/core/approval/flynn.ts) for this configuration. */
+  private flynnResolvers(config: Snapshot): [string, ApprovalResolver][] {
+    const tools = config.tools;
+    const provider = (config as { provider?: unknown }).provider;
+    const policy = effectivePolicy(
+      tools,
+      typeof provider === 'string' ? provider : undefined,
+      this.registry.getPolicy(),
+    );
+    for (const warning of policy.warnings) this.warnOnce(warning);
+    const lookup = (name: string): ReturnType<ToolRegistry['resolve']> =>
+      this.registry.resolve(name);
+    const level = autonomyOf(tools);
+    // Each is in the chain only when configured, so `:Flemma status` lists what can decide.
+    const out: [string, ApprovalResolver][] = [];
+    if (!policy.permissive) out.push([POLICY_RESOLVER, policyResolver(policy, lookup)]);
+    const hooks = hookConfig(tools?.['hooks']);
+    if ([hooks.confirm, hooks.log, hooks.silent].some((list) => (list ?? []).length > 0)) {
+      out.push([HOOKS_RESOLVER, hooksResolver(hooks, level, lookup)]);
+    }
+    if (level !== 'standard') out.push([AUTONOMY_RESOLVER, autonomyResolver(level, lookup)]);
+    return out;
   }
 
   /** Runs the chain for one call. */

@@ -12,6 +12,7 @@ import { ReplyLayout, openingLines } from '../core/chat/reply.js';
 import {
   type ProviderAdapter,
   ProviderError,
+  type EvaluatedMessage,
   type ProviderEvent,
   type ProviderRequest,
   type ToolSpec,
@@ -365,7 +366,7 @@ export class SendController {
       if (!again.ok || again.value === undefined || again.value === credential) return undefined;
       return connect(again.value);
     };
-    const tools = ctx.tools.specsFor(config.tools?.__list);
+    const tools = ctx.tools.specsFor(config.tools?.__list, config);
     let evaluated: RenderedPrompt;
     try {
       trace('send:render');
@@ -380,8 +381,9 @@ export class SendController {
     const request: ProviderRequest = {
       model,
       system: evaluated.system,
-      messages: evaluated.messages,
-      tools,
+      // Providers see API names (`file.read` → `file_read`); replies are mapped back in `consume`.
+      messages: toApiNames(evaluated.messages, (name) => ctx.tools.registry.apiName(name)),
+      tools: tools.map((tool) => ({ ...tool, name: ctx.tools.registry.apiName(tool.name) })),
       maxTokens: maxTokens(parameters.max_tokens),
       cacheRetention: parameters.cache_retention ?? 'short',
     };
@@ -461,8 +463,10 @@ export class SendController {
     let characters = 0;
     let lastProgress = 0;
     let seen = 0;
-    for await (const event of events) {
+    for await (const raw of events) {
       if (seen++ === 0) trace('send:first-event');
+      // The buffer shows a tool's own name, not the provider-safe one.
+      const event = fromApiNames(raw, (name) => ctx.tools.fromWire(name));
       tap(event);
       const text = layout.push(event);
       if (text !== '') writer.append(text, stream);
@@ -620,4 +624,33 @@ export class SendController {
     ctx.writes.forget(sink.bufnr);
     return status;
   }
+}
+
+/** The messages with every tool name as the provider sees it. */
+function toApiNames(
+  messages: EvaluatedMessage[],
+  apiName: (name: string) => string,
+): EvaluatedMessage[] {
+  return messages.map((message) => {
+    if (!message.parts.some((part) => part.kind === 'tool_use' || part.kind === 'tool_result')) {
+      return message;
+    }
+    return {
+      ...message,
+      parts: message.parts.map((part) =>
+        part.kind === 'tool_use' || part.kind === 'tool_result'
+          ? { ...part, name: apiName(part.name) }
+          : part,
+      ),
+    } as EvaluatedMessage;
+  });
+}
+
+/** A reply's event with tool names as the buffer shows them. */
+function fromApiNames(event: ProviderEvent, canonical: (name: string) => string): ProviderEvent {
+  if (event.type === 'tool_use') return { ...event, name: canonical(event.name) };
+  if (event.type === 'progress' && event.toolName !== undefined) {
+    return { ...event, toolName: canonical(event.toolName) };
+  }
+  return event;
 }

@@ -59,6 +59,24 @@ import {
 } from './sandbox.js';
 import { expandPathVariable } from '../core/tools/sandbox/paths.js';
 import { backendsFromToolModule } from '../core/tools/sandbox/modules.js';
+import {
+  type Tool,
+  type ToolDeps,
+  type ToolRegistryApi,
+  collectFlynnTools,
+  hasFlynnExports,
+} from '../core/tools/flynn.js';
+import {
+  type ToolPolicy,
+  effectivePolicy,
+  hookConfig,
+  hookMatch,
+  policyErrorText,
+} from '../core/tools/policy.js';
+import { auditEntry } from '../core/tools/audit.js';
+import { wireToolName } from '../core/provider/types.js';
+import { appendFile, mkdir } from 'node:fs/promises';
+import { dirname } from 'node:path';
 
 /** A tool as Lua describes it (functions stay in Neovim). */
 export interface LuaToolSpec {
@@ -376,20 +394,176 @@ export class ToolService {
         for (const problem of registerJsBackends(backends)) {
           this.warn(`tool module ${path}: ${problem}`);
         }
+        // Flynn-style exports (tool, tools, createTool, createTools, setup; docs/tools.md).
+        const flynn = hasFlynnExports(loaded);
+        if (flynn) {
+          const deps = await this.moduleDeps(path);
+          await collectFlynnTools(
+            loaded,
+            deps,
+            (tool) => {
+              deps.registry.register(tool);
+            },
+            (problem) => {
+              this.warn(`tool module ${path}: ${problem}`);
+            },
+          );
+        }
         if (Array.isArray(definitions)) {
           for (const def of definitions) register(def as ToolDefinition);
           done();
         } else if (typeof resolver === 'function') {
           await (resolver as (r: typeof register, d: typeof done) => unknown)(register, done);
-        } else if (backends.length > 0) {
+        } else if (backends.length > 0 || flynn) {
           done();
         } else {
-          done(new Error('exports neither `definitions`, `resolve` nor `sandboxBackends`'));
+          done(
+            new Error(
+              'exports none of `tool`, `tools`, `createTool`, `createTools`, `setup`, `definitions`, `resolve` or `sandboxBackends`',
+            ),
+          );
         }
       })
       .catch((error: unknown) => {
         done(error);
       });
+  }
+
+  /** What a module's factories and `setup` receive (docs/tools.md, "JavaScript and TypeScript tools"). */
+  private async moduleDeps(path: string): Promise<ToolDeps> {
+    let tools: Record<string, unknown> = {};
+    try {
+      tools = (await this.config()).tools ?? {};
+    } catch (error) {
+      this.ctx.logger.warn(`tool module ${path}: reading the configuration failed`, error);
+    }
+    const logger = this.ctx.logger;
+    const prefix = `tool module ${path}: `;
+    return {
+      registry: this.registryApi(),
+      getConfig: (key) => {
+        const value = asRecord(tools[key]);
+        return value === undefined ? undefined : structuredClone(value);
+      },
+      log: {
+        debug: (message) => {
+          logger.debug(prefix + message);
+        },
+        info: (message) => {
+          logger.info(prefix + message);
+        },
+        warn: (message) => {
+          logger.warn(prefix + message);
+        },
+        error: (message) => {
+          logger.error(prefix + message);
+        },
+      },
+      modulePath: path,
+    };
+  }
+
+  /** The registry as JavaScript modules see it (Flynn's contract: a duplicate name is an error). */
+  registryApi(): ToolRegistryApi {
+    const registry = this.registry;
+    const view = (def: ToolDefinition | undefined): Tool | undefined => {
+      if (def === undefined) return undefined;
+      const run = def.execute;
+      const tool: Tool = {
+        name: def.name,
+        description: def.description,
+        inputSchema: structuredClone(def.inputSchema),
+        execute: async (args, ctx) => {
+          if (run === undefined) {
+            return { success: false, output: '', error: `Tool '${def.name}' cannot be executed` };
+          }
+          const outcome = await run(args, ctx);
+          return outcome.ok
+            ? { success: true, output: outcome.output }
+            : { success: false, output: outcome.partialOutput ?? '', error: outcome.error };
+        },
+      };
+      if (def.aliases !== undefined) tool.aliases = [...def.aliases];
+      if (def.groups !== undefined) tool.groups = [...def.groups];
+      if (def.dangerous !== undefined) tool.dangerous = def.dangerous;
+      if (def.enabled !== undefined) tool.enabled = def.enabled;
+      return tool;
+    };
+    return {
+      register: (tool) => {
+        registry.add(fromJsDefinition(tool as unknown as Record<string, unknown>));
+        this.origin.set(tool.name, 'js');
+        this.refreshPreviews();
+      },
+      unregister: (name) => {
+        const removed = registry.unregister(name);
+        if (removed) {
+          this.origin.delete(name);
+          this.refreshPreviews();
+        }
+        return removed;
+      },
+      get: (name) => view(registry.get(name)),
+      getByApiName: (api) => view(registry.getByApiName(api)),
+      list: () => registry.list().map((def) => view(def) as Tool),
+      has: (name) => registry.has(name),
+      apiName: (name) => registry.apiName(name),
+      setPolicy: (policy) => {
+        registry.setPolicy(policy);
+      },
+      getPolicy: () => registry.getPolicy(),
+    };
+  }
+
+  /** The tool policy in force for a buffer's configuration (its provider's override included). */
+  policyFor(config: { tools?: Record<string, unknown>; provider?: unknown }): ToolPolicy {
+    const provider = typeof config.provider === 'string' ? config.provider : undefined;
+    const policy = effectivePolicy(config.tools, provider, this.registry.getPolicy());
+    for (const warning of policy.warnings) this.warnOnce(warning, warning);
+    return policy;
+  }
+
+  /** Whether the policy blocks a call (by the name in the call: canonical or API name). */
+  private policyBlocks(name: string, config: ConfigSnapshot): boolean {
+    const policy = this.policyFor(config);
+    if (policy.permissive) return false;
+    return !policy.isAllowed(this.registry.resolve(name) ?? name);
+  }
+
+  /**
+   * A tool name from a provider's reply as the buffer shows it: the canonical name. Adapters turn
+   * `__` back into `:`; the API name is that again with `:` as `__`.
+   */
+  fromWire(name: string): string {
+    if (this.registry.has(name)) return name;
+    const def = this.registry.getByApiName(wireToolName(name)) ?? this.registry.getByApiName(name);
+    return def?.name ?? name;
+  }
+
+  /** One audit entry for a call the `log` hook names: the host log, and `tools.hooks.audit_file`. */
+  private async audit(
+    config: ConfigSnapshot,
+    fields: Parameters<typeof auditEntry>[0],
+    def: ToolDefinition,
+  ): Promise<void> {
+    const raw = config.tools?.['hooks'];
+    const match = hookMatch(def, hookConfig(raw));
+    if (!match.matched || match.action !== 'log') return;
+    const entry = auditEntry(fields);
+    const line = JSON.stringify(entry);
+    this.ctx.logger.info(`audit ${line}`);
+    const file = asRecord(raw)?.['audit_file'];
+    if (typeof file !== 'string' || file === '') return;
+    const path = file === '~' || file.startsWith('~/') ? homedir() + file.slice(1) : file;
+    try {
+      await mkdir(dirname(path), { recursive: true });
+      await appendFile(path, line + '\n', 'utf8');
+    } catch (error) {
+      this.warnOnce(
+        `audit:${path}`,
+        `Could not write the tool audit file ${path}: ${error instanceof Error ? error.message : String(error)}`,
+      );
+    }
   }
 
   private luaProxy(spec: LuaToolSpec): ToolDefinition {
@@ -465,7 +639,19 @@ export class ToolService {
    * The tools offered to the model. The default list (the built-in names) also takes every
    * other enabled tool; a list the user set is taken as it is. Unknown names are reported.
    */
-  specsFor(list: readonly string[] | undefined): ToolSpec[] {
+  specsFor(
+    list: readonly string[] | undefined,
+    config?: { tools?: Record<string, unknown>; provider?: unknown },
+  ): ToolSpec[] {
+    const specs = this.selectedSpecs(list);
+    if (config === undefined) return specs;
+    // The tool policy filters what is offered (docs/policy.md).
+    const policy = this.policyFor(config);
+    if (policy.permissive) return specs;
+    return specs.filter((spec) => policy.isAllowed(this.registry.get(spec.name) ?? spec.name));
+  }
+
+  private selectedSpecs(list: readonly string[] | undefined): ToolSpec[] {
     const names = list === undefined ? [...DEFAULT_TOOL_NAMES] : [...list];
     const isDefault =
       list === undefined ||
@@ -676,7 +862,10 @@ export class ToolService {
       ['aborted', groups.aborted],
     ] as const) {
       for (const block of blocks) {
-        const text = resolutionText(status, block.content, block.abortMessage);
+        const text =
+          status === 'denied' && this.policyBlocks(block.name, config)
+            ? policyErrorText(block.name)
+            : resolutionText(status, block.content, block.abortMessage);
         const edit = planResult(state.document, state.lines, block.id, {
           id: block.id,
           output: text,
@@ -844,6 +1033,8 @@ export class ToolService {
     ];
     for (const skipped of decided.skipped)
       lines.push(`  skipped ${skipped.resolver}: ${skipped.reason}`);
+    const step = decided.trace.find((entry) => entry.outcome === 'decided');
+    for (const note of step?.notes ?? []) lines.push(`  ${note}`);
     return lines.join('\n');
   }
 
@@ -1015,7 +1206,8 @@ export class ToolService {
       this.warn(`Tool ${id} is already running`);
       return;
     }
-    const def = this.registry.get(name);
+    // A `.chat` file may name a tool by its API name (`file_read`) as well as its own name.
+    const def = this.registry.resolve(name);
     if (def === undefined) {
       const guess = this.registry.suggest(name);
       this.warn(`Unknown tool: ${name}${guess === undefined ? '' : ` (did you mean '${guess}'?)`}`);
@@ -1026,6 +1218,18 @@ export class ToolService {
       return;
     }
     const tools = config.tools ?? {};
+    if (this.policyBlocks(name, config)) {
+      // Checked again here, whatever approved the call: a blocked tool never runs.
+      await this.inject(
+        bufnr,
+        id,
+        { ok: false, error: policyErrorText(name) },
+        options.replaceFinished,
+      );
+      ctx.hooks.post('tool:completed', { bufnr, tool_name: name, tool_id: id, status: 'error' });
+      await this.afterTools(bufnr, tools);
+      return;
+    }
     const run: Running = {
       id,
       name,
@@ -1060,7 +1264,7 @@ export class ToolService {
       }
       const facts =
         options.facts ?? ((await ctx.lua.call('tools.facts', { bufnr })) as EditorFacts);
-      const toolConfig = asRecord(tools[name]);
+      const toolConfig = asRecord(tools[def.name]);
       const cwd = this.toolCwd(toolConfig, facts);
       const sandbox = await sandboxFor(config.sandbox, facts, homedir(), ctx.lua);
       if (sandbox.warning !== undefined) this.warnOnce('sandbox', sandbox.warning);
@@ -1088,8 +1292,22 @@ export class ToolService {
           void this.toBackground(run);
         }, backgroundAfter * 1000);
       }
+      const invokedAt = performance.now();
       let outcome = await this.invoke(def, input, execCtx, run, toolConfig, timeoutSec);
       clearTimeout(backgroundTimer);
+      await this.audit(
+        config,
+        {
+          tool: def.name,
+          id,
+          bufnr,
+          args: input,
+          success: outcome.ok,
+          durationMs: performance.now() - invokedAt,
+          error: outcome.ok ? undefined : outcome.error,
+        },
+        def,
+      );
       if (outcome.ok && typeof outcome.output === 'string' && !this.builtin.has(name)) {
         const cut = await truncateForResult(
           outcome.output,
@@ -1334,7 +1552,7 @@ export class ToolService {
       config,
       origins: editor.origins ?? {},
       ops: editor.ops,
-      tools: this.specsFor(toolList(config.tools)).map((spec) => spec.name),
+      tools: this.specsFor(toolList(config.tools), config).map((spec) => spec.name),
       resolvers: this.approval.resolvers(config),
       sandbox: !sandbox.enabled
         ? 'disabled'

@@ -693,6 +693,33 @@ end
 
 --- The default of `ui.statusline.format`, in the `.chat` template syntax (`{{ expr }}`,
 --- `{% lua %}`); the variables are those of `require("flemma.statusline").variables()`.
+--- `tools.policy` and its per-provider layers.
+local function tool_policy()
+  local layer = {
+    profile = S.optional(S.string()),
+    allow = S.optional(S.list(S.string())),
+    deny = S.optional(S.list(S.string())),
+  }
+  return S.object({
+    profile = S.optional(S.string()),
+    allow = S.list(S.string(), {}),
+    deny = S.list(S.string(), {}),
+    -- User profiles: a list of patterns, or { extends = "<profile>", allow = {…}, deny = {…} }.
+    profiles = S.map(
+      S.union({
+        S.list(S.string()),
+        S.object({
+          extends = S.optional(S.string()),
+          allow = S.optional(S.list(S.string())),
+          deny = S.optional(S.list(S.string())),
+        }),
+      }),
+      {}
+    ),
+    providers = S.map(S.object(layer), {}),
+  })
+end
+
 local function statusline_format()
   return "{{ model.name or model.provider }}"
     .. "{% if thinking.level then %} ({{ thinking.level }}){% end %}"
@@ -799,6 +826,21 @@ M.options = S.object({
     grep = search_tool(),
     find = search_tool(),
     ls = S.object({ cwd = S.string(BUFFER_DIR) }),
+    -- Tool policy (docs/policy.md): offered = (profile ∪ allow) − deny; names, `*` globs, `group:*`.
+    policy = tool_policy(),
+    -- Hook lists (docs/policy.md): confirm → ask, log → approve and audit, silent → approve.
+    hooks = S.object({
+      confirm = S.list(S.string(), {}),
+      log = S.list(S.string(), {}),
+      silent = S.list(S.string(), {}),
+      -- One JSON line per call of a `log` tool is appended here (besides Flemma's log).
+      audit_file = S.optional(S.string()),
+    }),
+    autonomy = S.enum({ "conservative", "standard", "autonomous" }, "standard"),
+    web_fetch = S.object({
+      timeout = S.optional(S.integer(nil, { min = 1 })),
+      max_bytes = S.integer(102400, { min = 1 }),
+    }),
   }, {
     list = S.string(),
     list_default = BUILTIN_TOOLS,

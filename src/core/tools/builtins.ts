@@ -1,7 +1,7 @@
 // The tools every host starts with. `bash`, `read`, `write`, `edit`, `ls`, `grep` and `find` are
 // offered to the model by default. `calculator` and `calculator_async` are registered but
 // disabled (`enabled = false`): a buffer or the config's tool list must name them, as the seed's
-// "extras" are opt-in.
+// "extras" are opt-in. So are `web_fetch` and the `process_*` tools (issue 9, docs/tools.md).
 
 import { bashTool } from './definitions/bash.js';
 import { calculatorAsyncTool, calculatorTool } from './definitions/calculator.js';
@@ -11,6 +11,8 @@ import { grepTool } from './definitions/grep.js';
 import { lsTool } from './definitions/ls.js';
 import { readTool } from './definitions/read.js';
 import { writeTool } from './definitions/write.js';
+import { webFetchTool } from './definitions/web-fetch.js';
+import { processTools } from './definitions/process-tools.js';
 import type { PersonalityPart, ToolDefinition } from './registry.js';
 
 /** What the built-in `coding-assistant` personality says about each tool. */
@@ -38,9 +40,24 @@ const CODING: Record<string, PersonalityPart> = {
   find: { snippet: 'find files by name pattern' },
 };
 
+/** Flynn's names for Flemma's tools, so doc-style policies (`file.*`, `shell.*`) match them. */
+const FLYNN_ALIASES: Record<string, string[]> = {
+  read: ['file.read'],
+  write: ['file.write'],
+  edit: ['file.edit'],
+  ls: ['file.list'],
+  grep: ['file.grep'],
+  find: ['file.find'],
+  bash: ['shell.exec'],
+};
+
 function withPersonality(def: ToolDefinition): ToolDefinition {
   const part = CODING[def.name];
-  return part === undefined ? def : { ...def, personalities: { 'coding-assistant': part } };
+  const aliases = FLYNN_ALIASES[def.name];
+  const withAliases = aliases === undefined ? def : { ...def, aliases };
+  return part === undefined
+    ? withAliases
+    : { ...withAliases, personalities: { 'coding-assistant': part } };
 }
 
 export const builtinTools: readonly ToolDefinition[] = [
@@ -53,4 +70,7 @@ export const builtinTools: readonly ToolDefinition[] = [
   findTool,
   { ...calculatorTool, enabled: false },
   { ...calculatorAsyncTool, enabled: false },
+  // Opt-in (network access, processes that outlive the turn): a buffer or `tools` names them.
+  { ...webFetchTool, enabled: false },
+  ...processTools().map((def) => ({ ...def, enabled: false })),
 ].map(withPersonality);

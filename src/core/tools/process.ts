@@ -50,7 +50,7 @@ const DEFAULT_DRAIN_MS = 200;
 type ExecaModule = typeof import('execa');
 let execaModule: Promise<ExecaModule> | undefined;
 
-function loadExeca(): Promise<ExecaModule> {
+export function loadExeca(): Promise<ExecaModule> {
   execaModule ??= import('execa');
   return execaModule;
 }

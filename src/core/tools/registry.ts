@@ -6,6 +6,8 @@
 import type { ToolSpec } from '../provider/types.js';
 
 import type { ExecutionContext } from './context.js';
+import { apiToolName } from './names.js';
+import type { ToolPolicyConfig } from './policy.js';
 
 /** What a tool's `execute` receives besides its input (the seed's ExecutionContext). */
 export type ToolContext = ExecutionContext;
@@ -46,6 +48,15 @@ export interface ToolDefinition {
    * `snippet` for its tool list and `guidelines` for its guidelines section.
    */
   personalities?: Record<string, PersonalityPart>;
+  /**
+   * Other names a tool policy may match the tool by (Flynn-style `file.read` for `read`); they are
+   * not names the model can call.
+   */
+  aliases?: string[];
+  /** Policy groups the tool belongs to besides the built-in membership (`fs`, `web`, …). */
+  groups?: string[];
+  /** The `conservative` autonomy level always asks before running it (writes, shells). */
+  dangerous?: boolean;
 }
 
 export interface PersonalityPart {
@@ -62,24 +73,86 @@ export class ToolRegistryError extends Error {
 interface Entry {
   def: ToolDefinition;
   spec: ToolSpec;
+  /** The provider-safe name (see names.ts). */
+  api: string;
 }
 
 export class ToolRegistry {
   readonly #entries = new Map<string, Entry>();
+  /** API name → canonical name. */
+  readonly #byApi = new Map<string, string>();
+  /** The policy set through the registry API, beneath the configuration's `tools.policy`. */
+  #policy: ToolPolicyConfig | undefined;
 
-  /** Adds a tool; a tool registered under the same name is replaced. Throws on a bad definition. */
+  setPolicy(policy: ToolPolicyConfig | undefined): void {
+    this.#policy = policy === undefined ? undefined : structuredClone(policy);
+  }
+
+  getPolicy(): ToolPolicyConfig | undefined {
+    return this.#policy === undefined ? undefined : structuredClone(this.#policy);
+  }
+
+  /**
+   * Adds a tool; a tool registered under the same name is replaced (a Lua tool may override a
+   * built-in). Throws on a bad definition, and when another tool already has its API name.
+   */
   register(def: ToolDefinition): void {
     checkDefinition(def);
-    this.#entries.set(def.name, { def, spec: toSpec(def) });
+    const api = apiToolName(def.name);
+    const holder = this.#byApi.get(api);
+    if (holder !== undefined && holder !== def.name) {
+      throw new ToolRegistryError(
+        `API name collision: ${api} (tool '${def.name}' and tool '${holder}' would both be sent to the model as '${api}'; rename one)`,
+      );
+    }
+    this.#entries.set(def.name, { def, spec: toSpec(def), api });
+    this.#byApi.set(api, def.name);
+  }
+
+  /** Like `register`, but a tool of the same name is an error (the Flynn registry contract). */
+  add(def: ToolDefinition): void {
+    const raw = def as unknown as Record<string, unknown>;
+    if (typeof raw['name'] === 'string' && this.#entries.has(raw['name'])) {
+      throw new ToolRegistryError(`Tool '${raw['name']}' is already registered`);
+    }
+    this.register(def);
   }
 
   /** Removes a tool; `false` when no tool had that name. */
   unregister(name: string): boolean {
+    const entry = this.#entries.get(name);
+    if (entry === undefined) return false;
+    this.#byApi.delete(entry.api);
     return this.#entries.delete(name);
   }
 
   get(name: string): ToolDefinition | undefined {
     return this.#entries.get(name)?.def;
+  }
+
+  /** The tool a provider's name stands for (`file_read` → `file.read`). */
+  getByApiName(api: string): ToolDefinition | undefined {
+    const name = this.#byApi.get(api);
+    return name === undefined ? undefined : this.#entries.get(name)?.def;
+  }
+
+  /** The name sent to providers for a canonical name (registered or not). */
+  apiName(name: string): string {
+    return this.#entries.get(name)?.api ?? apiToolName(name);
+  }
+
+  /**
+   * The canonical name of a name found in a reply or a `.chat` file: a registered canonical name
+   * as it is, else the tool whose API name it is, else the name unchanged.
+   */
+  canonicalName(name: string): string {
+    if (this.#entries.has(name)) return name;
+    return this.#byApi.get(name) ?? name;
+  }
+
+  /** A tool by canonical name, else by API name. */
+  resolve(name: string): ToolDefinition | undefined {
+    return this.get(name) ?? this.getByApiName(name);
   }
 
   has(name: string): boolean {
