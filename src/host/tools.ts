@@ -1524,6 +1524,10 @@ function timeoutFor(
   if (properties?.['timeout'] !== undefined && typeof fromInput === 'number' && fromInput > 0) {
     return fromInput;
   }
+  // A tool that knows how long it may take (a declarative tool's timeout and retries).
+  if (typeof def.timeoutSeconds === 'number' && def.timeoutSeconds > fallback) {
+    return def.timeoutSeconds;
+  }
   return fallback;
 }
 
@@ -1577,9 +1581,13 @@ function outcomeOf(result: LuaResult): ToolOutcome {
     return { ok: true, output: rendered };
   }
   const partial = rendered === undefined ? undefined : renderPartial(rendered);
-  return partial === undefined || partial === ''
-    ? { ok: false, error }
-    : { ok: false, error, partialOutput: partial };
+  const failed: ToolOutcome =
+    partial === undefined || partial === ''
+      ? { ok: false, error }
+      : { ok: false, error, partialOutput: partial };
+  // A tool may mark its failure as transient (`retryable = true`) for the retry middleware.
+  if ((result as { retryable?: unknown }).retryable === true) return { ...failed, retryable: true };
+  return failed;
 }
 
 /** Lua sends `{}` for empty tables as arrays; a schema's maps must be objects. */
