@@ -34,11 +34,15 @@ beforeEach(async () => {
 
 afterEach(async () => {
   await rm(dir, { recursive: true, force: true });
-  await new Promise<void>((resolve) => {
-    if (server === undefined) resolve();
-    else server.close(() => resolve());
-    server?.closeAllConnections();
-  });
+  const open = server;
+  if (open !== undefined) {
+    open.closeAllConnections();
+    await new Promise<void>((resolve) => {
+      open.close(() => {
+        resolve();
+      });
+    });
+  }
   server = undefined;
 });
 
@@ -159,14 +163,18 @@ implementation: { type: http, url: "http://127.0.0.1:1/s" }
       }),
     });
     expect(result.problems).toEqual([]);
-    expect(await run(result.tools[0] as ToolDefinition, {})).toEqual({ ok: true, output: 'pong\n' });
+    expect(await run(result.tools[0] as ToolDefinition, {})).toEqual({
+      ok: true,
+      output: 'pong\n',
+    });
   });
 
   it('V-27: a bad file is reported by name and the good ones still load', async () => {
     const result = await load({
       'bad.yaml': 'name: bad\ndescription: Bad\nimplementation:\n  type: teleport\n',
       'broken.yml': 'name: [unclosed\n',
-      'good.yaml': 'name: good\ndescription: Good\nimplementation: { type: exec, command: "echo ok" }\n',
+      'good.yaml':
+        'name: good\ndescription: Good\nimplementation: { type: exec, command: "echo ok" }\n',
       'unknown.yaml':
         'name: unknown_param\ndescription: X\nimplementation: { type: exec, command: "echo {{nope}}" }\n',
       'notes.txt': 'not a tool',
@@ -177,7 +185,9 @@ implementation: { type: http, url: "http://127.0.0.1:1/s" }
       join(toolsDir, 'broken.yml'),
       join(toolsDir, 'unknown.yaml'),
     ]);
-    expect(result.problems[0]?.message).toMatch(/implementation\/type must be one of "http", "exec"/);
+    expect(result.problems[0]?.message).toMatch(
+      /^implementation\.type must be one of "http", "exec"/,
+    );
     expect(result.problems[1]?.message).toMatch(/^invalid YAML/);
     expect(result.problems[2]?.message).toMatch(/unknown parameter 'nope'/);
   });
@@ -194,13 +204,19 @@ implementation: { type: http, url: "http://127.0.0.1:1/s" }
     expect(result.tools.map((t) => t.name)).toEqual(['twin', 'read']);
     expect(result.problems[0]?.message).toMatch(/'twin' is already defined in .*a\.yaml/);
     const taken = await loadDeclarativeDirs([toolsDir], {
-      isTaken: (name) => (name === 'read' ? "the name 'read' belongs to a built-in tool" : undefined),
+      isTaken: (name) =>
+        name === 'read' ? "the name 'read' belongs to a built-in tool" : undefined,
     });
-    expect(taken.problems.map((p) => p.message)).toContain("the name 'read' belongs to a built-in tool");
+    expect(taken.problems.map((p) => p.message)).toContain(
+      "the name 'read' belongs to a built-in tool",
+    );
   });
 
   it('a missing configured directory is reported, an optional one is skipped', async () => {
-    const result = await loadDeclarativeDirs([join(dir, 'nope'), { path: join(dir, 'quiet'), optional: true }]);
+    const result = await loadDeclarativeDirs([
+      join(dir, 'nope'),
+      { path: join(dir, 'quiet'), optional: true },
+    ]);
     expect(result.problems).toEqual([
       { file: join(dir, 'nope'), message: 'the tool directory does not exist' },
     ]);
@@ -256,7 +272,10 @@ describe('http', () => {
       res.end('{"ok":true}');
     });
     const def = await loadOne(SLACK(srv.url));
-    expect(await run(def, { channel: 'c', message: 'm' })).toEqual({ ok: true, output: '{"ok":true}' });
+    expect(await run(def, { channel: 'c', message: 'm' })).toEqual({
+      ok: true,
+      output: '{"ok":true}',
+    });
     const req = srv.seen[0];
     expect(req?.method).toBe('POST');
     expect(req?.url).toBe('/api/chat.postMessage?format=json');
@@ -293,7 +312,9 @@ implementation:
       res.writeHead(404);
       res.end('nf');
     });
-    const def = await loadOne(`name: g\ndescription: X\nimplementation: { type: http, url: "${srv.url}/x" }\n`);
+    const def = await loadOne(
+      `name: g\ndescription: X\nimplementation: { type: http, url: "${srv.url}/x" }\n`,
+    );
     const out = await run(def, {});
     expect(out.ok).toBe(false);
     if (!out.ok) {
@@ -343,7 +364,12 @@ implementation:
       'name: g\ndescription: X\nimplementation:\n  type: http\n  url: "http://127.0.0.1:9/x"\n  retry: { attempts: 2, backoff: 5ms }\n',
     );
     const out = await run(def, {});
-    expect(out).toMatchObject({ ok: false, error: expect.stringMatching(/HTTP request failed: GET http:\/\/127\.0\.0\.1:9\/x/) as unknown });
+    expect(out).toMatchObject({
+      ok: false,
+      error: expect.stringMatching(
+        /HTTP request failed: GET http:\/\/127\.0\.0\.1:9\/x/,
+      ) as unknown,
+    });
   });
 });
 
@@ -385,17 +411,30 @@ describe('exec', () => {
     const recorder = await loadOne(yaml.replace('echo bd', 'bd').replace('name: bd', 'name: bd2'), {
       run: (argv) => {
         argvSeen.push([...argv]);
-        return Promise.resolve({ exitCode: 0, signal: null, output: 'shown', stderr: '', timedOut: false, cancelled: false });
+        return Promise.resolve({
+          exitCode: 0,
+          signal: null,
+          output: 'shown',
+          stderr: '',
+          timedOut: false,
+          cancelled: false,
+        });
       },
     });
-    expect(await run(recorder, { action: 'show', task_id: 'bd-1' })).toEqual({ ok: true, output: 'shown' });
+    expect(await run(recorder, { action: 'show', task_id: 'bd-1' })).toEqual({
+      ok: true,
+      output: 'shown',
+    });
     expect(argvSeen).toEqual([['bd', 'show', 'bd-1']]);
     const preview = recorder.formatPreview?.({ action: 'show', task_id: 'bd-1' }, 200);
     expect(preview).toBe('Run the command `bd show bd-1`?');
     expect(previewBody(recorder, { action: 'show', task_id: 'bd-1' }, 200)).toContain(
       'Run the command `bd show bd-1`?',
     );
-    expect(await run(def, { action: 'show', task_id: 'bd-1' })).toEqual({ ok: true, output: 'bd show bd-1\n' });
+    expect(await run(def, { action: 'show', task_id: 'bd-1' })).toEqual({
+      ok: true,
+      output: 'bd show bd-1\n',
+    });
   });
 
   it('an optional flag inside one word is dropped when absent; exit codes are errors', async () => {
@@ -411,7 +450,9 @@ describe('exec', () => {
   });
 
   it('runs through the sandbox wrapper like bash', async () => {
-    const def = await loadOne('name: w\ndescription: X\nimplementation: { type: exec, command: "echo inner" }\n');
+    const def = await loadOne(
+      'name: w\ndescription: X\nimplementation: { type: exec, command: "echo inner" }\n',
+    );
     const wrapped: string[][] = [];
     const sandbox = {
       enabled: true,
@@ -436,7 +477,10 @@ describe('files', () => {
     const def = await loadOne(
       'name: cat\ndescription: X\nparams: [{ name: path, type: string, required: true }, { name: enc, type: boolean }]\nimplementation: { type: file_read }\n',
     );
-    expect(await run(def, { path: 'a.txt' }, ctx({ roots }))).toEqual({ ok: true, output: 'héllo' });
+    expect(await run(def, { path: 'a.txt' }, ctx({ roots }))).toEqual({
+      ok: true,
+      output: 'héllo',
+    });
     for (const path of ['/etc/passwd', '../../etc/passwd', 'link/passwd']) {
       expect(await run(def, { path }, ctx({ roots }))).toMatchObject({
         ok: false,
@@ -507,7 +551,10 @@ describe('files', () => {
       'm.json': JSON.stringify({
         name: 'm',
         description: 'X',
-        params: [{ name: 'path', type: 'string' }, { name: 'content', type: 'string' }],
+        params: [
+          { name: 'path', type: 'string' },
+          { name: 'content', type: 'string' },
+        ],
         implementation: { type: 'file_write', mode: 420 },
       }),
     });
@@ -518,7 +565,8 @@ describe('files', () => {
 describe('builtin', () => {
   it('V-20: an alias with fixed args answers like the tool it names', async () => {
     await writeFile(join(work, 'README.md'), 'read me\n');
-    const lookup = (name: string): ToolDefinition | undefined => (name === 'read' ? readTool : undefined);
+    const lookup = (name: string): ToolDefinition | undefined =>
+      name === 'read' ? readTool : undefined;
     const def = await loadOne(
       'name: readme\ndescription: Read the README\nimplementation: { type: builtin, function: read, args: { path: README.md } }\n',
       { lookup },

@@ -55,7 +55,10 @@ describe('middleware', () => {
       trace.push('tool');
       return Promise.resolve({ ok: true, output: 'x' });
     });
-    expect(await handler({ name: 't', input: {}, ctx: testContext() })).toEqual({ ok: true, output: 'x' });
+    expect(await handler({ name: 't', input: {}, ctx: testContext() })).toEqual({
+      ok: true,
+      output: 'x',
+    });
     expect(trace).toEqual(['A>', 'B>', 'tool', '<B', '<A']);
   });
 
@@ -67,7 +70,9 @@ describe('middleware', () => {
       return out;
     };
     const boom: ToolMiddleware = () => () => Promise.reject(new Error('middleware broke'));
-    expect(await compose([outer, boom], ok('x'))({ name: 't', input: {}, ctx: testContext() })).toEqual({
+    expect(
+      await compose([outer, boom], ok('x'))({ name: 't', input: {}, ctx: testContext() }),
+    ).toEqual({
       ok: false,
       error: 'middleware broke',
     });
@@ -81,7 +86,9 @@ describe('middleware', () => {
     const start = performance.now();
     const done: number[] = [];
     const calls = [0, 1, 2].map(() =>
-      wait({ name: 'web.fetch', input: {}, ctx: testContext() }).then(() => done.push(performance.now() - start)),
+      wait({ name: 'web.fetch', input: {}, ctx: testContext() }).then(() =>
+        done.push(performance.now() - start),
+      ),
     );
     const other = performance.now();
     await wait({ name: 'read', input: {}, ctx: testContext() });
@@ -92,13 +99,19 @@ describe('middleware', () => {
     expect(done[1]).toBeGreaterThanOrEqual(990);
     expect(done[2]).toBeGreaterThanOrEqual(1990);
 
-    const fail = compose([rateLimitMiddleware({ limits: { 'web.fetch': '1/s' }, mode: 'fail' })], ok('y'));
+    const fail = compose(
+      [rateLimitMiddleware({ limits: { 'web.fetch': '1/s' }, mode: 'fail' })],
+      ok('y'),
+    );
     const results = await Promise.all(
       [0, 1, 2].map(() => fail({ name: 'web.fetch', input: {}, ctx: testContext() })),
     );
     expect(results[0]).toEqual({ ok: true, output: 'y' });
     for (const r of results.slice(1)) {
-      expect(r).toMatchObject({ ok: false, error: expect.stringMatching(/rate limited/) as unknown });
+      expect(r).toMatchObject({
+        ok: false,
+        error: expect.stringMatching(/rate limited/) as unknown,
+      });
     }
   });
 
@@ -106,9 +119,16 @@ describe('middleware', () => {
     const limited = compose([rateLimitMiddleware({ limits: { slow: '1/h' } })], ok('ran'));
     await limited({ name: 'slow', input: {}, ctx: testContext() });
     const controller = new AbortController();
-    const pending = limited({ name: 'slow', input: {}, ctx: testContext({ signal: controller.signal }) });
+    const pending = limited({
+      name: 'slow',
+      input: {},
+      ctx: testContext({ signal: controller.signal }),
+    });
     controller.abort();
-    expect(await pending).toMatchObject({ ok: false, error: expect.stringMatching(/cancelled/) as unknown });
+    expect(await pending).toMatchObject({
+      ok: false,
+      error: expect.stringMatching(/cancelled/) as unknown,
+    });
   });
 
   it('V-23: one log record per call, with secrets redacted', async () => {
@@ -177,7 +197,9 @@ describe('filter', () => {
     );
     expect(filter.refusal('read')).toBeUndefined();
     expect(() => filterTools(registry, ['raed'])).toThrow(ToolFilterError);
-    expect(() => filterTools(registry, ['raed'])).toThrow("unknown tool 'raed' (did you mean 'read'?)");
+    expect(() => filterTools(registry, ['raed'])).toThrow(
+      "unknown tool 'raed' (did you mean 'read'?)",
+    );
   });
 });
 
@@ -185,13 +207,19 @@ describe('mock tools', () => {
   it('V-26: on(name).returns(output), calls(name)', async () => {
     const mock = createMockTools();
     mock.on('web.search').returns('mock results');
-    expect(await mock.execute('web.search', { query: 'flemma' })).toEqual({ ok: true, output: 'mock results' });
+    expect(await mock.execute('web.search', { query: 'flemma' })).toEqual({
+      ok: true,
+      output: 'mock results',
+    });
     expect(mock.calls('web.search')).toEqual([{ query: 'flemma' }]);
     expect(mock.calls('web.search').length).toBe(1);
     // The mocks register like real tools.
     const registry = mock.register();
     expect(registry.has('web.search')).toBe(true);
-    expect(await mock.execute('nope')).toEqual({ ok: false, error: "No mock for tool 'nope' (mocked: web.search)" });
+    expect(await mock.execute('nope')).toEqual({
+      ok: false,
+      error: "No mock for tool 'nope' (mocked: web.search)",
+    });
   });
 });
 
@@ -204,7 +232,7 @@ describe('X-07: a declarative http tool behind logging, rate-limit and timeout m
       setTimeout(() => res.end('slow'), 2000).unref();
     });
     await new Promise<void>((resolve) => server?.listen(0, '127.0.0.1', resolve));
-    const port = (server?.address() as AddressInfo).port;
+    const port = (server.address() as AddressInfo).port;
     dir = realpathSync(await mkdtemp(join(tmpdir(), 'flemma-x07-')));
     await writeFile(
       join(dir, 'fetch.yaml'),

@@ -47,10 +47,14 @@ function ctxWith(roots: SandboxRoots): ReturnType<typeof createExecutionContext>
   );
 }
 
-const workspace = (): SandboxRoots => new SandboxRoots([{ name: 'workspace', path: ws, mode: 'rw' }], { home: dir });
+const workspace = (): SandboxRoots =>
+  new SandboxRoots([{ name: 'workspace', path: ws, mode: 'rw' }], { home: dir });
 
 function read(path: string, roots = workspace()): Promise<ToolOutcome> {
-  return (readTool as Required<ToolDefinition>).execute({ label: 'x', path, offset: null, limit: null }, ctxWith(roots));
+  return (readTool as Required<ToolDefinition>).execute(
+    { label: 'x', path, offset: null, limit: null },
+    ctxWith(roots),
+  );
 }
 
 describe('sandbox roots', () => {
@@ -61,7 +65,10 @@ describe('sandbox roots', () => {
   it('V-15: an absolute path outside and ../.. are refused, never redirected', async () => {
     for (const path of ['/etc/passwd', '../../etc/passwd']) {
       const out = await read(path);
-      expect(out).toMatchObject({ ok: false, error: expect.stringMatching(/escapes sandbox/) as unknown });
+      expect(out).toMatchObject({
+        ok: false,
+        error: expect.stringMatching(/escapes sandbox/) as unknown,
+      });
       expect(JSON.stringify(out)).not.toContain('decoy');
     }
   });
@@ -70,7 +77,9 @@ describe('sandbox roots', () => {
     await symlink('/etc', join(ws, 'link'));
     expect(await read('link/passwd')).toMatchObject({
       ok: false,
-      error: expect.stringMatching(/escapes sandbox: link\/passwd leads to \/etc\/passwd through a symbolic link/) as unknown,
+      error: expect.stringMatching(
+        /escapes sandbox: link\/passwd leads to \/etc\/passwd through a symbolic link/,
+      ) as unknown,
     });
   });
 
@@ -80,7 +89,10 @@ describe('sandbox roots', () => {
       { label: 'x', path: 'trap.txt', content: 'x' },
       ctxWith(workspace()),
     );
-    expect(out).toMatchObject({ ok: false, error: expect.stringMatching(/escapes sandbox/) as unknown });
+    expect(out).toMatchObject({
+      ok: false,
+      error: expect.stringMatching(/escapes sandbox/) as unknown,
+    });
   });
 
   it('V-17: a name starting with .. inside the root is allowed', async () => {
@@ -103,7 +115,10 @@ describe('sandbox roots', () => {
       { label: 'x', path: join(data, 'new.csv'), content: 'x' },
       ctxWith(roots),
     );
-    expect(write).toMatchObject({ ok: false, error: expect.stringMatching(/read-only/) as unknown });
+    expect(write).toMatchObject({
+      ok: false,
+      error: expect.stringMatching(/read-only/) as unknown,
+    });
     const edit = await (editTool as Required<ToolDefinition>).execute(
       { path: join(data, 'table.csv'), oldText: 'a', newText: 'z' },
       ctxWith(roots),
@@ -128,7 +143,9 @@ describe('sandbox roots', () => {
       ],
       { home: dir },
     );
-    await expect(roots.resolve('data/f.txt', { write: true })).rejects.toThrow(/'inner' is read-only/);
+    await expect(roots.resolve('data/f.txt', { write: true })).rejects.toThrow(
+      /'inner' is read-only/,
+    );
     await expect(roots.resolve('data/f.txt')).resolves.toBe(join(ws, 'data/f.txt'));
   });
 
@@ -142,8 +159,12 @@ describe('sandbox roots', () => {
     );
     const ctx = ctxWith(roots);
     expect(ctx.sandbox.roots.map((r) => r.name)).toEqual(['workspace', 'data']);
-    await expect(ctx.sandbox.resolve('table.csv', { root: 'data' })).resolves.toBe(join(data, 'table.csv'));
-    await expect(ctx.sandbox.resolve('f.txt', { root: 'nope' })).rejects.toThrow(/Unknown sandbox root 'nope'/);
+    await expect(ctx.sandbox.resolve('table.csv', { root: 'data' })).resolves.toBe(
+      join(data, 'table.csv'),
+    );
+    await expect(ctx.sandbox.resolve('f.txt', { root: 'nope' })).rejects.toThrow(
+      /Unknown sandbox root 'nope'/,
+    );
     const error = await ctx.sandbox.resolve('/etc/hosts').catch((e: unknown) => e);
     expect(error).toBeInstanceOf(SandboxViolation);
     expect((error as SandboxViolation).reason).toBe('escape');
@@ -157,7 +178,10 @@ describe('sandbox roots', () => {
     );
     expect(ctx.sandbox.confined).toBe(false);
     expect(
-      await (readTool as Required<ToolDefinition>).execute({ label: 'x', path: 'here.txt', offset: null, limit: null }, ctx),
+      await (readTool as Required<ToolDefinition>).execute(
+        { label: 'x', path: 'here.txt', offset: null, limit: null },
+        ctx,
+      ),
     ).toEqual({ ok: true, output: 'chat dir' });
   });
 
@@ -165,7 +189,9 @@ describe('sandbox roots', () => {
     expect(parseRoots([{ path: 'relative/x' }], (p) => p)).toMatchObject({
       error: "sandbox.roots[1]: 'relative/x' does not expand to an absolute path",
     });
-    expect(parseRoots([{ path: '/a', mode: 'rx' }], (p) => p).error).toMatch(/mode must be "rw" or "ro"/);
+    expect(parseRoots([{ path: '/a', mode: 'rx' }], (p) => p).error).toMatch(
+      /mode must be "rw" or "ro"/,
+    );
     expect(parseRoots(['/srv/data', { name: 'w', path: '/w', mode: 'ro' }], (p) => p)).toEqual({
       roots: [
         { name: 'data', path: '/srv/data', mode: 'rw' },

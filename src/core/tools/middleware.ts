@@ -194,7 +194,10 @@ export function rateLimitMiddleware(options: RateLimitOptions): ToolMiddleware {
     }
     nextSlot.set(call.name, slot + interval);
     if (slot > at && !(await sleep(slot - at, call.ctx.signal))) {
-      return { ok: false, error: `Tool ${call.name} was cancelled while waiting for its rate limit` };
+      return {
+        ok: false,
+        error: `Tool ${call.name} was cancelled while waiting for its rate limit`,
+      };
     }
     return next(call);
   };
@@ -206,7 +209,9 @@ export function rateLimitMiddleware(options: RateLimitOptions): ToolMiddleware {
  * Bounds a call: after `ms` (or `ms(name)`; 0 or undefined = no bound) its signal aborts and the
  * call answers `Tool timed out after …`; whatever the tool returns later is ignored.
  */
-export function timeoutMiddleware(ms: number | ((tool: string) => number | undefined)): ToolMiddleware {
+export function timeoutMiddleware(
+  ms: number | ((tool: string) => number | undefined),
+): ToolMiddleware {
   return (next) => async (call) => {
     const limit = typeof ms === 'function' ? ms(call.name) : ms;
     if (limit === undefined || limit <= 0) return next(call);

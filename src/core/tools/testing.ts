@@ -15,7 +15,10 @@ import { type ContextInit, type ExecutionContext, createExecutionContext } from 
 import { type ToolHandler, type ToolMiddleware, compose } from './middleware.js';
 import { type ToolDefinition, type ToolOutcome, ToolRegistry } from './registry.js';
 
-type Responder = (input: Record<string, unknown>, ctx: ExecutionContext) => ToolOutcome | Promise<ToolOutcome>;
+type Responder = (
+  input: Record<string, unknown>,
+  ctx: ExecutionContext,
+) => ToolOutcome | Promise<ToolOutcome>;
 
 export interface MockBehaviour {
   /** Answer `output` (a string, or an object written as JSON). */
@@ -31,11 +34,18 @@ export interface MockBehaviour {
 
 export interface MockTools {
   /** Declare (or find) the mock tool `name`. */
-  on(name: string, options?: { description?: string; inputSchema?: Record<string, unknown> }): MockBehaviour;
+  on(
+    name: string,
+    options?: { description?: string; inputSchema?: Record<string, unknown> },
+  ): MockBehaviour;
   /** The inputs of every call of `name`, oldest first. */
   calls(name: string): Record<string, unknown>[];
   /** Runs `name` like the executor would (through `use`d middleware). */
-  execute(name: string, input?: Record<string, unknown>, ctx?: ExecutionContext): Promise<ToolOutcome>;
+  execute(
+    name: string,
+    input?: Record<string, unknown>,
+    ctx?: ExecutionContext,
+  ): Promise<ToolOutcome>;
   /** Adds middleware (first added = outermost). */
   use(...middleware: ToolMiddleware[]): void;
   /** The mocks as registry definitions. */
@@ -97,7 +107,9 @@ export function createMockTools(): MockTools {
     const api: MockBehaviour = {
       returns: (output) => set(() => ({ ok: true, output })),
       fails: (error, options = {}) =>
-        set(() => (options.retryable === true ? { ok: false, error, retryable: true } : { ok: false, error })),
+        set(() =>
+          options.retryable === true ? { ok: false, error, retryable: true } : { ok: false, error },
+        ),
       handles: (fn) => set(fn),
       times: (count) => {
         const last = list[list.length - 1];
@@ -126,7 +138,11 @@ export function createMockTools(): MockTools {
   return {
     on: (name, options = {}) => {
       if (!recorded.has(name)) recorded.set(name, []);
-      if (!schemas.has(name) || options.description !== undefined || options.inputSchema !== undefined) {
+      if (
+        !schemas.has(name) ||
+        options.description !== undefined ||
+        options.inputSchema !== undefined
+      ) {
         schemas.set(name, {
           description: options.description ?? `Mock of ${name}`,
           inputSchema: options.inputSchema ?? { type: 'object', properties: {} },

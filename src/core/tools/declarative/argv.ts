@@ -96,6 +96,10 @@ export function splitCommand(command: string): CommandWord[] {
 /** An argv as a shell would need it typed (for previews and messages only; nothing runs it). */
 export function displayCommand(argv: readonly string[]): string {
   return argv
-    .map((arg) => (arg !== '' && /^[A-Za-z0-9_@%+=:,./-]+$/u.test(arg) ? arg : `'${arg.replaceAll("'", `'\\''`)}'`))
+    .map((arg) =>
+      arg !== '' && /^[A-Za-z0-9_@%+=:,./-]+$/u.test(arg)
+        ? arg
+        : `'${arg.replaceAll("'", `'\\''`)}'`,
+    )
     .join(' ');
 }

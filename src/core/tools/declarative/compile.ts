@@ -79,7 +79,10 @@ function messageOf(error: unknown): string {
 }
 
 /** Builds the registry definition; throws a `DeclarativeError` for a problem found at load time. */
-export function compileDeclarative(spec: DeclarativeSpec, options: CompileOptions = {}): ToolDefinition {
+export function compileDeclarative(
+  spec: DeclarativeSpec,
+  options: CompileOptions = {},
+): ToolDefinition {
   const scope: TemplateScope = {
     params: spec.params.map((p) => p.name),
     allowEnv: options.allowEnv ?? [],
@@ -118,7 +121,8 @@ export function compileDeclarative(spec: DeclarativeSpec, options: CompileOption
       try {
         return await compiled.execute(values, ctx);
       } catch (error) {
-        if (error instanceof TemplateError) return { ok: false, error: `${spec.name}: ${error.message}` };
+        if (error instanceof TemplateError)
+          return { ok: false, error: `${spec.name}: ${error.message}` };
         return { ok: false, error: messageOf(error) };
       }
     },
@@ -137,11 +141,7 @@ export function compileDeclarative(spec: DeclarativeSpec, options: CompileOption
   return def;
 }
 
-function stringMap(
-  where: string,
-  raw: unknown,
-  scope: TemplateScope,
-): [string, Template][] {
+function stringMap(where: string, raw: unknown, scope: TemplateScope): [string, Template][] {
   if (raw === undefined) return [];
   return Object.entries(raw as Record<string, unknown>).map(([key, value]) => [
     key,
@@ -204,7 +204,8 @@ function compileHttp(
     } catch {
       throw new DeclarativeError(`invalid URL ${JSON.stringify(stripQuery(text))}`);
     }
-    for (const [key, value] of renderMap(query, values, opts)) target.searchParams.append(key, value);
+    for (const [key, value] of renderMap(query, values, opts))
+      target.searchParams.append(key, value);
     return target;
   };
 
@@ -320,16 +321,22 @@ function compileExec(
           quoted: w.quoted,
         }));
   } catch (error) {
-    if (error instanceof CommandSyntaxError) throw new DeclarativeError(`implementation.command: ${error.message}`);
+    if (error instanceof CommandSyntaxError)
+      throw new DeclarativeError(`implementation.command: ${error.message}`);
     throw error;
   }
   if (words.length === 0) throw new DeclarativeError('implementation.command is empty');
   const rawEnv = impl['env'];
   const envEntries: [string, Template][] = Array.isArray(rawEnv)
-    ? (rawEnv as string[]).map((name) => [name, templateAt(`implementation.env`, `\${${name}}`, scope)])
+    ? (rawEnv as string[]).map((name) => [
+        name,
+        templateAt(`implementation.env`, `\${${name}}`, scope),
+      ])
     : stringMap('implementation.env', rawEnv, scope);
   const cwd =
-    typeof impl['cwd'] === 'string' ? templateAt('implementation.cwd', impl['cwd'], scope) : undefined;
+    typeof impl['cwd'] === 'string'
+      ? templateAt('implementation.cwd', impl['cwd'], scope)
+      : undefined;
   const timeoutMs = parseDuration(impl['timeout'], DEFAULT_TIMEOUT_MS);
 
   const argvOf = (values: Values, opts: RenderOptions): string[] => {
@@ -345,14 +352,16 @@ function compileExec(
   return {
     async: true,
     budgetMs: timeoutMs,
-    preview: (values) => `Run the command \`${displayCommand(argvOf(values, { ...render, keepEnv: true }))}\`?`,
+    preview: (values) =>
+      `Run the command \`${displayCommand(argvOf(values, { ...render, keepEnv: true }))}\`?`,
     execute: async (values, ctx) => {
       const argv = argvOf(values, render);
       const env: Record<string, string> = {};
       const path = (options.env ?? process.env)['PATH'];
       if (path !== undefined) env['PATH'] = path;
       for (const [key, value] of renderMap(envEntries, values, render)) env[key] = value;
-      const dir = cwd === undefined ? ctx.cwd : await ctx.sandbox.resolve(cwd.render(values, render));
+      const dir =
+        cwd === undefined ? ctx.cwd : await ctx.sandbox.resolve(cwd.render(values, render));
       const wrapped = await ctx.sandbox.wrap_command(argv);
       if (!wrapped.ok) return { ok: false, error: `Sandbox error: ${wrapped.error}` };
       const run = options.run ?? runProcess;
@@ -371,7 +380,9 @@ function compileExec(
       if (result.cancelled) return { ok: false, error: 'Cancelled' };
       const output = result.output;
       const fail = (why: string): ToolOutcome =>
-        output === '' ? { ok: false, error: why } : { ok: false, error: why, partialOutput: output };
+        output === ''
+          ? { ok: false, error: why }
+          : { ok: false, error: why, partialOutput: output };
       if (result.timedOut) return fail(`Command timed out after ${formatMs(timeoutMs)}: ${shown}`);
       if (result.exitCode !== 0) {
         const why =
@@ -390,7 +401,9 @@ function compileExec(
 function pathTemplate(impl: Record<string, unknown>, scope: TemplateScope): Template {
   const raw = impl['path'];
   if (raw === undefined && !scope.params.includes('path')) {
-    throw new DeclarativeError("implementation.path is missing (or declare a parameter named 'path')");
+    throw new DeclarativeError(
+      "implementation.path is missing (or declare a parameter named 'path')",
+    );
   }
   return templateAt('implementation.path', typeof raw === 'string' ? raw : '{{path}}', scope);
 }
@@ -404,7 +417,8 @@ function compileFileRead(
   const base64 = impl['encoding'] === 'base64';
   return {
     async: false,
-    preview: (values) => `read ${path.render(values, { ...render, keepEnv: true })}${base64 ? ' (base64)' : ''}`,
+    preview: (values) =>
+      `read ${path.render(values, { ...render, keepEnv: true })}${base64 ? ' (base64)' : ''}`,
     execute: async (values, ctx) => {
       const shown = path.render(values, render);
       const abs = await ctx.sandbox.resolve(shown);

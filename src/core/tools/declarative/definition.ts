@@ -183,7 +183,9 @@ export function parseMode(value: unknown, octalSource?: string): number {
   }
   const match = /^(?:0o|0)?([0-7]{1,4})$/u.exec(text.trim());
   if (match === null) {
-    throw new DeclarativeError(`implementation.mode: ${JSON.stringify(text)} is not an octal mode such as 0644`);
+    throw new DeclarativeError(
+      `implementation.mode: ${JSON.stringify(text)} is not an octal mode such as 0644`,
+    );
   }
   return parseInt(match[1] ?? '0', 8);
 }
@@ -204,7 +206,7 @@ export interface DeclarativeSpec {
 export async function checkSpec(raw: unknown, modeSource?: string): Promise<DeclarativeSpec> {
   await loadValidator();
   const top = validateValue(FILE_SCHEMA, raw);
-  if (!top.ok) throw new DeclarativeError(top.message);
+  if (!top.ok) throw new DeclarativeError(dotted(top.message));
   type RawParam = Omit<ParamDef, 'required'> & { required?: boolean };
   const spec = raw as Omit<DeclarativeSpec, 'params'> & { params?: RawParam[] };
   const impl = { ...spec.implementation };
@@ -212,10 +214,16 @@ export async function checkSpec(raw: unknown, modeSource?: string): Promise<Decl
   const checked = validateValue(IMPLEMENTATION_SCHEMAS[impl.type], impl);
   if (!checked.ok) {
     throw new DeclarativeError(
-      checked.message.replace(/(^|; )\//gu, '$1implementation/').replace(/^(?!implementation)/u, 'implementation: '),
+      dotted(checked.message.replace(/(^|; )\//gu, '$1/implementation/')).replace(
+        /^(?!implementation)/u,
+        'implementation: ',
+      ),
     );
   }
-  const params: ParamDef[] = (spec.params ?? []).map((p) => ({ ...p, required: p.required === true }));
+  const params: ParamDef[] = (spec.params ?? []).map((p) => ({
+    ...p,
+    required: p.required === true,
+  }));
   const seen = new Set<string>();
   for (const p of params) {
     if (seen.has(p.name)) throw new DeclarativeError(`params: '${p.name}' is declared twice`);
@@ -236,6 +244,14 @@ export async function checkSpec(raw: unknown, modeSource?: string): Promise<Decl
   return out;
 }
 
+/** Ajv's `/params/0/type` as `params[0].type`, at the start of each listed problem. */
+function dotted(message: string): string {
+  return message.replace(/(^|; )\/(\S+)/gu, (_all, lead: string, path: string) => {
+    const parts = path.split('/').map((part) => (/^\d+$/u.test(part) ? `[${part}]` : `.${part}`));
+    return lead + parts.join('').replace(/^\./u, '');
+  });
+}
+
 /** The input JSON Schema of a parameter list. */
 export function inputSchemaOf(params: readonly ParamDef[]): Record<string, unknown> {
   const properties: Record<string, unknown> = {};
@@ -244,7 +260,8 @@ export function inputSchemaOf(params: readonly ParamDef[]): Record<string, unkno
     if (p.description !== undefined) prop['description'] = p.description;
     if (p.default !== undefined) prop['default'] = p.default;
     if (p.enum !== undefined) prop['enum'] = p.enum;
-    if (p.items !== undefined) prop['items'] = typeof p.items === 'string' ? { type: p.items } : p.items;
+    if (p.items !== undefined)
+      prop['items'] = typeof p.items === 'string' ? { type: p.items } : p.items;
     if (p.properties !== undefined) prop['properties'] = p.properties;
     properties[p.name] = prop;
   }
@@ -310,9 +327,13 @@ export type TemplateTree =
   | { kind: 'literal'; value: unknown };
 
 export function compileTree(where: string, value: unknown, scope: TemplateScope): TemplateTree {
-  if (typeof value === 'string') return { kind: 'template', template: templateAt(where, value, scope) };
+  if (typeof value === 'string')
+    return { kind: 'template', template: templateAt(where, value, scope) };
   if (Array.isArray(value)) {
-    return { kind: 'array', items: value.map((v, i) => compileTree(`${where}[${String(i)}]`, v, scope)) };
+    return {
+      kind: 'array',
+      items: value.map((v, i) => compileTree(`${where}[${String(i)}]`, v, scope)),
+    };
   }
   if (typeof value === 'object' && value !== null) {
     return {

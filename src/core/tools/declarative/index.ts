@@ -16,6 +16,7 @@ import { readFile, readdir } from 'node:fs/promises';
 import { extname, join } from 'node:path';
 
 import type { ToolDefinition } from '../registry.js';
+import { loadYaml } from '../../util/yaml.js';
 import { type CompileOptions, compileDeclarative } from './compile.js';
 import { DeclarativeError, type DeclarativeSpec, checkSpec } from './definition.js';
 
@@ -48,26 +49,6 @@ export interface LoadResult {
 
 const EXTENSIONS = new Set(['.yaml', '.yml', '.json']);
 
-interface YamlModule {
-  parseDocument(
-    text: string,
-    options: { keepSourceTokens: boolean },
-  ): {
-    errors: { message: string }[];
-    toJS(): unknown;
-    getIn(path: string[], keepScalar: true): unknown;
-  };
-}
-
-let yamlModule: Promise<YamlModule> | undefined;
-
-function loadYaml(): Promise<YamlModule> {
-  yamlModule ??= import('yaml').then(
-    (mod) => (mod as unknown as { default?: YamlModule }).default ?? (mod as unknown as YamlModule),
-  );
-  return yamlModule;
-}
-
 /** Parses one file's text; `modeSource` is the YAML source of `implementation.mode`. */
 export async function parseDefinitionText(
   text: string,
@@ -77,16 +58,18 @@ export async function parseDefinitionText(
     try {
       return { raw: JSON.parse(text) as unknown };
     } catch (error) {
-      throw new DeclarativeError(`invalid JSON: ${error instanceof Error ? error.message : String(error)}`);
+      throw new DeclarativeError(
+        `invalid JSON: ${error instanceof Error ? error.message : String(error)}`,
+      );
     }
   }
   const yaml = await loadYaml();
   const doc = yaml.parseDocument(text, { keepSourceTokens: true });
   const first = doc.errors[0];
-  if (first !== undefined) throw new DeclarativeError(`invalid YAML: ${first.message.split('\n')[0] ?? ''}`);
+  if (first !== undefined)
+    throw new DeclarativeError(`invalid YAML: ${first.message.split('\n')[0] ?? ''}`);
   const node = doc.getIn(['implementation', 'mode'], true) as
-    | { srcToken?: { source?: unknown } }
-    | undefined;
+    { srcToken?: { source?: unknown } } | undefined;
   const source = node?.srcToken?.source;
   return typeof source === 'string' && /^(0o|0)?[0-7]+$/u.test(source)
     ? { raw: doc.toJS(), modeSource: source }
@@ -102,7 +85,9 @@ export async function loadDefinitionFile(
   try {
     text = await readFile(file, 'utf8');
   } catch (error) {
-    throw new DeclarativeError(`cannot read: ${error instanceof Error ? error.message : String(error)}`);
+    throw new DeclarativeError(
+      `cannot read: ${error instanceof Error ? error.message : String(error)}`,
+    );
   }
   const parsed = await parseDefinitionText(text, file);
   const spec: DeclarativeSpec = await checkSpec(parsed.raw, parsed.modeSource);
@@ -120,7 +105,9 @@ export async function loadDeclarativeDirs(
     let names: string[];
     try {
       names = (await readdir(dir.path, { withFileTypes: true }))
-        .filter((entry) => !entry.isDirectory() && EXTENSIONS.has(extname(entry.name).toLowerCase()))
+        .filter(
+          (entry) => !entry.isDirectory() && EXTENSIONS.has(extname(entry.name).toLowerCase()),
+        )
         .map((entry) => entry.name)
         .sort();
     } catch (error) {
@@ -141,7 +128,9 @@ export async function loadDeclarativeDirs(
         const def = await loadDefinitionFile(file, options);
         const earlier = result.files.get(def.name);
         if (earlier !== undefined) {
-          throw new DeclarativeError(`the tool name '${def.name}' is already defined in ${earlier}`);
+          throw new DeclarativeError(
+            `the tool name '${def.name}' is already defined in ${earlier}`,
+          );
         }
         const taken = options.isTaken?.(def.name);
         if (taken !== undefined) throw new DeclarativeError(taken);

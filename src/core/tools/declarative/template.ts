@@ -122,7 +122,9 @@ export function compileTemplate(source: string): Template {
   }
   flush();
   if (stack.length > 0) {
-    throw new TemplateError(`'{{if ${stack[stack.length - 1]?.node.name ?? ''}}}' is never closed with '{{end}}'`);
+    throw new TemplateError(
+      `'{{if ${stack[stack.length - 1]?.node.name ?? ''}}}' is never closed with '{{end}}'`,
+    );
   }
   const only = root.length === 1 ? root[0] : undefined;
   const single =
@@ -150,7 +152,9 @@ function parseParam(tag: string, params: Set<string>): Node {
   const filter = (filters[0] ?? '').trim();
   const match = /^default\s*:(.*)$/s.exec(filter);
   if (match === null) {
-    throw new TemplateError(`'{{${tag}}}': unknown filter '${filter}' (the filter is default:<value>)`);
+    throw new TemplateError(
+      `'{{${tag}}}': unknown filter '${filter}' (the filter is default:<value>)`,
+    );
   }
   return { kind: 'param', name, fallback: unquote((match[1] ?? '').trim()) };
 }

@@ -137,7 +137,8 @@ export class SandboxRoots {
       }
     }
     const baseRoot = this.#roots[index];
-    if (baseRoot === undefined) throw new SandboxViolation('No sandbox roots are configured', 'no-root');
+    if (baseRoot === undefined)
+      throw new SandboxViolation('No sandbox roots are configured', 'no-root');
     let abs: string;
     if (path === '~') abs = this.#home;
     else if (path.startsWith('~/')) abs = resolvePath(this.#home, path.slice(2));
@@ -231,7 +232,10 @@ export function parseRoots(
     }
     const mode = entry['mode'] ?? 'rw';
     if (mode !== 'rw' && mode !== 'ro') {
-      return { roots: [], error: `${where}: mode must be "rw" or "ro", not ${JSON.stringify(mode)}` };
+      return {
+        roots: [],
+        error: `${where}: mode must be "rw" or "ro", not ${JSON.stringify(mode)}`,
+      };
     }
     const rawName = entry['name'];
     const name =
