@@ -261,4 +261,43 @@ implementation:
     expect(text).not.toContain('outside\n```');
     expect(text).toMatch(/\*\*Tool Result:\*\* `toolu_4`\n\n```\ninside\n/);
   });
+
+  it('V-24: a tool the buffer does not offer is refused at execution, with the offered list', async () => {
+    driver = await startDriver({
+      setup: 'require("flemma").setup({ tools = { autopilot = false } })',
+    });
+    const d = driver;
+    await d.openChat('filtered.chat', [
+      '```json',
+      '{ "flemma": { "tools": { "$set": ["read", "ls"] } } }',
+      '```',
+      '@You:',
+      'Write.',
+      '',
+      '@Assistant:',
+      '**Tool Use:** `write` (`toolu_F`)',
+      '',
+      '```json',
+      '{"label":"x","path":"x.txt","content":"x"}',
+      '```',
+      '',
+      '@You:',
+      '',
+      '**Tool Result:** `toolu_F`',
+      '',
+      '```flemma:tool status=approved',
+      '```',
+    ]);
+    await d.waitForEvent('FlemmaBootComplete');
+    await d.press('<C-]>');
+    const ok = await d.lua<boolean>(
+      'return vim.wait(5000, function() return vim.tbl_contains(vim.api.nvim_buf_get_lines(0, 0, -1, false), "**Tool Result:** `toolu_F` (error)") end)',
+    );
+    expect(ok, JSON.stringify({ lines: await d.lines(), n: d.notifications() })).toBe(true);
+    const text = (await d.lines()).join('\n');
+    expect(text).toContain(
+      "Tool 'write' is not available here. The available tools are: `ls`, `read`",
+    );
+    expect(await d.lua('return vim.fn.filereadable("x.txt")')).toBe(0);
+  });
 });

@@ -223,6 +223,17 @@ describe('mock tools', () => {
   });
 });
 
+describe('dist/testing.mjs (needs a build)', () => {
+  it("exports the mock helper for users' tests", async () => {
+    const url = new URL('../../dist/testing.mjs', import.meta.url).href;
+    const mod = (await import(url)) as { createMockTools: typeof createMockTools };
+    const mock = mod.createMockTools();
+    mock.on('web.search').returns('mock results');
+    expect(await mock.execute('web.search', {})).toEqual({ ok: true, output: 'mock results' });
+    expect(mock.calls('web.search')).toHaveLength(1);
+  });
+});
+
 describe('X-07: a declarative http tool behind logging, rate-limit and timeout middleware', () => {
   it('the second call waits for its token, both are bounded by the timeout, two log entries', async () => {
     let requests = 0;
