@@ -584,3 +584,27 @@ describe('builtin', () => {
     );
   });
 });
+
+describe('docs/tools.md', () => {
+  it('every YAML example of the declarative section loads', async () => {
+    const doc = await readFile(new URL('../../docs/tools.md', import.meta.url), 'utf8');
+    const section = doc.slice(doc.indexOf('## Declarative tools'), doc.indexOf('## Sandbox roots'));
+    const blocks = [...section.matchAll(/```yaml\n([\s\S]*?)```/gu)].map((m) => m[1] ?? '');
+    expect(blocks).toHaveLength(5);
+    for (const [i, block] of blocks.entries()) {
+      await writeFile(join(toolsDir, `example${String(i)}.yaml`), block);
+    }
+    const result = await loadDeclarativeDirs([toolsDir], {
+      allowEnv: ['WEATHER_TOKEN', 'BD_TOKEN'],
+      lookup: (name) => (name === 'read' ? readTool : undefined),
+    });
+    expect(result.problems).toEqual([]);
+    expect(result.tools.map((t) => t.name).sort()).toEqual([
+      'bd_show',
+      'read_note',
+      'readme',
+      'save_report',
+      'weather',
+    ]);
+  });
+});
