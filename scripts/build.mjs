@@ -2,6 +2,7 @@
 //   dist/host.js       the host (CommonJS: Node reaches its first line ~10 ms sooner than an ES module)
 //   dist/sdk/*.mjs     one ES module bundle per provider SDK, loaded with import() on first use
 //   dist/rplugin.cjs   the remote-plugin adapter
+//   dist/testing.mjs   the mock-tool and middleware helpers for users' tests
 // and checks that no provider SDK is part of what the host loads at start-up.
 import * as esbuild from 'esbuild';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -97,6 +98,19 @@ const rplugin = await esbuild.build({
   outExtension: { '.js': '.cjs' },
   format: 'cjs',
   external: ['neovim', ...Object.keys(LAZY)],
+});
+
+// Helpers for people testing their own tools (docs/tools.md, "Testing your tools"): an ES module
+// without the host, importable from a plain Node or vitest test.
+await esbuild.build({
+  ...common,
+  minify: false,
+  sourcemap: false,
+  entryPoints: { testing: 'src/core/tools/testing.ts' },
+  outdir: 'dist',
+  outExtension: { '.js': '.mjs' },
+  format: 'esm',
+  plugins: [sdkBundles],
 });
 
 const eager = Object.keys(host.metafile.inputs).filter((input) =>

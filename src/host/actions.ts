@@ -3,7 +3,7 @@ import { isLogLevel } from '../core/log.js';
 import { SDK_NAMES, type SdkName } from '../core/provider/sdk.js';
 import { type HostContext, HOST_VERSION, SOURCE_HASH } from './context.js';
 import { defineLuaBackends } from './sandbox.js';
-import type { LuaToolSpec } from './tools.js';
+import type { DeclarativeSettings, LuaToolSpec } from './tools.js';
 import type { LuaResolverSpec } from './approval.js';
 import type { LuaSecretsSpec } from './secrets.js';
 
@@ -201,13 +201,18 @@ export const actions: Record<string, Action> = {
   },
   /** Lua's tool definitions (no functions) and how many of its async sources are still loading. */
   'tools:define': (ctx, params) => {
-    const p = (params ?? {}) as { tools?: unknown; pending?: unknown; js_modules?: unknown };
+    const p = (params ?? {}) as {
+      tools?: unknown;
+      pending?: unknown;
+      js_modules?: unknown;
+      declarative?: unknown;
+    };
     const tools = Array.isArray(p.tools) ? (p.tools as LuaToolSpec[]) : [];
     const pending = typeof p.pending === 'number' ? p.pending : 0;
     const modules = Array.isArray(p.js_modules)
       ? p.js_modules.filter((m): m is string => typeof m === 'string')
       : [];
-    ctx.tools.defineFromLua(tools, pending, modules);
+    ctx.tools.defineFromLua(tools, pending, modules, declarativeSettings(p.declarative));
     return null;
   },
   /** Lua's sandbox backends (no functions): `{ backends = { {name, priority?, description?, replace?}, … } }`. */
@@ -299,4 +304,22 @@ export async function dispatch(
     );
   }
   return await action(ctx, params);
+}
+
+/** `declarative = { dirs = { { path, optional? } }, env = { … } }` from `tools:define`. */
+function declarativeSettings(raw: unknown): DeclarativeSettings | undefined {
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) return undefined;
+  const table = raw as { dirs?: unknown; env?: unknown };
+  const dirs: DeclarativeSettings['dirs'] = [];
+  for (const item of Array.isArray(table.dirs) ? (table.dirs as unknown[]) : []) {
+    const entry = item as { path?: unknown; optional?: unknown } | null;
+    if (typeof entry?.path !== 'string' || entry.path === '') continue;
+    dirs.push(
+      entry.optional === true ? { path: entry.path, optional: true } : { path: entry.path },
+    );
+  }
+  const env = Array.isArray(table.env)
+    ? (table.env as unknown[]).filter((n): n is string => typeof n === 'string')
+    : [];
+  return { dirs, env };
 }

@@ -1,6 +1,7 @@
 // What the host asks the editor once per step of the tool loop (and per send): the buffer's
 // configuration, the editor's facts about it, and the provider environment variables — one round
 // trip instead of one per question.
+import { loadYaml } from '../core/util/yaml.js';
 import { environmentVariables } from '../core/secrets/chain.js';
 import type { LuaBridge } from '../editor/lua.js';
 import type { ChatDocument } from '../core/chat/ast.js';
@@ -115,9 +116,7 @@ export async function contextQuestion(
     parsed = jsonFrontmatter(frontmatter.code, line);
   } else if (language === 'yaml' || language === 'yml') {
     // NOTE: loaded on first use (lazy bundle), like the SDKs.
-    const mod = (await import('yaml')) as unknown as YamlParser & { default?: YamlParser };
-    // The CommonJS package's exports, whether Node or a bundle did the import.
-    const yaml = typeof mod.parse === 'function' ? mod : (mod.default ?? mod);
+    const yaml = (await loadYaml()) as unknown as YamlParser;
     parsed = yamlFrontmatter(frontmatter.code, line, yaml);
   } else {
     // A language registered from Lua: Lua parses it, and checks what it sets.

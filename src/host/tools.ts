@@ -77,6 +77,21 @@ import { auditEntry } from '../core/tools/audit.js';
 import { wireToolName } from '../core/provider/types.js';
 import { appendFile, mkdir } from 'node:fs/promises';
 import { dirname } from 'node:path';
+import {
+  type DirectorySource,
+  describeProblem,
+  loadDeclarativeDirs,
+} from '../core/tools/declarative/index.js';
+import { compose } from '../core/tools/middleware.js';
+import { notAvailable } from '../core/tools/filter.js';
+import { MiddlewareStack, rootsFor, withRootPaths } from './tool-extras.js';
+
+/** `tools.declarative` as Lua sends it with `tools:define` (paths already expanded). */
+export interface DeclarativeSettings {
+  dirs: DirectorySource[];
+  /** Environment variables `${NAME}` may read in the definitions. */
+  env: string[];
+}
 
 /** A tool as Lua describes it (functions stay in Neovim). */
 export interface LuaToolSpec {
@@ -181,13 +196,18 @@ const ABORT_GRACE_MS = 2000;
 export class ToolService {
   readonly registry = new ToolRegistry();
   private readonly builtin = new Map<string, ToolDefinition>();
-  private readonly origin = new Map<string, 'builtin' | 'lua' | 'js'>();
+  private readonly origin = new Map<string, 'builtin' | 'lua' | 'js' | 'declarative'>();
   private readonly luaCalls = new Map<string, (result: LuaResult) => void>();
   private readonly running = new Map<string, Running>();
   private readonly previewKeys = new Map<number, string>();
   private luaSynced = false;
   private luaPending = 0;
   private jsPending = 0;
+  private declarativePending = 0;
+  /** The directories and env allowlist the declarative tools were last loaded with. */
+  private declarativeKey: string | undefined;
+  /** Middleware around every execution (`tools.middleware`, modules' `middleware` exports). */
+  private readonly middleware: MiddlewareStack;
   private readonly loadedModules = new Set<string>();
   private readyWaiters: (() => void)[] = [];
   private bootAnnounced = false;
@@ -216,6 +236,14 @@ export class ToolService {
       continueCycle: (bufnr) => this.cycle(bufnr, { userInitiated: false }),
     });
     this.approval = new ApprovalService(ctx, this.registry);
+    this.middleware = new MiddlewareStack({
+      info: (message) => {
+        ctx.logger.info(message);
+      },
+      warn: (message) => {
+        this.warn(message);
+      },
+    });
     for (const def of builtinTools) {
       this.builtin.set(def.name, def);
       this.registry.register(def);
@@ -288,6 +316,7 @@ export class ToolService {
     tools: readonly LuaToolSpec[],
     pending: number,
     jsModules: readonly string[],
+    declarative?: DeclarativeSettings,
   ): void {
     const wanted = new Set<string>();
     for (const spec of tools) {
@@ -314,8 +343,66 @@ export class ToolService {
     this.luaPending = pending;
     this.luaSynced = true;
     for (const path of jsModules) this.loadModule(path);
+    if (declarative !== undefined) this.loadDeclarative(declarative);
     this.checkReady();
     this.refreshPreviews();
+  }
+
+  /**
+   * Loads the declarative tools (YAML/JSON files) of `tools.declarative`: again whenever the
+   * directories or the env allowlist change, replacing the earlier set. Each bad file is
+   * reported with its path; the others load. Sends wait for the loading like for other sources.
+   */
+  private loadDeclarative(settings: DeclarativeSettings): void {
+    const key = JSON.stringify(settings);
+    if (key === this.declarativeKey) return;
+    this.declarativeKey = key;
+    this.declarativePending += 1;
+    // A `builtin` alias names a built-in, Lua or JavaScript tool.
+    const lookup = (name: string): ToolDefinition | undefined =>
+      this.origin.get(name) === 'declarative' ? undefined : this.registry.get(name);
+    void loadDeclarativeDirs(settings.dirs, {
+      allowEnv: settings.env,
+      lookup,
+      suggest: (name) => this.registry.suggest(name),
+      isTaken: (name) => {
+        const origin = this.origin.get(name);
+        if (origin === undefined || origin === 'declarative') return undefined;
+        const kind =
+          origin === 'builtin'
+            ? 'a built-in tool'
+            : `a ${origin === 'lua' ? 'Lua' : 'JavaScript'} tool`;
+        return `the name '${name}' is already taken by ${kind}`;
+      },
+    })
+      .then((result) => {
+        if (key !== this.declarativeKey) return;
+        for (const [name, origin] of [...this.origin]) {
+          if (origin === 'declarative' && !result.files.has(name)) {
+            this.registry.unregister(name);
+            this.origin.delete(name);
+          }
+        }
+        for (const def of result.tools) {
+          try {
+            this.registry.register(def);
+            this.origin.set(def.name, 'declarative');
+          } catch (error) {
+            this.warn(
+              `Declarative tool ${result.files.get(def.name) ?? def.name}: ${describeError(error)}`,
+            );
+          }
+        }
+        for (const problem of result.problems) this.warn(describeProblem(problem));
+      })
+      .catch((error: unknown) => {
+        this.warn(`Loading declarative tools failed: ${describeError(error)}`);
+      })
+      .finally(() => {
+        this.declarativePending -= 1;
+        this.checkReady();
+        this.refreshPreviews();
+      });
   }
 
   /** Previews depend on the set of tools (a new tool may bring its own formatter). */
@@ -326,7 +413,12 @@ export class ToolService {
 
   /** All sources have answered (Lua's and JavaScript modules'). */
   isReady(): boolean {
-    return this.luaSynced && this.luaPending === 0 && this.jsPending === 0;
+    return (
+      this.luaSynced &&
+      this.luaPending === 0 &&
+      this.jsPending === 0 &&
+      this.declarativePending === 0
+    );
   }
 
   /** Resolves when ready, or `false` when `signal` aborts first. */
@@ -409,17 +501,23 @@ export class ToolService {
             },
           );
         }
+        // Middleware a module brings along wraps every tool's execution.
+        const middleware = mod['middleware'] ?? loaded['middleware'];
+        if (middleware !== undefined) {
+          const problem = this.middleware.addFromModule(path, middleware);
+          if (problem !== undefined) this.warn(`tool module ${path}: ${problem}`);
+        }
         if (Array.isArray(definitions)) {
           for (const def of definitions) register(def as ToolDefinition);
           done();
         } else if (typeof resolver === 'function') {
           await (resolver as (r: typeof register, d: typeof done) => unknown)(register, done);
-        } else if (backends.length > 0 || flynn) {
+        } else if (backends.length > 0 || flynn || middleware !== undefined) {
           done();
         } else {
           done(
             new Error(
-              'exports none of `tool`, `tools`, `createTool`, `createTools`, `setup`, `definitions`, `resolve` or `sandboxBackends`',
+              'exports none of `tool`, `tools`, `createTool`, `createTools`, `setup`, `definitions`, `resolve`, `sandboxBackends` or `middleware`',
             ),
           );
         }
@@ -1218,14 +1316,18 @@ export class ToolService {
       return;
     }
     const tools = config.tools ?? {};
-    if (this.policyBlocks(name, config)) {
-      // Checked again here, whatever approved the call: a blocked tool never runs.
-      await this.inject(
-        bufnr,
-        id,
-        { ok: false, error: policyErrorText(name) },
-        options.replaceFinished,
-      );
+    // The buffer's tool list does not offer it, or the policy blocks it (checked again here,
+    // whatever approved the call): the model gets an error, nothing runs.
+    const refusal =
+      this.filterRefusal(name, config) ??
+      (this.policyBlocks(name, config) ? policyErrorText(name) : undefined);
+    if (refusal !== undefined) {
+      // It took no slot, but a throttled call may have waited for this one's turn (once the
+      // dispatch that started this one is done).
+      queueMicrotask(() => {
+        this.startQueued(bufnr, config, options.facts);
+      });
+      await this.inject(bufnr, id, { ok: false, error: refusal }, options.replaceFinished);
       ctx.hooks.post('tool:completed', { bufnr, tool_name: name, tool_id: id, status: 'error' });
       await this.afterTools(bufnr, tools);
       return;
@@ -1266,7 +1368,10 @@ export class ToolService {
         options.facts ?? ((await ctx.lua.call('tools.facts', { bufnr })) as EditorFacts);
       const toolConfig = asRecord(tools[def.name]);
       const cwd = this.toolCwd(toolConfig, facts);
-      const sandbox = await sandboxFor(config.sandbox, facts, homedir(), ctx.lua);
+      const roots = rootsFor(config.sandbox, facts, process.env, homedir());
+      const sandboxConfig =
+        roots === undefined ? config.sandbox : withRootPaths(config.sandbox, roots);
+      const sandbox = await sandboxFor(sandboxConfig, facts, homedir(), ctx.lua);
       if (sandbox.warning !== undefined) this.warnOnce('sandbox', sandbox.warning);
       this.luaContext.set(id, luaSandboxFacts(sandbox));
       const timeoutSec = typeof tools.default_timeout === 'number' ? tools.default_timeout : 30;
@@ -1280,6 +1385,7 @@ export class ToolService {
           sandbox: sandbox.access,
           config: toolConfig,
           signal: run.controller.signal,
+          roots: sandbox.enabled ? roots : undefined,
         },
         homedir(),
       );
@@ -1293,7 +1399,7 @@ export class ToolService {
         }, backgroundAfter * 1000);
       }
       const invokedAt = performance.now();
-      let outcome = await this.invoke(def, input, execCtx, run, toolConfig, timeoutSec);
+      let outcome = await this.invoke(def, input, execCtx, run, toolConfig, timeoutSec, tools);
       clearTimeout(backgroundTimer);
       await this.audit(
         config,
@@ -1451,12 +1557,24 @@ export class ToolService {
     run: Running,
     toolConfig: Record<string, unknown> | undefined,
     defaultTimeout: number,
+    tools: ToolsConfig = {},
   ): Promise<ToolOutcome> {
     await loadValidator();
     const validation = validateInput(def, input);
     if (!validation.ok) return { ok: false, error: validation.message };
-    const execute = def.execute;
-    if (execute === undefined) return { ok: false, error: `Tool ${def.name} cannot be executed` };
+    const inner = def.execute;
+    if (inner === undefined) return { ok: false, error: `Tool ${def.name} cannot be executed` };
+    // The middleware stack (tools.middleware, modules' middleware) around the tool itself; the
+    // executor's timeout and cancellation below bound all of it.
+    let stack: ReturnType<MiddlewareStack['chain']>;
+    try {
+      stack = this.middleware.chain(tools['middleware']);
+    } catch (error) {
+      return { ok: false, error: describeError(error) };
+    }
+    const handler = compose(stack, (call) => inner(call.input, call.ctx));
+    const execute = (value: unknown, context: typeof execCtx): Promise<ToolOutcome> =>
+      handler({ name: def.name, input: asRecord(value) ?? {}, ctx: context });
     const timeoutSec = timeoutFor(def, input, toolConfig, defaultTimeout);
     const selfTimed = this.builtin.get(def.name) === def && def.async === true;
     const limitMs = timeoutSec * 1000 + (selfTimed ? SELF_TIMED_GRACE_MS : 0);
@@ -1508,6 +1626,22 @@ export class ToolService {
     } finally {
       clearTimeout(timer);
     }
+  }
+
+  /**
+   * Why `name` may not run in a buffer whose `tools` list (setup or `flemma.opt.tools`) does not
+   * offer it; undefined when it may (or the list is the default one, which offers everything
+   * enabled and lets `<M-CR>` run the rest).
+   */
+  private filterRefusal(name: string, config: ConfigSnapshot): string | undefined {
+    const list = toolList(config.tools);
+    if (list === undefined) return undefined;
+    const sorted = [...list].sort();
+    const isDefault =
+      sorted.length === DEFAULT_TOOL_NAMES.length &&
+      sorted.every((n, i) => n === DEFAULT_TOOL_NAMES[i]);
+    if (isDefault) return undefined;
+    return notAvailable(name, new Set(list), this.registry);
   }
 
   /** `tools.<name>.cwd` expanded like a sandbox path (§7.3); Neovim's cwd when it expands to nothing. */
@@ -1819,6 +1953,10 @@ function timeoutFor(
   if (properties?.['timeout'] !== undefined && typeof fromInput === 'number' && fromInput > 0) {
     return fromInput;
   }
+  // A tool that knows how long it may take (a declarative tool's timeout and retries).
+  if (typeof def.timeoutSeconds === 'number' && def.timeoutSeconds > fallback) {
+    return def.timeoutSeconds;
+  }
   return fallback;
 }
 
@@ -1872,9 +2010,13 @@ function outcomeOf(result: LuaResult): ToolOutcome {
     return { ok: true, output: rendered };
   }
   const partial = rendered === undefined ? undefined : renderPartial(rendered);
-  return partial === undefined || partial === ''
-    ? { ok: false, error }
-    : { ok: false, error, partialOutput: partial };
+  const failed: ToolOutcome =
+    partial === undefined || partial === ''
+      ? { ok: false, error }
+      : { ok: false, error, partialOutput: partial };
+  // A tool may mark its failure as transient (`retryable = true`) for the retry middleware.
+  if ((result as { retryable?: unknown }).retryable === true) return { ...failed, retryable: true };
+  return failed;
 }
 
 /** Lua sends `{}` for empty tables as arrays; a schema's maps must be objects. */

@@ -807,6 +807,33 @@ M.options = S.object({
     background_after = S.integer(0, { min = 0 }),
     cursor_after_result = S.enum({ "result", "stay", "next" }, "result"),
     modules = S.list(S.string(), {}),
+    -- Declarative tools (YAML/JSON files, docs/tools.md): the directories to load, the project's
+    -- `.flemma/tools` (opt-in: such files can run commands), and the environment variables their
+    -- templates may read with `${NAME}`.
+    declarative = S.object({
+      dirs = S.list(S.string(), {}),
+      project = S.boolean(false),
+      env = S.list(S.string(), {}),
+    }),
+    -- Middleware around every tool's execution (docs/tools.md, "Middleware").
+    middleware = S.object({
+      logging = S.union({
+        S.boolean(),
+        S.object({ redact = S.optional(S.list(S.string())) }),
+      }, false),
+      rate_limit = S.object({
+        mode = S.enum({ "wait", "fail" }, "wait"),
+        -- tool name → "1/s", "10/m", "2/500ms" or { calls = 1, per = 2 } (seconds)
+        limits = S.map(S.union({ S.string(), S.table() }), {}),
+      }),
+      retry = S.union({
+        S.literal(false),
+        S.object({
+          attempts = S.integer(3, { min = 1 }),
+          backoff = S.integer(500, { min = 0 }),
+        }),
+      }, { attempts = 3, backoff = 500 }),
+    }),
     truncate = S.object({
       output_path_format = S.string("${TMPDIR:-/tmp}/flemma_{{ source }}_{{ path }}_{{ id }}.txt"),
     }),
@@ -856,6 +883,16 @@ M.options = S.object({
   sandbox = S.object({
     enabled = S.boolean(true),
     backend = S.string("auto"),
+    -- Named directories host-side file access is confined to (docs/tools.md, "Sandbox roots"):
+    -- { { name = "workspace", path = "~/project" }, { name = "data", path = "/srv/data", mode = "ro" } }
+    roots = S.list(S.union({
+      S.string(),
+      S.object({
+        name = S.optional(S.string()),
+        path = S.string(),
+        mode = S.enum({ "rw", "ro" }, "rw"),
+      }),
+    }), {}),
     policy = S.object({
       rw_paths = S.list(S.string(), {
         "urn:flemma:cwd",

@@ -213,6 +213,34 @@ local function js_modules()
   return out
 end
 
+--- `tools.declarative` for the host: the directories (expanded; the project's `.flemma/tools`
+--- when `project = true`, skipped quietly when it does not exist) and the env allowlist.
+local function declarative()
+  local ok, cfg = pcall(function()
+    return require("flemma.config").get().tools.declarative
+  end)
+  if not ok or type(cfg) ~= "table" then
+    return nil
+  end
+  local dirs = {}
+  for _, dir in ipairs(cfg.dirs or {}) do
+    if type(dir) == "string" and dir ~= "" then
+      local path = vim.fn.fnamemodify(vim.fn.expand(dir), ":p"):gsub("/$", "")
+      dirs[#dirs + 1] = { path = path }
+    end
+  end
+  if cfg.project == true then
+    dirs[#dirs + 1] = { path = vim.fn.getcwd() .. "/.flemma/tools", optional = true }
+  end
+  local env = {}
+  for _, name in ipairs(cfg.env or {}) do
+    if type(name) == "string" then
+      env[#env + 1] = name
+    end
+  end
+  return { dirs = dirs, env = env }
+end
+
 --- What the host receives: descriptions without functions.
 function M.payload()
   local tools = {}
@@ -232,7 +260,7 @@ function M.payload()
       personalities = type(def.personalities) == "table" and def.personalities or nil,
     }
   end
-  return { tools = tools, pending = H.pending, js_modules = js_modules() }
+  return { tools = tools, pending = H.pending, js_modules = js_modules(), declarative = declarative() }
 end
 
 --- Register the Lua modules of `tools.modules` (JavaScript ones are loaded by the host).

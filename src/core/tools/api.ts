@@ -18,6 +18,11 @@ export interface ToolResult {
   output?: string | Record<string, unknown>;
   /** The message the model sees when `success` is false. */
   error?: string;
+  /**
+   * The failure is transient (a timeout, a busy server): the retry middleware runs the call
+   * again with backoff (`tools.middleware.retry`). Only for calls that are safe to repeat.
+   */
+  retryable?: boolean;
 }
 
 export interface ToolModuleDefinition {

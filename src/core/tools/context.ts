@@ -14,6 +14,7 @@ import {
   truncateHead,
   truncateTail,
 } from './truncate.js';
+import { type SandboxRoot, type SandboxRoots, SandboxViolation } from './sandbox/roots.js';
 
 /** `wrap_command`'s answer: the argv to run, or why the command cannot run sandboxed. */
 export type WrapResult = { ok: true; argv: string[] } | { ok: false; error: string };
@@ -28,6 +29,27 @@ export interface SandboxAccess {
    * or (for backend `auto`) no backend is available.
    */
   wrap_command(argv: readonly string[]): Promise<WrapResult>;
+}
+
+/** What `ctx.sandbox.resolve` accepts. */
+export interface PathResolveOptions {
+  /** The path will be written: a read-only root, or a path outside the writable ones, is refused. */
+  write?: boolean;
+  /** Confine to the sandbox root of this name (relative paths are taken against it). */
+  root?: string;
+}
+
+/**
+ * The path confinement a tool gets on `ctx.sandbox` besides the write policy: the configured
+ * sandbox roots (`sandbox.roots`), and `resolve`, which answers the path to use or throws a
+ * `SandboxViolation` (`Path escapes sandbox: …`, `… is read-only …`). Without roots, `resolve` is
+ * `path.resolve` plus the write policy for `write: true`.
+ */
+export interface PathConfinement {
+  /** Roots are configured (or misconfigured, which refuses every path): file tools use `resolve`. */
+  readonly confined: boolean;
+  readonly roots: readonly SandboxRoot[];
+  resolve(path: string, options?: PathResolveOptions): Promise<string>;
 }
 
 export interface TruncateAccess {
@@ -52,7 +74,7 @@ export interface ExecutionContext {
   /** Full path of the `.chat` file; undefined for an unsaved buffer. */
   readonly __filename: string | undefined;
   readonly path: { resolve(path: string): string };
-  readonly sandbox: SandboxAccess;
+  readonly sandbox: SandboxAccess & PathConfinement;
   readonly truncate: TruncateAccess;
   /** A deep copy of `config.tools[<tool name>]`, or undefined when there is none. */
   get_config(): Record<string, unknown> | undefined;
@@ -84,6 +106,8 @@ export interface ContextInit {
   sandbox?: SandboxAccess;
   config?: Record<string, unknown> | undefined;
   signal?: AbortSignal;
+  /** The sandbox roots in force (`sandbox.roots`); none when absent. */
+  roots?: SandboxRoots | undefined;
 }
 
 /** Resolves `path` against `base`; absolute paths and `~/` paths pass through (expanded). */
@@ -107,11 +131,41 @@ export function createExecutionContext(init: ContextInit, home: string): Executi
     __dirname: dirname,
     __filename: init.filename,
     path: { resolve: (path) => resolveAgainst(base, path, home) },
-    sandbox: init.sandbox ?? noSandbox,
+    sandbox: confine(init.sandbox ?? noSandbox, init.roots, base, home),
     truncate: truncateAccess,
     get_config: () =>
       config === undefined ? undefined : structuredClone<Record<string, unknown>>(config),
     signal: init.signal ?? new AbortController().signal,
+  };
+}
+
+/** The write policy plus the roots, as one `ctx.sandbox`. */
+export function confine(
+  access: SandboxAccess,
+  roots: SandboxRoots | undefined,
+  base: string,
+  home: string,
+): SandboxAccess & PathConfinement {
+  const active = roots?.active === true ? roots : undefined;
+  return {
+    enabled: access.enabled,
+    is_path_writable: (path) => access.is_path_writable(path),
+    wrap_command: (argv) => access.wrap_command(argv),
+    confined: active !== undefined,
+    roots: active?.list ?? [],
+    resolve: async (path, options = {}) => {
+      const abs =
+        active === undefined
+          ? resolveAgainst(base, path, home)
+          : await active.resolve(path, options);
+      if (options.write === true && access.enabled && !access.is_path_writable(abs)) {
+        throw new SandboxViolation(
+          `Sandbox: write denied – path is outside writable directories: ${path}`,
+          'escape',
+        );
+      }
+      return abs;
+    },
   };
 }
 

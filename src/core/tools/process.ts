@@ -14,6 +14,8 @@ export interface RunOptions {
   cwd: string;
   /** Variables merged into the host's environment. */
   env?: Record<string, string>;
+  /** `false`: the program gets `env` only, not the host's environment (default true). */
+  extendEnv?: boolean;
   signal?: AbortSignal;
   /** Stop the process group after this many milliseconds (0 or absent: no limit). */
   timeoutMs?: number;
@@ -95,7 +97,7 @@ export async function runProcess(argv: readonly string[], options: RunOptions): 
   const child = execa(file, args, {
     cwd: options.cwd,
     env: options.env ?? {},
-    extendEnv: true,
+    extendEnv: options.extendEnv ?? true,
     detached: true,
     reject: false,
     stripFinalNewline: false,

@@ -15,7 +15,13 @@ export type ToolContext = ExecutionContext;
 /** The result of running a tool. A thrown error is normalised to `{ ok: false }` by the caller. */
 export type ToolOutcome =
   | { ok: true; output: string | Record<string, unknown> }
-  | { ok: false; error: string; partialOutput?: string };
+  | {
+      ok: false;
+      error: string;
+      partialOutput?: string;
+      /** The failure is transient: the retry middleware may run the call again. */
+      retryable?: boolean;
+    };
 
 /**
  * What a preview formatter returns: a plain string (the whole summary after `name: `), or parts
@@ -41,6 +47,11 @@ export interface ToolDefinition {
   async?: boolean;
   /** `false` = registered but only offered when a buffer selects it by name. Default `true`. */
   enabled?: boolean;
+  /**
+   * How long the tool may take, in seconds, when it knows better than `tools.default_timeout`
+   * (a declarative tool's own timeout and retries); `tools.<name>.timeout` still wins.
+   */
+  timeoutSeconds?: number;
   /** The tool is safe to run without asking when the sandbox is active. */
   canAutoApproveIfSandboxed?: boolean;
   /**

@@ -149,3 +149,14 @@ function describeError(error: ErrorObject): string {
   }
   return error.instancePath === '' ? message : `${error.instancePath} ${message}`;
 }
+
+/**
+ * Checks any value against a JSON Schema (configuration files, not tool inputs); the message
+ * lists the problems as `validateInput` does, without a prefix. `loadValidator` must have run.
+ */
+export function validateValue(schema: Record<string, unknown>, value: unknown): ValidationResult {
+  const compiled = compile(schema);
+  if ('error' in compiled) return { ok: false, message: `invalid schema: ${compiled.error}` };
+  if (compiled.validate(value)) return { ok: true };
+  return { ok: false, message: describeErrors(compiled.validate.errors ?? []) };
+}

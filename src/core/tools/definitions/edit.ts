@@ -18,7 +18,7 @@ import { readFile, stat, writeFile } from 'node:fs/promises';
 
 import type { ToolContext, ToolDefinition, ToolOutcome } from '../registry.js';
 import { fieldsOf, stringField } from './ls.js';
-import { reasonOf, sandboxDenial } from './write.js';
+import { reasonOf, sandboxDenial, toolPath } from './write.js';
 
 /** How many times `needle` occurs in `haystack`, overlapping occurrences included. */
 export function countOccurrences(haystack: string, needle: string): number {
@@ -39,7 +39,9 @@ async function executeEdit(input: unknown, ctx: ToolContext): Promise<ToolOutcom
   const newText = fields['newText'];
   if (typeof newText !== 'string') return { ok: false, error: 'No newText provided' };
 
-  const abs = ctx.path.resolve(path);
+  const where = await toolPath(ctx, path, true);
+  if (!where.ok) return where;
+  const abs = where.abs;
   const denial = sandboxDenial(ctx, abs, path, 'edit');
   if (denial !== undefined) return { ok: false, error: denial };
 

@@ -3,7 +3,8 @@
 //
 // Decisions:
 // - The path is resolved against the chat file's directory (the working directory for an unsaved
-//   chat). Reads are never limited by the sandbox.
+//   chat). Reads are never limited by the sandbox's write policy; with `sandbox.roots` configured
+//   the path is confined to the roots instead (relative to the first one; see sandbox/roots.ts).
 // - The MIME type comes from a small table of extensions. A file whose extension is not in the
 //   table is binary when its first 8 KB hold a NUL byte, text otherwise. A known text extension is
 //   trusted without looking at the content.
@@ -39,6 +40,7 @@ import {
   truncateForResult,
 } from '../truncate.js';
 import { escapes, fieldsOf, positiveInt, stringField } from './ls.js';
+import { toolPath } from './write.js';
 
 /** How much of a file with an unknown extension is inspected for NUL bytes. */
 export const SNIFF_BYTES = 8192;
@@ -276,7 +278,9 @@ async function executeRead(
   const fields = fieldsOf(input);
   const path = stringField(fields, 'path');
   if (path === undefined) return { ok: false, error: 'No path provided' };
-  const abs = ctx.path.resolve(path);
+  const where = await toolPath(ctx, path, false);
+  if (!where.ok) return where;
+  const abs = where.abs;
 
   let size: number;
   try {

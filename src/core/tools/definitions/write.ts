@@ -34,6 +34,24 @@ export function sandboxDenial(
   return `Sandbox: ${verb} denied – path is outside writable directories: ${path}`;
 }
 
+/**
+ * The absolute path a file tool works on: `ctx.path.resolve(path)`, or, when sandbox roots are
+ * configured, the path `ctx.sandbox.resolve` confines to them (an escape or a write into a
+ * read-only root is an error result).
+ */
+export async function toolPath(
+  ctx: ToolContext,
+  path: string,
+  write: boolean,
+): Promise<{ ok: true; abs: string } | { ok: false; error: string }> {
+  if (!ctx.sandbox.confined) return { ok: true, abs: ctx.path.resolve(path) };
+  try {
+    return { ok: true, abs: await ctx.sandbox.resolve(path, { write }) };
+  } catch (err) {
+    return { ok: false, error: reasonOf(err) };
+  }
+}
+
 /** The message of a thrown error, or the thrown value as text. */
 export function reasonOf(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
@@ -46,7 +64,9 @@ async function executeWrite(input: unknown, ctx: ToolContext): Promise<ToolOutco
   const content = fields['content'];
   if (typeof content !== 'string') return { ok: false, error: 'No content provided' };
 
-  const abs = ctx.path.resolve(path);
+  const where = await toolPath(ctx, path, true);
+  if (!where.ok) return where;
+  const abs = where.abs;
   const denial = sandboxDenial(ctx, abs, path, 'write');
   if (denial !== undefined) return { ok: false, error: denial };
 
