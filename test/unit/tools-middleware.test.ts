@@ -188,12 +188,17 @@ describe('filter', () => {
   it('V-24: a filter offers and runs only its tools; an unknown name suggests the right one', () => {
     const registry = new ToolRegistry();
     for (const def of builtinTools) registry.register(def);
-    registry.register({ name: 'web.fetch', description: 'Fetch', inputSchema: { type: 'object' } });
-    const filter = filterTools(registry, ['read', 'web.fetch']);
-    expect(filter.specs().map((s) => s.name)).toEqual(['read', 'web.fetch']);
+    // `web.search` is the alias of the built-in `web_fetch`; a dotted name of its own stands in.
+    registry.register({
+      name: 'web.search',
+      description: 'Search',
+      inputSchema: { type: 'object' },
+    });
+    const filter = filterTools(registry, ['read', 'web.search']);
+    expect(filter.specs().map((s) => s.name)).toEqual(['read', 'web.search']);
     expect(filter.get('write')).toBeUndefined();
     expect(filter.refusal('write')).toBe(
-      "Tool 'write' is not available here. The available tools are: `read`, `web.fetch`",
+      "Tool 'write' is not available here. The available tools are: `read`, `web.search`",
     );
     expect(filter.refusal('read')).toBeUndefined();
     expect(() => filterTools(registry, ['raed'])).toThrow(ToolFilterError);
