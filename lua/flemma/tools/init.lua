@@ -232,7 +232,7 @@ function M.payload()
       personalities = type(def.personalities) == "table" and def.personalities or nil,
     }
   end
-  return { tools = tools, pending = H.pending, js_modules = js_modules() }
+  return { tools = tools, pending = H.pending, js_modules = js_modules(), mcp = require("flemma.mcp").payload() }
 end
 
 --- Register the Lua modules of `tools.modules` (JavaScript ones are loaded by the host).

@@ -85,6 +85,10 @@ export interface McpManagerOptions {
   notify(level: 'info' | 'warn', message: string): void;
   /** Anything worth a log line (never a secret). */
   log?(message: string): void;
+  /** A server connected and its tools are registered (`reconnected`: after a loss or failure). */
+  connected?(server: string, tools: number, reconnected: boolean): void;
+  /** A connected server went away (its tools are already unregistered). */
+  disconnected?(server: string, reason: string): void;
   /** Called after every change of state or tools (readiness, previews, status). */
   onChange?(): void;
   /** How long a liveness check may wait for the server's answer (ms). */
@@ -341,6 +345,7 @@ export class McpManager {
       this.options.log?.(
         `MCP server '${name}' connected: ${String(record.tools.length)} tool(s)${record.filtered > 0 ? `, ${String(record.filtered)} filtered out` : ''}`,
       );
+      this.options.connected?.(name, record.tools.length, wasLost);
       if (wasLost) {
         this.options.notify(
           'info',
@@ -417,6 +422,7 @@ export class McpManager {
       `MCP server '${name}' stopped (${reason}): its ${String(count)} tool(s) are unavailable${retry}`,
     );
     this.options.log?.(`MCP server '${name}' lost: ${reason}`);
+    this.options.disconnected?.(name, reason);
     if (this.reconnect.maxAttempts === 0) {
       record.state = 'failed';
     } else {
