@@ -18,6 +18,8 @@ export interface FixtureProcess {
   exit(): void;
   /** Lets a held server (MCP_FIXTURE_HOLD=1) start serving. */
   go(): void;
+  /** Settles when the process is gone (its control connection closed). */
+  readonly exited: Promise<void>;
 }
 
 export interface McpControl {
@@ -37,6 +39,7 @@ export async function startMcpControl(): Promise<McpControl> {
     socket.on('error', () => undefined);
     socket.setEncoding('utf8');
     let buffered = '';
+    const exited = new Promise<void>((resolve) => socket.on('close', () => resolve()));
     socket.on('data', (text: string) => {
       buffered += text;
       const match = /^hello (\d+) (\d+)\n/.exec(buffered);
@@ -47,6 +50,7 @@ export async function startMcpControl(): Promise<McpControl> {
         port: Number(match[2]),
         exit: () => socket.write('exit\n'),
         go: () => socket.write('go\n'),
+        exited,
       };
       const waiter = waiting.shift();
       if (waiter === undefined) arrived.push(fixture);

@@ -137,7 +137,7 @@ describe('MCP servers', () => {
             ["local"] = {
               command = ${lua(process.execPath)},
               args = { ${lua(MCP_FIXTURE)} },
-              env = { MCP_FIXTURE_CONTROL = "${String(control.port)}" },
+              env = { MCP_FIXTURE_CONTROL = "${String(control.port)}", MCP_FIXTURE_STUBBORN = "1" },
               exclude = { "secret_*" },
             },
           },
@@ -221,6 +221,60 @@ describe('MCP servers', () => {
     await d.command('Flemma mcp:status');
     const after = await d.waitForNotification(/MCP servers \(1\):/, { after: notes });
     expect(after.message).toMatch(/local {2}stdio, connected, 4 tools/);
+
+    // Neovim quits: the host stops its server (one that would outlive its client), no process
+    // is left behind.
+    await d.quit();
+    driver = undefined;
+    await second.exited;
+  });
+
+  it('an MCP tool gets the preview line, the approval placeholder and the output truncation of any tool', async () => {
+    control = await startMcpControl();
+    driver = await startDriver({
+      setup: `require("flemma").setup({
+        tools = { autopilot = false },
+        mcp = { servers = { ["local"] = {
+          command = ${lua(process.execPath)},
+          args = { ${lua(MCP_FIXTURE)} },
+          env = { MCP_FIXTURE_CONTROL = "${String(control.port)}" },
+        } } },
+      })`,
+    });
+    const d = driver;
+    await d.openChat('big.chat', [
+      '@You:',
+      'Big.',
+      '',
+      '@Assistant:',
+      '**Tool Use:** `mcp:local:big` (`toolu_B`)',
+      '',
+      '```json',
+      '{"lines":5000}',
+      '```',
+      '',
+      '@You:',
+      '',
+      '**Tool Result:** `toolu_B`',
+      '',
+      '```flemma:tool status=pending',
+      '```',
+    ]);
+    await d.waitForEvent('FlemmaBootComplete');
+    let marks = await d.extmarks('flemma_tool_preview');
+    for (let i = 0; i < 100 && marks.length === 0; i++) {
+      await d.lua('vim.wait(20)');
+      marks = await d.extmarks('flemma_tool_preview');
+    }
+    expect(JSON.stringify(marks[0]?.[3]['virt_lines'])).toContain('mcp:local:big: ');
+    await d.command('normal! 15G');
+    await d.press('<M-CR>');
+    const done = await d.waitForEvent('FlemmaToolCompleted');
+    expect(done.data).toMatchObject({ tool_name: 'mcp:local:big', status: 'success' });
+    const text = (await d.lines()).join('\n');
+    expect(text).toContain('line 1\nline 2\n');
+    expect(text).not.toContain('line 5000');
+    expect(text).toMatch(/\[Showing lines 1-\d+ of 5000/);
   });
 
   it('Streamable HTTP: approval as for any tool, a header from ${ENV}, and while the server is down the next request omits its tools (F-18)', async () => {

@@ -29,6 +29,7 @@ import {
   type McpConnection,
   McpManager,
 } from '../../src/core/tools/mcp/manager.js';
+import { mcpStatusLines } from '../../src/core/tools/mcp/status.js';
 
 const READ_FILE: McpToolInfo = {
   name: 'read_file',
@@ -545,5 +546,55 @@ describe('the MCP manager', () => {
       ok: false,
       error: "MCP server 'fs' is not connected (failed)",
     });
+  });
+});
+
+describe(':Flemma mcp:status lines', () => {
+  it('one block per server: transport, state, tools, uptime or next attempt, target, last error', () => {
+    expect(mcpStatusLines([])).toEqual([
+      'MCP: no server is configured (mcp.servers; see :help flemma-mcp)',
+    ]);
+    expect(
+      mcpStatusLines([
+        {
+          name: 'fs',
+          transport: 'stdio',
+          target: 'npx server-fs .',
+          state: 'connected',
+          tools: ['mcp:fs:a', 'mcp:fs:b'],
+          filtered: 1,
+          attempts: 0,
+          uptimeMs: 65_000,
+        },
+        {
+          name: 'github',
+          transport: 'http',
+          target: 'https://example.test/mcp',
+          state: 'reconnecting',
+          tools: [],
+          filtered: 0,
+          attempts: 2,
+          retryInMs: 1500,
+          lastError: 'fetch failed',
+        },
+        {
+          name: 'off',
+          transport: 'stdio',
+          target: '',
+          state: 'disabled',
+          tools: [],
+          filtered: 0,
+          attempts: 0,
+        },
+      ]),
+    ).toEqual([
+      'MCP servers (3):',
+      '  fs      stdio, connected, 2 tools, 1 filtered out, up 1 min 5 s',
+      '          npx server-fs .',
+      '  github  http, reconnecting, 0 tools, next attempt in 1.5 s (2 failures)',
+      '          https://example.test/mcp',
+      '          last error: fetch failed',
+      '  off     disabled (enabled = false)',
+    ]);
   });
 });
