@@ -39,7 +39,11 @@ export async function startMcpControl(): Promise<McpControl> {
     socket.on('error', () => undefined);
     socket.setEncoding('utf8');
     let buffered = '';
-    const exited = new Promise<void>((resolve) => socket.on('close', () => resolve()));
+    const exited = new Promise<void>((resolve) =>
+      socket.on('close', () => {
+        resolve();
+      }),
+    );
     socket.on('data', (text: string) => {
       buffered += text;
       const match = /^hello (\d+) (\d+)\n/.exec(buffered);
