@@ -473,5 +473,18 @@ describe('MCP servers', () => {
       `         ${process.execPath} ${MCP_FIXTURE}`,
       '  beta   disabled (enabled = false)',
     ]);
+
+    // :checkhealth flemma has an MCP section saying the same.
+    await d.command('checkhealth flemma');
+    const report = await d.lua<string[]>(`
+      for _, buf in ipairs(vim.api.nvim_list_bufs()) do
+        if vim.bo[buf].filetype == "checkhealth" then
+          return vim.api.nvim_buf_get_lines(buf, 0, -1, false)
+        end
+      end
+      return {}`);
+    const section = report.slice(report.findIndex((line) => /^MCP\b/.test(line)));
+    expect(section.join('\n')).toMatch(/OK:? MCP server 'alpha' \(stdio\): connected, 5 tool\(s\)/);
+    expect(section.join('\n')).toContain("MCP server 'beta' is disabled (enabled = false)");
   });
 });

@@ -134,23 +134,29 @@ export class McpManager {
    */
   configure(settings: McpSettings): void {
     this.reconnect = settings.reconnect;
+    let changed = false;
     const wanted = new Map(settings.servers.map((server) => [server.name, server]));
     for (const [name, record] of this.servers) {
       const next = wanted.get(name);
       if (next === undefined || keyOf(next) !== record.key) {
         void this.stop(record);
         this.servers.delete(name);
+        changed = true;
       }
     }
+    const disabled = [...settings.disabled].sort();
+    if (disabled.join('\0') !== [...this.disabled].sort().join('\0')) changed = true;
     this.disabled.clear();
-    for (const name of settings.disabled) this.disabled.add(name);
+    for (const name of disabled) this.disabled.add(name);
     for (const server of settings.servers) {
       if (this.servers.has(server.name)) continue;
       const record = this.createRecord(server);
       this.servers.set(server.name, record);
       this.start(record);
+      changed = true;
     }
-    this.changed();
+    // The same configuration comes with every change of Lua's tools: nothing to do then.
+    if (changed) this.changed();
   }
 
   /** No server is in its first attempt. */
