@@ -90,7 +90,21 @@ async function connect(
     return out;
   };
   const { Client, StdioClientTransport, StreamableHTTPClientTransport } = await loadSdk();
-  const client = new Client({ name: 'flemma', version: HOST_VERSION }, { capabilities: {} });
+  const client = new Client(
+    { name: 'flemma', version: HOST_VERSION },
+    {
+      capabilities: {},
+      // The manager lists the tools again itself (all pages) when the server says they changed.
+      listChanged: {
+        tools: {
+          autoRefresh: false,
+          onChanged: () => {
+            if (!closing) events.toolsChanged?.();
+          },
+        },
+      },
+    },
+  );
   let stderr = '';
   let closing = false;
   let pid: () => number | undefined = () => undefined;

@@ -534,6 +534,23 @@ describe('the MCP manager', () => {
     expect(a.closed).toBe(1);
   });
 
+  it('a server that says its tools changed is listed again; the registry follows', async () => {
+    const fs = fakeServer(['read_file', 'write_file']);
+    const h = harness({ fs });
+    h.configure([STDIO('fs', { exclude: ['write_*'] })]);
+    await h.until(() => h.manager.isReady());
+    expect(h.registry.list().map((d) => d.name)).toEqual(['mcp:fs:read_file']);
+    fs.tools = [...fakeServer(['list_dir', 'write_file']).tools];
+    fs.events?.toolsChanged?.();
+    await h.until(() => h.registry.has('mcp:fs:list_dir'));
+    expect(h.registry.list().map((d) => d.name)).toEqual(['mcp:fs:list_dir']);
+    expect(h.manager.status()[0]).toMatchObject({
+      state: 'connected',
+      tools: ['mcp:fs:list_dir'],
+      filtered: 1,
+    });
+  });
+
   it('a call to a server that is down fails with a clear message', async () => {
     const fs = fakeServer(['read_file']);
     const h = harness({ fs }, { maxAttempts: 0, initialDelayMs: 1, maxDelayMs: 1 });

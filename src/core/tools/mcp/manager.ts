@@ -42,6 +42,8 @@ export interface ConnectionEvents {
   closed(reason?: string): void;
   /** The transport saw an error; the manager checks whether the server is still there. */
   error(error: unknown): void;
+  /** The server said its tools changed (`notifications/tools/list_changed`). */
+  toolsChanged?(): void;
 }
 
 export type McpConnect = (
@@ -324,6 +326,11 @@ export class McpManager {
           error: (error) => {
             if (current() && record.conn === conn) void this.checkAlive(record, generation, error);
           },
+          toolsChanged: () => {
+            if (current() && record.conn === conn && conn !== undefined) {
+              void this.relist(record, generation, conn);
+            }
+          },
         },
         controller.signal,
       );
@@ -436,6 +443,28 @@ export class McpManager {
       this.scheduleRetry(record, record.generation);
     }
     this.changed();
+  }
+
+  /** The server's tools changed: list them again and replace the registered ones. */
+  private async relist(
+    record: ServerRecord,
+    generation: number,
+    conn: McpConnection,
+  ): Promise<void> {
+    const { name, timeout } = record.config;
+    try {
+      const listed = await conn.listTools(AbortSignal.timeout(timeout * 1000));
+      if (record.generation !== generation || record.conn !== conn) return;
+      this.registerTools(record, listed);
+      this.options.log?.(
+        `MCP server '${name}' changed its tools: ${String(record.tools.length)} tool(s)`,
+      );
+      this.changed();
+    } catch (error) {
+      this.options.log?.(
+        `MCP server '${name}': listing the changed tools failed: ${errorText(error)}`,
+      );
+    }
   }
 
   /** A transport error or a failed call: is the server still there? If not, it is lost. */
