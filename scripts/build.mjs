@@ -17,8 +17,25 @@ const hash = sourceHash(root);
 
 /** Provider SDKs: package name → the bundle that carries it. */
 const SDKS = { '@anthropic-ai/sdk': 'anthropic', openai: 'openai', '@google/genai': 'genai' };
+/** The MCP SDK's client parts (loaded when the first MCP server is configured); they share chunks. */
+const MCP = {
+  '@modelcontextprotocol/sdk/client/index.js': 'mcp-client',
+  '@modelcontextprotocol/sdk/client/stdio.js': 'mcp-stdio',
+  '@modelcontextprotocol/sdk/client/streamableHttp.js': 'mcp-http',
+};
 /** Everything loaded with import() on first use: the SDKs, and execa and ajv (the first tool run). */
-const LAZY = { ...SDKS, execa: 'execa', ajv: 'ajv', yaml: 'yaml' };
+const LAZY = { ...SDKS, execa: 'execa', ajv: 'ajv', yaml: 'yaml', ...MCP };
+/** The packages behind LAZY (a subpath such as `@scope/pkg/client/x.js` counts as `@scope/pkg`). */
+const LAZY_PACKAGES = [
+  ...new Set(
+    Object.keys(LAZY).map((name) =>
+      name
+        .split('/')
+        .slice(0, name.startsWith('@') ? 2 : 1)
+        .join('/'),
+    ),
+  ),
+];
 const sdkVersions = Object.fromEntries(
   Object.keys(SDKS).map((name) => [
     name,
@@ -97,7 +114,7 @@ const rplugin = await esbuild.build({
   outdir: 'dist',
   outExtension: { '.js': '.cjs' },
   format: 'cjs',
-  external: ['neovim', ...Object.keys(LAZY)],
+  external: ['neovim', ...Object.keys(LAZY), ...LAZY_PACKAGES],
 });
 
 // Helpers for people testing their own tools (docs/tools.md, "Testing your tools"): an ES module
@@ -114,7 +131,7 @@ await esbuild.build({
 });
 
 const eager = Object.keys(host.metafile.inputs).filter((input) =>
-  Object.keys(LAZY).some((name) => input.includes(`node_modules/${name}/`)),
+  LAZY_PACKAGES.some((name) => input.includes(`node_modules/${name}/`)),
 );
 if (eager.length > 0) {
   console.error(

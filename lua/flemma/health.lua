@@ -438,6 +438,57 @@ function H.check_sdks()
   end
 end
 
+--- MCP servers: each configured one's command (or URL), then what the host says about it.
+function H.check_mcp()
+  health.start("MCP")
+  local mcp = require("flemma.mcp")
+  local names = mcp.server_names()
+  if #names == 0 then
+    health.info("no MCP server is configured (mcp.servers)")
+    return
+  end
+  local servers = require("flemma.config").get().mcp.servers
+  for _, name in ipairs(names) do
+    local server = servers[name]
+    local command = server.command
+    if server.enabled ~= false and type(command) == "string" and not command:find("${", 1, true) then
+      if vim.fn.executable(command) ~= 1 then
+        health.error(string.format("MCP server '%s': the command '%s' is not an executable on PATH", name, command))
+      end
+    end
+  end
+  local host = require("flemma.host")
+  if not host.channel() then
+    return
+  end
+  local done, err, report = false, nil, nil
+  host.call("mcp:status", nil, function(e, result)
+    err, report, done = e, result, true
+  end, HOST_TIMEOUT_MS)
+  vim.wait(HOST_WAIT_MS, function()
+    return done
+  end, 10)
+  if not done or err or type(report) ~= "table" then
+    health.warn("the host did not say how its MCP servers are: " .. tostring(err or "no answer"))
+    return
+  end
+  for _, server in ipairs(report.servers) do
+    local tools = #server.tools
+    local summary = string.format("MCP server '%s' (%s): %s, %d tool(s)", server.name, server.transport, server.state, tools)
+    if server.state == "connected" then
+      health.ok(summary)
+    elseif server.state == "disabled" then
+      health.info(string.format("MCP server '%s' is disabled (enabled = false)", server.name))
+    elseif server.state == "starting" or server.state == "reconnecting" then
+      health.warn(summary .. (server.lastError and (": " .. server.lastError) or ""))
+    else
+      health.error(
+        string.format("%s: %s; fix it, then run :Flemma mcp:restart %s", summary, tostring(server.lastError or "stopped"), server.name)
+      )
+    end
+  end
+end
+
 function M.check()
   if not H.check_neovim() then
     return
@@ -448,6 +499,7 @@ function M.check()
   H.check_sandbox()
   H.check_providers(M.providers)
   H.check_sdks()
+  H.check_mcp()
 end
 
 return M

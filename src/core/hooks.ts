@@ -41,6 +41,10 @@ export interface HookPayloads {
   'autopilot:resume-scheduled': { bufnr: number; delay_ms: number };
   'autopilot:resume-cancelled': { bufnr: number };
   'autopilot:resumed': { bufnr: number };
+  /** An MCP server connected (again, when `reconnected`) and its tools are registered. */
+  'mcp:connected': { server: string; tools: number; reconnected: boolean };
+  /** A connected MCP server went away; its tools are unregistered until it reconnects. */
+  'mcp:disconnected': { server: string; reason: string };
   /** The cycle stopped at tool calls that wait for the user (not in the seed's list). */
   'approval:needed': { bufnr: number; tool_ids: string[]; tool_names: string[] };
 }

@@ -6,6 +6,7 @@ import { defineLuaBackends } from './sandbox.js';
 import type { DeclarativeSettings, LuaToolSpec } from './tools.js';
 import type { LuaResolverSpec } from './approval.js';
 import type { LuaSecretsSpec } from './secrets.js';
+import { mcpStatusLines } from '../core/tools/mcp/status.js';
 
 export type Action = (ctx: HostContext, params: unknown) => unknown;
 
@@ -206,7 +207,10 @@ export const actions: Record<string, Action> = {
       pending?: unknown;
       js_modules?: unknown;
       declarative?: unknown;
+      mcp?: unknown;
     };
+    // MCP servers first, so that their discovery counts as loading before Lua's tools are in.
+    if (p.mcp !== undefined) ctx.tools.configureMcp(p.mcp);
     const tools = Array.isArray(p.tools) ? (p.tools as LuaToolSpec[]) : [];
     const pending = typeof p.pending === 'number' ? p.pending : 0;
     const modules = Array.isArray(p.js_modules)
@@ -254,6 +258,24 @@ export const actions: Record<string, Action> = {
     return { cancelled: count };
   },
   'tool:list': (ctx) => ctx.tools.list(),
+  /** `:Flemma mcp:status`: every configured MCP server, as lines and as data. */
+  'mcp:status': (ctx) => {
+    const servers = ctx.tools.mcp.status();
+    return { lines: mcpStatusLines(servers), servers };
+  },
+  /** `:Flemma mcp:restart [server]`: reconnect one server, or all of them. */
+  'mcp:restart': (ctx, params) => {
+    const server = (params as { server?: unknown } | null)?.server;
+    const names = ctx.tools.mcp.restart(
+      typeof server === 'string' && server !== '' ? server : undefined,
+    );
+    ctx.lua.notify('notify', {
+      level: 'info',
+      message:
+        names.length === 0 ? 'MCP: no server is configured' : `MCP: restarting ${names.join(', ')}`,
+    });
+    return { restarted: names };
+  },
   'sandbox:status': (ctx, params) => ctx.tools.sandboxStatus(bufnrOf(params)),
   'tool:background': async (ctx, params) => {
     const bufnr = bufnrOf(params);

@@ -92,6 +92,9 @@ export interface DeclarativeSettings {
   /** Environment variables `${NAME}` may read in the definitions. */
   env: string[];
 }
+import type { McpManager } from '../core/tools/mcp/manager.js';
+import { parseMcpSettings } from '../core/tools/mcp/config.js';
+import { createMcpManager } from './mcp.js';
 
 /** A tool as Lua describes it (functions stay in Neovim). */
 export interface LuaToolSpec {
@@ -220,6 +223,9 @@ export class ToolService {
   readonly approval: ApprovalService;
   /** What the chain decided for each tool use (for `:Flemma tool:why`). */
   private readonly decisions = new Map<string, ApprovalOutcome>();
+  /** MCP servers; their tools are registered as `mcp:<server>:<tool>` (docs/mcp.md). */
+  readonly mcp: McpManager;
+  private mcpProblems = '';
 
   constructor(private readonly ctx: HostContext) {
     this.pilot = new Autopilot({
@@ -243,6 +249,11 @@ export class ToolService {
       warn: (message) => {
         this.warn(message);
       },
+    });
+    // MCP servers are an asynchronous tool source: their first discovery holds sends.
+    this.mcp = createMcpManager(ctx, this.registry, () => {
+      this.checkReady();
+      this.refreshPreviews();
     });
     for (const def of builtinTools) {
       this.builtin.set(def.name, def);
@@ -411,14 +422,29 @@ export class ToolService {
     for (const state of this.ctx.documents.all()) this.publishPreviews(state);
   }
 
-  /** All sources have answered (Lua's and JavaScript modules'). */
+  /** All sources have answered (Lua's, JavaScript modules' and MCP servers' first discovery). */
   isReady(): boolean {
     return (
       this.luaSynced &&
       this.luaPending === 0 &&
       this.jsPending === 0 &&
-      this.declarativePending === 0
+      this.declarativePending === 0 &&
+      this.mcp.isReady()
     );
+  }
+
+  /**
+   * The `mcp` section of the configuration (sent with Lua's tools): servers start, stop or
+   * restart as it changed. Problems with it are shown once per change.
+   */
+  configureMcp(raw: unknown): void {
+    const settings = parseMcpSettings(raw);
+    const problems = settings.problems.join('\n');
+    if (problems !== this.mcpProblems) {
+      this.mcpProblems = problems;
+      for (const problem of settings.problems) this.warn(problem);
+    }
+    this.mcp.configure(settings);
   }
 
   /** Resolves when ready, or `false` when `signal` aborts first. */

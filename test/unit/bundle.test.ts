@@ -39,11 +39,26 @@ describe('the built host', () => {
       './sdk/anthropic.mjs',
       './sdk/execa.mjs',
       './sdk/genai.mjs',
+      './sdk/mcp-client.mjs',
+      './sdk/mcp-http.mjs',
+      './sdk/mcp-stdio.mjs',
       './sdk/openai.mjs',
       './sdk/yaml.mjs',
     ]);
     const sdkText = filesUnder('sdk').map(read).join('\n');
     for (const name of PROVIDER_HOSTS) expect(sdkText.includes(name), name).toBe(true);
+  });
+
+  it('leaves the MCP SDK out of start-up: its client lives only in the lazy mcp-* bundles', () => {
+    // Strings only the SDK's client and transports carry.
+    const markers = [
+      'mcp-session-id',
+      'notifications/initialized',
+      'StdioClientTransport already started',
+    ];
+    for (const marker of markers) expect(host.includes(marker), marker).toBe(false);
+    const lazyText = filesUnder('sdk').map(read).join('\n');
+    for (const marker of markers) expect(lazyText.includes(marker), marker).toBe(true);
   });
 
   it('records the source fingerprint it was built from, for :checkhealth', () => {

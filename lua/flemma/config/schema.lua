@@ -876,6 +876,38 @@ M.options = S.object({
     extra = S.table(),
   }),
 
+  -- MCP servers whose tools are registered as `mcp:<server>:<tool>` (docs/mcp.md). Host-wide:
+  -- a buffer's frontmatter does not start or stop servers.
+  mcp = S.object({
+    servers = S.map(
+      S.object({
+        -- stdio: the command that starts the server (`args`, `env` and `cwd` go with it).
+        command = S.optional(S.string()),
+        args = S.list(S.string(), {}),
+        env = S.map(S.string(), {}),
+        cwd = S.optional(S.string()),
+        -- Streamable HTTP: the endpoint, and headers sent with every request.
+        url = S.optional(S.string()),
+        headers = S.map(S.string(), {}),
+        -- Globs over the server's own tool names.
+        include = S.list(S.string(), {}),
+        exclude = S.list(S.string(), {}),
+        enabled = S.boolean(true),
+        -- Seconds for connecting and listing the tools (default: mcp.timeout).
+        timeout = S.optional(S.integer(nil, { min = 1 })),
+      }),
+      {},
+      { key_pattern = "^[%w_%-]+$", key_desc = "server names use letters, digits, '_' and '-'" }
+    ),
+    timeout = S.integer(30, { min = 1 }),
+    reconnect = S.object({
+      max_attempts = S.integer(5, { min = 0 }),
+      -- Milliseconds before the first attempt, doubled after each failure up to `max_delay`.
+      initial_delay = S.integer(500, { min = 0 }),
+      max_delay = S.integer(30000, { min = 0 }),
+    }),
+  }),
+
   templating = S.object({
     modules = S.list(S.string(), {}),
   }),

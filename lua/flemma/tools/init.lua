@@ -260,7 +260,13 @@ function M.payload()
       personalities = type(def.personalities) == "table" and def.personalities or nil,
     }
   end
-  return { tools = tools, pending = H.pending, js_modules = js_modules(), declarative = declarative() }
+  return {
+    tools = tools,
+    pending = H.pending,
+    js_modules = js_modules(),
+    declarative = declarative(),
+    mcp = require("flemma.mcp").payload(),
+  }
 end
 
 --- Register the Lua modules of `tools.modules` (JavaScript ones are loaded by the host).

@@ -1,0 +1,271 @@
+// MCP in the host: connections made with the official SDK (`@modelcontextprotocol/sdk`, loaded
+// with import() when the first server is configured — a host without MCP servers never loads
+// it), the `${…}` references of the configuration resolved from Neovim's environment and the
+// credential chain, and the servers' processes stopped when the host exits.
+//
+// The manager (naming, registration, reconnecting) is `src/core/tools/mcp/manager.ts`.
+
+import { homedir } from 'node:os';
+import { join } from 'node:path';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import type { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { McpToolInfo } from '../core/tools/mcp/bridge.js';
+import { errorText } from '../core/tools/mcp/bridge.js';
+import {
+  type McpServerConfig,
+  type SecretRef,
+  expandReferences,
+  redact,
+} from '../core/tools/mcp/config.js';
+import {
+  type ConnectionEvents,
+  type McpConnect,
+  type McpConnection,
+  McpManager,
+  type McpToolSink,
+} from '../core/tools/mcp/manager.js';
+import type { HostContext } from './context.js';
+import { HOST_VERSION } from './context.js';
+
+/** A server call is bounded by the executor's timeout (through its signal), not by the SDK's. */
+const CALL_TIMEOUT_MS = 24 * 60 * 60 * 1000;
+/** How much of a stdio server's stderr is kept for messages. */
+const STDERR_TAIL = 4096;
+
+type Sdk = {
+  Client: typeof Client;
+  StdioClientTransport: typeof import('@modelcontextprotocol/sdk/client/stdio.js').StdioClientTransport;
+  StreamableHTTPClientTransport: typeof StreamableHTTPClientTransport;
+};
+
+let sdk: Promise<Sdk> | undefined;
+
+/** The SDK's client parts, loaded once (three lazy bundles sharing their chunks). */
+function loadSdk(): Promise<Sdk> {
+  sdk ??= Promise.all([
+    import('@modelcontextprotocol/sdk/client/index.js'),
+    import('@modelcontextprotocol/sdk/client/stdio.js'),
+    import('@modelcontextprotocol/sdk/client/streamableHttp.js'),
+  ]).then(([client, stdio, http]) => ({
+    Client: client.Client,
+    StdioClientTransport: stdio.StdioClientTransport,
+    StreamableHTTPClientTransport: http.StreamableHTTPClientTransport,
+  }));
+  return sdk;
+}
+
+/** `~` and `~/…` as the home directory. */
+function expandHome(path: string): string {
+  if (path === '~') return homedir();
+  return path.startsWith('~/') ? join(homedir(), path.slice(2)) : path;
+}
+
+/** Answers a `${…}` reference: Neovim's environment, or the credential chain. */
+export type ReferenceLookup = (ref: SecretRef) => Promise<string | undefined>;
+
+/** Connects with the SDK; `lookup` resolves the references in the server's settings. */
+export function sdkConnector(lookup: ReferenceLookup, log: (message: string) => void): McpConnect {
+  return async (server, events, signal) => {
+    const secrets = new Set<string>();
+    try {
+      return await connect(server, events, signal, lookup, secrets, log);
+    } catch (error) {
+      throw new Error(redact(errorText(error), secrets));
+    }
+  };
+}
+
+async function connect(
+  server: McpServerConfig,
+  events: ConnectionEvents,
+  signal: AbortSignal,
+  lookup: ReferenceLookup,
+  secrets: Set<string>,
+  log: (message: string) => void,
+): Promise<McpConnection> {
+  const expand = (text: string): Promise<string> => expandReferences(text, lookup, secrets);
+  const expandAll = async (map: Record<string, string>): Promise<Record<string, string>> => {
+    const out: Record<string, string> = {};
+    for (const [key, value] of Object.entries(map)) out[key] = await expand(value);
+    return out;
+  };
+  const { Client, StdioClientTransport, StreamableHTTPClientTransport } = await loadSdk();
+  const client = new Client(
+    { name: 'flemma', version: HOST_VERSION },
+    {
+      capabilities: {},
+      // The manager lists the tools again itself (all pages) when the server says they changed.
+      listChanged: {
+        tools: {
+          autoRefresh: false,
+          onChanged: () => {
+            if (!closing) events.toolsChanged?.();
+          },
+        },
+      },
+    },
+  );
+  let stderr = '';
+  let closing = false;
+  let pid: () => number | undefined = () => undefined;
+  let http: StreamableHTTPClientTransport | undefined;
+  let transport;
+  if (server.transport === 'stdio') {
+    const args: string[] = [];
+    for (const arg of server.args) args.push(await expand(arg));
+    const stdio = new StdioClientTransport({
+      command: await expand(server.command),
+      args,
+      env: await expandAll(server.env),
+      ...(server.cwd === undefined ? {} : { cwd: expandHome(await expand(server.cwd)) }),
+      // Kept (a server's last words explain why it stopped), never inherited: the host's
+      // stderr is not a place anyone reads.
+      stderr: 'pipe',
+    });
+    stdio.stderr?.on('data', (chunk: Buffer) => {
+      stderr = (stderr + chunk.toString('utf8')).slice(-STDERR_TAIL);
+    });
+    pid = () => stdio.pid ?? undefined;
+    transport = stdio;
+  } else {
+    http = new StreamableHTTPClientTransport(new URL(await expand(server.url)), {
+      requestInit: { headers: await expandAll(server.headers) },
+      // The manager reconnects (and re-lists the tools); the transport only reports.
+      reconnectionOptions: {
+        maxRetries: 0,
+        initialReconnectionDelay: 1000,
+        maxReconnectionDelay: 1000,
+        reconnectionDelayGrowFactor: 1,
+      },
+    });
+    transport = http;
+  }
+  const lastWords = (): string => {
+    const lines = stderr
+      .trim()
+      .split(/\r?\n/)
+      .filter((line) => line.trim() !== '');
+    return redact(lines.at(-1) ?? '', secrets);
+  };
+  client.onclose = () => {
+    if (closing) return;
+    const words = lastWords();
+    events.closed(
+      server.transport === 'stdio'
+        ? `the server process exited${words === '' ? '' : `: ${words}`}`
+        : 'the session closed',
+    );
+  };
+  let connected = false;
+  client.onerror = (error) => {
+    // Errors while connecting are the attempt's own failure.
+    if (closing || !connected) return;
+    log(`MCP server '${server.name}': transport error: ${redact(error.message, secrets)}`);
+    events.error(new Error(redact(error.message, secrets)));
+  };
+  try {
+    await client.connect(transport, { signal, timeout: server.timeout * 1000 });
+  } catch (error) {
+    closing = true;
+    await client.close().catch(() => undefined);
+    const words = lastWords();
+    const message = errorText(error);
+    throw new Error(words === '' || message.includes(words) ? message : `${message} (${words})`);
+  }
+  connected = true;
+  const info = client.getServerVersion();
+  if (info !== undefined) {
+    log(`MCP server '${server.name}' is ${info.name} ${info.version}`);
+  }
+  return {
+    get pid() {
+      return pid();
+    },
+    listTools: async (listSignal) => {
+      const tools: McpToolInfo[] = [];
+      let cursor: string | undefined;
+      do {
+        const page = await client.listTools(cursor === undefined ? {} : { cursor }, {
+          signal: listSignal,
+        });
+        tools.push(...(page.tools as McpToolInfo[]));
+        cursor = page.nextCursor;
+      } while (cursor !== undefined);
+      return tools;
+    },
+    callTool: async (tool, args, callSignal) =>
+      await client.callTool({ name: tool, arguments: args }, undefined, {
+        signal: callSignal,
+        timeout: CALL_TIMEOUT_MS,
+        resetTimeoutOnProgress: true,
+      }),
+    ping: async (timeoutMs) => {
+      await client.ping({ timeout: timeoutMs });
+    },
+    close: async () => {
+      closing = true;
+      // An HTTP session is ended politely; a server that is gone does not hold this up.
+      if (http !== undefined) {
+        await http.terminateSession().catch(() => undefined);
+      }
+      await client.close();
+    },
+  };
+}
+
+/**
+ * The host's MCP manager: tools go into `sink`; messages go to the user; the servers' processes
+ * are stopped when the host exits (a SIGTERM; the SDK's own close ends them on a normal stop).
+ */
+export function createMcpManager(
+  ctx: Pick<HostContext, 'lua' | 'secrets' | 'logger' | 'hooks'>,
+  sink: McpToolSink,
+  onChange: () => void,
+): McpManager {
+  const log = (message: string): void => {
+    ctx.logger.info(message);
+  };
+  const lookup: ReferenceLookup = async (ref) => {
+    if (ref.type === 'env') {
+      const answer = (await ctx.lua.call('env.first', { names: [ref.name] })) as {
+        value?: unknown;
+      } | null;
+      if (answer !== null && typeof answer.value === 'string') return answer.value;
+      return process.env[ref.name];
+    }
+    const resolved = await ctx.secrets.resolve({
+      kind: ref.kind,
+      service: ref.service,
+      description: `${ref.kind} for ${ref.service} (MCP)`,
+    });
+    return resolved.ok ? resolved.value : undefined;
+  };
+  const manager = new McpManager({
+    connect: sdkConnector(lookup, log),
+    sink,
+    notify: (level, message) => {
+      ctx.lua.notify('notify', { level, message });
+      if (level === 'warn') ctx.logger.warn(message);
+      else ctx.logger.info(message);
+    },
+    log,
+    onChange,
+    // `User FlemmaMcpConnected` / `FlemmaMcpDisconnected` (a statusline can follow them).
+    connected: (server, tools, reconnected) => {
+      ctx.hooks.post('mcp:connected', { server, tools, reconnected });
+    },
+    disconnected: (server, reason) => {
+      ctx.hooks.post('mcp:disconnected', { server, reason });
+    },
+  });
+  process.on('exit', () => {
+    for (const pid of manager.pids()) {
+      try {
+        process.kill(pid, 'SIGTERM');
+      } catch {
+        // Already gone.
+      }
+    }
+  });
+  return manager;
+}
