@@ -1,8 +1,10 @@
 // Seed 001 (Flynn) end to end: a tool policy in the frontmatter takes a tool out of the request
 // and refuses a call to it anyway; the `log` hook approves and audits; a JavaScript module's
 // Flynn-style tool reaches the provider under its API name and the buffer under its own name;
-// a `.chat` file holding the API name still runs; the executor's timeout (F-14) and concurrency
-// (X-06) with Flynn tools.
+// a `.chat` file holding the API name still runs; a `confirm` hook asks, and the approved call
+// runs once while the rejected one never does (F-12). F-14 (a timeout stops the process tree) is
+// in test/unit/tools-bash.test.ts, X-06 (concurrent calls, results in tool-use order) in
+// test/nvim/approval.test.ts.
 import { createServer, type Server } from 'node:http';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -239,6 +241,43 @@ describe('tool policy end to end', () => {
     const uses = blocks(second).filter((b) => b.type === 'tool_use');
     expect(uses.map((b) => b['name'])).toEqual(['web_fetch', 'note_add']);
     await reply(second, 'Done.');
+    await d.waitForEvent('FlemmaRequestFinished');
+  });
+
+  it('F-12: a confirm hook asks even under autonomy; the approved call runs once, the rejected one never', async () => {
+    // `autonomous` would approve note.add (not dangerous) at 60; `confirm` (80) asks first.
+    const { d, f } = await start('{ autonomy = "autonomous", hooks = { confirm = { "note.*" } } }');
+    await d.openChat('confirm.chat', ['@You:', 'Two notes.']);
+    await d.waitForEvent('FlemmaBootComplete');
+    await d.press('<C-]>');
+    await reply(await f.nextRequest({ path: '/v1/messages' }), 'Noting.', [
+      { id: 'toolu_A', name: 'note_add', input: { text: 'yes' } },
+      { id: 'toolu_R', name: 'note_add', input: { text: 'no' } },
+    ]);
+    await d.waitForEvent('FlemmaRequestFinished');
+    await d.press('<C-]>');
+    await d.waitForEvent('FlemmaApprovalNeeded');
+    let lines = await d.lines();
+    expect(lines.filter((line) => line === '```flemma:tool status=pending')).toHaveLength(2);
+    expect(d.eventsSeen('FlemmaToolExecuting')).toHaveLength(0);
+    const rowOf = (id: string): number => lines.indexOf(`**Tool Result:** \`${id}\``) + 1;
+    await d.command(`normal! ${String(rowOf('toolu_A'))}G`);
+    await d.command('Flemma tool:approve');
+    lines = await d.lines();
+    await d.command(`normal! ${String(rowOf('toolu_R'))}G`);
+    await d.command('Flemma tool:reject Not this one.');
+    await d.press('<C-]>');
+    const done = await d.waitForEvent('FlemmaToolCompleted');
+    expect(done.data['tool_id']).toBe('toolu_A');
+    await d.press('<C-]>');
+    const follow = await f.nextRequest({ path: '/v1/messages' });
+    const results = blocks(follow).filter((b) => b.type === 'tool_result');
+    expect(results.map((r) => [r['tool_use_id'], r['content'], r['is_error'] === true])).toEqual([
+      ['toolu_A', 'noted yes', false],
+      ['toolu_R', 'Not this one.', true],
+    ]);
+    expect(d.eventsSeen('FlemmaToolExecuting')).toHaveLength(1);
+    await reply(follow, 'Done.');
     await d.waitForEvent('FlemmaRequestFinished');
   });
 

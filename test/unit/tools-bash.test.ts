@@ -25,6 +25,7 @@ import {
   createExecutionContext,
 } from '../../src/core/tools/context.js';
 import { bashTool, commandSummary, createBashTool } from '../../src/core/tools/definitions/bash.js';
+import { compose, timeoutMiddleware } from '../../src/core/tools/middleware.js';
 import type { RunOptions, RunResult } from '../../src/core/tools/process.js';
 import {
   type ToolContext,
@@ -254,6 +255,19 @@ describe('bash: timeout and cancel', () => {
     expect(isAlive(child)).toBe(true);
     controller.abort();
     expect(await running).toEqual({ ok: false, error: 'Cancelled' });
+    await waitForExit(child);
+  });
+
+  it('F-14: the timeout middleware answers at 100 ms, aborts the signal, and no process is left', async () => {
+    const fifo = makeFifo();
+    const ctx = context({ config: { env: { FIFO: fifo } } });
+    const handler = compose([timeoutMiddleware(100)], (c) => run(c.input, c.ctx));
+    const started = performance.now();
+    const result = handler({ name: 'bash', input: call('sleep 5 & echo $! > "$FIFO"; wait'), ctx });
+    const child = Number(await firstLine(fifo));
+    pidsToKill.push(child);
+    expect(await result).toEqual({ ok: false, error: 'Tool timed out after 100ms' });
+    expect(performance.now() - started).toBeLessThan(1000);
     await waitForExit(child);
   });
 
