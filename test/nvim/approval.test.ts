@@ -226,6 +226,43 @@ describe('the approval cycle', () => {
     await reply(follow, 'Done.');
   });
 
+  it('X-05: a calculator call is placed as pending, runs on <M-CR>, and its result goes back with its id', async () => {
+    const { d, f } = await setup({ tools: '{ "calculator", autopilot = false }' });
+    await d.press('<C-]>');
+    const first = await f.nextRequest({ path: '/v1/messages' });
+    expect(((first.body as { tools?: { name: string }[] }).tools ?? []).map((t) => t.name)).toEqual(
+      ['calculator'],
+    );
+    await reply(first, 'Computing.', [
+      { id: 'toolu_C', name: 'calculator', input: { expression: '100 * 50' } },
+    ]);
+    await d.waitForEvent('FlemmaRequestFinished');
+    let lines = await d.lines();
+    expect(lines).toContain('**Tool Use:** `calculator` (`toolu_C`)');
+    await d.press('<C-]>');
+    await d.waitForEvent('FlemmaApprovalNeeded');
+    lines = await d.lines();
+    expect(lines.slice(-5)).toEqual([
+      '**Tool Result:** `toolu_C`',
+      '',
+      '```flemma:tool status=pending',
+      '```',
+      '',
+    ]);
+    // The cursor is on the pending block: <M-CR> runs it.
+    await d.press('<M-CR>');
+    await d.waitForEvent('FlemmaToolCompleted');
+    lines = await d.lines();
+    expect(lines.slice(-6)).toEqual(['**Tool Result:** `toolu_C`', '', '```', '5000', '```', '']);
+    await d.press('<C-]>');
+    const follow = await f.nextRequest({ path: '/v1/messages' });
+    expect(lastUserContent(follow)).toEqual([
+      expect.objectContaining({ type: 'tool_result', tool_use_id: 'toolu_C', content: '5000' }),
+    ]);
+    await reply(follow, 'It is 5000.');
+    await d.waitForEvent('FlemmaRequestFinished');
+  });
+
   it('cancelling all tools also drops the calls still waiting for a slot', async () => {
     const { d, f, buf } = await setup({});
     await d.lua(`
