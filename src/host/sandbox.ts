@@ -228,19 +228,43 @@ function envOf(facts: SandboxFacts): Record<string, string | undefined> {
   return facts.env ?? process.env;
 }
 
+/**
+ * Resolved sandboxes by the facts object they were asked for, then by the settings object: the
+ * calls a step of the tool cycle starts share both (one snapshot of the configuration, one
+ * answer from the editor), so the paths are resolved and the backend chosen once per step, not
+ * once per tool. A new snapshot is a new object, so nothing outlives the step that made it.
+ */
+const resolved = new WeakMap<SandboxFacts, WeakMap<object, Promise<SandboxState>>>();
+
 export function sandboxFor(
   settings: Record<string, unknown> | undefined,
   facts: SandboxFacts,
   home: string,
   lua?: LuaCaller,
 ): Promise<SandboxState> {
-  return resolveSandbox(
-    settings,
-    facts,
-    envOf(facts),
-    home,
-    lua === undefined ? {} : { loadNamed: luaBackendsOf(lua).loadNamed },
-  );
+  const compute = (): Promise<SandboxState> =>
+    resolveSandbox(
+      settings,
+      facts,
+      envOf(facts),
+      home,
+      lua === undefined ? {} : { loadNamed: luaBackendsOf(lua).loadNamed },
+    );
+  if (settings === undefined) return compute();
+  let bySettings = resolved.get(facts);
+  if (bySettings === undefined) {
+    bySettings = new WeakMap();
+    resolved.set(facts, bySettings);
+  }
+  const cache = bySettings;
+  let state = cache.get(settings);
+  if (state === undefined) {
+    state = compute();
+    cache.set(settings, state);
+    // A failure is not kept: the next call tries again.
+    state.catch(() => cache.delete(settings));
+  }
+  return state;
 }
 
 /** The report behind `:Flemma sandbox:status` (`lines` is ready to show). */

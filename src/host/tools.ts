@@ -961,7 +961,11 @@ export class ToolService {
       const approvedNow = unresolved.filter((use, index) => requests[index]?.status === 'approved');
       if (approvedNow.length > 0) {
         this.pilot.arm(bufnr, settings);
-        this.dispatch(bufnr, approvedNow, config, editor.facts, user);
+        // After the placeholders' batch has gone out (it leaves on this turn's check phase), so
+        // that Neovim writes them while the tools run.
+        setImmediate(() => {
+          this.dispatch(bufnr, approvedNow, config, editor.facts, user);
+        });
         dispatched = true;
       }
       await placing;
