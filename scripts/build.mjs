@@ -17,7 +17,13 @@ const hash = sourceHash(root);
 /** Provider SDKs: package name → the bundle that carries it. */
 const SDKS = { '@anthropic-ai/sdk': 'anthropic', openai: 'openai', '@google/genai': 'genai' };
 /** Everything loaded with import() on first use: the SDKs, and execa and ajv (the first tool run). */
-const LAZY = { ...SDKS, execa: 'execa', ajv: 'ajv', yaml: 'yaml' };
+const LAZY = {
+  ...SDKS,
+  execa: 'execa',
+  ajv: 'ajv',
+  yaml: 'yaml',
+  'fast-xml-parser': 'fast-xml-parser',
+};
 const sdkVersions = Object.fromEntries(
   Object.keys(SDKS).map((name) => [
     name,
