@@ -15,8 +15,10 @@
 --- - The first failing step stops the chain: `output.error(self, cmd, stderr, stdout, meta)` runs
 ---   once; a string it returns is the error text, else the step's own (a command's exit code and
 ---   stderr, a function's `data`).
---- - After every successful step `output.success(self, cmd, stdout, meta)` runs; the last string it
----   returned is the result, else every step's output joined by newlines.
+--- - After every successful step `output.success(self, cmd, stdout, meta)` runs (`stdout`: every
+---   step's output so far); the last string it returned is the result. Otherwise the result is
+---   built as the chain runs: a command's stdout is added on a new line, a function's `data`
+---   replaces what came before (it received that as `input` and answers for the chain so far).
 --- - `opts.timeout` (milliseconds) bounds each command; a command past it is killed and the error
 ---   says `Command timed out after <N>ms and was terminated`.
 --- - `handlers.setup(self)` runs before the first step (it may set `self.cmds`), `handlers.on_exit`
@@ -161,6 +163,7 @@ function M.run(tool, name, args, ctx, callback)
   local state = { finished = false, cancelled = false, process = nil }
   local stdout, stderr = {}, {}
   local reported -- the last string output.success returned
+  local shown = {} -- the default result, built as the steps run
 
   local function finish(result)
     if state.finished then
@@ -206,6 +209,11 @@ function M.run(tool, name, args, ctx, callback)
       return
     end
     stdout[#stdout + 1] = data
+    if type(step) == "function" then
+      shown = { as_text(data) }
+    elseif as_text(data) ~= "" then
+      shown[#shown + 1] = as_text(data)
+    end
     previous = data
     local meta = { index = index, cmd = step }
     local custom = try(name .. ": output.success", output.success, self, step, stdout, meta)
@@ -290,14 +298,7 @@ function M.run(tool, name, args, ctx, callback)
     if step == nil then
       local text = reported
       if text == nil then
-        local parts = {}
-        for _, value in ipairs(stdout) do
-          local part = as_text(value)
-          if part ~= "" then
-            parts[#parts + 1] = part
-          end
-        end
-        text = table.concat(parts, "\n")
+        text = table.concat(shown, "\n")
       end
       finish({ success = true, output = text })
     elseif type(step) == "function" then

@@ -20,7 +20,7 @@
 //   children of `<tool>` itself are the arguments.
 // - Values are read by the tool's JSON Schema: numbers, integers and booleans are converted, an
 //   array is its child elements (`<item>`, any name) or JSON text, an object its child elements
-//   or JSON text; anything else is text (`<![CDATA[…]]>` keeps `<` and `&` as they are). Text on
+//   or JSON text (without a schema: `<item>` children make an array, other children an object); anything else is text (`<![CDATA[…]]>` keeps `<` and `&` as they are). Text on
 //   one line is trimmed; text over several lines loses the line break after the opening tag and
 //   the indentation before the closing tag.
 // - A fenced `xml` block whose top-level elements are not `<tool>`/`<tools>` is ordinary text.
@@ -394,7 +394,11 @@ function typeOf(schema: Record<string, unknown>): string | undefined {
 
 function convert(node: XNode, schema: Record<string, unknown> | undefined): unknown {
   const kids = elements(children(node));
-  const type = schema === undefined ? undefined : typeOf(schema);
+  let type = schema === undefined ? undefined : typeOf(schema);
+  // Without a schema, a list of `<item>` elements is an array.
+  if (type === undefined && kids.length > 0 && kids.every(([key]) => key === 'item')) {
+    type = 'array';
+  }
   if (type === 'object' || (type === undefined && kids.length > 0)) {
     if (kids.length === 0) return parseJsonOr(textOf(node), {});
     const properties = asRecord(schema?.['properties']) ?? {};
@@ -459,6 +463,10 @@ export class XmlToolExtractor {
   private block: string[] | undefined;
   private fence = '';
   private partial = '';
+  /** Blank lines held back: before a tool block they go (the block brings its own spacing). */
+  private blank = '';
+  /** Tool uses just went out: text after them starts on a line of its own, after a blank one. */
+  private afterCalls = false;
 
   constructor(
     private readonly lib: Pick<XmlLibrary, 'XMLParser' | 'XMLValidator'>,
@@ -485,7 +493,9 @@ export class XmlToolExtractor {
       this.partial = '';
       out.push(...this.finishBlock(original, body));
     }
-    if (this.held !== '') out.push({ type: 'text', text: this.held });
+    const rest = this.blank + this.held;
+    if (rest !== '') out.push({ type: 'text', text: rest });
+    this.blank = '';
     this.held = '';
     this.lineStarted = false;
     return out;
@@ -497,6 +507,15 @@ export class XmlToolExtractor {
     const flushText = (): void => {
       if (emitted !== '') out.push({ type: 'text', text: emitted });
       emitted = '';
+    };
+    const emit = (chunk: string): void => {
+      if (chunk === '') return;
+      if (this.afterCalls) {
+        this.afterCalls = false;
+        if (this.blank === '' && !chunk.startsWith('\n')) emitted += '\n';
+      }
+      emitted += this.blank + chunk;
+      this.blank = '';
     };
     const pieces = text.split('\n');
     pieces.forEach((piece, index) => {
@@ -521,7 +540,8 @@ export class XmlToolExtractor {
       }
       if (complete) {
         const line = this.held + piece;
-        const opener = this.lineStarted ? null : OPENER.exec(line);
+        const started = this.lineStarted;
+        const opener = started ? null : OPENER.exec(line);
         this.held = '';
         this.lineStarted = false;
         if (opener !== null) {
@@ -530,13 +550,17 @@ export class XmlToolExtractor {
           this.fence = opener[1] ?? '```';
           return;
         }
-        emitted += line + '\n';
+        if (!started && line.trim() === '') {
+          this.blank += line + '\n';
+          return;
+        }
+        emit(line + '\n');
         return;
       }
       this.held += piece;
       if (this.held === '') return;
       if (this.lineStarted || !/^ {0,3}(`*|`{3,}[ \t]*(x|xm|xml)?[ \t]*)$/i.test(this.held)) {
-        emitted += this.held;
+        emit(this.held);
         this.held = '';
         this.lineStarted = true;
       }
@@ -554,6 +578,8 @@ export class XmlToolExtractor {
       parsed = { kind: 'error', message: error instanceof Error ? error.message : String(error) };
     }
     if (parsed.kind === 'calls' && parsed.calls.length > 0) {
+      this.blank = '';
+      this.afterCalls = true;
       return parsed.calls.map((call) => ({
         type: 'tool_use' as const,
         id: this.newId(),
@@ -561,7 +587,8 @@ export class XmlToolExtractor {
         input: call.input,
       }));
     }
-    const out: ProviderEvent[] = [{ type: 'text', text: original }];
+    const out: ProviderEvent[] = [{ type: 'text', text: this.blank + original }];
+    this.blank = '';
     if (parsed.kind === 'error') {
       out.unshift({
         type: 'warning',
