@@ -215,7 +215,7 @@ describe('the stream extractor', () => {
     ];
     expect(merged(extract([REPLY]))).toEqual(expected);
     // One character at a time, and cut at every third character.
-    expect(merged(extract([...REPLY]))).toEqual(expected);
+    expect(merged(extract(REPLY.split(/(?=[\s\S])/u)))).toEqual(expected);
     expect(merged(extract(REPLY.match(/[\s\S]{1,3}/g) ?? []))).toEqual(expected);
   });
 
@@ -242,9 +242,9 @@ describe('the stream extractor', () => {
     const broken = 'Try:\n```xml\n<tool name="calculator"><num1>1 < 2</num1></tool>\n```\n';
     const events = extract([broken]);
     const warning = events.find((e) => e.type === 'warning');
-    expect(warning).toMatchObject({
-      message: expect.stringMatching(/XML tool call could not be read .*kept as text/),
-    });
+    expect(warning?.type === 'warning' ? warning.message : '').toMatch(
+      /XML tool call could not be read .*kept as text/,
+    );
     expect(
       events
         .filter((e) => e.type === 'text')
