@@ -391,3 +391,143 @@ describe('CodeCompanion-style tools', () => {
     await reply(follow, 'It is 5000.');
   });
 });
+
+/** Runs a CodeCompanion tool table's cmds in Neovim (no provider) and returns what came back. */
+async function runTool(
+  d: Driver,
+  tool: string,
+  args: Record<string, unknown>,
+): Promise<{
+  result: { success: boolean; output?: string; error?: string };
+  log: string[];
+  ms: number;
+}> {
+  return d.lua(
+    `local args = ...
+    _G.cc_log = {}
+    local tool = ${tool}
+    local ctx = require("flemma.tools").context({ bufnr = 0, cwd = vim.fn.getcwd() }, "t")
+    local results = {}
+    local started = vim.uv.hrtime()
+    require("flemma.tools.codecompanion").run(tool, "t", args, ctx, function(r)
+      results[#results + 1] = r
+    end)
+    vim.wait(10000, function() return #results > 0 end, 5)
+    local ms = (vim.uv.hrtime() - started) / 1e6
+    -- A second answer would arrive on a later tick: let the loop run once more.
+    local ticked = false
+    vim.schedule(function() ticked = true end)
+    vim.wait(1000, function() return ticked end, 5)
+    assert(#results == 1, "callback called " .. #results .. " times")
+    return { result = results[1], log = _G.cc_log, ms = ms }`,
+    args,
+  );
+}
+
+describe('the cmds runner', () => {
+  it('C-03: a failing command stops the chain; the error has the exit code and stderr; output.error once', async () => {
+    driver = await startDriver();
+    const marker = `${driver.home}/work/should-not-exist`;
+    const { result, log } = await runTool(
+      driver,
+      `{
+        cmds = { { "sh", "-c", "echo oops >&2; exit 3" }, { "touch", "${marker}" } },
+        output = {
+          error = function(self, cmd, stderr, stdout) table.insert(_G.cc_log, "error " .. #stderr) end,
+          success = function() table.insert(_G.cc_log, "success") end,
+        },
+        handlers = { on_exit = function() table.insert(_G.cc_log, "on_exit") end },
+      }`,
+      {},
+    );
+    expect(result.success).toBe(false);
+    expect(result.error).toBe(
+      'Command `sh -c echo oops >&2; exit 3` failed with exit code 3:\noops',
+    );
+    expect(log).toEqual(['error 1', 'on_exit']);
+    expect(await driver.lua('return vim.uv.fs_stat(...) == nil', marker)).toBe(true);
+  });
+
+  it('C-04: opts.timeout (ms) stops a slow command', async () => {
+    driver = await startDriver();
+    const { result, ms } = await runTool(
+      driver,
+      `{ cmds = { { "sleep", "5" } }, opts = { timeout = 100 } }`,
+      {},
+    );
+    expect(result).toEqual({
+      success: false,
+      error: 'Command timed out after 100ms and was terminated',
+    });
+    expect(ms).toBeLessThan(3000);
+  });
+
+  it('C-01/C-02: a synchronous function, an asynchronous one answering twice, output.success per step', async () => {
+    driver = await startDriver();
+    const { result, log } = await runTool(
+      driver,
+      `{
+        cmds = {
+          function(self, args) return { status = "success", data = args.num1 * args.num2 } end,
+          function(self, args, input, output_handler)
+            vim.defer_fn(function()
+              output_handler({ status = "success", data = "result " .. input })
+              output_handler({ status = "error", data = "ignored" })
+            end, 5)
+          end,
+        },
+        output = { success = function(self, cmd, stdout) table.insert(_G.cc_log, "success " .. #stdout) end },
+      }`,
+      { num1: 100, num2: 50 },
+    );
+    expect(result).toEqual({ success: true, output: 'result 5000' });
+    expect(log).toEqual(['success 1', 'success 2']);
+  });
+
+  it('output.success and output.error may give the text; ${var} env() does not define is an error', async () => {
+    driver = await startDriver();
+    const ok = await runTool(
+      driver,
+      `{ cmds = { { "echo", "\${a}" } }, env = function(args) return { a = args.x } end,
+         output = { success = function(self, cmd, stdout) return "said " .. stdout[1] end } }`,
+      { x: 'hi' },
+    );
+    expect(ok.result).toEqual({ success: true, output: 'said hi' });
+    const missing = await runTool(
+      driver,
+      `{ cmds = { { "echo", "\${nope}" } }, env = function() return {} end }`,
+      {},
+    );
+    expect(missing.result).toEqual({
+      success: false,
+      error: "cmds[1]: ${nope} is not defined by the tool's env()",
+    });
+    const custom = await runTool(
+      driver,
+      `{ cmds = { function() return { status = "error", data = "bad input" } end },
+         output = { error = function(self, cmd, stderr) return "Failed: " .. stderr[1] end } }`,
+      {},
+    );
+    expect(custom.result).toEqual({ success: false, error: 'Failed: bad input' });
+  });
+
+  it('C-13: requires_approval as a function gets the input and a context with path helpers', async () => {
+    driver = await startDriver();
+    const answers = await driver.lua<unknown[]>(`
+      local tools = require("flemma.tools")
+      tools.register("reader", {
+        schema = { type = "function", ["function"] = { name = "reader", description = "Read",
+          parameters = { type = "object", properties = { path = { type = "string" } } } } },
+        cmds = { function() return { status = "success", data = "" } end },
+        opts = { requires_approval = function(input, ctx)
+          return not ctx.path.is_inside(input.path, ctx.cwd)
+        end },
+      })
+      local out = {}
+      for _, path in ipairs({ "src/a.ts", "/etc/hosts", "../elsewhere" }) do
+        out[#out + 1] = tools.require_approval({ name = "reader", input = { path = path }, bufnr = 0, tool_id = "t" }).value
+      end
+      return out`);
+    expect(answers).toEqual([false, true, true]);
+  });
+});
