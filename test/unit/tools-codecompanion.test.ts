@@ -18,7 +18,7 @@ function call(toolName: string, input: unknown = {}): ToolCall {
 type Setting = boolean | ((input: unknown, ctx: { bufnr: number; toolId: string }) => unknown);
 
 function lookup(settings: Record<string, Setting>): {
-  get(name: string): { requireApproval?: Setting } | undefined;
+  get(name: string): { requireApproval?: Setting | undefined } | undefined;
 } {
   return { get: (name) => (name in settings ? { requireApproval: settings[name] } : undefined) };
 }
