@@ -24,7 +24,14 @@ const MCP = {
   '@modelcontextprotocol/sdk/client/streamableHttp.js': 'mcp-http',
 };
 /** Everything loaded with import() on first use: the SDKs, and execa and ajv (the first tool run). */
-const LAZY = { ...SDKS, execa: 'execa', ajv: 'ajv', yaml: 'yaml', ...MCP };
+const LAZY = {
+  ...SDKS,
+  execa: 'execa',
+  ajv: 'ajv',
+  yaml: 'yaml',
+  'fast-xml-parser': 'fast-xml-parser',
+  ...MCP,
+};
 /** The packages behind LAZY (a subpath such as `@scope/pkg/client/x.js` counts as `@scope/pkg`). */
 const LAZY_PACKAGES = [
   ...new Set(

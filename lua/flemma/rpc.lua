@@ -172,6 +172,12 @@ M.methods = {
   ["tools.cancel"] = function(params)
     return require("flemma.tools").cancel(params)
   end,
+  ["tools.require_approval"] = function(params)
+    return require("flemma.tools").require_approval(params)
+  end,
+  ["tools.format_rejected"] = function(params)
+    return require("flemma.tools").format_rejected(params)
+  end,
   ["tools.facts"] = function(params)
     return require("flemma.tools.ui").facts(params)
   end,

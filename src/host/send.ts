@@ -32,6 +32,16 @@ import {
 } from './editor-context.js';
 import { resolveThinking, type ThinkingParameters } from '../core/provider/thinking.js';
 import { type SendOptions, UsageTracker } from './usage.js';
+import { randomBytes } from 'node:crypto';
+import {
+  type ToolCalling,
+  type XmlLibrary,
+  XmlToolExtractor,
+  callingMode,
+  extractXmlToolCalls,
+  loadXml,
+  xmlMessages,
+} from '../core/tools/xml.js';
 
 export interface ConfigSnapshot {
   provider?: string;
@@ -41,7 +51,7 @@ export interface ConfigSnapshot {
     temperature?: number;
     cache_retention?: 'short' | 'long' | 'none';
   };
-  tools?: { __list?: string[] };
+  tools?: { __list?: string[]; calling?: unknown };
 }
 
 const DEFAULT_MAX_TOKENS = 8192;
@@ -137,6 +147,9 @@ export interface PreparedRequest {
   model: string;
   adapter: ProviderAdapter;
   request: ProviderRequest;
+  /** `tools.calling` for this provider and model; `xml` carries the XML library it needs. */
+  calling: ToolCalling;
+  xml?: XmlLibrary;
   /**
    * After the provider refused the credential (401): forget it and resolve it again; a new
    * adapter when that gives a different value, else undefined.
@@ -378,12 +391,28 @@ export class SendController {
       ctx.lua.notify('notify', { level: 'error', message });
       return undefined;
     }
+    // The tools' own system prompts (CodeCompanion `system_prompt`), or in XML tool calling the
+    // whole description of the tools and the format (docs/tools.md, "XML tool calling").
+    const calling = callingMode(config.tools?.calling, providerName, model);
+    const xml = calling === 'xml' ? await loadXml() : undefined;
+    const section = ctx.tools.systemSection(tools, calling, xml);
+    const system =
+      section === ''
+        ? evaluated.system
+        : [evaluated.system, section].filter((t) => t !== '').join('\n\n');
     const request: ProviderRequest = {
       model,
-      system: evaluated.system,
+      system,
       // Providers see API names (`file.read` → `file_read`); replies are mapped back in `consume`.
-      messages: toApiNames(evaluated.messages, (name) => ctx.tools.registry.apiName(name)),
-      tools: tools.map((tool) => ({ ...tool, name: ctx.tools.registry.apiName(tool.name) })),
+      // In XML tool calling the tools are described in the system prompt instead.
+      messages:
+        xml === undefined
+          ? toApiNames(evaluated.messages, (name) => ctx.tools.registry.apiName(name))
+          : xmlMessages(evaluated.messages, xml),
+      tools:
+        xml === undefined
+          ? tools.map((tool) => ({ ...tool, name: ctx.tools.registry.apiName(tool.name) }))
+          : [],
       maxTokens: maxTokens(parameters.max_tokens),
       cacheRetention: parameters.cache_retention ?? 'short',
     };
@@ -396,7 +425,19 @@ export class SendController {
       request.maxTokens,
     );
     if (thinking !== undefined) request.thinking = thinking;
-    return { state, editor, config, providerName, model, adapter, request, reauthorize };
+    const prepared: PreparedRequest = {
+      state,
+      editor,
+      config,
+      providerName,
+      model,
+      adapter,
+      request,
+      calling,
+      reauthorize,
+    };
+    if (xml !== undefined) prepared.xml = xml;
+    return prepared;
   }
 
   /**
@@ -450,6 +491,23 @@ export class SendController {
     });
   }
 
+  /** A reply's events; in XML tool calling, with the XML tool blocks turned into tool uses. */
+  private events(
+    prepared: PreparedRequest,
+    adapter: ProviderAdapter,
+    signal: AbortSignal,
+  ): AsyncIterable<ProviderEvent> {
+    const events = adapter.stream(prepared.request, signal);
+    if (prepared.xml === undefined) return events;
+    const registry = this.ctx.tools.registry;
+    const extractor = new XmlToolExtractor(
+      prepared.xml,
+      (name) => registry.get(name)?.inputSchema,
+      () => `xml_${randomBytes(6).toString('hex')}`,
+    );
+    return extractXmlToolCalls(events, extractor);
+  }
+
   /** One attempt: stream the reply's events into the buffer. */
   private async consume(
     bufnr: number,
@@ -468,6 +526,9 @@ export class SendController {
       // The buffer shows a tool's own name, not the provider-safe one.
       const event = fromApiNames(raw, (name) => ctx.tools.fromWire(name));
       tap(event);
+      if (event.type === 'tool_use' && event.invalid !== undefined) {
+        ctx.tools.markInvalidInput(event.id, event.name, event.invalid);
+      }
       const text = layout.push(event);
       if (text !== '') writer.append(text, stream);
       if (event.type === 'warning') {
@@ -494,7 +555,6 @@ export class SendController {
     controller: AbortController,
     question: ContextQuestion,
   ): Promise<SendStatus> {
-    const { request } = prepared;
     const lines = prepared.state.lines;
     let adapter = prepared.adapter;
     const { ctx } = this;
@@ -506,7 +566,7 @@ export class SendController {
     const meter = this.usage.begin(bufnr, prepared);
     // The request goes out first; the editor's preparations overlap with the network.
     trace('send:http');
-    const first = primed(adapter.stream(request, controller.signal));
+    const first = primed(this.events(prepared, adapter, controller.signal));
     const markerRow = lastRow + opening.length - 1;
     let sink: { bufnr: number };
     try {
@@ -538,7 +598,7 @@ export class SendController {
       let reauthorized = false;
       for (let attempt = 1; ; attempt++) {
         try {
-          const events = pending ?? adapter.stream(request, controller.signal);
+          const events = pending ?? this.events(prepared, adapter, controller.signal);
           pending = undefined;
           await this.consume(bufnr, events, layout, writer, stream, (event) => {
             sinkTap.push(event);

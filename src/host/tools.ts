@@ -40,6 +40,7 @@ import {
 import { nodeTruncateFs, truncateForResult } from '../core/tools/truncate.js';
 import { loadValidator, validateInput } from '../core/tools/validate.js';
 import { builtinTools } from '../core/tools/builtins.js';
+import { type ToolCalling, type XmlLibrary, toolsSystemSection } from '../core/tools/xml.js';
 import type { DocumentState } from '../editor/documents.js';
 import type { ToolSpec } from '../core/provider/types.js';
 import type { HostContext } from './context.js';
@@ -109,6 +110,12 @@ export interface LuaToolSpec {
   has_execute?: boolean;
   has_preview?: boolean;
   personalities?: Record<string, PersonalityPart>;
+  /** The tool's text for the system prompt (CodeCompanion's `system_prompt`, evaluated). */
+  system_prompt?: string;
+  /** The tool's approval default: a boolean, or `"function"` (asked in Lua per call). */
+  require_approval?: boolean | 'function';
+  /** The tool formats the text of a rejection (`format_rejected`, CodeCompanion `output.rejected`). */
+  has_rejected?: boolean;
 }
 
 interface LuaResult {
@@ -710,7 +717,90 @@ export class ToolService {
     if (spec.has_execute === true) {
       def.execute = (input, execCtx) => this.runLua(spec.name, input, execCtx);
     }
+    this.luaExtras(spec, def);
     return def;
+  }
+
+  /** A Lua tool's system prompt, approval default and rejection text (CodeCompanion tools). */
+  private luaExtras(spec: LuaToolSpec, def: ToolDefinition): void {
+    if (typeof spec.system_prompt === 'string' && spec.system_prompt.trim() !== '') {
+      def.systemPrompt = spec.system_prompt;
+    }
+    if (typeof spec.require_approval === 'boolean') def.requireApproval = spec.require_approval;
+    if (spec.require_approval === 'function') {
+      def.requireApproval = async (input, call) => {
+        const answer = (await this.ctx.lua.call('tools.require_approval', {
+          name: spec.name,
+          input: input ?? {},
+          bufnr: call.bufnr,
+          tool_id: call.toolId,
+        })) as { value?: unknown; error?: unknown } | null;
+        if (typeof answer?.error === 'string') throw new Error(answer.error);
+        return answer?.value ?? undefined;
+      };
+    }
+    if (spec.has_rejected === true) {
+      def.formatRejected = async (reason, input) =>
+        this.ctx.lua.call('tools.format_rejected', {
+          name: spec.name,
+          input: input ?? {},
+          reason,
+        });
+    }
+  }
+
+  /**
+   * The error text of a rejected call: the tool's own rejection formatter when it has one (its
+   * `reason` is what the user typed into the block), else the default (`resolutionText`).
+   */
+  private async rejectionText(
+    bufnr: number,
+    id: string,
+    name: string,
+    input: unknown,
+    content: string,
+  ): Promise<string> {
+    const format = this.registry.get(name)?.formatRejected;
+    if (format !== undefined) {
+      try {
+        const text = await format(content.trim(), input, { bufnr, toolId: id });
+        if (typeof text === 'string' && text !== '') return text;
+      } catch (error) {
+        this.ctx.logger.warn(`formatting the rejection of ${name} (${id}) failed`, error);
+      }
+    }
+    return resolutionText('rejected', content);
+  }
+
+  /** Error texts for calls that cannot run at all, by tool id (written by Phase 2). */
+  private readonly preresolved = new Map<string, string>();
+  /** Calls whose arguments did not parse, by tool id: the tool's name and the parser's message. */
+  private readonly invalidInput = new Map<string, { name: string; reason: string }>();
+
+  /** A reply's tool call came with arguments that are not JSON (the send says so). */
+  markInvalidInput(id: string, name: string, reason: string): void {
+    this.invalidInput.set(id, { name, reason });
+  }
+
+  /**
+   * The error result of a call that cannot run, or undefined: arguments that did not parse
+   * (CodeCompanion's `You made an error in calling the X tool: "…"`), or a tool that does not exist
+   * (``Tool `foo` not found. The available tools are: …``; only once every tool source answered).
+   */
+  private earlyResolution(id: string, name: string): string | undefined {
+    const invalid = this.invalidInput.get(id);
+    if (invalid !== undefined) {
+      this.invalidInput.delete(id);
+      return `You made an error in calling the ${invalid.name} tool: "${invalid.reason}"`;
+    }
+    if (this.registry.resolve(name) !== undefined || !this.isReady()) return undefined;
+    return notFoundText(
+      name,
+      this.registry
+        .list()
+        .filter((def) => def.enabled !== false)
+        .map((def) => def.name),
+    );
   }
 
   /** Lua → host: the result of a Lua tool's execution. */
@@ -799,6 +889,20 @@ export class ToolService {
     return this.registry.specs([...wanted]);
   }
 
+  /**
+   * The system prompt section for the tools offered (see `toolsSystemSection`): the tools' own
+   * `systemPrompt`s, or in XML tool calling the format and every tool's description.
+   */
+  systemSection(specs: readonly ToolSpec[], mode: ToolCalling, xml?: XmlLibrary): string {
+    const tools = specs.map((spec) => ({
+      name: spec.name,
+      description: spec.description,
+      inputSchema: spec.inputSchema,
+      systemPrompt: this.registry.get(spec.name)?.systemPrompt,
+    }));
+    return toolsSystemSection(tools, mode, xml?.XMLBuilder);
+  }
+
   /** Running tools of a buffer that count against `tools.max_concurrent`. */
   private slotsUsed(bufnr: number): number {
     return this.runningIn(bufnr).filter((run) => run.returned !== true).length;
@@ -859,7 +963,16 @@ export class ToolService {
     this.pilot.rearmIfPaused(bufnr, settings);
     const status = call.result?.placeholder?.status;
     if (status === 'rejected' || status === 'denied' || status === 'aborted') {
-      const text = resolutionText(status, call.result?.content ?? '');
+      const text =
+        status === 'rejected'
+          ? await this.rejectionText(
+              bufnr,
+              call.id,
+              call.name,
+              call.input,
+              call.result?.content ?? '',
+            )
+          : (this.preresolved.get(call.id) ?? resolutionText(status, call.result?.content ?? ''));
       await this.inject(bufnr, call.id, { ok: false, error: text }, false);
       await this.pilot.toolsComplete(bufnr, settings);
       return;
@@ -934,6 +1047,15 @@ export class ToolService {
           requests.push({ id: use.id, status: 'aborted' });
           continue;
         }
+        const early = this.earlyResolution(use.id, use.name);
+        if (early !== undefined) {
+          // Nothing to approve: a tool that does not exist, or arguments that were not JSON.
+          // Phase 2 writes the text as the call's error result.
+          this.preresolved.set(use.id, early);
+          this.decisions.set(use.id, { decision: 'deny', resolver: null, trace: [], skipped: [] });
+          requests.push({ id: use.id, status: 'denied' });
+          continue;
+        }
         const decided = await this.approval.decide(
           { bufnr, toolId: use.id, toolName: use.name, input: use.input },
           config,
@@ -991,9 +1113,13 @@ export class ToolService {
     ] as const) {
       for (const block of blocks) {
         const text =
-          status === 'denied' && this.policyBlocks(block.name, config)
-            ? policyErrorText(block.name)
-            : resolutionText(status, block.content, block.abortMessage);
+          status === 'rejected'
+            ? await this.rejectionText(bufnr, block.id, block.name, block.input, block.content)
+            : status === 'denied'
+              ? this.policyBlocks(block.name, config)
+                ? policyErrorText(block.name)
+                : (this.preresolved.get(block.id) ?? resolutionText(status, block.content))
+              : resolutionText(status, block.content, block.abortMessage);
         const edit = planResult(state.document, state.lines, block.id, {
           id: block.id,
           output: text,
@@ -1951,6 +2077,16 @@ export class ToolService {
   private info(message: string): void {
     this.ctx.lua.notify('notify', { level: 'info', message });
   }
+}
+
+/** CodeCompanion's answer to a call of a tool that does not exist. */
+export function notFoundText(name: string, available: readonly string[]): string {
+  if (available.length === 0) return `Tool \`${name}\` not found. No tools available`;
+  const list = [...available]
+    .sort()
+    .map((tool) => `\`${tool}\``)
+    .join(', ');
+  return `Tool \`${name}\` not found. The available tools are: ${list}`;
 }
 
 function asRecord(value: unknown): Record<string, unknown> | undefined {

@@ -425,6 +425,7 @@ describe('resolvers registered from Lua', () => {
       'urn:flemma:approval:config@100',
       'urn:flemma:approval:frontmatter@90',
       'urn:flemma:approval:sandbox@25',
+      'urn:flemma:approval:tool-default@10',
     ]);
     await d.press('<C-]>');
     await reply(await f.nextRequest({ path: '/v1/messages' }), 'Two.', [

@@ -29,6 +29,7 @@ import {
   CONFIG_RESOLVER,
   FRONTMATTER_RESOLVER,
   SANDBOX_RESOLVER,
+  TOOL_DEFAULT_RESOLVER,
   buildChain,
   functionAnswer,
 } from '../../src/core/approval/resolvers.js';
@@ -549,6 +550,7 @@ describe('built-in resolvers', () => {
       [CONFIG_RESOLVER, 100],
       [FRONTMATTER_RESOLVER, 90],
       [SANDBOX_RESOLVER, 25],
+      [TOOL_DEFAULT_RESOLVER, 10],
       [CATCH_ALL_RESOLVER, 0],
     ]);
   });

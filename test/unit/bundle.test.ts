@@ -32,12 +32,13 @@ describe('the built host', () => {
     for (const name of PROVIDER_HOSTS) expect(host.includes(name), name).toBe(false);
   });
 
-  it('reaches each SDK, execa, ajv and yaml through import() of its own bundle under dist/sdk/', () => {
+  it('reaches each SDK, execa, ajv, yaml and fast-xml-parser through import() of its own bundle under dist/sdk/', () => {
     const lazy = [...host.matchAll(/import\(["'](\.\/sdk\/[^"']+)["']\)/g)].map((m) => m[1] ?? '');
     expect(lazy.sort()).toEqual([
       './sdk/ajv.mjs',
       './sdk/anthropic.mjs',
       './sdk/execa.mjs',
+      './sdk/fast-xml-parser.mjs',
       './sdk/genai.mjs',
       './sdk/mcp-client.mjs',
       './sdk/mcp-http.mjs',

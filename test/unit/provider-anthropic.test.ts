@@ -531,7 +531,13 @@ describe('anthropic streaming', () => {
       { type: 'text', text: 'Checking.' },
       { type: 'tool_use', id: 'toolu_A', name: 'mcp:slack:post', input: { text: 'hi' } },
       { type: 'warning', message: expect.stringContaining('bash') as unknown as string },
-      { type: 'tool_use', id: 'toolu_B', name: 'bash', input: {} },
+      {
+        type: 'tool_use',
+        id: 'toolu_B',
+        name: 'bash',
+        input: {},
+        invalid: 'Unexpected end of JSON input',
+      },
       { type: 'usage', usage: { input: 12, output: 9 } },
       { type: 'done', stopReason: 'tool_use' },
     ]);

@@ -472,7 +472,13 @@ describe('chat completions streaming', () => {
         type: 'warning',
         message: "Tool call 'calc' (call_c) had arguments that are not JSON; sent as {}",
       },
-      { type: 'tool_use', id: 'call_c', name: 'calc', input: {} },
+      {
+        type: 'tool_use',
+        id: 'call_c',
+        name: 'calc',
+        input: {},
+        invalid: "Expected property name or '}' in JSON at position 1",
+      },
       { type: 'usage', usage: { input: 50, output: 30 } },
       { type: 'done', stopReason: 'tool_calls' },
     ]);

@@ -576,7 +576,13 @@ describe('OpenAI streaming through the SDK', () => {
     expect(events[0]?.type).toBe('warning');
     expect((events[0] as { message: string }).message).toContain('call_x');
     expect(events.slice(1)).toEqual([
-      { type: 'tool_use', id: 'call_x', name: 'grep', input: {} },
+      {
+        type: 'tool_use',
+        id: 'call_x',
+        name: 'grep',
+        input: {},
+        invalid: 'Unexpected end of JSON input',
+      },
       { type: 'warning', message: 'OpenAI response was truncated (reason: max_output_tokens)' },
       { type: 'done', stopReason: 'max_tokens' },
     ]);

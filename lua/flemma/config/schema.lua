@@ -806,6 +806,11 @@ M.options = S.object({
     -- Seconds after which a running tool moves to the background by itself (0: never).
     background_after = S.integer(0, { min = 0 }),
     cursor_after_result = S.enum({ "result", "stay", "next" }, "result"),
+    -- How tools reach the model: "native" (the provider's tool calling) or "xml" (tools described
+    -- in the system prompt, XML tool blocks in the reply; docs/tools.md, "XML tool calling"). A
+    -- table picks per provider and model: { default = "native", openai_compatible = "xml",
+    -- ["openai_compatible:llama*"] = "xml" } (the most specific key wins).
+    calling = S.union({ S.enum({ "native", "xml" }), S.map(S.enum({ "native", "xml" })) }, "native"),
     modules = S.list(S.string(), {}),
     -- Declarative tools (YAML/JSON files, docs/tools.md): the directories to load, the project's
     -- `.flemma/tools` (opt-in: such files can run commands), and the environment variables their

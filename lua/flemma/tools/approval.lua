@@ -11,6 +11,7 @@ M.CONFIG = "urn:flemma:approval:config"
 M.FRONTMATTER = "urn:flemma:approval:frontmatter"
 M.SANDBOX = "urn:flemma:approval:sandbox"
 M.CATCH_ALL = "urn:flemma:approval:catch-all"
+M.TOOL_DEFAULT = "urn:flemma:approval:tool-default"
 
 local DECISIONS = { approve = true, require_approval = true, deny = true }
 
@@ -39,6 +40,12 @@ local function builtins()
       description = "tools that can run sandboxed, when the sandbox is enabled and available",
       builtin = true,
     },
+    {
+      name = M.TOOL_DEFAULT,
+      priority = 10,
+      description = "the tool's own approval default (requires_approval)",
+      builtin = true,
+    },
   }
   if ok and type(tools) == "table" and tools.require_approval == false then
     list[#list + 1] = {
@@ -52,7 +59,11 @@ local function builtins()
 end
 
 local function is_builtin(name)
-  return name == M.CONFIG or name == M.FRONTMATTER or name == M.SANDBOX or name == M.CATCH_ALL
+  return name == M.CONFIG
+    or name == M.FRONTMATTER
+    or name == M.SANDBOX
+    or name == M.CATCH_ALL
+    or name == M.TOOL_DEFAULT
 end
 
 local function schedule_sync()

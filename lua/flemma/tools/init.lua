@@ -47,7 +47,14 @@ local function check_definition(name, def, level)
   if def.input_schema ~= nil and type(def.input_schema) ~= "table" then
     error(string.format("flemma.tools.register: tool '%s': input_schema must be a table", name), level)
   end
-  for _, field in ipairs({ "execute", "format_preview" }) do
+  if def.system_prompt ~= nil and type(def.system_prompt) ~= "string" then
+    error(string.format("flemma.tools.register: tool '%s': system_prompt must be a string", name), level)
+  end
+  local approval = def.require_approval
+  if approval ~= nil and type(approval) ~= "boolean" and type(approval) ~= "function" then
+    error(string.format("flemma.tools.register: tool '%s': require_approval must be a boolean or a function", name), level)
+  end
+  for _, field in ipairs({ "execute", "format_preview", "format_rejected" }) do
     if def[field] ~= nil and type(def[field]) ~= "function" then
       error(string.format("flemma.tools.register: tool '%s': %s must be a function", name, field), level)
     end
@@ -71,6 +78,11 @@ local function schedule_sync()
 end
 
 local function define(name, def, level)
+  -- A CodeCompanion tool table (`schema`, `cmds`, `output`, …) becomes a Flemma definition.
+  local codecompanion = require("flemma.tools.codecompanion")
+  if codecompanion.is_codecompanion(def) then
+    name, def = codecompanion.adapt(name, def)
+  end
   name = check_definition(name, def, (level or 1) + 1)
   local copy = vim.tbl_extend("force", {}, def)
   copy.name = name
@@ -258,6 +270,10 @@ function M.payload()
       has_execute = type(def.execute) == "function",
       has_preview = type(def.format_preview) == "function",
       personalities = type(def.personalities) == "table" and def.personalities or nil,
+      system_prompt = def.system_prompt,
+      require_approval = type(def.require_approval) == "function" and "function" or def.require_approval,
+      has_rejected = type(def.format_rejected) == "function",
+      codecompanion = def.codecompanion ~= nil or nil,
     }
   end
   return {
@@ -370,6 +386,14 @@ function M.context(facts, tool_name)
             return vim.fs.normalize(p)
           end
           return vim.fs.normalize(vim.fs.joinpath(base, p))
+        end,
+        --- Whether `p` (resolved like `resolve`) lies inside `root` (compared by path component).
+        is_inside = function(p, root)
+          local function abs(x)
+            x = vim.fn.expand(x)
+            return vim.fs.normalize(x:sub(1, 1) == "/" and x or vim.fs.joinpath(base, x))
+          end
+          return under(abs(p), abs(root or ctx.cwd))
         end,
       }
     end,
@@ -489,6 +513,46 @@ function M.cancel(params)
       log.write("warn", "a tool's cancel function failed: " .. tostring(err))
     end
   end
+end
+
+local function call_input(params)
+  local input = params.input
+  if input == nil or input == vim.NIL or type(input) ~= "table" then
+    input = {}
+  end
+  return input
+end
+
+--- Host → Lua: a tool's `require_approval` function for one call (`fn(input, ctx)`); the answer
+--- as `{ value }`, or `{ error }` when it raised.
+function M.require_approval(params)
+  local def = H.tools[params.name]
+  if not def or type(def.require_approval) ~= "function" then
+    return { value = vim.NIL }
+  end
+  local facts = { bufnr = params.bufnr, cwd = vim.fn.getcwd(), tool_id = params.tool_id }
+  local ok, value = pcall(def.require_approval, call_input(params), M.context(facts, params.name))
+  if not ok then
+    return { error = tostring(value) }
+  end
+  if value == nil then
+    return { value = vim.NIL }
+  end
+  return { value = value }
+end
+
+--- Host → Lua: the error text for a rejected call (`format_rejected(reason, input)`), or nil.
+function M.format_rejected(params)
+  local def = H.tools[params.name]
+  if not def or type(def.format_rejected) ~= "function" then
+    return vim.NIL
+  end
+  local ok, text = pcall(def.format_rejected, params.reason or "", call_input(params))
+  if not ok then
+    log.write("warn", string.format("format_rejected of %s failed: %s", params.name, tostring(text)))
+    return vim.NIL
+  end
+  return type(text) == "string" and text or vim.NIL
 end
 
 --- The body of a preview for a Lua tool with `format_preview`, or nil.

@@ -8,6 +8,7 @@
 //    90  urn:flemma:approval:frontmatter  the buffer's flemma.opt.tools.auto_approve
 //    50  (third-party default)
 //    25  urn:flemma:approval:sandbox      sandbox-capable tools, when the sandbox is usable
+//    10  urn:flemma:approval:tool-default a tool's own default (CodeCompanion `requires_approval`)
 //     0  urn:flemma:approval:catch-all    only when tools.require_approval = false
 //
 // Decisions, including where the specification is silent:
@@ -58,6 +59,7 @@ export const CONFIG_RESOLVER = 'urn:flemma:approval:config';
 export const FRONTMATTER_RESOLVER = 'urn:flemma:approval:frontmatter';
 export const SANDBOX_RESOLVER = 'urn:flemma:approval:sandbox';
 export const CATCH_ALL_RESOLVER = 'urn:flemma:approval:catch-all';
+export const TOOL_DEFAULT_RESOLVER = 'urn:flemma:approval:tool-default';
 
 export const PRIORITY = {
   config: 100,
@@ -65,6 +67,7 @@ export const PRIORITY = {
   frontmatter: 90,
   thirdParty: 50,
   sandbox: 25,
+  toolDefault: 10,
   catchAll: 0,
 } as const;
 
@@ -113,7 +116,15 @@ export interface ApprovalConfig {
 
 /** Looks a tool's definition up (a `ToolRegistry` fits). */
 export interface ToolLookup {
-  get(name: string): { canAutoApproveIfSandboxed?: boolean | undefined } | undefined;
+  get(name: string):
+    | {
+        canAutoApproveIfSandboxed?: boolean | undefined;
+        requireApproval?:
+          | boolean
+          | ((input: unknown, ctx: { bufnr: number; toolId: string }) => unknown)
+          | undefined;
+      }
+    | undefined;
 }
 
 export interface ApprovalHooks {
@@ -259,6 +270,37 @@ export function sandboxResolver(config: ApprovalConfig, hooks: ApprovalHooks): A
   };
 }
 
+/**
+ * `urn:flemma:approval:tool-default`: the tool's own `requireApproval` (CodeCompanion's
+ * `opts.requires_approval` / `require_approval_before`). `false` → approve, `true` → require
+ * approval, a function → truthy requires approval, falsy approves. A function that raises fails
+ * closed (require approval, with a note). A tool without the setting passes.
+ */
+export function toolDefaultResolver(hooks: ApprovalHooks): ApprovalResolver {
+  return {
+    priority: PRIORITY.toolDefault,
+    description: "the tool's own approval default (requires_approval)",
+    resolve: async (call, _context, note) => {
+      const setting = hooks.tools?.get(call.toolName)?.requireApproval;
+      if (setting === undefined) return undefined;
+      if (typeof setting === 'boolean') return setting ? 'require_approval' : 'approve';
+      let answer: unknown;
+      try {
+        answer = await setting(call.input, { bufnr: call.bufnr, toolId: call.toolId });
+      } catch (error) {
+        note(
+          `the tool's requires_approval function raised an error: ${describeValue(error)}; requiring approval`,
+        );
+        return 'require_approval';
+      }
+      if (isDecision(answer)) return answer;
+      return answer === undefined || answer === null || answer === false
+        ? 'approve'
+        : 'require_approval';
+    },
+  };
+}
+
 /** `urn:flemma:approval:catch-all`: approves everything (`tools.require_approval = false`). */
 export function catchAllResolver(): ApprovalResolver {
   return {
@@ -295,6 +337,7 @@ export function buildChain(
   if (setting?.kind === 'module') chain.register(setting.name, moduleResolver(setting));
   chain.register(FRONTMATTER_RESOLVER, frontmatterResolver(table.presets));
   chain.register(SANDBOX_RESOLVER, sandboxResolver(config, hooks));
+  chain.register(TOOL_DEFAULT_RESOLVER, toolDefaultResolver(hooks));
   if (config.requireApproval === false) chain.register(CATCH_ALL_RESOLVER, catchAllResolver());
   for (const [name, def] of extra) chain.register(name, def);
   return { chain, warnings };

@@ -92,7 +92,14 @@ export type ProviderEvent =
   | { type: 'text'; text: string }
   | { type: 'thinking'; content: string; signature?: { provider: string; value: string } }
   | { type: 'redacted_thinking'; data: string }
-  | { type: 'tool_use'; id: string; name: string; input: unknown }
+  | {
+      type: 'tool_use';
+      id: string;
+      name: string;
+      input: unknown;
+      /** The arguments were not JSON (`input` is then `{}`): the parser's message. */
+      invalid?: string;
+    }
   | { type: 'progress'; phase: 'thinking' | 'tool_input'; characters: number; toolName?: string }
   | { type: 'usage'; usage: Usage }
   | { type: 'warning'; message: string }

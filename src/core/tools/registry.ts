@@ -68,6 +68,28 @@ export interface ToolDefinition {
   groups?: string[];
   /** The `conservative` autonomy level always asks before running it (writes, shells). */
   dangerous?: boolean;
+  /**
+   * Text about the tool for the system prompt (CodeCompanion's `system_prompt`): appended once,
+   * byte-stable, while the tool is offered; in XML tool calling it is the tool's whole description.
+   */
+  systemPrompt?: string;
+  /**
+   * The tool's own approval default (CodeCompanion's `opts.requires_approval`), asked by the
+   * `urn:flemma:approval:tool-default` resolver at priority 10: `true` → require approval, `false`
+   * → approve, a function → its answer (truthy → require approval). Higher resolvers win.
+   */
+  requireApproval?: boolean | ((input: unknown, ctx: ApprovalCallContext) => unknown);
+  /**
+   * The error text the model gets when the user rejects a call (CodeCompanion's
+   * `output.rejected`); `reason` is what the user typed into the rejected placeholder.
+   */
+  formatRejected?: (reason: string, input: unknown, ctx: ApprovalCallContext) => unknown;
+}
+
+/** What a tool's approval default and rejection formatter learn about the call. */
+export interface ApprovalCallContext {
+  bufnr: number;
+  toolId: string;
 }
 
 export interface PersonalityPart {

@@ -399,17 +399,21 @@ class EventMapper {
     const json = (open.json ?? '').trim();
     const name = open.name ?? '';
     let input: unknown = {};
+    let invalid: string | undefined;
     if (json !== '') {
       try {
         input = JSON.parse(json) as unknown;
-      } catch {
+      } catch (error) {
+        invalid = error instanceof Error ? error.message : String(error);
         yield {
           type: 'warning',
           message: `Could not parse the input of tool ${name} (${open.id ?? ''}); sent as {}`,
         };
       }
     }
-    yield { type: 'tool_use', id: open.id ?? '', name, input };
+    yield invalid === undefined
+      ? { type: 'tool_use', id: open.id ?? '', name, input }
+      : { type: 'tool_use', id: open.id ?? '', name, input, invalid };
   }
 
   private *finish(): Generator<ProviderEvent> {

@@ -388,17 +388,21 @@ class ReplyState {
     for (const call of this.calls) {
       const name = internalToolName(call.wireName);
       let input: unknown = {};
+      let invalid: string | undefined;
       if (call.args.trim() !== '') {
         try {
           input = JSON.parse(call.args) as unknown;
-        } catch {
+        } catch (error) {
+          invalid = error instanceof Error ? error.message : String(error);
           yield {
             type: 'warning',
             message: `Tool call '${name}' (${call.id}) had arguments that are not JSON; sent as {}`,
           };
         }
       }
-      yield { type: 'tool_use', id: call.id, name, input };
+      yield invalid === undefined
+        ? { type: 'tool_use', id: call.id, name, input }
+        : { type: 'tool_use', id: call.id, name, input, invalid };
     }
     if (this.thinking.trim() !== '') {
       yield {

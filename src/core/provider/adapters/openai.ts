@@ -405,9 +405,11 @@ class EventReader {
           this.toolUses += 1;
           const out: ProviderEvent[] = [];
           let input: unknown = {};
+          let invalid: string | undefined;
           try {
             input = JSON.parse(item.arguments === '' ? '{}' : item.arguments) as unknown;
-          } catch {
+          } catch (error) {
+            invalid = error instanceof Error ? error.message : String(error);
             out.push({
               type: 'warning',
               message: `OpenAI sent unparsable arguments for tool '${internalToolName(item.name)}' (${item.call_id}); using {}`,
@@ -418,6 +420,7 @@ class EventReader {
             id: item.call_id,
             name: internalToolName(item.name),
             input,
+            ...(invalid === undefined ? {} : { invalid }),
           });
           return out;
         }
