@@ -165,7 +165,7 @@ implementation: { type: http, url: "http://127.0.0.1:1/s" }
     expect(result.problems).toEqual([]);
     expect(await run(result.tools[0] as ToolDefinition, {})).toEqual({
       ok: true,
-      output: 'pong\n',
+      output: 'pong',
     });
   });
 
@@ -381,7 +381,7 @@ describe('exec', () => {
       'name: say\ndescription: X\nparams: [{ name: msg, type: string, required: true }]\nimplementation: { type: exec, command: "echo {{msg}}" }\n',
     );
     const msg = `a; rm -rf ${victim}`;
-    expect(await run(def, { msg })).toEqual({ ok: true, output: `${msg}\n` });
+    expect(await run(def, { msg })).toEqual({ ok: true, output: msg });
     expect(existsSync(victim)).toBe(true);
   });
 
@@ -392,7 +392,7 @@ describe('exec', () => {
     );
     process.env['SECRET'] = 'hunter2';
     try {
-      expect(await run(def, {})).toEqual({ ok: true, output: '1-\n' });
+      expect(await run(def, {})).toEqual({ ok: true, output: '1-' });
     } finally {
       delete process.env['SECRET'];
     }
@@ -433,7 +433,7 @@ describe('exec', () => {
     );
     expect(await run(def, { action: 'show', task_id: 'bd-1' })).toEqual({
       ok: true,
-      output: 'bd show bd-1\n',
+      output: 'bd show bd-1',
     });
   });
 
@@ -444,9 +444,9 @@ describe('exec', () => {
     expect(await run(def, {})).toEqual({
       ok: false,
       error: expect.stringMatching(/^Command exited with code 3/) as unknown,
-      partialOutput: 'end\n',
+      partialOutput: 'end',
     });
-    expect(await run(def, { n: 2 })).toMatchObject({ partialOutput: '--count=2 end\n' });
+    expect(await run(def, { n: 2 })).toMatchObject({ partialOutput: '--count=2 end' });
   });
 
   it('runs through the sandbox wrapper like bash', async () => {
@@ -462,7 +462,7 @@ describe('exec', () => {
         return Promise.resolve({ ok: true as const, argv: ['env', 'WRAPPED=1', ...argv] });
       },
     };
-    expect(await run(def, {}, ctx({ sandbox }))).toEqual({ ok: true, output: 'inner\n' });
+    expect(await run(def, {}, ctx({ sandbox }))).toEqual({ ok: true, output: 'inner' });
     expect(wrapped).toEqual([['echo', 'inner']]);
   });
 });

@@ -378,7 +378,8 @@ function compileExec(
         return { ok: false, error: `Cannot run \`${shown}\`: ${result.startError}` };
       }
       if (result.cancelled) return { ok: false, error: 'Cancelled' };
-      const output = result.output;
+      // One final newline is the end of the last line, not an empty line of output.
+      const output = result.output.replace(/\r?\n$/, '');
       const fail = (why: string): ToolOutcome =>
         output === ''
           ? { ok: false, error: why }
@@ -428,7 +429,10 @@ function compileFileRead(
       } catch (error) {
         return { ok: false, error: `Cannot read ${shown}: ${fsReason(error)}` };
       }
-      return { ok: true, output: base64 ? data.toString('base64') : data.toString('utf8') };
+      return {
+        ok: true,
+        output: base64 ? data.toString('base64') : data.toString('utf8').replace(/\r?\n$/, ''),
+      };
     },
   };
 }
