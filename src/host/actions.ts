@@ -105,13 +105,18 @@ export const actions: Record<string, Action> = {
   'chat:cancel': async (ctx, params) => {
     const bufnr = bufnrOf(params);
     const cancelled = ctx.sends.cancel(bufnr) || ctx.tools.cancelOldest(bufnr);
+    if (cancelled) {
+      ctx.tools.pilot.disarm(bufnr);
+      return { cancelled };
+    }
+    // Nothing ran: the calls waiting for approval are cancelled (CodeCompanion's "cancel"), and
+    // autopilot goes on as after a rejection.
+    const waiting = await ctx.tools.cancelPending(bufnr);
+    if (waiting > 0) return { cancelled: true };
     // A pending automatic continue goes too, even when nothing was running.
     ctx.tools.pilot.disarm(bufnr);
-    if (cancelled) return { cancelled };
-    // Nothing ran: the calls waiting for approval are cancelled (CodeCompanion's "cancel").
-    const waiting = await ctx.tools.cancelPending(bufnr);
-    if (waiting === 0) ctx.lua.notify('notify', { level: 'info', message: 'Nothing to cancel' });
-    return { cancelled: waiting > 0 };
+    ctx.lua.notify('notify', { level: 'info', message: 'Nothing to cancel' });
+    return { cancelled: false };
   },
   /** `<C-]>`: placeholders, execution of approved calls, then the send. */
   'chat:cycle': (ctx, params) => {
