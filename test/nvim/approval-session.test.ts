@@ -300,6 +300,44 @@ describe('C-09: per-command "always" for bash', () => {
   });
 });
 
+describe('CodeCompanion options for session approvals', () => {
+  it('require_cmd_approval + output.cmd_string key "always"; allowed_in_yolo_mode = false asks under YOLO', async () => {
+    const { d, f, buf } = await setup('{}');
+    await d.lua(`
+      require("flemma.tools").register("make", {
+        schema = { type = "function", ["function"] = { name = "make", description = "Run make",
+          parameters = { type = "object", properties = { target = { type = "string" } }, required = { "target" } } } },
+        cmds = { function(self, args) table.insert(_G.ran, args.target); return { status = "success", data = "made " .. args.target } end },
+        output = { cmd_string = function(self, args) return "make " .. args.target end },
+        opts = { requires_approval = true, require_cmd_approval = true, allowed_in_yolo_mode = false },
+      })`);
+    await d.command('Flemma tool:yolo on');
+    await d.press('<C-]>');
+    await reply(await f.nextRequest({ path: '/v1/messages' }), 'Building.', [
+      { id: 'toolu_M1', name: 'make', input: { target: 'test' } },
+    ]);
+    // YOLO is on, but the tool opted out: it asks.
+    await d.waitForEvent('FlemmaApprovalNeeded');
+    await d.command('Flemma tool:approve-always');
+    await d.waitForNotification(/Approved always in this buffer: make: make test/);
+    await d.press('<C-]>');
+    const second = await f.nextRequest({ path: '/v1/messages' });
+    expect(lastUserContent(second)[0]).toMatchObject({ content: 'made test' });
+    await reply(second, 'Again, then deploy.', [
+      { id: 'toolu_M2', name: 'make', input: { target: 'test' } },
+      { id: 'toolu_M3', name: 'make', input: { target: 'deploy' } },
+    ]);
+    const needed = await d.waitForEvent('FlemmaApprovalNeeded', {
+      match: (e) => (e.data as { tool_ids?: string[] }).tool_ids?.[0] === 'toolu_M3',
+    });
+    expect(needed.data).toMatchObject({ tool_ids: ['toolu_M3'] });
+    const lines = await d.lines(buf);
+    expect(fenceOf(lines, 'toolu_M2')).toBe('```flemma:tool status=approved');
+    expect(fenceOf(lines, 'toolu_M3')).toBe('```flemma:tool status=pending');
+    expect(await d.lua('return _G.ran')).toEqual(['test']);
+  });
+});
+
 describe('C-10: YOLO mode', () => {
   it(':Flemma tool:yolo on: read runs unasked, bash (never auto-approved) asks', async () => {
     const { d, f, buf } = await setup('{ auto_approve = {}, auto_approve_sandboxed = false }');
