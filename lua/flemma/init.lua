@@ -135,6 +135,45 @@ function H.register_commands()
       end)
     end,
   })
+  -- Session approvals (docs/approval.md, "Always and YOLO").
+  local approval = require("flemma.tools.approval")
+  commands.register("tool:approve-always", {
+    desc = "Approve the tool call under the cursor and keep approving that tool (or command) in this buffer",
+    run = function()
+      approval.approve_always()
+    end,
+  })
+  commands.register("tool:always", {
+    desc = 'List what is approved "always" in this buffer, and whether YOLO mode is on',
+    run = function()
+      approval.always()
+    end,
+  })
+  commands.register("tool:forget-always", {
+    desc = 'Forget this buffer\'s "always" approvals (only those of [tool] when given)',
+    run = function(args)
+      approval.forget_always(nil, args and args[1] or nil)
+    end,
+  })
+  commands.register("tool:yolo", {
+    desc = "YOLO mode in this buffer: approve every tool call except bash and other never-auto-approve tools: yolo [on|off|toggle]",
+    complete = function()
+      return { "on", "off", "toggle" }
+    end,
+    run = function(args)
+      local mode = args and args[1] or "toggle"
+      if mode ~= "on" and mode ~= "off" and mode ~= "toggle" then
+        error(string.format("expected on, off or toggle, got '%s'", mode))
+      end
+      approval.yolo(nil, mode)
+    end,
+  })
+  commands.register("tool:cancel-pending", {
+    desc = "Cancel every tool call waiting for approval in this buffer (none runs; the model is told)",
+    run = function()
+      approval.cancel_pending()
+    end,
+  })
   commands.register("status", {
     desc = "Show this buffer's provider, model, parameters, tools, approval, autopilot and sandbox, each with the layer that set it ('verbose': every option)",
     complete = function()

@@ -178,6 +178,12 @@ M.methods = {
   ["tools.format_rejected"] = function(params)
     return require("flemma.tools").format_rejected(params)
   end,
+  ["tools.cmd_string"] = function(params)
+    return require("flemma.tools").cmd_string(params)
+  end,
+  ["tools.format_cancelled"] = function(params)
+    return require("flemma.tools").format_cancelled(params)
+  end,
   ["tools.facts"] = function(params)
     return require("flemma.tools.ui").facts(params)
   end,

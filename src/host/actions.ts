@@ -102,13 +102,21 @@ export const actions: Record<string, Action> = {
    * `<C-c>`: the buffer's running (or queued) request, else its oldest running tool; tells the
    * user when there is nothing.
    */
-  'chat:cancel': (ctx, params) => {
+  'chat:cancel': async (ctx, params) => {
     const bufnr = bufnrOf(params);
     const cancelled = ctx.sends.cancel(bufnr) || ctx.tools.cancelOldest(bufnr);
+    if (cancelled) {
+      ctx.tools.pilot.disarm(bufnr);
+      return { cancelled };
+    }
+    // Nothing ran: the calls waiting for approval are cancelled (CodeCompanion's "cancel"), and
+    // autopilot goes on as after a rejection.
+    const waiting = await ctx.tools.cancelPending(bufnr);
+    if (waiting > 0) return { cancelled: true };
     // A pending automatic continue goes too, even when nothing was running.
     ctx.tools.pilot.disarm(bufnr);
-    if (!cancelled) ctx.lua.notify('notify', { level: 'info', message: 'Nothing to cancel' });
-    return { cancelled };
+    ctx.lua.notify('notify', { level: 'info', message: 'Nothing to cancel' });
+    return { cancelled: false };
   },
   /** `<C-]>`: placeholders, execution of approved calls, then the send. */
   'chat:cycle': (ctx, params) => {
@@ -191,6 +199,43 @@ export const actions: Record<string, Action> = {
       typeof message === 'string' && message !== '' ? message : undefined,
     );
     return null;
+  },
+  /** `:Flemma tool:approve-always`: approve the call at the cursor and remember it for the buffer. */
+  'tool:approve-always': async (ctx, params) => {
+    const entry = await ctx.tools.approveAlwaysAt(bufnrOf(params), rowOf(params) ?? 0);
+    return entry ?? null;
+  },
+  /** `:Flemma tool:always`: the buffer's "always" approvals and YOLO state. */
+  'tool:always': async (ctx, params) => {
+    const bufnr = bufnrOf(params);
+    const lines = await ctx.tools.sessionLines(bufnr);
+    return { lines, entries: ctx.tools.approval.session.list(bufnr) };
+  },
+  /** `:Flemma tool:forget-always [tool]`. */
+  'tool:forget-always': (ctx, params) => {
+    const tool = (params as { tool?: unknown } | null)?.tool;
+    const removed = ctx.tools.forgetAlways(
+      bufnrOf(params),
+      typeof tool === 'string' && tool !== '' ? tool : undefined,
+    );
+    return { removed };
+  },
+  /** `:Flemma tool:yolo [on|off|toggle]`. */
+  'tool:yolo': async (ctx, params) => {
+    const mode = (params as { mode?: unknown } | null)?.mode;
+    const on = await ctx.tools.setYolo(
+      bufnrOf(params),
+      mode === 'on' || mode === 'off' ? mode : 'toggle',
+    );
+    return { yolo: on };
+  },
+  /** `:Flemma tool:cancel-pending`: every call waiting in the buffer gets a cancelled result. */
+  'tool:cancel-pending': async (ctx, params) => {
+    const cancelled = await ctx.tools.cancelPending(bufnrOf(params));
+    if (cancelled === 0) {
+      ctx.lua.notify('notify', { level: 'info', message: 'No tool call is waiting' });
+    }
+    return { cancelled };
   },
   /** Frontmatter languages registered in Lua (`require("flemma.frontmatter").register_language`). */
   'frontmatter:languages': (ctx, params) => {

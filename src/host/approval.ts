@@ -36,6 +36,13 @@ import {
   policyResolver,
 } from '../core/approval/flynn.js';
 import { autonomyOf, effectivePolicy, hookConfig } from '../core/tools/policy.js';
+import {
+  SESSION_RESOLVER,
+  SessionApprovals,
+  YOLO_RESOLVER,
+  sessionResolver,
+  yoloResolver,
+} from '../core/approval/session.js';
 import type { HostContext } from './context.js';
 import { sandboxFor } from './sandbox.js';
 
@@ -67,6 +74,8 @@ export function statusOf(decision: Decision): 'approved' | 'pending' | 'denied' 
 export class ApprovalService {
   private lua: LuaResolverSpec[] = [];
   private readonly warned = new Set<string>();
+  /** "Always" approvals and YOLO toggles, per buffer, for this session (never written). */
+  readonly session = new SessionApprovals();
 
   constructor(
     private readonly ctx: HostContext,
@@ -123,6 +132,7 @@ export class ApprovalService {
       },
     ]);
     extra.push(...this.flynnResolvers(config));
+    extra.push(...this.sessionResolvers(config));
     return buildChain(
       {
         autoApprove: this.setting(tools),
@@ -168,6 +178,16 @@ export class ApprovalService {
     }
     if (level !== 'standard') out.push([AUTONOMY_RESOLVER, autonomyResolver(level, lookup)]);
     return out;
+  }
+
+  /** "Always" approvals (95) and YOLO mode (92): src/core/approval/session.ts. */
+  private sessionResolvers(config: Snapshot): [string, ApprovalResolver][] {
+    const lookup = (name: string): ReturnType<ToolRegistry['resolve']> =>
+      this.registry.resolve(name);
+    return [
+      [SESSION_RESOLVER, sessionResolver(this.session, lookup)],
+      [YOLO_RESOLVER, yoloResolver(this.session, lookup, config.tools?.['yolo'] === true)],
+    ];
   }
 
   /** Runs the chain for one call. */

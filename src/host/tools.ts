@@ -45,6 +45,7 @@ import type { DocumentState } from '../editor/documents.js';
 import type { ToolSpec } from '../core/provider/types.js';
 import type { HostContext } from './context.js';
 import { type ApprovalOutcome, ApprovalService, statusOf } from './approval.js';
+import { type AlwaysEntry, alwaysEntryFor, describeEntry } from '../core/approval/session.js';
 import { Autopilot, autopilotSettings } from './autopilot.js';
 import { trace } from './trace.js';
 import { type EditorContext, type EditorFacts, fetchEditorContext } from './editor-context.js';
@@ -116,6 +117,14 @@ export interface LuaToolSpec {
   require_approval?: boolean | 'function';
   /** The tool formats the text of a rejection (`format_rejected`, CodeCompanion `output.rejected`). */
   has_rejected?: boolean;
+  /** "Always" is per command string (CodeCompanion `opts.require_cmd_approval`). */
+  require_cmd_approval?: boolean;
+  /** YOLO mode does not approve it (CodeCompanion `opts.allowed_in_yolo_mode = false`). */
+  never_auto_approve?: boolean;
+  /** The tool has a `cmd_string(input)` (CodeCompanion `output.cmd_string`). */
+  has_cmd_string?: boolean;
+  /** The tool formats the text of a cancellation (`format_cancelled`, `output.cancelled`). */
+  has_cancelled?: boolean;
 }
 
 interface LuaResult {
@@ -739,6 +748,7 @@ export class ToolService {
         return answer?.value ?? undefined;
       };
     }
+    this.luaSessionExtras(spec, def);
     if (spec.has_rejected === true) {
       def.formatRejected = async (reason, input) =>
         this.ctx.lua.call('tools.format_rejected', {
@@ -747,6 +757,42 @@ export class ToolService {
           reason,
         });
     }
+  }
+
+  /** A Lua tool's per-command approval, YOLO opt-out, command string and cancellation text. */
+  private luaSessionExtras(spec: LuaToolSpec, def: ToolDefinition): void {
+    if (spec.require_cmd_approval === true) def.requireCmdApproval = true;
+    if (spec.never_auto_approve === true) def.neverAutoApprove = true;
+    if (spec.has_cmd_string === true) {
+      def.cmdString = (input) =>
+        this.ctx.lua.call('tools.cmd_string', { name: spec.name, input: input ?? {} });
+    }
+    if (spec.has_cancelled === true) {
+      def.formatCancelled = (input) =>
+        this.ctx.lua.call('tools.format_cancelled', { name: spec.name, input: input ?? {} });
+    }
+  }
+
+  /**
+   * The error text of a cancelled call: the tool's own formatter when it has one, else
+   * `The user cancelled the execution of the <name> tool` (CodeCompanion's wording).
+   */
+  private async cancellationText(
+    bufnr: number,
+    id: string,
+    name: string,
+    input: unknown,
+  ): Promise<string> {
+    const format = this.registry.resolve(name)?.formatCancelled;
+    if (format !== undefined) {
+      try {
+        const text = await format(input, { bufnr, toolId: id });
+        if (typeof text === 'string' && text !== '') return text;
+      } catch (error) {
+        this.ctx.logger.warn(`formatting the cancellation of ${name} (${id}) failed`, error);
+      }
+    }
+    return `The user cancelled the execution of the ${name} tool`;
   }
 
   /**
@@ -1261,6 +1307,169 @@ export class ToolService {
         expect: state.lines.slice(start, end),
       },
     ]);
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Session approvals and cancelling what waits (CodeCompanion's always / YOLO / cancel)
+
+  /** The "always" key of a call (the tool, or the tool and its command string). */
+  private alwaysEntry(
+    bufnr: number,
+    call: { id: string; name: string; input: unknown },
+  ): Promise<AlwaysEntry> {
+    return alwaysEntryFor(
+      { bufnr, toolId: call.id, toolName: call.name, input: call.input },
+      (name) => this.registry.resolve(name),
+    );
+  }
+
+  /**
+   * `:Flemma tool:approve-always`: approve the call under the cursor and remember "always" for
+   * its tool (or its tool and command) in this buffer; other calls waiting in the buffer that the
+   * same approval covers are approved too.
+   */
+  async approveAlwaysAt(bufnr: number, row: number): Promise<AlwaysEntry | undefined> {
+    const state = await this.fresh(bufnr);
+    if (state === undefined) return undefined;
+    const found = toolCallAt(state.document, row + 1);
+    if (!found.ok) {
+      this.warn(found.error);
+      return undefined;
+    }
+    const { call } = found;
+    if (call.result !== undefined && call.result.placeholder === undefined) {
+      this.warn(`Tool ${call.id} has already completed`);
+      return undefined;
+    }
+    let entry: AlwaysEntry;
+    try {
+      entry = await this.alwaysEntry(bufnr, call);
+    } catch (error) {
+      this.warn(
+        `Cannot approve ${call.name} always: its command string failed (${describeError(error)})`,
+      );
+      return undefined;
+    }
+    this.approval.session.remember(bufnr, entry);
+    const others: string[] = [];
+    for (const block of classifyToolBlocks(state.document).pendingEmpty) {
+      if (block.id === call.id) continue;
+      try {
+        const other = await this.alwaysEntry(bufnr, block);
+        if (other.tool === entry.tool && other.command === entry.command) others.push(block.id);
+      } catch {
+        // A call whose command string cannot be computed stays pending.
+      }
+    }
+    await this.setStatusAt(bufnr, row, 'approved');
+    for (const id of others) {
+      const latest = await this.fresh(bufnr);
+      const block =
+        latest === undefined
+          ? undefined
+          : classifyToolBlocks(latest.document).pendingEmpty.find((b) => b.id === id);
+      if (block !== undefined) await this.setStatusAt(bufnr, block.toolUseLine - 1, 'approved');
+    }
+    const more = others.length > 0 ? ` (and ${String(others.length)} more waiting call(s))` : '';
+    this.info(`Approved always in this buffer: ${describeEntry(entry)}${more}`);
+    return entry;
+  }
+
+  /** `:Flemma tool:always`: what is approved "always" in the buffer, and whether YOLO is on. */
+  async sessionLines(bufnr: number): Promise<string[]> {
+    const entries = this.approval.session.list(bufnr);
+    const tools = await this.bufferTools(bufnr);
+    const lines = [
+      entries.length === 0
+        ? 'Nothing is approved "always" in this buffer'
+        : `Approved "always" in this buffer: ${entries.map(describeEntry).join(', ')}`,
+    ];
+    lines.push(`YOLO mode: ${this.yoloState(bufnr, tools)}`);
+    return lines;
+  }
+
+  /** The buffer's effective `tools` options (its frontmatter applied). */
+  private async bufferTools(bufnr: number): Promise<Record<string, unknown> | undefined> {
+    const state = await this.fresh(bufnr);
+    const config =
+      state === undefined
+        ? await this.config()
+        : ((await this.editorContext(bufnr, state.document)).config as ConfigSnapshot);
+    return config.tools;
+  }
+
+  /** `on`/`off`, with where it comes from. */
+  private yoloState(bufnr: number, tools: unknown): string {
+    const toggled = this.approval.session.yolo(bufnr);
+    if (toggled !== undefined) return `${toggled ? 'on' : 'off'} (:Flemma tool:yolo)`;
+    const configured = (tools as Record<string, unknown> | undefined)?.['yolo'] === true;
+    return configured ? 'on (tools.yolo)' : 'off';
+  }
+
+  /** `:Flemma tool:forget-always [tool]`: forget the buffer's "always" approvals. */
+  forgetAlways(bufnr: number, tool?: string): number {
+    const removed = this.approval.session.forget(bufnr, tool);
+    this.info(
+      removed === 0
+        ? `Nothing to forget${tool === undefined ? '' : ` for ${tool}`}`
+        : `Forgot ${String(removed)} "always" approval(s)`,
+    );
+    return removed;
+  }
+
+  /** `:Flemma tool:yolo [on|off|toggle]`: the buffer's YOLO toggle for this session. */
+  async setYolo(bufnr: number, mode: 'on' | 'off' | 'toggle'): Promise<boolean> {
+    let on: boolean;
+    if (mode === 'toggle') {
+      const current =
+        this.approval.session.yolo(bufnr) ?? (await this.bufferTools(bufnr))?.['yolo'] === true;
+      on = !current;
+    } else {
+      on = mode === 'on';
+    }
+    this.approval.session.setYolo(bufnr, on);
+    this.info(
+      on
+        ? 'YOLO mode on in this buffer: new tool calls run without asking (except bash and other neverAutoApprove tools)'
+        : 'YOLO mode off in this buffer',
+    );
+    return on;
+  }
+
+  /**
+   * `:Flemma tool:cancel-pending` (and `<C-c>` when nothing runs): every call waiting in the
+   * buffer — pending, or approved but held back by a pending one — gets the error result
+   * `The user cancelled the execution of the <name> tool`; none of them runs. Autopilot then
+   * goes on as after a rejection. Returns how many were cancelled.
+   */
+  async cancelPending(bufnr: number): Promise<number> {
+    const state = await this.fresh(bufnr);
+    if (state === undefined) return 0;
+    const groups = classifyToolBlocks(state.document);
+    // Approved calls wait only while nothing runs in the buffer (else they are queued for a slot).
+    const idle = !this.isRunning(bufnr) && !this.draining.has(bufnr);
+    const blocks = [
+      ...groups.pendingEmpty,
+      ...(idle ? [...groups.approved, ...groups.approvedWithContent] : []),
+    ].filter((block) => !this.running.has(block.id));
+    if (blocks.length === 0) return 0;
+    const edits: Edit[] = [];
+    for (const block of blocks) {
+      const text = await this.cancellationText(bufnr, block.id, block.name, block.input);
+      const edit = planResult(state.document, state.lines, block.id, {
+        id: block.id,
+        output: text,
+        isError: true,
+      });
+      if (edit !== undefined) edits.push(edit);
+    }
+    if (edits.length === 0) return 0;
+    await this.applyEdits(bufnr, bottomToTop(edits));
+    this.info(`Cancelled ${String(edits.length)} waiting tool call(s)`);
+    const settings = autopilotSettings(await this.bufferTools(bufnr));
+    this.pilot.rearmIfPaused(bufnr, settings);
+    await this.pilot.toolsComplete(bufnr, settings);
+    return edits.length;
   }
 
   /** `:Flemma tool:why`: which resolver decided the status of the call under the cursor. */
@@ -2066,6 +2275,7 @@ export class ToolService {
     this.frontmatterKeys.delete(bufnr);
     clearTimeout(this.frontmatterTimers.get(bufnr));
     this.frontmatterTimers.delete(bufnr);
+    this.approval.session.clear(bufnr);
   }
 
   // ---------------------------------------------------------------------------------------------

@@ -423,6 +423,8 @@ describe('resolvers registered from Lua', () => {
       'test:deny-echo@200',
       'test:junk@150',
       'urn:flemma:approval:config@100',
+      'urn:flemma:approval:session@95',
+      'urn:flemma:approval:yolo@92',
       'urn:flemma:approval:frontmatter@90',
       'urn:flemma:approval:sandbox@25',
       'urn:flemma:approval:tool-default@10',

@@ -869,6 +869,9 @@ M.options = S.object({
       audit_file = S.optional(S.string()),
     }),
     autonomy = S.enum({ "conservative", "standard", "autonomous" }, "standard"),
+    -- YOLO mode (docs/approval.md): approve every call except tools that are never approved
+    -- automatically (bash); `:Flemma tool:yolo` toggles it per buffer for the session.
+    yolo = S.boolean(false),
     web_fetch = S.object({
       timeout = S.optional(S.integer(nil, { min = 1 })),
       max_bytes = S.integer(102400, { min = 1 }),

@@ -12,6 +12,8 @@ M.FRONTMATTER = "urn:flemma:approval:frontmatter"
 M.SANDBOX = "urn:flemma:approval:sandbox"
 M.CATCH_ALL = "urn:flemma:approval:catch-all"
 M.TOOL_DEFAULT = "urn:flemma:approval:tool-default"
+M.SESSION = "urn:flemma:approval:session"
+M.YOLO = "urn:flemma:approval:yolo"
 
 local DECISIONS = { approve = true, require_approval = true, deny = true }
 
@@ -28,6 +30,18 @@ local function builtins()
   end)
   local list = {
     { name = M.CONFIG, priority = 100, description = "tools.auto_approve from the configuration", builtin = true },
+    {
+      name = M.SESSION,
+      priority = 95,
+      description = 'calls approved "always" in this buffer (:Flemma tool:approve-always)',
+      builtin = true,
+    },
+    {
+      name = M.YOLO,
+      priority = 92,
+      description = "YOLO mode (:Flemma tool:yolo, tools.yolo); not for neverAutoApprove tools",
+      builtin = true,
+    },
     {
       name = M.FRONTMATTER,
       priority = 90,
@@ -270,6 +284,67 @@ function M.config_decision(params)
     return { decision = "require_approval" }
   end
   return normalize(value)
+end
+
+-- Session approvals: "always" and YOLO (docs/approval.md). The host keeps them per buffer for
+-- the session; nothing is written to the file. Each function answers through `callback(err,
+-- result)` when given one, else reports a failure as a warning.
+
+local function host_call(method, params, callback)
+  require("flemma.host").ensure()
+  require("flemma.host").call(method, params, function(err, result)
+    if callback then
+      callback(err, result)
+    elseif err then
+      require("flemma.notify").warn(method .. ": " .. tostring(err))
+    end
+  end)
+end
+
+local function cursor_params(bufnr, row)
+  bufnr = (bufnr == nil or bufnr == 0) and vim.api.nvim_get_current_buf() or bufnr
+  if row == nil then
+    row = vim.api.nvim_win_get_cursor(0)[1] - 1
+  end
+  return { bufnr = bufnr, row = row }
+end
+
+--- Approve the call at `row` (0-based; default: the cursor's) and remember "always" for its tool
+--- (or tool and command) in the buffer. `callback(err, entry)` gets `{ tool, command? }`.
+function M.approve_always(bufnr, row, callback)
+  host_call("tool:approve-always", cursor_params(bufnr, row), callback)
+end
+
+--- The buffer's "always" approvals: `callback(err, { lines, entries = { { tool, command? } } })`.
+--- Without a callback the lines are shown.
+function M.always(bufnr, callback)
+  host_call("tool:always", cursor_params(bufnr, 0), callback or function(err, result)
+    if err then
+      require("flemma.notify").warn("tool:always: " .. tostring(err))
+    else
+      require("flemma.notify").info(table.concat(result.lines, "\n"))
+    end
+  end)
+end
+
+--- Forget the buffer's "always" approvals (only `tool`'s when given).
+function M.forget_always(bufnr, tool, callback)
+  local params = cursor_params(bufnr, 0)
+  params.tool = tool
+  host_call("tool:forget-always", params, callback)
+end
+
+--- YOLO mode for the buffer: `mode` is "on", "off" or "toggle" (default).
+function M.yolo(bufnr, mode, callback)
+  local params = cursor_params(bufnr, 0)
+  params.mode = mode or "toggle"
+  host_call("tool:yolo", params, callback)
+end
+
+--- Resolve every call waiting in the buffer into `The user cancelled the execution of the <name>
+--- tool`; none of them runs. `callback(err, { cancelled = n })`.
+function M.cancel_pending(bufnr, callback)
+  host_call("tool:cancel-pending", cursor_params(bufnr, 0), callback)
 end
 
 --- For tests.

@@ -370,6 +370,19 @@ function M.adapt(name, tool)
   def.format_rejected = function(reason, input)
     return M.rejected(tool, name, input, reason)
   end
+  -- Session approvals (docs/approval.md): "always" per command, YOLO opt-out, cancel text.
+  local opts = type(tool.opts) == "table" and tool.opts or {}
+  local output = type(tool.output) == "table" and tool.output or {}
+  def.require_cmd_approval = opts.require_cmd_approval == true or nil
+  def.never_auto_approve = opts.allowed_in_yolo_mode == false or nil
+  if type(output.cmd_string) == "function" then
+    def.cmd_string = function(input)
+      return try(name .. ": output.cmd_string", output.cmd_string, instance(tool, name, input, nil), input)
+    end
+  end
+  def.format_cancelled = function(input)
+    return M.cancelled(tool, name, input)
+  end
   return name, def
 end
 
@@ -383,6 +396,18 @@ function M.prompt(tool, name, input)
     end
   end
   return string.format('Run the "%s" tool?', name)
+end
+
+--- The text the model gets when the user cancels a call (`output.cancelled(self)`).
+function M.cancelled(tool, name, input)
+  local output = type(tool.output) == "table" and tool.output or {}
+  if type(output.cancelled) == "function" then
+    local text = try(name .. ": output.cancelled", output.cancelled, instance(tool, name, input, nil), input)
+    if type(text) == "string" and text ~= "" then
+      return text
+    end
+  end
+  return string.format("The user cancelled the execution of the %s tool", name)
 end
 
 --- The text the model gets when the user rejects a call (`output.rejected(self, reason)`).

@@ -54,7 +54,7 @@ local function check_definition(name, def, level)
   if approval ~= nil and type(approval) ~= "boolean" and type(approval) ~= "function" then
     error(string.format("flemma.tools.register: tool '%s': require_approval must be a boolean or a function", name), level)
   end
-  for _, field in ipairs({ "execute", "format_preview", "format_rejected" }) do
+  for _, field in ipairs({ "execute", "format_preview", "format_rejected", "format_cancelled", "cmd_string" }) do
     if def[field] ~= nil and type(def[field]) ~= "function" then
       error(string.format("flemma.tools.register: tool '%s': %s must be a function", name, field), level)
     end
@@ -273,6 +273,10 @@ function M.payload()
       system_prompt = def.system_prompt,
       require_approval = type(def.require_approval) == "function" and "function" or def.require_approval,
       has_rejected = type(def.format_rejected) == "function",
+      require_cmd_approval = def.require_cmd_approval == true or nil,
+      never_auto_approve = def.never_auto_approve == true or nil,
+      has_cmd_string = type(def.cmd_string) == "function" or nil,
+      has_cancelled = type(def.format_cancelled) == "function" or nil,
       codecompanion = def.codecompanion ~= nil or nil,
     }
   end
@@ -553,6 +557,31 @@ function M.format_rejected(params)
     return vim.NIL
   end
   return type(text) == "string" and text or vim.NIL
+end
+
+--- Host → Lua: a string a tool's optional function `field` (`cmd_string`, `format_cancelled`)
+--- returns for `input`, or nil (also when it raised: logged).
+local function optional_text(field, params)
+  local def = H.tools[params.name]
+  if not def or type(def[field]) ~= "function" then
+    return vim.NIL
+  end
+  local ok, text = pcall(def[field], call_input(params))
+  if not ok then
+    log.write("warn", string.format("%s of %s failed: %s", field, params.name, tostring(text)))
+    return vim.NIL
+  end
+  return type(text) == "string" and text or vim.NIL
+end
+
+--- Host → Lua: the command a call runs (`cmd_string(input)`), for per-command "always" approvals.
+function M.cmd_string(params)
+  return optional_text("cmd_string", params)
+end
+
+--- Host → Lua: the error text for a cancelled call (`format_cancelled(input)`), or nil.
+function M.format_cancelled(params)
+  return optional_text("format_cancelled", params)
 end
 
 --- The body of a preview for a Lua tool with `format_preview`, or nil.

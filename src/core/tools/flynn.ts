@@ -55,6 +55,14 @@ export interface Tool<Args = Record<string, unknown>> {
   async?: boolean;
   /** The placeholder's preview line. */
   formatPreview?(args: Record<string, unknown>, maxLength: number): Preview;
+  /** "Always" approvals are remembered per command (`cmdString`), not for the whole tool. */
+  requireCmdApproval?: boolean;
+  /** The command a call runs, as the user reads it. */
+  cmdString?(args: Args): string | undefined;
+  /** YOLO mode does not approve this tool. */
+  neverAutoApprove?: boolean;
+  /** The error the model gets when the user cancels the call. */
+  formatCancelled?(args: Args): string;
 }
 
 /** The registry as JavaScript modules see it (Flynn's `ToolRegistry`). */

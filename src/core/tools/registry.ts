@@ -84,6 +84,20 @@ export interface ToolDefinition {
    * `output.rejected`); `reason` is what the user typed into the rejected placeholder.
    */
   formatRejected?: (reason: string, input: unknown, ctx: ApprovalCallContext) => unknown;
+  /**
+   * "Always" approvals of this tool are remembered per command string rather than for the whole
+   * tool (CodeCompanion's `opts.require_cmd_approval`; the built-in `bash`).
+   */
+  requireCmdApproval?: boolean;
+  /** YOLO mode does not approve this tool (CodeCompanion's `allowed_in_yolo_mode = false`). */
+  neverAutoApprove?: boolean;
+  /** The command a call runs, as the user reads it (CodeCompanion's `output.cmd_string`). */
+  cmdString?: (input: unknown, ctx: ApprovalCallContext) => unknown;
+  /**
+   * The error text the model gets when the user cancels the call (CodeCompanion's
+   * `output.cancelled`); default `The user cancelled the execution of the <name> tool`.
+   */
+  formatCancelled?: (input: unknown, ctx: ApprovalCallContext) => unknown;
 }
 
 /** What a tool's approval default and rejection formatter learn about the call. */

@@ -197,6 +197,13 @@ export function createBashTool(options: BashToolOptions = {}): ToolDefinition {
     strict: true,
     async: true,
     canAutoApproveIfSandboxed: true,
+    // "Always" is per command, and YOLO mode still asks (docs/approval.md).
+    requireCmdApproval: true,
+    neverAutoApprove: true,
+    cmdString: (input) => {
+      const command = asCommand(input);
+      return command === '' ? undefined : command;
+    },
     label: 'Run shell command',
     execute: (input, ctx) => executeBash(input, ctx, options),
     formatPreview: (input) => {
@@ -205,6 +212,11 @@ export function createBashTool(options: BashToolOptions = {}): ToolDefinition {
       return { detail: `$ ${commandSummary(command)}`, label };
     },
   };
+}
+
+function asCommand(input: unknown): string {
+  const command = (input as Record<string, unknown> | null)?.['command'];
+  return typeof command === 'string' ? command.trim() : '';
 }
 
 export const bashTool: ToolDefinition = createBashTool();
