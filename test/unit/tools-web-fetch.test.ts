@@ -50,7 +50,11 @@ beforeAll(async () => {
 
 afterAll(async () => {
   server.closeAllConnections();
-  await new Promise<void>((resolve) => server.close(() => resolve()));
+  await new Promise<void>((resolve) => {
+    server.close(() => {
+      resolve();
+    });
+  });
 });
 
 function ctx(options: { config?: Record<string, unknown>; signal?: AbortSignal } = {}) {
@@ -108,15 +112,15 @@ describe('web_fetch', () => {
   it('reads at most max_bytes (the call, else tools.web_fetch.max_bytes) and says so', async () => {
     const cut = await webFetch({ url: `${base}/big`, max_bytes: 1000 }, ctx());
     expect(cut.ok).toBe(true);
-    const output = cut.ok ? String(cut.output) : '';
+    const output = cut.ok && typeof cut.output === 'string' ? cut.output : '';
     expect(output).toContain(
       '[truncated: the response is larger than 1000 bytes; 1000 bytes read]',
     );
     expect(output.split('\n')[3]).toBe('y'.repeat(1000));
     const configured = await webFetch({ url: `${base}/big` }, ctx({ config: { max_bytes: 10 } }));
-    expect(configured.ok ? String(configured.output) : '').toContain(
-      'larger than 10 bytes; 10 bytes read',
-    );
+    expect(
+      configured.ok && typeof configured.output === 'string' ? configured.output : '',
+    ).toContain('larger than 10 bytes; 10 bytes read');
   });
 
   it('describes a binary body instead of decoding it', async () => {
