@@ -17,6 +17,7 @@ import { pathToFileURL } from 'node:url';
 import type { ChatDocument, PlaceholderStatus } from '../core/chat/ast.js';
 import {
   type Edit,
+  type PlaceholderRequest,
   bottomToTop,
   classifyToolBlocks,
   planPlaceholders,
@@ -1111,33 +1112,29 @@ export class ToolService {
         requests.push({ id: use.id, status: statusOf(decided.decision) });
       }
       trace('cycle:decided');
-      const placing = this.applyEdits(
-        bufnr,
-        planPlaceholders(state.document, state.lines, requests),
-      );
       if (requests.some((request) => request.status === 'pending')) {
-        await placing;
+        await this.applyEdits(bufnr, planPlaceholders(state.document, state.lines, requests));
         const parsed = await this.fresh(bufnr);
         if (parsed !== undefined) await this.waitForUser(bufnr, parsed);
         this.pilot.pause(bufnr);
         return;
       }
-      // Only approved/denied/aborted: the approved calls start now, while their placeholders
-      // are being written (a result is written once its placeholder is in: the writes keep
-      // their order), and Phase 2 resolves the others on the next tick (an undo boundary
-      // between the two).
+      // Only approved/denied/aborted: the approved calls start now, and Phase 2 resolves the
+      // others on the next tick (an undo boundary between the two).
       const approvedNow = unresolved.filter((use, index) => requests[index]?.status === 'approved');
       if (approvedNow.length > 0) {
         this.pilot.arm(bufnr, settings);
-        // After the placeholders' batch has gone out (it leaves on this turn's check phase), so
-        // that Neovim writes them while the tools run.
-        setImmediate(() => {
+        dispatched = true;
+        await this.placeWhileRunning(bufnr, state, requests, () => {
           this.dispatch(bufnr, approvedNow, config, editor.facts, user);
         });
-        dispatched = true;
+      } else {
+        await this.applyEdits(bufnr, planPlaceholders(state.document, state.lines, requests));
       }
-      await placing;
       trace('cycle:placed');
+      // Every call approved and started: nothing is left for Phase 2, and the step ends here
+      // (autopilot's next step waits for it).
+      if (requests.every((request) => request.status === 'approved')) return;
       await new Promise<void>((resolve) => setImmediate(resolve));
       state = await this.fresh(bufnr);
       if (state === undefined) return;
@@ -1720,12 +1717,14 @@ export class ToolService {
       if (options.placeholder === true) {
         // Its row is known once the results written before it are parsed; the tool does not
         // wait for that (its neighbours' results are being written meanwhile).
-        void this.fresh(bufnr).then(
-          (state) => {
-            spin(state === undefined ? undefined : resultHeaderRow(state.document, id));
-          },
-          () => undefined,
-        );
+        void (this.holds.get(bufnr) ?? Promise.resolve())
+          .then(() => this.fresh(bufnr))
+          .then(
+            (state) => {
+              spin(state === undefined ? undefined : resultHeaderRow(state.document, id));
+            },
+            () => undefined,
+          );
       } else {
         spin(await this.ensurePlaceholder(bufnr, id));
       }
@@ -2118,6 +2117,7 @@ export class ToolService {
     try {
       const writer = this.ctx.writes.buffer(bufnr);
       for (;;) {
+        await this.holds.get(bufnr);
         await this.resultsSettle(bufnr);
         const taken = this.injections.get(bufnr) ?? [];
         if (taken.length === 0) break;
@@ -2192,6 +2192,64 @@ export class ToolService {
       this.injections.delete(bufnr);
     } finally {
       this.injecting.delete(bufnr);
+    }
+  }
+
+  /** Buffers whose placeholders Phase 1 holds back while their tools start (see below). */
+  private readonly holds = new Map<number, Promise<void>>();
+
+  /**
+   * Phase 1 of a step whose calls were all approved (or denied): the tools start at once, and
+   * the placeholders are written when they have returned, or after `COALESCE_MS` — a call whose
+   * result is in by then gets its result written in its placeholder's place, in the same
+   * batch, so a loop of quick tools costs one round trip to Neovim instead of two. Slower calls
+   * get their placeholders as before, and their results follow. Results and spinners wait for
+   * the hold to end.
+   */
+  private async placeWhileRunning(
+    bufnr: number,
+    state: DocumentState,
+    requests: PlaceholderRequest[],
+    start: () => void,
+  ): Promise<void> {
+    let release = (): void => undefined;
+    this.holds.set(
+      bufnr,
+      new Promise<void>((resolve) => {
+        release = resolve;
+      }),
+    );
+    let ready: PendingInjection[] = [];
+    try {
+      start();
+      await this.resultsSettle(bufnr);
+      const queue = this.injections.get(bufnr) ?? [];
+      const ids = new Set(requests.map((request) => request.id));
+      ready = queue.filter((item) => ids.has(item.id) && !item.replaceFinished);
+      const rest = queue.filter((item) => !ready.includes(item));
+      if (rest.length > 0) this.injections.set(bufnr, rest);
+      else this.injections.delete(bufnr);
+    } finally {
+      const known = new Map(ready.map((item) => [item.id, item.block]));
+      const planned = requests.map((request) => {
+        const result = known.get(request.id);
+        return result === undefined ? request : { ...request, result };
+      });
+      const writer = this.ctx.writes.buffer(bufnr);
+      const outcomes = planPlaceholders(state.document, state.lines, planned).map((edit) =>
+        writer.setLines(edit.start, edit.end, edit.lines, edit.expect),
+      );
+      this.holds.delete(bufnr);
+      release();
+      const written = (await Promise.all(outcomes)).every((outcome) => outcome === 'applied');
+      if (written) {
+        for (const item of ready) item.resolve(true);
+      } else if (ready.length > 0) {
+        // Something refused the batch: the results go the usual way (placeholders put back
+        // where they are missing, then the results).
+        this.injections.set(bufnr, [...ready, ...(this.injections.get(bufnr) ?? [])]);
+        if (!this.injecting.has(bufnr)) void this.drainInjections(bufnr);
+      }
     }
   }
 

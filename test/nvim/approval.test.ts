@@ -263,6 +263,61 @@ describe('the approval cycle', () => {
     await d.waitForEvent('FlemmaRequestFinished');
   });
 
+  it('a slow call started with a quick one gets its placeholder and spinner while it runs', async () => {
+    const { d, f, buf } = await setup({});
+    await d.lua(`
+      require("flemma.tools").register("gated", {
+        name = "gated",
+        description = "Answers when the test says so",
+        input_schema = { type = "object", properties = {} },
+        execute = function(_, _, callback)
+          _G.finish_gated = function(text) callback({ success = true, output = text }) end
+        end,
+      })
+      require("flemma").setup({ tools = { auto_approve = { "$default", "gated" } } })`);
+    await d.press('<C-]>');
+    await reply(await f.nextRequest({ path: '/v1/messages' }), 'One quick, one slow.', [
+      {
+        id: 'toolu_Q',
+        name: 'read',
+        input: { label: 'n', path: 'notes.txt', offset: null, limit: null },
+      },
+      { id: 'toolu_S', name: 'gated', input: {} },
+    ]);
+    // The slow call shows the spinner on its placeholder's header (a Lua timer animates it).
+    const spinnerRow = async (): Promise<number | undefined> => {
+      const lines = await d.lines(buf);
+      const row = lines.indexOf('**Tool Result:** `toolu_S`');
+      const marks = await d.extmarks('flemma.tool_status', buf);
+      const mark = marks.find((m) => m[1] === row);
+      return mark !== undefined && JSON.stringify(mark[3]['virt_text']).includes('Executing')
+        ? row
+        : undefined;
+    };
+    let row = await spinnerRow();
+    for (let i = 0; i < 100 && row === undefined; i++) {
+      await d.lua('vim.wait(20)');
+      row = await spinnerRow();
+    }
+    expect(row).toBeDefined();
+    const lines = await d.lines(buf);
+    expect(lines.slice(row, (row ?? 0) + 4)).toEqual([
+      '**Tool Result:** `toolu_S`',
+      '',
+      '```flemma:tool status=approved',
+      '```',
+    ]);
+    await d.lua('vim.wait(5000, function() return _G.finish_gated ~= nil end)');
+    await d.lua('_G.finish_gated("done at last")');
+    const follow = await f.nextRequest({ path: '/v1/messages' });
+    expect(lastUserContent(follow).map((c) => [c['tool_use_id'], c['content']])).toEqual([
+      ['toolu_Q', 'remember the milk'],
+      ['toolu_S', 'done at last'],
+    ]);
+    await reply(follow, 'Both in.');
+    await d.waitForEvent('FlemmaRequestFinished', { after: d.eventCount - 1 });
+  });
+
   it('cancelling all tools also drops the calls still waiting for a slot', async () => {
     const { d, f, buf } = await setup({});
     await d.lua(`

@@ -131,6 +131,13 @@ function M.spinner(params)
   if state == "running" then
     clear(k)
     local row = math.min(params.row or 0, vim.api.nvim_buf_line_count(bufnr) - 1)
+    -- The host's row comes from its latest parse; results written since above the block may
+    -- have moved it. The header is found again then.
+    local needle = "**Tool Result:** `" .. tool_id .. "`"
+    local line = vim.api.nvim_buf_get_lines(bufnr, row, row + 1, false)[1] or ""
+    if line:sub(1, #needle) ~= needle then
+      row = M.header_row(bufnr, tool_id) or row
+    end
     local mark = vim.api.nvim_buf_set_extmark(bufnr, H.ns, row, 0, {})
     entry = { bufnr = bufnr, mark = mark, state = "running", started = vim.uv.now() }
     H.entries[k] = entry

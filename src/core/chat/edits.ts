@@ -60,6 +60,11 @@ export interface UnresolvedToolUse {
 export interface PlaceholderRequest {
   id: string;
   status: PlaceholderStatus;
+  /**
+   * The finished result to write in the placeholder's place, when it is already known (a tool
+   * that returned before its placeholder was written): the same spot, one edit less.
+   */
+  result?: ToolResultBlock;
 }
 
 /** One placeholder block as Phase 2 sees it, paired with its tool use. */
@@ -141,10 +146,10 @@ export function planPlaceholders(
   placeholders: readonly PlaceholderRequest[],
 ): Edit[] {
   const answered = resultIds(doc);
-  const wanted = new Map<string, PlaceholderStatus>();
+  const wanted = new Map<string, PlaceholderRequest>();
   for (const request of placeholders) {
     if (!answered.has(request.id) && !wanted.has(request.id)) {
-      wanted.set(request.id, request.status);
+      wanted.set(request.id, request);
     }
   }
   // New blocks grouped by the row they go before; blocks sharing a row stay in tool-use order.
@@ -165,10 +170,15 @@ export function planPlaceholders(
     const you = next?.role === 'You' ? next : undefined;
     const results = you === undefined ? [] : toolResults(you);
     uses.forEach((use, position) => {
-      const status = wanted.get(use.id);
-      if (status === undefined) return;
+      const request = wanted.get(use.id);
+      if (request === undefined) return;
       wanted.delete(use.id);
-      const block = tryWrite(() => placeholder(use.id, status));
+      const { result } = request;
+      const block = tryWrite(() =>
+        result === undefined
+          ? placeholder(use.id, request.status)
+          : toolResult({ ...result, id: use.id }),
+      );
       if (block === undefined) return;
       if (you === undefined) {
         add(lastContentRow(lines, message) + 1, 'create', block);
