@@ -197,6 +197,7 @@ end
 
 --- Buffer-local keymaps for a chat buffer (from the `keymaps` options).
 function M.setup_buffer(bufnr)
+  require("flemma.ui").attach(bufnr)
   local ok, cfg = pcall(function()
     return require("flemma.config").get().keymaps
   end)
@@ -233,6 +234,16 @@ function M.setup_buffer(bufnr)
       M.jump(-1)
     end
   end, "previous message")
+  local toggle = normal.fold_toggle
+  if toggle == nil then
+    toggle = "<Space>"
+  end
+  -- Not mapped when it is the leader key: that would swallow every leader mapping.
+  if type(toggle) == "string" and toggle ~= "" and not H.is_leader(toggle) then
+    map("n", toggle, function()
+      require("flemma.ui").toggle_fold()
+    end, "toggle the fold of the message")
+  end
   local object = cfg.text_object
   if object == nil then
     object = "m"
@@ -245,6 +256,18 @@ function M.setup_buffer(bufnr)
       M.select(false)
     end, "around message")
   end
+end
+
+--- Whether `lhs` is the leader key (`mapleader`, default backslash).
+function H.is_leader(lhs)
+  local leader = vim.g.mapleader
+  if leader == nil then
+    leader = "\\"
+  end
+  local function norm(keys)
+    return vim.api.nvim_replace_termcodes(keys, true, true, true)
+  end
+  return norm(lhs) == norm(leader)
 end
 
 --- Forget a wiped buffer.

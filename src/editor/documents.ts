@@ -6,6 +6,7 @@ import type { ChatDocument, Diagnostic } from '../core/chat/ast.js';
 import { parseLines, reparse } from '../core/chat/parser.js';
 import { type Logger, silentLogger } from '../core/log.js';
 import type { LuaBridge } from './lua.js';
+import { trace } from '../host/trace.js';
 
 /** The part of the Neovim client that follows buffer changes. */
 export interface BufferEventsPort {
@@ -100,6 +101,7 @@ export class DocumentStore {
       this.nvim.attachBuffer(handle, 'detach', () => {
         this.forget(bufnr);
       });
+      trace('doc:attach');
       const attached = (await this.nvim.request('nvim_buf_attach', [bufnr, true, {}])) as boolean;
       if (!attached) {
         this.forget(bufnr);
@@ -213,6 +215,7 @@ export class DocumentStore {
     const data = args[4] as string[];
     if (entry.state === undefined || last === -1) {
       // The whole buffer (the first event after attaching).
+      trace('doc:lines');
       entry.state = {
         bufnr,
         lines: [...data],
@@ -220,6 +223,7 @@ export class DocumentStore {
         document: parseLines(data, this.parseOptions),
       };
       entry.dirtyFrom = Infinity;
+      trace('doc:parsed');
       this.afterParse(entry);
       return;
     }
@@ -272,6 +276,7 @@ export class DocumentStore {
     const key = JSON.stringify([payload.markers, payload.diagnostics]);
     if (key === entry.published) return;
     entry.published = key;
+    trace('doc:publish');
     this.lua.call('chat.structure', payload).catch((error: unknown) => {
       entry.published = undefined;
       this.logger.warn(`publishing the structure of buffer ${String(state.bufnr)} failed`, error);

@@ -1,6 +1,7 @@
 // End-to-end driver: a fresh headless Neovim (`--embed --headless --clean`, private HOME and XDG
 // dirs, the plugin on the runtimepath) and verbs a user would use: open a chat, type, press keys,
 // wait for a plugin event, read lines and extmarks.
+import { Screen } from './screen.js';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -34,7 +35,7 @@ export interface DriverOptions {
   env?: Record<string, string>;
   /** Lua run after start-up, e.g. `require("flemma").setup({...})`. */
   setup?: string;
-  /** Attach a UI of this size, so that redraws really happen. */
+  /** Attach a UI of this size, so that redraws really happen (and `screen` shows them). */
   ui?: { width: number; height: number };
   /** Extra directories prepended to the runtimepath. */
   rtp?: string[];
@@ -64,6 +65,8 @@ export function nvimBinary(): string {
 }
 
 export class Driver {
+  /** What the attached UI shows (with the `ui` option). */
+  readonly screen = new Screen();
   private events: UserEvent[] = [];
   private notes: Notification[] = [];
   private eventWaiters: Waiter<UserEvent>[] = [];
@@ -124,14 +127,19 @@ export class Driver {
       channel,
     );
     if (options.ui !== undefined) {
-      await nvim.uiAttach(options.ui.width, options.ui.height, { ext_linegrid: true });
+      await nvim.uiAttach(options.ui.width, options.ui.height, {
+        ext_linegrid: true,
+        ext_hlstate: true,
+      });
     }
     if (options.setup !== undefined) await driver.lua(options.setup);
     return driver;
   }
 
   private receive(method: string, args: unknown[]): void {
-    if (method === 'flemma_test_user') {
+    if (method === 'redraw') {
+      this.screen.handle(args);
+    } else if (method === 'flemma_test_user') {
       const event: UserEvent = {
         pattern: String(args[0]),
         data: (args[1] ?? {}) as Record<string, unknown>,
@@ -199,6 +207,12 @@ export class Driver {
   /** Input is queued; a request behind it returns once the keys before it were processed. */
   private async settleInput(): Promise<void> {
     await this.nvim.request('nvim_get_mode', []);
+  }
+
+  /** Redraw now; the screen model holds the result when this returns. */
+  async redraw(): Promise<Screen> {
+    await this.command('redraw!');
+    return this.screen;
   }
 
   async lines(bufnr = 0): Promise<string[]> {

@@ -33,12 +33,37 @@ function M.cold_start_async(runs)
   end)
 end
 
---- Open `path` from the main loop (as a user's :edit) and report, with User FlemmaBenchOpened,
---- the ms until the host's message marks for it are shown (`expected` of them).
-function M.open_async(path, expected)
+--- Open `path` from the main loop (as a user's :edit) and report, with User FlemmaBenchOpened:
+--- `drawn`, the ms until the buffer is highlighted and folded on screen (`folds` closed folds
+--- counted), and `ms`, until the host's message marks for it are shown (`expected` of them).
+function M.open_async(path, expected, folds)
   vim.schedule(function()
     local started = vim.uv.hrtime()
+    local function mark(label)
+      local f = os.getenv("FLEMMA_TRACE")
+      if f then
+        local s, us = vim.uv.gettimeofday()
+        local h = io.open(f, "a")
+        h:write(string.format("%.2f lua:%s\n", s * 1000 + us / 1000, label))
+        h:close()
+      end
+    end
+    mark("edit")
     vim.cmd("edit " .. vim.fn.fnameescape(path))
+    -- The first screen, drawn with the chat's highlights.
+    vim.cmd("redraw")
+    local drawn = (vim.uv.hrtime() - started) / 1e6
+    mark("drawn")
+    -- Check (outside the timed part) that it is really folded.
+    local closed = 0
+    for l = 1, vim.api.nvim_buf_line_count(0) do
+      if vim.fn.foldclosed(l) == l then
+        closed = closed + 1
+      end
+    end
+    if closed ~= folds then
+      error(string.format("expected %d closed folds after opening, found %d", folds, closed))
+    end
     local ns = vim.api.nvim_create_namespace("flemma.messages")
     local bufnr = vim.api.nvim_get_current_buf()
     local timer = vim.uv.new_timer()
@@ -49,8 +74,9 @@ function M.open_async(path, expected)
       if #vim.api.nvim_buf_get_extmarks(bufnr, ns, 0, -1, {}) == expected then
         timer:stop()
         timer:close()
+        mark("shown")
         local elapsed = (vim.uv.hrtime() - started) / 1e6
-        vim.api.nvim_exec_autocmds("User", { pattern = "FlemmaBenchOpened", data = { ms = elapsed } })
+        vim.api.nvim_exec_autocmds("User", { pattern = "FlemmaBenchOpened", data = { ms = elapsed, drawn = drawn } })
       end
     end))
   end)

@@ -1,0 +1,228 @@
+--- flemma.ui: how a chat buffer looks — highlighting, folds, rulers and line backgrounds.
+---
+--- Each chat buffer's shape comes from a line scan in Lua (flemma.ui.scan), done when the buffer
+--- is set up and again after each change, from the message the change starts in. Highlights
+--- are drawn by a decoration provider for the rows on screen; folds are manual folds made once
+--- a block is complete (flemma.ui.fold). None of it talks to the host. See docs/ui.md.
+local scan = require("flemma.ui.scan")
+local highlight = require("flemma.ui.highlight")
+local fold = require("flemma.ui.fold")
+
+local M = {}
+
+local H = {
+  buffers = {}, ---@type table<integer, { structure: table, dirty: integer|nil, scheduled: boolean, tick: integer }>
+  cfg = nil,
+  provider = false,
+  ruler = { enabled = true, char = "─" },
+  line_hl = true,
+}
+
+local function config()
+  if H.cfg == nil then
+    local ok, cfg = pcall(function()
+      return require("flemma.config").get()
+    end)
+    M.configure(ok and cfg or {})
+  end
+  return H.cfg
+end
+
+--- Take (new) configuration: highlight groups, fold defaults, rulers, line backgrounds.
+function M.configure(cfg)
+  H.cfg = cfg or {}
+  highlight.setup(H.cfg)
+  fold.setup(H.cfg)
+  local ruler = H.cfg.ruler or {}
+  H.ruler = { enabled = ruler.enabled ~= false, char = type(ruler.char) == "string" and ruler.char or "─" }
+  H.line_hl = (H.cfg.line_highlights or {}).enabled ~= false
+end
+
+local function all_lines(bufnr, from)
+  return vim.api.nvim_buf_get_lines(bufnr, from, -1, false)
+end
+
+--- Scan again if the buffer changed since the last scan.
+local function refresh(bufnr, state)
+  if state.dirty == nil then
+    return state.structure
+  end
+  local first = state.dirty
+  state.dirty = nil
+  local line_count = vim.api.nvim_buf_line_count(bufnr)
+  local first_line = vim.api.nvim_buf_get_lines(bufnr, 0, 1, false)[1] or ""
+  state.structure = scan.rescan(state.structure, first, line_count, function(from)
+    return all_lines(bufnr, from)
+  end, first_line)
+  state.tick = state.tick + 1
+  return state.structure
+end
+
+--- The buffer's current structure (scanned again first when it changed), or nil.
+function M.structure(bufnr)
+  bufnr = (bufnr == nil or bufnr == 0) and vim.api.nvim_get_current_buf() or bufnr
+  local state = H.buffers[bufnr]
+  return state and refresh(bufnr, state) or nil
+end
+
+--- Bring the folds of every window showing the buffer in line with its structure.
+local function sync_folds(bufnr)
+  local state = H.buffers[bufnr]
+  if not state or not vim.api.nvim_buf_is_valid(bufnr) then
+    return
+  end
+  local st = refresh(bufnr, state)
+  for _, win in ipairs(vim.fn.win_findbuf(bufnr)) do
+    fold.sync(win, bufnr, st)
+  end
+end
+
+local function schedule_sync(bufnr, state)
+  if state.scheduled then
+    return
+  end
+  state.scheduled = true
+  vim.schedule(function()
+    state.scheduled = false
+    if H.buffers[bufnr] == state then
+      sync_folds(bufnr)
+    end
+  end)
+end
+
+local function on_win(_, win, bufnr, toprow, botrow)
+  local state = H.buffers[bufnr]
+  if not state then
+    return false
+  end
+  local st = refresh(bufnr, state)
+  local ctx = { structure = st, line_hl = H.line_hl }
+  if H.ruler.enabled then
+    local info = vim.fn.getwininfo(win)[1]
+    ctx.ruler_width = vim.api.nvim_win_get_width(win) - (info and info.textoff or 0)
+    ctx.ruler_char = H.ruler.char
+  end
+  -- One read for the rows on screen (folded rows are skipped by on_line).
+  ctx.first = toprow
+  ctx.lines = vim.api.nvim_buf_get_lines(bufnr, toprow, botrow + 1, false)
+  state.ctx = ctx
+  return true
+end
+
+local function on_line(_, _, bufnr, row)
+  local state = H.buffers[bufnr]
+  local ctx = state and state.ctx
+  if not ctx then
+    return
+  end
+  local line = ctx.lines[row - ctx.first + 1]
+  if line == nil then
+    line = vim.api.nvim_buf_get_lines(bufnr, row, row + 1, false)[1]
+    if line == nil then
+      return
+    end
+  end
+  local ok, err = pcall(highlight.draw, bufnr, row, line, ctx)
+  if not ok and not state.reported then
+    state.reported = true
+    vim.schedule(function()
+      require("flemma.log").write("error", "drawing chat buffer " .. bufnr .. " failed: " .. tostring(err))
+    end)
+  end
+end
+
+local function ensure_provider()
+  if H.provider then
+    return
+  end
+  H.provider = true
+  vim.api.nvim_set_decoration_provider(highlight.ns, { on_win = on_win, on_line = on_line })
+  local group = vim.api.nvim_create_augroup("flemma.ui", { clear = true })
+  vim.api.nvim_create_autocmd("ColorScheme", {
+    group = group,
+    desc = "Flemma: define the chat highlight groups again",
+    callback = function()
+      highlight.define()
+    end,
+  })
+  vim.api.nvim_create_autocmd("BufWinEnter", {
+    group = group,
+    desc = "Flemma: folds for a chat buffer shown in a window",
+    callback = function(ev)
+      if H.buffers[ev.buf] then
+        sync_folds(ev.buf)
+      end
+    end,
+  })
+  vim.api.nvim_create_autocmd("WinClosed", {
+    group = group,
+    desc = "Flemma: forget a closed window's folds",
+    callback = function(ev)
+      fold.forget_window(tonumber(ev.match))
+    end,
+  })
+end
+
+--- Start drawing a chat buffer: scan it, follow its changes, fold it in its windows.
+function M.attach(bufnr)
+  config()
+  ensure_provider()
+  local existing = H.buffers[bufnr]
+  if existing then
+    existing.dirty = 0
+    sync_folds(bufnr)
+    return
+  end
+  local state = {
+    structure = scan.scan(all_lines(bufnr, 0)),
+    dirty = nil,
+    scheduled = false,
+    tick = 0,
+  }
+  H.buffers[bufnr] = state
+  vim.api.nvim_buf_attach(bufnr, false, {
+    on_lines = function(_, _, _, first)
+      if H.buffers[bufnr] ~= state then
+        return true
+      end
+      state.dirty = state.dirty and math.min(state.dirty, first) or first
+      schedule_sync(bufnr, state)
+    end,
+    on_reload = function()
+      if H.buffers[bufnr] == state then
+        state.dirty = 0
+        schedule_sync(bufnr, state)
+      end
+    end,
+    on_detach = function()
+      if H.buffers[bufnr] == state then
+        H.buffers[bufnr] = nil
+      end
+    end,
+  })
+  sync_folds(bufnr)
+end
+
+--- Stop drawing a buffer (wiped, or no longer a chat).
+function M.detach(bufnr)
+  H.buffers[bufnr] = nil
+  fold.forget_buffer(bufnr)
+end
+
+--- Toggle the fold of the message under the cursor.
+function M.toggle_fold()
+  local bufnr = vim.api.nvim_get_current_buf()
+  local st = M.structure(bufnr)
+  if st then
+    sync_folds(bufnr)
+    fold.toggle_message(st)
+  end
+end
+
+--- Whether a buffer is drawn by flemma.ui, and how often it was scanned again (for tests).
+function M.state(bufnr)
+  local state = H.buffers[bufnr]
+  return state and { tick = state.tick } or nil
+end
+
+return M

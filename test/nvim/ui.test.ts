@@ -1,0 +1,302 @@
+// What a chat buffer looks like: highlight groups on screen, folds, the fold toggle, rulers,
+// and a large chat staying responsive. Asserted on the screen of an attached UI.
+import { afterEach, describe, expect, it } from 'vitest';
+import { largeChat } from '../bench/corpus.js';
+import { type Driver, startDriver } from '../helpers/driver.js';
+
+let driver: Driver | undefined;
+
+afterEach(async () => {
+  await driver?.quit();
+  driver = undefined;
+});
+
+const CHAT = [
+  '```lua',
+  'recipient = "Ada"',
+  '```',
+  '@System:',
+  'Be brief.',
+  '',
+  '@You:',
+  'Hello {{ recipient }}, read @./notes.md please.',
+  '',
+  '@Assistant:',
+  '<thinking>',
+  'The user wants a file read.',
+  'I will call the tool.',
+  '</thinking>',
+  '',
+  '## Plan',
+  'I will use `read` on **notes.md**.',
+  '',
+  '**Tool Use:** `read` (`toolu_1`)',
+  '',
+  '```json',
+  '{"path":"notes.md"}',
+  '```',
+  '',
+  '**Tool Use:** `bash` (`toolu_2`)',
+  '',
+  '```json',
+  '{"command":"ls"}',
+  '```',
+  '',
+  '@You:',
+  '**Tool Result:** `toolu_1` (error)',
+  '',
+  '```',
+  'no such file',
+  '```',
+  '',
+  '**Tool Result:** `toolu_2` (pending)',
+  '',
+  '```',
+  '```',
+  '',
+  'go on',
+];
+
+const SETUP = 'require("flemma").setup({})';
+
+async function open(lines: string[] = CHAT): Promise<Driver> {
+  driver = await startDriver({ setup: SETUP, ui: { width: 100, height: 60 } });
+  await driver.openChat('ui.chat', lines);
+  return driver;
+}
+
+/**
+ * Give every Flemma group a colour of its own instead of its link, so that the screen names the
+ * Flemma group that drew each cell (a UI sees the group a link ends at).
+ */
+async function unlink(d: Driver): Promise<void> {
+  await d.lua(`local n = 0
+    for name, spec in pairs(vim.api.nvim_get_hl(0, {})) do
+      if name:match("^Flemma") then
+        n = n + 1
+        vim.api.nvim_set_hl(0, name, { fg = 0x100000 + n, bg = spec.bg })
+      end
+    end`);
+}
+
+/** The screen column of `needle` in the screen row showing `rowText`. */
+function at(d: Driver, rowText: string | RegExp, needle: string): [number, number] {
+  const row = d.screen.find(rowText);
+  expect(row, `a screen row showing ${String(rowText)}`).toBeGreaterThanOrEqual(0);
+  const col = d.screen.row(row).indexOf(needle);
+  expect(col, `"${needle}" on screen row ${String(row)}`).toBeGreaterThanOrEqual(0);
+  return [row, col];
+}
+
+function groupsOf(d: Driver, rowText: string | RegExp, needle: string): string[] {
+  const [row, col] = at(d, rowText, needle);
+  return d.screen.groupsAt(row, col);
+}
+
+describe('highlighting', () => {
+  it('colours role markers, tool headers, statuses, thinking, templates and references', async () => {
+    const d = await open();
+    // One colour per status, each linked to a standard group by default.
+    const groups = await d.lua<Record<string, unknown>>(
+      `local out = {}
+      for _, status in ipairs({ "Pending", "Approved", "Denied", "Rejected", "Aborted", "Error" }) do
+        out[status] = vim.api.nvim_get_hl(0, { name = "FlemmaToolResult" .. status }).link
+      end
+      return out`,
+    );
+    expect(groups).toEqual({
+      Pending: 'DiagnosticInfo',
+      Approved: 'DiagnosticOk',
+      Denied: 'DiagnosticError',
+      Rejected: 'DiagnosticWarn',
+      Aborted: 'DiagnosticError',
+      Error: 'DiagnosticError',
+    });
+    await unlink(d);
+    // Everything open, to see every line.
+    await d.command('normal! zR');
+    await d.redraw();
+    expect(groupsOf(d, /^@System:/, '@System:')).toContain('FlemmaRoleSystem');
+    expect(groupsOf(d, /^@Assistant:/, '@Assistant:')).toContain('FlemmaRoleAssistant');
+    expect(groupsOf(d, 'Hello', '{{')).toContain('FlemmaLuaDelimiter');
+    expect(groupsOf(d, 'Hello', 'recipient')).toContain('FlemmaLuaExpression');
+    expect(groupsOf(d, 'Hello', '@./notes.md')).toContain('FlemmaUserFileReference');
+    // The trailing full stop is not part of the reference.
+    const [row, col] = at(d, 'Hello', '@./notes.md');
+    expect(d.screen.groupsAt(row, col + '@./notes.md'.length)).not.toContain(
+      'FlemmaUserFileReference',
+    );
+    expect(groupsOf(d, /^<thinking>/, '<thinking>')).toContain('FlemmaThinkingTag');
+    expect(groupsOf(d, 'The user wants', 'user')).toContain('FlemmaThinkingBlock');
+    expect(groupsOf(d, /^\*\*Tool Use:\*\* `read`/, 'Tool Use')).toContain('FlemmaToolUseTitle');
+    expect(groupsOf(d, /^\*\*Tool Use:\*\* `read`/, 'read')).toContain('FlemmaToolName');
+    expect(groupsOf(d, /toolu_1` \(error\)/, '(error)')).toContain('FlemmaToolResultError');
+    expect(groupsOf(d, /toolu_2` \(pending\)/, '(pending)')).toContain('FlemmaToolResultPending');
+    expect(groupsOf(d, /^\*\*Tool Result:\*\* `toolu_1`/, 'Tool Result')).toContain(
+      'FlemmaToolResultTitle',
+    );
+    expect(groupsOf(d, /^## Plan/, 'Plan')).toContain('FlemmaMarkdownHeading');
+    expect(groupsOf(d, /^I will use/, 'read')).toContain('FlemmaMarkdownCode');
+    expect(groupsOf(d, /^I will use/, 'notes.md')).toContain('FlemmaMarkdownStrong');
+    expect(groupsOf(d, /^recipient = /, 'recipient')).toEqual(
+      expect.arrayContaining(['FlemmaLineFrontmatter']),
+    );
+    // Templates are not read in assistant text, so they are not coloured there.
+    expect(groupsOf(d, /^I will use/, 'I')).not.toContain('FlemmaLuaExpression');
+    // A ruler follows each role marker.
+    expect(d.screen.row(d.screen.find(/^@You:/))).toMatch(/^@You: ─+/);
+    expect(groupsOf(d, /^@You:/, '─')).toContain('FlemmaRuler');
+  });
+
+  it('follows highlights.* and defines the groups again after a colorscheme change', async () => {
+    driver = await startDriver({
+      setup: `require("flemma").setup({ highlights = {
+        tool_result_pending = "#ff0000",
+        system = "NoSuchGroup,Title",
+        thinking_block = { dark = "Comment+bg:#101010", light = "Comment-bg:#101010" },
+      }, ruler = { enabled = false }, line_highlights = { enabled = false } })`,
+      ui: { width: 100, height: 60 },
+    });
+    const d = driver;
+    await d.openChat('ui.chat', CHAT);
+    const read = (): Promise<Record<string, unknown>> =>
+      d.lua(`return {
+        pending = vim.api.nvim_get_hl(0, { name = "FlemmaToolResultPending" }).fg,
+        system = vim.api.nvim_get_hl(0, { name = "FlemmaSystem" }).link,
+        thinking = vim.api.nvim_get_hl(0, { name = "FlemmaThinkingBlock" }).bg ~= nil,
+      }`);
+    expect(await read()).toEqual({ pending: 0xff0000, system: 'Title', thinking: true });
+    await d.command('colorscheme blue');
+    expect(await read()).toEqual({ pending: 0xff0000, system: 'Title', thinking: true });
+    await d.command('normal! zR');
+    await unlink(d);
+    await d.redraw();
+    // No ruler and no line backgrounds when turned off.
+    expect(d.screen.row(d.screen.find(/^@You:/)).trim()).toBe('@You:');
+    expect(groupsOf(d, /^recipient = /, 'recipient')).not.toContain('FlemmaLineFrontmatter');
+  });
+});
+
+describe('folding', () => {
+  it('folds complete thinking and tool blocks; the frontmatter and messages stay open', async () => {
+    const d = await open();
+    const state = await d.lua<Record<string, number>>(
+      `local function closed(pattern)
+        for l = 1, vim.api.nvim_buf_line_count(0) do
+          if vim.fn.getline(l):match(pattern) then return vim.fn.foldclosed(l) end
+        end
+      end
+      return {
+        thinking = closed("^<thinking>"),
+        use = closed("^%*%*Tool Use:%*%* .read"),
+        result = closed("^%*%*Tool Result:%*%* .toolu_1"),
+        frontmatter = closed("^recipient"),
+        system = closed("^Be brief"),
+        level = vim.fn.foldlevel(12),
+      }`,
+    );
+    expect(state).toEqual({
+      thinking: 11,
+      use: 19,
+      result: 32,
+      frontmatter: -1,
+      system: -1,
+      level: 2,
+    });
+    await unlink(d);
+    await d.redraw();
+    // A closed fold shows its first line, a preview and its size.
+    expect(d.screen.row(d.screen.find(/^<thinking>/))).toMatch(
+      /^<thinking> The user wants a file read\. \(4 lines\)/,
+    );
+    expect(groupsOf(d, /^<thinking>/, '(4 lines)')).toContain('FlemmaFoldMeta');
+  });
+
+  it('<Space> toggles the fold of the message under the cursor, the last one too', async () => {
+    const d = await open();
+    await d.command('call cursor(5, 1)'); // "Be brief."
+    await d.press('<Space>');
+    expect(await d.lua('return vim.fn.foldclosed(5)')).toBe(4);
+    await d.press('<Space>');
+    expect(await d.lua('return vim.fn.foldclosed(5)')).toBe(-1);
+    // The last message gets its fold when toggled.
+    await d.command('normal! G');
+    await d.press('<Space>');
+    expect(await d.lua('return vim.fn.foldclosed(vim.fn.line("$") - 1)')).toBe(31);
+    await d.press('<Space>');
+    expect(await d.lua('return vim.fn.foldclosed(vim.fn.line("$") - 1)')).toBe(-1);
+  });
+
+  it('a streamed reply gets its folds as blocks complete, without folding again everything', async () => {
+    const d = await open(['@You:', 'hi', '', '@Assistant:']);
+    const append = (lines: string[]): Promise<unknown> =>
+      d.lua('vim.api.nvim_buf_set_lines(0, -1, -1, false, ...)', lines);
+    await append(['<thinking>', 'step one']);
+    await d.lua('vim.wait(0)');
+    expect(await d.lua('return vim.fn.foldclosed(5)')).toBe(-1);
+    await append(['step two', '</thinking>', '', 'The answer.']);
+    // Folds follow on the next tick.
+    await d.lua('vim.wait(20, function() return vim.fn.foldclosed(5) ~= -1 end)');
+    expect(await d.lua('return vim.fn.foldclosed(6)')).toBe(5);
+    // The user opens it; more text streams in; it stays open.
+    await d.command('5foldopen');
+    await append(['More text.', '', '**Tool Use:** `bash` (`t1`)', '', '```json', '{}', '```']);
+    await d.lua('vim.wait(20, function() return vim.fn.foldclosed(13) ~= -1 end)');
+    expect(await d.lua('return vim.fn.foldclosed(6)')).toBe(-1);
+    expect(await d.lua('return vim.fn.foldclosed(14)')).toBe(13);
+    // A new message: the reply gets its message fold (open), its blocks keep their state.
+    await append(['', '@You:', '']);
+    await d.lua('vim.wait(20, function() return vim.fn.foldlevel(4) == 1 end)');
+    expect(
+      await d.lua(
+        'return { vim.fn.foldlevel(4), vim.fn.foldclosed(4), vim.fn.foldclosed(6), vim.fn.foldclosed(14) }',
+      ),
+    ).toEqual([1, -1, -1, 13]);
+  });
+
+  it('typing inside a message keeps every fold as it was', async () => {
+    const d = await open();
+    await d.command('3foldclose'); // the frontmatter, closed by hand
+    await d.command('call cursor(17, 1)');
+    await d.type('oNew line one');
+    await d.press('<CR>');
+    await d.type('and two');
+    await d.press('<Esc>');
+    const state = await d.lua<number[]>(
+      'vim.wait(20); return { vim.fn.foldclosed(1), vim.fn.foldclosed(11), vim.fn.foldclosed(21), vim.fn.foldclosed(34) }',
+    );
+    expect(state).toEqual([1, 11, 21, 34]);
+  });
+});
+
+describe('a large chat', () => {
+  it('opens highlighted and folded, and moving through it stays responsive', async () => {
+    driver = await startDriver({ setup: SETUP, ui: { width: 120, height: 40 } });
+    const d = driver;
+    const lines = largeChat(1024 * 1024, 400);
+    d.writeFile('large.chat', lines.join('\n') + '\n');
+    const result = await d.lua<{ open: number; worst: number; folds: number }>(
+      `local started = vim.uv.hrtime()
+      vim.cmd("edit large.chat")
+      vim.cmd("redraw")
+      local open = (vim.uv.hrtime() - started) / 1e6
+      local folds = 0
+      for l = 1, vim.api.nvim_buf_line_count(0) do
+        if vim.fn.foldclosed(l) == l then folds = folds + 1 end
+      end
+      local worst = 0
+      for _, keys in ipairs({ "G", "gg", "50%", "]m]m]m", "[m", "20\\\\<C-d>", "10\\\\<C-u>", "75%", "zR", "G", "zM", "gg" }) do
+        local t = vim.uv.hrtime()
+        vim.cmd('exe "normal ' .. keys .. '"')
+        vim.cmd("redraw")
+        worst = math.max(worst, (vim.uv.hrtime() - t) / 1e6)
+      end
+      return { open = open, worst = worst, folds = folds }`,
+    );
+    // 100 thinking blocks, 50 tool uses and 50 results are folded.
+    expect(result.folds).toBe(200);
+    // Generous bounds for a loaded machine: the benchmark measures the real figures.
+    expect(result.open).toBeLessThan(1000);
+    expect(result.worst).toBeLessThan(250);
+  });
+});
