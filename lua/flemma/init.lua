@@ -13,6 +13,7 @@ function M.setup(opts)
   require("flemma.tools").setup()
   require("flemma.tools.preview").setup_highlights(require("flemma.config").get().highlights or {})
   require("flemma.statusline").define_highlight()
+  require("flemma.integrations").apply()
 end
 
 local function ms(value)
@@ -65,9 +66,9 @@ function H.host_status()
     end
     lines[#lines + 1] = "  log: " .. status.log
     if err then
-      notify.warn(table.concat(lines, "\n"))
+      notify.warn(table.concat(lines, "\n"), { key = "host:status" })
     else
-      notify.info(table.concat(lines, "\n"))
+      notify.info(table.concat(lines, "\n"), { key = "host:status" })
     end
   end, 5000)
 end
@@ -235,7 +236,7 @@ function H.register_commands()
           return
         end
         if #list == 0 then
-          notify.info("No tool is running")
+          notify.info("No tool is running", { key = "tool:list" })
           return
         end
         local lines = {}
@@ -249,7 +250,7 @@ function H.register_commands()
             run.background and string.format(" [background job %d]", run.job_id) or ""
           )
         end
-        notify.info(table.concat(lines, "\n"))
+        notify.info(table.concat(lines, "\n"), { key = "tool:list" })
       end)
     end,
   })
@@ -367,6 +368,7 @@ function M.bootstrap()
   require("flemma.mcp").bootstrap()
   require("flemma.tools.approval").bootstrap()
   require("flemma.statusline").bootstrap()
+  require("flemma.integrations").bootstrap()
   require("flemma.secrets").bootstrap()
   local group = vim.api.nvim_create_augroup("flemma", { clear = true })
   vim.api.nvim_create_autocmd("FileType", {
