@@ -38,7 +38,7 @@ function M.status(bufnr)
       notify.warn("autopilot status: " .. tostring(err))
       return
     end
-    notify.info(table.concat(report.lines or {}, "\n"))
+    notify.info(table.concat(report.lines or {}, "\n"), { key = "autopilot:status" })
   end)
 end
 

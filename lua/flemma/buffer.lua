@@ -23,6 +23,11 @@ function H.lock_changed(bufnr)
   if statusline then
     statusline.refresh(bufnr)
   end
+  -- The bufferline busy indicator shows the same state (flemma.integrations.bufferline).
+  local bufferline = package.loaded["flemma.integrations.bufferline"]
+  if bufferline then
+    bufferline.refresh()
+  end
 end
 
 local function is_retryable(err)

@@ -14,6 +14,7 @@ function M.setup(opts)
   require("flemma.tools.preview").setup_highlights(require("flemma.config").get().highlights or {})
   require("flemma.statusline").define_highlight()
   require("flemma.ui").configure(require("flemma.config").get())
+  require("flemma.integrations").apply()
 end
 
 local function ms(value)
@@ -66,9 +67,9 @@ function H.host_status()
     end
     lines[#lines + 1] = "  log: " .. status.log
     if err then
-      notify.warn(table.concat(lines, "\n"))
+      notify.warn(table.concat(lines, "\n"), { key = "host:status" })
     else
-      notify.info(table.concat(lines, "\n"))
+      notify.info(table.concat(lines, "\n"), { key = "host:status" })
     end
   end, 5000)
 end
@@ -236,7 +237,7 @@ function H.register_commands()
           return
         end
         if #list == 0 then
-          notify.info("No tool is running")
+          notify.info("No tool is running", { key = "tool:list" })
           return
         end
         local lines = {}
@@ -250,7 +251,7 @@ function H.register_commands()
             run.background and string.format(" [background job %d]", run.job_id) or ""
           )
         end
-        notify.info(table.concat(lines, "\n"))
+        notify.info(table.concat(lines, "\n"), { key = "tool:list" })
       end)
     end,
   })
@@ -368,6 +369,7 @@ function M.bootstrap()
   require("flemma.mcp").bootstrap()
   require("flemma.tools.approval").bootstrap()
   require("flemma.statusline").bootstrap()
+  require("flemma.integrations").bootstrap()
   require("flemma.secrets").bootstrap()
   local group = vim.api.nvim_create_augroup("flemma", { clear = true })
   vim.api.nvim_create_autocmd("FileType", {

@@ -49,7 +49,7 @@ function M.status()
       notify.warn("mcp:status: " .. tostring(err))
       return
     end
-    notify.info(table.concat(result.lines, "\n"))
+    notify.info(table.concat(result.lines, "\n"), { key = "mcp:status" })
   end)
 end
 

@@ -44,7 +44,7 @@ function M.status(bufnr)
       notify.warn("sandbox status: " .. tostring(err))
       return
     end
-    notify.info(table.concat(report.lines or {}, "\n"))
+    notify.info(table.concat(report.lines or {}, "\n"), { key = "sandbox:status" })
   end)
 end
 

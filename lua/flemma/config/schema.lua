@@ -1103,6 +1103,17 @@ M.options = S.object({
       enabled = S.boolean(true),
       icon = S.string("∴"),
     }),
+    -- Busy indicator for bufferline.nvim (docs/integrations.md, "bufferline.nvim").
+    bufferline = S.object({
+      icon = S.string("󰔟"),
+    }),
+    nvim_notify = S.object({
+      enabled = S.boolean(true),
+      icon = S.optional(S.string()),
+    }),
+    treesitter_context = S.object({
+      enabled = S.boolean(true),
+    }),
   }),
 
   lsp = S.object({
