@@ -241,7 +241,12 @@ function M.setup_buffer(bufnr)
   if type(goto_file) == "string" and goto_file ~= "" then
     vim.keymap.set("n", goto_file, function()
       return require("flemma.navigation").goto_file_expr()
-    end, { buffer = bufnr, expr = true, silent = true, desc = "Flemma: open the @./file reference under the cursor" })
+    end, {
+      buffer = bufnr,
+      expr = true,
+      silent = true,
+      desc = "Flemma: open the @./file reference under the cursor",
+    })
   end
   local object = cfg.text_object
   if object == nil then
