@@ -315,29 +315,111 @@ local function ascii_alphanumeric(byte)
   return (byte >= 0x30 and byte <= 0x39) or (byte >= 0x41 and byte <= 0x5a) or (byte >= 0x61 and byte <= 0x7a)
 end
 
---- URL-decoding as Flemma reads a reference: `+` is a space, `%XX` a byte.
+--- The length of the well-formed UTF-8 sequence starting at `bytes[at]`, or 0.
+local function utf8_length(bytes, at)
+  local lead = bytes[at] or -1
+  if lead >= 0 and lead < 0x80 then
+    return 1
+  end
+  local length, low, high = 0, 0x80, 0xbf
+  if lead >= 0xc2 and lead <= 0xdf then
+    length = 2
+  elseif lead >= 0xe0 and lead <= 0xef then
+    length = 3
+    low = lead == 0xe0 and 0xa0 or low
+    high = lead == 0xed and 0x9f or high
+  elseif lead >= 0xf0 and lead <= 0xf4 then
+    length = 4
+    low = lead == 0xf0 and 0x90 or low
+    high = lead == 0xf4 and 0x8f or high
+  else
+    return 0
+  end
+  for k = 1, length - 1 do
+    local byte = bytes[at + k] or -1
+    if byte < low or byte > high then
+      return 0
+    end
+    low, high = 0x80, 0xbf
+  end
+  return length
+end
+
+--- URL-decoding as the host reads a reference: `+` is a space, a run of `%XX` is bytes read as
+--- UTF-8, and escapes that form no character (or no escape) stay as written.
 local function decode(path)
   if not path:find("[%%+]") then
     return path
   end
-  return (path:gsub("%+", " "):gsub("%%(%x%x)", function(hex)
-    return string.char(tonumber(hex, 16))
-  end))
+  local out = {}
+  local i, n = 1, #path
+  while i <= n do
+    local char = path:sub(i, i)
+    if char == "+" then
+      out[#out + 1] = " "
+      i = i + 1
+    elseif char ~= "%" then
+      out[#out + 1] = char
+      i = i + 1
+    else
+      local bytes, written = {}, {}
+      while path:sub(i, i) == "%" and path:sub(i + 1, i + 2):find("^%x%x$") do
+        bytes[#bytes + 1] = tonumber(path:sub(i + 1, i + 2), 16)
+        written[#written + 1] = path:sub(i, i + 2)
+        i = i + 3
+      end
+      if #bytes == 0 then
+        out[#out + 1] = "%"
+        i = i + 1
+      else
+        local at = 1
+        while at <= #bytes do
+          local length = utf8_length(bytes, at)
+          if length == 0 then
+            out[#out + 1] = written[at]
+            at = at + 1
+          else
+            out[#out + 1] = string.char(unpack(bytes, at, at + length - 1))
+            at = at + length
+          end
+        end
+      end
+    end
+  end
+  return table.concat(out)
 end
 
---- The end (exclusive, 1-based) of the whitespace-free run starting at `at`. Whitespace is ASCII
---- whitespace and U+00A0 (the non-breaking space a paste can bring in).
+--- The length of the whitespace character at `i` (as JavaScript's `\s` counts whitespace), or 0.
+local function whitespace_length(line, i)
+  local byte = line:byte(i)
+  if byte == 32 or (byte >= 9 and byte <= 13) then
+    return 1
+  end
+  if byte < 0xc2 then
+    return 0
+  end
+  local b2, b3 = line:byte(i + 1) or 0, line:byte(i + 2) or 0
+  if byte == 0xc2 then
+    return b2 == 0xa0 and 2 or 0 -- U+00A0
+  elseif byte == 0xe1 then
+    return (b2 == 0x9a and b3 == 0x80) and 3 or 0 -- U+1680
+  elseif byte == 0xe2 and b2 == 0x80 then
+    -- U+2000..U+200A, U+2028, U+2029, U+202F
+    return ((b3 >= 0x80 and b3 <= 0x8a) or b3 == 0xa8 or b3 == 0xa9 or b3 == 0xaf) and 3 or 0
+  elseif byte == 0xe2 and b2 == 0x81 then
+    return b3 == 0x9f and 3 or 0 -- U+205F
+  elseif byte == 0xe3 then
+    return (b2 == 0x80 and b3 == 0x80) and 3 or 0 -- U+3000
+  elseif byte == 0xef then
+    return (b2 == 0xbb and b3 == 0xbf) and 3 or 0 -- U+FEFF
+  end
+  return 0
+end
+
+--- The end (exclusive, 1-based) of the whitespace-free run starting at `at`.
 local function run_end(line, at)
-  local i = at
-  local n = #line
-  while i <= n do
-    local byte = line:byte(i)
-    if byte == 32 or (byte >= 9 and byte <= 13) then
-      break
-    end
-    if byte == 0xc2 and line:byte(i + 1) == 0xa0 then
-      break
-    end
+  local i, n = at, #line
+  while i <= n and whitespace_length(line, i) == 0 do
     i = i + 1
   end
   return i

@@ -2,7 +2,11 @@
 // on `@./file` references resolved from the chat's directory, and the in-process language
 // server's definition and hover. Everything here works from the buffer text; the host is not
 // needed for any of it.
+import { readFileSync, readdirSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
+import type { TextSegment } from '../../src/core/chat/ast.js';
+import { splitFileReferences } from '../../src/core/chat/filerefs.js';
+import { parseLines, splitLines } from '../../src/core/chat/parser.js';
 import { type Driver, startDriver } from '../helpers/driver.js';
 
 let driver: Driver | undefined;
@@ -276,5 +280,90 @@ describe('navigation in a chat buffer', () => {
       leader: 'Flemma: go to the matching tool result or use, or the referenced file',
       clients: 0,
     });
+  });
+});
+
+// The Lua scan must find what the host's parser finds, so that jumps agree with what is sent.
+describe('the Lua scan agrees with the host parser', () => {
+  const FIXTURES = new URL('../fixtures/chat/', import.meta.url);
+  const LENIENT = new Set([
+    'tool-use-json',
+    'tool-use-missing-fence',
+    'tool-use-unclosed-fence',
+    'tool-result-missing-fence',
+    'tool-result-unclosed-fence',
+  ]);
+
+  it('on every chat fixture: the same tool uses and results, on the same lines', async () => {
+    driver = await startDriver();
+    for (const file of readdirSync(FIXTURES).filter((name) => name.endsWith('.chat'))) {
+      const lines = splitLines(readFileSync(new URL(file, FIXTURES), 'utf8'));
+      const document = parseLines(lines);
+      const expected: string[] = [];
+      for (const message of document.messages) {
+        for (const segment of message.segments) {
+          if (segment.kind === 'tool_use') {
+            expected.push(`${String(segment.span.startLine)} use ${segment.id} ${segment.name}`);
+          } else if (segment.kind === 'tool_result') {
+            const status = segment.placeholder?.status ?? (segment.isError ? 'error' : 'done');
+            expected.push(
+              `${String(segment.span.startLine)} result ${segment.toolUseId} ${status}`,
+            );
+          }
+        }
+      }
+      const found = await driver.lua<string[]>(
+        `local out = {}
+        for _, b in ipairs(require("flemma.navigation").scan(...).blocks) do
+          if b.kind == "tool_use" then
+            out[#out + 1] = string.format("%d use %s %s", b.row, b.id, b.name)
+          elseif b.kind == "tool_result" then
+            out[#out + 1] = string.format("%d result %s %s", b.row, b.id, b.status)
+          end
+        end
+        return out`,
+        lines,
+      );
+      // The scan also finds blocks the parser drops with a warning (a jump still makes sense).
+      const dropped = new Set(
+        document.diagnostics
+          .filter((diagnostic) => LENIENT.has(diagnostic.code))
+          .map((diagnostic) => diagnostic.span.startLine),
+      );
+      const extra = found.filter(
+        (entry) => !expected.includes(entry) && !dropped.has(Number(entry.split(' ')[0])),
+      );
+      expect({ file, missing: expected.filter((entry) => !found.includes(entry)), extra }).toEqual({
+        file,
+        missing: [],
+        extra: [],
+      });
+    }
+  });
+
+  it('file references: the same spans and paths as the host reads', async () => {
+    driver = await startDriver();
+    const samples = [
+      'see @./docs/style.md.',
+      'Follow @./a.md, and @~/notes/todo.md; then @//tmp/ci.log;type=text/plain.',
+      'mirror@./legacy is text, (@./a.png) is not',
+      '看@./x.png and **@./bold.md**',
+      'spaces: @./ci%20failure.png, plus @./a+b.md and @./c%2Bd.md and @./bad%FF.md',
+      'nbsp @./nb.md\u00a0after, em @./em.md\u2003after',
+      'empty @./ and @~/ and @/ and @// alone',
+      'twice @./a.md@./b.md and @../up/one.txt_',
+    ];
+    for (const line of samples) {
+      const text: TextSegment = { kind: 'text', value: line, span: { startLine: 1, endLine: 1 } };
+      const expected = splitFileReferences(text)
+        .filter((part) => part.kind === 'file_reference')
+        .map((part) => ({ raw: part.raw, path: part.path }));
+      const found = await driver.lua<{ raw: string; path: string }[]>(
+        `return vim.tbl_map(function(ref) return { raw = ref.raw, path = ref.path } end,
+          require("flemma.navigation").references_in(...))`,
+        line,
+      );
+      expect({ line, found }).toEqual({ line, found: expected });
+    }
   });
 });
