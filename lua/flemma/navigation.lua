@@ -527,8 +527,17 @@ end
 -- Definition and hover (shared by the keys and the language server).
 -- ---------------------------------------------------------------------------------------------
 
-local function lines_of(bufnr)
-  return vim.api.nvim_buf_get_lines(bufnr, 0, -1, false)
+--- The scan of a buffer, kept for the last buffer scanned until its text changes (repeated
+--- `gd`, or hover then definition, scan once).
+local function structure_of(bufnr)
+  local tick = vim.api.nvim_buf_get_changedtick(bufnr)
+  local cached = H.cache
+  if cached and cached.bufnr == bufnr and cached.tick == tick then
+    return cached.structure
+  end
+  local structure = M.scan(vim.api.nvim_buf_get_lines(bufnr, 0, -1, false))
+  H.cache = { bufnr = bufnr, tick = tick, structure = structure }
+  return structure
 end
 
 local function exists(path)
@@ -546,7 +555,7 @@ function M.definition(bufnr, row, col)
     end
     return { path = ref.absolute, reference = ref }
   end
-  local structure = M.scan(lines_of(bufnr))
+  local structure = structure_of(bufnr)
   local block = located(structure, row + 1)
   if block == nil or block.kind == "thinking" then
     return nil, "Nothing to go to here (put the cursor on a tool use, a tool result or an @./file reference)"
@@ -588,7 +597,7 @@ function M.hover(bufnr, row, col)
     local label = ref.include and string.format('include("%s")', ref.raw) or ("@" .. ref.raw)
     return string.format("**%s**\n\n`%s` (%s)", label, ref.absolute, what)
   end
-  local structure = M.scan(lines_of(bufnr))
+  local structure = structure_of(bufnr)
   local block, index = located(structure, row + 1)
   local message = index and structure.messages[index]
   local where = message
