@@ -85,13 +85,16 @@ local STATUS_WORDS = {
 --- The status in a modeline (`status=approved`, or a bare word); nil when it names none.
 local function modeline_status(text)
   local explicit = text:match("status=[\"']?([%w_]+)")
-  if explicit then
-    return STATUS_WORDS[explicit] or "unknown"
+  if explicit and STATUS_WORDS[explicit] then
+    return STATUS_WORDS[explicit]
   end
   for word in text:gmatch("[^%s]+") do
     if STATUS_WORDS[word] then
       return STATUS_WORDS[word]
     end
+  end
+  if explicit then
+    return "unknown"
   end
 end
 
@@ -712,9 +715,5 @@ function M.goto_file()
   end
   return M.open(ref.absolute)
 end
-
-H.located = located
-H.partner = partner
-M._H = H
 
 return M

@@ -296,8 +296,39 @@ describe('the Lua scan agrees with the host parser', () => {
 
   it('on every chat fixture: the same tool uses and results, on the same lines', async () => {
     driver = await startDriver();
-    for (const file of readdirSync(FIXTURES).filter((name) => name.endsWith('.chat'))) {
-      const lines = splitLines(readFileSync(new URL(file, FIXTURES), 'utf8'));
+    // Besides the fixtures, statuses written in odd ways.
+    const EDGE = [
+      '@Assistant:',
+      ...['a', 'b', 'c', 'd', 'e'].flatMap((id) => [
+        `**Tool Use:** \`x\` (\`${id}\`)`,
+        '```json',
+        '{}',
+        '```',
+      ]),
+      '@You:',
+      '**Tool Result:** `a` (status=foo approved)',
+      '```',
+      '```',
+      '**Tool Result:** `b` (approve status=reject)',
+      '```',
+      'no',
+      '```',
+      '**Tool Result:** `c`',
+      '```flemma:tool status=aproved',
+      '```',
+      '**Tool Result:** `d` (error)',
+      '````json',
+      'broken',
+      '````',
+      '**Tool Result:** `e` (foo)',
+      '```',
+      'ok',
+      '```',
+    ].join('\n');
+    const files = readdirSync(FIXTURES).filter((name) => name.endsWith('.chat'));
+    for (const file of [...files, 'edge']) {
+      const text = file === 'edge' ? EDGE : readFileSync(new URL(file, FIXTURES), 'utf8');
+      const lines = splitLines(text);
       const document = parseLines(lines);
       const expected: string[] = [];
       for (const message of document.messages) {
