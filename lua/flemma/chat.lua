@@ -244,6 +244,21 @@ function M.setup_buffer(bufnr)
       require("flemma.ui").toggle_fold()
     end, "toggle the fold of the message")
   end
+  -- Navigation (docs/navigation.md): tool use <-> result, and `@./file` references.
+  map("n", normal.goto_definition == nil and "gd" or normal.goto_definition, function()
+    require("flemma.navigation").goto_definition()
+  end, "go to the matching tool result or use, or the referenced file")
+  local goto_file = normal.goto_file == nil and "gf" or normal.goto_file
+  if type(goto_file) == "string" and goto_file ~= "" then
+    vim.keymap.set("n", goto_file, function()
+      return require("flemma.navigation").goto_file_expr()
+    end, {
+      buffer = bufnr,
+      expr = true,
+      silent = true,
+      desc = "Flemma: open the @./file reference under the cursor",
+    })
+  end
   local object = cfg.text_object
   if object == nil then
     object = "m"

@@ -378,6 +378,7 @@ function M.bootstrap()
     desc = "Flemma: set up a chat buffer and let the host follow it",
     callback = function(ev)
       require("flemma.chat").setup_buffer(ev.buf)
+      require("flemma.lsp").setup_buffer(ev.buf)
       -- Deferred: starting a process is not something to do inside the FileType event itself.
       vim.schedule(function()
         H.attach(ev.buf)

@@ -1,0 +1,400 @@
+// Navigation in chat buffers (docs/navigation.md): `gd` between a tool use and its result, `gf`
+// on `@./file` references resolved from the chat's directory, and the in-process language
+// server's definition and hover. Everything here works from the buffer text; the host is not
+// needed for any of it.
+import { readFileSync, readdirSync } from 'node:fs';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { TextSegment } from '../../src/core/chat/ast.js';
+import { splitFileReferences } from '../../src/core/chat/filerefs.js';
+import { parseLines, splitLines } from '../../src/core/chat/parser.js';
+import { type Driver, startDriver } from '../helpers/driver.js';
+
+let driver: Driver | undefined;
+
+afterEach(async () => {
+  await driver?.quit();
+  driver = undefined;
+});
+
+// Line numbers (1-based) are noted where the tests use them.
+const CHAT = [
+  '@You:', // 1
+  'Compare @./notes.md, with @../shared/style.md.', // 2
+  '',
+  '@Assistant:', // 4
+  "I'll read both.",
+  '',
+  '**Tool Use:** `read` (`toolu_01Read`)', // 7
+  '',
+  '```json',
+  '{', // 10
+  '  "path": "notes.md"',
+  '}',
+  '```',
+  '',
+  '**Tool Use:** `bash` (`toolu_02Bash`)', // 15
+  '',
+  '```json',
+  '{"command":"ls"}',
+  '```',
+  '',
+  'An example, not a call:',
+  '',
+  '````markdown',
+  '**Tool Result:** `toolu_01Read`', // 24: inside a fence, not a result
+  '````',
+  '',
+  '@You:', // 27
+  '**Tool Result:** `toolu_01Read`', // 28
+  '',
+  '```',
+  'These are my notes.',
+  '```',
+  '',
+];
+
+/** Open the chat at `project/chats/talk.chat` while Neovim's current directory is `work/`. */
+async function openProjectChat(d: Driver): Promise<number> {
+  d.writeFile('project/chats/notes.md', 'notes next to the chat\n');
+  d.writeFile('project/shared/style.md', 'the style guide\n');
+  // Decoys where a cwd-relative lookup would land.
+  d.writeFile('notes.md', 'notes in the current directory\n');
+  return d.openChat('project/chats/talk.chat', CHAT);
+}
+
+async function cursor(d: Driver): Promise<[number, number]> {
+  return d.lua('return vim.api.nvim_win_get_cursor(0)');
+}
+
+async function setCursor(d: Driver, line: number, col: number): Promise<void> {
+  await d.lua('vim.api.nvim_win_set_cursor(0, { ... })', line, col);
+}
+
+/** The current buffer's name relative to the private home, and its first line. */
+async function currentFile(d: Driver): Promise<{ name: string; first: string }> {
+  const [name, first] = await d.lua<[string, string]>(
+    `return { vim.api.nvim_buf_get_name(0), vim.api.nvim_buf_get_lines(0, 0, 1, false)[1] }`,
+  );
+  return { name: name.slice(d.home.length), first };
+}
+
+/** Wait (in Neovim) until the flemma language server is attached to the buffer. */
+async function lspAttached(d: Driver, bufnr: number): Promise<boolean> {
+  return d.lua(
+    `local bufnr = ...
+    return vim.wait(5000, function()
+      return #vim.lsp.get_clients({ bufnr = bufnr, name = "flemma" }) > 0
+    end, 5)`,
+    bufnr,
+  );
+}
+
+/** A request to the buffer's flemma client, answered synchronously for the test. */
+async function lspRequest<T>(
+  d: Driver,
+  bufnr: number,
+  method: string,
+  line: number,
+  character: number,
+): Promise<T | null> {
+  return d.lua(
+    `local bufnr, method, line, character = ...
+    local params = { textDocument = { uri = vim.uri_from_bufnr(bufnr) }, position = { line = line, character = character } }
+    local replies = vim.lsp.buf_request_sync(bufnr, method, params, 5000) or {}
+    for _, reply in pairs(replies) do
+      if reply.error then error(vim.inspect(reply.error)) end
+      return reply.result
+    end
+    return nil`,
+    bufnr,
+    method,
+    line,
+    character,
+  );
+}
+
+describe('navigation in a chat buffer', () => {
+  it('gd goes from a tool use (its header or its JSON) to the result, and back', async () => {
+    driver = await startDriver();
+    await openProjectChat(driver);
+    await setCursor(driver, 7, 5);
+    await driver.press('gd');
+    expect(await cursor(driver)).toEqual([28, 0]);
+    await driver.press('gd');
+    expect(await cursor(driver)).toEqual([7, 0]);
+    // From inside the JSON fence.
+    await setCursor(driver, 11, 4);
+    await driver.press('gd');
+    expect(await cursor(driver)).toEqual([28, 0]);
+    // The jump is in the jumplist.
+    await driver.press('<C-o>');
+    expect(await cursor(driver)).toEqual([11, 4]);
+  });
+
+  it('gd on a tool use without a result, or on plain text, says so briefly and stays', async () => {
+    driver = await startDriver();
+    await openProjectChat(driver);
+    await setCursor(driver, 18, 2);
+    const before = driver.notificationCount;
+    await driver.press('gd');
+    const note = await driver.waitForNotification(/No result for tool use/, { after: before });
+    expect(note.message).toBe('Flemma: No result for tool use toolu_02Bash (bash) yet');
+    expect(await cursor(driver)).toEqual([18, 2]);
+    // The header inside a fence is an example: nothing to go to.
+    await setCursor(driver, 24, 3);
+    await driver.press('gd');
+    await driver.waitForNotification(/Nothing to go to here/, { after: before });
+    expect(await cursor(driver)).toEqual([24, 3]);
+    const errors = await driver.lua<string>('return vim.v.errmsg');
+    expect(errors).toBe('');
+  });
+
+  it('gf opens @./ and @../ references relative to the chat, not the current directory', async () => {
+    driver = await startDriver();
+    const chat = await openProjectChat(driver);
+    expect(await driver.lua('return vim.fn.getcwd()')).toBe(`${driver.home}/work`);
+    await setCursor(driver, 2, 12); // on `notes.md` of `@./notes.md,`
+    await driver.press('gf');
+    expect(await currentFile(driver)).toEqual({
+      name: '/work/project/chats/notes.md',
+      first: 'notes next to the chat',
+    });
+    await driver.command(`buffer ${String(chat)}`);
+    await setCursor(driver, 2, 44); // the last character before the stripped `.`
+    await driver.press('gf');
+    expect(await currentFile(driver)).toEqual({
+      name: '/work/project/shared/style.md',
+      first: 'the style guide',
+    });
+  });
+
+  it("gf elsewhere is Neovim's own gf", async () => {
+    driver = await startDriver();
+    driver.writeFile('plain.txt', 'plain\n');
+    await driver.openChat('own.chat', ['@You:', 'see plain.txt']);
+    await setCursor(driver, 2, 6);
+    await driver.press('gf');
+    expect(await currentFile(driver)).toEqual({ name: '/work/plain.txt', first: 'plain' });
+  });
+
+  it('the language server answers definition and hover, leaves <C-]> alone, and stops cleanly', async () => {
+    driver = await startDriver();
+    const buf = await openProjectChat(driver);
+    expect(await lspAttached(driver, buf)).toBe(true);
+
+    const definition = await lspRequest<{ uri: string; range: { start: { line: number } } }>(
+      driver,
+      buf,
+      'textDocument/definition',
+      6,
+      0,
+    );
+    expect(definition).toEqual({
+      uri: `file://${driver.home}/work/project/chats/talk.chat`,
+      range: { start: { line: 27, character: 0 }, end: { line: 27, character: 0 } },
+    });
+    const file = await lspRequest<{ uri: string }>(driver, buf, 'textDocument/definition', 1, 10);
+    expect(file?.uri).toBe(`file://${driver.home}/work/project/chats/notes.md`);
+
+    const hover = await lspRequest<{ contents: { kind: string; value: string } }>(
+      driver,
+      buf,
+      'textDocument/hover',
+      27,
+      5,
+    );
+    expect(hover?.contents.kind).toBe('markdown');
+    expect(hover?.contents.value).toContain(
+      '**Tool result** for `read` (`toolu_01Read`): finished',
+    );
+    expect(hover?.contents.value).toContain('Tool use on line 7');
+
+    // vim.lsp.buf.definition() jumps like gd.
+    await setCursor(driver, 28, 0);
+    await driver.lua('vim.lsp.buf.definition()');
+    expect(
+      await driver.lua(
+        'return vim.wait(5000, function() return vim.api.nvim_win_get_cursor(0)[1] == 7 end, 5)',
+      ),
+    ).toBe(true);
+
+    // Attaching did not take over the send key.
+    const send = await driver.lua<{ desc?: string; buffer?: number }>(
+      `local map = vim.fn.maparg("<C-]>", "n", false, true)
+      return { desc = map.desc, buffer = map.buffer }`,
+    );
+    expect(send).toMatchObject({ desc: 'Flemma: run approved tools, or send', buffer: 1 });
+
+    // Stopping the client ends it quietly.
+    const before = driver.notificationCount;
+    const stopped = await driver.lua<boolean>(
+      `local client = vim.lsp.get_clients({ name = "flemma" })[1]
+      -- client:stop() since 0.11; client.stop() before (deprecated, with a message, after).
+      if vim.fn.has("nvim-0.11") == 1 then client:stop() else client.stop() end
+      return vim.wait(5000, function() return #vim.lsp.get_clients({ name = "flemma" }) == 0 end, 5)`,
+    );
+    expect(stopped).toBe(true);
+    expect(driver.notifications().slice(before)).toEqual([]);
+    expect((await driver.commandOutput('messages')).trim()).toBe('');
+  });
+
+  it('Neovim with the language server running exits at once, with status 0', async () => {
+    driver = await startDriver();
+    const buf = await openProjectChat(driver);
+    expect(await lspAttached(driver, buf)).toBe(true);
+    const exited = new Promise<{ code: number | null; signal: string | null }>((resolve) => {
+      driver?.proc.once('exit', (code, signal) => {
+        resolve({ code, signal });
+      });
+    });
+    await driver.quit();
+    driver = undefined;
+    expect(await exited).toEqual({ code: 0, signal: null });
+  });
+
+  it('lsp.enabled = false starts no server; keymaps can be renamed or turned off', async () => {
+    driver = await startDriver({
+      setup: `require("flemma").setup({
+        lsp = { enabled = false },
+        keymaps = { normal = { goto_definition = "<leader>j", goto_file = false } },
+      })`,
+    });
+    const buf = await openProjectChat(driver);
+    const maps = await driver.lua<{ gd: string; gf: string; leader: string; clients: number }>(
+      `local bufnr = ...
+      -- The deferred attach would have run by the time a 0 ms timer queued now fires.
+      local fired = false
+      vim.defer_fn(function() fired = true end, 0)
+      vim.wait(5000, function() return fired end, 5)
+      return {
+        gd = vim.fn.maparg("gd", "n"),
+        gf = vim.fn.maparg("gf", "n"),
+        leader = vim.fn.maparg("<leader>j", "n", false, true).desc or "",
+        clients = #vim.lsp.get_clients({ bufnr = bufnr }),
+      }`,
+      buf,
+    );
+    expect(maps).toEqual({
+      gd: '',
+      gf: '',
+      leader: 'Flemma: go to the matching tool result or use, or the referenced file',
+      clients: 0,
+    });
+  });
+});
+
+// The Lua scan must find what the host's parser finds, so that jumps agree with what is sent.
+describe('the Lua scan agrees with the host parser', () => {
+  const FIXTURES = new URL('../fixtures/chat/', import.meta.url);
+  const LENIENT = new Set([
+    'tool-use-json',
+    'tool-use-missing-fence',
+    'tool-use-unclosed-fence',
+    'tool-result-missing-fence',
+    'tool-result-unclosed-fence',
+  ]);
+
+  it('on every chat fixture: the same tool uses and results, on the same lines', async () => {
+    driver = await startDriver();
+    // Besides the fixtures, statuses written in odd ways.
+    const EDGE = [
+      '@Assistant:',
+      ...['a', 'b', 'c', 'd', 'e'].flatMap((id) => [
+        `**Tool Use:** \`x\` (\`${id}\`)`,
+        '```json',
+        '{}',
+        '```',
+      ]),
+      '@You:',
+      '**Tool Result:** `a` (status=foo approved)',
+      '```',
+      '```',
+      '**Tool Result:** `b` (approve status=reject)',
+      '```',
+      'no',
+      '```',
+      '**Tool Result:** `c`',
+      '```flemma:tool status=aproved',
+      '```',
+      '**Tool Result:** `d` (error)',
+      '````json',
+      'broken',
+      '````',
+      '**Tool Result:** `e` (foo)',
+      '```',
+      'ok',
+      '```',
+    ].join('\n');
+    const files = readdirSync(FIXTURES).filter((name) => name.endsWith('.chat'));
+    for (const file of [...files, 'edge']) {
+      const text = file === 'edge' ? EDGE : readFileSync(new URL(file, FIXTURES), 'utf8');
+      const lines = splitLines(text);
+      const document = parseLines(lines);
+      const expected: string[] = [];
+      for (const message of document.messages) {
+        for (const segment of message.segments) {
+          if (segment.kind === 'tool_use') {
+            expected.push(`${String(segment.span.startLine)} use ${segment.id} ${segment.name}`);
+          } else if (segment.kind === 'tool_result') {
+            const status = segment.placeholder?.status ?? (segment.isError ? 'error' : 'done');
+            expected.push(
+              `${String(segment.span.startLine)} result ${segment.toolUseId} ${status}`,
+            );
+          }
+        }
+      }
+      const found = await driver.lua<string[]>(
+        `local out = {}
+        for _, b in ipairs(require("flemma.navigation").scan(...).blocks) do
+          if b.kind == "tool_use" then
+            out[#out + 1] = string.format("%d use %s %s", b.row, b.id, b.name)
+          elseif b.kind == "tool_result" then
+            out[#out + 1] = string.format("%d result %s %s", b.row, b.id, b.status)
+          end
+        end
+        return out`,
+        lines,
+      );
+      // The scan also finds blocks the parser drops with a warning (a jump still makes sense).
+      const dropped = new Set(
+        document.diagnostics
+          .filter((diagnostic) => LENIENT.has(diagnostic.code))
+          .map((diagnostic) => diagnostic.span.startLine),
+      );
+      const extra = found.filter(
+        (entry) => !expected.includes(entry) && !dropped.has(Number(entry.split(' ')[0])),
+      );
+      expect({ file, missing: expected.filter((entry) => !found.includes(entry)), extra }).toEqual({
+        file,
+        missing: [],
+        extra: [],
+      });
+    }
+  });
+
+  it('file references: the same spans and paths as the host reads', async () => {
+    driver = await startDriver();
+    const samples = [
+      'see @./docs/style.md.',
+      'Follow @./a.md, and @~/notes/todo.md; then @//tmp/ci.log;type=text/plain.',
+      'mirror@./legacy is text, (@./a.png) is not',
+      '看@./x.png and **@./bold.md**',
+      'spaces: @./ci%20failure.png, plus @./a+b.md and @./c%2Bd.md and @./bad%FF.md',
+      'nbsp @./nb.md\u00a0after, em @./em.md\u2003after',
+      'empty @./ and @~/ and @/ and @// alone',
+      'twice @./a.md@./b.md and @../up/one.txt_',
+    ];
+    for (const line of samples) {
+      const text: TextSegment = { kind: 'text', value: line, span: { startLine: 1, endLine: 1 } };
+      const expected = splitFileReferences(text)
+        .filter((part) => part.kind === 'file_reference')
+        .map((part) => ({ raw: part.raw, path: part.path }));
+      const found = await driver.lua<{ raw: string; path: string }[]>(
+        `return vim.tbl_map(function(ref) return { raw = ref.raw, path = ref.path } end,
+          require("flemma.navigation").references_in(...))`,
+        line,
+      );
+      expect({ line, found }).toEqual({ line, found: expected });
+    }
+  });
+});
