@@ -34,11 +34,16 @@ function fail(message) {
 // --- What it needs -----------------------------------------------------------------------------
 
 function findTmux() {
+  let version;
   try {
-    return execFileSync('tmux', ['-V'], { encoding: 'utf8' }).trim();
+    version = execFileSync('tmux', ['-V'], { encoding: 'utf8' }).trim();
   } catch {
     return fail('tmux is not installed or not on PATH (Debian/Ubuntu: apt-get install tmux)');
   }
+  // 3.0 brought what the script uses: the size of a detached session, a command given as argv.
+  const major = Number(/(\d+)\.\d+/.exec(version)?.[1] ?? 0);
+  if (major < 3) fail(`${version} is too old: tmux 3.0 or newer is needed`);
+  return version;
 }
 
 function findNvim() {
