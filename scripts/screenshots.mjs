@@ -16,8 +16,8 @@ import { ansiToSvg } from './screenshots/ansi-svg.mjs';
 
 const COLUMNS = 110;
 const ROWS = 32;
-/** habamax's Normal colours: the terminal's default colours in the images. */
-const THEME = { colorscheme: 'habamax', foreground: '#c7c7c7', background: '#1c1c1c' };
+/** A colorscheme that ships with Neovim; its `Normal` colours stand for the terminal's own. */
+const COLORSCHEME = 'habamax';
 const OUT = join(root, 'docs/screenshots');
 const WAIT_MS = 15_000;
 /** The streaming screenshot is taken with this many pieces of the first reply on screen. */
@@ -60,6 +60,21 @@ function findNvim() {
   const [major, minor] = version.split('.').map(Number);
   if (major === 0 && minor < 10) fail(`${bin} is Neovim ${version}; Flemma needs 0.10 or newer`);
   return { bin, version };
+}
+
+/** The colorscheme's `Normal` colours, `#rrggbb`, asked from Neovim itself. */
+function normalColours(bin) {
+  const lua = `local hl = vim.api.nvim_get_hl(0, { name = "Normal", link = false })
+    io.stdout:write(string.format("#%06x #%06x", hl.fg or 0xc0c0c0, hl.bg or 0x000000))`;
+  const out = execFileSync(
+    bin,
+    ['--clean', '--headless', '-c', `colorscheme ${COLORSCHEME}`, '-c', `lua ${lua}`, '-c', 'qa!'],
+    { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  const [foreground, background] = out.trim().split(' ');
+  if (!/^#[0-9a-f]{6}$/.test(foreground ?? '') || !/^#[0-9a-f]{6}$/.test(background ?? ''))
+    throw new Error(`could not read the Normal colours of ${COLORSCHEME} (got "${out}")`);
+  return { foreground, background };
 }
 
 /** The test suite's fake provider (TypeScript), bundled for this script by esbuild. */
@@ -143,12 +158,11 @@ function cmdline(screen) {
   return (screen.split('\n')[ROWS - 1] ?? '').trim();
 }
 
-async function shoot(pane, name, title) {
+async function shoot(pane, colours, name, title) {
   const svg = ansiToSvg(await pane.ansi(), {
     columns: COLUMNS,
     rows: ROWS,
-    foreground: THEME.foreground,
-    background: THEME.background,
+    ...colours,
     title,
     cursor: await pane.cursor(),
   });
@@ -308,7 +322,7 @@ function environment(dir, fakeUrl) {
     XDG_CACHE_HOME: join(home, 'cache'),
     COLORTERM: 'truecolor',
     FLEMMA_ROOT: root,
-    FLEMMA_SHOTS_COLORSCHEME: THEME.colorscheme,
+    FLEMMA_SHOTS_COLORSCHEME: COLORSCHEME,
     ANTHROPIC_API_KEY: 'sk-screenshots',
     ANTHROPIC_BASE_URL: fakeUrl,
   };
@@ -317,6 +331,7 @@ function environment(dir, fakeUrl) {
 async function main() {
   const tmuxVersion = findTmux();
   const nvim = findNvim();
+  const colours = normalColours(nvim.bin);
   ensureDependencies();
   ensureBuild();
   const started = Date.now();
@@ -382,6 +397,7 @@ async function main() {
         );
         await shoot(
           pane,
+          colours,
           'streaming',
           'A reply streaming into a .chat buffer, with its progress indicator',
         );
@@ -396,6 +412,7 @@ async function main() {
     );
     await shoot(
       pane,
+      colours,
       'pending-tool',
       'A bash tool call waiting for approval, with a preview of its command',
     );
@@ -419,6 +436,7 @@ async function main() {
     );
     await shoot(
       pane,
+      colours,
       'usage',
       'The usage bar after a reply: model, cost, cache share, tokens and the session total',
     );
