@@ -51,6 +51,33 @@ function M.long_lines(lines, width)
   return found
 end
 
+--- Where Neovim's vimdoc parser (tree-sitter) fails on a help buffer: ERROR and MISSING nodes,
+--- as "line N: text" (an unclosed code span or a lone `|` shows up here). Nil when the parser
+--- is not available.
+---@param bufnr integer
+---@return string[]|nil
+function M.parse_errors(bufnr)
+  local ok, parser = pcall(vim.treesitter.get_parser, bufnr, "vimdoc")
+  if not ok or not parser then
+    return nil
+  end
+  local found = {}
+  local function walk(node)
+    if node:missing() or node:type() == "ERROR" then
+      local row = node:range()
+      local text = vim.api.nvim_buf_get_lines(bufnr, row, row + 1, false)[1] or ""
+      found[#found + 1] = string.format("line %d: %s", row + 1, text)
+    end
+    for child in node:iter_children() do
+      if child:has_error() then
+        walk(child)
+      end
+    end
+  end
+  walk(parser:parse()[1]:root())
+  return found
+end
+
 --- Calls `fn(line, lnum)` for each line that is not inside an example block (`>` at the end of
 --- a line opens one, `<` at the start of a line or a line that is not indented closes it).
 function H.each_text_line(lines, fn)

@@ -81,6 +81,14 @@ describe(':help flemma', () => {
       HELP_FILE,
     );
     expect(long, 'lines wider than 78 columns outside examples').toEqual([]);
+    // Neovim's own vimdoc parser reads the file without errors (both versions bundle it).
+    const errors = await driver.lua<string[] | null>(
+      `vim.cmd.edit(vim.fn.fnameescape(select(2, ...)))
+      return dofile(...).parse_errors(0)`,
+      COVERAGE,
+      HELP_FILE,
+    );
+    expect(errors, 'vimdoc parse errors').toEqual([]);
   });
 
   it('documents every registered :Flemma subcommand', async () => {
