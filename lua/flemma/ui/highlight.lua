@@ -158,6 +158,17 @@ local function line_background(buf, row, group)
   })
 end
 
+--- Whether another end-of-line text is on a row.
+local function has_eol_text(buf, row)
+  local marks = vim.api.nvim_buf_get_extmarks(buf, -1, { row, 0 }, { row, -1 }, { details = true, type = "virt_text" })
+  for _, item in ipairs(marks) do
+    if item[4].virt_text_pos == "eol" then
+      return true
+    end
+  end
+  return false
+end
+
 --- Inline markdown of a text line: headings, list bullets, quotes, `code`, **strong**, *em*,
 --- links.
 local function markdown(buf, row, line)
@@ -288,15 +299,20 @@ function M.draw(buf, row, line, ctx)
   end
   if row == message.row then
     mark(buf, row, 0, #line, ROLE_MARKERS[role] or "FlemmaRoleUser")
-    if ctx.ruler_width and ctx.ruler_width > #line + 2 then
-      vim.api.nvim_buf_set_extmark(buf, M.ns, row, 0, {
-        -- An end-of-line text starts one cell after the line.
-        virt_text = { { string.rep(ctx.ruler_char, ctx.ruler_width - vim.fn.strdisplaywidth(line) - 1), "FlemmaRuler" } },
-        virt_text_pos = "eol",
-        hl_mode = "combine",
-        ephemeral = true,
-        priority = PRIORITY,
-      })
+    if ctx.ruler_width then
+      -- An end-of-line text starts one cell after the line. Another one on the line (the
+      -- progress indicator on a reply's marker) would be drawn after the ruler, off screen:
+      -- the ruler steps aside while it is there.
+      local width = ctx.ruler_width - vim.fn.strdisplaywidth(line) - 1
+      if width > 0 and not has_eol_text(buf, row) then
+        vim.api.nvim_buf_set_extmark(buf, M.ns, row, 0, {
+          virt_text = { { string.rep(ctx.ruler_char, width), "FlemmaRuler" } },
+          virt_text_pos = "eol",
+          hl_mode = "combine",
+          ephemeral = true,
+          priority = 1,
+        })
+      end
     end
     return
   end
