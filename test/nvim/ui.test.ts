@@ -254,6 +254,18 @@ describe('folding', () => {
     ).toEqual([1, -1, -1, 13]);
   });
 
+  it('a new window and a reloaded buffer get their folds', async () => {
+    const d = await open();
+    const closed = (): Promise<number[]> =>
+      d.lua('return { vim.fn.foldclosed(11), vim.fn.foldclosed(19), vim.fn.foldclosed(32) }');
+    await d.command('vsplit');
+    expect(await closed()).toEqual([11, 19, 32]);
+    await d.command('wincmd p | 11foldopen');
+    await d.command('edit!');
+    await d.lua('vim.wait(50, function() return vim.fn.foldclosed(11) == 11 end)');
+    expect(await closed()).toEqual([11, 19, 32]);
+  });
+
   it('typing inside a message keeps every fold as it was', async () => {
     const d = await open();
     await d.command('3foldclose'); // the frontmatter, closed by hand

@@ -237,6 +237,9 @@ function M.forget_buffer(bufnr)
       H.wins[win] = nil
     end
   end
+  if vim.api.nvim_buf_is_valid(bufnr) then
+    vim.api.nvim_buf_clear_namespace(bufnr, M.ns, 0, -1)
+  end
 end
 
 --- Toggle the fold of the message under the cursor (made first for the last message).

@@ -169,10 +169,14 @@ function M.attach(bufnr)
   ensure_provider()
   local existing = H.buffers[bufnr]
   if existing then
+    -- Set up again (`:e!` runs FileType again): a reload drops the window's folds.
     existing.dirty = 0
+    fold.forget_buffer(bufnr)
     sync_folds(bufnr)
     return
   end
+  -- Folds remembered from an earlier life of the buffer (before a reload) are gone.
+  fold.forget_buffer(bufnr)
   local state = {
     structure = scan.scan(all_lines(bufnr, 0)),
     dirty = nil,
@@ -190,7 +194,9 @@ function M.attach(bufnr)
     end,
     on_reload = function()
       if H.buffers[bufnr] == state then
+        -- A reload drops the folds of every window: make them again.
         state.dirty = 0
+        fold.forget_buffer(bufnr)
         schedule_sync(bufnr, state)
       end
     end,
