@@ -117,14 +117,18 @@ end
 
 --- The folds made in a window, with where their ends are now.
 local function current(bufnr, record)
+  -- One call for every mark of the namespace (all windows' folds) instead of one per mark.
+  local rows = {}
+  for _, mark in ipairs(vim.api.nvim_buf_get_extmarks(bufnr, M.ns, 0, -1, {})) do
+    rows[mark[1]] = mark[2]
+  end
   local out = {}
   for _, fold in ipairs(record.folds) do
-    local s = vim.api.nvim_buf_get_extmark_by_id(bufnr, M.ns, fold.start_mark, {})
-    local e = vim.api.nvim_buf_get_extmark_by_id(bufnr, M.ns, fold.end_mark, {})
-    if s[1] == nil or e[1] == nil then
+    local s, e = rows[fold.start_mark], rows[fold.end_mark]
+    if s == nil or e == nil then
       return nil
     end
-    out[#out + 1] = { kind = fold.kind, row = s[1], end_row = e[1], level = fold.level }
+    out[#out + 1] = { kind = fold.kind, row = s, end_row = e, level = fold.level }
   end
   return out
 end
