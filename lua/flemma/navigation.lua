@@ -12,19 +12,10 @@ local H = {}
 -- Rows are 1-based here; the public functions below take and return 0-based rows.
 -- ---------------------------------------------------------------------------------------------
 
---- A line that opens a fence in message text: three or more backticks, no other backtick.
-local function fence_open(line)
-  local ticks, rest = line:match("^(```+)(.*)$")
-  if ticks and not rest:find("`", 1, true) then
-    return #ticks
-  end
-end
-
---- A line made only of backticks (trailing spaces allowed): the length of the run.
-local function fence_close(line)
-  local ticks = line:match("^(`+)%s*$")
-  return ticks and #ticks or nil
-end
+-- The fence rules of the drawing scan: an opener in message text (three or more backticks, no
+-- other backtick) and a closer (only backticks; the length of the run).
+local fence_open = require("flemma.ui.scan").text_fence_open
+local fence_close = require("flemma.ui.scan").fence_close
 
 local function blank(line)
   return line:find("^%s*$") ~= nil
@@ -70,17 +61,8 @@ local function skip_text_fence(lines, i, to)
   return to + 1
 end
 
-local STATUS_WORDS = {
-  pending = "pending",
-  approved = "approved",
-  approve = "approved",
-  denied = "denied",
-  deny = "denied",
-  rejected = "rejected",
-  reject = "rejected",
-  aborted = "aborted",
-  error = "error",
-}
+-- The status words and their meanings, as the drawing scan reads them.
+local STATUS_WORDS = require("flemma.ui.scan").STATUS_ALIASES
 
 --- The status in a modeline (`status=approved`, or a bare word); nil when it names none.
 local function modeline_status(text)

@@ -169,6 +169,13 @@ local function has_eol_text(buf, row)
   return false
 end
 
+--- Inline markdown: pattern, group.
+local INLINE = {
+  { "`[^`]+`", "FlemmaMarkdownCode" },
+  { "%*%*[^%s*][^*]-%*%*", "FlemmaMarkdownStrong" },
+  { "%[[^%]]-%]%([^%)%s]+%)", "FlemmaMarkdownLink" },
+}
+
 --- Inline markdown of a text line: headings, list bullets, quotes, `code`, **strong**, *em*,
 --- links.
 local function markdown(buf, row, line)
@@ -187,32 +194,16 @@ local function markdown(buf, row, line)
   if bullet then
     mark(buf, row, 0, #bullet, "FlemmaMarkdownList")
   end
-  local init = 1
-  while true do
-    local s, e = line:find("`[^`]+`", init)
-    if not s then
-      break
+  for _, inline in ipairs(INLINE) do
+    local init = 1
+    while true do
+      local s, e = line:find(inline[1], init)
+      if not s then
+        break
+      end
+      mark(buf, row, s - 1, e, inline[2])
+      init = e + 1
     end
-    mark(buf, row, s - 1, e, "FlemmaMarkdownCode")
-    init = e + 1
-  end
-  init = 1
-  while true do
-    local s, e = line:find("%*%*[^%s*][^*]-%*%*", init)
-    if not s then
-      break
-    end
-    mark(buf, row, s - 1, e, "FlemmaMarkdownStrong")
-    init = e + 1
-  end
-  init = 1
-  while true do
-    local s, e = line:find("%[[^%]]-%]%([^%)%s]+%)", init)
-    if not s then
-      break
-    end
-    mark(buf, row, s - 1, e, "FlemmaMarkdownLink")
-    init = e + 1
   end
 end
 

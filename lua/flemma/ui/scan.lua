@@ -16,6 +16,8 @@
 --- A tool block whose fence is not closed has `open = true` (it is still being written).
 local M = {}
 
+--- The status words of a tool result header suffix or placeholder fence, and what each means
+--- (shared with flemma.navigation).
 local STATUS_ALIASES = {
   pending = "pending",
   approved = "approved",
@@ -27,6 +29,8 @@ local STATUS_ALIASES = {
   aborted = "aborted",
   error = "error",
 }
+
+M.STATUS_ALIASES = STATUS_ALIASES
 
 local BACKTICK, AT, STAR, LT = 96, 64, 42, 60
 
@@ -44,6 +48,9 @@ local function fence_close(line)
   local ticks = line:match("^(`+)%s*$")
   return ticks and #ticks or nil
 end
+
+M.text_fence_open = text_fence_open
+M.fence_close = fence_close
 
 --- The words and `key=value` pairs of a header suffix or a fence info string: the status.
 local function modeline_status(text)
@@ -311,13 +318,12 @@ function M.rescan(previous, first, line_count, get_lines, first_line)
   return structure
 end
 
---- The index of the message holding `row` (0-based), or nil (before the first marker).
-function M.message_at(structure, row)
-  local messages = structure.messages
-  local lo, hi, found = 1, #messages, nil
+--- The index of the last item of a row-sorted list whose `row` is at most `row`, or nil.
+local function last_at_or_before(list, row)
+  local lo, hi, found = 1, #list, nil
   while lo <= hi do
     local mid = math.floor((lo + hi) / 2)
-    if messages[mid].row <= row then
+    if list[mid].row <= row then
       found, lo = mid, mid + 1
     else
       hi = mid - 1
@@ -326,19 +332,15 @@ function M.message_at(structure, row)
   return found
 end
 
+--- The index of the message holding `row` (0-based), or nil (before the first marker).
+function M.message_at(structure, row)
+  return last_at_or_before(structure.messages, row)
+end
+
 --- The innermost block holding `row`, or nil.
 function M.block_at(structure, row)
-  local blocks = structure.blocks
-  local lo, hi, found = 1, #blocks, nil
-  while lo <= hi do
-    local mid = math.floor((lo + hi) / 2)
-    if blocks[mid].row <= row then
-      found, lo = mid, mid + 1
-    else
-      hi = mid - 1
-    end
-  end
-  local block = found and blocks[found]
+  local found = last_at_or_before(structure.blocks, row)
+  local block = found and structure.blocks[found]
   if block and block.end_row >= row then
     return block, found
   end
