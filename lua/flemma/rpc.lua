@@ -81,8 +81,25 @@ M.methods = {
   ["hooks.emit"] = function(params)
     require("flemma.hooks").emit(params.name, params.data)
   end,
-  ["buffer.apply_batch"] = function(batches)
-    return require("flemma.buffer").apply_batch(batches)
+  --- The host's write batch: every buffer's pending edits, then (`{batches, after}` form) the
+  --- calls that were waiting for those edits, when no buffer asked to be retried.
+  ["buffer.apply_batch"] = function(params)
+    if params.batches == nil then
+      return require("flemma.buffer").apply_batch(params)
+    end
+    local results = require("flemma.buffer").apply_batch(params.batches)
+    for _, result in ipairs(results) do
+      if result.status == "retry" then
+        return { results = results, after = vim.NIL }
+      end
+    end
+    local after = {}
+    for index, call in ipairs(params.after or {}) do
+      local ok, value = pcall(M.dispatch, call[1], call[2])
+      after[index] = ok and { ok = true, value = value == nil and vim.NIL or value }
+        or { ok = false, error = tostring(value) }
+    end
+    return { results = results, after = after }
   end,
   ["buffer.lock"] = function(params)
     return require("flemma.buffer").lock(params.bufnr, params.owner)

@@ -50,11 +50,18 @@ interface Entry {
   dirtyFrom: number;
   parseTimer: ReturnType<typeof setImmediate> | undefined;
   published: string | undefined;
+  /** A publish is scheduled. */
+  publishTimer: ReturnType<typeof setTimeout> | undefined;
+  /** When the structure last went out (performance.now()). */
+  publishedAt: number;
   listener: (...args: unknown[]) => void;
   waiters: (() => void)[];
 }
 
 const BUILTIN_LANGUAGES = ['lua', 'json', 'yaml', 'yml'];
+
+/** How long a busy buffer's structure may wait before it goes out anyway. */
+const PUBLISH_MAX_WAIT_MS = 500;
 
 export interface DocumentStoreOptions {
   logger?: Logger;
@@ -89,6 +96,8 @@ export class DocumentStore {
         dirtyFrom: Infinity,
         parseTimer: undefined,
         published: undefined,
+        publishTimer: undefined,
+        publishedAt: 0,
         listener: (...args: unknown[]) => {
           this.onLines(bufnr, args);
         },
@@ -200,6 +209,7 @@ export class DocumentStore {
     const entry = this.entries.get(bufnr);
     if (entry === undefined) return;
     if (entry.parseTimer !== undefined) clearImmediate(entry.parseTimer);
+    if (entry.publishTimer !== undefined) clearTimeout(entry.publishTimer);
     this.entries.delete(bufnr);
     this.nvim.detachBuffer({ data: bufnr } as unknown as NvimBuffer, 'lines', entry.listener);
     for (const waiter of entry.waiters) waiter();
@@ -261,26 +271,53 @@ export class DocumentStore {
     for (const waiter of waiters) waiter();
     // The first structure of a buffer goes out at once; later ones wait a little, so that a
     // burst of edits leads to one update.
-    setTimeout(
-      () => {
-        this.publish(entry);
-      },
-      entry.published === undefined ? 0 : this.publishDelayMs,
-    );
+    this.schedulePublish(entry, entry.published === undefined ? 0 : this.publishDelayMs);
+  }
+
+  /** Says whether a buffer is busy (a request or tools run for it, or autopilot is on). */
+  private busy: (bufnr: number) => boolean = () => false;
+
+  setBusy(predicate: (bufnr: number) => boolean): void {
+    this.busy = predicate;
+  }
+
+  private schedulePublish(entry: Entry, delayMs: number): void {
+    if (entry.publishTimer !== undefined) return;
+    entry.publishTimer = setTimeout(() => {
+      entry.publishTimer = undefined;
+      this.publish(entry);
+    }, delayMs);
   }
 
   private publish(entry: Entry): void {
     const state = entry.state;
     if (state === undefined || !this.entries.has(state.bufnr)) return;
+    // While the buffer is busy every round trip to Neovim is on someone's critical path (a tool
+    // loop step, a send); the marks and diagnostics can wait for a quiet moment, or at most
+    // PUBLISH_MAX_WAIT_MS.
+    if (
+      entry.published !== undefined &&
+      this.busy(state.bufnr) &&
+      performance.now() - entry.publishedAt < PUBLISH_MAX_WAIT_MS
+    ) {
+      this.schedulePublish(entry, this.publishDelayMs);
+      return;
+    }
     const payload = structureOf(state);
     const key = JSON.stringify([payload.markers, payload.diagnostics]);
     if (key === entry.published) return;
     entry.published = key;
+    entry.publishedAt = performance.now();
     trace('doc:publish');
-    this.lua.call('chat.structure', payload).catch((error: unknown) => {
-      entry.published = undefined;
-      this.logger.warn(`publishing the structure of buffer ${String(state.bufnr)} failed`, error);
-    });
+    this.lua.call('chat.structure', payload).then(
+      () => {
+        trace('doc:published');
+      },
+      (error: unknown) => {
+        entry.published = undefined;
+        this.logger.warn(`publishing the structure of buffer ${String(state.bufnr)} failed`, error);
+      },
+    );
   }
 }
 

@@ -1,6 +1,7 @@
 // Frame-batched buffer writes. Every buffer has a FIFO of edits; one scheduler per Neovim
 // connection sends all pending edits of all buffers as a single RPC at most once per frame,
 // keeps one batch in flight, and retries when Neovim refuses edits for now (textlock).
+import { trace } from '../host/trace.js';
 import { type Logger, silentLogger } from '../core/log.js';
 import type { LuaBridge } from './lua.js';
 
@@ -48,6 +49,20 @@ interface BufferResult {
   tick?: number;
   conflicts?: number[];
   message?: string;
+}
+
+/** A Lua call waiting for the queued edits (see WriteScheduler.callAfterWrites). */
+interface AfterCall {
+  method: string;
+  params: unknown;
+  resolve: (value: unknown) => void;
+  reject: (error: Error) => void;
+}
+
+interface AfterResult {
+  ok: boolean;
+  value?: unknown;
+  error?: string;
 }
 
 interface QueuedOp {
@@ -270,6 +285,21 @@ export class WriteScheduler {
     this.writers.delete(bufnr);
   }
 
+  private afterCalls: AfterCall[] = [];
+
+  /**
+   * Call a Lua method once every edit queued so far is applied: `await flushed()` on every
+   * writer, then `lua.call`, but in the round trip of the last edits (Lua runs the calls after
+   * the batch's edits, and holds them back when an edit must be retried). Edits queued before
+   * that batch goes out are applied first too.
+   */
+  callAfterWrites(method: string, params: unknown): Promise<unknown> {
+    return new Promise((resolve, reject) => {
+      this.afterCalls.push({ method, params, resolve, reject });
+      this.wake();
+    });
+  }
+
   /** @internal Called when a writer has new work. */
   wake(): void {
     if (this.inFlight) return;
@@ -309,16 +339,39 @@ export class WriteScheduler {
       taken.set(writer, ops);
       batches.push({ bufnr: writer.bufnr, tick: writer.tick, ops: ops.map((entry) => entry.op) });
     }
-    if (batches.length === 0) return;
+    const after = this.afterCalls.splice(0);
+    if (batches.length === 0 && after.length === 0) return;
     this.inFlight = true;
     this.lastSentAt = this.clock.now();
     this.stats.batches += 1;
     let results: BufferResult[];
+    let afterResults: AfterResult[] | null = null;
     try {
-      results = (await this.lua.call('buffer.apply_batch', batches)) as BufferResult[];
+      trace('write:send');
+      if (after.length === 0) {
+        results = (await this.lua.call('buffer.apply_batch', batches)) as BufferResult[];
+      } else {
+        const answer = (await this.lua.call('buffer.apply_batch', {
+          batches,
+          after: after.map((call) => [call.method, call.params]),
+        })) as { results: BufferResult[]; after: AfterResult[] | null };
+        results = answer.results;
+        afterResults = Array.isArray(answer.after) ? answer.after : null;
+      }
+      trace('write:applied');
     } catch (error) {
       this.logger.error('buffer write batch failed', error);
       results = batches.map(() => ({ status: 'retry', done: 0 }));
+    }
+    if (afterResults === null) {
+      // Held back (an edit is retried, or the batch failed): they go with the next batch.
+      this.afterCalls = after.concat(this.afterCalls);
+    } else {
+      after.forEach((call, index) => {
+        const result = afterResults[index];
+        if (result?.ok === true) call.resolve(result.value ?? null);
+        else call.reject(new Error(result?.error ?? `${call.method} gave no answer`));
+      });
     }
     let retry = false;
     for (const [index, [writer, ops]] of [...taken.entries()].entries()) {
@@ -339,6 +392,10 @@ export class WriteScheduler {
       this.retryDelay = 0;
     }
     this.inFlight = false;
-    if ([...this.writers.values()].some((writer) => writer.pending > 0)) this.wake();
+    if (
+      this.afterCalls.length > 0 ||
+      [...this.writers.values()].some((writer) => writer.pending > 0)
+    )
+      this.wake();
   }
 }

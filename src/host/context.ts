@@ -60,5 +60,10 @@ export function createContext(
   };
   (full as { sends: SendController }).sends = new SendController(full);
   (full as { tools: ToolService }).tools = new ToolService(full);
+  // Marks and diagnostics wait while a buffer is busy (docs/architecture.md).
+  full.documents.setBusy(
+    (bufnr) =>
+      full.sends.isRunning(bufnr) || full.tools.isRunning(bufnr) || full.tools.pilot.isArmed(bufnr),
+  );
   return full;
 }

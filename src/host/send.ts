@@ -670,10 +670,10 @@ export class SendController {
     // An open stream keeps every write paced by frames.
     sinkWriter.closeStream();
     trace('send:closing');
-    await Promise.all([writer.flushed(), sinkWriter.flushed()]);
-    // The answer carries the editor's context for the tool loop's next step (autopilot), asked
-    // now so that the step need not ask again; the buffer was locked since the send began.
-    const finished = (await ctx.lua.call('send.finish', {
+    // The editor's side of the end runs once the last text is in, in the same round trip. The
+    // answer carries the editor's context for the tool loop's next step (autopilot), asked now
+    // so that the step need not ask again; the buffer was locked since the send began.
+    const finished = (await ctx.writes.callAfterWrites('send.finish', {
       bufnr,
       sink: sink.bufnr,
       context: question.params,

@@ -2223,6 +2223,7 @@ export class ToolService {
     try {
       start();
       await this.resultsSettle(bufnr);
+      trace('hold:settled');
       const queue = this.injections.get(bufnr) ?? [];
       const ids = new Set(requests.map((request) => request.id));
       ready = queue.filter((item) => ids.has(item.id) && !item.replaceFinished);
@@ -2241,7 +2242,9 @@ export class ToolService {
       );
       this.holds.delete(bufnr);
       release();
+      trace('hold:planned');
       const written = (await Promise.all(outcomes)).every((outcome) => outcome === 'applied');
+      trace('hold:written');
       if (written) {
         for (const item of ready) item.resolve(true);
       } else if (ready.length > 0) {

@@ -190,4 +190,78 @@ describe('WriteScheduler', () => {
     await clock.advance(20);
     expect(lua.calls.map((call) => call.batches[0]?.tick)).toEqual([null, 1]);
   });
+
+  describe('callAfterWrites', () => {
+    /** A Lua side that answers the `{batches, after}` form, retrying the first batch if asked. */
+    function afterLua(retryFirst: boolean) {
+      const calls: { batches: { bufnr: number; ops: WriteOp[] }[]; after?: unknown[][] }[] = [];
+      const bridge = {
+        call: async (method: string, params: unknown) => {
+          expect(method).toBe('buffer.apply_batch');
+          await Promise.resolve();
+          type Form = { batches: { bufnr: number; ops: WriteOp[] }[]; after?: unknown[][] };
+          const form: Form = Array.isArray(params)
+            ? { batches: params as Form['batches'] }
+            : (params as Form);
+          calls.push(structuredClone(form));
+          const retry = retryFirst && calls.length === 1;
+          const results = form.batches.map((batch) =>
+            retry ? { status: 'retry', done: 0 } : { status: 'ok', done: batch.ops.length },
+          );
+          if (Array.isArray(params)) return results;
+          return {
+            results,
+            after: retry
+              ? null
+              : (form.after ?? []).map((call) => ({ ok: true, value: { ran: call[0] } })),
+          };
+        },
+        notify: () => undefined,
+      };
+      return { bridge: bridge as unknown as LuaBridge, calls };
+    }
+
+    it('goes in the round trip of the edits queued before it, after them', async () => {
+      const clock = new ManualClock();
+      const lua = afterLua(false);
+      const writes = new WriteScheduler(lua.bridge, { clock });
+      writes.buffer(1).append('last words');
+      writes.buffer(2).append('sink');
+      const answer = writes.callAfterWrites('send.finish', { bufnr: 1 });
+      await clock.advance(0);
+      await expect(answer).resolves.toEqual({ ran: 'send.finish' });
+      expect(lua.calls).toHaveLength(1);
+      expect(lua.calls[0]?.batches.map((batch) => batch.bufnr)).toEqual([1, 2]);
+      expect(lua.calls[0]?.after).toEqual([['send.finish', { bufnr: 1 }]]);
+    });
+
+    it('waits for an edit that must be retried, and goes with it', async () => {
+      const clock = new ManualClock();
+      const lua = afterLua(true);
+      const writes = new WriteScheduler(lua.bridge, { clock });
+      writes.buffer(1).append('text');
+      let settled = false;
+      const answer = writes.callAfterWrites('send.finish', { bufnr: 1 }).then((value) => {
+        settled = true;
+        return value;
+      });
+      await clock.advance(0);
+      expect(settled).toBe(false);
+      await clock.advance(300);
+      await expect(answer).resolves.toEqual({ ran: 'send.finish' });
+      expect(lua.calls).toHaveLength(2);
+      expect(lua.calls[1]?.batches[0]?.ops).toHaveLength(1);
+      expect(lua.calls[1]?.after).toEqual([['send.finish', { bufnr: 1 }]]);
+    });
+
+    it('with nothing to write, is one round trip of its own', async () => {
+      const clock = new ManualClock();
+      const lua = afterLua(false);
+      const writes = new WriteScheduler(lua.bridge, { clock });
+      const answer = writes.callAfterWrites('tools.cursor', { bufnr: 3 });
+      await clock.advance(0);
+      await expect(answer).resolves.toEqual({ ran: 'tools.cursor' });
+      expect(lua.calls).toEqual([{ batches: [], after: [['tools.cursor', { bufnr: 3 }]] }]);
+    });
+  });
 });
