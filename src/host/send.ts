@@ -521,31 +521,52 @@ export class SendController {
     let characters = 0;
     let lastProgress = 0;
     let seen = 0;
-    for await (const raw of events) {
-      if (seen++ === 0) trace('send:first-event');
-      // The buffer shows a tool's own name, not the provider-safe one.
-      const event = fromApiNames(raw, (name) => ctx.tools.fromWire(name));
-      tap(event);
-      if (event.type === 'tool_use' && event.invalid !== undefined) {
-        ctx.tools.markInvalidInput(event.id, event.name, event.invalid);
-      }
-      const text = layout.push(event);
-      if (text !== '') writer.append(text, stream);
-      if (event.type === 'warning') {
-        ctx.lua.notify('notify', { level: 'warn', message: event.message });
-      }
-      const now = Date.now();
-      if (event.type === 'text') characters += event.text.length;
-      if (now - lastProgress >= 100) {
-        lastProgress = now;
+    // An update held back by the 100 ms pace goes out at the end of the window, so that a stream
+    // that pauses does not leave a stale count on screen.
+    let trailing: ReturnType<typeof setTimeout> | undefined;
+    let latest: Record<string, unknown> | undefined;
+    const sendProgress = (params: Record<string, unknown>): void => {
+      lastProgress = Date.now();
+      latest = undefined;
+      ctx.lua.notify('progress.update', params);
+    };
+    try {
+      for await (const raw of events) {
+        if (seen++ === 0) trace('send:first-event');
+        // The buffer shows a tool's own name, not the provider-safe one.
+        const event = fromApiNames(raw, (name) => ctx.tools.fromWire(name));
+        tap(event);
+        if (event.type === 'tool_use' && event.invalid !== undefined) {
+          ctx.tools.markInvalidInput(event.id, event.name, event.invalid);
+        }
+        const text = layout.push(event);
+        if (text !== '') writer.append(text, stream);
+        if (event.type === 'warning') {
+          ctx.lua.notify('notify', { level: 'warn', message: event.message });
+        }
+        const now = Date.now();
+        if (event.type === 'text') characters += event.text.length;
         const phase = event.type === 'progress' ? event.phase : 'streaming';
         const params: Record<string, unknown> = { bufnr, phase, characters };
         if (event.type === 'progress') params['characters'] = event.characters;
         if (event.type === 'progress' && event.toolName !== undefined) {
           params['tool'] = event.toolName;
         }
-        ctx.lua.notify('progress.update', params);
+        if (now - lastProgress >= 100) {
+          sendProgress(params);
+        } else {
+          latest = params;
+          trailing ??= setTimeout(
+            () => {
+              trailing = undefined;
+              if (latest !== undefined) sendProgress(latest);
+            },
+            100 - (now - lastProgress),
+          );
+        }
       }
+    } finally {
+      if (trailing !== undefined) clearTimeout(trailing);
     }
   }
 

@@ -65,6 +65,33 @@ async function setup(lines: string[]): Promise<{ d: Driver; f: FakeProvider; buf
 }
 
 describe('sending a chat', () => {
+  it('shows the whole character count while a stream pauses', async () => {
+    const { d, f, buf } = await setup(['@You:', 'Hello']);
+    await d.press('<C-]>');
+    const request = await f.nextRequest({ path: '/v1/messages' });
+    const stream = request.stream();
+    await stream.sse('message_start', START);
+    // Deltas close together: the label's updates are paced to one per 100 ms.
+    await textBlock(stream, ['one ', 'two ', 'three ', 'four']);
+    // The stream now pauses; the count of every delta so far must reach the screen.
+    const shown = await d.lua<boolean>(
+      `local buf = ...
+      local ns = vim.api.nvim_create_namespace("flemma.progress")
+      return vim.wait(3000, function()
+        for _, mark in ipairs(vim.api.nvim_buf_get_extmarks(buf, ns, 0, -1, { details = true })) do
+          for _, chunk in ipairs(mark[4].virt_text or {}) do
+            if chunk[1]:find("18 characters", 1, true) then return true end
+          end
+        end
+        return false
+      end, 10)`,
+      buf,
+    );
+    expect(shown).toBe(true);
+    await finish(stream);
+    await d.waitForEvent('FlemmaRequestFinished');
+  });
+
   it('streams the reply under @Assistant: and appends the next @You: prompt', async () => {
     const { d, f, buf } = await setup(['@System:', 'Be brief.', '', '@You:', 'Hello']);
     await d.press('<C-]>');
