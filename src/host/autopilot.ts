@@ -148,6 +148,9 @@ export class Autopilot {
   async toolsComplete(bufnr: number, settings: AutopilotSettings): Promise<void> {
     const entry = this.buffers.get(bufnr);
     if (entry?.state !== 'armed' || !settings.enabled) return;
+    // Parallel calls finish together (their results are written in one batch): the first of
+    // them schedules the continue, the others find it scheduled.
+    if (entry.token !== 0) return;
     await this.schedule(bufnr, settings);
   }
 

@@ -545,6 +545,21 @@ describe('autopilot', () => {
     expect(d.eventsSeen('FlemmaAutopilotResumed').length).toBeGreaterThanOrEqual(10);
   });
 
+  it('parallel calls that finish together schedule one continue, not one each', async () => {
+    const { d, f } = await setup({});
+    await d.press('<C-]>');
+    const calls = [1, 2, 3, 4].map(readCall);
+    await reply(await f.nextRequest({ path: '/v1/messages' }), 'Four reads.', calls);
+    const follow = await f.nextRequest({ path: '/v1/messages' });
+    expect(lastUserContent(follow).map((c) => c['tool_use_id'])).toEqual(calls.map((c) => c.id));
+    const before = d.eventCount;
+    await reply(follow, 'Done.');
+    await d.waitForEvent('FlemmaRequestFinished', { after: before });
+    // One after the reply, one after the tools.
+    expect(d.eventsSeen('FlemmaAutopilotResumeScheduled')).toHaveLength(2);
+    expect(d.eventsSeen('FlemmaAutopilotResumed')).toHaveLength(2);
+  });
+
   it('stops after max_turns consecutive tool turns, with a warning', async () => {
     const { d, f } = await setup({ tools: '{ autopilot = { max_turns = 3 } }' });
     await d.press('<C-]>');

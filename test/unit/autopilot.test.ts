@@ -121,4 +121,13 @@ describe('the autopilot state machine', () => {
     await h.pilot.toolsComplete(1, on);
     expect(h.events.map((e) => e.name)).toEqual(['autopilot:resume-scheduled']);
   });
+
+  it('after tools: calls that finish together schedule one continue', async () => {
+    for (const settings of [on, { ...on, resumeDelay: 0 }]) {
+      const h = harness();
+      h.pilot.arm(1, settings);
+      for (let i = 0; i < 8; i++) await h.pilot.toolsComplete(1, settings);
+      expect(h.events.map((e) => e.name)).toEqual(['autopilot:resume-scheduled']);
+    }
+  });
 });
