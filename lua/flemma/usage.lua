@@ -9,7 +9,7 @@ local H = {
   ---@type table<integer, { request: table, session: table, min_cache_tokens: integer|nil }>
   last = {},
   session = { requests = 0, cost = 0, input_tokens = 0, output_tokens = 0 },
-  ---@type table<integer, { win: integer, buf: integer, timer: uv.uv_timer_t|nil, group: integer }>
+  ---@type table<integer, { win: integer, buf: integer, target: integer, timer: uv.uv_timer_t|nil, group: integer }>
   bars = {},
   subscribed = false,
 }
@@ -191,27 +191,31 @@ function M.dismiss(bufnr)
   return true
 end
 
---- Show the bar of `entry` over the window of `bufnr` (one bar per buffer: a new one replaces it).
+--- Put the bar's text in its buffer (made once per bar: a new buffer and filetype per request
+--- would make Neovim search the runtimepath for the filetype's plugins each time).
+function H.fill(buf, text, highlights)
+  vim.bo[buf].modifiable = true
+  vim.api.nvim_buf_set_lines(buf, 0, -1, false, { text })
+  vim.bo[buf].modifiable = false
+  vim.api.nvim_buf_clear_namespace(buf, H.ns, 0, -1)
+  for _, h in ipairs(highlights) do
+    vim.api.nvim_buf_set_extmark(buf, H.ns, 0, h.from, { end_col = h.to, hl_group = h.hl })
+  end
+end
+
+--- Show the bar of `entry` over the window of `bufnr` (one bar per buffer: a new one replaces it,
+--- in the same floating window when it is still over the same window).
 function H.render(bufnr, entry)
   local opts = options()
-  M.dismiss(bufnr)
   local target = window_of(bufnr)
   if not target then
+    M.dismiss(bufnr)
     return false
   end
   define_highlights(opts.highlight)
   local win_width = vim.api.nvim_win_get_width(target)
   local text, highlights = H.layout(H.segments(entry, entry.session), math.max(win_width, 1))
   local width = math.min(vim.fn.strdisplaywidth(text), win_width)
-
-  local buf = vim.api.nvim_create_buf(false, true)
-  vim.bo[buf].bufhidden = "wipe"
-  vim.api.nvim_buf_set_lines(buf, 0, -1, false, { text })
-  for _, h in ipairs(highlights) do
-    vim.api.nvim_buf_set_extmark(buf, H.ns, 0, h.from, { end_col = h.to, hl_group = h.hl })
-  end
-  vim.bo[buf].modifiable = false
-  vim.bo[buf].filetype = "flemma_usage"
 
   local position = opts.position or "top"
   local height = vim.api.nvim_win_get_height(target)
@@ -222,45 +226,79 @@ function H.render(bufnr, entry)
   elseif position:match("right$") then
     col = win_width - width
   end
-  local win = vim.api.nvim_open_win(buf, false, {
+  local placement = {
     relative = "win",
     win = target,
     row = row,
     col = math.max(col, 0),
     width = math.max(width, 1),
     height = 1,
-    style = "minimal",
-    focusable = false,
-    noautocmd = true,
-    zindex = 60,
-  })
-  vim.wo[win].winhighlight = "Normal:FlemmaUsageBar,NormalFloat:FlemmaUsageBar"
+  }
 
-  local bar = { win = win, buf = buf, group = vim.api.nvim_create_augroup("flemma.usage." .. bufnr, { clear = true }) }
-  H.bars[bufnr] = bar
-  -- The bar belongs to the chat's window: it goes with it, and when the chat leaves it.
-  vim.api.nvim_create_autocmd("WinClosed", {
-    group = bar.group,
-    pattern = tostring(target),
-    once = true,
-    callback = function()
-      M.dismiss(bufnr)
-    end,
-  })
-  vim.api.nvim_create_autocmd("BufWinLeave", {
-    group = bar.group,
-    buffer = bufnr,
-    once = true,
-    callback = function()
-      M.dismiss(bufnr)
-    end,
-  })
+  local bar = H.bars[bufnr]
+  if
+    bar
+    and bar.target == target
+    and vim.api.nvim_win_is_valid(bar.win)
+    and vim.api.nvim_buf_is_valid(bar.buf)
+    and vim.api.nvim_win_get_buf(bar.win) == bar.buf
+  then
+    if bar.timer then
+      pcall(function()
+        bar.timer:stop()
+        bar.timer:close()
+      end)
+      bar.timer = nil
+    end
+    H.fill(bar.buf, text, highlights)
+    vim.api.nvim_win_set_config(bar.win, placement)
+  else
+    M.dismiss(bufnr)
+    local buf = vim.api.nvim_create_buf(false, true)
+    vim.bo[buf].bufhidden = "wipe"
+    H.fill(buf, text, highlights)
+    vim.bo[buf].filetype = "flemma_usage"
+    local config = vim.tbl_extend("force", placement, {
+      style = "minimal",
+      focusable = false,
+      noautocmd = true,
+      zindex = 60,
+    })
+    local win = vim.api.nvim_open_win(buf, false, config)
+    vim.wo[win].winhighlight = "Normal:FlemmaUsageBar,NormalFloat:FlemmaUsageBar"
+
+    bar = {
+      win = win,
+      buf = buf,
+      target = target,
+      group = vim.api.nvim_create_augroup("flemma.usage." .. bufnr, { clear = true }),
+    }
+    H.bars[bufnr] = bar
+    -- The bar belongs to the chat's window: it goes with it, and when the chat leaves it.
+    vim.api.nvim_create_autocmd("WinClosed", {
+      group = bar.group,
+      pattern = tostring(target),
+      once = true,
+      callback = function()
+        M.dismiss(bufnr)
+      end,
+    })
+    vim.api.nvim_create_autocmd("BufWinLeave", {
+      group = bar.group,
+      buffer = bufnr,
+      once = true,
+      callback = function()
+        M.dismiss(bufnr)
+      end,
+    })
+  end
   local timeout = tonumber(opts.timeout) or 0
   if timeout > 0 then
-    bar.timer = vim.uv.new_timer()
-    bar.timer:start(timeout, 0, function()
+    local timer = vim.uv.new_timer()
+    bar.timer = timer
+    timer:start(timeout, 0, function()
       vim.schedule(function()
-        if H.bars[bufnr] == bar then
+        if H.bars[bufnr] == bar and bar.timer == timer then
           M.dismiss(bufnr)
         end
       end)

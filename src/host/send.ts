@@ -596,14 +596,16 @@ export class SendController {
       await new Promise<void>((resolve) => setImmediate(resolve));
       // A notification: it still reaches Neovim before the write below.
       ctx.lua.notify('buffer.lock', { bufnr, owner: 'request' });
-      await writer.setLines(lastRow, lastRow + 1, opening, [lastLine]);
+      const opened = writer.setLines(lastRow, lastRow + 1, opening, [lastLine]);
       // Progress on the `@Assistant:` row, and the request's stream, event by event (JSON
-      // lines), in a hidden buffer users can watch; then `request:sending`.
-      sink = (await ctx.lua.call('send.begin', {
+      // lines), in a hidden buffer users can watch; then `request:sending`. In the round trip
+      // of the opening lines, after them.
+      sink = (await ctx.writes.callAfterWrites('send.begin', {
         bufnr,
         row: markerRow,
         sink_name: `request/${String(bufnr)}`,
       })) as { bufnr: number };
+      await opened;
     } catch (error) {
       controller.abort();
       throw error;

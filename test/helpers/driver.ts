@@ -39,6 +39,11 @@ export interface DriverOptions {
   ui?: { width: number; height: number };
   /** Extra directories prepended to the runtimepath. */
   rtp?: string[];
+  /**
+   * Only these `User` patterns reach the driver (default: all). The benchmark listens to what it
+   * waits for, as a user's configuration would, rather than to every event.
+   */
+  events?: string[];
 }
 
 export interface UserEvent {
@@ -115,8 +120,8 @@ export class Driver {
     });
     const channel = await nvim.channelId;
     await driver.lua(
-      `local chan = ...
-      vim.api.nvim_create_autocmd("User", { callback = function(ev)
+      `local chan, patterns = ...
+      vim.api.nvim_create_autocmd("User", { pattern = patterns, callback = function(ev)
         vim.rpcnotify(chan, "flemma_test_user", ev.match, ev.data or vim.empty_dict())
       end })
       local notify = vim.notify
@@ -125,6 +130,7 @@ export class Driver {
         return notify(msg, level, opts)
       end`,
       channel,
+      options.events ?? '*',
     );
     if (options.ui !== undefined) {
       await nvim.uiAttach(options.ui.width, options.ui.height, {

@@ -190,11 +190,17 @@ describe('after a reply', () => {
     expect(Math.abs(request.completed_at - Date.now() / 1000)).toBeLessThan(60);
   });
 
-  it('adds up the session over requests', async () => {
+  it('adds up the session over requests, in the same bar', async () => {
     const { d, f } = await setup();
+    await d.lua(`_G.usage_filetypes = 0
+      vim.api.nvim_create_autocmd("FileType", { pattern = "flemma_usage", callback = function()
+        _G.usage_filetypes = _G.usage_filetypes + 1
+      end })`);
     await d.press('<C-]>');
     await reply(await f.nextRequest({ path: '/v1/messages' }), 'One.');
     await d.waitForEvent('FlemmaRequestFinished');
+    expect(await bar(d)).toBe(FULL_BAR);
+    const first = await d.lua<{ win: number; buf: number }>('return require("flemma.usage").bar()');
     const before = d.eventCount;
     await d.press('GA');
     await d.type('Again');
@@ -205,6 +211,10 @@ describe('after a reply', () => {
     expect(await bar(d)).toBe(
       ' claude-sonnet-4-6 (anthropic) │ $0.0030 ↑500 ↓100 │ Σ2 $0.0207 ↑9.5k ↓510 ',
     );
+    // The second request's figures replace the first's in the same window: no new buffer, and
+    // no FileType (with its search of the runtimepath) per request.
+    expect(await d.lua('return require("flemma.usage").bar()')).toEqual(first);
+    expect(await d.lua('return _G.usage_filetypes')).toBe(1);
   });
 
   it('drops the less important figures in a narrow window', async () => {
