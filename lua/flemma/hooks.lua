@@ -5,17 +5,23 @@ local notify = require("flemma.notify")
 
 local M = {}
 
-local H = { subscribers = {}, next_id = 0 }
+local H = { subscribers = {}, next_id = 0, patterns = {} }
 
 --- `request:sending` → `FlemmaRequestSending`, `tool-use:completed` → `FlemmaToolUseCompleted`.
 ---@param name string
 ---@return string
 function M.pattern(name)
+  local known = H.patterns[name]
+  if known then
+    return known
+  end
   local words = {}
   for word in name:gmatch("[^:%-]+") do
     words[#words + 1] = word:sub(1, 1):upper() .. word:sub(2)
   end
-  return "Flemma" .. table.concat(words)
+  local pattern = "Flemma" .. table.concat(words)
+  H.patterns[name] = pattern
+  return pattern
 end
 
 ---@class flemma.hooks.Handle
@@ -59,11 +65,14 @@ function M.emit(name, data)
   if type(data) ~= "table" or data == vim.NIL then
     data = vim.empty_dict()
   end
-  -- Copy the list: a subscriber may unsubscribe itself (or others) while we iterate.
-  for _, entry in ipairs(vim.list_extend({}, H.subscribers[name] or {})) do
-    local ok, err = pcall(entry.fn, data)
-    if not ok then
-      report(string.format("hooks.on('%s') subscriber", name), err)
+  local subscribers = H.subscribers[name]
+  if subscribers and #subscribers > 0 then
+    -- Copy the list: a subscriber may unsubscribe itself (or others) while we iterate.
+    for _, entry in ipairs({ unpack(subscribers) }) do
+      local ok, err = pcall(entry.fn, data)
+      if not ok then
+        report(string.format("hooks.on('%s') subscriber", name), err)
+      end
     end
   end
   local pattern = M.pattern(name)

@@ -145,7 +145,12 @@ M.methods = {
   --- starts from it instead of asking again.
   ["send.finish"] = function(params)
     require("flemma.progress").stop({ bufnr = params.bufnr })
-    require("flemma.sink").destroy({ bufnr = params.sink })
+    -- Deleting the sink buffer runs every BufDelete/BufWipeout listener: after the answer, which
+    -- the host's next step waits for. Scheduled now, it still comes before `request:finished`.
+    local sink = params.sink
+    vim.schedule(function()
+      require("flemma.sink").destroy({ bufnr = sink })
+    end)
     local unlocked = require("flemma.buffer").unlock(params.bufnr, "request")
     if type(params.context) == "table" then
       return { unlocked = unlocked, context = M.context(params.context) }

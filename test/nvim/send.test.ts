@@ -385,9 +385,14 @@ describe('sending a chat', () => {
     const { d, f } = await setup(['@You:', 'Hello']);
     await d.lua(`
       _G.sink_lines = nil
+      _G.sink_order = {}
       vim.api.nvim_create_autocmd("User", { pattern = "FlemmaSinkDestroyed", callback = function(ev)
         _G.sink_lines = vim.api.nvim_buf_get_lines(ev.data.bufnr, 0, -1, false)
         _G.sink_listed = vim.bo[ev.data.bufnr].buflisted
+        table.insert(_G.sink_order, ev.match)
+      end })
+      vim.api.nvim_create_autocmd("User", { pattern = "FlemmaRequestFinished", callback = function(ev)
+        table.insert(_G.sink_order, ev.match)
       end })`);
     await d.press('<C-]>');
     const created = await d.waitForEvent('FlemmaSinkCreated');
@@ -407,6 +412,10 @@ describe('sending a chat', () => {
     expect(events).toContainEqual({ type: 'text', text: 'Hi!' });
     expect(events.at(-1)).toEqual({ type: 'done', stopReason: 'end_turn' });
     expect(await d.lua('return _G.sink_listed')).toBe(false);
+    expect(await d.lua('return _G.sink_order')).toEqual([
+      'FlemmaSinkDestroyed',
+      'FlemmaRequestFinished',
+    ]);
     expect(await d.lua('return vim.api.nvim_buf_is_valid(...)', created.data['bufnr'])).toBe(false);
   });
 

@@ -31,8 +31,11 @@ function M.setup(cfg)
   }
 end
 
-local function key(kind, row, end_row)
-  return kind .. ":" .. row .. ":" .. end_row
+local KIND_CODE = { frontmatter = 1, message = 2, thinking = 3, tool_use = 4, tool_result = 5 }
+
+--- A number for a fold's kind and first row (no string to build: this runs on every change).
+local function key(kind, row)
+  return row * 8 + (KIND_CODE[kind] or 0)
 end
 
 --- The folds a structure calls for, sorted by start row (a message before the blocks in it).
@@ -170,22 +173,23 @@ function M.sync(win, bufnr, st)
       window_options(win)
     end
     if have then
+      -- Fold identity is (kind, first row, last row): the maps hold the last row by the rest.
       local wanted_keys, have_keys = {}, {}
       for _, fold in ipairs(wanted) do
-        wanted_keys[key(fold.kind, fold.row, fold.end_row)] = true
+        wanted_keys[key(fold.kind, fold.row)] = fold.end_row
       end
       local subset = true
       for _, fold in ipairs(have) do
-        local k = key(fold.kind, fold.row, fold.end_row)
-        have_keys[k] = true
-        if not wanted_keys[k] then
+        local k = key(fold.kind, fold.row)
+        have_keys[k] = fold.end_row
+        if wanted_keys[k] ~= fold.end_row then
           subset = false
           break
         end
       end
       if subset then
         for _, fold in ipairs(wanted) do
-          if not have_keys[key(fold.kind, fold.row, fold.end_row)] then
+          if have_keys[key(fold.kind, fold.row)] ~= fold.end_row then
             if add(bufnr, record, fold) then
               made = made + 1
             end
