@@ -300,6 +300,20 @@ export class WriteScheduler {
     });
   }
 
+  /**
+   * Send what is queued now instead of on the next tick, unless a batch is in flight or a wait is
+   * owed (a frame while something streams, or a retry). For a caller about to keep the event loop
+   * busy for a while (a request being serialised), so that Neovim works on the edits meanwhile.
+   */
+  sendNow(): void {
+    if (this.inFlight || this.streaming() || this.retryDelay > 0) return;
+    if (this.timer !== undefined) {
+      this.timer.cancel();
+      this.timer = undefined;
+    }
+    void this.send();
+  }
+
   /** @internal Called when a writer has new work. */
   wake(): void {
     if (this.inFlight) return;

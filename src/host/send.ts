@@ -585,26 +585,26 @@ export class SendController {
     const lastLine = lines[lastRow] ?? '';
     const opening = openingLines(lastLine);
     const meter = this.usage.begin(bufnr, prepared);
-    // The request goes out first; the editor's preparations overlap with the network.
+    const markerRow = lastRow + opening.length - 1;
+    // The editor's side of the start goes out first, as one message, so that Neovim works on it
+    // while the SDK serialises and sends the request (a long chat's JSON keeps the event loop
+    // busy for a while): the buffer locked (a notification, ahead of the write), the
+    // `@Assistant:` marker, then `send.begin` after it in the same round trip (progress on the
+    // marker's row; the request's stream, event by event as JSON lines, in a hidden buffer
+    // users can watch; then `request:sending`).
+    ctx.lua.notify('buffer.lock', { bufnr, owner: 'request' });
+    const opened = writer.setLines(lastRow, lastRow + 1, opening, [lastLine]);
+    const begun = ctx.writes.callAfterWrites('send.begin', {
+      bufnr,
+      row: markerRow,
+      sink_name: `request/${String(bufnr)}`,
+    });
+    ctx.writes.sendNow();
     trace('send:http');
     const first = primed(this.events(prepared, adapter, controller.signal));
-    const markerRow = lastRow + opening.length - 1;
     let sink: { bufnr: number };
     try {
-      // The SDK serialises and writes the body in promise jobs; the editor's work waits for
-      // them, rather than competing with a long chat's megabyte of JSON.
-      await new Promise<void>((resolve) => setImmediate(resolve));
-      // A notification: it still reaches Neovim before the write below.
-      ctx.lua.notify('buffer.lock', { bufnr, owner: 'request' });
-      const opened = writer.setLines(lastRow, lastRow + 1, opening, [lastLine]);
-      // Progress on the `@Assistant:` row, and the request's stream, event by event (JSON
-      // lines), in a hidden buffer users can watch; then `request:sending`. In the round trip
-      // of the opening lines, after them.
-      sink = (await ctx.writes.callAfterWrites('send.begin', {
-        bufnr,
-        row: markerRow,
-        sink_name: `request/${String(bufnr)}`,
-      })) as { bufnr: number };
+      sink = (await begun) as { bufnr: number };
       await opened;
     } catch (error) {
       controller.abort();

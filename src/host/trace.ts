@@ -5,6 +5,15 @@ import { performance } from 'node:perf_hooks';
 
 const target = process.env['FLEMMA_TRACE'];
 
+// When the HTTP client writes a request (Node's fetch publishes it).
+if (target !== undefined && target !== '') {
+  void import('node:diagnostics_channel').then((dc) => {
+    dc.subscribe('undici:client:sendHeaders', () => {
+      trace('http:headers-sent');
+    });
+  });
+}
+
 // The monotonic clock (µs) at a known epoch time, to place a CPU profile's samples among the marks.
 if (target !== undefined && target !== '') {
   try {

@@ -179,6 +179,28 @@ describe('WriteScheduler', () => {
     expect(writes.buffer(7)).not.toBe(buffer);
   });
 
+  it('sendNow sends what is queued in the same tick, but keeps a stream to its frames', async () => {
+    const clock = new ManualClock();
+    const lua = fakeLua(clock);
+    const writes = new WriteScheduler(lua.bridge, { clock });
+    const buffer = writes.buffer(1);
+    void buffer.setLines(0, 1, ['now'], ['']);
+    writes.sendNow();
+    // No timer had to fire: the batch left before the caller's next await.
+    expect(lua.calls).toHaveLength(1);
+    await clock.advance(0);
+    writes.buffer(2).append('streaming');
+    await clock.advance(16);
+    expect(lua.calls).toHaveLength(2);
+    writes.buffer(2).append(' more');
+    writes.sendNow();
+    expect(lua.calls).toHaveLength(2);
+    await clock.advance(16);
+    expect(lua.calls).toHaveLength(3);
+    expect(lua.buffers.get(1)).toEqual(['now']);
+    expect(lua.buffers.get(2)).toEqual(['streaming more']);
+  });
+
   it('passes the changedtick Neovim reported back with the next batch', async () => {
     const clock = new ManualClock();
     const lua = fakeLua(clock);
