@@ -8,21 +8,17 @@ import { hostLogger } from './log.js';
 const stdout = process.stdout;
 const writeToChannel = stdout.write.bind(stdout);
 
-/** The only writer of the RPC channel. */
+/**
+ * The only writer of the RPC channel. Each message goes to stdout at once, in order: a write to
+ * a pipe completes at once on Linux (stdout queues it, in order, when the pipe is full). Waiting
+ * for the previous write's callback instead (a plain Writable) would hold every message sent in
+ * the same burst of promise jobs until the burst ends: that callback comes on `nextTick`, which
+ * runs only once the microtask queue is empty, and a tool step or a send is one long burst.
+ */
 export const rpcWriter = new Writable({
   write(chunk: Buffer, _encoding, callback) {
-    writeToChannel(chunk, callback);
-  },
-  // Messages written while one is on its way are buffered by the stream and arrive here
-  // together: one system call for the lot (a write to a pipe is synchronous on Linux, and
-  // each one costs a wake-up of Neovim).
-  writev(chunks: { chunk: Buffer }[], callback) {
-    writeToChannel(
-      chunks.length === 1
-        ? (chunks[0]?.chunk ?? Buffer.alloc(0))
-        : Buffer.concat(chunks.map((c) => c.chunk)),
-      callback,
-    );
+    writeToChannel(chunk);
+    callback();
   },
 });
 
