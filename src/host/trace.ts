@@ -5,8 +5,19 @@ import { performance } from 'node:perf_hooks';
 
 const target = process.env['FLEMMA_TRACE'];
 
-// When the HTTP client writes a request (Node's fetch publishes it).
+// Garbage collections (with their length), and when the HTTP client writes a request (Node's
+// fetch publishes it).
 if (target !== undefined && target !== '') {
+  void import('node:perf_hooks').then(({ PerformanceObserver }) => {
+    new PerformanceObserver((list) => {
+      for (const entry of list.getEntries()) {
+        appendTrace(
+          entry.startTime,
+          `gc ${entry.duration.toFixed(2)} ${String(process.pid)} ${String((entry as { detail?: { kind?: number } }).detail?.kind)}`,
+        );
+      }
+    }).observe({ entryTypes: ['gc'] });
+  });
   void import('node:diagnostics_channel').then((dc) => {
     dc.subscribe('undici:client:sendHeaders', () => {
       trace('http:headers-sent');
@@ -21,6 +32,14 @@ if (target !== undefined && target !== '') {
       target,
       `${(performance.timeOrigin + performance.now()).toFixed(2)} clock ${String(process.hrtime.bigint() / 1000n)}\n`,
     );
+  } catch {
+    // Profiling only.
+  }
+}
+
+function appendTrace(at: number, label: string): void {
+  try {
+    appendFileSync(target ?? '', `${(performance.timeOrigin + at).toFixed(2)} ${label}\n`);
   } catch {
     // Profiling only.
   }

@@ -230,12 +230,58 @@ export function stableJson(value: unknown): string {
   return JSON.stringify(sortKeys(value));
 }
 
+/**
+ * `value` with every object's keys in sorted order. Parts that are in order already are shared,
+ * not copied (a request body is built anew for each send, and copying all of it was the host's
+ * largest allocation), so the result must not be changed in place below its top level; see
+ * `sortedCopy` for a value handed to code that may.
+ */
 export function sortKeys(value: unknown): unknown {
-  if (Array.isArray(value)) return value.map(sortKeys);
+  if (Array.isArray(value)) {
+    let out: unknown[] | undefined;
+    for (let index = 0; index < value.length; index++) {
+      const item: unknown = value[index];
+      const sorted = sortKeys(item);
+      if (out === undefined && sorted !== item) out = value.slice(0, index);
+      if (out !== undefined) out.push(sorted);
+    }
+    return out ?? value;
+  }
+  if (value === null || typeof value !== 'object') return value;
+  const record = value as Record<string, unknown>;
+  const keys = Object.keys(record);
+  let inOrder = true;
+  for (let index = 1; index < keys.length; index++) {
+    if ((keys[index - 1] as string) > (keys[index] as string)) {
+      inOrder = false;
+      keys.sort();
+      break;
+    }
+  }
+  let out: Record<string, unknown> | undefined = inOrder ? undefined : {};
+  for (let index = 0; index < keys.length; index++) {
+    const key = keys[index] as string;
+    const item = record[key];
+    const sorted = sortKeys(item);
+    if (out === undefined && sorted !== item) {
+      out = {};
+      for (let before = 0; before < index; before++) {
+        const earlier = keys[before] as string;
+        out[earlier] = record[earlier];
+      }
+    }
+    if (out !== undefined) out[key] = sorted;
+  }
+  return out ?? value;
+}
+
+/** Like `sortKeys`, but every object and array of the result is a new one. */
+export function sortedCopy(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(sortedCopy);
   if (value !== null && typeof value === 'object') {
     const out: Record<string, unknown> = {};
     for (const key of Object.keys(value).sort()) {
-      out[key] = sortKeys((value as Record<string, unknown>)[key]);
+      out[key] = sortedCopy((value as Record<string, unknown>)[key]);
     }
     return out;
   }

@@ -53,24 +53,24 @@ function basename(path: string): string {
 }
 
 function base64Source(mimeType: string, data: string): Block {
-  return { type: 'base64', media_type: mimeType, data };
+  return { data, media_type: mimeType, type: 'base64' };
 }
 
 /** A file part as a content block (never a plain text part: callers handle those). */
 function fileBlock(part: Exclude<EvaluatedPart, { kind: 'text' }>, unsupported: string): Block {
   switch (part.kind) {
     case 'image':
-      return { type: 'image', source: base64Source(part.mimeType, part.data) };
+      return { source: base64Source(part.mimeType, part.data), type: 'image' };
     case 'pdf':
       return {
-        type: 'document',
         source: base64Source(part.mimeType, part.data),
         title: basename(part.filename),
+        type: 'document',
       };
     case 'text_file':
-      return { type: 'text', text: part.text };
+      return { text: part.text, type: 'text' };
     case 'unsupported_file':
-      return { type: 'text', text: unsupported };
+      return { text: unsupported, type: 'text' };
   }
 }
 
@@ -80,12 +80,13 @@ function toolResultBlock(result: EvaluatedToolResult): Block {
     ? result.parts.map((p) => (p.kind === 'text' || p.kind === 'text_file' ? p.text : '')).join('')
     : result.parts.map((p) =>
         p.kind === 'text'
-          ? { type: 'text', text: p.text }
+          ? { text: p.text, type: 'text' }
           : fileBlock(p, `[binary file: ${p.filename}]`),
       );
-  const block: Block = { type: 'tool_result', tool_use_id: wireToolId(result.toolUseId), content };
-  if (result.isError) block['is_error'] = true;
-  return block;
+  const id = wireToolId(result.toolUseId);
+  return result.isError
+    ? { content, is_error: true, tool_use_id: id, type: 'tool_result' }
+    : { content, tool_use_id: id, type: 'tool_result' };
 }
 
 function userContent(parts: Extract<EvaluatedMessage, { role: 'user' }>['parts']): Block[] {
@@ -95,7 +96,7 @@ function userContent(parts: Extract<EvaluatedMessage, { role: 'user' }>['parts']
     if (part.kind === 'tool_result') {
       results.push(toolResultBlock(part));
     } else if (part.kind === 'text') {
-      if (part.text.trim() !== '') others.push({ type: 'text', text: part.text });
+      if (part.text.trim() !== '') others.push({ text: part.text, type: 'text' });
     } else {
       others.push(fileBlock(part, `@${part.filename}`));
     }
@@ -119,12 +120,12 @@ function assistantContent(
     switch (part.kind) {
       case 'thinking':
         if (part.redacted) {
-          thinking.push({ type: 'redacted_thinking', data: part.content.trim() });
+          thinking.push({ data: part.content.trim(), type: 'redacted_thinking' });
         } else if (isNative(part)) {
           thinking.push({
-            type: 'thinking',
-            thinking: part.content,
             signature: part.signature?.value ?? '',
+            thinking: part.content,
+            type: 'thinking',
           });
         } else if (part.content.trim() !== '') {
           foreignTexts.push(part.content.trim());
@@ -136,7 +137,7 @@ function assistantContent(
       case 'text':
       case 'text_file': {
         const text = part.text.trim();
-        if (text !== '') texts.push({ type: 'text', text });
+        if (text !== '') texts.push({ text, type: 'text' });
         break;
       }
       default:
@@ -146,17 +147,17 @@ function assistantContent(
   }
   const wrapped =
     foreign === 'preserve' && foreignTexts.length > 0
-      ? [{ type: 'text', text: `<thinking>\n${foreignTexts.join('\n\n')}\n</thinking>` }]
+      ? [{ text: `<thinking>\n${foreignTexts.join('\n\n')}\n</thinking>`, type: 'text' }]
       : [];
   return [...thinking, ...wrapped, ...texts, ...toolUses];
 }
 
 function toolUseBlock(part: EvaluatedToolUse): Block {
   return {
-    type: 'tool_use',
     id: wireToolId(part.id),
-    name: wireToolName(part.name),
     input: part.input ?? {},
+    name: wireToolName(part.name),
+    type: 'tool_use',
   };
 }
 
@@ -181,7 +182,11 @@ function thinkingFields(request: ProviderRequest): Block {
   return {};
 }
 
-/** The Messages API body for a prompt: keys sorted, then `system`, `tools`, `messages` last. */
+/**
+ * The Messages API body for a prompt: keys sorted, then `system`, `tools`, `messages` last. The
+ * blocks are built with their keys in order already, so that sorting copies little beyond what
+ * came from elsewhere (tool inputs, schemas).
+ */
 export function buildAnthropicBody(request: ProviderRequest): Record<string, unknown> {
   const cache = cacheControlFor(request.cacheRetention);
   const foreign = request.thinking?.foreign ?? 'preserve';
@@ -198,19 +203,18 @@ export function buildAnthropicBody(request: ProviderRequest): Record<string, unk
     body['system'] =
       cache === undefined
         ? request.system
-        : [{ type: 'text', text: request.system, cache_control: cache }];
+        : [{ cache_control: cache, text: request.system, type: 'text' }];
   }
 
   if (request.tools.length > 0) {
     const last = request.tools.length - 1;
     body['tools'] = request.tools.map((tool, index) => {
       const wire: Block = {
-        name: wireToolName(tool.name),
         description: tool.description,
         input_schema: tool.inputSchema,
+        name: wireToolName(tool.name),
       };
-      if (cache !== undefined && index === last) wire['cache_control'] = cache;
-      return wire;
+      return cache !== undefined && index === last ? { cache_control: cache, ...wire } : wire;
     });
     body['tool_choice'] = { type: 'auto' };
   }
@@ -221,7 +225,7 @@ export function buildAnthropicBody(request: ProviderRequest): Record<string, unk
       message.role === 'user'
         ? userContent(message.parts)
         : assistantContent(message.parts, foreign);
-    if (content.length > 0) messages.push({ role: message.role, content });
+    if (content.length > 0) messages.push({ content, role: message.role });
   }
   body['messages'] = messages;
 

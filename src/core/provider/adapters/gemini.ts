@@ -13,7 +13,7 @@ import type { SdkLoader, SdkModule } from '../sdk.js';
 import {
   ProviderError,
   internalToolName,
-  sortKeys,
+  sortedCopy,
   wireToolName,
   type EvaluatedMessage,
   type EvaluatedPart,
@@ -181,7 +181,8 @@ function buildParams(provider: string, request: ProviderRequest): GenerateConten
       ? { role: 'user', parts: userParts(message.parts) }
       : { role: 'model', parts: modelParts(provider, message.parts, preserveForeign) },
   );
-  return sortKeys({ model: request.model, contents, config }) as GenerateContentParameters;
+  // A copy: the SDK is handed this object and may change it.
+  return sortedCopy({ model: request.model, contents, config }) as GenerateContentParameters;
 }
 
 function isToolResult(part: UserPart): part is EvaluatedToolResult {
