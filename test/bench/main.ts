@@ -303,6 +303,7 @@ async function sendBenchmarks(lane: Lane): Promise<void> {
 
     // Cancel: from <C-c> mid-stream to the server seeing the connection closed.
     const cancels: number[] = [];
+    let lostKeys = 0;
     for (let run = 0; run < 7; run++) {
       await driver.lua('vim.api.nvim_buf_set_lines(0, -1, -1, false, { "Again, please." })');
       const before = driver.eventCount;
@@ -317,7 +318,25 @@ async function sendBenchmarks(lane: Lane): Promise<void> {
       );
       const pressed = performance.now();
       void driver.nvim.input('<C-c>');
-      await open.closed;
+      // Now and then (1 run in 20–50 of this benchmark) the <C-c> never reaches the mapping: a
+      // <C-c> that Neovim reads while busy can become an interrupt (got_int) instead of a key. The
+      // key is pressed again after a second, as a user would; the time counts from the first
+      // press, and the extra presses are reported.
+      let closed = false;
+      void open.closed.then(() => {
+        closed = true;
+      });
+      const isClosed = (): boolean => closed;
+      for (let waited = 0; !isClosed(); waited += 1) {
+        if (waited === 10) {
+          throw new Error(`cancel: the request stayed open 10 s after <C-c> (run ${String(run)})`);
+        }
+        await Promise.race([open.closed, new Promise((resolve) => setTimeout(resolve, 1000))]);
+        if (!isClosed()) {
+          lostKeys += 1;
+          void driver.nvim.input('<C-c>');
+        }
+      }
       cancels.push(performance.now() - pressed);
       await driver.waitForEvent('FlemmaRequestFinished', { after: before });
     }
@@ -327,6 +346,7 @@ async function sendBenchmarks(lane: Lane): Promise<void> {
       'ms',
     );
     report(`send.cancel_to_abort.max[nvim-${lane.lane}]`, Math.max(...cancels.slice(2)), 'ms');
+    report(`send.cancel_keys_pressed_again[nvim-${lane.lane}]`, lostKeys, 'presses', 0);
   } finally {
     await driver.quit();
     await fake.close();
