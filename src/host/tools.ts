@@ -2240,6 +2240,8 @@ export class ToolService {
       const outcomes = planPlaceholders(state.document, state.lines, planned).map((edit) =>
         writer.setLines(edit.start, edit.end, edit.lines, edit.expect),
       );
+      // The step waits for this write: it goes now, not on the next tick.
+      this.ctx.writes.sendNow();
       this.holds.delete(bufnr);
       release();
       trace('hold:planned');
