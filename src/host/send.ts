@@ -696,11 +696,14 @@ export class SendController {
     // The editor's side of the end runs once the last text is in, in the same round trip. The
     // answer carries the editor's context for the tool loop's next step (autopilot), asked now
     // so that the step need not ask again; the buffer was locked since the send began.
-    const finished = (await ctx.writes.callAfterWrites('send.finish', {
+    const finishing = ctx.writes.callAfterWrites('send.finish', {
       bufnr,
       sink: sink.bufnr,
       context: question.params,
-    })) as { context?: ContextAnswer } | null;
+    });
+    // The next step (the tool loop's) waits for it: it goes now, not on the next tick.
+    ctx.writes.sendNow();
+    const finished = (await finishing) as { context?: ContextAnswer } | null;
     if (status === 'completed' && finished?.context !== undefined) {
       ctx.tools.carry(bufnr, resolveContext(question, finished.context, ctx.tools.toolNames()));
     }
