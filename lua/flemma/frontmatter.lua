@@ -2,18 +2,15 @@
 --- it did: the `flemma.opt` operations in order (the host applies them over the configuration),
 --- the other top-level assignments (template variables), or an error with its line.
 ---
---- A file is run only when trusted (Neovim's `vim.secure` database, like an `.exrc`): a buffer
---- with no file on disk yet is being written by the user and is trusted; a file whose path is
---- allowed in the database (`:trust`) is trusted whatever its content now, since the user edits
---- it; a denied path (`:trust ++deny`) never is.
+--- Lua frontmatter runs only in a trusted file (`flemma.trust`); other languages are read by the
+--- host (or by the user's own reader) and their operations checked here, each with its option's
+--- trust class (`schema.trust`), so that the host applies in a file that is not trusted only what
+--- that file may change.
 local M = {}
 
 local H = {
   --- bufnr → { functions = { ["tools.auto_approve"] = fn } } from the latest run
   cache = {},
-  --- Buffers trusted because they had no file yet: their path is added to the trust database
-  --- when they are first written.
-  authored = {},
 }
 
 local METHODS = { append = true, prepend = true, remove = true }
@@ -205,11 +202,13 @@ local TOP_ALIASES = {
   cache_retention = { "parameters", "cache_retention" },
 }
 
---- The schema node of an option path and its canonical path, or nil and an error message.
+--- The schema node of an option path, its canonical path and its trust class (the deepest mark
+--- on the way, `schema.trust`; "needs_trust" when there is none), or nil and an error message.
 function H.lookup(path)
   local schema = require("flemma.config.schema")
   local node = schema.options
   local canonical = {}
+  local class = node.trust
   for index, key in ipairs(path) do
     local step = { key }
     if index == 1 then
@@ -234,6 +233,7 @@ function H.lookup(path)
           return nil, string.format("%s: %s has no options under it", shown, "flemma.opt." .. table.concat(canonical, "."))
         end
         node = found
+        class = node.trust or class
       end
       if node.kind == "object" then
         local field = node.fields[name]
@@ -252,10 +252,11 @@ function H.lookup(path)
       else
         return nil, string.format("unknown option %s", shown)
       end
+      class = node.trust or class
       canonical[#canonical + 1] = name
     end
   end
-  return node, nil, canonical
+  return node, nil, canonical, class or "needs_trust"
 end
 
 --- The node that checks one item of a list option, or nil when the option is not a list.
@@ -275,9 +276,48 @@ local function list_item(node)
   return nil
 end
 
---- Check one operation against the schema; answers the canonical path, or raises the error.
+--- Whether every option a table assigns to an object is safe anywhere (a `$set` of a whole
+--- section in a file that is not trusted is applied only then).
+function H.all_safe(node, value, class)
+  if node.kind == "union" then
+    node = node:member_for(value) or node
+  end
+  if node.kind ~= "object" or type(value) ~= "table" or vim.islist(value) then
+    return class == "safe"
+  end
+  for key, item in pairs(value) do
+    local field = type(key) == "string" and node.fields[key] or nil
+    if field == nil or not H.all_safe(field, item, field.trust or class) then
+      return false
+    end
+  end
+  return true
+end
+
+--- The trust class of one operation on `node` (found with `class` by `H.lookup`).
+function H.class_of(node, op, value, class)
+  local member = node
+  if node.kind == "union" then
+    for _, candidate in ipairs(node.members) do
+      if candidate.kind == "object" then
+        member = candidate
+      end
+    end
+  end
+  local list_op = op ~= "set" or (type(value) == "table" and vim.islist(value))
+  if member.kind == "object" and member.list and member.list_trust and list_op then
+    return member.list_trust
+  end
+  if op == "set" and type(value) == "table" and not vim.islist(value) and member.kind == "object" then
+    return H.all_safe(node, value, class) and "safe" or class
+  end
+  return class
+end
+
+--- Check one operation against the schema; answers the canonical path and the operation's trust
+--- class, or raises the error.
 function H.check(path, op, value)
-  local node, err, canonical = H.lookup(path)
+  local node, err, canonical, class = H.lookup(path)
   if node == nil then
     error(err, 0)
   end
@@ -297,7 +337,7 @@ function H.check(path, op, value)
       error(problem, 0)
     end
   end
-  return canonical
+  return canonical, H.class_of(node, op, value, class)
 end
 
 --- Check operations that came from elsewhere (JSON frontmatter); answers them with canonical paths,
@@ -309,11 +349,11 @@ function M.check_ops(ops)
     if value == vim.NIL then
       value = nil
     end
-    local ok, canonical = pcall(H.check, op.path, op.op, value)
+    local ok, canonical, class = pcall(H.check, op.path, op.op, value)
     if not ok then
       return { error = string.format("frontmatter line %d: %s", op.line or 1, canonical) }
     end
-    out[#out + 1] = { path = canonical, op = op.op, value = op.value, line = op.line }
+    out[#out + 1] = { path = canonical, op = op.op, value = op.value, line = op.line, trust = class }
   end
   return { ops = out }
 end
@@ -324,11 +364,11 @@ function M.run(code, first)
   local state = { ops = {}, functions = {} }
   state.record = function(path, op, value)
     local line = current_line(first) or first
-    local ok, canonical = pcall(H.check, path, op, value)
+    local ok, canonical, class = pcall(H.check, path, op, value)
     if not ok then
       error(string.format("frontmatter line %d: %s", line, canonical), 0)
     end
-    state.ops[#state.ops + 1] = { path = canonical, op = op, value = plain(value), line = line }
+    state.ops[#state.ops + 1] = { path = canonical, op = op, value = plain(value), line = line, trust = class }
   end
   local variables = {}
   local globals = sandbox_globals()
@@ -366,76 +406,11 @@ function M.run(code, first)
   return { ops = state.ops, variables = vars }, state.functions, variables
 end
 
---- The trust database's verdict on a path: "allow", "deny" or nil (not listed).
-function H.trust_entry(path)
-  local file = vim.fn.stdpath("state") .. "/trust"
-  local ok, lines = pcall(vim.fn.readfile, file)
-  if not ok then
-    return nil
-  end
-  for _, line in ipairs(lines) do
-    local hash, listed = line:match("^(%S+) (.+)$")
-    if listed == path then
-      return hash == "!" and "deny" or "allow"
-    end
-  end
-  return nil
-end
-
---- Whether the buffer's Lua may run, and why not: "untrusted" / "denied".
-function M.trusted(bufnr)
-  local name = vim.api.nvim_buf_get_name(bufnr)
-  if name == "" then
-    return true
-  end
-  local path = vim.fn.fnamemodify(name, ":p")
-  local real = vim.uv.fs_realpath(path)
-  local entry = H.trust_entry(real or path)
-  if entry == "deny" then
-    return false, "denied"
-  elseif entry == "allow" then
-    return true
-  end
-  if real == nil then
-    -- No file yet: the user is writing it. Its path is trusted once it is written.
-    H.authored[bufnr] = true
-    return true
-  end
-  return false, "untrusted"
-end
-
---- After a write: a chat the user wrote from scratch (and ran) goes into the trust database.
-function M.on_write(bufnr)
-  if not H.authored[bufnr] then
-    return
-  end
-  H.authored[bufnr] = nil
-  pcall(vim.secure.trust, { action = "allow", bufnr = bufnr })
-end
-
---- The message for a chat whose Lua may not run.
-function M.untrusted_message(bufnr, why, what)
-  local name = vim.fn.fnamemodify(vim.api.nvim_buf_get_name(bufnr), ":~:.")
-  what = what == "templates" and "its templates were" or "its Lua frontmatter was"
-  if why == "denied" then
-    return string.format(
-      "%s: %s not run: the file is denied in Neovim's trust database (:trust ++remove to undo)",
-      name,
-      what
-    )
-  end
-  return string.format(
-    "%s: %s not run: the file is not trusted. Review it, then run :trust (JSON frontmatter needs no trust)",
-    name,
-    what
-  )
-end
-
 --- Host → Lua (within `editor.context`): evaluate the buffer's Lua frontmatter.
 --- `fm` is `{code, line}` (line: the buffer line of the code's first line), or `{ops}` from a JSON
---- frontmatter, which only gets checked.
+--- frontmatter, which only gets checked; `trust` is the buffer's decision (`flemma.trust.state`).
 --- Answers `{ops, variables}`, `{error}` or `{untrusted = message}`.
-function M.evaluate(bufnr, fm)
+function M.evaluate(bufnr, fm, trust)
   if fm.ops ~= nil then
     H.cache[bufnr] = nil
     return M.check_ops(fm.ops)
@@ -445,10 +420,9 @@ function M.evaluate(bufnr, fm)
     H.cache[bufnr] = nil
     return H.evaluate_custom(fm)
   end
-  local trusted, why = M.trusted(bufnr)
-  if not trusted then
+  if not trust.trusted then
     H.cache[bufnr] = nil
-    return { untrusted = M.untrusted_message(bufnr, why) }
+    return { untrusted = require("flemma.trust").message(bufnr, trust, "frontmatter") }
   end
   -- Run every time (a send, a step of the tool loop): the code may read the date or the
   -- environment. Functions it assigns are kept for the approval chain to call.
@@ -521,8 +495,8 @@ function H.data_ops(data, first)
           end
           local items = (kind ~= "set" and type(operand) == "table" and vim.islist(operand)) and operand or { operand }
           for _, item in ipairs(items) do
-            local canonical = H.check(path, kind, item)
-            ops[#ops + 1] = { path = canonical, op = kind, value = plain(item), line = first }
+            local canonical, class = H.check(path, kind, item)
+            ops[#ops + 1] = { path = canonical, op = kind, value = plain(item), line = first, trust = class }
           end
         end
       end
@@ -533,8 +507,8 @@ function H.data_ops(data, first)
       end
       return
     end
-    local canonical = H.check(path, "set", value)
-    ops[#ops + 1] = { path = canonical, op = "set", value = plain(value), line = first }
+    local canonical, class = H.check(path, "set", value)
+    ops[#ops + 1] = { path = canonical, op = "set", value = plain(value), line = first, trust = class }
   end
   if data.flemma ~= nil then
     local ok, err = pcall(walk, data.flemma, {})
@@ -602,7 +576,6 @@ end
 
 function M.forget(bufnr)
   H.cache[bufnr] = nil
-  H.authored[bufnr] = nil
 end
 
 return M

@@ -371,6 +371,7 @@ function M.bootstrap()
   require("flemma.statusline").bootstrap()
   require("flemma.integrations").bootstrap()
   require("flemma.secrets").bootstrap()
+  require("flemma.trust").bootstrap()
   local group = vim.api.nvim_create_augroup("flemma", { clear = true })
   vim.api.nvim_create_autocmd("FileType", {
     group = group,
@@ -393,6 +394,7 @@ function M.bootstrap()
       require("flemma.chat").forget(ev.buf)
       require("flemma.ui").detach(ev.buf)
       require("flemma.frontmatter").forget(ev.buf)
+      require("flemma.trust").forget(ev.buf)
       require("flemma.personalities").forget(ev.buf)
       local host = require("flemma.host")
       if host.channel() then
@@ -402,11 +404,18 @@ function M.bootstrap()
   })
   vim.api.nvim_create_autocmd("BufWritePost", {
     group = group,
-    desc = "Flemma: a chat written from scratch here goes into the trust database",
+    desc = "Flemma: a chat written here keeps (or gets) its trust",
     callback = function(ev)
       if vim.bo[ev.buf].filetype == "chat" then
-        require("flemma.frontmatter").on_write(ev.buf)
+        require("flemma.trust").on_write(ev.buf)
       end
+    end,
+  })
+  vim.api.nvim_create_autocmd({ "BufReadPost", "FileChangedShellPost" }, {
+    group = group,
+    desc = "Flemma: a chat read from disk has its trust judged again",
+    callback = function(ev)
+      require("flemma.trust").on_read(ev.buf)
     end,
   })
   -- A restarted host knows no buffer: hand it every chat buffer again.

@@ -54,8 +54,9 @@ local function snapshot()
 end
 
 --- `editor.context`: the configuration, the editor's facts about the buffer, the non-blank
---- environment variables among `names`, and what the buffer's frontmatter sets (a Lua one runs
---- here if the file is trusted; a JSON one's operations are checked).
+--- environment variables among `names`, the buffer's trust decision (for the tree whose digest
+--- is `digest`), and what the buffer's frontmatter sets (a Lua one runs here if the file is
+--- trusted; a JSON one's operations are checked, each with its trust class).
 function M.context(params)
   local env = {}
   for _, name in ipairs(params.names or {}) do
@@ -64,12 +65,18 @@ function M.context(params)
       env[name] = value
     end
   end
-  local answer = { config = snapshot(), facts = require("flemma.tools.ui").facts(params), env = env }
+  local trust = require("flemma.trust").state(params.bufnr, params.digest)
+  local answer = {
+    config = snapshot(),
+    facts = require("flemma.tools.ui").facts(params),
+    env = env,
+    trust = trust,
+  }
   if params.origins then
     answer.origins = require("flemma.config").origins()
   end
   if type(params.frontmatter) == "table" then
-    answer.frontmatter = require("flemma.frontmatter").evaluate(params.bufnr, params.frontmatter)
+    answer.frontmatter = require("flemma.frontmatter").evaluate(params.bufnr, params.frontmatter, trust)
   else
     require("flemma.frontmatter").clear(params.bufnr)
   end

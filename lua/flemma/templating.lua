@@ -164,11 +164,18 @@ function H.environment(variables, base_dir, stack, render)
     tostring = tostring,
     type = type,
     unpack = unpack,
-    string = string,
-    table = table,
-    math = math,
+    -- Copies: a template that assigns `string.upper` changes its own, not Neovim's.
+    string = vim.deepcopy(string),
+    table = vim.deepcopy(table),
+    math = vim.deepcopy(math),
     os = { date = os.date, time = os.time, clock = os.clock, getenv = os.getenv },
-    vim = { inspect = vim.inspect, split = vim.split, trim = vim.trim, tbl_keys = vim.tbl_keys, json = vim.json },
+    vim = {
+      inspect = vim.inspect,
+      split = vim.split,
+      trim = vim.trim,
+      tbl_keys = vim.tbl_keys,
+      json = { encode = vim.json.encode, decode = vim.json.decode },
+    },
   }
   for _, populate in pairs(H.populators) do
     pcall(populate, safe)
@@ -236,14 +243,16 @@ function H.environment(variables, base_dir, stack, render)
   return env
 end
 
---- Host → Lua (`template.render`): `{bufnr, variables, jobs = {{segment, …}, …}}` →
---- `{texts}`, `{error}` (naming the buffer line) or `{untrusted}`.
+--- Host → Lua (`template.render`): `{bufnr, digest, variables, jobs = {{segment, …}, …}}` →
+--- `{texts}`, `{error}` (naming the buffer line) or `{untrusted}` (`digest` as for
+--- `flemma.trust.state`).
 function M.render(params)
   local bufnr = params.bufnr
   local frontmatter = require("flemma.frontmatter")
-  local trusted, why = frontmatter.trusted(bufnr)
-  if not trusted then
-    return { untrusted = frontmatter.untrusted_message(bufnr, why, "templates") }
+  local trust = require("flemma.trust")
+  local state = trust.state(bufnr, params.digest)
+  if not state.trusted then
+    return { untrusted = trust.message(bufnr, state, "templates") }
   end
   local variables = {}
   local json = params.variables

@@ -238,6 +238,11 @@ export const actions: Record<string, Action> = {
     return { cancelled };
   },
   /** Frontmatter languages registered in Lua (`require("flemma.frontmatter").register_language`). */
+  /** `:trust` (or `++deny`, `++remove`) changed the buffer's trust: its diagnostics again. */
+  'buffer:trust': (ctx, params) => {
+    ctx.tools.recheckTrust(bufnrOf(params));
+    return null;
+  },
   'frontmatter:languages': (ctx, params) => {
     const names = (params as { names?: unknown } | null)?.names;
     ctx.documents.setFrontmatterLanguages(

@@ -15,6 +15,7 @@ import {
   type YamlParser,
   yamlFrontmatter,
 } from '../core/config/frontmatter.js';
+import { type RefusedOp, trustDigest } from '../core/config/trust.js';
 import { PROVIDERS } from './providers.js';
 
 /** Neovim's view of a buffer that tools and the sandbox need. */
@@ -45,7 +46,27 @@ export interface EditorContext {
   problem?: string;
   /** The problem is that the file's Lua may not run (not trusted, or denied). */
   untrusted?: boolean;
+  /** The buffer's trust decision (one per buffer, whatever its frontmatter's language). */
+  trust: TrustState;
+  /** Frontmatter operations not applied because the file is not trusted. */
+  refused: RefusedOp[];
+  /** The digest the trust decision was made for (`trustDigest`), when a tree was given. */
+  digest?: string;
 }
+
+/**
+ * Lua's trust decision about a buffer (`lua/flemma/trust.lua`): `why` is `authored` (no file
+ * yet, or written from scratch here), `allowed` (`:trust`), `untrusted` (never trusted),
+ * `denied` (`:trust ++deny`) or `changed` (its frontmatter, templates or file references changed
+ * outside this Neovim since it was trusted).
+ */
+export interface TrustState {
+  trusted: boolean;
+  why: string;
+}
+
+/** What is assumed when Lua said nothing: not trusted (fail closed). */
+const NOT_TRUSTED: TrustState = { trusted: false, why: 'untrusted' };
 
 /** The variables every provider reads by default (its credential and base URL). */
 export const KNOWN_ENV: readonly string[] = [
@@ -78,6 +99,8 @@ export interface ContextQuestion {
     names: readonly string[];
     frontmatter?: FrontmatterRequest;
     origins?: boolean;
+    /** `trustDigest` of the buffer's tree, for Lua's trust decision. */
+    digest?: string;
   };
   variables: Record<string, unknown>;
   /** A problem found before asking (a JSON frontmatter that does not parse). */
@@ -93,6 +116,7 @@ export interface ContextAnswer {
   env: Record<string, string> | unknown[];
   frontmatter?: FrontmatterAnswer;
   origins?: Record<string, string> | unknown[];
+  trust?: Partial<TrustState>;
 }
 
 /** The question for a buffer whose tree is `document`. */
@@ -103,6 +127,7 @@ export async function contextQuestion(
 ): Promise<ContextQuestion> {
   const question: ContextQuestion = { params: { bufnr, names: KNOWN_ENV }, variables: {} };
   if (options.origins === true) question.params.origins = true;
+  if (document !== undefined) question.params.digest = trustDigest(document);
   const frontmatter = document?.frontmatter;
   if (frontmatter === undefined) return question;
   const language = frontmatter.language.toLowerCase();
@@ -138,6 +163,10 @@ export function resolveContext(
   tools: ToolNames = NO_TOOLS,
 ): EditorContext {
   let problem = question.problem;
+  const trust: TrustState =
+    answer.trust?.trusted === true
+      ? { trusted: true, why: answer.trust.why ?? 'allowed' }
+      : { ...NOT_TRUSTED, why: answer.trust?.why ?? NOT_TRUSTED.why };
   // NOTE: an empty Lua table arrives as an array (or an empty object).
   const context: EditorContext = {
     config: answer.config,
@@ -145,7 +174,10 @@ export function resolveContext(
     env: Array.isArray(answer.env) ? {} : answer.env,
     variables: question.variables,
     ops: [],
+    trust,
+    refused: [],
   };
+  if (question.params.digest !== undefined) context.digest = question.params.digest;
   if (answer.origins !== undefined) {
     context.origins = Array.isArray(answer.origins) ? {} : answer.origins;
   }
@@ -163,9 +195,10 @@ export function resolveContext(
       }
       const ops = Array.isArray(result.ops) ? result.ops : [];
       context.ops = ops;
-      const applied = applyFrontmatter(answer.config, ops, tools);
+      const applied = applyFrontmatter(answer.config, ops, tools, trust);
       if (applied.error !== undefined) problem = applied.error;
       context.config = applied.config;
+      context.refused = applied.refused;
       if (applied.approval !== undefined) context.approval = applied.approval;
     }
   }

@@ -2,7 +2,6 @@
 // (behaviour.md §2.13), with the buffer locked, a progress indicator, hooks, cancel and errors
 // that leave the buffer as it was.
 import { trace } from './trace.js';
-import { dirname } from 'node:path';
 import { homedir } from 'node:os';
 import { type RenderedPrompt, renderPrompt } from '../core/chat/render.js';
 import { readReference } from '../core/chat/references.js';
@@ -20,6 +19,7 @@ import {
 import type { DocumentState } from '../editor/documents.js';
 import type { BufferWriter } from '../editor/writequeue.js';
 import type { HostContext } from './context.js';
+import { referenceScope } from './trust-check.js';
 import { PROVIDERS, type ProviderParameters } from './providers.js';
 import {
   type ContextAnswer,
@@ -451,8 +451,8 @@ export class SendController {
     tools: readonly ToolSpec[],
   ): Promise<RenderedPrompt> {
     const { ctx } = this;
-    const filename = editor.facts.filename;
-    const baseDir = filename === null ? editor.facts.cwd : dirname(filename);
+    // A file that is not trusted reads only inside its own directory tree.
+    const { baseDir, scope } = referenceScope(editor);
     return renderPrompt(prompt, {
       renderTemplates: async (jobs) => {
         // A job with no `{% %}` needs only its expressions evaluated: their text stays here and
@@ -463,6 +463,7 @@ export class SendController {
         trace('send:lua-render');
         const answer = (await ctx.lua.call('template.render', {
           bufnr,
+          digest: editor.digest,
           variables: editor.variables,
           jobs: jobs.map((segments, index) =>
             spliced[index] === true
@@ -487,7 +488,8 @@ export class SendController {
           }),
         };
       },
-      readReference: (reference) => readReference(reference, baseDir, homedir()),
+      readReference: (reference) => readReference(reference, baseDir, homedir(), scope),
+      readsResultReferences: (name) => ctx.tools.readsResultReferences(name),
     });
   }
 

@@ -50,6 +50,8 @@ import { type AlwaysEntry, alwaysEntryFor, describeEntry } from '../core/approva
 import { Autopilot, autopilotSettings } from './autopilot.js';
 import { trace } from './trace.js';
 import { type EditorContext, type EditorFacts, fetchEditorContext } from './editor-context.js';
+import { refusedItems, trustDiagnostics } from './trust-check.js';
+import { EMPTY_TRUST_DIGEST, trustDigest } from '../core/config/trust.js';
 import type { ToolNames } from '../core/config/frontmatter.js';
 import { type StatusInput, statusLines } from '../core/config/status.js';
 import { relative } from 'node:path';
@@ -287,18 +289,22 @@ export class ToolService {
   private readonly frontmatterTimers = new Map<number, NodeJS.Timeout>();
 
   /**
-   * After the frontmatter changed (or the chat opened), run it once things are quiet, without
-   * sending, and show what is wrong with it as a diagnostic on its line: an error, an unknown
-   * option, or a Lua file that is not trusted yet.
+   * After what the buffer's trust decides changed (its frontmatter, template code or file
+   * references; or the chat opened), judge it once things are quiet, without sending, and show
+   * what is wrong or refused as diagnostics on their lines (`trustDiagnostics`).
    */
   private checkFrontmatterSoon(state: DocumentState): void {
     const fm = state.document.frontmatter;
-    const key = fm === undefined ? '' : `${fm.language}\0${String(fm.span.startLine)}\0${fm.code}`;
+    const digest = trustDigest(state.document);
+    const key =
+      fm === undefined && digest === EMPTY_TRUST_DIGEST
+        ? ''
+        : `${String(fm?.span.startLine)}\0${digest}`;
     const previous = this.frontmatterKeys.get(state.bufnr);
     if (previous === key) return;
     this.frontmatterKeys.set(state.bufnr, key);
     clearTimeout(this.frontmatterTimers.get(state.bufnr));
-    if (fm === undefined) {
+    if (key === '') {
       // Gone: clear what an earlier one showed.
       if (previous !== undefined && previous !== '') {
         this.ctx.lua.notify('frontmatter.diagnostics', { bufnr: state.bufnr, items: [] });
@@ -320,20 +326,26 @@ export class ToolService {
 
   private async checkFrontmatter(bufnr: number): Promise<void> {
     const state = await this.ctx.documents.parsed(bufnr);
-    const fm = state?.document.frontmatter;
-    if (state === undefined || fm === undefined) return;
+    if (state === undefined) return;
     const editor = await this.editorContext(bufnr, state.document);
-    const items: { lnum: number; severity: string; message: string }[] = [];
-    if (editor.problem !== undefined) {
-      const line = /^frontmatter line (\d+): /.exec(editor.problem);
-      const untrusted = editor.untrusted === true;
-      items.push({
-        lnum: line === null ? fm.span.startLine - 1 : Number(line[1]) - 1,
-        severity: untrusted ? 'warning' : 'error',
-        message: line === null ? editor.problem : editor.problem.slice(line[0].length),
-      });
-    }
+    const items = trustDiagnostics(state.document, editor, (name) =>
+      this.readsResultReferences(name),
+    );
     this.ctx.lua.notify('frontmatter.diagnostics', { bufnr, items });
+  }
+
+  /** The buffer's trust changed (`:trust`): judge it again now. */
+  recheckTrust(bufnr: number): void {
+    clearTimeout(this.frontmatterTimers.get(bufnr));
+    this.frontmatterTimers.delete(bufnr);
+    void this.checkFrontmatter(bufnr).catch((error: unknown) => {
+      this.ctx.logger.warn(`checking the trust of buffer ${String(bufnr)} failed`, error);
+    });
+  }
+
+  /** Whether the results of the tool `name` have their file references read (`read`). */
+  readsResultReferences(name: string): boolean {
+    return this.registry.get(name)?.templateToolResult === true;
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -717,6 +729,7 @@ export class ToolService {
       canAutoApproveIfSandboxed: (spec.capabilities ?? []).includes(
         'can_auto_approve_if_sandboxed',
       ),
+      templateToolResult: (spec.capabilities ?? []).includes('template_tool_result'),
     };
     if (spec.strict !== undefined) def.strict = spec.strict;
     if (spec.enabled !== undefined) def.enabled = spec.enabled;
@@ -2058,6 +2071,8 @@ export class ToolService {
           ? `enabled, no backend (${sandbox.backend_reason ?? 'none available'})`
           : `enabled, backend ${sandbox.backend}`,
       autopilot: { state: this.pilot.state(bufnr), iteration: this.pilot.iteration(bufnr) },
+      trust: editor.trust,
+      refused: refusedItems(state.document, editor, (name) => this.readsResultReferences(name)),
       verbose,
     };
     if (editor.problem !== undefined) input.problem = editor.problem;

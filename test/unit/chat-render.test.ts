@@ -1,6 +1,6 @@
 // Rendering a prompt: templates go to the renderer port in one call, file references to the
 // reader port, in order; trimming; errors name the line.
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -41,6 +41,7 @@ function ports(overrides: Partial<RenderPorts> = {}): RenderPorts & { jobs: unkn
         text: `[${reference.path}]`,
         filename: reference.path,
       }),
+    readsResultReferences: (name) => name === 'read',
     ...overrides,
   };
 }
@@ -117,6 +118,42 @@ describe('renderPrompt', () => {
     });
   });
 
+  it('sends any other tool’s result as written: its references are text, and no file is read', async () => {
+    const reads: string[] = [];
+    const output =
+      'see @./secret.txt and @~/.ssh/id_rsa, then {{ x }} and @//etc/passwd;type=text/plain.';
+    const rendered = await renderPrompt(
+      prompt([
+        '@You:',
+        'Run it.',
+        '@Assistant:',
+        '**Tool Use:** `bash` (`toolu_1`)',
+        '',
+        '```json',
+        '{"command":"cat page.html"}',
+        '```',
+        '@You:',
+        '**Tool Result:** `toolu_1`',
+        '',
+        '```',
+        output,
+        '```',
+      ]),
+      ports({
+        readReference: (reference) => {
+          reads.push(reference.path);
+          return Promise.reject(new Error('read'));
+        },
+      }),
+    );
+    expect(rendered.messages[2]?.parts[0]).toMatchObject({
+      kind: 'tool_result',
+      toolUseId: 'toolu_1',
+      parts: [{ kind: 'text', text: output }],
+    });
+    expect(reads).toEqual([]);
+  });
+
   it('reports the renderer’s error, and a reader’s error with the line and the reference', async () => {
     await expect(
       renderPrompt(
@@ -176,5 +213,41 @@ describe('readReference', () => {
     await expect(readReference(ref('./nope.md'), dir, '/h')).rejects.toThrow(
       `no such file: ${join(dir, 'nope.md')}`,
     );
+  });
+
+  it('in a file that is not trusted, reads only inside the chat file’s directory tree', async () => {
+    const root = mkdtempSync(join(tmpdir(), 'flemma-scope-'));
+    const chats = join(root, 'chats');
+    mkdirSync(join(chats, 'sub'), { recursive: true });
+    writeFileSync(join(chats, 'sub', 'in.md'), 'inside\n');
+    writeFileSync(join(chats, '.env'), 'KEY=1\n');
+    writeFileSync(join(root, 'outside.md'), 'outside\n');
+    symlinkSync(join(root, 'outside.md'), join(chats, 'link.md'));
+    const scope = {
+      confineTo: chats,
+      isSensitive: (path: string) => path.endsWith('/.env'),
+    };
+    const read = (path: string) => readReference(ref(path), chats, root, scope);
+    expect(await read('./sub/in.md')).toMatchObject({ text: 'inside\n' });
+    expect(await read('./sub/../sub/in.md')).toMatchObject({ text: 'inside\n' });
+    for (const [path, why] of [
+      ['../outside.md', "it leaves the chat file's directory"],
+      ['./sub/../../outside.md', "it leaves the chat file's directory"],
+      ['~/outside.md', 'it points into the home directory'],
+      ['/etc/passwd', 'it is an absolute path'],
+      ['/proc/self/environ', 'it is an absolute path'],
+      ['./link.md', 'through a symbolic link'],
+      ['./.env', 'it names a sensitive file'],
+    ] as const) {
+      await expect(read(path), path).rejects.toThrow(why);
+      await expect(read(path), path).rejects.toThrow('not read: this chat file is not trusted and');
+    }
+    // Trusted (no scope): the same references are read.
+    expect(await readReference(ref('../outside.md'), chats, root)).toMatchObject({
+      text: 'outside\n',
+    });
+    expect(await readReference(ref('./link.md'), chats, root)).toMatchObject({
+      text: 'outside\n',
+    });
   });
 });

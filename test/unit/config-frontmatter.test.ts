@@ -23,6 +23,8 @@ const op = (path: string, kind: ConfigOp['op'], value: unknown, line = 2): Confi
   line,
 });
 
+const TRUSTED = { trusted: true };
+
 const SETUP = {
   provider: 'anthropic',
   model: 'claude-sonnet-4-6',
@@ -40,6 +42,7 @@ describe('applyFrontmatter', () => {
       SETUP,
       [op('provider', 'set', 'openai'), op('model', 'set', 'o3')],
       TOOLS,
+      TRUSTED,
     );
     expect(applied.error).toBeUndefined();
     expect(applied.config['provider']).toBe('openai');
@@ -52,6 +55,7 @@ describe('applyFrontmatter', () => {
       SETUP,
       [op('parameters.anthropic.thinking_budget', 'set', 2048)],
       TOOLS,
+      TRUSTED,
     );
     expect(applied.config['parameters']).toEqual({
       temperature: 0.2,
@@ -68,6 +72,7 @@ describe('applyFrontmatter', () => {
         op('tools', 'prepend', 'read'),
       ],
       TOOLS,
+      TRUSTED,
     );
     expect((applied.config['tools'] as { __list: string[] }).__list).toEqual([
       'read',
@@ -86,14 +91,14 @@ describe('applyFrontmatter', () => {
     const configured = { ...SETUP, tools: { ...SETUP.tools, __list: ['read', 'grep'] } };
     expect(
       (
-        applyFrontmatter(configured, [op('tools', 'append', 'ls')], TOOLS).config['tools'] as {
+        applyFrontmatter(configured, [op('tools', 'append', 'ls')], TOOLS, TRUSTED).config['tools'] as {
           __list: string[];
         }
       ).__list,
     ).toEqual(['read', 'grep', 'ls']);
     expect(
       (
-        applyFrontmatter(configured, [op('tools', 'set', ['bash'])], TOOLS).config['tools'] as {
+        applyFrontmatter(configured, [op('tools', 'set', ['bash'])], TOOLS, TRUSTED).config['tools'] as {
           __list: string[];
         }
       ).__list,
@@ -101,18 +106,18 @@ describe('applyFrontmatter', () => {
   });
 
   it('names the line and suggests a tool for an unknown name', () => {
-    const applied = applyFrontmatter(SETUP, [op('tools', 'remove', 'bsh', 3)], TOOLS);
+    const applied = applyFrontmatter(SETUP, [op('tools', 'remove', 'bsh', 3)], TOOLS, TRUSTED);
     expect(applied.error).toBe(
       "frontmatter line 3: unknown tool 'bsh' in flemma.opt.tools (did you mean 'bash'?)",
     );
-    expect(applyFrontmatter(SETUP, [op('tools', 'append', 'nope')], TOOLS).error).toBe(
+    expect(applyFrontmatter(SETUP, [op('tools', 'append', 'nope')], TOOLS, TRUSTED).error).toBe(
       "frontmatter line 2: unknown tool 'nope' in flemma.opt.tools",
     );
   });
 
   describe('tools.auto_approve (scenario 27)', () => {
     it('a set replaces the configuration’s list', () => {
-      const applied = applyFrontmatter(SETUP, [op('tools.auto_approve', 'set', ['bash'])], TOOLS);
+      const applied = applyFrontmatter(SETUP, [op('tools.auto_approve', 'set', ['bash'])], TOOLS, TRUSTED);
       expect(applied.approval).toEqual({
         kind: 'list',
         list: { items: ['bash'], removed: [] },
@@ -121,7 +126,7 @@ describe('applyFrontmatter', () => {
     });
 
     it(':remove("write") on $default keeps the preset and records the removal', () => {
-      const applied = applyFrontmatter(SETUP, [op('tools.auto_approve', 'remove', 'write')], TOOLS);
+      const applied = applyFrontmatter(SETUP, [op('tools.auto_approve', 'remove', 'write')], TOOLS, TRUSTED);
       expect(applied.approval).toEqual({
         kind: 'list',
         list: { items: ['$default'], removed: ['write'] },
@@ -131,10 +136,10 @@ describe('applyFrontmatter', () => {
 
     it('an empty list approves nothing; $default + bash appends', () => {
       expect(
-        applyFrontmatter(SETUP, [op('tools.auto_approve', 'set', [])], TOOLS).approval,
+        applyFrontmatter(SETUP, [op('tools.auto_approve', 'set', [])], TOOLS, TRUSTED).approval,
       ).toEqual({ kind: 'list', list: { items: [], removed: [] }, assigned: true });
       expect(
-        applyFrontmatter(SETUP, [op('tools.auto_approve', 'append', 'bash')], TOOLS).approval,
+        applyFrontmatter(SETUP, [op('tools.auto_approve', 'append', 'bash')], TOOLS, TRUSTED).approval,
       ).toEqual({
         kind: 'list',
         list: { items: ['$default', 'bash'], removed: [] },
@@ -145,23 +150,24 @@ describe('applyFrontmatter', () => {
     it('a function stays a function; list operations on it are an error', () => {
       const fn = { __function: true };
       expect(
-        applyFrontmatter(SETUP, [op('tools.auto_approve', 'set', fn)], TOOLS).approval,
+        applyFrontmatter(SETUP, [op('tools.auto_approve', 'set', fn)], TOOLS, TRUSTED).approval,
       ).toEqual({ kind: 'function', assigned: true });
       const onFunction = applyFrontmatter(
         SETUP,
         [op('tools.auto_approve', 'set', fn), op('tools.auto_approve', 'append', 'read', 4)],
         TOOLS,
+        TRUSTED,
       );
       expect(onFunction.error).toMatch(/^frontmatter line 4: .*is a function/);
     });
 
     it('no frontmatter approval when it does not touch auto_approve', () => {
-      expect(applyFrontmatter(SETUP, [op('model', 'set', 'x')], TOOLS).approval).toBeUndefined();
+      expect(applyFrontmatter(SETUP, [op('model', 'set', 'x')], TOOLS, TRUSTED).approval).toBeUndefined();
     });
   });
 
   it('autopilot = false switches it off and keeps max_turns (scenario 32)', () => {
-    const applied = applyFrontmatter(SETUP, [op('tools.autopilot', 'set', false)], TOOLS);
+    const applied = applyFrontmatter(SETUP, [op('tools.autopilot', 'set', false)], TOOLS, TRUSTED);
     expect((applied.config['tools'] as { autopilot: unknown }).autopilot).toEqual({
       enabled: false,
       max_turns: 7,
@@ -241,7 +247,7 @@ describe('jsonFrontmatter (scenario 30)', () => {
   it('applies with list operations over the tools (removing two built-ins)', () => {
     const result = jsonFrontmatter(code({ flemma: { tools: { $remove: ['bash', 'write'] } } }), 2);
     if ('error' in result) throw new Error(result.error);
-    const applied = applyFrontmatter(SETUP, result.ops, TOOLS);
+    const applied = applyFrontmatter(SETUP, result.ops, TOOLS, TRUSTED);
     expect((applied.config['tools'] as { __list: string[] }).__list).toEqual([
       'edit',
       'find',

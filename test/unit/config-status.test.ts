@@ -84,6 +84,8 @@ describe('statusLines', () => {
     ],
     sandbox: 'enabled, backend bwrap',
     autopilot: { state: 'idle', iteration: 0 },
+    trust: { trusted: true, why: 'allowed' },
+    refused: [],
     verbose: false,
   };
 
@@ -105,5 +107,26 @@ describe('statusLines', () => {
     const lines = statusLines({ ...input, verbose: true, problem: 'frontmatter line 2: boom' });
     expect(lines[2]).toBe('! frontmatter line 2: boom');
     expect(lines).toContain('  parameters.anthropic.thinking_budget = 1  (default)');
+  });
+
+  it('says whether the file is trusted, and lists what it refuses with their lines', () => {
+    expect(statusLines(input)).toContain('trust: trusted (:trust)');
+    const lines = statusLines({
+      ...input,
+      trust: { trusted: false, why: 'untrusted' },
+      refused: [
+        { what: 'flemma.opt.parameters.anthropic.base_url', line: 4 },
+        { what: '@~/.ssh/id_rsa', line: 9 },
+      ],
+    });
+    expect(lines).toContain('trust: not trusted (:trust applies what needs trust)');
+    const at = lines.indexOf('refused until :trust:');
+    expect(lines.slice(at + 1, at + 3)).toEqual([
+      '  line 4: flemma.opt.parameters.anthropic.base_url',
+      '  line 9: @~/.ssh/id_rsa',
+    ]);
+    expect(statusLines({ ...input, trust: { trusted: false, why: 'changed' } })).toContain(
+      'trust: not trusted: changed outside this Neovim since :trust (review it, then :trust)',
+    );
   });
 });

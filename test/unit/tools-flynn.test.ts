@@ -325,7 +325,7 @@ describe('tool policy (F-05 … F-10)', () => {
     );
     if ('error' in parsed) throw new Error(parsed.error);
     const names = { enabled: [], has: () => true, suggest: () => undefined };
-    const bufferA = applyFrontmatter(global, parsed.ops, names).config as {
+    const bufferA = applyFrontmatter(global, parsed.ops, names, { trusted: true }).config as {
       tools: Record<string, unknown>;
     };
     expect(effectivePolicy(bufferA.tools, undefined).isAllowed('file.write')).toBe(false);

@@ -480,7 +480,8 @@ end
 --- A table with known keys. Unknown keys are errors (`strict` is the only mode).
 --- `opts.list` accepts an array part of that item type (default `opts.list_default`);
 --- `opts.aliases` maps an alternative name to a path (list of keys) relative to this object;
---- `opts.extra` (a node for tables) admits other keys whose value is a table of that shape.
+--- `opts.extra` (a node for tables) admits other keys whose value is a table of that shape;
+--- `opts.list_trust` is the trust class (`M.trust`) of the array part.
 function M.object(fields, opts)
   opts = opts or {}
   if opts.strict == false then
@@ -490,10 +491,26 @@ function M.object(fields, opts)
     fields = fields or {},
     list = opts.list,
     list_default = opts.list_default,
+    list_trust = opts.list_trust,
     aliases = opts.aliases,
     extra = opts.extra,
     default = opts.default,
   })
+end
+
+--- The same node, marked with how a frontmatter may change it in a file that is not trusted
+--- (docs/security.md, "Option classes"). An option without a mark needs trust; a mark on an
+--- object or a union covers what is under it, unless a deeper option has a mark of its own.
+---   "safe"              any change
+---   "subset"            a list changed to hold only items it held (removals)
+---   "superset"          a list changed to keep every item it held (additions)
+---   "lower", "higher"   a number changed to one no higher (no lower) than it was
+---   { only = { … } }    changed to one of these values
+--- A change that leaves the value as it was is always applied.
+function M.trust(class, node)
+  local copy = setmetatable(vim.tbl_extend("force", {}, node), Node)
+  copy.trust = class
+  return copy
 end
 
 --- The same node with no default: leaving it out means "unset".
@@ -642,6 +659,11 @@ local function style(default)
   return S.union({ S.string(), S.table() }, default)
 end
 
+--- Marks an option as safe to set from any file (see `M.trust`).
+local function safe(node)
+  return S.trust("safe", node)
+end
+
 local function string_or_false(default)
   return S.union({ S.string(), S.literal(false) }, default)
 end
@@ -665,21 +687,22 @@ local function general_parameters(with_defaults)
     return with_defaults and node or S.optional(node)
   end
   return {
-    max_tokens = pick(S.union({
+    max_tokens = safe(pick(S.union({
       S.integer(nil, { min = 1 }),
       S.string(nil, { pattern = "^%d+%%$", desc = 'a percentage such as "50%"' }),
-    }, "50%")),
-    temperature = S.optional(S.number(nil, { min = 0 })),
-    timeout = pick(S.integer(600, { min = 1 })),
-    connect_timeout = pick(S.integer(10, { min = 1 })),
-    cache_retention = pick(S.enum({ "short", "long", "none" }, "short")),
-    thinking = pick(thinking()),
+    }, "50%"))),
+    temperature = safe(S.optional(S.number(nil, { min = 0 }))),
+    timeout = safe(pick(S.integer(600, { min = 1 }))),
+    connect_timeout = safe(pick(S.integer(10, { min = 1 }))),
+    cache_retention = safe(pick(S.enum({ "short", "long", "none" }, "short"))),
+    thinking = safe(pick(thinking())),
   }
 end
 
 local function provider_parameters(specific)
   -- `base_url`: where the provider's API lives (an OpenAI-compatible server, a proxy, a test
   -- server); unset means the SDK's default or its standard *_BASE_URL environment variable.
+  -- Where requests (and the key) go: needs trust.
   specific = vim.tbl_extend("error", { base_url = S.optional(S.string()) }, specific)
   return S.object(vim.tbl_extend("error", general_parameters(false), specific))
 end
@@ -687,7 +710,7 @@ end
 local function search_tool()
   return S.object({
     cwd = S.string(BUFFER_DIR),
-    exclude = S.list(S.string(), SEARCH_EXCLUDES),
+    exclude = S.trust("superset", S.list(S.string(), SEARCH_EXCLUDES)),
   })
 end
 
@@ -702,8 +725,8 @@ local function tool_policy()
   }
   return S.object({
     profile = S.optional(S.string()),
-    allow = S.list(S.string(), {}),
-    deny = S.list(S.string(), {}),
+    allow = S.trust("subset", S.list(S.string(), {})),
+    deny = S.trust("superset", S.list(S.string(), {})),
     -- User profiles: a list of patterns, or { extends = "<profile>", allow = {…}, deny = {…} }.
     profiles = S.map(
       S.union({
@@ -731,34 +754,38 @@ end
 
 local preset_name = { key_pattern = "^%$[%w_%-]+$", key_desc = "preset names start with '$'" }
 
+-- Trust classes (`S.trust`, docs/security.md): what a frontmatter may change in a file that is
+-- not trusted. Unmarked options need trust, so a new option is refused there until it is marked.
 M.options = S.object({
-  provider = S.string("anthropic"),
-  model = S.optional(S.string()),
+  -- The providers' own endpoints, with the user's own credentials.
+  provider = safe(S.string("anthropic")),
+  model = safe(S.optional(S.string())),
 
   parameters = S.object(vim.tbl_extend("error", general_parameters(true), {
     anthropic = provider_parameters({
-      thinking_budget = S.optional(S.integer(nil, { min = 0 })),
-      effort = S.optional(S.enum({ "low", "medium", "high", "xhigh", "max" })),
+      thinking_budget = safe(S.optional(S.integer(nil, { min = 0 }))),
+      effort = safe(S.optional(S.enum({ "low", "medium", "high", "xhigh", "max" }))),
     }),
     openai = provider_parameters({
-      reasoning = S.optional(S.string()),
-      reasoning_summary = S.optional(S.string()),
-      experimental = S.object({ phase = S.boolean(true) }),
+      reasoning = safe(S.optional(S.string())),
+      reasoning_summary = safe(S.optional(S.string())),
+      experimental = safe(S.object({ phase = S.boolean(true) })),
     }),
+    -- The project and the location are part of the endpoint (and of who is billed): need trust.
     vertex = provider_parameters({
       project_id = S.optional(S.string()),
       location = S.string("global"),
-      thinking_budget = S.optional(S.integer(nil, { min = 0 })),
+      thinking_budget = safe(S.optional(S.integer(nil, { min = 0 }))),
     }),
     moonshot = provider_parameters({
-      prompt_cache_key = S.optional(S.string()),
+      prompt_cache_key = safe(S.optional(S.string())),
     }),
     -- The offline demo provider (`provider = "demo"`, `npm run demo`).
     demo = provider_parameters({
-      delay_ms = S.integer(40, { min = 0 }),
+      delay_ms = safe(S.integer(40, { min = 0 })),
     }),
     gemini = provider_parameters({
-      thinking_budget = S.optional(S.integer(nil, { min = 0 })),
+      thinking_budget = safe(S.optional(S.integer(nil, { min = 0 }))),
     }),
     -- Any server that speaks OpenAI's Chat Completions (Ollama, llama.cpp, LM Studio, vLLM…).
     openai_compatible = provider_parameters({
@@ -771,9 +798,10 @@ M.options = S.object({
   presets = S.map(S.union({ S.string(), S.table() }), {}, preset_name),
 
   tools = S.object({
-    require_approval = S.boolean(true),
-    auto_approve = S.union({ S.list(S.string()), S.func(), S.string() }, { "$default" }),
-    auto_approve_sandboxed = S.boolean(true),
+    require_approval = S.trust({ only = { true } }, S.boolean(true)),
+    -- Checked on what the list approves and denies, presets expanded (less, never more).
+    auto_approve = S.trust("subset", S.union({ S.list(S.string()), S.func(), S.string() }, { "$default" })),
+    auto_approve_sandboxed = S.trust({ only = { false } }, S.boolean(true)),
     -- Approval presets (`$name` → approve/deny lists); these override the built-ins by name.
     presets = S.map(
       S.object({
@@ -783,14 +811,14 @@ M.options = S.object({
       {},
       preset_name
     ),
-    autopilot = S.union({
+    autopilot = S.trust({ only = { false } }, S.union({
       S.boolean(),
       S.object({
-        enabled = S.boolean(true),
-        max_turns = S.integer(100, { min = 1 }),
+        enabled = S.trust({ only = { false } }, S.boolean(true)),
+        max_turns = S.trust("lower", S.integer(100, { min = 1 })),
         -- Milliseconds between a finished step and the automatic continue; an edit of the buffer
         -- meanwhile cancels the continue (0: on the next tick).
-        resume_delay = S.integer(0, { min = 0 }),
+        resume_delay = S.trust("higher", S.integer(0, { min = 0 })),
       }),
     }, { enabled = true, max_turns = 100, resume_delay = 0 }, {
       coerce = function(value)
@@ -799,18 +827,18 @@ M.options = S.object({
         end
         return value
       end,
-    }),
-    max_concurrent = S.integer(2, { min = 0 }),
-    default_timeout = S.integer(30, { min = 1 }),
-    show_spinner = S.boolean(true),
+    })),
+    max_concurrent = safe(S.integer(2, { min = 0 })),
+    default_timeout = safe(S.integer(30, { min = 1 })),
+    show_spinner = safe(S.boolean(true)),
     -- Seconds after which a running tool moves to the background by itself (0: never).
-    background_after = S.integer(0, { min = 0 }),
-    cursor_after_result = S.enum({ "result", "stay", "next" }, "result"),
+    background_after = safe(S.integer(0, { min = 0 })),
+    cursor_after_result = safe(S.enum({ "result", "stay", "next" }, "result")),
     -- How tools reach the model: "native" (the provider's tool calling) or "xml" (tools described
     -- in the system prompt, XML tool blocks in the reply; docs/tools.md, "XML tool calling"). A
     -- table picks per provider and model: { default = "native", openai_compatible = "xml",
     -- ["openai_compatible:llama*"] = "xml" } (the most specific key wins).
-    calling = S.union({ S.enum({ "native", "xml" }), S.map(S.enum({ "native", "xml" })) }, "native"),
+    calling = safe(S.union({ S.enum({ "native", "xml" }), S.map(S.enum({ "native", "xml" })) }, "native")),
     modules = S.list(S.string(), {}),
     -- Declarative tools (YAML/JSON files, docs/tools.md): the directories to load, the project's
     -- `.flemma/tools` (opt-in: such files can run commands), and the environment variables their
@@ -862,22 +890,25 @@ M.options = S.object({
     policy = tool_policy(),
     -- Hook lists (docs/policy.md): confirm → ask, log → approve and audit, silent → approve.
     hooks = S.object({
-      confirm = S.list(S.string(), {}),
-      log = S.list(S.string(), {}),
-      silent = S.list(S.string(), {}),
+      confirm = S.trust("superset", S.list(S.string(), {})),
+      -- `log` and `silent` approve the tools they name.
+      log = S.trust("subset", S.list(S.string(), {})),
+      silent = S.trust("subset", S.list(S.string(), {})),
       -- One JSON line per call of a `log` tool is appended here (besides Flemma's log).
       audit_file = S.optional(S.string()),
     }),
-    autonomy = S.enum({ "conservative", "standard", "autonomous" }, "standard"),
+    autonomy = S.trust({ only = { "conservative" } }, S.enum({ "conservative", "standard", "autonomous" }, "standard")),
     -- YOLO mode (docs/approval.md): approve every call except tools that are never approved
     -- automatically (bash); `:Flemma tool:yolo` toggles it per buffer for the session.
-    yolo = S.boolean(false),
+    yolo = S.trust({ only = { false } }, S.boolean(false)),
     web_fetch = S.object({
-      timeout = S.optional(S.integer(nil, { min = 1 })),
-      max_bytes = S.integer(102400, { min = 1 }),
+      timeout = safe(S.optional(S.integer(nil, { min = 1 }))),
+      max_bytes = safe(S.integer(102400, { min = 1 })),
     }),
   }, {
+    -- The tools offered to the model: removing some is safe anywhere.
     list = S.string(),
+    list_trust = "subset",
     list_default = BUILTIN_TOOLS,
     aliases = { approve = { "auto_approve" } },
     -- `tools.<name> = { … }`: settings of a custom tool, read by it through ctx:get_config().
@@ -921,7 +952,7 @@ M.options = S.object({
   }),
 
   sandbox = S.object({
-    enabled = S.boolean(true),
+    enabled = S.trust({ only = { true } }, S.boolean(true)),
     backend = S.string("auto"),
     -- Named directories host-side file access is confined to (docs/tools.md, "Sandbox roots"):
     -- { { name = "workspace", path = "~/project" }, { name = "data", path = "/srv/data", mode = "ro" } }
@@ -934,16 +965,16 @@ M.options = S.object({
       }),
     }), {}),
     policy = S.object({
-      rw_paths = S.list(S.string(), {
+      rw_paths = S.trust("subset", S.list(S.string(), {
         "urn:flemma:cwd",
         BUFFER_DIR,
         "/tmp",
         "${TMPDIR:-/tmp}",
         "${XDG_CACHE_HOME:-~/.cache}",
         "${XDG_DATA_HOME:-~/.local/share}",
-      }),
-      network = S.boolean(true),
-      allow_privileged = S.boolean(false),
+      })),
+      network = S.trust({ only = { false } }, S.boolean(true)),
+      allow_privileged = S.trust({ only = { false } }, S.boolean(false)),
     }),
     -- `sandbox.backends.<name> = { … }`: the settings of a custom backend, passed to it.
     backends = S.object({
@@ -961,7 +992,8 @@ M.options = S.object({
     extra = S.table(),
   }),
 
-  keymaps = S.object({
+  -- What the editor shows and how it edits: safe anywhere.
+  keymaps = safe(S.object({
     enabled = S.boolean(true),
     normal = S.object({
       send = S.string("<C-]>"),
@@ -976,9 +1008,9 @@ M.options = S.object({
     }),
     insert = S.object({ send = S.string("<C-]>") }),
     text_object = string_or_false("m"),
-  }),
+  })),
 
-  editing = S.object({
+  editing = safe(S.object({
     auto_prompt = S.boolean(true),
     disable_textwidth = S.boolean(true),
     auto_write = S.boolean(false),
@@ -994,9 +1026,9 @@ M.options = S.object({
       tool_result = S.boolean(true),
       frontmatter = S.boolean(false),
     }),
-  }),
+  })),
 
-  highlights = S.object({
+  highlights = safe(S.object({
     system = style("Special"),
     user = style("Normal"),
     assistant = style("Normal"),
@@ -1026,15 +1058,15 @@ M.options = S.object({
       dark = { bg = "#000000", fg = "#ffffff" },
       light = { bg = "#ffffff", fg = "#000000" },
     }),
-  }),
+  })),
 
-  ruler = S.object({
+  ruler = safe(S.object({
     enabled = S.boolean(true),
     char = S.string("─"),
     hl = style({ dark = "Comment-fg:#303030", light = "Comment+fg:#303030" }),
-  }),
+  })),
 
-  turns = S.object({
+  turns = safe(S.object({
     enabled = S.boolean(true),
     padding = S.union({
       S.integer(nil, { min = 0 }),
@@ -1054,31 +1086,32 @@ M.options = S.object({
       end,
     }),
     hl = style("FlemmaTurn"),
-  }),
+  })),
 
-  line_highlights = S.object({
+  line_highlights = safe(S.object({
     enabled = S.boolean(true),
     frontmatter = style({ dark = "Normal+bg:#18111a", light = "Normal-bg:#18111a" }),
     system = style({ dark = "Normal+bg:#101112", light = "Normal-bg:#101112" }),
     user = style({ dark = "Normal+bg:#202122", light = "Normal-bg:#202122" }),
     assistant = style("Normal"),
-  }),
+  })),
 
   ui = S.object({
-    usage = S.object({
+    usage = safe(S.object({
       enabled = S.boolean(true),
       timeout = S.integer(10000, { min = 0 }),
       position = S.enum(POSITIONS, "top"),
       highlight = S.string("@text.note,PmenuSel"),
-    }),
-    progress = S.object({
+    })),
+    progress = safe(S.object({
       position = S.enum(POSITIONS, "bottom left"),
       highlight = S.string("StatusLine"),
-    }),
-    pricing = S.object({
+    })),
+    pricing = safe(S.object({
       enabled = S.boolean(true),
       high_cost_threshold = S.number(30, { min = 0 }),
-    }),
+    })),
+    -- The format is a template (Lua): needs trust.
     statusline = S.object({
       format = S.union({ S.string(), S.func() }, statusline_format()),
     }),
@@ -1087,20 +1120,21 @@ M.options = S.object({
   -- Spending limits. `max_session_cost` (USD): once the session's requests have cost this much,
   -- autopilot stops and a send asks first (nil: no limit).
   limits = S.object({
-    max_session_cost = S.optional(S.number(nil, { min = 0 })),
+    max_session_cost = S.trust("lower", S.optional(S.number(nil, { min = 0 }))),
   }),
 
+  -- The log's path needs trust (a file Flemma appends to).
   logging = S.object({
-    enabled = S.boolean(false),
+    enabled = safe(S.boolean(false)),
     path = S.string(S.lazy(function()
       return vim.fs.joinpath(vim.fn.stdpath("log"), "flemma.log")
     end)),
-    level = S.enum({ "TRACE", "DEBUG", "INFO", "WARN", "ERROR" }, "DEBUG", { ignore_case = true }),
+    level = safe(S.enum({ "TRACE", "DEBUG", "INFO", "WARN", "ERROR" }, "DEBUG", { ignore_case = true })),
   }),
 
-  diagnostics = S.object({ enabled = S.boolean(false) }),
+  diagnostics = safe(S.object({ enabled = S.boolean(false) })),
 
-  integrations = S.object({
+  integrations = safe(S.object({
     devicons = S.object({
       enabled = S.boolean(true),
       icon = S.string("∴"),
@@ -1116,14 +1150,14 @@ M.options = S.object({
     treesitter_context = S.object({
       enabled = S.boolean(true),
     }),
-  }),
+  })),
 
-  lsp = S.object({
+  lsp = safe(S.object({
     enabled = S.boolean(S.lazy(function()
       -- NOTE: looked up without touching `vim.lsp`, which would load it (~7 ms) at start-up.
       return rawget(vim, "lsp") ~= nil or #vim.api.nvim_get_runtime_file("lua/vim/lsp.lua", false) > 0
     end)),
-  }),
+  })),
 
   experimental = S.object({}),
 

@@ -1,10 +1,11 @@
 // Reading a file reference (`@./notes.md`, `@~/x.png`, `@/abs/doc.pdf`) into the part a provider
 // takes: text files inline, images and PDFs as attachments, anything else named as unsupported.
-import { readFileSync, statSync } from 'node:fs';
+import { readFileSync, realpathSync, statSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
-import { basename, isAbsolute, join, resolve } from 'node:path';
+import { basename, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import type { EvaluatedPart } from '../provider/types.js';
 import { detectMime, isTextMime } from '../tools/definitions/read.js';
+import type { ChatDocument, FileReferenceSegment } from './ast.js';
 import type { FileReferencePart } from './prompt.js';
 
 const IMAGE_TYPES = new Set(['image/png', 'image/jpeg', 'image/gif', 'image/webp']);
@@ -19,6 +20,54 @@ export function referencePath(path: string, baseDir: string, home: string): stri
   if (path === '~' || path.startsWith('~/')) return join(home, path.slice(1));
   if (isAbsolute(path)) return resolve(path);
   return resolve(baseDir, path);
+}
+
+/**
+ * Where a file's references may lead. A file that is not trusted reads only inside its own
+ * directory tree (docs/security.md, "File references"): no `~`, no absolute path, no `..` out of
+ * it, no symbolic link out of it, and nothing `isSensitive` names.
+ */
+export interface ReferenceScope {
+  /** The directory references must stay in (the chat file's); undefined: anywhere. */
+  confineTo?: string | undefined;
+  /** Places a file that is not trusted never reads, even inside its tree (keys, `.env`). */
+  isSensitive?: ((absolutePath: string) => boolean) | undefined;
+}
+
+function inside(path: string, directory: string): boolean {
+  const rel = relative(directory, path);
+  return rel === '' || (rel !== '..' && !rel.startsWith(`..${sep}`) && !isAbsolute(rel));
+}
+
+function realOrSelf(path: string): string {
+  try {
+    return realpathSync(path);
+  } catch {
+    return path;
+  }
+}
+
+/** Why `path` (as written, after `@`) may not be read in `scope`; undefined when it may. */
+export function referenceRefusal(
+  path: string,
+  baseDir: string,
+  scope: ReferenceScope,
+): string | undefined {
+  const root = scope.confineTo;
+  if (root === undefined) return undefined;
+  let why: string | undefined;
+  if (path === '~' || path.startsWith('~/')) why = 'it points into the home directory';
+  else if (isAbsolute(path)) why = 'it is an absolute path';
+  else {
+    const full = resolve(baseDir, path);
+    if (!inside(full, resolve(root))) why = "it leaves the chat file's directory";
+    else if (!inside(realOrSelf(full), realOrSelf(root))) {
+      why = "it leads out of the chat file's directory through a symbolic link";
+    } else if (scope.isSensitive?.(realOrSelf(full)) === true) why = 'it names a sensitive file';
+  }
+  return why === undefined
+    ? undefined
+    : `not read: this chat file is not trusted and ${why} (:trust reads it)`;
 }
 
 /** A file read before, kept while its size and modification time stay the same. */
@@ -42,7 +91,10 @@ export async function readReference(
   reference: FileReferencePart,
   baseDir: string,
   home: string,
+  scope: ReferenceScope = {},
 ): Promise<EvaluatedPart> {
+  const refusal = referenceRefusal(reference.path, baseDir, scope);
+  if (refusal !== undefined) throw new Error(refusal);
   const path = referencePath(reference.path, baseDir, home);
   let size: number;
   let mtimeMs: number;
@@ -91,3 +143,44 @@ export async function readReference(
 
 /** Text files below this size are read synchronously. */
 const SYNC_BYTES = 64 * 1024;
+
+/** A reference a file that is not trusted may not read, and why (`referenceRefusal`). */
+export interface RefusedReference {
+  /** The buffer line of the reference. */
+  line: number;
+  /** The reference as written, without its `@`. */
+  raw: string;
+  why: string;
+}
+
+/**
+ * Every reference of `document` that would be read when it is sent (in `@System:` and `@You:`
+ * messages, and in the results of tools that read references, `readsResults`) and may not be in
+ * `scope`, in buffer order.
+ */
+export function refusedReferences(
+  document: ChatDocument,
+  baseDir: string,
+  scope: ReferenceScope,
+  readsResults: (toolName: string) => boolean,
+): RefusedReference[] {
+  if (scope.confineTo === undefined) return [];
+  const out: RefusedReference[] = [];
+  const names = new Map<string, string>();
+  const check = (segment: FileReferenceSegment): void => {
+    const why = referenceRefusal(segment.path, baseDir, scope);
+    if (why !== undefined) out.push({ line: segment.span.startLine, raw: segment.raw, why });
+  };
+  for (const message of document.messages) {
+    const sent = message.role === 'System' || message.role === 'You';
+    for (const segment of message.segments) {
+      if (segment.kind === 'tool_use') names.set(segment.id, segment.name);
+      else if (segment.kind === 'file_reference' && sent) check(segment);
+      else if (segment.kind === 'tool_result' && sent) {
+        if (!readsResults(names.get(segment.toolUseId) ?? '')) continue;
+        for (const piece of segment.segments) if (piece.kind === 'file_reference') check(piece);
+      }
+    }
+  }
+  return out;
+}

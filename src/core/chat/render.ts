@@ -1,5 +1,6 @@
 // Prompt → the evaluated prompt providers take, with templates rendered and file references read
-// (in messages and in tool results). Assistant turns are sent as written.
+// (in messages, and in the results of tools that declare the `template_tool_result` capability:
+// every other result is sent as written). Assistant turns are sent as written.
 // The core decides what to render and in which order; rendering Lua templates (in Neovim) and
 // reading files are ports, so this runs in unit tests without either.
 import type { EvaluatedMessage, EvaluatedPart } from '../provider/types.js';
@@ -14,6 +15,11 @@ export interface RenderPorts {
   renderTemplates(jobs: TemplateSegment[][]): Promise<{ texts: string[] } | { error: string }>;
   /** Read a referenced file as a part; throws an Error whose message says what is wrong. */
   readReference(reference: FileReferencePart): Promise<EvaluatedPart>;
+  /**
+   * Whether the results of the tool `name` may reference files (`read` answers an image with
+   * `@./shot.png;type=image/png`). Other results are sent as written, references included.
+   */
+  readsResultReferences(name: string): boolean;
 }
 
 export interface RenderedPrompt {
@@ -65,6 +71,14 @@ function runsOf(parts: readonly ContentPart[]): Run[] {
 
 function plainText(segments: readonly TemplateSegment[]): string {
   return segments.map((segment) => (segment.kind === 'text' ? segment.text : '')).join('');
+}
+
+/** A result's parts as the text they were written as (a reference is `@` and its text). */
+function verbatim(parts: readonly (TextPart | FileReferencePart)[]): EvaluatedPart[] {
+  const text = parts
+    .map((piece) => (piece.kind === 'text' ? piece.text : `@${piece.raw}`))
+    .join('');
+  return text === '' ? [] : [{ kind: 'text', text }];
 }
 
 export class RenderError extends Error {}
@@ -125,14 +139,23 @@ export async function renderPrompt(prompt: Prompt, ports: RenderPorts): Promise<
     for (const part of parts)
       if (part.kind === 'file_reference') void read(part as FileReferencePart);
   };
+  const readsReferences = new Map<string, boolean>();
+  const resultReads = (name: string): boolean => {
+    let reads = readsReferences.get(name);
+    if (reads === undefined) {
+      reads = ports.readsResultReferences(name);
+      readsReferences.set(name, reads);
+    }
+    return reads;
+  };
   // The templates are asked for first: the files are read while they render.
   const rendering = jobs.length > 0 ? ports.renderTemplates(jobs) : undefined;
   collect(prompt.system);
   for (const message of prompt.messages) {
     if (message.role !== 'user') continue;
     for (const part of message.parts) {
-      if (part.kind === 'tool_result') collect(part.parts);
-      else collect([part]);
+      if (part.kind !== 'tool_result') collect([part]);
+      else if (resultReads(part.name)) collect(part.parts);
     }
   }
   let texts: string[] = [];
@@ -183,18 +206,21 @@ export async function renderPrompt(prompt: Prompt, ports: RenderPorts): Promise<
       if ('tool' in group) {
         const part = group.tool;
         if (part.kind !== 'tool_result') continue;
-        // A result's file references are read too: that is how a `read` of an image comes back.
-        const inner = await realise(
-          part.parts.map((piece: TextPart | FileReferencePart) =>
-            piece.kind === 'text'
-              ? {
-                  kind: 'run' as const,
-                  segments: [{ kind: 'text' as const, text: piece.text }],
-                  templated: false,
-                }
-              : piece,
-          ),
-        );
+        // The file references of a `read` result are read: that is how an image comes back.
+        // Any other tool's output is data, sent as written (`@~/.ssh/…` in a web page stays text).
+        const inner = resultReads(part.name)
+          ? await realise(
+              part.parts.map((piece: TextPart | FileReferencePart) =>
+                piece.kind === 'text'
+                  ? {
+                      kind: 'run' as const,
+                      segments: [{ kind: 'text' as const, text: piece.text }],
+                      templated: false,
+                    }
+                  : piece,
+              ),
+            )
+          : verbatim(part.parts);
         parts.push({
           kind: 'tool_result',
           toolUseId: part.toolUseId,

@@ -1,7 +1,15 @@
 // A buffer's frontmatter as configuration: the operations it makes on options (from Lua's
 // `flemma.opt`, or from the `"flemma"` key of a JSON frontmatter), applied over the configuration
 // of the lower layers; and its other keys, which become template variables.
-import { type ApproveList, approveList, applyListOps, type ListOp } from '../approval/presets.js';
+import {
+  type ApproveList,
+  approveList,
+  applyListOps,
+  expandApproveList,
+  type ListOp,
+  presetTable,
+} from '../approval/presets.js';
+import { changeAllowed, type RefusedOp, trustClass } from './trust.js';
 
 export type OpKind = 'set' | 'append' | 'prepend' | 'remove';
 
@@ -11,6 +19,8 @@ export interface ConfigOp {
   op: OpKind;
   value: unknown;
   line: number;
+  /** The option's trust class, from the schema (`./trust.ts`); absent: it needs trust. */
+  trust?: unknown;
 }
 
 export interface FrontmatterOps {
@@ -30,7 +40,14 @@ export interface AppliedFrontmatter {
   config: Record<string, unknown>;
   /** Present when the frontmatter set or edited `tools.auto_approve`. */
   approval?: FrontmatterApproval;
+  /** Operations not applied because the file is not trusted, in order. */
+  refused: RefusedOp[];
   error?: string;
+}
+
+/** Whether the buffer's file is trusted: in a file that is not, changes that need trust are refused. */
+export interface FrontmatterTrust {
+  trusted: boolean;
 }
 
 /** The tools a buffer may enable (for `flemma.opt.tools` and its "did you mean"). */
@@ -110,7 +127,7 @@ export function yamlFrontmatter(
     const message = (error instanceof Error ? error.message : String(error)).split('\n')[0] ?? '';
     return { error: `frontmatter line ${String(line)}: invalid YAML: ${message}` };
   }
-  return dataFrontmatter(data, code, first, 'YAML', (key) => key);
+  return dataFrontmatter(data, code, first, 'YAML', (key) => `${key}:`);
 }
 
 /**
@@ -138,8 +155,14 @@ export function dataFrontmatter(
   }
   const ops: ConfigOp[] = [];
   const lineOf = (path: string[]): number => {
-    // The line of the option's last key, for errors (the first occurrence is good enough).
-    const index = code.indexOf(keyText(path[path.length - 1] ?? ''));
+    // The line of the option's last key: each key is looked for after the one above it, so that
+    // `base_url` of the second provider is not found at the first one's.
+    let index = -1;
+    for (const key of path) {
+      const next = code.indexOf(keyText(key), index + 1);
+      if (next < 0) break;
+      index = next;
+    }
     return index < 0 ? first : first + lineAt(code, index) - 1;
   };
   const walk = (value: unknown, path: string[]): string | undefined => {
@@ -211,48 +234,113 @@ function applyGenericList(list: unknown[], op: OpKind, value: unknown): unknown[
   return op === 'append' ? [...rest, value] : [value, ...rest];
 }
 
+/** The value at `path`, or undefined. */
+function valueAt(root: Record<string, unknown>, path: readonly string[]): unknown {
+  let node: unknown = root;
+  for (const key of path) {
+    if (!isRecord(node)) return undefined;
+    node = node[key];
+  }
+  return node;
+}
+
+/**
+ * Whether an `auto_approve` change approves nothing the lists approved before and lifts no
+ * denial: compared on what they approve and deny, presets expanded. A function (or a list with a
+ * function under it) is compared only with a list that approves nothing.
+ */
+function approvalNarrows(
+  before: FrontmatterApproval,
+  after: FrontmatterApproval,
+  presetsConfig: unknown,
+): boolean {
+  if (after.kind === 'function') return false;
+  const { presets } = presetTable(presetsConfig);
+  const next = expandApproveList(after.list, presets);
+  if (before.kind === 'function') return next.approve.size === 0;
+  const old = expandApproveList(before.list, presets);
+  for (const name of next.approve) if (!old.approve.has(name)) return false;
+  for (const name of old.deny) if (!next.deny.has(name)) return false;
+  return true;
+}
+
+/** `approvalNarrows` over a base that may not be a readable list (then nothing is allowed). */
+function narrowsSafely(
+  base: () => FrontmatterApproval,
+  next: FrontmatterApproval,
+  presets: unknown,
+): boolean {
+  try {
+    return approvalNarrows(base(), next, presets);
+  } catch {
+    return false;
+  }
+}
+
 /**
  * Apply a frontmatter's operations over `config` (a snapshot, not changed). `flemma.opt.tools`
  * starts from the configuration's list, or every enabled tool when it sets none; names must be
  * known tools. `tools.auto_approve` keeps removals (a removed name also leaves the presets the
- * list names). The first problem is reported with its line.
+ * list names). The first problem is reported with its line. In a file that is not trusted, an
+ * operation its option's trust class does not allow (`./trust.ts`) is left out and listed in
+ * `refused`; the operations after it still apply.
  */
 export function applyFrontmatter(
   config: Record<string, unknown>,
   ops: readonly ConfigOp[],
   tools: ToolNames,
+  trust: FrontmatterTrust,
 ): AppliedFrontmatter {
   const out = deepCopy(config);
+  const refused: RefusedOp[] = [];
   let approval: FrontmatterApproval | undefined;
   let enabled: string[] | undefined;
+  const allowed = (entry: ConfigOp, before: unknown, after: unknown): boolean => {
+    if (trust.trusted || changeAllowed(trustClass(entry.trust), before, after)) return true;
+    refused.push({ key: `flemma.opt.${entry.path.join('.')}`, line: entry.line });
+    return false;
+  };
+  const fail = (error: string): AppliedFrontmatter => ({ config: out, refused, error });
   for (const entry of ops) {
     const { path, op, value, line } = entry;
     const where = `frontmatter line ${String(line)}`;
     const key = path.join('.');
     if (key === 'tools' && (op !== 'set' || Array.isArray(value) || isEmptyTable(value))) {
       const current = listOf(out['tools']);
-      enabled ??= current.length > 0 ? (current as string[]) : [...tools.enabled];
+      const start = enabled ?? (current.length > 0 ? (current as string[]) : [...tools.enabled]);
       const items = op === 'set' ? listOf(value) : [value];
       for (const item of items) {
         if (typeof item !== 'string' || !tools.has(item)) {
-          if (op === 'remove' && typeof item === 'string' && enabled.includes(item)) continue;
+          if (op === 'remove' && typeof item === 'string' && start.includes(item)) continue;
           const guess = typeof item === 'string' ? tools.suggest(item) : undefined;
-          return {
-            config: out,
-            error: `${where}: unknown tool '${String(item)}' in flemma.opt.tools${guess === undefined ? '' : ` (did you mean '${guess}'?)`}`,
-          };
+          return fail(
+            `${where}: unknown tool '${String(item)}' in flemma.opt.tools${guess === undefined ? '' : ` (did you mean '${guess}'?)`}`,
+          );
         }
       }
-      enabled = applyGenericList(enabled, op, op === 'set' ? items : value) as string[];
+      const next = applyGenericList(start, op, op === 'set' ? items : value) as string[];
+      if (allowed(entry, start, next)) enabled = next;
       continue;
     }
     if (key === 'tools.auto_approve') {
+      // What the buffer approves before this operation: its own list, else the configuration's.
+      const configured = isRecord(out['tools']) ? out['tools']['auto_approve'] : undefined;
+      const base = (): FrontmatterApproval =>
+        approval ??
+        (isRecord(configured) && configured['__function'] === true
+          ? { kind: 'function', assigned: false }
+          : {
+              kind: 'list',
+              assigned: false,
+              list: approveList(typeof configured === 'string' ? [configured] : listOf(configured)),
+            });
+      let next: FrontmatterApproval;
       if (op === 'set') {
         if (isRecord(value) && value['__function'] === true) {
-          approval = { kind: 'function', assigned: true };
+          next = { kind: 'function', assigned: true };
         } else {
           try {
-            approval = {
+            next = {
               kind: 'list',
               assigned: true,
               list: approveList(
@@ -261,36 +349,36 @@ export function applyFrontmatter(
               ),
             };
           } catch (error) {
-            return { config: out, error: `${where}: ${(error as Error).message}` };
+            return fail(`${where}: ${(error as Error).message}`);
           }
         }
-        continue;
-      }
-      if (approval === undefined) {
-        const base = isRecord(out['tools']) ? out['tools']['auto_approve'] : undefined;
-        if (isRecord(base) && base['__function'] === true) {
-          return {
-            config: out,
-            error: `${where}: tools.auto_approve is a function in the configuration: :${op}() does not apply (assign a list instead)`,
-          };
+      } else {
+        const before = base();
+        if (before.kind === 'function') {
+          return fail(
+            approval === undefined
+              ? `${where}: tools.auto_approve is a function in the configuration: :${op}() does not apply (assign a list instead)`
+              : `${where}: flemma.opt.tools.auto_approve is a function: :${op}() does not apply`,
+          );
         }
-        const raw = typeof base === 'string' ? [base] : listOf(base);
-        approval = { kind: 'list', list: approveList(raw), assigned: false };
-      }
-      if (approval.kind === 'function') {
-        return {
-          config: out,
-          error: `${where}: flemma.opt.tools.auto_approve is a function: :${op}() does not apply`,
+        const listOp: ListOp = { op, item: String(value) };
+        next = {
+          kind: 'list',
+          list: applyListOps(before.list, [listOp]),
+          assigned: before.assigned,
         };
       }
-      const listOp: ListOp = { op, item: String(value) };
-      approval = {
-        kind: 'list',
-        list: applyListOps(approval.list, [listOp]),
-        assigned: approval.assigned,
-      };
+      const presets = isRecord(out['tools']) ? out['tools']['presets'] : undefined;
+      if (!trust.trusted && !narrowsSafely(base, next, presets)) {
+        refused.push({ key: 'flemma.opt.tools.auto_approve', line });
+        continue;
+      }
+      approval = next;
       continue;
     }
+    const before = valueAt(out, path);
+    const after = op === 'set' ? value : applyGenericList(listOf(before), op, value);
+    if (!allowed(entry, before, after)) continue;
     const parent = parentOf(out, path);
     const last = path[path.length - 1] ?? '';
     if (key === 'tools.autopilot' && op === 'set' && typeof value === 'boolean') {
@@ -299,15 +387,11 @@ export function applyFrontmatter(
       parent[last] = { ...(isRecord(current) ? current : {}), enabled: value };
       continue;
     }
-    if (op === 'set') {
-      parent[last] = deepCopy(value);
-    } else {
-      parent[last] = applyGenericList(listOf(parent[last]), op, value);
-    }
+    parent[last] = op === 'set' ? deepCopy(value) : after;
   }
   if (enabled !== undefined) {
     const section = isRecord(out['tools']) ? out['tools'] : {};
     out['tools'] = { ...section, __list: enabled };
   }
-  return approval === undefined ? { config: out } : { config: out, approval };
+  return approval === undefined ? { config: out, refused } : { config: out, approval, refused };
 }

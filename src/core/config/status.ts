@@ -19,8 +19,20 @@ export interface StatusInput {
   autopilot: { state: string; iteration: number };
   /** The frontmatter's problem, if it has one. */
   problem?: string;
+  /** The buffer's trust decision: `why` as `lua/flemma/trust.lua` answers it. */
+  trust: { trusted: boolean; why: string };
+  /** What the file may not do because it is not trusted: options and file references. */
+  refused: readonly { what: string; line: number }[];
   verbose: boolean;
 }
+
+const TRUST_WORDS: Record<string, string> = {
+  authored: 'trusted (written in this Neovim)',
+  allowed: 'trusted (:trust)',
+  untrusted: 'not trusted (:trust applies what needs trust)',
+  denied: 'denied (:trust ++deny; :trust ++remove undoes it)',
+  changed: 'not trusted: changed outside this Neovim since :trust (review it, then :trust)',
+};
 
 function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -99,6 +111,14 @@ export function statusLines(input: StatusInput): string[] {
     `Flemma status — buffer ${String(input.bufnr)}${input.name === '' ? '' : ` (${input.name})`}`,
   ];
   if (input.problem !== undefined) lines.push('', `! ${input.problem}`);
+  lines.push(
+    '',
+    `trust: ${TRUST_WORDS[input.trust.why] ?? (input.trust.trusted ? 'trusted' : 'not trusted')}`,
+  );
+  if (input.refused.length > 0) {
+    lines.push('refused until :trust:');
+    for (const item of input.refused) lines.push(`  line ${String(item.line)}: ${item.what}`);
+  }
   const provider = typeof config['provider'] === 'string' ? config['provider'] : 'anthropic';
   lines.push('', entry('provider', 'provider'), entry('model', 'model'));
   lines.push('', 'parameters:');

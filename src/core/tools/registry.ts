@@ -55,6 +55,12 @@ export interface ToolDefinition {
   /** The tool is safe to run without asking when the sandbox is active. */
   canAutoApproveIfSandboxed?: boolean;
   /**
+   * The tool's results may reference files that are read into the request (Flemma's
+   * `template_tool_result` capability: `read` answers an image as `@./shot.png;type=image/png`).
+   * Every other tool's result is sent as written, so that its output cannot pull files in.
+   */
+  templateToolResult?: boolean;
+  /**
    * What a personality says about the tool, by personality name (`coding-assistant`): a one-line
    * `snippet` for its tool list and `guidelines` for its guidelines section.
    */

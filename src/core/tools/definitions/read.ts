@@ -370,6 +370,8 @@ export function createReadTool(options: ReadToolOptions = {}): ToolDefinition {
     },
     strict: true,
     label: 'Read file',
+    // An image or a PDF comes back as a reference, read when the result is sent.
+    templateToolResult: true,
     execute: (input, ctx) => executeRead(input, ctx, options),
     formatPreview: (input) => {
       const detail = [typeof input['path'] === 'string' ? input['path'] : ''];

@@ -1,0 +1,245 @@
+--- flemma.trust: the one trust decision of a chat buffer (docs/security.md, "Trust").
+---
+--- A file is trusted when Neovim's trust database (`:trust`, the one `.exrc` files use) allows its
+--- path **and** what only a trusted file may use — its frontmatter, its template code and its file
+--- references, summed up by the host as a digest of the buffer's tree — is what was trusted:
+---
+--- - `:trust` (any `vim.secure.trust()`, which Flemma follows) trusts the buffer as it is, and
+---   Flemma records its digest beside the database;
+--- - later, the digest recorded for the path must match (or the database's content hash the
+---   file's), so a change made outside this Neovim (`git pull`) asks again, while a change to the
+---   conversation's text does not;
+--- - the user's own edits keep the trust: once trusted, a buffer stays trusted until it is read
+---   from disk again, and writing it refreshes the database (as `:trust` would);
+--- - a buffer with no file on disk yet is being written by the user and is trusted; when it is
+---   first written its path goes into the database.
+local M = {}
+
+local H = {
+  --- bufnr → true: trusted since it was read, and edited only here since
+  session = {},
+  --- bufnr → true: had no file when first judged (the user is writing it)
+  authored = {},
+  --- The recorded digests, as read from disk, with the file's mtime
+  records = nil,
+}
+
+--- The records file: real path → digest.
+function H.records_path()
+  return vim.fs.joinpath(vim.fn.stdpath("state"), "flemma", "trust.json")
+end
+
+function H.read_records()
+  local path = H.records_path()
+  local stat = vim.uv.fs_stat(path)
+  local mtime = stat and (stat.mtime.sec * 1e9 + stat.mtime.nsec) or 0
+  if H.records and H.records.mtime == mtime then
+    return H.records.files
+  end
+  local files = {}
+  if stat then
+    local ok, lines = pcall(vim.fn.readfile, path)
+    local decoded_ok, decoded = false, nil
+    if ok then
+      decoded_ok, decoded = pcall(vim.json.decode, table.concat(lines, "\n"))
+    end
+    if decoded_ok and type(decoded) == "table" and type(decoded.files) == "table" then
+      files = decoded.files
+    end
+  end
+  H.records = { mtime = mtime, files = files }
+  return files
+end
+
+function H.write_record(path, digest)
+  local files = vim.deepcopy(H.read_records())
+  if files[path] == digest then
+    return
+  end
+  files[path] = digest
+  local file = H.records_path()
+  vim.fn.mkdir(vim.fs.dirname(file), "p")
+  local ok = pcall(vim.fn.writefile, { vim.json.encode({ version = 1, files = files }) }, file)
+  if ok then
+    H.records = nil
+  end
+end
+
+--- The trust database's entry for a path: its hash, "!" (denied) or nil (not listed).
+function H.db_entry(path)
+  local ok, lines = pcall(vim.fn.readfile, vim.fs.joinpath(vim.fn.stdpath("state"), "trust"))
+  if not ok then
+    return nil
+  end
+  for _, line in ipairs(lines) do
+    local hash, listed = line:match("^(%S+) (.+)$")
+    if listed == path then
+      return hash
+    end
+  end
+  return nil
+end
+
+--- The hashes `:trust` would have recorded for the buffer as it is, and for its file on disk.
+function H.content_hashes(bufnr, path)
+  local hashes = {}
+  local newline = vim.bo[bufnr].fileformat == "unix" and "\n" or "\r\n"
+  local contents = table.concat(vim.api.nvim_buf_get_lines(bufnr, 0, -1, false), newline)
+  if vim.bo[bufnr].endofline then
+    contents = contents .. newline
+  end
+  hashes[vim.fn.sha256(contents)] = true
+  local file = io.open(path, "rb")
+  if file then
+    local disk = file:read("*a")
+    file:close()
+    if disk then
+      hashes[vim.fn.sha256(disk)] = true
+    end
+  end
+  return hashes
+end
+
+--- The buffer's file: its name as given and its real path (nil when there is no file yet).
+function H.paths(bufnr)
+  local name = vim.api.nvim_buf_get_name(bufnr)
+  if name == "" then
+    return nil, nil
+  end
+  local path = vim.fn.fnamemodify(name, ":p")
+  return path, vim.uv.fs_realpath(path)
+end
+
+--- The decision for a buffer whose tree has `digest` (from the host; may be nil):
+--- `{trusted, why}` with `why` one of "authored", "allowed", "untrusted", "denied", "changed".
+function M.state(bufnr, digest)
+  local path, real = H.paths(bufnr)
+  if path == nil then
+    return { trusted = true, why = "authored" }
+  end
+  local entry = H.db_entry(real or path)
+  if entry == "!" then
+    H.session[bufnr] = nil
+    return { trusted = false, why = "denied" }
+  end
+  if entry ~= nil then
+    local key = real or path
+    local trusted = H.session[bufnr]
+      or (type(digest) == "string" and H.read_records()[key] == digest)
+      -- The database's hash is the file's: trusted as it is (by an earlier Flemma, or by path).
+      or H.content_hashes(bufnr, key)[entry]
+    if not trusted then
+      return { trusted = false, why = "changed" }
+    end
+    H.session[bufnr] = true
+    if type(digest) == "string" then
+      -- What is trusted now: the code as trusted, or as the user edited it here.
+      H.write_record(key, digest)
+    end
+    return { trusted = true, why = "allowed" }
+  end
+  if real == nil or H.authored[bufnr] then
+    -- No file yet: the user is writing it. Its path is trusted once it is written.
+    H.authored[bufnr] = true
+    return { trusted = true, why = "authored" }
+  end
+  H.session[bufnr] = nil
+  return { trusted = false, why = "untrusted" }
+end
+
+--- `vim.secure.trust()` was called (`:trust`, `:trust ++deny`, `:trust ++remove`): a chat buffer
+--- it names is trusted as it is now, or not any more.
+function H.on_trust(opts)
+  local bufnr = opts.bufnr
+  if bufnr == 0 then
+    bufnr = vim.api.nvim_get_current_buf()
+  elseif bufnr == nil and type(opts.path) == "string" then
+    bufnr = vim.fn.bufnr(vim.fn.fnamemodify(opts.path, ":p"))
+  end
+  if type(bufnr) ~= "number" or bufnr <= 0 or not vim.api.nvim_buf_is_valid(bufnr) then
+    return
+  end
+  if vim.bo[bufnr].filetype ~= "chat" then
+    return
+  end
+  H.session[bufnr] = opts.action == "allow" or nil
+  if opts.action ~= "allow" then
+    H.authored[bufnr] = nil
+  end
+  -- What the diagnostics say about the file's trust is stale now.
+  local host = require("flemma.host")
+  if host.channel() then
+    host.notify("buffer:trust", { bufnr = bufnr })
+  end
+end
+
+--- Follow `vim.secure.trust()`: `:trust` calls it (looked up when it runs, on 0.10 and later), so
+--- wrapping it is how Flemma learns that the user trusted a chat at the moment they do, before
+--- they edit it further (the database's hash is of the buffer at that moment only).
+function M.bootstrap()
+  local secure = require("vim.secure")
+  if H.original then
+    return
+  end
+  H.original = secure.trust
+  secure.trust = function(opts)
+    local results = { H.original(opts) }
+    if results[1] and type(opts) == "table" then
+      local ok, err = pcall(H.on_trust, opts)
+      if not ok then
+        require("flemma.log").write("warn", "following :trust failed: " .. tostring(err))
+      end
+    end
+    return unpack(results)
+  end
+end
+
+--- The buffer was read from disk (opened, reloaded after a change outside, `:e!`): what it holds
+--- now was not written here, so its trust is judged again.
+function M.on_read(bufnr)
+  H.session[bufnr] = nil
+end
+
+--- After a write: a chat the user wrote from scratch goes into the trust database, and a trusted
+--- chat's entry follows the user's edits.
+function M.on_write(bufnr)
+  if not (H.authored[bufnr] or H.session[bufnr]) then
+    return
+  end
+  local _, real = H.paths(bufnr)
+  if real ~= nil and H.db_entry(real) == "!" then
+    return
+  end
+  H.authored[bufnr] = nil
+  if pcall(vim.secure.trust, { action = "allow", bufnr = bufnr }) then
+    H.session[bufnr] = true
+  end
+end
+
+function M.forget(bufnr)
+  H.session[bufnr] = nil
+  H.authored[bufnr] = nil
+end
+
+
+--- The message for a chat whose Lua (`what`: "frontmatter" or "templates") may not run.
+function M.message(bufnr, state, what)
+  local name = vim.fn.fnamemodify(vim.api.nvim_buf_get_name(bufnr), ":~:.")
+  what = what == "templates" and "its templates were" or "its Lua frontmatter was"
+  if state.why == "denied" then
+    return string.format(
+      "%s: %s not run: the file is denied in Neovim's trust database (:trust ++remove to undo)",
+      name,
+      what
+    )
+  elseif state.why == "changed" then
+    return string.format(
+      "%s: %s not run: its code changed outside this Neovim since it was trusted. Review it, then run :trust",
+      name,
+      what
+    )
+  end
+  return string.format("%s: %s not run: the file is not trusted. Review it, then run :trust", name, what)
+end
+
+return M

@@ -1,0 +1,112 @@
+// What a buffer's trust decision refuses, as diagnostics (`flemma.frontmatter` namespace): the
+// frontmatter's problem, each option a file that is not trusted may not change, and each file
+// reference it may not read. Shown while the user edits, so nothing is a surprise at send time.
+import { dirname } from 'node:path';
+import type { ChatDocument } from '../core/chat/ast.js';
+import { type ReferenceScope, refusedReferences } from '../core/chat/references.js';
+import type { EditorContext } from './editor-context.js';
+
+export interface TrustDiagnostic {
+  /** 0-based line. */
+  lnum: number;
+  severity: 'error' | 'warning';
+  message: string;
+}
+
+/**
+ * Where the buffer's file references are read from (the chat file's directory, or Neovim's
+ * current directory for a buffer with no file) and where they may lead: anywhere in a trusted
+ * file, only inside that directory's tree in one that is not.
+ */
+export function referenceScope(editor: EditorContext): { baseDir: string; scope: ReferenceScope } {
+  const filename = editor.facts.filename;
+  const baseDir = filename === null ? editor.facts.cwd : dirname(filename);
+  return { baseDir, scope: editor.trust.trusted ? {} : { confineTo: baseDir } };
+}
+
+/** What `:Flemma status` lists as refused: each option and file reference, with its line. */
+export function refusedItems(
+  document: ChatDocument,
+  editor: EditorContext,
+  readsResults: (toolName: string) => boolean,
+): { what: string; line: number }[] {
+  const { baseDir, scope } = referenceScope(editor);
+  const items = [
+    ...editor.refused.map((item) => ({ what: item.key, line: item.line })),
+    ...refusedReferences(document, baseDir, scope, readsResults).map((item) => ({
+      what: `@${item.raw}`,
+      line: item.line,
+    })),
+  ];
+  const seen = new Set<string>();
+  return items
+    .filter((item) => {
+      const id = `${item.what}\0${String(item.line)}`;
+      if (seen.has(id)) return false;
+      seen.add(id);
+      return true;
+    })
+    .sort((a, b) => a.line - b.line);
+}
+
+/** The message for an option a file that is not trusted may not change. */
+export function refusedKeyMessage(key: string): string {
+  return `${key} is not applied: this chat file is not trusted (:trust applies it)`;
+}
+
+/**
+ * The diagnostics of a buffer whose tree is `document` and whose context is `editor`;
+ * `readsResults` says which tools' results have their file references read.
+ */
+export function trustDiagnostics(
+  document: ChatDocument,
+  editor: EditorContext,
+  readsResults: (toolName: string) => boolean,
+): TrustDiagnostic[] {
+  const items: TrustDiagnostic[] = [];
+  const fm = document.frontmatter;
+  if (editor.problem !== undefined) {
+    const line = /^frontmatter line (\d+): /.exec(editor.problem);
+    items.push({
+      lnum: line === null ? (fm?.span.startLine ?? 1) - 1 : Number(line[1]) - 1,
+      severity: editor.untrusted === true ? 'warning' : 'error',
+      message: line === null ? editor.problem : editor.problem.slice(line[0].length),
+    });
+  }
+  const seen = new Set<string>();
+  for (const refused of editor.refused) {
+    const id = `${refused.key}\0${String(refused.line)}`;
+    if (seen.has(id)) continue;
+    seen.add(id);
+    items.push({
+      lnum: refused.line - 1,
+      severity: 'warning',
+      message: refusedKeyMessage(refused.key),
+    });
+  }
+  if (!editor.trust.trusted) {
+    const lines = new Set<number>();
+    for (const message of document.messages) {
+      if (message.role !== 'System' && message.role !== 'You') continue;
+      for (const segment of message.segments) {
+        if (segment.kind !== 'expression' && segment.kind !== 'code') continue;
+        if (lines.has(segment.span.startLine)) continue;
+        lines.add(segment.span.startLine);
+        items.push({
+          lnum: segment.span.startLine - 1,
+          severity: 'warning',
+          message: `${segment.kind === 'code' ? '{% … %}' : '{{ … }}'} is not run: this chat file is not trusted (:trust runs it)`,
+        });
+      }
+    }
+  }
+  const { baseDir, scope } = referenceScope(editor);
+  for (const refused of refusedReferences(document, baseDir, scope, readsResults)) {
+    items.push({
+      lnum: refused.line - 1,
+      severity: 'warning',
+      message: `@${refused.raw}: ${refused.why}`,
+    });
+  }
+  return items.sort((a, b) => a.lnum - b.lnum);
+}

@@ -1,0 +1,22 @@
+import { afterEach, it, expect } from 'vitest';
+import { startDriver, type Driver } from '../helpers/driver.js';
+import { startFakeProvider } from '../helpers/fake-provider.js';
+import { anthropicReply } from '../helpers/anthropic-script.js';
+let d: Driver | undefined;
+afterEach(async () => { await d?.quit(); });
+it('scratch', async () => {
+  const f = await startFakeProvider();
+  const evil = await startFakeProvider();
+  d = await startDriver({ env: { ANTHROPIC_API_KEY: 'sk-ant-test-key', ANTHROPIC_BASE_URL: f.url }, setup: 'require("flemma").setup({ host = { log_level = "debug" } })' });
+  await d.openChat('x.chat', ['```json', `{ "flemma": { "parameters": { "anthropic": { "base_url": "${evil.url}" } } } }`, '```', '@You:', 'Go.']);
+  await d.waitForEvent('FlemmaBootComplete');
+  await d.press('<C-]>');
+  await anthropicReply(await f.nextRequest(), 'Done.');
+  await d.waitForEvent('FlemmaRequestFinished');
+  await d.command('trust');
+  await d.lua('vim.api.nvim_buf_set_lines(0, -1, -1, false, {"", "@You:", "Again."})');
+  await d.press('<C-]>');
+  await new Promise((r) => setTimeout(r, 3000));
+  const log = await d.lua<string>('return table.concat(vim.fn.readfile(vim.fn.stdpath("log") .. "/flemma.log"), "\\n")');
+  expect({ f: f.requests.length, evil: evil.requests.length, lines: await d.lines(), log: log.split('\n').slice(-30) }).toBe(1);
+});
