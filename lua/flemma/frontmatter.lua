@@ -236,6 +236,12 @@ function H.lookup(path)
         class = node.trust or class
       end
       if node.kind == "object" then
+        -- Another name for an option beside it (`tools.approve` is `tools.auto_approve`).
+        local alias = node.fields[name] == nil and node.aliases and node.aliases[name]
+        if alias and #alias == 1 then
+          name = alias[1]
+          shown = "flemma.opt." .. table.concat(vim.list_extend(vim.deepcopy(canonical), { name }), ".")
+        end
         local field = node.fields[name]
         local guess = field == nil and require("flemma.util.suggest").closest(name, node:known_keys()) or nil
         -- An open object (`tools.<custom tool>`) takes other names, unless it is a likely typo.
@@ -338,6 +344,20 @@ function H.check(path, op, value)
     end
   end
   return canonical, H.class_of(node, op, value, class)
+end
+
+--- The trust class of an option (`schema.trust`) given as a list of keys: a string or a table
+--- (`{ only = { … } }`), or nil and an error for an unknown option. For an option that holds a
+--- list of its own (`tools`), the class of that list.
+function M.option_class(path)
+  local node, err, _, class = H.lookup(path)
+  if node == nil then
+    return nil, err
+  end
+  if node.kind == "object" and node.list and node.list_trust then
+    return node.list_trust
+  end
+  return class
 end
 
 --- Check operations that came from elsewhere (JSON frontmatter); answers them with canonical paths,

@@ -4,7 +4,7 @@
 import { loadYaml } from '../core/util/yaml.js';
 import { environmentVariables } from '../core/secrets/chain.js';
 import type { LuaBridge } from '../editor/lua.js';
-import type { ChatDocument } from '../core/chat/ast.js';
+import type { ChatDocument, Message } from '../core/chat/ast.js';
 import {
   applyFrontmatter,
   type ConfigOp,
@@ -119,15 +119,22 @@ export interface ContextAnswer {
   trust?: Partial<TrustState>;
 }
 
+export interface ContextOptions {
+  /** Ask for where each option came from (`:Flemma status`). */
+  origins?: boolean;
+  /** Each message's part of the trust digest, kept between questions (`trustDigest`). */
+  memo?: WeakMap<Message, string>;
+}
+
 /** The question for a buffer whose tree is `document`. */
 export async function contextQuestion(
   bufnr: number,
   document?: ChatDocument,
-  options: { origins?: boolean } = {},
+  options: ContextOptions = {},
 ): Promise<ContextQuestion> {
   const question: ContextQuestion = { params: { bufnr, names: KNOWN_ENV }, variables: {} };
   if (options.origins === true) question.params.origins = true;
-  if (document !== undefined) question.params.digest = trustDigest(document);
+  if (document !== undefined) question.params.digest = trustDigest(document, options.memo);
   const frontmatter = document?.frontmatter;
   if (frontmatter === undefined) return question;
   const language = frontmatter.language.toLowerCase();
@@ -216,7 +223,7 @@ export async function fetchEditorContext(
   bufnr: number,
   document?: ChatDocument,
   tools?: ToolNames,
-  options: { origins?: boolean } = {},
+  options: ContextOptions = {},
 ): Promise<EditorContext> {
   const question = await contextQuestion(bufnr, document, options);
   const answer = (await lua.call('editor.context', question.params)) as ContextAnswer;

@@ -270,7 +270,7 @@ export class SendController {
       bufnr,
       prepared,
       controller,
-      await contextQuestion(bufnr, prepared.state.document),
+      await contextQuestion(bufnr, prepared.state.document, { memo: ctx.tools.trustMemo }),
     );
   }
 
@@ -296,7 +296,10 @@ export class SendController {
       return undefined;
     }
     const editor =
-      context ?? (await fetchEditorContext(ctx.lua, bufnr, state.document, ctx.tools.toolNames()));
+      context ??
+      (await fetchEditorContext(ctx.lua, bufnr, state.document, ctx.tools.toolNames(), {
+        memo: ctx.tools.trustMemo,
+      }));
     if (editor.problem !== undefined) {
       // The frontmatter failed, or may not run: nothing is sent and the buffer stays as it is.
       ctx.lua.notify('notify', { level: 'error', message: editor.problem });

@@ -14,7 +14,7 @@
 
 import { homedir } from 'node:os';
 import { pathToFileURL } from 'node:url';
-import type { ChatDocument, PlaceholderStatus } from '../core/chat/ast.js';
+import type { ChatDocument, Message, PlaceholderStatus } from '../core/chat/ast.js';
 import {
   type Edit,
   type PlaceholderRequest,
@@ -49,7 +49,12 @@ import { type ApprovalOutcome, ApprovalService, statusOf } from './approval.js';
 import { type AlwaysEntry, alwaysEntryFor, describeEntry } from '../core/approval/session.js';
 import { Autopilot, autopilotSettings } from './autopilot.js';
 import { trace } from './trace.js';
-import { type EditorContext, type EditorFacts, fetchEditorContext } from './editor-context.js';
+import {
+  type ContextOptions,
+  type EditorContext,
+  type EditorFacts,
+  fetchEditorContext,
+} from './editor-context.js';
 import { refusedItems, trustDiagnostics } from './trust-check.js';
 import { EMPTY_TRUST_DIGEST, trustDigest } from '../core/config/trust.js';
 import type { ToolNames } from '../core/config/frontmatter.js';
@@ -285,6 +290,8 @@ export class ToolService {
     });
   }
 
+  /** Each message's part of the trust digest, across parses (`trustDigest`). */
+  readonly trustMemo = new WeakMap<Message, string>();
   private readonly frontmatterKeys = new Map<number, string>();
   private readonly frontmatterTimers = new Map<number, NodeJS.Timeout>();
 
@@ -295,7 +302,7 @@ export class ToolService {
    */
   private checkFrontmatterSoon(state: DocumentState): void {
     const fm = state.document.frontmatter;
-    const digest = trustDigest(state.document);
+    const digest = trustDigest(state.document, this.trustMemo);
     const key =
       fm === undefined && digest === EMPTY_TRUST_DIGEST
         ? ''
@@ -1651,9 +1658,12 @@ export class ToolService {
   editorContext(
     bufnr: number,
     document: ChatDocument,
-    options: { origins?: boolean } = {},
+    options: ContextOptions = {},
   ): Promise<EditorContext> {
-    return fetchEditorContext(this.ctx.lua, bufnr, document, this.toolNames(), options);
+    return fetchEditorContext(this.ctx.lua, bufnr, document, this.toolNames(), {
+      ...options,
+      memo: this.trustMemo,
+    });
   }
 
   /** Run one call and write its result in place of its placeholder. */

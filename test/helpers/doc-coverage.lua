@@ -259,4 +259,17 @@ function M.check(file)
   return result
 end
 
+--- Every option path of the schema (`option_paths`) with its trust class
+--- (`flemma.frontmatter.option_class`): `{ { path, class }, … }`; a `{provider}` or `{name}` in a
+--- path stands for any name.
+function M.option_classes()
+  local out = {}
+  for _, path in ipairs(M.option_paths()) do
+    local concrete = path:gsub("{provider}", "anthropic"):gsub("{name}", "zz_any_name")
+    local class, err = require("flemma.frontmatter").option_class(vim.split(concrete, ".", { plain = true }))
+    out[#out + 1] = { path, class or ("error: " .. tostring(err)) }
+  end
+  return out
+end
+
 return M

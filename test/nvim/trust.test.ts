@@ -3,11 +3,11 @@
 // frontmatter's language, reads no file outside its directory, and says so on each line; the same
 // file after `:trust` does all of it. Trust follows the file's code: a change made outside Neovim
 // asks again, the user's own edits do not.
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { anthropicMessages, anthropicReply } from '../helpers/anthropic-script.js';
-import { type Driver, startDriver } from '../helpers/driver.js';
+import { type Driver, ROOT, startDriver } from '../helpers/driver.js';
 import {
   type FakeProvider,
   type FakeRequest,
@@ -510,5 +510,49 @@ describe('trust follows the code', () => {
     await d.waitForEvent('FlemmaRequestFinished');
     expect(await d.lua('return string.upper("a")')).toBe('A');
     expect(await d.lua('return ("a"):upper()')).toBe('A');
+  });
+});
+
+describe('the option classes', () => {
+  const COVERAGE = join(ROOT, 'test', 'helpers', 'doc-coverage.lua');
+
+  /** How docs/security.md words a class. */
+  function words(cls: unknown): string {
+    if (cls === 'safe') return 'safe anywhere';
+    if (cls === 'needs_trust') return 'needs trust';
+    if (cls === 'subset') return 'safe when it removes items';
+    if (cls === 'superset') return 'safe when it adds items';
+    if (cls === 'lower') return 'safe when lowered';
+    if (cls === 'higher') return 'safe when raised';
+    const only = (cls as { only?: unknown[] } | null)?.only;
+    if (Array.isArray(only)) {
+      return `safe when set to ${only.map((value) => `\`${JSON.stringify(value)}\``).join(' or ')}`;
+    }
+    return `unknown class ${JSON.stringify(cls)}`;
+  }
+
+  it('docs/security.md lists every option with its class as the schema has it', async () => {
+    driver = await startDriver({});
+    const classes = await driver.lua<[string, unknown][]>(
+      'return dofile(...).option_classes()',
+      COVERAGE,
+    );
+    expect(classes.length).toBeGreaterThan(200);
+    const expected = classes.map(([path, cls]) => `| \`${path}\` | ${words(cls)} |`);
+    const text = readFileSync(join(ROOT, 'docs', 'security.md'), 'utf8');
+    const table = text.slice(text.indexOf('## Every option'));
+    const rows = table.split('\n').filter((line) => line.startsWith('| `'));
+    expect(rows).toEqual(expected);
+  });
+
+  it('an option without a class needs trust', async () => {
+    driver = await startDriver({});
+    const cls = await driver.lua(`
+      local schema = require("flemma.config.schema")
+      schema.options.fields.tools.fields.zz_new = schema.boolean(true)
+      schema.options.fields.ui.fields.zz_new = schema.string("x")
+      local frontmatter = require("flemma.frontmatter")
+      return { frontmatter.option_class({ "tools", "zz_new" }), frontmatter.option_class({ "ui", "zz_new" }) }`);
+    expect(cls).toEqual(['needs_trust', 'needs_trust']);
   });
 });

@@ -10,8 +10,8 @@
 //   lower/higher  a number no higher / no lower than before (an unset limit is no limit)
 //   {only: [...]} one of these values (`sandbox.enabled = true`)
 // A change that leaves the value as it was is always allowed: it changes nothing.
-import { createHash } from 'node:crypto';
-import type { ChatDocument } from '../chat/ast.js';
+import { createHash, type Hash } from 'node:crypto';
+import type { ChatDocument, Message } from '../chat/ast.js';
 
 export type TrustClass =
   | 'safe'
@@ -105,30 +105,52 @@ export function changeAllowed(cls: TrustClass, before: unknown, after: unknown):
 /** The digest of a tree with nothing that needs trust (no frontmatter, templates or references). */
 export const EMPTY_TRUST_DIGEST = createHash('sha256').digest('hex');
 
+/** The digest of one message's template code and file references; '' when it has none. */
+function messageDigest(message: Message): string {
+  let hash: Hash | undefined;
+  const add = (kind: string, text: string): void => {
+    hash ??= createHash('sha256');
+    hash.update(`${kind}\0${String(text.length)}\0${text}\0`);
+  };
+  for (const segment of message.segments) {
+    if (segment.kind === 'expression' || segment.kind === 'code') add(segment.kind, segment.code);
+    else if (segment.kind === 'file_reference') add('reference', segment.raw);
+    else if (segment.kind === 'tool_result') {
+      for (const piece of segment.segments) {
+        if (piece.kind === 'file_reference') add('reference', piece.raw);
+      }
+    }
+  }
+  return hash === undefined ? '' : hash.digest('hex');
+}
+
 /**
  * The digest of what a file may do only when trusted: its frontmatter (any language: it sets
  * endpoints and programs too), the template code of its messages, and its file references (also
  * those in tool results). A change to any of them made outside the editor asks for trust again;
- * a change to the conversation's text does not.
+ * a change to the conversation's text does not. `memo` keeps each message's part (a reparse
+ * keeps the messages before the change), so a long chat is not read again on every keystroke.
  */
-export function trustDigest(document: ChatDocument): string {
+export function trustDigest(document: ChatDocument, memo?: WeakMap<Message, string>): string {
   const hash = createHash('sha256');
-  const add = (kind: string, text: string): void => {
-    hash.update(`${kind}\0${String(text.length)}\0${text}\0`);
-  };
-  if (document.frontmatter !== undefined) {
-    add(`frontmatter:${document.frontmatter.language.toLowerCase()}`, document.frontmatter.code);
+  let empty = true;
+  const frontmatter = document.frontmatter;
+  if (frontmatter !== undefined) {
+    const language = frontmatter.language.toLowerCase();
+    hash.update(
+      `frontmatter:${language}\0${String(frontmatter.code.length)}\0${frontmatter.code}\0`,
+    );
+    empty = false;
   }
   for (const message of document.messages) {
-    for (const segment of message.segments) {
-      if (segment.kind === 'expression' || segment.kind === 'code') add(segment.kind, segment.code);
-      else if (segment.kind === 'file_reference') add('reference', segment.raw);
-      else if (segment.kind === 'tool_result') {
-        for (const piece of segment.segments) {
-          if (piece.kind === 'file_reference') add('reference', piece.raw);
-        }
-      }
+    let part = memo?.get(message);
+    if (part === undefined) {
+      part = messageDigest(message);
+      memo?.set(message, part);
     }
+    if (part === '') continue;
+    hash.update(part);
+    empty = false;
   }
-  return hash.digest('hex');
+  return empty ? EMPTY_TRUST_DIGEST : hash.digest('hex');
 }
