@@ -672,6 +672,7 @@ local function general_parameters(with_defaults)
     temperature = S.optional(S.number(nil, { min = 0 })),
     timeout = pick(S.integer(600, { min = 1 })),
     connect_timeout = pick(S.integer(10, { min = 1 })),
+    stream_idle_timeout = pick(S.integer(60, { min = 1 })),
     cache_retention = pick(S.enum({ "short", "long", "none" }, "short")),
     thinking = pick(thinking()),
   }
