@@ -24,6 +24,8 @@ export interface ConnectionInput {
   parameters: ProviderParameters;
   maxRetries: number;
   timeoutMs: number;
+  /** `parameters.stream_idle_timeout` (the provider's own value first), in ms. */
+  streamIdleMs: number;
 }
 
 export interface ProviderEntry {
@@ -46,12 +48,14 @@ function connection(input: ConnectionInput): {
   apiKey: string;
   maxRetries: number;
   timeoutMs: number;
+  streamIdleMs: number;
   baseURL?: string;
 } {
   const base = {
     apiKey: input.credential,
     maxRetries: input.maxRetries,
     timeoutMs: input.timeoutMs,
+    streamIdleMs: input.streamIdleMs,
   };
   return input.baseURL === undefined ? base : { ...base, baseURL: input.baseURL };
 }
@@ -80,9 +84,12 @@ export const PROVIDERS: Record<string, ProviderEntry> = {
     defaultModel: 'gemini-3.1-pro-preview',
     create: (input, loader) =>
       createGeminiAdapter(
-        input.baseURL === undefined
-          ? { apiKey: input.credential, maxRetries: input.maxRetries }
-          : { apiKey: input.credential, maxRetries: input.maxRetries, baseURL: input.baseURL },
+        {
+          apiKey: input.credential,
+          maxRetries: input.maxRetries,
+          streamIdleMs: input.streamIdleMs,
+          ...(input.baseURL === undefined ? {} : { baseURL: input.baseURL }),
+        },
         loader,
       ),
   },
@@ -108,7 +115,12 @@ export const PROVIDERS: Record<string, ProviderEntry> = {
         location:
           typeof input.parameters.location === 'string' ? input.parameters.location : 'global',
       };
-      const base = { accessToken: input.credential, vertex, maxRetries: input.maxRetries };
+      const base = {
+        accessToken: input.credential,
+        vertex,
+        maxRetries: input.maxRetries,
+        streamIdleMs: input.streamIdleMs,
+      };
       return createGeminiAdapter(
         input.baseURL === undefined ? base : { ...base, baseURL: input.baseURL },
         loader,

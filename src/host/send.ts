@@ -31,6 +31,7 @@ import {
   resolveContext,
 } from './editor-context.js';
 import { resolveThinking, type ThinkingParameters } from '../core/provider/thinking.js';
+import { DEFAULT_STREAM_IDLE_MS } from '../core/provider/watchdog.js';
 import { type SendOptions, UsageTracker } from './usage.js';
 import { randomBytes } from 'node:crypto';
 import {
@@ -361,6 +362,10 @@ export class SendController {
       return undefined;
     }
     const timeout = typeof parameters['timeout'] === 'number' ? parameters['timeout'] : 600;
+    // The stream watchdog (src/core/provider/watchdog.ts): the provider's own value wins.
+    const idle = [specific['stream_idle_timeout'], parameters['stream_idle_timeout']].find(
+      (value): value is number => typeof value === 'number' && value >= 1,
+    );
     const connect = (value: string | undefined): ProviderAdapter =>
       entry.create(
         {
@@ -370,6 +375,7 @@ export class SendController {
           // NOTE: the send retries by itself (below), so that each attempt shows in the indicator.
           maxRetries: 0,
           timeoutMs: timeout * 1000,
+          streamIdleMs: idle === undefined ? DEFAULT_STREAM_IDLE_MS : idle * 1000,
         },
         ctx.sdks,
       );

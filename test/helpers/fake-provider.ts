@@ -42,6 +42,12 @@ export interface FakeRequest {
   respondError(status: number, body: string | object, headers?: OutgoingHttpHeaders): Promise<void>;
   /** Starts a 200 SSE response (headers are sent at once). */
   stream(headers?: OutgoingHttpHeaders): FakeStream;
+  /**
+   * Starts a response of any status and content type (headers are sent at once) whose body is
+   * written like a stream's and ends only when told: an HTML page that never ends, a JSON answer
+   * where a stream was asked for.
+   */
+  begin(status: number, headers: OutgoingHttpHeaders): FakeStream;
 }
 
 export interface NextRequestOptions {
@@ -166,19 +172,15 @@ function createRequest(
     return done;
   };
 
-  const stream = (extra: OutgoingHttpHeaders = {}): FakeStream => {
-    claim('stream');
+  const begin = (status: number, headers: OutgoingHttpHeaders, verb = 'begin'): FakeStream => {
+    claim(verb);
     let finished = false;
     const guard = (verb: string): void => {
       if (finished)
         throw new Error(`fake provider: ${verb} after the stream of ${describe()} ended`);
     };
     if (!gone()) {
-      res.writeHead(200, {
-        'content-type': 'text/event-stream',
-        'cache-control': 'no-cache',
-        ...lowerKeys(extra),
-      });
+      res.writeHead(status, lowerKeys(headers));
       res.flushHeaders();
     }
     const send = (chunk: string | Buffer): Promise<void> => {
@@ -229,7 +231,13 @@ function createRequest(
     },
     respond,
     respondError: respond,
-    stream,
+    stream: (extra = {}) =>
+      begin(
+        200,
+        { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', ...lowerKeys(extra) },
+        'stream',
+      ),
+    begin: (status, headers) => begin(status, headers),
   };
 }
 

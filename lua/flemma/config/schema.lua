@@ -694,6 +694,8 @@ local function general_parameters(with_defaults)
     temperature = safe(S.optional(S.number(nil, { min = 0 }))),
     timeout = safe(pick(S.integer(600, { min = 1 }))),
     connect_timeout = safe(pick(S.integer(10, { min = 1 }))),
+    -- A shared file can only make its own requests fail sooner or wait longer.
+    stream_idle_timeout = safe(pick(S.integer(60, { min = 1 }))),
     cache_retention = safe(pick(S.enum({ "short", "long", "none" }, "short"))),
     thinking = safe(pick(thinking())),
   }

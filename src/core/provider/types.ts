@@ -122,6 +122,8 @@ export class ProviderError extends Error {
       | 'timeout'
       | 'blocked'
       | 'stream'
+      | 'stalled'
+      | 'unexpected_answer'
       | 'unknown',
     message: string,
     readonly status?: number,
@@ -134,8 +136,15 @@ export class ProviderError extends Error {
   /** How long the service asked to wait before trying again (`retry-after`), if it said. */
   retryAfterMs?: number;
 
+  /**
+   * The `host:port` that answered, for failures of the answer itself (a stall, a page where a
+   * stream was expected: `watchdog.ts`), whose message then says what happened on its own.
+   */
+  endpoint?: string;
+
   /** The one line a notification shows. */
   describe(): string {
+    if (this.endpoint !== undefined) return `${this.provider} (${this.endpoint}): ${this.message}`;
     return `${this.provider}: ${this.kind.replace(/_/g, ' ')} — ${this.message}`;
   }
 }
@@ -161,6 +170,8 @@ export interface ConnectionOptions {
   /** Attempts for retryable failures before the first byte (the SDK's own retry). */
   maxRetries?: number;
   timeoutMs?: number;
+  /** How long a reply's stream may go without a byte (`parameters.stream_idle_timeout`), in ms. */
+  streamIdleMs?: number;
 }
 
 /**

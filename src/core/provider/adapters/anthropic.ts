@@ -3,6 +3,7 @@
 // when the first reply streams.
 import type Anthropic from '@anthropic-ai/sdk';
 import type { SdkLoader, SdkModule } from '../sdk.js';
+import { DEFAULT_STREAM_IDLE_MS, type Expected, globalFetch, guardFetch } from '../watchdog.js';
 import {
   internalToolName,
   ProviderError,
@@ -455,8 +456,13 @@ export function createAnthropicAdapter(
     ...(connection.maxRetries === undefined ? {} : { maxRetries: connection.maxRetries }),
     ...(connection.timeoutMs === undefined ? {} : { timeout: connection.timeoutMs }),
   };
-  const clientOf = (sdk: AnthropicSdk): Anthropic =>
-    loader.client('anthropic', options, () => new sdk.default(options));
+  const idleMs = connection.streamIdleMs ?? DEFAULT_STREAM_IDLE_MS;
+  /** A client for streams, or for JSON answers (the token count): each checks its answers. */
+  const clientOf = (sdk: AnthropicSdk, expect: Expected): Anthropic =>
+    loader.client(`anthropic/${expect}`, { ...options, idleMs }, () => {
+      const guard = { provider: PROVIDER, expect, idleMs, secrets: [connection.apiKey] };
+      return new sdk.default({ ...options, fetch: guardFetch(globalFetch, guard) });
+    });
 
   async function* stream(
     request: ProviderRequest,
@@ -468,7 +474,7 @@ export function createAnthropicAdapter(
     const body = buildAnthropicBody(request);
     const sdk = await loader.load('anthropic');
     if (aborted()) return;
-    const client = clientOf(sdk);
+    const client = clientOf(sdk, 'stream');
 
     const mapper = new EventMapper();
     let started = false;
@@ -505,7 +511,7 @@ export function createAnthropicAdapter(
     );
     const sdk = await loader.load('anthropic');
     try {
-      const count = await clientOf(sdk).messages.countTokens(
+      const count = await clientOf(sdk, 'json').messages.countTokens(
         body as unknown as Anthropic.MessageCountTokensParams,
         { signal },
       );

@@ -13,6 +13,7 @@
 import type { APIError, OpenAI } from 'openai';
 import { randomUUID } from 'node:crypto';
 import type { SdkLoader, SdkModule } from '../sdk.js';
+import { DEFAULT_STREAM_IDLE_MS, type Expected, globalFetch, guardFetch } from '../watchdog.js';
 import {
   ProviderError,
   internalToolName,
@@ -106,8 +107,17 @@ export function createChatCompletionsAdapter(
     ...(connection.maxRetries === undefined ? {} : { maxRetries: connection.maxRetries }),
     ...(connection.timeoutMs === undefined ? {} : { timeout: connection.timeoutMs }),
   };
-  const connect = (sdk: OpenAIModule, model: string): { client: OpenAI; where: Where } => {
-    const client = loader.client('openai-chat', options, () => new sdk.OpenAI(options));
+  const idleMs = connection.streamIdleMs ?? DEFAULT_STREAM_IDLE_MS;
+  /** A client for streams, or for JSON answers (the token count): each checks its answers. */
+  const connect = (
+    sdk: OpenAIModule,
+    model: string,
+    expect: Expected,
+  ): { client: OpenAI; where: Where } => {
+    const client = loader.client(`openai-chat/${expect}`, { ...options, idleMs, name }, () => {
+      const guard = { provider: name, expect, idleMs, secrets: [connection.apiKey] };
+      return new sdk.OpenAI({ ...options, fetch: guardFetch(globalFetch, guard) });
+    });
     const where: Where = { name, baseURL: client.baseURL, model, sdk };
     if (connection.timeoutMs !== undefined) where.timeoutMs = connection.timeoutMs;
     return { client, where };
@@ -121,7 +131,7 @@ export function createChatCompletionsAdapter(
     const aborted = (): boolean => signal.aborted;
     const sdk = await loader.load('openai');
     if (aborted()) return;
-    const { client, where } = connect(sdk, request.model);
+    const { client, where } = connect(sdk, request.model, 'stream');
     const body = buildBody(request) as unknown as StreamParams;
     const state = new ReplyState(name, signer, field);
     let received = false;
@@ -147,7 +157,7 @@ export function createChatCompletionsAdapter(
    */
   async function countTokens(request: ProviderRequest, signal: AbortSignal): Promise<number> {
     const sdk = await loader.load('openai');
-    const { client, where } = connect(sdk, request.model);
+    const { client, where } = connect(sdk, request.model, 'json');
     const body = buildBody(request);
     try {
       const answer = await client.post<{ data?: { total_tokens?: number } }>(

@@ -11,6 +11,13 @@ import type {
 } from '@google/genai';
 import type { SdkLoader, SdkModule } from '../sdk.js';
 import {
+  DEFAULT_STREAM_IDLE_MS,
+  type Expected,
+  type Fetch,
+  globalFetch,
+  guardFetch,
+} from '../watchdog.js';
+import {
   ProviderError,
   internalToolName,
   sortedCopy,
@@ -35,6 +42,8 @@ export interface GeminiAdapterOptions {
   baseURL?: string;
   /** Attempts for retryable failures (408, 429, 5xx) before the first byte, the SDK's own retry. */
   maxRetries?: number;
+  /** How long a reply's stream may go without a byte (`parameters.stream_idle_timeout`), in ms. */
+  streamIdleMs?: number;
 }
 
 type UserPart = Extract<EvaluatedMessage, { role: 'user' }>['parts'][number];
@@ -80,32 +89,45 @@ export function createGeminiAdapter(
   loader: SdkLoader,
 ): ProviderAdapter {
   const name = options.vertex === undefined ? 'gemini' : 'vertex';
-  let connected: Promise<Connected> | undefined;
+  const clients = new Map<Expected, Promise<Connected>>();
 
-  const connect = (): Promise<Connected> => {
-    connected ??= loader.load('genai').then((sdk) => ({
-      sdk,
-      // Keyed by the plain options (the access token included), not by the SDK's options,
-      // which hold an auth client object.
-      client: loader.client('genai', options, () => new sdk.GoogleGenAI(clientOptions(options))),
-    }));
-    // A failed load may succeed on the next send.
-    connected.catch(() => {
-      connected = undefined;
-    });
+  /** A client for streams, or for JSON answers (the token count): each checks its answers. */
+  const connect = (expect: Expected): Promise<Connected> => {
+    let connected = clients.get(expect);
+    if (connected === undefined) {
+      connected = loader.load('genai').then((sdk) => ({
+        sdk,
+        // Keyed by the plain options (the access token included), not by the SDK's options,
+        // which hold an auth client object.
+        client: loader.client(`genai/${expect}`, options, () => {
+          const guard = {
+            provider: name,
+            expect,
+            idleMs: options.streamIdleMs ?? DEFAULT_STREAM_IDLE_MS,
+            secrets: [options.apiKey ?? '', options.accessToken ?? ''],
+          };
+          return new sdk.GoogleGenAI(clientOptions(options, guardFetch(globalFetch, guard)));
+        }),
+      }));
+      clients.set(expect, connected);
+      // A failed load may succeed on the next send.
+      connected.catch(() => {
+        clients.delete(expect);
+      });
+    }
     return connected;
   };
 
   return {
     name,
     buildBody: (request) => buildParams(name, request) as unknown as Record<string, unknown>,
-    stream: (request, signal) => streamReply(name, connect, request, signal),
-    countTokens: (request, signal) => countTokens(name, connect, request, signal),
+    stream: (request, signal) => streamReply(name, () => connect('stream'), request, signal),
+    countTokens: (request, signal) => countTokens(name, () => connect('json'), request, signal),
   };
 }
 
-function clientOptions(options: GeminiAdapterOptions): GoogleGenAIOptions {
-  const httpOptions: NonNullable<GoogleGenAIOptions['httpOptions']> = {};
+function clientOptions(options: GeminiAdapterOptions, fetch: Fetch): GoogleGenAIOptions {
+  const httpOptions: NonNullable<GoogleGenAIOptions['httpOptions']> = { fetch };
   if (options.baseURL !== undefined) httpOptions.baseUrl = options.baseURL;
   if (options.maxRetries !== undefined && options.maxRetries > 0) {
     httpOptions.retryOptions = { attempts: options.maxRetries + 1 };

@@ -7,6 +7,7 @@ import type {
   ResponseStreamEvent,
 } from 'openai/resources/responses/responses';
 import type { SdkLoader, SdkModule } from '../sdk.js';
+import { DEFAULT_STREAM_IDLE_MS, type Expected, globalFetch, guardFetch } from '../watchdog.js';
 import {
   ProviderError,
   internalToolName,
@@ -38,32 +39,43 @@ export function createOpenAIAdapter(
   connection: ConnectionOptions,
   loader: SdkLoader,
 ): ProviderAdapter {
-  let client: Promise<{ sdk: SdkModule<'openai'>; client: OpenAI }> | undefined;
+  type Connected = { sdk: SdkModule<'openai'>; client: OpenAI };
+  const clients = new Map<Expected, Promise<Connected>>();
+  const idleMs = connection.streamIdleMs ?? DEFAULT_STREAM_IDLE_MS;
+  const options = {
+    apiKey: connection.apiKey,
+    ...(connection.baseURL === undefined ? {} : { baseURL: connection.baseURL }),
+    ...(connection.maxRetries === undefined ? {} : { maxRetries: connection.maxRetries }),
+    ...(connection.timeoutMs === undefined ? {} : { timeout: connection.timeoutMs }),
+    // The SDK logs through `console`; the host reports failures itself.
+    logLevel: 'off' as const,
+  };
 
-  const connect = (): Promise<{ sdk: SdkModule<'openai'>; client: OpenAI }> => {
-    client ??= loader.load('openai').then((sdk) => ({
-      sdk,
-      client: ((options) => loader.client('openai', options, () => new sdk.OpenAI(options)))({
-        apiKey: connection.apiKey,
-        ...(connection.baseURL === undefined ? {} : { baseURL: connection.baseURL }),
-        ...(connection.maxRetries === undefined ? {} : { maxRetries: connection.maxRetries }),
-        ...(connection.timeoutMs === undefined ? {} : { timeout: connection.timeoutMs }),
-        // The SDK logs through `console`; the host reports failures itself.
-        logLevel: 'off' as const,
-      }),
-    }));
-    // A failed load may succeed on the next send.
-    client.catch(() => {
-      client = undefined;
-    });
+  /** A client for streams, or for JSON answers (the token count): each checks its answers. */
+  const connect = (expect: Expected): Promise<Connected> => {
+    let client = clients.get(expect);
+    if (client === undefined) {
+      client = loader.load('openai').then((sdk) => ({
+        sdk,
+        client: loader.client(`openai/${expect}`, { ...options, idleMs }, () => {
+          const guard = { provider: PROVIDER, expect, idleMs, secrets: [connection.apiKey] };
+          return new sdk.OpenAI({ ...options, fetch: guardFetch(globalFetch, guard) });
+        }),
+      }));
+      clients.set(expect, client);
+      // A failed load may succeed on the next send.
+      client.catch(() => {
+        clients.delete(expect);
+      });
+    }
     return client;
   };
 
   return {
     name: PROVIDER,
     buildBody,
-    stream: (request, signal) => streamReply(connect, request, signal),
-    countTokens: (request, signal) => countInputTokens(connect, request, signal),
+    stream: (request, signal) => streamReply(() => connect('stream'), request, signal),
+    countTokens: (request, signal) => countInputTokens(() => connect('json'), request, signal),
   };
 }
 
