@@ -378,6 +378,8 @@ describe('C-10: YOLO mode', () => {
       '@You:',
       'Go.',
     ]);
+    // Turning YOLO on widens approval: only a trusted file may (docs/security.md).
+    await d.command('trust');
     await d.command('Flemma tool:always');
     await d.waitForNotification(/YOLO mode: on \(tools\.yolo\)/);
     await d.press('<C-]>');

@@ -189,6 +189,8 @@ describe('tool policy end to end', () => {
       '@You:',
       'Fetch and note.',
     ]);
+    // Adding tools needs trust (docs/security.md).
+    await d.command('trust');
     await d.waitForEvent('FlemmaBootComplete');
     await d.press('<C-]>');
     const first = await f.nextRequest({ path: '/v1/messages' });
