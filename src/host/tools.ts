@@ -266,6 +266,7 @@ export class ToolService {
       warn: (message) => {
         this.warn(message);
       },
+      redactor: ctx.logger.redactor,
     });
     // MCP servers are an asynchronous tool source: their first discovery holds sends.
     this.mcp = createMcpManager(ctx, this.registry, () => {
@@ -690,7 +691,7 @@ export class ToolService {
     const raw = config.tools?.['hooks'];
     const match = hookMatch(def, hookConfig(raw));
     if (!match.matched || match.action !== 'log') return;
-    const entry = auditEntry(fields);
+    const entry = auditEntry(fields, this.ctx.logger.redactor);
     const line = JSON.stringify(entry);
     this.ctx.logger.info(`audit ${line}`);
     const file = asRecord(raw)?.['audit_file'];
