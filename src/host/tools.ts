@@ -77,6 +77,7 @@ import {
   policyErrorText,
 } from '../core/tools/policy.js';
 import { auditEntry } from '../core/tools/audit.js';
+import { duplicateToolIdText } from '../core/chat/tool-ids.js';
 import { wireToolName } from '../core/provider/types.js';
 import { appendFile, mkdir } from 'node:fs/promises';
 import { dirname } from 'node:path';
@@ -1095,6 +1096,12 @@ export class ToolService {
           requests.push({ id: use.id, status: 'aborted' });
           continue;
         }
+        if (use.duplicateOf !== undefined) {
+          // Never run: Phase 2 writes the duplicate-id error result (tool-ids.ts).
+          this.decisions.set(use.id, { decision: 'deny', resolver: null, trace: [], skipped: [] });
+          requests.push({ id: use.id, status: 'denied' });
+          continue;
+        }
         const early = this.earlyResolution(use.id, use.name);
         if (early !== undefined) {
           // Nothing to approve: a tool that does not exist, or arguments that were not JSON.
@@ -1160,9 +1167,11 @@ export class ToolService {
           status === 'rejected'
             ? await this.rejectionText(bufnr, block.id, block.name, block.input, block.content)
             : status === 'denied'
-              ? this.policyBlocks(block.name, config)
-                ? policyErrorText(block.name)
-                : (this.preresolved.get(block.id) ?? resolutionText(status, block.content))
+              ? block.duplicateOf !== undefined
+                ? duplicateToolIdText(block.duplicateOf)
+                : this.policyBlocks(block.name, config)
+                  ? policyErrorText(block.name)
+                  : (this.preresolved.get(block.id) ?? resolutionText(status, block.content))
               : resolutionText(status, block.content, block.abortMessage);
         const edit = planResult(state.document, state.lines, block.id, {
           id: block.id,
