@@ -62,9 +62,11 @@ function M.write(level, message)
   M.append(string.format("[lua] %s %s", level:upper(), message))
 end
 
---- Append raw text (already tagged) with a timestamp; used for the host's stderr.
+--- Append raw text (already tagged) with a timestamp; used for the host's stderr. Secrets are
+--- redacted first (`flemma.redact`, the host's rules).
 function M.append(text)
   pcall(function()
+    text = require("flemma.redact").text(text)
     local dir = vim.fn.stdpath("log")
     if vim.fn.isdirectory(dir) == 0 then
       vim.fn.mkdir(dir, "p")

@@ -174,6 +174,10 @@ M.methods = {
     end
     return vim.NIL
   end,
+  --- The secret values the host knows (resolved credentials): the log redacts them too.
+  ["log.secrets"] = function(params)
+    require("flemma.redact").set_known(params and params.values)
+  end,
   ["frontmatter.diagnostics"] = function(params)
     return require("flemma.frontmatter").show_diagnostics(params)
   end,

@@ -60,6 +60,10 @@ export function createContext(
   };
   (full as { sends: SendController }).sends = new SendController(full);
   (full as { tools: ToolService }).tools = new ToolService(full);
+  // The shim's log redacts what the host learns (resolved credentials) too.
+  logger.redactor.onChange(() => {
+    lua.notify('log.secrets', { values: logger.redactor.known() });
+  });
   // Marks and diagnostics wait while a buffer is busy (docs/architecture.md).
   full.documents.setBusy(
     (bufnr) =>

@@ -1,14 +1,18 @@
 // The host's file logger: appends lines to the log file the shim names (FLEMMA_LOG_FILE), or to
-// stderr, which the shim also copies into that file. Never writes to stdout.
+// stderr, which the shim also copies into that file. Never writes to stdout. Every line goes
+// through the host's one redactor (src/core/secrets/redact.ts) on its way out, whoever wrote it.
 import * as fs from 'node:fs';
 import { inspect } from 'node:util';
 import { type LogLevel, type Logger, LOG_LEVELS, isLogLevel } from '../core/log.js';
+import { Redactor } from '../core/secrets/redact.js';
 
 const RANK: Record<LogLevel, number> = { debug: 0, info: 1, warn: 2, error: 3 };
 
 export interface FileLogger extends Logger {
   readonly path: string | undefined;
   level: LogLevel;
+  /** What the log, the tool middleware's records and the audit file redact. */
+  readonly redactor: Redactor;
   /** Write one line regardless of level (used for diverted stdout text). */
   raw(tag: string, text: string): void;
 }
@@ -19,7 +23,16 @@ function render(detail: unknown): string {
   return inspect(detail, { depth: 4, breakLength: Infinity });
 }
 
-export function createFileLogger(path: string | undefined, level: LogLevel): FileLogger {
+/**
+ * A logger appending to `path` (or stderr). The redactor knows the secret-looking variables of
+ * this process's environment from the start.
+ */
+export function createFileLogger(
+  path: string | undefined,
+  level: LogLevel,
+  redactor: Redactor = new Redactor(),
+): FileLogger {
+  redactor.addEnvironment(process.env);
   let fd: number | undefined;
   if (path !== undefined && path !== '') {
     try {
@@ -41,8 +54,10 @@ export function createFileLogger(path: string | undefined, level: LogLevel): Fil
   const logger: FileLogger = {
     path: fd === undefined ? undefined : path,
     level,
+    redactor,
     raw(tag, text) {
-      const body = text.endsWith('\n') ? text : text + '\n';
+      const redacted = redactor.text(text);
+      const body = redacted.endsWith('\n') ? redacted : redacted + '\n';
       write(`${stamp()} [host ${String(process.pid)}] ${tag} ${body}`);
     },
     debug: (m, ...d) => {

@@ -101,7 +101,14 @@ export class SecretsService {
    * Tells the user when it takes long (a keyring prompt, gcloud).
    */
   async resolve(spec: CredentialSpec, options: ResolveOptions = {}): Promise<Resolution> {
-    if (this.chain.isCached(spec)) return this.chain.resolve(spec);
+    // What Neovim's environment holds under secret-looking names never reaches a log either
+    // (`:let $X = …` after the host started).
+    if (options.env !== undefined) this.logger.redactor.addEnvironment(options.env);
+    if (this.chain.isCached(spec)) {
+      const cached = await this.chain.resolve(spec);
+      if (cached.ok) this.logger.redactor.add(cached.value);
+      return cached;
+    }
     this.options = options;
     const slow = setTimeout(() => {
       this.lua.notify('notify', { level: 'info', message: `Resolving ${spec.description}…` });
@@ -112,8 +119,11 @@ export class SecretsService {
         spec,
         quick ? { only: (name) => name === 'environment' || this.luaNames.has(name) } : {},
       );
-      if (result.ok)
+      if (result.ok) {
+        // Before anything can log it: the log, the middleware and the audit file redact it.
+        this.logger.redactor.add(result.value);
         this.logger.info(`credential ${spec.kind}:${spec.service} from ${result.resolver}`);
+      }
       return result;
     } finally {
       clearTimeout(slow);

@@ -11,7 +11,8 @@
 //   `tools.modules`, then of each module's list) → retry → the executor's own timeout and
 //   cancellation → the tool. The built-ins keep their state (rate-limit slots) for as long as
 //   their settings do not change.
-// - Log records go to the host's log file (`:Flemma log`), one line per call, arguments redacted.
+// - Log records go to the host's log file (`:Flemma log`), one line per call, through the host's
+//   one redactor (known secrets, key-shaped strings, secret-looking argument names).
 
 import {
   type ToolMiddleware,
@@ -20,6 +21,7 @@ import {
   rateLimitMiddleware,
   retryMiddleware,
 } from '../core/tools/middleware.js';
+import type { Redactor } from '../core/secrets/redact.js';
 import { DEFAULT_RW_PATHS } from '../core/tools/sandbox/index.js';
 import { expandPathVariable } from '../core/tools/sandbox/paths.js';
 import { SandboxRoots, parseRoots } from '../core/tools/sandbox/roots.js';
@@ -66,6 +68,8 @@ export function withRootPaths(
 export interface MiddlewareLogger {
   info(message: string): void;
   warn(message: string): void;
+  /** The host's one redactor: the records are redacted before they are written. */
+  readonly redactor: Redactor;
 }
 
 /** The middleware stack of the host: built-ins from the configuration, and users' functions. */
@@ -104,9 +108,12 @@ export class MiddlewareStack {
     const logging = settings['logging'];
     if (logging === true || tableOf(logging) !== undefined) {
       const redactList = tableOf(logging)?.['redact'];
-      const options = Array.isArray(redactList)
-        ? { redact: (redactList as unknown[]).filter((r): r is string => typeof r === 'string') }
-        : {};
+      const options = {
+        redactor: this.logger.redactor,
+        redact: Array.isArray(redactList)
+          ? (redactList as unknown[]).filter((r): r is string => typeof r === 'string')
+          : [],
+      };
       outer.push(
         loggingMiddleware((record) => {
           this.logger.info(`tool call ${JSON.stringify(record)}`);

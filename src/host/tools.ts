@@ -84,6 +84,7 @@ import {
   policyErrorText,
 } from '../core/tools/policy.js';
 import { auditEntry } from '../core/tools/audit.js';
+import { duplicateToolIdText } from '../core/chat/tool-ids.js';
 import { wireToolName } from '../core/provider/types.js';
 import { appendFile, mkdir } from 'node:fs/promises';
 import { dirname } from 'node:path';
@@ -273,6 +274,7 @@ export class ToolService {
       warn: (message) => {
         this.warn(message);
       },
+      redactor: ctx.logger.redactor,
     });
     // MCP servers are an asynchronous tool source: their first discovery holds sends.
     this.mcp = createMcpManager(ctx, this.registry, () => {
@@ -709,7 +711,7 @@ export class ToolService {
     const raw = config.tools?.['hooks'];
     const match = hookMatch(def, hookConfig(raw));
     if (!match.matched || match.action !== 'log') return;
-    const entry = auditEntry(fields);
+    const entry = auditEntry(fields, this.ctx.logger.redactor);
     const line = JSON.stringify(entry);
     this.ctx.logger.info(`audit ${line}`);
     const file = asRecord(raw)?.['audit_file'];
@@ -1114,6 +1116,12 @@ export class ToolService {
           requests.push({ id: use.id, status: 'aborted' });
           continue;
         }
+        if (use.duplicateOf !== undefined) {
+          // Never run: Phase 2 writes the duplicate-id error result (tool-ids.ts).
+          this.decisions.set(use.id, { decision: 'deny', resolver: null, trace: [], skipped: [] });
+          requests.push({ id: use.id, status: 'denied' });
+          continue;
+        }
         const early = this.earlyResolution(use.id, use.name);
         if (early !== undefined) {
           // Nothing to approve: a tool that does not exist, or arguments that were not JSON.
@@ -1179,9 +1187,11 @@ export class ToolService {
           status === 'rejected'
             ? await this.rejectionText(bufnr, block.id, block.name, block.input, block.content)
             : status === 'denied'
-              ? this.policyBlocks(block.name, config)
-                ? policyErrorText(block.name)
-                : (this.preresolved.get(block.id) ?? resolutionText(status, block.content))
+              ? block.duplicateOf !== undefined
+                ? duplicateToolIdText(block.duplicateOf)
+                : this.policyBlocks(block.name, config)
+                  ? policyErrorText(block.name)
+                  : (this.preresolved.get(block.id) ?? resolutionText(status, block.content))
               : resolutionText(status, block.content, block.abortMessage);
         const edit = planResult(state.document, state.lines, block.id, {
           id: block.id,

@@ -181,9 +181,11 @@ describe('unresolvedToolUses (§3.2)', () => {
     expect(unresolvedToolUses(parseLines(continued))[0]?.aborted).toBe(false);
   });
 
-  it('lists a repeated id once', () => {
+  it('lists a repeated id under its derived id, marked as a duplicate (test/unit/chat-tool-ids.test.ts)', () => {
     const lines = ['@Assistant:', ...use('bash', 'x'), '', ...use('bash', 'x')];
-    expect(unresolvedToolUses(parseLines(lines)).map((u) => u.id)).toEqual(['x']);
+    const unresolved = unresolvedToolUses(parseLines(lines));
+    expect(unresolved.map((u) => u.id)).toEqual(['x', 'x_dup2']);
+    expect(unresolved[1]?.duplicateOf).toEqual({ id: 'x', firstLine: 2 });
   });
 });
 

@@ -33,7 +33,8 @@ import { buildChain, listSetting } from '../../src/core/approval/resolvers.js';
 import { approveList } from '../../src/core/approval/presets.js';
 import { applyFrontmatter, jsonFrontmatter } from '../../src/core/config/frontmatter.js';
 import { createExecutionContext } from '../../src/core/tools/context.js';
-import { auditEntry, redactSecrets } from '../../src/core/tools/audit.js';
+import { auditEntry } from '../../src/core/tools/audit.js';
+import { Redactor } from '../../src/core/secrets/redact.js';
 import { truncateForResult } from '../../src/core/tools/truncate.js';
 import { builtinTools } from '../../src/core/tools/builtins.js';
 
@@ -504,7 +505,7 @@ describe('audit entries and truncation (F-15, F-19)', () => {
       success: true,
       durationMs: 13,
     });
-    expect(redactSecrets(['ghp_abcdefghijklmnopqrstuvwxyz'])).toEqual(['[REDACTED]']);
+    expect(new Redactor().value(['ghp_abcdefghijklmnopqrstuvwxyz'])).toEqual(['[REDACTED]']);
   });
 
   it('F-15: 200 KiB of output is cut to 51 200 bytes with a marker; the spill file has it all', async () => {

@@ -144,8 +144,8 @@ describe('middleware', () => {
     expect(typeof records[0]?.durationMs).toBe('number');
     expect(records[0]?.args).toEqual({
       url: 'https://x',
-      api_key: '[redacted]',
-      headers: { Authorization: '[redacted]' },
+      api_key: '[REDACTED]',
+      headers: { Authorization: '[REDACTED]' },
     });
     expect(JSON.stringify(records)).not.toContain('sk-123');
   });

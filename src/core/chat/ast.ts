@@ -25,6 +25,7 @@ export type DiagnosticCode =
   | 'tool-result-orphaned'
   | 'tool-result-duplicate'
   | 'tool-use-unresolved'
+  | 'tool-use-duplicate-id'
   | 'thinking-unclosed'
   | 'fence-unclosed'
   | 'placeholder-status';

@@ -27,6 +27,7 @@ import type {
   ToolResultSegment,
   ToolUseSegment,
 } from './ast.js';
+import { type DuplicateToolUse, toolUseIds } from './tool-ids.js';
 import {
   ChatWriteError,
   type ToolResultBlock,
@@ -54,6 +55,8 @@ export interface UnresolvedToolUse {
   aborted: boolean;
   /** Index of the assistant message in `doc.messages`. */
   messageIndex: number;
+  /** It repeats an earlier tool use's id; `id` is its derived id (tool-ids.ts). */
+  duplicateOf?: DuplicateToolUse;
 }
 
 /** A placeholder to write: the tool use it answers and its status. */
@@ -80,6 +83,8 @@ export interface ToolBlock {
   content: string;
   /** Set when the tool use's message ends with an abort marker: that marker's message. */
   abortMessage?: string;
+  /** It repeats an earlier tool use's id; `id` is its derived id (tool-ids.ts). */
+  duplicateOf?: DuplicateToolUse;
 }
 
 /** Placeholder blocks grouped by what Phase 2 does with them. */
@@ -107,22 +112,27 @@ export const ABORTED_TEXT = 'Response interrupted by the user.';
 /** Phase 1's list: tool uses with no result anywhere, in buffer order (each id once). */
 export function unresolvedToolUses(doc: ChatDocument): UnresolvedToolUse[] {
   const answered = resultIds(doc);
+  const ids = toolUseIds(doc.messages);
   const seen = new Set<string>();
   const out: UnresolvedToolUse[] = [];
   doc.messages.forEach((message, messageIndex) => {
     if (message.role !== 'Assistant') return;
     const aborted = abortMessageOf(message) !== undefined;
     for (const use of toolUses(message)) {
-      if (answered.has(use.id) || seen.has(use.id)) continue;
-      seen.add(use.id);
-      out.push({
-        id: use.id,
+      const id = ids.keyOf(use);
+      if (answered.has(id) || seen.has(id)) continue;
+      seen.add(id);
+      const unresolved: UnresolvedToolUse = {
+        id,
         name: use.name,
         input: use.input,
         line: use.span.startLine,
         aborted,
         messageIndex,
-      });
+      };
+      const duplicate = ids.duplicateOf(use);
+      if (duplicate !== undefined) unresolved.duplicateOf = duplicate;
+      out.push(unresolved);
     }
   });
   return out;
@@ -159,25 +169,25 @@ export function planPlaceholders(
     if (insertion === undefined) insertions.set(at, { at, kind, blocks: [block] });
     else insertion.blocks.push(block);
   };
+  const ids = toolUseIds(doc.messages);
   doc.messages.forEach((message, index) => {
     if (message.role !== 'Assistant' || wanted.size === 0) return;
     const uses = toolUses(message);
     const order = new Map<string, number>();
     uses.forEach((use, position) => {
-      if (!order.has(use.id)) order.set(use.id, position);
+      if (!order.has(ids.keyOf(use))) order.set(ids.keyOf(use), position);
     });
     const next = doc.messages[index + 1];
     const you = next?.role === 'You' ? next : undefined;
     const results = you === undefined ? [] : toolResults(you);
     uses.forEach((use, position) => {
-      const request = wanted.get(use.id);
+      const id = ids.keyOf(use);
+      const request = wanted.get(id);
       if (request === undefined) return;
-      wanted.delete(use.id);
+      wanted.delete(id);
       const { result } = request;
       const block = tryWrite(() =>
-        result === undefined
-          ? placeholder(use.id, request.status)
-          : toolResult({ ...result, id: use.id }),
+        result === undefined ? placeholder(id, request.status) : toolResult({ ...result, id }),
       );
       if (block === undefined) return;
       if (you === undefined) {
@@ -236,12 +246,13 @@ export function classifyToolBlocks(doc: ChatDocument): ToolBlockGroups {
     rejected: [],
     aborted: [],
   };
+  const ids = toolUseIds(doc.messages);
   const uses = new Map<string, { use: ToolUseSegment; abortMessage: string | undefined }>();
   for (const message of doc.messages) {
     if (message.role !== 'Assistant') continue;
     const abortMessage = abortMessageOf(message);
     for (const use of toolUses(message)) {
-      if (!uses.has(use.id)) uses.set(use.id, { use, abortMessage });
+      if (!uses.has(ids.keyOf(use))) uses.set(ids.keyOf(use), { use, abortMessage });
     }
   }
   const done = new Set<string>();
@@ -252,7 +263,7 @@ export function classifyToolBlocks(doc: ChatDocument): ToolBlockGroups {
       if (owner === undefined || done.has(segment.toolUseId)) continue;
       done.add(segment.toolUseId);
       const block: ToolBlock = {
-        id: owner.use.id,
+        id: segment.toolUseId,
         name: owner.use.name,
         input: owner.use.input,
         toolUseLine: owner.use.span.startLine,
@@ -260,7 +271,16 @@ export function classifyToolBlocks(doc: ChatDocument): ToolBlockGroups {
         content: segment.content,
       };
       if (owner.abortMessage !== undefined) block.abortMessage = owner.abortMessage;
+      const duplicate = ids.duplicateOf(owner.use);
+      if (duplicate !== undefined) block.duplicateOf = duplicate;
       const filled = hasContent(segment.content);
+      if (duplicate !== undefined && !(segment.placeholder.status === 'pending' && filled)) {
+        // A repeated id never runs and never waits (tool-ids.ts); a result typed by hand is kept.
+        if (segment.placeholder.status === 'rejected') groups.rejected.push(block);
+        else if (segment.placeholder.status === 'aborted') groups.aborted.push(block);
+        else groups.denied.push(block);
+        continue;
+      }
       switch (segment.placeholder.status) {
         case 'pending':
           (filled ? groups.pendingWithContent : groups.pendingEmpty).push(block);

@@ -22,6 +22,7 @@ import {
 } from './ast.js';
 import { splitFileReferences } from './filerefs.js';
 import { scanTemplate } from './template.js';
+import { duplicateToolIdWarning, toolUseIds } from './tool-ids.js';
 
 export interface ParseOptions {
   /** Frontmatter languages that have a parser (lower case); default `lua` and `json`. */
@@ -131,6 +132,7 @@ export function reparse(
     (diagnostic) =>
       diagnostic.code !== 'tool-result-orphaned' &&
       diagnostic.code !== 'tool-result-duplicate' &&
+      diagnostic.code !== 'tool-use-duplicate-id' &&
       diagnostic.span.endLine < restart,
   );
   const sink: Sink = (severity, code, message, span) => {
@@ -619,14 +621,30 @@ function readToolResult(
   return { segment, next };
 }
 
-/** Document-wide checks: every tool result must answer a tool use of an earlier message. */
+/**
+ * Document-wide checks: every tool result must answer a tool use of an earlier message (a
+ * repeated tool use is answered under its derived id, see tool-ids.ts), and no two tool uses
+ * share an id.
+ */
 function finishDocument(messages: Message[], diagnostics: Diagnostic[]): void {
+  const ids = toolUseIds(messages);
   const uses = new Set<string>();
   const results = new Set<string>();
   for (const message of messages) {
     for (const segment of message.segments) {
-      if (segment.kind === 'tool_use') uses.add(segment.id);
-      else if (segment.kind === 'tool_result' && !uses.has(segment.toolUseId)) {
+      if (segment.kind === 'tool_use') {
+        const key = ids.keyOf(segment);
+        uses.add(key);
+        const duplicate = ids.duplicateOf(segment);
+        if (duplicate !== undefined) {
+          diagnostics.push({
+            severity: 'warning',
+            code: 'tool-use-duplicate-id',
+            message: duplicateToolIdWarning(duplicate, key),
+            span: lineSpan(segment.span.startLine, segment.span.startLine),
+          });
+        }
+      } else if (segment.kind === 'tool_result' && !uses.has(segment.toolUseId)) {
         diagnostics.push({
           severity: 'warning',
           code: 'tool-result-orphaned',

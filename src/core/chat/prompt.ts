@@ -2,6 +2,7 @@
 // typed parts (they are evaluated later, in Neovim); every tool use without a finished result
 // gets a synthetic error result and a warning, so that a request is always well-formed.
 import type { ChatDocument, Diagnostic, Message, Segment, Span } from './ast.js';
+import { type DuplicateToolUse, type ToolUseIds, toolUseIds } from './tool-ids.js';
 
 export interface TextPart {
   kind: 'text';
@@ -66,6 +67,8 @@ export interface PendingToolCall {
   line: number;
   /** The reply that holds it was interrupted (it ends with an abort marker). */
   aborted: boolean;
+  /** It repeats an earlier tool use's id; `id` is its derived id (tool-ids.ts). */
+  duplicateOf?: DuplicateToolUse;
 }
 
 export interface Prompt {
@@ -112,7 +115,7 @@ function isBlankText(part: { kind: string; text?: string }): boolean {
 }
 
 /** The assistant parts of a message; abort markers become a note or vanish (see below). */
-function assistantParts(message: Message): AssistantPart[] {
+function assistantParts(message: Message, ids: ToolUseIds): AssistantPart[] {
   const hasToolUse = message.segments.some((segment) => segment.kind === 'tool_use');
   const parts: AssistantPart[] = [];
   for (const segment of message.segments) {
@@ -131,7 +134,12 @@ function assistantParts(message: Message): AssistantPart[] {
         break;
       }
       case 'tool_use':
-        parts.push({ kind: 'tool_use', id: segment.id, name: segment.name, input: segment.input });
+        parts.push({
+          kind: 'tool_use',
+          id: ids.keyOf(segment),
+          name: segment.name,
+          input: segment.input,
+        });
         break;
       case 'aborted':
         // The model should know its reply was cut off; with tool uses the synthetic error
@@ -165,12 +173,15 @@ export function assemblePrompt(document: ChatDocument): Prompt {
   const diagnostics: Diagnostic[] = [];
   // Which result answers each tool use: the last finished one that comes after the use. A
   // result before its use, or for an id no tool use has, answers nothing (the parser warns).
+  // A tool use that repeats an earlier one's id is known by its derived id (tool-ids.ts).
+  const ids = toolUseIds(document.messages);
   const uses = new Map<string, { name: string; order: number }>();
   const answer = new Map<string, Segment>();
   for (const message of document.messages) {
     for (const segment of message.segments) {
-      if (message.role === 'Assistant' && segment.kind === 'tool_use' && !uses.has(segment.id)) {
-        uses.set(segment.id, { name: segment.name, order: uses.size });
+      if (message.role === 'Assistant' && segment.kind === 'tool_use') {
+        const key = ids.keyOf(segment);
+        if (!uses.has(key)) uses.set(key, { name: segment.name, order: uses.size });
       } else if (
         message.role === 'You' &&
         segment.kind === 'tool_result' &&
@@ -203,25 +214,30 @@ export function assemblePrompt(document: ChatDocument): Prompt {
       if (owed.length > 0) {
         messages.push({ role: 'user', parts: userParts([]), line: message.span.startLine });
       }
-      const parts = assistantParts(message);
+      const parts = assistantParts(message, ids);
       const aborted = endsAborted(message);
       for (const segment of message.segments) {
-        if (segment.kind !== 'tool_use' || answer.has(segment.id)) continue;
-        pendingToolCalls.push({
-          id: segment.id,
+        if (segment.kind !== 'tool_use') continue;
+        const key = ids.keyOf(segment);
+        if (answer.has(key)) continue;
+        const call: PendingToolCall = {
+          id: key,
           name: segment.name,
           line: segment.span.startLine,
           aborted,
-        });
+        };
+        const duplicate = ids.duplicateOf(segment);
+        if (duplicate !== undefined) call.duplicateOf = duplicate;
+        pendingToolCalls.push(call);
         diagnostics.push({
           severity: 'warning',
           code: 'tool-use-unresolved',
-          message: `Tool call '${segment.name}' (${segment.id}) has no result; '${NO_RESULT_TEXT}' is sent as its error result`,
+          message: `Tool call '${segment.name}' (${key}) has no result; '${NO_RESULT_TEXT}' is sent as its error result`,
           span: span(segment.span.startLine),
         });
         owed.push({
           kind: 'tool_result',
-          toolUseId: segment.id,
+          toolUseId: key,
           name: segment.name,
           parts: [{ kind: 'text', text: NO_RESULT_TEXT }],
           isError: true,

@@ -2,6 +2,7 @@
 // empty placeholders that get a preview line. Behaviour §3.9 describes the look-up rules.
 
 import type { ChatDocument, Message, ToolResultSegment, ToolUseSegment } from '../chat/ast.js';
+import { type ToolUseIds, toolUseIds } from '../chat/tool-ids.js';
 
 export interface ToolCallAt {
   id: string;
@@ -58,12 +59,24 @@ function firstResultFor(doc: ChatDocument, id: string): ToolResultSegment | unde
   return undefined;
 }
 
-function useFor(doc: ChatDocument, id: string): ToolUseSegment | undefined {
+function useFor(doc: ChatDocument, ids: ToolUseIds, id: string): ToolUseSegment | undefined {
   for (const message of doc.messages) {
     if (message.role !== 'Assistant') continue;
-    for (const use of usesOf(message)) if (use.id === id) return use;
+    for (const use of usesOf(message)) if (ids.keyOf(use) === id) return use;
   }
   return undefined;
+}
+
+/** The call of `use`; a tool use that repeats an earlier id is never run (tool-ids.ts). */
+function lookupOf(doc: ChatDocument, ids: ToolUseIds, use: ToolUseSegment): ToolLookup {
+  const duplicate = ids.duplicateOf(use);
+  if (duplicate !== undefined) {
+    return {
+      ok: false,
+      error: `Tool use ${use.id} repeats the id of the tool use on line ${String(duplicate.firstLine)}; it is not run`,
+    };
+  }
+  return { ok: true, call: callOf(doc, use) };
 }
 
 function callOf(doc: ChatDocument, use: ToolUseSegment): ToolCallAt {
@@ -83,27 +96,25 @@ export function toolCallAt(doc: ChatDocument, line: number): ToolLookup {
   const index = doc.messages.findIndex((m) => line >= m.span.startLine && line <= m.span.endLine);
   const message = doc.messages[index];
   if (message === undefined) return { ok: false, error: NO_CALL_AT_CURSOR };
+  const ids = toolUseIds(doc.messages);
   if (message.role === 'Assistant') {
     const use = nearest(usesOf(message), line);
-    return use === undefined
-      ? { ok: false, error: NO_CALL_IN_MESSAGE }
-      : { ok: true, call: callOf(doc, use) };
+    return use === undefined ? { ok: false, error: NO_CALL_IN_MESSAGE } : lookupOf(doc, ids, use);
   }
   if (message.role !== 'You') return { ok: false, error: NO_CALL_AT_CURSOR };
   const result = nearest(resultsOf(message), line);
   if (result !== undefined) {
-    const use = useFor(doc, result.toolUseId);
+    const use = useFor(doc, ids, result.toolUseId);
     if (use === undefined) {
       return { ok: false, error: `No tool use found for result ${result.toolUseId}` };
     }
-    return { ok: true, call: { ...callOf(doc, use), result } };
+    const found = lookupOf(doc, ids, use);
+    return found.ok ? { ok: true, call: { ...found.call, result } } : found;
   }
   const previous = doc.messages[index - 1];
   const uses = previous?.role === 'Assistant' ? usesOf(previous) : [];
   const last = uses[uses.length - 1];
-  return last === undefined
-    ? { ok: false, error: NO_CALL_IN_MESSAGE }
-    : { ok: true, call: callOf(doc, last) };
+  return last === undefined ? { ok: false, error: NO_CALL_IN_MESSAGE } : lookupOf(doc, ids, last);
 }
 
 /** An empty placeholder and the call it answers: where a preview line goes. */
@@ -119,10 +130,11 @@ export interface EmptyPlaceholder {
 
 /** Every placeholder whose fence holds nothing but whitespace, in buffer order. */
 export function emptyPlaceholders(doc: ChatDocument): EmptyPlaceholder[] {
+  const ids = toolUseIds(doc.messages);
   const uses = new Map<string, ToolUseSegment>();
   for (const message of doc.messages) {
     if (message.role !== 'Assistant') continue;
-    for (const use of usesOf(message)) if (!uses.has(use.id)) uses.set(use.id, use);
+    for (const use of usesOf(message)) if (!uses.has(ids.keyOf(use))) uses.set(ids.keyOf(use), use);
   }
   const out: EmptyPlaceholder[] = [];
   for (const message of doc.messages) {
@@ -131,7 +143,7 @@ export function emptyPlaceholders(doc: ChatDocument): EmptyPlaceholder[] {
       const use = uses.get(result.toolUseId);
       if (use === undefined) continue;
       out.push({
-        id: use.id,
+        id: result.toolUseId,
         name: use.name,
         input: use.input,
         headerLine: result.span.startLine,

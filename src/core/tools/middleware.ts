@@ -7,12 +7,13 @@
 //   before-inner → tool → after-inner → after-outer).
 // - A handler always resolves to a `ToolOutcome`; a middleware or tool that throws becomes
 //   `{ ok: false, error }` at the point where it threw, so outer middleware still sees a result.
-// - Built-ins: `loggingMiddleware` (one record per call, secret-looking arguments redacted),
+// - Built-ins: `loggingMiddleware` (one record per call, through the one redactor),
 //   `rateLimitMiddleware` (per tool, `wait` queues calls behind a token, `fail` refuses them),
 //   `timeoutMiddleware` (aborts the call's signal and answers at once; a late result is ignored),
 //   `retryMiddleware` (reruns calls whose failure is marked `retryable`, with exponential backoff).
 // - Waiting (rate limit, backoff) ends early when the call's signal aborts.
 
+import { Redactor } from '../secrets/redact.js';
 import type { ExecutionContext } from './context.js';
 import type { ToolOutcome } from './registry.js';
 
@@ -73,44 +74,29 @@ export interface ToolLogRecord {
   tool: string;
   durationMs: number;
   success: boolean;
-  /** The input with secret-looking values replaced by `[redacted]`. */
+  /** The input as it may be logged (see `Redactor.value`). */
   args: Record<string, unknown>;
   error?: string;
 }
 
-/** Argument names whose values never reach a log (case-insensitive substrings). */
-export const DEFAULT_REDACT: readonly string[] = [
-  'password',
-  'passwd',
-  'secret',
-  'token',
-  'api_key',
-  'apikey',
-  'authorization',
-  'credential',
-  'private_key',
-  'cookie',
-];
-
-/** A deep copy of `value` with the values of keys matching `patterns` replaced. */
-export function redact(value: unknown, patterns: readonly string[]): unknown {
-  if (Array.isArray(value)) return value.map((item) => redact(item, patterns));
-  if (typeof value !== 'object' || value === null) return value;
-  const out: Record<string, unknown> = {};
-  for (const [key, item] of Object.entries(value as Record<string, unknown>)) {
-    const lower = key.toLowerCase();
-    out[key] = patterns.some((p) => lower.includes(p.toLowerCase()))
-      ? '[redacted]'
-      : redact(item, patterns);
-  }
-  return out;
+export interface LoggingOptions {
+  /** More argument names to hide: case-insensitive substrings, besides the redactor's names. */
+  redact?: readonly string[];
+  /** The host's redactor (its known secrets); without one, only the rules apply. */
+  redactor?: Redactor;
+  now?: () => number;
 }
 
+/**
+ * One record per call. The record goes through the one redactor (src/core/secrets/redact.ts):
+ * values under secret-looking names, known secrets and key-shaped strings never reach the sink.
+ */
 export function loggingMiddleware(
   sink: (record: ToolLogRecord) => void,
-  options: { redact?: readonly string[]; now?: () => number } = {},
+  options: LoggingOptions = {},
 ): ToolMiddleware {
-  const patterns = options.redact ?? DEFAULT_REDACT;
+  const extra = options.redact ?? [];
+  const redactor = options.redactor ?? new Redactor();
   const now = options.now ?? (() => performance.now());
   return (next) => async (call) => {
     const started = now();
@@ -119,9 +105,9 @@ export function loggingMiddleware(
       tool: call.name,
       durationMs: Math.round(now() - started),
       success: outcome.ok,
-      args: redact(call.input, patterns) as Record<string, unknown>,
+      args: redactor.value(call.input, extra) as Record<string, unknown>,
     };
-    if (!outcome.ok) record.error = outcome.error;
+    if (!outcome.ok) record.error = redactor.text(outcome.error);
     try {
       sink(record);
     } catch {
