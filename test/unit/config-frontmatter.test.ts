@@ -91,14 +91,18 @@ describe('applyFrontmatter', () => {
     const configured = { ...SETUP, tools: { ...SETUP.tools, __list: ['read', 'grep'] } };
     expect(
       (
-        applyFrontmatter(configured, [op('tools', 'append', 'ls')], TOOLS, TRUSTED).config['tools'] as {
+        applyFrontmatter(configured, [op('tools', 'append', 'ls')], TOOLS, TRUSTED).config[
+          'tools'
+        ] as {
           __list: string[];
         }
       ).__list,
     ).toEqual(['read', 'grep', 'ls']);
     expect(
       (
-        applyFrontmatter(configured, [op('tools', 'set', ['bash'])], TOOLS, TRUSTED).config['tools'] as {
+        applyFrontmatter(configured, [op('tools', 'set', ['bash'])], TOOLS, TRUSTED).config[
+          'tools'
+        ] as {
           __list: string[];
         }
       ).__list,
@@ -117,7 +121,12 @@ describe('applyFrontmatter', () => {
 
   describe('tools.auto_approve (scenario 27)', () => {
     it('a set replaces the configuration’s list', () => {
-      const applied = applyFrontmatter(SETUP, [op('tools.auto_approve', 'set', ['bash'])], TOOLS, TRUSTED);
+      const applied = applyFrontmatter(
+        SETUP,
+        [op('tools.auto_approve', 'set', ['bash'])],
+        TOOLS,
+        TRUSTED,
+      );
       expect(applied.approval).toEqual({
         kind: 'list',
         list: { items: ['bash'], removed: [] },
@@ -126,7 +135,12 @@ describe('applyFrontmatter', () => {
     });
 
     it(':remove("write") on $default keeps the preset and records the removal', () => {
-      const applied = applyFrontmatter(SETUP, [op('tools.auto_approve', 'remove', 'write')], TOOLS, TRUSTED);
+      const applied = applyFrontmatter(
+        SETUP,
+        [op('tools.auto_approve', 'remove', 'write')],
+        TOOLS,
+        TRUSTED,
+      );
       expect(applied.approval).toEqual({
         kind: 'list',
         list: { items: ['$default'], removed: ['write'] },
@@ -139,7 +153,8 @@ describe('applyFrontmatter', () => {
         applyFrontmatter(SETUP, [op('tools.auto_approve', 'set', [])], TOOLS, TRUSTED).approval,
       ).toEqual({ kind: 'list', list: { items: [], removed: [] }, assigned: true });
       expect(
-        applyFrontmatter(SETUP, [op('tools.auto_approve', 'append', 'bash')], TOOLS, TRUSTED).approval,
+        applyFrontmatter(SETUP, [op('tools.auto_approve', 'append', 'bash')], TOOLS, TRUSTED)
+          .approval,
       ).toEqual({
         kind: 'list',
         list: { items: ['$default', 'bash'], removed: [] },
@@ -162,7 +177,9 @@ describe('applyFrontmatter', () => {
     });
 
     it('no frontmatter approval when it does not touch auto_approve', () => {
-      expect(applyFrontmatter(SETUP, [op('model', 'set', 'x')], TOOLS, TRUSTED).approval).toBeUndefined();
+      expect(
+        applyFrontmatter(SETUP, [op('model', 'set', 'x')], TOOLS, TRUSTED).approval,
+      ).toBeUndefined();
     });
   });
 
