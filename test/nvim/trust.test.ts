@@ -272,93 +272,177 @@ describe.each(['json', 'yaml'] as const)('an untrusted %s frontmatter', (languag
   });
 });
 
-describe('an untrusted frontmatter that names programs', () => {
-  it('does not run a credential helper it names; after :trust it does', async () => {
-    const fake = await startFakeProvider();
-    fakes.push(fake);
-    const out = outsideDir();
-    const marker = join(out, 'helper-ran');
-    const helper = join(out, 'gcloud.sh');
-    writeFileSync(helper, `#!/bin/sh\ntouch '${marker}'\necho ya29.helper-token\n`, {
-      mode: 0o755,
-    });
-    // The user's own gcloud (configured, so that whatever gcloud this machine has stays out).
-    const own = join(out, 'no-gcloud.sh');
-    writeFileSync(own, '#!/bin/sh\nexit 1\n', { mode: 0o755 });
-    driver = await startDriver({
-      env: { GOOGLE_VERTEX_BASE_URL: fake.url, METADATA_SERVER_DETECTION: 'none' },
-      setup: `require("flemma").setup({
+/** A frontmatter in each language, and the buffer line of each option it sets. */
+interface Fixture {
+  lines: string[];
+  at: Record<string, number>;
+}
+
+function helperFixture(language: 'json' | 'yaml', helper: string): Fixture {
+  return language === 'json'
+    ? {
+        lines: [
+          '```json',
+          `{ "flemma": { "provider": "vertex", "secrets": { "gcloud": { "path": "${helper}" } } } }`,
+          '```',
+        ],
+        at: { 'secrets.gcloud.path': 2 },
+      }
+    : {
+        lines: [
+          '```yaml',
+          'flemma:',
+          '  provider: vertex',
+          '  secrets:',
+          '    gcloud:',
+          `      path: "${helper}"`,
+          '```',
+        ],
+        at: { 'secrets.gcloud.path': 6 },
+      };
+}
+
+function programsFixture(language: 'json' | 'yaml'): Fixture {
+  return language === 'json'
+    ? {
+        lines: [
+          '```json',
+          '{ "flemma": {',
+          '  "tools": { "modules": ["/tmp/evil-tool.mjs"], "declarative": { "project": true } },',
+          '  "mcp": { "servers": { "evil": { "command": "/tmp/evil-mcp" } } },',
+          '  "templating": { "modules": ["evil.templates"] },',
+          '  "logging": { "path": "/tmp/evil.log" },',
+          '  "keymaps": { "enabled": false }',
+          '} }',
+          '```',
+        ],
+        at: {
+          'tools.modules': 3,
+          'tools.declarative.project': 3,
+          'mcp.servers.evil.command': 4,
+          'templating.modules': 5,
+          'logging.path': 6,
+          'keymaps.enabled': 7,
+        },
+      }
+    : {
+        lines: [
+          '```yaml',
+          'flemma:',
+          '  tools:',
+          '    modules: ["/tmp/evil-tool.mjs"]',
+          '    declarative:',
+          '      project: true',
+          '  mcp:',
+          '    servers:',
+          '      evil:',
+          '        command: /tmp/evil-mcp',
+          '  templating:',
+          '    modules: [evil.templates]',
+          '  logging:',
+          '    path: /tmp/evil.log',
+          '  keymaps:',
+          '    enabled: false',
+          '```',
+        ],
+        at: {
+          'tools.modules': 4,
+          'tools.declarative.project': 6,
+          'mcp.servers.evil.command': 10,
+          'templating.modules': 12,
+          'logging.path': 14,
+          'keymaps.enabled': 16,
+        },
+      };
+}
+
+describe.each(['json', 'yaml'] as const)(
+  'an untrusted %s frontmatter that names programs',
+  (language) => {
+    it('does not run a credential helper it names; after :trust it does', async () => {
+      const fake = await startFakeProvider();
+      fakes.push(fake);
+      const out = outsideDir();
+      const marker = join(out, 'helper-ran');
+      const helper = join(out, 'gcloud.sh');
+      writeFileSync(helper, `#!/bin/sh\ntouch '${marker}'\necho ya29.helper-token\n`, {
+        mode: 0o755,
+      });
+      // The user's own gcloud (configured, so that whatever gcloud this machine has stays out).
+      const own = join(out, 'no-gcloud.sh');
+      writeFileSync(own, '#!/bin/sh\nexit 1\n', { mode: 0o755 });
+      driver = await startDriver({
+        env: { GOOGLE_VERTEX_BASE_URL: fake.url, METADATA_SERVER_DETECTION: 'none' },
+        setup: `require("flemma").setup({
         parameters = { vertex = { project_id = "proj" } },
         secrets = { gcloud = { path = "${own}" } },
       })`,
+      });
+      const d = driver;
+      const { lines, at } = helperFixture(language, helper);
+      await d.openChat('vertex.chat', [...lines, '@You:', 'Hi']);
+      await d.waitForEvent('FlemmaBootComplete');
+      const [item] = await diagnostics(d, 1);
+      expect(item).toMatchObject({ lnum: (at['secrets.gcloud.path'] ?? 0) - 1 });
+      expect(item?.message).toContain('flemma.opt.secrets.gcloud.path is not applied');
+      const before = d.notificationCount;
+      await d.command('Flemma send');
+      const failed = await d.waitForNotification(/no credential/, { after: before });
+      expect(failed.message).not.toContain(helper);
+      expect(existsSync(marker)).toBe(false);
+      expect(fake.requests).toHaveLength(0);
+
+      await d.command('trust');
+      await d.command('Flemma send');
+      const request = await next(d, fake, /streamGenerateContent/);
+      expect(request.headers['authorization']).toBe('Bearer ya29.helper-token');
+      expect(existsSync(marker)).toBe(true);
+      await request.respond(400, { error: { code: 400, message: 'enough', status: 'INVALID' } });
+      await d.waitForEvent('FlemmaRequestFinished');
     });
-    const d = driver;
-    await d.openChat('vertex.chat', [
-      '```json',
-      `{ "flemma": { "provider": "vertex", "secrets": { "gcloud": { "path": "${helper}" } } } }`,
-      '```',
-      '@You:',
-      'Hi',
-    ]);
-    await d.waitForEvent('FlemmaBootComplete');
-    const [item] = await diagnostics(d, 1);
-    expect(item).toMatchObject({ lnum: 1 });
-    expect(item?.message).toContain('flemma.opt.secrets.gcloud.path is not applied');
-    const before = d.notificationCount;
-    await d.command('Flemma send');
-    const failed = await d.waitForNotification(/no credential/, { after: before });
-    expect(failed.message).not.toContain(helper);
-    expect(existsSync(marker)).toBe(false);
-    expect(fake.requests).toHaveLength(0);
 
-    await d.command('trust');
-    await d.command('Flemma send');
-    const request = await next(d, fake, /streamGenerateContent/);
-    expect(request.headers['authorization']).toBe('Bearer ya29.helper-token');
-    expect(existsSync(marker)).toBe(true);
-    await request.respond(400, { error: { code: 400, message: 'enough', status: 'INVALID' } });
-    await d.waitForEvent('FlemmaRequestFinished');
-  });
+    it('leaves tool modules, MCP servers, declarative tools and the log path alone until :trust', async () => {
+      const { d } = await start();
+      const { lines, at } = programsFixture(language);
+      await d.openChat('programs.chat', [...lines, '@You:', 'Hi']);
+      await d.waitForEvent('FlemmaBootComplete');
+      const refused = [
+        'tools.modules',
+        'tools.declarative.project',
+        'mcp.servers.evil.command',
+        'templating.modules',
+        'logging.path',
+      ];
+      const found = await diagnostics(d, refused.length);
+      const report = await status(d);
+      for (const key of refused) {
+        const line = at[key] ?? 0;
+        expect(report, key).toContain(`  line ${String(line)}: flemma.opt.${key}`);
+        expect(found, key).toContainEqual({
+          lnum: line - 1,
+          message: `flemma.opt.${key} is not applied: this chat file is not trusted (:trust applies it)`,
+        });
+      }
+      // Nothing of it is in the buffer's configuration; what is safe is.
+      const options = report.slice(report.indexOf('all options:'));
+      expect(options.join('\n')).not.toContain('evil');
+      expect(report).toContain(
+        `  keymaps.enabled = false  (frontmatter line ${String(at['keymaps.enabled'])})`,
+      );
 
-  it('leaves tool modules, MCP servers, declarative tools and the log path alone until :trust', async () => {
-    const { d } = await start();
-    await d.openChat('programs.chat', [
-      '```json',
-      '{ "flemma": {',
-      '  "tools": { "modules": ["/tmp/evil-tool.mjs"], "declarative": { "project": true } },',
-      '  "mcp": { "servers": { "evil": { "command": "/tmp/evil-mcp" } } },',
-      '  "templating": { "modules": ["evil.templates"] },',
-      '  "logging": { "path": "/tmp/evil.log" },',
-      '  "keymaps": { "enabled": false }',
-      '} }',
-      '```',
-      '@You:',
-      'Hi',
-    ]);
-    await d.waitForEvent('FlemmaBootComplete');
-    await diagnostics(d, 5);
-    const report = await status(d);
-    for (const [line, key] of [
-      [3, 'tools.modules'],
-      [3, 'tools.declarative.project'],
-      [4, 'mcp.servers.evil.command'],
-      [5, 'templating.modules'],
-      [6, 'logging.path'],
-    ] as const) {
-      expect(report, key).toContain(`  line ${String(line)}: flemma.opt.${key}`);
-    }
-    // Nothing of it is in the buffer's configuration; what is safe is.
-    const options = report.slice(report.indexOf('all options:'));
-    expect(options.join('\n')).not.toContain('evil');
-    expect(report).toContain('  keymaps.enabled = false  (frontmatter line 7)');
-
-    await d.command('trust');
-    const trusted = await status(d);
-    expect(trusted.join('\n')).not.toContain('refused until :trust');
-    expect(trusted).toContain('  tools.modules = ["/tmp/evil-tool.mjs"]  (frontmatter line 3)');
-    expect(trusted).toContain('  logging.path = "/tmp/evil.log"  (frontmatter line 6)');
-  });
-});
+      await d.command('trust');
+      expect(await diagnostics(d, 0)).toEqual([]);
+      const trusted = await status(d);
+      expect(trusted.join('\n')).not.toContain('refused until :trust');
+      expect(trusted).toContain(
+        `  tools.modules = ["/tmp/evil-tool.mjs"]  (frontmatter line ${String(at['tools.modules'])})`,
+      );
+      expect(trusted).toContain(
+        `  logging.path = "/tmp/evil.log"  (frontmatter line ${String(at['logging.path'])})`,
+      );
+    });
+  },
+);
 
 describe('file references in an untrusted file', () => {
   it('reads nothing outside the chat’s directory, also inside a comment; :trust reads them', async () => {
