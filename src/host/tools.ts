@@ -1735,7 +1735,9 @@ export class ToolService {
       const roots = rootsFor(config.sandbox, facts, process.env, homedir());
       const sandboxConfig =
         roots === undefined ? config.sandbox : withRootPaths(config.sandbox, roots);
-      const sandbox = await sandboxFor(sandboxConfig, facts, homedir(), ctx.lua);
+      const sandbox = await sandboxFor(sandboxConfig, facts, homedir(), ctx.lua, {
+        sensitivePaths: tools.sensitive_paths,
+      });
       if (sandbox.warning !== undefined) this.warnOnce('sandbox', sandbox.warning);
       this.luaContext.set(id, luaSandboxFacts(sandbox));
       const timeoutSec = typeof tools.default_timeout === 'number' ? tools.default_timeout : 30;
