@@ -487,7 +487,7 @@ describe('resolveSandbox', () => {
         filename: join(chatDir, 'x.chat'),
         sandbox_override: null,
       },
-      { TMPDIR: '/nonexistent-flemma-tmp', XDG_DATA_HOME: '' },
+      { TMPDIR: '/nonexistent-flemma-tmp' },
       fakeHome,
       { registry: registryWith() },
     );
@@ -499,7 +499,6 @@ describe('resolveSandbox', () => {
         tmp, // the chat directory lies below it and is dropped
         '/nonexistent-flemma-tmp',
         `${fakeHome}/.cache`,
-        `${fakeHome}/.local/share`,
       ].sort(),
     );
     expect(chatDir.startsWith(`${tmp}/`)).toBe(true);

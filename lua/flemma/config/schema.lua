@@ -774,6 +774,9 @@ M.options = S.object({
     require_approval = S.boolean(true),
     auto_approve = S.union({ S.list(S.string()), S.func(), S.string() }, { "$default" }),
     auto_approve_sandboxed = S.boolean(true),
+    -- Path globs added to the built-in sensitive places (docs/approval.md): never approved
+    -- automatically, hidden from sandboxed commands. `~` and `${VAR}` are expanded.
+    sensitive_paths = S.list(S.string(), {}),
     -- Approval presets (`$name` → approve/deny lists); these override the built-ins by name.
     presets = S.map(
       S.object({
@@ -940,10 +943,12 @@ M.options = S.object({
         "/tmp",
         "${TMPDIR:-/tmp}",
         "${XDG_CACHE_HOME:-~/.cache}",
-        "${XDG_DATA_HOME:-~/.local/share}",
       }),
       network = S.boolean(true),
       allow_privileged = S.boolean(false),
+      -- Variables kept in a sandboxed command's environment although the scrub rules match them
+      -- (provider keys, *_KEY, *_TOKEN, *_SECRET, *_CREDENTIALS, *PASSWORD*; docs/tools.md).
+      env_allow = S.list(S.string(), {}),
     }),
     -- `sandbox.backends.<name> = { … }`: the settings of a custom backend, passed to it.
     backends = S.object({

@@ -89,13 +89,16 @@ export interface SandboxSettings {
   backends: Record<string, BackendSettings>;
 }
 
+/**
+ * The writable paths when `rw_paths` is not set. Not the XDG data directory: Neovim runs what is in
+ * `stdpath("data")/site/plugin` at its next start (issue 19).
+ */
 export const DEFAULT_RW_PATHS: readonly string[] = [
   'urn:flemma:cwd',
   'urn:flemma:buffer:path',
   '/tmp',
   '${TMPDIR:-/tmp}',
   '${XDG_CACHE_HOME:-~/.cache}',
-  '${XDG_DATA_HOME:-~/.local/share}',
 ];
 
 /**
