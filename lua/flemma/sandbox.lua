@@ -130,7 +130,8 @@ end
 ---   { name = "firejail", priority = 60, description = "…",
 ---     available = function(settings) return true end,           -- or false, "why"
 ---     wrap = function(argv, policy, settings) return { "firejail", "--quiet", unpack(argv) } end }
---- `policy` is `{ rw_paths, network, allow_privileged }`; `settings` is
+--- `policy` is `{ rw_paths, network, allow_privileged, hidden_paths, read_only_paths, env_unset }`
+--- (the last three: what to keep from the command, docs/tools.md); `settings` is
 --- `sandbox.backends.<name>` (nil when not set). Registering a name again replaces it; the
 --- built-in `bwrap` is replaced only with `replace = true`. Returns the name.
 function M.register_backend(def)
@@ -225,6 +226,9 @@ function M.call_wrap(params)
     rw_paths = vim.deepcopy(policy.rw_paths or {}),
     network = policy.network == true,
     allow_privileged = policy.allow_privileged == true,
+    hidden_paths = vim.deepcopy(policy.hidden_paths or {}),
+    read_only_paths = vim.deepcopy(policy.read_only_paths or {}),
+    env_unset = vim.deepcopy(policy.env_unset or {}),
   }, settings_of(params.settings))
   if not ok then
     return { error = tostring(out) }

@@ -9,7 +9,10 @@
 //   map insertions).
 // - Resolvers that fail are logged at `warn` with the reason and skipped.
 // - The sandbox resolver asks the sandbox policy for the buffer (enabled and a backend that
-//   works) only when it is reached.
+//   works, the built-in one, which hides the sensitive places) only when it is reached.
+// - Where the call's paths lie (src/core/approval/scope.ts) is worked out before the chain runs,
+//   from the editor's facts of the step and the buffer's configuration; after the chain, an
+//   approval of a call that touches a sensitive place becomes a question (issue 19).
 
 import type { FrontmatterApproval } from '../core/config/frontmatter.js';
 import { homedir } from 'node:os';
@@ -43,7 +46,9 @@ import {
   sessionResolver,
   yoloResolver,
 } from '../core/approval/session.js';
+import { type CallScope, callScope, guardSensitive, scopeFacts } from '../core/approval/scope.js';
 import type { HostContext } from './context.js';
+import type { EditorFacts } from './editor-context.js';
 import { sandboxFor } from './sandbox.js';
 
 export type ApprovalCall = ToolCall;
@@ -121,7 +126,7 @@ export class ApprovalService {
       .map(({ name, priority, description }) => ({ name, priority, description }));
   }
 
-  private build(config: Snapshot): ReturnType<typeof buildChain> {
+  private build(config: Snapshot, facts?: EditorFacts): ReturnType<typeof buildChain> {
     const tools = config.tools;
     const extra: [string, ApprovalResolver][] = this.lua.map((spec) => [
       spec.name,
@@ -143,13 +148,17 @@ export class ApprovalService {
       {
         tools: this.registry,
         sandboxActive: async (bufnr) => {
-          const facts = (await this.ctx.lua.call('tools.facts', { bufnr })) as {
-            cwd: string;
-            filename: string | null;
-            sandbox_override: boolean | null;
-          };
-          const state = await sandboxFor(config.sandbox, facts, homedir());
-          return state.enabled && state.backend !== undefined && state.wrapError === undefined;
+          const known =
+            facts ?? ((await this.ctx.lua.call('tools.facts', { bufnr })) as EditorFacts);
+          const state = await sandboxFor(config.sandbox, known, homedir(), undefined, {
+            sensitivePaths: config.tools?.['sensitive_paths'],
+          });
+          return (
+            state.enabled &&
+            state.backend !== undefined &&
+            state.wrapError === undefined &&
+            state.builtinBackend === true
+          );
         },
       },
       extra,
@@ -190,29 +199,50 @@ export class ApprovalService {
     ];
   }
 
-  /** Runs the chain for one call. */
+  /** Runs the chain for one call; `facts` are the editor's facts of the step. */
   async decide(
     call: ToolCall,
     config: Snapshot,
-    frontmatter?: FrontmatterApproval,
+    frontmatter: FrontmatterApproval | undefined,
+    facts: EditorFacts,
   ): Promise<ApprovalOutcome> {
-    const { chain, warnings } = this.build(config);
+    const { chain, warnings } = this.build(config, facts);
     for (const warning of warnings) this.warnOnce(warning);
-    const outcome = await chain.decide(
-      call,
-      frontmatter === undefined
+    const scope = this.scope(call, config, facts);
+    const outcome = await chain.decide(call, {
+      scope,
+      ...(frontmatter === undefined
         ? {}
         : {
             frontmatter: this.frontmatterSetting(frontmatter),
             frontmatterAssigned: frontmatter.assigned,
-          },
-    );
+          }),
+    });
     for (const skipped of outcome.skipped) {
       this.ctx.logger.warn(
         `approval resolver ${skipped.resolver} skipped for ${call.toolName} (${call.toolId}): ${skipped.reason}`,
       );
     }
-    return outcome;
+    return guardSensitive(outcome, scope, this.canonical(call.toolName));
+  }
+
+  /** A tool's own name (a `.chat` file may hold its API name). */
+  private canonical(name: string): string {
+    return this.registry.resolve(name)?.name ?? name;
+  }
+
+  /** Where the call's paths lie, for the resolvers and the sensitive-place guard. */
+  private scope(call: ToolCall, config: Snapshot, facts: EditorFacts): CallScope {
+    const built = scopeFacts({
+      facts,
+      home: homedir(),
+      env: process.env,
+      tools: config.tools,
+      sandbox: config.sandbox,
+      runsCommands: (tool) => this.registry.resolve(tool)?.canAutoApproveIfSandboxed === true,
+    });
+    for (const warning of built.warnings) this.warnOnce(warning);
+    return callScope(this.canonical(call.toolName), call.input, built.facts);
   }
 
   /** The buffer's own `auto_approve` in the core's terms; its function stays in Lua. */

@@ -16,6 +16,7 @@ import {
   yamlFrontmatter,
 } from '../core/config/frontmatter.js';
 import { type RefusedOp, trustDigest } from '../core/config/trust.js';
+import type { EditorDirs } from '../core/tools/sandbox/sensitive.js';
 import { PROVIDERS } from './providers.js';
 
 /** Neovim's view of a buffer that tools and the sandbox need. */
@@ -23,6 +24,10 @@ export interface EditorFacts {
   cwd: string;
   filename: string | null;
   sandbox_override: boolean | null;
+  /** Neovim's own directories (`stdpath()`): sensitive places. */
+  editor_dirs?: EditorDirs;
+  /** Neovim's server addresses (`serverlist()`): hidden from sandboxed commands. */
+  servers?: string[];
 }
 
 export interface EditorContext {

@@ -18,6 +18,8 @@
 //   answers the backend's name, which is remembered for the next call.
 // - Lua errors arrive as the text Lua gave; the core turns them into "Sandbox backend 'x' failed:
 //   …" (wrap) or "not available: …" (available), so a broken backend never takes the host down.
+// - The variables every provider reads (`KNOWN_ENV`) are always removed from a command's
+//   environment; `tools.sensitive_paths` adds to the places the sandbox hides.
 
 import {
   type AvailabilityAnswer,
@@ -33,6 +35,7 @@ import {
   sandboxStatus,
 } from '../core/tools/sandbox/index.js';
 import type { LuaBridge } from '../editor/lua.js';
+import { KNOWN_ENV } from './editor-context.js';
 
 export type SandboxState = CoreSandboxState;
 
@@ -159,6 +162,9 @@ export class LuaSandboxBackends {
             rw_paths: [...policy.rw_paths],
             network: policy.network,
             allow_privileged: policy.allow_privileged,
+            hidden_paths: [...policy.hidden_paths],
+            read_only_paths: [...policy.read_only_paths],
+            env_unset: [...policy.env_unset],
           },
           settings,
         });
@@ -236,20 +242,25 @@ function envOf(facts: SandboxFacts): Record<string, string | undefined> {
  */
 const resolved = new WeakMap<SandboxFacts, WeakMap<object, Promise<SandboxState>>>();
 
+/** What `sandboxFor` takes from the rest of the configuration. */
+export interface SandboxExtras {
+  /** `tools.sensitive_paths`. */
+  sensitivePaths?: unknown;
+}
+
 export function sandboxFor(
   settings: Record<string, unknown> | undefined,
   facts: SandboxFacts,
   home: string,
   lua?: LuaCaller,
+  extras: SandboxExtras = {},
 ): Promise<SandboxState> {
   const compute = (): Promise<SandboxState> =>
-    resolveSandbox(
-      settings,
-      facts,
-      envOf(facts),
-      home,
-      lua === undefined ? {} : { loadNamed: luaBackendsOf(lua).loadNamed },
-    );
+    resolveSandbox(settings, facts, envOf(facts), home, {
+      ...(lua === undefined ? {} : { loadNamed: luaBackendsOf(lua).loadNamed }),
+      sensitivePaths: extras.sensitivePaths,
+      credentialEnv: KNOWN_ENV,
+    });
   if (settings === undefined) return compute();
   let bySettings = resolved.get(facts);
   if (bySettings === undefined) {

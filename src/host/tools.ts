@@ -1135,6 +1135,7 @@ export class ToolService {
           { bufnr, toolId: use.id, toolName: use.name, input: use.input },
           config,
           editor.approval,
+          editor.facts,
         );
         this.decisions.set(use.id, decided);
         requests.push({ id: use.id, status: statusOf(decided.decision) });
@@ -1515,6 +1516,7 @@ export class ToolService {
         { bufnr, toolId: call.id, toolName: call.name, input: call.input },
         editor.config,
         editor.approval,
+        editor.facts,
       );
     }
     const by = decided.resolver === null ? 'no resolver decided (the default)' : decided.resolver;
@@ -1523,8 +1525,12 @@ export class ToolService {
     ];
     for (const skipped of decided.skipped)
       lines.push(`  skipped ${skipped.resolver}: ${skipped.reason}`);
-    const step = decided.trace.find((entry) => entry.outcome === 'decided');
-    for (const note of step?.notes ?? []) lines.push(`  ${note}`);
+    // The deciding step's notes as they are; the notes of the resolvers that passed (a list that
+    // does not cover a path outside the project, say) with their names.
+    for (const entry of decided.trace) {
+      const prefix = entry.outcome === 'decided' ? '' : `${entry.resolver}: `;
+      for (const note of entry.notes) lines.push(`  ${prefix}${note}`);
+    }
     return lines.join('\n');
   }
 
@@ -1768,7 +1774,9 @@ export class ToolService {
       const roots = rootsFor(config.sandbox, facts, process.env, homedir());
       const sandboxConfig =
         roots === undefined ? config.sandbox : withRootPaths(config.sandbox, roots);
-      const sandbox = await sandboxFor(sandboxConfig, facts, homedir(), ctx.lua);
+      const sandbox = await sandboxFor(sandboxConfig, facts, homedir(), ctx.lua, {
+        sensitivePaths: tools.sensitive_paths,
+      });
       if (sandbox.warning !== undefined) this.warnOnce('sandbox', sandbox.warning);
       this.luaContext.set(id, luaSandboxFacts(sandbox));
       const timeoutSec = typeof tools.default_timeout === 'number' ? tools.default_timeout : 30;

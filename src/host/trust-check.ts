@@ -1,9 +1,11 @@
 // What a buffer's trust decision refuses, as diagnostics (`flemma.frontmatter` namespace): the
 // frontmatter's problem, each option a file that is not trusted may not change, and each file
 // reference it may not read. Shown while the user edits, so nothing is a surprise at send time.
+import { homedir } from 'node:os';
 import { dirname } from 'node:path';
 import type { ChatDocument } from '../core/chat/ast.js';
 import { type ReferenceScope, refusedReferences } from '../core/chat/references.js';
+import { findSensitive, sensitiveEntries } from '../core/tools/sandbox/sensitive.js';
 import type { EditorContext } from './editor-context.js';
 
 export interface TrustDiagnostic {
@@ -21,7 +23,22 @@ export interface TrustDiagnostic {
 export function referenceScope(editor: EditorContext): { baseDir: string; scope: ReferenceScope } {
   const filename = editor.facts.filename;
   const baseDir = filename === null ? editor.facts.cwd : dirname(filename);
-  return { baseDir, scope: editor.trust.trusted ? {} : { confineTo: baseDir } };
+  if (editor.trust.trusted) return { baseDir, scope: {} };
+  // Keys and `.env` files are not read even inside the tree (docs/security.md).
+  const tools = editor.config['tools'];
+  const { entries } = sensitiveEntries(
+    tools !== null && typeof tools === 'object'
+      ? (tools as Record<string, unknown>)['sensitive_paths']
+      : undefined,
+    { home: homedir(), env: process.env, editorDirs: editor.facts.editor_dirs },
+  );
+  return {
+    baseDir,
+    scope: {
+      confineTo: baseDir,
+      isSensitive: (path) => findSensitive([path], entries) !== undefined,
+    },
+  };
 }
 
 /** What `:Flemma status` lists as refused: each option and file reference, with its line. */

@@ -76,12 +76,22 @@ describe('sandbox backends registered from Lua', () => {
     expect(status).toBe('success');
     expect(text).toContain('wrapped=1');
     const seen = await d.lua<{
-      policy: { rw_paths: string[]; network: boolean; allow_privileged: boolean };
+      policy: {
+        rw_paths: string[];
+        network: boolean;
+        allow_privileged: boolean;
+        hidden_paths: string[];
+        env_unset: string[];
+      };
       settings: Record<string, unknown>;
       available_settings: Record<string, unknown>;
     }>('return _G.seen');
     const cwd = await d.lua<string>('return vim.uv.fs_realpath(vim.fn.getcwd())');
-    expect(seen.policy).toEqual({ rw_paths: [cwd], network: false, allow_privileged: false });
+    expect(seen.policy).toMatchObject({ rw_paths: [cwd], network: false, allow_privileged: false });
+    // What to keep from the command travels too: the runtime directory, the provider keys' names.
+    const run = await d.lua<string>('return vim.uv.fs_realpath(vim.env.XDG_RUNTIME_DIR)');
+    expect(seen.policy.hidden_paths).toContain(run);
+    expect(seen.policy.env_unset).toContain('ANTHROPIC_API_KEY');
     expect(seen.settings).toEqual({ flavour: 'strict' });
     expect(seen.available_settings).toEqual({ flavour: 'strict' });
   });

@@ -452,22 +452,27 @@ describe('file references in an untrusted file', () => {
     mkdirSync(join(d.home, 'etc'), { recursive: true });
     writeFileSync(join(d.home, 'etc', 'passwd'), 'FAKE-PASSWD\n');
     d.writeFile('chats/notes.md', 'INSIDE-NOTES\n');
+    d.writeFile('chats/.env', 'ENV-SECRET=1\n');
     const lines = [
       '@You:',
       'Summarise @~/.ssh/id_rsa',
       'and @../../etc/passwd',
       '<!-- @/proc/self/environ;type=text/plain -->',
-      'with @./notes.md',
+      'with @./notes.md and @./.env;type=text/plain',
     ];
     await d.openChat('chats/refs.chat', lines);
     await d.waitForEvent('FlemmaBootComplete');
-    const found = await diagnostics(d, 3);
-    expect(found.map((item) => item.lnum)).toEqual([1, 2, 3]);
+    const found = await diagnostics(d, 4);
+    expect(found.map((item) => item.lnum)).toEqual([1, 2, 3, 4]);
     expect(found[0]?.message).toBe(
       '@~/.ssh/id_rsa: not read: this chat file is not trusted and it points into the home directory (:trust reads it)',
     );
     expect(found[1]?.message).toContain("leaves the chat file's directory");
     expect(found[2]?.message).toContain('it is an absolute path');
+    // Inside the tree, but a sensitive file.
+    expect(found[3]?.message).toBe(
+      '@./.env;type=text/plain: not read: this chat file is not trusted and it names a sensitive file (:trust reads it)',
+    );
 
     const before = d.notificationCount;
     await d.command('Flemma send');
@@ -482,6 +487,7 @@ describe('file references in an untrusted file', () => {
     expect(request.rawBody).toContain('FAKE-PRIVATE-KEY');
     expect(request.rawBody).toContain('FAKE-PASSWD');
     expect(request.rawBody).toContain('INSIDE-NOTES');
+    expect(request.rawBody).toContain('ENV-SECRET');
     await anthropicReply(request, 'ok');
     await d.waitForEvent('FlemmaRequestFinished');
   });

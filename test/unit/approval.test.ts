@@ -33,6 +33,7 @@ import {
   buildChain,
   functionAnswer,
 } from '../../src/core/approval/resolvers.js';
+import type { CallScope } from '../../src/core/approval/scope.js';
 
 const call = (toolName: string, input: unknown = {}): ToolCall => ({
   toolName,
@@ -42,6 +43,12 @@ const call = (toolName: string, input: unknown = {}): ToolCall => ({
 });
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** A command tool's scope: its working directory inside the project. */
+const IN_PROJECT: CallScope = {
+  project: ['/p'],
+  cwd: { given: '/p', real: '/p', inProject: true },
+};
 
 const list = (items: string[], removed: string[] = []): AutoApproveSetting => ({
   kind: 'list',
@@ -533,12 +540,13 @@ describe('built-in resolvers', () => {
             ? { canAutoApproveIfSandboxed: false }
             : undefined,
   };
+  // A call whose working directory is inside the project, unless the context says otherwise.
   const decide = (
     config: ApprovalConfig,
     toolName: string,
     context: ApprovalContext = {},
     hooks: ApprovalHooks = {},
-  ) => buildChain(config, hooks).chain.decide(call(toolName), context);
+  ) => buildChain(config, hooks).chain.decide(call(toolName), { scope: IN_PROJECT, ...context });
 
   it('registers the seed’s resolvers with their priorities', () => {
     const { chain } = buildChain({

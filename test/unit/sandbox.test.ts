@@ -260,6 +260,9 @@ describe('bwrap command line', () => {
     rw_paths: ['/home/u/p', '/tmp'],
     network: true,
     allow_privileged: false,
+    hidden_paths: [],
+    read_only_paths: [],
+    env_unset: [],
     ...over,
   });
 
@@ -462,6 +465,7 @@ describe('resolveSandbox', () => {
       rw_paths: [...DEFAULT_RW_PATHS],
       network: true,
       allow_privileged: false,
+      env_allow: [],
       backends: {},
     };
     expect(parseSandboxSettings(undefined)).toEqual(expected);
@@ -483,7 +487,7 @@ describe('resolveSandbox', () => {
         filename: join(chatDir, 'x.chat'),
         sandbox_override: null,
       },
-      { TMPDIR: '/nonexistent-flemma-tmp', XDG_DATA_HOME: '' },
+      { TMPDIR: '/nonexistent-flemma-tmp' },
       fakeHome,
       { registry: registryWith() },
     );
@@ -495,7 +499,6 @@ describe('resolveSandbox', () => {
         tmp, // the chat directory lies below it and is dropped
         '/nonexistent-flemma-tmp',
         `${fakeHome}/.cache`,
-        `${fakeHome}/.local/share`,
       ].sort(),
     );
     expect(chatDir.startsWith(`${tmp}/`)).toBe(true);
@@ -757,7 +760,14 @@ describe.skipIf(!bwrapInstalled)('real bubblewrap', () => {
 });
 
 describe('custom backends', () => {
-  const policy: SandboxPolicy = { rw_paths: ['/tmp'], network: true, allow_privileged: false };
+  const policy: SandboxPolicy = {
+    rw_paths: ['/tmp'],
+    network: true,
+    allow_privileged: false,
+    hidden_paths: [],
+    read_only_paths: [],
+    env_unset: [],
+  };
   const prefixer = (name: string, extra: Partial<BackendDefinition> = {}): BackendDefinition => ({
     name,
     available: () => true,

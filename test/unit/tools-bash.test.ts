@@ -23,6 +23,7 @@ import {
   type ContextInit,
   type SandboxAccess,
   createExecutionContext,
+  noSandbox,
 } from '../../src/core/tools/context.js';
 import { bashTool, commandSummary, createBashTool } from '../../src/core/tools/definitions/bash.js';
 import { compose, timeoutMiddleware } from '../../src/core/tools/middleware.js';
@@ -336,7 +337,9 @@ describe('bash: config and sandbox', () => {
     expect(calls).toHaveLength(1);
     expect(calls[0]?.argv).toEqual(['bash', '-c', 'exec 2>&1\necho hi']);
     expect(calls[0]?.options.cwd).toBe(dir);
-    expect(calls[0]?.options.env).toEqual({});
+    // The environment goes through the sandbox's scrub (none here: the host's, as it is).
+    expect(calls[0]?.options.extendEnv).toBe(false);
+    expect(calls[0]?.options.env?.['PATH']).toBe(process.env['PATH']);
   });
 
   it('uses the configured shell and merges string env values', async () => {
@@ -359,6 +362,7 @@ describe('bash: config and sandbox', () => {
     const sandbox: SandboxAccess = {
       enabled: true,
       is_path_writable: () => false,
+      scrub_env: (env) => noSandbox.scrub_env(env),
       wrap_command: (argv) => {
         seen.push(argv);
         return Promise.resolve({ ok: true, argv: ['env', 'FLEMMA_WRAPPED=yes', ...argv] });
@@ -374,6 +378,7 @@ describe('bash: config and sandbox', () => {
     const refusing: SandboxAccess = {
       enabled: true,
       is_path_writable: () => false,
+      scrub_env: (env) => noSandbox.scrub_env(env),
       wrap_command: () => Promise.resolve({ ok: false, error: 'bwrap is not installed' }),
     };
     expect(await run(call(`touch '${marker}'`), context({ sandbox: refusing }))).toEqual({

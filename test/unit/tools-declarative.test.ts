@@ -10,7 +10,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 
-import { type ContextInit, createExecutionContext } from '../../src/core/tools/context.js';
+import {
+  type ContextInit,
+  createExecutionContext,
+  noSandbox,
+} from '../../src/core/tools/context.js';
 import { loadDeclarativeDirs } from '../../src/core/tools/declarative/index.js';
 import type { CompileOptions } from '../../src/core/tools/declarative/compile.js';
 import { splitCommand } from '../../src/core/tools/declarative/argv.js';
@@ -457,6 +461,7 @@ describe('exec', () => {
     const sandbox = {
       enabled: true,
       is_path_writable: () => true,
+      scrub_env: (env: Record<string, string | undefined>) => noSandbox.scrub_env(env),
       wrap_command: (argv: readonly string[]) => {
         wrapped.push([...argv]);
         return Promise.resolve({ ok: true as const, argv: ['env', 'WRAPPED=1', ...argv] });

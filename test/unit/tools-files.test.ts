@@ -14,6 +14,7 @@ import {
   type ContextInit,
   type SandboxAccess,
   createExecutionContext,
+  noSandbox,
 } from '../../src/core/tools/context.js';
 import { editTool } from '../../src/core/tools/definitions/edit.js';
 import {
@@ -95,6 +96,7 @@ function sandboxAllowing(writable: string, enabled = true): SandboxAccess {
     enabled,
     is_path_writable: (path) => path === writable || path.startsWith(`${writable}/`),
     wrap_command: (argv) => Promise.resolve({ ok: true, argv: [...argv] }),
+    scrub_env: (env) => noSandbox.scrub_env(env),
   };
 }
 

@@ -13,6 +13,7 @@ import {
   type ContextInit,
   type SandboxAccess,
   createExecutionContext,
+  noSandbox,
 } from '../../src/core/tools/context.js';
 import {
   FIND_DEFAULT_LIMIT,
@@ -153,7 +154,12 @@ function fakeRun(result: Partial<RunResult>): RunFn & { calls: RunCall[] } {
 }
 
 function sandbox(wrap: SandboxAccess['wrap_command']): SandboxAccess {
-  return { enabled: true, is_path_writable: () => true, wrap_command: wrap };
+  return {
+    enabled: true,
+    is_path_writable: () => true,
+    wrap_command: wrap,
+    scrub_env: (env) => noSandbox.scrub_env(env),
+  };
 }
 
 const grepInput = (pattern: string, more: Record<string, unknown> = {}) => ({

@@ -804,6 +804,10 @@ M.options = S.object({
     -- Checked on what the list approves and denies, presets expanded (less, never more).
     auto_approve = S.trust("subset", S.union({ S.list(S.string()), S.func(), S.string() }, { "$default" })),
     auto_approve_sandboxed = S.trust({ only = { false } }, S.boolean(true)),
+    -- Path globs added to the built-in sensitive places (docs/approval.md): never approved
+    -- automatically, hidden from sandboxed commands. `~` and `${VAR}` are expanded. Adding is safe
+    -- anywhere; removing one needs trust.
+    sensitive_paths = S.trust("superset", S.list(S.string(), {})),
     -- Approval presets (`$name` → approve/deny lists); these override the built-ins by name.
     presets = S.map(
       S.object({
@@ -973,10 +977,13 @@ M.options = S.object({
         "/tmp",
         "${TMPDIR:-/tmp}",
         "${XDG_CACHE_HOME:-~/.cache}",
-        "${XDG_DATA_HOME:-~/.local/share}",
       })),
       network = S.trust({ only = { false } }, S.boolean(true)),
       allow_privileged = S.trust({ only = { false } }, S.boolean(false)),
+      -- Variables kept in a sandboxed command's environment although the scrub rules match them
+      -- (provider keys, *_KEY, *_TOKEN, *_SECRET, *_CREDENTIALS, *PASSWORD*; docs/tools.md).
+      -- Letting a secret through needs trust.
+      env_allow = S.trust("subset", S.list(S.string(), {})),
     }),
     -- `sandbox.backends.<name> = { … }`: the settings of a custom backend, passed to it.
     backends = S.object({

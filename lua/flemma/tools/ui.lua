@@ -214,6 +214,14 @@ function M.facts(params)
     cwd = vim.fn.getcwd(),
     filename = name ~= "" and vim.fn.fnamemodify(name, ":p") or vim.NIL,
     sandbox_override = override == nil and vim.NIL or override,
+    -- Sensitive places: what runs when Neovim starts, and its servers (docs/approval.md).
+    editor_dirs = {
+      config = vim.fn.stdpath("config"),
+      data = vim.fn.stdpath("data"),
+      state = vim.fn.stdpath("state"),
+      cache = vim.fn.stdpath("cache"),
+    },
+    servers = vim.fn.serverlist(),
   }
 end
 

@@ -28,9 +28,15 @@
 //   false; the tool's definition has `canAutoApproveIfSandboxed`; `auto_approve` is configured
 //   for the buffer (a function, a module, or a list with at least one entry — an empty list means
 //   "approve nothing automatically"); the buffer's effective list has not removed the tool
-//   (`auto_approve:remove("bash")`); and `sandboxActive(bufnr)` says the sandbox is enabled with
-//   an available backend (asked last: it may be an RPC round trip). A preset's deny still wins
-//   because the config and frontmatter resolvers run first.
+//   (`auto_approve:remove("bash")`); the tool's working directory is inside the project and not a
+//   sensitive place (issue 19; unknown means no); and `sandboxActive(bufnr)` says the sandbox is
+//   enabled with an available backend that hides the sensitive places (asked last: it may be an
+//   RPC round trip). A preset's deny still wins because the config and frontmatter resolvers run
+//   first.
+// - A list (or preset) approves a file tool's call only inside the project and away from the
+//   sensitive places (scope.ts); otherwise it passes with a note, and `:Flemma tool:why` shows it.
+//   The function and module forms see the input themselves and are not restricted here (the
+//   sensitive-place guard still applies to whatever they approve).
 // - The catch-all is registered only when `tools.require_approval` is exactly `false` in the
 //   snapshot; the chain is meant to be rebuilt when the configuration changes.
 // - Warnings from the global configuration (unknown presets, bad user presets, cycles) are
@@ -54,6 +60,7 @@ import {
   listDecision,
   presetTable,
 } from './presets.js';
+import { type CallScope, commandScopeProblem, listScopeProblem } from './scope.js';
 
 export const CONFIG_RESOLVER = 'urn:flemma:approval:config';
 export const FRONTMATTER_RESOLVER = 'urn:flemma:approval:frontmatter';
@@ -100,6 +107,11 @@ export interface ApprovalContext {
   frontmatter?: AutoApproveSetting | undefined;
   /** The frontmatter assigned `auto_approve` (not only edited it): the sandbox resolver passes. */
   frontmatterAssigned?: boolean;
+  /**
+   * Where the call's paths lie (scope.ts). The lists approve only inside the project and away
+   * from the sensitive places; the sandbox resolver approves only a known working directory there.
+   */
+  scope?: CallScope | undefined;
 }
 
 /** A configuration snapshot: the `tools` options that concern approval. */
@@ -170,6 +182,24 @@ export async function callFunction(
 }
 
 /**
+ * A list's answer for one call: an approval of a call that leaves the project or touches a
+ * sensitive place passes instead, with a note saying why (denials stand).
+ */
+function scopedListDecision(
+  expansion: Expansion,
+  call: ToolCall,
+  scope: CallScope | undefined,
+  note: Note,
+): 'approve' | 'deny' | undefined {
+  const decision = listDecision(expansion, call.toolName);
+  if (decision !== 'approve') return decision;
+  const problem = listScopeProblem(scope, call.toolName);
+  if (problem === undefined) return decision;
+  note(problem);
+  return undefined;
+}
+
+/**
  * One setting's answer for one call. Lists and functions answer a decision or `undefined`; a
  * module's answer is returned as is, for the chain to validate.
  */
@@ -178,12 +208,13 @@ async function evaluate(
   call: ToolCall,
   expand: (list: ApproveList) => Expansion,
   note: Note,
+  scope: CallScope | undefined,
 ): Promise<unknown> {
   switch (setting.kind) {
     case 'list': {
       const expansion = expand(setting.list);
       for (const warning of expansion.warnings) note(warning);
-      return listDecision(expansion, call.toolName);
+      return scopedListDecision(expansion, call, scope, note);
     }
     case 'function':
       return callFunction(setting.fn, call, note);
@@ -205,8 +236,14 @@ export function configResolver(
     resolve: async (call, context, note) => {
       if (context.frontmatter !== undefined) return undefined;
       if (setting === undefined || setting.kind === 'module') return undefined;
-      if (expansion !== undefined) return listDecision(expansion, call.toolName);
-      return evaluate(setting, call, (list) => expandApproveList(list, presets), note);
+      if (expansion !== undefined) return scopedListDecision(expansion, call, context.scope, note);
+      return evaluate(
+        setting,
+        call,
+        (list) => expandApproveList(list, presets),
+        note,
+        context.scope,
+      );
     },
   };
 }
@@ -237,6 +274,7 @@ export function frontmatterResolver(presets: ReadonlyMap<string, Preset>): Appro
         call,
         (list) => expandApproveList(list, presets, 'flemma.opt.tools.auto_approve'),
         note,
+        context.scope,
       );
     },
   };
@@ -253,7 +291,7 @@ export function sandboxResolver(config: ApprovalConfig, hooks: ApprovalHooks): A
   return {
     priority: PRIORITY.sandbox,
     description: 'tools that can run sandboxed, when the sandbox is enabled and available',
-    resolve: async (call, context) => {
+    resolve: async (call, context, note) => {
       if (config.autoApproveSandboxed === false) return undefined;
       // A buffer that assigned its own policy (a list or a function) decides alone; one that
       // only appended to the global list keeps the sandbox's approvals.
@@ -264,8 +302,18 @@ export function sandboxResolver(config: ApprovalConfig, hooks: ApprovalHooks): A
         return undefined;
       }
       if (hooks.tools?.get(call.toolName)?.canAutoApproveIfSandboxed !== true) return undefined;
+      const problem = commandScopeProblem(context.scope, call.toolName);
+      if (problem !== undefined) {
+        note(problem);
+        return undefined;
+      }
       if (hooks.sandboxActive === undefined) return undefined;
-      return (await hooks.sandboxActive(call.bufnr)) ? 'approve' : undefined;
+      if (await hooks.sandboxActive(call.bufnr)) return 'approve';
+      note(
+        'the sandbox is not usable here: it is disabled, has no backend, or its backend is not ' +
+          'the built-in bubblewrap (which hides the sensitive places)',
+      );
+      return undefined;
     },
   };
 }

@@ -21,6 +21,8 @@ export interface StartRequest {
   command: string;
   cwd: string;
   env?: Record<string, string>;
+  /** `false`: the process gets `env` only, not the host's environment (default true). */
+  extendEnv?: boolean;
 }
 
 export interface ProcessInfo {
@@ -89,7 +91,7 @@ export class ProcessManager {
     const child = execa(file, args, {
       cwd: request.cwd,
       env: request.env ?? {},
-      extendEnv: true,
+      extendEnv: request.extendEnv ?? true,
       detached: true,
       reject: false,
       buffer: false,

@@ -14,6 +14,7 @@ import {
   truncateHead,
   truncateTail,
 } from './truncate.js';
+import { type OpenedBeneath, WriteRefused, openBeneath } from './sandbox/beneath.js';
 import { type SandboxRoot, type SandboxRoots, SandboxViolation } from './sandbox/roots.js';
 
 /** `wrap_command`'s answer: the argv to run, or why the command cannot run sandboxed. */
@@ -29,6 +30,11 @@ export interface SandboxAccess {
    * or (for backend `auto`) no backend is available.
    */
   wrap_command(argv: readonly string[]): Promise<WrapResult>;
+  /**
+   * `env` without what the sandbox keeps from commands (provider keys, secret-named variables,
+   * agent sockets; see sandbox/env.ts), unset entries dropped; only those when it is disabled.
+   */
+  scrub_env(env: Readonly<Record<string, string | undefined>>): Record<string, string>;
 }
 
 /** What `ctx.sandbox.resolve` accepts. */
@@ -50,6 +56,23 @@ export interface PathConfinement {
   readonly confined: boolean;
   readonly roots: readonly SandboxRoot[];
   resolve(path: string, options?: PathResolveOptions): Promise<string>;
+  /**
+   * Opens `path` (resolved like `resolve(path, { write: true })`) for writing, so that it lands
+   * where the policy allows even when a symbolic link on the way is swapped meanwhile (see
+   * sandbox/beneath.ts). Throws a `SandboxViolation` where `resolve` would, or when the file's
+   * real location turns out not to be writable; file-system errors as they come.
+   */
+  open_for_write(path: string, options?: OpenForWriteOptions): Promise<OpenedBeneath>;
+}
+
+/** What `ctx.sandbox.open_for_write` accepts. */
+export interface OpenForWriteOptions {
+  /** Create missing parent directories. */
+  mkdir?: boolean;
+  /** Open an existing file for reading and writing (no create, no truncate). */
+  update?: boolean;
+  /** The mode of a created file (before the umask). */
+  mode?: number;
 }
 
 export interface TruncateAccess {
@@ -90,11 +113,19 @@ export const truncateAccess: TruncateAccess = {
   MAX_BYTES,
 };
 
+/** `env` without its unset entries. */
+function definedEnv(env: Readonly<Record<string, string | undefined>>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [name, value] of Object.entries(env)) if (value !== undefined) out[name] = value;
+  return out;
+}
+
 /** A sandbox that allows everything and wraps nothing. */
 export const noSandbox: SandboxAccess = {
   enabled: false,
   is_path_writable: () => true,
   wrap_command: (argv) => Promise.resolve({ ok: true, argv: [...argv] }),
+  scrub_env: definedEnv,
 };
 
 export interface ContextInit {
@@ -147,24 +178,53 @@ export function confine(
   home: string,
 ): SandboxAccess & PathConfinement {
   const active = roots?.active === true ? roots : undefined;
+  const denied = (path: string): SandboxViolation =>
+    new SandboxViolation(
+      `Sandbox: write denied – path is outside writable directories: ${path}`,
+      'escape',
+    );
+  const resolve = async (path: string, options: PathResolveOptions = {}): Promise<string> => {
+    const abs =
+      active === undefined ? resolveAgainst(base, path, home) : await active.resolve(path, options);
+    if (options.write === true && access.enabled && !access.is_path_writable(abs)) {
+      throw denied(path);
+    }
+    return abs;
+  };
   return {
     enabled: access.enabled,
     is_path_writable: (path) => access.is_path_writable(path),
     wrap_command: (argv) => access.wrap_command(argv),
+    scrub_env: (env) => access.scrub_env(env),
     confined: active !== undefined,
     roots: active?.list ?? [],
-    resolve: async (path, options = {}) => {
-      const abs =
-        active === undefined
-          ? resolveAgainst(base, path, home)
-          : await active.resolve(path, options);
-      if (options.write === true && access.enabled && !access.is_path_writable(abs)) {
-        throw new SandboxViolation(
-          `Sandbox: write denied – path is outside writable directories: ${path}`,
-          'escape',
-        );
+    resolve,
+    open_for_write: async (path, options = {}) => {
+      const abs = await resolve(path, { write: true });
+      // Every real location on the way is checked again as the walk reaches it: the write policy,
+      // and the roots (a link swapped meanwhile must not lead into a read-only root either).
+      const allowed = async (real: string): Promise<boolean> => {
+        if (!access.enabled) return true;
+        if (!access.is_path_writable(real)) return false;
+        if (active === undefined) return true;
+        try {
+          await active.resolve(real, { write: true });
+          return true;
+        } catch {
+          return false;
+        }
+      };
+      try {
+        return await openBeneath(abs, { ...options, allowed });
+      } catch (error) {
+        if (error instanceof WriteRefused) {
+          throw new SandboxViolation(
+            `Sandbox: write denied – ${path} leads to ${error.real}, outside writable directories`,
+            'escape',
+          );
+        }
+        throw error;
       }
-      return abs;
     },
   };
 }

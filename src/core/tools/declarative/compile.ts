@@ -14,19 +14,22 @@
 //   child's environment is PATH plus `env` only. It runs through `ctx.sandbox.wrap_command`, like
 //   the bash tool; stdout and stderr are merged; a non-zero exit is an error with the output.
 // - file_read / file_write: the path goes through `ctx.sandbox.resolve`, so sandbox roots (and the
-//   write policy) confine it. `mode` is applied to the file after writing (also when it existed);
-//   without `mkdir: true` a missing parent directory is an error.
+//   write policy) confine it; file_write then opens it with `ctx.sandbox.open_for_write`, so a
+//   link swapped after that check cannot move the write elsewhere. `mode` is applied to the file
+//   after writing (also when it existed); without `mkdir: true` a missing parent directory is an
+//   error.
 // - builtin: an alias of a registered tool. `args` are rendered (a lone `{{p}}` keeps its type)
 //   and win over the alias's own parameters, which pass through to the target when it has a
 //   property of the same name. The target is looked up when the alias runs, so a tool replaced
 //   later (a Lua tool with a built-in's name) is the one called.
 
-import { chmod, mkdir, readFile, stat, writeFile } from 'node:fs/promises';
+import { readFile, stat } from 'node:fs/promises';
 import { dirname } from 'node:path';
 
 import type { ToolContext, ToolDefinition, ToolOutcome, Preview } from '../registry.js';
 import { runProcess, type RunOptions, type RunResult } from '../process.js';
 import { sleep } from '../middleware.js';
+import { SandboxViolation } from '../sandbox/roots.js';
 import { formatSize } from '../truncate.js';
 import { CommandSyntaxError, displayCommand, splitCommand } from './argv.js';
 import {
@@ -467,17 +470,26 @@ function compileFileWrite(
       const shown = path.render(values, render);
       const text = content.render(values, render);
       const abs = await ctx.sandbox.resolve(shown, { write: true });
+      if (!makeDirs && !(await isDirectory(dirname(abs)))) {
+        return {
+          ok: false,
+          error: `Cannot write ${shown}: its directory does not exist (the tool does not create directories; set mkdir: true to allow it)`,
+        };
+      }
       try {
-        if (makeDirs) await mkdir(dirname(abs), { recursive: true });
-        else if (!(await isDirectory(dirname(abs)))) {
-          return {
-            ok: false,
-            error: `Cannot write ${shown}: its directory does not exist (the tool does not create directories; set mkdir: true to allow it)`,
-          };
+        // Race-free against a link swapped after the check (see write.ts).
+        const { handle } = await ctx.sandbox.open_for_write(abs, {
+          mkdir: makeDirs,
+          ...(mode === undefined ? {} : { mode }),
+        });
+        try {
+          await handle.writeFile(text, 'utf8');
+          if (mode !== undefined) await handle.chmod(mode);
+        } finally {
+          await handle.close();
         }
-        await writeFile(abs, text, mode === undefined ? 'utf8' : { encoding: 'utf8', mode });
-        if (mode !== undefined) await chmod(abs, mode);
       } catch (error) {
+        if (error instanceof SandboxViolation) throw error;
         return { ok: false, error: `Cannot write ${shown}: ${fsReason(error)}` };
       }
       return {

@@ -6,7 +6,9 @@
 //   separate pipes cannot promise.
 // - The shell and extra environment variables come from the tool's config (`tools.bash.shell`,
 //   default `bash`; `tools.bash.env`, a map of strings merged over the host's environment).
-//   Non-string values in `env` are ignored rather than stringified.
+//   Non-string values in `env` are ignored rather than stringified. The result goes through the
+//   sandbox's `scrub_env` (provider keys and other secrets removed while the sandbox is enabled,
+//   whatever the backend), and the command gets exactly that, not the host's environment too.
 // - The argv goes through the sandbox's `wrap_command` first; a sandbox that cannot wrap is an
 //   error, never a silent fallback to running unsandboxed.
 // - The process leads its own process group (see process.ts), so a timeout or a cancel stops
@@ -147,7 +149,8 @@ async function executeBash(
   const run = options.run ?? runProcess;
   const result = await run(wrapped.argv, {
     cwd: ctx.cwd,
-    env: envFrom(config),
+    env: ctx.sandbox.scrub_env({ ...process.env, ...envFrom(config) }),
+    extendEnv: false,
     signal: ctx.signal,
     timeoutMs: timeoutSeconds * 1000,
   });

@@ -13,10 +13,13 @@
 //   refused, since guessing what was meant could destroy text.
 // - The sandbox check comes before the file is looked at, so a denied path reveals nothing about
 //   whether it exists.
+// - The file is read and rewritten through one handle from `ctx.sandbox.open_for_write`, so a
+//   link swapped meanwhile cannot send the new text out of the writable paths (see write.ts).
 
-import { readFile, stat, writeFile } from 'node:fs/promises';
+import { type FileHandle, stat } from 'node:fs/promises';
 
 import type { ToolContext, ToolDefinition, ToolOutcome } from '../registry.js';
+import { SandboxViolation } from '../sandbox/roots.js';
 import { fieldsOf, stringField } from './ls.js';
 import { reasonOf, sandboxDenial, toolPath } from './write.js';
 
@@ -45,14 +48,35 @@ async function executeEdit(input: unknown, ctx: ToolContext): Promise<ToolOutcom
   const denial = sandboxDenial(ctx, abs, path, 'edit');
   if (denial !== undefined) return { ok: false, error: denial };
 
-  let before: string;
   try {
     if (!(await stat(abs)).isFile()) return { ok: false, error: `Not a regular file: ${path}` };
   } catch {
     return { ok: false, error: `File not found: ${path}` };
   }
+  let handle: FileHandle;
   try {
-    before = await readFile(abs, 'utf8');
+    handle = (await ctx.sandbox.open_for_write(abs, { update: true })).handle;
+  } catch (err) {
+    if (err instanceof SandboxViolation) return { ok: false, error: err.message };
+    return { ok: false, error: `Cannot read file: ${reasonOf(err)}` };
+  }
+  try {
+    return await editThrough(handle, path, oldText, newText);
+  } finally {
+    await handle.close();
+  }
+}
+
+/** Reads the file through `handle`, replaces the one occurrence, and writes it back. */
+async function editThrough(
+  handle: FileHandle,
+  path: string,
+  oldText: string,
+  newText: string,
+): Promise<ToolOutcome> {
+  let before: string;
+  try {
+    before = await handle.readFile('utf8');
   } catch (err) {
     return { ok: false, error: `Cannot read file: ${reasonOf(err)}` };
   }
@@ -84,7 +108,9 @@ async function executeEdit(input: unknown, ctx: ToolContext): Promise<ToolOutcom
     };
   }
   try {
-    await writeFile(abs, after, 'utf8');
+    const bytes = Buffer.from(after, 'utf8');
+    await handle.truncate(0);
+    await handle.write(bytes, 0, bytes.length, 0);
   } catch (err) {
     return { ok: false, error: `Cannot write file: ${reasonOf(err)}` };
   }

@@ -99,7 +99,7 @@ function bracePairs(glob: string): Map<number, number> {
 }
 
 /** The body of a regular expression equivalent to `glob` (see the header for the dialect). */
-function globSource(glob: string): string {
+export function globSource(glob: string): string {
   const pairs = bracePairs(glob);
   const closers: number[] = []; // the `}` indexes of the brace groups we are inside
   let out = '';

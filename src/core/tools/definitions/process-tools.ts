@@ -79,6 +79,8 @@ export function processTools(manager: ProcessManager = processes): ToolDefinitio
           argv: wrapped.argv,
           command: shown,
           cwd,
+          env: ctx.sandbox.scrub_env(process.env),
+          extendEnv: false,
         });
         if (info.startError !== undefined) return { ok: false, error: describe(info) };
         return { ok: true, output: `Started ${describe(info)}` };

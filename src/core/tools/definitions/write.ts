@@ -6,17 +6,19 @@
 // - With the sandbox enabled, the resolved path must be writable under its policy; this check is
 //   made here, in the host, because the file is written by the host and not by a sandboxed
 //   process. It applies whether or not a sandbox backend is available.
-// - Missing parent directories are created.
+// - The file is opened through `ctx.sandbox.open_for_write`, which walks the path without letting
+//   the kernel follow a link: a link swapped by a command running meanwhile cannot move the write
+//   out of the writable paths after the check (issue 19). A refusal found that way reads
+//   `Sandbox: write denied – <path> leads to <where>, outside writable directories`.
+// - Missing parent directories are created (each checked as it is).
 // - An empty string is valid content: it creates an empty file or empties an existing one (a
 //   model may mean exactly that, e.g. for `__init__.py`). Only content that is not a string at
 //   all is refused.
 // - The byte count in the reply is the UTF-8 size of the content, which is what lands on disk.
 // - The reply names the path as the model wrote it, not the resolved one.
 
-import { mkdir, writeFile } from 'node:fs/promises';
-import { dirname } from 'node:path';
-
 import type { ToolContext, ToolDefinition, ToolOutcome } from '../registry.js';
+import { SandboxViolation } from '../sandbox/roots.js';
 import { formatSize } from '../truncate.js';
 import { fieldsOf, stringField } from './ls.js';
 
@@ -71,9 +73,14 @@ async function executeWrite(input: unknown, ctx: ToolContext): Promise<ToolOutco
   if (denial !== undefined) return { ok: false, error: denial };
 
   try {
-    await mkdir(dirname(abs), { recursive: true });
-    await writeFile(abs, content, 'utf8');
+    const { handle } = await ctx.sandbox.open_for_write(abs, { mkdir: true });
+    try {
+      await handle.writeFile(content, 'utf8');
+    } finally {
+      await handle.close();
+    }
   } catch (err) {
+    if (err instanceof SandboxViolation) return { ok: false, error: err.message };
     return { ok: false, error: `Cannot write file: ${reasonOf(err)}` };
   }
   return {

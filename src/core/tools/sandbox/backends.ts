@@ -28,8 +28,13 @@
 //   when the command is wrapped are left out, because `--bind` of a missing source aborts bwrap
 //   and would break every command just because, say, `~/.local/share` was never created.
 //   `extra_args` entries that are numbers are passed as text; other non-strings are ignored.
+// - After the rw binds come the hidden places (a directory: an empty tmpfs, remounted read-only;
+//   anything else: /dev/null bound over it, since a bound device node cannot be opened without
+//   `--dev-bind` in a user namespace, and writes to it go nowhere), then the read-only places
+//   (bound read-only over themselves, inside an rw bind), then `--unsetenv` for each scrubbed
+//   name. Places that vanished since the policy was resolved are left out, like rw paths.
 
-import { constants, existsSync } from 'node:fs';
+import { constants, existsSync, statSync } from 'node:fs';
 import { access, stat } from 'node:fs/promises';
 import { delimiter, isAbsolute, join, resolve as resolvePath } from 'node:path';
 
@@ -41,6 +46,15 @@ export interface SandboxPolicy {
   readonly rw_paths: readonly string[];
   readonly network: boolean;
   readonly allow_privileged: boolean;
+  /**
+   * Existing places to hide (sensitive places, session sockets): a directory shows empty, anything
+   * else reads as empty. Absolute, real, outermost only, sorted.
+   */
+  readonly hidden_paths: readonly string[];
+  /** Existing places inside `rw_paths` that stay read-only (`.git/hooks`, `.git/config`). */
+  readonly read_only_paths: readonly string[];
+  /** Environment variables to remove from the command's environment (names only). */
+  readonly env_unset: readonly string[];
 }
 
 /** A backend's own settings: `sandbox.backends.<name>`. */
@@ -277,6 +291,12 @@ export class SandboxBackendRegistry {
     return this.builtins.has(name);
   }
 
+  /** Whether the backend registered as `name` is the built-in one itself (not a replacement). */
+  isBuiltinInPlace(name: string): boolean {
+    const builtin = this.builtins.get(name);
+    return builtin !== undefined && this.entries.get(name) === builtin;
+  }
+
   get(name: string): SandboxBackend | undefined {
     return this.entries.get(name);
   }
@@ -401,6 +421,8 @@ export interface BwrapOptions {
   pathVar?: string | undefined;
   /** Which rw paths exist (missing ones get no `--bind`); defaults to the file system. */
   exists?: (path: string) => boolean;
+  /** Which paths are directories (hidden with a tmpfs); defaults to the file system. */
+  isDirectory?: (path: string) => boolean;
 }
 
 const PROBE_TIMEOUT_MS = 10_000;
@@ -423,18 +445,36 @@ export function bwrapExtraArgs(settings: BackendSettings): string[] {
   return out;
 }
 
+function isDirectorySync(path: string): boolean {
+  try {
+    return statSync(path).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
 /** The bwrap command line for `argv` under `policy`. */
 export function bwrapArgv(
   argv: readonly string[],
   policy: SandboxPolicy,
   settings: BackendSettings,
   exists: (path: string) => boolean = existsSync,
+  isDirectory: (path: string) => boolean = isDirectorySync,
 ): string[] {
   const out = [bwrapProgram(settings), '--ro-bind', '/', '/'];
   for (const path of policy.rw_paths) {
     if (exists(path)) out.push('--bind', path, path);
   }
   out.push('--dev', '/dev', '--proc', '/proc');
+  for (const path of policy.hidden_paths) {
+    if (!exists(path)) continue;
+    if (isDirectory(path)) out.push('--tmpfs', path, '--remount-ro', path);
+    else out.push('--dev-bind', '/dev/null', path);
+  }
+  for (const path of policy.read_only_paths) {
+    if (exists(path)) out.push('--ro-bind', path, path);
+  }
+  for (const name of policy.env_unset) out.push('--unsetenv', name);
   if (!policy.allow_privileged) out.push('--unshare-user');
   out.push('--unshare-pid', '--unshare-uts', '--unshare-ipc');
   out.push(policy.network ? '--share-net' : '--unshare-net');
@@ -478,6 +518,7 @@ export function createBwrapBackend(options: BwrapOptions = {}): SandboxBackend {
   const platform = options.platform ?? process.platform;
   const run: ProbeRunFn = options.run ?? runProcess;
   const exists = options.exists ?? existsSync;
+  const isDirectory = options.isDirectory ?? isDirectorySync;
   return {
     name: 'bwrap',
     priority: BWRAP_PRIORITY,
@@ -526,7 +567,7 @@ export function createBwrapBackend(options: BwrapOptions = {}): SandboxBackend {
       return { ok: false, error: `bwrap cannot create a sandbox here: ${why}` };
     },
     wrap(argv, policy, settings) {
-      return bwrapArgv(argv, policy, settings, exists);
+      return bwrapArgv(argv, policy, settings, exists, isDirectory);
     },
   };
 }

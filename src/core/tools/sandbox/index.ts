@@ -44,9 +44,11 @@ import {
   isJsModulePath,
   selectModuleBackend,
 } from './modules.js';
+import { scrubEnv } from './env.js';
 import { type PathEnv, PathVariableError, isPathWritable, resolveRwPaths } from './paths.js';
+import { type ProtectFacts, protection, scrubRules } from './protect.js';
 
-export interface SandboxFacts {
+export interface SandboxFacts extends ProtectFacts {
   /** The editor's working directory. */
   cwd: string;
   /** The chat file, or null for an unnamed buffer. */
@@ -68,6 +70,11 @@ export interface SandboxState {
   wrapError?: string;
   /** A text to show the user once (backend `required` but none available). */
   warning?: string;
+  /**
+   * The backend that wraps commands is the built-in one, which applies the whole policy (hidden
+   * places, read-only places, scrubbed environment); only then does the sandbox resolver approve.
+   */
+  builtinBackend?: boolean;
 }
 
 export interface SandboxSettings {
@@ -77,16 +84,21 @@ export interface SandboxSettings {
   rw_paths: string[];
   network: boolean;
   allow_privileged: boolean;
+  /** Variables that stay in a command's environment although the scrub rules match them. */
+  env_allow: string[];
   backends: Record<string, BackendSettings>;
 }
 
+/**
+ * The writable paths when `rw_paths` is not set. Not the XDG data directory: Neovim runs what is in
+ * `stdpath("data")/site/plugin` at its next start (issue 19).
+ */
 export const DEFAULT_RW_PATHS: readonly string[] = [
   'urn:flemma:cwd',
   'urn:flemma:buffer:path',
   '/tmp',
   '${TMPDIR:-/tmp}',
   '${XDG_CACHE_HOME:-~/.cache}',
-  '${XDG_DATA_HOME:-~/.local/share}',
 ];
 
 /**
@@ -100,6 +112,10 @@ export interface ResolveOptions {
   registry?: SandboxBackendRegistry;
   /** Asked about unknown backend names (the host asks Lua to load them as modules). */
   loadNamed?: NamedBackendLoader;
+  /** `tools.sensitive_paths`, added to the built-in sensitive places the sandbox hides. */
+  sensitivePaths?: unknown;
+  /** The variables the credential chain reads: always removed from a command's environment. */
+  credentialEnv?: readonly string[];
 }
 
 type Table = Record<string, unknown>;
@@ -137,6 +153,7 @@ export function parseSandboxSettings(raw: unknown): SandboxSettings {
       rwPaths === undefined || rwPaths === null ? [...DEFAULT_RW_PATHS] : stringList(rwPaths),
     network: booleanOr(policy['network'], true),
     allow_privileged: booleanOr(policy['allow_privileged'], false),
+    env_allow: stringList(policy['env_allow']),
     backends,
   };
 }
@@ -230,10 +247,19 @@ export async function resolveSandbox(
   const registry = options.registry ?? sandboxBackends;
   const rw = resolvePaths(settings, facts, env, home);
   const rwPaths = rw.paths;
+  const rules = scrubRules({ credentialEnv: options.credentialEnv, envAllow: settings.env_allow });
+  const guarded = protection(facts, env, home, rwPaths, {
+    sensitivePaths: options.sensitivePaths,
+    credentialEnv: options.credentialEnv,
+    envAllow: settings.env_allow,
+  });
   const policy: SandboxPolicy = {
     rw_paths: rwPaths,
     network: settings.network,
     allow_privileged: settings.allow_privileged,
+    hidden_paths: guarded.hidden_paths,
+    read_only_paths: guarded.read_only_paths,
+    env_unset: guarded.env_unset,
   };
 
   let commandError = rw.error;
@@ -278,6 +304,8 @@ export async function resolveSandbox(
       if (chosen === undefined) return Promise.resolve({ ok: true, argv: [...argv] });
       return wrapCommand(chosen.backend, argv, policy, chosen.settings);
     },
+    // Whether or not a backend wraps the command, it does not get the secrets.
+    scrub_env: (environment) => scrubEnv(environment, rules),
   };
 
   const wrapError = commandError ?? prefixError;
@@ -289,6 +317,7 @@ export async function resolveSandbox(
     ...(wrapPrefix === undefined || commandError !== undefined ? {} : { wrapPrefix }),
     ...(wrapError === undefined ? {} : { wrapError }),
     ...(warning === undefined ? {} : { warning }),
+    builtinBackend: chosen !== undefined && registry.isBuiltinInPlace(chosen.backend.name),
   };
 }
 
@@ -321,6 +350,8 @@ export interface SandboxStatus {
   rw_paths_error?: string;
   network: boolean;
   allow_privileged: boolean;
+  /** `sandbox.policy.env_allow`. */
+  env_allow: string[];
   /** The same, as text lines for a notification. */
   lines: string[];
 }
@@ -360,6 +391,7 @@ export async function sandboxStatus(
     rw_paths: rw.paths,
     network: settings.network,
     allow_privileged: settings.allow_privileged,
+    env_allow: settings.env_allow,
     lines: [],
   };
   if (resolution.kind === 'none') {
@@ -394,6 +426,9 @@ function statusLines(status: SandboxStatus): string[] {
   }
   lines.push(`Network: ${status.network ? 'allowed' : 'blocked'}`);
   lines.push(`Privileged: ${status.allow_privileged ? 'allowed' : 'no (user namespace)'}`);
+  lines.push(
+    `Environment: keys and secrets removed${status.env_allow.length === 0 ? '' : ` (kept: ${status.env_allow.join(', ')})`}`,
+  );
   if (status.backends.length > 0) {
     lines.push('Backends:');
     for (const backend of status.backends) {

@@ -1,0 +1,114 @@
+// What the sandbox keeps from the commands it runs (issue 19), as the parts of the policy a backend
+// receives: the places to hide, the places inside writable paths to keep read-only, and the
+// environment variables to remove. The lists come from sensitive.ts and env.ts; this module picks
+// the places that exist for one buffer and puts them in the form backends get.
+//
+// Decisions:
+// - Relative sensitive entries (`.env*`, `.git/hooks`) are looked for in the editor's cwd, the chat
+//   file's directory and every writable path: what a command can write is where a hook file would
+//   matter.
+// - Places are de-duplicated like rw paths (real, outermost only, sorted). A read-only place is
+//   kept only inside a writable path (elsewhere the whole file system is read-only already) and
+//   not inside a hidden one.
+// - A session place (runtime directory, sockets) that contains a writable path is not hidden:
+//   `XDG_RUNTIME_DIR=/tmp` must not take `/tmp` away from every command. The sensitive places are
+//   hidden whatever they contain.
+
+import { type ScrubRules, scrubbedNames } from './env.js';
+import { type PathEnv, isUnder, normalizeRwPaths, resolveReal } from './paths.js';
+import {
+  type EditorDirs,
+  type SensitiveEntry,
+  sandboxPlaces,
+  sensitiveEntries,
+  sessionPlaces,
+} from './sensitive.js';
+
+/** What the editor tells about a buffer that the protection needs. */
+export interface ProtectFacts {
+  cwd: string;
+  filename: string | null;
+  /** Neovim's stdpath() directories. */
+  editor_dirs?: EditorDirs | undefined;
+  /** Neovim's server addresses (`serverlist()`). */
+  servers?: readonly string[] | undefined;
+}
+
+export interface ProtectOptions {
+  /** `tools.sensitive_paths`, as configured. */
+  sensitivePaths?: unknown;
+  /** The variables the credential chain reads. */
+  credentialEnv?: readonly string[] | undefined;
+  /** `sandbox.policy.env_allow`. */
+  envAllow: readonly string[];
+  /** The user id whose tmux socket directory is hidden; defaults to the host's. */
+  uid?: number | undefined;
+}
+
+export interface Protection {
+  hidden_paths: string[];
+  read_only_paths: string[];
+  env_unset: string[];
+  /** Problems in `tools.sensitive_paths` (the bad entries were ignored). */
+  warnings: string[];
+}
+
+function projectDirs(facts: ProtectFacts, rwPaths: readonly string[]): string[] {
+  const dirs = [facts.cwd, ...rwPaths];
+  if (facts.filename !== null && facts.filename !== '') {
+    dirs.push(resolveReal(facts.filename).replace(/\/[^/]*$/u, '') || '/');
+  }
+  return [...new Set(dirs.map((dir) => resolveReal(dir)))];
+}
+
+/** The hidden and read-only places and the scrubbed variables for one buffer. */
+export function protection(
+  facts: ProtectFacts,
+  env: PathEnv,
+  home: string,
+  rwPaths: readonly string[],
+  options: ProtectOptions,
+): Protection {
+  const { entries, warnings } = sensitiveEntries(options.sensitivePaths, {
+    home,
+    env,
+    editorDirs: facts.editor_dirs,
+  });
+  return {
+    ...placesFor(entries, facts, env, rwPaths, options.uid),
+    ...envFor(env, options),
+    warnings,
+  };
+}
+
+function placesFor(
+  entries: readonly SensitiveEntry[],
+  facts: ProtectFacts,
+  env: PathEnv,
+  rwPaths: readonly string[],
+  uid: number | undefined,
+): { hidden_paths: string[]; read_only_paths: string[] } {
+  const places = sandboxPlaces(entries, projectDirs(facts, rwPaths));
+  // An empty Lua list may arrive as an object.
+  const servers = Array.isArray(facts.servers) ? facts.servers : [];
+  const sessions = sessionPlaces(env, servers, uid ?? process.getuid?.()).filter(
+    (place) => !rwPaths.some((rw) => isUnder(rw, place)),
+  );
+  const hidden = normalizeRwPaths([...places.hide, ...sessions]).filter((path) => path !== '/');
+  const readOnly = normalizeRwPaths(places.readOnly).filter(
+    (path) =>
+      rwPaths.some((rw) => isUnder(path, rw)) && !hidden.some((place) => isUnder(path, place)),
+  );
+  return { hidden_paths: hidden, read_only_paths: readOnly };
+}
+
+function envFor(env: PathEnv, options: ProtectOptions): { env_unset: string[] } {
+  return { env_unset: scrubbedNames(env, scrubRules(options)) };
+}
+
+/** The scrub rules of `options`. */
+export function scrubRules(
+  options: Pick<ProtectOptions, 'credentialEnv' | 'envAllow'>,
+): ScrubRules {
+  return { known: options.credentialEnv ?? [], allow: options.envAllow };
+}

@@ -1,0 +1,382 @@
+// What the sandbox keeps from commands (issue 19): the sensitive places (the built-in list and
+// tools.sensitive_paths), the session sockets, the scrubbed environment, the bwrap command line
+// they turn into, and (where bubblewrap is installed) real runs that show they hold.
+import { mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { type RunResult, runProcess } from '../../src/core/tools/process.js';
+import {
+  type SandboxPolicy,
+  bwrapArgv,
+  findExecutable,
+} from '../../src/core/tools/sandbox/backends.js';
+import { isScrubbed, scrubEnv, scrubbedNames } from '../../src/core/tools/sandbox/env.js';
+import { resolveSandbox } from '../../src/core/tools/sandbox/index.js';
+import { protection } from '../../src/core/tools/sandbox/protect.js';
+import {
+  describeSensitive,
+  expandEntry,
+  findSensitive,
+  sandboxPlaces,
+  sensitiveEntries,
+  sessionPlaces,
+} from '../../src/core/tools/sandbox/sensitive.js';
+
+let root: string;
+let home: string;
+let project: string;
+
+beforeAll(() => {
+  root = realpathSync(mkdtempSync(join(tmpdir(), 'flemma-protect-')));
+  home = join(root, 'home');
+  project = join(home, 'project');
+  mkdirSync(project, { recursive: true });
+});
+
+afterAll(() => {
+  rmSync(root, { recursive: true, force: true });
+});
+
+/** A fresh directory under the test root. */
+function dir(...parts: string[]): string {
+  const path = join(root, ...parts);
+  mkdirSync(path, { recursive: true });
+  return path;
+}
+
+const editorDirs = () => ({
+  config: join(home, '.config', 'nvim'),
+  data: join(home, '.local', 'share', 'nvim'),
+  state: join(home, '.local', 'state', 'nvim'),
+  cache: join(home, '.cache', 'nvim'),
+});
+
+describe('sensitive entries', () => {
+  it('expand ~ and variables anywhere; an unset variable drops the entry', () => {
+    const env = { SECRETS: '/srv/secrets', EMPTY: '' };
+    expect(expandEntry('~/.ssh', env, '/home/u')).toBe('/home/u/.ssh');
+    expect(expandEntry('~', env, '/home/u')).toBe('/home/u');
+    expect(expandEntry('${SECRETS}/*.pem', env, '/home/u')).toBe('/srv/secrets/*.pem');
+    expect(expandEntry('$SECRETS/x/', env, '/home/u')).toBe('/srv/secrets/x');
+    expect(expandEntry('${EMPTY:-~/.config}/fish', env, '/home/u')).toBe('/home/u/.config/fish');
+    expect(expandEntry('${UNSET}/x', env, '/home/u')).toBeUndefined();
+    expect(expandEntry('./.env*', env, '/home/u')).toBe('.env*');
+    expect(expandEntry('./', env, '/home/u')).toBeUndefined();
+  });
+
+  it('match the built-in places, at any depth for relative ones, and nothing else', () => {
+    const { entries, warnings } = sensitiveEntries(undefined, {
+      home: '/home/u',
+      env: {},
+      editorDirs: editorDirs(),
+    });
+    expect(warnings).toEqual([]);
+    const label = (path: string): string | undefined =>
+      findSensitive([path], entries)?.label ?? undefined;
+    expect(label('/home/u/.ssh')).toBe('~/.ssh');
+    expect(label('/home/u/.ssh/id_ed25519')).toBe('~/.ssh');
+    expect(label('/home/u/.sshx')).toBeUndefined();
+    expect(label('/home/u/.aws/credentials')).toBe('~/.aws');
+    expect(label('/home/u/.config/gcloud/application_default_credentials.json')).toBe(
+      '~/.config/gcloud',
+    );
+    expect(label('/home/u/.netrc')).toBe('~/.netrc');
+    expect(label('/home/u/.bashrc')).toBe('~/.bashrc');
+    expect(label('/home/u/.config/fish/config.fish')).toBe('${XDG_CONFIG_HOME:-~/.config}/fish');
+    expect(label('/work/p/.env')).toBe('.env*');
+    expect(label('/work/p/app/.env.local')).toBe('.env*');
+    expect(label('/work/p/.envrc')).toBe('.env*');
+    expect(label('/work/p/environment.md')).toBeUndefined();
+    expect(label('/proc/1234/environ')).toBe('/proc/*/environ');
+    expect(label('/proc/self/task/7/environ')).toBe('/proc/*/task/*/environ');
+    expect(label('/work/p/.git/hooks/pre-commit')).toBe('.git/hooks');
+    expect(label('/work/p/sub/.git/config')).toBe('.git/config');
+    expect(label('/work/p/.git/HEAD')).toBeUndefined();
+    expect(label('/work/p/.nvim.lua')).toBe('.nvim.lua');
+    expect(label(join(home, '.local/share/nvim/site/plugin/x.lua'))).toBe('stdpath("data")');
+    expect(label(join(home, '.config/nvim/init.lua'))).toBe('stdpath("config")');
+    expect(label(join(home, '.cache/nvim/luac/x'))).toBe('stdpath("cache")');
+    expect(label(join(home, '.cache/pip/x'))).toBeUndefined();
+    expect(label('/work/p/src/main.ts')).toBeUndefined();
+  });
+
+  it('add the globs of tools.sensitive_paths, and warn about bad entries', () => {
+    const { entries, warnings } = sensitiveEntries(
+      ['~/keys/*.pem', '${VAULT}', 'secrets', 42, '', '${NOPE}/x'],
+      { home: '/home/u', env: { VAULT: '/srv/vault' } },
+    );
+    expect(warnings).toEqual([
+      'tools.sensitive_paths[4] must be a non-empty string; ignored',
+      'tools.sensitive_paths[5] must be a non-empty string; ignored',
+    ]);
+    const hit = (path: string) => findSensitive([path], entries);
+    expect(hit('/home/u/keys/server.pem')?.source).toBe('tools.sensitive_paths');
+    expect(hit('/home/u/keys/server.pub')).toBeUndefined();
+    expect(hit('/srv/vault/a/b')?.label).toBe('${VAULT}');
+    expect(hit('/work/p/secrets/db.txt')?.label).toBe('secrets');
+    const secrets = hit('/work/p/secrets');
+    const ssh = hit('/home/u/.ssh/x');
+    expect(secrets && describeSensitive(secrets)).toBe('secrets (tools.sensitive_paths)');
+    expect(ssh && describeSensitive(ssh)).toBe('~/.ssh (built in)');
+    expect(sensitiveEntries({ not: 'a list' }, { home: '/h', env: {} }).warnings).toEqual([
+      'tools.sensitive_paths must be a list of path globs; ignored',
+    ]);
+    // An empty Lua table may arrive as an object.
+    expect(sensitiveEntries({}, { home: '/h', env: {} }).warnings).toEqual([]);
+  });
+
+  it('match an absolute place at its real location too (a ~/.ssh that is a link)', () => {
+    const linkedHome = dir('linked-home');
+    const keys = dir('elsewhere', 'keys');
+    symlinkSync(keys, join(linkedHome, '.ssh'));
+    const { entries } = sensitiveEntries(undefined, { home: linkedHome, env: {} });
+    expect(findSensitive([join(keys, 'id_rsa')], entries)?.label).toBe('~/.ssh');
+  });
+});
+
+describe('the places the sandbox treats', () => {
+  it('hides the existing ones, keeps .git/hooks and .git/config read-only, skips the missing', () => {
+    const h = dir('places', 'home');
+    const p = dir('places', 'home', 'project');
+    mkdirSync(join(h, '.ssh'));
+    writeFileSync(join(h, '.netrc'), 'machine x password y\n');
+    writeFileSync(join(p, '.env'), 'A=1\n');
+    writeFileSync(join(p, '.env.local'), 'A=2\n');
+    mkdirSync(join(p, '.git', 'hooks'), { recursive: true });
+    writeFileSync(join(p, '.git', 'config'), '[core]\n');
+    const { entries } = sensitiveEntries(undefined, { home: h, env: {} });
+    const places = sandboxPlaces(entries, [p]);
+    expect(places.hide.sort()).toEqual(
+      [join(h, '.ssh'), join(h, '.netrc'), join(p, '.env'), join(p, '.env.local')].sort(),
+    );
+    expect(places.readOnly.sort()).toEqual([join(p, '.git', 'config'), join(p, '.git', 'hooks')]);
+  });
+
+  it('adds the runtime directory, Neovim servers and agent sockets that exist', () => {
+    const run = dir('session', 'run');
+    const agent = dir('session', 'agent');
+    writeFileSync(join(agent, 'sock'), '');
+    const server = join(dir('session', 'nvim'), 'nvim.1.0');
+    writeFileSync(server, '');
+    const places = sessionPlaces(
+      {
+        XDG_RUNTIME_DIR: run,
+        SSH_AUTH_SOCK: join(agent, 'sock'),
+        DBUS_SESSION_BUS_ADDRESS: `unix:path=${join(run, 'bus')},guid=1`,
+        TMUX: '/nonexistent-flemma/tmux,1,0',
+      },
+      [server, '127.0.0.1:6666'],
+      undefined,
+    );
+    expect(places).toContain(run);
+    expect(places).toContain(join(agent, 'sock'));
+    expect(places).toContain(server);
+    expect(places.some((path) => path.startsWith('/nonexistent'))).toBe(false);
+  });
+
+  it('protection: outermost places, read-only only inside writable paths, sessions spare rw paths', () => {
+    const h = dir('protect', 'home');
+    const p = dir('protect', 'home', 'project');
+    const run = dir('protect', 'run');
+    mkdirSync(join(h, '.ssh', 'sub'), { recursive: true });
+    mkdirSync(join(p, '.git', 'hooks'), { recursive: true });
+    const outsideRepo = dir('protect', 'other');
+    mkdirSync(join(outsideRepo, '.git', 'hooks'), { recursive: true });
+    const result = protection(
+      { cwd: p, filename: join(outsideRepo, 'x.chat'), servers: {} as unknown as string[] },
+      { XDG_RUNTIME_DIR: run, ANTHROPIC_API_KEY: 'k', PATH: '/bin' },
+      h,
+      [p, run],
+      {
+        sensitivePaths: ['~/.ssh/sub'],
+        credentialEnv: ['ANTHROPIC_API_KEY'],
+        envAllow: [],
+        uid: undefined,
+      },
+    );
+    expect(result.hidden_paths).toContain(join(h, '.ssh'));
+    expect(result.hidden_paths).not.toContain(join(h, '.ssh', 'sub'));
+    // The runtime directory is writable here, so it is not taken away.
+    expect(result.hidden_paths).not.toContain(run);
+    expect(result.read_only_paths).toEqual([join(p, '.git', 'hooks')]);
+    expect(result.env_unset).toContain('ANTHROPIC_API_KEY');
+    expect(result.env_unset).not.toContain('PATH');
+  });
+});
+
+describe('the scrubbed environment', () => {
+  const rules = { known: ['ANTHROPIC_API_KEY', 'OPENAI_BASE_URL'], allow: ['MY_TOKEN'] };
+
+  it('removes the known variables, secret-looking names and session sockets', () => {
+    for (const name of [
+      'ANTHROPIC_API_KEY',
+      'OPENAI_BASE_URL',
+      'GITHUB_TOKEN',
+      'github_token',
+      'AWS_SECRET_ACCESS_KEY',
+      'STRIPE_SECRET',
+      'PGPASSWORD',
+      'DB_PASSWORD_FILE',
+      'SSH_AUTH_SOCK',
+      'NVIM',
+      'DBUS_SESSION_BUS_ADDRESS',
+      'GOOGLE_APPLICATION_CREDENTIALS',
+    ]) {
+      expect([name, isScrubbed(name, rules)]).toEqual([name, true]);
+    }
+    for (const name of ['PATH', 'HOME', 'LANG', 'TERM', 'KEYMAP', 'TOKENIZERS_PARALLELISM']) {
+      expect([name, isScrubbed(name, rules)]).toEqual([name, false]);
+    }
+  });
+
+  it('keeps what env_allow names, exactly as written', () => {
+    expect(isScrubbed('MY_TOKEN', rules)).toBe(false);
+    expect(isScrubbed('my_token', rules)).toBe(true);
+  });
+
+  it('lists names only, and copies the environment without them', () => {
+    const env = { PATH: '/bin', GITHUB_TOKEN: 'ghp', MY_TOKEN: 'mine', UNSET: undefined };
+    expect(scrubbedNames(env, rules)).toContain('GITHUB_TOKEN');
+    expect(scrubbedNames(env, rules)).toContain('ANTHROPIC_API_KEY');
+    expect(scrubbedNames(env, rules)).not.toContain('MY_TOKEN');
+    expect(scrubEnv(env, rules)).toEqual({ PATH: '/bin', MY_TOKEN: 'mine' });
+  });
+});
+
+describe('bwrap command line with protection', () => {
+  it('hides directories with a read-only tmpfs, files with /dev/null; then read-only binds and unsetenv', () => {
+    const policy: SandboxPolicy = {
+      rw_paths: ['/home/u/p'],
+      network: true,
+      allow_privileged: false,
+      hidden_paths: ['/home/u/.netrc', '/home/u/.ssh', '/gone'],
+      read_only_paths: ['/home/u/p/.git/hooks'],
+      env_unset: ['ANTHROPIC_API_KEY', 'GITHUB_TOKEN'],
+    };
+    const argv = bwrapArgv(
+      ['true'],
+      policy,
+      {},
+      (path) => path !== '/gone',
+      (path) => path === '/home/u/.ssh' || path.endsWith('hooks'),
+    );
+    const dev = argv.indexOf('--proc');
+    expect(argv.slice(dev + 2, argv.indexOf('--unshare-user'))).toEqual([
+      '--dev-bind',
+      '/dev/null',
+      '/home/u/.netrc',
+      '--tmpfs',
+      '/home/u/.ssh',
+      '--remount-ro',
+      '/home/u/.ssh',
+      '--ro-bind',
+      '/home/u/p/.git/hooks',
+      '/home/u/p/.git/hooks',
+      '--unsetenv',
+      'ANTHROPIC_API_KEY',
+      '--unsetenv',
+      'GITHUB_TOKEN',
+    ]);
+  });
+});
+
+const bwrapInstalled = (await findExecutable('bwrap', process.env['PATH'])) !== undefined;
+
+describe.skipIf(!bwrapInstalled)('real bubblewrap with protection', () => {
+  async function run(
+    command: string,
+    h: string,
+    p: string,
+    env: Record<string, string> = {},
+  ): Promise<RunResult> {
+    const state = await resolveSandbox(
+      { backend: 'bwrap', policy: { rw_paths: [p], env_allow: ['KEEP_TOKEN'] } },
+      { cwd: p, filename: null, sandbox_override: null },
+      env,
+      h,
+      { credentialEnv: ['ANTHROPIC_API_KEY'] },
+    );
+    expect(state.builtinBackend).toBe(true);
+    const wrapped = await state.access.wrap_command(['sh', '-c', command]);
+    if (!wrapped.ok) throw new Error(wrapped.error);
+    // The process gets the raw environment: bwrap itself must remove the variables.
+    return runProcess(wrapped.argv, { cwd: p, env, mergeStderr: true, timeoutMs: 20_000 });
+  }
+
+  it('shows a sensitive directory empty and a sensitive file as empty, and cannot write them', async () => {
+    const h = dir('real', 'home');
+    const p = dir('real', 'home', 'project');
+    mkdirSync(join(h, '.ssh'));
+    writeFileSync(join(h, '.ssh', 'id_rsa'), 'PRIVATE\n');
+    writeFileSync(join(h, '.netrc'), 'password hunter2\n');
+    writeFileSync(join(p, '.env'), 'SECRET=1\n');
+    const result = await run(
+      `ls -A "${h}/.ssh"; cat "${h}/.netrc" "${p}/.env"; echo x > "${h}/.ssh/new" || echo refused`,
+      h,
+      p,
+    );
+    expect(result.output).not.toContain('id_rsa');
+    expect(result.output).not.toContain('PRIVATE');
+    expect(result.output).not.toContain('hunter2');
+    expect(result.output).not.toContain('SECRET');
+    expect(result.output).toContain('refused');
+  });
+
+  it('keeps .git/hooks readable but read-only inside a writable project', async () => {
+    const h = dir('real-git', 'home');
+    const p = dir('real-git', 'home', 'project');
+    mkdirSync(join(p, '.git', 'hooks'), { recursive: true });
+    writeFileSync(join(p, '.git', 'hooks', 'README'), 'hooks\n');
+    const result = await run(
+      `cat .git/hooks/README; echo evil > .git/hooks/pre-commit || echo refused; echo ok > written`,
+      h,
+      p,
+    );
+    expect(result.output).toContain('hooks\n');
+    expect(result.output).toContain('refused');
+    expect(realpathSync(join(p, 'written'))).toBe(join(p, 'written'));
+  });
+
+  it('removes the provider keys and secret-named variables, keeping env_allow', async () => {
+    const h = dir('real-env', 'home');
+    const p = dir('real-env', 'home', 'project');
+    const result = await run('echo "[$ANTHROPIC_API_KEY][$GH_TOKEN][$KEEP_TOKEN][$LANG]"', h, p, {
+      ANTHROPIC_API_KEY: 'sk-secret',
+      GH_TOKEN: 'ghp-secret',
+      KEEP_TOKEN: 'kept',
+      LANG: 'C',
+    });
+    expect(result.output).toBe('[][][kept][C]\n');
+  });
+
+  it('hides a server socket outside the writable paths', async () => {
+    const h = dir('real-sock', 'home');
+    const p = dir('real-sock', 'home', 'project');
+    const socket = join(dir('real-sock', 'sockets'), 'nvim.sock');
+    const server = createServer((client) => client.end('reached\n'));
+    await new Promise<void>((resolve) => server.listen(socket, resolve));
+    try {
+      const state = await resolveSandbox(
+        { backend: 'bwrap', policy: { rw_paths: [p] } },
+        { cwd: p, filename: null, sandbox_override: null, servers: [socket] },
+        {},
+        h,
+      );
+      const script = `require('net').connect('${socket}').on('data', (d) => process.stdout.write(d)).on('error', (e) => console.log(e.code))`;
+      const wrapped = await state.access.wrap_command([process.execPath, '-e', script]);
+      if (!wrapped.ok) throw new Error(wrapped.error);
+      const result = await runProcess(wrapped.argv, { cwd: p, mergeStderr: true });
+      expect(result.output).not.toContain('reached');
+      expect(result.output).toMatch(/ECONNREFUSED|ENOTSOCK|EACCES|ENOENT/);
+    } finally {
+      await new Promise<void>((resolve) => {
+        server.close(() => {
+          resolve();
+        });
+      });
+    }
+  });
+});
