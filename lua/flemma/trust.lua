@@ -154,7 +154,12 @@ function H.on_trust(opts)
   if bufnr == 0 then
     bufnr = vim.api.nvim_get_current_buf()
   elseif bufnr == nil and type(opts.path) == "string" then
-    bufnr = vim.fn.bufnr(vim.fn.fnamemodify(opts.path, ":p"))
+    local full = vim.fn.fnamemodify(opts.path, ":p")
+    for _, candidate in ipairs(vim.api.nvim_list_bufs()) do
+      if vim.api.nvim_buf_get_name(candidate) == full then
+        bufnr = candidate
+      end
+    end
   end
   if type(bufnr) ~= "number" or bufnr <= 0 or not vim.api.nvim_buf_is_valid(bufnr) then
     return
