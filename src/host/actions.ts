@@ -72,6 +72,7 @@ export const actions: Record<string, Action> = {
   'buffer:detach': async (ctx, params) => {
     const bufnr = bufnrOf(params);
     ctx.tools.forget(bufnr);
+    ctx.sends.forget(bufnr);
     await ctx.documents.detach(bufnr);
     return null;
   },

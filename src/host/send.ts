@@ -3,6 +3,7 @@
 // that leave the buffer as it was.
 import { trace } from './trace.js';
 import { homedir } from 'node:os';
+import { basename } from 'node:path';
 import { type RenderedPrompt, renderPrompt } from '../core/chat/render.js';
 import { readReference } from '../core/chat/references.js';
 import { sleep } from '../core/util/sleep.js';
@@ -161,11 +162,18 @@ export interface PreparedRequest {
 /** One per host: at most one request per buffer. */
 export class SendController {
   private readonly running = new Map<number, AbortController>();
+  /** Per buffer, the refused options the user was last told about (see `prepare`). */
+  private readonly refusedShown = new Map<number, string>();
   /** The session's usage and cost, the usage bar and the spend cap. */
   readonly usage: UsageTracker;
 
   constructor(private readonly ctx: HostContext) {
     this.usage = new UsageTracker(ctx);
+  }
+
+  /** The buffer went away: forget what was said about it. */
+  forget(bufnr: number): void {
+    this.refusedShown.delete(bufnr);
   }
 
   /** A request of this buffer is running (or waiting for tool definitions). */
@@ -306,6 +314,7 @@ export class SendController {
       ctx.lua.notify('notify', { level: 'error', message: editor.problem });
       return undefined;
     }
+    this.tellRefused(bufnr, editor);
     const config = editor.config as ConfigSnapshot;
     onConfig?.(config);
     const env = editor.env;
@@ -447,6 +456,24 @@ export class SendController {
     };
     if (xml !== undefined) prepared.xml = xml;
     return prepared;
+  }
+
+  /**
+   * A file that is not trusted is sent without the options that need trust: say so once (again
+   * when the list changes), the diagnostics and `:Flemma status` have the details.
+   */
+  private tellRefused(bufnr: number, editor: EditorContext): void {
+    const keys = [...new Set(editor.refused.map((item) => item.key))];
+    const id = keys.join('\0');
+    if (id === (this.refusedShown.get(bufnr) ?? '')) return;
+    this.refusedShown.set(bufnr, id);
+    if (keys.length === 0) return;
+    const name = editor.facts.filename === null ? 'this chat' : basename(editor.facts.filename);
+    const what = keys.length === 1 ? (keys[0] ?? '') : `${String(keys.length)} options`;
+    this.ctx.lua.notify('notify', {
+      level: 'warn',
+      message: `${name}: ${what} not applied until :trust (:Flemma status)`,
+    });
   }
 
   /**

@@ -237,6 +237,13 @@ describe.each(['json', 'yaml'] as const)('an untrusted %s frontmatter', (languag
     expect(existsSync(marker)).toBe(false);
     expect(existsSync(audit)).toBe(false);
     expect(evil.requests).toHaveLength(0);
+    // Said once, not at every send.
+    const told = d
+      .notifications()
+      .filter((note) => note.message.includes('not applied until :trust'));
+    expect(told.map((note) => note.message)).toEqual([
+      `Flemma: shared.chat: ${String(CLASSES.length)} options not applied until :trust (:Flemma status)`,
+    ]);
 
     const report = await status(d);
     expect(report).toContain('trust: not trusted (:trust applies what needs trust)');
