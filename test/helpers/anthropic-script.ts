@@ -22,7 +22,7 @@ const START = {
   },
 };
 
-/** Answers `request` with `text` and the tool calls, then ends the stream. */
+/** Answers `request` with `text` (no text block when empty) and the tool calls, then ends. */
 export async function anthropicReply(
   request: FakeRequest,
   text: string,
@@ -30,19 +30,22 @@ export async function anthropicReply(
 ): Promise<void> {
   const s = request.stream();
   await s.sse('message_start', START);
-  await s.sse('content_block_start', {
-    type: 'content_block_start',
-    index: 0,
-    content_block: { type: 'text', text: '' },
-  });
-  await s.sse('content_block_delta', {
-    type: 'content_block_delta',
-    index: 0,
-    delta: { type: 'text_delta', text },
-  });
-  await s.sse('content_block_stop', { type: 'content_block_stop', index: 0 });
+  const first = text === '' ? 0 : 1;
+  if (text !== '') {
+    await s.sse('content_block_start', {
+      type: 'content_block_start',
+      index: 0,
+      content_block: { type: 'text', text: '' },
+    });
+    await s.sse('content_block_delta', {
+      type: 'content_block_delta',
+      index: 0,
+      delta: { type: 'text_delta', text },
+    });
+    await s.sse('content_block_stop', { type: 'content_block_stop', index: 0 });
+  }
   for (const [i, call] of calls.entries()) {
-    const index = i + 1;
+    const index = i + first;
     await s.sse('content_block_start', {
       type: 'content_block_start',
       index,

@@ -6,6 +6,7 @@ import { once } from 'node:events';
 import { mkdirSync, readdirSync, realpathSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { anthropicReply as reply, type ScriptedCall as Call } from '../helpers/anthropic-script.js';
 import { type Driver, startDriver } from '../helpers/driver.js';
 import {
   type FakeProvider,
@@ -27,64 +28,6 @@ afterEach(async () => {
 });
 
 const KEY = 'sk-ant-test-0123456789-SECRET';
-
-const START = {
-  type: 'message_start',
-  message: {
-    id: 'msg_fake',
-    type: 'message',
-    role: 'assistant',
-    model: 'claude-sonnet-4-6',
-    content: [],
-    stop_reason: null,
-    stop_sequence: null,
-    usage: { input_tokens: 12, output_tokens: 1 },
-  },
-};
-
-interface Call {
-  id: string;
-  name: string;
-  input: Record<string, unknown>;
-}
-
-/** Streams a reply: a text block, then one tool_use block per call. */
-async function reply(request: FakeRequest, text: string, calls: Call[] = []): Promise<void> {
-  const s = request.stream();
-  await s.sse('message_start', START);
-  await s.sse('content_block_start', {
-    type: 'content_block_start',
-    index: 0,
-    content_block: { type: 'text', text: '' },
-  });
-  await s.sse('content_block_delta', {
-    type: 'content_block_delta',
-    index: 0,
-    delta: { type: 'text_delta', text },
-  });
-  await s.sse('content_block_stop', { type: 'content_block_stop', index: 0 });
-  for (const [i, call] of calls.entries()) {
-    const index = i + 1;
-    await s.sse('content_block_start', {
-      type: 'content_block_start',
-      index,
-      content_block: { type: 'tool_use', id: call.id, name: call.name, input: {} },
-    });
-    await s.sse('content_block_delta', {
-      type: 'content_block_delta',
-      index,
-      delta: { type: 'input_json_delta', partial_json: JSON.stringify(call.input) },
-    });
-    await s.sse('content_block_stop', { type: 'content_block_stop', index });
-  }
-  await s.sse('message_delta', {
-    type: 'message_delta',
-    delta: { stop_reason: calls.length > 0 ? 'tool_use' : 'end_turn', stop_sequence: null },
-    usage: { output_tokens: 5 },
-  });
-  await s.sse('message_stop', { type: 'message_stop' });
-  await s.end();
-}
 
 async function setup(
   options: { setup?: string; env?: Record<string, string> } = {},

@@ -5,6 +5,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { anthropicReply } from '../helpers/anthropic-script.js';
 import { type Driver, startDriver } from '../helpers/driver.js';
 import {
   type FakeProvider,
@@ -28,56 +29,11 @@ const KEY = 'sk-ant-api03-FlemmaLogProbe_7f3c9a1e5b2d8064-QwErTy';
 /** Not key-shaped: only known as the value of a secret-looking variable. */
 const OPAQUE = 'opaque-probe-value-5150';
 
-const START = {
-  type: 'message_start',
-  message: {
-    id: 'msg_fake',
-    type: 'message',
-    role: 'assistant',
-    model: 'claude-sonnet-4-6',
-    content: [],
-    stop_reason: null,
-    stop_sequence: null,
-    usage: { input_tokens: 12, output_tokens: 1 },
-  },
-};
-
-/** Streams an Anthropic reply: a text block, then one bash tool_use block. */
-async function replyWithBash(request: FakeRequest, id: string, command: string): Promise<void> {
-  const s = request.stream();
-  await s.sse('message_start', START);
-  await s.sse('content_block_start', {
-    type: 'content_block_start',
-    index: 0,
-    content_block: { type: 'text', text: '' },
-  });
-  await s.sse('content_block_delta', {
-    type: 'content_block_delta',
-    index: 0,
-    delta: { type: 'text_delta', text: `Checking ${KEY}.` },
-  });
-  await s.sse('content_block_stop', { type: 'content_block_stop', index: 0 });
-  await s.sse('content_block_start', {
-    type: 'content_block_start',
-    index: 1,
-    content_block: { type: 'tool_use', id, name: 'bash', input: {} },
-  });
-  await s.sse('content_block_delta', {
-    type: 'content_block_delta',
-    index: 1,
-    delta: {
-      type: 'input_json_delta',
-      partial_json: JSON.stringify({ command, label: 'echo', timeout: 10 }),
-    },
-  });
-  await s.sse('content_block_stop', { type: 'content_block_stop', index: 1 });
-  await s.sse('message_delta', {
-    type: 'message_delta',
-    delta: { stop_reason: 'tool_use', stop_sequence: null },
-    usage: { output_tokens: 5 },
-  });
-  await s.sse('message_stop', { type: 'message_stop' });
-  await s.end();
+/** Streams an Anthropic reply: a text block naming the key, then one bash tool_use block. */
+function replyWithBash(request: FakeRequest, id: string, command: string): Promise<void> {
+  return anthropicReply(request, `Checking ${KEY}.`, [
+    { id, name: 'bash', input: { command, label: 'echo', timeout: 10 } },
+  ]);
 }
 
 describe('one redactor for every log line', () => {

@@ -3,6 +3,7 @@
 // result under a derived id, and the request never carries two tool uses with one id, through
 // Anthropic (a model's mistake, streamed) and OpenAI (a hand edit). The rules: tool-ids.ts.
 import { afterEach, describe, expect, it } from 'vitest';
+import { anthropicReply } from '../helpers/anthropic-script.js';
 import { type Driver, startDriver } from '../helpers/driver.js';
 import {
   type FakeProvider,
@@ -25,41 +26,16 @@ const DUPLICATE_TEXT =
   'Duplicate tool id SAME_1: an earlier tool call (line LINE of the chat) already has this id, so this call was not run. Call the tool again with a new id if it is still needed.';
 
 /** Streams an Anthropic reply holding two calculator calls that share one id. */
-async function replyTwice(request: FakeRequest): Promise<void> {
-  const s = request.stream();
-  await s.sse('message_start', {
-    type: 'message_start',
-    message: {
-      id: 'msg_fake',
-      type: 'message',
-      role: 'assistant',
-      model: 'claude-sonnet-4-6',
-      content: [],
-      stop_reason: null,
-      stop_sequence: null,
-      usage: { input_tokens: 12, output_tokens: 1 },
-    },
-  });
-  for (const [index, expression] of ['1 + 1', '2 + 2'].entries()) {
-    await s.sse('content_block_start', {
-      type: 'content_block_start',
-      index,
-      content_block: { type: 'tool_use', id: 'SAME_1', name: 'calculator', input: {} },
-    });
-    await s.sse('content_block_delta', {
-      type: 'content_block_delta',
-      index,
-      delta: { type: 'input_json_delta', partial_json: JSON.stringify({ expression }) },
-    });
-    await s.sse('content_block_stop', { type: 'content_block_stop', index });
-  }
-  await s.sse('message_delta', {
-    type: 'message_delta',
-    delta: { stop_reason: 'tool_use', stop_sequence: null },
-    usage: { output_tokens: 5 },
-  });
-  await s.sse('message_stop', { type: 'message_stop' });
-  await s.end();
+function replyTwice(request: FakeRequest): Promise<void> {
+  return anthropicReply(
+    request,
+    '',
+    ['1 + 1', '2 + 2'].map((expression) => ({
+      id: 'SAME_1',
+      name: 'calculator',
+      input: { expression },
+    })),
+  );
 }
 
 /** Waits for the buffer's diagnostics to include one that mentions `text`; returns them. */
