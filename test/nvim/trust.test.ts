@@ -4,7 +4,8 @@
 // file after `:trust` does all of it. Trust follows the file's code: a change made outside Neovim
 // asks again, the user's own edits do not.
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { homedir, tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { anthropicMessages, anthropicReply } from '../helpers/anthropic-script.js';
 import { type Driver, ROOT, startDriver } from '../helpers/driver.js';
@@ -26,13 +27,18 @@ afterEach(async () => {
 });
 
 /**
- * A directory outside every path the sandbox may write (the test's home is under /tmp, which it
- * may), for marker files that prove a command ran outside the sandbox.
+ * A directory outside every path the sandbox may write (the test's home, the checkout and the
+ * temporary directories may all be under /tmp, which it may), for marker files that prove a
+ * command ran outside the sandbox.
  */
 function outsideDir(): string {
-  const base = join(process.cwd(), '.tests');
+  const writable = ['/tmp', tmpdir(), process.env['TMPDIR'] ?? '/tmp'].map((dir) => resolve(dir));
+  const base = ['/var/tmp', homedir(), join(ROOT, '.tests')].find(
+    (dir) => !writable.some((root) => resolve(dir) === root || resolve(dir).startsWith(`${root}/`)),
+  );
+  if (base === undefined) throw new Error('no directory outside the sandbox’s writable paths');
   mkdirSync(base, { recursive: true });
-  const dir = mkdtempSync(join(base, 'trust-'));
+  const dir = mkdtempSync(join(base, 'flemma-trust-'));
   dirs.push(dir);
   return dir;
 }
