@@ -23,12 +23,20 @@ afterEach(async () => {
 
 /**
  * A plain 'statusline' showing Flemma's text. Every evaluation (each redraw, with a UI attached)
- * records what it drew in `_G.drawn`.
+ * records what it drew in `_G.drawn`, and a new text is announced as `User FlemmaTestDrawn` (after
+ * the redraw: no autocmd may run inside it), so that a test waits for what Neovim drew by itself
+ * instead of holding Neovim in a `vim.wait`, which would keep it from redrawing.
  */
 const STATUSLINE = `
 _G.Drawn = function()
-  _G.drawn = require("flemma.statusline").get()
-  return _G.drawn
+  local text = require("flemma.statusline").get()
+  if text ~= _G.drawn then
+    vim.schedule(function()
+      vim.api.nvim_exec_autocmds("User", { pattern = "FlemmaTestDrawn", data = { text = text } })
+    end)
+  end
+  _G.drawn = text
+  return text
 end
 vim.o.statusline = "%{v:lua.Drawn()}"
 `;
@@ -45,20 +53,17 @@ function shown(d: Driver): Promise<string> {
 
 /** Wait until a redraw drew a statusline that does (or does not) contain `text`. */
 async function drawn(d: Driver, text: string, present = true): Promise<string> {
-  const ok = await d.lua<boolean>(
-    `local text, present = ...
-    return vim.wait(5000, function()
-      return _G.drawn ~= nil and (_G.drawn:find(text, 1, true) ~= nil) == present
-    end, 5)`,
-    text,
-    present,
-  );
-  const last = await d.lua<string | null>('return _G.drawn');
-  expect(
-    ok,
-    `statusline drawn ${present ? 'with' : 'without'} "${text}", last: ${String(last)}`,
-  ).toBe(true);
-  return last ?? '';
+  const has = (value: unknown): boolean =>
+    typeof value === 'string' && value.includes(text) === present;
+  // Texts drawn from here on are announced as events after this count.
+  const after = d.eventCount;
+  const now = await d.lua<string | null>('return _G.drawn');
+  if (has(now)) return now ?? '';
+  const event = await d.waitForEvent('FlemmaTestDrawn', {
+    after,
+    match: (e) => has(e.data['text']),
+  });
+  return String(event.data['text']);
 }
 
 const START = {
