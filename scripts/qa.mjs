@@ -1,4 +1,5 @@
-// `npm run qa`: every gate (typecheck, lint, format check, both test lanes). Static gates run in
+// `npm run qa`: every gate (typecheck, lint, format check, the Lua format and lint, both test
+// lanes). Static gates run in
 // parallel; output is shown only for a gate that fails.
 import { spawn } from 'node:child_process';
 import { ensureBuild, ensureDependencies, root } from './prepare.mjs';
@@ -23,6 +24,8 @@ const results = await Promise.all([
   gate('typecheck', 'npm', ['run', '--silent', 'typecheck']),
   gate('lint', 'npm', ['run', '--silent', 'lint']),
   gate('format', 'npm', ['run', '--silent', 'format:check']),
+  gate('lua format', 'npm', ['run', '--silent', 'format:lua:check']),
+  gate('lua lint', 'npm', ['run', '--silent', 'lint:lua']),
 ]);
 results.push(await gate('test', 'npm', ['test', '--silent']));
 let failed = false;

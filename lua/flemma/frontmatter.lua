@@ -230,7 +230,8 @@ function H.lookup(path)
           end
         end
         if found == nil then
-          return nil, string.format("%s: %s has no options under it", shown, "flemma.opt." .. table.concat(canonical, "."))
+          return nil,
+            string.format("%s: %s has no options under it", shown, "flemma.opt." .. table.concat(canonical, "."))
         end
         node = found
         class = node.trust or class

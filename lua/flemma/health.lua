@@ -474,7 +474,8 @@ function H.check_mcp()
   end
   for _, server in ipairs(report.servers) do
     local tools = #server.tools
-    local summary = string.format("MCP server '%s' (%s): %s, %d tool(s)", server.name, server.transport, server.state, tools)
+    local summary =
+      string.format("MCP server '%s' (%s): %s, %d tool(s)", server.name, server.transport, server.state, tools)
     if server.state == "connected" then
       health.ok(summary)
     elseif server.state == "disabled" then
@@ -483,7 +484,12 @@ function H.check_mcp()
       health.warn(summary .. (server.lastError and (": " .. server.lastError) or ""))
     else
       health.error(
-        string.format("%s: %s; fix it, then run :Flemma mcp:restart %s", summary, tostring(server.lastError or "stopped"), server.name)
+        string.format(
+          "%s: %s; fix it, then run :Flemma mcp:restart %s",
+          summary,
+          tostring(server.lastError or "stopped"),
+          server.name
+        )
       )
     end
   end

@@ -50,7 +50,8 @@ function H.host_status()
         describe_uptime(info.uptime_ms),
         ms(answered)
       )
-      lines[#lines + 1] = string.format("  node %s, flemma %s (source %s)", info.node, info.version, info.source_hash:sub(1, 12))
+      lines[#lines + 1] =
+        string.format("  node %s, flemma %s (source %s)", info.node, info.version, info.source_hash:sub(1, 12))
     end
     lines[#lines + 1] = string.format(
       "  starts: %d, crashes in the last %d s: %d",

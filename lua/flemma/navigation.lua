@@ -306,7 +306,8 @@ local function utf8_length(bytes, at)
   if lead >= 0 and lead < 0x80 then
     return 1
   end
-  local length, low, high = 0, 0x80, 0xbf
+  local length
+  local low, high = 0x80, 0xbf
   if lead >= 0xc2 and lead <= 0xdf then
     length = 2
   elseif lead >= 0xe0 and lead <= 0xef then
@@ -600,11 +601,8 @@ function M.hover(bufnr, row, col)
     local result = partner(structure, block)
     parts[#parts + 1] = string.format("**Tool use** `%s` (`%s`)", block.name, block.id)
     if result and result.kind == "tool_result" then
-      parts[#parts + 1] = string.format(
-        "Result on line %d: %s",
-        result.row,
-        STATUS_TEXT[result.status] or result.status
-      )
+      parts[#parts + 1] =
+        string.format("Result on line %d: %s", result.row, STATUS_TEXT[result.status] or result.status)
     else
       parts[#parts + 1] = "No result yet"
     end
@@ -619,9 +617,7 @@ function M.hover(bufnr, row, col)
     parts[#parts + 1] = use and string.format("Tool use on line %d", use.row)
       or "No tool use with this id in the chat (the result is not sent)"
   elseif block and block.kind == "thinking" then
-    local kind = block.redacted and "redacted"
-      or block.provider and ("signed by " .. block.provider)
-      or "unsigned"
+    local kind = block.redacted and "redacted" or block.provider and ("signed by " .. block.provider) or "unsigned"
     parts[#parts + 1] = string.format("**Thinking** (%s), lines %d–%d", kind, block.row, block.last)
   elseif message == nil then
     return nil

@@ -156,7 +156,8 @@ M.register("coding-assistant", {
     out[#out + 1] = "## Environment"
     out[#out + 1] = "- Working directory: " .. env.cwd
     if env.file then
-      out[#out + 1] = string.format("- Current file: %s (%s)", env.file, env.filetype ~= "" and env.filetype or "no filetype")
+      out[#out + 1] =
+        string.format("- Current file: %s (%s)", env.file, env.filetype ~= "" and env.filetype or "no filetype")
     end
     if env.git_branch then
       out[#out + 1] = "- Git branch: " .. env.git_branch

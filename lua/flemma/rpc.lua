@@ -250,7 +250,7 @@ M.methods = {
   ["notify"] = function(params)
     local notify = require("flemma.notify")
     local level = params.level or "info"
-    ;(notify[level] or notify.info)(params.message, type(params.key) == "string" and { key = params.key } or nil)
+    (notify[level] or notify.info)(params.message, type(params.key) == "string" and { key = params.key } or nil)
   end,
   ["rpc.reply"] = function(params)
     M.settle(params.id, params.ok, params.ok and params.result or params.error)

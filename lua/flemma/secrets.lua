@@ -194,7 +194,11 @@ function M.resolve(params)
     result = { value = result }
   end
   if type(result) ~= "table" or type(result.value) ~= "string" then
-    return { supported = true, diagnostics = diagnostics, error = "resolve() returned something other than { value = … }" }
+    return {
+      supported = true,
+      diagnostics = diagnostics,
+      error = "resolve() returned something other than { value = … }",
+    }
   end
   return { supported = true, value = result.value, ttl = result.ttl, diagnostics = diagnostics }
 end

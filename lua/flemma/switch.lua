@@ -102,7 +102,8 @@ function H.preset(name)
   if preset == nil then
     local names = vim.tbl_keys(presets)
     table.sort(names)
-    local hint = #names > 0 and (" (presets: " .. table.concat(names, ", ") .. ")") or " (none is configured: presets = { [\"$name\"] = … })"
+    local hint = #names > 0 and (" (presets: " .. table.concat(names, ", ") .. ")")
+      or ' (none is configured: presets = { ["$name"] = … })'
     return nil, string.format("unknown preset '%s'%s", name, hint)
   end
   if type(preset) == "string" then
@@ -238,7 +239,9 @@ function M.run(args)
   for _, op in ipairs(ops) do
     local path = table.concat(op.path, ".")
     if path ~= "provider" and path ~= "model" then
-      parts[#parts + 1] = path:gsub("^parameters%.", "") .. "=" .. (op.value == vim.NIL and "(default)" or vim.inspect(op.value))
+      parts[#parts + 1] = path:gsub("^parameters%.", "")
+        .. "="
+        .. (op.value == vim.NIL and "(default)" or vim.inspect(op.value))
     end
   end
   notify.info(

@@ -210,16 +210,16 @@ function H.environment(variables, base_dir, stack, render)
       return text
     end
     local normalized = vim.fs.normalize(path)
-    local full = vim.fn.fnamemodify(
-      normalized:sub(1, 1) == "/" and normalized or (base_dir .. "/" .. normalized),
-      ":p"
-    )
+    local full = vim.fn.fnamemodify(normalized:sub(1, 1) == "/" and normalized or (base_dir .. "/" .. normalized), ":p")
     for _, seen in ipairs(stack) do
       if seen == full then
         local chain = vim.list_extend(vim.deepcopy(stack), { full })
-        error("include cycle: " .. table.concat(vim.tbl_map(function(p)
-          return vim.fn.fnamemodify(p, ":~:.")
-        end, chain), " → "), 2)
+        error("include cycle: " .. table.concat(
+          vim.tbl_map(function(p)
+            return vim.fn.fnamemodify(p, ":~:.")
+          end, chain),
+          " → "
+        ), 2)
       end
     end
     local ok, lines = pcall(vim.fn.readfile, full)

@@ -226,7 +226,6 @@ function M.forget(bufnr)
   H.authored[bufnr] = nil
 end
 
-
 --- The message for a chat whose Lua (`what`: "frontmatter" or "templates") may not run.
 function M.message(bufnr, state, what)
   local name = vim.fn.fnamemodify(vim.api.nvim_buf_get_name(bufnr), ":~:.")

@@ -17,7 +17,11 @@ vim.api.nvim_create_autocmd("VimEnter", {
     vim.api.nvim_win_set_cursor(0, { vim.api.nvim_buf_line_count(0), 0 })
     -- Deferred and short: a message wider than the screen would stop at a hit-enter prompt.
     vim.defer_fn(function()
-      vim.api.nvim_echo({ { "Flemma demo (" .. what .. "): <C-]> sends, <M-CR> runs a tool, :qa! quits", "MoreMsg" } }, false, {})
+      vim.api.nvim_echo(
+        { { "Flemma demo (" .. what .. "): <C-]> sends, <M-CR> runs a tool, :qa! quits", "MoreMsg" } },
+        false,
+        {}
+      )
     end, 50)
   end,
 })

@@ -265,12 +265,7 @@ function Node:check_list(value, path)
   if not H.is_list(value) then
     for _, key in ipairs(H.sorted_keys(value)) do
       if type(key) ~= "number" then
-        return string.format(
-          "option '%s' must be %s, got a table with key %s",
-          path,
-          self:describe(),
-          vim.inspect(key)
-        )
+        return string.format("option '%s' must be %s, got a table with key %s", path, self:describe(), vim.inspect(key))
       end
     end
     return string.format("option '%s' must be %s, got a table with gaps", path, self:describe())
@@ -563,11 +558,7 @@ function M.normalize(node, value, path)
         end
         if parent[last] ~= nil then
           return nil,
-            string.format(
-              "option '%s' is another name for '%s': set only one of them",
-              H.join(path, alias),
-              canonical
-            )
+            string.format("option '%s' is another name for '%s': set only one of them", H.join(path, alias), canonical)
         end
         parent[last] = out[alias]
         out[alias] = nil
@@ -817,23 +808,26 @@ M.options = S.object({
       {},
       preset_name
     ),
-    autopilot = S.trust({ only = { false } }, S.union({
-      S.boolean(),
-      S.object({
-        enabled = S.trust({ only = { false } }, S.boolean(true)),
-        max_turns = S.trust("lower", S.integer(100, { min = 1 })),
-        -- Milliseconds between a finished step and the automatic continue; an edit of the buffer
-        -- meanwhile cancels the continue (0: on the next tick).
-        resume_delay = S.trust("higher", S.integer(0, { min = 0 })),
-      }),
-    }, { enabled = true, max_turns = 100, resume_delay = 0 }, {
-      coerce = function(value)
-        if type(value) == "boolean" then
-          return { enabled = value }
-        end
-        return value
-      end,
-    })),
+    autopilot = S.trust(
+      { only = { false } },
+      S.union({
+        S.boolean(),
+        S.object({
+          enabled = S.trust({ only = { false } }, S.boolean(true)),
+          max_turns = S.trust("lower", S.integer(100, { min = 1 })),
+          -- Milliseconds between a finished step and the automatic continue; an edit of the buffer
+          -- meanwhile cancels the continue (0: on the next tick).
+          resume_delay = S.trust("higher", S.integer(0, { min = 0 })),
+        }),
+      }, { enabled = true, max_turns = 100, resume_delay = 0 }, {
+        coerce = function(value)
+          if type(value) == "boolean" then
+            return { enabled = value }
+          end
+          return value
+        end,
+      })
+    ),
     max_concurrent = safe(S.integer(2, { min = 0 })),
     default_timeout = safe(S.integer(30, { min = 1 })),
     show_spinner = safe(S.boolean(true)),
@@ -962,22 +956,28 @@ M.options = S.object({
     backend = S.string("auto"),
     -- Named directories host-side file access is confined to (docs/tools.md, "Sandbox roots"):
     -- { { name = "workspace", path = "~/project" }, { name = "data", path = "/srv/data", mode = "ro" } }
-    roots = S.list(S.union({
-      S.string(),
-      S.object({
-        name = S.optional(S.string()),
-        path = S.string(),
-        mode = S.enum({ "rw", "ro" }, "rw"),
+    roots = S.list(
+      S.union({
+        S.string(),
+        S.object({
+          name = S.optional(S.string()),
+          path = S.string(),
+          mode = S.enum({ "rw", "ro" }, "rw"),
+        }),
       }),
-    }), {}),
+      {}
+    ),
     policy = S.object({
-      rw_paths = S.trust("subset", S.list(S.string(), {
-        "urn:flemma:cwd",
-        BUFFER_DIR,
-        "/tmp",
-        "${TMPDIR:-/tmp}",
-        "${XDG_CACHE_HOME:-~/.cache}",
-      })),
+      rw_paths = S.trust(
+        "subset",
+        S.list(S.string(), {
+          "urn:flemma:cwd",
+          BUFFER_DIR,
+          "/tmp",
+          "${TMPDIR:-/tmp}",
+          "${XDG_CACHE_HOME:-~/.cache}",
+        })
+      ),
       network = S.trust({ only = { false } }, S.boolean(true)),
       allow_privileged = S.trust({ only = { false } }, S.boolean(false)),
       -- Variables kept in a sandboxed command's environment although the scrub rules match them

@@ -73,11 +73,7 @@ local function builtins()
 end
 
 local function is_builtin(name)
-  return name == M.CONFIG
-    or name == M.FRONTMATTER
-    or name == M.SANDBOX
-    or name == M.CATCH_ALL
-    or name == M.TOOL_DEFAULT
+  return name == M.CONFIG or name == M.FRONTMATTER or name == M.SANDBOX or name == M.CATCH_ALL or name == M.TOOL_DEFAULT
 end
 
 local function schedule_sync()
@@ -202,7 +198,9 @@ local function normalize(value)
   if type(value) == "string" and DECISIONS[value] then
     return { decision = value }
   end
-  return { error = "returned " .. vim.inspect(value) .. " (expected \"approve\", \"require_approval\", \"deny\" or nil)" }
+  return {
+    error = "returned " .. vim.inspect(value) .. ' (expected "approve", "require_approval", "deny" or nil)',
+  }
 end
 
 local function call_ctx(params)

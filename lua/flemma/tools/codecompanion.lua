@@ -259,7 +259,7 @@ function M.run(tool, name, args, ctx, callback)
       return
     end
     local timeout = tonumber(opts.timeout)
-    local shown = show_cmd(step)
+    local command = show_cmd(step)
     local ok, process = pcall(
       vim.system,
       wrapped,
@@ -272,7 +272,7 @@ function M.run(tool, name, args, ctx, callback)
         if timeout and res.code == 124 then
           fail(step, index, string.format("Command timed out after %dms and was terminated", timeout))
         elseif res.code ~= 0 or (res.signal and res.signal ~= 0) then
-          local text = string.format("Command `%s` failed with exit code %d", shown, res.code)
+          local text = string.format("Command `%s` failed with exit code %d", command, res.code)
           local err_text = chomp(res.stderr)
           if err_text ~= "" then
             text = text .. ":\n" .. err_text
@@ -284,7 +284,7 @@ function M.run(tool, name, args, ctx, callback)
       end)
     )
     if not ok then
-      fail(step, index, string.format("Command `%s` could not start: %s", shown, tostring(process)))
+      fail(step, index, string.format("Command `%s` could not start: %s", command, tostring(process)))
       return
     end
     state.process = process

@@ -52,7 +52,10 @@ local function check_definition(name, def, level)
   end
   local approval = def.require_approval
   if approval ~= nil and type(approval) ~= "boolean" and type(approval) ~= "function" then
-    error(string.format("flemma.tools.register: tool '%s': require_approval must be a boolean or a function", name), level)
+    error(
+      string.format("flemma.tools.register: tool '%s': require_approval must be a boolean or a function", name),
+      level
+    )
   end
   for _, field in ipairs({ "execute", "format_preview", "format_rejected", "format_cancelled", "cmd_string" }) do
     if def[field] ~= nil and type(def[field]) ~= "function" then
@@ -181,7 +184,10 @@ function M.register(a, b)
   elseif type(a) == "table" and type(a.name) == "string" then
     define(a.name, a, 2)
   else
-    error("flemma.tools.register: expected (name, definition), a module name, a list of definitions or a resolve function", 2)
+    error(
+      "flemma.tools.register: expected (name, definition), a module name, a list of definitions or a resolve function",
+      2
+    )
   end
 end
 

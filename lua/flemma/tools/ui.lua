@@ -45,7 +45,12 @@ local function text_for(entry)
   elseif entry.state == "background" then
     return {
       {
-        string.format(" %s Running in the background (job %d) · %s — :Flemma tool:cancel stops it", frame, entry.job_id or 0, elapsed(entry)),
+        string.format(
+          " %s Running in the background (job %d) · %s — :Flemma tool:cancel stops it",
+          frame,
+          entry.job_id or 0,
+          elapsed(entry)
+        ),
         "FlemmaToolRunning",
       },
     }

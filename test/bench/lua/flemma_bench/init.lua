@@ -67,18 +67,22 @@ function M.open_async(path, expected, folds)
     local ns = vim.api.nvim_create_namespace("flemma.messages")
     local bufnr = vim.api.nvim_get_current_buf()
     local timer = vim.uv.new_timer()
-    timer:start(0, 1, vim.schedule_wrap(function()
-      if timer:is_closing() then
-        return
-      end
-      if #vim.api.nvim_buf_get_extmarks(bufnr, ns, 0, -1, {}) == expected then
-        timer:stop()
-        timer:close()
-        mark("shown")
-        local elapsed = (vim.uv.hrtime() - started) / 1e6
-        vim.api.nvim_exec_autocmds("User", { pattern = "FlemmaBenchOpened", data = { ms = elapsed, drawn = drawn } })
-      end
-    end))
+    timer:start(
+      0,
+      1,
+      vim.schedule_wrap(function()
+        if timer:is_closing() then
+          return
+        end
+        if #vim.api.nvim_buf_get_extmarks(bufnr, ns, 0, -1, {}) == expected then
+          timer:stop()
+          timer:close()
+          mark("shown")
+          local elapsed = (vim.uv.hrtime() - started) / 1e6
+          vim.api.nvim_exec_autocmds("User", { pattern = "FlemmaBenchOpened", data = { ms = elapsed, drawn = drawn } })
+        end
+      end)
+    )
   end)
 end
 
