@@ -1,6 +1,7 @@
---- flemma.chat: what a chat buffer shows of its parsed tree. The host sends each buffer's message
---- markers and parser diagnostics; markers become extmarks (so they follow edits until the next
---- update), diagnostics go to vim.diagnostic, and navigation reads the extmarks synchronously.
+--- flemma.chat: a chat buffer's keys, and what it shows of the host's parsed tree. The host sends
+--- each buffer's message markers and parser diagnostics; markers become extmarks (so they follow
+--- edits until the next update), diagnostics go to vim.diagnostic. `]m`, `[m`, `im` and `am` read
+--- the messages of the buffer's line scan (flemma.ui.scan), which is current after every edit.
 local M = {}
 
 local H = {
@@ -73,9 +74,19 @@ function M.role_at(bufnr, row)
   return mark and (H.roles[bufnr] or {})[mark[1]] or nil
 end
 
+--- The rows (0-based) of the buffer's role markers, in order, from its line scan.
+local function message_rows(bufnr)
+  local rows = {}
+  local structure = require("flemma.ui").structure(bufnr)
+  for _, message in ipairs(structure and structure.messages or {}) do
+    rows[#rows + 1] = message.row
+  end
+  return rows
+end
+
 --- Message boundaries around a 0-based row: start row of its message and of the next one.
 local function message_around(bufnr, row)
-  local rows = marker_rows(bufnr)
+  local rows = message_rows(bufnr)
   local start, next_start
   for _, r in ipairs(rows) do
     if r <= row then
@@ -90,7 +101,7 @@ end
 --- Move to the first content line of the next (count > 0) or previous (count < 0) message.
 function M.jump(count)
   local bufnr = vim.api.nvim_get_current_buf()
-  local rows = marker_rows(bufnr)
+  local rows = message_rows(bufnr)
   local row = vim.api.nvim_win_get_cursor(0)[1] - 1
   local current = 0
   for index, r in ipairs(rows) do
@@ -248,17 +259,9 @@ function M.setup_buffer(bufnr)
   map("n", normal.goto_definition == nil and "gd" or normal.goto_definition, function()
     require("flemma.navigation").goto_definition()
   end, "go to the matching tool result or use, or the referenced file")
-  local goto_file = normal.goto_file == nil and "gf" or normal.goto_file
-  if type(goto_file) == "string" and goto_file ~= "" then
-    vim.keymap.set("n", goto_file, function()
-      return require("flemma.navigation").goto_file_expr()
-    end, {
-      buffer = bufnr,
-      expr = true,
-      silent = true,
-      desc = "Flemma: open the @./file reference under the cursor",
-    })
-  end
+  map("n", normal.goto_file == nil and "gf" or normal.goto_file, function()
+    require("flemma.navigation").goto_file()
+  end, "open the @./file reference under the cursor")
   local object = cfg.text_object
   if object == nil then
     object = "m"

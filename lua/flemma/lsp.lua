@@ -1,9 +1,9 @@
 --- flemma.lsp: a small language server for chat buffers that runs inside Neovim (`lsp.enabled`).
 --- `vim.lsp.start` gets a Lua function as `cmd` instead of a process; the "server" answers
 --- `textDocument/definition` (tool use <-> result, `@./file` references, `include()`) and
---- `textDocument/hover` from flemma.navigation, which reads the buffer text. One client serves
---- every chat buffer; it attaches once Neovim is idle after a chat is opened, so opening a chat
---- does not wait for `vim.lsp` to load.
+--- `textDocument/hover` by asking the host through flemma.navigation, as `gd` does. One client
+--- serves every chat buffer; it attaches once Neovim is idle after a chat is opened, so opening a
+--- chat does not wait for `vim.lsp` to load.
 local M = {}
 
 local H = {
@@ -26,11 +26,12 @@ local function buffer_of(params)
   end
 end
 
---- Request handlers: `fun(params): result` (raise for an error reply).
+--- Request handlers: `fun(params, reply)`; `reply(err, result)` once, now or later (a raised
+--- error is an error reply).
 local handlers = {}
 
-function handlers.initialize()
-  return {
+function handlers.initialize(_, reply)
+  reply(nil, {
     capabilities = {
       -- Positions in bytes, as the buffer API counts them.
       positionEncoding = "utf-8",
@@ -40,48 +41,59 @@ function handlers.initialize()
       textDocumentSync = { openClose = false, change = 0 },
     },
     serverInfo = { name = "flemma" },
-  }
+  })
 end
 
-function handlers.shutdown()
-  return vim.NIL
+function handlers.shutdown(_, reply)
+  reply(nil, vim.NIL)
 end
 
-handlers["textDocument/definition"] = function(params)
+--- A failed question to the host, as an error reply.
+local function host_error(err)
+  return { code = INTERNAL_ERROR, message = "flemma: " .. tostring(err) }
+end
+
+handlers["textDocument/definition"] = function(params, reply)
   local bufnr = buffer_of(params)
   if bufnr == nil then
-    return vim.NIL
+    return reply(nil, vim.NIL)
   end
-  local navigation = require("flemma.navigation")
-  local target = navigation.definition(bufnr, params.position.line, params.position.character)
-  if target == nil then
-    return vim.NIL
-  end
-  local uri, line = params.textDocument.uri, 0
-  if target.path then
-    uri = vim.uri_from_fname(target.path)
-  else
-    line = target.row
-  end
-  local position = { line = line, character = 0 }
-  return { uri = uri, range = { start = position, ["end"] = position } }
+  local position = params.position
+  require("flemma.navigation").definition(bufnr, position.line, position.character, false, function(err, answer)
+    if err then
+      return reply(host_error(err))
+    end
+    if answer == nil or (answer.path == nil and answer.row == nil) then
+      return reply(nil, vim.NIL)
+    end
+    local uri, line = params.textDocument.uri, 0
+    if answer.path then
+      uri = vim.uri_from_fname(answer.path)
+    else
+      line = answer.row
+    end
+    local target = { line = line, character = 0 }
+    reply(nil, { uri = uri, range = { start = target, ["end"] = target } })
+  end)
 end
 
-handlers["textDocument/hover"] = function(params)
+handlers["textDocument/hover"] = function(params, reply)
   local bufnr = buffer_of(params)
   if bufnr == nil then
-    return vim.NIL
+    return reply(nil, vim.NIL)
   end
-  local text = require("flemma.navigation").hover(bufnr, params.position.line, params.position.character)
-  if text == nil then
-    return vim.NIL
-  end
-  return { contents = { kind = "markdown", value = text } }
+  local position = params.position
+  require("flemma.navigation").hover(bufnr, position.line, position.character, function(err, text)
+    if err then
+      return reply(host_error(err))
+    end
+    reply(nil, text and { contents = { kind = "markdown", value = text } } or vim.NIL)
+  end)
 end
 
---- The in-process "RPC client" `vim.lsp` talks to (vim.lsp.rpc.PublicClient). Replies are
---- scheduled, as a real server's would arrive: the client records a request after `request`
---- returns and forgets it when the reply comes.
+--- The in-process "RPC client" `vim.lsp` talks to (vim.lsp.rpc.PublicClient). Replies come
+--- after `request` returns (at the earliest on the next tick), as a real server's would: the
+--- client records a request after `request` returns and forgets it when the reply comes.
 ---@param dispatchers vim.lsp.rpc.Dispatchers
 function M.server(dispatchers)
   local closing = false
@@ -103,22 +115,26 @@ function M.server(dispatchers)
     end
     next_id = next_id + 1
     local id = next_id
-    vim.schedule(function()
-      local handler = handlers[method]
-      local err, result
-      if handler == nil then
-        err = { code = METHOD_NOT_FOUND, message = "flemma: method not supported: " .. tostring(method) }
-      else
-        local ok, value = pcall(handler, params)
-        if ok then
-          result = value
-        else
-          err = { code = INTERNAL_ERROR, message = "flemma: " .. tostring(value) }
-        end
+    local replied = false
+    local function reply(err, result)
+      if replied then
+        return
       end
+      replied = true
       callback(err, result)
       if notify_reply_callback then
         notify_reply_callback(id)
+      end
+    end
+    vim.schedule(function()
+      local handler = handlers[method]
+      if handler == nil then
+        reply({ code = METHOD_NOT_FOUND, message = "flemma: method not supported: " .. tostring(method) })
+        return
+      end
+      local ok, err = pcall(handler, params, reply)
+      if not ok then
+        reply({ code = INTERNAL_ERROR, message = "flemma: " .. tostring(err) })
       end
     end)
     return true, id

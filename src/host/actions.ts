@@ -7,6 +7,7 @@ import type { DeclarativeSettings, LuaToolSpec } from './tools.js';
 import type { LuaResolverSpec } from './approval.js';
 import type { LuaSecretsSpec } from './secrets.js';
 import { mcpStatusLines } from '../core/tools/mcp/status.js';
+import { definition, hover } from './navigation.js';
 
 export type Action = (ctx: HostContext, params: unknown) => unknown;
 
@@ -81,6 +82,13 @@ export const actions: Record<string, Action> = {
     const state = await ctx.documents.parsed(bufnrOf(params));
     return state === undefined ? null : state.document;
   },
+  /**
+   * `gd`, `gf` and the language server's definition: `{bufnr, row, col, file, cwd, files_only?}`
+   * → `{path}`, `{row}`, `{message}`, or null (`gf`: no reference there).
+   */
+  'buffer:definition': (ctx, params) => definition(ctx.documents, params),
+  /** The language server's hover: the same params → Markdown, or null. */
+  'buffer:hover': (ctx, params) => hover(ctx.documents, params),
   /** Send the buffer's conversation and stream the reply into it (the third phase of <C-]>). */
   'chat:send': (ctx, params) => {
     const bufnr = bufnrOf(params);

@@ -537,6 +537,81 @@ async function toolBenchmarks(lane: Lane): Promise<void> {
   }
 }
 
+/**
+ * `gd` and `gf` on a 1 MB chat: from the key press to the cursor on the tool result (or the
+ * referenced file open), with the buffer unchanged since the last press and right after an edit.
+ */
+async function navigation(lane: Lane): Promise<void> {
+  const driver = await startDriver({ rtp: [BENCH_RTP], ui: { width: 120, height: 40 } });
+  try {
+    const lines = largeChat(1024 * 1024, 400);
+    const document = parseLines(lines);
+    // The last tool use and its result: the whole buffer lies before them.
+    let use = 0;
+    let result = 0;
+    for (const message of document.messages) {
+      for (const segment of message.segments) {
+        if (segment.kind === 'tool_use') use = segment.span.startLine;
+        if (segment.kind === 'tool_result' && use > 0 && segment.span.startLine > use) {
+          result = segment.span.startLine;
+        }
+      }
+    }
+    const refLine = lines.findIndex((line, i) => i > result && line.includes('@./src/file'));
+    const refCol = (lines[refLine] ?? '').indexOf('@./src/file') + 4;
+    driver.writeFile(
+      `src/${/@\.\/src\/(file\d+\.lua)/.exec(lines[refLine] ?? '')?.[1] ?? ''}`,
+      'x\n',
+    );
+    const buf = await driver.openChat('nav.chat', lines);
+    const expected = document.messages.length;
+    await driver.lua(
+      `local bufnr, expected = ...
+      local ns = vim.api.nvim_create_namespace("flemma.messages")
+      vim.wait(10000, function() return #vim.api.nvim_buf_get_extmarks(bufnr, ns, 0, -1, {}) == expected end, 5)`,
+      buf,
+      expected,
+    );
+    const press = async (keys: string): Promise<number> => {
+      const after = driver.eventCount;
+      await driver.lua('require("flemma_bench").navigate_async(...)', keys);
+      const done = await driver.waitForEvent('FlemmaBenchNavigated', { after });
+      return done.data['ms'] as number;
+    };
+    const gd: number[] = [];
+    const gdEdited: number[] = [];
+    const gf: number[] = [];
+    for (let run = 0; run < 12; run++) {
+      await driver.lua('vim.api.nvim_win_set_cursor(0, { ..., 0 })', use);
+      gd.push(await press('gd'));
+      // An edit at the end (as typing the next question does) before the next press.
+      await driver.lua(
+        'vim.api.nvim_buf_set_lines(..., -1, -1, false, { "edit " .. vim.uv.hrtime() })',
+        buf,
+      );
+      await driver.lua('vim.api.nvim_win_set_cursor(0, { ..., 0 })', use);
+      gdEdited.push(await press('gd'));
+      await driver.lua(
+        'local r, c = ... vim.api.nvim_win_set_cursor(0, { r, c })',
+        refLine + 1,
+        refCol,
+      );
+      gf.push(await press('gf'));
+      await driver.command(`buffer ${String(buf)}`);
+    }
+    report(`navigate.gd_1mb.median[nvim-${lane.lane}]`, percentile(gd.slice(2), 50), 'ms', 2);
+    report(
+      `navigate.gd_1mb_after_edit.median[nvim-${lane.lane}]`,
+      percentile(gdEdited.slice(2), 50),
+      'ms',
+      2,
+    );
+    report(`navigate.gf_1mb.median[nvim-${lane.lane}]`, percentile(gf.slice(2), 50), 'ms', 2);
+  } finally {
+    await driver.quit();
+  }
+}
+
 // `FLEMMA_BENCH_ONLY=tools,loop` runs only the named groups (when profiling one of them).
 const groups: [string, (lane: Lane) => Promise<void>][] = [
   ['tools', toolBenchmarks],
@@ -545,6 +620,7 @@ const groups: [string, (lane: Lane) => Promise<void>][] = [
   ['start', coldStart],
   ['stream', streaming],
   ['open', openLargeChat],
+  ['navigate', navigation],
 ];
 const only = (process.env['FLEMMA_BENCH_ONLY'] ?? '').split(',').filter((name) => name !== '');
 for (const lane of lanes) {

@@ -1,4 +1,8 @@
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { parseLines } from '../../src/core/chat/parser.js';
 import { SdkLoader } from '../../src/core/provider/sdk.js';
 import { actions, dispatch } from '../../src/host/actions.js';
 import type { HostContext } from '../../src/host/context.js';
@@ -52,5 +56,87 @@ describe('the host dispatch table', () => {
       'unknown log level "loud"',
     );
     expect(ctx.logger.level).toBe('debug');
+  });
+});
+
+describe('navigation questions (buffer:definition, buffer:hover)', () => {
+  const CHAT = [
+    '@You:',
+    'see @./notes.md and @./gone.md',
+    '@Assistant:',
+    '**Tool Use:** `bash` (`t1`)',
+    '```json',
+    '{}',
+    '```',
+    '@You:',
+    '**Tool Result:** `t1`',
+    '```',
+    'ok',
+    '```',
+  ];
+
+  /** A context whose only part is a document store following buffer 3 with `CHAT`. */
+  function withChat(): { ctx: HostContext; attached: number[] } {
+    const attached: number[] = [];
+    const documents = {
+      attach: (bufnr: number) => {
+        attached.push(bufnr);
+        return Promise.resolve(
+          bufnr === 3 ? { bufnr, lines: CHAT, tick: 1, document: parseLines(CHAT) } : undefined,
+        );
+      },
+    };
+    return { ctx: { ...context(), documents } as unknown as HostContext, attached };
+  }
+
+  it('answers from the followed tree, with paths from the chat file or the cwd', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'flemma-nav-'));
+    try {
+      mkdirSync(join(dir, 'chats'));
+      writeFileSync(join(dir, 'chats', 'notes.md'), 'twelve bytes');
+      writeFileSync(join(dir, 'notes.md'), 'x');
+      const { ctx, attached } = withChat();
+      const at = (row: number, col: number, file = join(dir, 'chats', 'talk.chat')) => ({
+        bufnr: 3,
+        row,
+        col,
+        file,
+        cwd: dir,
+      });
+      expect(await dispatch(ctx, 'buffer:definition', at(3, 0))).toEqual({ row: 8 });
+      expect(await dispatch(ctx, 'buffer:definition', at(9, 0))).toEqual({ row: 3 });
+      expect(await dispatch(ctx, 'buffer:definition', at(1, 6))).toEqual({
+        path: join(dir, 'chats', 'notes.md'),
+      });
+      // A buffer without a name: references start at the cwd.
+      expect(await dispatch(ctx, 'buffer:definition', at(1, 6, ''))).toEqual({
+        path: join(dir, 'notes.md'),
+      });
+      expect(await dispatch(ctx, 'buffer:definition', { ...at(1, 22), files_only: true })).toEqual({
+        message: `@./gone.md: no such file: ${join(dir, 'chats', 'gone.md')}`,
+      });
+      expect(
+        await dispatch(ctx, 'buffer:definition', { ...at(3, 0), files_only: true }),
+      ).toBeNull();
+      expect(await dispatch(ctx, 'buffer:hover', at(1, 6))).toBe(
+        `**@./notes.md**\n\n\`${join(dir, 'chats', 'notes.md')}\` (12 bytes)`,
+      );
+      expect(await dispatch(ctx, 'buffer:hover', at(10, 0))).toContain(
+        '**Tool result** for `bash` (`t1`): finished',
+      );
+      expect(attached.every((bufnr) => bufnr === 3)).toBe(true);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('answers null for a buffer it cannot follow, and refuses malformed params', async () => {
+    const { ctx } = withChat();
+    const params = { bufnr: 9, row: 0, col: 0, file: '', cwd: '/' };
+    expect(await dispatch(ctx, 'buffer:definition', params)).toBeNull();
+    expect(await dispatch(ctx, 'buffer:hover', params)).toBeNull();
+    await expect(dispatch(ctx, 'buffer:definition', { bufnr: 3, row: -1 })).rejects.toThrow(
+      /expected \{ bufnr, row, col, file, cwd \}/,
+    );
   });
 });

@@ -38,10 +38,10 @@ const FRONTMATTER_CLOSE = /^```\s*$/;
 const MESSAGE_FENCE_OPEN = /^(`{3,})[^`]*$/;
 const FENCE_CLOSE = /^(`+)\s*$/;
 /** Block fence opener (tool input, tool result): backticks, a tag, the rest of the line. */
-const BLOCK_FENCE_OPEN = /^(`{3,})([A-Za-z0-9:._-]*)(.*)$/;
-const TOOL_USE_HEADER = /^\*\*Tool Use:\*\*\s*`([^`]+)`\s*\(`([^)]+)`\)/;
-const TOOL_RESULT_HEADER = /^\*\*Tool Result:\*\*\s*`([^`]+)`(.*)$/;
-const SUFFIX = /^\s*\((.*)\)\s*$/;
+export const BLOCK_FENCE_OPEN = /^(`{3,})([A-Za-z0-9:._-]*)(.*)$/;
+export const TOOL_USE_HEADER = /^\*\*Tool Use:\*\*\s*`([^`]+)`\s*\(`([^)]+)`\)/;
+export const TOOL_RESULT_HEADER = /^\*\*Tool Result:\*\*\s*`([^`]+)`(.*)$/;
+export const SUFFIX = /^\s*\((.*)\)\s*$/;
 const THINKING_SELF_CLOSING = /^<thinking\s+([A-Za-z0-9]+):signature="([^"]*)"\s*\/>$/;
 const THINKING_SIGNED = /^<thinking\s+([A-Za-z0-9]+):signature="([^"]*)"\s*>$/;
 const THINKING_PLAIN = /^<thinking>$/;
@@ -485,13 +485,13 @@ function readToolUse(
   return { segment: { kind: 'tool_use', id, name, input, fence: result.fence, span }, next };
 }
 
-interface Suffix {
+export interface Suffix {
   status?: PlaceholderStatus | 'error';
   meta?: Record<string, string>;
 }
 
 /** Words and `key=value` pairs of a header suffix or fence info string (quotes allowed). */
-function parseModeline(text: string): Suffix {
+export function parseModeline(text: string): Suffix {
   const suffix: Suffix = {};
   const meta: Record<string, string> = {};
   let positional = 0;

@@ -86,6 +86,29 @@ function M.open_async(path, expected, folds)
   end)
 end
 
+--- Press `keys` from the main loop, as a user would, and report with `User FlemmaBenchNavigated`
+--- the ms until the cursor moved or another buffer was entered (`gd`, `gf`), whichever first.
+function M.navigate_async(keys)
+  vim.schedule(function()
+    local group = vim.api.nvim_create_augroup("flemma_bench_navigate", { clear = true })
+    local started
+    local from = vim.api.nvim_win_get_cursor(0)
+    local function done(ev)
+      local at = vim.api.nvim_win_get_cursor(0)
+      if started == nil or (ev.event == "CursorMoved" and at[1] == from[1] and at[2] == from[2]) then
+        return
+      end
+      local ms = (vim.uv.hrtime() - started) / 1e6
+      started = nil
+      vim.api.nvim_del_augroup_by_id(group)
+      vim.api.nvim_exec_autocmds("User", { pattern = "FlemmaBenchNavigated", data = { ms = ms, event = ev.event } })
+    end
+    vim.api.nvim_create_autocmd({ "CursorMoved", "BufEnter" }, { group = group, callback = done })
+    started = vim.uv.hrtime()
+    vim.api.nvim_input(keys)
+  end)
+end
+
 local lag = { timer = nil, samples = {}, expected = 0 }
 
 --- Start a repeating timer that records how late each tick fires (ms).
