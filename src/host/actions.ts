@@ -8,6 +8,7 @@ import type { LuaResolverSpec } from './approval.js';
 import type { LuaSecretsSpec } from './secrets.js';
 import { mcpStatusLines } from '../core/tools/mcp/status.js';
 import { definition, hover } from './navigation.js';
+import { formatSizeForLua, truncateForLua } from './lua-truncate.js';
 
 export type Action = (ctx: HostContext, params: unknown) => unknown;
 
@@ -285,6 +286,10 @@ export const actions: Record<string, Action> = {
     for (const message of problems) ctx.lua.notify('notify', { level: 'warn', message });
     return null;
   },
+  /** A Lua tool's `ctx.truncate.truncate_head/tail`: `{text, from, max_lines?, max_bytes?}`. */
+  'tools:truncate': (_ctx, params) => truncateForLua(params),
+  /** A Lua tool's `ctx.truncate.format_size`: `{bytes}` → `"12.1KB"`. */
+  'tools:format-size': (_ctx, params) => formatSizeForLua(params),
   /** A Lua tool finished: `{ call_id, result = { success, output?, error? } }`. */
   'tools:result': (ctx, params) => {
     const p = (params ?? {}) as { call_id?: unknown; result?: unknown };

@@ -39,6 +39,7 @@ import {
   ToolRegistryError,
 } from '../core/tools/registry.js';
 import { nodeTruncateFs, truncateForResult } from '../core/tools/truncate.js';
+import { LUA_TRUNCATE_FACTS } from './lua-truncate.js';
 import { loadValidator, validateInput } from '../core/tools/validate.js';
 import { builtinTools } from '../core/tools/builtins.js';
 import { type ToolCalling, type XmlLibrary, toolsSystemSection } from '../core/tools/xml.js';
@@ -766,6 +767,7 @@ export class ToolService {
           input: input ?? {},
           bufnr: call.bufnr,
           tool_id: call.toolId,
+          truncate: LUA_TRUNCATE_FACTS,
         })) as { value?: unknown; error?: unknown } | null;
         if (typeof answer?.error === 'string') throw new Error(answer.error);
         return answer?.value ?? undefined;
@@ -909,6 +911,7 @@ export class ToolService {
           cwd: execCtx.cwd,
           timeout: execCtx.timeout,
           tool_id: execCtx.tool_id,
+          truncate: LUA_TRUNCATE_FACTS,
           ...extra,
         },
       });

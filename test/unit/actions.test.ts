@@ -140,3 +140,59 @@ describe('navigation questions (buffer:definition, buffer:hover)', () => {
     );
   });
 });
+
+describe("a Lua tool's truncation (tools:truncate, tools:format-size)", () => {
+  it('answers truncate.ts in the names Lua reads, absent fields left out', async () => {
+    const ctx = context();
+    expect(
+      await dispatch(ctx, 'tools:truncate', { text: 'a\nb\nc', from: 'tail', max_lines: 2 }),
+    ).toEqual({
+      content: 'b\nc',
+      truncated: true,
+      truncated_by: 'lines',
+      total_lines: 3,
+      total_bytes: 5,
+      shown_lines: 2,
+      shown_bytes: 3,
+      output_lines: 2,
+      output_bytes: 3,
+    });
+    expect(
+      await dispatch(ctx, 'tools:truncate', { text: 'abcdefghij', from: 'head', max_bytes: 4 }),
+    ).toEqual({
+      content: 'abcd',
+      truncated: true,
+      truncated_by: 'bytes',
+      total_lines: 1,
+      total_bytes: 10,
+      shown_lines: 1,
+      shown_bytes: 4,
+      cut_line: { line: 1, line_bytes: 10, kept_bytes: 4 },
+      output_lines: 1,
+      output_bytes: 4,
+    });
+    // A limit that is not a number is the default, as the Lua API always took it.
+    expect(
+      await dispatch(ctx, 'tools:truncate', { text: 'x\n', from: 'head', max_lines: 'two' }),
+    ).toEqual({
+      content: 'x\n',
+      truncated: false,
+      total_lines: 1,
+      total_bytes: 2,
+      shown_lines: 1,
+      shown_bytes: 2,
+      output_lines: 1,
+      output_bytes: 2,
+    });
+    await expect(dispatch(ctx, 'tools:truncate', { text: 1, from: 'middle' })).rejects.toThrow(
+      /expected \{ text = <string>, from = "head" \| "tail" \}/,
+    );
+  });
+
+  it('formats sizes; anything but a positive number is 0B', async () => {
+    const ctx = context();
+    expect(await dispatch(ctx, 'tools:format-size', { bytes: 12345 })).toBe('12.1KB');
+    expect(await dispatch(ctx, 'tools:format-size', { bytes: 'big' })).toBe('0B');
+    expect(await dispatch(ctx, 'tools:format-size', null)).toBe('0B');
+  });
+});

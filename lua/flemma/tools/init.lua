@@ -13,6 +13,7 @@ local H = {
   sources = {}, ---@type table<integer, { label: string, done: boolean }>
   next_source = 0,
   calls = {}, ---@type table<string, { cancel: function|nil }>
+  runs = setmetatable({}, { __mode = "k" }), ---@type table<thread, function>  running `execute`s: how to resume each
   sync_scheduled = false,
   subscribed = false,
 }
@@ -373,6 +374,82 @@ local function under(path, root)
   return path:sub(1, #prefix) == prefix
 end
 
+-- ---------------------------------------------------------------------------------------------
+-- `ctx.truncate`: the host truncates (src/core/tools/truncate.ts, through `tools:truncate` and
+-- `tools:format-size`). A tool's `execute` runs in a coroutine of its own, so that inside it these
+-- functions answer like plain functions: the tool waits for the host, Neovim does not. Elsewhere
+-- (a callback of `vim.system`, a timer) they take a callback as their last argument.
+
+--- Ask the host for a Lua tool: `callback(result, err)` when given; else, inside `execute`, the
+--- answer (the tool's coroutine waits for it); else an error that says to pass a callback.
+function H.ask(what, method, params, callback)
+  local host = require("flemma.host")
+  if callback ~= nil then
+    host.call(method, params, function(err, result)
+      callback(result ~= vim.NIL and result or nil, err)
+    end)
+    return nil
+  end
+  local co = coroutine.running()
+  local resume = co and H.runs[co]
+  if not resume then
+    error(
+      string.format(
+        "ctx.truncate.%s: outside a tool's execute, pass a callback: %s(…, function(result, err) … end)",
+        what,
+        what
+      ),
+      3
+    )
+  end
+  local waiting, answered, err, result = false, false, nil, nil
+  host.call(method, params, function(e, r)
+    if waiting then
+      resume(e, r)
+    else
+      answered, err, result = true, e, r
+    end
+  end)
+  if not answered then
+    waiting = true
+    err, result = coroutine.yield()
+  end
+  if err then
+    error(string.format("ctx.truncate.%s: %s", what, tostring(err)), 3)
+  end
+  return result
+end
+
+--- Text and limits as `tools:truncate` takes them (a non-string becomes its `tostring`).
+local function truncate_params(from, text, opts)
+  text = type(text) == "string" and text or tostring(text or "")
+  opts = type(opts) == "table" and opts or {}
+  return { text = text, from = from, max_lines = opts.max_lines, max_bytes = opts.max_bytes }
+end
+
+--- The `ctx.truncate` namespace; `limits` are the host's (`MAX_LINES`, `MAX_BYTES`, the markers).
+function H.truncate_namespace(limits)
+  limits = type(limits) == "table" and limits or {}
+  return {
+    MAX_LINES = limits.max_lines,
+    MAX_BYTES = limits.max_bytes,
+    HEAD_CUT_MARKER = limits.head_cut_marker,
+    TAIL_CUT_MARKER = limits.tail_cut_marker,
+    --- Keep the first lines (file reads, listings, search results).
+    truncate_head = function(text, opts, callback)
+      return H.ask("truncate_head", "tools:truncate", truncate_params("head", text, opts), callback)
+    end,
+    --- Keep the last lines (command output, where the end matters).
+    truncate_tail = function(text, opts, callback)
+      return H.ask("truncate_tail", "tools:truncate", truncate_params("tail", text, opts), callback)
+    end,
+    --- `12345` → `"12.1KB"`.
+    format_size = function(bytes, callback)
+      return H.ask("format_size", "tools:format-size", { bytes = bytes }, callback)
+    end,
+  }
+end
+
 --- The ExecutionContext a Lua tool receives (the seed's fields and namespaces).
 function M.context(facts, tool_name)
   local bufnr = facts.bufnr
@@ -437,7 +514,7 @@ function M.context(facts, tool_name)
       }
     end,
     truncate = function()
-      return require("flemma.tools.truncate")
+      return H.truncate_namespace(facts.truncate)
     end,
   }
   ctx.get_config = function()
@@ -497,19 +574,31 @@ function M.execute(params)
     local info = debug.getinfo(def.execute, "u")
     local wants_callback = def.async == true or (info and info.nparams >= 3)
     H.calls[call_id] = { cancel = nil }
-    local ok, ret = pcall(def.execute, input, ctx, wants_callback and vim.schedule_wrap(callback) or nil)
-    if not ok then
-      callback({ success = false, error = tostring(ret) })
-    elseif wants_callback and type(ret) == "function" then
-      if not finished and H.calls[call_id] then
-        H.calls[call_id].cancel = ret
+    local function returned(ok, ret)
+      if not ok then
+        callback({ success = false, error = tostring(ret) })
+      elseif wants_callback and type(ret) == "function" then
+        if not finished and H.calls[call_id] then
+          H.calls[call_id].cancel = ret
+        end
+      elseif wants_callback and type(ret) == "table" then
+        -- A three-argument function that answered at once.
+        callback(ret)
+      elseif not wants_callback then
+        callback(ret)
       end
-    elseif wants_callback and type(ret) == "table" then
-      -- A three-argument function that answered at once.
-      callback(ret)
-    elseif not wants_callback then
-      callback(ret)
     end
+    -- In a coroutine of its own, so that `ctx.truncate` can wait for the host (H.ask).
+    local co = coroutine.create(def.execute)
+    local function resume(...)
+      local ok, ret = coroutine.resume(co, ...)
+      if coroutine.status(co) == "dead" then
+        H.runs[co] = nil
+        returned(ok, ret)
+      end
+    end
+    H.runs[co] = resume
+    resume(input, ctx, wants_callback and vim.schedule_wrap(callback) or nil)
   end)
 end
 
@@ -540,7 +629,7 @@ function M.require_approval(params)
   if not def or type(def.require_approval) ~= "function" then
     return { value = vim.NIL }
   end
-  local facts = { bufnr = params.bufnr, cwd = vim.fn.getcwd(), tool_id = params.tool_id }
+  local facts = { bufnr = params.bufnr, cwd = vim.fn.getcwd(), tool_id = params.tool_id, truncate = params.truncate }
   local ok, value = pcall(def.require_approval, call_input(params), M.context(facts, params.name))
   if not ok then
     return { error = tostring(value) }
