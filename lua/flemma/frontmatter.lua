@@ -455,15 +455,14 @@ end
 -- ---------------------------------------------------------------------------------------------
 -- Custom languages
 
-H.languages = {}
-
---- Tell the host which languages have a reader (it reads them as known in the buffer's tree).
-function H.sync_languages()
-  local host = require("flemma.host")
-  if host.channel() then
-    host.notify("frontmatter:languages", { names = vim.tbl_keys(H.languages) })
-  end
-end
+--- The registered languages (name → `parse`), synced to the host (`frontmatter:languages`), which
+--- then reads them as known in the buffer's tree.
+H.languages = require("flemma.util.registry").new({
+  method = "frontmatter:languages",
+  payload = function(self)
+    return { names = self:names() }
+  end,
+})
 
 --- Register a frontmatter language: `parse(code)` returns a table like a JSON frontmatter's
 --- (options under `flemma`, with `$set` / `$append` / `$prepend` / `$remove`; other keys are
@@ -474,22 +473,13 @@ function M.register_language(name, parse)
   if name == "lua" or name == "json" or name == "yaml" or name == "yml" then
     error("flemma.frontmatter.register_language: '" .. name .. "' is built in", 2)
   end
-  H.languages[name] = parse
-  if not H.subscribed then
-    H.subscribed = true
-    require("flemma.hooks").on("host:started", function()
-      vim.schedule(H.sync_languages)
-    end)
-  end
-  vim.schedule(H.sync_languages)
+  H.languages:set(name, parse)
+  -- Only once a language was registered does a starting host need to hear of them.
+  H.languages:follow_host()
 end
 
 function M.unregister_language(name)
-  name = name:lower()
-  local had = H.languages[name] ~= nil
-  H.languages[name] = nil
-  vim.schedule(H.sync_languages)
-  return had
+  return H.languages:remove(name:lower())
 end
 
 local OPERATORS = { ["$set"] = "set", ["$append"] = "append", ["$prepend"] = "prepend", ["$remove"] = "remove" }
@@ -542,7 +532,7 @@ end
 
 --- A frontmatter in a registered language: `fm` is `{custom, code, line}`.
 function H.evaluate_custom(fm)
-  local parse = H.languages[fm.custom]
+  local parse = H.languages:get(fm.custom)
   if not parse then
     return { error = string.format("frontmatter line %d: no reader for %s frontmatter", fm.line - 1, fm.custom) }
   end

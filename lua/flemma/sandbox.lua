@@ -7,11 +7,26 @@ local M = {}
 
 local H = {
   override = nil, ---@type boolean|nil
-  backends = {}, ---@type table<string, table>
   modules = {}, ---@type table<string, string>  module name → the backend name it registered
-  sync_scheduled = false,
-  subscribed = false,
 }
+
+--- The backends registered from Lua, synced to the host (`sandbox:define`, without functions).
+local registry = require("flemma.util.registry").new({
+  method = "sandbox:define",
+  payload = function(self)
+    local list = {}
+    for _, name in ipairs(self:names()) do
+      local def = self.entries[name]
+      list[#list + 1] = {
+        name = name,
+        priority = def.priority or 50,
+        description = def.description,
+        replace = def.replace == true or nil,
+      }
+    end
+    return { backends = list }
+  end,
+})
 
 --- Names that are selections rather than backends.
 local RESERVED = { auto = true, required = true }
@@ -94,36 +109,7 @@ end
 
 --- What the host receives: the backends without their functions.
 function M.payload()
-  local list = {}
-  for _, name in ipairs(M.backends()) do
-    local def = H.backends[name]
-    list[#list + 1] = {
-      name = name,
-      priority = def.priority or 50,
-      description = def.description,
-      replace = def.replace == true or nil,
-    }
-  end
-  return { backends = list }
-end
-
-local function send()
-  local host = require("flemma.host")
-  if host.channel() then
-    host.notify("sandbox:define", M.payload())
-  end
-end
-
---- Tell the host about the current set (once per tick, only when it runs).
-local function schedule_sync()
-  if H.sync_scheduled then
-    return
-  end
-  H.sync_scheduled = true
-  vim.schedule(function()
-    H.sync_scheduled = false
-    send()
-  end)
+  return registry:payload()
 end
 
 --- Register a sandbox backend:
@@ -139,41 +125,29 @@ function M.register_backend(def)
   if problem then
     error("flemma.sandbox.register_backend: " .. problem, 2)
   end
-  H.backends[def.name] = vim.tbl_extend("force", {}, def)
-  schedule_sync()
+  registry:set(def.name, vim.tbl_extend("force", {}, def))
   return def.name
 end
 
 --- Remove a backend registered from Lua; returns whether it existed. (A replaced built-in comes
 --- back in the host.)
 function M.unregister_backend(name)
-  local existed = H.backends[name] ~= nil
-  H.backends[name] = nil
   for module, backend in pairs(H.modules) do
     if backend == name then
       H.modules[module] = nil
     end
   end
-  if existed then
-    schedule_sync()
-  end
-  return existed
+  return registry:remove(name)
 end
 
 --- Names of the backends registered from Lua, sorted (`:Flemma sandbox:status` lists all).
 function M.backends()
-  local names = vim.tbl_keys(H.backends)
-  table.sort(names)
-  return names
+  return registry:names()
 end
 
 --- Subscribe once: a (re)started host gets the list before anything else.
 function M.bootstrap()
-  if H.subscribed then
-    return
-  end
-  H.subscribed = true
-  require("flemma.hooks").on("host:started", send)
+  registry:follow_host()
 end
 
 --- The settings table as a backend sees it: nil when absent or empty.
@@ -191,7 +165,7 @@ end
 --- Host → Lua `sandbox.available {name, settings}` → `{ok, error?}`. A backend that raises is
 --- unavailable, with the error as the reason.
 function M.call_available(params)
-  local def = H.backends[params.name]
+  local def = registry:get(params.name)
   if not def then
     return { ok = false, error = missing(params.name) }
   end
@@ -216,7 +190,7 @@ end
 
 --- Host → Lua `sandbox.wrap {name, argv, policy, settings}` → `{argv}` or `{error}`.
 function M.call_wrap(params)
-  local def = H.backends[params.name]
+  local def = registry:get(params.name)
   if not def then
     return { error = missing(params.name) }
   end
@@ -270,10 +244,10 @@ function M.load(params)
     end
     return { name = name, backend = spec }
   end
-  if H.modules[module] and H.backends[H.modules[module]] then
+  if H.modules[module] and registry:get(H.modules[module]) then
     return answer(H.modules[module])
   end
-  if H.backends[module] then
+  if registry:get(module) then
     return answer(module)
   end
   local ok, mod = pcall(require, module)
@@ -294,16 +268,9 @@ function M.load(params)
   if problem then
     return { error = string.format("module '%s': %s", module, problem) }
   end
-  H.backends[def.name] = vim.tbl_extend("force", {}, def)
   H.modules[module] = def.name
-  schedule_sync()
+  registry:set(def.name, vim.tbl_extend("force", {}, def))
   return answer(def.name)
-end
-
---- For tests.
-function M._reset_backends()
-  H.backends = {}
-  H.modules = {}
 end
 
 return M

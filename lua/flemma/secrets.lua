@@ -13,11 +13,20 @@ local BUILTINS = {
   { name = "gcloud", priority = 25, description = "gcloud auth print-access-token (access tokens only)" },
 }
 
-local H = {
-  resolvers = {}, ---@type table<string, table>
-  sync_scheduled = false,
-  subscribed = false,
-}
+--- The Lua resolvers, synced to the host (`secrets:define`).
+local registry = require("flemma.util.registry").new({
+  method = "secrets:define",
+  payload = function(self)
+    local out = {}
+    for _, entry in pairs(self.entries) do
+      out[#out + 1] = { name = entry.name, priority = entry.priority }
+    end
+    table.sort(out, function(a, b)
+      return a.name < b.name
+    end)
+    return { resolvers = out }
+  end,
+})
 
 local function is_builtin(name)
   for _, entry in ipairs(BUILTINS) do
@@ -26,24 +35,6 @@ local function is_builtin(name)
     end
   end
   return false
-end
-
-local function send_definitions()
-  local host = require("flemma.host")
-  if host.channel() then
-    host.notify("secrets:define", M.payload())
-  end
-end
-
-local function schedule_sync()
-  if H.sync_scheduled then
-    return
-  end
-  H.sync_scheduled = true
-  vim.schedule(function()
-    H.sync_scheduled = false
-    send_definitions()
-  end)
 end
 
 --- Add or replace a resolver.
@@ -66,20 +57,14 @@ function M.register(name, def)
   if type(priority) ~= "number" or priority ~= math.floor(priority) then
     error(string.format("flemma.secrets.register: priority of '%s' must be an integer", name), 2)
   end
-  H.resolvers[name] = { name = name, priority = priority, def = def }
-  schedule_sync()
+  registry:set(name, { name = name, priority = priority, def = def })
 end
 
 --- Remove a resolver; true when it existed.
 ---@param name string
 ---@return boolean
 function M.unregister(name)
-  if H.resolvers[name] == nil then
-    return false
-  end
-  H.resolvers[name] = nil
-  schedule_sync()
-  return true
+  return registry:remove(name)
 end
 
 --- Every resolver (built-ins included), highest priority first, ties by name.
@@ -89,7 +74,7 @@ function M.get_all()
   for _, entry in ipairs(BUILTINS) do
     all[#all + 1] = { name = entry.name, priority = entry.priority, description = entry.description, builtin = true }
   end
-  for _, entry in pairs(H.resolvers) do
+  for _, entry in pairs(registry.entries) do
     all[#all + 1] = { name = entry.name, priority = entry.priority, builtin = false }
   end
   table.sort(all, function(a, b)
@@ -121,22 +106,12 @@ end
 
 --- What the host receives: the Lua resolvers without their functions.
 function M.payload()
-  local out = {}
-  for _, entry in pairs(H.resolvers) do
-    out[#out + 1] = { name = entry.name, priority = entry.priority }
-  end
-  table.sort(out, function(a, b)
-    return a.name < b.name
-  end)
-  return { resolvers = out }
+  return registry:payload()
 end
 
+--- Subscribe once: a (re)started host gets the resolvers before anything else.
 function M.bootstrap()
-  if H.subscribed then
-    return
-  end
-  H.subscribed = true
-  require("flemma.hooks").on("host:started", send_definitions)
+  registry:follow_host()
 end
 
 --- The context a resolver receives: its settings (`secrets.<name>`, a copy) and a way to say
@@ -160,7 +135,7 @@ end
 
 --- Host → Lua: ask the resolver `params.name` for `params.credential`.
 function M.resolve(params)
-  local entry = H.resolvers[params.name]
+  local entry = registry:get(params.name)
   if not entry then
     return { supported = false, diagnostics = { "no longer registered" } }
   end

@@ -17,11 +17,21 @@ M.YOLO = "urn:flemma:approval:yolo"
 
 local DECISIONS = { approve = true, require_approval = true, deny = true }
 
-local H = {
-  resolvers = {}, ---@type table<string, { name: string, priority: integer, description: string, resolve: function }>
-  sync_scheduled = false,
-  subscribed = false,
-}
+--- The Lua resolvers (`{name, priority, description, resolve}`), synced to the host
+--- (`approval:define`).
+local registry = require("flemma.util.registry").new({
+  method = "approval:define",
+  payload = function(self)
+    local out = {}
+    for _, entry in pairs(self.entries) do
+      out[#out + 1] = { name = entry.name, priority = entry.priority, description = entry.description }
+    end
+    table.sort(out, function(a, b)
+      return a.name < b.name
+    end)
+    return { resolvers = out }
+  end,
+})
 
 --- The built-in resolvers (run by the host), as entries without a Lua `resolve`.
 local function builtins()
@@ -76,20 +86,6 @@ local function is_builtin(name)
   return name == M.CONFIG or name == M.FRONTMATTER or name == M.SANDBOX or name == M.CATCH_ALL or name == M.TOOL_DEFAULT
 end
 
-local function schedule_sync()
-  if H.sync_scheduled then
-    return
-  end
-  H.sync_scheduled = true
-  vim.schedule(function()
-    H.sync_scheduled = false
-    local host = require("flemma.host")
-    if host.channel() then
-      host.notify("approval:define", M.payload())
-    end
-  end)
-end
-
 --- Add or replace a resolver.
 ---@param name string
 ---@param def { resolve: fun(tool_name: string, input: table, ctx: table): string|nil, priority?: integer, description?: string }
@@ -110,30 +106,24 @@ function M.register(name, def)
   if def.description ~= nil and type(def.description) ~= "string" then
     error(string.format("flemma.tools.approval.register: description of '%s' must be a string", name), 2)
   end
-  H.resolvers[name] = {
+  registry:set(name, {
     name = name,
     priority = priority,
     description = def.description or "",
     resolve = def.resolve,
-  }
-  schedule_sync()
+  })
 end
 
 --- Remove a resolver; true when it existed.
 ---@param name string
 ---@return boolean
 function M.unregister(name)
-  if H.resolvers[name] == nil then
-    return false
-  end
-  H.resolvers[name] = nil
-  schedule_sync()
-  return true
+  return registry:remove(name)
 end
 
 local function sorted()
   local all = builtins()
-  for _, entry in pairs(H.resolvers) do
+  for _, entry in pairs(registry.entries) do
     all[#all + 1] = entry
   end
   table.sort(all, function(a, b)
@@ -166,27 +156,12 @@ end
 
 --- What the host receives: the Lua resolvers without their functions.
 function M.payload()
-  local out = {}
-  for _, entry in pairs(H.resolvers) do
-    out[#out + 1] = { name = entry.name, priority = entry.priority, description = entry.description }
-  end
-  table.sort(out, function(a, b)
-    return a.name < b.name
-  end)
-  return { resolvers = out }
+  return registry:payload()
 end
 
+--- Subscribe once: a (re)started host gets the resolvers before anything else.
 function M.bootstrap()
-  if H.subscribed then
-    return
-  end
-  H.subscribed = true
-  require("flemma.hooks").on("host:started", function()
-    local host = require("flemma.host")
-    if host.channel() then
-      host.notify("approval:define", M.payload())
-    end
-  end)
+  registry:follow_host()
 end
 
 --- A decision from a resolver's return value: one of the three strings, or nil (pass).
@@ -217,7 +192,7 @@ end
 
 --- Host → Lua: run the Lua resolver `params.name` for one call.
 function M.resolve(params)
-  local entry = H.resolvers[params.name]
+  local entry = registry:get(params.name)
   if not entry then
     return { decision = vim.NIL }
   end
@@ -343,11 +318,6 @@ end
 --- tool`; none of them runs. `callback(err, { cancelled = n })`.
 function M.cancel_pending(bufnr, callback)
   host_call("tool:cancel-pending", cursor_params(bufnr, 0), callback)
-end
-
---- For tests.
-function M._reset()
-  H.resolvers = {}
 end
 
 return M

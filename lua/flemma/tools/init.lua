@@ -8,15 +8,21 @@ local log = require("flemma.log")
 local M = {}
 
 local H = {
-  tools = {}, ---@type table<string, table>
   pending = 0, -- async sources still loading
   sources = {}, ---@type table<integer, { label: string, done: boolean }>
   next_source = 0,
   calls = {}, ---@type table<string, { cancel: function|nil }>
   runs = setmetatable({}, { __mode = "k" }), ---@type table<thread, function>  running `execute`s: how to resume each
-  sync_scheduled = false,
-  subscribed = false,
 }
+
+--- The tools registered from Lua, synced to the host (`tools:define`: descriptions without
+--- functions, with how many sources are still loading and the configuration's tool sources).
+local registry = require("flemma.util.registry").new({
+  method = "tools:define",
+  payload = function()
+    return M.payload()
+  end,
+})
 
 local NAME_PATTERN = "^[%w_%.:%-]+$"
 
@@ -66,21 +72,6 @@ local function check_definition(name, def, level)
   return name
 end
 
---- Tell the host about the current set (once per tick, only when it runs).
-local function schedule_sync()
-  if H.sync_scheduled then
-    return
-  end
-  H.sync_scheduled = true
-  vim.schedule(function()
-    H.sync_scheduled = false
-    local host = require("flemma.host")
-    if host.channel() then
-      host.notify("tools:define", M.payload())
-    end
-  end)
-end
-
 local function define(name, def, level)
   -- A CodeCompanion tool table (`schema`, `cmds`, `output`, …) becomes a Flemma definition.
   local codecompanion = require("flemma.tools.codecompanion")
@@ -90,8 +81,7 @@ local function define(name, def, level)
   name = check_definition(name, def, (level or 1) + 1)
   local copy = vim.tbl_extend("force", {}, def)
   copy.name = name
-  H.tools[name] = copy
-  schedule_sync()
+  registry:set(name, copy)
 end
 
 --- An asynchronous source: `resolve(register, done)`; `done(err?)` exactly once (later calls do
@@ -121,7 +111,7 @@ local function add_source(label, resolve, timeout)
         require("flemma.notify").warn(message)
       end)
     end
-    schedule_sync()
+    registry:changed()
   end
   local function register(name, def)
     if source.done then
@@ -143,7 +133,7 @@ local function add_source(label, resolve, timeout)
       done(string.format("timed out after %s s without calling done()", tostring(seconds)))
     end)
   )
-  schedule_sync()
+  registry:changed()
   local ok, err = pcall(resolve, register, done)
   if not ok then
     done(err)
@@ -194,14 +184,12 @@ end
 
 --- A registered Lua tool, or nil.
 function M.get(name)
-  return H.tools[name]
+  return registry:get(name)
 end
 
 --- Names of the tools registered from Lua, sorted.
 function M.names()
-  local names = vim.tbl_keys(H.tools)
-  table.sort(names)
-  return names
+  return registry:names()
 end
 
 --- Whether every asynchronous source has called done() (or timed out).
@@ -211,12 +199,7 @@ end
 
 --- Remove a tool registered from Lua; returns whether it existed.
 function M.unregister(name)
-  local existed = H.tools[name] ~= nil
-  H.tools[name] = nil
-  if existed then
-    schedule_sync()
-  end
-  return existed
+  return registry:remove(name)
 end
 
 local function js_modules()
@@ -264,7 +247,7 @@ end
 function M.payload()
   local tools = {}
   for _, name in ipairs(M.names()) do
-    local def = H.tools[name]
+    local def = registry:get(name)
     tools[#tools + 1] = {
       name = name,
       description = def.description,
@@ -307,23 +290,14 @@ function M.setup()
       end
     end
   end
-  schedule_sync()
+  registry:changed()
 end
 
 --- Subscribe once: a (re)started host gets the whole set before anything else.
 function M.bootstrap()
-  if H.subscribed then
-    return
-  end
-  H.subscribed = true
   -- Sandbox backends defined in Lua travel with their own notification (`sandbox:define`).
   require("flemma.sandbox").bootstrap()
-  require("flemma.hooks").on("host:started", function()
-    local host = require("flemma.host")
-    if host.channel() then
-      host.notify("tools:define", M.payload())
-    end
-  end)
+  registry:follow_host()
 end
 
 -- ---------------------------------------------------------------------------------------------
@@ -553,7 +527,7 @@ end
 function M.execute(params)
   local call_id = params.call_id
   vim.schedule(function()
-    local def = H.tools[params.name]
+    local def = registry:get(params.name)
     if not def or type(def.execute) ~= "function" then
       send_result(call_id, { success = false, error = "Unknown tool: " .. tostring(params.name) })
       return
@@ -625,7 +599,7 @@ end
 --- Host → Lua: a tool's `require_approval` function for one call (`fn(input, ctx)`); the answer
 --- as `{ value }`, or `{ error }` when it raised.
 function M.require_approval(params)
-  local def = H.tools[params.name]
+  local def = registry:get(params.name)
   if not def or type(def.require_approval) ~= "function" then
     return { value = vim.NIL }
   end
@@ -642,7 +616,7 @@ end
 
 --- Host → Lua: the error text for a rejected call (`format_rejected(reason, input)`), or nil.
 function M.format_rejected(params)
-  local def = H.tools[params.name]
+  local def = registry:get(params.name)
   if not def or type(def.format_rejected) ~= "function" then
     return vim.NIL
   end
@@ -657,7 +631,7 @@ end
 --- Host → Lua: a string a tool's optional function `field` (`cmd_string`, `format_cancelled`)
 --- returns for `input`, or nil (also when it raised: logged).
 local function optional_text(field, params)
-  local def = H.tools[params.name]
+  local def = registry:get(params.name)
   if not def or type(def[field]) ~= "function" then
     return vim.NIL
   end
@@ -681,7 +655,7 @@ end
 
 --- The body of a preview for a Lua tool with `format_preview`, or nil.
 function M.format_preview(name, input, max_length)
-  local def = H.tools[name]
+  local def = registry:get(name)
   if not def or type(def.format_preview) ~= "function" then
     return nil
   end
@@ -713,14 +687,6 @@ function M.format_preview(name, input, max_length)
     return detail .. "  # " .. label
   end
   return detail or label
-end
-
---- For tests.
-function M._reset()
-  H.tools = {}
-  H.pending = 0
-  H.sources = {}
-  H.calls = {}
 end
 
 return M
