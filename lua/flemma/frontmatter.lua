@@ -123,44 +123,6 @@ local function option(path, state)
   return setmetatable(proxy, mt)
 end
 
---- What frontmatter code may use: plain Lua helpers, no files, processes or editor state.
-local function sandbox_globals()
-  return {
-    assert = assert,
-    error = error,
-    ipairs = ipairs,
-    next = next,
-    pairs = pairs,
-    pcall = pcall,
-    select = select,
-    tonumber = tonumber,
-    tostring = tostring,
-    type = type,
-    unpack = unpack,
-    string = vim.deepcopy(string),
-    table = vim.deepcopy(table),
-    math = vim.deepcopy(math),
-    os = { date = os.date, time = os.time, clock = os.clock, getenv = os.getenv },
-    vim = {
-      deepcopy = vim.deepcopy,
-      inspect = vim.inspect,
-      split = vim.split,
-      trim = vim.trim,
-      startswith = vim.startswith,
-      endswith = vim.endswith,
-      tbl_contains = vim.tbl_contains,
-      tbl_extend = vim.tbl_extend,
-      tbl_deep_extend = vim.tbl_deep_extend,
-      tbl_keys = vim.tbl_keys,
-      tbl_values = vim.tbl_values,
-      tbl_map = vim.tbl_map,
-      tbl_filter = vim.tbl_filter,
-      list_extend = vim.list_extend,
-      json = { encode = vim.json.encode, decode = vim.json.decode },
-    },
-  }
-end
-
 --- An error from the chunk as `frontmatter line N: message` (N a buffer line).
 local function describe(message, first)
   message = tostring(message)
@@ -392,24 +354,15 @@ function M.run(code, first)
     state.ops[#state.ops + 1] = { path = canonical, op = op, value = plain(value), line = line, trust = class }
   end
   local variables = {}
-  local globals = sandbox_globals()
+  -- What frontmatter code may use: plain Lua helpers, no files, processes or editor state.
+  local restricted = require("flemma.util.restricted")
+  local globals = restricted.globals({ vim = restricted.FRONTMATTER_VIM })
   globals.flemma = setmetatable({ opt = option({}, state) }, {
     __newindex = function()
       error("flemma is read-only: set options through flemma.opt", 2)
     end,
   })
-  local env = setmetatable({}, {
-    __index = function(_, key)
-      local value = variables[key]
-      if value ~= nil then
-        return value
-      end
-      return globals[key]
-    end,
-    __newindex = function(_, key, value)
-      variables[key] = value
-    end,
-  })
+  local env = restricted.environment(variables, globals)
   local chunk, syntax = load(code, "=frontmatter", "t", env)
   if not chunk then
     return { error = describe(syntax, first) }, {}

@@ -146,56 +146,18 @@ local function tostr(value)
   return tostring(value)
 end
 
---- The environment of one render: variables, safe globals, populators, `include`.
+--- The environment of one render: variables, the restricted globals (flemma.util.restricted),
+--- populators, `include`.
 function H.environment(variables, base_dir, stack, render)
   local vars = {}
   for key, value in pairs(variables or {}) do
     vars[key] = value
   end
-  local safe = {
-    assert = assert,
-    error = error,
-    ipairs = ipairs,
-    next = next,
-    pairs = pairs,
-    pcall = pcall,
-    select = select,
-    tonumber = tonumber,
-    tostring = tostring,
-    type = type,
-    unpack = unpack,
-    -- Copies: a template that assigns `string.upper` changes its own, not Neovim's.
-    string = vim.deepcopy(string),
-    table = vim.deepcopy(table),
-    math = vim.deepcopy(math),
-    os = { date = os.date, time = os.time, clock = os.clock, getenv = os.getenv },
-    vim = {
-      inspect = vim.inspect,
-      split = vim.split,
-      trim = vim.trim,
-      tbl_keys = vim.tbl_keys,
-      json = { encode = vim.json.encode, decode = vim.json.decode },
-    },
-  }
+  local safe = require("flemma.util.restricted").globals()
   for _, populate in pairs(H.populators) do
     pcall(populate, safe)
   end
-  local env = setmetatable({}, {
-    __index = function(_, key)
-      local value = vars[key]
-      if value ~= nil then
-        return value
-      end
-      value = safe[key]
-      if value ~= nil then
-        return value
-      end
-      error(string.format("undefined variable '%s'", tostring(key)), 2)
-    end,
-    __newindex = function(_, key, value)
-      vars[key] = value
-    end,
-  })
+  local env = require("flemma.util.restricted").environment(vars, safe, { strict = true })
   --- `include(path)`: the file (relative to the chat's directory) rendered as a template.
   safe.include = function(path)
     if type(path) ~= "string" then

@@ -127,6 +127,36 @@ describe('templates', () => {
     expect(f.requests).toHaveLength(1);
   });
 
+  it('templates and the Lua frontmatter run in the restricted environment each always had', async () => {
+    const { d, f } = await start();
+    await d.openChat('env.chat', [
+      '```lua',
+      'fm = table.concat({ type(assert), type(io), type(require), type(vim.tbl_map),',
+      '  type(vim.deepcopy), type(vim.fn), type(os.date), type(os.execute), type(string.upper) }, " ")',
+      'string.upper = nil',
+      '```',
+      '@You:',
+      '{{ fm }}',
+      '{{ table.concat({ type(vim.inspect), type(vim.json.encode), type(vim.tbl_map), type(vim.deepcopy),',
+      '  type(os.getenv), type(os.remove), type(string.upper), type(select) }, " ") }}',
+      '{% string.format = nil %}{{ select(2, pcall(function() return io end)) }}',
+    ]);
+    await d.command('trust');
+    await d.command('Flemma send');
+    const request = await f.nextRequest({ path: '/v1/messages' });
+    const [fm, template, undefinedName] = lastUserText(request.body as Body).split('\n');
+    expect(fm).toBe('function nil nil function function nil function nil function');
+    expect(template).toBe('table function nil nil function nil function function');
+    expect(undefinedName).toMatch(/undefined variable 'io'$/);
+    // Each changed its own copy of `string`.
+    expect(await d.lua('return { type(string.upper), type(string.format) }')).toEqual([
+      'function',
+      'function',
+    ]);
+    await reply(request.stream());
+    await d.waitForEvent('FlemmaRequestFinished');
+  });
+
   it('an undefined variable is an error naming its line, and nothing is sent', async () => {
     const { d, f } = await start();
     const lines = ['@You:', 'Hello', '{{ nobody }}'];
