@@ -253,7 +253,12 @@ M.methods = {
     (notify[level] or notify.info)(params.message, type(params.key) == "string" and { key = params.key } or nil)
   end,
   ["rpc.reply"] = function(params)
-    M.settle(params.id, params.ok, params.ok and params.result or params.error)
+    -- Not `ok and result or error`: a `false` result is a result.
+    if params.ok then
+      M.settle(params.id, true, params.result)
+    else
+      M.settle(params.id, false, params.error)
+    end
   end,
 }
 

@@ -8,7 +8,7 @@ import type { LuaResolverSpec } from './approval.js';
 import type { LuaSecretsSpec } from './secrets.js';
 import { mcpStatusLines } from '../core/tools/mcp/status.js';
 import { definition, hover } from './navigation.js';
-import { formatSizeForLua, truncateForLua } from './lua-truncate.js';
+import { formatSizeForLua, truncateForLua, writableForLua } from './lua-context.js';
 
 export type Action = (ctx: HostContext, params: unknown) => unknown;
 
@@ -290,6 +290,8 @@ export const actions: Record<string, Action> = {
   'tools:truncate': (_ctx, params) => truncateForLua(params),
   /** A Lua tool's `ctx.truncate.format_size`: `{bytes}` → `"12.1KB"`. */
   'tools:format-size': (_ctx, params) => formatSizeForLua(params),
+  /** A Lua tool's `ctx.sandbox.is_path_writable`: `{path, base, rw_paths}` → boolean. */
+  'tools:writable': (_ctx, params) => writableForLua(params),
   /** A Lua tool finished: `{ call_id, result = { success, output?, error? } }`. */
   'tools:result': (ctx, params) => {
     const p = (params ?? {}) as { call_id?: unknown; result?: unknown };

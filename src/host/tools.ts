@@ -39,7 +39,7 @@ import {
   ToolRegistryError,
 } from '../core/tools/registry.js';
 import { nodeTruncateFs, truncateForResult } from '../core/tools/truncate.js';
-import { LUA_TRUNCATE_FACTS } from './lua-truncate.js';
+import { LUA_TRUNCATE_FACTS } from './lua-context.js';
 import { loadValidator, validateInput } from '../core/tools/validate.js';
 import { builtinTools } from '../core/tools/builtins.js';
 import { type ToolCalling, type XmlLibrary, toolsSystemSection } from '../core/tools/xml.js';

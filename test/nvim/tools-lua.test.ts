@@ -1,7 +1,7 @@
 // The Lua side of tools: the preview renderer (lua/flemma/tools/preview.lua), checked against
-// the TypeScript original in this process, and a Lua tool's `ctx.truncate`, which asks the host
-// (src/core/tools/truncate.ts answers). One Neovim for the file; every case makes its own buffers
-// and windows and puts options back.
+// the TypeScript original in this process, and what a Lua tool's context asks the host
+// (`ctx.truncate`, `ctx.sandbox.is_path_writable`). One Neovim for the file; every case makes its
+// own buffers and windows and puts options back.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { type Driver, startDriver } from '../helpers/driver.js';
 import { fitPreview } from '../../src/core/tools/preview.js';
@@ -419,11 +419,15 @@ let runs = 0;
  * the host has Neovim run one (`tools.execute`, with the facts the host sends); answers the value
  * the body passes to `done` (at once, or later from a callback).
  */
-async function runInTool<T>(body: string, args: unknown): Promise<T> {
+async function runInTool<T>(
+  body: string,
+  args: unknown,
+  facts: Record<string, unknown> = {},
+): Promise<T> {
   runs += 1;
   const name = `probe_${String(runs)}`;
   await driver.lua(
-    `local name, body, args = ...
+    `local name, body, args, facts = ...
     local run = assert(loadstring("local ctx, args, done = ... " .. body))
     _G.tool_answers = _G.tool_answers or {}
     require("flemma.tools").register(name, {
@@ -443,13 +447,14 @@ async function runInTool<T>(body: string, args: unknown): Promise<T> {
       call_id = name,
       name = name,
       input = {},
-      ctx = { bufnr = 1, cwd = vim.fn.getcwd(), tool_id = name, truncate = {
+      ctx = vim.tbl_extend("force", { bufnr = 1, cwd = vim.fn.getcwd(), tool_id = name, truncate = {
         max_lines = 2000, max_bytes = 51200,
-        head_cut_marker = " ... [truncated]", tail_cut_marker = "[truncated] ... " } },
+        head_cut_marker = " ... [truncated]", tail_cut_marker = "[truncated] ... " } }, facts),
     })`,
     name,
     body,
     args,
+    facts,
   );
   const answer = await driver.lua<{ value?: T; error?: string }>(
     `local name = ...
@@ -485,7 +490,7 @@ async function expectParity(cases: Case[]): Promise<void> {
   });
 }
 
-describe("a Lua tool's ctx.truncate asks the host", () => {
+describe("what a Lua tool's ctx asks the host", () => {
   it('answers inside execute as if the functions were plain ones', async () => {
     const answer = await runInTool<unknown[]>(
       `done({ ctx.truncate.MAX_LINES, ctx.truncate.MAX_BYTES, ctx.truncate.format_size(12345),
@@ -515,6 +520,25 @@ describe("a Lua tool's ctx.truncate asks the host", () => {
     expect(answer[2]).toMatch(
       /ctx\.truncate\.truncate_tail: outside a tool's execute, pass a callback: truncate_tail\(…, function\(result, err\) … end\)/,
     );
+  });
+
+  it('asks the host about the write policy too (ctx.sandbox.is_path_writable)', async () => {
+    const home = driver.home;
+    const answer = await runInTool<unknown[]>(
+      `local base = ctx.cwd
+      local inside = ctx.sandbox.is_path_writable("notes.txt")
+      local outside = ctx.sandbox.is_path_writable("/etc/hosts")
+      vim.uv.fs_symlink("/etc/flemma-never-created", base .. "/dangling-" .. ctx.tool_id)
+      local dangling = ctx.sandbox.is_path_writable("dangling-" .. ctx.tool_id)
+      vim.defer_fn(function()
+        ctx.sandbox.is_path_writable(base .. "/sub/new.txt", function(later)
+          done({ inside, outside, dangling, later })
+        end)
+      end, 0)`,
+      null,
+      { sandbox: { enabled: true, rw_paths: [`${home}/work`] } },
+    );
+    expect(answer).toEqual([true, false, false, true]);
   });
 
   it('gives the answers of truncate.ts on small and edge inputs', async () => {

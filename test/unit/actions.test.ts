@@ -1,4 +1,4 @@
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -194,5 +194,32 @@ describe("a Lua tool's truncation (tools:truncate, tools:format-size)", () => {
     expect(await dispatch(ctx, 'tools:format-size', { bytes: 12345 })).toBe('12.1KB');
     expect(await dispatch(ctx, 'tools:format-size', { bytes: 'big' })).toBe('0B');
     expect(await dispatch(ctx, 'tools:format-size', null)).toBe('0B');
+  });
+});
+
+describe("a Lua tool's write policy (tools:writable)", () => {
+  it('answers the sandbox paths rule: inside the writable paths, links followed', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'flemma-writable-'));
+    try {
+      mkdirSync(join(dir, 'work'));
+      symlinkSync('/etc', join(dir, 'work', 'out'));
+      const ctx = context();
+      const ask = (path: string) =>
+        dispatch(ctx, 'tools:writable', {
+          path,
+          base: join(dir, 'work'),
+          rw_paths: [join(dir, 'work')],
+        });
+      expect(await ask('notes.txt')).toBe(true);
+      expect(await ask('sub/new.txt')).toBe(true);
+      expect(await ask('../elsewhere.txt')).toBe(false);
+      expect(await ask('out/passwd')).toBe(false);
+      expect(await ask('/etc/hosts')).toBe(false);
+      await expect(dispatch(ctx, 'tools:writable', { path: 'x' })).rejects.toThrow(
+        /expected \{ path = <string>, base = <string>, rw_paths = <list> \}/,
+      );
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

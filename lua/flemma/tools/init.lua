@@ -303,43 +303,7 @@ end
 -- ---------------------------------------------------------------------------------------------
 -- Execution (host → Lua)
 
---- The path with symlinks resolved: the real path of its longest existing prefix, followed by
---- the rest. A dangling symlink is followed to where it points (writing through it would land
---- there), up to 40 links deep.
-local function real_path(path, depth)
-  depth = depth or 0
-  path = vim.fs.normalize(path)
-  local rest = {}
-  local current = path
-  while current and current ~= "" do
-    local real = vim.uv.fs_realpath(current)
-    if real then
-      if #rest == 0 then
-        return real
-      end
-      return vim.fs.joinpath(real, unpack(rest))
-    end
-    local target = depth < 40 and vim.uv.fs_readlink(current) or nil
-    if target then
-      if target:sub(1, 1) ~= "/" then
-        target = vim.fs.joinpath(vim.fs.dirname(current), target)
-      end
-      local resolved = real_path(target, depth + 1)
-      if #rest == 0 then
-        return resolved
-      end
-      return vim.fs.joinpath(resolved, unpack(rest))
-    end
-    local parent = vim.fs.dirname(current)
-    if parent == current then
-      break
-    end
-    table.insert(rest, 1, vim.fs.basename(current))
-    current = parent
-  end
-  return path
-end
-
+--- `path` is `root` or lies below it (`ctx.path.is_inside`; paths normalized, no links followed).
 local function under(path, root)
   if path == root then
     return true
@@ -349,10 +313,12 @@ local function under(path, root)
 end
 
 -- ---------------------------------------------------------------------------------------------
--- `ctx.truncate`: the host truncates (src/core/tools/truncate.ts, through `tools:truncate` and
--- `tools:format-size`). A tool's `execute` runs in a coroutine of its own, so that inside it these
--- functions answer like plain functions: the tool waits for the host, Neovim does not. Elsewhere
--- (a callback of `vim.system`, a timer) they take a callback as their last argument.
+-- What the context asks the host: truncation (`ctx.truncate`, src/core/tools/truncate.ts through
+-- `tools:truncate` and `tools:format-size`) and the write policy
+-- (`ctx.sandbox.is_path_writable`, src/core/tools/sandbox/paths.ts through `tools:writable`). A
+-- tool's `execute` runs in a coroutine of its own, so that inside it these functions answer like
+-- plain functions: the tool waits for the host, Neovim does not. Elsewhere (a callback of
+-- `vim.system`, a timer) they take a callback as their last argument.
 
 --- Ask the host for a Lua tool: `callback(result, err)` when given; else, inside `execute`, the
 --- answer (the tool's coroutine waits for it); else an error that says to pass a callback.
@@ -360,7 +326,10 @@ function H.ask(what, method, params, callback)
   local host = require("flemma.host")
   if callback ~= nil then
     host.call(method, params, function(err, result)
-      callback(result ~= vim.NIL and result or nil, err)
+      if result == vim.NIL then
+        result = nil
+      end
+      callback(result, err)
     end)
     return nil
   end
@@ -369,9 +338,9 @@ function H.ask(what, method, params, callback)
   if not resume then
     error(
       string.format(
-        "ctx.truncate.%s: outside a tool's execute, pass a callback: %s(…, function(result, err) … end)",
+        "ctx.%s: outside a tool's execute, pass a callback: %s(…, function(result, err) … end)",
         what,
-        what
+        what:match("[^.]+$")
       ),
       3
     )
@@ -389,7 +358,7 @@ function H.ask(what, method, params, callback)
     err, result = coroutine.yield()
   end
   if err then
-    error(string.format("ctx.truncate.%s: %s", what, tostring(err)), 3)
+    error(string.format("ctx.%s: %s", what, tostring(err)), 3)
   end
   return result
 end
@@ -411,15 +380,15 @@ function H.truncate_namespace(limits)
     TAIL_CUT_MARKER = limits.tail_cut_marker,
     --- Keep the first lines (file reads, listings, search results).
     truncate_head = function(text, opts, callback)
-      return H.ask("truncate_head", "tools:truncate", truncate_params("head", text, opts), callback)
+      return H.ask("truncate.truncate_head", "tools:truncate", truncate_params("head", text, opts), callback)
     end,
     --- Keep the last lines (command output, where the end matters).
     truncate_tail = function(text, opts, callback)
-      return H.ask("truncate_tail", "tools:truncate", truncate_params("tail", text, opts), callback)
+      return H.ask("truncate.truncate_tail", "tools:truncate", truncate_params("tail", text, opts), callback)
     end,
     --- `12345` → `"12.1KB"`.
     format_size = function(bytes, callback)
-      return H.ask("format_size", "tools:format-size", { bytes = bytes }, callback)
+      return H.ask("truncate.format_size", "tools:format-size", { bytes = bytes }, callback)
     end,
   }
 end
@@ -460,17 +429,18 @@ function M.context(facts, tool_name)
     end,
     sandbox = function()
       return {
-        is_path_writable = function(p)
+        --- Whether writing `p` (relative to `__dirname`, else `cwd`) stays in the writable
+        --- paths, symbolic links followed; always true when the sandbox is off.
+        is_path_writable = function(p, callback)
           if not sandbox.enabled then
+            if callback then
+              callback(true)
+              return nil
+            end
             return true
           end
-          local target = real_path(p:sub(1, 1) == "/" and p or vim.fs.joinpath(base, p))
-          for _, root in ipairs(sandbox.rw_paths or {}) do
-            if under(target, root) then
-              return true
-            end
-          end
-          return false
+          local params = { path = p, base = base, rw_paths = sandbox.rw_paths or {} }
+          return H.ask("sandbox.is_path_writable", "tools:writable", params, callback)
         end,
         wrap_command = function(argv)
           if not sandbox.enabled then
@@ -562,7 +532,7 @@ function M.execute(params)
         callback(ret)
       end
     end
-    -- In a coroutine of its own, so that `ctx.truncate` can wait for the host (H.ask).
+    -- In a coroutine of its own, so that the context can wait for the host (H.ask).
     local co = coroutine.create(def.execute)
     local function resume(...)
       local ok, ret = coroutine.resume(co, ...)

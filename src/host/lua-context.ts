@@ -1,7 +1,7 @@
-// `tools:truncate` and `tools:format-size`: a Lua tool's `ctx.truncate` asks the host, which
-// truncates with src/core/tools/truncate.ts (docs/tools.md, "The ExecutionContext"). The Lua side
-// keeps no copy of the rules; the names of the answer are the Lua ones (snake_case, and the
-// `output_*` aliases the seed's tools read).
+// What a Lua tool's `ctx` asks the host (docs/tools.md, "The ExecutionContext"): truncation
+// (`tools:truncate`, `tools:format-size`, with src/core/tools/truncate.ts) and the write policy
+// (`tools:writable`, with src/core/tools/sandbox/paths.ts). The Lua side keeps no copy of these
+// rules; answers use the Lua names (snake_case, and the `output_*` aliases the seed's tools read).
 import {
   HEAD_CUT_MARKER,
   MAX_BYTES,
@@ -12,6 +12,7 @@ import {
   truncateHead,
   truncateTail,
 } from '../core/tools/truncate.js';
+import { isPathWritable } from '../core/tools/sandbox/paths.js';
 
 /** `{text, from = "head" | "tail", max_lines?, max_bytes?}`. */
 export interface LuaTruncateParams {
@@ -43,8 +44,8 @@ export const LUA_TRUNCATE_FACTS = {
   tail_cut_marker: TAIL_CUT_MARKER,
 } as const;
 
-export class LuaTruncateError extends Error {
-  override name = 'LuaTruncateError';
+export class LuaContextError extends Error {
+  override name = 'LuaContextError';
 }
 
 /** A limit as the Lua API took it: anything but a number means the default. */
@@ -56,7 +57,7 @@ export function truncateParams(params: unknown): LuaTruncateParams {
   const p = (params ?? {}) as Record<string, unknown>;
   const { text, from } = p;
   if (typeof text !== 'string' || (from !== 'head' && from !== 'tail')) {
-    throw new LuaTruncateError(
+    throw new LuaContextError(
       `expected { text = <string>, from = "head" | "tail" }, got ${JSON.stringify(params)}`,
     );
   }
@@ -100,4 +101,21 @@ export function truncateForLua(params: unknown): LuaTruncation {
 export function formatSizeForLua(params: unknown): string {
   const bytes = (params as { bytes?: unknown } | null)?.bytes;
   return formatSize(typeof bytes === 'number' ? bytes : 0);
+}
+
+/**
+ * `tools:writable`: `{path, base, rw_paths}` (`rw_paths` as the call's context carried them) →
+ * whether writing `path` (relative to `base`) stays inside them, symbolic links followed.
+ */
+export function writableForLua(params: unknown): boolean {
+  const p = (params ?? {}) as Record<string, unknown>;
+  const { path, base } = p;
+  const rwPaths = Array.isArray(p['rw_paths']) ? (p['rw_paths'] as unknown[]) : undefined;
+  if (typeof path !== 'string' || typeof base !== 'string' || rwPaths === undefined) {
+    throw new LuaContextError(
+      `expected { path = <string>, base = <string>, rw_paths = <list> }, got ${JSON.stringify(params)}`,
+    );
+  }
+  const roots = rwPaths.filter((root): root is string => typeof root === 'string');
+  return isPathWritable(path, roots, base);
 }
