@@ -2,8 +2,10 @@
 --- blocks inside them (thinking, tool uses, tool results, code fences) — read line by line in Lua.
 ---
 --- The host's parser (src/core/chat/parser.ts) stays the authority on what a chat means; this
---- scan only decides what the buffer looks like, so that highlighting and folds never wait for
---- the host (it may be starting, or busy). It follows the parser's rules for everything it
+--- scan only decides what the buffer looks like, so that highlighting, folds and the message
+--- motions (`]m`, `[m`, `im`, `am` in flemma.chat) never wait for the host (it may be starting,
+--- or busy). It is the only reading of the grammar on the Lua side: `gd`, `gf` and the language
+--- server ask the host (flemma.navigation). It follows the parser's rules for everything it
 --- reports, and test/nvim/ui-scan.test.ts checks that both agree on a corpus of chats and on
 --- thousands of random edits of it.
 ---
@@ -16,8 +18,7 @@
 --- A tool block whose fence is not closed has `open = true` (it is still being written).
 local M = {}
 
---- The status words of a tool result header suffix or placeholder fence, and what each means
---- (shared with flemma.navigation).
+--- The status words of a tool result header suffix or placeholder fence, and what each means.
 local STATUS_ALIASES = {
   pending = "pending",
   approved = "approved",
@@ -29,8 +30,6 @@ local STATUS_ALIASES = {
   aborted = "aborted",
   error = "error",
 }
-
-M.STATUS_ALIASES = STATUS_ALIASES
 
 local BACKTICK, AT, STAR, LT = 96, 64, 42, 60
 
@@ -48,9 +47,6 @@ local function fence_close(line)
   local ticks = line:match("^(`+)%s*$")
   return ticks and #ticks or nil
 end
-
-M.text_fence_open = text_fence_open
-M.fence_close = fence_close
 
 --- The words and `key=value` pairs of a header suffix or a fence info string: the status.
 local function modeline_status(text)
