@@ -12,7 +12,7 @@ local H = {
   sources = {}, ---@type table<integer, { label: string, done: boolean }>
   next_source = 0,
   calls = {}, ---@type table<string, { cancel: function|nil }>
-  runs = setmetatable({}, { __mode = "k" }), ---@type table<thread, function>  running `execute`s: how to resume each
+  runs = {}, ---@type table<thread, function>  each running `execute`'s coroutine: how to resume it
 }
 
 --- The tools registered from Lua, synced to the host (`tools:define`: descriptions without
