@@ -234,6 +234,21 @@ describe('navigation in a chat buffer', () => {
     expect(await cursorAt(driver, row, 0)).toEqual([row, 0]);
   });
 
+  it('gd with the host stopped starts it and jumps once it answers', async () => {
+    driver = await startDriver();
+    await openProjectChat(driver);
+    await driver.waitForEvent('FlemmaHostStarted');
+    const stopped = driver.eventCount;
+    await driver.command('Flemma host:stop');
+    await driver.waitForEvent('FlemmaHostExited', { after: stopped });
+    expect(await driver.lua('return require("flemma.host").channel() == nil')).toBe(true);
+    const after = driver.eventCount;
+    await setCursor(driver, 28, 0);
+    await driver.press('gd');
+    await driver.waitForEvent('FlemmaHostStarted', { after });
+    expect(await cursorAt(driver, 7, 0)).toEqual([7, 0]);
+  });
+
   it('the language server answers definition and hover, leaves <C-]> alone, and stops cleanly', async () => {
     driver = await startDriver();
     const buf = await openProjectChat(driver);
