@@ -273,7 +273,11 @@ export const actions: Record<string, Action> = {
   /** Lua's sandbox backends (no functions): `{ backends = { {name, priority?, description?, replace?}, … } }`. */
   'sandbox:define': (ctx, params) => {
     const list = (params as { backends?: unknown } | null)?.backends;
-    const problems = defineLuaBackends(ctx.lua, Array.isArray(list) ? (list as unknown[]) : []);
+    const problems = defineLuaBackends(
+      ctx.lua,
+      ctx.sandboxBackends,
+      Array.isArray(list) ? (list as unknown[]) : [],
+    );
     for (const message of problems) ctx.lua.notify('notify', { level: 'warn', message });
     return null;
   },

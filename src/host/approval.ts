@@ -150,9 +150,16 @@ export class ApprovalService {
         sandboxActive: async (bufnr) => {
           const known =
             facts ?? ((await this.ctx.lua.call('tools.facts', { bufnr })) as EditorFacts);
-          const state = await sandboxFor(config.sandbox, known, homedir(), undefined, {
-            sensitivePaths: config.tools?.['sensitive_paths'],
-          });
+          const state = await sandboxFor(
+            config.sandbox,
+            known,
+            homedir(),
+            this.ctx.sandboxBackends,
+            undefined,
+            {
+              sensitivePaths: config.tools?.['sensitive_paths'],
+            },
+          );
           return (
             state.enabled &&
             state.backend !== undefined &&

@@ -1,6 +1,11 @@
 // What every action handler receives: the editor adapters and the host's own facts.
 import type { Neovim } from 'neovim';
+import { ReferenceCache } from '../core/chat/references.js';
 import { SdkLoader } from '../core/provider/sdk.js';
+import { ProcessManager } from '../core/tools/background.js';
+import { Probes } from '../core/tools/probes.js';
+import { type SandboxBackendRegistry, createSandboxBackends } from '../core/tools/sandbox/index.js';
+import { SchemaValidator } from '../core/tools/validate.js';
 import { HookEmitter } from '../editor/hooks.js';
 import { LuaBridge, rpcPortOf } from '../editor/lua.js';
 import { WriteScheduler } from '../editor/writequeue.js';
@@ -28,6 +33,18 @@ export interface HostContext {
   readonly tools: ToolService;
   readonly secrets: SecretsService;
   readonly logger: FileLogger;
+  // What src/core keeps for the host's lifetime (it keeps nothing in module variables; see
+  // docs/architecture.md, "State"): made here, once, and handed to the code that uses it.
+  /** Files read for `@./file` references, kept while unchanged. */
+  readonly references: ReferenceCache;
+  /** Ajv and the tool schemas it compiled. */
+  readonly validator: SchemaValidator;
+  /** The sandbox backends: bwrap, those of JavaScript tool modules, Lua's proxies. */
+  readonly sandboxBackends: SandboxBackendRegistry;
+  /** The background processes of the `process_*` tools. */
+  readonly processes: ProcessManager;
+  /** Which search programs `grep` and `find` found. */
+  readonly probes: Probes;
   readonly startedAt: number;
   readonly logFile: string | undefined;
 }
@@ -49,6 +66,11 @@ export function createContext(
     documents: new DocumentStore(nvim as unknown as BufferEventsPort, lua, { logger }),
     secrets: new SecretsService(lua, logger),
     logger,
+    references: new ReferenceCache(),
+    validator: new SchemaValidator(),
+    sandboxBackends: createSandboxBackends(),
+    processes: new ProcessManager(),
+    probes: new Probes(),
     startedAt: Date.now(),
     logFile,
   };

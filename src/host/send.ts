@@ -524,7 +524,8 @@ export class SendController {
           }),
         };
       },
-      readReference: (reference) => readReference(reference, baseDir, homedir(), scope),
+      readReference: (reference) =>
+        readReference(reference, baseDir, homedir(), scope, ctx.references),
       readsResultReferences: (name) => ctx.tools.readsResultReferences(name),
     });
   }

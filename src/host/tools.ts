@@ -39,8 +39,7 @@ import {
   ToolRegistryError,
 } from '../core/tools/registry.js';
 import { nodeTruncateFs, truncateForResult } from '../core/tools/truncate.js';
-import { loadValidator, validateInput } from '../core/tools/validate.js';
-import { builtinTools } from '../core/tools/builtins.js';
+import { createBuiltinTools } from '../core/tools/builtins.js';
 import { type ToolCalling, type XmlLibrary, toolsSystemSection } from '../core/tools/xml.js';
 import type { DocumentState } from '../editor/documents.js';
 import type { ToolSpec } from '../core/provider/types.js';
@@ -281,7 +280,7 @@ export class ToolService {
       this.checkReady();
       this.refreshPreviews();
     });
-    for (const def of builtinTools) {
+    for (const def of createBuiltinTools(ctx)) {
       this.builtin.set(def.name, def);
       this.registry.register(def);
       this.origin.set(def.name, 'builtin');
@@ -411,6 +410,7 @@ export class ToolService {
     const lookup = (name: string): ToolDefinition | undefined =>
       this.origin.get(name) === 'declarative' ? undefined : this.registry.get(name);
     void loadDeclarativeDirs(settings.dirs, {
+      validator: this.ctx.validator,
       allowEnv: settings.env,
       lookup,
       suggest: (name) => this.registry.suggest(name),
@@ -547,7 +547,7 @@ export class ToolService {
         const resolver = mod['resolve'] ?? loaded['resolve'];
         // Sandbox backends a tool module brings along are registered before its tools.
         const backends = backendsFromToolModule(loaded);
-        for (const problem of registerJsBackends(backends)) {
+        for (const problem of registerJsBackends(this.ctx.sandboxBackends, backends)) {
           this.warn(`tool module ${path}: ${problem}`);
         }
         // Flynn-style exports (tool, tools, createTool, createTools, setup; docs/tools.md).
@@ -1774,9 +1774,16 @@ export class ToolService {
       const roots = rootsFor(config.sandbox, facts, process.env, homedir());
       const sandboxConfig =
         roots === undefined ? config.sandbox : withRootPaths(config.sandbox, roots);
-      const sandbox = await sandboxFor(sandboxConfig, facts, homedir(), ctx.lua, {
-        sensitivePaths: tools.sensitive_paths,
-      });
+      const sandbox = await sandboxFor(
+        sandboxConfig,
+        facts,
+        homedir(),
+        ctx.sandboxBackends,
+        ctx.lua,
+        {
+          sensitivePaths: tools.sensitive_paths,
+        },
+      );
       if (sandbox.warning !== undefined) this.warnOnce('sandbox', sandbox.warning);
       this.luaContext.set(id, luaSandboxFacts(sandbox));
       const timeoutSec = typeof tools.default_timeout === 'number' ? tools.default_timeout : 30;
@@ -1964,8 +1971,8 @@ export class ToolService {
     defaultTimeout: number,
     tools: ToolsConfig = {},
   ): Promise<ToolOutcome> {
-    await loadValidator();
-    const validation = validateInput(def, input);
+    await this.ctx.validator.load();
+    const validation = this.ctx.validator.validateInput(def, input);
     if (!validation.ok) return { ok: false, error: validation.message };
     const inner = def.execute;
     if (inner === undefined) return { ok: false, error: `Tool ${def.name} cannot be executed` };
@@ -2074,7 +2081,13 @@ export class ToolService {
   async sandboxStatus(bufnr: number): Promise<SandboxStatus> {
     const config = await this.config();
     const facts = (await this.ctx.lua.call('tools.facts', { bufnr })) as EditorFacts;
-    return sandboxStatusFor(config.sandbox, facts, homedir(), this.ctx.lua);
+    return sandboxStatusFor(
+      config.sandbox,
+      facts,
+      homedir(),
+      this.ctx.sandboxBackends,
+      this.ctx.lua,
+    );
   }
 
   /** `:Flemma status [verbose]`: the buffer's resolved settings and where each came from. */
@@ -2083,7 +2096,13 @@ export class ToolService {
     if (state === undefined) return [`Buffer ${String(bufnr)} is not a chat buffer`];
     const editor = await this.editorContext(bufnr, state.document, { origins: true });
     const config = editor.config as ConfigSnapshot & Record<string, unknown>;
-    const sandbox = await sandboxStatusFor(config.sandbox, editor.facts, homedir(), this.ctx.lua);
+    const sandbox = await sandboxStatusFor(
+      config.sandbox,
+      editor.facts,
+      homedir(),
+      this.ctx.sandboxBackends,
+      this.ctx.lua,
+    );
     const filename = editor.facts.filename;
     const input: StatusInput = {
       bufnr,
