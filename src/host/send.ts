@@ -6,6 +6,7 @@ import { homedir } from 'node:os';
 import { basename } from 'node:path';
 import { type RenderedPrompt, renderPrompt } from '../core/chat/render.js';
 import { readReference } from '../core/chat/references.js';
+import { type Backoff, backoffDelay } from '../core/util/backoff.js';
 import { sleep } from '../core/util/sleep.js';
 import { assemblePrompt, type Prompt } from '../core/chat/prompt.js';
 import { ReplyLayout, openingLines } from '../core/chat/reply.js';
@@ -71,6 +72,7 @@ export type SendStatus = 'completed' | 'cancelled' | 'errored';
 
 /** Attempts for a request that fails before any content (429, 529, 5xx, a lost connection). */
 const MAX_ATTEMPTS = 3;
+const RETRY_BACKOFF: Backoff = { baseMs: 1000, jitter: 0.2 };
 
 /**
  * How long to wait before trying again, or undefined when the failure is final: not retryable,
@@ -87,8 +89,7 @@ export function retryDelay(
   if (aborted || hasContent || attempt >= MAX_ATTEMPTS) return undefined;
   if (!(error instanceof ProviderError) || !error.retryable) return undefined;
   if (error.retryAfterMs !== undefined) return Math.min(error.retryAfterMs, 60_000);
-  const base = 1000 * 2 ** (attempt - 1);
-  return Math.round(base * (0.8 + 0.4 * random()));
+  return backoffDelay(RETRY_BACKOFF, attempt, random);
 }
 
 /**
