@@ -106,13 +106,6 @@ export interface WriteSchedulerOptions {
   clock?: Clock;
 }
 
-export interface WriteStats {
-  batches: number;
-  ops: number;
-  retries: number;
-  conflicts: number;
-}
-
 /** The per-buffer end of the queue: what features use to edit a buffer. */
 export class BufferWriter {
   private queue: QueuedOp[] = [];
@@ -258,7 +251,6 @@ export class WriteScheduler {
   private timer: { cancel(): void } | undefined;
   private lastSentAt = -Infinity;
   private retryDelay = 0;
-  readonly stats: WriteStats = { batches: 0, ops: 0, retries: 0, conflicts: 0 };
 
   constructor(
     private readonly lua: LuaBridge,
@@ -357,7 +349,6 @@ export class WriteScheduler {
     if (batches.length === 0 && after.length === 0) return;
     this.inFlight = true;
     this.lastSentAt = this.clock.now();
-    this.stats.batches += 1;
     let results: BufferResult[];
     let afterResults: AfterResult[] | null = null;
     try {
@@ -394,13 +385,10 @@ export class WriteScheduler {
       if (result.status === 'error') {
         this.logger.error(`buffer ${String(writer.bufnr)}: edits refused: ${result.message ?? ''}`);
       }
-      this.stats.ops += result.done;
-      this.stats.conflicts += result.conflicts?.length ?? 0;
       writer.settle(ops, result);
       if (writer.gone) this.writers.delete(writer.bufnr);
     }
     if (retry) {
-      this.stats.retries += 1;
       this.retryDelay = Math.min(Math.max(this.retryDelay * 2, this.frameMs), this.maxRetryMs);
     } else {
       this.retryDelay = 0;

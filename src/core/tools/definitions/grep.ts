@@ -1,6 +1,6 @@
 // The `grep` tool: searches file contents with ripgrep when it is installed, else GNU grep with
 // Perl regexes, else grep with extended regexes (Perl shorthands rewritten). The backend is
-// detected once per process; tests pick one explicitly through `createGrepTool`.
+// detected once per host (its `Probes`, given to `createGrepTool`); tests pick one explicitly.
 //
 // Decisions:
 // - The pattern is passed with `-e` and the path after `--`, so neither can be read as an option.
