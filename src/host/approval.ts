@@ -81,6 +81,8 @@ export class ApprovalService {
   private readonly warned = new Set<string>();
   /** "Always" approvals and YOLO toggles, per buffer, for this session (never written). */
   readonly session = new SessionApprovals();
+  /** The sensitive places' expressions, by pattern, made once for every call's scope. */
+  private readonly sensitiveRegexes = new Map<string, RegExp>();
 
   constructor(
     private readonly ctx: HostContext,
@@ -247,6 +249,7 @@ export class ApprovalService {
       tools: config.tools,
       sandbox: config.sandbox,
       runsCommands: (tool) => this.registry.resolve(tool)?.canAutoApproveIfSandboxed === true,
+      compiled: this.sensitiveRegexes,
     });
     for (const warning of built.warnings) this.warnOnce(warning);
     return callScope(this.canonical(call.toolName), call.input, built.facts);

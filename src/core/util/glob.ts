@@ -79,7 +79,7 @@ export function nameGlob(pattern: string): Matcher {
  * path, for a caller that embeds it in a larger expression.
  */
 export function pathGlobSource(pattern: string): string {
-  if (pattern === '') return '(?:)';
+  if (!SYNTAX.test(pattern)) return `(?:${pattern.replace(/[.*+?^${}()|[\]\\/]/gu, '\\$&')})`;
   return `(?:${picomatch.parse(escaped(pattern), DIALECT).output})`;
 }
 

@@ -62,6 +62,11 @@ export interface SensitiveFacts {
   home: string;
   env: PathEnv;
   editorDirs?: EditorDirs | undefined;
+  /**
+   * Expressions already made, by pattern: an owner that asks for every call (the host's approval
+   * service) keeps one, so that each pattern's glob is read once.
+   */
+  compiled?: Map<string, RegExp> | undefined;
 }
 
 export const BUILTIN_SENSITIVE: readonly string[] = [
@@ -130,6 +135,16 @@ export function expandEntry(spec: string, env: PathEnv, home: string): string | 
   return relative === '' || relative === '.' ? undefined : relative;
 }
 
+/** `compile`, through `cache` when there is one. */
+function compiledOnce(pattern: string, cache: Map<string, RegExp> | undefined): RegExp {
+  let regex = cache?.get(pattern);
+  if (regex === undefined) {
+    regex = compile(pattern);
+    cache?.set(pattern, regex);
+  }
+  return regex;
+}
+
 /** A RegExp matching a path that is the place `pattern` names or lies below it. */
 function compile(pattern: string): RegExp {
   if (pattern === '/') return /^\//u;
@@ -153,13 +168,14 @@ function entry(
   label: string,
   pattern: string,
   source: SensitiveSource,
-  sandbox: SandboxTreatment = 'hide',
+  sandbox: SandboxTreatment,
+  cache: Map<string, RegExp> | undefined,
 ): SensitiveEntry {
-  const written = compile(pattern);
+  const written = compiledOnce(pattern, cache);
   let real: RegExp | undefined;
   if (pattern.startsWith('/')) {
     const at = realPattern(pattern);
-    if (at !== pattern) real = compile(at);
+    if (at !== pattern) real = compiledOnce(at, cache);
   }
   return {
     label,
@@ -181,13 +197,21 @@ export function sensitiveEntries(
     const pattern = expandEntry(spec, facts.env, facts.home);
     if (pattern === undefined) continue;
     entries.push(
-      entry(spec, pattern, 'built-in', READ_ONLY_IN_SANDBOX.has(spec) ? 'read-only' : 'hide'),
+      entry(
+        spec,
+        pattern,
+        'built-in',
+        READ_ONLY_IN_SANDBOX.has(spec) ? 'read-only' : 'hide',
+        facts.compiled,
+      ),
     );
   }
   for (const name of EDITOR_DIRS) {
     const dir = facts.editorDirs?.[name];
     if (typeof dir === 'string' && dir.startsWith('/')) {
-      entries.push(entry(`stdpath("${name}")`, resolvePath(dir), 'built-in'));
+      entries.push(
+        entry(`stdpath("${name}")`, resolvePath(dir), 'built-in', 'hide', facts.compiled),
+      );
     }
   }
   // An empty Lua table may arrive as an object.
@@ -203,7 +227,9 @@ export function sensitiveEntries(
       return;
     }
     const pattern = expandEntry(item.trim(), facts.env, facts.home);
-    if (pattern !== undefined) entries.push(entry(item.trim(), pattern, 'tools.sensitive_paths'));
+    if (pattern !== undefined) {
+      entries.push(entry(item.trim(), pattern, 'tools.sensitive_paths', 'hide', facts.compiled));
+    }
   });
   return { entries, warnings };
 }
