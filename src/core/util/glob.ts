@@ -79,8 +79,17 @@ export function nameGlob(pattern: string): Matcher {
  * path, for a caller that embeds it in a larger expression.
  */
 export function pathGlobSource(pattern: string): string {
-  if (!SYNTAX.test(pattern)) return `(?:${pattern.replace(/[.*+?^${}()|[\]\\/]/gu, '\\$&')})`;
-  return `(?:${picomatch.parse(escaped(pattern), DIALECT).output})`;
+  const plain = `(?:${pattern.replace(/[.*+?^${}()|[\]\\/]/gu, '\\$&')})`;
+  if (!SYNTAX.test(pattern)) return plain;
+  const source = `(?:${picomatch.parse(escaped(pattern), DIALECT).output})`;
+  try {
+    new RegExp(source);
+    return source;
+  } catch {
+    // A class picomatch cannot turn into a valid expression (`[z-a]`): its own matcher then
+    // takes the pattern literally, and so does this.
+    return plain;
+  }
 }
 
 /** Whether `pattern` has a wildcard, a class or braces (else it names one place). */
