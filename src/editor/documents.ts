@@ -6,7 +6,7 @@ import type { ChatDocument, Diagnostic } from '../core/chat/ast.js';
 import { parseLines, reparse } from '../core/chat/parser.js';
 import { type Logger, silentLogger } from '../core/log.js';
 import type { LuaBridge } from './lua.js';
-import { trace } from '../host/trace.js';
+import { trace } from './trace.js';
 
 /** The part of the Neovim client that follows buffer changes. */
 export interface BufferEventsPort {

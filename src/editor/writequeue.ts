@@ -1,7 +1,7 @@
 // Frame-batched buffer writes. Every buffer has a FIFO of edits; one scheduler per Neovim
 // connection sends all pending edits of all buffers as a single RPC at most once per frame,
 // keeps one batch in flight, and retries when Neovim refuses edits for now (textlock).
-import { trace } from '../host/trace.js';
+import { trace } from './trace.js';
 import { type Logger, silentLogger } from '../core/log.js';
 import type { LuaBridge } from './lua.js';
 

@@ -3,7 +3,8 @@ import { isLogLevel } from '../core/log.js';
 import { SDK_NAMES, type SdkName } from '../core/provider/sdk.js';
 import { type HostContext, HOST_VERSION, SOURCE_HASH } from './context.js';
 import { defineLuaBackends } from './sandbox.js';
-import type { DeclarativeSettings, LuaToolSpec } from './tools.js';
+import type { DeclarativeSettings } from './tools/catalogue.js';
+import type { LuaToolSpec } from './tools/lua-tools.js';
 import type { LuaResolverSpec } from './approval.js';
 import type { LuaSecretsSpec } from './secrets.js';
 import { mcpStatusLines } from '../core/tools/mcp/status.js';
@@ -71,8 +72,7 @@ export const actions: Record<string, Action> = {
   },
   'buffer:detach': async (ctx, params) => {
     const bufnr = bufnrOf(params);
-    ctx.tools.forget(bufnr);
-    ctx.sends.forget(bufnr);
+    ctx.forget(bufnr);
     await ctx.documents.detach(bufnr);
     return null;
   },
@@ -87,50 +87,38 @@ export const actions: Record<string, Action> = {
     // `over_limit`: the user said yes to sending past `limits.max_session_cost`.
     const overLimit = (params as { over_limit?: unknown }).over_limit === true;
     // NOTE: answered at once; the request runs on, and reports through hooks and the buffer.
-    ctx.sends.send(bufnr, undefined, { overLimit }).catch((error: unknown) => {
-      ctx.logger.error(`send of buffer ${String(bufnr)} failed`, error);
-      const reason = error instanceof Error ? error.message : String(error);
-      ctx.lua.notify('notify', {
-        level: 'error',
-        message: `the send failed: ${reason} (details in ${ctx.logFile ?? 'the log'})`,
+    ctx.sessions
+      .of(bufnr)
+      .send(undefined, { overLimit })
+      .catch((error: unknown) => {
+        ctx.logger.error(`send of buffer ${String(bufnr)} failed`, error);
+        const reason = error instanceof Error ? error.message : String(error);
+        ctx.lua.notify('notify', {
+          level: 'error',
+          message: `the send failed: ${reason} (details in ${ctx.logFile ?? 'the log'})`,
+        });
       });
-    });
     return null;
   },
   /** `:Flemma usage:estimate`: count the next request's input tokens with the provider. */
-  'usage:estimate': (ctx, params) => ctx.sends.usage.estimate(bufnrOf(params)),
+  'usage:estimate': (ctx, params) => ctx.requests.estimate(bufnrOf(params)),
   /**
    * `<C-c>`: the buffer's running (or queued) request, else its oldest running tool; tells the
    * user when there is nothing.
    */
-  'chat:cancel': async (ctx, params) => {
-    const bufnr = bufnrOf(params);
-    const cancelled = ctx.sends.cancel(bufnr) || ctx.tools.cancelOldest(bufnr);
-    if (cancelled) {
-      ctx.tools.pilot.disarm(bufnr);
-      return { cancelled };
-    }
-    // Nothing ran: the calls waiting for approval are cancelled (CodeCompanion's "cancel"), and
-    // autopilot goes on as after a rejection.
-    const waiting = await ctx.tools.cancelPending(bufnr);
-    if (waiting > 0) return { cancelled: true };
-    // A pending automatic continue goes too, even when nothing was running.
-    ctx.tools.pilot.disarm(bufnr);
-    ctx.lua.notify('notify', { level: 'info', message: 'Nothing to cancel' });
-    return { cancelled: false };
-  },
+  'chat:cancel': async (ctx, params) => ({
+    cancelled: await ctx.sessions.of(bufnrOf(params)).cancel(),
+  }),
   /** `<C-]>`: placeholders, execution of approved calls, then the send. */
   'chat:cycle': (ctx, params) => {
-    const bufnr = bufnrOf(params);
-    ctx.tools.cycle(bufnr).catch((error: unknown) => {
-      ctx.logger.error(`the tool cycle of buffer ${String(bufnr)} failed`, error);
-    });
+    // A step never fails: its errors are logged by the session.
+    void ctx.sessions.of(bufnrOf(params)).step(true);
     return null;
   },
   /** Lua's approval resolvers (names, priorities; the functions stay in Neovim). */
   'approval:define': (ctx, params) => {
     const list = (params as { resolvers?: unknown } | null)?.resolvers;
-    ctx.tools.approval.defineFromLua(Array.isArray(list) ? (list as LuaResolverSpec[]) : []);
+    ctx.approval.defineFromLua(Array.isArray(list) ? (list as LuaResolverSpec[]) : []);
     return null;
   },
   /** Lua's credential resolvers (names, priorities; the functions stay in Neovim). */
@@ -151,8 +139,9 @@ export const actions: Record<string, Action> = {
   /** Lua: a scheduled automatic continue is due (or was cancelled by an edit). */
   'autopilot:resume': (ctx, params) => {
     const p = (params ?? {}) as { bufnr?: unknown; token?: unknown };
-    ctx.tools.pilot
-      .resume(bufnrOf(params), typeof p.token === 'number' ? p.token : -1)
+    ctx.sessions
+      .of(bufnrOf(params))
+      .conversation.autopilot.resume(typeof p.token === 'number' ? p.token : -1)
       .catch((error: unknown) => {
         ctx.logger.error('autopilot resume failed', error);
       });
@@ -160,40 +149,41 @@ export const actions: Record<string, Action> = {
   },
   'autopilot:cancelled': (ctx, params) => {
     const p = (params ?? {}) as { token?: unknown };
-    ctx.tools.pilot.cancelled(bufnrOf(params), typeof p.token === 'number' ? p.token : -1);
+    ctx.sessions
+      .get(bufnrOf(params))
+      ?.conversation.autopilot.cancelled(typeof p.token === 'number' ? p.token : -1);
     return null;
   },
   'autopilot:status': (ctx, params) => {
     const bufnr = bufnrOf(params);
+    const pilot = ctx.sessions.get(bufnr)?.conversation.autopilot;
+    const state = pilot?.state ?? 'idle';
+    const iteration = pilot?.iteration ?? 0;
     const lines = [
-      `autopilot in buffer ${String(bufnr)}: ${ctx.tools.pilot.state(bufnr)}, ${String(ctx.tools.pilot.iteration(bufnr))} consecutive tool turn(s)`,
+      `autopilot in buffer ${String(bufnr)}: ${state}, ${String(iteration)} consecutive tool turn(s)`,
     ];
-    return {
-      lines,
-      state: ctx.tools.pilot.state(bufnr),
-      iteration: ctx.tools.pilot.iteration(bufnr),
-    };
+    return { lines, state, iteration };
   },
   /** `:Flemma status [verbose]`: the buffer's settings, each with the layer that set it. */
   'chat:status': async (ctx, params) => {
     const verbose = (params as { verbose?: unknown } | null)?.verbose === true;
-    return { lines: await ctx.tools.status(bufnrOf(params), verbose) };
+    return { lines: await ctx.commands.status(bufnrOf(params), verbose) };
   },
   /** `:Flemma tool:why`: the resolver that decided the call under the cursor. */
   'tool:why': async (ctx, params) => {
     const row = rowOf(params);
-    const text = await ctx.tools.why(bufnrOf(params), row ?? 0);
+    const text = await ctx.commands.why(bufnrOf(params), row ?? 0);
     ctx.lua.notify('notify', { level: 'info', message: text });
     return { text };
   },
   /** `:Flemma tool:approve` / `tool:reject [message]`: rewrite the status of the block at the cursor. */
   'tool:approve': async (ctx, params) => {
-    await ctx.tools.setStatusAt(bufnrOf(params), rowOf(params) ?? 0, 'approved');
+    await ctx.commands.setStatusAt(bufnrOf(params), rowOf(params) ?? 0, 'approved');
     return null;
   },
   'tool:reject': async (ctx, params) => {
     const message = (params as { message?: unknown } | null)?.message;
-    await ctx.tools.setStatusAt(
+    await ctx.commands.setStatusAt(
       bufnrOf(params),
       rowOf(params) ?? 0,
       'rejected',
@@ -203,19 +193,19 @@ export const actions: Record<string, Action> = {
   },
   /** `:Flemma tool:approve-always`: approve the call at the cursor and remember it for the buffer. */
   'tool:approve-always': async (ctx, params) => {
-    const entry = await ctx.tools.approveAlwaysAt(bufnrOf(params), rowOf(params) ?? 0);
+    const entry = await ctx.commands.approveAlwaysAt(bufnrOf(params), rowOf(params) ?? 0);
     return entry ?? null;
   },
   /** `:Flemma tool:always`: the buffer's "always" approvals and YOLO state. */
   'tool:always': async (ctx, params) => {
     const bufnr = bufnrOf(params);
-    const lines = await ctx.tools.sessionLines(bufnr);
-    return { lines, entries: ctx.tools.approval.session.list(bufnr) };
+    const lines = await ctx.commands.sessionLines(bufnr);
+    return { lines, entries: ctx.approval.session.list(bufnr) };
   },
   /** `:Flemma tool:forget-always [tool]`. */
   'tool:forget-always': (ctx, params) => {
     const tool = (params as { tool?: unknown } | null)?.tool;
-    const removed = ctx.tools.forgetAlways(
+    const removed = ctx.commands.forgetAlways(
       bufnrOf(params),
       typeof tool === 'string' && tool !== '' ? tool : undefined,
     );
@@ -224,7 +214,7 @@ export const actions: Record<string, Action> = {
   /** `:Flemma tool:yolo [on|off|toggle]`. */
   'tool:yolo': async (ctx, params) => {
     const mode = (params as { mode?: unknown } | null)?.mode;
-    const on = await ctx.tools.setYolo(
+    const on = await ctx.commands.setYolo(
       bufnrOf(params),
       mode === 'on' || mode === 'off' ? mode : 'toggle',
     );
@@ -232,7 +222,7 @@ export const actions: Record<string, Action> = {
   },
   /** `:Flemma tool:cancel-pending`: every call waiting in the buffer gets a cancelled result. */
   'tool:cancel-pending': async (ctx, params) => {
-    const cancelled = await ctx.tools.cancelPending(bufnrOf(params));
+    const cancelled = await ctx.commands.cancelPending(bufnrOf(params));
     if (cancelled === 0) {
       ctx.lua.notify('notify', { level: 'info', message: 'No tool call is waiting' });
     }
@@ -241,7 +231,7 @@ export const actions: Record<string, Action> = {
   /** Frontmatter languages registered in Lua (`require("flemma.frontmatter").register_language`). */
   /** `:trust` (or `++deny`, `++remove`) changed the buffer's trust: its diagnostics again. */
   'buffer:trust': (ctx, params) => {
-    ctx.tools.recheckTrust(bufnrOf(params));
+    ctx.trust.trustChanged(bufnrOf(params));
     return null;
   },
   'frontmatter:languages': (ctx, params) => {
@@ -261,13 +251,13 @@ export const actions: Record<string, Action> = {
       mcp?: unknown;
     };
     // MCP servers first, so that their discovery counts as loading before Lua's tools are in.
-    if (p.mcp !== undefined) ctx.tools.configureMcp(p.mcp);
+    if (p.mcp !== undefined) ctx.catalogue.configureMcp(p.mcp);
     const tools = Array.isArray(p.tools) ? (p.tools as LuaToolSpec[]) : [];
     const pending = typeof p.pending === 'number' ? p.pending : 0;
     const modules = Array.isArray(p.js_modules)
       ? p.js_modules.filter((m): m is string => typeof m === 'string')
       : [];
-    ctx.tools.defineFromLua(tools, pending, modules, declarativeSettings(p.declarative));
+    ctx.catalogue.defineFromLua(tools, pending, modules, declarativeSettings(p.declarative));
     return null;
   },
   /** Lua's sandbox backends (no functions): `{ backends = { {name, priority?, description?, replace?}, … } }`. */
@@ -281,7 +271,7 @@ export const actions: Record<string, Action> = {
   'tools:result': (ctx, params) => {
     const p = (params ?? {}) as { call_id?: unknown; result?: unknown };
     if (typeof p.call_id === 'string') {
-      ctx.tools.luaResult(p.call_id, p.result ?? {});
+      ctx.luaTools.result(p.call_id, p.result ?? {});
     }
     return null;
   },
@@ -289,35 +279,35 @@ export const actions: Record<string, Action> = {
   'tool:execute': (ctx, params) => {
     const bufnr = bufnrOf(params);
     const row = rowOf(params) ?? 0;
-    ctx.tools.executeAt(bufnr, row).catch((error: unknown) => {
+    ctx.commands.executeAt(bufnr, row).catch((error: unknown) => {
       ctx.logger.error(`executing the tool at row ${String(row)} failed`, error);
     });
     return null;
   },
   'tool:cancel': async (ctx, params) => {
     const bufnr = bufnrOf(params);
-    const cancelled = await ctx.tools.cancelAt(bufnr, rowOf(params));
+    const cancelled = await ctx.executor.cancelAt(bufnr, rowOf(params));
     if (!cancelled) ctx.lua.notify('notify', { level: 'info', message: 'No tool is running' });
     return { cancelled };
   },
   'tool:cancel-all': (ctx) => {
-    const count = ctx.tools.cancelAll();
+    const count = ctx.executor.cancelAll();
     ctx.lua.notify('notify', {
       level: 'info',
       message: count === 0 ? 'No tool is running' : `Cancelled ${String(count)} tool(s)`,
     });
     return { cancelled: count };
   },
-  'tool:list': (ctx) => ctx.tools.list(),
+  'tool:list': (ctx) => ctx.executor.list(),
   /** `:Flemma mcp:status`: every configured MCP server, as lines and as data. */
   'mcp:status': (ctx) => {
-    const servers = ctx.tools.mcp.status();
+    const servers = ctx.catalogue.mcp.status();
     return { lines: mcpStatusLines(servers), servers };
   },
   /** `:Flemma mcp:restart [server]`: reconnect one server, or all of them. */
   'mcp:restart': (ctx, params) => {
     const server = (params as { server?: unknown } | null)?.server;
-    const names = ctx.tools.mcp.restart(
+    const names = ctx.catalogue.mcp.restart(
       typeof server === 'string' && server !== '' ? server : undefined,
     );
     ctx.lua.notify('notify', {
@@ -327,10 +317,10 @@ export const actions: Record<string, Action> = {
     });
     return { restarted: names };
   },
-  'sandbox:status': (ctx, params) => ctx.tools.sandboxStatus(bufnrOf(params)),
+  'sandbox:status': (ctx, params) => ctx.commands.sandboxStatus(bufnrOf(params)),
   'tool:background': async (ctx, params) => {
     const bufnr = bufnrOf(params);
-    const moved = await ctx.tools.background(bufnr, rowOf(params));
+    const moved = await ctx.executor.background(bufnr, rowOf(params));
     if (!moved) {
       ctx.lua.notify('notify', {
         level: 'info',

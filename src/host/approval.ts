@@ -47,7 +47,7 @@ import {
   yoloResolver,
 } from '../core/approval/session.js';
 import { type CallScope, callScope, guardSensitive, scopeFacts } from '../core/approval/scope.js';
-import type { HostContext } from './context.js';
+import type { HostBase } from './base.js';
 import type { EditorFacts } from './editor-context.js';
 import { sandboxFor } from './sandbox.js';
 
@@ -81,11 +81,23 @@ export class ApprovalService {
   private readonly warned = new Set<string>();
   /** "Always" approvals and YOLO toggles, per buffer, for this session (never written). */
   readonly session = new SessionApprovals();
+  /** What the chain decided for each tool use of the tool loop (for `:Flemma tool:why`). */
+  private readonly outcomes = new Map<string, ApprovalOutcome>();
 
   constructor(
-    private readonly ctx: HostContext,
+    private readonly ctx: HostBase,
     private readonly registry: ToolRegistry,
   ) {}
+
+  /** Keep the tool loop's decision for a call (`:Flemma tool:why` shows it). */
+  remember(id: string, outcome: ApprovalOutcome): void {
+    this.outcomes.set(id, outcome);
+  }
+
+  /** The tool loop's decision for a call, if it made one. */
+  outcome(id: string): ApprovalOutcome | undefined {
+    return this.outcomes.get(id);
+  }
 
   /** Lua's resolvers (sent at host start and after every change). */
   defineFromLua(list: readonly LuaResolverSpec[]): void {
