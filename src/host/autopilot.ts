@@ -15,6 +15,7 @@
 //   configuration snapshot (`tools.autopilot.enabled`).
 
 import { trace } from './trace.js';
+import type { LuaParams } from '../editor/protocol/index.js';
 
 export type AutopilotState = 'idle' | 'armed' | 'sending' | 'paused';
 
@@ -25,7 +26,10 @@ export interface AutopilotSettings {
 }
 
 export interface AutopilotPorts {
-  notifyLua(method: string, params: unknown): void;
+  notifyLua<M extends 'autopilot.schedule' | 'autopilot.cancel'>(
+    method: M,
+    params: LuaParams<M>,
+  ): void;
   emit(
     name: 'autopilot:resume-scheduled' | 'autopilot:resumed',
     data: { bufnr: number; delay_ms?: number },

@@ -9,6 +9,7 @@ import type { FileLogger } from './log.js';
 import { SecretsService } from './secrets.js';
 import { SendController } from './send.js';
 import { ToolService } from './tools.js';
+import { ConfigStore } from './config.js';
 
 declare const __FLEMMA_VERSION__: string;
 declare const __FLEMMA_SOURCE_HASH__: string;
@@ -27,6 +28,8 @@ export interface HostContext {
   readonly sends: SendController;
   readonly tools: ToolService;
   readonly secrets: SecretsService;
+  /** Lua's configuration, parsed once per generation. */
+  readonly config: ConfigStore;
   readonly logger: FileLogger;
   readonly startedAt: number;
   readonly logFile: string | undefined;
@@ -48,6 +51,7 @@ export function createContext(
     // a NeovimClient, which follows buffer changes.
     documents: new DocumentStore(nvim as unknown as BufferEventsPort, lua, { logger }),
     secrets: new SecretsService(lua, logger),
+    config: new ConfigStore(),
     logger,
     startedAt: Date.now(),
     logFile,

@@ -8,6 +8,7 @@ import type { Logger as ClientLogger } from 'neovim/lib/utils/logger.js';
 import { hostLogger } from './log.js';
 import { dispatch } from './actions.js';
 import { createContext } from './context.js';
+import { CALL } from '../editor/protocol/index.js';
 
 function describe(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
@@ -102,7 +103,7 @@ nvim.on(
 );
 
 nvim.on('notification', (method: string, args: unknown[]) => {
-  if (method === 'call') {
+  if (method === CALL) {
     // Asynchronous request from Lua: [id, method, params]; the answer goes back as a Lua call.
     const [id, name, params] = args as [number, string, unknown];
     dispatch(ctx, name, params ?? null).then(

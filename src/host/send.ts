@@ -23,7 +23,6 @@ import type { HostContext } from './context.js';
 import { referenceScope } from './trust-check.js';
 import { PROVIDERS, type ProviderParameters } from './providers.js';
 import {
-  type ContextAnswer,
   type ContextQuestion,
   contextQuestion,
   type EditorContext,
@@ -32,6 +31,8 @@ import {
   resolveContext,
 } from './editor-context.js';
 import { resolveThinking, type ThinkingParameters } from '../core/provider/thinking.js';
+import type { Config } from '../core/config/config.js';
+import type { LuaParams } from '../editor/protocol/index.js';
 import { DEFAULT_STREAM_IDLE_MS } from '../core/provider/watchdog.js';
 import { type SendOptions, UsageTracker } from './usage.js';
 import { randomBytes } from 'node:crypto';
@@ -45,20 +46,9 @@ import {
   xmlMessages,
 } from '../core/tools/xml.js';
 
-export interface ConfigSnapshot {
-  provider?: string;
-  model?: string;
-  parameters?: Record<string, unknown> & {
-    max_tokens?: number | string;
-    temperature?: number;
-    cache_retention?: 'short' | 'long' | 'none';
-  };
-  tools?: { __list?: string[]; calling?: unknown };
-}
-
 const DEFAULT_MAX_TOKENS = 8192;
 
-function maxTokens(value: number | string | undefined): number {
+function maxTokens(value: number | string): number {
   if (typeof value === 'number') return value;
   const percent = typeof value === 'string' ? /^(\d+)%$/.exec(value) : null;
   // NOTE: model limits arrive with the model tables (issue 8); until then "N%" is of 8192.
@@ -68,6 +58,9 @@ function maxTokens(value: number | string | undefined): number {
 }
 
 export type SendStatus = 'completed' | 'cancelled' | 'errored';
+
+/** What the progress indicator shows (`progress.update`). */
+type Progress = LuaParams<'progress.update'>;
 
 /** Attempts for a request that fails before any content (429, 529, 5xx, a lost connection). */
 const MAX_ATTEMPTS = 3;
@@ -144,7 +137,7 @@ function primed<T>(source: AsyncIterable<T>): AsyncIterable<T> {
 export interface PreparedRequest {
   state: DocumentState;
   editor: EditorContext;
-  config: ConfigSnapshot;
+  config: Config;
   providerName: string;
   model: string;
   adapter: ProviderAdapter;
@@ -216,7 +209,7 @@ export class SendController {
     const controller = new AbortController();
     this.running.set(bufnr, controller);
     let status: SendStatus | undefined;
-    let config: ConfigSnapshot | undefined;
+    let config: Config | undefined;
     try {
       status = await this.run(
         bufnr,
@@ -255,7 +248,7 @@ export class SendController {
     bufnr: number,
     controller: AbortController,
     context: EditorContext | undefined,
-    onConfig: (config: ConfigSnapshot) => void,
+    onConfig: (config: Config) => void,
     options: SendOptions,
   ): Promise<SendStatus | undefined> {
     const { ctx } = this;
@@ -279,7 +272,10 @@ export class SendController {
       bufnr,
       prepared,
       controller,
-      await contextQuestion(bufnr, prepared.state.document, { memo: ctx.tools.trustMemo }),
+      await contextQuestion(bufnr, prepared.state.document, {
+        memo: ctx.tools.trustMemo,
+        config: ctx.config,
+      }),
     );
   }
 
@@ -291,7 +287,7 @@ export class SendController {
   async prepare(
     bufnr: number,
     context: EditorContext | undefined,
-    onConfig?: (config: ConfigSnapshot) => void,
+    onConfig?: (config: Config) => void,
   ): Promise<PreparedRequest | undefined> {
     const { ctx } = this;
     const state = await ctx.documents.attach(bufnr);
@@ -308,6 +304,7 @@ export class SendController {
       context ??
       (await fetchEditorContext(ctx.lua, bufnr, state.document, ctx.tools.toolNames(), {
         memo: ctx.tools.trustMemo,
+        config: ctx.config,
       }));
     if (editor.problem !== undefined) {
       // The frontmatter failed, or may not run: nothing is sent and the buffer stays as it is.
@@ -315,10 +312,10 @@ export class SendController {
       return undefined;
     }
     this.tellRefused(bufnr, editor);
-    const config = editor.config as ConfigSnapshot;
+    const config = editor.config;
     onConfig?.(config);
     const env = editor.env;
-    const providerName = config.provider ?? 'anthropic';
+    const providerName = config.provider;
     const entry = PROVIDERS[providerName];
     const fail = (message: string): void => {
       ctx.lua.notify('notify', { level: 'error', message: `${providerName}: ${message}` });
@@ -327,13 +324,13 @@ export class SendController {
       fail(`unknown provider (available: ${Object.keys(PROVIDERS).sort().join(', ')})`);
       return undefined;
     }
-    const parameters = config.parameters ?? {};
+    const parameters = config.parameters;
     const specific = (parameters[providerName] ?? {}) as ProviderParameters;
     const envValue = async (names: string[]): Promise<string | undefined> => {
       if (names.every((name) => KNOWN_ENV.includes(name))) {
         return names.map((name) => env[name]).find((value) => value !== undefined);
       }
-      return ((await ctx.lua.call('env.first', { names })) as { value: string } | null)?.value;
+      return (await ctx.lua.call('env.first', { names }))?.value;
     };
     const baseURL =
       specific.base_url ??
@@ -344,7 +341,7 @@ export class SendController {
       return undefined;
     }
     const spec = entry.credential(specific);
-    const secretsConfig = (config as { secrets?: Record<string, unknown> }).secrets;
+    const secretsConfig = config.secrets;
     const resolveCredential = async (
       quiet = false,
     ): Promise<{ ok: true; value: string | undefined } | { ok: false }> => {
@@ -370,7 +367,7 @@ export class SendController {
       fail('set the model to use (model = "…" in setup() or the frontmatter)');
       return undefined;
     }
-    const timeout = typeof parameters['timeout'] === 'number' ? parameters['timeout'] : 600;
+    const timeout = parameters.timeout;
     // The stream watchdog (src/core/provider/watchdog.ts): the provider's own value wins.
     const idle = [specific['stream_idle_timeout'], parameters['stream_idle_timeout']].find(
       (value): value is number => typeof value === 'number' && value >= 1,
@@ -397,7 +394,7 @@ export class SendController {
       if (!again.ok || again.value === undefined || again.value === credential) return undefined;
       return connect(again.value);
     };
-    const tools = ctx.tools.specsFor(config.tools?.__list, config);
+    const tools = ctx.tools.specsFor(config.tools.__list, config);
     let evaluated: RenderedPrompt;
     try {
       trace('send:render');
@@ -411,7 +408,7 @@ export class SendController {
     }
     // The tools' own system prompts (CodeCompanion `system_prompt`), or in XML tool calling the
     // whole description of the tools and the format (docs/tools.md, "XML tool calling").
-    const calling = callingMode(config.tools?.calling, providerName, model);
+    const calling = callingMode(config.tools.calling, providerName, model);
     const xml = calling === 'xml' ? await loadXml() : undefined;
     const section = ctx.tools.systemSection(tools, calling, xml);
     const system =
@@ -432,7 +429,7 @@ export class SendController {
           ? tools.map((tool) => ({ ...tool, name: ctx.tools.registry.apiName(tool.name) }))
           : [],
       maxTokens: maxTokens(parameters.max_tokens),
-      cacheRetention: parameters.cache_retention ?? 'short',
+      cacheRetention: parameters.cache_retention,
     };
     if (typeof parameters.temperature === 'number') request.temperature = parameters.temperature;
     const thinking = resolveThinking(
@@ -497,7 +494,7 @@ export class SendController {
           segments.every((segment) => segment.kind !== 'code'),
         );
         trace('send:lua-render');
-        const answer = (await ctx.lua.call('template.render', {
+        const answer = await ctx.lua.call('template.render', {
           bufnr,
           digest: editor.digest,
           variables: editor.variables,
@@ -508,7 +505,7 @@ export class SendController {
           ),
           // For personalities (`include("urn:flemma:personality:…")`).
           tools: ctx.tools.personalityTools(tools),
-        })) as { texts?: (string | string[])[]; error?: string; untrusted?: string };
+        });
         trace('send:lua-rendered');
         if (answer.untrusted !== undefined) return { error: answer.untrusted };
         if (answer.error !== undefined) return { error: `Template error: ${answer.error}` };
@@ -562,8 +559,8 @@ export class SendController {
     // An update held back by the 100 ms pace goes out at the end of the window, so that a stream
     // that pauses does not leave a stale count on screen.
     let trailing: ReturnType<typeof setTimeout> | undefined;
-    let latest: Record<string, unknown> | undefined;
-    const sendProgress = (params: Record<string, unknown>): void => {
+    let latest: Progress | undefined;
+    const sendProgress = (params: Progress): void => {
       lastProgress = Date.now();
       latest = undefined;
       ctx.lua.notify('progress.update', params);
@@ -585,10 +582,10 @@ export class SendController {
         const now = Date.now();
         if (event.type === 'text') characters += event.text.length;
         const phase = event.type === 'progress' ? event.phase : 'streaming';
-        const params: Record<string, unknown> = { bufnr, phase, characters };
-        if (event.type === 'progress') params['characters'] = event.characters;
+        const params: Progress = { bufnr, phase, characters };
+        if (event.type === 'progress') params.characters = event.characters;
         if (event.type === 'progress' && event.toolName !== undefined) {
-          params['tool'] = event.toolName;
+          params.tool = event.toolName;
         }
         if (now - lastProgress >= 100) {
           sendProgress(params);
@@ -642,7 +639,7 @@ export class SendController {
     const first = primed(this.events(prepared, adapter, controller.signal));
     let sink: { bufnr: number };
     try {
-      sink = (await begun) as { bufnr: number };
+      sink = await begun;
       await opened;
     } catch (error) {
       controller.abort();
@@ -741,8 +738,8 @@ export class SendController {
     });
     // The next step (the tool loop's) waits for it: it goes now, not on the next tick.
     ctx.writes.sendNow();
-    const finished = (await finishing) as { context?: ContextAnswer } | null;
-    if (status === 'completed' && finished?.context !== undefined) {
+    const finished = await finishing;
+    if (status === 'completed' && finished.context !== undefined) {
       ctx.tools.carry(bufnr, resolveContext(question, finished.context, ctx.tools.toolNames()));
     }
     ctx.writes.forget(sink.bufnr);

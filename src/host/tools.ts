@@ -88,59 +88,20 @@ import { duplicateToolIdText } from '../core/chat/tool-ids.js';
 import { wireToolName } from '../core/provider/types.js';
 import { appendFile, mkdir } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import {
-  type DirectorySource,
-  describeProblem,
-  loadDeclarativeDirs,
-} from '../core/tools/declarative/index.js';
+import { describeProblem, loadDeclarativeDirs } from '../core/tools/declarative/index.js';
 import { compose } from '../core/tools/middleware.js';
 import { notAvailable } from '../core/tools/filter.js';
 import { MiddlewareStack, rootsFor, withRootPaths } from './tool-extras.js';
+import type { Config, ToolsConfig } from '../core/config/config.js';
+import type { DeclarativeSettings, LuaToolResult, LuaToolSpec } from '../editor/protocol/wire.js';
 
-/** `tools.declarative` as Lua sends it with `tools:define` (paths already expanded). */
-export interface DeclarativeSettings {
-  dirs: DirectorySource[];
-  /** Environment variables `${NAME}` may read in the definitions. */
-  env: string[];
-}
+export type { DeclarativeSettings, LuaToolSpec };
+
 import type { McpManager } from '../core/tools/mcp/manager.js';
 import { parseMcpSettings } from '../core/tools/mcp/config.js';
 import { createMcpManager } from './mcp.js';
 
-/** A tool as Lua describes it (functions stay in Neovim). */
-export interface LuaToolSpec {
-  name: string;
-  description: string;
-  input_schema: Record<string, unknown> | unknown[];
-  strict?: boolean;
-  async?: boolean;
-  enabled?: boolean;
-  label?: string;
-  capabilities?: string[];
-  has_execute?: boolean;
-  has_preview?: boolean;
-  personalities?: Record<string, PersonalityPart>;
-  /** The tool's text for the system prompt (CodeCompanion's `system_prompt`, evaluated). */
-  system_prompt?: string;
-  /** The tool's approval default: a boolean, or `"function"` (asked in Lua per call). */
-  require_approval?: boolean | 'function';
-  /** The tool formats the text of a rejection (`format_rejected`, CodeCompanion `output.rejected`). */
-  has_rejected?: boolean;
-  /** "Always" is per command string (CodeCompanion `opts.require_cmd_approval`). */
-  require_cmd_approval?: boolean;
-  /** YOLO mode does not approve it (CodeCompanion `opts.allowed_in_yolo_mode = false`). */
-  never_auto_approve?: boolean;
-  /** The tool has a `cmd_string(input)` (CodeCompanion `output.cmd_string`). */
-  has_cmd_string?: boolean;
-  /** The tool formats the text of a cancellation (`format_cancelled`, `output.cancelled`). */
-  has_cancelled?: boolean;
-}
-
-interface LuaResult {
-  success?: unknown;
-  output?: unknown;
-  error?: unknown;
-}
+type LuaResult = LuaToolResult;
 
 interface Running {
   id: string;
@@ -154,12 +115,6 @@ interface Running {
   cancelled: boolean;
   /** The tool returned; its result is being written. It no longer takes a `max_concurrent` slot. */
   returned?: boolean;
-}
-
-/** The `tools` list of a snapshot (`__list`), or undefined when the configuration sets none. */
-function toolList(tools: ToolsConfig | undefined): string[] | undefined {
-  const list = tools?.['__list'];
-  return Array.isArray(list) && list.length > 0 ? (list as string[]) : undefined;
 }
 
 /** Quiet time after a frontmatter edit before it is checked (ms). */
@@ -188,20 +143,6 @@ interface PendingInjection {
   replaceFinished: boolean;
   attempts: number;
   resolve: (injected: boolean) => void;
-}
-
-type ToolsConfig = Record<string, unknown> & {
-  max_concurrent?: number;
-  default_timeout?: number;
-  show_spinner?: boolean;
-  cursor_after_result?: 'result' | 'stay' | 'next';
-  background_after?: number;
-  autopilot?: { enabled?: boolean };
-};
-
-interface ConfigSnapshot {
-  tools?: ToolsConfig;
-  sandbox?: Record<string, unknown>;
 }
 
 /** `tools` of the configuration when the user did not set a list (sorted). */
@@ -595,7 +536,7 @@ export class ToolService {
   private async moduleDeps(path: string): Promise<ToolDeps> {
     let tools: Record<string, unknown> = {};
     try {
-      tools = (await this.config()).tools ?? {};
+      tools = (await this.config()).tools;
     } catch (error) {
       this.ctx.logger.warn(`tool module ${path}: reading the configuration failed`, error);
     }
@@ -678,15 +619,14 @@ export class ToolService {
   }
 
   /** The tool policy in force for a buffer's configuration (its provider's override included). */
-  policyFor(config: { tools?: Record<string, unknown>; provider?: unknown }): ToolPolicy {
-    const provider = typeof config.provider === 'string' ? config.provider : undefined;
-    const policy = effectivePolicy(config.tools, provider, this.registry.getPolicy());
+  policyFor(config: Pick<Config, 'tools' | 'provider'>): ToolPolicy {
+    const policy = effectivePolicy(config.tools, config.provider, this.registry.getPolicy());
     for (const warning of policy.warnings) this.warnOnce(warning, warning);
     return policy;
   }
 
   /** Whether the policy blocks a call (by the name in the call: canonical or API name). */
-  private policyBlocks(name: string, config: ConfigSnapshot): boolean {
+  private policyBlocks(name: string, config: Config): boolean {
     const policy = this.policyFor(config);
     if (policy.permissive) return false;
     return !policy.isAllowed(this.registry.resolve(name) ?? name);
@@ -704,11 +644,11 @@ export class ToolService {
 
   /** One audit entry for a call the `log` hook names: the host log, and `tools.hooks.audit_file`. */
   private async audit(
-    config: ConfigSnapshot,
+    config: Config,
     fields: Parameters<typeof auditEntry>[0],
     def: ToolDefinition,
   ): Promise<void> {
-    const raw = config.tools?.['hooks'];
+    const raw = config.tools['hooks'];
     const match = hookMatch(def, hookConfig(raw));
     if (!match.matched || match.action !== 'log') return;
     const entry = auditEntry(fields, this.ctx.logger.redactor);
@@ -761,12 +701,12 @@ export class ToolService {
     if (typeof spec.require_approval === 'boolean') def.requireApproval = spec.require_approval;
     if (spec.require_approval === 'function') {
       def.requireApproval = async (input, call) => {
-        const answer = (await this.ctx.lua.call('tools.require_approval', {
+        const answer = await this.ctx.lua.call('tools.require_approval', {
           name: spec.name,
           input: input ?? {},
           bufnr: call.bufnr,
           tool_id: call.toolId,
-        })) as { value?: unknown; error?: unknown } | null;
+        });
         if (typeof answer?.error === 'string') throw new Error(answer.error);
         return answer?.value ?? undefined;
       };
@@ -924,7 +864,7 @@ export class ToolService {
    */
   specsFor(
     list: readonly string[] | undefined,
-    config?: { tools?: Record<string, unknown>; provider?: unknown },
+    config?: Pick<Config, 'tools' | 'provider'>,
   ): ToolSpec[] {
     const specs = this.selectedSpecs(list);
     if (config === undefined) return specs;
@@ -1026,7 +966,7 @@ export class ToolService {
       this.ctx.lua.notify('notify', { level: 'error', message: editor.problem });
       return;
     }
-    const config = editor.config as ConfigSnapshot;
+    const config = editor.config;
     const settings = autopilotSettings(config.tools);
     // A paused autopilot goes on once this tool is done.
     this.pilot.rearmIfPaused(bufnr, settings);
@@ -1103,7 +1043,7 @@ export class ToolService {
       this.pilot.disarm(bufnr);
       return;
     }
-    const config = editor.config as ConfigSnapshot;
+    const config = editor.config;
     const settings = autopilotSettings(config.tools);
 
     // Phase 1: placeholders with the chain's decisions.
@@ -1280,7 +1220,7 @@ export class ToolService {
   }
 
   /** A reply finished: autopilot counts the turn and goes on when it asked for tools. */
-  async responseComplete(bufnr: number, config?: ConfigSnapshot): Promise<void> {
+  async responseComplete(bufnr: number, config?: Config): Promise<void> {
     trace('response:complete');
     const state = await this.fresh(bufnr);
     trace('response:fresh');
@@ -1422,7 +1362,7 @@ export class ToolService {
     const config =
       state === undefined
         ? await this.config()
-        : ((await this.editorContext(bufnr, state.document)).config as ConfigSnapshot);
+        : (await this.editorContext(bufnr, state.document)).config;
     return config.tools;
   }
 
@@ -1618,8 +1558,8 @@ export class ToolService {
   // ---------------------------------------------------------------------------------------------
   // Execution
 
-  private async config(): Promise<ConfigSnapshot> {
-    return (await this.ctx.lua.call('config.snapshot', null)) as ConfigSnapshot;
+  private config(): Promise<Config> {
+    return this.ctx.config.get(this.ctx.lua);
   }
 
   /**
@@ -1679,6 +1619,7 @@ export class ToolService {
     return fetchEditorContext(this.ctx.lua, bufnr, document, this.toolNames(), {
       ...options,
       memo: this.trustMemo,
+      config: this.ctx.config,
     });
   }
 
@@ -1688,7 +1629,7 @@ export class ToolService {
     id: string,
     name: string,
     input: unknown,
-    config: ConfigSnapshot,
+    config: Config,
     options: {
       replaceFinished: boolean;
       facts?: EditorFacts;
@@ -1716,7 +1657,7 @@ export class ToolService {
       this.warn(`Tool ${name} cannot be executed: it has no execute function`);
       return;
     }
-    const tools = config.tools ?? {};
+    const tools = config.tools;
     // The buffer's tool list does not offer it, or the policy blocks it (checked again here,
     // whatever approved the call): the model gets an error, nothing runs.
     const refusal =
@@ -1749,7 +1690,7 @@ export class ToolService {
       // tool's writes.
       ctx.lua.notify('buffer.lock', { bufnr, owner: 'tools' });
       const spin = (row: number | undefined): void => {
-        if (tools.show_spinner === false || row === undefined) return;
+        if (!tools.show_spinner || row === undefined) return;
         if (this.running.get(id) !== run || run.returned === true) return;
         ctx.lua.notify('tools.spinner', { bufnr, tool_id: id, row, state: 'running' });
       };
@@ -1767,8 +1708,7 @@ export class ToolService {
       } else {
         spin(await this.ensurePlaceholder(bufnr, id));
       }
-      const facts =
-        options.facts ?? ((await ctx.lua.call('tools.facts', { bufnr })) as EditorFacts);
+      const facts = options.facts ?? (await ctx.lua.call('tools.facts', { bufnr }));
       const toolConfig = asRecord(tools[def.name]);
       const cwd = this.toolCwd(toolConfig, facts);
       const roots = rootsFor(config.sandbox, facts, process.env, homedir());
@@ -1779,7 +1719,7 @@ export class ToolService {
       });
       if (sandbox.warning !== undefined) this.warnOnce('sandbox', sandbox.warning);
       this.luaContext.set(id, luaSandboxFacts(sandbox));
-      const timeoutSec = typeof tools.default_timeout === 'number' ? tools.default_timeout : 30;
+      const timeoutSec = tools.default_timeout;
       const execCtx = createExecutionContext(
         {
           bufnr,
@@ -1840,7 +1780,7 @@ export class ToolService {
           : undefined;
       const injected = await this.inject(bufnr, id, outcome, options.replaceFinished);
       trace(`tool:injected ${id}`);
-      if (tools.show_spinner !== false) {
+      if (tools.show_spinner) {
         ctx.lua.notify('tools.spinner', {
           bufnr,
           tool_id: id,
@@ -1852,7 +1792,7 @@ export class ToolService {
       this.luaContext.delete(id);
       this.unlockIfIdle(bufnr);
       // The cursor moves before the event, so a listener sees the buffer as the user will.
-      if (injected) await this.moveCursor(bufnr, id, tools.cursor_after_result ?? 'result');
+      if (injected) await this.moveCursor(bufnr, id, tools.cursor_after_result);
       // Events keep their order on the channel; the executor does not wait for the listeners.
       ctx.hooks.post('tool:completed', {
         bufnr,
@@ -1901,13 +1841,13 @@ export class ToolService {
   private dispatch(
     bufnr: number,
     calls: readonly QueuedCall[],
-    config: ConfigSnapshot,
+    config: Config,
     facts: EditorFacts | undefined,
     user: boolean,
   ): void {
     const queued = new Set((this.draining.get(bufnr) ?? []).map((call) => call.id));
     const waiting = calls.filter((call) => !this.running.has(call.id) && !queued.has(call.id));
-    const limit = config.tools?.max_concurrent ?? 2;
+    const limit = config.tools.max_concurrent;
     const free = limit === 0 ? waiting.length : limit - this.slotsUsed(bufnr);
     const now = waiting.slice(0, Math.max(0, free));
     const later = waiting.slice(now.length);
@@ -1923,7 +1863,7 @@ export class ToolService {
   private startCall(
     bufnr: number,
     call: QueuedCall,
-    config: ConfigSnapshot,
+    config: Config,
     facts: EditorFacts | undefined,
   ): void {
     void this.execute(bufnr, call.id, call.name, call.input, config, {
@@ -1934,10 +1874,10 @@ export class ToolService {
   }
 
   /** A slot freed up: start the next approved calls of a throttled buffer. */
-  private startQueued(bufnr: number, config: ConfigSnapshot, facts?: EditorFacts): void {
+  private startQueued(bufnr: number, config: Config, facts?: EditorFacts): void {
     const queue = this.draining.get(bufnr);
     if (queue === undefined) return;
-    const limit = config.tools?.max_concurrent ?? 2;
+    const limit = config.tools.max_concurrent;
     let free = limit === 0 ? queue.length : limit - this.slotsUsed(bufnr);
     while (free > 0) {
       const call = queue.shift();
@@ -1962,7 +1902,7 @@ export class ToolService {
     run: Running,
     toolConfig: Record<string, unknown> | undefined,
     defaultTimeout: number,
-    tools: ToolsConfig = {},
+    tools: Readonly<Record<string, unknown>> = {},
   ): Promise<ToolOutcome> {
     await loadValidator();
     const validation = validateInput(def, input);
@@ -2038,8 +1978,8 @@ export class ToolService {
    * offer it; undefined when it may (or the list is the default one, which offers everything
    * enabled and lets `<M-CR>` run the rest).
    */
-  private filterRefusal(name: string, config: ConfigSnapshot): string | undefined {
-    const list = toolList(config.tools);
+  private filterRefusal(name: string, config: Config): string | undefined {
+    const list = config.tools.__list;
     if (list === undefined) return undefined;
     const sorted = [...list].sort();
     const isDefault =
@@ -2073,7 +2013,7 @@ export class ToolService {
   /** `:Flemma sandbox:status` for a buffer. */
   async sandboxStatus(bufnr: number): Promise<SandboxStatus> {
     const config = await this.config();
-    const facts = (await this.ctx.lua.call('tools.facts', { bufnr })) as EditorFacts;
+    const facts = await this.ctx.lua.call('tools.facts', { bufnr });
     return sandboxStatusFor(config.sandbox, facts, homedir(), this.ctx.lua);
   }
 
@@ -2082,16 +2022,16 @@ export class ToolService {
     const state = await this.ctx.documents.attach(bufnr);
     if (state === undefined) return [`Buffer ${String(bufnr)} is not a chat buffer`];
     const editor = await this.editorContext(bufnr, state.document, { origins: true });
-    const config = editor.config as ConfigSnapshot & Record<string, unknown>;
+    const config = editor.config;
     const sandbox = await sandboxStatusFor(config.sandbox, editor.facts, homedir(), this.ctx.lua);
     const filename = editor.facts.filename;
     const input: StatusInput = {
       bufnr,
       name: filename === null ? '' : relative(editor.facts.cwd, filename) || filename,
-      config,
+      config: config.data,
       origins: editor.origins ?? {},
       ops: editor.ops,
-      tools: this.specsFor(toolList(config.tools), config).map((spec) => spec.name),
+      tools: this.specsFor(config.tools.__list, config).map((spec) => spec.name),
       resolvers: this.approval.resolvers(config),
       sandbox: !sandbox.enabled
         ? 'disabled'

@@ -7,7 +7,7 @@ function harness() {
   const warnings: string[] = [];
   const continued: number[] = [];
   const pilot = new Autopilot({
-    notifyLua: (method, params) => lua.push({ method, params: params as Record<string, unknown> }),
+    notifyLua: (method, params) => lua.push({ method, params }),
     emit: (name, data) => {
       events.push({ name, data });
       return Promise.resolve();
