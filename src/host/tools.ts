@@ -1357,7 +1357,7 @@ export class ToolService {
   }
 
   /** The buffer's effective `tools` options (its frontmatter applied). */
-  private async bufferTools(bufnr: number): Promise<Record<string, unknown> | undefined> {
+  private async bufferTools(bufnr: number): Promise<ToolsConfig> {
     const state = await this.fresh(bufnr);
     const config =
       state === undefined
@@ -1367,11 +1367,10 @@ export class ToolService {
   }
 
   /** `on`/`off`, with where it comes from. */
-  private yoloState(bufnr: number, tools: unknown): string {
+  private yoloState(bufnr: number, tools: ToolsConfig): string {
     const toggled = this.approval.session.yolo(bufnr);
     if (toggled !== undefined) return `${toggled ? 'on' : 'off'} (:Flemma tool:yolo)`;
-    const configured = (tools as Record<string, unknown> | undefined)?.['yolo'] === true;
-    return configured ? 'on (tools.yolo)' : 'off';
+    return tools.yolo ? 'on (tools.yolo)' : 'off';
   }
 
   /** `:Flemma tool:forget-always [tool]`: forget the buffer's "always" approvals. */
@@ -1389,8 +1388,7 @@ export class ToolService {
   async setYolo(bufnr: number, mode: 'on' | 'off' | 'toggle'): Promise<boolean> {
     let on: boolean;
     if (mode === 'toggle') {
-      const current =
-        this.approval.session.yolo(bufnr) ?? (await this.bufferTools(bufnr))?.['yolo'] === true;
+      const current = this.approval.session.yolo(bufnr) ?? (await this.bufferTools(bufnr)).yolo;
       on = !current;
     } else {
       on = mode === 'on';
