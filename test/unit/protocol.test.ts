@@ -17,6 +17,7 @@ import {
   withProtocolTable,
 } from '../../src/editor/protocol/doc.js';
 import { ROOT } from '../helpers/paths.js';
+import { LuaBridge } from '../../src/editor/lua.js';
 
 const page = readFileSync(join(ROOT, 'docs/rpc.md'), 'utf8');
 
@@ -106,6 +107,32 @@ describe('the protocol', () => {
     }
     expect(seen).toBeGreaterThan(30);
     expect(problems).toEqual([]);
+  });
+});
+
+describe('the typed bridge', () => {
+  it('calls only requests and notifies only notifications, with their params (tsc checks this)', () => {
+    const sent: [string, unknown][] = [];
+    const bridge = new LuaBridge({
+      request: (_method, args) => {
+        sent.push(['request', args[1]]);
+        return Promise.resolve(null);
+      },
+      notify: (_method, args) => {
+        sent.push(['notify', args[1]]);
+      },
+    });
+    void bridge.call('tools.facts', { bufnr: 1 });
+    // @ts-expect-error: `notify` is a notification, which the host does not wait for
+    void bridge.call('notify', { message: 'x' });
+    // @ts-expect-error: `chat.structure` is a request
+    bridge.notify('chat.structure', { bufnr: 1, tick: 1, markers: [], diagnostics: [] });
+    // @ts-expect-error: no such method
+    bridge.notify('tools.nothing', {});
+    // @ts-expect-error: `tools.cursor` needs a row
+    bridge.notify('tools.cursor', { bufnr: 1 });
+    bridge.flush();
+    expect(sent.map(([how]) => how)).toEqual(['request', 'request', 'notify']);
   });
 });
 
