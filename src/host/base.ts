@@ -6,6 +6,7 @@ import type { DocumentStore } from '../editor/documents.js';
 import type { HookEmitter } from '../editor/hooks.js';
 import type { LuaBridge } from '../editor/lua.js';
 import type { WriteScheduler } from '../editor/writequeue.js';
+import type { ConfigStore } from './config.js';
 import type { FileLogger } from './log.js';
 import type { SecretsService } from './secrets.js';
 
@@ -23,6 +24,8 @@ export interface HostBase {
   readonly sdks: SdkLoader;
   readonly documents: DocumentStore;
   readonly secrets: SecretsService;
+  /** Lua's configuration, parsed once per generation. */
+  readonly config: ConfigStore;
   readonly logger: FileLogger;
   readonly startedAt: number;
   readonly logFile: string | undefined;

@@ -10,6 +10,7 @@ import { LuaBridge, rpcPortOf } from '../editor/lua.js';
 import { WriteScheduler } from '../editor/writequeue.js';
 import { ApprovalService } from './approval.js';
 import type { HostBase } from './base.js';
+import { ConfigStore } from './config.js';
 import type { FileLogger } from './log.js';
 import { SecretsService } from './secrets.js';
 import { RequestBuilder } from './send/request.js';
@@ -58,6 +59,7 @@ export function createContext(
     // a NeovimClient, which follows buffer changes.
     documents: new DocumentStore(nvim as unknown as BufferEventsPort, lua, { logger }),
     secrets: new SecretsService(lua, logger),
+    config: new ConfigStore(),
     logger,
     startedAt: Date.now(),
     logFile,

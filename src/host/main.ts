@@ -5,6 +5,7 @@ import { connect } from '../editor/client.js';
 import { hostLogger } from './log.js';
 import { dispatch } from './actions.js';
 import { createContext } from './context.js';
+import { CALL } from '../editor/protocol/index.js';
 
 function describe(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
@@ -77,7 +78,7 @@ nvim.on(
 );
 
 nvim.on('notification', (method: string, args: unknown[]) => {
-  if (method === 'call') {
+  if (method === CALL) {
     // Asynchronous request from Lua: [id, method, params]; the answer goes back as a Lua call.
     const [id, name, params] = args as [number, string, unknown];
     dispatch(ctx, name, params ?? null).then(

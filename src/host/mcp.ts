@@ -227,9 +227,7 @@ export function createMcpManager(
   };
   const lookup: ReferenceLookup = async (ref) => {
     if (ref.type === 'env') {
-      const answer = (await ctx.lua.call('env.first', { names: [ref.name] })) as {
-        value?: unknown;
-      } | null;
+      const answer = await ctx.lua.call('env.first', { names: [ref.name] });
       if (answer !== null && typeof answer.value === 'string') return answer.value;
       return process.env[ref.name];
     }

@@ -15,7 +15,7 @@ import type { Streamer, SendStatus } from './send/stream.js';
 import type { ToolCatalogue } from './tools/catalogue.js';
 import type { ToolExecutor } from './tools/executor.js';
 import type { ResultWriter } from './tools/results.js';
-import type { ToolsConfig } from './tools/types.js';
+import type { Config, ToolsConfig } from '../core/config/config.js';
 import type { Verdicts } from './tools/verdicts.js';
 import { trace } from '../editor/trace.js';
 import type { SendOptions, UsageTracker } from './usage.js';
@@ -117,7 +117,7 @@ export class ChatSession {
     const controller = new AbortController();
     this.request = controller;
     let status: SendStatus | undefined;
-    let config: { tools?: Record<string, unknown> } | undefined;
+    let config: Config | undefined;
     try {
       status = await this.s.streamer.run(
         this.bufnr,
@@ -139,10 +139,7 @@ export class ChatSession {
   }
 
   /** A send ended: the session's usage, the events, and autopilot's next move. */
-  private async finished(
-    status: SendStatus,
-    config: { tools?: Record<string, unknown> } | undefined,
-  ): Promise<void> {
+  private async finished(status: SendStatus, config: Config | undefined): Promise<void> {
     const { base, usage } = this.s;
     const bufnr = this.bufnr;
     // A completed request goes into the session (and its usage bar shows) first.
@@ -166,7 +163,7 @@ export class ChatSession {
     const last = [...state.document.messages].reverse().find((m) => m.role === 'Assistant');
     const hasToolUse =
       last !== undefined && last.segments.some((segment) => segment.kind === 'tool_use');
-    const tools = config?.tools ?? (await this.configTools());
+    const tools = (config ?? (await this.s.base.config.get(this.s.base.lua))).tools;
     await this.conversation.replyFinished(hasToolUse, autopilotSettings(tools));
   }
 
@@ -197,13 +194,6 @@ export class ChatSession {
   /** A request or a tool was cancelled, a request failed, or the spend cap stopped autopilot. */
   stopped(): void {
     this.conversation.stopped();
-  }
-
-  private async configTools(): Promise<Record<string, unknown> | undefined> {
-    const config = (await this.s.base.lua.call('config.snapshot', null)) as {
-      tools?: Record<string, unknown>;
-    };
-    return config.tools;
   }
 
   /** The loop's ports over the host's services. */

@@ -28,13 +28,11 @@ export function referenceScope(editor: EditorContext): { baseDir: string; scope:
   const baseDir = filename === null ? editor.facts.cwd : dirname(filename);
   if (editor.trust.trusted) return { baseDir, scope: {} };
   // Keys and `.env` files are not read even inside the tree (docs/security.md).
-  const tools = editor.config['tools'];
-  const { entries } = sensitiveEntries(
-    tools !== null && typeof tools === 'object'
-      ? (tools as Record<string, unknown>)['sensitive_paths']
-      : undefined,
-    { home: homedir(), env: process.env, editorDirs: editor.facts.editor_dirs },
-  );
+  const { entries } = sensitiveEntries(editor.config.tools['sensitive_paths'], {
+    home: homedir(),
+    env: process.env,
+    editorDirs: editor.facts.editor_dirs,
+  });
   return {
     baseDir,
     scope: {

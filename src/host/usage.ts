@@ -7,7 +7,9 @@ import { pricingFor } from '../core/usage/cost.js';
 import { makeRecord, type RequestRecord, Session } from '../core/usage/session.js';
 import { autopilotSettings } from '../core/loop/autopilot.js';
 import type { HostBase } from './base.js';
-import type { ConfigSnapshot, PreparedRequest } from './send/request.js';
+import type { PreparedRequest } from './send/request.js';
+import type { Config } from '../core/config/config.js';
+import type { LuaParams } from '../editor/protocol/index.js';
 
 /** How a send was asked for. */
 export interface SendOptions {
@@ -49,13 +51,6 @@ function realpath(path: string | null): string | undefined {
 
 function dollars(value: number): string {
   return `$${value.toFixed(value < 1 ? 4 : 2)}`;
-}
-
-/** `limits.max_session_cost` of a configuration, when set. */
-function spendLimit(config: ConfigSnapshot | undefined): number | undefined {
-  const limit = (config as { limits?: { max_session_cost?: unknown } } | undefined)?.limits
-    ?.max_session_cost;
-  return typeof limit === 'number' ? limit : undefined;
 }
 
 export class UsageTracker {
@@ -107,13 +102,13 @@ export class UsageTracker {
       pricing,
     );
     this.session.add(record);
-    const params: Record<string, unknown> = {
+    const params: LuaParams<'usage.show'> = {
       bufnr,
       request: record,
       session: this.session.totals(),
     };
     if (pricing?.min_cache_tokens !== undefined) {
-      params['min_cache_tokens'] = pricing.min_cache_tokens;
+      params.min_cache_tokens = pricing.min_cache_tokens;
     }
     // Lua keeps the record and the totals (for `flemma.usage`) and shows the bar if enabled.
     this.ctx.lua.notify('usage.show', params);
@@ -121,8 +116,8 @@ export class UsageTracker {
   }
 
   /** The cap and what the session has cost, once the cost has reached the cap. */
-  private reached(config: ConfigSnapshot | undefined): { cost: number; limit: number } | undefined {
-    const limit = spendLimit(config);
+  private reached(config: Config | undefined): { cost: number; limit: number } | undefined {
+    const limit = config?.maxSessionCost;
     if (limit === undefined) return undefined;
     const cost = this.session.totals().cost;
     return cost >= limit ? { cost, limit } : undefined;
@@ -138,7 +133,7 @@ export class UsageTracker {
    * warning, and a send the user asked for asks them first (in Lua; a yes sends again with
    * `over_limit`).
    */
-  allows(bufnr: number, config: ConfigSnapshot, options: SendOptions): boolean {
+  allows(bufnr: number, config: Config, options: SendOptions): boolean {
     if (options.overLimit === true) return true;
     const reached = this.reached(config);
     if (reached === undefined) return true;
@@ -159,7 +154,7 @@ export class UsageTracker {
    * A reply completed: when it asked for tools and autopilot would go on, but the session has
    * reached its cap, autopilot stops here (with a warning). Returns whether it stopped.
    */
-  stopsAutopilot(bufnr: number, config: ConfigSnapshot | undefined, toolUse: boolean): boolean {
+  stopsAutopilot(bufnr: number, config: Config | undefined, toolUse: boolean): boolean {
     if (!toolUse || !autopilotSettings(config?.tools).enabled) return false;
     const reached = this.reached(config);
     if (reached === undefined) return false;

@@ -24,6 +24,7 @@ import {
   xmlMessages,
 } from '../../core/tools/xml.js';
 import { pricingFor } from '../../core/usage/cost.js';
+import type { Config } from '../../core/config/config.js';
 import type { DocumentState } from '../../editor/documents.js';
 import type { HostBase } from '../base.js';
 import { type EditorContext, fetchEditorContext, KNOWN_ENV } from '../editor-context.js';
@@ -32,20 +33,9 @@ import type { ToolCatalogue } from '../tools/catalogue.js';
 import { trace } from '../../editor/trace.js';
 import { referenceScope } from '../trust-check.js';
 
-export interface ConfigSnapshot {
-  provider?: string;
-  model?: string;
-  parameters?: Record<string, unknown> & {
-    max_tokens?: number | string;
-    temperature?: number;
-    cache_retention?: 'short' | 'long' | 'none';
-  };
-  tools?: { __list?: string[]; calling?: unknown };
-}
-
 const DEFAULT_MAX_TOKENS = 8192;
 
-function maxTokens(value: number | string | undefined): number {
+function maxTokens(value: number | string): number {
   if (typeof value === 'number') return value;
   const percent = typeof value === 'string' ? /^(\d+)%$/.exec(value) : null;
   // NOTE: model limits arrive with the model tables (issue 8); until then "N%" is of 8192.
@@ -58,7 +48,7 @@ function maxTokens(value: number | string | undefined): number {
 export interface PreparedRequest {
   state: DocumentState;
   editor: EditorContext;
-  config: ConfigSnapshot;
+  config: Config;
   providerName: string;
   model: string;
   adapter: ProviderAdapter;
@@ -111,7 +101,7 @@ export class RequestBuilder {
   async prepare(
     bufnr: number,
     context: EditorContext | undefined,
-    onConfig?: (config: ConfigSnapshot) => void,
+    onConfig?: (config: Config) => void,
   ): Promise<PreparedRequest | undefined> {
     const ctx = this.deps.base;
     const state = await ctx.documents.attach(bufnr);
@@ -128,6 +118,7 @@ export class RequestBuilder {
       context ??
       (await fetchEditorContext(ctx.lua, bufnr, state.document, this.deps.catalogue.toolNames(), {
         memo: this.deps.memo,
+        config: ctx.config,
       }));
     if (editor.problem !== undefined) {
       // The frontmatter failed, or may not run: nothing is sent and the buffer stays as it is.
@@ -135,10 +126,10 @@ export class RequestBuilder {
       return undefined;
     }
     this.tellRefused(bufnr, editor);
-    const config = editor.config as ConfigSnapshot;
+    const config = editor.config;
     onConfig?.(config);
     const env = editor.env;
-    const providerName = config.provider ?? 'anthropic';
+    const providerName = config.provider;
     const entry = PROVIDERS[providerName];
     const fail = (message: string): void => {
       ctx.lua.notify('notify', { level: 'error', message: `${providerName}: ${message}` });
@@ -147,13 +138,13 @@ export class RequestBuilder {
       fail(`unknown provider (available: ${Object.keys(PROVIDERS).sort().join(', ')})`);
       return undefined;
     }
-    const parameters = config.parameters ?? {};
+    const parameters = config.parameters;
     const specific = (parameters[providerName] ?? {}) as ProviderParameters;
     const envValue = async (names: string[]): Promise<string | undefined> => {
       if (names.every((name) => KNOWN_ENV.includes(name))) {
         return names.map((name) => env[name]).find((value) => value !== undefined);
       }
-      return ((await ctx.lua.call('env.first', { names })) as { value: string } | null)?.value;
+      return (await ctx.lua.call('env.first', { names }))?.value;
     };
     const baseURL =
       specific.base_url ??
@@ -164,7 +155,7 @@ export class RequestBuilder {
       return undefined;
     }
     const spec = entry.credential(specific);
-    const secretsConfig = (config as { secrets?: Record<string, unknown> }).secrets;
+    const secretsConfig = config.secrets;
     const resolveCredential = async (
       quiet = false,
     ): Promise<{ ok: true; value: string | undefined } | { ok: false }> => {
@@ -190,7 +181,7 @@ export class RequestBuilder {
       fail('set the model to use (model = "…" in setup() or the frontmatter)');
       return undefined;
     }
-    const timeout = typeof parameters['timeout'] === 'number' ? parameters['timeout'] : 600;
+    const timeout = parameters.timeout;
     // The stream watchdog (src/core/provider/watchdog.ts): the provider's own value wins.
     const idle = [specific['stream_idle_timeout'], parameters['stream_idle_timeout']].find(
       (value): value is number => typeof value === 'number' && value >= 1,
@@ -217,7 +208,7 @@ export class RequestBuilder {
       if (!again.ok || again.value === undefined || again.value === credential) return undefined;
       return connect(again.value);
     };
-    const tools = this.deps.catalogue.specsFor(config.tools?.__list, config);
+    const tools = this.deps.catalogue.specsFor(config.tools.__list, config);
     let evaluated: RenderedPrompt;
     try {
       trace('send:render');
@@ -231,7 +222,7 @@ export class RequestBuilder {
     }
     // The tools' own system prompts (CodeCompanion `system_prompt`), or in XML tool calling the
     // whole description of the tools and the format (docs/tools.md, "XML tool calling").
-    const calling = callingMode(config.tools?.calling, providerName, model);
+    const calling = callingMode(config.tools.calling, providerName, model);
     const xml = calling === 'xml' ? await loadXml() : undefined;
     const section = this.deps.catalogue.systemSection(tools, calling, xml);
     const system =
@@ -255,7 +246,7 @@ export class RequestBuilder {
             }))
           : [],
       maxTokens: maxTokens(parameters.max_tokens),
-      cacheRetention: parameters.cache_retention ?? 'short',
+      cacheRetention: parameters.cache_retention,
     };
     if (typeof parameters.temperature === 'number') request.temperature = parameters.temperature;
     const thinking = resolveThinking(
@@ -320,7 +311,7 @@ export class RequestBuilder {
           segments.every((segment) => segment.kind !== 'code'),
         );
         trace('send:lua-render');
-        const answer = (await ctx.lua.call('template.render', {
+        const answer = await ctx.lua.call('template.render', {
           bufnr,
           digest: editor.digest,
           variables: editor.variables,
@@ -331,7 +322,7 @@ export class RequestBuilder {
           ),
           // For personalities (`include("urn:flemma:personality:…")`).
           tools: this.deps.catalogue.personalityTools(tools),
-        })) as { texts?: (string | string[])[]; error?: string; untrusted?: string };
+        });
         trace('send:lua-rendered');
         if (answer.untrusted !== undefined) return { error: answer.untrusted };
         if (answer.error !== undefined) return { error: `Template error: ${answer.error}` };

@@ -15,7 +15,6 @@ import { sleep } from '../../core/util/sleep.js';
 import type { BufferWriter } from '../../editor/writequeue.js';
 import type { HostBase } from '../base.js';
 import {
-  type ContextAnswer,
   type ContextQuestion,
   contextQuestion,
   type EditorContext,
@@ -25,7 +24,12 @@ import type { ToolCatalogue } from '../tools/catalogue.js';
 import type { Verdicts } from '../tools/verdicts.js';
 import { trace } from '../../editor/trace.js';
 import type { SendOptions, UsageTracker } from '../usage.js';
-import type { ConfigSnapshot, PreparedRequest, RequestBuilder } from './request.js';
+import type { Config } from '../../core/config/config.js';
+import type { LuaParams } from '../../editor/protocol/index.js';
+import type { PreparedRequest, RequestBuilder } from './request.js';
+
+/** What the progress indicator shows (`progress.update`). */
+type Progress = LuaParams<'progress.update'>;
 
 export type SendStatus = 'completed' | 'cancelled' | 'errored';
 
@@ -120,7 +124,7 @@ export class Streamer {
     bufnr: number,
     controller: AbortController,
     context: EditorContext | undefined,
-    onConfig: (config: ConfigSnapshot) => void,
+    onConfig: (config: Config) => void,
     options: SendOptions,
   ): Promise<SendStatus | undefined> {
     const ctx = this.deps.base;
@@ -179,8 +183,8 @@ export class Streamer {
     // An update held back by the 100 ms pace goes out at the end of the window, so that a stream
     // that pauses does not leave a stale count on screen.
     let trailing: ReturnType<typeof setTimeout> | undefined;
-    let latest: Record<string, unknown> | undefined;
-    const sendProgress = (params: Record<string, unknown>): void => {
+    let latest: Progress | undefined;
+    const sendProgress = (params: Progress): void => {
       lastProgress = Date.now();
       latest = undefined;
       ctx.lua.notify('progress.update', params);
@@ -202,10 +206,10 @@ export class Streamer {
         const now = Date.now();
         if (event.type === 'text') characters += event.text.length;
         const phase = event.type === 'progress' ? event.phase : 'streaming';
-        const params: Record<string, unknown> = { bufnr, phase, characters };
-        if (event.type === 'progress') params['characters'] = event.characters;
+        const params: Progress = { bufnr, phase, characters };
+        if (event.type === 'progress') params.characters = event.characters;
         if (event.type === 'progress' && event.toolName !== undefined) {
-          params['tool'] = event.toolName;
+          params.tool = event.toolName;
         }
         if (now - lastProgress >= 100) {
           sendProgress(params);
@@ -258,7 +262,7 @@ export class Streamer {
     const first = primed(this.events(prepared, adapter, controller.signal));
     let sink: { bufnr: number };
     try {
-      sink = (await begun) as { bufnr: number };
+      sink = await begun;
       await opened;
     } catch (error) {
       controller.abort();
@@ -357,8 +361,8 @@ export class Streamer {
     });
     // The next step (the tool loop's) waits for it: it goes now, not on the next tick.
     ctx.writes.sendNow();
-    const finished = (await finishing) as { context?: ContextAnswer } | null;
-    if (status === 'completed' && finished?.context !== undefined) {
+    const finished = await finishing;
+    if (status === 'completed' && finished.context !== undefined) {
       this.deps.carry(
         bufnr,
         resolveContext(question, finished.context, this.deps.catalogue.toolNames()),

@@ -5,11 +5,7 @@
 import type { ToolNames } from '../../core/config/frontmatter.js';
 import type { ToolSpec } from '../../core/provider/types.js';
 import { wireToolName } from '../../core/provider/types.js';
-import {
-  type DirectorySource,
-  describeProblem,
-  loadDeclarativeDirs,
-} from '../../core/tools/declarative/index.js';
+import { describeProblem, loadDeclarativeDirs } from '../../core/tools/declarative/index.js';
 import { builtinTools } from '../../core/tools/builtins.js';
 import { notAvailable } from '../../core/tools/filter.js';
 import { parseMcpSettings } from '../../core/tools/mcp/config.js';
@@ -27,20 +23,10 @@ import { MiddlewareStack } from '../tool-extras.js';
 import type { LuaToolSpec, LuaTools } from './lua-tools.js';
 import { JsModules } from './js-modules.js';
 import { describeError } from './outcome.js';
-import type { ConfigSnapshot } from './types.js';
+import type { Config } from '../../core/config/config.js';
+import type { DeclarativeSettings } from '../../editor/protocol/wire.js';
 
-/** The `tools` list of a snapshot (`__list`), or undefined when the configuration sets none. */
-export function toolList(tools: Record<string, unknown> | undefined): string[] | undefined {
-  const list = tools?.['__list'];
-  return Array.isArray(list) && list.length > 0 ? (list as string[]) : undefined;
-}
-
-/** `tools.declarative` as Lua sends it with `tools:define` (paths already expanded). */
-export interface DeclarativeSettings {
-  dirs: DirectorySource[];
-  /** Environment variables `${NAME}` may read in the definitions. */
-  env: string[];
-}
+export type { DeclarativeSettings };
 
 /** `tools` of the configuration when the user did not set a list (sorted). */
 const DEFAULT_TOOL_NAMES: readonly string[] = [
@@ -302,7 +288,7 @@ export class ToolCatalogue {
   }
 
   /** Whether the policy blocks a call (by the name in the call: canonical or API name). */
-  policyBlocks(name: string, config: ConfigSnapshot): boolean {
+  policyBlocks(name: string, config: Config): boolean {
     const policy = this.policyFor(config);
     if (policy.permissive) return false;
     return !policy.isAllowed(this.registry.resolve(name) ?? name);
@@ -411,8 +397,8 @@ export class ToolCatalogue {
    * offer it; undefined when it may (or the list is the default one, which offers everything
    * enabled and lets `<M-CR>` run the rest).
    */
-  filterRefusal(name: string, config: ConfigSnapshot): string | undefined {
-    const list = toolList(config.tools);
+  filterRefusal(name: string, config: Config): string | undefined {
+    const list = config.tools.__list;
     if (list === undefined) return undefined;
     const sorted = [...list].sort();
     const isDefault =
@@ -423,8 +409,8 @@ export class ToolCatalogue {
   }
 
   /** The configuration as Lua has it now. */
-  private async config(): Promise<ConfigSnapshot> {
-    return (await this.ctx.lua.call('config.snapshot', null)) as ConfigSnapshot;
+  private config(): Promise<Config> {
+    return this.ctx.config.get(this.ctx.lua);
   }
 
   private warn(message: string): void {

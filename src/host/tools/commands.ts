@@ -19,14 +19,14 @@ import { type AutopilotSettings, autopilotSettings } from '../../core/loop/autop
 import { toolCallAt } from '../../core/tools/locate.js';
 import type { ApprovalService } from '../approval.js';
 import type { HostBase } from '../base.js';
-import type { ContextOptions, EditorContext, EditorFacts } from '../editor-context.js';
+import type { ContextOptions, EditorContext } from '../editor-context.js';
 import { type SandboxStatus, sandboxStatusFor } from '../sandbox.js';
 import { refusedItems } from '../trust-check.js';
-import { type ToolCatalogue, toolList } from './catalogue.js';
+import type { ToolCatalogue } from './catalogue.js';
 import type { ToolExecutor } from './executor.js';
 import { describeError } from './outcome.js';
 import type { ResultWriter } from './results.js';
-import type { ConfigSnapshot } from './types.js';
+import type { Config, ToolsConfig } from '../../core/config/config.js';
 import type { Verdicts } from './verdicts.js';
 
 /** What the commands ask the buffer's conversation. */
@@ -75,7 +75,7 @@ export class ToolCommands {
       this.ctx.lua.notify('notify', { level: 'error', message: editor.problem });
       return;
     }
-    const config = editor.config as ConfigSnapshot;
+    const config = editor.config;
     const settings = autopilotSettings(config.tools);
     // A paused autopilot goes on once this tool is done.
     this.deps.loop.rearmIfPaused(bufnr, settings);
@@ -227,21 +227,20 @@ export class ToolCommands {
   }
 
   /** The buffer's effective `tools` options (its frontmatter applied). */
-  private async bufferTools(bufnr: number): Promise<Record<string, unknown> | undefined> {
+  private async bufferTools(bufnr: number): Promise<ToolsConfig> {
     const state = await this.deps.results.fresh(bufnr);
     const config =
       state === undefined
         ? await this.config()
-        : ((await this.deps.loop.context(bufnr, state.document)).config as ConfigSnapshot);
+        : (await this.deps.loop.context(bufnr, state.document)).config;
     return config.tools;
   }
 
   /** `on`/`off`, with where it comes from. */
-  private yoloState(bufnr: number, tools: unknown): string {
+  private yoloState(bufnr: number, tools: ToolsConfig): string {
     const toggled = this.deps.approval.session.yolo(bufnr);
     if (toggled !== undefined) return `${toggled ? 'on' : 'off'} (:Flemma tool:yolo)`;
-    const configured = (tools as Record<string, unknown> | undefined)?.['yolo'] === true;
-    return configured ? 'on (tools.yolo)' : 'off';
+    return tools.yolo ? 'on (tools.yolo)' : 'off';
   }
 
   /** `:Flemma tool:forget-always [tool]`: forget the buffer's "always" approvals. */
@@ -260,8 +259,7 @@ export class ToolCommands {
     let on: boolean;
     if (mode === 'toggle') {
       const current =
-        this.deps.approval.session.yolo(bufnr) ??
-        (await this.bufferTools(bufnr))?.['yolo'] === true;
+        this.deps.approval.session.yolo(bufnr) ?? (await this.bufferTools(bufnr)).yolo;
       on = !current;
     } else {
       on = mode === 'on';
@@ -348,14 +346,14 @@ export class ToolCommands {
   // ---------------------------------------------------------------------------------------------
   // Execution
 
-  private async config(): Promise<ConfigSnapshot> {
-    return (await this.ctx.lua.call('config.snapshot', null)) as ConfigSnapshot;
+  private config(): Promise<Config> {
+    return this.ctx.config.get(this.ctx.lua);
   }
 
   /** `:Flemma sandbox:status` for a buffer. */
   async sandboxStatus(bufnr: number): Promise<SandboxStatus> {
     const config = await this.config();
-    const facts = (await this.ctx.lua.call('tools.facts', { bufnr })) as EditorFacts;
+    const facts = await this.ctx.lua.call('tools.facts', { bufnr });
     return sandboxStatusFor(config.sandbox, facts, homedir(), this.ctx.lua);
   }
 
@@ -364,16 +362,16 @@ export class ToolCommands {
     const state = await this.ctx.documents.attach(bufnr);
     if (state === undefined) return [`Buffer ${String(bufnr)} is not a chat buffer`];
     const editor = await this.deps.loop.context(bufnr, state.document, { origins: true });
-    const config = editor.config as ConfigSnapshot & Record<string, unknown>;
+    const config = editor.config;
     const sandbox = await sandboxStatusFor(config.sandbox, editor.facts, homedir(), this.ctx.lua);
     const filename = editor.facts.filename;
     const input: StatusInput = {
       bufnr,
       name: filename === null ? '' : relative(editor.facts.cwd, filename) || filename,
-      config,
+      config: config.data,
       origins: editor.origins ?? {},
       ops: editor.ops,
-      tools: this.deps.catalogue.specsFor(toolList(config.tools), config).map((spec) => spec.name),
+      tools: this.deps.catalogue.specsFor(config.tools.__list, config).map((spec) => spec.name),
       resolvers: this.deps.approval.resolvers(config),
       sandbox: !sandbox.enabled
         ? 'disabled'

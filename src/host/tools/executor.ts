@@ -31,7 +31,7 @@ import type { ToolCatalogue } from './catalogue.js';
 import { CANCELLED_TEXT, type LuaTools } from './lua-tools.js';
 import { invokeTool } from './invoke.js';
 import { type ResultWriter, resultHeaderRow } from './results.js';
-import type { ConfigSnapshot, ToolsConfig } from './types.js';
+import type { Config, ToolsConfig } from '../../core/config/config.js';
 
 /** What the executor tells the buffer's conversation, and asks it. */
 export interface ExecutorLoop {
@@ -98,11 +98,11 @@ export class ToolExecutor {
 
   /** One audit entry for a call the `log` hook names: the host log, and `tools.hooks.audit_file`. */
   private async audit(
-    config: ConfigSnapshot,
+    config: Config,
     fields: Parameters<typeof auditEntry>[0],
     def: ToolDefinition,
   ): Promise<void> {
-    const raw = config.tools?.['hooks'];
+    const raw = config.tools['hooks'];
     const match = hookMatch(def, hookConfig(raw));
     if (!match.matched || match.action !== 'log') return;
     const entry = auditEntry(fields, this.ctx.logger.redactor);
@@ -260,7 +260,7 @@ export class ToolExecutor {
     id: string,
     name: string,
     input: unknown,
-    config: ConfigSnapshot,
+    config: Config,
     options: {
       replaceFinished: boolean;
       facts?: EditorFacts;
@@ -288,7 +288,7 @@ export class ToolExecutor {
       this.warn(`Tool ${name} cannot be executed: it has no execute function`);
       return;
     }
-    const tools = config.tools ?? {};
+    const tools = config.tools;
     // The buffer's tool list does not offer it, or the policy blocks it (checked again here,
     // whatever approved the call): the model gets an error, nothing runs.
     const refusal =
@@ -326,7 +326,7 @@ export class ToolExecutor {
       // tool's writes.
       ctx.lua.notify('buffer.lock', { bufnr, owner: 'tools' });
       const spin = (row: number | undefined): void => {
-        if (tools.show_spinner === false || row === undefined) return;
+        if (!tools.show_spinner || row === undefined) return;
         if (this.running.get(id) !== run || run.returned === true) return;
         ctx.lua.notify('tools.spinner', { bufnr, tool_id: id, row, state: 'running' });
       };
@@ -345,8 +345,7 @@ export class ToolExecutor {
       } else {
         spin(await this.deps.results.ensurePlaceholder(bufnr, id));
       }
-      const facts =
-        options.facts ?? ((await ctx.lua.call('tools.facts', { bufnr })) as EditorFacts);
+      const facts = options.facts ?? (await ctx.lua.call('tools.facts', { bufnr }));
       const toolConfig = asRecord(tools[def.name]);
       const cwd = this.toolCwd(toolConfig, facts);
       const roots = rootsFor(config.sandbox, facts, process.env, homedir());
@@ -357,7 +356,7 @@ export class ToolExecutor {
       });
       if (sandbox.warning !== undefined) this.warnOnce('sandbox', sandbox.warning);
       this.deps.lua.setSandbox(id, sandbox);
-      const timeoutSec = typeof tools.default_timeout === 'number' ? tools.default_timeout : 30;
+      const timeoutSec = tools.default_timeout;
       const execCtx = createExecutionContext(
         {
           bufnr,
@@ -425,7 +424,7 @@ export class ToolExecutor {
           : undefined;
       const injected = await this.deps.results.inject(bufnr, id, outcome, options.replaceFinished);
       trace(`tool:injected ${id}`);
-      if (tools.show_spinner !== false) {
+      if (tools.show_spinner) {
         ctx.lua.notify('tools.spinner', {
           bufnr,
           tool_id: id,
@@ -438,7 +437,7 @@ export class ToolExecutor {
       this.unlockIfIdle(bufnr);
       // The cursor moves before the event, so a listener sees the buffer as the user will.
       if (injected) {
-        await this.deps.results.moveCursor(bufnr, id, tools.cursor_after_result ?? 'result');
+        await this.deps.results.moveCursor(bufnr, id, tools.cursor_after_result);
       }
       // Events keep their order on the channel; the executor does not wait for the listeners.
       ctx.hooks.post('tool:completed', {
@@ -489,13 +488,13 @@ export class ToolExecutor {
   dispatch(
     bufnr: number,
     calls: readonly QueuedCall[],
-    config: ConfigSnapshot,
+    config: Config,
     facts: EditorFacts | undefined,
     user: boolean,
   ): void {
     const queued = new Set((this.draining.get(bufnr) ?? []).map((call) => call.id));
     const waiting = calls.filter((call) => !this.running.has(call.id) && !queued.has(call.id));
-    const limit = config.tools?.max_concurrent ?? 2;
+    const limit = config.tools.max_concurrent;
     const free = limit === 0 ? waiting.length : limit - this.slotsUsed(bufnr);
     const now = waiting.slice(0, Math.max(0, free));
     const later = waiting.slice(now.length);
@@ -511,7 +510,7 @@ export class ToolExecutor {
   private startCall(
     bufnr: number,
     call: QueuedCall,
-    config: ConfigSnapshot,
+    config: Config,
     facts: EditorFacts | undefined,
   ): void {
     void this.execute(bufnr, call.id, call.name, call.input, config, {
@@ -522,10 +521,10 @@ export class ToolExecutor {
   }
 
   /** A slot freed up: start the next approved calls of a throttled buffer. */
-  private startQueued(bufnr: number, config: ConfigSnapshot, facts?: EditorFacts): void {
+  private startQueued(bufnr: number, config: Config, facts?: EditorFacts): void {
     const queue = this.draining.get(bufnr);
     if (queue === undefined) return;
-    const limit = config.tools?.max_concurrent ?? 2;
+    const limit = config.tools.max_concurrent;
     let free = limit === 0 ? queue.length : limit - this.slotsUsed(bufnr);
     while (free > 0) {
       const call = queue.shift();

@@ -9,7 +9,7 @@ import type { MiddlewareStack } from '../tool-extras.js';
 import type { ToolCatalogue } from './catalogue.js';
 import { CANCELLED_TEXT } from './lua-tools.js';
 import { describeError, normalizeOutcome, renderPartial } from './outcome.js';
-import type { ToolsConfig } from './types.js';
+import type { ToolsConfig } from '../../core/config/config.js';
 
 /** What a running call keeps that a timeout or a cancel reads. */
 export interface RunState {

@@ -20,7 +20,7 @@ import { backendsFromToolModule } from '../../core/tools/sandbox/modules.js';
 import { registerJsBackends } from '../sandbox.js';
 import type { MiddlewareStack } from '../tool-extras.js';
 import { describeError, normalizeOutcome } from './outcome.js';
-import type { ConfigSnapshot } from './types.js';
+import type { Config } from '../../core/config/config.js';
 
 function asRecord(value: unknown): Record<string, unknown> | undefined {
   return typeof value === 'object' && value !== null && !Array.isArray(value)
@@ -36,7 +36,7 @@ export interface JsModuleDeps {
   origin(name: string, source: 'js' | undefined): void;
   warn(message: string): void;
   /** The configuration as Lua has it now (a module's `getConfig`). */
-  config(): Promise<ConfigSnapshot>;
+  config(): Promise<Config>;
   /** A module finished loading (or failed): readiness and previews follow. */
   settled(): void;
   /** A module changed the set of tools. */
@@ -152,9 +152,9 @@ export class JsModules {
 
   /** What a module's factories and `setup` receive (docs/tools.md, "JavaScript and TypeScript tools"). */
   private async moduleDeps(path: string): Promise<ToolDeps> {
-    let tools: Record<string, unknown> = {};
+    let tools: Readonly<Record<string, unknown>> = {};
     try {
-      tools = (await this.deps.config()).tools ?? {};
+      tools = (await this.deps.config()).tools;
     } catch (error) {
       this.deps.logger.warn(`tool module ${path}: reading the configuration failed`, error);
     }

@@ -2,39 +2,13 @@
 // descriptions arrive from Lua (`tools:define`) and become registry definitions whose functions
 // stay in Neovim. Running one sends `tools.execute` and waits for `tools:result`; a cancel sends
 // `tools.cancel`. The sandbox facts a Lua tool's `ctx.sandbox` answers from are given per call.
-import type { PersonalityPart, ToolDefinition, ToolOutcome } from '../../core/tools/registry.js';
+import type { ToolDefinition, ToolOutcome } from '../../core/tools/registry.js';
 import type { HostBase } from '../base.js';
 import type { SandboxState } from '../sandbox.js';
 import { type LuaResult, outcomeOf } from './outcome.js';
+import type { LuaToolSpec } from '../../editor/protocol/wire.js';
 
-/** A tool as Lua describes it (functions stay in Neovim). */
-export interface LuaToolSpec {
-  name: string;
-  description: string;
-  input_schema: Record<string, unknown> | unknown[];
-  strict?: boolean;
-  async?: boolean;
-  enabled?: boolean;
-  label?: string;
-  capabilities?: string[];
-  has_execute?: boolean;
-  has_preview?: boolean;
-  personalities?: Record<string, PersonalityPart>;
-  /** The tool's text for the system prompt (CodeCompanion's `system_prompt`, evaluated). */
-  system_prompt?: string;
-  /** The tool's approval default: a boolean, or `"function"` (asked in Lua per call). */
-  require_approval?: boolean | 'function';
-  /** The tool formats the text of a rejection (`format_rejected`, CodeCompanion `output.rejected`). */
-  has_rejected?: boolean;
-  /** "Always" is per command string (CodeCompanion `opts.require_cmd_approval`). */
-  require_cmd_approval?: boolean;
-  /** YOLO mode does not approve it (CodeCompanion `opts.allowed_in_yolo_mode = false`). */
-  never_auto_approve?: boolean;
-  /** The tool has a `cmd_string(input)` (CodeCompanion `output.cmd_string`). */
-  has_cmd_string?: boolean;
-  /** The tool formats the text of a cancellation (`format_cancelled`, `output.cancelled`). */
-  has_cancelled?: boolean;
-}
+export type { LuaToolSpec };
 
 export const CANCELLED_TEXT = 'User aborted tool execution.';
 
@@ -105,12 +79,12 @@ export class LuaTools {
     if (typeof spec.require_approval === 'boolean') def.requireApproval = spec.require_approval;
     if (spec.require_approval === 'function') {
       def.requireApproval = async (input, call) => {
-        const answer = (await this.ctx.lua.call('tools.require_approval', {
+        const answer = await this.ctx.lua.call('tools.require_approval', {
           name: spec.name,
           input: input ?? {},
           bufnr: call.bufnr,
           tool_id: call.toolId,
-        })) as { value?: unknown; error?: unknown } | null;
+        });
         if (typeof answer?.error === 'string') throw new Error(answer.error);
         return answer?.value ?? undefined;
       };

@@ -1,13 +1,10 @@
 // What a tool returns, in the forms the tool sources use, as the executor's `ToolOutcome`: Lua's
 // and the seed's `{ success, output, error }`, the internal `{ ok, … }`, or a bare value.
 import type { ToolOutcome } from '../../core/tools/registry.js';
+import type { LuaToolResult } from '../../editor/protocol/wire.js';
 
 /** A tool's answer as Lua (or a seed-style JavaScript tool) gives it. */
-export interface LuaResult {
-  success?: unknown;
-  output?: unknown;
-  error?: unknown;
-}
+export type LuaResult = LuaToolResult;
 
 function asRecord(value: unknown): Record<string, unknown> | undefined {
   return typeof value === 'object' && value !== null && !Array.isArray(value)

@@ -6,7 +6,7 @@ import type { ToolBlock } from '../../core/chat/edits.js';
 import type { Logger } from '../../core/log.js';
 import { policyErrorText } from '../../core/tools/policy.js';
 import type { ToolRegistry } from '../../core/tools/registry.js';
-import type { ConfigSnapshot } from './types.js';
+import type { Config } from '../../core/config/config.js';
 
 /** CodeCompanion's answer to a call of a tool that does not exist. */
 export function notFoundText(name: string, available: readonly string[]): string {
@@ -24,7 +24,7 @@ export interface VerdictDeps {
   /** Every tool source answered (before that, a name may still come). */
   ready(): boolean;
   /** The policy of the buffer's configuration blocks the tool. */
-  policyBlocks(name: string, config: ConfigSnapshot): boolean;
+  policyBlocks(name: string, config: Config): boolean;
 }
 
 export class Verdicts {
@@ -75,7 +75,7 @@ export class Verdicts {
     bufnr: number,
     block: ToolBlock,
     status: 'denied' | 'rejected' | 'aborted',
-    config: ConfigSnapshot,
+    config: Config,
   ): Promise<string> {
     if (status === 'rejected') {
       return this.rejection(bufnr, block.id, block.name, block.input, block.content);
