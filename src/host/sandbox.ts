@@ -23,7 +23,6 @@
 //   environment; `tools.sensitive_paths` adds to the places the sandbox hides.
 
 import {
-  type AvailabilityAnswer,
   type BackendDefinition,
   type ModuleSelection,
   type SandboxBackend,
@@ -152,7 +151,7 @@ export class LuaSandboxBackends {
       ...(spec.replace === undefined ? {} : { replace: spec.replace }),
       available: async (settings) => {
         // The registry reads any other answer as "unavailable", saying what it got.
-        return (await this.lua.call('sandbox.available', { name, settings })) as AvailabilityAnswer;
+        return await this.lua.call('sandbox.available', { name, settings });
       },
       wrap: async (argv, policy, settings) => {
         const answer = await this.lua.call('sandbox.wrap', {

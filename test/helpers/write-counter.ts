@@ -1,6 +1,12 @@
 // Counts the write queue's batches as the Lua side answers them. The queue keeps no statistics of
 // its own; a test or the benchmark that wants the figures puts this between the queue and Lua.
 import type { LuaBridge } from '../../src/editor/lua.js';
+import type {
+  LuaAnswer,
+  LuaNotification,
+  LuaParams,
+  LuaRequest,
+} from '../../src/editor/protocol/index.js';
 
 interface Answer {
   status?: string;
@@ -34,7 +40,7 @@ export function countWrites(lua: Pick<LuaBridge, 'call' | 'notify'>): WriteCount
     }
   };
   const bridge = {
-    call: async (method: string, params: unknown): Promise<unknown> => {
+    call: async <M extends LuaRequest>(method: M, params: LuaParams<M>): Promise<LuaAnswer<M>> => {
       if (method !== 'buffer.apply_batch') return lua.call(method, params);
       counter.batches += 1;
       try {
@@ -46,7 +52,7 @@ export function countWrites(lua: Pick<LuaBridge, 'call' | 'notify'>): WriteCount
         throw error;
       }
     },
-    notify: (method: string, params: unknown): void => {
+    notify: <M extends LuaNotification>(method: M, params: LuaParams<M>): void => {
       lua.notify(method, params);
     },
   };

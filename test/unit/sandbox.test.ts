@@ -1020,7 +1020,7 @@ describe('Lua backend proxies', () => {
     return {
       calls,
       lua: {
-        call: (method: string, params: unknown) => {
+        call: ((method: string, params: unknown) => {
           const p = params as Record<string, unknown>;
           calls.push([method, p]);
           const answer = answers[method];
@@ -1030,7 +1030,7 @@ describe('Lua backend proxies', () => {
           } catch (error) {
             return Promise.reject(error instanceof Error ? error : new Error(String(error)));
           }
-        },
+        }) as LuaCaller['call'],
       },
     };
   }

@@ -256,12 +256,12 @@ describe('WriteScheduler', () => {
       const writes = new WriteScheduler(lua.bridge, { clock });
       writes.buffer(1).append('last words');
       writes.buffer(2).append('sink');
-      const answer = writes.callAfterWrites('send.finish', { bufnr: 1 });
+      const answer = writes.callAfterWrites('send.finish', { bufnr: 1, sink: 2 });
       await clock.advance(0);
       await expect(answer).resolves.toEqual({ ran: 'send.finish' });
       expect(lua.calls).toHaveLength(1);
       expect(lua.calls[0]?.batches.map((batch) => batch.bufnr)).toEqual([1, 2]);
-      expect(lua.calls[0]?.after).toEqual([['send.finish', { bufnr: 1 }]]);
+      expect(lua.calls[0]?.after).toEqual([['send.finish', { bufnr: 1, sink: 2 }]]);
     });
 
     it('waits for an edit that must be retried, and goes with it', async () => {
@@ -270,7 +270,7 @@ describe('WriteScheduler', () => {
       const writes = new WriteScheduler(lua.bridge, { clock });
       writes.buffer(1).append('text');
       let settled = false;
-      const answer = writes.callAfterWrites('send.finish', { bufnr: 1 }).then((value) => {
+      const answer = writes.callAfterWrites('send.finish', { bufnr: 1, sink: 2 }).then((value) => {
         settled = true;
         return value;
       });
@@ -280,17 +280,17 @@ describe('WriteScheduler', () => {
       await expect(answer).resolves.toEqual({ ran: 'send.finish' });
       expect(lua.calls).toHaveLength(2);
       expect(lua.calls[1]?.batches[0]?.ops).toHaveLength(1);
-      expect(lua.calls[1]?.after).toEqual([['send.finish', { bufnr: 1 }]]);
+      expect(lua.calls[1]?.after).toEqual([['send.finish', { bufnr: 1, sink: 2 }]]);
     });
 
     it('with nothing to write, is one round trip of its own', async () => {
       const clock = new ManualClock();
       const lua = afterLua(false);
       const writes = new WriteScheduler(lua.bridge, { clock });
-      const answer = writes.callAfterWrites('tools.cursor', { bufnr: 3 });
+      const answer = writes.callAfterWrites('tools.facts', { bufnr: 3 });
       await clock.advance(0);
-      await expect(answer).resolves.toEqual({ ran: 'tools.cursor' });
-      expect(lua.calls).toEqual([{ batches: [], after: [['tools.cursor', { bufnr: 3 }]] }]);
+      await expect(answer).resolves.toEqual({ ran: 'tools.facts' });
+      expect(lua.calls).toEqual([{ batches: [], after: [['tools.facts', { bufnr: 3 }]] }]);
     });
   });
 });
