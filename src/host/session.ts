@@ -79,6 +79,7 @@ export class ChatSession {
     return fetchEditorContext(this.s.base.lua, this.bufnr, document, this.s.catalogue.toolNames(), {
       ...options,
       memo: this.s.memo,
+      config: this.s.base.config,
     });
   }
 

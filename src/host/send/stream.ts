@@ -148,7 +148,10 @@ export class Streamer {
       bufnr,
       prepared,
       controller,
-      await contextQuestion(bufnr, prepared.state.document, { memo: this.deps.memo }),
+      await contextQuestion(bufnr, prepared.state.document, {
+        memo: this.deps.memo,
+        config: ctx.config,
+      }),
     );
   }
   /** A reply's events; in XML tool calling, with the XML tool blocks turned into tool uses. */
