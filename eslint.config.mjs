@@ -1,5 +1,6 @@
 // Lint rules: type-aware promise discipline, no console output (stdout is the RPC channel),
-// and the core/editor boundary.
+// and the layers: core knows no editor or host, the editor adapter no host, and only the editor
+// adapter imports the Neovim client.
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 import globals from 'globals';
@@ -48,6 +49,37 @@ export default tseslint.config(
               message: 'src/core must not import src/editor.',
             },
             { group: ['**/host/**', '**/host'], message: 'src/core must not import src/host.' },
+          ],
+        },
+      ],
+    },
+  },
+  {
+    // The editor adapter knows Neovim but not the host's services.
+    files: ['src/editor/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            { group: ['**/host/**', '**/host'], message: 'src/editor must not import src/host.' },
+          ],
+        },
+      ],
+    },
+  },
+  {
+    // Only the editor adapter talks to the Neovim client.
+    files: ['src/host/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              group: ['neovim', 'neovim/*'],
+              message: 'only src/editor imports the Neovim client (src/editor/client.ts).',
+            },
           ],
         },
       ],

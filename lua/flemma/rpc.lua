@@ -53,10 +53,22 @@ local function snapshot()
   return result
 end
 
---- `editor.context`: the configuration, the editor's facts about the buffer, the non-blank
---- environment variables among `names`, the buffer's trust decision (for the tree whose digest
---- is `digest`), and what the buffer's frontmatter sets (a Lua one runs here if the file is
---- trusted; a JSON one's operations are checked, each with its trust class).
+--- The configuration's generation, with the snapshot when `generation` (the one the host holds)
+--- is another.
+local function configuration(answer, generation)
+  local current = require("flemma.config").generation()
+  answer.generation = current
+  if generation ~= current then
+    answer.config = snapshot()
+  end
+  return answer
+end
+
+--- `editor.context`: the configuration (when the host's generation is not current), the editor's
+--- facts about the buffer, the non-blank environment variables among `names`, the buffer's trust
+--- decision (for the tree whose digest is `digest`), and what the buffer's frontmatter sets (a Lua
+--- one runs here if the file is trusted; a JSON one's operations are checked, each with its trust
+--- class).
 function M.context(params)
   local env = {}
   for _, name in ipairs(params.names or {}) do
@@ -66,12 +78,11 @@ function M.context(params)
     end
   end
   local trust = require("flemma.trust").state(params.bufnr, params.digest)
-  local answer = {
-    config = snapshot(),
+  local answer = configuration({
     facts = require("flemma.tools.ui").facts(params),
     env = env,
     trust = trust,
-  }
+  }, params.generation)
   if params.origins then
     answer.origins = require("flemma.config").origins()
   end
@@ -129,8 +140,9 @@ M.methods = {
   ["progress.stop"] = function(params)
     return require("flemma.progress").stop(params)
   end,
-  ["config.snapshot"] = function()
-    return snapshot()
+  --- `{generation, config?}`: the snapshot only when `params.generation` is not current.
+  ["config.snapshot"] = function(params)
+    return configuration({}, params and params.generation)
   end,
   --- What a step of the tool loop or a send needs from the editor, in one round trip: the
   --- configuration, the editor's facts about the buffer, the values of the environment variables

@@ -2,11 +2,14 @@
 // (`nvim_buf_attach`), the store applies them, re-parses from the first changed message, and
 // sends Lua what it shows (message markers, diagnostics) when that changed, at most once a frame.
 import type { Buffer as NvimBuffer } from 'neovim/lib/api/Buffer.js';
-import type { ChatDocument, Diagnostic } from '../core/chat/ast.js';
+import type { ChatDocument } from '../core/chat/ast.js';
 import { parseLines, reparse } from '../core/chat/parser.js';
 import { type Logger, silentLogger } from '../core/log.js';
 import type { LuaBridge } from './lua.js';
-import { trace } from '../host/trace.js';
+import type { StructurePayload } from './protocol/wire.js';
+import { trace } from './trace.js';
+
+export type { StructurePayload } from './protocol/wire.js';
 
 /** The part of the Neovim client that follows buffer changes. */
 export interface BufferEventsPort {
@@ -28,20 +31,6 @@ export interface DocumentState {
   lines: string[];
   tick: number;
   document: ChatDocument;
-}
-
-/** What Lua receives for one buffer: rows of role markers (0-based) and diagnostics. */
-export interface StructurePayload {
-  bufnr: number;
-  tick: number;
-  markers: { row: number; role: string; end_row: number }[];
-  diagnostics: {
-    lnum: number;
-    end_lnum: number;
-    severity: Diagnostic['severity'];
-    code: string;
-    message: string;
-  }[];
 }
 
 interface Entry {

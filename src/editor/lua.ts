@@ -1,6 +1,8 @@
 // The bridge to the shim's Lua side: every host → Lua call goes through one named entry point,
-// `require("flemma.rpc").dispatch(method, params)`, with values passed as arguments.
+// `require("flemma.rpc").dispatch(method, params)`, with values passed as arguments. The methods,
+// how each may be sent, and the types of their params and answers are those of `./protocol/`.
 import type { Neovim } from 'neovim';
+import type { LuaAnswer, LuaNotification, LuaParams, LuaRequest } from './protocol/index.js';
 
 const DISPATCH = 'return require("flemma.rpc").dispatch(...)';
 const DISPATCH_MANY = 'return require("flemma.rpc").dispatch_many(...)';
@@ -27,10 +29,11 @@ export class LuaBridge {
   constructor(private readonly rpc: RpcPort) {}
 
   /** Call a Lua-side method and wait for its answer. */
-  call(method: string, params: unknown): Promise<unknown> {
+  call<M extends LuaRequest>(method: M, params: LuaParams<M>): Promise<LuaAnswer<M>> {
     // Notifications queued before this call reach Lua before it.
     this.flush();
-    return this.rpc.request('nvim_exec_lua', [DISPATCH, [method, params ?? null]]);
+    // NOTE: the one place Lua's answers are taken to be what the protocol says they are.
+    return this.rpc.request('nvim_exec_lua', [DISPATCH, [method, params]]) as Promise<LuaAnswer<M>>;
   }
 
   /**
@@ -39,8 +42,8 @@ export class LuaBridge {
    * keep their order, also relative to calls. Errors are handled (and logged) on the Lua side:
    * NOTE: Neovim reports a failed notification as `nvim_error_event`, which the node client drops.
    */
-  notify(method: string, params: unknown): void {
-    this.queued.push([method, params ?? null]);
+  notify<M extends LuaNotification>(method: M, params: LuaParams<M>): void {
+    this.queued.push([method, params]);
     if (this.scheduled) return;
     this.scheduled = true;
     setImmediate(() => {

@@ -1,55 +1,15 @@
 // Frame-batched buffer writes. Every buffer has a FIFO of edits; one scheduler per Neovim
 // connection sends all pending edits of all buffers as a single RPC at most once per frame,
 // keeps one batch in flight, and retries when Neovim refuses edits for now (textlock).
-import { trace } from '../host/trace.js';
+import { trace } from './trace.js';
 import { type Logger, silentLogger } from '../core/log.js';
 import type { LuaBridge } from './lua.js';
+import type { LuaAnswer, LuaParams, LuaRequest } from './protocol/index.js';
+import type { AfterResult, BufferBatch, BufferResult, WriteOp } from './protocol/wire.js';
 
-/** Insert text at a stream's anchor (created at the end of the buffer on first use). */
-export interface AppendOp {
-  op: 'append';
-  stream: string;
-  text: string;
-}
-
-/**
- * Replace rows [start, end) (0-based, end exclusive) with `lines`, but only if those rows still
- * hold `expect`; otherwise the edit is refused as a conflict and nothing is written.
- */
-export interface SetLinesOp {
-  op: 'set_lines';
-  start: number;
-  end: number;
-  expect: string[] | null;
-  lines: string[];
-}
-
-/** Forget a stream's anchor. */
-export interface CloseStreamOp {
-  op: 'close_stream';
-  stream: string;
-}
-
-export type WriteOp = AppendOp | SetLinesOp | CloseStreamOp;
+export type { AppendOp, CloseStreamOp, SetLinesOp, WriteOp } from './protocol/wire.js';
 
 export type WriteOutcome = 'applied' | 'conflict' | 'gone';
-
-interface BufferBatch {
-  bufnr: number;
-  tick: number | null;
-  ops: WriteOp[];
-}
-
-interface BufferResult {
-  status: 'ok' | 'retry' | 'gone' | 'error';
-  /** How many ops of the batch were handled (applied or refused as conflicts). */
-  done: number;
-  /** Whether the buffer changed (by someone else) since the changedtick the batch carried. */
-  edited?: boolean;
-  tick?: number;
-  conflicts?: number[];
-  message?: string;
-}
 
 /** A Lua call waiting for the queued edits (see WriteScheduler.callAfterWrites). */
 interface AfterCall {
@@ -57,12 +17,6 @@ interface AfterCall {
   params: unknown;
   resolve: (value: unknown) => void;
   reject: (error: Error) => void;
-}
-
-interface AfterResult {
-  ok: boolean;
-  value?: unknown;
-  error?: string;
 }
 
 interface QueuedOp {
@@ -104,13 +58,6 @@ export interface WriteSchedulerOptions {
   maxRetryMs?: number;
   logger?: Logger;
   clock?: Clock;
-}
-
-export interface WriteStats {
-  batches: number;
-  ops: number;
-  retries: number;
-  conflicts: number;
 }
 
 /** The per-buffer end of the queue: what features use to edit a buffer. */
@@ -258,7 +205,6 @@ export class WriteScheduler {
   private timer: { cancel(): void } | undefined;
   private lastSentAt = -Infinity;
   private retryDelay = 0;
-  readonly stats: WriteStats = { batches: 0, ops: 0, retries: 0, conflicts: 0 };
 
   constructor(
     private readonly lua: LuaBridge,
@@ -293,9 +239,17 @@ export class WriteScheduler {
    * the batch's edits, and holds them back when an edit must be retried). Edits queued before
    * that batch goes out are applied first too.
    */
-  callAfterWrites(method: string, params: unknown): Promise<unknown> {
+  callAfterWrites<M extends LuaRequest>(method: M, params: LuaParams<M>): Promise<LuaAnswer<M>> {
     return new Promise((resolve, reject) => {
-      this.afterCalls.push({ method, params, resolve, reject });
+      this.afterCalls.push({
+        method,
+        params,
+        // NOTE: Lua answers it through the same dispatch as `LuaBridge.call` (see there).
+        resolve: (value) => {
+          resolve(value as LuaAnswer<M>);
+        },
+        reject,
+      });
       this.wake();
     });
   }
@@ -357,18 +311,19 @@ export class WriteScheduler {
     if (batches.length === 0 && after.length === 0) return;
     this.inFlight = true;
     this.lastSentAt = this.clock.now();
-    this.stats.batches += 1;
     let results: BufferResult[];
     let afterResults: AfterResult[] | null = null;
     try {
       trace('write:send');
-      if (after.length === 0) {
-        results = (await this.lua.call('buffer.apply_batch', batches)) as BufferResult[];
+      const answer = await this.lua.call(
+        'buffer.apply_batch',
+        after.length === 0
+          ? batches
+          : { batches, after: after.map((call) => [call.method, call.params]) },
+      );
+      if (Array.isArray(answer)) {
+        results = answer;
       } else {
-        const answer = (await this.lua.call('buffer.apply_batch', {
-          batches,
-          after: after.map((call) => [call.method, call.params]),
-        })) as { results: BufferResult[]; after: AfterResult[] | null };
         results = answer.results;
         afterResults = Array.isArray(answer.after) ? answer.after : null;
       }
@@ -394,13 +349,10 @@ export class WriteScheduler {
       if (result.status === 'error') {
         this.logger.error(`buffer ${String(writer.bufnr)}: edits refused: ${result.message ?? ''}`);
       }
-      this.stats.ops += result.done;
-      this.stats.conflicts += result.conflicts?.length ?? 0;
       writer.settle(ops, result);
       if (writer.gone) this.writers.delete(writer.bufnr);
     }
     if (retry) {
-      this.stats.retries += 1;
       this.retryDelay = Math.min(Math.max(this.retryDelay * 2, this.frameMs), this.maxRetryMs);
     } else {
       this.retryDelay = 0;

@@ -1,32 +1,28 @@
-// The host's one dispatch table: every method Lua can call, by name.
-import { isLogLevel } from '../core/log.js';
-import { SDK_NAMES, type SdkName } from '../core/provider/sdk.js';
+// The host's dispatch: a typed handler for every Lua → host action of the protocol
+// (`src/editor/protocol/`), which also decodes (and checks) each action's params.
+import type { SdkName } from '../core/provider/sdk.js';
 import { type HostContext, HOST_VERSION, SOURCE_HASH } from './context.js';
 import { defineLuaBackends } from './sandbox.js';
-import type { DeclarativeSettings, LuaToolSpec } from './tools.js';
-import type { LuaResolverSpec } from './approval.js';
-import type { LuaSecretsSpec } from './secrets.js';
 import { mcpStatusLines } from '../core/tools/mcp/status.js';
 import { definition, hover } from './navigation.js';
 import { formatSizeForLua, truncateForLua, writableForLua } from './lua-context.js';
+import {
+  ActionError,
+  type ActionParams,
+  type ActionResult,
+  LUA_TO_HOST,
+  type LuaToHostMethod,
+} from '../editor/protocol/index.js';
+import type { HostInfo } from '../editor/protocol/wire.js';
 
-export type Action = (ctx: HostContext, params: unknown) => unknown;
+export { ActionError };
+export type { HostInfo };
 
-export class ActionError extends Error {
-  override name = 'ActionError';
-}
-
-export interface HostInfo {
-  pid: number;
-  version: string;
-  source_hash: string;
-  node: string;
-  uptime_ms: number;
-  log_file: string | null;
-  actions: string[];
-  /** Resident memory now and its peak so far, in bytes. */
-  memory: { rss: number; max_rss: number };
-}
+/** The handler of one action: its params decoded, its answer what the protocol says. */
+export type Action<M extends LuaToHostMethod> = (
+  ctx: HostContext,
+  params: ActionParams<M>,
+) => ActionResult<M> | Promise<ActionResult<M>>;
 
 function hostInfo(ctx: HostContext): HostInfo {
   return {
@@ -50,37 +46,34 @@ const SDK_PACKAGES: Record<SdkName, string> = {
   openai: 'openai',
 };
 
-export const actions: Record<string, Action> = {
+export const actions: { readonly [M in LuaToHostMethod]: Action<M> } = {
   /** Instant liveness check; the only method Lua may call with a blocking `rpcrequest`. */
   ping: (ctx) => hostInfo(ctx),
   'host:info': (ctx) => hostInfo(ctx),
   /** Load every provider SDK (lazily, as a send would) and report versions and load times. */
   'provider:sdks': async (ctx) => {
     const report = await ctx.sdks.probe();
-    return Object.fromEntries(
-      SDK_NAMES.map((name) => {
-        const pkg = SDK_PACKAGES[name];
-        return [name, { ...report[name], package: pkg, version: SDK_VERSIONS[pkg] ?? 'unknown' }];
-      }),
-    );
+    const entry = (name: SdkName): ActionResult<'provider:sdks'>[SdkName] => {
+      const pkg = SDK_PACKAGES[name];
+      return { ...report[name], package: pkg, version: SDK_VERSIONS[pkg] ?? 'unknown' };
+    };
+    return { anthropic: entry('anthropic'), genai: entry('genai'), openai: entry('openai') };
   },
   /** Follow a chat buffer: keep its tree current and show its structure. */
-  'buffer:attach': async (ctx, params) => {
-    const state = await ctx.documents.attach(bufnrOf(params));
+  'buffer:attach': async (ctx, { bufnr }) => {
+    const state = await ctx.documents.attach(bufnr);
     return state === undefined
       ? null
       : { messages: state.document.messages.length, tick: state.tick };
   },
-  'buffer:detach': async (ctx, params) => {
-    const bufnr = bufnrOf(params);
-    ctx.tools.forget(bufnr);
-    ctx.sends.forget(bufnr);
+  'buffer:detach': async (ctx, { bufnr }) => {
+    ctx.forget(bufnr);
     await ctx.documents.detach(bufnr);
     return null;
   },
   /** The parsed tree of a followed buffer, once every change received so far is parsed. */
-  'buffer:tree': async (ctx, params) => {
-    const state = await ctx.documents.parsed(bufnrOf(params));
+  'buffer:tree': async (ctx, { bufnr }) => {
+    const state = await ctx.documents.parsed(bufnr);
     return state === undefined ? null : state.document;
   },
   /**
@@ -91,198 +84,144 @@ export const actions: Record<string, Action> = {
   /** The language server's hover: the same params → Markdown, or null. */
   'buffer:hover': (ctx, params) => hover(ctx.documents, params),
   /** Send the buffer's conversation and stream the reply into it (the third phase of <C-]>). */
-  'chat:send': (ctx, params) => {
-    const bufnr = bufnrOf(params);
+  'chat:send': (ctx, { bufnr, over_limit }) => {
     // `over_limit`: the user said yes to sending past `limits.max_session_cost`.
-    const overLimit = (params as { over_limit?: unknown }).over_limit === true;
     // NOTE: answered at once; the request runs on, and reports through hooks and the buffer.
-    ctx.sends.send(bufnr, undefined, { overLimit }).catch((error: unknown) => {
-      ctx.logger.error(`send of buffer ${String(bufnr)} failed`, error);
-      const reason = error instanceof Error ? error.message : String(error);
-      ctx.lua.notify('notify', {
-        level: 'error',
-        message: `the send failed: ${reason} (details in ${ctx.logFile ?? 'the log'})`,
+    ctx.sessions
+      .of(bufnr)
+      .send(undefined, { overLimit: over_limit })
+      .catch((error: unknown) => {
+        ctx.logger.error(`send of buffer ${String(bufnr)} failed`, error);
+        const reason = error instanceof Error ? error.message : String(error);
+        ctx.lua.notify('notify', {
+          level: 'error',
+          message: `the send failed: ${reason} (details in ${ctx.logFile ?? 'the log'})`,
+        });
       });
-    });
     return null;
   },
   /** `:Flemma usage:estimate`: count the next request's input tokens with the provider. */
-  'usage:estimate': (ctx, params) => ctx.sends.usage.estimate(bufnrOf(params)),
+  'usage:estimate': (ctx, { bufnr }) => ctx.requests.estimate(bufnr),
   /**
    * `<C-c>`: the buffer's running (or queued) request, else its oldest running tool; tells the
    * user when there is nothing.
    */
-  'chat:cancel': async (ctx, params) => {
-    const bufnr = bufnrOf(params);
-    const cancelled = ctx.sends.cancel(bufnr) || ctx.tools.cancelOldest(bufnr);
-    if (cancelled) {
-      ctx.tools.pilot.disarm(bufnr);
-      return { cancelled };
-    }
-    // Nothing ran: the calls waiting for approval are cancelled (CodeCompanion's "cancel"), and
-    // autopilot goes on as after a rejection.
-    const waiting = await ctx.tools.cancelPending(bufnr);
-    if (waiting > 0) return { cancelled: true };
-    // A pending automatic continue goes too, even when nothing was running.
-    ctx.tools.pilot.disarm(bufnr);
-    ctx.lua.notify('notify', { level: 'info', message: 'Nothing to cancel' });
-    return { cancelled: false };
-  },
+  'chat:cancel': async (ctx, { bufnr }) => ({
+    cancelled: await ctx.sessions.of(bufnr).cancel(),
+  }),
   /** `<C-]>`: placeholders, execution of approved calls, then the send. */
-  'chat:cycle': (ctx, params) => {
-    const bufnr = bufnrOf(params);
-    ctx.tools.cycle(bufnr).catch((error: unknown) => {
-      ctx.logger.error(`the tool cycle of buffer ${String(bufnr)} failed`, error);
-    });
+  'chat:cycle': (ctx, { bufnr }) => {
+    // A step never fails: its errors are logged by the session.
+    void ctx.sessions.of(bufnr).step(true);
     return null;
   },
   /** Lua's approval resolvers (names, priorities; the functions stay in Neovim). */
-  'approval:define': (ctx, params) => {
-    const list = (params as { resolvers?: unknown } | null)?.resolvers;
-    ctx.tools.approval.defineFromLua(Array.isArray(list) ? (list as LuaResolverSpec[]) : []);
+  'approval:define': (ctx, { resolvers }) => {
+    ctx.approval.defineFromLua(resolvers);
     return null;
   },
   /** Lua's credential resolvers (names, priorities; the functions stay in Neovim). */
-  'secrets:define': (ctx, params) => {
-    const list = (params as { resolvers?: unknown } | null)?.resolvers;
-    ctx.secrets.defineFromLua(Array.isArray(list) ? (list as LuaSecretsSpec[]) : []);
+  'secrets:define': (ctx, { resolvers }) => {
+    ctx.secrets.defineFromLua(resolvers);
     return null;
   },
   /** `require("flemma.secrets").invalidate(kind, service)` / `invalidate_all()`. */
-  'secrets:invalidate': (ctx, params) => {
-    const p = (params ?? {}) as { kind?: unknown; service?: unknown; all?: unknown };
-    if (p.all === true) ctx.secrets.invalidateAll();
-    else if (typeof p.kind === 'string' && typeof p.service === 'string') {
-      ctx.secrets.invalidate(p.kind, p.service);
-    }
+  'secrets:invalidate': (ctx, { all, kind, service }) => {
+    if (all) ctx.secrets.invalidateAll();
+    else if (kind !== undefined && service !== undefined) ctx.secrets.invalidate(kind, service);
     return null;
   },
   /** Lua: a scheduled automatic continue is due (or was cancelled by an edit). */
-  'autopilot:resume': (ctx, params) => {
-    const p = (params ?? {}) as { bufnr?: unknown; token?: unknown };
-    ctx.tools.pilot
-      .resume(bufnrOf(params), typeof p.token === 'number' ? p.token : -1)
+  'autopilot:resume': (ctx, { bufnr, token }) => {
+    ctx.sessions
+      .of(bufnr)
+      .conversation.autopilot.resume(token)
       .catch((error: unknown) => {
         ctx.logger.error('autopilot resume failed', error);
       });
     return null;
   },
-  'autopilot:cancelled': (ctx, params) => {
-    const p = (params ?? {}) as { token?: unknown };
-    ctx.tools.pilot.cancelled(bufnrOf(params), typeof p.token === 'number' ? p.token : -1);
+  'autopilot:cancelled': (ctx, { bufnr, token }) => {
+    ctx.sessions.get(bufnr)?.conversation.autopilot.cancelled(token);
     return null;
   },
-  'autopilot:status': (ctx, params) => {
-    const bufnr = bufnrOf(params);
+  'autopilot:status': (ctx, { bufnr }) => {
+    const pilot = ctx.sessions.get(bufnr)?.conversation.autopilot;
+    const state = pilot?.state ?? 'idle';
+    const iteration = pilot?.iteration ?? 0;
     const lines = [
-      `autopilot in buffer ${String(bufnr)}: ${ctx.tools.pilot.state(bufnr)}, ${String(ctx.tools.pilot.iteration(bufnr))} consecutive tool turn(s)`,
+      `autopilot in buffer ${String(bufnr)}: ${state}, ${String(iteration)} consecutive tool turn(s)`,
     ];
-    return {
-      lines,
-      state: ctx.tools.pilot.state(bufnr),
-      iteration: ctx.tools.pilot.iteration(bufnr),
-    };
+    return { lines, state, iteration };
   },
   /** `:Flemma status [verbose]`: the buffer's settings, each with the layer that set it. */
-  'chat:status': async (ctx, params) => {
-    const verbose = (params as { verbose?: unknown } | null)?.verbose === true;
-    return { lines: await ctx.tools.status(bufnrOf(params), verbose) };
-  },
+  'chat:status': async (ctx, { bufnr, verbose }) => ({
+    lines: await ctx.commands.status(bufnr, verbose),
+  }),
   /** `:Flemma tool:why`: the resolver that decided the call under the cursor. */
-  'tool:why': async (ctx, params) => {
-    const row = rowOf(params);
-    const text = await ctx.tools.why(bufnrOf(params), row ?? 0);
+  'tool:why': async (ctx, { bufnr, row }) => {
+    const text = await ctx.commands.why(bufnr, row ?? 0);
     ctx.lua.notify('notify', { level: 'info', message: text });
     return { text };
   },
   /** `:Flemma tool:approve` / `tool:reject [message]`: rewrite the status of the block at the cursor. */
-  'tool:approve': async (ctx, params) => {
-    await ctx.tools.setStatusAt(bufnrOf(params), rowOf(params) ?? 0, 'approved');
+  'tool:approve': async (ctx, { bufnr, row }) => {
+    await ctx.commands.setStatusAt(bufnr, row ?? 0, 'approved');
     return null;
   },
-  'tool:reject': async (ctx, params) => {
-    const message = (params as { message?: unknown } | null)?.message;
-    await ctx.tools.setStatusAt(
-      bufnrOf(params),
-      rowOf(params) ?? 0,
-      'rejected',
-      typeof message === 'string' && message !== '' ? message : undefined,
-    );
+  'tool:reject': async (ctx, { bufnr, row, message }) => {
+    await ctx.commands.setStatusAt(bufnr, row ?? 0, 'rejected', message);
     return null;
   },
   /** `:Flemma tool:approve-always`: approve the call at the cursor and remember it for the buffer. */
-  'tool:approve-always': async (ctx, params) => {
-    const entry = await ctx.tools.approveAlwaysAt(bufnrOf(params), rowOf(params) ?? 0);
+  'tool:approve-always': async (ctx, { bufnr, row }) => {
+    const entry = await ctx.commands.approveAlwaysAt(bufnr, row ?? 0);
     return entry ?? null;
   },
   /** `:Flemma tool:always`: the buffer's "always" approvals and YOLO state. */
-  'tool:always': async (ctx, params) => {
-    const bufnr = bufnrOf(params);
-    const lines = await ctx.tools.sessionLines(bufnr);
-    return { lines, entries: ctx.tools.approval.session.list(bufnr) };
+  'tool:always': async (ctx, { bufnr }) => {
+    const lines = await ctx.commands.sessionLines(bufnr);
+    return { lines, entries: ctx.approval.session.list(bufnr) };
   },
   /** `:Flemma tool:forget-always [tool]`. */
-  'tool:forget-always': (ctx, params) => {
-    const tool = (params as { tool?: unknown } | null)?.tool;
-    const removed = ctx.tools.forgetAlways(
-      bufnrOf(params),
-      typeof tool === 'string' && tool !== '' ? tool : undefined,
-    );
-    return { removed };
-  },
+  'tool:forget-always': (ctx, { bufnr, tool }) => ({
+    removed: ctx.commands.forgetAlways(bufnr, tool),
+  }),
   /** `:Flemma tool:yolo [on|off|toggle]`. */
-  'tool:yolo': async (ctx, params) => {
-    const mode = (params as { mode?: unknown } | null)?.mode;
-    const on = await ctx.tools.setYolo(
-      bufnrOf(params),
-      mode === 'on' || mode === 'off' ? mode : 'toggle',
-    );
-    return { yolo: on };
-  },
+  'tool:yolo': async (ctx, { bufnr, mode }) => ({ yolo: await ctx.commands.setYolo(bufnr, mode) }),
   /** `:Flemma tool:cancel-pending`: every call waiting in the buffer gets a cancelled result. */
-  'tool:cancel-pending': async (ctx, params) => {
-    const cancelled = await ctx.tools.cancelPending(bufnrOf(params));
+  'tool:cancel-pending': async (ctx, { bufnr }) => {
+    const cancelled = await ctx.commands.cancelPending(bufnr);
     if (cancelled === 0) {
       ctx.lua.notify('notify', { level: 'info', message: 'No tool call is waiting' });
     }
     return { cancelled };
   },
-  /** Frontmatter languages registered in Lua (`require("flemma.frontmatter").register_language`). */
   /** `:trust` (or `++deny`, `++remove`) changed the buffer's trust: its diagnostics again. */
-  'buffer:trust': (ctx, params) => {
-    ctx.tools.recheckTrust(bufnrOf(params));
+  'buffer:trust': (ctx, { bufnr }) => {
+    ctx.trust.trustChanged(bufnr);
     return null;
   },
-  'frontmatter:languages': (ctx, params) => {
-    const names = (params as { names?: unknown } | null)?.names;
-    ctx.documents.setFrontmatterLanguages(
-      Array.isArray(names) ? names.filter((n): n is string => typeof n === 'string') : [],
-    );
+  /** Frontmatter languages registered in Lua (`require("flemma.frontmatter").register_language`). */
+  'frontmatter:languages': (ctx, { names }) => {
+    ctx.documents.setFrontmatterLanguages(names);
     return null;
   },
   /** Lua's tool definitions (no functions) and how many of its async sources are still loading. */
   'tools:define': (ctx, params) => {
-    const p = (params ?? {}) as {
-      tools?: unknown;
-      pending?: unknown;
-      js_modules?: unknown;
-      declarative?: unknown;
-      mcp?: unknown;
-    };
     // MCP servers first, so that their discovery counts as loading before Lua's tools are in.
-    if (p.mcp !== undefined) ctx.tools.configureMcp(p.mcp);
-    const tools = Array.isArray(p.tools) ? (p.tools as LuaToolSpec[]) : [];
-    const pending = typeof p.pending === 'number' ? p.pending : 0;
-    const modules = Array.isArray(p.js_modules)
-      ? p.js_modules.filter((m): m is string => typeof m === 'string')
-      : [];
-    ctx.tools.defineFromLua(tools, pending, modules, declarativeSettings(p.declarative));
+    if ('mcp' in params) ctx.catalogue.configureMcp(params.mcp);
+    ctx.catalogue.defineFromLua(
+      params.tools,
+      params.pending,
+      params.js_modules,
+      params.declarative,
+    );
     return null;
   },
   /** Lua's sandbox backends (no functions): `{ backends = { {name, priority?, description?, replace?}, … } }`. */
-  'sandbox:define': (ctx, params) => {
-    const list = (params as { backends?: unknown } | null)?.backends;
-    const problems = defineLuaBackends(ctx.lua, Array.isArray(list) ? (list as unknown[]) : []);
+  'sandbox:define': (ctx, { backends }) => {
+    const problems = defineLuaBackends(ctx.lua, ctx.sandboxBackends, backends);
     for (const message of problems) ctx.lua.notify('notify', { level: 'warn', message });
     return null;
   },
@@ -293,48 +232,41 @@ export const actions: Record<string, Action> = {
   /** A Lua tool's `ctx.sandbox.is_path_writable`: `{path, base, rw_paths}` → boolean. */
   'tools:writable': (_ctx, params) => writableForLua(params),
   /** A Lua tool finished: `{ call_id, result = { success, output?, error? } }`. */
-  'tools:result': (ctx, params) => {
-    const p = (params ?? {}) as { call_id?: unknown; result?: unknown };
-    if (typeof p.call_id === 'string') {
-      ctx.tools.luaResult(p.call_id, p.result ?? {});
-    }
+  'tools:result': (ctx, { call_id, result }) => {
+    if (call_id !== undefined) ctx.luaTools.result(call_id, result);
     return null;
   },
   /** `<M-CR>`: run the call under the cursor (`row` is 0-based). */
   'tool:execute': (ctx, params) => {
-    const bufnr = bufnrOf(params);
-    const row = rowOf(params) ?? 0;
-    ctx.tools.executeAt(bufnr, row).catch((error: unknown) => {
+    const { bufnr } = params;
+    const row = params.row ?? 0;
+    ctx.commands.executeAt(bufnr, row).catch((error: unknown) => {
       ctx.logger.error(`executing the tool at row ${String(row)} failed`, error);
     });
     return null;
   },
-  'tool:cancel': async (ctx, params) => {
-    const bufnr = bufnrOf(params);
-    const cancelled = await ctx.tools.cancelAt(bufnr, rowOf(params));
+  'tool:cancel': async (ctx, { bufnr, row }) => {
+    const cancelled = await ctx.executor.cancelAt(bufnr, row);
     if (!cancelled) ctx.lua.notify('notify', { level: 'info', message: 'No tool is running' });
     return { cancelled };
   },
   'tool:cancel-all': (ctx) => {
-    const count = ctx.tools.cancelAll();
+    const count = ctx.executor.cancelAll();
     ctx.lua.notify('notify', {
       level: 'info',
       message: count === 0 ? 'No tool is running' : `Cancelled ${String(count)} tool(s)`,
     });
     return { cancelled: count };
   },
-  'tool:list': (ctx) => ctx.tools.list(),
+  'tool:list': (ctx) => ctx.executor.list(),
   /** `:Flemma mcp:status`: every configured MCP server, as lines and as data. */
   'mcp:status': (ctx) => {
-    const servers = ctx.tools.mcp.status();
+    const servers = ctx.catalogue.mcp.status();
     return { lines: mcpStatusLines(servers), servers };
   },
   /** `:Flemma mcp:restart [server]`: reconnect one server, or all of them. */
-  'mcp:restart': (ctx, params) => {
-    const server = (params as { server?: unknown } | null)?.server;
-    const names = ctx.tools.mcp.restart(
-      typeof server === 'string' && server !== '' ? server : undefined,
-    );
+  'mcp:restart': (ctx, { server }) => {
+    const names = ctx.catalogue.mcp.restart(server);
     ctx.lua.notify('notify', {
       level: 'info',
       message:
@@ -342,10 +274,9 @@ export const actions: Record<string, Action> = {
     });
     return { restarted: names };
   },
-  'sandbox:status': (ctx, params) => ctx.tools.sandboxStatus(bufnrOf(params)),
-  'tool:background': async (ctx, params) => {
-    const bufnr = bufnrOf(params);
-    const moved = await ctx.tools.background(bufnr, rowOf(params));
+  'sandbox:status': (ctx, { bufnr }) => ctx.commands.sandboxStatus(bufnr),
+  'tool:background': async (ctx, { bufnr, row }) => {
+    const moved = await ctx.executor.background(bufnr, row);
     if (!moved) {
       ctx.lua.notify('notify', {
         level: 'info',
@@ -354,27 +285,24 @@ export const actions: Record<string, Action> = {
     }
     return { moved };
   },
-  'log:level': (ctx, params) => {
-    const level = (params as { level?: unknown } | null)?.level;
-    if (!isLogLevel(level)) {
-      throw new ActionError(`unknown log level ${JSON.stringify(level)}`);
-    }
+  'log:level': (ctx, { level }) => {
     ctx.logger.level = level;
     return { level };
   },
 };
 
-function rowOf(params: unknown): number | null {
-  const row = (params as { row?: unknown } | null)?.row;
-  return typeof row === 'number' && Number.isInteger(row) && row >= 0 ? row : null;
+function isAction(method: string): method is LuaToHostMethod {
+  return Object.prototype.hasOwnProperty.call(LUA_TO_HOST, method);
 }
 
-function bufnrOf(params: unknown): number {
-  const bufnr = (params as { bufnr?: unknown } | null)?.bufnr;
-  if (typeof bufnr !== 'number' || !Number.isInteger(bufnr) || bufnr <= 0) {
-    throw new ActionError(`expected { bufnr = <buffer number> }, got ${JSON.stringify(params)}`);
-  }
-  return bufnr;
+/** One action: its params decoded by the protocol, then its handler. */
+function run<M extends LuaToHostMethod>(
+  ctx: HostContext,
+  method: M,
+  raw: unknown,
+): ActionResult<M> | Promise<ActionResult<M>> {
+  const params = LUA_TO_HOST[method].decode(raw);
+  return actions[method](ctx, params);
 }
 
 /** Run an action by name; unknown names are an error that says what exists. */
@@ -383,31 +311,10 @@ export async function dispatch(
   method: string,
   params: unknown,
 ): Promise<unknown> {
-  const action = Object.prototype.hasOwnProperty.call(actions, method)
-    ? actions[method]
-    : undefined;
-  if (action === undefined) {
+  if (!isAction(method)) {
     throw new ActionError(
       `unknown method '${method}' (known: ${Object.keys(actions).sort().join(', ')})`,
     );
   }
-  return await action(ctx, params);
-}
-
-/** `declarative = { dirs = { { path, optional? } }, env = { … } }` from `tools:define`. */
-function declarativeSettings(raw: unknown): DeclarativeSettings | undefined {
-  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) return undefined;
-  const table = raw as { dirs?: unknown; env?: unknown };
-  const dirs: DeclarativeSettings['dirs'] = [];
-  for (const item of Array.isArray(table.dirs) ? (table.dirs as unknown[]) : []) {
-    const entry = item as { path?: unknown; optional?: unknown } | null;
-    if (typeof entry?.path !== 'string' || entry.path === '') continue;
-    dirs.push(
-      entry.optional === true ? { path: entry.path, optional: true } : { path: entry.path },
-    );
-  }
-  const env = Array.isArray(table.env)
-    ? (table.env as unknown[]).filter((n): n is string => typeof n === 'string')
-    : [];
-  return { dirs, env };
+  return await run(ctx, method, params);
 }

@@ -47,29 +47,19 @@ import {
   yoloResolver,
 } from '../core/approval/session.js';
 import { type CallScope, callScope, guardSensitive, scopeFacts } from '../core/approval/scope.js';
-import type { HostContext } from './context.js';
+import type { HostBase } from './base.js';
 import type { EditorFacts } from './editor-context.js';
+import type { Config } from '../core/config/config.js';
+import type { LuaResolverSpec } from '../editor/protocol/wire.js';
 import { sandboxFor } from './sandbox.js';
 
 export type ApprovalCall = ToolCall;
 export type ApprovalOutcome = ApprovalResult;
 
-/** A resolver as Lua describes it. */
-export interface LuaResolverSpec {
-  name: string;
-  priority?: number;
-  description?: string;
-}
+export type { LuaResolverSpec };
 
-interface Snapshot {
-  tools?: Record<string, unknown>;
-  sandbox?: Record<string, unknown>;
-}
-
-interface LuaAnswer {
-  decision?: unknown;
-  error?: unknown;
-}
+/** The configuration the chain is built from (the buffer's, its frontmatter applied). */
+type Snapshot = Pick<Config, 'tools' | 'sandbox' | 'provider'>;
 
 /** The placeholder status of a decision. */
 export function statusOf(decision: Decision): 'approved' | 'pending' | 'denied' {
@@ -81,11 +71,25 @@ export class ApprovalService {
   private readonly warned = new Set<string>();
   /** "Always" approvals and YOLO toggles, per buffer, for this session (never written). */
   readonly session = new SessionApprovals();
+  /** The sensitive places' expressions, by pattern, made once for every call's scope. */
+  private readonly sensitiveRegexes = new Map<string, RegExp>();
+  /** What the chain decided for each tool use of the tool loop (for `:Flemma tool:why`). */
+  private readonly outcomes = new Map<string, ApprovalOutcome>();
 
   constructor(
-    private readonly ctx: HostContext,
+    private readonly ctx: HostBase,
     private readonly registry: ToolRegistry,
   ) {}
+
+  /** Keep the tool loop's decision for a call (`:Flemma tool:why` shows it). */
+  remember(id: string, outcome: ApprovalOutcome): void {
+    this.outcomes.set(id, outcome);
+  }
+
+  /** The tool loop's decision for a call, if it made one. */
+  outcome(id: string): ApprovalOutcome | undefined {
+    return this.outcomes.get(id);
+  }
 
   /** Lua's resolvers (sent at host start and after every change). */
   defineFromLua(list: readonly LuaResolverSpec[]): void {
@@ -141,18 +145,22 @@ export class ApprovalService {
     return buildChain(
       {
         autoApprove: this.setting(tools),
-        presets: tools?.['presets'],
-        requireApproval: tools?.['require_approval'] !== false,
-        autoApproveSandboxed: tools?.['auto_approve_sandboxed'] !== false,
+        presets: tools['presets'],
+        requireApproval: tools['require_approval'] !== false,
+        autoApproveSandboxed: tools['auto_approve_sandboxed'] !== false,
       },
       {
         tools: this.registry,
         sandboxActive: async (bufnr) => {
-          const known =
-            facts ?? ((await this.ctx.lua.call('tools.facts', { bufnr })) as EditorFacts);
-          const state = await sandboxFor(config.sandbox, known, homedir(), undefined, {
-            sensitivePaths: config.tools?.['sensitive_paths'],
-          });
+          const known = facts ?? (await this.ctx.lua.call('tools.facts', { bufnr }));
+          const state = await sandboxFor(
+            config.sandbox,
+            known,
+            homedir(),
+            this.ctx.sandboxBackends,
+            undefined,
+            { sensitivePaths: config.tools['sensitive_paths'] },
+          );
           return (
             state.enabled &&
             state.backend !== undefined &&
@@ -168,12 +176,7 @@ export class ApprovalService {
   /** Tool policy, hooks and autonomy (src/core/approval/flynn.ts) for this configuration. */
   private flynnResolvers(config: Snapshot): [string, ApprovalResolver][] {
     const tools = config.tools;
-    const provider = (config as { provider?: unknown }).provider;
-    const policy = effectivePolicy(
-      tools,
-      typeof provider === 'string' ? provider : undefined,
-      this.registry.getPolicy(),
-    );
+    const policy = effectivePolicy(tools, config.provider, this.registry.getPolicy());
     for (const warning of policy.warnings) this.warnOnce(warning);
     const lookup = (name: string): ReturnType<ToolRegistry['resolve']> =>
       this.registry.resolve(name);
@@ -181,7 +184,7 @@ export class ApprovalService {
     // Each is in the chain only when configured, so `:Flemma status` lists what can decide.
     const out: [string, ApprovalResolver][] = [];
     if (!policy.permissive) out.push([POLICY_RESOLVER, policyResolver(policy, lookup)]);
-    const hooks = hookConfig(tools?.['hooks']);
+    const hooks = hookConfig(tools['hooks']);
     if ([hooks.confirm, hooks.log, hooks.silent].some((list) => (list ?? []).length > 0)) {
       out.push([HOOKS_RESOLVER, hooksResolver(hooks, level, lookup)]);
     }
@@ -195,7 +198,7 @@ export class ApprovalService {
       this.registry.resolve(name);
     return [
       [SESSION_RESOLVER, sessionResolver(this.session, lookup)],
-      [YOLO_RESOLVER, yoloResolver(this.session, lookup, config.tools?.['yolo'] === true)],
+      [YOLO_RESOLVER, yoloResolver(this.session, lookup, config.tools.yolo)],
     ];
   }
 
@@ -240,6 +243,7 @@ export class ApprovalService {
       tools: config.tools,
       sandbox: config.sandbox,
       runsCommands: (tool) => this.registry.resolve(tool)?.canAutoApproveIfSandboxed === true,
+      compiled: this.sensitiveRegexes,
     });
     for (const warning of built.warnings) this.warnOnce(warning);
     return callScope(this.canonical(call.toolName), call.input, built.facts);
@@ -268,18 +272,18 @@ export class ApprovalService {
 
   /** A Lua-side decision: `{decision}` (nil passes) or `{error}` (thrown, so the chain skips it). */
   private async callLua(
-    method: string,
+    method: 'approval.resolve' | 'approval.config_decision',
     call: ToolCall,
     name?: string,
     source?: 'frontmatter',
   ): Promise<unknown> {
-    const answer = (await this.ctx.lua.call(method, {
+    const answer = await this.ctx.lua.call(method, {
       ...(name === undefined ? {} : { name }),
       ...(source === undefined ? {} : { source }),
       tool_name: call.toolName,
       input: call.input ?? {},
       ctx: { bufnr: call.bufnr, tool_id: call.toolId },
-    })) as LuaAnswer | null;
+    });
     if (answer === null) return undefined;
     if (typeof answer.error === 'string') throw new Error(answer.error);
     return answer.decision ?? undefined;

@@ -1,35 +1,52 @@
-// What every action handler receives: the editor adapters and the host's own facts.
-import type { Neovim } from 'neovim';
+// The wiring: the one place that builds the host's services and hands each the narrow parts of
+// the others it needs. What the action handlers receive (`HostContext`) is the editor's adapters
+// and these services; the services themselves never see this object.
+import type { Neovim } from '../editor/client.js';
+import type { Message } from '../core/chat/ast.js';
+import { ReferenceCache } from '../core/chat/references.js';
 import { SdkLoader } from '../core/provider/sdk.js';
+import { ProcessManager } from '../core/tools/background.js';
+import { Probes } from '../core/tools/probes.js';
+import { createSandboxBackends } from '../core/tools/sandbox/index.js';
+import { SchemaValidator } from '../core/tools/validate.js';
+import { type BufferEventsPort, DocumentStore } from '../editor/documents.js';
 import { HookEmitter } from '../editor/hooks.js';
 import { LuaBridge, rpcPortOf } from '../editor/lua.js';
 import { WriteScheduler } from '../editor/writequeue.js';
-import { type BufferEventsPort, DocumentStore } from '../editor/documents.js';
+import { ApprovalService } from './approval.js';
+import type { HostBase } from './base.js';
+import { ConfigStore } from './config.js';
 import type { FileLogger } from './log.js';
 import { SecretsService } from './secrets.js';
-import { SendController } from './send.js';
-import { ToolService } from './tools.js';
+import { RequestBuilder } from './send/request.js';
+import { Streamer } from './send/stream.js';
+import { SessionRegistry } from './session.js';
+import { ToolCatalogue } from './tools/catalogue.js';
+import { ToolCommands } from './tools/commands.js';
+import { ToolExecutor } from './tools/executor.js';
+import { LuaTools } from './tools/lua-tools.js';
+import { Previews } from './tools/previews.js';
+import { ResultWriter } from './tools/results.js';
+import { Verdicts } from './tools/verdicts.js';
+import { TrustChecker } from './trust-check.js';
+import { UsageTracker } from './usage.js';
 
-declare const __FLEMMA_VERSION__: string;
-declare const __FLEMMA_SOURCE_HASH__: string;
+export { HOST_VERSION, SOURCE_HASH } from './base.js';
 
-export const HOST_VERSION = typeof __FLEMMA_VERSION__ === 'string' ? __FLEMMA_VERSION__ : 'dev';
-export const SOURCE_HASH =
-  typeof __FLEMMA_SOURCE_HASH__ === 'string' ? __FLEMMA_SOURCE_HASH__ : 'dev';
-
-export interface HostContext {
+export interface HostContext extends HostBase {
   readonly nvim: Neovim;
-  readonly lua: LuaBridge;
-  readonly hooks: HookEmitter;
-  readonly writes: WriteScheduler;
-  readonly sdks: SdkLoader;
-  readonly documents: DocumentStore;
-  readonly sends: SendController;
-  readonly tools: ToolService;
-  readonly secrets: SecretsService;
-  readonly logger: FileLogger;
-  readonly startedAt: number;
-  readonly logFile: string | undefined;
+  /** Every chat buffer's conversation: the loop, the send, the cancel, autopilot. */
+  readonly sessions: SessionRegistry;
+  readonly catalogue: ToolCatalogue;
+  readonly luaTools: LuaTools;
+  readonly executor: ToolExecutor;
+  readonly commands: ToolCommands;
+  readonly approval: ApprovalService;
+  readonly requests: RequestBuilder;
+  readonly usage: UsageTracker;
+  readonly trust: TrustChecker;
+  /** Forget everything kept about a buffer that went away. */
+  forget(bufnr: number): void;
 }
 
 export function createContext(
@@ -38,8 +55,7 @@ export function createContext(
   logFile: string | undefined,
 ): HostContext {
   const lua = new LuaBridge(rpcPortOf(nvim));
-  const ctx = {
-    nvim,
+  const base: HostBase = {
     lua,
     hooks: new HookEmitter(lua),
     writes: new WriteScheduler(lua, { logger }),
@@ -48,26 +64,143 @@ export function createContext(
     // a NeovimClient, which follows buffer changes.
     documents: new DocumentStore(nvim as unknown as BufferEventsPort, lua, { logger }),
     secrets: new SecretsService(lua, logger),
+    config: new ConfigStore(),
     logger,
+    references: new ReferenceCache(),
+    validator: new SchemaValidator(),
+    sandboxBackends: createSandboxBackends(),
+    processes: new ProcessManager(),
+    probes: new Probes(),
     startedAt: Date.now(),
     logFile,
   };
-  // The send controller and the tool service need the rest of the context (and each other).
-  const full: HostContext = {
-    ...ctx,
-    sends: undefined as unknown as SendController,
-    tools: undefined as unknown as ToolService,
-  };
-  (full as { sends: SendController }).sends = new SendController(full);
-  (full as { tools: ToolService }).tools = new ToolService(full);
+  /** Each message's part of the trust digest, kept across parses (`trustDigest`). */
+  const memo = new WeakMap<Message, string>();
+  const luaTools = new LuaTools(base);
+  // The services below reach the sessions (made last: they need the services) through closures.
+  const catalogue: ToolCatalogue = new ToolCatalogue(base, luaTools, () => {
+    previews.refresh();
+  });
+  const previews: Previews = new Previews(base, catalogue);
+  const approval = new ApprovalService(base, catalogue.registry);
+  const verdicts = new Verdicts({
+    registry: catalogue.registry,
+    logger,
+    ready: () => catalogue.isReady(),
+    policyBlocks: (name, config) => catalogue.policyBlocks(name, config),
+  });
+  const results: ResultWriter = new ResultWriter({
+    writes: base.writes,
+    documents: base.documents,
+    lua,
+    logger,
+    warn: (message) => {
+      lua.notify('notify', { level: 'warn', message });
+    },
+    toolsBusy: (bufnr) => executor.busy(bufnr),
+    autopilotArmed: (bufnr) => sessions.get(bufnr)?.conversation.autopilot.armed ?? false,
+  });
+  const executor: ToolExecutor = new ToolExecutor({
+    base,
+    catalogue,
+    lua: luaTools,
+    results,
+    loop: {
+      requestRunning: (bufnr) => sessions.get(bufnr)?.requestRunning ?? false,
+      toolsDone: (bufnr, tools) => sessions.of(bufnr).toolsDone(tools),
+      stopped: (bufnr) => {
+        sessions.get(bufnr)?.stopped();
+      },
+      context: (bufnr, document) =>
+        sessions
+          .of(bufnr)
+          .context(document)
+          .catch(() => undefined),
+      carry: (bufnr, context) => {
+        sessions.of(bufnr).carry(context);
+      },
+    },
+  });
+  const usage = new UsageTracker(base, (bufnr) => {
+    sessions.get(bufnr)?.stopped();
+  });
+  const requests = new RequestBuilder({ base, catalogue, memo });
+  const streamer = new Streamer({
+    base,
+    requests,
+    usage,
+    catalogue,
+    verdicts,
+    memo,
+    carry: (bufnr, context) => {
+      sessions.of(bufnr).carry(context);
+    },
+  });
+  const commands: ToolCommands = new ToolCommands({
+    base,
+    catalogue,
+    executor,
+    verdicts,
+    results,
+    approval,
+    loop: {
+      context: (bufnr, document, options) => sessions.of(bufnr).context(document, options),
+      rearmIfPaused: (bufnr, settings) => {
+        sessions.of(bufnr).conversation.autopilot.rearmIfPaused(settings);
+      },
+      toolsFinished: (bufnr, settings) => sessions.of(bufnr).conversation.toolsFinished(settings),
+      autopilot: (bufnr) => {
+        const pilot = sessions.get(bufnr)?.conversation.autopilot;
+        return { state: pilot?.state ?? 'idle', iteration: pilot?.iteration ?? 0 };
+      },
+    },
+  });
+  const sessions: SessionRegistry = new SessionRegistry({
+    base,
+    catalogue,
+    executor,
+    results,
+    verdicts,
+    approval,
+    streamer,
+    usage,
+    cancelPending: (bufnr) => commands.cancelPending(bufnr),
+    memo,
+  });
+  const trust = new TrustChecker({
+    base,
+    context: (bufnr, document) => sessions.of(bufnr).context(document),
+    readsResults: (name) => catalogue.readsResultReferences(name),
+    memo,
+  });
+  base.documents.onParsed((state) => {
+    previews.publish(state);
+    trust.parsed(state);
+  });
   // The shim's log redacts what the host learns (resolved credentials) too.
   logger.redactor.onChange(() => {
     lua.notify('log.secrets', { values: logger.redactor.known() });
   });
   // Marks and diagnostics wait while a buffer is busy (docs/architecture.md).
-  full.documents.setBusy(
-    (bufnr) =>
-      full.sends.isRunning(bufnr) || full.tools.isRunning(bufnr) || full.tools.pilot.isArmed(bufnr),
-  );
-  return full;
+  base.documents.setBusy((bufnr) => sessions.busy(bufnr));
+  return {
+    ...base,
+    nvim,
+    sessions,
+    catalogue,
+    luaTools,
+    executor,
+    commands,
+    approval,
+    requests,
+    usage,
+    trust,
+    forget: (bufnr) => {
+      previews.forget(bufnr);
+      trust.forget(bufnr);
+      requests.forget(bufnr);
+      approval.session.clear(bufnr);
+      sessions.forget(bufnr);
+    },
+  };
 }

@@ -4,6 +4,15 @@
 import { loadYaml } from '../core/util/yaml.js';
 import { environmentVariables } from '../core/secrets/chain.js';
 import type { LuaBridge } from '../editor/lua.js';
+import type {
+  ContextAnswer,
+  ContextParams,
+  EditorFacts,
+  FrontmatterRequest,
+  TrustState,
+} from '../editor/protocol/wire.js';
+import { type Config, parseConfig } from '../core/config/config.js';
+import type { ConfigStore, HeldConfig } from './config.js';
 import type { ChatDocument, Message } from '../core/chat/ast.js';
 import {
   applyFrontmatter,
@@ -16,23 +25,13 @@ import {
   yamlFrontmatter,
 } from '../core/config/frontmatter.js';
 import { type RefusedOp, trustDigest } from '../core/config/trust.js';
-import type { EditorDirs } from '../core/tools/sandbox/sensitive.js';
 import { PROVIDERS } from './providers.js';
 
-/** Neovim's view of a buffer that tools and the sandbox need. */
-export interface EditorFacts {
-  cwd: string;
-  filename: string | null;
-  sandbox_override: boolean | null;
-  /** Neovim's own directories (`stdpath()`): sensitive places. */
-  editor_dirs?: EditorDirs;
-  /** Neovim's server addresses (`serverlist()`): hidden from sandboxed commands. */
-  servers?: string[];
-}
+export type { ContextAnswer, EditorFacts, FrontmatterRequest, TrustState };
 
 export interface EditorContext {
-  /** The buffer's configuration as plain data: the snapshot with its frontmatter applied. */
-  config: Record<string, unknown>;
+  /** The buffer's configuration: the global one with its frontmatter applied. */
+  config: Config;
   facts: EditorFacts;
   /** The non-empty values of `KNOWN_ENV` in Neovim's environment (users may `:let $X = …`). */
   env: Record<string, string>;
@@ -59,17 +58,6 @@ export interface EditorContext {
   digest?: string;
 }
 
-/**
- * Lua's trust decision about a buffer (`lua/flemma/trust.lua`): `why` is `authored` (no file
- * yet, or written from scratch here), `allowed` (`:trust`), `untrusted` (never trusted),
- * `denied` (`:trust ++deny`) or `changed` (its frontmatter, templates or file references changed
- * outside this Neovim since it was trusted).
- */
-export interface TrustState {
-  trusted: boolean;
-  why: string;
-}
-
 /** What is assumed when Lua said nothing: not trusted (fail closed). */
 const NOT_TRUSTED: TrustState = { trusted: false, why: 'untrusted' };
 
@@ -88,25 +76,13 @@ export const KNOWN_ENV: readonly string[] = [
   ]),
 ];
 
-/** What the host sends Lua about a buffer's frontmatter: Lua code to run, or JSON's operations to check. */
-export type FrontmatterRequest =
-  { code: string; line: number; custom?: string } | { ops: ConfigOp[] };
-
-type FrontmatterAnswer =
-  | { ops: ConfigOp[] | Record<string, never>; variables?: Record<string, unknown> | unknown[] }
-  | { error: string }
-  | { untrusted: string };
-
 /** A question about a buffer for Lua (`editor.context`, or carried by another call). */
 export interface ContextQuestion {
-  params: {
-    bufnr: number;
-    names: readonly string[];
-    frontmatter?: FrontmatterRequest;
-    origins?: boolean;
-    /** `trustDigest` of the buffer's tree, for Lua's trust decision. */
-    digest?: string;
-  };
+  params: ContextParams;
+  /** The configuration the host held when it asked (Lua sends none when it is current). */
+  asked?: HeldConfig;
+  /** Where a configuration the answer carries is kept. */
+  store?: ConfigStore;
   variables: Record<string, unknown>;
   /** A problem found before asking (a JSON frontmatter that does not parse). */
   problem?: string;
@@ -114,21 +90,13 @@ export interface ContextQuestion {
   untrusted?: boolean;
 }
 
-/** Lua's answer to a `ContextQuestion`. */
-export interface ContextAnswer {
-  config: Record<string, unknown>;
-  facts: EditorFacts;
-  env: Record<string, string> | unknown[];
-  frontmatter?: FrontmatterAnswer;
-  origins?: Record<string, string> | unknown[];
-  trust?: Partial<TrustState>;
-}
-
 export interface ContextOptions {
   /** Ask for where each option came from (`:Flemma status`). */
   origins?: boolean;
   /** Each message's part of the trust digest, kept between questions (`trustDigest`). */
   memo?: WeakMap<Message, string>;
+  /** The configuration the host holds: Lua sends it again only when it changed. */
+  config?: ConfigStore;
 }
 
 /** The question for a buffer whose tree is `document`. */
@@ -138,6 +106,14 @@ export async function contextQuestion(
   options: ContextOptions = {},
 ): Promise<ContextQuestion> {
   const question: ContextQuestion = { params: { bufnr, names: KNOWN_ENV }, variables: {} };
+  if (options.config !== undefined) {
+    question.store = options.config;
+    const held = options.config.held();
+    if (held !== undefined) {
+      question.asked = held;
+      question.params.generation = held.generation;
+    }
+  }
   if (options.origins === true) question.params.origins = true;
   if (document !== undefined) question.params.digest = trustDigest(document, options.memo);
   const frontmatter = document?.frontmatter;
@@ -179,9 +155,13 @@ export function resolveContext(
     answer.trust?.trusted === true
       ? { trusted: true, why: answer.trust.why ?? 'allowed' }
       : { ...NOT_TRUSTED, why: answer.trust?.why ?? NOT_TRUSTED.why };
+  const config =
+    question.store === undefined
+      ? parseConfig(answer.config)
+      : question.store.accept(answer, question.asked);
   // NOTE: an empty Lua table arrives as an array (or an empty object).
   const context: EditorContext = {
-    config: answer.config,
+    config,
     facts: answer.facts,
     env: Array.isArray(answer.env) ? {} : answer.env,
     variables: question.variables,
@@ -207,11 +187,14 @@ export function resolveContext(
       }
       const ops = Array.isArray(result.ops) ? result.ops : [];
       context.ops = ops;
-      const applied = applyFrontmatter(answer.config, ops, tools, trust);
-      if (applied.error !== undefined) problem = applied.error;
-      context.config = applied.config;
-      context.refused = applied.refused;
-      if (applied.approval !== undefined) context.approval = applied.approval;
+      // NOTE: without operations the configuration is the global one, parsed once.
+      if (ops.length > 0) {
+        const applied = applyFrontmatter(config.data, ops, tools, trust);
+        if (applied.error !== undefined) problem = applied.error;
+        context.config = parseConfig(applied.config);
+        context.refused = applied.refused;
+        if (applied.approval !== undefined) context.approval = applied.approval;
+      }
     }
   }
   if (problem !== undefined) context.problem = problem;
@@ -231,7 +214,7 @@ export async function fetchEditorContext(
   options: ContextOptions = {},
 ): Promise<EditorContext> {
   const question = await contextQuestion(bufnr, document, options);
-  const answer = (await lua.call('editor.context', question.params)) as ContextAnswer;
+  const answer = await lua.call('editor.context', question.params);
   return resolveContext(question, answer, tools);
 }
 

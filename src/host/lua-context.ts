@@ -13,65 +13,23 @@ import {
   truncateTail,
 } from '../core/tools/truncate.js';
 import { isPathWritable } from '../core/tools/sandbox/paths.js';
-
-/** `{text, from = "head" | "tail", max_lines?, max_bytes?}`. */
-export interface LuaTruncateParams {
-  text: string;
-  from: 'head' | 'tail';
-  max_lines?: number;
-  max_bytes?: number;
-}
-
-/** The answer, as a Lua tool reads it; absent fields are nil in Lua. */
-export interface LuaTruncation {
-  content: string;
-  truncated: boolean;
-  truncated_by?: 'lines' | 'bytes';
-  total_lines: number;
-  total_bytes: number;
-  shown_lines: number;
-  shown_bytes: number;
-  cut_line?: { line: number; line_bytes: number; kept_bytes: number };
-  output_lines: number;
-  output_bytes: number;
-}
+import type {
+  LuaTruncateFacts,
+  LuaTruncateParams,
+  LuaTruncation,
+  LuaWritableParams,
+} from '../editor/protocol/wire.js';
 
 /** The limits every Lua tool's `ctx.truncate` shows, sent with each call (`tools.execute`). */
-export const LUA_TRUNCATE_FACTS = {
+export const LUA_TRUNCATE_FACTS: LuaTruncateFacts = {
   max_lines: MAX_LINES,
   max_bytes: MAX_BYTES,
   head_cut_marker: HEAD_CUT_MARKER,
   tail_cut_marker: TAIL_CUT_MARKER,
-} as const;
-
-export class LuaContextError extends Error {
-  override name = 'LuaContextError';
-}
-
-/** A limit as the Lua API took it: anything but a number means the default. */
-function limit(value: unknown): number | undefined {
-  return typeof value === 'number' ? value : undefined;
-}
-
-export function truncateParams(params: unknown): LuaTruncateParams {
-  const p = (params ?? {}) as Record<string, unknown>;
-  const { text, from } = p;
-  if (typeof text !== 'string' || (from !== 'head' && from !== 'tail')) {
-    throw new LuaContextError(
-      `expected { text = <string>, from = "head" | "tail" }, got ${JSON.stringify(params)}`,
-    );
-  }
-  const out: LuaTruncateParams = { text, from };
-  const maxLines = limit(p['max_lines']);
-  const maxBytes = limit(p['max_bytes']);
-  if (maxLines !== undefined) out.max_lines = maxLines;
-  if (maxBytes !== undefined) out.max_bytes = maxBytes;
-  return out;
-}
+};
 
 /** `tools:truncate`. */
-export function truncateForLua(params: unknown): LuaTruncation {
-  const p = truncateParams(params);
+export function truncateForLua(p: LuaTruncateParams): LuaTruncation {
   const limits: TruncateLimits = {};
   if (p.max_lines !== undefined) limits.maxLines = p.max_lines;
   if (p.max_bytes !== undefined) limits.maxBytes = p.max_bytes;
@@ -98,24 +56,14 @@ export function truncateForLua(params: unknown): LuaTruncation {
 }
 
 /** `tools:format-size`: `{bytes}` → `12.1KB` (anything but a positive number is `0B`). */
-export function formatSizeForLua(params: unknown): string {
-  const bytes = (params as { bytes?: unknown } | null)?.bytes;
-  return formatSize(typeof bytes === 'number' ? bytes : 0);
+export function formatSizeForLua({ bytes }: { bytes: number }): string {
+  return formatSize(bytes);
 }
 
 /**
  * `tools:writable`: `{path, base, rw_paths}` (`rw_paths` as the call's context carried them) →
  * whether writing `path` (relative to `base`) stays inside them, symbolic links followed.
  */
-export function writableForLua(params: unknown): boolean {
-  const p = (params ?? {}) as Record<string, unknown>;
-  const { path, base } = p;
-  const rwPaths = Array.isArray(p['rw_paths']) ? (p['rw_paths'] as unknown[]) : undefined;
-  if (typeof path !== 'string' || typeof base !== 'string' || rwPaths === undefined) {
-    throw new LuaContextError(
-      `expected { path = <string>, base = <string>, rw_paths = <list> }, got ${JSON.stringify(params)}`,
-    );
-  }
-  const roots = rwPaths.filter((root): root is string => typeof root === 'string');
-  return isPathWritable(path, roots, base);
+export function writableForLua({ path, base, rw_paths }: LuaWritableParams): boolean {
+  return isPathWritable(path, rw_paths, base);
 }

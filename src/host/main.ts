@@ -1,13 +1,11 @@
 // Host entry: guard stdout, attach to Neovim over stdio, route every request and notification
 // through the dispatch table, and exit when Neovim goes away.
 import { rpcWriter, guardConsole } from './stdio-guard.js';
-// NOTE: deep imports skip the remote-plugin host machinery of the package index (and its
-// child_process), which shortens every start-up.
-import { NeovimClient } from 'neovim/lib/api/client.js';
-import type { Logger as ClientLogger } from 'neovim/lib/utils/logger.js';
+import { connect } from '../editor/client.js';
 import { hostLogger } from './log.js';
 import { dispatch } from './actions.js';
 import { createContext } from './context.js';
+import { CALL } from '../editor/protocol/index.js';
 
 function describe(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
@@ -36,27 +34,6 @@ const clientLogger = {
   },
 };
 
-/**
- * The Neovim client with a lighter handshake. The stock one asks for `nvim_get_api_info` (about
- * 32 kB of API metadata, decoded on every start while requests wait) only to learn the channel
- * id; `nvim_get_chan_info(0)` carries the same id in about a hundred bytes.
- */
-class HostClient extends NeovimClient {
-  override requestApi(): Promise<unknown[]> {
-    return new Promise((resolve, reject) => {
-      this.transport.request('nvim_get_chan_info', [0], (error: unknown, info: unknown) => {
-        if (error !== null && error !== undefined) {
-          // Neovim answers an RPC error as [type, message].
-          const message = Array.isArray(error) ? String(error[1]) : JSON.stringify(error);
-          reject(error instanceof Error ? error : new Error(message));
-        } else {
-          resolve([(info as { id: number }).id]);
-        }
-      });
-    });
-  }
-}
-
 process.on('uncaughtException', (error) => {
   hostLogger.error(
     'uncaught exception; the host exits and the shim restarts it on next use',
@@ -72,8 +49,7 @@ process.on('SIGTERM', () => {
   process.exit(0);
 });
 
-const nvim = new HostClient({ logger: clientLogger as unknown as ClientLogger });
-nvim.attach({ reader: process.stdin, writer: rpcWriter });
+const nvim = connect(process.stdin, rpcWriter, clientLogger);
 // The client may have replaced `console`; point it back at the log.
 guardConsole();
 
@@ -102,7 +78,7 @@ nvim.on(
 );
 
 nvim.on('notification', (method: string, args: unknown[]) => {
-  if (method === 'call') {
+  if (method === CALL) {
     // Asynchronous request from Lua: [id, method, params]; the answer goes back as a Lua call.
     const [id, name, params] = args as [number, string, unknown];
     dispatch(ctx, name, params ?? null).then(

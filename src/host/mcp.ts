@@ -24,8 +24,8 @@ import {
   McpManager,
   type McpToolSink,
 } from '../core/tools/mcp/manager.js';
-import type { HostContext } from './context.js';
-import { HOST_VERSION } from './context.js';
+import type { HostBase } from './base.js';
+import { HOST_VERSION } from './base.js';
 
 /** A server call is bounded by the executor's timeout (through its signal), not by the SDK's. */
 const CALL_TIMEOUT_MS = 24 * 60 * 60 * 1000;
@@ -218,7 +218,7 @@ async function connect(
  * are stopped when the host exits (a SIGTERM; the SDK's own close ends them on a normal stop).
  */
 export function createMcpManager(
-  ctx: Pick<HostContext, 'lua' | 'secrets' | 'logger' | 'hooks'>,
+  ctx: Pick<HostBase, 'lua' | 'secrets' | 'logger' | 'hooks'>,
   sink: McpToolSink,
   onChange: () => void,
 ): McpManager {
@@ -227,9 +227,7 @@ export function createMcpManager(
   };
   const lookup: ReferenceLookup = async (ref) => {
     if (ref.type === 'env') {
-      const answer = (await ctx.lua.call('env.first', { names: [ref.name] })) as {
-        value?: unknown;
-      } | null;
+      const answer = await ctx.lua.call('env.first', { names: [ref.name] });
       if (answer !== null && typeof answer.value === 'string') return answer.value;
       return process.env[ref.name];
     }

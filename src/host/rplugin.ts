@@ -1,6 +1,6 @@
 // The remote-plugin route: the classic Node host (`:UpdateRemotePlugins`) loads this module and
 // it exposes the same dispatch table as the job host, as the function FlemmaHost(method, params).
-import type { NvimPlugin } from 'neovim';
+import type { NvimPlugin } from '../editor/client.js';
 import { dispatch } from './actions.js';
 import { createContext, type HostContext } from './context.js';
 import { hostLogger } from './log.js';

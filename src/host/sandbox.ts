@@ -7,7 +7,8 @@
 // - Environment variables in `rw_paths` are read from `facts.env` when the editor sends one
 //   (Neovim's environment, which `:let $VAR=…` can change), else from the host's environment,
 //   which the host inherited from Neovim when it started.
-// - The shared backend registry is used, so backends registered elsewhere in the host apply.
+// - The host's one backend registry (`HostContext.sandboxBackends`) is used, so backends
+//   registered elsewhere in the host apply.
 // - A backend defined in Lua is a proxy in that registry: its `available` and `wrap` are host →
 //   Lua requests (`sandbox.available`, `sandbox.wrap`). Lua sends its whole list with
 //   `sandbox:define` after every change and when a host starts; proxies missing from the list are
@@ -22,7 +23,6 @@
 //   environment; `tools.sensitive_paths` adds to the places the sandbox hides.
 
 import {
-  type AvailabilityAnswer,
   type BackendDefinition,
   type ModuleSelection,
   type SandboxBackend,
@@ -31,7 +31,6 @@ import {
   type SandboxFacts as CoreSandboxFacts,
   type SandboxStatus,
   resolveSandbox,
-  sandboxBackends,
   sandboxStatus,
 } from '../core/tools/sandbox/index.js';
 import type { LuaBridge } from '../editor/lua.js';
@@ -94,7 +93,7 @@ export class LuaSandboxBackends {
 
   constructor(
     private readonly lua: LuaCaller,
-    private readonly registry: SandboxBackendRegistry = sandboxBackends,
+    private readonly registry: SandboxBackendRegistry,
   ) {}
 
   /** Lua's whole list (`sandbox:define`); answers the problems found, one text each. */
@@ -152,7 +151,7 @@ export class LuaSandboxBackends {
       ...(spec.replace === undefined ? {} : { replace: spec.replace }),
       available: async (settings) => {
         // The registry reads any other answer as "unavailable", saying what it got.
-        return (await this.lua.call('sandbox.available', { name, settings })) as AvailabilityAnswer;
+        return await this.lua.call('sandbox.available', { name, settings });
       },
       wrap: async (argv, policy, settings) => {
         const answer = await this.lua.call('sandbox.wrap', {
@@ -199,30 +198,40 @@ export class LuaSandboxBackends {
 
 const perBridge = new WeakMap<LuaCaller, LuaSandboxBackends>();
 
-/** The Lua backends of one bridge (one per host), in the shared registry. */
-export function luaBackendsOf(lua: LuaCaller): LuaSandboxBackends {
+/** The Lua backends of one bridge (one per host), in the host's registry. */
+export function luaBackendsOf(
+  lua: LuaCaller,
+  registry: SandboxBackendRegistry,
+): LuaSandboxBackends {
   let backends = perBridge.get(lua);
   if (backends === undefined) {
-    backends = new LuaSandboxBackends(lua);
+    backends = new LuaSandboxBackends(lua, registry);
     perBridge.set(lua, backends);
   }
   return backends;
 }
 
 /** `sandbox:define`: Lua's list of backends; answers the problems to show. */
-export function defineLuaBackends(lua: LuaCaller, list: readonly unknown[]): string[] {
-  return luaBackendsOf(lua).define(list);
+export function defineLuaBackends(
+  lua: LuaCaller,
+  registry: SandboxBackendRegistry,
+  list: readonly unknown[],
+): string[] {
+  return luaBackendsOf(lua, registry).define(list);
 }
 
 /**
- * The `sandboxBackends` a JavaScript tool module exports, registered in the shared registry;
+ * The `sandboxBackends` a JavaScript tool module exports, registered in the host's registry;
  * answers the problems found.
  */
-export function registerJsBackends(list: readonly unknown[]): string[] {
+export function registerJsBackends(
+  registry: SandboxBackendRegistry,
+  list: readonly unknown[],
+): string[] {
   const problems: string[] = [];
   for (const def of list) {
     try {
-      sandboxBackends.register(def as BackendDefinition);
+      registry.register(def as BackendDefinition);
     } catch (error) {
       problems.push(messageOf(error));
     }
@@ -252,12 +261,14 @@ export function sandboxFor(
   settings: Record<string, unknown> | undefined,
   facts: SandboxFacts,
   home: string,
+  registry: SandboxBackendRegistry,
   lua?: LuaCaller,
   extras: SandboxExtras = {},
 ): Promise<SandboxState> {
   const compute = (): Promise<SandboxState> =>
     resolveSandbox(settings, facts, envOf(facts), home, {
-      ...(lua === undefined ? {} : { loadNamed: luaBackendsOf(lua).loadNamed }),
+      registry,
+      ...(lua === undefined ? {} : { loadNamed: luaBackendsOf(lua, registry).loadNamed }),
       sensitivePaths: extras.sensitivePaths,
       credentialEnv: KNOWN_ENV,
     });
@@ -283,13 +294,11 @@ export function sandboxStatusFor(
   settings: Record<string, unknown> | undefined,
   facts: SandboxFacts,
   home: string,
+  registry: SandboxBackendRegistry,
   lua?: LuaCaller,
 ): Promise<SandboxStatus> {
-  return sandboxStatus(
-    settings,
-    facts,
-    envOf(facts),
-    home,
-    lua === undefined ? {} : { loadNamed: luaBackendsOf(lua).loadNamed },
-  );
+  return sandboxStatus(settings, facts, envOf(facts), home, {
+    registry,
+    ...(lua === undefined ? {} : { loadNamed: luaBackendsOf(lua, registry).loadNamed }),
+  });
 }

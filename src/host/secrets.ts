@@ -15,21 +15,11 @@ import {
 } from '../core/secrets/chain.js';
 import { runProcess } from '../core/tools/process.js';
 import type { LuaBridge } from '../editor/lua.js';
+import type { LuaSecretsAnswer as LuaAnswer, LuaSecretsSpec } from '../editor/protocol/wire.js';
 import type { FileLogger } from './log.js';
 
 /** A resolver registered in Lua: the host knows its name and priority. */
-export interface LuaSecretsSpec {
-  name: string;
-  priority?: number;
-}
-
-interface LuaAnswer {
-  supported?: boolean;
-  value?: string;
-  ttl?: number;
-  diagnostics?: string[];
-  error?: string;
-}
+export type { LuaSecretsSpec };
 
 /** How long a resolution may take before the user is told it is under way. */
 const SLOW_MS = 600;
@@ -156,14 +146,11 @@ export class SecretsService {
       }
       return undefined;
     }
-    const answer = (await this.lua.call('env.first', { names })) as {
-      name?: string;
-      value?: string;
-    } | null;
+    const answer = await this.lua.call('env.first', { names });
     if (answer === null || typeof answer.value !== 'string' || answer.value === '') {
       return undefined;
     }
-    return { name: answer.name ?? names[0] ?? '', value: answer.value };
+    return { name: answer.name, value: answer.value };
   }
 
   private luaResolver(spec: LuaSecretsSpec): CredentialResolver {
@@ -173,16 +160,17 @@ export class SecretsService {
       name: spec.name,
       priority: typeof spec.priority === 'number' ? spec.priority : 50,
       supports: async (credential, ctx) => {
-        const answer = ((await this.lua.call('secrets.resolve', {
-          name: spec.name,
-          credential: {
-            kind: credential.kind,
-            service: credential.service,
-            description: credential.description,
-            ttl: credential.ttl ?? null,
-            aliases: credential.aliases ?? [],
-          },
-        })) ?? undefined) as LuaAnswer | undefined;
+        const answer =
+          (await this.lua.call('secrets.resolve', {
+            name: spec.name,
+            credential: {
+              kind: credential.kind,
+              service: credential.service,
+              description: credential.description,
+              ttl: credential.ttl ?? null,
+              aliases: credential.aliases ?? [],
+            },
+          })) ?? undefined;
         answers.set(cacheKey(credential), answer);
         for (const message of answer?.diagnostics ?? []) ctx.diagnostic(message);
         if (answer?.error !== undefined) {

@@ -3,7 +3,10 @@
 // reference it may not read. Shown while the user edits, so nothing is a surprise at send time.
 import { homedir } from 'node:os';
 import { dirname } from 'node:path';
-import type { ChatDocument } from '../core/chat/ast.js';
+import type { ChatDocument, Message } from '../core/chat/ast.js';
+import { EMPTY_TRUST_DIGEST, trustDigest } from '../core/config/trust.js';
+import type { DocumentState } from '../editor/documents.js';
+import type { HostBase } from './base.js';
 import { type ReferenceScope, refusedReferences } from '../core/chat/references.js';
 import { findSensitive, sensitiveEntries } from '../core/tools/sandbox/sensitive.js';
 import type { EditorContext } from './editor-context.js';
@@ -25,13 +28,11 @@ export function referenceScope(editor: EditorContext): { baseDir: string; scope:
   const baseDir = filename === null ? editor.facts.cwd : dirname(filename);
   if (editor.trust.trusted) return { baseDir, scope: {} };
   // Keys and `.env` files are not read even inside the tree (docs/security.md).
-  const tools = editor.config['tools'];
-  const { entries } = sensitiveEntries(
-    tools !== null && typeof tools === 'object'
-      ? (tools as Record<string, unknown>)['sensitive_paths']
-      : undefined,
-    { home: homedir(), env: process.env, editorDirs: editor.facts.editor_dirs },
-  );
+  const { entries } = sensitiveEntries(editor.config.tools['sensitive_paths'], {
+    home: homedir(),
+    env: process.env,
+    editorDirs: editor.facts.editor_dirs,
+  });
   return {
     baseDir,
     scope: {
@@ -126,4 +127,83 @@ export function trustDiagnostics(
     });
   }
   return items.sort((a, b) => a.lnum - b.lnum);
+}
+
+/** Quiet time after a frontmatter edit before it is checked (ms). */
+const CHECK_MS = 300;
+
+export interface TrustCheckDeps {
+  base: Pick<HostBase, 'lua' | 'documents' | 'logger'>;
+  /** The buffer's context (its trust decision, its frontmatter applied). */
+  context(bufnr: number, document: ChatDocument): Promise<EditorContext>;
+  /** Which tools' results have their file references read. */
+  readsResults(toolName: string): boolean;
+  /** Each message's part of the trust digest, across parses (`trustDigest`). */
+  memo: WeakMap<Message, string>;
+}
+
+/**
+ * Keeps each buffer's trust diagnostics current: after what the trust decides changed (the
+ * frontmatter, template code or file references; or the chat opened), it judges the buffer once
+ * things are quiet, without sending; after `:trust`, at once.
+ */
+export class TrustChecker {
+  private readonly keys = new Map<number, string>();
+  private readonly timers = new Map<number, NodeJS.Timeout>();
+
+  constructor(private readonly deps: TrustCheckDeps) {}
+
+  /** The buffer was parsed: check it again soon when what needs trust in it changed. */
+  parsed(state: DocumentState): void {
+    const fm = state.document.frontmatter;
+    const digest = trustDigest(state.document, this.deps.memo);
+    const key =
+      fm === undefined && digest === EMPTY_TRUST_DIGEST
+        ? ''
+        : `${String(fm?.span.startLine)}\0${digest}`;
+    const previous = this.keys.get(state.bufnr);
+    if (previous === key) return;
+    this.keys.set(state.bufnr, key);
+    clearTimeout(this.timers.get(state.bufnr));
+    if (key === '') {
+      // Gone: clear what an earlier one showed.
+      if (previous !== undefined && previous !== '') {
+        this.deps.base.lua.notify('frontmatter.diagnostics', { bufnr: state.bufnr, items: [] });
+      }
+      return;
+    }
+    const timer = setTimeout(() => {
+      this.timers.delete(state.bufnr);
+      this.check(state.bufnr, 'frontmatter');
+    }, CHECK_MS);
+    timer.unref();
+    this.timers.set(state.bufnr, timer);
+  }
+
+  /** The buffer's trust changed (`:trust`): judge it again now. */
+  trustChanged(bufnr: number): void {
+    clearTimeout(this.timers.get(bufnr));
+    this.timers.delete(bufnr);
+    this.check(bufnr, 'trust');
+  }
+
+  forget(bufnr: number): void {
+    this.keys.delete(bufnr);
+    clearTimeout(this.timers.get(bufnr));
+    this.timers.delete(bufnr);
+  }
+
+  private check(bufnr: number, what: string): void {
+    void this.diagnose(bufnr).catch((error: unknown) => {
+      this.deps.base.logger.warn(`checking the ${what} of buffer ${String(bufnr)} failed`, error);
+    });
+  }
+
+  private async diagnose(bufnr: number): Promise<void> {
+    const state = await this.deps.base.documents.parsed(bufnr);
+    if (state === undefined) return;
+    const editor = await this.deps.context(bufnr, state.document);
+    const items = trustDiagnostics(state.document, editor, (name) => this.deps.readsResults(name));
+    this.deps.base.lua.notify('frontmatter.diagnostics', { bufnr, items });
+  }
 }

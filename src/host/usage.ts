@@ -1,13 +1,15 @@
 // Usage and cost in the editor (behaviour.md §7.6): the session of this host, the usage bar
-// after each reply, `:Flemma usage:estimate`, and the spend cap (`limits.max_session_cost`).
+// after each reply, and the spend cap (`limits.max_session_cost`). `:Flemma usage:estimate` is
+// the request builder's (`send/request.ts`).
 import { realpathSync } from 'node:fs';
 import type { ProviderEvent, Usage } from '../core/provider/types.js';
-import { ProviderError } from '../core/provider/types.js';
 import { pricingFor } from '../core/usage/cost.js';
 import { makeRecord, type RequestRecord, Session } from '../core/usage/session.js';
-import { autopilotSettings } from './autopilot.js';
-import type { HostContext } from './context.js';
-import type { ConfigSnapshot, PreparedRequest } from './send.js';
+import { autopilotSettings } from '../core/loop/autopilot.js';
+import type { HostBase } from './base.js';
+import type { PreparedRequest } from './send/request.js';
+import type { Config } from '../core/config/config.js';
+import type { LuaParams } from '../editor/protocol/index.js';
 
 /** How a send was asked for. */
 export interface SendOptions {
@@ -51,18 +53,15 @@ function dollars(value: number): string {
   return `$${value.toFixed(value < 1 ? 4 : 2)}`;
 }
 
-/** `limits.max_session_cost` of a configuration, when set. */
-function spendLimit(config: ConfigSnapshot | undefined): number | undefined {
-  const limit = (config as { limits?: { max_session_cost?: unknown } } | undefined)?.limits
-    ?.max_session_cost;
-  return typeof limit === 'number' ? limit : undefined;
-}
-
 export class UsageTracker {
   readonly session = new Session();
   private readonly meters = new Map<number, RequestMeter>();
 
-  constructor(private readonly ctx: HostContext) {}
+  constructor(
+    private readonly ctx: Pick<HostBase, 'lua'>,
+    /** Autopilot of the buffer stops (past the spend cap). */
+    private readonly stopAutopilotOf: (bufnr: number) => void,
+  ) {}
 
   /** A request of the buffer goes out: its meter (the send's stream feeds it every event). */
   begin(bufnr: number, prepared: PreparedRequest): RequestMeter {
@@ -103,13 +102,13 @@ export class UsageTracker {
       pricing,
     );
     this.session.add(record);
-    const params: Record<string, unknown> = {
+    const params: LuaParams<'usage.show'> = {
       bufnr,
       request: record,
       session: this.session.totals(),
     };
     if (pricing?.min_cache_tokens !== undefined) {
-      params['min_cache_tokens'] = pricing.min_cache_tokens;
+      params.min_cache_tokens = pricing.min_cache_tokens;
     }
     // Lua keeps the record and the totals (for `flemma.usage`) and shows the bar if enabled.
     this.ctx.lua.notify('usage.show', params);
@@ -117,8 +116,8 @@ export class UsageTracker {
   }
 
   /** The cap and what the session has cost, once the cost has reached the cap. */
-  private reached(config: ConfigSnapshot | undefined): { cost: number; limit: number } | undefined {
-    const limit = spendLimit(config);
+  private reached(config: Config | undefined): { cost: number; limit: number } | undefined {
+    const limit = config?.maxSessionCost;
     if (limit === undefined) return undefined;
     const cost = this.session.totals().cost;
     return cost >= limit ? { cost, limit } : undefined;
@@ -134,7 +133,7 @@ export class UsageTracker {
    * warning, and a send the user asked for asks them first (in Lua; a yes sends again with
    * `over_limit`).
    */
-  allows(bufnr: number, config: ConfigSnapshot, options: SendOptions): boolean {
+  allows(bufnr: number, config: Config, options: SendOptions): boolean {
     if (options.overLimit === true) return true;
     const reached = this.reached(config);
     if (reached === undefined) return true;
@@ -155,7 +154,7 @@ export class UsageTracker {
    * A reply completed: when it asked for tools and autopilot would go on, but the session has
    * reached its cap, autopilot stops here (with a warning). Returns whether it stopped.
    */
-  stopsAutopilot(bufnr: number, config: ConfigSnapshot | undefined, toolUse: boolean): boolean {
+  stopsAutopilot(bufnr: number, config: Config | undefined, toolUse: boolean): boolean {
     if (!toolUse || !autopilotSettings(config?.tools).enabled) return false;
     const reached = this.reached(config);
     if (reached === undefined) return false;
@@ -164,53 +163,10 @@ export class UsageTracker {
   }
 
   private stopAutopilot(bufnr: number, reached: { cost: number; limit: number }): void {
-    this.ctx.tools.pilot.disarm(bufnr);
+    this.stopAutopilotOf(bufnr);
     this.ctx.lua.notify('notify', {
       level: 'warn',
       message: `Autopilot stopped: ${this.why(reached)}`,
     });
-  }
-
-  /**
-   * `:Flemma usage:estimate`: the input tokens of the buffer's next request, from its provider's
-   * counting endpoint; shown, and announced with `usage:estimated`.
-   */
-  async estimate(
-    bufnr: number,
-  ): Promise<{ input_tokens: number; cost?: number; provider: string; model: string } | null> {
-    const { ctx } = this;
-    const prepared = await ctx.sends.prepare(bufnr, undefined);
-    if (prepared === undefined) return null;
-    const { adapter, providerName: provider, model } = prepared;
-    if (adapter.countTokens === undefined) {
-      ctx.lua.notify('notify', {
-        level: 'warn',
-        message: `${provider}: this provider has no token-counting endpoint; usage:estimate is not supported`,
-      });
-      return null;
-    }
-    let tokens: number;
-    try {
-      tokens = await adapter.countTokens(prepared.request, AbortSignal.timeout(60_000));
-    } catch (error) {
-      const message = error instanceof ProviderError ? error.describe() : String(error);
-      ctx.logger.warn(`usage estimate failed: ${message}`);
-      ctx.lua.notify('notify', { level: 'error', message: `usage:estimate: ${message}` });
-      return null;
-    }
-    const pricing = pricingFor(provider, model);
-    const cost = pricing === undefined ? undefined : (tokens * pricing.input) / 1_000_000;
-    // Short, so that it fits the command line without a hit-enter prompt.
-    ctx.lua.notify('notify', {
-      level: 'info',
-      message:
-        `Next request: ${tokens.toLocaleString('en-US')} input tokens` +
-        (cost === undefined ? '' : `, ≈ ${dollars(cost)}`) +
-        ` (${model})`,
-    });
-    ctx.hooks.post('usage:estimated', { bufnr, provider, model, input_tokens: tokens });
-    return cost === undefined
-      ? { input_tokens: tokens, provider, model }
-      : { input_tokens: tokens, cost, provider, model };
   }
 }

@@ -4,6 +4,7 @@ import { appendFileSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { LuaBridge, rpcPortOf } from '../../src/editor/lua.js';
 import { WriteScheduler } from '../../src/editor/writequeue.js';
+import { countWrites } from '../helpers/write-counter.js';
 import { parseLines, reparse } from '../../src/core/chat/parser.js';
 import { largeChat } from './corpus.js';
 import { startFakeProvider } from '../helpers/fake-provider.js';
@@ -54,7 +55,8 @@ async function streaming(lane: Lane): Promise<void> {
       '',
       '@Assistant:',
     ]);
-    const writes = new WriteScheduler(new LuaBridge(rpcPortOf(driver.nvim)));
+    const count = countWrites(new LuaBridge(rpcPortOf(driver.nvim)));
+    const writes = new WriteScheduler(count.bridge);
     const writer = writes.buffer(buf);
     const words = ['lorem', 'ipsum', 'dolor', 'sit', 'amet', 'elit', 'sed', 'tempor'];
     const chunks: string[] = [];
@@ -78,7 +80,7 @@ async function streaming(lane: Lane): Promise<void> {
       throw new Error('streamed text does not match what was sent');
     report(`stream.20k_chunks.total[nvim-${lane.lane}]`, total, 'ms');
     report(`stream.20k_chunks.bytes[nvim-${lane.lane}]`, Buffer.byteLength(expected) / 1024, 'KiB');
-    report(`stream.20k_chunks.rpc_batches[nvim-${lane.lane}]`, writes.stats.batches, 'batches');
+    report(`stream.20k_chunks.rpc_batches[nvim-${lane.lane}]`, count.batches, 'batches');
     report(`stream.main_loop_lag.p99[nvim-${lane.lane}]`, percentile(lag, 99), 'ms');
     report(`stream.main_loop_lag.max[nvim-${lane.lane}]`, Math.max(...lag), 'ms');
   } finally {

@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { LuaBridge, rpcPortOf } from '../../src/editor/lua.js';
 import { WriteScheduler } from '../../src/editor/writequeue.js';
 import { type Driver, startDriver } from '../helpers/driver.js';
+import { type WriteCounter, countWrites } from '../helpers/write-counter.js';
 
 let driver: Driver | undefined;
 
@@ -15,13 +16,19 @@ function adapter(d: Driver): WriteScheduler {
   return new WriteScheduler(new LuaBridge(rpcPortOf(d.nvim)));
 }
 
+/** The same, with its batches counted on the way to Neovim. */
+function counted(d: Driver): { writes: WriteScheduler; count: WriteCounter } {
+  const count = countWrites(new LuaBridge(rpcPortOf(d.nvim)));
+  return { writes: new WriteScheduler(count.bridge), count };
+}
+
 const tick = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 describe('the frame-batched write queue in Neovim', () => {
   it('streams thousands of chunks into a chat buffer in a few batches', async () => {
     driver = await startDriver();
     const buf = await driver.openChat('stream.chat', ['@You:', 'Hi', '', '@Assistant:']);
-    const writes = adapter(driver);
+    const { writes, count } = counted(driver);
     const writer = writes.buffer(buf);
     let expected = '';
     const started = performance.now();
@@ -36,7 +43,7 @@ describe('the frame-batched write queue in Neovim', () => {
     const lines = await driver.lines(buf);
     expect(lines.slice(0, 3)).toEqual(['@You:', 'Hi', '']);
     expect(lines.slice(3).join('\n')).toBe('@Assistant:' + expected);
-    expect(writes.stats.batches).toBeLessThanOrEqual(Math.ceil(elapsed / 16) + 2);
+    expect(count.batches).toBeLessThanOrEqual(Math.ceil(elapsed / 16) + 2);
   });
 
   it("never moves the user's cursor, even at the end of the buffer", async () => {
@@ -119,17 +126,17 @@ describe('the frame-batched write queue in Neovim', () => {
       return ""
     end, { expr = true })`);
     await driver.press('<F2>');
-    const writes = adapter(driver);
+    const { writes, count } = counted(driver);
     const writer = writes.buffer(buf);
     writer.append('written ');
     writer.append('after ');
-    while (writes.stats.retries < 2) await new Promise((resolve) => setTimeout(resolve, 5));
+    await count.retried(2);
     writer.append('the lock');
     expect(await driver.lines(buf)).toEqual(['@Assistant:', '']);
     await driver.lua('vim.g.release_textlock = true');
     await writer.flushed();
     expect(await driver.lines(buf)).toEqual(['@Assistant:', 'written after the lock']);
-    expect(writes.stats.retries).toBeGreaterThanOrEqual(2);
+    expect(count.retries).toBeGreaterThanOrEqual(2);
   });
 
   it('writes into a locked buffer and leaves it locked', async () => {

@@ -28,9 +28,9 @@ import {
   SandboxBackendRegistry,
   bwrapArgv,
   createBwrapBackend,
+  createSandboxBackends,
   findExecutable,
   normalizeAvailability,
-  sandboxBackends,
   wrapCommand,
 } from '../../src/core/tools/sandbox/backends.js';
 import {
@@ -410,8 +410,8 @@ describe('backend registry', () => {
     }).toThrow(/reserved/);
   });
 
-  it('has bwrap registered at priority 100 in the shared registry', () => {
-    expect(sandboxBackends.get('bwrap')?.priority).toBe(100);
+  it("has bwrap registered at priority 100 in the host's registry", () => {
+    expect(createSandboxBackends().get('bwrap')?.priority).toBe(100);
   });
 
   it('caches availability until the registry or the backend settings change', async () => {
@@ -738,7 +738,8 @@ describe.skipIf(!bwrapInstalled)('real bubblewrap', () => {
   });
 
   it('gives the host a wrap prefix that runs commands in the same sandbox', async () => {
-    const state = await sandboxFor(settings(true), factsFor({ cwd: rw }), home);
+    const registry = createSandboxBackends();
+    const state = await sandboxFor(settings(true), factsFor({ cwd: rw }), home, registry);
     expect(state.wrapPrefix?.slice(0, 4)).toEqual(['bwrap', '--ro-bind', '/', '/']);
     expect(state.wrapPrefix).toContain(rw);
     const prefix = state.wrapPrefix ?? [];
@@ -749,13 +750,13 @@ describe.skipIf(!bwrapInstalled)('real bubblewrap', () => {
     });
     expect(result.output).toContain('Read-only file system');
     expect(existsSync(target)).toBe(false);
-    const status = await sandboxStatusFor(settings(true), factsFor({ cwd: rw }), home);
+    const status = await sandboxStatusFor(settings(true), factsFor({ cwd: rw }), home, registry);
     expect(status.backend).toBe('bwrap');
     expect(status.lines).toContain('Backend: bwrap (setting: bwrap)');
   });
 
-  it('the shared registry probes bwrap successfully here', async () => {
-    expect(await sandboxBackends.availability('bwrap', {})).toEqual({ ok: true });
+  it("the host's registry probes bwrap successfully here", async () => {
+    expect(await createSandboxBackends().availability('bwrap', {})).toEqual({ ok: true });
   });
 });
 
@@ -861,7 +862,7 @@ describe('custom backends', () => {
     // Removing the built-in itself removes it.
     expect(registry.unregister('bwrap')).toBe(true);
     expect(registry.get('bwrap')).toBeUndefined();
-    expect(sandboxBackends.isBuiltin('bwrap')).toBe(true);
+    expect(createSandboxBackends().isBuiltin('bwrap')).toBe(true);
   });
 
   it('loads a JavaScript module named by sandbox.backend, once, with its own settings', async () => {
@@ -1019,7 +1020,7 @@ describe('Lua backend proxies', () => {
     return {
       calls,
       lua: {
-        call: (method: string, params: unknown) => {
+        call: ((method: string, params: unknown) => {
           const p = params as Record<string, unknown>;
           calls.push([method, p]);
           const answer = answers[method];
@@ -1029,7 +1030,7 @@ describe('Lua backend proxies', () => {
           } catch (error) {
             return Promise.reject(error instanceof Error ? error : new Error(String(error)));
           }
-        },
+        }) as LuaCaller['call'],
       },
     };
   }

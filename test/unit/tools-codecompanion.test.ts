@@ -8,7 +8,7 @@ import {
   TOOL_DEFAULT_RESOLVER,
   buildChain,
 } from '../../src/core/approval/resolvers.js';
-import { notFoundText } from '../../src/host/tools.js';
+import { notFoundText } from '../../src/host/tools/verdicts.js';
 import { approveList } from '../../src/core/approval/presets.js';
 
 function call(toolName: string, input: unknown = {}): ToolCall {

@@ -36,7 +36,9 @@ import { createExecutionContext } from '../../src/core/tools/context.js';
 import { auditEntry } from '../../src/core/tools/audit.js';
 import { Redactor } from '../../src/core/secrets/redact.js';
 import { truncateForResult } from '../../src/core/tools/truncate.js';
-import { builtinTools } from '../../src/core/tools/builtins.js';
+import { createBuiltinTools } from '../../src/core/tools/builtins.js';
+import { ProcessManager } from '../../src/core/tools/background.js';
+import { Probes } from '../../src/core/tools/probes.js';
 
 function def(name: string, extra: Partial<ToolDefinition> = {}): ToolDefinition {
   return {
@@ -266,7 +268,9 @@ describe('tool policy (F-05 … F-10)', () => {
 
   it("F-05 with Flemma's own tools: their Flynn aliases put them in the profiles", () => {
     const names = (profile: string): string[] =>
-      new ToolPolicy({ profile }).filter(builtinTools).map((t) => t.name);
+      new ToolPolicy({ profile })
+        .filter(createBuiltinTools({ processes: new ProcessManager(), probes: new Probes() }))
+        .map((t) => t.name);
     expect(names('minimal')).toEqual(['read', 'ls', 'grep', 'find', 'web_fetch']);
     expect(names('coding')).toEqual(
       expect.arrayContaining(['bash', 'write', 'edit', 'process_start']),

@@ -21,7 +21,9 @@ import {
   timeoutMiddleware,
 } from '../../src/core/tools/middleware.js';
 import { ToolRegistry } from '../../src/core/tools/registry.js';
-import { builtinTools } from '../../src/core/tools/builtins.js';
+import { createBuiltinTools } from '../../src/core/tools/builtins.js';
+import { ProcessManager } from '../../src/core/tools/background.js';
+import { Probes } from '../../src/core/tools/probes.js';
 import { createMockTools, testContext } from '../../src/core/tools/testing.js';
 
 let server: Server | undefined;
@@ -187,7 +189,8 @@ describe('middleware', () => {
 describe('filter', () => {
   it('V-24: a filter offers and runs only its tools; an unknown name suggests the right one', () => {
     const registry = new ToolRegistry();
-    for (const def of builtinTools) registry.register(def);
+    const builtins = createBuiltinTools({ processes: new ProcessManager(), probes: new Probes() });
+    for (const def of builtins) registry.register(def);
     // `web.search` is the alias of the built-in `web_fetch`; a dotted name of its own stands in.
     registry.register({
       name: 'web.search',

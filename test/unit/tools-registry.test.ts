@@ -6,7 +6,14 @@ import {
   editDistance,
   type ToolDefinition,
 } from '../../src/core/tools/registry.js';
-import { loadValidator, schemaProblem, validateInput } from '../../src/core/tools/validate.js';
+import { SchemaValidator, type ValidationResult } from '../../src/core/tools/validate.js';
+
+// One validator for the file, as the host keeps one.
+const validator = new SchemaValidator();
+const validateInput = (def: ToolDefinition, input: unknown): ValidationResult =>
+  validator.validateInput(def, input);
+const schemaProblem = (schema: Record<string, unknown>): string | undefined =>
+  validator.schemaProblem(schema);
 import {
   calculatorAsyncTool,
   calculatorTool,
@@ -195,7 +202,7 @@ describe('ToolRegistry', () => {
 });
 
 describe('validateInput', () => {
-  beforeAll(loadValidator);
+  beforeAll(() => validator.load());
   const def = (inputSchema: Record<string, unknown>, name = 'calculator'): ToolDefinition => ({
     name,
     description: 'd',

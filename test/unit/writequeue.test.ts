@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { LuaBridge } from '../../src/editor/lua.js';
 import { type Clock, WriteScheduler, type WriteOp } from '../../src/editor/writequeue.js';
+import { countWrites } from '../helpers/write-counter.js';
 
 /** A clock whose timers fire only when the test advances time. */
 class ManualClock implements Clock {
@@ -47,6 +48,7 @@ function fakeLua(
   answer?: (call: Call, index: number) => unknown[] | undefined,
 ) {
   const calls: Call[] = [];
+  const answers: { conflicts?: number[] }[] = [];
   const buffers = new Map<number, string[]>([
     [1, ['']],
     [2, ['']],
@@ -82,7 +84,9 @@ function fakeLua(
             lines.splice(op.start, op.end - op.start, ...op.lines);
           }
         });
-        return { status: 'ok', done: batch.ops.length, tick: calls.length, conflicts };
+        const result = { status: 'ok', done: batch.ops.length, tick: calls.length, conflicts };
+        answers.push(result);
+        return result;
       });
     },
     notify: () => undefined,
@@ -90,6 +94,7 @@ function fakeLua(
   return {
     bridge: bridge as unknown as LuaBridge,
     calls,
+    answers,
     buffers,
     maxInFlight: () => maxInFlight,
   };
@@ -135,7 +140,8 @@ describe('WriteScheduler', () => {
     const lua = fakeLua(clock, (call) =>
       refusals-- > 0 ? call.batches.map(() => ({ status: 'retry', done: 0 })) : undefined,
     );
-    const writes = new WriteScheduler(lua.bridge, { clock });
+    const count = countWrites(lua.bridge);
+    const writes = new WriteScheduler(count.bridge, { clock });
     const buffer = writes.buffer(1);
     buffer.append('one ');
     await clock.advance(0);
@@ -145,7 +151,7 @@ describe('WriteScheduler', () => {
     await clock.advance(500);
     await buffer.flushed();
     expect(lua.buffers.get(1)).toEqual(['one two three']);
-    expect(writes.stats.retries).toBe(3);
+    expect(count.retries).toBe(3);
     const gaps = lua.calls.slice(1).map((call, i) => call.at - (lua.calls[i]?.at ?? 0));
     expect(gaps[1]).toBeGreaterThan(gaps[0] ?? 0);
   });
@@ -162,7 +168,8 @@ describe('WriteScheduler', () => {
     expect(await stale).toBe('conflict');
     expect(await fresh).toBe('applied');
     expect(lua.buffers.get(1)).toEqual(['@You:', 'pending', 'new tail']);
-    expect(writes.stats.conflicts).toBe(1);
+    // Lua reported it with the batch, as the queue's one refused edit.
+    expect(lua.answers.flatMap((answer) => answer.conflicts ?? [])).toEqual([1]);
   });
 
   it('settles everything as gone when the buffer was wiped', async () => {
@@ -249,12 +256,12 @@ describe('WriteScheduler', () => {
       const writes = new WriteScheduler(lua.bridge, { clock });
       writes.buffer(1).append('last words');
       writes.buffer(2).append('sink');
-      const answer = writes.callAfterWrites('send.finish', { bufnr: 1 });
+      const answer = writes.callAfterWrites('send.finish', { bufnr: 1, sink: 2 });
       await clock.advance(0);
       await expect(answer).resolves.toEqual({ ran: 'send.finish' });
       expect(lua.calls).toHaveLength(1);
       expect(lua.calls[0]?.batches.map((batch) => batch.bufnr)).toEqual([1, 2]);
-      expect(lua.calls[0]?.after).toEqual([['send.finish', { bufnr: 1 }]]);
+      expect(lua.calls[0]?.after).toEqual([['send.finish', { bufnr: 1, sink: 2 }]]);
     });
 
     it('waits for an edit that must be retried, and goes with it', async () => {
@@ -263,7 +270,7 @@ describe('WriteScheduler', () => {
       const writes = new WriteScheduler(lua.bridge, { clock });
       writes.buffer(1).append('text');
       let settled = false;
-      const answer = writes.callAfterWrites('send.finish', { bufnr: 1 }).then((value) => {
+      const answer = writes.callAfterWrites('send.finish', { bufnr: 1, sink: 2 }).then((value) => {
         settled = true;
         return value;
       });
@@ -273,17 +280,17 @@ describe('WriteScheduler', () => {
       await expect(answer).resolves.toEqual({ ran: 'send.finish' });
       expect(lua.calls).toHaveLength(2);
       expect(lua.calls[1]?.batches[0]?.ops).toHaveLength(1);
-      expect(lua.calls[1]?.after).toEqual([['send.finish', { bufnr: 1 }]]);
+      expect(lua.calls[1]?.after).toEqual([['send.finish', { bufnr: 1, sink: 2 }]]);
     });
 
     it('with nothing to write, is one round trip of its own', async () => {
       const clock = new ManualClock();
       const lua = afterLua(false);
       const writes = new WriteScheduler(lua.bridge, { clock });
-      const answer = writes.callAfterWrites('tools.cursor', { bufnr: 3 });
+      const answer = writes.callAfterWrites('tools.facts', { bufnr: 3 });
       await clock.advance(0);
-      await expect(answer).resolves.toEqual({ ran: 'tools.cursor' });
-      expect(lua.calls).toEqual([{ batches: [], after: [['tools.cursor', { bufnr: 3 }]] }]);
+      await expect(answer).resolves.toEqual({ ran: 'tools.facts' });
+      expect(lua.calls).toEqual([{ batches: [], after: [['tools.facts', { bufnr: 3 }]] }]);
     });
   });
 });

@@ -8,6 +8,22 @@ local H = {}
 
 local PREFIX = "flemma.setup: "
 
+--- The generation of the values: bumped by every `setup()` and run-time change, so that the host
+--- is sent the configuration again only when it changed (`editor.context`, docs/rpc.md). It starts
+--- from the clock, so that a reloaded module does not repeat a generation the host holds.
+H.generation = math.floor(vim.uv.hrtime() / 1000) % 1000000000
+
+--- The generation of the current values (see `H.generation`).
+---@return integer
+function M.generation()
+  return H.generation
+end
+
+--- The values changed (also the autopilot switch, which the host's snapshot includes).
+function H.changed()
+  H.generation = H.generation + 1
+end
+
 --- A fresh, deep copy of every default value.
 ---@return table
 function M.defaults()
@@ -42,6 +58,7 @@ function M.setup(opts)
   for _, op in ipairs(H.runtime_values) do
     H.assign(M.values, op.path, op.value)
   end
+  H.changed()
   return M.values
 end
 
@@ -81,6 +98,7 @@ function M.apply_runtime(ops, source)
       source = source,
     }
   end
+  H.changed()
   require("flemma.hooks").emit("config:updated", {})
 end
 
@@ -126,6 +144,7 @@ function M.record(layer, op, path, value, source)
     error("flemma.config.record: unknown layer '" .. tostring(layer) .. "'", 2)
   end
   log[#log + 1] = { op = op, path = path, value = value, source = source }
+  H.changed()
   require("flemma.hooks").emit("config:updated", {})
 end
 

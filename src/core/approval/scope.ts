@@ -232,6 +232,8 @@ export interface ScopeInput {
   /** The buffer's `sandbox` options. */
   sandbox: unknown;
   runsCommands: (tool: string) => boolean;
+  /** The caller's store of the sensitive places' expressions (`SensitiveFacts.compiled`). */
+  compiled?: Map<string, RegExp> | undefined;
 }
 
 /**
@@ -262,6 +264,7 @@ export function scopeFacts(input: ScopeInput): { facts: ScopeFacts; warnings: st
     home,
     env,
     editorDirs: facts.editor_dirs,
+    compiled: input.compiled,
   });
   return {
     facts: {

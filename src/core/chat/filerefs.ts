@@ -132,11 +132,6 @@ function decodePath(encoded: string): string {
   return out;
 }
 
-// `@./`, `@../`, `@/`, `@//` or `@~/`: where a reference may start. (`@//abs` is the form files
-// from Flemma 0.11 use for an absolute path; `@/abs` is the one people type.)
-// NOTE: shared and stateful (`g`); each split resets `lastIndex` and nothing re-enters it.
-const CANDIDATE = /@(?:\.\.?\/|\/\/?|~\/)/g;
-
 /**
  * Reads the reference at `text[at, end)`: an `@`, a form prefix of `prefix` characters, and the
  * rest of its whitespace-free run up to `end`, where trailing punctuation starts.
@@ -180,8 +175,15 @@ export function splitFileReferences(segment: TextSegment): (TextSegment | FileRe
   // starts; kept across candidates so a long run is measured once.
   let runEnd = -1;
   let punctuationStart = -1;
-  CANDIDATE.lastIndex = 0;
-  for (let candidate = CANDIDATE.exec(text); candidate !== null; candidate = CANDIDATE.exec(text)) {
+  // `@./`, `@../`, `@/`, `@//` or `@~/`: where a reference may start. (`@//abs` is the form files
+  // from Flemma 0.11 use for an absolute path; `@/abs` is the one people type.) A `g` regex keeps
+  // its place in `lastIndex`, so each split makes its own.
+  const candidates = /@(?:\.\.?\/|\/\/?|~\/)/g;
+  for (
+    let candidate = candidates.exec(text);
+    candidate !== null;
+    candidate = candidates.exec(text)
+  ) {
     const at = candidate.index;
     // NOTE: `name@./x` reads as an address or a handle, so a reference may not follow an ASCII
     // letter or digit. Punctuation (`(@./x)`, `**@./x**`) and scripts written without spaces
@@ -224,7 +226,7 @@ export function splitFileReferences(segment: TextSegment): (TextSegment | FileRe
       span,
     });
     textStart = end;
-    CANDIDATE.lastIndex = runEnd;
+    candidates.lastIndex = runEnd;
   }
   if (tracker === undefined) return [segment];
   if (text.length > textStart) {

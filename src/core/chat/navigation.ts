@@ -234,8 +234,7 @@ export function lineReferences(line: string): LineReference[] {
       include: false,
     });
   }
-  INCLUDE.lastIndex = 0;
-  for (let match = INCLUDE.exec(line); match !== null; match = INCLUDE.exec(line)) {
+  for (const match of line.matchAll(INCLUDE)) {
     const path = match[2] ?? '';
     if (path === '') continue;
     const startCol = bytes(line.slice(0, match.index));

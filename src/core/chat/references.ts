@@ -8,7 +8,12 @@ import { detectMime, isTextMime } from '../tools/definitions/read.js';
 import type { ChatDocument, FileReferenceSegment } from './ast.js';
 import type { FileReferencePart } from './prompt.js';
 
-const IMAGE_TYPES = new Set(['image/png', 'image/jpeg', 'image/gif', 'image/webp']);
+const IMAGE_TYPES: ReadonlySet<string> = new Set([
+  'image/png',
+  'image/jpeg',
+  'image/gif',
+  'image/webp',
+]);
 
 /** Text files above this size are refused (a prompt is not the place for them). */
 const MAX_TEXT_BYTES = 1024 * 1024;
@@ -78,20 +83,41 @@ interface Cached {
   part: EvaluatedPart;
 }
 
-/** Files already read, by path and `;type=` (a long chat references the same files every send). */
-const cache = new Map<string, Cached>();
 const MAX_CACHED = 512;
+
+/**
+ * Files already read, by path and `;type=` (a long chat references the same files every send),
+ * each kept while its size and modification time stay the same; the oldest go beyond 512. The
+ * host keeps one for its lifetime.
+ */
+export class ReferenceCache {
+  readonly #entries = new Map<string, Cached>();
+
+  get(key: string, size: number, mtimeMs: number): EvaluatedPart | undefined {
+    const hit = this.#entries.get(key);
+    return hit !== undefined && hit.size === size && hit.mtimeMs === mtimeMs ? hit.part : undefined;
+  }
+
+  set(key: string, entry: Cached): void {
+    this.#entries.set(key, entry);
+    if (this.#entries.size > MAX_CACHED) {
+      const oldest = this.#entries.keys().next().value;
+      if (oldest !== undefined) this.#entries.delete(oldest);
+    }
+  }
+}
 
 /**
  * Read a reference; throws an Error whose message says what is wrong (the caller adds where).
  * Small local files are read synchronously: a chat with hundreds of references would otherwise
- * wait on the thread pool for each of them.
+ * wait on the thread pool for each of them. With a `cache`, an unchanged file is not read again.
  */
 export async function readReference(
   reference: FileReferencePart,
   baseDir: string,
   home: string,
   scope: ReferenceScope = {},
+  cache?: ReferenceCache,
 ): Promise<EvaluatedPart> {
   const refusal = referenceRefusal(reference.path, baseDir, scope);
   if (refusal !== undefined) throw new Error(refusal);
@@ -110,8 +136,8 @@ export async function readReference(
     throw error;
   }
   const key = `${path}\0${reference.mime ?? ''}`;
-  const hit = cache.get(key);
-  if (hit !== undefined && hit.size === size && hit.mtimeMs === mtimeMs) return hit.part;
+  const hit = cache?.get(key, size, mtimeMs);
+  if (hit !== undefined) return hit;
   const mime = reference.mime ?? detectMime(path);
   const filename = basename(path);
   let part: EvaluatedPart;
@@ -133,11 +159,7 @@ export async function readReference(
   } else {
     part = { kind: 'unsupported_file', filename };
   }
-  cache.set(key, { size, mtimeMs, mime, part });
-  if (cache.size > MAX_CACHED) {
-    const oldest = cache.keys().next().value;
-    if (oldest !== undefined) cache.delete(oldest);
-  }
+  cache?.set(key, { size, mtimeMs, mime, part });
   return part;
 }
 

@@ -19,10 +19,6 @@ const BACKSLASH = 0x5c;
 const OPEN_BRACE = 0x7b;
 const CLOSE_BRACE = 0x7d;
 
-// NOTE: the regexes below are shared and stateful (`g`); every use sets `lastIndex` first and
-// none is used re-entrantly.
-const NON_ASCII = /[\u0080-\uffff]+/g;
-
 /** UTF-8 bytes that `text[from, to)` takes beyond one per UTF-16 code unit. */
 function extraUtf8Bytes(text: string, from: number, to: number): number {
   let extra = 0;
@@ -46,8 +42,7 @@ function utf8Length(text: string, from: number, to: number): number {
   // NOTE: long ranges are searched as a slice, so an ASCII tail past `to` is never scanned.
   const part = text.slice(from, to);
   let bytes = part.length;
-  NON_ASCII.lastIndex = 0;
-  for (let run = NON_ASCII.exec(part); run !== null; run = NON_ASCII.exec(part)) {
+  for (const run of part.matchAll(/[\u0080-\uffff]+/g)) {
     bytes += extraUtf8Bytes(part, run.index, run.index + run[0].length);
   }
   return bytes;
@@ -119,8 +114,28 @@ function skipLongBracket(text: string, from: number, level: number): number {
   return at === -1 ? text.length : at + close.length;
 }
 
-const SINGLE_QUOTED_STOPS = /['\\]/g;
-const DOUBLE_QUOTED_STOPS = /["\\]/g;
+/**
+ * The searches of one scan. They are `g` regexes, whose `lastIndex` is state, so each scan makes
+ * its own (after the first `{`: most text has none) and sets `lastIndex` before every use.
+ */
+interface Searches {
+  readonly singleQuoted: RegExp;
+  readonly doubleQuoted: RegExp;
+  /** The only characters that can change the scanner's state inside a tag. */
+  readonly expression: RegExp;
+  readonly code: RegExp;
+  readonly opener: RegExp;
+}
+
+function searches(): Searches {
+  return {
+    singleQuoted: /['\\]/g,
+    doubleQuoted: /["\\]/g,
+    expression: /['"[\-{}]/g,
+    code: /['"[\-%]/g,
+    opener: /\{[{%]/g,
+  };
+}
 
 /** Index of the next character that `stops` (one character per match) finds from `from`, or -1. */
 function nextStop(stops: RegExp, text: string, from: number): number {
@@ -129,8 +144,8 @@ function nextStop(stops: RegExp, text: string, from: number): number {
 }
 
 /** Index just past the quote that closes the string opened at `at`, or the text length. */
-function skipQuoted(text: string, at: number): number {
-  const stops = text.charCodeAt(at) === SINGLE_QUOTE ? SINGLE_QUOTED_STOPS : DOUBLE_QUOTED_STOPS;
+function skipQuoted(text: string, at: number, find: Searches): number {
+  const stops = text.charCodeAt(at) === SINGLE_QUOTE ? find.singleQuoted : find.doubleQuoted;
   for (
     let stop = nextStop(stops, text, at + 1);
     stop !== -1;
@@ -141,20 +156,21 @@ function skipQuoted(text: string, at: number): number {
   return text.length;
 }
 
-// The only characters that can change the scanner's state inside a tag.
-const EXPRESSION_STOPS = /['"[\-{}]/g;
-const CODE_STOPS = /['"[\-%]/g;
-
 /**
  * Finds the `}}` (expression) or `%}` (code) that closes a tag whose body starts at `from`,
  * stepping over Lua strings and comments; undefined when the tag is never closed.
  */
-function findCloser(text: string, from: number, expression: boolean): Closer | undefined {
+function findCloser(
+  text: string,
+  from: number,
+  expression: boolean,
+  find: Searches,
+): Closer | undefined {
   const closeAt = (at: number): Closer => {
     const trimAfter = at - 1 >= from && text.charCodeAt(at - 1) === DASH;
     return { codeEnd: trimAfter ? at - 1 : at, end: at + 2, trimAfter };
   };
-  const stops = expression ? EXPRESSION_STOPS : CODE_STOPS;
+  const stops = expression ? find.expression : find.code;
   let depth = 0;
   let i = from;
   while (i < text.length) {
@@ -162,7 +178,7 @@ function findCloser(text: string, from: number, expression: boolean): Closer | u
     if (i === -1) return undefined;
     const unit = text.charCodeAt(i);
     if (unit === SINGLE_QUOTE || unit === DOUBLE_QUOTE) {
-      i = skipQuoted(text, i);
+      i = skipQuoted(text, i, find);
     } else if (unit === OPEN_BRACKET) {
       const level = longBracketLevel(text, i);
       i = level === undefined ? i + 1 : skipLongBracket(text, i + level + 2, level);
@@ -192,12 +208,10 @@ function findCloser(text: string, from: number, expression: boolean): Closer | u
   return undefined;
 }
 
-const OPENER = /\{[{%]/g;
-
 /** Index of the next `{{` or `{%` at or after `from`, or -1. */
-function findOpener(text: string, from: number): number {
-  OPENER.lastIndex = from;
-  return OPENER.test(text) ? OPENER.lastIndex - 2 : -1;
+function findOpener(text: string, from: number, find: Searches): number {
+  find.opener.lastIndex = from;
+  return find.opener.test(text) ? find.opener.lastIndex - 2 : -1;
 }
 
 /**
@@ -216,13 +230,18 @@ export function scanTemplate(text: string, origin: BufferPosition): TemplateSegm
   let textStart = 0;
   // NOTE: indexOf settles text without braces before any regex work is done.
   let brace = text.indexOf('{');
-  if (brace !== -1) brace = findOpener(text, brace);
+  if (brace === -1) {
+    pushText(0, text.length);
+    return segments;
+  }
+  const find = searches();
+  brace = findOpener(text, brace, find);
   while (brace !== -1) {
     const second = text.charCodeAt(brace + 1);
     const expression = second === OPEN_BRACE;
     const trimBefore = text.charCodeAt(brace + 2) === DASH;
     const bodyStart = trimBefore ? brace + 3 : brace + 2;
-    const closer = findCloser(text, bodyStart, expression);
+    const closer = findCloser(text, bodyStart, expression, find);
     pushText(textStart, brace);
     if (closer === undefined) {
       // An opener that is never closed makes everything from it on literal text.
@@ -238,7 +257,7 @@ export function scanTemplate(text: string, origin: BufferPosition): TemplateSegm
         : { kind: 'code', code, trimBefore, trimAfter, span },
     );
     textStart = closer.end;
-    brace = findOpener(text, textStart);
+    brace = findOpener(text, textStart, find);
   }
   pushText(textStart, text.length);
   return segments;

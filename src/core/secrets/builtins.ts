@@ -28,7 +28,7 @@ export interface SecretsPorts {
 }
 
 /** Kinds stored under their own name; others are looked up again under the legacy `api`. */
-const PLAIN_KINDS = new Set(['api', 'access_token']);
+const PLAIN_KINDS: ReadonlySet<string> = new Set(['api', 'access_token']);
 
 function keyringKinds(spec: CredentialSpec): string[] {
   return PLAIN_KINDS.has(spec.kind) ? [spec.kind] : [spec.kind, 'api'];

@@ -36,7 +36,7 @@ function classBody(name: ClassName): string {
     .join('');
 }
 
-const EXACT_NAMES = new Set(rules.names.exact);
+const EXACT_NAMES: ReadonlySet<string> = new Set(rules.names.exact);
 
 /**
  * Whether a key, header or variable name looks like it holds a secret; `extra` are more

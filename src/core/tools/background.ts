@@ -186,13 +186,10 @@ export class ProcessManager {
     process.once('exit', this.#exitHook);
   }
 
-  /** Stops every process and forgets the exit hook (tests). */
+  /** Stops every process and forgets the exit hook (its owner is done with it). */
   async dispose(): Promise<void> {
     await Promise.all([...this.#entries.keys()].map((id) => this.kill(id, 'SIGKILL')));
     if (this.#exitHook !== undefined) process.removeListener('exit', this.#exitHook);
     this.#exitHook = undefined;
   }
 }
-
-/** The host's processes. */
-export const processes = new ProcessManager();

@@ -2,17 +2,21 @@
 // offered to the model by default. `calculator` and `calculator_async` are registered but
 // disabled (`enabled = false`): a buffer or the config's tool list must name them, as the seed's
 // "extras" are opt-in. So are `web_fetch` and the `process_*` tools (issue 9, docs/tools.md).
+// The host makes them once (`createBuiltinTools`) with what outlives a call: its background
+// processes and what it learnt about the installed search programs.
 
+import type { ProcessManager } from './background.js';
 import { bashTool } from './definitions/bash.js';
 import { calculatorAsyncTool, calculatorTool } from './definitions/calculator.js';
 import { editTool } from './definitions/edit.js';
-import { findTool } from './definitions/find.js';
-import { grepTool } from './definitions/grep.js';
+import { createFindTool } from './definitions/find.js';
+import { createGrepTool } from './definitions/grep.js';
 import { lsTool } from './definitions/ls.js';
 import { readTool } from './definitions/read.js';
 import { writeTool } from './definitions/write.js';
 import { webFetchTool } from './definitions/web-fetch.js';
 import { processTools } from './definitions/process-tools.js';
+import type { Probes } from './probes.js';
 import type { PersonalityPart, ToolDefinition } from './registry.js';
 
 /** What the built-in `coding-assistant` personality says about each tool. */
@@ -60,17 +64,27 @@ function withPersonality(def: ToolDefinition): ToolDefinition {
     : { ...withAliases, personalities: { 'coding-assistant': part } };
 }
 
-export const builtinTools: readonly ToolDefinition[] = [
-  bashTool,
-  readTool,
-  writeTool,
-  editTool,
-  lsTool,
-  grepTool,
-  findTool,
-  { ...calculatorTool, enabled: false },
-  { ...calculatorAsyncTool, enabled: false },
-  // Opt-in (network access, processes that outlive the turn): a buffer or `tools` names them.
-  { ...webFetchTool, enabled: false },
-  ...processTools().map((def) => ({ ...def, enabled: false })),
-].map(withPersonality);
+/** What the built-in tools keep beyond one call; the host owns both. */
+export interface BuiltinToolsHost {
+  /** The background processes of the `process_*` tools. */
+  processes: ProcessManager;
+  /** Which search programs `grep` and `find` found. */
+  probes: Probes;
+}
+
+export function createBuiltinTools(host: BuiltinToolsHost): ToolDefinition[] {
+  return [
+    bashTool,
+    readTool,
+    writeTool,
+    editTool,
+    lsTool,
+    createGrepTool({ probes: host.probes }),
+    createFindTool({ probes: host.probes }),
+    { ...calculatorTool, enabled: false },
+    { ...calculatorAsyncTool, enabled: false },
+    // Opt-in (network access, processes that outlive the turn): a buffer or `tools` names them.
+    { ...webFetchTool, enabled: false },
+    ...processTools(host.processes).map((def) => ({ ...def, enabled: false })),
+  ].map(withPersonality);
+}

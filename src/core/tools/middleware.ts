@@ -14,6 +14,7 @@
 // - Waiting (rate limit, backoff) ends early when the call's signal aborts.
 
 import { Redactor } from '../secrets/redact.js';
+import { backoffDelay } from '../util/backoff.js';
 import type { ExecutionContext } from './context.js';
 import type { ToolOutcome } from './registry.js';
 
@@ -249,7 +250,7 @@ export function retryMiddleware(options: RetryOptions = {}): ToolMiddleware {
     let outcome = await next(call);
     for (let attempt = 1; attempt < attempts; attempt++) {
       if (outcome.ok || outcome.retryable !== true || call.ctx.signal.aborted) return outcome;
-      const wait = Math.min(maxBackoff, backoff * 2 ** (attempt - 1));
+      const wait = backoffDelay({ baseMs: backoff, maxMs: maxBackoff }, attempt);
       if (!(await sleep(wait, call.ctx.signal))) return outcome;
       outcome = await next(call);
     }

@@ -7,8 +7,8 @@
 //
 // Decisions (see docs/policy.md):
 // - The offered set is (profile ∪ allow) − deny; deny always wins. Every entry of a list is a
-//   tool name, a glob where `*` matches any run of characters (`.` and `:` are literal), or
-//   `group:<name>`.
+//   tool name, a glob over names (src/core/util/glob.ts: `*` matches any run of characters, `.`
+//   and `:` included), or `group:<name>`.
 // - A pattern matches a tool when it matches the tool's canonical name or one of its aliases, so
 //   Flynn-style policies (`shell.*`, `file.write`) apply to Flemma's `bash` and `write`.
 // - Without a profile: `full` (everything) when `allow` is empty; when `allow` lists something,
@@ -20,6 +20,8 @@
 // - User profiles (`tools.policy.profiles.<name>`) are a list of patterns, or
 //   `{ extends = "<profile>", allow = {…}, deny = {…} }`; a user profile may redefine a built-in
 //   name.
+
+import { type Matcher, nameGlob } from '../util/glob.js';
 
 /** What a policy needs to know about a tool. */
 export interface PolicyTool {
@@ -86,20 +88,20 @@ export const DANGEROUS_TOOLS: readonly string[] = [
   'process.kill',
 ];
 
-const regexCache = new Map<string, RegExp>();
+/**
+ * Compiled patterns by their text. A `ToolPolicy` keeps one for its lifetime, so each of its
+ * patterns is compiled once however many tools it judges; without one, a pattern is compiled
+ * for each question (plain names, most entries, need no compiling).
+ */
+export type PatternCache = Map<string, Matcher>;
 
-/** A glob as a regular expression: `*` is any run of characters, everything else is literal. */
-export function patternToRegex(pattern: string): RegExp {
-  let regex = regexCache.get(pattern);
-  if (regex === undefined) {
-    const body = pattern
-      .split('*')
-      .map((part) => part.replace(/[.+?^${}()|[\]\\]/g, '\\$&'))
-      .join('.*');
-    regex = new RegExp(`^${body}$`);
-    regexCache.set(pattern, regex);
+function matcherOf(pattern: string, cache: PatternCache | undefined): Matcher {
+  let matcher = cache?.get(pattern);
+  if (matcher === undefined) {
+    matcher = nameGlob(pattern);
+    cache?.set(pattern, matcher);
   }
-  return regex;
+  return matcher;
 }
 
 function namesOf(tool: PolicyTool | string): string[] {
@@ -108,29 +110,38 @@ function namesOf(tool: PolicyTool | string): string[] {
 }
 
 /** Whether a plain glob (no `group:`) matches the tool by name or alias. */
-export function matchesGlob(tool: PolicyTool | string, pattern: string): boolean {
-  const regex = patternToRegex(pattern);
-  return namesOf(tool).some((name) => regex.test(name));
+export function matchesGlob(
+  tool: PolicyTool | string,
+  pattern: string,
+  cache?: PatternCache,
+): boolean {
+  const matches = matcherOf(pattern, cache);
+  return namesOf(tool).some((name) => matches(name));
 }
 
 /** Whether the tool is in `group:<group>` (the built-in members, or its own `groups`). */
-export function inGroup(tool: PolicyTool | string, group: string): boolean {
+export function inGroup(tool: PolicyTool | string, group: string, cache?: PatternCache): boolean {
   if (typeof tool !== 'string' && (tool.groups ?? []).includes(group)) return true;
-  return (BUILTIN_GROUPS[group] ?? []).some((pattern) => matchesGlob(tool, pattern));
+  return (BUILTIN_GROUPS[group] ?? []).some((pattern) => matchesGlob(tool, pattern, cache));
 }
 
 /** Whether one list entry (a name, a glob or `group:<name>`) matches the tool. */
-export function matchesPattern(tool: PolicyTool | string, pattern: string): boolean {
-  if (pattern.startsWith('group:')) return inGroup(tool, pattern.slice('group:'.length));
-  return matchesGlob(tool, pattern);
+export function matchesPattern(
+  tool: PolicyTool | string,
+  pattern: string,
+  cache?: PatternCache,
+): boolean {
+  if (pattern.startsWith('group:')) return inGroup(tool, pattern.slice('group:'.length), cache);
+  return matchesGlob(tool, pattern, cache);
 }
 
 /** The first entry of `patterns` that matches the tool, if any. */
 export function firstMatch(
   tool: PolicyTool | string,
   patterns: readonly string[] | undefined,
+  cache?: PatternCache,
 ): string | undefined {
-  return (patterns ?? []).find((pattern) => matchesPattern(tool, pattern));
+  return (patterns ?? []).find((pattern) => matchesPattern(tool, pattern, cache));
 }
 
 export interface PolicyVerdict {
@@ -222,6 +233,7 @@ export class ToolPolicy {
   /** Problems found (an unknown profile, a cycle of `extends`). */
   readonly warnings: string[] = [];
   readonly #profiles: Record<string, UserProfile>;
+  readonly #patterns: PatternCache = new Map();
 
   constructor(
     readonly config: ToolPolicyConfig = {},
@@ -246,11 +258,11 @@ export class ToolPolicy {
 
   explain(tool: PolicyTool | string): PolicyVerdict {
     const name = typeof tool === 'string' ? tool : tool.name;
-    const denied = firstMatch(tool, this.deny);
+    const denied = firstMatch(tool, this.deny, this.#patterns);
     if (denied !== undefined) {
       return { allowed: false, reason: `'${name}' matches deny pattern '${denied}'` };
     }
-    const allowed = firstMatch(tool, this.allow);
+    const allowed = firstMatch(tool, this.allow, this.#patterns);
     if (allowed !== undefined) {
       return { allowed: true, reason: `'${name}' matches allow pattern '${allowed}'` };
     }
@@ -284,14 +296,15 @@ export class ToolPolicy {
     seen.add(profile);
     const user = this.#profiles[profile];
     if (user !== undefined) {
-      if (Array.isArray(user)) return firstMatch(tool, user as readonly string[]) !== undefined;
+      if (Array.isArray(user))
+        return firstMatch(tool, user as readonly string[], this.#patterns) !== undefined;
       const spec = user as {
         extends?: string;
         allow?: readonly string[];
         deny?: readonly string[];
       };
-      if (firstMatch(tool, spec.deny) !== undefined) return false;
-      if (firstMatch(tool, spec.allow) !== undefined) return true;
+      if (firstMatch(tool, spec.deny, this.#patterns) !== undefined) return false;
+      if (firstMatch(tool, spec.allow, this.#patterns) !== undefined) return true;
       return spec.extends === undefined ? false : this.#inProfile(name, spec.extends, seen, tool);
     }
     const builtin = BUILTIN_PROFILES[profile];
@@ -304,7 +317,7 @@ export class ToolPolicy {
       );
       return false;
     }
-    return firstMatch(tool, builtin) !== undefined;
+    return firstMatch(tool, builtin, this.#patterns) !== undefined;
   }
 
   #warn(message: string): void {

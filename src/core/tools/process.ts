@@ -50,11 +50,10 @@ const DEFAULT_KILL_GRACE_MS = 2000;
 const DEFAULT_DRAIN_MS = 200;
 
 type ExecaModule = typeof import('execa');
-let execaModule: Promise<ExecaModule> | undefined;
 
+/** execa, loaded on first use (the module system keeps it). */
 export function loadExeca(): Promise<ExecaModule> {
-  execaModule ??= import('execa');
-  return execaModule;
+  return import('execa');
 }
 
 /** Sends `signal` to the process group led by `pid`; false when no such group exists. */

@@ -30,6 +30,7 @@
 // Pure: the XML library is passed in (loaded with import() by the host, `loadXml`).
 
 import type { EvaluatedMessage, ProviderEvent } from '../provider/types.js';
+import { nameGlob } from '../util/glob.js';
 
 export type ToolCalling = 'native' | 'xml';
 
@@ -48,15 +49,15 @@ export interface XmlLibrary {
   XMLBuilder: new (options: Record<string, unknown>) => { build(value: unknown): string };
 }
 
-let loading: Promise<XmlLibrary> | undefined;
-
-/** fast-xml-parser, loaded on first use (it is not part of the host's start-up bundle). */
-export function loadXml(): Promise<XmlLibrary> {
-  loading ??= import('fast-xml-parser').then((mod) => {
-    const m = mod as unknown as Partial<XmlLibrary> & { default?: XmlLibrary };
-    return (m.XMLParser === undefined && m.default !== undefined ? m.default : m) as XmlLibrary;
-  });
-  return loading;
+/**
+ * fast-xml-parser, loaded on first use (it is not part of the host's start-up bundle; the module
+ * system keeps it once loaded).
+ */
+export async function loadXml(): Promise<XmlLibrary> {
+  const m = (await import('fast-xml-parser')) as unknown as Partial<XmlLibrary> & {
+    default?: XmlLibrary;
+  };
+  return (m.XMLParser === undefined && m.default !== undefined ? m.default : m) as XmlLibrary;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -66,8 +67,8 @@ const MODES: readonly string[] = ['native', 'xml'];
 
 /**
  * `tools.calling` for a provider and model: a mode, or a table whose most specific key wins —
- * `"<provider>:<model>"` (the model part may use `*` wildcards), then `"<provider>"`, then
- * `default` — and `native` when nothing matches.
+ * `"<provider>:<model>"` (a model part with `*` is a glob over names, src/core/util/glob.ts),
+ * then `"<provider>"`, then `default` — and `native` when nothing matches.
  */
 export function callingMode(setting: unknown, provider: string, model: string): ToolCalling {
   if (typeof setting === 'string')
@@ -83,15 +84,9 @@ export function callingMode(setting: unknown, provider: string, model: string): 
     .filter((key) => key.startsWith(`${provider}:`) && key.includes('*'))
     .sort((a, b) => b.length - a.length || (a < b ? -1 : a > b ? 1 : 0));
   for (const key of patterns) {
-    const glob = key.slice(provider.length + 1);
-    const regex = new RegExp(
-      `^${glob
-        .split('*')
-        .map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))
-        .join('.*')}$`,
-    );
+    const matches = nameGlob(key.slice(provider.length + 1));
     const mode = pick(table[key]);
-    if (mode !== undefined && regex.test(model)) return mode;
+    if (mode !== undefined && matches(model)) return mode;
   }
   return pick(table[provider]) ?? pick(table['default']) ?? 'native';
 }

@@ -4,6 +4,7 @@
 import type Anthropic from '@anthropic-ai/sdk';
 import type { SdkLoader, SdkModule } from '../sdk.js';
 import { DEFAULT_STREAM_IDLE_MS, type Expected, globalFetch, guardFetch } from '../watchdog.js';
+import { assertNever, newerThanSdk } from '../../util/never.js';
 import {
   internalToolName,
   ProviderError,
@@ -45,6 +46,8 @@ function cacheControlFor(retention: ProviderRequest['cacheRetention']): CacheCon
       return { type: 'ephemeral', ttl: '1h' };
     case 'none':
       return undefined;
+    default:
+      return assertNever(retention, 'cache retention');
   }
 }
 
@@ -72,6 +75,8 @@ function fileBlock(part: Exclude<EvaluatedPart, { kind: 'text' }>, unsupported: 
       return { text: part.text, type: 'text' };
     case 'unsupported_file':
       return { text: unsupported, type: 'text' };
+    default:
+      return assertNever(part, 'file part');
   }
 }
 
@@ -141,9 +146,13 @@ function assistantContent(
         if (text !== '') texts.push({ text, type: 'text' });
         break;
       }
-      default:
+      case 'image':
+      case 'pdf':
+      case 'unsupported_file':
         // Images, PDFs and other files cannot be part of an assistant turn.
         break;
+      default:
+        assertNever(part, 'assistant part');
     }
   }
   const wrapped =
@@ -346,8 +355,20 @@ class EventMapper {
             yield { type: 'progress', phase: 'tool_input', characters: 0, toolName: name };
             break;
           }
-          default:
+          case 'server_tool_use':
+          case 'web_search_tool_result':
+          case 'web_fetch_tool_result':
+          case 'code_execution_tool_result':
+          case 'bash_code_execution_tool_result':
+          case 'text_editor_code_execution_tool_result':
+          case 'tool_search_tool_result':
+          case 'container_upload':
+            // Server tools run at Anthropic; their blocks are not part of the reply's text.
             this.blocks.set(event.index, { type: block.type });
+            break;
+          default:
+            newerThanSdk(block);
+            this.blocks.set(event.index, { type: (block as { type: string }).type });
         }
         break;
       }
@@ -377,8 +398,10 @@ class EventMapper {
             };
             break;
           }
-          default:
+          case 'citations_delta':
             break;
+          default:
+            newerThanSdk(delta);
         }
         break;
       }
@@ -396,7 +419,7 @@ class EventMapper {
         yield* this.finish();
         break;
       default:
-        break;
+        newerThanSdk(event);
     }
   }
 

@@ -14,6 +14,7 @@ import type { APIError, OpenAI } from 'openai';
 import { randomUUID } from 'node:crypto';
 import type { SdkLoader, SdkModule } from '../sdk.js';
 import { DEFAULT_STREAM_IDLE_MS, type Expected, globalFetch, guardFetch } from '../watchdog.js';
+import { assertNever } from '../../util/never.js';
 import {
   ProviderError,
   internalToolName,
@@ -229,8 +230,15 @@ function convertMessage(message: EvaluatedMessage, context: ConvertContext): unk
           function: { name: wireToolName(part.name), arguments: JSON.stringify(part.input ?? {}) },
         });
         break;
-      default:
+      case 'text':
+      case 'text_file':
+      case 'image':
+      case 'pdf':
+      case 'unsupported_file':
         text += partText(part);
+        break;
+      default:
+        assertNever(part, 'assistant part');
     }
   }
   const pieces: string[] = [];
@@ -258,6 +266,8 @@ function partText(part: EvaluatedPart): string {
     case 'pdf':
     case 'unsupported_file':
       return `@${part.filename}`;
+    default:
+      return assertNever(part, 'part');
   }
 }
 

@@ -17,6 +17,7 @@ import {
   globalFetch,
   guardFetch,
 } from '../watchdog.js';
+import { assertNever } from '../../util/never.js';
 import {
   ProviderError,
   internalToolName,
@@ -246,8 +247,11 @@ function partText(part: EvaluatedPart): string {
       return part.text;
     case 'unsupported_file':
       return `@${part.filename}`;
-    default:
+    case 'image':
+    case 'pdf':
       return '';
+    default:
+      return assertNever(part, 'part');
   }
 }
 

@@ -29,6 +29,7 @@ import { dirname } from 'node:path';
 import type { ToolContext, ToolDefinition, ToolOutcome, Preview } from '../registry.js';
 import { runProcess, type RunOptions, type RunResult } from '../process.js';
 import { sleep } from '../middleware.js';
+import { type Backoff, backoffDelay } from '../../util/backoff.js';
 import { SandboxViolation } from '../sandbox/roots.js';
 import { formatSize } from '../truncate.js';
 import { CommandSyntaxError, displayCommand, splitCommand } from './argv.js';
@@ -213,7 +214,8 @@ function compileHttp(
   };
 
   let budget = 0;
-  for (let i = 0; i < attempts; i++) budget += timeoutMs + (i > 0 ? backoffMs * 2 ** (i - 1) : 0);
+  const backoff: Backoff = { baseMs: backoffMs };
+  for (let i = 0; i < attempts; i++) budget += timeoutMs + (i > 0 ? backoffDelay(backoff, i) : 0);
 
   return {
     async: true,
@@ -263,7 +265,7 @@ function compileHttp(
             : { ok: false, error: `HTTP request failed: ${shown}: ${networkReason(error)}` };
         }
         if (!transient || attempt === attempts) break;
-        const wait = Math.max(backoffMs * 2 ** (attempt - 1), retryAfterMs ?? 0);
+        const wait = Math.max(backoffDelay(backoff, attempt), retryAfterMs ?? 0);
         if (!(await sleep(wait, ctx.signal))) return { ok: false, error: 'Cancelled' };
       }
       return last;

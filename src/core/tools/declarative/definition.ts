@@ -14,7 +14,7 @@
 // (`default`, `enum` and `items` are emitted, unlike Vega), and compiles every template so that
 // a mistake is reported when the file loads, with the file's name.
 
-import { loadValidator, validateValue } from '../validate.js';
+import type { SchemaValidator } from '../validate.js';
 import { TemplateError, compileTemplate, type Template } from './template.js';
 
 export class DeclarativeError extends Error {
@@ -203,15 +203,19 @@ export interface DeclarativeSpec {
 }
 
 /** Checks a parsed file's structure; throws a `DeclarativeError` listing the problems. */
-export async function checkSpec(raw: unknown, modeSource?: string): Promise<DeclarativeSpec> {
-  await loadValidator();
-  const top = validateValue(FILE_SCHEMA, raw);
+export async function checkSpec(
+  raw: unknown,
+  validator: SchemaValidator,
+  modeSource?: string,
+): Promise<DeclarativeSpec> {
+  await validator.load();
+  const top = validator.validateValue(FILE_SCHEMA, raw);
   if (!top.ok) throw new DeclarativeError(dotted(top.message));
   type RawParam = Omit<ParamDef, 'required'> & { required?: boolean };
   const spec = raw as Omit<DeclarativeSpec, 'params'> & { params?: RawParam[] };
   const impl = { ...spec.implementation };
   if (typeof impl['method'] === 'string') impl['method'] = impl['method'].toUpperCase();
-  const checked = validateValue(IMPLEMENTATION_SCHEMAS[impl.type], impl);
+  const checked = validator.validateValue(IMPLEMENTATION_SCHEMAS[impl.type], impl);
   if (!checked.ok) {
     throw new DeclarativeError(
       dotted(checked.message.replace(/(^|; )\//gu, '$1/implementation/')).replace(

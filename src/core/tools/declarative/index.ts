@@ -17,6 +17,7 @@ import { extname, join } from 'node:path';
 
 import type { ToolDefinition } from '../registry.js';
 import { loadYaml } from '../../util/yaml.js';
+import { SchemaValidator } from '../validate.js';
 import { type CompileOptions, compileDeclarative } from './compile.js';
 import { DeclarativeError, type DeclarativeSpec, checkSpec } from './definition.js';
 
@@ -36,6 +37,8 @@ export interface DirectorySource {
 }
 
 export interface LoadOptions extends CompileOptions {
+  /** Checks the files' structure (the host's, shared with the executor; a new one when omitted). */
+  validator?: SchemaValidator;
   /** Why `name` may not be used (a tool of another kind has it), or undefined. */
   isTaken?: (name: string) => string | undefined;
 }
@@ -47,7 +50,7 @@ export interface LoadResult {
   problems: LoadProblem[];
 }
 
-const EXTENSIONS = new Set(['.yaml', '.yml', '.json']);
+const EXTENSIONS: ReadonlySet<string> = new Set(['.yaml', '.yml', '.json']);
 
 /** Parses one file's text; `modeSource` is the YAML source of `implementation.mode`. */
 export async function parseDefinitionText(
@@ -80,6 +83,7 @@ export async function parseDefinitionText(
 export async function loadDefinitionFile(
   file: string,
   options: CompileOptions = {},
+  validator: SchemaValidator = new SchemaValidator(),
 ): Promise<ToolDefinition> {
   let text: string;
   try {
@@ -90,7 +94,7 @@ export async function loadDefinitionFile(
     );
   }
   const parsed = await parseDefinitionText(text, file);
-  const spec: DeclarativeSpec = await checkSpec(parsed.raw, parsed.modeSource);
+  const spec: DeclarativeSpec = await checkSpec(parsed.raw, validator, parsed.modeSource);
   return compileDeclarative(spec, options);
 }
 
@@ -100,6 +104,7 @@ export async function loadDeclarativeDirs(
   options: LoadOptions = {},
 ): Promise<LoadResult> {
   const result: LoadResult = { tools: [], files: new Map(), problems: [] };
+  const validator = options.validator ?? new SchemaValidator();
   for (const source of sources) {
     const dir = typeof source === 'string' ? { path: source } : source;
     let names: string[];
@@ -125,7 +130,7 @@ export async function loadDeclarativeDirs(
     for (const name of names) {
       const file = join(dir.path, name);
       try {
-        const def = await loadDefinitionFile(file, options);
+        const def = await loadDefinitionFile(file, options, validator);
         const earlier = result.files.get(def.name);
         if (earlier !== undefined) {
           throw new DeclarativeError(

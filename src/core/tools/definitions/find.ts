@@ -3,12 +3,12 @@
 // the final decision is made here by one glob matcher, so the backends agree on what matches.
 //
 // Decisions:
-// - Glob semantics (gitignore-like): a pattern without `/` matches the file name at any depth;
-//   a pattern with `/` matches the whole path relative to the searched directory. `*` and `?`
-//   stay within one path segment, `**` as a whole segment spans any number of directories
-//   (including none), and `[...]`, `[!...]` and `{a,b}` work as in shells. Dot files are not
-//   special. Node 20's `path.matchesGlob` is experimental and prints a warning, so it is not used.
-//   grep uses the same matcher for a `glob` containing `/`.
+// - Globs are Flemma's one dialect (src/core/util/glob.ts, picomatch): `*` and `?` stay within
+//   one path segment, `**` as a whole segment spans any number of directories (including none),
+//   and `[...]`, `[!...]` and `{a,b}` work as in shells; dot files are not special. Matching is
+//   gitignore-like: a pattern without `/` matches the file name at any depth, a pattern with `/`
+//   the whole path relative to the searched directory. grep uses the same matcher for a `glob`
+//   containing `/`.
 // - The backends are only asked for the file-name part of the pattern (fd `--glob`, find
 //   `-name`); find is not given a name containing braces, which `-name` cannot express.
 // - Excludes are applied to the path below the searched directory, so asking for a path inside
@@ -29,8 +29,10 @@ import { lstat, stat } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { relative, resolve as resolvePath } from 'node:path';
 
+import { pathGlob } from '../../util/glob.js';
 import { resolveAgainst } from '../context.js';
 import { type RunResult, runProcess } from '../process.js';
+import { type Probes, probeOnce } from '../probes.js';
 import type { ToolContext, ToolDefinition, ToolOutcome } from '../registry.js';
 import {
   MAX_BYTES,
@@ -61,121 +63,23 @@ export type FindBackend = 'fd' | 'git' | 'find';
 // ---------------------------------------------------------------------------------------------
 // Globs
 
-const REGEX_SPECIAL = /[.*+?^${}()|[\]\\/]/u;
-
-function escapeChar(ch: string): string {
-  return REGEX_SPECIAL.test(ch) ? `\\${ch}` : ch;
-}
-
-/** Index of the `]` closing the bracket expression opened at `start`, or -1. */
-function bracketEnd(glob: string, start: number): number {
-  let i = start + 1;
-  if (glob[i] === '!' || glob[i] === '^') i++;
-  if (glob[i] === ']') i++; // a leading `]` is a member
-  for (; i < glob.length; i++) {
-    if (glob[i] === '\\') i++;
-    else if (glob[i] === ']') return i;
-  }
-  return -1;
-}
-
-/** For each `{` with a matching `}` (braces nest), the index of that `}`. */
-function bracePairs(glob: string): Map<number, number> {
-  const pairs = new Map<number, number>();
-  const open: number[] = [];
-  for (let i = 0; i < glob.length; i++) {
-    const ch = glob[i];
-    if (ch === '\\') i++;
-    else if (ch === '[') {
-      const end = bracketEnd(glob, i);
-      if (end !== -1) i = end;
-    } else if (ch === '{') open.push(i);
-    else if (ch === '}') {
-      const start = open.pop();
-      if (start !== undefined) pairs.set(start, i);
-    }
-  }
-  return pairs;
-}
-
-/** The body of a regular expression equivalent to `glob` (see the header for the dialect). */
-export function globSource(glob: string): string {
-  const pairs = bracePairs(glob);
-  const closers: number[] = []; // the `}` indexes of the brace groups we are inside
-  let out = '';
-  for (let i = 0; i < glob.length; i++) {
-    const ch = glob.charAt(i);
-    if (ch === '\\') {
-      if (i + 1 < glob.length) out += escapeChar(glob.charAt(++i));
-      else out += '\\\\';
-    } else if (ch === '*') {
-      let j = i;
-      while (glob[j] === '*') j++;
-      const wholeSegment =
-        j - i >= 2 && (i === 0 || glob[i - 1] === '/') && (j === glob.length || glob[j] === '/');
-      if (!wholeSegment) out += '[^/]*';
-      else if (glob[j] === '/') {
-        out += '(?:[^/]*/)*'; // `**/`: any number of directories, possibly none
-        j++;
-      } else out += '.*'; // a trailing `**`: everything below
-      i = j - 1;
-    } else if (ch === '?') {
-      out += '[^/]';
-    } else if (ch === '[') {
-      const end = bracketEnd(glob, i);
-      if (end === -1) {
-        out += '\\[';
-        continue;
-      }
-      let k = i + 1;
-      let cls = '[';
-      if (glob[k] === '!' || glob[k] === '^') {
-        cls += '^/';
-        k++;
-      }
-      for (; k < end; k++) {
-        let member = glob.charAt(k);
-        if (member === '\\' && k + 1 < end) member = glob.charAt(++k);
-        cls += member === '-' ? '-' : /[\\\]^[]/u.test(member) ? `\\${member}` : member;
-      }
-      out += `${cls}]`;
-      i = end;
-    } else if (ch === '{' && pairs.has(i)) {
-      closers.push(pairs.get(i) ?? -1);
-      out += '(?:';
-    } else if (ch === '}' && closers.length > 0 && closers[closers.length - 1] === i) {
-      closers.pop();
-      out += ')';
-    } else if (ch === ',' && closers.length > 0) {
-      out += '|';
-    } else {
-      out += escapeChar(ch);
-    }
-  }
-  return out;
-}
-
-/** A RegExp matching exactly the paths `glob` matches. */
-export function globToRegExp(glob: string): RegExp {
-  return new RegExp(`^${globSource(glob)}$`, 'u');
-}
-
 /**
  * A predicate for paths relative to the searched directory: patterns with a `/` match the whole
  * path, others the last segment. A leading `./` or `/` in the pattern is ignored.
  */
 export function globMatcher(pattern: string): (relPath: string) => boolean {
   const clean = pattern.replace(/^(?:\.\/|\/)+/u, '');
-  const re = globToRegExp(clean);
-  if (clean.includes('/')) return (relPath) => re.test(relPath);
-  return (relPath) => re.test(relPath.slice(relPath.lastIndexOf('/') + 1));
+  const matches = pathGlob(clean);
+  if (clean.includes('/')) return matches;
+  return (relPath) => matches(relPath.slice(relPath.lastIndexOf('/') + 1));
 }
 
 /** A predicate telling whether any segment of a relative path matches one of `excludes`. */
 export function excludeMatcher(excludes: readonly string[]): (relPath: string) => boolean {
-  const res = excludes.map((name) => globToRegExp(name));
-  if (res.length === 0) return () => false;
-  return (relPath) => relPath.split('/').some((segment) => res.some((re) => re.test(segment)));
+  const matchers = excludes.map((name) => pathGlob(name));
+  if (matchers.length === 0) return () => false;
+  return (relPath) =>
+    relPath.split('/').some((segment) => matchers.some((matches) => matches(segment)));
 }
 
 /**
@@ -236,11 +140,9 @@ interface Installed {
   git: boolean;
   find: boolean;
 }
-let installed: Promise<Installed> | undefined;
-
-/** Which programs are on PATH, probed once per process. */
-function detectInstalled(): Promise<Installed> {
-  installed ??= (async (): Promise<Installed> => {
+/** Which programs are on PATH (once per `probes`, the host's). */
+function detectInstalled(probes: Probes | undefined): Promise<Installed> {
+  return probeOnce(probes, 'find:installed', async (): Promise<Installed> => {
     let fd: string | undefined;
     if ((await onPath('fd')) !== undefined) fd = 'fd';
     else if ((await onPath('fdfind')) !== undefined) fd = 'fdfind';
@@ -249,13 +151,7 @@ function detectInstalled(): Promise<Installed> {
       git: (await onPath('git')) !== undefined,
       find: (await onPath('find')) !== undefined,
     };
-  })();
-  return installed;
-}
-
-/** Forgets which programs were found, so the next search probes again. */
-export function resetFindBackendCache(): void {
-  installed = undefined;
+  });
 }
 
 async function insideGitWorkTree(dir: string, run: RunFn, signal: AbortSignal): Promise<boolean> {
@@ -272,8 +168,9 @@ export async function chooseFindPlan(
   dir: string,
   run: RunFn,
   signal: AbortSignal,
+  probes?: Probes,
 ): Promise<FindPlan | null> {
-  const have = await detectInstalled();
+  const have = await detectInstalled(probes);
   if (have.fd !== undefined) return { backend: 'fd', command: have.fd };
   if (have.git && (await insideGitWorkTree(dir, run, signal))) return { backend: 'git' };
   if (have.find) return { backend: 'find' };
@@ -291,6 +188,8 @@ export interface FindToolOptions {
   run?: RunFn;
   /** Where overflowing output is saved (default: the OS temp directory). */
   fs?: TruncateFs;
+  /** Remembers which programs are installed (the host's); without it every search probes. */
+  probes?: Probes;
 }
 
 function splitOutput(result: RunResult, plan: FindPlan): string[] {
@@ -354,7 +253,7 @@ async function executeFind(
   let plan: FindPlan | null;
   if (options.backend === 'fd') plan = { backend: 'fd', command: options.fdCommand ?? 'fd' };
   else if (options.backend !== undefined) plan = { backend: options.backend };
-  else plan = await chooseFindPlan(searchDir, run, ctx.signal);
+  else plan = await chooseFindPlan(searchDir, run, ctx.signal, options.probes);
   if (plan === null) {
     return { ok: false, error: 'No file-finding program available (install fd, git or find)' };
   }
@@ -435,7 +334,7 @@ async function executeFind(
   return { ok: true, output: notes.length === 0 ? body : `${body}\n\n${notes.join('\n')}` };
 }
 
-/** A find tool; the default export `findTool` detects its backend, tests can fix one. */
+/** A find tool; `findTool` detects its backend on each call, tests can fix one. */
 export function createFindTool(options: FindToolOptions = {}): ToolDefinition {
   return {
     name: 'find',

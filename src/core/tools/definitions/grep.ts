@@ -1,6 +1,6 @@
 // The `grep` tool: searches file contents with ripgrep when it is installed, else GNU grep with
 // Perl regexes, else grep with extended regexes (Perl shorthands rewritten). The backend is
-// detected once per process; tests pick one explicitly through `createGrepTool`.
+// detected once per host (its `Probes`, given to `createGrepTool`); tests pick one explicitly.
 //
 // Decisions:
 // - The pattern is passed with `-e` and the path after `--`, so neither can be read as an option.
@@ -34,6 +34,7 @@ import { relative, resolve as resolvePath } from 'node:path';
 
 import { resolveAgainst } from '../context.js';
 import { type RunResult, runProcess } from '../process.js';
+import { type Probes, probeOnce } from '../probes.js';
 import type { ToolContext, ToolDefinition, ToolOutcome } from '../registry.js';
 import {
   HEAD_CUT_MARKER,
@@ -64,23 +65,18 @@ export const GREP_MAX_LINE_BYTES = 500;
 
 export type GrepBackend = 'rg' | 'grep-p' | 'grep-e';
 
-let detected: Promise<GrepBackend | null> | undefined;
-
-/** The best search program available, probed once per process (the answer is cached). */
-export function detectGrepBackend(run: RunFn = runProcess): Promise<GrepBackend | null> {
-  detected ??= (async (): Promise<GrepBackend | null> => {
+/** The best search program available (probed once per `probes`, the host's). */
+export function detectGrepBackend(
+  run: RunFn = runProcess,
+  probes?: Probes,
+): Promise<GrepBackend | null> {
+  return probeOnce(probes, 'grep:backend', async (): Promise<GrepBackend | null> => {
     if ((await onPath('rg')) !== undefined) return 'rg';
     if ((await onPath('grep')) === undefined) return null;
     // GNU grep built with PCRE answers 0 or 1 here; others reject -P with status 2.
     const probe = await run(['grep', '-P', '', '/dev/null'], { cwd: '/', timeoutMs: 5000 });
     return probe.exitCode === 0 || probe.exitCode === 1 ? 'grep-p' : 'grep-e';
-  })();
-  return detected;
-}
-
-/** Forgets the detected backend, so the next search probes again. */
-export function resetGrepBackendCache(): void {
-  detected = undefined;
+  });
 }
 
 const ERE_CLASSES: Readonly<Record<string, string>> = {
@@ -301,6 +297,8 @@ export interface GrepToolOptions {
   run?: RunFn;
   /** Where overflowing output is saved (default: the OS temp directory). */
   fs?: TruncateFs;
+  /** Remembers which program was found (the host's); without it every search probes. */
+  probes?: Probes;
 }
 
 function describeFailure(result: RunResult): string {
@@ -330,7 +328,7 @@ async function executeGrep(
     }
   }
 
-  const backend = options.backend ?? (await detectGrepBackend(run));
+  const backend = options.backend ?? (await detectGrepBackend(run, options.probes));
   if (backend === null) {
     return { ok: false, error: 'No search program available (install ripgrep or grep)' };
   }
@@ -393,7 +391,10 @@ async function executeGrep(
   return { ok: true, output: `${body.text}\n\n${footer}` };
 }
 
-/** A grep tool; `grepTool` detects its backend, tests can fix one and stand in for processes. */
+/**
+ * A grep tool; `grepTool` detects its backend on each call, tests can fix one and stand in for
+ * processes.
+ */
 export function createGrepTool(options: GrepToolOptions = {}): ToolDefinition {
   return {
     name: 'grep',

@@ -8,7 +8,7 @@
 // - `cwd` is resolved against the chat file's directory; default the context's cwd.
 // - `process_status` without `id` lists the buffer's processes.
 
-import { type ProcessInfo, type ProcessManager, processes } from '../background.js';
+import type { ProcessInfo, ProcessManager } from '../background.js';
 import type { ToolContext, ToolDefinition, ToolOutcome } from '../registry.js';
 
 function isRecord(value: unknown): value is Record<string, unknown> {
@@ -31,7 +31,8 @@ function idOf(args: Record<string, unknown>): string | undefined {
   return typeof args['id'] === 'string' && args['id'] !== '' ? args['id'] : undefined;
 }
 
-export function processTools(manager: ProcessManager = processes): ToolDefinition[] {
+/** The four tools over `manager` (the host's one, which outlives the tool calls). */
+export function processTools(manager: ProcessManager): ToolDefinition[] {
   const unknown = (id: string): ToolOutcome => ({
     ok: false,
     error: `No background process '${id}' (process_status lists them)`,

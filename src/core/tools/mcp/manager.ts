@@ -7,6 +7,7 @@
 // (connected or failed), so a send made meanwhile waits for it; later reconnects do not hold
 // sends up — the next request simply lacks the server's tools until it is back (seed F-18).
 
+import { backoffDelay } from '../../util/backoff.js';
 import type { ToolDefinition } from '../registry.js';
 import {
   bridgeMcpTool,
@@ -408,7 +409,7 @@ export class McpManager {
       return;
     }
     record.state = 'reconnecting';
-    const delay = Math.min(maxDelayMs, initialDelayMs * 2 ** Math.max(0, record.attempts - 1));
+    const delay = backoffDelay({ baseMs: initialDelayMs, maxMs: maxDelayMs }, record.attempts);
     record.retryAt = this.now() + delay;
     record.timer = setTimeout(() => {
       record.timer = undefined;

@@ -3,6 +3,8 @@
 // naturally. The provider-safe API name (`mcp__<server>__<tool>`) is made at the provider
 // boundary, not here.
 
+import { nameGlob } from '../../util/glob.js';
+
 /** What a server may be called in the configuration: it becomes part of every tool name. */
 export const SERVER_NAME_PATTERN = /^[A-Za-z0-9_-]+$/;
 
@@ -42,29 +44,16 @@ export function safeToolPart(tool: string): string {
 }
 
 /**
- * A glob over tool names (the server's own names, as in `include` / `exclude`): `*` is any run
- * of characters, `?` one character; everything else is literal.
- */
-export function nameGlob(pattern: string): RegExp {
-  let source = '';
-  for (const ch of pattern) {
-    if (ch === '*') source += '.*';
-    else if (ch === '?') source += '.';
-    else source += ch.replace(/[\\^$.|+()[\]{}]/g, '\\$&');
-  }
-  return new RegExp(`^${source}$`, 'su');
-}
-
-/**
  * Whether a server's tool is offered: it matches `include` (when the list is not empty) and no
- * pattern of `exclude`. Exclusion wins.
+ * pattern of `exclude`. Exclusion wins. The patterns are globs over the server's own tool names
+ * (src/core/util/glob.ts, names: `*` any run of characters, `?` one).
  */
 export function toolSelected(
   tool: string,
   include: readonly string[],
   exclude: readonly string[],
 ): boolean {
-  if (exclude.some((pattern) => nameGlob(pattern).test(tool))) return false;
+  if (exclude.some((pattern) => nameGlob(pattern)(tool))) return false;
   if (include.length === 0) return true;
-  return include.some((pattern) => nameGlob(pattern).test(tool));
+  return include.some((pattern) => nameGlob(pattern)(tool));
 }

@@ -219,6 +219,8 @@ export class SandboxBackendRegistry {
   private readonly entries = new Map<string, SandboxBackend>();
   private readonly builtins = new Map<string, SandboxBackend>();
   private readonly cache = new Map<string, Promise<Availability>>();
+  /** Module path → the name of the backend it registered here (`selectModuleBackend`). */
+  private readonly modules = new Map<string, string>();
   private changes = 0;
 
   /**
@@ -306,6 +308,16 @@ export class SandboxBackendRegistry {
     return [...this.entries.values()].sort((a, b) =>
       a.priority === b.priority ? (a.name < b.name ? -1 : 1) : b.priority - a.priority,
     );
+  }
+
+  /** The backend a module at `path` registered here, if it did. */
+  moduleBackend(path: string): string | undefined {
+    return this.modules.get(path);
+  }
+
+  /** Notes that the module at `path` registered the backend `name`. */
+  rememberModule(path: string, name: string): void {
+    this.modules.set(path, name);
   }
 
   /** Increases with every register/unregister. */
@@ -572,6 +584,9 @@ export function createBwrapBackend(options: BwrapOptions = {}): SandboxBackend {
   };
 }
 
-/** The registry the host uses, with bwrap registered. */
-export const sandboxBackends = new SandboxBackendRegistry();
-sandboxBackends.register(createBwrapBackend(), { builtin: true });
+/** A registry with bwrap registered: the host makes one and keeps it for its lifetime. */
+export function createSandboxBackends(): SandboxBackendRegistry {
+  const registry = new SandboxBackendRegistry();
+  registry.register(createBwrapBackend(), { builtin: true });
+  return registry;
+}

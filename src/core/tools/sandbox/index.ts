@@ -35,7 +35,7 @@ import {
   type SandboxBackendRegistry,
   type SandboxPolicy,
   isAutoSelection,
-  sandboxBackends,
+  createSandboxBackends,
   wrapCommand,
 } from './backends.js';
 import {
@@ -108,7 +108,7 @@ export const DEFAULT_RW_PATHS: readonly string[] = [
 export type NamedBackendLoader = (selection: string) => Promise<ModuleSelection | undefined>;
 
 export interface ResolveOptions {
-  /** The backend registry; defaults to the shared one with bwrap registered. */
+  /** The backend registry (the host's); a new one with bwrap registered when omitted. */
   registry?: SandboxBackendRegistry;
   /** Asked about unknown backend names (the host asks Lua to load them as modules). */
   loadNamed?: NamedBackendLoader;
@@ -244,7 +244,7 @@ export async function resolveSandbox(
   if (!enabledFrom(settings, facts)) {
     return { access: noSandbox, enabled: false, rwPaths: [] };
   }
-  const registry = options.registry ?? sandboxBackends;
+  const registry = options.registry ?? createSandboxBackends();
   const rw = resolvePaths(settings, facts, env, home);
   const rwPaths = rw.paths;
   const rules = scrubRules({ credentialEnv: options.credentialEnv, envAllow: settings.env_allow });
@@ -365,7 +365,7 @@ export async function sandboxStatus(
   options: ResolveOptions = {},
 ): Promise<SandboxStatus> {
   const settings = parseSandboxSettings(rawSettings);
-  const registry = options.registry ?? sandboxBackends;
+  const registry = options.registry ?? createSandboxBackends();
   const enabled = enabledFrom(settings, facts);
   const enabledBy = facts.sandbox_override === null ? 'config' : 'override';
   const rw = resolvePaths(settings, facts, env, home);
@@ -451,7 +451,7 @@ export {
   SandboxBackendRegistry,
   createBwrapBackend,
   normalizeAvailability,
-  sandboxBackends,
+  createSandboxBackends,
   wrapCommand,
 } from './backends.js';
 export {

@@ -6,8 +6,9 @@
 //   under `backend`, which is what a CommonJS `module.exports = { backend }` looks like).
 // - `~` and `~/…` are expanded; a relative path is taken against the editor's cwd, never against
 //   the host's.
-// - A module is imported once per path; a failed import is not remembered, so fixing the file
-//   and trying again works (as far as Node's own module cache lets it).
+// - A module is imported once per path (Node's module cache keeps it); a failed import is
+//   tried again next time, so fixing the file and trying again works (as far as Node's own
+//   module cache lets it).
 // - A module's backend is registered the first time a registry is asked for that path, and again
 //   only when its name has since disappeared from that registry. Registering on every call would
 //   drop the availability cache every time.
@@ -60,27 +61,14 @@ export function backendsFromToolModule(exports: Record<string, unknown>): unknow
   return Array.isArray(list) ? (list as unknown[]) : [];
 }
 
-const imported = new Map<string, Promise<BackendDefinition>>();
-const registeredIn = new WeakMap<SandboxBackendRegistry, Map<string, string>>();
-
-/** Imports a backend module (once per path) and returns the backend it exports. */
-export function importBackendModule(path: string): Promise<BackendDefinition> {
-  let loading = imported.get(path);
-  if (loading === undefined) {
-    loading = (async (): Promise<BackendDefinition> => {
-      const exports = (await import(pathToFileURL(path).href)) as Record<string, unknown>;
-      const backend = backendFromExports(exports);
-      if (backend === undefined) {
-        throw new Error('it exports no `backend` (nor a default export) with a `name`');
-      }
-      return backend;
-    })();
-    imported.set(path, loading);
-    loading.catch(() => {
-      imported.delete(path);
-    });
+/** Imports a backend module and returns the backend it exports. */
+export async function importBackendModule(path: string): Promise<BackendDefinition> {
+  const exports = (await import(pathToFileURL(path).href)) as Record<string, unknown>;
+  const backend = backendFromExports(exports);
+  if (backend === undefined) {
+    throw new Error('it exports no `backend` (nor a default export) with a `name`');
   }
-  return loading;
+  return backend;
 }
 
 export type ModuleSelection = { name: string } | { error: string };
@@ -93,17 +81,12 @@ export async function selectModuleBackend(
   path: string,
   registry: SandboxBackendRegistry,
 ): Promise<ModuleSelection> {
-  let names = registeredIn.get(registry);
-  if (names === undefined) {
-    names = new Map();
-    registeredIn.set(registry, names);
-  }
-  const known = names.get(path);
+  const known = registry.moduleBackend(path);
   if (known !== undefined && registry.get(known) !== undefined) return { name: known };
   try {
     const backend = await importBackendModule(path);
     registry.register(backend);
-    names.set(path, backend.name);
+    registry.rememberModule(path, backend.name);
     return { name: backend.name };
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error);

@@ -12,7 +12,8 @@
 //   variable without a default drops the entry (it names nothing). After expansion an entry that
 //   starts with `/` is anchored at the root; any other entry matches at any depth, like a
 //   `.gitignore` line (`.env*` matches `<anything>/.env.local`). A match covers the place and
-//   everything below it. Globs are those of the find tool (`*`, `?`, `**`, `[…]`, `{a,b}`).
+//   everything below it. Globs are Flemma's one dialect for paths (src/core/util/glob.ts: `*`,
+//   `?`, `**`, `[…]`, `{a,b}`), as in the find tool.
 // - A path is judged by where it is written and by where it really leads (symlinks resolved):
 //   either matching makes it sensitive. An absolute entry also matches at its own real location,
 //   so a `~/.ssh` that is a symbolic link to elsewhere still counts.
@@ -30,7 +31,7 @@
 import { lstatSync, readdirSync } from 'node:fs';
 import { dirname, join, resolve as resolvePath } from 'node:path';
 
-import { globSource } from '../definitions/find.js';
+import { isGlob, pathGlob, pathGlobSource } from '../../util/glob.js';
 import { type PathEnv, resolveReal } from './paths.js';
 
 export type SensitiveSource = 'built-in' | 'tools.sensitive_paths';
@@ -61,6 +62,11 @@ export interface SensitiveFacts {
   home: string;
   env: PathEnv;
   editorDirs?: EditorDirs | undefined;
+  /**
+   * Expressions already made, by pattern: an owner that asks for every call (the host's approval
+   * service) keeps one, so that each pattern's glob is read once.
+   */
+  compiled?: Map<string, RegExp> | undefined;
 }
 
 export const BUILTIN_SENSITIVE: readonly string[] = [
@@ -106,7 +112,6 @@ const READ_ONLY_IN_SANDBOX: ReadonlySet<string> = new Set(['.git/hooks', '.git/c
 const EDITOR_DIRS = ['config', 'data', 'state', 'cache'] as const;
 
 const VARIABLE = /\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}|\$([A-Za-z_][A-Za-z0-9_]*)/gu;
-const GLOB_CHARS = /[*?[{]/u;
 
 /** An entry with `~` and variables expanded; undefined when a variable it needs is unset. */
 export function expandEntry(spec: string, env: PathEnv, home: string): string | undefined {
@@ -130,19 +135,29 @@ export function expandEntry(spec: string, env: PathEnv, home: string): string | 
   return relative === '' || relative === '.' ? undefined : relative;
 }
 
+/** `compile`, through `cache` when there is one. */
+function compiledOnce(pattern: string, cache: Map<string, RegExp> | undefined): RegExp {
+  let regex = cache?.get(pattern);
+  if (regex === undefined) {
+    regex = compile(pattern);
+    cache?.set(pattern, regex);
+  }
+  return regex;
+}
+
 /** A RegExp matching a path that is the place `pattern` names or lies below it. */
 function compile(pattern: string): RegExp {
   if (pattern === '/') return /^\//u;
   if (pattern.startsWith('/')) {
-    return new RegExp(`^/${globSource(pattern.slice(1))}(?:/.*)?$`, 'u');
+    return new RegExp(`^/${pathGlobSource(pattern.slice(1))}(?:/.*)?$`);
   }
-  return new RegExp(`(?:^|/)${globSource(pattern)}(?:/.*)?$`, 'u');
+  return new RegExp(`(?:^|/)${pathGlobSource(pattern)}(?:/.*)?$`);
 }
 
 /** An absolute pattern at its real location: the part before the first glob, symlinks resolved. */
 function realPattern(pattern: string): string {
   const parts = pattern.split('/');
-  const firstGlob = parts.findIndex((part) => GLOB_CHARS.test(part));
+  const firstGlob = parts.findIndex((part) => isGlob(part));
   const literal = firstGlob === -1 ? parts : parts.slice(0, firstGlob);
   const prefix = literal.join('/') || '/';
   const real = resolveReal(prefix);
@@ -153,13 +168,14 @@ function entry(
   label: string,
   pattern: string,
   source: SensitiveSource,
-  sandbox: SandboxTreatment = 'hide',
+  sandbox: SandboxTreatment,
+  cache: Map<string, RegExp> | undefined,
 ): SensitiveEntry {
-  const written = compile(pattern);
+  const written = compiledOnce(pattern, cache);
   let real: RegExp | undefined;
   if (pattern.startsWith('/')) {
     const at = realPattern(pattern);
-    if (at !== pattern) real = compile(at);
+    if (at !== pattern) real = compiledOnce(at, cache);
   }
   return {
     label,
@@ -181,13 +197,21 @@ export function sensitiveEntries(
     const pattern = expandEntry(spec, facts.env, facts.home);
     if (pattern === undefined) continue;
     entries.push(
-      entry(spec, pattern, 'built-in', READ_ONLY_IN_SANDBOX.has(spec) ? 'read-only' : 'hide'),
+      entry(
+        spec,
+        pattern,
+        'built-in',
+        READ_ONLY_IN_SANDBOX.has(spec) ? 'read-only' : 'hide',
+        facts.compiled,
+      ),
     );
   }
   for (const name of EDITOR_DIRS) {
     const dir = facts.editorDirs?.[name];
     if (typeof dir === 'string' && dir.startsWith('/')) {
-      entries.push(entry(`stdpath("${name}")`, resolvePath(dir), 'built-in'));
+      entries.push(
+        entry(`stdpath("${name}")`, resolvePath(dir), 'built-in', 'hide', facts.compiled),
+      );
     }
   }
   // An empty Lua table may arrive as an object.
@@ -203,7 +227,9 @@ export function sensitiveEntries(
       return;
     }
     const pattern = expandEntry(item.trim(), facts.env, facts.home);
-    if (pattern !== undefined) entries.push(entry(item.trim(), pattern, 'tools.sensitive_paths'));
+    if (pattern !== undefined) {
+      entries.push(entry(item.trim(), pattern, 'tools.sensitive_paths', 'hide', facts.compiled));
+    }
   });
   return { entries, warnings };
 }
@@ -238,18 +264,18 @@ function expandBelow(dir: string, pattern: string): string[] {
   for (const part of parts) {
     const next: string[] = [];
     for (const base of current) {
-      if (!GLOB_CHARS.test(part)) {
+      if (!isGlob(part)) {
         next.push(join(base, part));
         continue;
       }
-      const re = new RegExp(`^${globSource(part)}$`, 'u');
+      const matches = pathGlob(part);
       let names: string[] = [];
       try {
         names = readdirSync(base);
       } catch {
         // Not a directory, or unreadable: nothing below it.
       }
-      for (const name of names) if (re.test(name)) next.push(join(base, name));
+      for (const name of names) if (matches(name)) next.push(join(base, name));
     }
     current = next;
   }
@@ -269,7 +295,7 @@ export function sandboxPlaces(
   for (const candidate of entries) {
     const found: string[] = [];
     if (candidate.pattern.startsWith('/')) {
-      if (GLOB_CHARS.test(candidate.pattern) || candidate.pattern === '/') continue;
+      if (isGlob(candidate.pattern) || candidate.pattern === '/') continue;
       if (exists(candidate.pattern)) found.push(resolveReal(candidate.pattern));
     } else {
       for (const dir of dirs) found.push(...expandBelow(dir, candidate.pattern).map(resolveReal));

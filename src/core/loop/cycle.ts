@@ -1,0 +1,194 @@
+// One step of the tool loop (`<C-]>`, or autopilot's continue), as decisions over ports
+// (seed 000, "The approval cycle"):
+//
+// - Phase 1: every tool use without a result gets a placeholder with the approval chain's
+//   decision. A pending one stops the step for the user. Approved calls start at once (their
+//   placeholders are written while they run); denied and aborted ones go on to Phase 2.
+// - Phase 2: denied, rejected and aborted blocks get their error result; a result the user typed
+//   into a pending block is sent as the tool's result; approved blocks run; an approved block with
+//   content is not run (content-overwrite protection) and the user is warned.
+// - Phase 3: nothing left to do, nothing running: the conversation is sent.
+import { duplicateToolIdText } from '../chat/tool-ids.js';
+import {
+  type Edit,
+  type PlaceholderRequest,
+  bottomToTop,
+  classifyToolBlocks,
+  planPlaceholders,
+  planResult,
+  planUserSuppliedResult,
+  protectionWarning,
+  unresolvedToolUses,
+} from '../chat/edits.js';
+import type { Autopilot } from './autopilot.js';
+import type {
+  ClockPort,
+  EditorPort,
+  LoopState,
+  ProviderPort,
+  StepContext,
+  ToolCall,
+  ToolPort,
+} from './ports.js';
+
+export interface StepPorts<C extends StepContext> {
+  editor: EditorPort<C>;
+  tools: ToolPort<C>;
+  provider: ProviderPort<C>;
+  clock: ClockPort;
+  /** Marks a stage of the step for the trace (docs/testing.md). */
+  mark?: (stage: string) => void;
+}
+
+export const BUSY_REQUEST = 'A request is already in progress. Use <C-c> to cancel it first.';
+export const BUSY_TOOLS = 'Cannot send while tool execution is in progress.';
+
+/** Runs one step for a buffer whose autopilot is `pilot`. */
+export async function runStep<C extends StepContext>(
+  ports: StepPorts<C>,
+  pilot: Autopilot,
+  user: boolean,
+): Promise<void> {
+  const { editor, tools, provider, clock } = ports;
+  const mark = ports.mark ?? ((): void => undefined);
+  mark('cycle:start');
+  if (provider.running()) {
+    if (user) editor.warn(BUSY_REQUEST);
+    return;
+  }
+  let state = await editor.read();
+  mark('cycle:fresh');
+  if (state === undefined) return;
+  const context = await editor.context(user, state);
+  if (context.problem !== undefined) {
+    editor.error(context.problem);
+    pilot.disarm();
+    return;
+  }
+  const settings = context.autopilot;
+
+  // Phase 1: placeholders with the chain's decisions.
+  const unresolved = unresolvedToolUses(state.document);
+  let started = false;
+  if (unresolved.length > 0) {
+    const requests: PlaceholderRequest[] = [];
+    for (const use of unresolved) {
+      if (use.aborted) {
+        requests.push({ id: use.id, status: 'aborted' });
+        continue;
+      }
+      const verdict = await tools.decide(use, context);
+      // A repeated id never runs: Phase 2 writes its duplicate-id error result (tool-ids.ts).
+      requests.push({ id: use.id, status: use.duplicateOf === undefined ? verdict : 'denied' });
+    }
+    mark('cycle:decided');
+    if (requests.some((request) => request.status === 'pending')) {
+      await editor.apply(planPlaceholders(state.document, state.lines, requests));
+      const parsed = await editor.read();
+      if (parsed !== undefined) await editor.waitForUser(parsed);
+      pilot.pause();
+      return;
+    }
+    // Only approved/denied/aborted: the approved calls start now, and Phase 2 resolves the
+    // others on the next tick (an undo boundary between the two).
+    const approved: ToolCall[] = unresolved
+      .filter((_use, index) => requests[index]?.status === 'approved')
+      .map((use) => ({ id: use.id, name: use.name, input: use.input }));
+    if (approved.length > 0) {
+      pilot.arm(settings);
+      started = true;
+      await tools.startPlacing(state, requests, approved, context, user);
+    } else {
+      await editor.apply(planPlaceholders(state.document, state.lines, requests));
+    }
+    mark('cycle:placed');
+    // Every call approved and started: nothing is left for Phase 2, and the step ends here
+    // (autopilot's next step waits for it).
+    if (requests.every((request) => request.status === 'approved')) return;
+    await clock.tick();
+    state = await editor.read();
+    if (state === undefined) return;
+  }
+  await phaseTwo(ports, pilot, state, context, user, started);
+}
+
+async function phaseTwo<C extends StepContext>(
+  ports: StepPorts<C>,
+  pilot: Autopilot,
+  state: LoopState,
+  context: C,
+  user: boolean,
+  started: boolean,
+): Promise<void> {
+  const { editor, tools, provider } = ports;
+  const mark = ports.mark ?? ((): void => undefined);
+  mark('cycle:phase2');
+  const settings = context.autopilot;
+  const groups = classifyToolBlocks(state.document);
+  const edits: Edit[] = [];
+  for (const block of groups.pendingWithContent) {
+    const edit = planUserSuppliedResult(state.document, state.lines, block.id);
+    if (edit !== undefined) edits.push(edit);
+  }
+  let resolved = 0;
+  for (const [status, blocks] of [
+    ['denied', groups.denied],
+    ['rejected', groups.rejected],
+    ['aborted', groups.aborted],
+  ] as const) {
+    for (const block of blocks) {
+      const text =
+        status === 'denied' && block.duplicateOf !== undefined
+          ? duplicateToolIdText(block.duplicateOf)
+          : await tools.resolution(block, status, context);
+      const edit = planResult(state.document, state.lines, block.id, {
+        id: block.id,
+        output: text,
+        isError: true,
+      });
+      if (edit !== undefined) {
+        edits.push(edit);
+        resolved += 1;
+      }
+    }
+  }
+  if (edits.length > 0) await editor.apply(bottomToTop(edits));
+  if (groups.approvedWithContent.length > 0) {
+    editor.warn(protectionWarning(groups.approvedWithContent.length));
+  }
+  // Phase 1 started the approved calls; they report through their results (and autopilot goes
+  // on when the last one is in).
+  if (started) return;
+  if (groups.approved.length > 0) {
+    pilot.arm(settings);
+    tools.start(
+      groups.approved.map((block) => ({ id: block.id, name: block.name, input: block.input })),
+      context,
+      user,
+    );
+    return;
+  }
+  if (groups.pendingEmpty.length > 0 || groups.approvedWithContent.length > 0) {
+    const latest = await editor.read();
+    if (latest !== undefined) await editor.waitForUser(latest);
+    pilot.pause();
+    return;
+  }
+  if (resolved > 0 || groups.pendingWithContent.length > 0) {
+    // Error results (and results the user typed) are in; autopilot sends them on the next step,
+    // a user's <C-]> sends them now.
+    if (!user) {
+      pilot.arm(settings);
+      await pilot.toolsFinished(settings);
+      return;
+    }
+  }
+  if (tools.running()) {
+    if (user) editor.warn(BUSY_TOOLS);
+    pilot.settle();
+    return;
+  }
+  // Phase 3.
+  mark('cycle:phase3');
+  await provider.send(context, user);
+}

@@ -1,0 +1,584 @@
+// Lua → host: every action the host answers, how Lua sends it, the types of its params (as the
+// handler receives them) and of its answer, and the decoder that checks its params on arrival.
+import { isLogLevel, type LogLevel } from '../../core/log.js';
+import type { ChatDocument } from '../../core/chat/ast.js';
+import type { SdkLoadReport, SdkName } from '../../core/provider/sdk.js';
+import type { AlwaysEntry } from '../../core/approval/session.js';
+import type { McpServerStatus } from '../../core/tools/mcp/manager.js';
+import type { SandboxStatus } from '../../core/tools/sandbox/index.js';
+import type { DefinitionAnswer } from '../../core/chat/navigation.js';
+import { ActionError, type Doc, type Method } from './common.js';
+import type {
+  DeclarativeSettings,
+  HostInfo,
+  LuaResolverSpec,
+  LuaSecretsSpec,
+  LuaToolResult,
+  LuaToolSpec,
+  LuaTruncateParams,
+  LuaTruncation,
+  LuaWritableParams,
+  NavigationParams,
+} from './wire.js';
+
+/** How Lua sends an action: `vim.rpcrequest` (only `ping`), `host.call`, `host.notify`. */
+export type LuaToHostKind = 'request' | 'call' | 'notification' | 'notification or call';
+
+/** A cursor in a buffer (`row` 0-based; null when Lua sent none, or not a row). */
+interface At {
+  bufnr: number;
+  row: number | null;
+}
+
+interface Buf {
+  bufnr: number;
+}
+
+/** Every Lua → host action: its params (as the handler receives them, decoded) and its answer. */
+export interface LuaToHost {
+  ping: Method<null, HostInfo>;
+  'host:info': Method<null, HostInfo>;
+  'provider:sdks': Method<
+    null,
+    Record<SdkName, SdkLoadReport & { package: string; version: string }>
+  >;
+  'log:level': Method<{ level: LogLevel }, { level: LogLevel }>;
+  'buffer:attach': Method<Buf, { messages: number; tick: number } | null>;
+  'buffer:detach': Method<Buf, null>;
+  'buffer:trust': Method<Buf, null>;
+  'buffer:tree': Method<Buf, ChatDocument | null>;
+  /** `gd`, `gf` and the language server's definition. */
+  'buffer:definition': Method<NavigationParams, DefinitionAnswer>;
+  /** The language server's hover: Markdown, or null when there is nothing to say. */
+  'buffer:hover': Method<NavigationParams, string | null>;
+  'frontmatter:languages': Method<{ names: string[] }, null>;
+  'chat:send': Method<Buf & { over_limit: boolean }, null>;
+  'chat:cancel': Method<Buf, { cancelled: boolean }>;
+  'chat:cycle': Method<Buf, null>;
+  'chat:status': Method<Buf & { verbose: boolean }, { lines: string[] }>;
+  'usage:estimate': Method<
+    Buf,
+    { input_tokens: number; cost?: number; provider: string; model: string } | null
+  >;
+  'tools:define': Method<
+    {
+      tools: LuaToolSpec[];
+      pending: number;
+      js_modules: string[];
+      declarative: DeclarativeSettings | undefined;
+      /** `mcp` as Lua sent it; absent when Lua sent none. */
+      mcp?: unknown;
+    },
+    null
+  >;
+  'tools:result': Method<{ call_id: string | undefined; result: LuaToolResult }, null>;
+  'tools:truncate': Method<LuaTruncateParams, LuaTruncation>;
+  'tools:format-size': Method<{ bytes: number }, string>;
+  'tools:writable': Method<LuaWritableParams, boolean>;
+  'tool:execute': Method<At, null>;
+  'tool:cancel': Method<At, { cancelled: boolean }>;
+  'tool:cancel-all': Method<null, { cancelled: number }>;
+  'tool:background': Method<At, { moved: boolean }>;
+  'tool:list': Method<
+    null,
+    {
+      id: string;
+      name: string;
+      bufnr: number;
+      age_ms: number;
+      background: boolean;
+      job_id: number | null;
+    }[]
+  >;
+  'tool:why': Method<At, { text: string }>;
+  'tool:approve': Method<At, null>;
+  'tool:reject': Method<At & { message: string | undefined }, null>;
+  'tool:approve-always': Method<At, AlwaysEntry | null>;
+  'tool:always': Method<Buf, { lines: string[]; entries: AlwaysEntry[] }>;
+  'tool:forget-always': Method<Buf & { tool: string | undefined }, { removed: number }>;
+  'tool:yolo': Method<Buf & { mode: 'on' | 'off' | 'toggle' }, { yolo: boolean }>;
+  'tool:cancel-pending': Method<Buf, { cancelled: number }>;
+  'approval:define': Method<{ resolvers: LuaResolverSpec[] }, null>;
+  'autopilot:resume': Method<Buf & { token: number }, null>;
+  'autopilot:cancelled': Method<Buf & { token: number }, null>;
+  'autopilot:status': Method<Buf, { lines: string[]; state: string; iteration: number }>;
+  'secrets:define': Method<{ resolvers: LuaSecretsSpec[] }, null>;
+  'secrets:invalidate': Method<
+    { all: boolean; kind: string | undefined; service: string | undefined },
+    null
+  >;
+  'sandbox:define': Method<{ backends: unknown[] }, null>;
+  'sandbox:status': Method<Buf, SandboxStatus>;
+  'mcp:status': Method<null, { lines: string[]; servers: McpServerStatus[] }>;
+  'mcp:restart': Method<{ server: string | undefined }, { restarted: string[] }>;
+}
+
+export type LuaToHostMethod = keyof LuaToHost;
+export type ActionParams<M extends LuaToHostMethod> = LuaToHost[M]['params'];
+export type ActionResult<M extends LuaToHostMethod> = LuaToHost[M]['result'];
+
+export interface LuaToHostSpec<M extends LuaToHostMethod> extends Doc {
+  readonly kind: LuaToHostKind;
+  /** Checks and normalises what arrived; throws `ActionError` when it cannot be used. */
+  readonly decode: (raw: unknown) => ActionParams<M>;
+}
+
+function field(raw: unknown, key: string): unknown {
+  return typeof raw === 'object' && raw !== null
+    ? (raw as Record<string, unknown>)[key]
+    : undefined;
+}
+
+function bufnrOf(raw: unknown): number {
+  const bufnr = field(raw, 'bufnr');
+  if (typeof bufnr !== 'number' || !Number.isInteger(bufnr) || bufnr <= 0) {
+    throw new ActionError(`expected { bufnr = <buffer number> }, got ${JSON.stringify(raw)}`);
+  }
+  return bufnr;
+}
+
+function rowOf(raw: unknown): number | null {
+  const row = field(raw, 'row');
+  return typeof row === 'number' && Number.isInteger(row) && row >= 0 ? row : null;
+}
+
+/** A non-empty string, else undefined. */
+function text(value: unknown): string | undefined {
+  return typeof value === 'string' && value !== '' ? value : undefined;
+}
+
+function strings(value: unknown): string[] {
+  return Array.isArray(value)
+    ? value.filter((item): item is string => typeof item === 'string')
+    : [];
+}
+
+/** A list as Lua sent it (its items are checked where they are used). */
+function listOf<T>(value: unknown): T[] {
+  return Array.isArray(value) ? (value as T[]) : [];
+}
+
+const none = (): null => null;
+const buf = (raw: unknown): Buf => ({ bufnr: bufnrOf(raw) });
+const at = (raw: unknown): At => ({ bufnr: bufnrOf(raw), row: rowOf(raw) });
+const token = (raw: unknown): Buf & { token: number } => {
+  const value = field(raw, 'token');
+  return { bufnr: bufnrOf(raw), token: typeof value === 'number' ? value : -1 };
+};
+
+/** `declarative = { dirs = { { path, optional? } }, env = { … } }` of `tools:define`. */
+function declarativeSettings(raw: unknown): DeclarativeSettings | undefined {
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) return undefined;
+  const dirs: DeclarativeSettings['dirs'] = [];
+  for (const item of listOf<unknown>(field(raw, 'dirs'))) {
+    const path = field(item, 'path');
+    if (typeof path !== 'string' || path === '') continue;
+    dirs.push(field(item, 'optional') === true ? { path, optional: true } : { path });
+  }
+  return { dirs, env: strings(field(raw, 'env')) };
+}
+
+function isCount(value: unknown, min: number): value is number {
+  return typeof value === 'number' && Number.isInteger(value) && value >= min;
+}
+
+/** `{bufnr, row, col, file, cwd, files_only?}` of `buffer:definition` and `buffer:hover`. */
+function navigation(raw: unknown): NavigationParams {
+  const [bufnr, row, col, file, cwd] = ['bufnr', 'row', 'col', 'file', 'cwd'].map((key) =>
+    field(raw, key),
+  );
+  if (
+    !isCount(bufnr, 1) ||
+    !isCount(row, 0) ||
+    !isCount(col, 0) ||
+    typeof file !== 'string' ||
+    typeof cwd !== 'string'
+  ) {
+    throw new ActionError(`expected { bufnr, row, col, file, cwd }, got ${JSON.stringify(raw)}`);
+  }
+  return { bufnr, row, col, file, cwd, files_only: field(raw, 'files_only') === true };
+}
+
+/** `{text, from, max_lines?, max_bytes?}`: a limit that is not a number means the default. */
+function truncation(raw: unknown): LuaTruncateParams {
+  const input = field(raw, 'text');
+  const from = field(raw, 'from');
+  if (typeof input !== 'string' || (from !== 'head' && from !== 'tail')) {
+    throw new ActionError(
+      `expected { text = <string>, from = "head" | "tail" }, got ${JSON.stringify(raw)}`,
+    );
+  }
+  const maxLines = field(raw, 'max_lines');
+  const maxBytes = field(raw, 'max_bytes');
+  return {
+    text: input,
+    from,
+    ...(typeof maxLines === 'number' ? { max_lines: maxLines } : {}),
+    ...(typeof maxBytes === 'number' ? { max_bytes: maxBytes } : {}),
+  };
+}
+
+/** `{path, base, rw_paths}` of `tools:writable`. */
+function writable(raw: unknown): LuaWritableParams {
+  const path = field(raw, 'path');
+  const base = field(raw, 'base');
+  const roots = field(raw, 'rw_paths');
+  if (typeof path !== 'string' || typeof base !== 'string' || !Array.isArray(roots)) {
+    throw new ActionError(
+      `expected { path = <string>, base = <string>, rw_paths = <list> }, got ${JSON.stringify(raw)}`,
+    );
+  }
+  return { path, base, rw_paths: strings(roots) };
+}
+
+/** Every Lua → host action: how Lua sends it, what the docs say, and its params' decoder. */
+export const LUA_TO_HOST: { readonly [M in LuaToHostMethod]: LuaToHostSpec<M> } = {
+  ping: { kind: 'request', params: 'ignored', answer: '`HostInfo`', section: 'ping', decode: none },
+  'host:info': {
+    kind: 'call',
+    params: 'ignored',
+    answer: '`HostInfo`',
+    section: 'hostinfo',
+    decode: none,
+  },
+  'provider:sdks': {
+    kind: 'call',
+    params: 'ignored',
+    answer: 'SDK load report',
+    section: 'providersdks',
+    decode: none,
+  },
+  'log:level': {
+    kind: 'notification or call',
+    params: '`{level}`',
+    answer: '`{level}`',
+    section: 'loglevel',
+    decode: (raw) => {
+      const level = field(raw, 'level');
+      if (!isLogLevel(level)) throw new ActionError(`unknown log level ${JSON.stringify(level)}`);
+      return { level };
+    },
+  },
+  'buffer:attach': {
+    kind: 'notification or call',
+    params: '`{bufnr}`',
+    answer: '`{messages, tick}` or `nil`',
+    section: 'bufferattach',
+    decode: buf,
+  },
+  'buffer:detach': {
+    kind: 'notification',
+    params: '`{bufnr}`',
+    answer: '`nil`',
+    section: 'bufferdetach',
+    decode: buf,
+  },
+  'buffer:trust': {
+    kind: 'notification',
+    params: '`{bufnr}`',
+    answer: "`nil` (`:trust` changed the buffer's trust: its diagnostics are judged again)",
+    section: 'frontmatter-and-templates',
+    decode: buf,
+  },
+  'buffer:tree': {
+    kind: 'call',
+    params: '`{bufnr}`',
+    answer: 'the parsed document or `nil`',
+    section: 'buffertree',
+    decode: buf,
+  },
+  'buffer:definition': {
+    kind: 'call',
+    params: '`{bufnr, row, col, file, cwd, files_only?}`',
+    answer: '`{path}`, `{row}`, `{message}` or `nil`',
+    section: 'navigation',
+    decode: navigation,
+  },
+  'buffer:hover': {
+    kind: 'call',
+    params: '`{bufnr, row, col, file, cwd}`',
+    answer: 'Markdown or `nil`',
+    section: 'navigation',
+    decode: navigation,
+  },
+  'frontmatter:languages': {
+    kind: 'notification',
+    params: '`{names}`',
+    answer: '`nil`',
+    section: 'frontmatter-and-templates',
+    decode: (raw) => ({ names: strings(field(raw, 'names')) }),
+  },
+  'chat:send': {
+    kind: 'notification',
+    params: '`{bufnr, over_limit?}`',
+    answer: '`nil` (the request runs on)',
+    section: 'chatsend',
+    decode: (raw) => ({ bufnr: bufnrOf(raw), over_limit: field(raw, 'over_limit') === true }),
+  },
+  'chat:cancel': {
+    kind: 'notification',
+    params: '`{bufnr}`',
+    answer: '`{cancelled}`',
+    section: 'chatcancel',
+    decode: buf,
+  },
+  'chat:cycle': {
+    kind: 'notification',
+    params: '`{bufnr}`',
+    answer: '`nil` (`<C-]>`)',
+    section: 'tools',
+    decode: buf,
+  },
+  'chat:status': {
+    kind: 'call',
+    params: '`{bufnr, verbose?}`',
+    answer: '`{lines}`',
+    section: 'commands',
+    decode: (raw) => ({ bufnr: bufnrOf(raw), verbose: field(raw, 'verbose') === true }),
+  },
+  'usage:estimate': {
+    kind: 'call',
+    params: '`{bufnr}`',
+    answer: '`{input_tokens, cost?, provider, model}` or `nil`',
+    section: 'usage',
+    decode: buf,
+  },
+  'tools:define': {
+    kind: 'notification',
+    params: '`{tools, pending, js_modules, declarative?, mcp?}`',
+    answer: '`nil`',
+    section: 'tools',
+    decode: (raw) => {
+      const pending = field(raw, 'pending');
+      const mcp = field(raw, 'mcp');
+      return {
+        tools: listOf<LuaToolSpec>(field(raw, 'tools')),
+        pending: typeof pending === 'number' ? pending : 0,
+        js_modules: strings(field(raw, 'js_modules')),
+        declarative: declarativeSettings(field(raw, 'declarative')),
+        ...(mcp === undefined ? {} : { mcp }),
+      };
+    },
+  },
+  'tools:result': {
+    kind: 'notification',
+    params: '`{call_id, result}`',
+    answer: '`nil`',
+    section: 'tools',
+    decode: (raw) => {
+      const id = field(raw, 'call_id');
+      return {
+        call_id: typeof id === 'string' ? id : undefined,
+        result: field(raw, 'result') ?? {},
+      };
+    },
+  },
+  'tools:truncate': {
+    kind: 'call',
+    params: '`{text, from = "head" \\| "tail", max_lines?, max_bytes?}`',
+    answer: 'the truncation (snake_case)',
+    section: 'tools',
+    decode: truncation,
+  },
+  'tools:format-size': {
+    kind: 'call',
+    params: '`{bytes}`',
+    answer: '`"12.1KB"`',
+    section: 'tools',
+    decode: (raw) => {
+      const bytes = field(raw, 'bytes');
+      return { bytes: typeof bytes === 'number' ? bytes : 0 };
+    },
+  },
+  'tools:writable': {
+    kind: 'call',
+    params: '`{path, base, rw_paths}`',
+    answer: 'boolean',
+    section: 'tools',
+    decode: writable,
+  },
+  'tool:execute': {
+    kind: 'notification',
+    params: '`{bufnr, row}`',
+    answer: '`nil` (`<M-CR>`)',
+    section: 'tools',
+    decode: at,
+  },
+  'tool:cancel': {
+    kind: 'call',
+    params: '`{bufnr, row?}`',
+    answer: '`{cancelled}`',
+    section: 'tools',
+    decode: at,
+  },
+  'tool:cancel-all': {
+    kind: 'call',
+    params: 'none',
+    answer: '`{cancelled}` (how many)',
+    section: 'tools',
+    decode: none,
+  },
+  'tool:background': {
+    kind: 'call',
+    params: '`{bufnr, row?}`',
+    answer: '`{moved}`',
+    section: 'tools',
+    decode: at,
+  },
+  'tool:list': {
+    kind: 'call',
+    params: 'none',
+    answer: 'running tools',
+    section: 'tools',
+    decode: none,
+  },
+  'tool:why': {
+    kind: 'call',
+    params: '`{bufnr, row}`',
+    answer: '`{text}`',
+    section: 'commands',
+    decode: at,
+  },
+  'tool:approve': {
+    kind: 'call',
+    params: '`{bufnr, row}`',
+    answer: '`nil`',
+    section: 'commands',
+    decode: at,
+  },
+  'tool:reject': {
+    kind: 'call',
+    params: '`{bufnr, row, message?}`',
+    answer: '`nil`',
+    section: 'commands',
+    decode: (raw) => ({ ...at(raw), message: text(field(raw, 'message')) }),
+  },
+  'tool:approve-always': {
+    kind: 'call',
+    params: '`{bufnr, row}`',
+    answer: '`{tool, command?}` or `nil`',
+    section: 'commands',
+    decode: at,
+  },
+  'tool:always': {
+    kind: 'call',
+    params: '`{bufnr}`',
+    answer: '`{lines, entries}`',
+    section: 'commands',
+    decode: buf,
+  },
+  'tool:forget-always': {
+    kind: 'call',
+    params: '`{bufnr, tool?}`',
+    answer: '`{removed}`',
+    section: 'commands',
+    decode: (raw) => ({ bufnr: bufnrOf(raw), tool: text(field(raw, 'tool')) }),
+  },
+  'tool:yolo': {
+    kind: 'call',
+    params: '`{bufnr, mode?}`',
+    answer: '`{yolo}`',
+    section: 'commands',
+    decode: (raw) => {
+      const mode = field(raw, 'mode');
+      return { bufnr: bufnrOf(raw), mode: mode === 'on' || mode === 'off' ? mode : 'toggle' };
+    },
+  },
+  'tool:cancel-pending': {
+    kind: 'call',
+    params: '`{bufnr}`',
+    answer: '`{cancelled}` (how many)',
+    section: 'commands',
+    decode: buf,
+  },
+  'approval:define': {
+    kind: 'notification',
+    params: '`{resolvers = {{name, priority?, description?}, …}}`',
+    answer: '`nil`',
+    section: 'approval-and-autopilot',
+    decode: (raw) => ({ resolvers: listOf<LuaResolverSpec>(field(raw, 'resolvers')) }),
+  },
+  'autopilot:resume': {
+    kind: 'notification',
+    params: '`{bufnr, token}`',
+    answer: '`nil`',
+    section: 'approval-and-autopilot',
+    decode: token,
+  },
+  'autopilot:cancelled': {
+    kind: 'notification',
+    params: '`{bufnr, token}`',
+    answer: '`nil`',
+    section: 'approval-and-autopilot',
+    decode: token,
+  },
+  'autopilot:status': {
+    kind: 'call',
+    params: '`{bufnr}`',
+    answer: '`{lines, state, iteration}`',
+    section: 'approval-and-autopilot',
+    decode: buf,
+  },
+  'secrets:define': {
+    kind: 'notification',
+    params: '`{resolvers = {{name, priority}, …}}`',
+    answer: '`nil`',
+    section: 'credentials',
+    decode: (raw) => ({ resolvers: listOf<LuaSecretsSpec>(field(raw, 'resolvers')) }),
+  },
+  'secrets:invalidate': {
+    kind: 'notification',
+    params: '`{kind, service}` or `{all = true}`',
+    answer: '`nil`',
+    section: 'credentials',
+    decode: (raw) => {
+      const kind = field(raw, 'kind');
+      const service = field(raw, 'service');
+      return {
+        all: field(raw, 'all') === true,
+        kind: typeof kind === 'string' ? kind : undefined,
+        service: typeof service === 'string' ? service : undefined,
+      };
+    },
+  },
+  'sandbox:define': {
+    kind: 'notification',
+    params: '`{backends = {{name, priority, description?, replace?}, …}}`',
+    answer: '`nil`',
+    section: 'sandbox-backends',
+    decode: (raw) => ({ backends: listOf<unknown>(field(raw, 'backends')) }),
+  },
+  'sandbox:status': {
+    kind: 'call',
+    params: '`{bufnr}`',
+    answer: '`{lines, …}`',
+    section: 'tools',
+    decode: buf,
+  },
+  'mcp:status': {
+    kind: 'call',
+    params: 'none',
+    answer: '`{lines, servers}`',
+    section: 'commands',
+    decode: none,
+  },
+  'mcp:restart': {
+    kind: 'call',
+    params: '`{server?}`',
+    answer: '`{restarted}`',
+    section: 'commands',
+    decode: (raw) => ({ server: text(field(raw, 'server')) }),
+  },
+};
+
+/**
+ * The one Lua → host message that is not an action: an asynchronous request (`host.call`),
+ * `[id, method, params]`, answered with `rpc.reply`.
+ */
+export const CALL = 'call';
+
+export const CALL_DOC: Doc = {
+  params: '`id, method, params`',
+  answer: 'a later `rpc.reply`',
+  section: 'call-asynchronous-requests',
+};

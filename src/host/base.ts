@@ -1,0 +1,68 @@
+// What every service of the host may use: the editor's adapters and the host's own facts. The
+// services themselves are built by the wiring (`context.ts`) and handed to each other as narrow
+// interfaces, never through this object, so that no service imports another's module in a circle.
+import type { ReferenceCache } from '../core/chat/references.js';
+import type { SdkLoader } from '../core/provider/sdk.js';
+import type { ProcessManager } from '../core/tools/background.js';
+import type { Probes } from '../core/tools/probes.js';
+import type { SandboxBackendRegistry } from '../core/tools/sandbox/index.js';
+import type { SchemaValidator } from '../core/tools/validate.js';
+import type { DocumentStore } from '../editor/documents.js';
+import type { HookEmitter } from '../editor/hooks.js';
+import type { LuaBridge } from '../editor/lua.js';
+import type { WriteScheduler } from '../editor/writequeue.js';
+import type { ConfigStore } from './config.js';
+import type { FileLogger } from './log.js';
+import type { SecretsService } from './secrets.js';
+
+declare const __FLEMMA_VERSION__: string;
+declare const __FLEMMA_SOURCE_HASH__: string;
+
+export const HOST_VERSION = typeof __FLEMMA_VERSION__ === 'string' ? __FLEMMA_VERSION__ : 'dev';
+export const SOURCE_HASH =
+  typeof __FLEMMA_SOURCE_HASH__ === 'string' ? __FLEMMA_SOURCE_HASH__ : 'dev';
+
+export interface HostBase {
+  readonly lua: LuaBridge;
+  readonly hooks: HookEmitter;
+  readonly writes: WriteScheduler;
+  readonly sdks: SdkLoader;
+  readonly documents: DocumentStore;
+  readonly secrets: SecretsService;
+  /** Lua's configuration, parsed once per generation. */
+  readonly config: ConfigStore;
+  readonly logger: FileLogger;
+  // What src/core keeps for the host's lifetime (it keeps nothing in module variables; see
+  // docs/architecture.md, "State"): made once by the wiring and handed to the code that uses it.
+  /** Files read for `@./file` references, kept while unchanged. */
+  readonly references: ReferenceCache;
+  /** Ajv and the tool schemas it compiled. */
+  readonly validator: SchemaValidator;
+  /** The sandbox backends: bwrap, those of JavaScript tool modules, Lua's proxies. */
+  readonly sandboxBackends: SandboxBackendRegistry;
+  /** The background processes of the `process_*` tools. */
+  readonly processes: ProcessManager;
+  /** Which search programs `grep` and `find` found. */
+  readonly probes: Probes;
+  readonly startedAt: number;
+  readonly logFile: string | undefined;
+}
+
+/** Messages to the user (`Flemma: …`), without waiting for Neovim. */
+export function notifier(base: Pick<HostBase, 'lua'>): {
+  warn(message: string): void;
+  info(message: string): void;
+  error(message: string): void;
+} {
+  return {
+    warn: (message) => {
+      base.lua.notify('notify', { level: 'warn', message });
+    },
+    info: (message) => {
+      base.lua.notify('notify', { level: 'info', message });
+    },
+    error: (message) => {
+      base.lua.notify('notify', { level: 'error', message });
+    },
+  };
+}

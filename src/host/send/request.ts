@@ -1,0 +1,409 @@
+// Building a request from a chat buffer: its prompt assembled and rendered (templates in Neovim,
+// file references read within what the buffer's trust allows), its provider, model, parameters,
+// credential and tools. The send streams what this builds; `:Flemma usage:estimate` counts it.
+import { homedir } from 'node:os';
+import { basename } from 'node:path';
+import type { Message } from '../../core/chat/ast.js';
+import { assemblePrompt, type Prompt } from '../../core/chat/prompt.js';
+import { readReference } from '../../core/chat/references.js';
+import { type RenderedPrompt, renderPrompt } from '../../core/chat/render.js';
+import { resolveThinking, type ThinkingParameters } from '../../core/provider/thinking.js';
+import {
+  type EvaluatedMessage,
+  type ProviderAdapter,
+  ProviderError,
+  type ProviderRequest,
+  type ToolSpec,
+} from '../../core/provider/types.js';
+import { DEFAULT_STREAM_IDLE_MS } from '../../core/provider/watchdog.js';
+import {
+  type ToolCalling,
+  type XmlLibrary,
+  callingMode,
+  loadXml,
+  xmlMessages,
+} from '../../core/tools/xml.js';
+import { pricingFor } from '../../core/usage/cost.js';
+import type { Config } from '../../core/config/config.js';
+import type { DocumentState } from '../../editor/documents.js';
+import type { HostBase } from '../base.js';
+import { type EditorContext, fetchEditorContext, KNOWN_ENV } from '../editor-context.js';
+import { PROVIDERS, type ProviderParameters } from '../providers.js';
+import type { ToolCatalogue } from '../tools/catalogue.js';
+import { trace } from '../../editor/trace.js';
+import { referenceScope } from '../trust-check.js';
+
+const DEFAULT_MAX_TOKENS = 8192;
+
+function maxTokens(value: number | string): number {
+  if (typeof value === 'number') return value;
+  const percent = typeof value === 'string' ? /^(\d+)%$/.exec(value) : null;
+  // NOTE: model limits arrive with the model tables (issue 8); until then "N%" is of 8192.
+  if (percent !== null)
+    return Math.max(1024, Math.floor((DEFAULT_MAX_TOKENS * Number(percent[1])) / 100));
+  return DEFAULT_MAX_TOKENS / 2;
+}
+
+/** A request ready to go (see `RequestBuilder.prepare`). */
+export interface PreparedRequest {
+  state: DocumentState;
+  editor: EditorContext;
+  config: Config;
+  providerName: string;
+  model: string;
+  adapter: ProviderAdapter;
+  request: ProviderRequest;
+  /** `tools.calling` for this provider and model; `xml` carries the XML library it needs. */
+  calling: ToolCalling;
+  xml?: XmlLibrary;
+  /**
+   * After the provider refused the credential (401): forget it and resolve it again; a new
+   * adapter when that gives a different value, else undefined.
+   */
+  reauthorize(): Promise<ProviderAdapter | undefined>;
+}
+
+export interface RequestDeps {
+  base: HostBase;
+  catalogue: Pick<
+    ToolCatalogue,
+    | 'specsFor'
+    | 'systemSection'
+    | 'registry'
+    | 'personalityTools'
+    | 'toolNames'
+    | 'readsResultReferences'
+  >;
+  /** Each message's part of the trust digest, across parses. */
+  memo: WeakMap<Message, string>;
+}
+
+function dollars(value: number): string {
+  return `$${value.toFixed(value < 1 ? 4 : 2)}`;
+}
+
+export class RequestBuilder {
+  /** Per buffer, the refused options the user was last told about (see `prepare`). */
+  private readonly refusedShown = new Map<number, string>();
+
+  constructor(private readonly deps: RequestDeps) {}
+
+  /** The buffer went away: forget what was said about it. */
+  forget(bufnr: number): void {
+    this.refusedShown.delete(bufnr);
+  }
+
+  /**
+   * Everything a request needs, as the send would make it: the buffer's prompt rendered, its
+   * provider and model, the credential, the adapter and the request. Undefined (after telling
+   * the user why) when it cannot be made. `:Flemma usage:estimate` uses it too.
+   */
+  async prepare(
+    bufnr: number,
+    context: EditorContext | undefined,
+    onConfig?: (config: Config) => void,
+  ): Promise<PreparedRequest | undefined> {
+    const ctx = this.deps.base;
+    const state = await ctx.documents.attach(bufnr);
+    if (state === undefined) return undefined;
+    const prompt = assemblePrompt(state.document);
+    if (!prompt.messages.some((message) => message.role === 'user')) {
+      ctx.lua.notify('notify', {
+        level: 'warn',
+        message: 'Nothing to send: write a @You: message first.',
+      });
+      return undefined;
+    }
+    const editor =
+      context ??
+      (await fetchEditorContext(ctx.lua, bufnr, state.document, this.deps.catalogue.toolNames(), {
+        memo: this.deps.memo,
+        config: ctx.config,
+      }));
+    if (editor.problem !== undefined) {
+      // The frontmatter failed, or may not run: nothing is sent and the buffer stays as it is.
+      ctx.lua.notify('notify', { level: 'error', message: editor.problem });
+      return undefined;
+    }
+    this.tellRefused(bufnr, editor);
+    const config = editor.config;
+    onConfig?.(config);
+    const env = editor.env;
+    const providerName = config.provider;
+    const entry = PROVIDERS[providerName];
+    const fail = (message: string): void => {
+      ctx.lua.notify('notify', { level: 'error', message: `${providerName}: ${message}` });
+    };
+    if (entry === undefined) {
+      fail(`unknown provider (available: ${Object.keys(PROVIDERS).sort().join(', ')})`);
+      return undefined;
+    }
+    const parameters = config.parameters;
+    const specific = (parameters[providerName] ?? {}) as ProviderParameters;
+    const envValue = async (names: string[]): Promise<string | undefined> => {
+      if (names.every((name) => KNOWN_ENV.includes(name))) {
+        return names.map((name) => env[name]).find((value) => value !== undefined);
+      }
+      return (await ctx.lua.call('env.first', { names }))?.value;
+    };
+    const baseURL =
+      specific.base_url ??
+      (entry.baseUrlEnv === undefined ? undefined : await envValue([entry.baseUrlEnv]));
+    const missing = entry.missing?.({ parameters: specific, baseURL });
+    if (missing !== undefined) {
+      fail(missing);
+      return undefined;
+    }
+    const spec = entry.credential(specific);
+    const secretsConfig = config.secrets;
+    const resolveCredential = async (
+      quiet = false,
+    ): Promise<{ ok: true; value: string | undefined } | { ok: false }> => {
+      if (spec === undefined) return { ok: true, value: undefined };
+      const optional = entry.credentialOptional === true;
+      const found = await ctx.secrets.resolve(spec, {
+        env,
+        known: KNOWN_ENV,
+        ...(secretsConfig === undefined ? {} : { config: secretsConfig }),
+        quick: optional,
+      });
+      if (found.ok) return { ok: true, value: found.value };
+      if (optional) return { ok: true, value: undefined };
+      if (!quiet) fail(found.message);
+      return { ok: false };
+    };
+    const resolved = await resolveCredential();
+    if (!resolved.ok) return undefined;
+    const credential = resolved.value;
+    trace('send:env');
+    const model = config.model ?? entry.defaultModel;
+    if (model === undefined) {
+      fail('set the model to use (model = "…" in setup() or the frontmatter)');
+      return undefined;
+    }
+    const timeout = parameters.timeout;
+    // The stream watchdog (src/core/provider/watchdog.ts): the provider's own value wins.
+    const idle = [specific['stream_idle_timeout'], parameters['stream_idle_timeout']].find(
+      (value): value is number => typeof value === 'number' && value >= 1,
+    );
+    const connect = (value: string | undefined): ProviderAdapter =>
+      entry.create(
+        {
+          credential: value ?? '',
+          baseURL,
+          parameters: specific,
+          // NOTE: the send retries by itself (below), so that each attempt shows in the indicator.
+          maxRetries: 0,
+          timeoutMs: timeout * 1000,
+          streamIdleMs: idle === undefined ? DEFAULT_STREAM_IDLE_MS : idle * 1000,
+        },
+        ctx.sdks,
+      );
+    const adapter = connect(credential);
+    /** After a 401: the credential again, past the cache; a new adapter when it changed. */
+    const reauthorize = async (): Promise<ProviderAdapter | undefined> => {
+      if (spec === undefined) return undefined;
+      ctx.secrets.invalidate(spec.kind, spec.service);
+      const again = await resolveCredential(true);
+      if (!again.ok || again.value === undefined || again.value === credential) return undefined;
+      return connect(again.value);
+    };
+    const tools = this.deps.catalogue.specsFor(config.tools.__list, config);
+    let evaluated: RenderedPrompt;
+    try {
+      trace('send:render');
+      evaluated = await this.render(bufnr, prompt, editor, tools);
+      trace('send:rendered');
+    } catch (error) {
+      // A template or a file reference failed: nothing is sent, the buffer stays as it is.
+      const message = error instanceof Error ? error.message : String(error);
+      ctx.lua.notify('notify', { level: 'error', message });
+      return undefined;
+    }
+    // The tools' own system prompts (CodeCompanion `system_prompt`), or in XML tool calling the
+    // whole description of the tools and the format (docs/tools.md, "XML tool calling").
+    const calling = callingMode(config.tools.calling, providerName, model);
+    const xml = calling === 'xml' ? await loadXml() : undefined;
+    const section = this.deps.catalogue.systemSection(tools, calling, xml);
+    const system =
+      section === ''
+        ? evaluated.system
+        : [evaluated.system, section].filter((t) => t !== '').join('\n\n');
+    const request: ProviderRequest = {
+      model,
+      system,
+      // Providers see API names (`file.read` → `file_read`); replies are mapped back in `consume`.
+      // In XML tool calling the tools are described in the system prompt instead.
+      messages:
+        xml === undefined
+          ? toApiNames(evaluated.messages, (name) => this.deps.catalogue.registry.apiName(name))
+          : xmlMessages(evaluated.messages, xml),
+      tools:
+        xml === undefined
+          ? tools.map((tool) => ({
+              ...tool,
+              name: this.deps.catalogue.registry.apiName(tool.name),
+            }))
+          : [],
+      maxTokens: maxTokens(parameters.max_tokens),
+      cacheRetention: parameters.cache_retention,
+    };
+    if (typeof parameters.temperature === 'number') request.temperature = parameters.temperature;
+    const thinking = resolveThinking(
+      providerName,
+      model,
+      parameters as ThinkingParameters,
+      specific as ThinkingParameters,
+      request.maxTokens,
+    );
+    if (thinking !== undefined) request.thinking = thinking;
+    const prepared: PreparedRequest = {
+      state,
+      editor,
+      config,
+      providerName,
+      model,
+      adapter,
+      request,
+      calling,
+      reauthorize,
+    };
+    if (xml !== undefined) prepared.xml = xml;
+    return prepared;
+  }
+
+  /**
+   * A file that is not trusted is sent without the options that need trust: say so once (again
+   * when the list changes), the diagnostics and `:Flemma status` have the details.
+   */
+  private tellRefused(bufnr: number, editor: EditorContext): void {
+    const keys = [...new Set(editor.refused.map((item) => item.key))];
+    const id = keys.join('\0');
+    if (id === (this.refusedShown.get(bufnr) ?? '')) return;
+    this.refusedShown.set(bufnr, id);
+    if (keys.length === 0) return;
+    const name = editor.facts.filename === null ? 'this chat' : basename(editor.facts.filename);
+    const what = keys.length === 1 ? (keys[0] ?? '') : `${String(keys.length)} options`;
+    this.deps.base.lua.notify('notify', {
+      level: 'warn',
+      message: `${name}: ${what} not applied until :trust (:Flemma status)`,
+    });
+  }
+
+  /**
+   * Templates rendered in Neovim (one call for the whole prompt, with the frontmatter's
+   * variables) and file references read relative to the chat's directory.
+   */
+  private render(
+    bufnr: number,
+    prompt: Prompt,
+    editor: EditorContext,
+    tools: readonly ToolSpec[],
+  ): Promise<RenderedPrompt> {
+    const ctx = this.deps.base;
+    // A file that is not trusted reads only inside its own directory tree.
+    const { baseDir, scope } = referenceScope(editor);
+    return renderPrompt(prompt, {
+      renderTemplates: async (jobs) => {
+        // A job with no `{% %}` needs only its expressions evaluated: their text stays here and
+        // the values are spliced in (a long chat's messages do not travel to Lua and back).
+        const spliced = jobs.map((segments) =>
+          segments.every((segment) => segment.kind !== 'code'),
+        );
+        trace('send:lua-render');
+        const answer = await ctx.lua.call('template.render', {
+          bufnr,
+          digest: editor.digest,
+          variables: editor.variables,
+          jobs: jobs.map((segments, index) =>
+            spliced[index] === true
+              ? { spliced: true, segments: segments.filter((segment) => segment.kind !== 'text') }
+              : { segments },
+          ),
+          // For personalities (`include("urn:flemma:personality:…")`).
+          tools: this.deps.catalogue.personalityTools(tools),
+        });
+        trace('send:lua-rendered');
+        if (answer.untrusted !== undefined) return { error: answer.untrusted };
+        if (answer.error !== undefined) return { error: `Template error: ${answer.error}` };
+        const results = answer.texts ?? [];
+        return {
+          texts: jobs.map((segments, index) => {
+            const result = results[index];
+            if (!Array.isArray(result)) return result ?? '';
+            let next = 0;
+            return segments
+              .map((segment) => (segment.kind === 'text' ? segment.text : (result[next++] ?? '')))
+              .join('');
+          }),
+        };
+      },
+      readReference: (reference) =>
+        readReference(reference, baseDir, homedir(), scope, ctx.references),
+      readsResultReferences: (name) => this.deps.catalogue.readsResultReferences(name),
+    });
+  }
+
+  /**
+   * `:Flemma usage:estimate`: the input tokens of the buffer's next request, from its provider's
+   * counting endpoint; shown, and announced with `usage:estimated`.
+   */
+  async estimate(
+    bufnr: number,
+  ): Promise<{ input_tokens: number; cost?: number; provider: string; model: string } | null> {
+    const ctx = this.deps.base;
+    const prepared = await this.prepare(bufnr, undefined);
+    if (prepared === undefined) return null;
+    const { adapter, providerName: provider, model } = prepared;
+    if (adapter.countTokens === undefined) {
+      ctx.lua.notify('notify', {
+        level: 'warn',
+        message: `${provider}: this provider has no token-counting endpoint; usage:estimate is not supported`,
+      });
+      return null;
+    }
+    let tokens: number;
+    try {
+      tokens = await adapter.countTokens(prepared.request, AbortSignal.timeout(60_000));
+    } catch (error) {
+      const message = error instanceof ProviderError ? error.describe() : String(error);
+      ctx.logger.warn(`usage estimate failed: ${message}`);
+      ctx.lua.notify('notify', { level: 'error', message: `usage:estimate: ${message}` });
+      return null;
+    }
+    const pricing = pricingFor(provider, model);
+    const cost = pricing === undefined ? undefined : (tokens * pricing.input) / 1_000_000;
+    // Short, so that it fits the command line without a hit-enter prompt.
+    ctx.lua.notify('notify', {
+      level: 'info',
+      message:
+        `Next request: ${tokens.toLocaleString('en-US')} input tokens` +
+        (cost === undefined ? '' : `, ≈ ${dollars(cost)}`) +
+        ` (${model})`,
+    });
+    ctx.hooks.post('usage:estimated', { bufnr, provider, model, input_tokens: tokens });
+    return cost === undefined
+      ? { input_tokens: tokens, provider, model }
+      : { input_tokens: tokens, cost, provider, model };
+  }
+}
+
+/** The messages with every tool name as the provider sees it. */
+function toApiNames(
+  messages: EvaluatedMessage[],
+  apiName: (name: string) => string,
+): EvaluatedMessage[] {
+  return messages.map((message) => {
+    if (!message.parts.some((part) => part.kind === 'tool_use' || part.kind === 'tool_result')) {
+      return message;
+    }
+    return {
+      ...message,
+      parts: message.parts.map((part) =>
+        part.kind === 'tool_use' || part.kind === 'tool_result'
+          ? { ...part, name: apiName(part.name) }
+          : part,
+      ),
+    } as EvaluatedMessage;
+  });
+}

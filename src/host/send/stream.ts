@@ -1,0 +1,386 @@
+// Streaming a reply into a chat buffer (behaviour.md §2.13): the `@Assistant:` marker and the
+// lock, the request's events written as they come (batched per frame), progress, retries of a
+// request that failed before any content, a credential resolved again after a 401, cancel, and
+// errors that leave the buffer as it was (or keep what arrived, marked as interrupted).
+import { randomBytes } from 'node:crypto';
+import type { Message } from '../../core/chat/ast.js';
+import { ReplyLayout, openingLines } from '../../core/chat/reply.js';
+import {
+  type ProviderAdapter,
+  ProviderError,
+  type ProviderEvent,
+} from '../../core/provider/types.js';
+import { XmlToolExtractor, extractXmlToolCalls } from '../../core/tools/xml.js';
+import { sleep } from '../../core/util/sleep.js';
+import type { BufferWriter } from '../../editor/writequeue.js';
+import type { HostBase } from '../base.js';
+import {
+  type ContextQuestion,
+  contextQuestion,
+  type EditorContext,
+  resolveContext,
+} from '../editor-context.js';
+import type { ToolCatalogue } from '../tools/catalogue.js';
+import type { Verdicts } from '../tools/verdicts.js';
+import { trace } from '../../editor/trace.js';
+import type { SendOptions, UsageTracker } from '../usage.js';
+import type { Config } from '../../core/config/config.js';
+import type { LuaParams } from '../../editor/protocol/index.js';
+import type { PreparedRequest, RequestBuilder } from './request.js';
+
+/** What the progress indicator shows (`progress.update`). */
+type Progress = LuaParams<'progress.update'>;
+
+export type SendStatus = 'completed' | 'cancelled' | 'errored';
+
+/** Attempts for a request that fails before any content (429, 529, 5xx, a lost connection). */
+const MAX_ATTEMPTS = 3;
+
+/**
+ * How long to wait before trying again, or undefined when the failure is final: not retryable,
+ * after content arrived, after a cancel, or out of attempts. `retry-after` wins (up to a minute);
+ * otherwise 1 s, 2 s, … with ±20 % jitter.
+ */
+export function retryDelay(
+  error: unknown,
+  attempt: number,
+  hasContent: boolean,
+  aborted: boolean,
+  random: () => number = Math.random,
+): number | undefined {
+  if (aborted || hasContent || attempt >= MAX_ATTEMPTS) return undefined;
+  if (!(error instanceof ProviderError) || !error.retryable) return undefined;
+  if (error.retryAfterMs !== undefined) return Math.min(error.retryAfterMs, 60_000);
+  const base = 1000 * 2 ** (attempt - 1);
+  return Math.round(base * (0.8 + 0.4 * random()));
+}
+
+/**
+ * Turns a request's events into sink lines (JSON). Consecutive text deltas share one line (up to
+ * 4 KiB): a reply of 20,000 deltas would otherwise cost the editor 20,000 lines.
+ */
+export class SinkTap {
+  private text = '';
+
+  constructor(private readonly write: (line: string) => void) {}
+
+  push(event: ProviderEvent): void {
+    if (event.type === 'text') {
+      this.text += event.text;
+      if (this.text.length >= 4096) this.flush();
+      return;
+    }
+    this.flush();
+    this.write(JSON.stringify(event));
+  }
+
+  flush(): void {
+    if (this.text === '') return;
+    this.write(JSON.stringify({ type: 'text', text: this.text }));
+    this.text = '';
+  }
+}
+
+/**
+ * Starts a stream now (its first `next()` issues the request) and hands it over as an iterable
+ * to be consumed later. A failure before it is consumed is kept for the consumer, not reported
+ * as unhandled.
+ */
+function primed<T>(source: AsyncIterable<T>): AsyncIterable<T> {
+  const iterator = source[Symbol.asyncIterator]();
+  const head = iterator.next();
+  head.catch(() => undefined);
+  let used = false;
+  return {
+    [Symbol.asyncIterator]: (): AsyncIterator<T> => ({
+      next: () => {
+        if (used) return iterator.next();
+        used = true;
+        return head;
+      },
+      return: async (value?: unknown): Promise<IteratorResult<T>> =>
+        iterator.return === undefined ? { done: true, value: value as T } : iterator.return(value),
+    }),
+  };
+}
+
+export interface StreamDeps {
+  base: HostBase;
+  requests: Pick<RequestBuilder, 'prepare'>;
+  usage: Pick<UsageTracker, 'allows' | 'begin'>;
+  catalogue: Pick<ToolCatalogue, 'isReady' | 'whenReady' | 'registry' | 'fromWire' | 'toolNames'>;
+  verdicts: Pick<Verdicts, 'markInvalidInput'>;
+  /** Each message's part of the trust digest, across parses. */
+  memo: WeakMap<Message, string>;
+  /** The editor's context at the end of a completed reply, for the tool loop's next step. */
+  carry(bufnr: number, context: EditorContext): void;
+}
+
+export class Streamer {
+  constructor(private readonly deps: StreamDeps) {}
+
+  /** Build the request, stream the reply into the buffer; the status, or undefined when nothing went. */
+  async run(
+    bufnr: number,
+    controller: AbortController,
+    context: EditorContext | undefined,
+    onConfig: (config: Config) => void,
+    options: SendOptions,
+  ): Promise<SendStatus | undefined> {
+    const ctx = this.deps.base;
+    if (!this.deps.catalogue.isReady()) {
+      ctx.lua.notify('notify', {
+        level: 'info',
+        message: 'Waiting for tool definitions to load...',
+      });
+      if (!(await this.deps.catalogue.whenReady(controller.signal))) {
+        ctx.lua.notify('notify', { level: 'info', message: 'Cancelled queued send.' });
+        return 'cancelled';
+      }
+    }
+    trace('send:run');
+    const prepared = await this.deps.requests.prepare(bufnr, context, onConfig);
+    if (prepared === undefined) return undefined;
+    if (controller.signal.aborted) return 'cancelled';
+    // The spend cap: past it, nothing goes out without the user's yes.
+    if (!this.deps.usage.allows(bufnr, prepared.config, options)) return undefined;
+    return this.stream(
+      bufnr,
+      prepared,
+      controller,
+      await contextQuestion(bufnr, prepared.state.document, {
+        memo: this.deps.memo,
+        config: ctx.config,
+      }),
+    );
+  }
+  /** A reply's events; in XML tool calling, with the XML tool blocks turned into tool uses. */
+  private events(
+    prepared: PreparedRequest,
+    adapter: ProviderAdapter,
+    signal: AbortSignal,
+  ): AsyncIterable<ProviderEvent> {
+    const events = adapter.stream(prepared.request, signal);
+    if (prepared.xml === undefined) return events;
+    const registry = this.deps.catalogue.registry;
+    const extractor = new XmlToolExtractor(
+      prepared.xml,
+      (name) => registry.get(name)?.inputSchema,
+      () => `xml_${randomBytes(6).toString('hex')}`,
+    );
+    return extractXmlToolCalls(events, extractor);
+  }
+  /** One attempt: stream the reply's events into the buffer. */
+  private async consume(
+    bufnr: number,
+    events: AsyncIterable<ProviderEvent>,
+    layout: ReplyLayout,
+    writer: BufferWriter,
+    stream: string,
+    tap: (event: ProviderEvent) => void,
+  ): Promise<void> {
+    const ctx = this.deps.base;
+    let characters = 0;
+    let lastProgress = 0;
+    let seen = 0;
+    // An update held back by the 100 ms pace goes out at the end of the window, so that a stream
+    // that pauses does not leave a stale count on screen.
+    let trailing: ReturnType<typeof setTimeout> | undefined;
+    let latest: Progress | undefined;
+    const sendProgress = (params: Progress): void => {
+      lastProgress = Date.now();
+      latest = undefined;
+      ctx.lua.notify('progress.update', params);
+    };
+    try {
+      for await (const raw of events) {
+        if (seen++ === 0) trace('send:first-event');
+        // The buffer shows a tool's own name, not the provider-safe one.
+        const event = fromApiNames(raw, (name) => this.deps.catalogue.fromWire(name));
+        tap(event);
+        if (event.type === 'tool_use' && event.invalid !== undefined) {
+          this.deps.verdicts.markInvalidInput(event.id, event.name, event.invalid);
+        }
+        const text = layout.push(event);
+        if (text !== '') writer.append(text, stream);
+        if (event.type === 'warning') {
+          ctx.lua.notify('notify', { level: 'warn', message: event.message });
+        }
+        const now = Date.now();
+        if (event.type === 'text') characters += event.text.length;
+        const phase = event.type === 'progress' ? event.phase : 'streaming';
+        const params: Progress = { bufnr, phase, characters };
+        if (event.type === 'progress') params.characters = event.characters;
+        if (event.type === 'progress' && event.toolName !== undefined) {
+          params.tool = event.toolName;
+        }
+        if (now - lastProgress >= 100) {
+          sendProgress(params);
+        } else {
+          latest = params;
+          trailing ??= setTimeout(
+            () => {
+              trailing = undefined;
+              if (latest !== undefined) sendProgress(latest);
+            },
+            100 - (now - lastProgress),
+          );
+        }
+      }
+    } finally {
+      if (trailing !== undefined) clearTimeout(trailing);
+    }
+  }
+  private async stream(
+    bufnr: number,
+    prepared: PreparedRequest,
+    controller: AbortController,
+    question: ContextQuestion,
+  ): Promise<SendStatus> {
+    const lines = prepared.state.lines;
+    let adapter = prepared.adapter;
+    const ctx = this.deps.base;
+    const writer = ctx.writes.buffer(bufnr);
+    const stream = `reply-${String(Date.now())}`;
+    const lastRow = lines.length - 1;
+    const lastLine = lines[lastRow] ?? '';
+    const opening = openingLines(lastLine);
+    const meter = this.deps.usage.begin(bufnr, prepared);
+    const markerRow = lastRow + opening.length - 1;
+    // The editor's side of the start goes out first, as one message, so that Neovim works on it
+    // while the SDK serialises and sends the request (a long chat's JSON keeps the event loop
+    // busy for a while): the buffer locked (a notification, ahead of the write), the
+    // `@Assistant:` marker, then `send.begin` after it in the same round trip (progress on the
+    // marker's row; the request's stream, event by event as JSON lines, in a hidden buffer
+    // users can watch; then `request:sending`).
+    ctx.lua.notify('buffer.lock', { bufnr, owner: 'request' });
+    const opened = writer.setLines(lastRow, lastRow + 1, opening, [lastLine]);
+    const begun = ctx.writes.callAfterWrites('send.begin', {
+      bufnr,
+      row: markerRow,
+      sink_name: `request/${String(bufnr)}`,
+    });
+    ctx.writes.sendNow();
+    trace('send:http');
+    const first = primed(this.events(prepared, adapter, controller.signal));
+    let sink: { bufnr: number };
+    try {
+      sink = await begun;
+      await opened;
+    } catch (error) {
+      controller.abort();
+      throw error;
+    }
+    const sinkWriter = ctx.writes.buffer(sink.bufnr);
+    const sinkTap = new SinkTap((line) => {
+      sinkWriter.append(line + '\n');
+    });
+    const layout = new ReplyLayout();
+    let status: SendStatus = 'completed';
+    try {
+      let pending: AsyncIterable<ProviderEvent> | undefined = first;
+      let reauthorized = false;
+      for (let attempt = 1; ; attempt++) {
+        try {
+          const events = pending ?? this.events(prepared, adapter, controller.signal);
+          pending = undefined;
+          await this.consume(bufnr, events, layout, writer, stream, (event) => {
+            sinkTap.push(event);
+            meter.observe(event);
+          });
+          trace('send:streamed');
+          break;
+        } catch (error) {
+          if (
+            !reauthorized &&
+            !layout.hasContent &&
+            !controller.signal.aborted &&
+            error instanceof ProviderError &&
+            error.kind === 'authentication'
+          ) {
+            // The provider refused the credential: it is resolved again (a rotated key, an
+            // expired token) and, when that gives another one, the request is made once more.
+            reauthorized = true;
+            const next = await prepared.reauthorize();
+            if (next !== undefined) {
+              ctx.logger.info('the provider refused the credential; trying a newly resolved one');
+              adapter = next;
+              attempt -= 1;
+              continue;
+            }
+          }
+          const wait = retryDelay(error, attempt, layout.hasContent, controller.signal.aborted);
+          if (wait === undefined) throw error;
+          ctx.logger.info(`retrying after ${String(wait)} ms: ${String(error)}`);
+          ctx.lua.notify('progress.update', { bufnr, phase: 'retrying', attempt: attempt + 1 });
+          await sleep(wait, controller.signal);
+        }
+      }
+      if (controller.signal.aborted) {
+        status = 'cancelled';
+        writer.append(layout.interrupt(), stream);
+      }
+    } catch (error) {
+      status = controller.signal.aborted ? 'cancelled' : 'errored';
+      if (status === 'errored') {
+        const message = error instanceof ProviderError ? error.describe() : String(error);
+        ctx.logger.warn(`send failed: ${message}`);
+        ctx.lua.notify('notify', { level: 'error', message });
+        // What arrived before the failure stays, marked as an interrupted reply.
+        writer.append(layout.interrupt(`Response interrupted: ${message}`), stream);
+      } else {
+        writer.append(layout.interrupt(), stream);
+      }
+    }
+    if (layout.hasContent) {
+      writer.append(layout.close(), stream);
+    } else if (status !== 'completed') {
+      // Nothing arrived: leave the buffer as it was before the send.
+      await writer.flushed();
+      const current = await ctx.documents.parsed(bufnr);
+      const row = markerRow;
+      if (current?.lines[row] === '@Assistant:') {
+        await writer.setLines(lastRow, row + 1, [lastLine], current.lines.slice(lastRow, row + 1));
+      }
+    } else {
+      ctx.lua.notify('notify', {
+        level: 'warn',
+        message: 'Request completed but no response was received.',
+      });
+      writer.append(layout.close(), stream);
+    }
+    writer.closeStream(stream);
+    sinkTap.flush();
+    // An open stream keeps every write paced by frames.
+    sinkWriter.closeStream();
+    trace('send:closing');
+    // The editor's side of the end runs once the last text is in, in the same round trip. The
+    // answer carries the editor's context for the tool loop's next step (autopilot), asked now
+    // so that the step need not ask again; the buffer was locked since the send began.
+    const finishing = ctx.writes.callAfterWrites('send.finish', {
+      bufnr,
+      sink: sink.bufnr,
+      context: question.params,
+    });
+    // The next step (the tool loop's) waits for it: it goes now, not on the next tick.
+    ctx.writes.sendNow();
+    const finished = await finishing;
+    if (status === 'completed' && finished.context !== undefined) {
+      this.deps.carry(
+        bufnr,
+        resolveContext(question, finished.context, this.deps.catalogue.toolNames()),
+      );
+    }
+    ctx.writes.forget(sink.bufnr);
+    return status;
+  }
+}
+
+/** A reply's event with tool names as the buffer shows them. */
+function fromApiNames(event: ProviderEvent, canonical: (name: string) => string): ProviderEvent {
+  if (event.type === 'tool_use') return { ...event, name: canonical(event.name) };
+  if (event.type === 'progress' && event.toolName !== undefined) {
+    return { ...event, toolName: canonical(event.toolName) };
+  }
+  return event;
+}
