@@ -214,8 +214,7 @@ export class ChatSession {
           // reply, the last tool's return), when that is fresh; a step the user asked for asks.
           const carried = this.takeCarried();
           const editor = (user ? undefined : carried) ?? (await this.context(state.document));
-          const tools = (editor.config as { tools?: Record<string, unknown> }).tools;
-          return { ...editor, autopilot: autopilotSettings(tools) };
+          return { ...editor, autopilot: autopilotSettings(editor.config.tools) };
         },
         apply: (edits) => results.applyEdits(bufnr, edits),
         waitForUser: (state) => this.waitForUser(state.document),
