@@ -455,6 +455,90 @@ async function toolLoopBenchmark(lane: Lane): Promise<void> {
   }
 }
 
+/**
+ * The first tool loop of a session: like S3 (8 parallel `read` calls, default policy, autopilot
+ * on), but each sample is a fresh Neovim and host with one chat, so every sample is the first
+ * loop its host runs. The reply streams as a model's does: it starts its first call at once and
+ * the rest comes `FLEMMA_BENCH_FIRST_STREAM_MS` later (default 250 ms, less than any model takes
+ * to write 8 calls; 0 sends the whole reply at once). Measured: from the end of that reply to the follow-up
+ * request, checked to carry 8 results; and from `<C-]>` to the first request's body at the
+ * server (the session's first send, which the warm-up must not delay).
+ * `FLEMMA_BENCH_FIRST_RUNS=N` takes another number of samples (default 9).
+ */
+async function firstToolLoopBenchmark(lane: Lane): Promise<void> {
+  const fake = await startFakeProvider();
+  const loops: number[] = [];
+  const sends: number[] = [];
+  const envStream = process.env['FLEMMA_BENCH_FIRST_STREAM_MS'];
+  const streamMs = envStream === undefined || envStream === '' ? 250 : Number(envStream);
+  try {
+    const runs = Number(process.env['FLEMMA_BENCH_FIRST_RUNS'] ?? '') || 9;
+    for (let run = 0; run < runs; run++) {
+      const driver = await startDriver({
+        rtp: [BENCH_RTP],
+        ui: { width: 120, height: 40 },
+        events: ['FlemmaBootComplete', 'FlemmaRequestFinished'],
+        env: { ANTHROPIC_API_KEY: 'sk-bench', ANTHROPIC_BASE_URL: fake.url },
+        setup:
+          'require("flemma").setup({ host = { node = os.getenv("FLEMMA_BENCH_NODE") or "node" } })',
+      });
+      try {
+        for (let i = 1; i <= 8; i++)
+          driver.writeFile(`file${String(i)}.txt`, `contents of file ${String(i)}\n`);
+        await driver.openChat('first.chat', ['@You:', 'Read the files.']);
+        await driver.waitForEvent('FlemmaBootComplete', { timeout: 20000 });
+        const pressed = performance.now();
+        void driver.nvim.input('<C-]>');
+        const request = await fake.nextRequest({ path: /^\/v1\/messages/, timeout: 20000 });
+        sends.push(performance.now() - pressed);
+        const calls = Array.from({ length: 8 }, (_, i) => ({
+          id: `toolu_first_${String(i)}`,
+          name: 'read',
+          input: { label: 'file', path: `file${String(i + 1)}.txt`, offset: null, limit: null },
+        }));
+        const stream = request.stream();
+        const reply = anthropicToolReply(calls);
+        if (streamMs > 0) {
+          // The model starts its first call at once, then takes its time writing the calls.
+          const cut = reply.indexOf('event: content_block_delta');
+          await stream.write(reply.slice(0, cut));
+          await new Promise((resolve) => setTimeout(resolve, streamMs));
+          await stream.write(reply.slice(cut));
+        } else {
+          await stream.write(reply);
+        }
+        const ended = performance.now();
+        benchMark('bench:ended');
+        await stream.end();
+        const follow = await fake.nextRequest({ path: /^\/v1\/messages/, timeout: 20000 });
+        benchMark('bench:follow');
+        loops.push(performance.now() - ended);
+        const messages = (follow.body as { messages: { content: { type: string }[] }[] })
+          .messages;
+        const results = (messages[messages.length - 1]?.content ?? []).filter(
+          (part) => part.type === 'tool_result',
+        );
+        if (results.length !== 8)
+          throw new Error(`first loop: the follow-up carries ${String(results.length)} results`);
+        const answer = follow.stream();
+        await answer.write(anthropicReply(['ok']));
+        await answer.end();
+        while (driver.eventsSeen('FlemmaRequestFinished').length < 2) {
+          await driver.waitForEvent('FlemmaRequestFinished', { after: driver.eventCount });
+        }
+      } finally {
+        await driver.quit();
+      }
+    }
+  } finally {
+    await fake.close();
+  }
+  const name = (metric: string): string => `${metric}[nvim-${lane.lane}]`;
+  report(name('tools.first_loop_stream_end_to_followup.median'), median(loops), 'ms');
+  report(name('tools.first_loop_stream_end_to_followup.max'), Math.max(...loops), 'ms');
+  report(name('send.first_keypress_to_body.median'), median(sends), 'ms');
+}
+
 interface HostInfo {
   memory: { rss: number; max_rss: number };
 }
@@ -541,6 +625,7 @@ async function toolBenchmarks(lane: Lane): Promise<void> {
 const groups: [string, (lane: Lane) => Promise<void>][] = [
   ['tools', toolBenchmarks],
   ['loop', toolLoopBenchmark],
+  ['first', firstToolLoopBenchmark],
   ['send', sendBenchmarks],
   ['start', coldStart],
   ['stream', streaming],
