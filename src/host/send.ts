@@ -34,6 +34,7 @@ import {
 import { resolveThinking, type ThinkingParameters } from '../core/provider/thinking.js';
 import { DEFAULT_STREAM_IDLE_MS } from '../core/provider/watchdog.js';
 import { type SendOptions, UsageTracker } from './usage.js';
+import { toolLoopWarmup } from './warmup.js';
 import { randomBytes } from 'node:crypto';
 import {
   type ToolCalling,
@@ -152,6 +153,8 @@ export interface PreparedRequest {
   /** `tools.calling` for this provider and model; `xml` carries the XML library it needs. */
   calling: ToolCalling;
   xml?: XmlLibrary;
+  /** The tools the request offers (natively or in XML), by their own names. */
+  offered: readonly string[];
   /**
    * After the provider refused the credential (401): forget it and resolve it again; a new
    * adapter when that gives a different value, else undefined.
@@ -452,6 +455,7 @@ export class SendController {
       adapter,
       request,
       calling,
+      offered: tools.map((tool) => tool.name),
       reauthorize,
     };
     if (xml !== undefined) prepared.xml = xml;
@@ -640,6 +644,12 @@ export class SendController {
     ctx.writes.sendNow();
     trace('send:http');
     const first = primed(this.events(prepared, adapter, controller.signal));
+    // Once the reply streams, what a first tool call needs gets ready (src/host/warmup.ts).
+    const warm = toolLoopWarmup({
+      tools: prepared.offered.flatMap((name) => ctx.tools.registry.get(name) ?? []),
+      sandbox: prepared.editor.config['sandbox'],
+      sandboxOverride: prepared.editor.facts.sandbox_override,
+    });
     let sink: { bufnr: number };
     try {
       sink = (await begun) as { bufnr: number };
@@ -662,6 +672,7 @@ export class SendController {
           const events = pending ?? this.events(prepared, adapter, controller.signal);
           pending = undefined;
           await this.consume(bufnr, events, layout, writer, stream, (event) => {
+            warm();
             sinkTap.push(event);
             meter.observe(event);
           });
