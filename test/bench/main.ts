@@ -5,6 +5,9 @@ import { join } from 'node:path';
 import { LuaBridge, rpcPortOf } from '../../src/editor/lua.js';
 import { WriteScheduler } from '../../src/editor/writequeue.js';
 import { parseLines, reparse } from '../../src/core/chat/parser.js';
+import { splitFileReferences } from '../../src/core/chat/filerefs.js';
+import { scanTemplate } from '../../src/core/chat/template.js';
+import type { TextSegment } from '../../src/core/chat/ast.js';
 import { largeChat } from './corpus.js';
 import { startFakeProvider } from '../helpers/fake-provider.js';
 import { ROOT, startDriver } from '../helpers/driver.js';
@@ -122,7 +125,87 @@ function parser(): void {
   );
 }
 
+/**
+ * The template scanner and the file-reference splitter on large and degenerate input (no
+ * Neovim): the figures the unit tests of both used to bound (test/unit/chat-template.test.ts,
+ * chat-filerefs.test.ts check what comes out).
+ */
+function scanners(): void {
+  const at1 = { line: 1, col: 0 };
+  const best = (runs: number, fn: () => void): number => Math.min(...timeIt(runs, fn));
+  // The slowest input, each by the median of 3 runs.
+  const slowest = (inputs: string[], fn: (input: string) => unknown): number =>
+    Math.max(
+      ...inputs.map((input) =>
+        median(
+          timeIt(3, () => {
+            fn(input);
+          }),
+        ),
+      ),
+    );
+  const line = 'The quick brown fox jumps over the lazy dog, é and 🙂 included.\n';
+  const megabyte = line.repeat(Math.ceil(1_000_000 / line.length));
+  const third = Math.floor(megabyte.length / 3);
+  const tagged = `{{ a }}${megabyte.slice(0, third)}{% b %}${megabyte.slice(third)}{{ {c=1} }}`;
+  // Warm up the JIT as a long-running host would be.
+  timeIt(3, () => scanTemplate(tagged, at1));
+  report(
+    'chat.scan_template_1mb.best',
+    best(5, () => scanTemplate(megabyte, at1)),
+    'ms',
+    2,
+  );
+  report(
+    'chat.scan_template_1mb_tags.best',
+    best(5, () => scanTemplate(tagged, at1)),
+    'ms',
+    2,
+  );
+  report(
+    'chat.scan_template_degenerate.max',
+    slowest(
+      [
+        '{{ }}{% %}'.repeat(20_000),
+        `{% ${'- '.repeat(100_000)}`,
+        `{{ ${'"\\"'.repeat(70_000)}`,
+        `{{ ${'[=['.repeat(70_000)}`,
+        '{x}'.repeat(70_000),
+      ],
+      (text) => scanTemplate(text, at1),
+    ),
+    'ms',
+  );
+  const textAt = (value: string): TextSegment => ({
+    kind: 'text',
+    value,
+    span: { startLine: 1, startCol: 0, endLine: 1, endCol: Buffer.byteLength(value) },
+  });
+  const prose = 'Mail me@example.com or @ someone about @You: and more é text here.\n'.repeat(
+    Math.ceil(1_000_000 / 66),
+  );
+  const step = Math.floor(prose.length / 100);
+  let references = '';
+  for (let k = 0; k < 100; k++)
+    references += `${prose.slice(k * step, (k + 1) * step)} see @./a.md. `;
+  timeIt(3, () => splitFileReferences(textAt(references)));
+  report(
+    'chat.filerefs_1mb.best',
+    best(5, () => splitFileReferences(textAt(references))),
+    'ms',
+    2,
+  );
+  report(
+    'chat.filerefs_degenerate.max',
+    slowest(['(@./;'.repeat(40_000), 'x@./'.repeat(50_000), '.@./a'.repeat(40_000)], (value) =>
+      splitFileReferences(textAt(value)),
+    ),
+    'ms',
+  );
+}
+
 parser();
+scanners();
 /**
  * Opening a 1 MB chat: time until it is highlighted and folded on screen (issue 10), and until
  * the host has parsed it and Lua shows its message marks.
@@ -513,8 +596,7 @@ async function firstToolLoopBenchmark(lane: Lane): Promise<void> {
         const follow = await fake.nextRequest({ path: /^\/v1\/messages/, timeout: 20000 });
         benchMark('bench:follow');
         loops.push(performance.now() - ended);
-        const messages = (follow.body as { messages: { content: { type: string }[] }[] })
-          .messages;
+        const messages = (follow.body as { messages: { content: { type: string }[] }[] }).messages;
         const results = (messages[messages.length - 1]?.content ?? []).filter(
           (part) => part.type === 'tool_result',
         );
