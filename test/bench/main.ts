@@ -239,6 +239,8 @@ async function openLargeChat(lane: Lane): Promise<void> {
     );
     report(`chat.open_1mb.structure_shown[nvim-${lane.lane}]`, opened.data['ms'] as number, 'ms');
     report(`chat.open_1mb.main_loop_lag.max[nvim-${lane.lane}]`, Math.max(0, ...lag), 'ms');
+    const motion = await driver.lua<number>('return require("flemma_bench").motions()');
+    report(`chat.open_1mb.motion_redraw.max[nvim-${lane.lane}]`, motion, 'ms');
   } finally {
     await driver.quit();
   }
