@@ -247,7 +247,8 @@ describe('runProcess: stopping', () => {
       expect(sent()).toEqual(['SIGTERM']);
       expect(isAlive(shell)).toBe(true);
       await vi.advanceTimersByTimeAsync(1);
-      expect(sent()).toEqual(['SIGTERM', 0, 'SIGKILL']);
+      // (Once the call is over, a group still alive gets another SIGKILL.)
+      expect(sent().slice(0, 3)).toEqual(['SIGTERM', 0, 'SIGKILL']);
       const result = await running;
       expect(result.signal).toBe('SIGKILL');
       expect(result.cancelled).toBe(true);
