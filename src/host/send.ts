@@ -672,7 +672,7 @@ export class SendController {
           const events = pending ?? this.events(prepared, adapter, controller.signal);
           pending = undefined;
           await this.consume(bufnr, events, layout, writer, stream, (event) => {
-            warm();
+            warm(event);
             sinkTap.push(event);
             meter.observe(event);
           });

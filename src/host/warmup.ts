@@ -14,6 +14,9 @@
 //   delay the request itself. From the first event on, the host mostly waits for the network.
 // - It yields to the event loop before every step, so the stream's events never wait for more
 //   than one step (the longest, compiling the meta-schema, takes about 20 ms on a first run).
+// - It stops when the reply is over (its `done` event): from then on the loop asks for what it
+//   needs itself (a step in flight is shared, not repeated), and warming the rest would only
+//   compete with it for the one thread.
 // - It does only what the loop would do with the same configuration: it compiles the schemas of
 //   the tools the request offers, and it probes the built-in sandbox backends when the sandbox is
 //   on for the buffer. No user code runs early: a backend defined in Lua or in a module is left to
@@ -77,31 +80,45 @@ async function warmSandbox(
     : [registry.get(settings.backend)];
   for (const backend of candidates) {
     if (backend === undefined || !registry.isBuiltinInPlace(backend.name)) return;
-    await nextTurn();
     const answer = await registry.availability(backend.name, settings.backends[backend.name] ?? {});
     if (answer.ok) return;
   }
 }
 
-/** Warms what the first tool call of `input` needs; never rejects. */
-export async function warmToolLoop(input: LoopWarmupInput): Promise<void> {
+/**
+ * Warms what the first tool call of `input` needs, step by step, until `over()` says to stop;
+ * never rejects.
+ */
+export async function warmToolLoop(
+  input: LoopWarmupInput,
+  over: () => boolean = () => false,
+): Promise<void> {
   if (input.tools.length === 0) return;
-  try {
+  /** The next turn of the event loop; false when warming should stop there. */
+  const next = async (): Promise<boolean> => {
     await nextTurn();
+    return !over();
+  };
+  try {
+    if (!(await next())) return;
     trace('warm:start');
     await loadValidator();
-    trace('warm:validator');
     for (const def of input.tools) {
       if (!isSchema(def.inputSchema)) continue;
-      await nextTurn();
+      if (!(await next())) return;
       schemaProblem(def.inputSchema);
     }
     trace('warm:schemas');
-    await nextTurn();
+    if (!(await next())) return;
     await loadExeca();
-    trace('warm:execa');
+    if (!(await next())) return;
     await warmSandbox(input.sandbox, input.sandboxOverride, sandboxBackends);
-    for (const def of input.tools) await TOOL_PROBES[def.name]?.();
+    for (const def of input.tools) {
+      const probe = TOOL_PROBES[def.name];
+      if (probe === undefined) continue;
+      if (!(await next())) return;
+      await probe();
+    }
     trace('warm:done');
   } catch {
     // Warming only: the loop meets the same problem and reports it.
@@ -109,14 +126,16 @@ export async function warmToolLoop(input: LoopWarmupInput): Promise<void> {
 }
 
 /**
- * A function that starts `warmToolLoop(input)` the first time it is called and does nothing
- * after: the send calls it for every event of the reply.
+ * What the send calls with every event of a reply: the first starts `warmToolLoop(input)`, the
+ * reply's `done` stops it.
  */
-export function toolLoopWarmup(input: LoopWarmupInput): () => void {
+export function toolLoopWarmup(input: LoopWarmupInput): (event: { type: string }) => void {
   let started = false;
-  return () => {
-    if (started) return;
+  let over = false;
+  return (event) => {
+    if (event.type === 'done') over = true;
+    if (started || over) return;
     started = true;
-    void warmToolLoop(input);
+    void warmToolLoop(input, () => over);
   };
 }

@@ -124,6 +124,18 @@ describe('warmToolLoop', () => {
     expect(named.probes()).toBe(1);
   });
 
+  it('stops once the reply is over: the loop asks for the rest itself', async () => {
+    const { schema, reads } = countingSchema();
+    const probe = backend('warm-builtin', { builtin: true, priority: 10_000 });
+    await warmToolLoop({ tools: [tool('reader', schema)], sandbox: {} }, () => true);
+    expect([reads(), probe.probes()]).toEqual([0, 0]);
+    // Over after the schemas: the sandbox is left to the loop.
+    let steps = 0;
+    await warmToolLoop({ tools: [tool('reader', schema)], sandbox: {} }, () => ++steps > 2);
+    expect(reads()).toBeGreaterThan(0);
+    expect(probe.probes()).toBe(0);
+  });
+
   it('probes nothing when the sandbox is off for the buffer, or no tool is offered', async () => {
     const probe = backend('warm-builtin', { builtin: true, priority: 10_000 });
     await warmToolLoop({ tools: [tool('reader', PATH_SCHEMA)], sandbox: { enabled: false } });
