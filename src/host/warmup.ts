@@ -3,10 +3,9 @@
 // A session's first tool call used to pay for work that every later call finds done: loading
 // Ajv, compiling its meta-schema and the called tool's input schema, loading execa, probing the
 // sandbox backend (bubblewrap is run once to see that it works) and, for `grep`, finding the
-// search program. Each of these is cached
-// where it lives (src/core/tools/validate.ts, process.ts, the backend registry, grep.ts),
-// so warming means asking for each once, early: while the reply of a request that offers tools
-// streams, rather than after the reply asked for a tool.
+// search program. Each of these is cached where it lives (src/core/tools/validate.ts,
+// process.ts, the backend registry, grep.ts), so warming means asking for each once, early:
+// while the reply of a request that offers tools streams, rather than after it asked for one.
 //
 // Decisions:
 // - It starts with the reply's first event, not with the send: until the request is out, the
