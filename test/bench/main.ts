@@ -6,6 +6,9 @@ import { LuaBridge, rpcPortOf } from '../../src/editor/lua.js';
 import { WriteScheduler } from '../../src/editor/writequeue.js';
 import { countWrites } from '../helpers/write-counter.js';
 import { parseLines, reparse } from '../../src/core/chat/parser.js';
+import { splitFileReferences } from '../../src/core/chat/filerefs.js';
+import { scanTemplate } from '../../src/core/chat/template.js';
+import type { TextSegment } from '../../src/core/chat/ast.js';
 import { largeChat } from './corpus.js';
 import { startFakeProvider } from '../helpers/fake-provider.js';
 import { ROOT, startDriver } from '../helpers/driver.js';
@@ -124,7 +127,87 @@ function parser(): void {
   );
 }
 
+/**
+ * The template scanner and the file-reference splitter on large and degenerate input (no
+ * Neovim): the figures the unit tests of both used to bound (test/unit/chat-template.test.ts,
+ * chat-filerefs.test.ts check what comes out).
+ */
+function scanners(): void {
+  const at1 = { line: 1, col: 0 };
+  const best = (runs: number, fn: () => void): number => Math.min(...timeIt(runs, fn));
+  // The slowest input, each by the median of 3 runs.
+  const slowest = (inputs: string[], fn: (input: string) => unknown): number =>
+    Math.max(
+      ...inputs.map((input) =>
+        median(
+          timeIt(3, () => {
+            fn(input);
+          }),
+        ),
+      ),
+    );
+  const line = 'The quick brown fox jumps over the lazy dog, é and 🙂 included.\n';
+  const megabyte = line.repeat(Math.ceil(1_000_000 / line.length));
+  const third = Math.floor(megabyte.length / 3);
+  const tagged = `{{ a }}${megabyte.slice(0, third)}{% b %}${megabyte.slice(third)}{{ {c=1} }}`;
+  // Warm up the JIT as a long-running host would be.
+  timeIt(3, () => scanTemplate(tagged, at1));
+  report(
+    'chat.scan_template_1mb.best',
+    best(5, () => scanTemplate(megabyte, at1)),
+    'ms',
+    2,
+  );
+  report(
+    'chat.scan_template_1mb_tags.best',
+    best(5, () => scanTemplate(tagged, at1)),
+    'ms',
+    2,
+  );
+  report(
+    'chat.scan_template_degenerate.max',
+    slowest(
+      [
+        '{{ }}{% %}'.repeat(20_000),
+        `{% ${'- '.repeat(100_000)}`,
+        `{{ ${'"\\"'.repeat(70_000)}`,
+        `{{ ${'[=['.repeat(70_000)}`,
+        '{x}'.repeat(70_000),
+      ],
+      (text) => scanTemplate(text, at1),
+    ),
+    'ms',
+  );
+  const textAt = (value: string): TextSegment => ({
+    kind: 'text',
+    value,
+    span: { startLine: 1, startCol: 0, endLine: 1, endCol: Buffer.byteLength(value) },
+  });
+  const prose = 'Mail me@example.com or @ someone about @You: and more é text here.\n'.repeat(
+    Math.ceil(1_000_000 / 66),
+  );
+  const step = Math.floor(prose.length / 100);
+  let references = '';
+  for (let k = 0; k < 100; k++)
+    references += `${prose.slice(k * step, (k + 1) * step)} see @./a.md. `;
+  timeIt(3, () => splitFileReferences(textAt(references)));
+  report(
+    'chat.filerefs_1mb.best',
+    best(5, () => splitFileReferences(textAt(references))),
+    'ms',
+    2,
+  );
+  report(
+    'chat.filerefs_degenerate.max',
+    slowest(['(@./;'.repeat(40_000), 'x@./'.repeat(50_000), '.@./a'.repeat(40_000)], (value) =>
+      splitFileReferences(textAt(value)),
+    ),
+    'ms',
+  );
+}
+
 parser();
+scanners();
 /**
  * Opening a 1 MB chat: time until it is highlighted and folded on screen (issue 10), and until
  * the host has parsed it and Lua shows its message marks.
@@ -158,6 +241,8 @@ async function openLargeChat(lane: Lane): Promise<void> {
     );
     report(`chat.open_1mb.structure_shown[nvim-${lane.lane}]`, opened.data['ms'] as number, 'ms');
     report(`chat.open_1mb.main_loop_lag.max[nvim-${lane.lane}]`, Math.max(0, ...lag), 'ms');
+    const motion = await driver.lua<number>('return require("flemma_bench").motions()');
+    report(`chat.open_1mb.motion_redraw.max[nvim-${lane.lane}]`, motion, 'ms');
   } finally {
     await driver.quit();
   }
@@ -457,6 +542,89 @@ async function toolLoopBenchmark(lane: Lane): Promise<void> {
   }
 }
 
+/**
+ * The first tool loop of a session: like S3 (8 parallel `read` calls, default policy, autopilot
+ * on), but each sample is a fresh Neovim and host with one chat, so every sample is the first
+ * loop its host runs. The reply streams as a model's does: it starts its first call at once and
+ * the rest comes `FLEMMA_BENCH_FIRST_STREAM_MS` later (default 250 ms, less than any model takes
+ * to write 8 calls; 0 sends the whole reply at once). Measured: from the end of that reply to the follow-up
+ * request, checked to carry 8 results; and from `<C-]>` to the first request's body at the
+ * server (the session's first send, which the warm-up must not delay).
+ * `FLEMMA_BENCH_FIRST_RUNS=N` takes another number of samples (default 9).
+ */
+async function firstToolLoopBenchmark(lane: Lane): Promise<void> {
+  const fake = await startFakeProvider();
+  const loops: number[] = [];
+  const sends: number[] = [];
+  const envStream = process.env['FLEMMA_BENCH_FIRST_STREAM_MS'];
+  const streamMs = envStream === undefined || envStream === '' ? 250 : Number(envStream);
+  try {
+    const runs = Number(process.env['FLEMMA_BENCH_FIRST_RUNS'] ?? '') || 9;
+    for (let run = 0; run < runs; run++) {
+      const driver = await startDriver({
+        rtp: [BENCH_RTP],
+        ui: { width: 120, height: 40 },
+        events: ['FlemmaBootComplete', 'FlemmaRequestFinished'],
+        env: { ANTHROPIC_API_KEY: 'sk-bench', ANTHROPIC_BASE_URL: fake.url },
+        setup:
+          'require("flemma").setup({ host = { node = os.getenv("FLEMMA_BENCH_NODE") or "node" } })',
+      });
+      try {
+        for (let i = 1; i <= 8; i++)
+          driver.writeFile(`file${String(i)}.txt`, `contents of file ${String(i)}\n`);
+        await driver.openChat('first.chat', ['@You:', 'Read the files.']);
+        await driver.waitForEvent('FlemmaBootComplete', { timeout: 20000 });
+        const pressed = performance.now();
+        void driver.nvim.input('<C-]>');
+        const request = await fake.nextRequest({ path: /^\/v1\/messages/, timeout: 20000 });
+        sends.push(performance.now() - pressed);
+        const calls = Array.from({ length: 8 }, (_, i) => ({
+          id: `toolu_first_${String(i)}`,
+          name: 'read',
+          input: { label: 'file', path: `file${String(i + 1)}.txt`, offset: null, limit: null },
+        }));
+        const stream = request.stream();
+        const reply = anthropicToolReply(calls);
+        if (streamMs > 0) {
+          // The model starts its first call at once, then takes its time writing the calls.
+          const cut = reply.indexOf('event: content_block_delta');
+          await stream.write(reply.slice(0, cut));
+          await new Promise((resolve) => setTimeout(resolve, streamMs));
+          await stream.write(reply.slice(cut));
+        } else {
+          await stream.write(reply);
+        }
+        const ended = performance.now();
+        benchMark('bench:ended');
+        await stream.end();
+        const follow = await fake.nextRequest({ path: /^\/v1\/messages/, timeout: 20000 });
+        benchMark('bench:follow');
+        loops.push(performance.now() - ended);
+        const messages = (follow.body as { messages: { content: { type: string }[] }[] }).messages;
+        const results = (messages[messages.length - 1]?.content ?? []).filter(
+          (part) => part.type === 'tool_result',
+        );
+        if (results.length !== 8)
+          throw new Error(`first loop: the follow-up carries ${String(results.length)} results`);
+        const answer = follow.stream();
+        await answer.write(anthropicReply(['ok']));
+        await answer.end();
+        while (driver.eventsSeen('FlemmaRequestFinished').length < 2) {
+          await driver.waitForEvent('FlemmaRequestFinished', { after: driver.eventCount });
+        }
+      } finally {
+        await driver.quit();
+      }
+    }
+  } finally {
+    await fake.close();
+  }
+  const name = (metric: string): string => `${metric}[nvim-${lane.lane}]`;
+  report(name('tools.first_loop_stream_end_to_followup.median'), median(loops), 'ms');
+  report(name('tools.first_loop_stream_end_to_followup.max'), Math.max(...loops), 'ms');
+  report(name('send.first_keypress_to_body.median'), median(sends), 'ms');
+}
+
 interface HostInfo {
   memory: { rss: number; max_rss: number };
 }
@@ -618,6 +786,7 @@ async function navigation(lane: Lane): Promise<void> {
 const groups: [string, (lane: Lane) => Promise<void>][] = [
   ['tools', toolBenchmarks],
   ['loop', toolLoopBenchmark],
+  ['first', firstToolLoopBenchmark],
   ['send', sendBenchmarks],
   ['start', coldStart],
   ['stream', streaming],

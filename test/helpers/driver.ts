@@ -259,6 +259,62 @@ export class Driver {
     return this.waitFor(this.eventWaiters, match, options.timeout ?? 10000, `User ${pattern}`);
   }
 
+  /**
+   * Wait until the Lua `condition` (`...` receives `args`) returns true. Neovim checks it itself
+   * (`vim.wait` with a condition) each time it has handled something: an RPC message, a timer, a
+   * scheduled callback. For states no event announces (extmarks, diagnostics, folds), never for
+   * what Neovim draws (see docs/testing.md). Fails after `timeout` ms (10 s by default), naming
+   * the condition.
+   */
+  async waitUntil(
+    condition: string,
+    options: { args?: unknown[]; timeout?: number } = {},
+  ): Promise<void> {
+    const timeout = options.timeout ?? 10000;
+    const met = await this.lua<boolean>(
+      `local timeout, code, args = ...
+      local check = assert(loadstring(code))
+      return vim.wait(timeout, function() return check(unpack(args)) == true end, 5)`,
+      timeout,
+      condition,
+      options.args ?? [],
+    );
+    if (!met) throw new Error(`timed out after ${String(timeout)} ms waiting until: ${condition}`);
+  }
+
+  /**
+   * Wait until the extmarks of a namespace (by name) in a buffer satisfy `until`, a Lua
+   * expression over `marks` (as `extmarks` returns them), `bufnr` and `value` (any value from
+   * the test); by default, that there is one. Returns them.
+   */
+  async waitForExtmarks(
+    namespace: string,
+    options: { bufnr?: number; until?: string; value?: unknown } = {},
+  ): Promise<[number, number, number, Record<string, unknown>][]> {
+    const bufnr = options.bufnr ?? 0;
+    await this.waitUntil(
+      `local name, bufnr, value = ...
+      local ns = vim.api.nvim_get_namespaces()[name]
+      local marks = ns and vim.api.nvim_buf_get_extmarks(bufnr, ns, 0, -1, { details = true }) or {}
+      return ${options.until ?? '#marks > 0'}`,
+      { args: [namespace, bufnr, options.value ?? null] },
+    );
+    return this.extmarks(namespace, bufnr);
+  }
+
+  /**
+   * Resolves once Neovim has run every callback scheduled (`vim.schedule`) before this call, such
+   * as the work a buffer change queued for the next tick.
+   */
+  async afterScheduled(): Promise<void> {
+    const ran = await this.lua<boolean>(
+      `local ran = false
+      vim.schedule(function() ran = true end)
+      return vim.wait(10000, function() return ran end, 5)`,
+    );
+    if (!ran) throw new Error('timed out after 10000 ms waiting for the scheduled callbacks');
+  }
+
   /** How many events were seen so far (pass as `after` to wait only for newer ones). */
   get eventCount(): number {
     return this.events.length;

@@ -294,11 +294,17 @@ describe('the approval cycle', () => {
         ? row
         : undefined;
     };
-    let row = await spinnerRow();
-    for (let i = 0; i < 100 && row === undefined; i++) {
-      await d.lua('vim.wait(20)');
-      row = await spinnerRow();
-    }
+    await d.waitForExtmarks('flemma.tool_status', {
+      bufnr: buf,
+      until: `(function()
+        local row = vim.fn.index(vim.api.nvim_buf_get_lines(bufnr, 0, -1, false), "**Tool Result:** \`toolu_S\`")
+        for _, mark in ipairs(marks) do
+          if mark[2] == row and vim.inspect(mark[4].virt_text):find("Executing", 1, true) then return true end
+        end
+        return false
+      end)()`,
+    });
+    const row = await spinnerRow();
     expect(row).toBeDefined();
     const lines = await d.lines(buf);
     expect(lines.slice(row, (row ?? 0) + 4)).toEqual([
@@ -435,15 +441,11 @@ describe('the approval cycle', () => {
     await d.press(':Flemma tool:why<CR>');
     await d.waitForNotification(/echo_tool \(toolu_Q\): require_approval — no resolver decided/);
     await d.press(':Flemma tool:approve<CR>');
-    for (let i = 0; i < 100; i++) {
-      const lines = await d.lines();
-      if (
-        lines.includes('```flemma:tool status=approved') &&
-        !lines.includes('```flemma:tool status=pending')
-      )
-        break;
-      await d.lua('vim.wait(20)');
-    }
+    await d.waitUntil(
+      `local lines = vim.api.nvim_buf_get_lines(0, 0, -1, false)
+      return vim.tbl_contains(lines, "\`\`\`flemma:tool status=approved")
+        and not vim.tbl_contains(lines, "\`\`\`flemma:tool status=pending")`,
+    );
     const lines = await d.lines();
     expect(lines[fenceLineOf(lines, 'toolu_Q') - 1]).toBe('```flemma:tool status=approved');
     const row = lines.indexOf('**Tool Result:** `toolu_W`') + 1;

@@ -251,10 +251,7 @@ describe('YAML and custom frontmatter languages', () => {
     );
     await d.openChat('kv.chat', ['```kv', 'temperature = 0.2', '```', '@You:', 'Hello']);
     await d.waitForEvent('FlemmaBootComplete');
-    for (let i = 0; i < 100 && (await d.lua<number>('return #vim.diagnostic.get(0)')) > 0; i++) {
-      await d.lua('vim.wait(20)');
-    }
-    expect(await d.lua('return #vim.diagnostic.get(0)')).toBe(0);
+    await d.waitUntil('return #vim.diagnostic.get(0) == 0');
     await d.command('Flemma send');
     const request = await f.nextRequest({ path: '/v1/messages' });
     expect((request.body as AnthropicBody).temperature).toBe(0.2);
@@ -291,14 +288,12 @@ describe(':Flemma status', () => {
       { op: 'set', path: 'parameters.max_tokens', value: 3000 },
     ]);
     await d.command('Flemma status');
-    let lines: string[] = [];
-    for (let i = 0; i < 200 && lines.length === 0; i++) {
-      lines = await d.lua<string[]>(
-        `local b = vim.fn.bufnr("flemma://status")
-        if b == -1 then vim.wait(10) return {} end
-        return vim.api.nvim_buf_get_lines(b, 0, -1, false)`,
-      );
-    }
+    await d.waitUntil(
+      'local b = vim.fn.bufnr("flemma://status") return b ~= -1 and vim.api.nvim_buf_line_count(b) > 1',
+    );
+    const lines = await d.lua<string[]>(
+      'return vim.api.nvim_buf_get_lines(vim.fn.bufnr("flemma://status"), 0, -1, false)',
+    );
     expect(lines).toContain('provider: "anthropic"  (default)');
     expect(lines).toContain('model: "claude-opus-4-6"  (frontmatter line 2)');
     expect(lines).toContain('  max_tokens = 3000  (setup)');
@@ -317,35 +312,32 @@ describe(':Flemma status', () => {
 describe('checking the frontmatter while editing', () => {
   type Item = { lnum: number; severity: number; message: string };
 
-  /** The frontmatter diagnostics of the current buffer, once `ready` holds for them. */
-  async function diagnostics(d: Driver, ready: (list: Item[]) => boolean): Promise<Item[]> {
-    let list: Item[] = [];
-    for (let i = 0; i < 250; i++) {
-      list = await d.lua<Item[]>(
-        `return vim.tbl_map(function(x) return { lnum = x.lnum, severity = x.severity, message = x.message } end,
-          vim.diagnostic.get(0, { namespace = vim.api.nvim_create_namespace("flemma.frontmatter") }))`,
-      );
-      if (ready(list)) return list;
-      await d.lua('vim.wait(20)');
-    }
-    return list;
+  /**
+   * The frontmatter diagnostics of the current buffer, once `ready` (a Lua expression over
+   * `list`) holds for them.
+   */
+  async function diagnostics(d: Driver, ready: string): Promise<Item[]> {
+    const list = `local list = vim.tbl_map(function(x) return { lnum = x.lnum, severity = x.severity, message = x.message } end,
+      vim.diagnostic.get(0, { namespace = vim.api.nvim_create_namespace("flemma.frontmatter") }))`;
+    await d.waitUntil(`${list}\nreturn ${ready}`);
+    return d.lua<Item[]>(`${list}\nreturn list`);
   }
 
   it('shows an error on its line as you type, a warning for an untrusted file, and clears them', async () => {
     const { d } = await start();
     await d.openChat('live.chat', ['```lua', 'flemma.opt.model = "m"', '```', '@You:', 'Hi']);
-    const untrusted = await diagnostics(d, (list) => list.length === 1);
+    const untrusted = await diagnostics(d, '#list == 1');
     expect(untrusted[0]).toMatchObject({ lnum: 0, severity: 2 });
     expect(untrusted[0]?.message).toContain(':trust');
     await trust(d);
     // A change of the frontmatter checks it again.
     await d.lua('vim.api.nvim_buf_set_lines(0, 1, 2, false, { "flemma.opt.model = 42" })');
-    const wrong = await diagnostics(d, (list) => list[0]?.severity === 1);
+    const wrong = await diagnostics(d, 'list[1] ~= nil and list[1].severity == 1');
     expect(wrong).toHaveLength(1);
     expect(wrong[0]).toMatchObject({ lnum: 1, severity: 1 });
     expect(wrong[0]?.message).toMatch(/model/);
     await d.lua('vim.api.nvim_buf_set_lines(0, 1, 2, false, { "flemma.opt.model = \\"m2\\"" })');
-    expect(await diagnostics(d, (list) => list.length === 0)).toEqual([]);
+    expect(await diagnostics(d, '#list == 0')).toEqual([]);
   });
 });
 

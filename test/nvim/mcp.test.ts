@@ -261,11 +261,7 @@ describe('MCP servers', () => {
       '```',
     ]);
     await d.waitForEvent('FlemmaBootComplete');
-    let marks = await d.extmarks('flemma_tool_preview');
-    for (let i = 0; i < 100 && marks.length === 0; i++) {
-      await d.lua('vim.wait(20)');
-      marks = await d.extmarks('flemma_tool_preview');
-    }
+    const marks = await d.waitForExtmarks('flemma_tool_preview');
     expect(JSON.stringify(marks[0]?.[3]['virt_lines'])).toContain('mcp:local:big: ');
     await d.command('normal! 15G');
     await d.press('<M-CR>');

@@ -192,11 +192,7 @@ describe('the offline demo provider', () => {
     );
     expect(tree.messages.map((m) => m.role)).toEqual(['You', 'Assistant', 'You']);
     expect(tree.diagnostics).toEqual([]);
-    let marks = await driver.extmarks('flemma_tool_preview');
-    for (let i = 0; i < 100 && marks.length === 0; i++) {
-      await driver.lua('vim.wait(20)');
-      marks = await driver.extmarks('flemma_tool_preview');
-    }
+    const marks = await driver.waitForExtmarks('flemma_tool_preview');
     expect(JSON.stringify(marks[0]?.[3]['virt_lines'])).toContain('calculator: 6 * 7');
     // The cursor waits on the pending call; <M-CR> runs the calculator, and autopilot sends
     // the result back.

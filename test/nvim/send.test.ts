@@ -77,7 +77,7 @@ describe('sending a chat', () => {
     const shown = await d.lua<boolean>(
       `local buf = ...
       local ns = vim.api.nvim_create_namespace("flemma.progress")
-      return vim.wait(3000, function()
+      return vim.wait(10000, function()
         for _, mark in ipairs(vim.api.nvim_buf_get_extmarks(buf, ns, 0, -1, { details = true })) do
           for _, chunk in ipairs(mark[4].virt_text or {}) do
             if chunk[1]:find("18 characters", 1, true) then return true end

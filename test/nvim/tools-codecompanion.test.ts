@@ -400,7 +400,6 @@ async function runTool(
 ): Promise<{
   result: { success: boolean; output?: string; error?: string };
   log: string[];
-  ms: number;
 }> {
   return d.lua(
     `local args = ...
@@ -408,18 +407,16 @@ async function runTool(
     local tool = ${tool}
     local ctx = require("flemma.tools").context({ bufnr = 0, cwd = vim.fn.getcwd() }, "t")
     local results = {}
-    local started = vim.uv.hrtime()
     require("flemma.tools.codecompanion").run(tool, "t", args, ctx, function(r)
       results[#results + 1] = r
     end)
     vim.wait(10000, function() return #results > 0 end, 5)
-    local ms = (vim.uv.hrtime() - started) / 1e6
     -- A second answer would arrive on a later tick: let the loop run once more.
     local ticked = false
     vim.schedule(function() ticked = true end)
-    vim.wait(1000, function() return ticked end, 5)
+    vim.wait(10000, function() return ticked end, 5)
     assert(#results == 1, "callback called " .. #results .. " times")
-    return { result = results[1], log = _G.cc_log, ms = ms }`,
+    return { result = results[1], log = _G.cc_log }`,
     args,
   );
 }
@@ -450,16 +447,16 @@ describe('the cmds runner', () => {
 
   it('C-04: opts.timeout (ms) stops a slow command', async () => {
     driver = await startDriver();
-    const { result, ms } = await runTool(
+    // The command outlasts the test: only the timeout can end it.
+    const { result } = await runTool(
       driver,
-      `{ cmds = { { "sleep", "5" } }, opts = { timeout = 100 } }`,
+      `{ cmds = { { "sleep", "300" } }, opts = { timeout = 100 } }`,
       {},
     );
     expect(result).toEqual({
       success: false,
       error: 'Command timed out after 100ms and was terminated',
     });
-    expect(ms).toBeLessThan(3000);
   });
 
   it('C-01/C-02: a synchronous function, an asynchronous one answering twice, output.success per step', async () => {

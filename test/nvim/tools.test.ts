@@ -198,19 +198,18 @@ describe('tools registered from Lua', () => {
     await d.press('<M-CR>');
     await d.waitForEvent('FlemmaToolExecuting');
     // The indicator: end-of-line virtual text on the result header, animated by a Lua timer.
-    let marks = await d.extmarks('flemma.tool_status');
-    for (let i = 0; i < 50 && marks.length === 0; i++) {
-      await d.lua('vim.wait(20)');
-      marks = await d.extmarks('flemma.tool_status');
-    }
+    const marks = await d.waitForExtmarks('flemma.tool_status');
     expect(marks).toHaveLength(1);
-    const first = JSON.stringify(marks[0]?.[3]['virt_text']);
+    const frame = marks[0]?.[3]['virt_text'];
+    const first = JSON.stringify(frame);
     expect(first).toContain('Executing');
     expect(await d.lua('return vim.bo.modifiable')).toBe(false);
     // The frame changes (a Lua timer redraws it every 200 ms).
-    await d.lua('vim.wait(1000, function() return false end)');
-    const later = JSON.stringify((await d.extmarks('flemma.tool_status'))[0]?.[3]['virt_text']);
-    expect(later).not.toBe(first);
+    const later = await d.waitForExtmarks('flemma.tool_status', {
+      until: '#marks == 1 and not vim.deep_equal(marks[1][4].virt_text, value)',
+      value: frame,
+    });
+    expect(JSON.stringify(later[0]?.[3]['virt_text'])).not.toBe(first);
     await d.press('<C-c>');
     const done = await d.waitForEvent('FlemmaToolCompleted');
     expect(done.data['status']).toBe('error');
@@ -243,11 +242,7 @@ describe('tools registered from Lua', () => {
       '```flemma:tool status=pending',
       '```',
     ]);
-    let marks = await d.extmarks('flemma_tool_preview');
-    for (let i = 0; i < 100 && marks.length === 0; i++) {
-      await d.lua('vim.wait(20)');
-      marks = await d.extmarks('flemma_tool_preview');
-    }
+    const marks = await d.waitForExtmarks('flemma_tool_preview');
     expect(marks).toHaveLength(1);
     // Under the opening fence (0-based row 14): inside the empty block.
     expect(marks[0]?.[1]).toBe(14);
@@ -257,11 +252,9 @@ describe('tools registered from Lua', () => {
     await d.command('normal! 14G');
     await d.press('<M-CR>');
     await d.waitForEvent('FlemmaToolCompleted');
-    for (let i = 0; i < 100 && marks.length > 0; i++) {
-      await d.lua('vim.wait(20)');
-      marks = await d.extmarks('flemma_tool_preview');
-    }
-    expect(marks).toHaveLength(0);
+    expect(await d.waitForExtmarks('flemma_tool_preview', { until: '#marks == 0' })).toHaveLength(
+      0,
+    );
   });
 
   it('gives Lua tools the execution context of the specification', async () => {
@@ -556,11 +549,7 @@ describe('built-in tools', () => {
       '```flemma:tool status=pending',
       '```',
     ]);
-    let marks = await d.extmarks('flemma_tool_preview');
-    for (let i = 0; i < 100 && marks.length === 0; i++) {
-      await d.lua('vim.wait(20)');
-      marks = await d.extmarks('flemma_tool_preview');
-    }
+    const marks = await d.waitForExtmarks('flemma_tool_preview');
     expect(JSON.stringify(marks[0]?.[3]['virt_lines'])).toContain(
       'bash: $ make test  # running tests',
     );
@@ -606,12 +595,11 @@ describe('JavaScript tool modules', () => {
       d
         .extmarks('flemma_tool_preview')
         .then((marks) => JSON.stringify(marks[0]?.[3]['virt_lines'] ?? []));
-    let preview = await shown();
-    for (let i = 0; i < 100 && !preview.includes('upper: hey  # shout'); i++) {
-      await d.lua('vim.wait(20)');
-      preview = await shown();
-    }
-    expect(preview).toContain('upper: hey  # shout');
+    await d.waitForExtmarks('flemma_tool_preview', {
+      until:
+        '#marks > 0 and vim.inspect(marks[1][4].virt_lines):find("upper: hey  # shout", 1, true) ~= nil',
+    });
+    expect(await shown()).toContain('upper: hey  # shout');
     await d.command('normal! 14G');
     await d.press('<M-CR>');
     const done = await d.waitForEvent('FlemmaToolCompleted');

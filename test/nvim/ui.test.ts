@@ -232,21 +232,21 @@ describe('folding', () => {
     const append = (lines: string[]): Promise<unknown> =>
       d.lua('vim.api.nvim_buf_set_lines(0, -1, -1, false, ...)', lines);
     await append(['<thinking>', 'step one']);
-    await d.lua('vim.wait(0)');
+    await d.afterScheduled();
     expect(await d.lua('return vim.fn.foldclosed(5)')).toBe(-1);
     await append(['step two', '</thinking>', '', 'The answer.']);
     // Folds follow on the next tick.
-    await d.lua('vim.wait(20, function() return vim.fn.foldclosed(5) ~= -1 end)');
+    await d.afterScheduled();
     expect(await d.lua('return vim.fn.foldclosed(6)')).toBe(5);
     // The user opens it; more text streams in; it stays open.
     await d.command('5foldopen');
     await append(['More text.', '', '**Tool Use:** `bash` (`t1`)', '', '```json', '{}', '```']);
-    await d.lua('vim.wait(20, function() return vim.fn.foldclosed(13) ~= -1 end)');
+    await d.afterScheduled();
     expect(await d.lua('return vim.fn.foldclosed(6)')).toBe(-1);
     expect(await d.lua('return vim.fn.foldclosed(14)')).toBe(13);
     // A new message: the reply gets its message fold (open), its blocks keep their state.
     await append(['', '@You:', '']);
-    await d.lua('vim.wait(20, function() return vim.fn.foldlevel(4) == 1 end)');
+    await d.afterScheduled();
     expect(
       await d.lua(
         'return { vim.fn.foldlevel(4), vim.fn.foldclosed(4), vim.fn.foldclosed(6), vim.fn.foldclosed(14) }',
@@ -262,7 +262,7 @@ describe('folding', () => {
     expect(await closed()).toEqual([11, 19, 32]);
     await d.command('wincmd p | 11foldopen');
     await d.command('edit!');
-    await d.lua('vim.wait(50, function() return vim.fn.foldclosed(11) == 11 end)');
+    await d.afterScheduled();
     expect(await closed()).toEqual([11, 19, 32]);
   });
 
@@ -274,41 +274,35 @@ describe('folding', () => {
     await d.press('<CR>');
     await d.type('and two');
     await d.press('<Esc>');
+    await d.afterScheduled();
     const state = await d.lua<number[]>(
-      'vim.wait(20); return { vim.fn.foldclosed(1), vim.fn.foldclosed(11), vim.fn.foldclosed(21), vim.fn.foldclosed(34) }',
+      'return { vim.fn.foldclosed(1), vim.fn.foldclosed(11), vim.fn.foldclosed(21), vim.fn.foldclosed(34) }',
     );
     expect(state).toEqual([1, 11, 21, 34]);
   });
 });
 
 describe('a large chat', () => {
-  it('opens highlighted and folded, and moving through it stays responsive', async () => {
+  it('opens highlighted and folded, and can be moved through', async () => {
     driver = await startDriver({ setup: SETUP, ui: { width: 120, height: 40 } });
     const d = driver;
     const lines = largeChat(1024 * 1024, 400);
     d.writeFile('large.chat', lines.join('\n') + '\n');
-    const result = await d.lua<{ open: number; worst: number; folds: number }>(
-      `local started = vim.uv.hrtime()
-      vim.cmd("edit large.chat")
+    const result = await d.lua<{ folds: number }>(
+      `vim.cmd("edit large.chat")
       vim.cmd("redraw")
-      local open = (vim.uv.hrtime() - started) / 1e6
       local folds = 0
       for l = 1, vim.api.nvim_buf_line_count(0) do
         if vim.fn.foldclosed(l) == l then folds = folds + 1 end
       end
-      local worst = 0
       for _, keys in ipairs({ "G", "gg", "50%", "]m]m]m", "[m", "20\\\\<C-d>", "10\\\\<C-u>", "75%", "zR", "G", "zM", "gg" }) do
-        local t = vim.uv.hrtime()
         vim.cmd('exe "normal ' .. keys .. '"')
         vim.cmd("redraw")
-        worst = math.max(worst, (vim.uv.hrtime() - t) / 1e6)
       end
-      return { open = open, worst = worst, folds = folds }`,
+      return { folds = folds }`,
     );
-    // 100 thinking blocks, 50 tool uses and 50 results are folded.
+    // 100 thinking blocks, 50 tool uses and 50 results are folded. How long opening and moving
+    // take is measured by the benchmark (`chat.open_1mb.*` in `npm run bench`).
     expect(result.folds).toBe(200);
-    // Generous bounds for a loaded machine: the benchmark measures the real figures.
-    expect(result.open).toBeLessThan(1000);
-    expect(result.worst).toBeLessThan(250);
   });
 });

@@ -42,7 +42,8 @@ const call = (toolName: string, input: unknown = {}): ToolCall => ({
   toolId: 'toolu_01',
 });
 
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+/** One turn of the event loop: an answer that comes asynchronously. */
+const later = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 /** A command tool's scope: its working directory inside the project. */
 const IN_PROJECT: CallScope = {
@@ -256,12 +257,16 @@ describe('ApprovalChain: decide', () => {
 
   it('awaits asynchronous resolvers one at a time, in order', async () => {
     const events: string[] = [];
+    let release = (): void => undefined;
+    const slowAnswer = new Promise<void>((resolve) => {
+      release = resolve;
+    });
     const chain = new ApprovalChain();
     chain.register('slow', {
       priority: 90,
       resolve: async () => {
         events.push('slow:start');
-        await sleep(20);
+        await slowAnswer;
         events.push('slow:end');
         return undefined;
       },
@@ -270,7 +275,7 @@ describe('ApprovalChain: decide', () => {
       priority: 80,
       resolve: async () => {
         events.push('fast:start');
-        await sleep(1);
+        await later();
         events.push('fast:end');
         return 'approve';
       },
@@ -282,7 +287,13 @@ describe('ApprovalChain: decide', () => {
         return 'deny';
       },
     });
-    const result = await chain.decide(call('read'));
+    const deciding = chain.decide(call('read'));
+    await later();
+    await later();
+    // The next resolver waits until the slow one has answered.
+    expect(events).toEqual(['slow:start']);
+    release();
+    const result = await deciding;
     expect(result).toMatchObject({ decision: 'approve', resolver: 'fast' });
     expect(events).toEqual(['slow:start', 'slow:end', 'fast:start', 'fast:end']);
   });
@@ -693,7 +704,7 @@ describe('built-in resolvers', () => {
           kind: 'function',
           fn: async (name, input, ctx) => {
             seen.push(name, input, ctx);
-            await sleep(1);
+            await later();
             return (input as { command: string }).command.includes('rm -rf') ? 'deny' : true;
           },
         },
@@ -834,7 +845,7 @@ describe('built-in resolvers', () => {
         tools: sandboxTools,
         sandboxActive: async (bufnr) => {
           asked.push(bufnr);
-          await sleep(1);
+          await later();
           return bufnr === 7;
         },
       };

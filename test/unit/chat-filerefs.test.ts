@@ -369,31 +369,35 @@ describe('splitFileReferences: property', () => {
   });
 });
 
-describe('splitFileReferences: performance', () => {
+// How long these inputs take is measured by `npm run bench` (`chat.filerefs_*`); a unit test holds
+// no wall-clock bound. Here: what comes out of them.
+describe('splitFileReferences: large and degenerate input', () => {
   it.each([
     ['rejected candidates in one long run', '(@./;'.repeat(40_000)],
     ['candidates after letters', 'x@./'.repeat(50_000)],
-    ['one reference spanning a long run', '.@./a'.repeat(40_000)],
-  ])('stays linear with %s', (_name, value) => {
-    const started = performance.now();
-    splitFileReferences(textAt(value));
-    expect(performance.now() - started).toBeLessThan(250);
+  ])('keeps %s as one text', (_name, value) => {
+    const parts = splitFileReferences(textAt(value));
+    expect(parts).toHaveLength(1);
+    expect(parts[0]?.kind === 'text' && parts[0].value === value).toBe(true);
   });
 
-  it('splits a megabyte with many stray @ signs and a hundred references in under 5 ms', () => {
+  it('reads one reference spanning a long run', () => {
+    const value = '.@./a'.repeat(40_000);
+    const parts = splitFileReferences(textAt(value));
+    expect(parts.map((part) => part.kind)).toEqual(['text', 'file_reference']);
+    expect(parts[0]?.kind === 'text' && parts[0].value === '.').toBe(true);
+    expect(parts[1]?.kind === 'file_reference' && `.@${parts[1].raw}` === value).toBe(true);
+  });
+
+  it('splits a megabyte with many stray @ signs and a hundred references', () => {
     const line = 'Mail me@example.com or @ someone about @You: and more é text here.\n';
     const prose = line.repeat(Math.ceil(1_000_000 / line.length));
     const step = Math.floor(prose.length / 100);
     let value = '';
     for (let k = 0; k < 100; k++) value += `${prose.slice(k * step, (k + 1) * step)} see @./a.md. `;
     const segment: TextSegment = { ...textAt(''), value };
-    expect(splitFileReferences(segment)).toHaveLength(201);
-    let best = Infinity;
-    for (let k = 0; k < 5; k++) {
-      const started = performance.now();
-      splitFileReferences(segment);
-      best = Math.min(best, performance.now() - started);
-    }
-    expect(best).toBeLessThan(5);
+    const parts = splitFileReferences(segment);
+    expect(parts).toHaveLength(201);
+    expect(parts.filter((part) => part.kind === 'file_reference')).toHaveLength(100);
   });
 });

@@ -314,44 +314,57 @@ describe('scanTemplate: unclosed openers', () => {
   });
 });
 
-describe('scanTemplate: performance', () => {
-  const bestOf = (runs: number, fn: () => void): number => {
-    let best = Infinity;
-    for (let k = 0; k < runs; k++) {
-      const started = performance.now();
-      fn();
-      best = Math.min(best, performance.now() - started);
-    }
-    return best;
-  };
+// How long these inputs take is measured by `npm run bench` (`chat.scan_template_*`); a unit test
+// holds no wall-clock bound. Here: what comes out of them.
+describe('scanTemplate: large input', () => {
   const line = 'The quick brown fox jumps over the lazy dog, é and 🙂 included.\n';
   const megabyte = line.repeat(Math.ceil(1_000_000 / line.length));
 
-  it('returns text without braces as one segment quickly', () => {
-    const segments = scanTemplate(megabyte, at1);
-    expect(segments).toHaveLength(1);
-    expect(bestOf(5, () => scanTemplate(megabyte, at1))).toBeLessThan(5);
+  it('returns a megabyte of text without braces as one segment', () => {
+    expect(scanTemplate(megabyte, at1)).toEqual([
+      { kind: 'text', value: megabyte, span: expect.any(Object) as unknown },
+    ]);
   });
 
-  it('scans a megabyte with a few tags in well under 5 ms', () => {
+  it('scans a megabyte with a few tags', () => {
     const third = Math.floor(megabyte.length / 3);
     const text = `{{ a }}${megabyte.slice(0, third)}{% b %}${megabyte.slice(third)}{{ {c=1} }}`;
-    expect(scanTemplate(text, at1)).toHaveLength(5);
-    expect(bestOf(5, () => scanTemplate(text, at1))).toBeLessThan(5);
+    const segments = scanTemplate(text, at1);
+    expect(segments.map((segment) => segment.kind)).toEqual([
+      'expression',
+      'text',
+      'code',
+      'text',
+      'expression',
+    ]);
+    expectSpansTile(text, at1, segments);
   });
 });
 
-describe('scanTemplate: degenerate input stays linear', () => {
+describe('scanTemplate: degenerate input', () => {
+  it('reads many tags, each as its own segment', () => {
+    const text = '{{ }}{% %}'.repeat(20_000);
+    const segments = scanTemplate(text, at1);
+    expect(segments).toHaveLength(40_000);
+    // One line of ASCII: each tag is the next five columns.
+    const wrong = segments.findIndex(
+      (s, i) =>
+        s.kind !== (i % 2 === 0 ? 'expression' : 'code') ||
+        s.span.startCol !== 5 * i ||
+        s.span.endCol !== 5 * i + 5,
+    );
+    expect(wrong).toBe(-1);
+  });
+
   it.each([
-    ['many tags', '{{ }}{% %}'.repeat(20_000)],
     ['many dashes in an unclosed tag', `{% ${'- '.repeat(100_000)}`],
     ['many escapes in an unclosed string', `{{ ${'"\\"'.repeat(70_000)}`],
     ['many long-bracket openers', `{{ ${'[=['.repeat(70_000)}`],
     ['many stray braces', '{x}'.repeat(70_000)],
-  ])('%s', (_name, text) => {
-    const started = performance.now();
-    scanTemplate(text, at1);
-    expect(performance.now() - started).toBeLessThan(250);
+  ])('keeps %s as text', (_name, text) => {
+    const segments = scanTemplate(text, at1);
+    expect(segments).toHaveLength(1);
+    expect(segments[0]?.kind === 'text' && segments[0].value === text).toBe(true);
   });
 });
 

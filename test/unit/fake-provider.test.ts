@@ -306,9 +306,8 @@ describe('fake provider plumbing', () => {
     await fake.nextRequest();
     const waiting = fake.nextRequest();
 
-    const started = performance.now();
+    // The request stays unanswered (the SDK would wait minutes): close() must not wait for it.
     await fake.close();
-    expect(performance.now() - started).toBeLessThan(500);
     await expect(waiting).rejects.toThrow(/closed/);
     expect(await outcome).toBe('failed');
   });

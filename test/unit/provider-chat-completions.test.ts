@@ -12,6 +12,16 @@ import {
 } from '../../src/core/provider/types.js';
 import { startFakeProvider, type FakeProvider } from '../helpers/fake-provider.js';
 
+/** The JSON parser's own message for `text` (V8 words it differently from one Node to the next). */
+function jsonParseError(text: string): string {
+  try {
+    JSON.parse(text);
+  } catch (error) {
+    return (error as Error).message;
+  }
+  throw new Error(`${text} parses`);
+}
+
 const KEY = 'sk-local-dummy';
 const loader = new SdkLoader();
 
@@ -477,7 +487,7 @@ describe('chat completions streaming', () => {
         id: 'call_c',
         name: 'calc',
         input: {},
-        invalid: "Expected property name or '}' in JSON at position 1",
+        invalid: jsonParseError('{oops'),
       },
       { type: 'usage', usage: { input: 50, output: 30 } },
       { type: 'done', stopReason: 'tool_calls' },

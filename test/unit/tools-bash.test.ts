@@ -263,12 +263,15 @@ describe('bash: timeout and cancel', () => {
     const fifo = makeFifo();
     const ctx = context({ config: { env: { FIFO: fifo } } });
     const handler = compose([timeoutMiddleware(100)], (c) => run(c.input, c.ctx));
-    const started = performance.now();
-    const result = handler({ name: 'bash', input: call('sleep 5 & echo $! > "$FIFO"; wait'), ctx });
+    // The command would run for longer than the test may: only the timeout can end it.
+    const result = handler({
+      name: 'bash',
+      input: call('sleep 300 & echo $! > "$FIFO"; wait'),
+      ctx,
+    });
     const child = Number(await firstLine(fifo));
     pidsToKill.push(child);
     expect(await result).toEqual({ ok: false, error: 'Tool timed out after 100ms' });
-    expect(performance.now() - started).toBeLessThan(1000);
     await waitForExit(child);
   });
 
@@ -284,12 +287,9 @@ describe('bash: timeout and cancel', () => {
 
 describe('bash: large output', () => {
   it('keeps the tail of 5 MB of output and saves all of it', async () => {
-    const stamp = join(dir, 'exit-stamp');
     const command =
-      "head -c 5000000 /dev/zero | tr '\\0' x | fold -w 99; printf '\\nTHE END\\n\\n'; " +
-      `date +%s%N > '${stamp}'`;
+      "head -c 5000000 /dev/zero | tr '\\0' x | fold -w 99; printf '\\nTHE END\\n\\n'";
     const result = await run(call(command), context({ toolId: 'toolu_big' }));
-    const doneMs = Date.now();
     expect(result.ok).toBe(true);
     if (!result.ok || typeof result.output !== 'string') return;
 
@@ -310,10 +310,7 @@ describe('bash: large output', () => {
     expect(kept?.endsWith('\nTHE END')).toBe(true);
     expect(Buffer.byteLength(kept ?? '')).toBeLessThanOrEqual(50 * 1024);
     expect(full.endsWith(kept ?? '-')).toBe(true);
-
-    // Generous: the host budget is 150 ms; quadratic work on 5 MB would take far longer.
-    const exitMs = Number(readFileSync(stamp, 'utf8').trim()) / 1e6;
-    expect(doneMs - exitMs).toBeLessThan(1000);
+    // How soon after the exit the result is ready is a benchmark figure (S4 in `npm run bench`).
   });
 
   it('also cuts the output of a failed command to its tail', async () => {

@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import {
   ExpressionError,
   calculate,
@@ -333,12 +333,20 @@ describe('calculator tools', () => {
   });
 
   it('calculator_async resolves after its delay', async () => {
-    const started = Date.now();
-    await expect(run(calculatorAsyncTool, { expression: 'sqrt(16)', delay: 30 })).resolves.toEqual({
-      ok: true,
-      output: '4',
-    });
-    expect(Date.now() - started).toBeGreaterThanOrEqual(25);
+    // A fake clock: the answer comes when the delay is over, not before.
+    vi.useFakeTimers();
+    try {
+      let answer: unknown;
+      void run(calculatorAsyncTool, { expression: 'sqrt(16)', delay: 30 }).then((outcome) => {
+        answer = outcome;
+      });
+      await vi.advanceTimersByTimeAsync(29);
+      expect(answer).toBeUndefined();
+      await vi.advanceTimersByTimeAsync(1);
+      expect(answer).toEqual({ ok: true, output: '4' });
+    } finally {
+      vi.useRealTimers();
+    }
     await expect(run(calculatorAsyncTool, { expression: '1 +', delay: 0 })).resolves.toEqual({
       ok: false,
       error: 'Invalid expression: Unexpected end of expression at position 4',
@@ -346,18 +354,22 @@ describe('calculator tools', () => {
   });
 
   it('calculator_async honours the abort signal', async () => {
-    const controller = new AbortController();
-    const started = Date.now();
-    const pending = run(
-      calculatorAsyncTool,
-      { expression: '1 + 1', delay: 5000 },
-      ctx(controller.signal),
-    );
-    setTimeout(() => {
+    // A fake clock: only the abort can end the 5 s wait.
+    vi.useFakeTimers();
+    try {
+      const controller = new AbortController();
+      const pending = run(
+        calculatorAsyncTool,
+        { expression: '1 + 1', delay: 5000 },
+        ctx(controller.signal),
+      );
+      // Aborted while it waits.
+      await vi.advanceTimersByTimeAsync(10);
       controller.abort();
-    }, 10);
-    await expect(pending).resolves.toEqual({ ok: false, error: 'Cancelled' });
-    expect(Date.now() - started).toBeLessThan(2000);
+      await expect(pending).resolves.toEqual({ ok: false, error: 'Cancelled' });
+    } finally {
+      vi.useRealTimers();
+    }
 
     const already = new AbortController();
     already.abort();

@@ -328,17 +328,17 @@ implementation:
   });
 
   it('V-10: a timeout fails quickly', async () => {
+    // The server holds its answer until the call is over: only the tool's timeout can end it.
+    let held: ServerResponse | undefined;
     const srv = await serve((_seen, res) => {
-      setTimeout(() => res.end('late'), 200).unref();
+      held = res;
     });
     const def = await loadOne(
       `name: g\ndescription: X\nimplementation: { type: http, url: "${srv.url}/slow", timeout: 50ms }\n`,
     );
-    const started = performance.now();
     const out = await run(def, {});
-    const took = performance.now() - started;
     expect(out).toMatchObject({ ok: false, error: expect.stringMatching(/timed out/) as unknown });
-    expect(took).toBeLessThan(150);
+    held?.end('late');
   });
 
   it('V-11: retries 5xx with backoff, but not 4xx', async () => {

@@ -7,7 +7,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 
 import { loadDeclarativeDirs } from '../../src/core/tools/declarative/index.js';
 import { ToolFilterError, filterTools } from '../../src/core/tools/filter.js';
@@ -82,24 +82,37 @@ describe('middleware', () => {
   });
 
   it('V-22: rate limit in wait mode spaces one tool, leaves others alone; fail mode refuses', async () => {
-    const wait = compose([rateLimitMiddleware({ limits: { 'web.fetch': '1/s' } })], (call) =>
-      Promise.resolve({ ok: true, output: call.name }),
-    );
-    const start = performance.now();
-    const done: number[] = [];
-    const calls = [0, 1, 2].map(() =>
-      wait({ name: 'web.fetch', input: {}, ctx: testContext() }).then(() =>
-        done.push(performance.now() - start),
-      ),
-    );
-    const other = performance.now();
-    await wait({ name: 'read', input: {}, ctx: testContext() });
-    expect(performance.now() - other).toBeLessThan(500);
-    await Promise.all(calls);
-    done.sort((a, b) => a - b);
-    expect(done[0]).toBeLessThan(500);
-    expect(done[1]).toBeGreaterThanOrEqual(990);
-    expect(done[2]).toBeGreaterThanOrEqual(1990);
+    // A fake clock: the calls are spaced by the limiter, not by how busy the machine is.
+    vi.useFakeTimers();
+    try {
+      const wait = compose([rateLimitMiddleware({ limits: { 'web.fetch': '1/s' } })], (call) =>
+        Promise.resolve({ ok: true, output: call.name }),
+      );
+      const start = performance.now();
+      const done: number[] = [];
+      const calls = [0, 1, 2].map(() =>
+        wait({ name: 'web.fetch', input: {}, ctx: testContext() }).then(() =>
+          done.push(performance.now() - start),
+        ),
+      );
+      // Another tool answers with the clock standing still.
+      expect(await wait({ name: 'read', input: {}, ctx: testContext() })).toEqual({
+        ok: true,
+        output: 'read',
+      });
+      expect(performance.now() - start).toBe(0);
+      await vi.advanceTimersByTimeAsync(0);
+      expect(done).toEqual([0]);
+      await vi.advanceTimersByTimeAsync(999);
+      expect(done).toEqual([0]);
+      await vi.advanceTimersByTimeAsync(1);
+      expect(done).toEqual([0, 1000]);
+      await vi.advanceTimersByTimeAsync(1000);
+      await Promise.all(calls);
+      expect(done).toEqual([0, 1000, 2000]);
+    } finally {
+      vi.useRealTimers();
+    }
 
     const fail = compose(
       [rateLimitMiddleware({ limits: { 'web.fetch': '1/s' }, mode: 'fail' })],
@@ -153,25 +166,36 @@ describe('middleware', () => {
   });
 
   it('timeout aborts the signal, answers at once and ignores the late result', async () => {
-    let aborted = false;
-    let late = false;
-    const handler = compose([timeoutMiddleware(50)], (call) => {
-      call.ctx.signal.addEventListener('abort', () => (aborted = true));
-      return new Promise((resolve) =>
-        setTimeout(() => {
-          late = true;
-          resolve({ ok: true, output: 'too late' });
-        }, 300),
-      );
-    });
-    const started = performance.now();
-    expect(await handler({ name: 't', input: {}, ctx: testContext() })).toEqual({
-      ok: false,
-      error: 'Tool timed out after 50ms',
-    });
-    expect(performance.now() - started).toBeLessThan(250);
-    expect(aborted).toBe(true);
-    expect(late).toBe(false);
+    vi.useFakeTimers();
+    try {
+      let aborted = false;
+      let late = false;
+      const handler = compose([timeoutMiddleware(50)], (call) => {
+        call.ctx.signal.addEventListener('abort', () => (aborted = true));
+        return new Promise((resolve) =>
+          setTimeout(() => {
+            late = true;
+            resolve({ ok: true, output: 'too late' });
+          }, 300),
+        );
+      });
+      let answer: unknown;
+      void handler({ name: 't', input: {}, ctx: testContext() }).then((outcome) => {
+        answer = outcome;
+      });
+      await vi.advanceTimersByTimeAsync(49);
+      expect([answer, aborted]).toEqual([undefined, false]);
+      await vi.advanceTimersByTimeAsync(1);
+      expect(answer).toEqual({ ok: false, error: 'Tool timed out after 50ms' });
+      expect(aborted).toBe(true);
+      expect(late).toBe(false);
+      // The tool's own answer comes later and changes nothing.
+      await vi.advanceTimersByTimeAsync(250);
+      expect(late).toBe(true);
+      expect(answer).toEqual({ ok: false, error: 'Tool timed out after 50ms' });
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it('V-25: retryable failures are retried with backoff; others run once', async () => {
@@ -245,10 +269,15 @@ describe('dist/testing.mjs (needs a build)', () => {
 describe('X-07: a declarative http tool behind logging, rate-limit and timeout middleware', () => {
   it('the second call waits for its token, both are bounded by the timeout, two log entries', async () => {
     let requests = 0;
-    server = createServer((_req, res) => {
+    let onRequest: (() => void) | undefined;
+    const nextRequest = (): Promise<void> =>
+      new Promise((resolve) => {
+        onRequest = resolve;
+      });
+    // Slow: it never answers (the timeout does).
+    server = createServer(() => {
       requests += 1;
-      // Slow: longer than the timeout.
-      setTimeout(() => res.end('slow'), 2000).unref();
+      onRequest?.();
     });
     await new Promise<void>((resolve) => server?.listen(0, '127.0.0.1', resolve));
     const port = (server.address() as AddressInfo).port;
@@ -261,33 +290,47 @@ describe('X-07: a declarative http tool behind logging, rate-limit and timeout m
     const tool = loaded.tools[0];
     if (tool?.execute === undefined) throw new Error('not loaded');
     const execute = tool.execute;
-    const log: ToolLogRecord[] = [];
-    const handler = compose(
-      [
-        loggingMiddleware((r) => log.push(r)),
-        rateLimitMiddleware({ limits: { 'web.fetch': '1/300ms' } }),
-        timeoutMiddleware(200),
-      ],
-      (call) => execute(call.input, call.ctx),
-    );
-    const start = performance.now();
-    const finished: number[] = [];
-    const results = await Promise.all(
-      [0, 1].map(() =>
+    // A fake clock for the middleware (the token and the timeouts); the requests are real.
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'performance'] });
+    try {
+      const log: ToolLogRecord[] = [];
+      const handler = compose(
+        [
+          loggingMiddleware((r) => log.push(r)),
+          rateLimitMiddleware({ limits: { 'web.fetch': '1/300ms' } }),
+          timeoutMiddleware(200),
+        ],
+        (call) => execute(call.input, call.ctx),
+      );
+      const start = performance.now();
+      const finished: number[] = [];
+      const first = nextRequest();
+      const results = [0, 1].map((i) =>
         handler({ name: 'web.fetch', input: {}, ctx: testContext() }).then((r) => {
-          finished.push(performance.now() - start);
+          finished.push(i, performance.now() - start);
           return r;
         }),
-      ),
-    );
-    for (const r of results) expect(r).toEqual({ ok: false, error: 'Tool timed out after 200ms' });
-    finished.sort((a, b) => a - b);
-    // First: ~200 ms (timeout). Second: waited ~300 ms for its token, then ~200 ms.
-    expect(finished[0]).toBeLessThan(450);
-    expect(finished[1]).toBeGreaterThanOrEqual(490);
-    expect(finished[1]).toBeLessThan(1500);
-    expect(requests).toBe(2);
-    expect(log).toHaveLength(2);
-    expect(log.every((r) => r.tool === 'web.fetch' && !r.success)).toBe(true);
+      );
+      // The first call is at the server; the second waits for its token.
+      await first;
+      expect(requests).toBe(1);
+      await vi.advanceTimersByTimeAsync(200);
+      expect(finished).toEqual([0, 200]);
+      const second = nextRequest();
+      await vi.advanceTimersByTimeAsync(100);
+      await second;
+      expect(requests).toBe(2);
+      await vi.advanceTimersByTimeAsync(200);
+      // First: the timeout at 200 ms. Second: its token at 300 ms, then the timeout.
+      expect(await Promise.all(results)).toEqual([
+        { ok: false, error: 'Tool timed out after 200ms' },
+        { ok: false, error: 'Tool timed out after 200ms' },
+      ]);
+      expect(finished).toEqual([0, 200, 1, 500]);
+      expect(log).toHaveLength(2);
+      expect(log.every((r) => r.tool === 'web.fetch' && !r.success)).toBe(true);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });

@@ -55,6 +55,8 @@ export interface PreparedRequest {
   request: ProviderRequest;
   /** `tools.calling` for this provider and model; `xml` carries the XML library it needs. */
   calling: ToolCalling;
+  /** The tools the request offers (natively or in XML), by their own names. */
+  offered: readonly string[];
   xml?: XmlLibrary;
   /**
    * After the provider refused the credential (401): forget it and resolve it again; a new
@@ -266,6 +268,7 @@ export class RequestBuilder {
       adapter,
       request,
       calling,
+      offered: tools.map((tool) => tool.name),
       reauthorize,
     };
     if (xml !== undefined) prepared.xml = xml;

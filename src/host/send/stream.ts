@@ -24,6 +24,7 @@ import type { ToolCatalogue } from '../tools/catalogue.js';
 import type { Verdicts } from '../tools/verdicts.js';
 import { trace } from '../../editor/trace.js';
 import type { SendOptions, UsageTracker } from '../usage.js';
+import { toolLoopWarmup } from '../warmup.js';
 import type { Config } from '../../core/config/config.js';
 import type { LuaParams } from '../../editor/protocol/index.js';
 import type { PreparedRequest, RequestBuilder } from './request.js';
@@ -263,6 +264,15 @@ export class Streamer {
     ctx.writes.sendNow();
     trace('send:http');
     const first = primed(this.events(prepared, adapter, controller.signal));
+    // Once the reply streams, what a first tool call needs gets ready (src/host/warmup.ts).
+    const warm = toolLoopWarmup(
+      {
+        tools: prepared.offered.flatMap((name) => this.deps.catalogue.registry.get(name) ?? []),
+        sandbox: prepared.config.sandbox,
+        sandboxOverride: prepared.editor.facts.sandbox_override,
+      },
+      ctx,
+    );
     let sink: { bufnr: number };
     try {
       sink = await begun;
@@ -285,6 +295,7 @@ export class Streamer {
           const events = pending ?? this.events(prepared, adapter, controller.signal);
           pending = undefined;
           await this.consume(bufnr, events, layout, writer, stream, (event) => {
+            warm(event);
             sinkTap.push(event);
             meter.observe(event);
           });

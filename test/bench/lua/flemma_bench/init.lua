@@ -109,6 +109,19 @@ function M.navigate_async(keys)
   end)
 end
 
+--- Move through the current (large) chat as a user would, each motion followed by a redraw;
+--- returns the slowest motion in ms.
+function M.motions()
+  local worst = 0
+  for _, keys in ipairs({ "G", "gg", "50%", "]m]m]m", "[m", "20\\<C-d>", "10\\<C-u>", "75%", "zR", "G", "zM", "gg" }) do
+    local t = vim.uv.hrtime()
+    vim.cmd('exe "normal ' .. keys .. '"')
+    vim.cmd("redraw")
+    worst = math.max(worst, (vim.uv.hrtime() - t) / 1e6)
+  end
+  return worst
+end
+
 local lag = { timer = nil, samples = {}, expected = 0 }
 
 --- Start a repeating timer that records how late each tick fires (ms).

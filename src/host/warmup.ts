@@ -1,0 +1,152 @@
+// Warming the tool loop while a request streams (docs/testing.md, "Where the time goes").
+//
+// A session's first tool call used to pay for work that every later call finds done: loading
+// Ajv, compiling its meta-schema and the called tool's input schema, loading execa, probing the
+// sandbox backend (bubblewrap is run once to see that it works) and, for `grep`, finding the
+// search program. Each of these is cached by the host's object that does it (the schema
+// validator, the backend registry, the probes; execa by the module system), so warming means
+// asking for each once, early:
+// while the reply of a request that offers tools streams, rather than after it asked for one.
+//
+// Decisions:
+// - It starts with the reply's first event, not with the send: until the request is out, the
+//   host is busy with it (on a first send, loading the provider's SDK), and warming then would
+//   delay the request itself. From the first event on, the host mostly waits for the network.
+// - It yields to the event loop before every step, so the stream's events never wait for more
+//   than one step (the longest, compiling the meta-schema, takes about 20 ms on a first run).
+// - It stops when the reply is over (its `done` event): from then on the loop asks for what it
+//   needs itself (a step in flight is shared, not repeated), and warming the rest would only
+//   compete with it for the one thread.
+// - It does only what the loop would do with the same configuration: it compiles the schemas of
+//   the tools the request offers, and it probes the built-in sandbox backends when the sandbox is
+//   on for the buffer. No user code runs early: a backend defined in Lua or in a module is left to
+//   the loop (a user backend that comes first in `auto` ends the probing).
+// - Nothing it meets is reported: a schema that does not compile or a backend that is missing
+//   is cached as such, and the loop reports it when a tool is called, as before.
+// - Warming again is cheap: every step is a cache hit, so it runs for every send that offers
+//   tools (a tool added since, an MCP server's for instance, is warmed by the next send).
+import { detectGrepBackend } from '../core/tools/definitions/grep.js';
+import { loadExeca } from '../core/tools/process.js';
+import type { Probes } from '../core/tools/probes.js';
+import type { ToolDefinition } from '../core/tools/registry.js';
+import { isAutoSelection } from '../core/tools/sandbox/backends.js';
+import {
+  type SandboxBackend,
+  type SandboxBackendRegistry,
+  parseSandboxSettings,
+} from '../core/tools/sandbox/index.js';
+import type { SchemaValidator } from '../core/tools/validate.js';
+import { trace } from '../editor/trace.js';
+
+/** What one send offers and where its tools would run. */
+export interface LoopWarmupInput {
+  /** The definitions of the tools the request offers. */
+  tools: readonly ToolDefinition[];
+  /** The buffer's `sandbox` configuration, as sent by Lua. */
+  sandbox: unknown;
+  /** The buffer's `:Flemma sandbox:on/off` override, if any. */
+  sandboxOverride?: boolean | null;
+}
+
+/** The host's objects whose caches warming fills (the loop then finds them full). */
+export interface WarmupServices {
+  validator: SchemaValidator;
+  sandboxBackends: SandboxBackendRegistry;
+  probes: Probes;
+}
+
+/** What a built-in tool finds out once per host before its first run (probes of PATH). */
+const TOOL_PROBES: Readonly<Record<string, (probes: Probes) => Promise<unknown>>> = {
+  grep: (probes) => detectGrepBackend(undefined, probes),
+};
+
+/** One turn of the event loop: whatever is queued (stream events, RPC) goes first. */
+function nextTurn(): Promise<void> {
+  return new Promise((resolve) => {
+    setImmediate(resolve);
+  });
+}
+
+function isSchema(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/**
+ * Probes the backends the loop would try for `raw` (the first available of `auto` and
+ * `required`, or the one named), as long as they are built in: a user's backend ends it.
+ */
+async function warmSandbox(
+  raw: unknown,
+  override: boolean | null | undefined,
+  registry: SandboxBackendRegistry,
+): Promise<void> {
+  const settings = parseSandboxSettings(raw);
+  if (!(override ?? settings.enabled)) return;
+  const candidates: (SandboxBackend | undefined)[] = isAutoSelection(settings.backend)
+    ? registry.list()
+    : [registry.get(settings.backend)];
+  for (const backend of candidates) {
+    if (backend === undefined || !registry.isBuiltinInPlace(backend.name)) return;
+    const answer = await registry.availability(backend.name, settings.backends[backend.name] ?? {});
+    if (answer.ok) return;
+  }
+}
+
+/**
+ * Warms what the first tool call of `input` needs, step by step, until `over()` says to stop;
+ * never rejects.
+ */
+export async function warmToolLoop(
+  input: LoopWarmupInput,
+  services: WarmupServices,
+  over: () => boolean = () => false,
+): Promise<void> {
+  if (input.tools.length === 0) return;
+  /** The next turn of the event loop; false when warming should stop there. */
+  const next = async (): Promise<boolean> => {
+    await nextTurn();
+    return !over();
+  };
+  try {
+    if (!(await next())) return;
+    trace('warm:start');
+    await services.validator.load();
+    for (const def of input.tools) {
+      if (!isSchema(def.inputSchema)) continue;
+      if (!(await next())) return;
+      services.validator.schemaProblem(def.inputSchema);
+    }
+    trace('warm:schemas');
+    if (!(await next())) return;
+    await loadExeca();
+    if (!(await next())) return;
+    await warmSandbox(input.sandbox, input.sandboxOverride, services.sandboxBackends);
+    for (const def of input.tools) {
+      const probe = TOOL_PROBES[def.name];
+      if (probe === undefined) continue;
+      if (!(await next())) return;
+      await probe(services.probes);
+    }
+    trace('warm:done');
+  } catch {
+    // Warming only: the loop meets the same problem and reports it.
+  }
+}
+
+/**
+ * What the send calls with every event of a reply: the first starts `warmToolLoop(input)`, the
+ * reply's `done` stops it.
+ */
+export function toolLoopWarmup(
+  input: LoopWarmupInput,
+  services: WarmupServices,
+): (event: { type: string }) => void {
+  let started = false;
+  let over = false;
+  return (event) => {
+    if (event.type === 'done') over = true;
+    if (started || over) return;
+    started = true;
+    void warmToolLoop(input, services, () => over);
+  };
+}
