@@ -11,7 +11,7 @@ import {
   TOOL_RESULT_HEADER,
   TOOL_USE_HEADER,
   parseModeline,
-} from './parser.js';
+} from './blocks.js';
 import { referencePath } from './references.js';
 
 /** A block `gd` and hover know, with 1-based inclusive lines. */
