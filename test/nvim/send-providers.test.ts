@@ -204,7 +204,18 @@ describe('the offline demo provider', () => {
     await driver.waitForEvent('FlemmaRequestFinished', { after: before });
     const final = (await driver.lines(buf)).join('\n');
     expect(final).toMatch(/\*\*Tool Result:\*\* `demo_\w+`\n\n```\n42\n```\n\n@Assistant:\n/);
-    expect(final).toContain('The tool result is in your message above');
+    expect(final).toContain('The calculator tool returned "42".');
     expect(final.endsWith('@You:\n')).toBe(true);
+
+    // A next question with no tool in it gets a reply about that question, not about a tool.
+    const asked = driver.eventCount;
+    await driver.press('G');
+    await driver.type('AWhat is your name?');
+    await driver.press('<Esc><C-]>');
+    await driver.waitForEvent('FlemmaRequestFinished', { after: asked });
+    const next = (await driver.lines(buf)).join('\n');
+    const reply = next.slice(next.lastIndexOf('@Assistant:'));
+    expect(reply).toContain('You asked: "What is your name?"');
+    expect(reply).not.toMatch(/Tool Use|returned|tool result/);
   });
 });
