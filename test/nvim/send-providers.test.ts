@@ -219,3 +219,88 @@ describe('the offline demo provider', () => {
     expect(reply).not.toMatch(/Tool Use|returned|tool result/);
   });
 });
+
+describe('what a replayed tool cycle looks like on the wire', () => {
+  const CYCLE = [
+    '@You:',
+    'Compute it.',
+    '',
+    '@Assistant:',
+    'Computing.',
+    '',
+    '**Tool Use:** `calculator` (`call_1`)',
+    '',
+    '```json',
+    '{"expression":"6 * 7"}',
+    '```',
+    '',
+    '@You:',
+    '**Tool Result:** `call_1`',
+    '',
+    '```',
+    '42',
+    '```',
+    '',
+    '@Assistant:',
+    'It is 42.',
+    '',
+    '@You:',
+    'Thanks.',
+  ];
+
+  it('Moonshot gets the tool name in each tool message', async () => {
+    fake = await startFakeProvider();
+    driver = await startDriver({
+      env: { MOONSHOT_API_KEY: 'sk-moonshot-test' },
+      setup: `require("flemma").setup({ provider = "moonshot", parameters = { moonshot = { base_url = "${fake.url}/v1" } } })`,
+    });
+    await driver.openChat('m.chat', CYCLE);
+    await driver.press('<C-]>');
+    const request = await fake.nextRequest({ path: /^\/v1\/chat\/completions/ });
+    const body = request.body as { messages: Record<string, unknown>[] };
+    expect(body.messages.filter((message) => message['role'] === 'tool')).toEqual([
+      { content: '42', name: 'calculator', role: 'tool', tool_call_id: 'call_1' },
+    ]);
+    await request.respondError(400, { error: { message: 'enough', type: 'invalid_request' } });
+    await driver.waitForEvent('FlemmaRequestFinished');
+  });
+
+  it.each([
+    [
+      'by default',
+      '',
+      [
+        { id: 'msg_1_1', phase: 'commentary' },
+        { id: 'msg_2_1', phase: 'final_answer' },
+      ],
+    ],
+    [
+      'with phase labels off',
+      'experimental = { phase = false }, ',
+      [{ id: 'msg_1_1' }, { id: 'msg_2_1' }],
+    ],
+  ])(
+    'OpenAI gets the assistant items with their ids and phases %s',
+    async (_when, option, expected) => {
+      fake = await startFakeProvider();
+      driver = await startDriver({
+        env: { OPENAI_API_KEY: 'sk-openai-test' },
+        setup: `require("flemma").setup({ provider = "openai", parameters = { openai = { ${option}base_url = "${fake.url}/v1" } } })`,
+      });
+      await driver.openChat('o.chat', CYCLE);
+      await driver.press('<C-]>');
+      const request = await fake.nextRequest({ path: /^\/v1\/responses/ });
+      const body = request.body as { input: Record<string, unknown>[] };
+      const items = body.input
+        .filter((item) => item['type'] === 'message' && item['role'] === 'assistant')
+        .map((item) => {
+          const kept: Record<string, unknown> = { id: item['id'] };
+          if ('phase' in item) kept['phase'] = item['phase'];
+          return kept;
+        });
+      expect(items).toEqual(expected);
+      await request.respondError(400, { error: { message: 'enough', type: 'invalid_request' } });
+      await driver.waitForEvent('FlemmaRequestFinished');
+    },
+  );
+});

@@ -259,6 +259,46 @@ describe('chat completions request body', () => {
     );
   });
 
+  it('names the tool in tool messages when the provider requires it (Moonshot), encoded for the wire', () => {
+    const messages: ProviderRequest['messages'] = [
+      { role: 'user', parts: [{ kind: 'text', text: 'Weather?' }] },
+      {
+        role: 'assistant',
+        parts: [{ kind: 'tool_use', id: 'call_1', name: 'mcp:weather:now', input: {} }],
+      },
+      {
+        role: 'user',
+        parts: [
+          {
+            kind: 'tool_result',
+            toolUseId: 'call_1',
+            name: 'mcp:weather:now',
+            parts: [{ kind: 'text', text: 'Sunny' }],
+            isError: false,
+            synthetic: false,
+          },
+        ],
+      },
+    ];
+    const named = createChatCompletionsAdapter(
+      { apiKey: KEY, name: 'moonshot', toolResultNames: true },
+      loader,
+    ).buildBody(prompt({ messages }));
+    expect((named['messages'] as unknown[])[2]).toEqual({
+      content: 'Sunny',
+      name: 'mcp__weather__now',
+      role: 'tool',
+      tool_call_id: 'call_1',
+    });
+    // Other OpenAI-compatible servers get the dialect's own fields only.
+    const plain = adapter().buildBody(prompt({ messages }));
+    expect((plain['messages'] as unknown[])[2]).toEqual({
+      content: 'Sunny',
+      role: 'tool',
+      tool_call_id: 'call_1',
+    });
+  });
+
   it('sends images as data URLs and names files it cannot send inline', () => {
     const body = adapter().buildBody(
       prompt({

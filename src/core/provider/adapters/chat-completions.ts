@@ -43,6 +43,12 @@ export interface ChatCompletionsOptions extends ConnectionOptions {
    * either field whatever this says.
    */
   reasoningField?: ReasoningField;
+  /**
+   * Whether tool-result messages carry the tool's `name` beside `tool_call_id`. Moonshot requires
+   * it; the OpenAI dialect has no such field and some strict servers reject it, so it is off
+   * unless the provider asks for it.
+   */
+  toolResultNames?: boolean;
 }
 
 const DEFAULT_NAME = 'openai-compatible';
@@ -74,8 +80,9 @@ export function createChatCompletionsAdapter(
     const messages: unknown[] = [];
     if (request.system.trim() !== '') messages.push({ role: 'system', content: request.system });
     const foreign = request.thinking?.foreign ?? 'preserve';
+    const names = connection.toolResultNames === true;
     for (const message of request.messages) {
-      messages.push(...convertMessage(message, { field, foreign, isNative }));
+      messages.push(...convertMessage(message, { field, foreign, isNative, names }));
     }
     const body: Record<string, unknown> = {
       model: request.model,
@@ -188,6 +195,8 @@ interface ConvertContext {
   field: ReasoningField;
   foreign: 'preserve' | 'drop';
   isNative: (signature: { provider: string } | undefined) => boolean;
+  /** Tool results name their tool (`toolResultNames`). */
+  names: boolean;
 }
 
 function convertMessage(message: EvaluatedMessage, context: ConvertContext): unknown[] {
@@ -199,6 +208,7 @@ function convertMessage(message: EvaluatedMessage, context: ConvertContext): unk
         out.push({
           role: 'tool',
           tool_call_id: wireToolId(part.toolUseId),
+          ...(context.names ? { name: wireToolName(part.name) } : {}),
           content: toolResultContent(part),
         });
       } else {

@@ -30,10 +30,22 @@ type Json = Record<string, unknown>;
 type UserPart = Extract<EvaluatedMessage, { role: 'user' }>['parts'][number];
 type AssistantPart = Extract<EvaluatedMessage, { role: 'assistant' }>['parts'][number];
 
-export function createOpenAIAdapter(
-  connection: ConnectionOptions,
-  loader: SdkLoader,
-): ProviderAdapter {
+export interface OpenAIOptions extends ConnectionOptions {
+  /**
+   * Label each replayed assistant message with its phase (`parameters.openai.experimental.phase`,
+   * on by default): `commentary` when the message also calls a tool, else `final_answer`. Newer
+   * models (gpt-5.3-codex and later) answer worse when the labels of earlier turns are missing.
+   */
+  phase?: boolean;
+}
+
+/** How the body is built: the adapter's options that shape it. */
+interface BodyOptions {
+  phase: boolean;
+}
+
+export function createOpenAIAdapter(connection: OpenAIOptions, loader: SdkLoader): ProviderAdapter {
+  const shape: BodyOptions = { phase: connection.phase ?? true };
   type Connected = { sdk: SdkModule<'openai'>; client: OpenAI };
   const clients = new Map<Expected, Promise<Connected>>();
   const idleMs = connection.streamIdleMs ?? DEFAULT_STREAM_IDLE_MS;
@@ -68,9 +80,10 @@ export function createOpenAIAdapter(
 
   return {
     name: PROVIDER,
-    buildBody,
-    stream: (request, signal) => streamReply(() => connect('stream'), request, signal),
-    countTokens: (request, signal) => countInputTokens(() => connect('json'), request, signal),
+    buildBody: (request) => buildBody(request, shape),
+    stream: (request, signal) => streamReply(() => connect('stream'), request, shape, signal),
+    countTokens: (request, signal) =>
+      countInputTokens(() => connect('json'), request, shape, signal),
   };
 }
 
@@ -92,10 +105,11 @@ const GENERATION_FIELDS = [
 async function countInputTokens(
   connect: () => Promise<{ sdk: SdkModule<'openai'>; client: OpenAI }>,
   request: ProviderRequest,
+  shape: BodyOptions,
   signal: AbortSignal,
 ): Promise<number> {
   const body = Object.fromEntries(
-    Object.entries(buildBody(request)).filter(([key]) => !GENERATION_FIELDS.includes(key)),
+    Object.entries(buildBody(request, shape)).filter(([key]) => !GENERATION_FIELDS.includes(key)),
   );
   let sdk: SdkModule<'openai'>;
   let client: OpenAI;
@@ -119,10 +133,10 @@ async function countInputTokens(
 // ---------------------------------------------------------------------------------------------
 // Request body
 
-function buildBody(request: ProviderRequest): Json {
+function buildBody(request: ProviderRequest, shape: BodyOptions): Json {
   const body: Json = {
     model: request.model,
-    input: buildInput(request),
+    input: buildInput(request, shape),
     stream: true,
     store: false,
     max_output_tokens: request.maxTokens,
@@ -164,13 +178,18 @@ function buildBody(request: ProviderRequest): Json {
   return sorted;
 }
 
-function buildInput(request: ProviderRequest): Json[] {
+function buildInput(request: ProviderRequest, shape: BodyOptions): Json[] {
   const input: Json[] = [];
   if (request.system !== '') input.push({ role: 'developer', content: request.system });
   const preserveForeign = (request.thinking?.foreign ?? 'preserve') === 'preserve';
+  let assistants = 0;
   for (const message of request.messages) {
-    if (message.role === 'user') pushUser(input, message.parts);
-    else pushAssistant(input, message.parts, preserveForeign);
+    if (message.role === 'user') {
+      pushUser(input, message.parts);
+    } else {
+      assistants += 1;
+      pushAssistant(input, message.parts, { preserveForeign, index: assistants, ...shape });
+    }
   }
   return input;
 }
@@ -242,7 +261,20 @@ function textOf(part: EvaluatedPart): string {
   return part.kind === 'text' || part.kind === 'text_file' ? part.text : '';
 }
 
-function pushAssistant(input: Json[], parts: AssistantPart[], preserveForeign: boolean): void {
+/**
+ * The items of an assistant message: its reasoning items first, then its text and tool calls in
+ * order. Each text becomes a message item with an id of its own (`msg_<message>_<item>`, counted
+ * from 1 over the request's assistant messages) and, with `phase`, its phase label, as Flemma
+ * replays them: the service reads them as the earlier outputs they stand for.
+ */
+function pushAssistant(
+  input: Json[],
+  parts: AssistantPart[],
+  options: BodyOptions & { preserveForeign: boolean; index: number },
+): void {
+  const { preserveForeign } = options;
+  const phase = parts.some((part) => part.kind === 'tool_use') ? 'commentary' : 'final_answer';
+  let items = 0;
   const foreign: string[] = [];
   for (const part of parts) {
     if (part.kind !== 'thinking') continue;
@@ -264,11 +296,14 @@ function pushAssistant(input: Json[], parts: AssistantPart[], preserveForeign: b
     const trimmed = text.trim();
     text = '';
     if (trimmed === '') return;
+    items += 1;
     input.push({
       type: 'message',
       role: 'assistant',
+      id: `msg_${String(options.index)}_${String(items)}`,
       content: [{ type: 'output_text', text: trimmed, annotations: [] }],
       status: 'completed',
+      ...(options.phase ? { phase } : {}),
     });
   };
   for (const part of parts) {
@@ -305,9 +340,10 @@ function decodeReasoning(signature: string): Json | undefined {
 async function* streamReply(
   connect: () => Promise<{ sdk: SdkModule<'openai'>; client: OpenAI }>,
   request: ProviderRequest,
+  shape: BodyOptions,
   signal: AbortSignal,
 ): AsyncGenerator<ProviderEvent> {
-  const body = buildBody(request);
+  const body = buildBody(request, shape);
   // A function, not the property: the checks below run after awaits, when it may have changed.
   const aborted = (): boolean => signal.aborted;
   if (aborted()) return;
