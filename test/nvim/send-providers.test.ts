@@ -304,3 +304,32 @@ describe('what a replayed tool cycle looks like on the wire', () => {
     },
   );
 });
+
+describe('the output limit a send asks for', () => {
+  it.each([
+    ['half the default model limit by default', '', 64_000],
+    ['half the chosen model limit', 'model = "claude-opus-4-1", ', 16_000],
+    ['a percentage of the model limit', 'parameters = { max_tokens = "25%" }, ', 32_000],
+    ['the number the user set', 'parameters = { max_tokens = 3000 }, ', 3000],
+    [
+      "the provider's own number first",
+      'parameters = { max_tokens = 3000, anthropic = { max_tokens = 1234 } }, ',
+      1234,
+    ],
+  ])('is %s', async (_what, options, expected) => {
+    fake = await startFakeProvider();
+    driver = await startDriver({
+      env: { ANTHROPIC_API_KEY: 'sk-ant-test', ANTHROPIC_BASE_URL: fake.url },
+      setup: `require("flemma").setup({ ${options}provider = "anthropic" })`,
+    });
+    await driver.openChat('l.chat', ['@You:', 'Hello']);
+    await driver.press('<C-]>');
+    const request = await fake.nextRequest({ path: /^\/v1\/messages/ });
+    expect((request.body as { max_tokens: number }).max_tokens).toBe(expected);
+    await request.respondError(400, {
+      type: 'error',
+      error: { type: 'invalid_request_error', message: 'enough' },
+    });
+    await driver.waitForEvent('FlemmaRequestFinished');
+  });
+});
