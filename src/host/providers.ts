@@ -96,6 +96,7 @@ export const PROVIDERS: Record<string, ProviderEntry> = {
           apiKey: input.credential,
           maxRetries: input.maxRetries,
           streamIdleMs: input.streamIdleMs,
+          timeoutMs: input.timeoutMs,
           ...(input.baseURL === undefined ? {} : { baseURL: input.baseURL }),
         },
         loader,
@@ -128,6 +129,7 @@ export const PROVIDERS: Record<string, ProviderEntry> = {
         vertex,
         maxRetries: input.maxRetries,
         streamIdleMs: input.streamIdleMs,
+        timeoutMs: input.timeoutMs,
       };
       return createGeminiAdapter(
         input.baseURL === undefined ? base : { ...base, baseURL: input.baseURL },

@@ -658,11 +658,11 @@ describe('chat completions streaming', () => {
     const { events, error } = await outcome;
     expect(events).toEqual([{ type: 'text', text: 'Half' }]);
     expect(error).toBeInstanceOf(ProviderError);
-    expect(error).toMatchObject({ kind: 'stream', retryable: false });
-    expect((error as ProviderError).message).toMatch(/^the reply broke off: /);
+    expect(error).toMatchObject({ kind: 'connection', retryable: false });
+    expect((error as ProviderError).message).toMatch(/^the connection was lost mid-reply \(/);
   });
 
-  it('names the base URL when nothing listens there', async () => {
+  it('names the host and port when nothing listens there', async () => {
     const closed = await startFakeProvider();
     await closed.close();
     const baseURL = `${closed.url}/v1`;
@@ -677,8 +677,9 @@ describe('chat completions streaming', () => {
     const failure = error as ProviderError;
     expect(failure.kind).toBe('connection');
     expect(failure.retryable).toBe(true);
-    expect(failure.message).toContain(baseURL);
-    expect(failure.describe()).toMatch(/^ollama: connection — nothing is listening at http:/);
+    expect(failure.describe()).toBe(
+      `ollama (127.0.0.1:${String(closed.port)}): connection refused: nothing is listening there. Is the local server running?`,
+    );
   });
 
   it('ends quietly when aborted mid-stream', async () => {

@@ -725,7 +725,7 @@ describe('OpenAI streaming through the SDK', () => {
     expect(events).toEqual([{ type: 'text', text: 'Half' }]);
     expect(error).toBeInstanceOf(ProviderError);
     expect(error).toMatchObject({ kind: 'connection', retryable: false });
-    expect((error as ProviderError).message).toMatch(/^connection lost: /);
+    expect((error as ProviderError).message).toMatch(/^the connection was lost mid-reply \(/);
   });
 
   it('fails with a retryable connection error when nothing answers', async () => {

@@ -5,6 +5,7 @@ import type OpenAI from 'openai';
 import type { ResponseCreateParamsStreaming } from 'openai/resources/responses/responses';
 import type { SdkLoader, SdkModule } from '../sdk.js';
 import { DEFAULT_STREAM_IDLE_MS, type Expected, globalFetch, guardFetch } from '../watchdog.js';
+import { carriedError, connectError, endpointOf, lostError, timeoutError } from '../transport.js';
 import { assertNever } from '../../util/never.js';
 import { EventReader, PROVIDER } from './openai-events.js';
 import {
@@ -27,6 +28,13 @@ import {
 const TRAILING_KEYS = ['tools', 'input'] as const;
 
 type Json = Record<string, unknown>;
+
+/** A loaded SDK, its client, and the request timeout the client was made with. */
+interface Client {
+  sdk: SdkModule<'openai'>;
+  client: OpenAI;
+  timeoutMs: number | undefined;
+}
 type UserPart = Extract<EvaluatedMessage, { role: 'user' }>['parts'][number];
 type AssistantPart = Extract<EvaluatedMessage, { role: 'assistant' }>['parts'][number];
 
@@ -46,7 +54,7 @@ interface BodyOptions {
 
 export function createOpenAIAdapter(connection: OpenAIOptions, loader: SdkLoader): ProviderAdapter {
   const shape: BodyOptions = { phase: connection.phase ?? true };
-  type Connected = { sdk: SdkModule<'openai'>; client: OpenAI };
+  type Connected = Client;
   const clients = new Map<Expected, Promise<Connected>>();
   const idleMs = connection.streamIdleMs ?? DEFAULT_STREAM_IDLE_MS;
   const options = {
@@ -68,6 +76,7 @@ export function createOpenAIAdapter(connection: OpenAIOptions, loader: SdkLoader
           const guard = { provider: PROVIDER, expect, idleMs, secrets: [connection.apiKey] };
           return new sdk.OpenAI({ ...options, fetch: guardFetch(globalFetch, guard) });
         }),
+        timeoutMs: connection.timeoutMs,
       }));
       clients.set(expect, client);
       // A failed load may succeed on the next send.
@@ -103,7 +112,7 @@ const GENERATION_FIELDS = [
 
 /** `POST /v1/responses/input_tokens` with the request's body. */
 async function countInputTokens(
-  connect: () => Promise<{ sdk: SdkModule<'openai'>; client: OpenAI }>,
+  connect: () => Promise<Client>,
   request: ProviderRequest,
   shape: BodyOptions,
   signal: AbortSignal,
@@ -111,10 +120,9 @@ async function countInputTokens(
   const body = Object.fromEntries(
     Object.entries(buildBody(request, shape)).filter(([key]) => !GENERATION_FIELDS.includes(key)),
   );
-  let sdk: SdkModule<'openai'>;
-  let client: OpenAI;
+  let connected: Client;
   try {
-    ({ sdk, client } = await connect());
+    connected = await connect();
   } catch (error) {
     throw new ProviderError(
       PROVIDER,
@@ -123,10 +131,10 @@ async function countInputTokens(
     );
   }
   try {
-    const count = await client.responses.inputTokens.count(body, { signal });
+    const count = await connected.client.responses.inputTokens.count(body, { signal });
     return count.input_tokens;
   } catch (error) {
-    throw toProviderError(sdk, error, false);
+    throw toProviderError(connected, error, false);
   }
 }
 
@@ -338,7 +346,7 @@ function decodeReasoning(signature: string): Json | undefined {
 // Streaming
 
 async function* streamReply(
-  connect: () => Promise<{ sdk: SdkModule<'openai'>; client: OpenAI }>,
+  connect: () => Promise<Client>,
   request: ProviderRequest,
   shape: BodyOptions,
   signal: AbortSignal,
@@ -347,10 +355,9 @@ async function* streamReply(
   // A function, not the property: the checks below run after awaits, when it may have changed.
   const aborted = (): boolean => signal.aborted;
   if (aborted()) return;
-  let sdk: SdkModule<'openai'>;
-  let client: OpenAI;
+  let connected: Client;
   try {
-    ({ sdk, client } = await connect());
+    connected = await connect();
   } catch (error) {
     throw new ProviderError(
       PROVIDER,
@@ -361,7 +368,7 @@ async function* streamReply(
 
   const reader = new EventReader();
   try {
-    const events = await client.responses.create(
+    const events = await connected.client.responses.create(
       { ...body, stream: true } as unknown as ResponseCreateParamsStreaming,
       { signal },
     );
@@ -373,7 +380,7 @@ async function* streamReply(
   } catch (error) {
     if (aborted()) return;
     if (error instanceof ProviderError) throw error;
-    throw toProviderError(sdk, error, reader.started);
+    throw toProviderError(connected, error, reader.started);
   }
   if (aborted()) return;
   throw new ProviderError(PROVIDER, 'stream', 'the stream ended before the response completed');
@@ -392,27 +399,27 @@ function apiMessage(error: { message: string; error: unknown }): string {
   return typeof body?.message === 'string' && body.message !== '' ? body.message : error.message;
 }
 
-function toProviderError(
-  sdk: SdkModule<'openai'>,
-  error: unknown,
-  started: boolean,
-): ProviderError {
-  const failure = mapError(sdk, error, started);
-  if (error instanceof sdk.APIError) {
+function toProviderError(connected: Client, error: unknown, started: boolean): ProviderError {
+  const failure = mapError(connected, error, started);
+  if (error instanceof connected.sdk.APIError) {
     const wait = retryAfterMs(error.headers);
     if (wait !== undefined) failure.retryAfterMs = wait;
   }
   return failure;
 }
 
-function mapError(sdk: SdkModule<'openai'>, error: unknown, started: boolean): ProviderError {
+function mapError(connected: Client, error: unknown, started: boolean): ProviderError {
+  const { sdk } = connected;
+  const endpoint = endpointOf(connected.client.baseURL);
+  // The guard's own failures (a connection that failed, a stall, an answer that is not one)
+  // arrive as they are, or as the cause of the SDK's connection error.
+  const carried = carriedError(error);
+  if (carried !== undefined) return carried;
   if (error instanceof sdk.APIConnectionTimeoutError) {
-    return new ProviderError(PROVIDER, 'timeout', error.message, undefined, !started);
+    return timeoutError(PROVIDER, endpoint, connected.timeoutMs);
   }
   if (error instanceof sdk.APIConnectionError) {
-    const cause = (error as { cause?: unknown }).cause;
-    const detail = cause === undefined ? error.message : `${error.message} (${describe(cause)})`;
-    return new ProviderError(PROVIDER, 'connection', detail, undefined, !started);
+    return connectError(PROVIDER, endpoint, (error as { cause?: unknown }).cause ?? error);
   }
   if (error instanceof sdk.APIError) {
     const status = error.status as number | undefined;
@@ -425,13 +432,5 @@ function mapError(sdk: SdkModule<'openai'>, error: unknown, started: boolean): P
     return new ProviderError(PROVIDER, 'stream', `unreadable event: ${error.message}`);
   }
   // Anything else is the transport failing, e.g. the connection dropping mid-stream.
-  const cause = (error as { cause?: unknown } | null)?.cause;
-  const detail = cause === undefined ? describe(error) : `${describe(error)} (${describe(cause)})`;
-  return new ProviderError(
-    PROVIDER,
-    'connection',
-    `connection lost: ${detail}`,
-    undefined,
-    !started,
-  );
+  return lostError(PROVIDER, endpoint, error, started);
 }
