@@ -153,7 +153,9 @@ async function unexpected(
 /**
  * The body of a stream, failing when a read waits `idleMs` without a byte. A read that fails
  * (the connection lost) fails with `lost(error, received)` instead, `received` saying whether
- * any bytes had come.
+ * any of the reply had come: a line of the stream other than a comment (`: ping`, which servers
+ * send to keep a connection open, is not the reply; lost after only that, a request may be made
+ * again).
  */
 function watched(
   source: ReadableStream<Uint8Array>,
@@ -163,6 +165,16 @@ function watched(
 ): ReadableStream<Uint8Array> {
   const reader = source.getReader();
   let received = false;
+  /** Whether the next byte begins a line (only looked at until the reply begins). */
+  let lineStart = true;
+  const begins = (chunk: Uint8Array): boolean => {
+    for (const byte of chunk) {
+      const newline = byte === 0x0a || byte === 0x0d;
+      if (lineStart && !newline && byte !== 0x3a) return true;
+      lineStart = newline;
+    }
+    return false;
+  };
   /** When the pending read began (undefined: none is pending). */
   let waitingSince: number | undefined;
   let timer: ReturnType<typeof setTimeout> | undefined;
@@ -215,7 +227,7 @@ function watched(
           stop();
           controller.close();
         } else {
-          received = true;
+          if (!received) received = begins(next.value);
           controller.enqueue(next.value);
         }
       },
