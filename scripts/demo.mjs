@@ -44,13 +44,21 @@ const workspace = mkdtempSync(join(tmpdir(), 'flemma-demo-'));
 mkdirSync(workspace, { recursive: true });
 const chat = join(workspace, 'demo.chat');
 copyFileSync(join(root, 'scripts/demo/demo.chat'), chat);
+// The demo's log stays with its chat, apart from the log of the user's own Flemma.
+const log = join(workspace, 'flemma.log');
 console.log(
-  `Flemma demo with ${provider === 'demo' ? 'the offline demo provider' : provider}; the chat is ${chat}`,
+  `Flemma demo with ${provider === 'demo' ? 'the offline demo provider' : provider}; the chat is ${chat}, its log ${log}`,
 );
 
-const result = spawnSync(nvim, ['--clean', '-u', join(root, 'scripts/demo/init.lua'), chat], {
+// `-n`: no swap file (it would go to the user's own state directory).
+const result = spawnSync(nvim, ['--clean', '-n', '-u', join(root, 'scripts/demo/init.lua'), chat], {
   stdio: 'inherit',
   cwd: workspace,
-  env: { ...process.env, FLEMMA_ROOT: root, FLEMMA_DEMO_PROVIDER: provider },
+  env: {
+    ...process.env,
+    FLEMMA_ROOT: root,
+    FLEMMA_DEMO_PROVIDER: provider,
+    FLEMMA_DEMO_LOG: log,
+  },
 });
 process.exit(result.status ?? 0);

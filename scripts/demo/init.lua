@@ -7,7 +7,17 @@ vim.o.linebreak = true
 vim.o.number = true
 vim.o.cursorline = true
 
-require("flemma").setup({ provider = vim.env.FLEMMA_DEMO_PROVIDER or "demo" })
+-- The demo logs to a file of its own (the one `npm run demo` names, else one in Neovim's own
+-- temporary directory), never to the user's real log (stdpath("log")/flemma.log).
+local demo_log = vim.env.FLEMMA_DEMO_LOG
+if demo_log == nil or demo_log == "" then
+  demo_log = vim.fs.joinpath(vim.fn.fnamemodify(vim.fn.tempname(), ":h"), "flemma-demo.log")
+end
+
+require("flemma").setup({
+  provider = vim.env.FLEMMA_DEMO_PROVIDER or "demo",
+  logging = { path = demo_log },
+})
 
 vim.api.nvim_create_autocmd("VimEnter", {
   once = true,

@@ -60,6 +60,13 @@ function connection(input: ConnectionInput): {
   return input.baseURL === undefined ? base : { ...base, baseURL: input.baseURL };
 }
 
+/** `parameters.openai.experimental.phase`: on unless set to false. */
+function phaseLabels(parameters: ProviderParameters): boolean {
+  const experimental = parameters['experimental'];
+  if (experimental === null || typeof experimental !== 'object') return true;
+  return (experimental as Record<string, unknown>)['phase'] !== false;
+}
+
 export const PROVIDERS: Record<string, ProviderEntry> = {
   anthropic: {
     credential: () => ({ kind: 'api_key', service: 'anthropic', description: 'Anthropic API key' }),
@@ -71,7 +78,8 @@ export const PROVIDERS: Record<string, ProviderEntry> = {
     credential: () => ({ kind: 'api_key', service: 'openai', description: 'OpenAI API key' }),
     baseUrlEnv: 'OPENAI_BASE_URL',
     defaultModel: 'gpt-5.4',
-    create: (input, loader) => createOpenAIAdapter(connection(input), loader),
+    create: (input, loader) =>
+      createOpenAIAdapter({ ...connection(input), phase: phaseLabels(input.parameters) }, loader),
   },
   gemini: {
     credential: () => ({
@@ -88,6 +96,7 @@ export const PROVIDERS: Record<string, ProviderEntry> = {
           apiKey: input.credential,
           maxRetries: input.maxRetries,
           streamIdleMs: input.streamIdleMs,
+          timeoutMs: input.timeoutMs,
           ...(input.baseURL === undefined ? {} : { baseURL: input.baseURL }),
         },
         loader,
@@ -120,6 +129,7 @@ export const PROVIDERS: Record<string, ProviderEntry> = {
         vertex,
         maxRetries: input.maxRetries,
         streamIdleMs: input.streamIdleMs,
+        timeoutMs: input.timeoutMs,
       };
       return createGeminiAdapter(
         input.baseURL === undefined ? base : { ...base, baseURL: input.baseURL },
@@ -136,6 +146,8 @@ export const PROVIDERS: Record<string, ProviderEntry> = {
           ...connection(input),
           baseURL: input.baseURL ?? 'https://api.moonshot.ai/v1',
           name: 'moonshot',
+          // Moonshot rejects a tool message without the tool's name.
+          toolResultNames: true,
         },
         loader,
       ),

@@ -204,7 +204,132 @@ describe('the offline demo provider', () => {
     await driver.waitForEvent('FlemmaRequestFinished', { after: before });
     const final = (await driver.lines(buf)).join('\n');
     expect(final).toMatch(/\*\*Tool Result:\*\* `demo_\w+`\n\n```\n42\n```\n\n@Assistant:\n/);
-    expect(final).toContain('The tool result is in your message above');
+    expect(final).toContain('The calculator tool returned "42".');
     expect(final.endsWith('@You:\n')).toBe(true);
+
+    // A next question with no tool in it gets a reply about that question, not about a tool.
+    const asked = driver.eventCount;
+    await driver.press('G');
+    await driver.type('AWhat is your name?');
+    await driver.press('<Esc><C-]>');
+    await driver.waitForEvent('FlemmaRequestFinished', { after: asked });
+    const next = (await driver.lines(buf)).join('\n');
+    const reply = next.slice(next.lastIndexOf('@Assistant:'));
+    expect(reply).toContain('You asked: "What is your name?"');
+    expect(reply).not.toMatch(/Tool Use|returned|tool result/);
+  });
+});
+
+describe('what a replayed tool cycle looks like on the wire', () => {
+  const CYCLE = [
+    '@You:',
+    'Compute it.',
+    '',
+    '@Assistant:',
+    'Computing.',
+    '',
+    '**Tool Use:** `calculator` (`call_1`)',
+    '',
+    '```json',
+    '{"expression":"6 * 7"}',
+    '```',
+    '',
+    '@You:',
+    '**Tool Result:** `call_1`',
+    '',
+    '```',
+    '42',
+    '```',
+    '',
+    '@Assistant:',
+    'It is 42.',
+    '',
+    '@You:',
+    'Thanks.',
+  ];
+
+  it('Moonshot gets the tool name in each tool message', async () => {
+    fake = await startFakeProvider();
+    driver = await startDriver({
+      env: { MOONSHOT_API_KEY: 'sk-moonshot-test' },
+      setup: `require("flemma").setup({ provider = "moonshot", parameters = { moonshot = { base_url = "${fake.url}/v1" } } })`,
+    });
+    await driver.openChat('m.chat', CYCLE);
+    await driver.press('<C-]>');
+    const request = await fake.nextRequest({ path: /^\/v1\/chat\/completions/ });
+    const body = request.body as { messages: Record<string, unknown>[] };
+    expect(body.messages.filter((message) => message['role'] === 'tool')).toEqual([
+      { content: '42', name: 'calculator', role: 'tool', tool_call_id: 'call_1' },
+    ]);
+    await request.respondError(400, { error: { message: 'enough', type: 'invalid_request' } });
+    await driver.waitForEvent('FlemmaRequestFinished');
+  });
+
+  it.each([
+    [
+      'by default',
+      '',
+      [
+        { id: 'msg_1_1', phase: 'commentary' },
+        { id: 'msg_2_1', phase: 'final_answer' },
+      ],
+    ],
+    [
+      'with phase labels off',
+      'experimental = { phase = false }, ',
+      [{ id: 'msg_1_1' }, { id: 'msg_2_1' }],
+    ],
+  ])(
+    'OpenAI gets the assistant items with their ids and phases %s',
+    async (_when, option, expected) => {
+      fake = await startFakeProvider();
+      driver = await startDriver({
+        env: { OPENAI_API_KEY: 'sk-openai-test' },
+        setup: `require("flemma").setup({ provider = "openai", parameters = { openai = { ${option}base_url = "${fake.url}/v1" } } })`,
+      });
+      await driver.openChat('o.chat', CYCLE);
+      await driver.press('<C-]>');
+      const request = await fake.nextRequest({ path: /^\/v1\/responses/ });
+      const body = request.body as { input: Record<string, unknown>[] };
+      const items = body.input
+        .filter((item) => item['type'] === 'message' && item['role'] === 'assistant')
+        .map((item) => {
+          const kept: Record<string, unknown> = { id: item['id'] };
+          if ('phase' in item) kept['phase'] = item['phase'];
+          return kept;
+        });
+      expect(items).toEqual(expected);
+      await request.respondError(400, { error: { message: 'enough', type: 'invalid_request' } });
+      await driver.waitForEvent('FlemmaRequestFinished');
+    },
+  );
+});
+
+describe('the output limit a send asks for', () => {
+  it.each([
+    ['half the default model limit by default', '', 64_000],
+    ['half the chosen model limit', 'model = "claude-opus-4-1", ', 16_000],
+    ['a percentage of the model limit', 'parameters = { max_tokens = "25%" }, ', 32_000],
+    ['the number the user set', 'parameters = { max_tokens = 3000 }, ', 3000],
+    [
+      "the provider's own number first",
+      'parameters = { max_tokens = 3000, anthropic = { max_tokens = 1234 } }, ',
+      1234,
+    ],
+  ])('is %s', async (_what, options, expected) => {
+    fake = await startFakeProvider();
+    driver = await startDriver({
+      env: { ANTHROPIC_API_KEY: 'sk-ant-test', ANTHROPIC_BASE_URL: fake.url },
+      setup: `require("flemma").setup({ ${options}provider = "anthropic" })`,
+    });
+    await driver.openChat('l.chat', ['@You:', 'Hello']);
+    await driver.press('<C-]>');
+    const request = await fake.nextRequest({ path: /^\/v1\/messages/ });
+    expect((request.body as { max_tokens: number }).max_tokens).toBe(expected);
+    await request.respondError(400, {
+      type: 'error',
+      error: { type: 'invalid_request_error', message: 'enough' },
+    });
+    await driver.waitForEvent('FlemmaRequestFinished');
   });
 });

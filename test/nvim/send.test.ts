@@ -225,11 +225,29 @@ describe('sending a chat', () => {
     expect(finished.data).toEqual({ bufnr: buf, status: 'errored' });
     const lines = await d.lines(buf);
     expect(lines.slice(0, 5)).toEqual(['@You:', 'Hello', '', '@Assistant:', 'Half an ans']);
-    expect(lines[6]).toMatch(
-      /^<!-- flemma:aborted: Response interrupted: anthropic: connection — .* -->$/,
+    expect(lines[6]).toBe(
+      `<!-- flemma:aborted: Response interrupted: anthropic (127.0.0.1:${String(f.port)}): the connection was lost mid-reply (the server closed it) -->`,
     );
     expect(lines.slice(7)).toEqual(['', '@You:', '']);
     expect(d.eventsSeen('FlemmaConversationIdle')).toEqual([]);
+  });
+
+  it('names the host and port when nothing listens there, and leaves the buffer as it was', async () => {
+    const closed = await startFakeProvider();
+    await closed.close();
+    driver = await startDriver({
+      env: { ANTHROPIC_API_KEY: 'sk-test-key', ANTHROPIC_BASE_URL: closed.url },
+    });
+    const buf = await driver.openChat('refused.chat', ['@You:', 'Hello']);
+    await driver.press('<C-]>');
+    // Tried again twice (a server may be starting), then one message.
+    const finished = await driver.waitForEvent('FlemmaRequestFinished');
+    expect(finished.data).toEqual({ bufnr: buf, status: 'errored' });
+    const errors = driver.notifications().filter((note) => note.level === 4);
+    expect(errors.map((note) => note.message)).toEqual([
+      `Flemma: anthropic (127.0.0.1:${String(closed.port)}): connection refused: nothing is listening there. Is the local server running?`,
+    ]);
+    expect(await driver.lines(buf)).toEqual(['@You:', 'Hello']);
   });
 
   it('fires conversation:idle after a completed reply', async () => {

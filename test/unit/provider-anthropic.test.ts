@@ -648,7 +648,9 @@ describe('anthropic streaming', () => {
     sse.drop();
     const error = await failure(events.next());
     expect([error.kind, error.retryable]).toEqual(['connection', false]);
-    expect(error.message).toMatch(/^Connection lost: /);
+    expect(error.describe()).toMatch(
+      /^anthropic \(127\.0\.0\.1:\d+\): the connection was lost mid-reply \(the server closed it\)$/,
+    );
     expect(await sse.closed).toBe('drop');
   });
 

@@ -259,6 +259,46 @@ describe('chat completions request body', () => {
     );
   });
 
+  it('names the tool in tool messages when the provider requires it (Moonshot), encoded for the wire', () => {
+    const messages: ProviderRequest['messages'] = [
+      { role: 'user', parts: [{ kind: 'text', text: 'Weather?' }] },
+      {
+        role: 'assistant',
+        parts: [{ kind: 'tool_use', id: 'call_1', name: 'mcp:weather:now', input: {} }],
+      },
+      {
+        role: 'user',
+        parts: [
+          {
+            kind: 'tool_result',
+            toolUseId: 'call_1',
+            name: 'mcp:weather:now',
+            parts: [{ kind: 'text', text: 'Sunny' }],
+            isError: false,
+            synthetic: false,
+          },
+        ],
+      },
+    ];
+    const named = createChatCompletionsAdapter(
+      { apiKey: KEY, name: 'moonshot', toolResultNames: true },
+      loader,
+    ).buildBody(prompt({ messages }));
+    expect((named['messages'] as unknown[])[2]).toEqual({
+      content: 'Sunny',
+      name: 'mcp__weather__now',
+      role: 'tool',
+      tool_call_id: 'call_1',
+    });
+    // Other OpenAI-compatible servers get the dialect's own fields only.
+    const plain = adapter().buildBody(prompt({ messages }));
+    expect((plain['messages'] as unknown[])[2]).toEqual({
+      content: 'Sunny',
+      role: 'tool',
+      tool_call_id: 'call_1',
+    });
+  });
+
   it('sends images as data URLs and names files it cannot send inline', () => {
     const body = adapter().buildBody(
       prompt({
@@ -618,11 +658,11 @@ describe('chat completions streaming', () => {
     const { events, error } = await outcome;
     expect(events).toEqual([{ type: 'text', text: 'Half' }]);
     expect(error).toBeInstanceOf(ProviderError);
-    expect(error).toMatchObject({ kind: 'stream', retryable: false });
-    expect((error as ProviderError).message).toMatch(/^the reply broke off: /);
+    expect(error).toMatchObject({ kind: 'connection', retryable: false });
+    expect((error as ProviderError).message).toMatch(/^the connection was lost mid-reply \(/);
   });
 
-  it('names the base URL when nothing listens there', async () => {
+  it('names the host and port when nothing listens there', async () => {
     const closed = await startFakeProvider();
     await closed.close();
     const baseURL = `${closed.url}/v1`;
@@ -637,8 +677,9 @@ describe('chat completions streaming', () => {
     const failure = error as ProviderError;
     expect(failure.kind).toBe('connection');
     expect(failure.retryable).toBe(true);
-    expect(failure.message).toContain(baseURL);
-    expect(failure.describe()).toMatch(/^ollama: connection — nothing is listening at http:/);
+    expect(failure.describe()).toBe(
+      `ollama (127.0.0.1:${String(closed.port)}): connection refused: nothing is listening there. Is the local server running?`,
+    );
   });
 
   it('ends quietly when aborted mid-stream', async () => {

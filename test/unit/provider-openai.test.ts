@@ -206,8 +206,10 @@ describe('OpenAI request bodies', () => {
       {
         type: 'message',
         role: 'assistant',
+        id: 'msg_1_1',
         content: [{ type: 'output_text', text: 'Reading first.', annotations: [] }],
         status: 'completed',
+        phase: 'commentary',
       },
       {
         type: 'function_call',
@@ -219,8 +221,10 @@ describe('OpenAI request bodies', () => {
       {
         type: 'message',
         role: 'assistant',
+        id: 'msg_1_2',
         content: [{ type: 'output_text', text: 'Then listing.', annotations: [] }],
         status: 'completed',
+        phase: 'commentary',
       },
       {
         type: 'function_call',
@@ -247,6 +251,47 @@ describe('OpenAI request bodies', () => {
     ]);
     expect(body).not.toHaveProperty('tools');
     expect(body).not.toHaveProperty('tool_choice');
+  });
+
+  it('replays assistant messages with their ids and phase labels, unless the labels are off', () => {
+    const messages: EvaluatedMessage[] = [
+      { role: 'user', parts: [{ kind: 'text', text: 'List the files.' }] },
+      {
+        role: 'assistant',
+        parts: [
+          { kind: 'text', text: 'Listing.' },
+          { kind: 'tool_use', id: 'call_1', name: 'bash', input: { cmd: 'ls' } },
+        ],
+      },
+      {
+        role: 'user',
+        parts: [
+          {
+            kind: 'tool_result',
+            toolUseId: 'call_1',
+            name: 'bash',
+            parts: [{ kind: 'text', text: 'a.txt' }],
+            isError: false,
+            synthetic: false,
+          },
+        ],
+      },
+      { role: 'assistant', parts: [{ kind: 'text', text: 'There is a.txt.' }] },
+      { role: 'user', parts: [{ kind: 'text', text: 'Thanks.' }] },
+    ];
+    const assistantItems = (body: Record<string, unknown>): unknown[] =>
+      (body['input'] as { type?: string }[]).filter((item) => item.type === 'message');
+    expect(assistantItems(offline.buildBody(request({ messages })))).toEqual([
+      expect.objectContaining({ id: 'msg_1_1', phase: 'commentary' }),
+      expect.objectContaining({ id: 'msg_2_1', phase: 'final_answer' }),
+    ]);
+    const unlabelled = createOpenAIAdapter({ apiKey: KEY, phase: false }, new SdkLoader());
+    const items = assistantItems(unlabelled.buildBody(request({ messages })));
+    expect(items).toEqual([
+      expect.objectContaining({ id: 'msg_1_1' }),
+      expect.objectContaining({ id: 'msg_2_1' }),
+    ]);
+    expect(items.some((item) => Object.hasOwn(item as object, 'phase'))).toBe(false);
   });
 
   it('sends strict only for strict tools, and puts tools then input last', () => {
@@ -316,6 +361,7 @@ describe('OpenAI request bodies', () => {
       {
         type: 'message',
         role: 'assistant',
+        id: 'msg_1_1',
         content: [
           {
             type: 'output_text',
@@ -324,6 +370,7 @@ describe('OpenAI request bodies', () => {
           },
         ],
         status: 'completed',
+        phase: 'final_answer',
       },
     ]);
 
@@ -678,7 +725,7 @@ describe('OpenAI streaming through the SDK', () => {
     expect(events).toEqual([{ type: 'text', text: 'Half' }]);
     expect(error).toBeInstanceOf(ProviderError);
     expect(error).toMatchObject({ kind: 'connection', retryable: false });
-    expect((error as ProviderError).message).toMatch(/^connection lost: /);
+    expect((error as ProviderError).message).toMatch(/^the connection was lost mid-reply \(/);
   });
 
   it('fails with a retryable connection error when nothing answers', async () => {

@@ -177,7 +177,7 @@ describe('the answer check', () => {
     expect(error.status).toBe(503);
     expect(error.retryable).toBe(false);
     expect(error.describe()).toBe(
-      'anthropic (api.example.com): HTTP 503 with content type text/html: "503 Service Temporarily Unavailable". Check the base URL, and any proxy or login page on the way.',
+      'anthropic (api.example.com:443): HTTP 503 with content type text/html: "503 Service Temporarily Unavailable". Check the base URL, and any proxy or login page on the way.',
     );
   });
 

@@ -23,6 +23,9 @@
 // body being read. The adapters pass a ProviderError through as it is.
 import { ProviderError, errorForStatus } from './types.js';
 import { mediaType, shownType, summarise } from './summary.js';
+import { connectError, endpointOf, lostError, timeoutError } from './transport.js';
+
+export { endpointOf } from './transport.js';
 
 export type Fetch = (input: string | URL | Request, init?: RequestInit) => Promise<Response>;
 
@@ -37,6 +40,11 @@ export interface GuardOptions {
   idleMs: number;
   /** Values never to show (the credential), should an answer echo them. */
   secrets?: readonly string[];
+  /**
+   * How long to wait for an answer to begin (`parameters.timeout`), in ms, for an SDK that has
+   * no timeout of its own to report (`@google/genai`); the others keep their own.
+   */
+  timeoutMs?: number;
 }
 
 /** The global `fetch`, looked up when called (Node's own, undici). */
@@ -49,16 +57,6 @@ export const DEFAULT_STREAM_IDLE_MS = 60_000;
 const EXCERPT_BYTES = 8192;
 /** How long to wait for that much (an answer may never end); at most the idle timeout. */
 const EXCERPT_WAIT_MS = 2000;
-
-/** `host:port` of a request, for messages (never the path or the query, which may hold a key). */
-export function endpointOf(input: string | URL | Request): string {
-  try {
-    const href = typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
-    return new URL(href).host;
-  } catch {
-    return 'unknown host';
-  }
-}
 
 function accepts(expect: Expected, type: string): boolean {
   if (expect === 'stream') return type === 'text/event-stream';
@@ -152,13 +150,31 @@ async function unexpected(
   return error;
 }
 
-/** The body of a stream, failing when a read waits `idleMs` without a byte. */
+/**
+ * The body of a stream, failing when a read waits `idleMs` without a byte. A read that fails
+ * (the connection lost) fails with `lost(error, received)` instead, `received` saying whether
+ * any of the reply had come: a line of the stream other than a comment (`: ping`, which servers
+ * send to keep a connection open, is not the reply; lost after only that, a request may be made
+ * again).
+ */
 function watched(
   source: ReadableStream<Uint8Array>,
   idleMs: number,
   stalled: () => ProviderError,
+  lost: (error: unknown, received: boolean) => unknown,
 ): ReadableStream<Uint8Array> {
   const reader = source.getReader();
+  let received = false;
+  /** Whether the next byte begins a line (only looked at until the reply begins). */
+  let lineStart = true;
+  const begins = (chunk: Uint8Array): boolean => {
+    for (const byte of chunk) {
+      const newline = byte === 0x0a || byte === 0x0d;
+      if (lineStart && !newline && byte !== 0x3a) return true;
+      lineStart = newline;
+    }
+    return false;
+  };
   /** When the pending read began (undefined: none is pending). */
   let waitingSince: number | undefined;
   let timer: ReturnType<typeof setTimeout> | undefined;
@@ -201,7 +217,7 @@ function watched(
         } catch (error) {
           if (!over) {
             stop();
-            controller.error(error);
+            controller.error(lost(error, received));
           }
           return;
         }
@@ -211,6 +227,7 @@ function watched(
           stop();
           controller.close();
         } else {
+          if (!received) received = begins(next.value);
           controller.enqueue(next.value);
         }
       },
@@ -230,16 +247,23 @@ function watched(
  */
 export function guardFetch(base: Fetch, options: GuardOptions): Fetch {
   return async (input, init) => {
-    const response = await base(input, init);
     const endpoint = endpointOf(input);
+    const response = await answer(base, input, init, options, endpoint);
     const type = mediaType(response.headers.get('content-type'));
     const html = type === 'text/html' || type === 'application/xhtml+xml';
     if (html || (response.ok && !accepts(options.expect, type))) {
       return failing(response, await unexpected(response, options, endpoint, init));
     }
     if (!response.ok || options.expect !== 'stream' || response.body === null) return response;
-    const body = watched(response.body, options.idleMs, () =>
-      stallError(options.provider, endpoint, options.idleMs),
+    const body = watched(
+      response.body,
+      options.idleMs,
+      () => stallError(options.provider, endpoint, options.idleMs),
+      // A cancel is the caller's and goes on as it is; so does a failure already explained.
+      (error, received) =>
+        init?.signal?.aborted === true || error instanceof ProviderError
+          ? error
+          : lostError(options.provider, endpoint, error, received),
     );
     return new Response(body, {
       status: response.status,
@@ -247,4 +271,44 @@ export function guardFetch(base: Fetch, options: GuardOptions): Fetch {
       headers: response.headers,
     });
   };
+}
+
+/**
+ * `base`'s answer; a request that gets none fails with what went wrong and where
+ * (`transport.ts`), unless the caller cancelled it (that goes on as it is: the SDK's own
+ * timeout, and the user's cancel, are aborts). With `timeoutMs`, an answer that has not begun by
+ * then fails as a timeout.
+ */
+async function answer(
+  base: Fetch,
+  input: string | URL | Request,
+  init: RequestInit | undefined,
+  options: GuardOptions,
+  endpoint: string,
+): Promise<Response> {
+  const limit = options.timeoutMs;
+  const timer = limit === undefined ? undefined : new AbortController();
+  const clock =
+    timer === undefined
+      ? undefined
+      : setTimeout(() => {
+          timer.abort();
+        }, limit).unref();
+  const signal =
+    timer === undefined
+      ? init?.signal
+      : init?.signal == null
+        ? timer.signal
+        : AbortSignal.any([init.signal, timer.signal]);
+  try {
+    return await base(input, signal == null ? init : { ...init, signal });
+  } catch (error) {
+    if (init?.signal?.aborted === true) throw error;
+    if (timer?.signal.aborted === true && limit !== undefined) {
+      throw timeoutError(options.provider, endpoint, limit);
+    }
+    throw connectError(options.provider, endpoint, error);
+  } finally {
+    clearTimeout(clock);
+  }
 }

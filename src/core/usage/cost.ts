@@ -2,6 +2,7 @@
 // arithmetic over the token counts a reply reports. Prices are USD per million tokens.
 import type { Usage } from '../provider/types.js';
 import table from './pricing.json' with { type: 'json' };
+import { lookupModel } from '../util/model-id.js';
 
 export interface ModelPrices {
   input: number;
@@ -35,32 +36,12 @@ function providerTable(provider: string): ProviderTable | undefined {
   return typeof entry === 'object' ? entry : undefined;
 }
 
-/**
- * Whether `model` is a variant of the known id `known`: a dated or tagged id of the same family
- * (`claude-sonnet-4-5-20250929`, `gpt-4.1-2025-04-14`, `gemini-2.5-flash-preview-09-2025`), but
- * not another version of it (`claude-opus-4-9` is not `claude-opus-4`, `gpt-5.7` not `gpt-5`).
- */
-function isVariant(model: string, known: string): boolean {
-  if (!model.startsWith(known)) return false;
-  const rest = model.slice(known.length);
-  if (rest.startsWith('@')) return true;
-  return rest.startsWith('-') && !/^-\d{1,2}(?:\D|$)/.test(rest);
-}
-
 /** The prices of `model` of `provider`: the exact id, else the longest known family; or undefined. */
 export function pricingFor(provider: string, model: string): Pricing | undefined {
   const own = providerTable(provider);
   if (own === undefined) return undefined;
   const source = own.models_from === undefined ? own : providerTable(own.models_from);
-  const models = source?.models ?? {};
-  let prices = Object.prototype.hasOwnProperty.call(models, model) ? models[model] : undefined;
-  if (prices === undefined) {
-    let best = '';
-    for (const known of Object.keys(models)) {
-      if (known.length > best.length && isVariant(model, known)) best = known;
-    }
-    prices = best === '' ? undefined : models[best];
-  }
+  const prices = lookupModel(source?.models ?? {}, model);
   if (prices === undefined) return undefined;
   const result: Pricing = { ...prices, output_has_thoughts: own.output_has_thoughts };
   const minimum = prices.min_cache_tokens ?? own.min_cache_tokens ?? source?.min_cache_tokens;

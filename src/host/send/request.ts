@@ -24,6 +24,7 @@ import {
   xmlMessages,
 } from '../../core/tools/xml.js';
 import { pricingFor } from '../../core/usage/cost.js';
+import { resolveMaxTokens } from '../../core/provider/limits.js';
 import type { Config } from '../../core/config/config.js';
 import type { DocumentState } from '../../editor/documents.js';
 import type { HostBase } from '../base.js';
@@ -32,17 +33,6 @@ import { PROVIDERS, type ProviderParameters } from '../providers.js';
 import type { ToolCatalogue } from '../tools/catalogue.js';
 import { trace } from '../../editor/trace.js';
 import { referenceScope } from '../trust-check.js';
-
-const DEFAULT_MAX_TOKENS = 8192;
-
-function maxTokens(value: number | string): number {
-  if (typeof value === 'number') return value;
-  const percent = typeof value === 'string' ? /^(\d+)%$/.exec(value) : null;
-  // NOTE: model limits arrive with the model tables (issue 8); until then "N%" is of 8192.
-  if (percent !== null)
-    return Math.max(1024, Math.floor((DEFAULT_MAX_TOKENS * Number(percent[1])) / 100));
-  return DEFAULT_MAX_TOKENS / 2;
-}
 
 /** A request ready to go (see `RequestBuilder.prepare`). */
 export interface PreparedRequest {
@@ -247,7 +237,12 @@ export class RequestBuilder {
               name: this.deps.catalogue.registry.apiName(tool.name),
             }))
           : [],
-      maxTokens: maxTokens(parameters.max_tokens),
+      // The provider's own `max_tokens` wins over the general one (src/core/provider/limits.ts).
+      maxTokens: resolveMaxTokens(
+        maxTokensOf(specific['max_tokens']) ?? parameters.max_tokens,
+        providerName,
+        model,
+      ),
       cacheRetention: parameters.cache_retention,
     };
     if (typeof parameters.temperature === 'number') request.temperature = parameters.temperature;
@@ -409,4 +404,9 @@ function toApiNames(
       ),
     } as EvaluatedMessage;
   });
+}
+
+/** A `max_tokens` value as the configuration admits it (a number, or "N%"), else undefined. */
+function maxTokensOf(value: unknown): number | string | undefined {
+  return typeof value === 'number' || typeof value === 'string' ? value : undefined;
 }

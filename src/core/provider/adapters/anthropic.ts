@@ -4,6 +4,7 @@
 import type Anthropic from '@anthropic-ai/sdk';
 import type { SdkLoader, SdkModule } from '../sdk.js';
 import { DEFAULT_STREAM_IDLE_MS, type Expected, globalFetch, guardFetch } from '../watchdog.js';
+import { carriedError, connectError, endpointOf, lostError, timeoutError } from '../transport.js';
 import { assertNever, newerThanSdk } from '../../util/never.js';
 import {
   internalToolName,
@@ -252,31 +253,34 @@ export function buildAnthropicBody(request: ProviderRequest): Record<string, unk
 
 type AnthropicSdk = SdkModule<'anthropic'>;
 
-function errorText(value: unknown): string {
-  return value instanceof Error ? value.message : String(value);
-}
-
 /** The `<type> — <message>` of an API error body, when it has one. */
 function apiErrorText(type: string | null, message: string | null): string | undefined {
   if (message === null || message === '') return type ?? undefined;
   return type === null ? message : `${type} — ${message}`;
 }
 
+/** Where requests go: for the messages of failures the SDK reports itself (its timeout). */
+interface Where {
+  endpoint: string;
+  timeoutMs: number | undefined;
+}
+
 /** A failure as a ProviderError; `started` says whether any event of the reply had arrived. */
-function toProviderError(sdk: AnthropicSdk, error: unknown, started: boolean): ProviderError {
-  if (error instanceof ProviderError) return error;
+function toProviderError(
+  sdk: AnthropicSdk,
+  error: unknown,
+  started: boolean,
+  where: Where,
+): ProviderError {
+  // The guard's own failures (a connection that failed, a stall, an answer that is not one)
+  // arrive as they are, or as the cause of the SDK's connection error.
+  const carried = carriedError(error);
+  if (carried !== undefined) return carried;
   if (error instanceof sdk.APIConnectionTimeoutError) {
-    return new ProviderError(PROVIDER, 'timeout', 'Request timed out', undefined, !started);
+    return timeoutError(PROVIDER, where.endpoint, where.timeoutMs);
   }
   if (error instanceof sdk.APIConnectionError) {
-    const cause = error.cause === undefined ? '' : `: ${errorText(error.cause)}`;
-    return new ProviderError(
-      PROVIDER,
-      'connection',
-      `${error.message}${cause}`,
-      undefined,
-      !started,
-    );
+    return connectError(PROVIDER, where.endpoint, error.cause ?? error);
   }
   if (error instanceof sdk.APIError) {
     const status: unknown = error.status;
@@ -291,15 +295,7 @@ function toProviderError(sdk: AnthropicSdk, error: unknown, started: boolean): P
     return failure;
   }
   // Anything else while reading the body (a reset socket, `terminated`) is a lost connection.
-  const cause = error instanceof Error && error.cause !== undefined ? errorText(error.cause) : '';
-  const detail = cause !== '' && cause !== errorText(error) ? ` (${cause})` : '';
-  return new ProviderError(
-    PROVIDER,
-    'connection',
-    `Connection lost: ${errorText(error)}${detail}`,
-    undefined,
-    !started,
-  );
+  return lostError(PROVIDER, where.endpoint, error, started);
 }
 
 interface OpenBlock {
@@ -498,6 +494,7 @@ export function createAnthropicAdapter(
     const sdk = await loader.load('anthropic');
     if (aborted()) return;
     const client = clientOf(sdk, 'stream');
+    const where = { endpoint: endpointOf(client.baseURL), timeoutMs: connection.timeoutMs };
 
     const mapper = new EventMapper();
     let started = false;
@@ -513,7 +510,7 @@ export function createAnthropicAdapter(
       }
     } catch (error) {
       if (aborted() || error instanceof sdk.APIUserAbortError) return;
-      throw toProviderError(sdk, error, started);
+      throw toProviderError(sdk, error, started, where);
     }
     if (aborted() || mapper.finished) return;
     throw new ProviderError(
@@ -533,14 +530,16 @@ export function createAnthropicAdapter(
       ),
     );
     const sdk = await loader.load('anthropic');
+    const client = clientOf(sdk, 'json');
+    const where = { endpoint: endpointOf(client.baseURL), timeoutMs: connection.timeoutMs };
     try {
-      const count = await clientOf(sdk, 'json').messages.countTokens(
+      const count = await client.messages.countTokens(
         body as unknown as Anthropic.MessageCountTokensParams,
         { signal },
       );
       return count.input_tokens;
     } catch (error) {
-      throw toProviderError(sdk, error, false);
+      throw toProviderError(sdk, error, false, where);
     }
   }
 

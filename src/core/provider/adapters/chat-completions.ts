@@ -14,6 +14,14 @@ import type { APIError, OpenAI } from 'openai';
 import { randomUUID } from 'node:crypto';
 import type { SdkLoader, SdkModule } from '../sdk.js';
 import { DEFAULT_STREAM_IDLE_MS, type Expected, globalFetch, guardFetch } from '../watchdog.js';
+import {
+  carriedError,
+  connectError,
+  endpointOf,
+  lostError,
+  shownUrl,
+  timeoutError,
+} from '../transport.js';
 import { assertNever } from '../../util/never.js';
 import {
   ProviderError,
@@ -43,6 +51,12 @@ export interface ChatCompletionsOptions extends ConnectionOptions {
    * either field whatever this says.
    */
   reasoningField?: ReasoningField;
+  /**
+   * Whether tool-result messages carry the tool's `name` beside `tool_call_id`. Moonshot requires
+   * it; the OpenAI dialect has no such field and some strict servers reject it, so it is off
+   * unless the provider asks for it.
+   */
+  toolResultNames?: boolean;
 }
 
 const DEFAULT_NAME = 'openai-compatible';
@@ -74,8 +88,9 @@ export function createChatCompletionsAdapter(
     const messages: unknown[] = [];
     if (request.system.trim() !== '') messages.push({ role: 'system', content: request.system });
     const foreign = request.thinking?.foreign ?? 'preserve';
+    const names = connection.toolResultNames === true;
     for (const message of request.messages) {
-      messages.push(...convertMessage(message, { field, foreign, isNative }));
+      messages.push(...convertMessage(message, { field, foreign, isNative, names }));
     }
     const body: Record<string, unknown> = {
       model: request.model,
@@ -188,6 +203,8 @@ interface ConvertContext {
   field: ReasoningField;
   foreign: 'preserve' | 'drop';
   isNative: (signature: { provider: string } | undefined) => boolean;
+  /** Tool results name their tool (`toolResultNames`). */
+  names: boolean;
 }
 
 function convertMessage(message: EvaluatedMessage, context: ConvertContext): unknown[] {
@@ -199,6 +216,7 @@ function convertMessage(message: EvaluatedMessage, context: ConvertContext): unk
         out.push({
           role: 'tool',
           tool_call_id: wireToolId(part.toolUseId),
+          ...(context.names ? { name: wireToolName(part.name) } : {}),
           content: toolResultContent(part),
         });
       } else {
@@ -477,26 +495,17 @@ function toProviderError(error: unknown, where: Where, received: boolean): Provi
 }
 
 function mapError(error: unknown, where: Where, received: boolean): ProviderError {
-  if (error instanceof ProviderError) return error;
   const { name, baseURL, model, sdk } = where;
+  const endpoint = endpointOf(baseURL);
+  // The guard's own failures (a connection that failed, a stall, an answer that is not one)
+  // arrive as they are, or as the cause of the SDK's connection error.
+  const carried = carriedError(error);
+  if (carried !== undefined) return carried;
   if (error instanceof sdk.APIConnectionTimeoutError) {
-    const limit = where.timeoutMs === undefined ? 'in time' : `within ${where.timeoutMs} ms`;
-    return new ProviderError(
-      name,
-      'timeout',
-      `no answer from ${baseURL} ${limit}`,
-      undefined,
-      true,
-    );
+    return timeoutError(name, endpoint, where.timeoutMs);
   }
   if (error instanceof sdk.APIConnectionError) {
-    return new ProviderError(
-      name,
-      'connection',
-      connectionMessage(error, baseURL),
-      undefined,
-      true,
-    );
+    return connectError(name, endpoint, (error as { cause?: unknown }).cause ?? error);
   }
   if (error instanceof sdk.APIError) {
     const apiError = error as APIError;
@@ -508,17 +517,19 @@ function mapError(error: unknown, where: Where, received: boolean): ProviderErro
     }
     // A 404 from a compatible server usually means the model is not there.
     const text =
-      status === 404 ? `${message} (the model '${model}' may not exist on ${baseURL})` : message;
+      status === 404
+        ? `${message} (the model '${model}' may not exist on ${shownUrl(baseURL)})`
+        : message;
     return errorForStatus(name, status, text);
   }
-  if (error instanceof Error) {
-    // A broken stream (lost connection, malformed chunk) after the response began.
-    const detail = describeCauses(error);
+  if (error instanceof SyntaxError) {
+    // A chunk that is not JSON: the stream itself is broken.
     const message = received
-      ? `the reply broke off: ${detail}`
-      : `the stream failed before any data: ${detail}`;
+      ? `the reply broke off: ${describeCauses(error)}`
+      : `the stream failed before any data: ${describeCauses(error)}`;
     return new ProviderError(name, 'stream', message, undefined, !received);
   }
+  if (error instanceof Error) return lostError(name, endpoint, error, received);
   return new ProviderError(name, 'unknown', String(error));
 }
 
@@ -531,26 +542,6 @@ function apiErrorMessage(error: APIError): string {
   }
   // The SDK's own message starts with the status (`404 …`).
   return error.message.replace(/^\d{3}\s+/, '');
-}
-
-function connectionMessage(error: Error, baseURL: string): string {
-  const code = causeCode(error);
-  if (code === 'ECONNREFUSED') {
-    return `nothing is listening at ${baseURL} (connection refused) — is the server (Ollama, llama.cpp, LM Studio) running?`;
-  }
-  if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') {
-    return `cannot resolve the host of ${baseURL} (${code})`;
-  }
-  return `cannot reach ${baseURL}: ${describeCauses(error)}`;
-}
-
-function causeCode(error: unknown): string | undefined {
-  for (let e: unknown = error, depth = 0; e instanceof Error && depth < 5; depth++) {
-    const code = (e as Error & { code?: unknown }).code;
-    if (typeof code === 'string') return code;
-    e = e.cause;
-  }
-  return undefined;
 }
 
 /** `message (cause message, …)`, skipping causes that repeat their parent. */

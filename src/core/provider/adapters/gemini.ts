@@ -18,6 +18,7 @@ import {
   guardFetch,
 } from '../watchdog.js';
 import { assertNever } from '../../util/never.js';
+import { carriedError } from '../transport.js';
 import {
   ProviderError,
   internalToolName,
@@ -45,6 +46,8 @@ export interface GeminiAdapterOptions {
   maxRetries?: number;
   /** How long a reply's stream may go without a byte (`parameters.stream_idle_timeout`), in ms. */
   streamIdleMs?: number;
+  /** How long to wait for an answer to begin (`parameters.timeout`), in ms. */
+  timeoutMs?: number;
 }
 
 type UserPart = Extract<EvaluatedMessage, { role: 'user' }>['parts'][number];
@@ -106,6 +109,9 @@ export function createGeminiAdapter(
             expect,
             idleMs: options.streamIdleMs ?? DEFAULT_STREAM_IDLE_MS,
             secrets: [options.apiKey ?? '', options.accessToken ?? ''],
+            // The SDK's own timeout ends in a bare abort: the guard keeps time instead, and
+            // says which endpoint did not answer.
+            ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
           };
           return new sdk.GoogleGenAI(clientOptions(options, guardFetch(globalFetch, guard)));
         }),
@@ -549,6 +555,9 @@ function toProviderError(
   error: unknown,
   started: boolean,
 ): ProviderError {
+  // The guard's own failures (a connection that failed, a stall, an answer that is not one).
+  const carried = carriedError(error);
+  if (carried !== undefined) return carried;
   if (error instanceof sdk.ApiError) {
     const status = error.status;
     const message = apiMessage(error.message);

@@ -5,6 +5,7 @@ import type OpenAI from 'openai';
 import type { ResponseCreateParamsStreaming } from 'openai/resources/responses/responses';
 import type { SdkLoader, SdkModule } from '../sdk.js';
 import { DEFAULT_STREAM_IDLE_MS, type Expected, globalFetch, guardFetch } from '../watchdog.js';
+import { carriedError, connectError, endpointOf, lostError, timeoutError } from '../transport.js';
 import { assertNever } from '../../util/never.js';
 import { EventReader, PROVIDER } from './openai-events.js';
 import {
@@ -27,14 +28,33 @@ import {
 const TRAILING_KEYS = ['tools', 'input'] as const;
 
 type Json = Record<string, unknown>;
+
+/** A loaded SDK, its client, and the request timeout the client was made with. */
+interface Client {
+  sdk: SdkModule<'openai'>;
+  client: OpenAI;
+  timeoutMs: number | undefined;
+}
 type UserPart = Extract<EvaluatedMessage, { role: 'user' }>['parts'][number];
 type AssistantPart = Extract<EvaluatedMessage, { role: 'assistant' }>['parts'][number];
 
-export function createOpenAIAdapter(
-  connection: ConnectionOptions,
-  loader: SdkLoader,
-): ProviderAdapter {
-  type Connected = { sdk: SdkModule<'openai'>; client: OpenAI };
+export interface OpenAIOptions extends ConnectionOptions {
+  /**
+   * Label each replayed assistant message with its phase (`parameters.openai.experimental.phase`,
+   * on by default): `commentary` when the message also calls a tool, else `final_answer`. Newer
+   * models (gpt-5.3-codex and later) answer worse when the labels of earlier turns are missing.
+   */
+  phase?: boolean;
+}
+
+/** How the body is built: the adapter's options that shape it. */
+interface BodyOptions {
+  phase: boolean;
+}
+
+export function createOpenAIAdapter(connection: OpenAIOptions, loader: SdkLoader): ProviderAdapter {
+  const shape: BodyOptions = { phase: connection.phase ?? true };
+  type Connected = Client;
   const clients = new Map<Expected, Promise<Connected>>();
   const idleMs = connection.streamIdleMs ?? DEFAULT_STREAM_IDLE_MS;
   const options = {
@@ -56,6 +76,7 @@ export function createOpenAIAdapter(
           const guard = { provider: PROVIDER, expect, idleMs, secrets: [connection.apiKey] };
           return new sdk.OpenAI({ ...options, fetch: guardFetch(globalFetch, guard) });
         }),
+        timeoutMs: connection.timeoutMs,
       }));
       clients.set(expect, client);
       // A failed load may succeed on the next send.
@@ -68,9 +89,10 @@ export function createOpenAIAdapter(
 
   return {
     name: PROVIDER,
-    buildBody,
-    stream: (request, signal) => streamReply(() => connect('stream'), request, signal),
-    countTokens: (request, signal) => countInputTokens(() => connect('json'), request, signal),
+    buildBody: (request) => buildBody(request, shape),
+    stream: (request, signal) => streamReply(() => connect('stream'), request, shape, signal),
+    countTokens: (request, signal) =>
+      countInputTokens(() => connect('json'), request, shape, signal),
   };
 }
 
@@ -90,17 +112,17 @@ const GENERATION_FIELDS = [
 
 /** `POST /v1/responses/input_tokens` with the request's body. */
 async function countInputTokens(
-  connect: () => Promise<{ sdk: SdkModule<'openai'>; client: OpenAI }>,
+  connect: () => Promise<Client>,
   request: ProviderRequest,
+  shape: BodyOptions,
   signal: AbortSignal,
 ): Promise<number> {
   const body = Object.fromEntries(
-    Object.entries(buildBody(request)).filter(([key]) => !GENERATION_FIELDS.includes(key)),
+    Object.entries(buildBody(request, shape)).filter(([key]) => !GENERATION_FIELDS.includes(key)),
   );
-  let sdk: SdkModule<'openai'>;
-  let client: OpenAI;
+  let connected: Client;
   try {
-    ({ sdk, client } = await connect());
+    connected = await connect();
   } catch (error) {
     throw new ProviderError(
       PROVIDER,
@@ -109,20 +131,20 @@ async function countInputTokens(
     );
   }
   try {
-    const count = await client.responses.inputTokens.count(body, { signal });
+    const count = await connected.client.responses.inputTokens.count(body, { signal });
     return count.input_tokens;
   } catch (error) {
-    throw toProviderError(sdk, error, false);
+    throw toProviderError(connected, error, false);
   }
 }
 
 // ---------------------------------------------------------------------------------------------
 // Request body
 
-function buildBody(request: ProviderRequest): Json {
+function buildBody(request: ProviderRequest, shape: BodyOptions): Json {
   const body: Json = {
     model: request.model,
-    input: buildInput(request),
+    input: buildInput(request, shape),
     stream: true,
     store: false,
     max_output_tokens: request.maxTokens,
@@ -164,13 +186,18 @@ function buildBody(request: ProviderRequest): Json {
   return sorted;
 }
 
-function buildInput(request: ProviderRequest): Json[] {
+function buildInput(request: ProviderRequest, shape: BodyOptions): Json[] {
   const input: Json[] = [];
   if (request.system !== '') input.push({ role: 'developer', content: request.system });
   const preserveForeign = (request.thinking?.foreign ?? 'preserve') === 'preserve';
+  let assistants = 0;
   for (const message of request.messages) {
-    if (message.role === 'user') pushUser(input, message.parts);
-    else pushAssistant(input, message.parts, preserveForeign);
+    if (message.role === 'user') {
+      pushUser(input, message.parts);
+    } else {
+      assistants += 1;
+      pushAssistant(input, message.parts, { preserveForeign, index: assistants, ...shape });
+    }
   }
   return input;
 }
@@ -242,7 +269,20 @@ function textOf(part: EvaluatedPart): string {
   return part.kind === 'text' || part.kind === 'text_file' ? part.text : '';
 }
 
-function pushAssistant(input: Json[], parts: AssistantPart[], preserveForeign: boolean): void {
+/**
+ * The items of an assistant message: its reasoning items first, then its text and tool calls in
+ * order. Each text becomes a message item with an id of its own (`msg_<message>_<item>`, counted
+ * from 1 over the request's assistant messages) and, with `phase`, its phase label, as Flemma
+ * replays them: the service reads them as the earlier outputs they stand for.
+ */
+function pushAssistant(
+  input: Json[],
+  parts: AssistantPart[],
+  options: BodyOptions & { preserveForeign: boolean; index: number },
+): void {
+  const { preserveForeign } = options;
+  const phase = parts.some((part) => part.kind === 'tool_use') ? 'commentary' : 'final_answer';
+  let items = 0;
   const foreign: string[] = [];
   for (const part of parts) {
     if (part.kind !== 'thinking') continue;
@@ -264,11 +304,14 @@ function pushAssistant(input: Json[], parts: AssistantPart[], preserveForeign: b
     const trimmed = text.trim();
     text = '';
     if (trimmed === '') return;
+    items += 1;
     input.push({
       type: 'message',
       role: 'assistant',
+      id: `msg_${String(options.index)}_${String(items)}`,
       content: [{ type: 'output_text', text: trimmed, annotations: [] }],
       status: 'completed',
+      ...(options.phase ? { phase } : {}),
     });
   };
   for (const part of parts) {
@@ -303,18 +346,18 @@ function decodeReasoning(signature: string): Json | undefined {
 // Streaming
 
 async function* streamReply(
-  connect: () => Promise<{ sdk: SdkModule<'openai'>; client: OpenAI }>,
+  connect: () => Promise<Client>,
   request: ProviderRequest,
+  shape: BodyOptions,
   signal: AbortSignal,
 ): AsyncGenerator<ProviderEvent> {
-  const body = buildBody(request);
+  const body = buildBody(request, shape);
   // A function, not the property: the checks below run after awaits, when it may have changed.
   const aborted = (): boolean => signal.aborted;
   if (aborted()) return;
-  let sdk: SdkModule<'openai'>;
-  let client: OpenAI;
+  let connected: Client;
   try {
-    ({ sdk, client } = await connect());
+    connected = await connect();
   } catch (error) {
     throw new ProviderError(
       PROVIDER,
@@ -325,7 +368,7 @@ async function* streamReply(
 
   const reader = new EventReader();
   try {
-    const events = await client.responses.create(
+    const events = await connected.client.responses.create(
       { ...body, stream: true } as unknown as ResponseCreateParamsStreaming,
       { signal },
     );
@@ -337,7 +380,7 @@ async function* streamReply(
   } catch (error) {
     if (aborted()) return;
     if (error instanceof ProviderError) throw error;
-    throw toProviderError(sdk, error, reader.started);
+    throw toProviderError(connected, error, reader.started);
   }
   if (aborted()) return;
   throw new ProviderError(PROVIDER, 'stream', 'the stream ended before the response completed');
@@ -356,27 +399,27 @@ function apiMessage(error: { message: string; error: unknown }): string {
   return typeof body?.message === 'string' && body.message !== '' ? body.message : error.message;
 }
 
-function toProviderError(
-  sdk: SdkModule<'openai'>,
-  error: unknown,
-  started: boolean,
-): ProviderError {
-  const failure = mapError(sdk, error, started);
-  if (error instanceof sdk.APIError) {
+function toProviderError(connected: Client, error: unknown, started: boolean): ProviderError {
+  const failure = mapError(connected, error, started);
+  if (error instanceof connected.sdk.APIError) {
     const wait = retryAfterMs(error.headers);
     if (wait !== undefined) failure.retryAfterMs = wait;
   }
   return failure;
 }
 
-function mapError(sdk: SdkModule<'openai'>, error: unknown, started: boolean): ProviderError {
+function mapError(connected: Client, error: unknown, started: boolean): ProviderError {
+  const { sdk } = connected;
+  const endpoint = endpointOf(connected.client.baseURL);
+  // The guard's own failures (a connection that failed, a stall, an answer that is not one)
+  // arrive as they are, or as the cause of the SDK's connection error.
+  const carried = carriedError(error);
+  if (carried !== undefined) return carried;
   if (error instanceof sdk.APIConnectionTimeoutError) {
-    return new ProviderError(PROVIDER, 'timeout', error.message, undefined, !started);
+    return timeoutError(PROVIDER, endpoint, connected.timeoutMs);
   }
   if (error instanceof sdk.APIConnectionError) {
-    const cause = (error as { cause?: unknown }).cause;
-    const detail = cause === undefined ? error.message : `${error.message} (${describe(cause)})`;
-    return new ProviderError(PROVIDER, 'connection', detail, undefined, !started);
+    return connectError(PROVIDER, endpoint, (error as { cause?: unknown }).cause ?? error);
   }
   if (error instanceof sdk.APIError) {
     const status = error.status as number | undefined;
@@ -389,13 +432,5 @@ function mapError(sdk: SdkModule<'openai'>, error: unknown, started: boolean): P
     return new ProviderError(PROVIDER, 'stream', `unreadable event: ${error.message}`);
   }
   // Anything else is the transport failing, e.g. the connection dropping mid-stream.
-  const cause = (error as { cause?: unknown } | null)?.cause;
-  const detail = cause === undefined ? describe(error) : `${describe(error)} (${describe(cause)})`;
-  return new ProviderError(
-    PROVIDER,
-    'connection',
-    `connection lost: ${detail}`,
-    undefined,
-    !started,
-  );
+  return lostError(PROVIDER, endpoint, error, started);
 }

@@ -1,0 +1,224 @@
+// Failures of the connection itself, said in plain words with where they happened
+// (docs/requests.md, "When the connection fails"): `anthropic (127.0.0.1:8080): connection
+// refused: nothing is listening there`. Node's `fetch` reports every one of them as
+// `TypeError: fetch failed` with the real cause (a system error code) somewhere below; the SDKs
+// then wrap that once more (`Connection error.`). The guard below the SDKs (`watchdog.ts`) turns
+// the cause into a ProviderError that names the endpoint, the adapters find it under the SDK's
+// wrapper (`carriedError`), and the user reads what failed and where.
+//
+// Where is `host:port`, never the path or the query (which may hold a key) nor any user info.
+import { ProviderError } from './types.js';
+
+/** `host:port` of a URL, the port spelled out (`api.anthropic.com:443`). */
+export function endpointOf(input: string | URL | Request): string {
+  try {
+    const href = typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
+    const url = new URL(href);
+    const port = url.port !== '' ? url.port : url.protocol === 'http:' ? '80' : '443';
+    return `${url.hostname}:${port}`;
+  } catch {
+    return 'unknown host';
+  }
+}
+
+/** A URL without its user info and query, for messages that need its path (`http://h:1/v1`). */
+export function shownUrl(href: string): string {
+  try {
+    const url = new URL(href);
+    return `${url.protocol}//${url.host}${url.pathname.replace(/\/+$/, '')}`;
+  } catch {
+    return 'an invalid URL';
+  }
+}
+
+function isLoopback(endpoint: string): boolean {
+  const host = endpoint.replace(/:\d+$/, '');
+  return host === 'localhost' || host === '[::1]' || /^127\./.test(host);
+}
+
+/** The first system error code under `error` (its causes, and the errors of an AggregateError). */
+export function causeCode(error: unknown): string | undefined {
+  const queue: unknown[] = [error];
+  for (let seen = 0; queue.length > 0 && seen < 12; seen++) {
+    const next = queue.shift();
+    if (!(next instanceof Error)) continue;
+    const code = (next as Error & { code?: unknown }).code;
+    if (typeof code === 'string' && code !== '') return code;
+    const inner = (next as Error & { errors?: unknown }).errors;
+    if (Array.isArray(inner)) queue.push(...(inner as unknown[]));
+    queue.push(next.cause);
+  }
+  return undefined;
+}
+
+/** The innermost message under `error` (the system's own words, e.g. `other side closed`). */
+function innermost(error: unknown): string {
+  let message = error instanceof Error ? error.message : String(error);
+  for (let e: unknown = error, depth = 0; e instanceof Error && depth < 6; depth++) {
+    if (e.message.trim() !== '') message = e.message.trim().split('\n')[0] ?? message;
+    e = e.cause;
+  }
+  return message;
+}
+
+interface Reading {
+  kind: 'connection' | 'timeout';
+  message: string;
+  /** Whether trying again may help (a certificate or a name that does not exist will not). */
+  retryable: boolean;
+}
+
+const TLS_REASONS: Readonly<Record<string, string>> = {
+  DEPTH_ZERO_SELF_SIGNED_CERT: "the server's certificate is self-signed, and not trusted",
+  SELF_SIGNED_CERT_IN_CHAIN:
+    "the server's certificate chain ends in a self-signed certificate that is not trusted",
+  UNABLE_TO_VERIFY_LEAF_SIGNATURE:
+    "the server's certificate is not signed by an authority this machine trusts (a proxy that inspects TLS? its CA goes in NODE_EXTRA_CA_CERTS)",
+  UNABLE_TO_GET_ISSUER_CERT_LOCALLY:
+    "the server's certificate is not signed by an authority this machine trusts (a proxy that inspects TLS? its CA goes in NODE_EXTRA_CA_CERTS)",
+  UNABLE_TO_GET_ISSUER_CERT: "the issuer of the server's certificate is unknown here",
+  CERT_HAS_EXPIRED: "the server's certificate has expired",
+  CERT_NOT_YET_VALID: "the server's certificate is not valid yet (is this machine's clock right?)",
+  ERR_TLS_CERT_ALTNAME_INVALID: "the server's certificate is for another host name",
+  ERR_SSL_WRONG_VERSION_NUMBER:
+    'the server does not speak TLS there (an http:// address written as https://?)',
+};
+
+/** What a failed connection attempt means, from its system error code. */
+function reading(code: string | undefined, error: unknown, endpoint: string): Reading {
+  const tls = code === undefined ? undefined : TLS_REASONS[code];
+  if (tls !== undefined)
+    return { kind: 'connection', message: `TLS failed: ${tls}`, retryable: false };
+  switch (code) {
+    case 'ECONNREFUSED':
+      return {
+        kind: 'connection',
+        message: isLoopback(endpoint)
+          ? 'connection refused: nothing is listening there. Is the local server running?'
+          : 'connection refused: nothing is listening there',
+        retryable: true,
+      };
+    case 'ENOTFOUND':
+      return {
+        kind: 'connection',
+        message:
+          'host not found: the name does not resolve (DNS). Check the base URL and the network.',
+        retryable: false,
+      };
+    case 'EAI_AGAIN':
+      return {
+        kind: 'connection',
+        message: 'the name could not be resolved for now (DNS did not answer)',
+        retryable: true,
+      };
+    case 'UND_ERR_CONNECT_TIMEOUT':
+    case 'ETIMEDOUT':
+      // NOTE: worded without "timed out": the Anthropic and OpenAI SDKs take an error whose text
+      // says so for their own timeout and drop it, with this message.
+      return {
+        kind: 'timeout',
+        message: 'could not connect in time: the host did not answer the connection',
+        retryable: true,
+      };
+    case 'UND_ERR_HEADERS_TIMEOUT':
+      return {
+        kind: 'timeout',
+        message: 'no answer in time: the connection was made, the answer never began',
+        retryable: true,
+      };
+    case 'ECONNRESET':
+      return { kind: 'connection', message: 'the connection was reset', retryable: true };
+    case 'UND_ERR_SOCKET':
+    case 'EPIPE':
+      return {
+        kind: 'connection',
+        message: 'the server closed the connection before answering',
+        retryable: true,
+      };
+    case 'EHOSTUNREACH':
+      return { kind: 'connection', message: 'the host is unreachable', retryable: true };
+    case 'ENETUNREACH':
+    case 'ENETDOWN':
+      return { kind: 'connection', message: 'the network is unreachable', retryable: true };
+    default:
+      if (code !== undefined && /^(ERR_SSL_|ERR_TLS_|CERT_|EPROTO$)/.test(code)) {
+        return {
+          kind: 'connection',
+          message: `TLS failed: ${innermost(error)}`,
+          retryable: false,
+        };
+      }
+      return {
+        kind: 'connection',
+        message: `could not connect: ${innermost(error)}`,
+        retryable: true,
+      };
+  }
+}
+
+/** The failure of a request that got no answer at all (`fetch` itself failed). */
+export function connectError(provider: string, endpoint: string, error: unknown): ProviderError {
+  const read = reading(causeCode(error), error, endpoint);
+  const failure = new ProviderError(provider, read.kind, read.message, undefined, read.retryable);
+  failure.endpoint = endpoint;
+  // Kept for the log; the message above is what the user reads.
+  Object.defineProperty(failure, 'cause', { value: error, enumerable: false });
+  return failure;
+}
+
+/** The failure of an answer whose body broke off; `received`: some of it had arrived. */
+export function lostError(
+  provider: string,
+  endpoint: string,
+  error: unknown,
+  received: boolean,
+): ProviderError {
+  const code = causeCode(error);
+  const why =
+    code === 'ECONNRESET'
+      ? 'it was reset'
+      : code === 'UND_ERR_SOCKET' || /other side closed|terminated/.test(innermost(error))
+        ? 'the server closed it'
+        : innermost(error);
+  const failure = new ProviderError(
+    provider,
+    'connection',
+    `the connection was lost ${received ? 'mid-reply' : 'before the reply began'} (${why})`,
+    undefined,
+    !received,
+  );
+  failure.endpoint = endpoint;
+  Object.defineProperty(failure, 'cause', { value: error, enumerable: false });
+  return failure;
+}
+
+/** The failure of a request that got no answer within `timeoutMs` (`parameters.timeout`). */
+export function timeoutError(
+  provider: string,
+  endpoint: string,
+  timeoutMs: number | undefined,
+): ProviderError {
+  const within =
+    timeoutMs === undefined ? 'in time' : `within ${String(Math.round(timeoutMs / 100) / 10)} s`;
+  const failure = new ProviderError(
+    provider,
+    'timeout',
+    `no answer ${within} (parameters.timeout)`,
+    undefined,
+    true,
+  );
+  failure.endpoint = endpoint;
+  return failure;
+}
+
+/**
+ * The ProviderError an SDK carries as the cause of its own error (`APIConnectionError`), or the
+ * error itself when it is one.
+ */
+export function carriedError(error: unknown): ProviderError | undefined {
+  for (let e: unknown = error, depth = 0; e instanceof Error && depth < 6; depth++) {
+    if (e instanceof ProviderError) return e;
+    e = e.cause;
+  }
+  return undefined;
+}
