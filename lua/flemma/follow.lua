@@ -137,8 +137,9 @@ local function placement(win, text)
   }
 end
 
---- The hints of windows that show the end again (or show another buffer, or are gone) go.
-local function refresh()
+--- The hints of windows that show the end again (or show another buffer, or are gone) go; with
+--- `resized`, the others move to their window's new corner.
+local function refresh(resized)
   for win, hint in pairs(H.hints) do
     if
       not vim.api.nvim_win_is_valid(win)
@@ -147,7 +148,7 @@ local function refresh()
       or vim.fn.line("w$", win) >= vim.api.nvim_buf_line_count(hint.bufnr)
     then
       close_hint(win)
-    elseif vim.api.nvim_win_is_valid(hint.float) then
+    elseif resized and vim.api.nvim_win_is_valid(hint.float) then
       pcall(vim.api.nvim_win_set_config, hint.float, placement(win, hint.text))
     end
   end
@@ -158,10 +159,19 @@ local function watch()
     return
   end
   H.group = vim.api.nvim_create_augroup("flemma.follow", { clear = true })
-  vim.api.nvim_create_autocmd({ "WinScrolled", "WinResized", "CursorMoved", "CursorMovedI", "BufWinEnter" }, {
+  vim.api.nvim_create_autocmd({ "WinScrolled", "CursorMoved", "CursorMovedI", "BufWinEnter" }, {
     group = H.group,
     desc = "Flemma: drop the hint of a window that shows the end of its chat again",
-    callback = refresh,
+    callback = function()
+      refresh(false)
+    end,
+  })
+  vim.api.nvim_create_autocmd("WinResized", {
+    group = H.group,
+    desc = "Flemma: keep a hint in the bottom right corner of its window",
+    callback = function()
+      refresh(true)
+    end,
   })
   vim.api.nvim_create_autocmd("WinClosed", {
     group = H.group,
@@ -217,11 +227,17 @@ end
 function M.after(bufnr, pins, owners)
   local line_count = vim.api.nvim_buf_line_count(bufnr)
   local kind = owners.request and "request" or owners.tools and "tools" or "other"
+  -- In the current window, a selection, a pending operator, the command line or a completion
+  -- menu is the user at work: their cursor is not moved then.
+  local mode = vim.api.nvim_get_mode().mode
+  local current = (mode ~= "n" and mode ~= "i") and vim.api.nvim_get_current_win() or nil
   for _, pin in ipairs(pins) do
     local win = pin.win
     if vim.api.nvim_win_is_valid(win) and vim.api.nvim_win_get_buf(win) == bufnr then
       local following = false
-      if pin.stance == "cursor" then
+      if win == current then
+        following = false
+      elseif pin.stance == "cursor" then
         to_end(win, bufnr, line_count)
         following = true
       elseif pin.stance == "view" then

@@ -115,12 +115,9 @@ local function say(bufnr)
   end)
 end
 
-local function map(bufnr, mode, lhs, rhs, opts)
-  opts = opts or {}
-  opts.buffer = bufnr
-  opts.nowait = true
-  opts.desc = DESC
-  vim.keymap.set(mode, lhs, rhs, opts)
+--- (The API itself, not vim.keymap.set: a lock takes some fifty keys, twice per tool loop.)
+local function map(bufnr, mode, lhs, callback, expr)
+  vim.api.nvim_buf_set_keymap(bufnr, mode, lhs, "", { callback = callback, nowait = true, expr = expr, desc = DESC })
 end
 
 --- The buffer's own mappings of the keys the guard takes, to put back afterwards.
@@ -180,7 +177,7 @@ function M.arm(bufnr)
         return ""
       end
       return lhs
-    end, { expr = true })
+    end, true)
   end
   vim.api.nvim_create_autocmd("InsertCharPre", {
     group = armed.group,
