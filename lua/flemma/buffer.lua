@@ -71,11 +71,13 @@ local function split_text(text)
   return vim.split(text, "\n", { plain = true })
 end
 
+--- Apply one op. Returns whether it applied (false: its expected text was not there) and the
+--- row (0-based) its change starts at.
 local function apply_op(bufnr, op)
   if op.op == "append" then
     local row, col = anchor_position(bufnr, op.stream)
     vim.api.nvim_buf_set_text(bufnr, row, col, row, col, split_text(op.text))
-    return true
+    return true, row
   elseif op.op == "set_lines" then
     if op.expect ~= nil and op.expect ~= vim.NIL then
       local count = vim.api.nvim_buf_line_count(bufnr)
@@ -88,7 +90,7 @@ local function apply_op(bufnr, op)
       end
     end
     vim.api.nvim_buf_set_lines(bufnr, op.start, op["end"], true, op.lines)
-    return true
+    return true, op.start
   elseif op.op == "close_stream" then
     local per_buffer = H.anchors[bufnr]
     local id = per_buffer and per_buffer[op.stream]
@@ -114,8 +116,10 @@ local function pin_cursors(bufnr, follow)
       win = win,
       cursor = cursor,
       id = vim.api.nvim_buf_set_extmark(bufnr, H.ns_cursor, cursor[1] - 1, col, { right_gravity = false }),
-      stance = follow and require("flemma.follow").stance(win, cursor[1], line_count) or nil,
     }
+    if follow then
+      pins[#pins].stance, pins[#pins].bottom = require("flemma.follow").stance(win, cursor[1], line_count)
+    end
   end
   return pins
 end
@@ -172,8 +176,10 @@ local function apply_buffer(batch)
   end
   local pins = pin_cursors(bufnr, lock ~= nil)
   local done, conflicts, status, message = 0, {}, "ok", nil
+  -- The lowest row a change of this batch starts at (for the "below" hint).
+  local deepest = -1
   for index, op in ipairs(batch.ops) do
-    local ok, applied = pcall(apply_op, bufnr, op)
+    local ok, applied, row = pcall(apply_op, bufnr, op)
     if not ok then
       status = is_retryable(applied) and "retry" or "error"
       message = tostring(applied)
@@ -181,6 +187,8 @@ local function apply_buffer(batch)
     end
     if applied == false then
       conflicts[#conflicts + 1] = index
+    elseif row and row > deepest then
+      deepest = row
     end
     done = index
   end
@@ -189,7 +197,7 @@ local function apply_buffer(batch)
     step.tick = vim.api.nvim_buf_get_changedtick(bufnr)
   end
   if lock then
-    require("flemma.follow").after(bufnr, pins, lock.owners)
+    require("flemma.follow").after(bufnr, pins, lock.owners, deepest)
   end
   if not was_modifiable and vim.api.nvim_buf_is_valid(bufnr) then
     vim.bo[bufnr].modifiable = false

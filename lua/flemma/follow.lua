@@ -32,18 +32,20 @@ local function define_highlights()
 end
 
 --- How a window stands towards the end of its buffer, before the host writes: "cursor" (on the
---- last line), "view" (the last line on screen) or nil.
+--- last line), "view" (the last line on screen) or nil; and the last line it shows.
 ---@param win integer
 ---@param row integer the cursor's line (1-based)
 ---@param line_count integer
+---@return string|nil stance, integer bottom
 function M.stance(win, row, line_count)
+  local bottom = vim.fn.line("w$", win)
   if row >= line_count then
-    return "cursor"
+    return "cursor", bottom
   end
-  if vim.fn.line("w$", win) >= line_count then
-    return "view"
+  if bottom >= line_count then
+    return "view", bottom
   end
-  return nil
+  return nil, bottom
 end
 
 local function normal_mode()
@@ -222,9 +224,10 @@ end
 
 --- After a batch: each window follows the end as its stance says, or gets the hint.
 ---@param bufnr integer
----@param pins { win: integer, stance: string|nil }[]
+---@param pins { win: integer, stance: string|nil, bottom: integer }[]
 ---@param owners table<string, true> who holds the buffer's lock
-function M.after(bufnr, pins, owners)
+---@param deepest integer the lowest row (0-based) a change of the batch started at
+function M.after(bufnr, pins, owners, deepest)
   local line_count = vim.api.nvim_buf_line_count(bufnr)
   local kind = owners.request and "request" or owners.tools and "tools" or "other"
   -- In the current window, a selection, a pending operator, the command line or a completion
@@ -245,7 +248,9 @@ function M.after(bufnr, pins, owners)
       end
       if following or vim.fn.line("w$", win) >= line_count then
         close_hint(win)
-      else
+      elseif pin.stance ~= nil or deepest >= pin.bottom - 1 then
+        -- Written below what the window showed (a change from its last line on can push text
+        -- below it), not only where the user is looking.
         show_hint(win, bufnr, kind, true)
       end
     end

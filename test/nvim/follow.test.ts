@@ -257,4 +257,45 @@ describe('following tool results', () => {
     expect([other.cursor, other.top]).toEqual([1, 1]);
     expect(await hint(d, away)).toBe('↓ tool results below · G');
   });
+
+  it('a result written where the window looks gets no hint, the end staying where it is', async () => {
+    const chat = [
+      '@You:',
+      'Run it.',
+      '',
+      '@Assistant:',
+      '**Tool Use:** `gate_tool` (`toolu_M`)',
+      '',
+      '```json',
+      '{}',
+      '```',
+      '',
+      '@You:',
+      '',
+      '**Tool Result:** `toolu_M`',
+      '',
+      '```',
+      'old output',
+      '```',
+      '',
+      ...longChat(60).slice(1),
+    ];
+    const { d, buf } = await setup(
+      chat,
+      `require("flemma").setup({ tools = { autopilot = false, cursor_after_result = "stay" } })
+      ${GATE_TOOL}`,
+    );
+    await d.waitForEvent('FlemmaBootComplete');
+    await d.press('5G');
+    const win = await d.lua<number>('return vim.api.nvim_get_current_win()');
+    await d.press('<M-CR>');
+    await d.waitUntil('return _G.finish_gate ~= nil');
+    await d.lua('_G.finish_gate(...)', 'new output');
+    await d.waitForEvent('FlemmaToolCompleted');
+    await d.waitUntil('return vim.fn.search("new output", "n") > 0');
+    expect(await d.lua('return vim.bo[...].modifiable', buf)).toBe(true);
+    const now = await view(d);
+    expect([now.cursor, now.top]).toEqual([5, 1]);
+    expect(await hint(d, win)).toBeNull();
+  });
 });
