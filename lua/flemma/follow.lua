@@ -11,7 +11,7 @@
 --- ends the hint says what is there ("↓ reply below · G").
 --- Nothing here is remembered between batches: a window follows when it is at the end, so moving
 --- away stops it and `G` starts it again. Costs one look per window per batch (one per frame at
---- most), and no RPC. See docs/ui.md, "Following a reply".
+--- most), and no RPC. See docs/ui.md, "Following the reply".
 local M = {}
 
 local H = {

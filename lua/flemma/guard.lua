@@ -117,7 +117,13 @@ end
 
 --- (The API itself, not vim.keymap.set: a lock takes some fifty keys, twice per tool loop.)
 local function map(bufnr, mode, lhs, callback, expr)
-  vim.api.nvim_buf_set_keymap(bufnr, mode, lhs, "", { callback = callback, nowait = true, expr = expr, desc = DESC })
+  vim.api.nvim_buf_set_keymap(
+    bufnr,
+    mode,
+    lhs,
+    "",
+    { callback = callback, noremap = true, nowait = true, expr = expr, desc = DESC }
+  )
 end
 
 --- The buffer's own mappings of the keys the guard takes, to put back afterwards.

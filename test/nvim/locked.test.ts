@@ -55,6 +55,11 @@ describe('a locked chat buffer', () => {
     await d.press('xdddwpPJu<C-r>.~>>rq');
     await d.press('nN');
     expect(await d.lines(buf)).toEqual(before);
+    // With a search pattern, `n` searches as ever.
+    await d.press('gg0');
+    await d.lua('vim.fn.setreg("/", "answer")');
+    await d.press('n');
+    expect(await d.lua('return vim.api.nvim_win_get_cursor(0)')).toEqual([2, 12]);
     expect(await errors(d)).toEqual([]);
     await d.afterScheduled();
     const said = d.notifications().slice(notes);
