@@ -1,7 +1,8 @@
 --- flemma.buffer: applies the host's batched edits and owns buffer locks. Edits never move a
---- user's cursor, never overwrite text the user changed since the host last looked, and report
---- "retry" when Neovim refuses edits right now (textlock: an <expr> mapping or a completion
---- source waiting while Neovim serves RPC).
+--- user's cursor (but a window at the end of a locked buffer follows it: flemma.follow), never
+--- overwrite text the user changed since the host last looked, and report "retry" when Neovim
+--- refuses edits right now (textlock: an <expr> mapping or a completion source waiting while
+--- Neovim serves RPC). What the host writes during one lock is one undo step.
 local log = require("flemma.log")
 
 local M = {}
@@ -11,6 +12,9 @@ local H = {
   ns_cursor = vim.api.nvim_create_namespace("flemma.cursor"),
   anchors = {}, ---@type table<integer, table<string, integer>>
   locks = {}, ---@type table<integer, { owners: table<string, true>, modifiable: boolean }>
+  --- Per locked buffer: the changedtick our last batch of the current undo step left, or nil
+  --- before its first batch.
+  undo = {}, ---@type table<integer, { tick: integer|nil }>
 }
 
 --- Errors that mean "not now": textlock (E565), "not allowed here" (E523); E11 (command-line
@@ -47,13 +51,16 @@ local function anchor_position(bufnr, stream)
     H.anchors[bufnr] = per_buffer
   end
   local id = per_buffer[stream]
+  local last = vim.api.nvim_buf_line_count(bufnr) - 1
   if id then
     local pos = vim.api.nvim_buf_get_extmark_by_id(bufnr, H.ns_anchor, id, {})
-    if pos[1] then
+    -- An undo can leave the mark past the end of the buffer (it is not clamped); the text then
+    -- goes on at the end.
+    if pos[1] and pos[1] <= last then
       return pos[1], pos[2]
     end
+    pcall(vim.api.nvim_buf_del_extmark, bufnr, H.ns_anchor, id)
   end
-  local last = vim.api.nvim_buf_line_count(bufnr) - 1
   local text = vim.api.nvim_buf_get_lines(bufnr, last, last + 1, true)[1]
   -- right_gravity: the anchor moves past text inserted at it, so the next chunk follows this one.
   per_buffer[stream] = vim.api.nvim_buf_set_extmark(bufnr, H.ns_anchor, last, #text, { right_gravity = true })
@@ -64,11 +71,13 @@ local function split_text(text)
   return vim.split(text, "\n", { plain = true })
 end
 
+--- Apply one op. Returns whether it applied (false: its expected text was not there) and the
+--- row (0-based) its change starts at.
 local function apply_op(bufnr, op)
   if op.op == "append" then
     local row, col = anchor_position(bufnr, op.stream)
     vim.api.nvim_buf_set_text(bufnr, row, col, row, col, split_text(op.text))
-    return true
+    return true, row
   elseif op.op == "set_lines" then
     if op.expect ~= nil and op.expect ~= vim.NIL then
       local count = vim.api.nvim_buf_line_count(bufnr)
@@ -81,7 +90,7 @@ local function apply_op(bufnr, op)
       end
     end
     vim.api.nvim_buf_set_lines(bufnr, op.start, op["end"], true, op.lines)
-    return true
+    return true, op.start
   elseif op.op == "close_stream" then
     local per_buffer = H.anchors[bufnr]
     local id = per_buffer and per_buffer[op.stream]
@@ -94,9 +103,11 @@ local function apply_op(bufnr, op)
   error("unknown edit '" .. tostring(op.op) .. "'")
 end
 
---- Pin every cursor on this buffer to its text with an extmark, so edits cannot move it.
-local function pin_cursors(bufnr)
+--- Pin every cursor on this buffer to its text with an extmark, so edits cannot move it. With
+--- `follow` (the buffer is locked), each pin also says how its window stands towards the end.
+local function pin_cursors(bufnr, follow)
   local pins = {}
+  local line_count = follow and vim.api.nvim_buf_line_count(bufnr)
   for _, win in ipairs(vim.fn.win_findbuf(bufnr)) do
     local cursor = vim.api.nvim_win_get_cursor(win)
     local line = vim.api.nvim_buf_get_lines(bufnr, cursor[1] - 1, cursor[1], false)[1] or ""
@@ -106,6 +117,9 @@ local function pin_cursors(bufnr)
       cursor = cursor,
       id = vim.api.nvim_buf_set_extmark(bufnr, H.ns_cursor, cursor[1] - 1, col, { right_gravity = false }),
     }
+    if follow then
+      pins[#pins].stance, pins[#pins].bottom = require("flemma.follow").stance(win, cursor[1], line_count)
+    end
   end
   return pins
 end
@@ -124,6 +138,23 @@ local function restore_cursors(bufnr, pins)
   end
 end
 
+--- Before a batch of a locked buffer: its first batch starts a new undo step (closing whatever
+--- the user's typing left open), and the next ones join it while the buffer still has the
+--- changedtick our previous batch left. Anything else changing it (an undo, an edit through
+--- another plugin) makes the rest a new step; `undojoin` after an undo would fail (E790).
+local function undo_prepare(bufnr, step, tick_before)
+  if step.tick == nil then
+    vim.api.nvim_buf_call(bufnr, function()
+      -- Setting 'undolevels' closes the undo block (:help undo-break).
+      vim.cmd("noautocmd let &g:undolevels = &g:undolevels")
+    end)
+  elseif step.tick == tick_before then
+    vim.api.nvim_buf_call(bufnr, function()
+      pcall(vim.cmd, "undojoin")
+    end)
+  end
+end
+
 --- Apply one buffer's ops in order. Returns the result table the host expects.
 local function apply_buffer(batch)
   local bufnr = batch.bufnr
@@ -138,10 +169,17 @@ local function apply_buffer(batch)
   if not was_modifiable then
     vim.bo[bufnr].modifiable = true
   end
-  local pins = pin_cursors(bufnr)
+  local lock = H.locks[bufnr]
+  local step = lock and H.undo[bufnr]
+  if step and #batch.ops > 0 then
+    undo_prepare(bufnr, step, tick_before)
+  end
+  local pins = pin_cursors(bufnr, lock ~= nil)
   local done, conflicts, status, message = 0, {}, "ok", nil
+  -- The lowest row a change of this batch starts at (for the "below" hint).
+  local deepest = -1
   for index, op in ipairs(batch.ops) do
-    local ok, applied = pcall(apply_op, bufnr, op)
+    local ok, applied, row = pcall(apply_op, bufnr, op)
     if not ok then
       status = is_retryable(applied) and "retry" or "error"
       message = tostring(applied)
@@ -149,10 +187,18 @@ local function apply_buffer(batch)
     end
     if applied == false then
       conflicts[#conflicts + 1] = index
+    elseif row and row > deepest then
+      deepest = row
     end
     done = index
   end
   restore_cursors(bufnr, pins)
+  if step and done > 0 then
+    step.tick = vim.api.nvim_buf_get_changedtick(bufnr)
+  end
+  if lock then
+    require("flemma.follow").after(bufnr, pins, lock.owners, deepest)
+  end
   if not was_modifiable and vim.api.nvim_buf_is_valid(bufnr) then
     vim.bo[bufnr].modifiable = false
   end
@@ -192,11 +238,24 @@ function M.lock(bufnr, owner)
   if not lock then
     lock = { owners = {}, modifiable = vim.bo[bufnr].modifiable }
     H.locks[bufnr] = lock
+    require("flemma.guard").arm(bufnr)
   end
-  lock.owners[owner or "host"] = true
+  owner = owner or "host"
+  if not lock.owners[owner] then
+    -- A new writer (a reply, a run of tools): what it writes is an undo step of its own.
+    H.undo[bufnr] = {}
+  end
+  lock.owners[owner] = true
   vim.bo[bufnr].modifiable = false
   H.lock_changed(bufnr)
   return true
+end
+
+--- The lock of `bufnr` is gone: its undo step and guard end with it, its hints say so.
+local function released(bufnr)
+  H.undo[bufnr] = nil
+  require("flemma.follow").settle(bufnr)
+  require("flemma.guard").disarm(bufnr)
 end
 
 --- Release `owner`'s lock; the buffer becomes modifiable again when no owner is left.
@@ -211,6 +270,7 @@ function M.unlock(bufnr, owner)
     if vim.api.nvim_buf_is_valid(bufnr) then
       vim.bo[bufnr].modifiable = lock.modifiable
     end
+    released(bufnr)
   end
   H.lock_changed(bufnr)
   return true
@@ -218,18 +278,19 @@ end
 
 --- Release every lock (the host exited: nothing it held may stay locked).
 function M.unlock_all()
-  local released = 0
+  local count = 0
   for bufnr, lock in pairs(H.locks) do
     if vim.api.nvim_buf_is_valid(bufnr) then
       vim.bo[bufnr].modifiable = lock.modifiable
     end
-    released = released + 1
+    released(bufnr)
+    count = count + 1
   end
   H.locks = {}
-  if released > 0 then
+  if count > 0 then
     H.lock_changed(nil)
   end
-  return released
+  return count
 end
 
 function M.is_locked(bufnr)
@@ -245,7 +306,11 @@ end
 --- Forget per-buffer state of a wiped buffer.
 function M.forget(bufnr)
   H.anchors[bufnr] = nil
-  H.locks[bufnr] = nil
+  if H.locks[bufnr] then
+    H.locks[bufnr] = nil
+    released(bufnr)
+  end
+  require("flemma.follow").forget(bufnr)
 end
 
 return M

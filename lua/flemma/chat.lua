@@ -191,6 +191,10 @@ function M.execute_tool(bufnr)
     require("flemma.notify").warn("not a chat buffer")
     return false
   end
+  -- Not on a call in a reply still being written (its input may be half there).
+  if require("flemma.guard").refuse(bufnr) then
+    return false
+  end
   local row = vim.api.nvim_win_get_cursor(0)[1] - 1
   return require("flemma.host").notify("tool:execute", { bufnr = bufnr, row = row })
 end
@@ -252,6 +256,10 @@ function M.setup_buffer(bufnr)
   -- Not mapped when it is the leader key: that would swallow every leader mapping.
   if type(toggle) == "string" and toggle ~= "" and not H.is_leader(toggle) then
     map("n", toggle, function()
+      -- The message a reply is streaming into gets no fold before it is complete.
+      if require("flemma.guard").refuse(bufnr, vim.api.nvim_win_get_cursor(0)[1] - 1) then
+        return
+      end
       require("flemma.ui").toggle_fold()
     end, "toggle the fold of the message")
   end

@@ -119,13 +119,21 @@ function H.register_commands()
     desc = "Move the running tool under the cursor (or the oldest) to the background",
     run = tool_command("tool:background"),
   })
+  -- Approving or rejecting writes into the reply; not while it is still being written.
+  local function unless_streaming(run)
+    return function(args)
+      if not require("flemma.guard").refuse(vim.api.nvim_get_current_buf()) then
+        run(args)
+      end
+    end
+  end
   commands.register("tool:approve", {
     desc = "Approve the tool call under the cursor (status=approved)",
-    run = tool_command("tool:approve"),
+    run = unless_streaming(tool_command("tool:approve")),
   })
   commands.register("tool:reject", {
     desc = "Reject the tool call under the cursor; the rest of the line is the reason",
-    run = function(args)
+    run = unless_streaming(function(args)
       local params = {
         bufnr = vim.api.nvim_get_current_buf(),
         row = vim.api.nvim_win_get_cursor(0)[1] - 1,
@@ -136,15 +144,15 @@ function H.register_commands()
           require("flemma.notify").warn("tool:reject: " .. tostring(err))
         end
       end)
-    end,
+    end),
   })
   -- Session approvals (docs/approval.md, "Always and YOLO").
   local approval = require("flemma.tools.approval")
   commands.register("tool:approve-always", {
     desc = "Approve the tool call under the cursor and keep approving that tool (or command) in this buffer",
-    run = function()
+    run = unless_streaming(function()
       approval.approve_always()
-    end,
+    end),
   })
   commands.register("tool:always", {
     desc = 'List what is approved "always" in this buffer, and whether YOLO mode is on',
