@@ -1,0 +1,215 @@
+// Nothing stale on screen: the "Approval needed" message goes once the call is resolved, the
+// preview line of a waiting call stays under its opening fence after `:Flemma tool:approve`, and
+// the trust diagnostics go the moment the file is trusted. Each in a Neovim with a UI of 80
+// columns, read from what it draws where that is what the user sees.
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { type Driver, startDriver } from '../helpers/driver.js';
+import type { Screen } from '../helpers/screen.js';
+
+let driver: Driver | undefined;
+const dirs: string[] = [];
+
+afterEach(async () => {
+  await driver?.quit();
+  driver = undefined;
+  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
+
+const WIDTH = 80;
+const HEIGHT = 24;
+
+const ECHO_TOOL = `
+require("flemma.tools").register("echo_tool", {
+  name = "echo_tool",
+  description = "Echo the text back",
+  input_schema = {
+    type = "object",
+    properties = { text = { type = "string" } },
+    required = { "text" },
+    additionalProperties = false,
+  },
+  format_preview = function(input) return '"' .. input.text .. '"' end,
+  execute = function(input) return { success = true, output = "echo: " .. input.text } end,
+})`;
+
+/**
+ * Like nvim-notify: `notify(message, level, opts)` returns a record `{ id }`; `opts.replace`
+ * replaces a notification still open. `_G.notify_calls` records each call with its timeout.
+ */
+const NVIM_NOTIFY = `
+local M = {}
+_G.notify_calls = {}
+local open = {}
+function M.notify(message, level, opts)
+  opts = opts or {}
+  local replace = type(opts.replace) == "table" and opts.replace.id or opts.replace
+  if replace ~= nil and not open[replace] then error("No matching notification found to replace") end
+  local id = #_G.notify_calls + 1
+  table.insert(_G.notify_calls, {
+    id = id, message = message, level = level, replace = replace,
+    timeout = opts.timeout == nil and vim.NIL or opts.timeout,
+  })
+  if replace ~= nil then open[replace] = nil end
+  open[id] = true
+  return { id = id }
+end
+function M.dismiss() end
+return setmetatable(M, { __call = function(_, ...) return M.notify(...) end })`;
+
+function toolUse(name: string, id: string, input: string): string[] {
+  return [`**Tool Use:** \`${name}\` (\`${id}\`)`, '', '```json', input, '```'];
+}
+
+/** A chat whose last reply asks for `echo_tool`, with no result yet. */
+const ASKS = [
+  '@You:',
+  'Echo.',
+  '',
+  '@Assistant:',
+  ...toolUse('echo_tool', 'toolu_A', '{"text":"look"}'),
+  '',
+  '@You:',
+  '',
+];
+
+async function start(options: { rtp?: string[]; before?: string } = {}): Promise<Driver> {
+  driver = await startDriver({
+    ui: { width: WIDTH, height: HEIGHT },
+    ...(options.rtp === undefined ? {} : { rtp: options.rtp }),
+    setup: `${options.before ?? ''}
+vim.o.cmdheight = 1
+require("flemma").setup({ tools = { autopilot = false } })
+${ECHO_TOOL}`,
+  });
+  return driver;
+}
+
+/** The command line: the screen's last row. */
+function commandLine(screen: Screen): string {
+  return screen.row(HEIGHT - 1);
+}
+
+/** `<C-]>` on the chat: Phase 1 writes the pending placeholder and says approval is needed. */
+async function waitingCall(d: Driver): Promise<void> {
+  await d.openChat('wait.chat', ASKS);
+  await d.waitForEvent('FlemmaBootComplete');
+  const before = d.notificationCount;
+  await d.press('<C-]>');
+  await d.waitForEvent('FlemmaApprovalNeeded');
+  await d.waitForNotification(/Approval needed: echo_tool/, { after: before });
+}
+
+/** The 0-based row of a line of the current buffer. */
+async function rowOf(d: Driver, text: string): Promise<number> {
+  const lines = await d.lines();
+  const row = lines.indexOf(text);
+  if (row < 0) throw new Error(`no line ${text} in ${JSON.stringify(lines)}`);
+  return row;
+}
+
+describe('the "Approval needed" message', () => {
+  it('leaves the command line once <M-CR> has run the call', async () => {
+    const d = await start();
+    await waitingCall(d);
+    await d.waitForScreen((screen) => commandLine(screen).includes('Approval needed: echo_tool'), {
+      what: 'the message on the command line',
+    });
+    await d.press('<M-CR>');
+    await d.waitForEvent('FlemmaToolCompleted');
+    await d.waitForScreen((screen) => !commandLine(screen).includes('Approval needed'), {
+      what: 'the message gone from the command line',
+    });
+    // It stays in the message history.
+    expect(await d.commandOutput('messages')).toContain('Flemma: Approval needed: echo_tool');
+  });
+
+  it('leaves the command line when the placeholder is deleted', async () => {
+    const d = await start();
+    await waitingCall(d);
+    await d.waitForScreen((screen) => commandLine(screen).includes('Approval needed: echo_tool'), {
+      what: 'the message on the command line',
+    });
+    const header = await rowOf(d, '**Tool Result:** `toolu_A`');
+    // As a user's edit that prints nothing: the block, header to closing fence, deleted.
+    await d.lua(
+      `vim.api.nvim_buf_set_lines(0, ${String(header)}, ${String(header + 4)}, false, {})`,
+    );
+    await d.waitForScreen((screen) => !commandLine(screen).includes('Approval needed'), {
+      what: 'the message gone from the command line',
+    });
+  });
+
+  it('is closed in nvim-notify once the call is approved or rejected', async () => {
+    const plugin = mkdtempSync(join(tmpdir(), 'flemma-notify-'));
+    dirs.push(plugin);
+    mkdirSync(join(plugin, 'lua'));
+    writeFileSync(join(plugin, 'lua', 'notify.lua'), NVIM_NOTIFY);
+    const d = await start({ rtp: [plugin], before: 'vim.notify = require("notify")' });
+    await d.openChat('wait.chat', [
+      ...ASKS.slice(0, -2),
+      '',
+      ...toolUse('echo_tool', 'toolu_B', '{"text":"again"}'),
+      '',
+      '@You:',
+      '',
+    ]);
+    await d.waitForEvent('FlemmaBootComplete');
+    await d.press('<C-]>');
+    await d.waitForEvent('FlemmaApprovalNeeded');
+    type Call = { id: number; message: string; replace?: number; timeout: unknown };
+    const calls = (): Promise<Call[]> => d.lua<Call[]>('return _G.notify_calls');
+    await d.waitUntil(
+      'for _, c in ipairs(_G.notify_calls) do if c.message:find("Approval needed") then return true end end',
+    );
+    const shown = (await calls()).find((call) => call.message.includes('Approval needed'));
+    expect(shown?.message).toBe('Approval needed: 2 calls (echo_tool)');
+    // One of the two resolved: it still waits for the other.
+    await d.command(`normal! ${String((await rowOf(d, '**Tool Result:** `toolu_A`')) + 1)}G`);
+    await d.command('Flemma tool:approve');
+    await d.waitUntil(
+      'return vim.tbl_contains(vim.api.nvim_buf_get_lines(0, 0, -1, false), "```flemma:tool status=approved")',
+    );
+    await d.afterScheduled();
+    expect((await calls()).some((call) => call.replace === shown?.id)).toBe(false);
+    // The other rejected: nothing waits, the notification closes at once.
+    await d.command(`normal! ${String((await rowOf(d, '**Tool Result:** `toolu_B`')) + 1)}G`);
+    await d.command('Flemma tool:reject');
+    await d.waitUntil(
+      `for _, c in ipairs(_G.notify_calls) do if c.replace == ${String(shown?.id)} then return true end end`,
+    );
+    const closing = (await calls()).find((call) => call.replace === shown?.id);
+    expect(closing?.timeout).toBe(1);
+  });
+});
+
+describe('the preview line of a waiting call', () => {
+  it('stays under its opening fence after :Flemma tool:approve', async () => {
+    const d = await start();
+    await waitingCall(d);
+    const fence = await rowOf(d, '```flemma:tool status=pending');
+    let marks = await d.waitForExtmarks('flemma_tool_preview');
+    expect(marks.map((mark) => mark[1])).toEqual([fence]);
+    await d.command('Flemma tool:approve');
+    await d.waitUntil(
+      'return vim.tbl_contains(vim.api.nvim_buf_get_lines(0, 0, -1, false), "```flemma:tool status=approved")',
+    );
+    await d.afterScheduled();
+    marks = await d.waitForExtmarks('flemma_tool_preview', {
+      until: '#marks == 1 and marks[1][2] == value',
+      value: fence,
+    });
+    expect(marks.map((mark) => mark[1])).toEqual([fence]);
+    // On screen: the preview right under the fence.
+    await d.waitForScreen(
+      (screen) => {
+        const rows = screen.rows();
+        const at = rows.findIndex((row) => row.startsWith('```flemma:tool status=approved'));
+        return at >= 0 && (rows[at + 1] ?? '').trim() === 'echo_tool: "look"';
+      },
+      { what: 'the preview under the approved fence' },
+    );
+  });
+});
