@@ -25,7 +25,12 @@ local H = {
 }
 
 local function on_command_line()
-  for _, ui in ipairs(vim.api.nvim_list_uis()) do
+  local uis = vim.api.nvim_list_uis()
+  if #uis == 0 then
+    -- Headless, no UI attached (a script, `nvim --headless`): nobody to prompt.
+    return false
+  end
+  for _, ui in ipairs(uis) do
     -- A UI that draws messages itself (noice, Neovim 0.12's ui2) has no hit-enter prompt.
     if ui.ext_messages then
       return false

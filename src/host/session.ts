@@ -5,6 +5,7 @@
 import type { ChatDocument, Message } from '../core/chat/ast.js';
 import { type AutopilotSettings, autopilotSettings } from '../core/loop/autopilot.js';
 import { Conversation } from '../core/loop/conversation.js';
+import { BUSY_REQUEST } from '../core/loop/cycle.js';
 import type { ConversationPorts } from '../core/loop/conversation.js';
 import type { StepPorts } from '../core/loop/cycle.js';
 import { type ApprovalOutcome, type ApprovalService, statusOf } from './approval.js';
@@ -113,7 +114,7 @@ export class ChatSession {
     if (this.request !== undefined) {
       base.lua.notify('notify', {
         level: 'warn',
-        message: 'A request is already in progress. Use <C-c> to cancel it first.',
+        message: BUSY_REQUEST,
       });
       return undefined;
     }

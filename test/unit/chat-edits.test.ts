@@ -932,8 +932,10 @@ describe('classifyToolBlocks (§3.4, scenario 16)', () => {
 
   it('warns about protected blocks in the seed wording', () => {
     expect(protectionWarning(groups.approvedWithContent.length)).toBe(
-      '1 tool result(s) have edited content inside an approved flemma:tool block – skipping ' +
-        'execution to protect your edits. Remove the flemma:tool fence to send your content.',
+      '1 approved block has your text: not run (plain ``` sends it)',
+    );
+    expect(protectionWarning(2)).toBe(
+      '2 approved blocks have your text: not run (plain ``` sends it)',
     );
   });
 

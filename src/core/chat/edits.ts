@@ -322,12 +322,14 @@ export function resolutionText(
   }
 }
 
-/** The warning shown when approved blocks with edited content are kept from running. */
+/**
+ * The warning shown when approved blocks with edited content are kept from running. Short enough
+ * for an 80-column command line; docs/approval.md says the rest (a plain fence sends the text as
+ * the result).
+ */
 export function protectionWarning(count: number): string {
-  return (
-    `${count} tool result(s) have edited content inside an approved flemma:tool block – ` +
-    'skipping execution to protect your edits. Remove the flemma:tool fence to send your content.'
-  );
+  const blocks = count === 1 ? '1 approved block has' : `${String(count)} approved blocks have`;
+  return `${blocks} your text: not run (plain \`\`\` sends it)`;
 }
 
 /**

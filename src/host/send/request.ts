@@ -281,10 +281,14 @@ export class RequestBuilder {
     this.refusedShown.set(bufnr, id);
     if (keys.length === 0) return;
     const name = editor.facts.filename === null ? 'this chat' : basename(editor.facts.filename);
-    const what = keys.length === 1 ? (keys[0] ?? '') : `${String(keys.length)} options`;
+    // Short for the command line: the diagnostics and `:Flemma status` name each option.
+    const what =
+      keys.length === 1
+        ? (keys[0] ?? '').replace(/^flemma\.opt\./, '')
+        : `${String(keys.length)} options`;
     this.deps.base.lua.notify('notify', {
       level: 'warn',
-      message: `${name}: ${what} not applied until :trust (:Flemma status)`,
+      message: `${name}: ${what} not applied until :trust`,
     });
   }
 
