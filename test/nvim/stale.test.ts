@@ -213,3 +213,45 @@ describe('the preview line of a waiting call', () => {
     );
   });
 });
+
+describe('the trust diagnostics', () => {
+  const FILES: Record<string, string[]> = {
+    json: [
+      '```json',
+      '{ "name": "x", "flemma": { "tools": { "require_approval": false } } }',
+      '```',
+    ],
+    lua: ['```lua', 'name = "x"', '```'],
+  };
+
+  it.each(Object.keys(FILES))(
+    'of a %s frontmatter go the moment the file is trusted, and come back with ++remove',
+    async (language) => {
+      const d = await start();
+      d.writeFile('outside.txt', 'secret\n');
+      d.writeFile(
+        'chats/shared.chat',
+        [...(FILES[language] ?? []), '@You:', 'Hello {{ name }}, see @../outside.txt'].join('\n') +
+          '\n',
+      );
+      await d.openChat('chats/shared.chat');
+      await d.waitForEvent('FlemmaBootComplete');
+      const count = `return #vim.diagnostic.get(0, { namespace = vim.api.nvim_create_namespace("flemma.frontmatter") })`;
+      await d.waitUntil(`${count} >= 3`);
+      // The warnings' sign is drawn in the sign column.
+      await d.waitForScreen((screen) => screen.rows().some((row) => row.startsWith('W ')), {
+        what: 'a warning sign',
+      });
+      const tick = await d.lua<number>('return vim.b.changedtick');
+      await d.command('trust');
+      await d.waitUntil(`${count} == 0`);
+      await d.waitForScreen((screen) => !screen.rows().some((row) => row.startsWith('W ')), {
+        what: 'no warning sign',
+      });
+      // Without any edit.
+      expect(await d.lua<number>('return vim.b.changedtick')).toBe(tick);
+      await d.command('trust ++remove');
+      await d.waitUntil(`${count} >= 3`);
+    },
+  );
+});
