@@ -4,7 +4,7 @@
 import { homedir } from 'node:os';
 import { basename } from 'node:path';
 import type { Message } from '../../core/chat/ast.js';
-import { assemblePrompt, type Prompt } from '../../core/chat/prompt.js';
+import { assemblePrompt, nothingNewToSend, type Prompt } from '../../core/chat/prompt.js';
 import { readReference } from '../../core/chat/references.js';
 import { type RenderedPrompt, renderPrompt } from '../../core/chat/render.js';
 import { resolveThinking, type ThinkingParameters } from '../../core/provider/thinking.js';
@@ -103,6 +103,14 @@ export class RequestBuilder {
       ctx.lua.notify('notify', {
         level: 'warn',
         message: 'Nothing to send: write a @You: message first.',
+      });
+      return undefined;
+    }
+    if (nothingNewToSend(state.document, prompt)) {
+      // Sending would only repeat the conversation: nothing is written, nothing goes out.
+      ctx.lua.notify('notify', {
+        level: 'info',
+        message: 'Nothing to send: the last @You: message is empty',
       });
       return undefined;
     }
