@@ -36,8 +36,9 @@ require("flemma.tools").register("echo_tool", {
 })`;
 
 /**
- * Like nvim-notify: `notify(message, level, opts)` returns a record `{ id }`; `opts.replace`
- * replaces a notification still open. `_G.notify_calls` records each call with its timeout.
+ * Like nvim-notify: `notify(message, level, opts)` shows the message in a floating window (given
+ * to `opts.on_open`) and returns a record `{ id }`; `opts.replace` replaces a notification still
+ * open, in its window. `_G.notify_calls` records each call with its window.
  */
 const NVIM_NOTIFY = `
 local M = {}
@@ -48,12 +49,18 @@ function M.notify(message, level, opts)
   local replace = type(opts.replace) == "table" and opts.replace.id or opts.replace
   if replace ~= nil and not open[replace] then error("No matching notification found to replace") end
   local id = #_G.notify_calls + 1
-  table.insert(_G.notify_calls, {
-    id = id, message = message, level = level, replace = replace,
-    timeout = opts.timeout == nil and vim.NIL or opts.timeout,
-  })
+  local win = replace and open[replace]
+  if win then
+    vim.api.nvim_buf_set_lines(vim.api.nvim_win_get_buf(win), 0, -1, false, { message })
+  else
+    local buf = vim.api.nvim_create_buf(false, true)
+    vim.api.nvim_buf_set_lines(buf, 0, -1, false, { message })
+    win = vim.api.nvim_open_win(buf, false, { relative = "editor", row = 1, col = 40, width = 38, height = 1 })
+    if opts.on_open then opts.on_open(win) end
+  end
+  table.insert(_G.notify_calls, { id = id, message = message, level = level, replace = replace, win = win })
   if replace ~= nil then open[replace] = nil end
-  open[id] = true
+  open[id] = win
   return { id = id }
 end
 function M.dismiss() end
@@ -159,7 +166,7 @@ describe('the "Approval needed" message', () => {
     await d.waitForEvent('FlemmaBootComplete');
     await d.press('<C-]>');
     await d.waitForEvent('FlemmaApprovalNeeded');
-    type Call = { id: number; message: string; replace?: number; timeout: unknown };
+    type Call = { id: number; message: string; replace?: number; win: number };
     const calls = (): Promise<Call[]> => d.lua<Call[]>('return _G.notify_calls');
     await d.waitUntil(
       'for _, c in ipairs(_G.notify_calls) do if c.message:find("Approval needed") then return true end end',
@@ -173,15 +180,13 @@ describe('the "Approval needed" message', () => {
       'return vim.tbl_contains(vim.api.nvim_buf_get_lines(0, 0, -1, false), "```flemma:tool status=approved")',
     );
     await d.afterScheduled();
-    expect((await calls()).some((call) => call.replace === shown?.id)).toBe(false);
-    // The other rejected: nothing waits, the notification closes at once.
+    const win = shown?.win ?? -1;
+    expect(await d.lua('return vim.api.nvim_win_is_valid(...)', win)).toBe(true);
+    // The other rejected: nothing waits, the notification's window closes at once.
     await d.command(`normal! ${String((await rowOf(d, '**Tool Result:** `toolu_B`')) + 1)}G`);
     await d.command('Flemma tool:reject');
-    await d.waitUntil(
-      `for _, c in ipairs(_G.notify_calls) do if c.replace == ${String(shown?.id)} then return true end end`,
-    );
-    const closing = (await calls()).find((call) => call.replace === shown?.id);
-    expect(closing?.timeout).toBe(1);
+    await d.waitUntil('return not vim.api.nvim_win_is_valid(...)', { args: [win] });
+    expect((await calls()).filter((call) => call.replace === shown?.id)).toEqual([]);
   });
 });
 

@@ -77,9 +77,13 @@ end
 ---@return boolean shown
 function M.send(mod, message, level, key)
   key = key or (tostring(level) .. "\0" .. message)
-  local entry = { record = nil, message = message, level = level }
+  local entry = { record = nil, message = message, level = level, win = nil }
   local opts = {
     title = TITLE,
+    -- The window, so that a message that stops being true can be closed (`M.close`).
+    on_open = function(win)
+      entry.win = win
+    end,
     on_close = function()
       if H.open[key] == entry then
         H.open[key] = nil
@@ -93,6 +97,8 @@ function M.send(mod, message, level, key)
   local previous = H.open[key]
   if previous and previous.record then
     opts.replace = previous.record
+    -- A replaced notification keeps its window (nvim-notify opens none).
+    entry.win = previous.win
   end
   local ok, record = pcall(mod.notify, message, level, opts)
   if not ok then
@@ -112,8 +118,9 @@ function M.send(mod, message, level, key)
   return true
 end
 
---- Close the notification of `key` if it is still on screen (it is not true any more): replaced
---- by itself with a timeout that has already run out. Returns whether nvim-notify is in use.
+--- Close the notification of `key` if it is still on screen (it is not true any more): its
+--- window is closed, as the user would close it; one still waiting for a window is replaced by
+--- itself with a timeout that has run out. Returns whether nvim-notify is in use.
 ---@param key string
 ---@return boolean
 function M.close(key)
@@ -124,7 +131,11 @@ function M.close(key)
   local entry = H.open[key]
   if entry and entry.record then
     H.open[key] = nil
-    pcall(mod.notify, entry.message, entry.level, { title = TITLE, replace = entry.record, timeout = 1 })
+    if entry.win and vim.api.nvim_win_is_valid(entry.win) then
+      pcall(vim.api.nvim_win_close, entry.win, true)
+    else
+      pcall(mod.notify, entry.message, entry.level, { title = TITLE, replace = entry.record, timeout = 1 })
+    end
   end
   return true
 end
