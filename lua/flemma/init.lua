@@ -447,7 +447,16 @@ function M.bootstrap()
 end
 
 --- The report of `:Flemma status` in a scratch buffer below (`q` closes it), reused when open.
+--- Messages that were shortened to fit the command line end it, in full.
 function H.show_status(lines)
+  local recent = require("flemma.notify").recent()
+  if #recent > 0 then
+    lines = vim.list_extend({}, lines)
+    vim.list_extend(lines, { "", "messages shortened on the command line, in full:" })
+    for _, item in ipairs(recent) do
+      lines[#lines + 1] = string.format("  %s %s", os.date("%H:%M:%S", item.time), item.text)
+    end
+  end
   local name = "flemma://status"
   local buf = vim.fn.bufnr(name)
   if buf == -1 or not vim.api.nvim_buf_is_valid(buf) then

@@ -264,6 +264,11 @@ M.methods = {
     local level = params.level or "info"
     (notify[level] or notify.info)(params.message, type(params.key) == "string" and { key = params.key } or nil)
   end,
+  ["notify.retract"] = function(params)
+    if type(params.key) == "string" then
+      require("flemma.notify").retract(params.key)
+    end
+  end,
   ["rpc.reply"] = function(params)
     -- Not `ok and result or error`: a `false` result is a result.
     if params.ok then

@@ -226,24 +226,21 @@ function M.forget(bufnr)
   H.authored[bufnr] = nil
 end
 
---- The message for a chat whose Lua (`what`: "frontmatter" or "templates") may not run.
+--- The message for a chat whose Lua (`what`: "frontmatter" or "templates") may not run: true for
+--- every frontmatter language (only a Lua frontmatter and templates run code), and short enough
+--- for an 80-column command line with a usual file name.
 function M.message(bufnr, state, what)
-  local name = vim.fn.fnamemodify(vim.api.nvim_buf_get_name(bufnr), ":~:.")
-  what = what == "templates" and "its templates were" or "its Lua frontmatter was"
-  if state.why == "denied" then
-    return string.format(
-      "%s: %s not run: the file is denied in Neovim's trust database (:trust ++remove to undo)",
-      name,
-      what
-    )
-  elseif state.why == "changed" then
-    return string.format(
-      "%s: %s not run: its code changed outside this Neovim since it was trusted. Review it, then run :trust",
-      name,
-      what
-    )
+  local name = vim.fn.fnamemodify(vim.api.nvim_buf_get_name(bufnr), ":t")
+  if name == "" then
+    name = "this chat"
   end
-  return string.format("%s: %s not run: the file is not trusted. Review it, then run :trust", name, what)
+  if state.why == "denied" then
+    return string.format("%s: denied in the trust database (:trust ++remove)", name)
+  elseif state.why == "changed" then
+    return string.format("%s changed outside Neovim: review it, then :trust", name)
+  end
+  what = what == "templates" and "templates" or "Lua frontmatter"
+  return string.format("%s: review it, then :trust to run its %s", name, what)
 end
 
 return M

@@ -14,6 +14,7 @@ import { HookEmitter } from '../editor/hooks.js';
 import { LuaBridge, rpcPortOf } from '../editor/lua.js';
 import { WriteScheduler } from '../editor/writequeue.js';
 import { ApprovalService } from './approval.js';
+import { ApprovalNotices } from './approval-notice.js';
 import type { HostBase } from './base.js';
 import { ConfigStore } from './config.js';
 import type { FileLogger } from './log.js';
@@ -155,6 +156,7 @@ export function createContext(
       },
     },
   });
+  const notices = new ApprovalNotices(lua);
   const sessions: SessionRegistry = new SessionRegistry({
     base,
     catalogue,
@@ -166,6 +168,7 @@ export function createContext(
     usage,
     cancelPending: (bufnr) => commands.cancelPending(bufnr),
     memo,
+    notices,
   });
   const trust = new TrustChecker({
     base,
@@ -176,6 +179,7 @@ export function createContext(
   base.documents.onParsed((state) => {
     previews.publish(state);
     trust.parsed(state);
+    notices.parsed(state);
   });
   // The shim's log redacts what the host learns (resolved credentials) too.
   logger.redactor.onChange(() => {
@@ -198,6 +202,7 @@ export function createContext(
     forget: (bufnr) => {
       previews.forget(bufnr);
       trust.forget(bufnr);
+      notices.forget(bufnr);
       requests.forget(bufnr);
       approval.session.clear(bufnr);
       sessions.forget(bufnr);

@@ -5,10 +5,11 @@
 import type { ChatDocument, Message } from '../core/chat/ast.js';
 import { type AutopilotSettings, autopilotSettings } from '../core/loop/autopilot.js';
 import { Conversation } from '../core/loop/conversation.js';
+import { BUSY_REQUEST } from '../core/loop/cycle.js';
 import type { ConversationPorts } from '../core/loop/conversation.js';
 import type { StepPorts } from '../core/loop/cycle.js';
-import { classifyToolBlocks } from '../core/chat/edits.js';
 import { type ApprovalOutcome, type ApprovalService, statusOf } from './approval.js';
+import { type ApprovalNotices, waitingBlocks } from './approval-notice.js';
 import type { HostBase } from './base.js';
 import { type ContextOptions, type EditorContext, fetchEditorContext } from './editor-context.js';
 import type { Streamer, SendStatus } from './send/stream.js';
@@ -40,6 +41,8 @@ export interface SessionServices {
   cancelPending(bufnr: number): Promise<number>;
   /** Each message's part of the trust digest, across parses. */
   memo: WeakMap<Message, string>;
+  /** The "Approval needed" messages, taken back when nothing they named waits. */
+  notices: Pick<ApprovalNotices, 'show'>;
 }
 
 /** A denial with no resolver: the call cannot run at all (an unknown tool, a repeated id…). */
@@ -111,7 +114,7 @@ export class ChatSession {
     if (this.request !== undefined) {
       base.lua.notify('notify', {
         level: 'warn',
-        message: 'A request is already in progress. Use <C-c> to cancel it first.',
+        message: BUSY_REQUEST,
       });
       return undefined;
     }
@@ -307,23 +310,13 @@ export class ChatSession {
    * statusline or another window can tell.
    */
   private async waitForUser(document: ChatDocument): Promise<void> {
-    const groups = classifyToolBlocks(document);
-    const waiting = [...groups.pendingEmpty, ...groups.approvedWithContent].sort(
-      (a, b) => a.toolUseLine - b.toolUseLine,
-    );
+    const waiting = waitingBlocks(document);
     const first = waiting[0];
     if (first === undefined) return;
     const { base } = this.s;
     base.lua.notify('tools.cursor', { bufnr: this.bufnr, row: first.toolResultLine - 1 });
-    // Short, so that it fits the command line without a hit-enter prompt.
-    const names = [...new Set(waiting.map((block) => block.name))].join(', ');
-    base.lua.notify('notify', {
-      level: 'info',
-      message:
-        waiting.length === 1
-          ? `Approval needed: ${names} (<M-CR> runs it)`
-          : `Approval needed: ${String(waiting.length)} calls (${names})`,
-    });
+    // Taken back once none of these calls waits any more (approval-notice.ts).
+    this.s.notices.show(this.bufnr, waiting);
     await base.hooks.emit('approval:needed', {
       bufnr: this.bufnr,
       tool_ids: waiting.map((block) => block.id),

@@ -76,6 +76,7 @@ export class Driver {
   private notes: Notification[] = [];
   private eventWaiters: Waiter<UserEvent>[] = [];
   private noteWaiters: Waiter<Notification>[] = [];
+  private screenWaiters: Waiter<Screen>[] = [];
 
   private constructor(
     readonly nvim: NeovimClient,
@@ -145,6 +146,9 @@ export class Driver {
   private receive(method: string, args: unknown[]): void {
     if (method === 'redraw') {
       this.screen.handle(args);
+      if (this.screenWaiters.length > 0) {
+        this.screenWaiters = this.settle(this.screenWaiters, this.screen);
+      }
     } else if (method === 'flemma_test_user') {
       const event: UserEvent = {
         pattern: String(args[0]),
@@ -344,6 +348,25 @@ export class Driver {
       options.timeout ?? 10000,
       `notification ${String(pattern)}`,
     );
+  }
+
+  /**
+   * Wait until what the attached UI shows (the `ui` option) satisfies `match`, checked now and
+   * after each redraw Neovim sends; Neovim redraws by itself when it is idle.
+   */
+  waitForScreen(
+    match: (screen: Screen) => boolean,
+    options: { timeout?: number; what?: string } = {},
+  ): Promise<Screen> {
+    if (match(this.screen)) return Promise.resolve(this.screen);
+    return this.waitFor(
+      this.screenWaiters,
+      match,
+      options.timeout ?? 10000,
+      `the screen: ${options.what ?? 'a condition'}`,
+    ).catch((error: unknown) => {
+      throw new Error(`${String(error)}\n${this.screen.rows().join('\n')}`);
+    });
   }
 
   get notificationCount(): number {

@@ -405,9 +405,7 @@ describe('the approval cycle', () => {
       `vim.api.nvim_buf_set_lines(0, ${fence}, ${fence}, false, { "I ran it myself: 42" })`,
     );
     await d.press('<C-]>');
-    await d.waitForNotification(
-      /1 tool result\(s\) have edited content inside an approved flemma:tool block/,
-    );
+    await d.waitForNotification(/1 approved block has your text: not run/);
     expect(d.eventsSeen('FlemmaToolExecuting')).toHaveLength(0);
     lines = await d.lines();
     // The pending block became an ordinary result; the approved one is untouched.

@@ -99,6 +99,8 @@ describe('the defaults against a hostile model', () => {
     expect(text).toContain('key=[]');
     expect(text).not.toContain(KEY);
 
+    // The user asks again (an empty @You: would have nothing to send).
+    await d.lua('vim.api.nvim_buf_set_lines(0, -2, -1, false, { "Go on." })');
     const before = d.eventCount;
     await d.press('<C-]>');
     await reply(await f.nextRequest({ path: '/v1/messages' }), 'Two more.', [

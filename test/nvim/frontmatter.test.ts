@@ -149,8 +149,8 @@ describe('Lua frontmatter', () => {
     const lines = ['```lua', 'flemma.opt.temperature = 0.7', '```', '@You:', 'Hello'];
     const buf = await d.openChat('untrusted.chat', lines);
     await d.command('Flemma send');
-    const note = await d.waitForNotification(/not trusted/);
-    expect(note.message).toContain(':trust');
+    const note = await d.waitForNotification(/:trust to run its Lua frontmatter/);
+    expect(note.message).toContain('untrusted.chat');
     expect(f.requests).toHaveLength(0);
     expect(await d.lines(buf)).toEqual(lines);
 

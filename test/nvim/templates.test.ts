@@ -173,7 +173,7 @@ describe('templates', () => {
     const { d, f } = await start();
     await d.openChat('untrusted-tpl.chat', ['@You:', '{{ 1 + 1 }}']);
     await d.command('Flemma send');
-    const note = await d.waitForNotification(/templates were not run/);
+    const note = await d.waitForNotification(/to run its templates/);
     expect(note.message).toContain(':trust');
     expect(f.requests).toHaveLength(0);
   });

@@ -248,7 +248,7 @@ describe.each(['json', 'yaml'] as const)('an untrusted %s frontmatter', (languag
       .notifications()
       .filter((note) => note.message.includes('not applied until :trust'));
     expect(told.map((note) => note.message)).toEqual([
-      `Flemma: shared.chat: ${String(CLASSES.length)} options not applied until :trust (:Flemma status)`,
+      `Flemma: shared.chat: ${String(CLASSES.length)} options not applied until :trust`,
     ]);
 
     const report = await status(d);
@@ -573,8 +573,8 @@ describe('trust follows the code', () => {
     await d.command('edit!');
     const before = d.notificationCount;
     await d.command('Flemma send');
-    const note = await d.waitForNotification(/not run/, { after: before });
-    expect(note.message).toContain('changed outside this Neovim since it was trusted');
+    const note = await d.waitForNotification(/changed outside/, { after: before });
+    expect(note.message).toBe('Flemma: code.chat changed outside Neovim: review it, then :trust');
     expect(f.requests).toHaveLength(3);
     await d.command('trust');
     expect(await temperature(d, f)).toBe(0.9);

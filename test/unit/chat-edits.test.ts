@@ -16,6 +16,7 @@ import {
   applyEdits,
   bottomToTop,
   classifyToolBlocks,
+  narrowEdit,
   planPlaceholders,
   planResult,
   planUserSuppliedResult,
@@ -931,8 +932,10 @@ describe('classifyToolBlocks (§3.4, scenario 16)', () => {
 
   it('warns about protected blocks in the seed wording', () => {
     expect(protectionWarning(groups.approvedWithContent.length)).toBe(
-      '1 tool result(s) have edited content inside an approved flemma:tool block – skipping ' +
-        'execution to protect your edits. Remove the flemma:tool fence to send your content.',
+      '1 approved block has your text: not run (plain ``` sends it)',
+    );
+    expect(protectionWarning(2)).toBe(
+      '2 approved blocks have your text: not run (plain ``` sends it)',
     );
   });
 
@@ -1059,6 +1062,46 @@ describe('applyEdits', () => {
     const lines = ['a', 'b'];
     expect(applyEdits(lines, [{ start: 1, end: 2, lines: ['B'], expect: ['x'] }])).toEqual(lines);
     expect(applyEdits(lines, [{ start: 2, end: 3, lines: ['B'], expect: ['c'] }])).toEqual(lines);
+  });
+});
+
+describe('narrowEdit', () => {
+  it('replaces only the rows that change', () => {
+    const edit: Edit = {
+      start: 10,
+      end: 14,
+      expect: ['**Tool Result:** `t1`', '', `${T3}flemma:tool status=pending`, T3],
+      lines: ['**Tool Result:** `t1`', '', `${T3}flemma:tool status=approved`, T3],
+    };
+    expect(narrowEdit(edit)).toEqual({
+      start: 12,
+      end: 13,
+      expect: [`${T3}flemma:tool status=pending`],
+      lines: [`${T3}flemma:tool status=approved`],
+    });
+  });
+
+  it('keeps one row of an insertion, and of an edit that changes nothing', () => {
+    const insertion: Edit = { start: 3, end: 4, expect: ['@You:'], lines: ['@You:', '', 'x'] };
+    expect(narrowEdit(insertion)).toEqual(insertion);
+    const before: Edit = { start: 3, end: 5, expect: ['a', 'b'], lines: ['x', 'a', 'b'] };
+    expect(narrowEdit(before)).toEqual({ start: 3, end: 4, expect: ['a'], lines: ['x', 'a'] });
+    const same: Edit = { start: 0, end: 2, expect: ['a', 'b'], lines: ['a', 'b'] };
+    expect(narrowEdit(same)).toEqual({ start: 1, end: 2, expect: ['b'], lines: ['b'] });
+  });
+
+  it('gives the same buffer as the whole edit', () => {
+    const lines = ['a', 'b', 'c', 'd', 'e'];
+    const cases: Edit[] = [
+      { start: 1, end: 4, expect: ['b', 'c', 'd'], lines: ['b', 'X', 'd'] },
+      { start: 1, end: 4, expect: ['b', 'c', 'd'], lines: ['b', 'd'] },
+      { start: 0, end: 2, expect: ['a', 'b'], lines: ['a', 'b', 'b', 'a', 'b'] },
+      { start: 2, end: 5, expect: ['c', 'd', 'e'], lines: [] },
+    ];
+    for (const edit of cases) {
+      expect(applyEdits(lines, [narrowEdit(edit)])).toEqual(applyEdits(lines, [edit]));
+      expect(narrowEdit(edit).expect.length).toBeGreaterThan(0);
+    }
   });
 });
 

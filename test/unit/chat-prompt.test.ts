@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { parseLines } from '../../src/core/chat/parser.js';
-import { NO_RESULT_TEXT, assemblePrompt } from '../../src/core/chat/prompt.js';
+import { NO_RESULT_TEXT, assemblePrompt, nothingNewToSend } from '../../src/core/chat/prompt.js';
 
 const prompt = (...lines: string[]) => assemblePrompt(parseLines(lines));
 
@@ -252,5 +252,52 @@ describe('prompt assembly (§2.4–2.5)', () => {
         part.kind === 'tool_result' ? part.toolUseId : part.kind,
       ),
     ).toEqual(['t1', 't2', 'text']);
+  });
+});
+
+describe('nothingNewToSend', () => {
+  const nothingNew = (...lines: string[]): boolean => {
+    const document = parseLines(lines);
+    return nothingNewToSend(document, assemblePrompt(document));
+  };
+  const ANSWERED = ['@You:', 'Hi', '', '@Assistant:', 'Hello!', ''];
+
+  it('an empty or blank @You: after a reply: nothing new', () => {
+    expect(nothingNew(...ANSWERED, '@You:')).toBe(true);
+    expect(nothingNew(...ANSWERED, '@You:', '', '   ', '\t')).toBe(true);
+    expect(nothingNew(...ANSWERED, '@You:', '', '@You:', ' ')).toBe(true);
+    // A role the request never carries changes nothing.
+    expect(nothingNew(...ANSWERED, '@Notes:', 'mine', '@You:')).toBe(true);
+  });
+
+  it('a question, a template, a reference or a new system prompt is new', () => {
+    expect(nothingNew(...ANSWERED, '@You:', 'And?')).toBe(false);
+    expect(nothingNew(...ANSWERED, '@You:', '{{ question }}')).toBe(false);
+    expect(nothingNew(...ANSWERED, '@You:', '@./notes.txt')).toBe(false);
+    expect(nothingNew(...ANSWERED, '@System:', 'Be brief.', '@You:')).toBe(false);
+  });
+
+  it('a chat that ends with the reply, or has no reply yet, is not this case', () => {
+    expect(nothingNew(...ANSWERED)).toBe(false);
+    expect(nothingNew('@You:', '')).toBe(false);
+  });
+
+  it('tool calls: an unanswered call (its error result goes back) or a result is new', () => {
+    const asks = ['@You:', 'Go', '', '@Assistant:', ...TOOL_USE, ''];
+    expect(nothingNew(...asks, '@You:', '')).toBe(false);
+    expect(
+      nothingNew(...asks, '@You:', '', '**Tool Result:** `t1`', '', '```', '105', '```', ''),
+    ).toBe(false);
+    expect(
+      nothingNew(
+        ...asks,
+        '@You:',
+        '',
+        '**Tool Result:** `t1`',
+        '',
+        '```flemma:tool status=pending',
+        '```',
+      ),
+    ).toBe(false);
   });
 });

@@ -208,7 +208,7 @@ describe('a step of the loop', () => {
     );
     await world.conversation.step(true);
     expect(world.started).toEqual([]);
-    expect(world.warnings.join('\n')).toMatch(/edited content/);
+    expect(world.warnings.join('\n')).toMatch(/approved block has your text/);
     expect(world.log.at(-1)).toBe('wait');
     expect(world.sends).toEqual([]);
   });

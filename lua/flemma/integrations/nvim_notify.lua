@@ -21,7 +21,7 @@ local function options()
 end
 
 --- Whether a function is Neovim's own `vim.notify` (and not a replacement of another plugin).
-local function is_builtin(fn)
+function M.is_builtin(fn)
   if type(fn) ~= "function" then
     return false
   end
@@ -54,7 +54,7 @@ function M.module()
   if is_nvim_notify(mod) and (current == mod or current == mod.notify) then
     return mod
   end
-  if not is_builtin(current) then
+  if not M.is_builtin(current) then
     return nil
   end
   if mod == nil and not H.require_failed then
@@ -77,9 +77,13 @@ end
 ---@return boolean shown
 function M.send(mod, message, level, key)
   key = key or (tostring(level) .. "\0" .. message)
-  local entry = { record = nil }
+  local entry = { record = nil, message = message, level = level, win = nil }
   local opts = {
     title = TITLE,
+    -- The window, so that a message that stops being true can be closed (`M.close`).
+    on_open = function(win)
+      entry.win = win
+    end,
     on_close = function()
       if H.open[key] == entry then
         H.open[key] = nil
@@ -93,6 +97,8 @@ function M.send(mod, message, level, key)
   local previous = H.open[key]
   if previous and previous.record then
     opts.replace = previous.record
+    -- A replaced notification keeps its window (nvim-notify opens none).
+    entry.win = previous.win
   end
   local ok, record = pcall(mod.notify, message, level, opts)
   if not ok then
@@ -108,6 +114,28 @@ function M.send(mod, message, level, key)
   if type(record) == "table" and record.id ~= nil then
     entry.record = record
     H.open[key] = entry
+  end
+  return true
+end
+
+--- Close the notification of `key` if it is still on screen (it is not true any more): its
+--- window is closed, as the user would close it; one still waiting for a window is replaced by
+--- itself with a timeout that has run out. Returns whether nvim-notify is in use.
+---@param key string
+---@return boolean
+function M.close(key)
+  local mod = M.module()
+  if mod == nil then
+    return false
+  end
+  local entry = H.open[key]
+  if entry and entry.record then
+    H.open[key] = nil
+    if entry.win and vim.api.nvim_win_is_valid(entry.win) then
+      pcall(vim.api.nvim_win_close, entry.win, true)
+    else
+      pcall(mod.notify, entry.message, entry.level, { title = TITLE, replace = entry.record, timeout = 1 })
+    end
   end
   return true
 end

@@ -135,6 +135,9 @@ function M.render(bufnr, items)
       local body = type(item.body) == "string" and item.body or ""
       pcall(vim.api.nvim_buf_set_extmark, bufnr, M.ns, row, 0, {
         virt_lines = { { { M.line(item.name, body, width, eol), HL } } },
+        -- The fence line rewritten in place (`:Flemma tool:approve` changes its status) keeps the
+        -- mark on it; with the default right gravity it would slide to the closing fence.
+        right_gravity = false,
       })
     end
   end

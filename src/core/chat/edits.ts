@@ -322,12 +322,14 @@ export function resolutionText(
   }
 }
 
-/** The warning shown when approved blocks with edited content are kept from running. */
+/**
+ * The warning shown when approved blocks with edited content are kept from running. Short enough
+ * for an 80-column command line; docs/approval.md says the rest (a plain fence sends the text as
+ * the result).
+ */
 export function protectionWarning(count: number): string {
-  return (
-    `${count} tool result(s) have edited content inside an approved flemma:tool block – ` +
-    'skipping execution to protect your edits. Remove the flemma:tool fence to send your content.'
-  );
+  const blocks = count === 1 ? '1 approved block has' : `${String(count)} approved blocks have`;
+  return `${blocks} your text: not run (plain \`\`\` sends it)`;
 }
 
 /**
@@ -359,6 +361,38 @@ export function applyEdits(lines: readonly string[], edits: readonly Edit[]): st
     out.splice(edit.start, edit.end - edit.start, ...edit.lines);
   }
   return out;
+}
+
+/**
+ * The same edit without the rows it leaves as they are at its start and its end, so that only the
+ * rows that change are replaced: Neovim moves the extmarks of replaced rows (a preview line, a
+ * message mark) to the first of them, and undo restores only what changed. At least one row of
+ * `expect` stays, so an insertion still names the row it depends on.
+ */
+export function narrowEdit(edit: Edit): Edit {
+  const { expect, lines } = edit;
+  let head = 0;
+  while (head < expect.length && head < lines.length && expect[head] === lines[head]) head++;
+  let tail = 0;
+  while (
+    tail < expect.length - head &&
+    tail < lines.length - head &&
+    expect[expect.length - 1 - tail] === lines[lines.length - 1 - tail]
+  ) {
+    tail++;
+  }
+  if (head + tail >= expect.length) {
+    // Nothing of `expect` would be left (an insertion, or no change): keep one row of it.
+    if (tail > 0) tail--;
+    else if (head > 0) head--;
+  }
+  if (head === 0 && tail === 0) return edit;
+  return {
+    start: edit.start + head,
+    end: edit.end - tail,
+    lines: lines.slice(head, lines.length - tail),
+    expect: expect.slice(head, expect.length - tail),
+  };
 }
 
 /** Edits planned against the same lines, ordered so that applying them in turn is correct. */

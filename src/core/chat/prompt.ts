@@ -285,3 +285,35 @@ export function assemblePrompt(document: ChatDocument): Prompt {
   }
   return { system, messages, pendingToolCalls, diagnostics };
 }
+
+/** A `@You:` message that holds only whitespace. */
+function isBlankMessage(message: Message): boolean {
+  return message.segments.every(
+    (segment) => segment.kind === 'text' && segment.value.trim() === '',
+  );
+}
+
+/**
+ * Whether a send of `document` (whose prompt is `prompt`) would bring the model nothing new: the
+ * chat ends with one or more `@You:` messages that hold only whitespace after a reply, and no
+ * tool call waits for its result (an unanswered call sends its error result, which is new).
+ * Sending would only repeat the conversation, so the user is told instead (docs/chat-format.md).
+ */
+export function nothingNewToSend(document: ChatDocument, prompt: Prompt): boolean {
+  if (prompt.pendingToolCalls.length > 0) return false;
+  let blank = 0;
+  for (let i = document.messages.length - 1; i >= 0; i--) {
+    const message = document.messages[i];
+    if (message === undefined) continue;
+    if (message.role === 'Assistant') return blank > 0;
+    if (message.role === 'You') {
+      if (!isBlankMessage(message)) return false;
+      blank += 1;
+    } else if (message.role === 'System') {
+      // A system prompt changed after the reply is something new.
+      return false;
+    }
+    // Other roles are never sent.
+  }
+  return false;
+}

@@ -40,7 +40,8 @@ export interface StepPorts<C extends StepContext> {
   mark?: (stage: string) => void;
 }
 
-export const BUSY_REQUEST = 'A request is already in progress. Use <C-c> to cancel it first.';
+// Short enough for an 80-column command line ("Flemma: " included), as every usual message.
+export const BUSY_REQUEST = 'A request is already in progress (<C-c> cancels it)';
 export const BUSY_TOOLS = 'Cannot send while tool execution is in progress.';
 
 /** Runs one step for a buffer whose autopilot is `pilot`. */

@@ -123,6 +123,7 @@ export interface HostToLua {
   >;
   'usage.confirm': Method<{ bufnr: number; cost: number; limit: number; message: string }, null>;
   notify: Method<{ message: string; level?: 'info' | 'warn' | 'error'; key?: string }, null>;
+  'notify.retract': Method<{ key: string }, null>;
   'rpc.reply': Method<
     { id: number; ok: true; result: unknown } | { id: number; ok: false; error: string },
     null
@@ -369,6 +370,12 @@ export const HOST_TO_LUA = {
     params: '`{message, level?, key?}`',
     answer: '`nil`',
     section: 'notify',
+  },
+  'notify.retract': {
+    kind: 'notification',
+    params: '`{key}`',
+    answer: '`nil`',
+    section: 'notifyretract',
   },
   'rpc.reply': {
     kind: 'notification',

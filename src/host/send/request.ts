@@ -4,7 +4,7 @@
 import { homedir } from 'node:os';
 import { basename } from 'node:path';
 import type { Message } from '../../core/chat/ast.js';
-import { assemblePrompt, type Prompt } from '../../core/chat/prompt.js';
+import { assemblePrompt, nothingNewToSend, type Prompt } from '../../core/chat/prompt.js';
 import { readReference } from '../../core/chat/references.js';
 import { type RenderedPrompt, renderPrompt } from '../../core/chat/render.js';
 import { resolveThinking, type ThinkingParameters } from '../../core/provider/thinking.js';
@@ -103,6 +103,14 @@ export class RequestBuilder {
       ctx.lua.notify('notify', {
         level: 'warn',
         message: 'Nothing to send: write a @You: message first.',
+      });
+      return undefined;
+    }
+    if (nothingNewToSend(state.document, prompt)) {
+      // Sending would only repeat the conversation: nothing is written, nothing goes out.
+      ctx.lua.notify('notify', {
+        level: 'info',
+        message: 'Nothing to send: the last @You: message is empty',
       });
       return undefined;
     }
@@ -281,10 +289,14 @@ export class RequestBuilder {
     this.refusedShown.set(bufnr, id);
     if (keys.length === 0) return;
     const name = editor.facts.filename === null ? 'this chat' : basename(editor.facts.filename);
-    const what = keys.length === 1 ? (keys[0] ?? '') : `${String(keys.length)} options`;
+    // Short for the command line: the diagnostics and `:Flemma status` name each option.
+    const what =
+      keys.length === 1
+        ? (keys[0] ?? '').replace(/^flemma\.opt\./, '')
+        : `${String(keys.length)} options`;
     this.deps.base.lua.notify('notify', {
       level: 'warn',
-      message: `${name}: ${what} not applied until :trust (:Flemma status)`,
+      message: `${name}: ${what} not applied until :trust`,
     });
   }
 

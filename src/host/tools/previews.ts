@@ -32,7 +32,10 @@ export class Previews {
       item['body'] = previewBody(def, slot.input, 200);
       return item;
     });
-    const key = JSON.stringify(items);
+    // The fence lines are part of the key: a block written again (its status changed) is drawn
+    // again, wherever Neovim moved the old mark.
+    const fences = emptyPlaceholders(state.document).map((slot) => state.lines[slot.fenceLine - 1]);
+    const key = JSON.stringify([items, fences]);
     if (this.keys.get(state.bufnr) === key) return;
     this.keys.set(state.bufnr, key);
     this.base.lua.notify('tools.previews', { bufnr: state.bufnr, items });

@@ -8,6 +8,7 @@ import type { ChatDocument } from '../../core/chat/ast.js';
 import {
   type Edit,
   type PlaceholderRequest,
+  narrowEdit,
   planPlaceholders,
   planResult,
 } from '../../core/chat/edits.js';
@@ -280,9 +281,11 @@ export class ResultWriter {
 
   async applyEdits(bufnr: number, edits: readonly Edit[]): Promise<void> {
     const writer = this.ports.writes.buffer(bufnr);
-    const results = edits.map((edit) =>
-      writer.setLines(edit.start, edit.end, edit.lines, edit.expect),
-    );
+    // Only the rows that change: a status rewritten in a fence leaves the header and the preview
+    // line's mark where they are.
+    const results = edits
+      .map(narrowEdit)
+      .map((edit) => writer.setLines(edit.start, edit.end, edit.lines, edit.expect));
     await Promise.all(results);
   }
 

@@ -1,0 +1,135 @@
+// Sending nothing new: `<C-]>` (or `:Flemma send`) on a chat whose last `@You:` holds only
+// whitespace says so and sends nothing, leaving the buffer as it was; the tool loop is not held
+// up by an empty `@You:` (a call still gets its placeholder, runs, and its result goes back).
+import { afterEach, describe, expect, it } from 'vitest';
+import { anthropicMessages, anthropicReply } from '../helpers/anthropic-script.js';
+import { type Driver, startDriver } from '../helpers/driver.js';
+import { type FakeProvider, startFakeProvider } from '../helpers/fake-provider.js';
+
+let driver: Driver | undefined;
+let fake: FakeProvider | undefined;
+
+afterEach(async () => {
+  await driver?.quit();
+  await fake?.close();
+  driver = undefined;
+  fake = undefined;
+});
+
+async function start(tools = '{}'): Promise<{ d: Driver; f: FakeProvider }> {
+  fake = await startFakeProvider();
+  driver = await startDriver({
+    env: { ANTHROPIC_API_KEY: 'sk-ant-test-key', ANTHROPIC_BASE_URL: fake.url },
+    setup: `require("flemma").setup({ tools = ${tools} })
+require("flemma.tools").register("echo_tool", {
+  name = "echo_tool",
+  description = "Echo the text back",
+  input_schema = { type = "object", properties = { text = { type = "string" } } },
+  execute = function(input) return { success = true, output = "echo: " .. input.text } end,
+})`,
+  });
+  return { d: driver, f: fake };
+}
+
+const NOTHING = /^Flemma: Nothing to send: the last @You: message is empty$/;
+
+const ANSWERED = ['@You:', 'Hi.', '', '@Assistant:', 'Hello.', ''];
+
+describe('an empty trailing @You:', () => {
+  it.each([
+    ['<C-]>', ['@You:', '']],
+    ['<C-]>', ['@You:', '   ', '\t', '']],
+    [':Flemma send', ['@You:']],
+  ])('%s says there is nothing to send and leaves the buffer (%j)', async (how, tail) => {
+    const { d, f } = await start();
+    const lines = [...ANSWERED, ...tail];
+    const buf = await d.openChat('empty.chat', lines);
+    await d.waitForEvent('FlemmaBootComplete');
+    const before = await d.lines(buf);
+    if (how === '<C-]>') await d.press('<C-]>');
+    else await d.command('Flemma send');
+    const note = await d.waitForNotification(/Nothing to send/);
+    expect(note.message).toMatch(NOTHING);
+    expect(note.level).toBe(2);
+    expect(f.requests).toHaveLength(0);
+    expect(d.eventsSeen('FlemmaRequestSending')).toHaveLength(0);
+    expect(await d.lines(buf)).toEqual(before);
+    expect(await d.lua('return vim.bo.modifiable')).toBe(true);
+  });
+
+  it('two empty @You: messages after the reply: nothing new either', async () => {
+    const { d, f } = await start();
+    await d.openChat('two.chat', [...ANSWERED, '@You:', '', '@You:', ' ']);
+    await d.waitForEvent('FlemmaBootComplete');
+    await d.press('<C-]>');
+    expect((await d.waitForNotification(/Nothing to send/)).message).toMatch(NOTHING);
+    expect(f.requests).toHaveLength(0);
+  });
+
+  it('a question under it is sent as usual', async () => {
+    const { d, f } = await start();
+    await d.openChat('asked.chat', [...ANSWERED, '@You:', 'And now?']);
+    await d.waitForEvent('FlemmaBootComplete');
+    await d.press('<C-]>');
+    const request = await f.nextRequest({ path: '/v1/messages' });
+    expect(anthropicMessages(request).at(-1)?.content).toEqual([
+      { type: 'text', text: 'And now?' },
+    ]);
+    await anthropicReply(request, 'Now this.');
+    await d.waitForEvent('FlemmaRequestFinished');
+  });
+
+  it('does not hold up the tool loop: the call runs and its result goes back', async () => {
+    const { d, f } = await start('{ auto_approve = { "echo_tool" } }');
+    const buf = await d.openChat('loop.chat', [
+      '@You:',
+      'Echo.',
+      '',
+      '@Assistant:',
+      '**Tool Use:** `echo_tool` (`toolu_E`)',
+      '',
+      '```json',
+      '{"text":"x"}',
+      '```',
+      '',
+      '@You:',
+      '  ',
+    ]);
+    await d.waitForEvent('FlemmaBootComplete');
+    await d.press('<C-]>');
+    // Approved by the configuration, run, and sent back by autopilot.
+    const request = await f.nextRequest({ path: '/v1/messages' });
+    expect(anthropicMessages(request).at(-1)?.content).toEqual([
+      { type: 'tool_result', tool_use_id: 'toolu_E', content: 'echo: x' },
+    ]);
+    await anthropicReply(request, 'Done.');
+    await d.waitForEvent('FlemmaRequestFinished');
+    expect((await d.lines(buf)).slice(-4)).toEqual(['Done.', '', '@You:', '']);
+    expect(d.notifications().filter((note) => /Nothing to send/.test(note.message))).toEqual([]);
+  });
+
+  it(':Flemma send after an unanswered call sends its error result', async () => {
+    const { d, f } = await start();
+    await d.openChat('unanswered.chat', [
+      '@You:',
+      'Echo.',
+      '',
+      '@Assistant:',
+      '**Tool Use:** `echo_tool` (`toolu_U`)',
+      '',
+      '```json',
+      '{"text":"x"}',
+      '```',
+      '',
+      '@You:',
+      '',
+    ]);
+    await d.waitForEvent('FlemmaBootComplete');
+    await d.command('Flemma send');
+    const request = await f.nextRequest({ path: '/v1/messages' });
+    const last = anthropicMessages(request).at(-1)?.content ?? [];
+    expect(last[0]).toMatchObject({ type: 'tool_result', tool_use_id: 'toolu_U', is_error: true });
+    await anthropicReply(request, 'Ok.');
+    await d.waitForEvent('FlemmaRequestFinished');
+  });
+});
