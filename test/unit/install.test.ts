@@ -143,7 +143,7 @@ describe('the install', () => {
     expect(scriptDecision('@google/genai', undefined)).toBe(false);
   });
 
-  it('names one build command in the not-built message and the README', () => {
+  it('names one build command in the not-built message, the README and the help', () => {
     const host = readFileSync(join(ROOT, 'lua/flemma/host.lua'), 'utf8');
     const command = /M\.BUILD_COMMAND = "([^"]+)"/.exec(host)?.[1];
     expect(command).toBe('npm ci --omit=dev && npm run build');
@@ -151,6 +151,10 @@ describe('the install', () => {
     expect(readme).toContain(`build = "${String(command)}"`);
     expect(readme).toContain(`\n${String(command)}\n`);
     expect(readme).toContain(':Lazy build flemma');
+    const help = readFileSync(join(ROOT, 'doc/flemma.txt'), 'utf8');
+    expect(help).toContain(`build = "${String(command)}"`);
+    expect(help).not.toContain('<owner>');
+    expect(readme).not.toMatch(/<owner>|<repository-url>/);
   });
 });
 
