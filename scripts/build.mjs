@@ -3,11 +3,13 @@
 //   dist/sdk/*.mjs     one ES module bundle per provider SDK, loaded with import() on first use
 //   dist/rplugin.cjs   the remote-plugin adapter
 //   dist/testing.mjs   the mock-tool and middleware helpers for users' tests
+//   doc/tags           the help tags, so that `:help flemma` works without `:helptags`
 // and checks that no provider SDK is part of what the host loads at start-up.
 import * as esbuild from 'esbuild';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { writeHelptags } from './helptags.mjs';
 import { sourceHash } from './source-hash.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
@@ -156,7 +158,8 @@ writeFileSync(
     2,
   ) + '\n',
 );
+const tags = writeHelptags(join(root, 'doc'));
 const size = (meta, out) => Math.round(meta.outputs[out].bytes / 1024);
 console.log(
-  `build: dist/host.js ${size(host.metafile, 'dist/host.js')} kB, dist/rplugin.cjs ${size(rplugin.metafile, 'dist/rplugin.cjs')} kB, dist/sdk/ (${Object.values(SDKS).join(', ')}) (source ${hash.slice(0, 12)})`,
+  `build: dist/host.js ${size(host.metafile, 'dist/host.js')} kB, dist/rplugin.cjs ${size(rplugin.metafile, 'dist/rplugin.cjs')} kB, dist/sdk/ (${Object.values(SDKS).join(', ')}), doc/tags (${tags} tags) (source ${hash.slice(0, 12)})`,
 );

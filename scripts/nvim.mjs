@@ -63,7 +63,7 @@ export function resolveLane(lane, { install = false } = {}) {
   }
   if (!install) return undefined;
   process.stderr.write(
-    `Installing Neovim (${lane.name}) from Debian ${lane.suite} into ${dirname(dirname(cached))}...\n`,
+    `Neovim ${lane.name} for the tests is not installed yet: installing it (about a minute; progress below)\n`,
   );
   execFileSync(
     'bash',

@@ -1,5 +1,6 @@
 // Brings a checkout to a testable state using only Node's built-ins: installs dependencies when
-// package-lock.json changed since the last install, and rebuilds dist/ when the sources changed.
+// package-lock.json changed since the last install or only the plugin's own were installed, and
+// rebuilds dist/ when the sources changed.
 import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -15,11 +16,30 @@ function run(command, args) {
   }
 }
 
+/**
+ * Why `npm ci` must run before the development scripts, or undefined when node_modules is current:
+ * missing, older than package-lock.json, or installed for the plugin only (`npm ci --omit=dev`,
+ * the plugin managers' build), which lacks the test, lint and format tools.
+ */
+export function dependenciesOutdated(dir = root) {
+  const marker = join(dir, 'node_modules/.package-lock.json');
+  const lock = join(dir, 'package-lock.json');
+  if (!existsSync(marker)) return 'node_modules/ is missing';
+  if (statSync(marker).mtimeMs < statSync(lock).mtimeMs) return 'package-lock.json changed';
+  const { devDependencies = {} } = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8'));
+  const absent = Object.keys(devDependencies).filter(
+    (name) => !existsSync(join(dir, 'node_modules', name, 'package.json')),
+  );
+  if (absent.length > 0) {
+    return `the development packages are not installed (${absent.slice(0, 3).join(', ')}${absent.length > 3 ? ', …' : ''}; an install for the plugin only?)`;
+  }
+  return undefined;
+}
+
 export function ensureDependencies() {
-  const marker = join(root, 'node_modules/.package-lock.json');
-  const lock = join(root, 'package-lock.json');
-  if (existsSync(marker) && statSync(marker).mtimeMs >= statSync(lock).mtimeMs) return false;
-  process.stderr.write('Installing dependencies (npm ci)...\n');
+  const reason = dependenciesOutdated();
+  if (reason === undefined) return false;
+  process.stderr.write(`Installing dependencies (npm ci): ${reason}...\n`);
   run('npm', ['ci', '--no-audit', '--no-fund']);
   return true;
 }

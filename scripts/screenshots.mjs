@@ -46,6 +46,18 @@ function findTmux() {
   return version;
 }
 
+/** The pictures show the defaults, where `bash` runs in the bubblewrap sandbox without asking. */
+function findBwrap() {
+  try {
+    return execFileSync('bwrap', ['--version'], { encoding: 'utf8' }).trim();
+  } catch {
+    return fail(
+      'bubblewrap (bwrap) is not installed or not on PATH (Debian/Ubuntu: apt-get install bubblewrap): ' +
+        'the pictures show the default, where bash runs in the sandbox without asking',
+    );
+  }
+}
+
 function findNvim() {
   const explicit = process.env.FLEMMA_SCREENSHOT_NVIM;
   const latest = LANES.find((lane) => lane.name === 'latest');
@@ -330,6 +342,7 @@ function environment(dir, fakeUrl) {
 
 async function main() {
   const tmuxVersion = findTmux();
+  const bwrapVersion = findBwrap();
   const nvim = findNvim();
   const colours = normalColours(nvim.bin);
   ensureDependencies();
@@ -343,7 +356,7 @@ async function main() {
   }
   writeFileSync(join(work, 'todos.chat'), CHAT.join('\n'));
   mkdirSync(OUT, { recursive: true });
-  console.log(`screenshots: ${tmuxVersion}, Neovim ${nvim.version} (${nvim.bin})`);
+  console.log(`screenshots: ${tmuxVersion}, ${bwrapVersion}, Neovim ${nvim.version} (${nvim.bin})`);
 
   const { startFakeProvider } = await loadFakeProvider(dir);
   const fake = await startFakeProvider();
@@ -404,22 +417,18 @@ async function main() {
       },
     });
 
-    // 2. The bash call waits for approval: its placeholder shows a preview of the command.
-    await waitForScreen(
-      pane,
-      'the pending placeholder and its preview',
-      (s) => s.includes('status=pending') && s.includes('$ grep -rn TODO src | sort'),
-    );
+    // 2. The default: the sandbox resolver approved the bash call, it ran inside bubblewrap and
+    // its result is under it; autopilot sends the result (the server holds that request).
+    const second = await fake.nextRequest({ path: '/v1/messages', timeout: WAIT_MS });
+    await waitForScreen(pane, 'the tool result', (s) => s.includes('Tool Result'));
     await shoot(
       pane,
       colours,
-      'pending-tool',
-      'A bash tool call waiting for approval, with a preview of its command',
+      'bash-sandboxed',
+      'A bash tool call that ran in the sandbox without asking, its result folded under it',
     );
 
-    // 3. Run it (<M-CR> on the placeholder); autopilot sends the result; the usage bar follows.
-    await pane.keys('M-Enter');
-    const second = await fake.nextRequest({ path: '/v1/messages', timeout: WAIT_MS });
+    // 3. The final reply streams in; the usage bar follows.
     await reply(second, {
       pieces: FINAL_REPLY,
       tokens: { input: 180, output: 142, cacheRead: 1240, cacheCreation: 96 },

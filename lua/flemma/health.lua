@@ -196,7 +196,7 @@ function H.check_bundle()
   local root = host.root()
   local bundle = host.bundle_path()
   if vim.fn.filereadable(bundle) == 0 then
-    health.error(string.format("%s is missing: run `npm ci && npm run build` in %s", bundle, root))
+    health.error(string.format("%s is missing: %s", bundle, host.build_hint()))
     return false
   end
   local built = build_info(root)
@@ -218,25 +218,44 @@ function H.check_bundle()
     return true
   end
   if not built then
-    health.warn(string.format("dist/build-info.json is missing or unreadable: run `npm run build` in %s", root))
+    health.warn(string.format("dist/build-info.json is missing or unreadable: %s", host.build_hint()))
     return true
   end
   local current, err = M.source_hash(root)
   if not current then
-    health.warn(string.format("cannot tell whether dist/ is current (%s): run `npm run build` in %s", err, root))
+    health.warn(string.format("cannot tell whether dist/ is current (%s): %s", err, host.build_hint()))
   elseif current == built.source_hash then
     health.ok(string.format("built from the current sources (source %s)", short(current)))
   else
     health.warn(
       string.format(
-        "dist/ is older than the sources: run `npm run build` in %s (dist/ source %s, src/ source %s)",
-        root,
+        "dist/ is older than the sources: %s (dist/ source %s, src/ source %s)",
+        host.build_hint(),
         short(built.source_hash),
         short(current)
       )
     )
   end
   return true
+end
+
+--- Whether `:help flemma` opens: doc/tags is made by the build and by the plugin's first load,
+--- unless the directory is not writable.
+function H.check_help()
+  health.start("Help")
+  local doc = vim.fs.joinpath(require("flemma.host").root(), "doc")
+  local found = #vim.fn.getcompletion("flemma-credentials", "help") > 0
+  if found then
+    health.ok(string.format(":help flemma opens (%s)", vim.fs.joinpath(doc, "tags")))
+  else
+    health.warn(
+      string.format(
+        ":help flemma does not open (E149): %s is missing or not on 'runtimepath'; run `:helptags %s`",
+        vim.fs.joinpath(doc, "tags"),
+        doc
+      )
+    )
+  end
 end
 
 --- Start the host if needed and time its answer to `host:info`.
@@ -413,8 +432,9 @@ function H.check_sdks()
   if not done or err or type(report) ~= "table" then
     health.error(
       string.format(
-        "the provider SDKs could not be loaded (%s): rebuild with `npm ci && npm run build`; log: %s",
+        "the provider SDKs could not be loaded (%s): %s; log: %s",
         tostring(err or "no answer"),
+        host.build_hint(),
         require("flemma.log").path()
       )
     )
@@ -427,13 +447,7 @@ function H.check_sdks()
     if sdk.ok then
       health.ok(string.format("SDK %s %s loads (%d ms)", sdk.package, sdk.version, math.floor(sdk.load_ms)))
     else
-      health.error(
-        string.format(
-          "SDK %s does not load: %s; rebuild with `npm ci && npm run build`",
-          sdk.package,
-          tostring(sdk.error)
-        )
-      )
+      health.error(string.format("SDK %s does not load: %s; %s", sdk.package, tostring(sdk.error), host.build_hint()))
     end
   end
 end
@@ -501,6 +515,7 @@ function M.check()
   end
   local node_ok = H.check_node()
   local bundle_ok = H.check_bundle()
+  H.check_help()
   H.check_host(node_ok and bundle_ok)
   H.check_sandbox()
   H.check_providers(M.providers)

@@ -50,6 +50,38 @@ function M.bundle_path()
   return vim.fs.joinpath(M.root(), "dist", "host.js")
 end
 
+--- What builds the host in the plugin's directory: the plugin managers' `build` and the README's
+--- install by hand. `--omit=dev`: the build needs the bundler and the bundled libraries only.
+M.BUILD_COMMAND = "npm ci --omit=dev && npm run build"
+
+--- The name lazy.nvim knows this plugin by, when lazy.nvim manages its directory.
+local function lazy_name(root)
+  local ok, plugins = pcall(function()
+    return require("lazy.core.config").plugins
+  end)
+  if not ok or type(plugins) ~= "table" then
+    return nil
+  end
+  root = vim.fs.normalize(root)
+  for name, plugin in pairs(plugins) do
+    if type(plugin) == "table" and type(plugin.dir) == "string" and vim.fs.normalize(plugin.dir) == root then
+      return type(plugin.name) == "string" and plugin.name or name
+    end
+  end
+  return nil
+end
+
+--- How to build (again), for messages: lazy.nvim's build command and the npm one.
+function M.build_hint()
+  local root = M.root()
+  return string.format(
+    "run `:Lazy build %s` (lazy.nvim), or `%s` in %s",
+    lazy_name(root) or "flemma",
+    M.BUILD_COMMAND,
+    root
+  )
+end
+
 local function now()
   return vim.uv.hrtime()
 end
@@ -142,8 +174,7 @@ function M.start()
   local bundle = M.bundle_path()
   if vim.fn.filereadable(bundle) == 0 then
     H.state = "failed"
-    return nil,
-      string.format("the host is not built (%s is missing): run `npm ci && npm run build` in %s", bundle, M.root())
+    return nil, string.format("the host is not built (%s is missing): %s", bundle, M.build_hint())
   end
   if vim.fn.executable(cfg.node) == 0 then
     H.state = "failed"

@@ -365,12 +365,55 @@ function H.attach(bufnr)
   end
 end
 
+--- Whether stat `a` is older than stat `b` (by modification time).
+local function older(a, b)
+  return a.mtime.sec < b.mtime.sec or (a.mtime.sec == b.mtime.sec and a.mtime.nsec < b.mtime.nsec)
+end
+
+--- `:help flemma` needs doc/tags, which a plain clone lacks: the build writes it, lazy.nvim and
+--- other plugin managers run `:helptags`, Neovim's own packages do not. Made here when it is
+--- missing or older than a help file and the directory is writable (otherwise :checkhealth says
+--- what to run). Written in a directory of its own and renamed into place, so that two Neovims
+--- starting at once never leave half a file.
+function H.ensure_helptags()
+  local source = debug.getinfo(1, "S").source:sub(2)
+  local doc = vim.fs.joinpath(vim.fn.fnamemodify(source, ":p:h:h:h"), "doc")
+  local tags = vim.uv.fs_stat(vim.fs.joinpath(doc, "tags"))
+  local files, stale = {}, tags == nil
+  for name, kind in vim.fs.dir(doc) do
+    if kind == "file" and name:match("%.txt$") then
+      files[#files + 1] = name
+      local stat = vim.uv.fs_stat(vim.fs.joinpath(doc, name))
+      stale = stale or (stat ~= nil and older(tags, stat))
+    end
+  end
+  if #files == 0 or not stale then
+    return
+  end
+  local dir = vim.uv.fs_mkdtemp(vim.fs.joinpath(doc, ".tags-XXXXXX"))
+  if not dir then
+    return
+  end
+  local copied = true
+  for _, name in ipairs(files) do
+    copied = copied and vim.uv.fs_copyfile(vim.fs.joinpath(doc, name), vim.fs.joinpath(dir, name)) == true
+  end
+  if copied and pcall(vim.cmd.helptags, vim.fn.fnameescape(dir)) then
+    vim.uv.fs_rename(vim.fs.joinpath(dir, "tags"), vim.fs.joinpath(doc, "tags"))
+  end
+  for name in vim.fs.dir(dir) do
+    vim.uv.fs_unlink(vim.fs.joinpath(dir, name))
+  end
+  vim.uv.fs_rmdir(dir)
+end
+
 --- Filetype, commands and autocmds; run once from plugin/flemma.lua (and by setup).
 function M.bootstrap()
   if H.bootstrapped then
     return
   end
   H.bootstrapped = true
+  pcall(H.ensure_helptags)
   vim.filetype.add({ extension = { chat = "chat" } })
   H.register_commands()
   require("flemma.commands").setup()
@@ -381,6 +424,7 @@ function M.bootstrap()
   require("flemma.integrations").bootstrap()
   require("flemma.secrets").bootstrap()
   require("flemma.trust").bootstrap()
+  require("flemma.rebuild").bootstrap()
   local group = vim.api.nvim_create_augroup("flemma", { clear = true })
   vim.api.nvim_create_autocmd("FileType", {
     group = group,

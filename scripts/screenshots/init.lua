@@ -9,10 +9,9 @@ vim.o.wrap = true
 vim.o.linebreak = true
 vim.o.shortmess = vim.o.shortmess .. "I"
 
+-- The defaults, as a new user has them (bash runs in the sandbox without asking; the script checks
+-- that bubblewrap is there), except that:
 require("flemma").setup({
-  -- The same on every machine: no sandbox (so no "no backend" warning where bubblewrap is
-  -- missing), and bash asks before it runs.
-  sandbox = { enabled = false },
-  -- The bar stays until the next reply replaces it, so the script can wait for it at leisure.
+  -- the bar stays until the next reply replaces it, so the script can wait for it at leisure.
   ui = { usage = { timeout = 0 } },
 })

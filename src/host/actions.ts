@@ -34,6 +34,7 @@ function hostInfo(ctx: HostContext): HostInfo {
     log_file: ctx.logFile ?? null,
     actions: Object.keys(actions).sort(),
     memory: { rss: process.memoryUsage().rss, max_rss: process.resourceUsage().maxRSS * 1024 },
+    busy: ctx.sessions.anyBusy() || ctx.executor.list().length > 0,
   };
 }
 

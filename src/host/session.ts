@@ -349,6 +349,11 @@ export class SessionRegistry {
     return this.sessions.get(bufnr)?.busy ?? false;
   }
 
+  /** Any buffer's request or tool runs, or its autopilot is about to go on. */
+  anyBusy(): boolean {
+    return [...this.sessions.values()].some((session) => session.busy);
+  }
+
   forget(bufnr: number): void {
     this.sessions.delete(bufnr);
   }

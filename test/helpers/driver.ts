@@ -39,6 +39,14 @@ export interface DriverOptions {
   ui?: { width: number; height: number };
   /** Extra directories prepended to the runtimepath. */
   rtp?: string[];
+  /** The plugin directory put on the runtimepath instead of the checkout (a copy, see install.ts). */
+  plugin?: string;
+  /**
+   * Start as a user's Neovim does, with the plugin installed by the test in a package directory
+   * under `env.XDG_DATA_HOME` (`nvim/site/pack/<name>/start/<plugin>`): without `--clean`, so that
+   * packages load, and without the checkout on the runtimepath.
+   */
+  installed?: boolean;
   /**
    * Only these `User` patterns reach the driver (default: all). The benchmark listens to what it
    * waits for, as a user's configuration would, rather than to every event.
@@ -104,14 +112,14 @@ export class Driver {
     });
     Object.assign(env, options.env ?? {});
     const extra = process.env['FLEMMA_TEST_RTP']?.split(',').filter((dir) => dir !== '') ?? [];
-    const rtp = [ROOT, ...(options.rtp ?? []), ...extra]
+    const rtp = [options.plugin ?? ROOT, ...(options.rtp ?? []), ...extra]
       .map((dir) => dir.replace(/[\\, ]/g, '\\$&'))
       .join(',');
-    const proc = spawn(
-      nvimBinary(),
-      ['--embed', '--headless', '--clean', '-n', '-i', 'NONE', '--cmd', `set rtp^=${rtp}`],
-      { cwd: work, env, stdio: ['pipe', 'pipe', 'pipe'] },
-    );
+    const args =
+      options.installed === true
+        ? ['--embed', '--headless', '-n', '-i', 'NONE']
+        : ['--embed', '--headless', '--clean', '-n', '-i', 'NONE', '--cmd', `set rtp^=${rtp}`];
+    const proc = spawn(nvimBinary(), args, { cwd: work, env, stdio: ['pipe', 'pipe', 'pipe'] });
     proc.stderr.resume();
     const nvim = attach({ proc, options: { logger: quietLogger } });
     restoreConsole();

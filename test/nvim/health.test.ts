@@ -26,7 +26,7 @@ afterEach(async () => {
   fixture = undefined;
 });
 
-const SECTIONS = ['Neovim', 'Node.js', 'Bundle', 'Host', 'Sandbox', 'Providers'];
+const SECTIONS = ['Neovim', 'Node.js', 'Bundle', 'Help', 'Host', 'Sandbox', 'Providers'];
 
 /** Run `:checkhealth flemma` and return the lines of the report buffer. */
 async function checkhealth(d: Driver): Promise<string[]> {
@@ -103,6 +103,9 @@ describe(':checkhealth flemma', () => {
       expect.stringMatching(/^host answers \(pid \d+, started and answered in \d+ ms\)$/),
     );
     expect(ok, report).toContainEqual(expect.stringMatching(/^running host matches dist\//));
+    expect(ok, report).toContainEqual(
+      expect.stringMatching(/^:help \|?flemma\|? opens \(.*tags\)$/),
+    );
 
     const sandbox = section(lines, 'Sandbox').join('\n');
     if (onPath('bwrap')) {

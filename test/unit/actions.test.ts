@@ -8,6 +8,17 @@ import { actions, dispatch } from '../../src/host/actions.js';
 import type { HostContext } from '../../src/host/context.js';
 import { createFileLogger } from '../../src/host/log.js';
 
+/** The busy state `host:info` reports: a session's and the running tools. */
+function work(
+  busySessions = false,
+  tools: unknown[] = [],
+): Pick<HostContext, 'sessions' | 'executor'> {
+  return {
+    sessions: { anyBusy: () => busySessions },
+    executor: { list: () => tools },
+  } as unknown as Pick<HostContext, 'sessions' | 'executor'>;
+}
+
 function context(): HostContext {
   const unused = new Proxy(
     {},
@@ -26,6 +37,7 @@ function context(): HostContext {
     logger: createFileLogger(undefined, 'error'),
     startedAt: Date.now() - 1500,
     logFile: '/tmp/flemma.log',
+    ...work(),
   } as unknown as HostContext;
 }
 
@@ -39,6 +51,15 @@ describe('the host dispatch table', () => {
     });
     expect(info['uptime_ms']).toBeGreaterThanOrEqual(1500);
     expect(info['actions']).toEqual(Object.keys(actions).sort());
+    expect(info['busy']).toBe(false);
+  });
+
+  it('says it is busy while a session works or a tool (a background job too) runs', async () => {
+    const busy = async (ctx: HostContext): Promise<unknown> =>
+      ((await dispatch(ctx, 'host:info', null)) as Record<string, unknown>)['busy'];
+    expect(await busy({ ...context(), ...work(true) })).toBe(true);
+    expect(await busy({ ...context(), ...work(false, [{ id: 'toolu_1' }]) })).toBe(true);
+    expect(await busy(context())).toBe(false);
   });
 
   it('rejects an unknown method, naming the ones that exist', async () => {

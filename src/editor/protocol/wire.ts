@@ -19,6 +19,11 @@ export interface HostInfo {
   actions: string[];
   /** Resident memory now and its peak so far, in bytes. */
   memory: { rss: number; max_rss: number };
+  /**
+   * A request or a tool runs (a background job too), or autopilot is about to go on: a restart
+   * now would cut something off (Lua waits for this to be false to load a new build).
+   */
+  busy: boolean;
 }
 
 /** A tool as Lua describes it in `tools:define` (functions stay in Neovim). */
