@@ -25,6 +25,9 @@ function configurationRows(text: string): Row[] {
       .split(/(?<!\\)\|/)
       .slice(1)
       .map((cell) => cell.trim());
+    // Option rows have five columns (option, type, default, now, meaning); other tables in the
+    // section (the output limits of the models) are not about options.
+    if (cells.filter((cell) => cell !== '').length < 5) continue;
     // "`a.b`, `.c` for `<p>` = `x`, …": the paths come before " for ".
     const first = (cells[0] ?? '').split(' for ')[0] ?? '';
     const paths: string[] = [];
@@ -140,11 +143,12 @@ function read(path: string): string[] {
  * An entry goes when its mark does.
  */
 const LATER_BUT_NAMED: Record<string, string> = {
-  'parameters.<p>.max_tokens':
-    'the general parameters.max_tokens is read; a provider table`s own max_tokens is not',
-  'parameters.<p>.temperature': 'as above, for temperature',
+  'parameters.<p>.temperature':
+    'the general parameters.temperature is read; a provider table`s own temperature is not',
   'parameters.<p>.timeout': 'as above, for timeout',
   'parameters.<p>.cache_retention': 'as above, for cache_retention',
+  experimental:
+    'the top-level table is reserved; what the code reads is parameters.openai.experimental (its phase labels)',
   'ui.progress.position':
     'progress and position are common words; the request indicator is drawn at the end of its @Assistant: line',
   'turns.enabled':
