@@ -16,6 +16,8 @@ local H = {
   focused = {}, ---@type table<integer, true>
   --- Buffers whose last automatic write failed (the message is shown once until one succeeds).
   write_failed = {}, ---@type table<integer, true>
+  --- Chat buffers whose 'textwidth' Flemma set to 0.
+  textwidth = {}, ---@type table<integer, true>
 }
 
 local function editing()
@@ -87,14 +89,28 @@ function M.setup_buffer(bufnr)
   end
   if cfg.disable_textwidth ~= false then
     vim.bo[bufnr].textwidth = 0
+    H.textwidth[bufnr] = true
   end
   if bufnr == vim.api.nvim_get_current_buf() then
     focus(bufnr)
   end
 end
 
---- After `setup()`: 'updatetime' follows `manage_updatetime` at once.
+--- After `setup()`: open chats follow `disable_textwidth`, and 'updatetime' `manage_updatetime`.
 function M.configure()
+  local disable = editing().disable_textwidth ~= false
+  for _, bufnr in ipairs(vim.api.nvim_list_bufs()) do
+    if vim.api.nvim_buf_is_loaded(bufnr) and vim.bo[bufnr].filetype == "chat" then
+      if disable then
+        vim.bo[bufnr].textwidth = 0
+        H.textwidth[bufnr] = true
+      elseif H.textwidth[bufnr] then
+        -- Back to the user's global value.
+        vim.bo[bufnr].textwidth = vim.go.textwidth
+        H.textwidth[bufnr] = nil
+      end
+    end
+  end
   if editing().manage_updatetime == false then
     H.focused = {}
     settle_updatetime()
@@ -128,6 +144,7 @@ function M.bootstrap()
     callback = function(ev)
       unfocus(ev.buf)
       H.write_failed[ev.buf] = nil
+      H.textwidth[ev.buf] = nil
     end,
   })
 end

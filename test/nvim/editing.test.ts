@@ -81,6 +81,11 @@ describe('editing.disable_textwidth', () => {
     expect(await d.lines()).toEqual(['@You:', '', long]);
     await d.command('edit notes.txt');
     expect(await d.lua('return vim.bo.textwidth')).toBe(40);
+    // A new setup() applies to the open chat.
+    await d.lua('require("flemma").setup({ editing = { disable_textwidth = false } })');
+    expect(await d.lua('return vim.bo[vim.fn.bufnr("wrap.chat")].textwidth')).toBe(40);
+    await d.lua('require("flemma").setup({})');
+    expect(await d.lua('return vim.bo[vim.fn.bufnr("wrap.chat")].textwidth')).toBe(0);
   });
 
   it("keeps the user's 'textwidth' with disable_textwidth = false", async () => {

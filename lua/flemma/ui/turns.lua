@@ -14,6 +14,8 @@
 --- new `@Assistant:` marker, a turn when its reply starts or ends) are redrawn on the next tick.
 local M = {}
 
+local api = vim.api
+
 local CHARS = { top = "╭", middle = "│", bottom = "╰", pending = "┊", pending_end = "╯" }
 
 --- The 'statuscolumn' of a chat window with the gutter on.
@@ -110,14 +112,18 @@ local function same(a, b)
   return a.row == b.row and a.end_row == b.end_row and a.open == b.open
 end
 
+--- flemma.ui and flemma.buffer, looked up once (they require this module).
+local ui, buffer
+
 --- The buffer's turns now (worked out again when its structure or its request changed).
 local function current(bufnr)
-  local ui = require("flemma.ui")
+  ui = ui or require("flemma.ui")
+  buffer = buffer or require("flemma.buffer")
   local structure = ui.structure(bufnr)
   if structure == nil then
     return nil
   end
-  local owners = require("flemma.buffer").lock_owners(bufnr)
+  local owners = buffer.lock_owners(bufnr)
   local streaming = owners ~= nil and owners.request == true
   local state = H.buffers[bufnr]
   if state and state.structure == structure and state.streaming == streaming then
@@ -170,7 +176,7 @@ function M.refresh(bufnr)
   end
   local first, last = changed_rows(before, state.turns)
   if first ~= nil then
-    pcall(vim.api.nvim__redraw, { buf = bufnr, range = { first, last + 1 } })
+    pcall(api.nvim__redraw, { buf = bufnr, range = { first, last + 1 } })
   end
 end
 
@@ -194,10 +200,10 @@ end
 
 --- The last row of a closed fold starting at `lnum` (1-based) in `win`, or -1.
 local function fold_end(win, lnum)
-  if win == vim.api.nvim_get_current_win() then
+  if win == api.nvim_get_current_win() then
     return vim.fn.foldclosedend(lnum)
   end
-  return vim.api.nvim_win_call(win, function()
+  return api.nvim_win_call(win, function()
     return vim.fn.foldclosedend(lnum)
   end)
 end
@@ -205,16 +211,16 @@ end
 --- The 'statuscolumn' of a chat window (`M.EXPR`): Neovim calls it for each row it draws, with
 --- `g:statusline_winid` the window (which need not be the current one).
 function M.column()
-  local win = vim.g.statusline_winid
-  local ok, bufnr = pcall(vim.api.nvim_win_get_buf, win)
-  local state = ok and current(bufnr) or nil
-  local row = vim.v.lnum - 1
+  -- The API rather than vim.g / vim.v: this runs for every row drawn.
+  local ok, win = pcall(api.nvim_get_var, "statusline_winid")
+  local state = ok and api.nvim_win_is_valid(win) and current(api.nvim_win_get_buf(win)) or nil
+  local row = api.nvim_get_vvar("lnum") - 1
   local turn = state and turn_at(state.turns, row)
   if not turn then
     return H.suffix[""]
   end
   local char
-  local virtnum = vim.v.virtnum
+  local virtnum = api.nvim_get_vvar("virtnum")
   if virtnum ~= 0 then
     -- A wrapped part of a row, or virtual lines: the line goes on. Virtual lines above the
     -- turn's first row are not in it.
