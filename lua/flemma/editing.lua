@@ -31,7 +31,7 @@ end
 --- not a change of the user's: no undo step, and the buffer stays as modified as it was (so a new
 --- chat opened by mistake quits without a question).
 local function auto_prompt(bufnr)
-  if vim.bo[bufnr].buftype ~= "" then
+  if vim.bo[bufnr].buftype ~= "" or not vim.bo[bufnr].modifiable then
     return
   end
   for _, line in ipairs(vim.api.nvim_buf_get_lines(bufnr, 0, -1, false)) do
