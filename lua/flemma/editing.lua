@@ -34,9 +34,13 @@ local function auto_prompt(bufnr)
   if vim.bo[bufnr].buftype ~= "" or not vim.bo[bufnr].modifiable then
     return
   end
-  for _, line in ipairs(vim.api.nvim_buf_get_lines(bufnr, 0, -1, false)) do
-    if line:find("%S") then
-      return
+  -- A few lines at a time: a long chat is not read whole to find its first word.
+  local count = vim.api.nvim_buf_line_count(bufnr)
+  for from = 0, count - 1, 64 do
+    for _, line in ipairs(vim.api.nvim_buf_get_lines(bufnr, from, math.min(from + 64, count), false)) do
+      if line:find("%S") then
+        return
+      end
     end
   end
   local modified = vim.bo[bufnr].modified

@@ -96,9 +96,12 @@ local function schedule_sync(bufnr, state)
   state.scheduled = true
   vim.schedule(function()
     state.scheduled = false
+    -- The rows one edit changed are drawn again by Neovim anyway (with several, who knows).
+    local edited = state.edits == 1 and state.edited or nil
+    state.edits, state.edited = 0, nil
     if H.buffers[bufnr] == state then
       sync_folds(bufnr)
-      turns.refresh(bufnr)
+      turns.refresh(bufnr, edited)
     end
   end)
 end
@@ -202,11 +205,13 @@ function M.attach(bufnr)
   }
   H.buffers[bufnr] = state
   vim.api.nvim_buf_attach(bufnr, false, {
-    on_lines = function(_, _, _, first)
+    on_lines = function(_, _, _, first, _, last_new)
       if H.buffers[bufnr] ~= state then
         return true
       end
       state.dirty = state.dirty and math.min(state.dirty, first) or first
+      state.edits = (state.edits or 0) + 1
+      state.edited = { first, last_new }
       schedule_sync(bufnr, state)
     end,
     on_reload = function()

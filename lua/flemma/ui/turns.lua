@@ -25,6 +25,7 @@ M.EXPR = "%!v:lua.require'flemma.ui.turns'.column()"
 local PREFIX = "%C%s%=%l"
 
 local H = {
+  enabled = true,
   buffers = {}, ---@type table<integer, { structure: table, streaming: boolean, turns: table[], flushed: table[]|nil }>
   suffix = {}, ---@type table<string, string> mark → its padded, highlighted text ("" → no mark)
 }
@@ -32,6 +33,7 @@ local H = {
 --- Take the configuration: the padding around a mark. The highlight is always `FlemmaTurn`,
 --- which flemma.ui.highlight defines from `turns.hl`.
 function M.configure(cfg)
+  H.enabled = (cfg.turns or {}).enabled ~= false
   local padding = (cfg.turns or {}).padding
   local left, right = 0, 1
   if type(padding) == "number" then
@@ -162,9 +164,20 @@ local function changed_rows(before, after)
   return first, last
 end
 
+local function redraw(bufnr, first, last)
+  if first <= last then
+    pcall(api.nvim__redraw, { buf = bufnr, range = { first, last + 1 } })
+  end
+end
+
 --- After a change (scheduled by flemma.ui) or when a request starts or ends: redraw the rows
---- whose mark changed although their text did not.
-function M.refresh(bufnr)
+--- whose mark changed although their text did not. `edited`: the rows `{first, last}` (end
+--- exclusive) the change wrote, which Neovim draws again itself (a reply streaming in changes
+--- only those: asking for them again would draw the window twice per chunk).
+function M.refresh(bufnr, edited)
+  if not H.enabled then
+    return
+  end
   local state = current(bufnr)
   if state == nil then
     return
@@ -175,8 +188,14 @@ function M.refresh(bufnr)
     return
   end
   local first, last = changed_rows(before, state.turns)
-  if first ~= nil then
-    pcall(api.nvim__redraw, { buf = bufnr, range = { first, last + 1 } })
+  if first == nil then
+    return
+  end
+  if edited == nil then
+    redraw(bufnr, first, last)
+  else
+    redraw(bufnr, first, math.min(last, edited[1] - 1))
+    redraw(bufnr, math.max(first, edited[2]), last)
   end
 end
 
