@@ -32,6 +32,11 @@ function H.lock_changed(bufnr)
   if bufferline then
     bufferline.refresh()
   end
+  -- The turn gutter marks a turn whose reply streams (flemma.ui.turns).
+  local ui = package.loaded["flemma.ui"]
+  if ui then
+    ui.lock_changed(bufnr)
+  end
 end
 
 local function is_retryable(err)

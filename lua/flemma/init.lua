@@ -14,6 +14,7 @@ function M.setup(opts)
   require("flemma.tools.preview").setup_highlights(require("flemma.config").get().highlights or {})
   require("flemma.statusline").define_highlight()
   require("flemma.ui").configure(require("flemma.config").get())
+  require("flemma.editing").configure()
   require("flemma.integrations").apply()
 end
 
@@ -425,12 +426,15 @@ function M.bootstrap()
   require("flemma.secrets").bootstrap()
   require("flemma.trust").bootstrap()
   require("flemma.rebuild").bootstrap()
+  require("flemma.editing").bootstrap()
   local group = vim.api.nvim_create_augroup("flemma", { clear = true })
   vim.api.nvim_create_autocmd("FileType", {
     group = group,
     pattern = "chat",
     desc = "Flemma: set up a chat buffer and let the host follow it",
     callback = function(ev)
+      -- The prompt of an empty chat first, so that the buffer is drawn with it.
+      require("flemma.editing").setup_buffer(ev.buf)
       require("flemma.chat").setup_buffer(ev.buf)
       require("flemma.lsp").setup_buffer(ev.buf)
       -- Deferred: starting a process is not something to do inside the FileType event itself.

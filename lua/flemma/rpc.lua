@@ -125,6 +125,10 @@ M.methods = {
   ["buffer.unlock"] = function(params)
     return require("flemma.buffer").unlock(params.bufnr, params.owner)
   end,
+  --- `editing.auto_write`: write the buffer (a reply or a batch of tool results is in it).
+  ["buffer.write"] = function(params)
+    return require("flemma.editing").write(params)
+  end,
   ["sink.create"] = function(params)
     return require("flemma.sink").create(params)
   end,

@@ -108,7 +108,7 @@ export function createContext(
     results,
     loop: {
       requestRunning: (bufnr) => sessions.get(bufnr)?.requestRunning ?? false,
-      toolsDone: (bufnr, tools) => sessions.of(bufnr).toolsDone(tools),
+      toolsDone: (bufnr, config) => sessions.of(bufnr).toolsDone(config),
       stopped: (bufnr) => {
         sessions.get(bufnr)?.stopped();
       },

@@ -16,7 +16,7 @@ import type { Streamer, SendStatus } from './send/stream.js';
 import type { ToolCatalogue } from './tools/catalogue.js';
 import type { ToolExecutor } from './tools/executor.js';
 import type { ResultWriter } from './tools/results.js';
-import type { Config, ToolsConfig } from '../core/config/config.js';
+import type { Config } from '../core/config/config.js';
 import type { Verdicts } from './tools/verdicts.js';
 import { trace } from '../editor/trace.js';
 import type { SendOptions, UsageTracker } from './usage.js';
@@ -142,10 +142,11 @@ export class ChatSession {
     return status;
   }
 
-  /** A send ended: the session's usage, the events, and autopilot's next move. */
+  /** A send ended: the file written, the session's usage, the events, and autopilot's next move. */
   private async finished(status: SendStatus, config: Config | undefined): Promise<void> {
     const { base, usage } = this.s;
     const bufnr = this.bufnr;
+    await this.autoWrite(config);
     // A completed request goes into the session (and its usage bar shows) first.
     const { record, toolUse } = usage.finish(bufnr, status === 'completed');
     // The events keep their order on the channel; the tool loop does not wait for listeners.
@@ -190,9 +191,24 @@ export class ChatSession {
   }
 
   /** The buffer's last running tool finished (a background job too). */
-  async toolsDone(tools: ToolsConfig): Promise<void> {
+  async toolsDone(config: Config): Promise<void> {
     if (this.s.executor.isRunning(this.bufnr)) return;
-    await this.conversation.toolsFinished(autopilotSettings(tools));
+    await this.autoWrite(config);
+    await this.conversation.toolsFinished(autopilotSettings(config.tools));
+  }
+
+  /**
+   * `editing.auto_write` (read from the buffer's configuration, so that a frontmatter can turn it
+   * off, and on in a trusted file): Lua writes the buffer once the edits queued so far are in.
+   * Awaited, so that `request:finished` and the next step find the file written.
+   */
+  private async autoWrite(config: Config | undefined): Promise<void> {
+    if (config?.autoWrite !== true) return;
+    try {
+      await this.s.base.writes.callAfterWrites('buffer.write', { bufnr: this.bufnr });
+    } catch (error) {
+      this.s.base.logger.warn(`writing buffer ${String(this.bufnr)} failed: ${String(error)}`);
+    }
   }
 
   /** A request or a tool was cancelled, a request failed, or the spend cap stopped autopilot. */

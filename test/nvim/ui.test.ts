@@ -58,9 +58,11 @@ const CHAT = [
 ];
 
 const SETUP = 'require("flemma").setup({})';
+/** Screen rows start with the text: the turn gutter has its own tests (turns.test.ts). */
+const NO_GUTTER = 'require("flemma").setup({ turns = { enabled = false } })';
 
 async function open(lines: string[] = CHAT): Promise<Driver> {
-  driver = await startDriver({ setup: SETUP, ui: { width: 100, height: 60 } });
+  driver = await startDriver({ setup: NO_GUTTER, ui: { width: 100, height: 60 } });
   await driver.openChat('ui.chat', lines);
   return driver;
 }
@@ -154,7 +156,7 @@ describe('highlighting', () => {
         tool_result_pending = "#ff0000",
         system = "NoSuchGroup,Title",
         thinking_block = { dark = "Comment+bg:#101010", light = "Comment-bg:#101010" },
-      }, ruler = { enabled = false }, line_highlights = { enabled = false } })`,
+      }, ruler = { enabled = false }, line_highlights = { enabled = false }, turns = { enabled = false } })`,
       ui: { width: 100, height: 60 },
     });
     const d = driver;

@@ -22,7 +22,14 @@ describe('parseConfig', () => {
     expect(config.tools).toEqual(CONFIG_DEFAULTS.tools);
     expect(config.tools.__list).toBeUndefined();
     expect(config.maxSessionCost).toBeUndefined();
+    expect(config.autoWrite).toBe(CONFIG_DEFAULTS.editing.auto_write);
     expect(config.data).toEqual({});
+  });
+
+  it('reads editing.auto_write, the one editing option the host acts on', () => {
+    expect(parseConfig({ editing: { auto_write: true, conceal: '2nv' } }).autoWrite).toBe(true);
+    expect(parseConfig({ editing: { auto_write: false } }).autoWrite).toBe(false);
+    expect(parseConfig({ editing: { auto_write: 'yes' } }).autoWrite).toBe(false);
   });
 
   it('keeps the data, and the sections with the options it does not type', () => {

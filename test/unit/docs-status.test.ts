@@ -151,9 +151,6 @@ const LATER_BUT_NAMED: Record<string, string> = {
     'the top-level table is reserved; what the code reads is parameters.openai.experimental (its phase labels)',
   'ui.progress.position':
     'progress and position are common words; the request indicator is drawn at the end of its @Assistant: line',
-  'turns.enabled':
-    '"turns" is also autopilot`s word; the gutter is being built (issue 21, point 11)',
-  'turns.hl': 'the gutter is being built (issue 21, point 11); its marks change with it',
 };
 
 /** Options marked as working whose key is not a word of the code, checked by hand. */

@@ -1022,7 +1022,9 @@ M.options = S.object({
   editing = safe(S.object({
     auto_prompt = S.boolean(true),
     disable_textwidth = S.boolean(true),
-    auto_write = S.boolean(false),
+    -- A write runs the user's BufWrite autocmds (format-on-save may run a project's programs):
+    -- a file may turn it off, only a trusted one on.
+    auto_write = S.trust({ only = { false } }, S.boolean(false)),
     manage_updatetime = S.boolean(true),
     foldlevel = S.integer(1, { min = 0 }),
     conceal = S.union({

@@ -3,10 +3,14 @@
 --- Each chat buffer's shape comes from a line scan in Lua (flemma.ui.scan), done when the buffer
 --- is set up and again after each change, from the message the change starts in. Highlights
 --- are drawn by a decoration provider for the rows on screen; folds are manual folds made once
---- a block is complete (flemma.ui.fold). None of it talks to the host. See docs/ui.md.
+--- a block is complete (flemma.ui.fold); the turn gutter is a 'statuscolumn' read from the same
+--- scan (flemma.ui.turns), set with the conceal options on each window showing a chat
+--- (flemma.ui.window). None of it talks to the host. See docs/ui.md.
 local scan = require("flemma.ui.scan")
 local highlight = require("flemma.ui.highlight")
 local fold = require("flemma.ui.fold")
+local turns = require("flemma.ui.turns")
+local window = require("flemma.ui.window")
 
 local M = {}
 
@@ -28,14 +32,22 @@ local function config()
   return H.cfg
 end
 
---- Take (new) configuration: highlight groups, fold defaults, rulers, line backgrounds.
+--- Take (new) configuration: highlight groups, fold defaults, rulers, line backgrounds, the turn
+--- gutter and the chat windows' options (set again in every chat window).
 function M.configure(cfg)
   H.cfg = cfg or {}
   highlight.setup(H.cfg)
   fold.setup(H.cfg)
+  turns.configure(H.cfg)
+  window.configure(H.cfg)
   local ruler = H.cfg.ruler or {}
   H.ruler = { enabled = ruler.enabled ~= false, char = type(ruler.char) == "string" and ruler.char or "─" }
   H.line_hl = (H.cfg.line_highlights or {}).enabled ~= false
+  for bufnr in pairs(H.buffers) do
+    if vim.api.nvim_buf_is_valid(bufnr) then
+      window.apply_all(bufnr, true)
+    end
+  end
 end
 
 local function all_lines(bufnr, from)
@@ -84,8 +96,12 @@ local function schedule_sync(bufnr, state)
   state.scheduled = true
   vim.schedule(function()
     state.scheduled = false
+    -- The rows one edit changed are drawn again by Neovim anyway (with several, who knows).
+    local edited = state.edits == 1 and state.edited or nil
+    state.edits, state.edited = 0, nil
     if H.buffers[bufnr] == state then
       sync_folds(bufnr)
+      turns.refresh(bufnr, edited)
     end
   end)
 end
@@ -147,18 +163,21 @@ local function ensure_provider()
   })
   vim.api.nvim_create_autocmd("BufWinEnter", {
     group = group,
-    desc = "Flemma: folds for a chat buffer shown in a window",
+    desc = "Flemma: folds, conceal and the turn gutter for a chat buffer shown in a window",
     callback = function(ev)
       if H.buffers[ev.buf] then
+        window.apply_all(ev.buf)
         sync_folds(ev.buf)
       end
     end,
   })
   vim.api.nvim_create_autocmd("WinClosed", {
     group = group,
-    desc = "Flemma: forget a closed window's folds",
+    desc = "Flemma: forget a closed window's folds and options",
     callback = function(ev)
-      fold.forget_window(tonumber(ev.match))
+      local win = tonumber(ev.match)
+      fold.forget_window(win)
+      window.forget_window(win)
     end,
   })
 end
@@ -172,6 +191,7 @@ function M.attach(bufnr)
     -- Set up again (`:e!` runs FileType again): a reload drops the window's folds.
     existing.dirty = 0
     fold.forget_buffer(bufnr)
+    window.apply_all(bufnr)
     sync_folds(bufnr)
     return
   end
@@ -185,11 +205,13 @@ function M.attach(bufnr)
   }
   H.buffers[bufnr] = state
   vim.api.nvim_buf_attach(bufnr, false, {
-    on_lines = function(_, _, _, first)
+    on_lines = function(_, _, _, first, _, last_new)
       if H.buffers[bufnr] ~= state then
         return true
       end
       state.dirty = state.dirty and math.min(state.dirty, first) or first
+      state.edits = (state.edits or 0) + 1
+      state.edited = { first, last_new }
       schedule_sync(bufnr, state)
     end,
     on_reload = function()
@@ -203,9 +225,11 @@ function M.attach(bufnr)
     on_detach = function()
       if H.buffers[bufnr] == state then
         H.buffers[bufnr] = nil
+        turns.forget(bufnr)
       end
     end,
   })
+  window.apply_all(bufnr)
   sync_folds(bufnr)
 end
 
@@ -213,6 +237,20 @@ end
 function M.detach(bufnr)
   H.buffers[bufnr] = nil
   fold.forget_buffer(bufnr)
+  turns.forget(bufnr)
+  window.forget_buffer(bufnr)
+end
+
+--- A request started or ended in a buffer (its lock changed; nil: every buffer): the turn
+--- gutter shows a streaming turn differently.
+function M.lock_changed(bufnr)
+  vim.schedule(function()
+    for buf in pairs(H.buffers) do
+      if (bufnr == nil or buf == bufnr) and vim.api.nvim_buf_is_valid(buf) then
+        turns.refresh(buf)
+      end
+    end
+  end)
 end
 
 --- Toggle the fold of the message under the cursor.

@@ -57,6 +57,8 @@ export interface Config {
   readonly secrets?: Readonly<Record<string, unknown>>;
   /** `limits.max_session_cost`, in dollars; undefined: no cap. */
   readonly maxSessionCost?: number;
+  /** `editing.auto_write`: write the buffer after each reply and each batch of tool results. */
+  readonly autoWrite: boolean;
 }
 
 /** The schema's defaults of the options `Config` types (`lua/flemma/config/schema.lua`). */
@@ -72,6 +74,7 @@ export const CONFIG_DEFAULTS = {
     background_after: 0,
     yolo: false,
   },
+  editing: { auto_write: false },
 } as const;
 
 function isRecord(value: unknown): value is Record<string, unknown> {
@@ -161,6 +164,7 @@ export function parseConfig(raw: unknown): Config {
   const sandbox = data['sandbox'];
   const secrets = data['secrets'];
   const limit = section(data, 'limits')['max_session_cost'];
+  const autoWrite = section(data, 'editing')['auto_write'];
   const config: Config = {
     data,
     provider: typeof provider === 'string' ? provider : CONFIG_DEFAULTS.provider,
@@ -170,6 +174,7 @@ export function parseConfig(raw: unknown): Config {
     ...(isRecord(sandbox) ? { sandbox } : {}),
     ...(isRecord(secrets) ? { secrets } : {}),
     ...(typeof limit === 'number' ? { maxSessionCost: limit } : {}),
+    autoWrite: typeof autoWrite === 'boolean' ? autoWrite : CONFIG_DEFAULTS.editing.auto_write,
   };
   return deepFreeze(config);
 }

@@ -28,6 +28,7 @@ export interface HostToLua {
   'buffer.apply_batch': Method<ApplyBatch, ApplyBatchAnswer>;
   'buffer.lock': Method<{ bufnr: number; owner?: string }, boolean>;
   'buffer.unlock': Method<{ bufnr: number; owner?: string }, boolean>;
+  'buffer.write': Method<{ bufnr: number }, { written: boolean; later?: boolean; error?: string }>;
   'sink.create': Method<{ name: string }, { bufnr: number; name: string }>;
   'sink.destroy': Method<{ bufnr: number }, boolean>;
   'progress.start': Method<{ bufnr: number; row: number }, boolean>;
@@ -170,6 +171,12 @@ export const HOST_TO_LUA = {
     params: '`{bufnr, owner?}`',
     answer: 'boolean',
     section: 'bufferunlock',
+  },
+  'buffer.write': {
+    kind: 'request',
+    params: '`{bufnr}`',
+    answer: '`{written, later?, error?}`',
+    section: 'bufferwrite',
   },
   'sink.create': {
     kind: 'request',

@@ -31,14 +31,18 @@ import type { ToolCatalogue } from './catalogue.js';
 import { CANCELLED_TEXT, type LuaTools } from './lua-tools.js';
 import { invokeTool } from './invoke.js';
 import { type ResultWriter, resultHeaderRow } from './results.js';
-import type { Config, ToolsConfig } from '../../core/config/config.js';
+import type { Config } from '../../core/config/config.js';
 
 /** What the executor tells the buffer's conversation, and asks it. */
 export interface ExecutorLoop {
   /** A request of the buffer runs: no tool starts then. */
   requestRunning(bufnr: number): boolean;
-  /** The buffer's last running tool finished (a background job too): autopilot may go on. */
-  toolsDone(bufnr: number, tools: ToolsConfig): Promise<void>;
+  /**
+   * The buffer's last running tool finished (a background job too): the buffer is written
+   * (`editing.auto_write`) and autopilot may go on. `config`: the configuration the calls ran
+   * with (the buffer's frontmatter applied).
+   */
+  toolsDone(bufnr: number, config: Config): Promise<void>;
   /** A call of the buffer was cancelled: its autopilot stops. */
   stopped(bufnr: number): void;
   /** The next step's context, asked while the last result is written (undefined on failure). */
@@ -307,7 +311,7 @@ export class ToolExecutor {
         options.replaceFinished,
       );
       ctx.hooks.post('tool:completed', { bufnr, tool_name: name, tool_id: id, status: 'error' });
-      await this.afterTools(bufnr, tools);
+      await this.afterTools(bufnr, config);
       return;
     }
     const run: Running = {
@@ -465,7 +469,7 @@ export class ToolExecutor {
       const next = await prefetch;
       if (next !== undefined && this.runningIn(bufnr).length === 0)
         this.deps.loop.carry(bufnr, next);
-      await this.afterTools(bufnr, tools);
+      await this.afterTools(bufnr, config);
     } catch (error) {
       clearTimeout(backgroundTimer);
       ctx.logger.error(`executing ${name} (${id}) failed`, error);
@@ -542,9 +546,9 @@ export class ToolExecutor {
   }
 
   /** When the last running tool of a buffer finishes (a background job too), autopilot goes on. */
-  private async afterTools(bufnr: number, tools: ToolsConfig): Promise<void> {
+  private async afterTools(bufnr: number, config: Config): Promise<void> {
     if (this.runningIn(bufnr).length > 0) return;
-    await this.deps.loop.toolsDone(bufnr, tools);
+    await this.deps.loop.toolsDone(bufnr, config);
   }
 
   /** `tools.<name>.cwd` expanded like a sandbox path (§7.3); Neovim's cwd when it expands to nothing. */

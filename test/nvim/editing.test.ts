@@ -1,0 +1,297 @@
+// How a chat buffer edits (`editing.*`): the first `@You:` of an empty chat, no hard wrapping,
+// conceal in chat windows only, a short 'updatetime' while a chat has focus, and the write after
+// each reply and each batch of tool results (decided per buffer, frontmatter and trust included).
+import { readFileSync } from 'node:fs';
+import { afterEach, describe, expect, it } from 'vitest';
+import { anthropicReply } from '../helpers/anthropic-script.js';
+import { type Driver, startDriver } from '../helpers/driver.js';
+import { type FakeProvider, startFakeProvider } from '../helpers/fake-provider.js';
+
+let driver: Driver | undefined;
+let fake: FakeProvider | undefined;
+
+afterEach(async () => {
+  await driver?.quit();
+  await fake?.close();
+  driver = undefined;
+  fake = undefined;
+});
+
+/** Neovim with the user's own settings (`before`, run before setup) and Flemma's options. */
+async function start(options = '{}', before = ''): Promise<Driver> {
+  driver = await startDriver({ setup: `${before}\nrequire("flemma").setup(${options})` });
+  return driver;
+}
+
+async function startWithProvider(options = '{}'): Promise<{ d: Driver; f: FakeProvider }> {
+  fake = await startFakeProvider();
+  driver = await startDriver({
+    env: { ANTHROPIC_API_KEY: 'sk-test-key', ANTHROPIC_BASE_URL: fake.url },
+    setup: `require("flemma").setup(${options})`,
+  });
+  return { d: driver, f: fake };
+}
+
+describe('editing.auto_prompt', () => {
+  it('starts a new chat with @You: and the cursor under it, not modified and not an undo step', async () => {
+    const d = await start();
+    await d.openChat('new.chat');
+    expect(await d.lines()).toEqual(['@You:', '']);
+    expect(await d.lua('return vim.api.nvim_win_get_cursor(0)')).toEqual([2, 0]);
+    // Nothing of the user's is in it yet: quitting loses nothing.
+    expect(await d.lua('return vim.bo.modified')).toBe(false);
+    await d.press('u');
+    expect(await d.lines()).toEqual(['@You:', '']);
+    // The prompt is what the user types under.
+    await d.type('iHello');
+    await d.press('<Esc>');
+    expect(await d.lines()).toEqual(['@You:', 'Hello']);
+  });
+
+  it('fills an empty file or buffer too, and leaves other chats alone', async () => {
+    const d = await start();
+    d.writeFile('empty.chat', '\n');
+    await d.openChat('empty.chat');
+    expect(await d.lines()).toEqual(['@You:', '']);
+    expect(await d.lua('return vim.bo.modified')).toBe(false);
+    await d.command('enew');
+    await d.command('setfiletype chat');
+    expect(await d.lines()).toEqual(['@You:', '']);
+    expect(await d.lua('return vim.bo.modified')).toBe(false);
+    await d.openChat('full.chat', ['@System:', 'Be brief.']);
+    expect(await d.lines()).toEqual(['@System:', 'Be brief.']);
+  });
+
+  it('does nothing with auto_prompt = false', async () => {
+    const d = await start('{ editing = { auto_prompt = false } }');
+    await d.openChat('new.chat');
+    expect(await d.lines()).toEqual(['']);
+  });
+});
+
+describe('editing.disable_textwidth', () => {
+  const long = 'word '.repeat(30).trim();
+
+  it("turns off hard wrapping in chat buffers only, whatever the user's 'textwidth'", async () => {
+    const d = await start('{}', 'vim.o.textwidth = 40');
+    await d.openChat('wrap.chat', ['@You:', '']);
+    expect(await d.lua('return vim.bo.textwidth')).toBe(0);
+    await d.type(`Go${long}`);
+    await d.press('<Esc>');
+    expect(await d.lines()).toEqual(['@You:', '', long]);
+    await d.command('edit notes.txt');
+    expect(await d.lua('return vim.bo.textwidth')).toBe(40);
+    // A new setup() applies to the open chat.
+    await d.lua('require("flemma").setup({ editing = { disable_textwidth = false } })');
+    expect(await d.lua('return vim.bo[vim.fn.bufnr("wrap.chat")].textwidth')).toBe(40);
+    await d.lua('require("flemma").setup({})');
+    expect(await d.lua('return vim.bo[vim.fn.bufnr("wrap.chat")].textwidth')).toBe(0);
+  });
+
+  it("keeps the user's 'textwidth' with disable_textwidth = false", async () => {
+    const d = await start('{ editing = { disable_textwidth = false } }', 'vim.o.textwidth = 40');
+    await d.openChat('wrap.chat', ['@You:', '']);
+    expect(await d.lua('return vim.bo.textwidth')).toBe(40);
+    await d.type(`Go${long}`);
+    await d.press('<Esc>');
+    expect((await d.lines()).length).toBeGreaterThan(3);
+  });
+});
+
+describe('editing.conceal', () => {
+  const conceal = (d: Driver): Promise<[number, string]> =>
+    d.lua('return { vim.wo.conceallevel, vim.wo.concealcursor }');
+
+  it("sets the chat window's conceal options and gives other buffers the window's own", async () => {
+    const d = await start('{}', 'vim.o.conceallevel = 1');
+    d.writeFile('notes.txt', 'notes\n');
+    await d.command('edit notes.txt');
+    await d.openChat('c.chat', ['@You:', 'Hi']);
+    expect(await conceal(d)).toEqual([2, 'nv']);
+    // Another buffer in the same window: the user's values.
+    await d.command('edit notes.txt');
+    expect(await conceal(d)).toEqual([1, '']);
+    // Back to the chat: its values again, and a change the user made to them stays.
+    await d.command('buffer c.chat');
+    expect(await conceal(d)).toEqual([2, 'nv']);
+    await d.command('setlocal conceallevel=0');
+    await d.command('edit notes.txt');
+    await d.command('buffer c.chat');
+    expect(await conceal(d)).toEqual([0, 'nv']);
+    // A window split off to edit another file has the user's values; the chat shown in a new
+    // window gets the chat's.
+    await d.command('split other.txt');
+    expect(await conceal(d)).toEqual([1, '']);
+    await d.command('enew');
+    await d.command('buffer c.chat');
+    expect((await conceal(d))[1]).toBe('nv');
+  });
+
+  it('takes any spec: level and cursor flags', async () => {
+    const d = await start('{ editing = { conceal = "1i" } }');
+    await d.openChat('c.chat', ['@You:', 'Hi']);
+    expect(await conceal(d)).toEqual([1, 'i']);
+  });
+
+  it('leaves both alone with conceal = false, and follows a new setup() in open chat windows', async () => {
+    const d = await start('{ editing = { conceal = false } }', 'vim.o.conceallevel = 1');
+    await d.openChat('c.chat', ['@You:', 'Hi']);
+    expect(await conceal(d)).toEqual([1, '']);
+    await d.lua('require("flemma").setup({ editing = { conceal = "3" } })');
+    expect(await conceal(d)).toEqual([3, '']);
+    await d.lua('require("flemma").setup({ editing = { conceal = false } })');
+    expect(await conceal(d)).toEqual([1, '']);
+  });
+});
+
+describe('editing.manage_updatetime', () => {
+  const updatetime = (d: Driver): Promise<number> => d.lua('return vim.o.updatetime');
+
+  it("lowers 'updatetime' while a chat has focus and gives the user's back when none has", async () => {
+    const d = await start('{}', 'vim.o.updatetime = 4000');
+    d.writeFile('notes.txt', 'notes\n');
+    await d.openChat('one.chat', ['@You:', 'Hi']);
+    expect(await updatetime(d)).toBe(100);
+    await d.command('edit notes.txt');
+    await d.waitUntil('return vim.o.updatetime == 4000');
+    await d.command('buffer one.chat');
+    expect(await updatetime(d)).toBe(100);
+    // From one chat to another: it stays low.
+    await d.openChat('two.chat', ['@You:', 'Hello']);
+    await d.afterScheduled();
+    expect(await updatetime(d)).toBe(100);
+    // Windows: focus on a window with another buffer gives it back.
+    await d.command('split notes.txt');
+    await d.waitUntil('return vim.o.updatetime == 4000');
+    await d.command('wincmd j');
+    expect(await updatetime(d)).toBe(100);
+    // Wiping the chat that has focus gives it back too.
+    await d.command('bwipeout! two.chat');
+    await d.afterScheduled();
+    expect(await d.lua('return vim.bo.filetype')).not.toBe('chat');
+    expect(await updatetime(d)).toBe(4000);
+  });
+
+  it("keeps a value the user set meanwhile, and leaves 'updatetime' alone with manage_updatetime = false", async () => {
+    const d = await start('{}', 'vim.o.updatetime = 4000');
+    await d.openChat('one.chat', ['@You:', 'Hi']);
+    await d.command('set updatetime=300');
+    await d.command('enew');
+    await d.afterScheduled();
+    expect(await updatetime(d)).toBe(300);
+    await d.lua('require("flemma").setup({ editing = { manage_updatetime = false } })');
+    await d.openChat('two.chat', ['@You:', 'Hi']);
+    expect(await updatetime(d)).toBe(300);
+  });
+});
+
+describe('editing.auto_write', () => {
+  const onDisk = (path: string): string => readFileSync(path, 'utf8');
+
+  it('writes the chat after a reply, before request:finished', async () => {
+    const { d, f } = await startWithProvider('{ editing = { auto_write = true } }');
+    const path = d.writeFile('w.chat', '@You:\nHello\n');
+    await d.openChat('w.chat');
+    await d.type('GoHow are you?');
+    await d.press('<Esc>');
+    await d.press('<C-]>');
+    await anthropicReply(await f.nextRequest({ path: '/v1/messages' }), 'Fine, thanks.');
+    await d.waitForEvent('FlemmaRequestFinished');
+    // Written before the event: a listener finds the file as the buffer is.
+    expect(onDisk(path)).toBe(
+      ['@You:', 'Hello', 'How are you?', '', '@Assistant:', 'Fine, thanks.', '', '@You:', ''].join(
+        '\n',
+      ) + '\n',
+    );
+    expect(await d.lua('return vim.bo.modified')).toBe(false);
+  });
+
+  it('does not write by default', async () => {
+    const { d, f } = await startWithProvider();
+    const path = d.writeFile('w.chat', '@You:\nHello\n');
+    await d.openChat('w.chat');
+    await d.press('<C-]>');
+    await anthropicReply(await f.nextRequest({ path: '/v1/messages' }), 'Fine, thanks.');
+    await d.waitForEvent('FlemmaRequestFinished');
+    expect(onDisk(path)).toBe('@You:\nHello\n');
+    expect(await d.lua('return vim.bo.modified')).toBe(true);
+  });
+
+  it('writes after a batch of tool results', async () => {
+    const { d, f } = await startWithProvider(
+      '{ editing = { auto_write = true }, tools = { require_approval = false, autopilot = false } }',
+    );
+    d.writeFile('notes.txt', 'remember the milk\n');
+    const path = d.writeFile('w.chat', '@You:\nRead my notes.\n');
+    await d.openChat('w.chat');
+    await d.waitForEvent('FlemmaBootComplete');
+    await d.press('<C-]>');
+    await anthropicReply(await f.nextRequest({ path: '/v1/messages' }), 'Reading.', [
+      {
+        id: 'toolu_R',
+        name: 'read',
+        input: { path: 'notes.txt', label: 'notes', offset: null, limit: null },
+      },
+    ]);
+    await d.waitForEvent('FlemmaRequestFinished');
+    expect(onDisk(path)).toContain('**Tool Use:** `read` (`toolu_R`)');
+    expect(onDisk(path)).not.toContain('**Tool Result:**');
+    await d.press('<C-]>');
+    await d.waitForEvent('FlemmaToolCompleted');
+    await d.waitUntil(
+      `return table.concat(vim.fn.readfile(...), "\\n"):find("remember the milk", 1, true) ~= nil`,
+      { args: [path] },
+    );
+    expect(onDisk(path)).toContain('**Tool Result:** `toolu_R`');
+    expect(await d.lua('return vim.bo.modified')).toBe(false);
+  });
+
+  it('a chat that is not trusted may turn it off but not on; once trusted it may', async () => {
+    const json = (value: boolean): string[] => [
+      '```json',
+      `{ "flemma": { "editing": { "auto_write": ${String(value)} } } }`,
+      '```',
+      '@You:',
+      'Hello',
+    ];
+    // Off in setup(), on in the file: not written until the file is trusted.
+    let { d, f } = await startWithProvider();
+    let path = d.writeFile('on.chat', json(true).join('\n') + '\n');
+    await d.openChat('on.chat');
+    await d.command('Flemma send');
+    await anthropicReply(await f.nextRequest({ path: '/v1/messages' }), 'One.');
+    await d.waitForEvent('FlemmaRequestFinished');
+    expect(onDisk(path)).not.toContain('One.');
+    await d.command('trust');
+    await d.type('GoAgain');
+    await d.press('<Esc>');
+    const before = d.eventCount;
+    await d.command('Flemma send');
+    await anthropicReply(await f.nextRequest({ path: '/v1/messages' }), 'Two.');
+    await d.waitForEvent('FlemmaRequestFinished', { after: before });
+    expect(onDisk(path)).toContain('Two.');
+    await d.quit();
+    await f.close();
+
+    // On in setup(), off in a file that is not trusted: that applies.
+    ({ d, f } = await startWithProvider('{ editing = { auto_write = true } }'));
+    path = d.writeFile('off.chat', json(false).join('\n') + '\n');
+    await d.openChat('off.chat');
+    await d.command('Flemma send');
+    await anthropicReply(await f.nextRequest({ path: '/v1/messages' }), 'Three.');
+    await d.waitForEvent('FlemmaRequestFinished');
+    expect(onDisk(path)).not.toContain('Three.');
+  });
+
+  it('leaves a buffer with no file alone', async () => {
+    const { d, f } = await startWithProvider('{ editing = { auto_write = true } }');
+    await d.command('enew');
+    await d.command('setfiletype chat');
+    await d.lua('vim.api.nvim_buf_set_lines(0, 0, -1, false, { "@You:", "Hello" })');
+    await d.command('Flemma send');
+    await anthropicReply(await f.nextRequest({ path: '/v1/messages' }), 'Hi.');
+    await d.waitForEvent('FlemmaRequestFinished');
+    expect(await d.lua('return vim.bo.modified')).toBe(true);
+    expect(d.notifications().filter((note) => note.message.includes('auto_write'))).toEqual([]);
+  });
+});
