@@ -210,7 +210,8 @@ describe('the preview line of a waiting call', () => {
     // On screen: the preview right under the fence.
     await d.waitForScreen(
       (screen) => {
-        const rows = screen.rows();
+        // Rows without the turn gutter's mark (its column is drawn before the text).
+        const rows = screen.rows().map((row) => row.replace(/^[╭│╰┊╯] /u, ''));
         const at = rows.findIndex((row) => row.startsWith('```flemma:tool status=approved'));
         return at >= 0 && (rows[at + 1] ?? '').trim() === 'echo_tool: "look"';
       },
