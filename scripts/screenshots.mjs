@@ -185,7 +185,9 @@ async function shoot(pane, colours, name, title) {
 
 /** The screen's text with line breaks and number columns folded away, to find wrapped text. */
 function flat(screen) {
-  return screen.replace(/\s*\n\s*(\d+\s)?/g, ' ').replace(/\s+/g, ' ');
+  // A row starts with its line number (none on a wrapped row's continuation), then the turn
+  // gutter's mark.
+  return screen.replace(/\s*\n\s*(\d+)?\s?[╭│╰┊╯]?\s*/gu, ' ').replace(/\s+/g, ' ');
 }
 
 /** The spinner frame of the progress indicator, or undefined when none shows. */
