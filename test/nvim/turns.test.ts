@@ -114,6 +114,20 @@ describe('the turn gutter', () => {
     expect(marks.slice(2, 8)).toEqual(['╭', '│', '│', '│', '│', '╰']);
   });
 
+  it('puts the end mark on the last screen row of a last line that wraps', async () => {
+    const d = await start();
+    // 60 columns, two of them the gutter's: the reply's line takes three screen rows.
+    const long = Array.from({ length: 24 }, (_, i) => `word${String(i)}`).join(' ');
+    const buf = await d.openChat('t.chat', ['@You:', 'Hello', '@Assistant:', long]);
+    expect((await gutter(d, 6)).map((row) => row[0])).toEqual(['╭', '│', '│', '│', '│', '╰']);
+    // While the reply streams, the same rows with the open turn's marks.
+    await d.lua(
+      'require("flemma.rpc").dispatch("buffer.lock", { bufnr = (...), owner = "request" })',
+      buf,
+    );
+    expect(await shown(d, 6)).toEqual(['╭', '┊', '┊', '┊', '┊', '╯']);
+  });
+
   it('follows edits, also on rows the edit did not touch', async () => {
     const d = await start();
     const buf = await d.openChat('t.chat', ['@You:', 'Hello', '']);

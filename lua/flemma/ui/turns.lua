@@ -18,6 +18,32 @@ local api = vim.api
 
 local CHARS = { top = "╭", middle = "│", bottom = "╰", pending = "┊", pending_end = "╯" }
 
+--- The screen rows of buffer row `row` in `win` from its text on: its wrapped parts and the
+--- virtual lines below it (not those above), so that a turn's end mark goes on the last of them.
+local function rows_from_text(win, row)
+  local ok, height = pcall(api.nvim_win_text_height, win, { start_row = row, end_row = row })
+  if not ok then
+    return 1
+  end
+  local rows = height.all
+  if height.fill > 0 then
+    local marks = api.nvim_buf_get_extmarks(
+      api.nvim_win_get_buf(win),
+      -1,
+      { row, 0 },
+      { row, -1 },
+      { details = true, type = "virt_lines" }
+    )
+    for _, mark in ipairs(marks) do
+      local details = mark[4]
+      if details.virt_lines_above and details.virt_lines then
+        rows = rows - #details.virt_lines
+      end
+    end
+  end
+  return rows
+end
+
 --- The 'statuscolumn' of a chat window with the gutter on.
 M.EXPR = "%!v:lua.require'flemma.ui.turns'.column()"
 
@@ -137,6 +163,9 @@ local function current(bufnr)
     H.buffers[bufnr] = state
   end
   state.structure, state.streaming, state.turns = structure, streaming, turns
+  -- The first turns worked out are the ones drawn first: a later change is judged against them
+  -- (a request that starts on a chat nothing was edited in yet redraws the question's rows).
+  state.flushed = state.flushed or turns
   return state
 end
 
@@ -246,9 +275,17 @@ function M.column()
     if virtnum < 0 and row == turn.row then
       return H.suffix[""]
     end
-    char = turn.open and CHARS.pending or CHARS.middle
+    -- The end mark goes on the last screen row of the turn's last line.
+    if row == turn.end_row and row ~= turn.row and virtnum == rows_from_text(win, row) - 1 then
+      char = turn.open and CHARS.pending_end or CHARS.bottom
+    else
+      char = turn.open and CHARS.pending or CHARS.middle
+    end
   elseif row == turn.row then
     char = CHARS.top
+  elseif row == turn.end_row and rows_from_text(win, row) > 1 then
+    -- The line wraps (or has virtual lines below): it ends further down.
+    char = turn.open and CHARS.pending or CHARS.middle
   elseif row == turn.end_row then
     char = turn.open and CHARS.pending_end or CHARS.bottom
   else
