@@ -83,6 +83,26 @@ describe('command rules for bash', () => {
     expect(await why(d, 'toolu_S')).toContain('cannot be parsed with confidence');
   });
 
+  it('sandbox off: an allowed command runs and its output goes back without a question', async () => {
+    const { d, f } = await setup(
+      '{ sandbox = { enabled = false }, tools = { bash = { allow = { "echo *" } } } }',
+    );
+    await d.press('<C-]>');
+    await reply(await f.nextRequest({ path: '/v1/messages' }), 'Running.', [
+      bash('toolu_R', 'FOO=1 echo "allowed ran" 2>&1'),
+    ]);
+    // Autopilot runs the approved call and sends its result by itself.
+    const follow = await f.nextRequest({ path: '/v1/messages' });
+    const messages = (follow.body as { messages: { content: { [key: string]: unknown }[] }[] })
+      .messages;
+    const result = messages[messages.length - 1]?.content[0];
+    expect(result).toMatchObject({ type: 'tool_result', tool_use_id: 'toolu_R' });
+    expect(JSON.stringify(result)).toContain('allowed ran');
+    const before = d.eventCount;
+    await reply(follow, 'Done.');
+    await d.waitForEvent('FlemmaRequestFinished', { after: before });
+  });
+
   it('sandbox on: a denied command, alone or hidden in a list, is not approved by the sandbox', async () => {
     const { d, f } = await setup('{ tools = { autopilot = false, bash = { deny = { "rm *" } } } }');
     const lines = await ask(d, f, [

@@ -21,8 +21,10 @@ describe('parseCommand', () => {
   });
 
   it('drops leading assignments and harmless redirections', () => {
-    expect(parseCommand('FOO=1 BAR="x y" ls  -la 2>/dev/null')).toEqual({ commands: ['ls -la 2'] });
-    expect(parseCommand('make test 2>&1 < input.txt')).toEqual({ commands: ['make test 2'] });
+    expect(parseCommand('FOO=1 BAR="x y" ls  -la 2>/dev/null')).toEqual({ commands: ['ls -la'] });
+    expect(parseCommand('make test 2>&1 < input.txt')).toEqual({ commands: ['make test'] });
+    expect(parseCommand('echo "2>x" 2 >/dev/null')).toEqual({ commands: ['echo 2>x 2'] });
+    expect(parseCommand('ls 2>err.txt').problem).toMatch(/writes to a file/);
     expect(parseCommand('echo A=1')).toEqual({ commands: ['echo A=1'] });
   });
 
@@ -39,7 +41,9 @@ describe('parseCommand', () => {
     ['cat <<EOF\nhi\nEOF', /here-document|line/],
     ['ls\nrm -rf ~', /line/],
     ['(cd x; rm y)', /subshell/],
-    ['{ ls; }', /group/],
+    ['{ ls; }', /compound command \(\{\)/],
+    ['for f in *; do rm $f; done', /compound command \(for\)/],
+    ['if true; then ls; fi', /compound command \(if\)/],
     ['$CMD -rf', /expansion/],
     ['ls > out.txt', /writes to a file/],
     ['ls >> log', /writes to a file/],
@@ -73,6 +77,23 @@ describe('matching', () => {
     });
     expect(allowMatch(rules, parseCommand('ls $(rm -rf ~)'))).toHaveProperty('why');
     expect(allowMatch(rules, parseCommand('FOO=1 ls'))).toEqual({ rules: ['ls *'] });
+  });
+
+  it('matches the commands inside a compound command, and `!`', () => {
+    expect(parseCommand('for f in *; do rm $f; done').commands).toEqual(['f in *', 'rm $f']);
+    expect(parseCommand('! grep -q x f').commands).toEqual(['grep -q x f']);
+    expect(denyMatch(rules, parseCommand('while true; do git push; done'))).toEqual({
+      rule: 'git push*',
+      command: 'git push',
+    });
+  });
+
+  it('a deny rule sees through the directory of a command name, an allow rule does not', () => {
+    expect(denyMatch(rules, parseCommand('/bin/rm -rf ~'))).toEqual({
+      rule: 'rm *',
+      command: '/bin/rm -rf ~',
+    });
+    expect(allowMatch(rules, parseCommand('./ls -la'))).toHaveProperty('why');
   });
 
   it('finds a denied command hidden in a list', () => {

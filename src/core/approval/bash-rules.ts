@@ -6,10 +6,12 @@
 //   `;`, `|`, `&`, redirections). What it does not model is detected first and makes the command
 //   "not parsed with confidence": a backtick, `$(` (command substitution, quoted or not: inside
 //   single quotes it is harmless, but asking costs less than guessing), `<(` / `>(` (process
-//   substitution), a here-document (`<<`), a line break (another command), a subshell or group
-//   (`(`, `)`, `{`, `}` as words), a command name that is an expansion (`$CMD args`), and output
-//   redirections to a file (`> out`, `>> log`, `&> f`; `/dev/null` and fd duplications such as
-//   `2>&1` are fine). Such a command is never approved by an allow rule.
+//   substitution), a here-document (`<<`), a line break (another command), a subshell (`(`,
+//   `)`), a compound command (a reserved word such as `if`, `for`, `do`, `{` where a command
+//   starts; the words after it are still matched, so `do rm x` is `rm x`), a command name that
+//   is an expansion (`$CMD args`), and output redirections to a file (`> out`, `>> log`,
+//   `&> f`; `/dev/null` and fd duplications such as `2>&1` are fine; the fd number before a
+//   redirection is not a word). Such a command is never approved by an allow rule.
 // - Subject: the words of one simple command, with its leading `NAME=value` assignments left out
 //   and redirections removed, joined by single spaces (`FOO=1 ls  -la 2>/dev/null` → `ls -la`).
 //   Quotes are gone: `grep "a b"` is `grep a b`. A pattern is the project's glob dialect over
@@ -20,7 +22,8 @@
 //   in the project (the same working-directory rule as the sandbox resolver).
 // - Deny: a call with a simple command that matches a deny rule is never approved automatically,
 //   whichever resolver approved it (a guard after the chain, like the sensitive-place guard): it
-//   asks. When deny rules exist, a command that does not parse with confidence, or that runs
+//   asks. A deny rule also matches the command with its name's directory left out (`/bin/rm` is
+//   `rm`); an allow rule does not (`./ls` is not `ls`). When deny rules exist, a command that does not parse with confidence, or that runs
 //   another command through a wrapper (`sh -c`, `eval`, `xargs`, `sudo`, `find -exec`…), asks
 //   too: what it runs cannot be checked against them. Denials by other resolvers stand.
 
@@ -108,6 +111,62 @@ function rawProblem(text: string): string | undefined {
   return undefined;
 }
 
+/** Reserved words that open or close a compound command (`if`, `for`, `while`, `{ … }`…). */
+const RESERVED = new Set([
+  'if',
+  'then',
+  'else',
+  'elif',
+  'fi',
+  'do',
+  'done',
+  'case',
+  'esac',
+  'while',
+  'until',
+  'for',
+  'select',
+  'in',
+  'function',
+  'coproc',
+  '{',
+  '}',
+  '[[',
+  ']]',
+]);
+
+/**
+ * `text` without the file-descriptor numbers of its redirections (`2>&1` → `>&1`), which
+ * shell-quote would read as a word of the command. Quotes are followed so that a quoted `2>` stays.
+ */
+function dropFdNumbers(text: string): string {
+  let out = '';
+  let quote: string | undefined;
+  for (let i = 0; i < text.length; i++) {
+    const ch = text.charAt(i);
+    if (
+      quote === undefined &&
+      /\d/u.test(ch) &&
+      (i === 0 || /[\s;&|(]/u.test(text.charAt(i - 1)))
+    ) {
+      const digits = /^\d+(?=[<>])/u.exec(text.slice(i));
+      if (digits !== null) {
+        i += digits[0].length - 1;
+        continue;
+      }
+    }
+    out += ch;
+    if (ch === '\\' && quote !== "'") {
+      out += text.charAt(++i);
+    } else if (quote === undefined && (ch === "'" || ch === '"')) {
+      quote = ch;
+    } else if (ch === quote) {
+      quote = undefined;
+    }
+  }
+  return out;
+}
+
 /** Splits a command line into its simple commands (see the header for what counts). */
 export function parseCommand(text: string): ParsedCommand {
   const early = rawProblem(text);
@@ -126,7 +185,7 @@ export function parseCommand(text: string): ParsedCommand {
   };
   let tokens: unknown[];
   try {
-    tokens = parse(text, (key: string) => ({ expansion: `$${key}` }));
+    tokens = parse(dropFdNumbers(text), (key: string) => ({ expansion: `$${key}` }));
   } catch (error) {
     return { commands: [], problem: `it could not be parsed (${String(error)})` };
   }
@@ -145,7 +204,15 @@ export function parseCommand(text: string): ParsedCommand {
       if (!assignmentsDone && typeof token === 'string' && ASSIGNMENT.test(word)) continue;
       if (!assignmentsDone && isExpansion(token))
         flag(`its command name is an expansion (${word})`);
-      if (!assignmentsDone && (word === '{' || word === '}')) flag('it has a command group');
+      if (!assignmentsDone && typeof token === 'string') {
+        // `! cmd` runs `cmd`; a reserved word opens or closes a compound command whose body's
+        // commands are still matched (`do rm x` is `rm x`), but the whole is not vouched for.
+        if (word === '!') continue;
+        if (RESERVED.has(word)) {
+          flag(`it has a compound command (${word})`);
+          continue;
+        }
+      }
       assignmentsDone = true;
       words.push(word);
       continue;
@@ -210,7 +277,11 @@ export function denyMatch(
   parsed: ParsedCommand,
 ): { rule: string; command: string } | undefined {
   for (const command of parsed.commands) {
-    const rule = rules.deny.find((pattern) => commandMatches(pattern, command));
+    // `/bin/rm -rf ~` is `rm -rf ~` to a deny rule (an allow rule takes names as written).
+    const short = command.replace(/^[^ ]*\//u, '');
+    const rule = rules.deny.find(
+      (pattern) => commandMatches(pattern, command) || commandMatches(pattern, short),
+    );
     if (rule !== undefined) return { rule, command };
   }
   return undefined;
