@@ -51,7 +51,7 @@ export interface BashRules {
 }
 
 /** Commands that run other commands given as their arguments. */
-const WRAPPERS = new Set([
+const WRAPPERS: ReadonlySet<string> = new Set([
   'sh',
   'bash',
   'zsh',
@@ -88,8 +88,18 @@ function runsOthers(command: string): boolean {
   return (name === 'find' || name === 'fd') && words.some((word) => EXEC_OPTIONS.test(word));
 }
 
-const SEPARATORS = new Set(['&&', '||', ';', ';;', ';&', ';;&', '|', '|&', '&']);
-const OUTPUT_REDIRECTS = new Set(['>', '>>', '>|', '&>', '&>>', '<>']);
+const SEPARATORS: ReadonlySet<string> = new Set([
+  '&&',
+  '||',
+  ';',
+  ';;',
+  ';&',
+  ';;&',
+  '|',
+  '|&',
+  '&',
+]);
+const OUTPUT_REDIRECTS: ReadonlySet<string> = new Set(['>', '>>', '>|', '&>', '&>>', '<>']);
 const ASSIGNMENT = /^[A-Za-z_][A-Za-z0-9_]*=/u;
 
 /** A variable expansion, kept as a marker so that a command name made of one can be told. */
@@ -112,7 +122,7 @@ function rawProblem(text: string): string | undefined {
 }
 
 /** Reserved words that open or close a compound command (`if`, `for`, `while`, `{ … }`…). */
-const RESERVED = new Set([
+const RESERVED: ReadonlySet<string> = new Set([
   'if',
   'then',
   'else',
