@@ -47,6 +47,12 @@ import {
   yoloResolver,
 } from '../core/approval/session.js';
 import { type CallScope, callScope, guardSensitive, scopeFacts } from '../core/approval/scope.js';
+import {
+  BASH_RULES_RESOLVER,
+  bashRules,
+  bashRulesResolver,
+  guardBashDeny,
+} from '../core/approval/bash-rules.js';
 import type { HostBase } from './base.js';
 import type { EditorFacts } from './editor-context.js';
 import type { Config } from '../core/config/config.js';
@@ -142,6 +148,14 @@ export class ApprovalService {
     ]);
     extra.push(...this.flynnResolvers(config));
     extra.push(...this.sessionResolvers(config));
+    const rules = bashRules(tools);
+    // In the chain only when configured, so `:Flemma status` lists what can decide.
+    if (rules.allow.length > 0) {
+      extra.push([
+        BASH_RULES_RESOLVER,
+        bashRulesResolver(rules, (name) => this.canonical(name) === 'bash'),
+      ]);
+    }
     return buildChain(
       {
         autoApprove: this.setting(tools),
@@ -226,7 +240,10 @@ export class ApprovalService {
         `approval resolver ${skipped.resolver} skipped for ${call.toolName} (${call.toolId}): ${skipped.reason}`,
       );
     }
-    return guardSensitive(outcome, scope, this.canonical(call.toolName));
+    const toolName = this.canonical(call.toolName);
+    // A deny rule of `tools.bash.deny` is heard after every resolver: nothing approves it.
+    const guarded = guardBashDeny(outcome, call, bashRules(config.tools), toolName === 'bash');
+    return guardSensitive(guarded, scope, toolName);
   }
 
   /** A tool's own name (a `.chat` file may hold its API name). */

@@ -882,6 +882,11 @@ M.options = S.object({
       shell = S.optional(S.string()),
       cwd = S.string(BUFFER_DIR),
       env = S.optional(S.map(S.string())),
+      -- Command rules (docs/approval.md, "Command rules for bash"): patterns over each simple
+      -- command. An allow rule approves commands, so it needs trust; a deny rule only makes
+      -- commands ask, so adding one is safe anywhere.
+      allow = S.list(S.string(), {}),
+      deny = S.trust("superset", S.list(S.string(), {})),
     }),
     grep = search_tool(),
     find = search_tool(),

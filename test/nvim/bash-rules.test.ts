@@ -1,0 +1,149 @@
+// Command rules for `bash` (issue 22, point 5) end to end: `tools.bash.allow` approves commands
+// whose every simple command matches, `tools.bash.deny` makes a command ask whichever resolver
+// approved it (the sandbox's included), an untrusted frontmatter may add a deny rule but not an
+// allow rule, and `:Flemma tool:why` names the rule. A scripted fake Anthropic server plays the
+// model; the calls go through the real approval chain.
+import { afterEach, describe, expect, it } from 'vitest';
+import { anthropicReply as reply, type ScriptedCall as Call } from '../helpers/anthropic-script.js';
+import { type Driver, startDriver } from '../helpers/driver.js';
+import { type FakeProvider, startFakeProvider } from '../helpers/fake-provider.js';
+
+let driver: Driver | undefined;
+let fake: FakeProvider | undefined;
+
+afterEach(async () => {
+  await driver?.quit();
+  await fake?.close();
+  driver = undefined;
+  fake = undefined;
+});
+
+async function setup(
+  options: string,
+  head: string[] = [],
+): Promise<{ d: Driver; f: FakeProvider; buf: number }> {
+  fake = await startFakeProvider();
+  driver = await startDriver({
+    env: { ANTHROPIC_API_KEY: 'sk-ant-test-key', ANTHROPIC_BASE_URL: fake.url },
+    setup: `require("flemma").setup(${options})`,
+  });
+  const buf = await driver.openChat('rules.chat', [...head, '@You:', 'Go.']);
+  await driver.waitForEvent('FlemmaBootComplete');
+  return { d: driver, f: fake, buf };
+}
+
+const bash = (id: string, command: string): Call => ({
+  id,
+  name: 'bash',
+  input: { label: 'x', command, timeout: null },
+});
+
+/** The status on a placeholder's fence, by tool id. */
+function statusOf(lines: string[], id: string): string | undefined {
+  const header = lines.indexOf(`**Tool Result:** \`${id}\``);
+  if (header < 0) throw new Error(`no result block for ${id}`);
+  return /^```flemma:tool status=(\w+)/.exec(lines[header + 2] ?? '')?.[1];
+}
+
+/** Sends, answers with `calls`, and runs Phase 1 (autopilot is off): the placeholders are written. */
+async function ask(d: Driver, f: FakeProvider, calls: Call[]): Promise<string[]> {
+  await d.press('<C-]>');
+  await reply(await f.nextRequest({ path: '/v1/messages' }), 'Running.', calls);
+  await d.waitForEvent('FlemmaRequestFinished');
+  await d.press('<C-]>');
+  await d.waitForEvent('FlemmaApprovalNeeded');
+  return d.lines();
+}
+
+async function why(d: Driver, id: string): Promise<string> {
+  const row = (await d.lines()).indexOf(`**Tool Result:** \`${id}\``) + 1;
+  await d.command(`normal! ${String(row)}G`);
+  const before = d.notificationCount;
+  await d.press(':Flemma tool:why<CR>');
+  return (await d.waitForNotification(new RegExp(`\\(${id}\\)`), { after: before })).message;
+}
+
+describe('command rules for bash', () => {
+  it('sandbox off: an allowed command is approved, a list that hides another command asks', async () => {
+    const { d, f } = await setup(
+      '{ sandbox = { enabled = false }, tools = { autopilot = false, bash = { allow = { "ls *", "echo *" } } } }',
+    );
+    const lines = await ask(d, f, [
+      bash('toolu_A', 'ls -la | echo done'),
+      bash('toolu_H', 'ls && rm -rf ~'),
+      bash('toolu_S', 'echo $(rm -rf ~)'),
+    ]);
+    expect(statusOf(lines, 'toolu_A')).toBe('approved');
+    expect(statusOf(lines, 'toolu_H')).toBe('pending');
+    expect(statusOf(lines, 'toolu_S')).toBe('pending');
+    const allowed = await why(d, 'toolu_A');
+    expect(allowed).toMatch(/bash \(toolu_A\): approve — urn:flemma:approval:bash-rules/);
+    expect(allowed).toContain('allowed by tools.bash.allow "ls *", "echo *"');
+    expect(await why(d, 'toolu_H')).toContain('`rm -rf ~` matches no allow rule');
+    expect(await why(d, 'toolu_S')).toContain('cannot be parsed with confidence');
+  });
+
+  it('sandbox off: an allowed command runs and its output goes back without a question', async () => {
+    const { d, f } = await setup(
+      '{ sandbox = { enabled = false }, tools = { bash = { allow = { "echo *" } } } }',
+    );
+    await d.press('<C-]>');
+    await reply(await f.nextRequest({ path: '/v1/messages' }), 'Running.', [
+      bash('toolu_R', 'FOO=1 echo "allowed ran" 2>&1'),
+    ]);
+    // Autopilot runs the approved call and sends its result by itself.
+    const follow = await f.nextRequest({ path: '/v1/messages' });
+    const messages = (follow.body as { messages: { content: { [key: string]: unknown }[] }[] })
+      .messages;
+    const result = messages[messages.length - 1]?.content[0];
+    expect(result).toMatchObject({ type: 'tool_result', tool_use_id: 'toolu_R' });
+    expect(JSON.stringify(result)).toContain('allowed ran');
+    const before = d.eventCount;
+    await reply(follow, 'Done.');
+    await d.waitForEvent('FlemmaRequestFinished', { after: before });
+  });
+
+  it('sandbox on: a denied command, alone or hidden in a list, is not approved by the sandbox', async () => {
+    const { d, f } = await setup('{ tools = { autopilot = false, bash = { deny = { "rm *" } } } }');
+    const lines = await ask(d, f, [
+      bash('toolu_E', 'echo hi'),
+      bash('toolu_D', 'rm -f notes.txt'),
+      bash('toolu_L', 'echo hi; rm -f notes.txt'),
+    ]);
+    // Without a deny match the sandbox approves bash as before.
+    expect(statusOf(lines, 'toolu_E')).toBe('approved');
+    expect(statusOf(lines, 'toolu_D')).toBe('pending');
+    expect(statusOf(lines, 'toolu_L')).toBe('pending');
+    const denied = await why(d, 'toolu_L');
+    expect(denied).toMatch(/bash \(toolu_L\): require_approval — urn:flemma:approval:bash-deny/);
+    expect(denied).toContain('`rm -f notes.txt` matches the deny rule "rm *"');
+    expect(denied).toContain('urn:flemma:approval:sandbox approved it');
+  });
+
+  it('an untrusted frontmatter adds a deny rule but not an allow rule', async () => {
+    const { d, f } = await setup(
+      '{ sandbox = { enabled = false }, tools = { autopilot = false, bash = { allow = { "git *" } } } }',
+      [
+        '```json',
+        '{ "flemma": { "tools": { "bash": { "allow": { "$append": "cat *" }, "deny": { "$append": "git push*" } } } } }',
+        '```',
+      ],
+    );
+    const lines = await ask(d, f, [
+      bash('toolu_G', 'git status'),
+      bash('toolu_P', 'git push --force'),
+      bash('toolu_C', 'cat notes.txt'),
+    ]);
+    expect(statusOf(lines, 'toolu_G')).toBe('approved');
+    expect(statusOf(lines, 'toolu_P')).toBe('pending');
+    expect(statusOf(lines, 'toolu_C')).toBe('pending');
+    expect(await why(d, 'toolu_P')).toContain('matches the deny rule "git push*"');
+    const diagnostics = await d.lua<string[]>(
+      `local ns = vim.api.nvim_create_namespace("flemma.frontmatter")
+      vim.wait(5000, function() return #vim.diagnostic.get(0, { namespace = ns }) > 0 end)
+      return vim.tbl_map(function(x) return x.message end, vim.diagnostic.get(0, { namespace = ns }))`,
+    );
+    expect(diagnostics.join('\n')).toContain('flemma.opt.tools.bash.allow is not applied');
+    expect(diagnostics.join('\n')).not.toContain('tools.bash.deny');
+  });
+});
