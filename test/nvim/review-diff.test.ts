@@ -31,6 +31,14 @@ function pendingCall(name: string, id: string, input: Record<string, unknown>): 
   ];
 }
 
+/** A file of the working directory, as Neovim's side reads it. */
+function fileText(d: Driver, path: string): Promise<string> {
+  return d.lua(
+    'local f = assert(io.open(..., "rb")); local s = f:read("*a"); f:close(); return s',
+    path,
+  );
+}
+
 /** The text of the preview lines of the current buffer, once one contains `needle`. */
 async function previewWith(d: Driver, needle: string): Promise<string> {
   const marks = await d.waitForExtmarks('flemma_tool_preview', {
@@ -69,5 +77,129 @@ describe('the preview of a pending file change', () => {
       pendingCall('write', 'toolu_W1', { label: 'new', path: 'sub/new.txt', content: 'a\nb\nc\n' }),
     );
     expect(await previewWith(d, '+3 −0')).toContain('write: sub/new.txt  (6B)  +3 −0  # new');
+  });
+});
+
+/** The tab count, and each window of the current tab: its buffer's name, lines and 'diff'. */
+async function diffTab(
+  d: Driver,
+): Promise<{ name: string; lines: string[]; diff: boolean; winbar: string }[]> {
+  return d.lua(`
+    local out = {}
+    for _, win in ipairs(vim.api.nvim_tabpage_list_wins(0)) do
+      local buf = vim.api.nvim_win_get_buf(win)
+      out[#out + 1] = {
+        name = vim.api.nvim_buf_get_name(buf),
+        lines = vim.api.nvim_buf_get_lines(buf, 0, -1, false),
+        diff = vim.wo[win].diff,
+        winbar = vim.wo[win].winbar,
+      }
+    end
+    return out`);
+}
+
+const EDIT = {
+  label: 'shout',
+  path: 'notes.txt',
+  oldText: 'two\n',
+  newText: 'TWO\n',
+};
+
+async function openDiff(d: Driver): Promise<void> {
+  // The cursor on the placeholder's fence (line 15), as a user would put it.
+  await d.command('normal! 15G');
+  await d.press(':Flemma tool:diff<CR>');
+  await d.waitUntil(
+    'return #vim.api.nvim_list_tabpages() == 2 and #vim.api.nvim_tabpage_list_wins(0) == 2',
+  );
+}
+
+describe(':Flemma tool:diff', () => {
+  it('opens the file and the proposal side by side in diff mode', async () => {
+    driver = await startDriver();
+    const d = driver;
+    d.writeFile('notes.txt', 'one\ntwo\nthree\n');
+    await d.openChat('diff.chat', pendingCall('edit', 'toolu_D1', EDIT));
+    await openDiff(d);
+    const wins = await diffTab(d);
+    expect(wins.map((w) => w.diff)).toEqual([true, true]);
+    expect(wins[0]?.name).toBe('flemma://current/notes.txt');
+    expect(wins[0]?.lines).toEqual(['one', 'two', 'three']);
+    expect(wins[1]?.name).toBe('flemma://proposed/notes.txt');
+    expect(wins[1]?.lines).toEqual(['one', 'TWO', 'three']);
+    expect(wins[1]?.winbar).toContain('ga approve');
+    // Closing the tab leaves the call pending.
+    await d.command('tabclose');
+    expect(await d.lua('return #vim.api.nvim_list_tabpages()')).toBe(1);
+    const lines = await d.lines();
+    expect(lines).toContain('```flemma:tool status=pending');
+    expect(await fileText(d, 'notes.txt')).toBe('one\ntwo\nthree\n');
+  });
+
+  it('approving runs exactly what the proposed side shows and rewrites the call', async () => {
+    driver = await startDriver();
+    const d = driver;
+    d.writeFile('notes.txt', 'one\ntwo\nthree\n');
+    await d.openChat('approve.chat', pendingCall('edit', 'toolu_D2', EDIT));
+    await openDiff(d);
+    // The user changes the proposal: the third line too.
+    await d.command('wincmd l');
+    await d.command('normal! 3Gcc3');
+    await d.press('ga');
+    await d.waitForEvent('FlemmaToolCompleted');
+    await d.waitUntil('return #vim.api.nvim_list_tabpages() == 1');
+    expect(await fileText(d, 'notes.txt')).toBe('one\nTWO\n3\n');
+    const chat = (await d.lines()).join('\n');
+    expect(chat).toContain('"oldText":"two\\nthree\\n","newText":"TWO\\n3\\n"');
+    expect(chat).toContain('"label":"shout"');
+    expect(chat).not.toContain('status=pending');
+  });
+
+  it('rejecting asks for a reason, which the error result carries', async () => {
+    driver = await startDriver();
+    const d = driver;
+    d.writeFile('notes.txt', 'one\ntwo\n');
+    await d.openChat(
+      'reject.chat',
+      pendingCall('write', 'toolu_D3', { label: 'x', path: 'notes.txt', content: 'gone\n' }),
+    );
+    await openDiff(d);
+    await d.lua(
+      'vim.ui.input = function(opts, cb) _G.prompt = opts.prompt; cb("keep my notes") end',
+    );
+    await d.press('gr');
+    await d.waitUntil('return #vim.api.nvim_list_tabpages() == 1');
+    await d.waitUntil(
+      'return table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), "\\n"):find("(error)", 1, true) ~= nil',
+    );
+    expect(await d.lua('return _G.prompt')).toContain('Reason');
+    const chat = (await d.lines()).join('\n');
+    expect(chat).toContain('**Tool Result:** `toolu_D3` (error)');
+    expect(chat).toContain('keep my notes');
+    expect(await fileText(d, 'notes.txt')).toBe('one\ntwo\n');
+  });
+
+  it('flags a file changed on disk, and approving re-diffs instead of running', async () => {
+    driver = await startDriver();
+    const d = driver;
+    d.writeFile('notes.txt', 'one\ntwo\nthree\n');
+    const chatBuf = await d.openChat('stale.chat', pendingCall('edit', 'toolu_D4', EDIT));
+    await previewWith(d, '+1 −1');
+    // Changed after the call was first previewed: the diff says so when it opens.
+    d.writeFile('notes.txt', 'zero\none\ntwo\nthree\n');
+    await openDiff(d);
+    expect((await diffTab(d))[0]?.winbar).toContain('changed on disk since this call');
+    // Changed again while the diff is open: approving shows the new file and runs nothing.
+    d.writeFile('notes.txt', 'one\ntwo\n');
+    await d.command('wincmd l');
+    await d.press('ga');
+    await d.waitUntil(
+      'return vim.api.nvim_buf_get_lines(vim.fn.bufnr("flemma://current/notes.txt"), 0, -1, false)[3] == nil',
+    );
+    const wins = await diffTab(d);
+    expect(wins[0]?.lines).toEqual(['one', 'two']);
+    expect(wins[0]?.winbar).toContain('changed on disk while the diff was open');
+    expect(await fileText(d, 'notes.txt')).toBe('one\ntwo\n');
+    expect(await d.lines(chatBuf)).toContain('```flemma:tool status=pending');
   });
 });

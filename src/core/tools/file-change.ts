@@ -106,3 +106,58 @@ export function changeSummary(proposal: Proposal, before: string | undefined): s
   const { added, removed } = lineCounts(before ?? '', proposal.after);
   return `+${added} −${removed}`;
 }
+
+/** `text` in lines that keep their line break, so joining them gives `text` back. */
+function piecesOf(text: string): string[] {
+  return text === '' ? [] : text.split(/(?<=\n)/);
+}
+
+/**
+ * The input that makes `name` leave exactly `after` in a file holding `before` (the user edited
+ * the proposed side of a diff). A `write` gets `after` as its content. An `edit` keeps being an
+ * edit: its `oldText` is the changed lines of `before` (widened by a line at a time until they
+ * occur once) and its `newText` what replaces them. When no such edit exists (an empty or missing
+ * file, or a change that no unique text can anchor), the call becomes a `write` of `after`.
+ * Other fields (the `label`, the `path`) are kept.
+ */
+export function inputFor(
+  name: string,
+  input: Record<string, unknown>,
+  before: string | undefined,
+  after: string,
+): { name: string; input: Record<string, unknown> } {
+  const asWrite = {
+    name: 'write',
+    input: {
+      ...(typeof input['label'] === 'string' ? { label: input['label'] } : {}),
+      path: input['path'],
+      content: after,
+    },
+  };
+  if (name === 'write') return { name, input: { ...input, content: after } };
+  if (before === undefined || before === '') return asWrite;
+  const a = piecesOf(before);
+  const b = piecesOf(after);
+  let head = 0;
+  while (head < a.length && head < b.length && a[head] === b[head]) head++;
+  let tail = 0;
+  while (
+    tail < a.length - head &&
+    tail < b.length - head &&
+    a[a.length - 1 - tail] === b[b.length - 1 - tail]
+  ) {
+    tail++;
+  }
+  for (;;) {
+    const oldText = a.slice(head, a.length - tail).join('');
+    const newText = b.slice(head, b.length - tail).join('');
+    if (oldText !== '' && countOccurrences(before, oldText) === 1) {
+      const next = { ...input, oldText, newText };
+      const check = proposedContent('edit', next, before);
+      return check?.ok === true && check.after === after ? { name, input: next } : asWrite;
+    }
+    if (head > 0) head--;
+    else if (tail > 0) tail--;
+    else return asWrite;
+  }
+}

@@ -8,6 +8,7 @@
 //   directory); with sandbox roots configured the tool may confine it elsewhere, and the count is
 //   then that of the unconfined path. Only the counts are shown, never the file's text.
 // - A file that cannot be read for another reason than not existing gets no count.
+import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { dirname } from 'node:path';
@@ -39,8 +40,19 @@ function asRecord(value: unknown): Record<string, unknown> | undefined {
     : undefined;
 }
 
+/** Where a file tool's `path` leads, as the tool resolves it without sandbox roots. */
+export function callPath(facts: EditorFacts, path: string): string {
+  const base = facts.filename === null ? facts.cwd : dirname(facts.filename);
+  return resolveAgainst(base, path, homedir());
+}
+
+/** A short fingerprint of a file's text (`undefined`: no file). */
+export function fingerprint(text: string | undefined): string {
+  return text === undefined ? 'missing' : createHash('sha256').update(text).digest('hex');
+}
+
 /** The file's text, `undefined` when it does not exist, `null` when it cannot be read. */
-async function readText(path: string): Promise<string | undefined | null> {
+export async function readText(path: string): Promise<string | undefined | null> {
   try {
     return await readFile(path, 'utf8');
   } catch (err) {
@@ -52,6 +64,8 @@ export class FileChanges {
   private readonly entries = new Map<number, Map<string, Entry>>();
   /** Buffers being read, and whether another refresh was asked meanwhile. */
   private readonly running = new Map<number, boolean>();
+  /** The fingerprint of each pending call's file when its count was first computed. */
+  private readonly seen = new Map<number, Map<string, string>>();
 
   constructor(
     private readonly facts: (bufnr: number) => Promise<EditorFacts>,
@@ -87,26 +101,36 @@ export class FileChanges {
       });
   }
 
+  /** The fingerprint of the call's file when the host first counted its change. */
+  firstSeen(bufnr: number, toolId: string): string | undefined {
+    return this.seen.get(bufnr)?.get(toolId);
+  }
+
   forget(bufnr: number): void {
     this.entries.delete(bufnr);
+    this.seen.delete(bufnr);
   }
 
   private async compute(bufnr: number, calls: PendingCall[]): Promise<boolean> {
     const next = new Map<string, Entry>();
+    const seen = new Map<string, string>();
+    const known = this.seen.get(bufnr);
     if (calls.length > 0) {
       const facts = await this.facts(bufnr);
-      const base = facts.filename === null ? facts.cwd : dirname(facts.filename);
       for (const call of calls) {
         const input = asRecord(call.input);
         const path = input?.['path'];
         if (input === undefined || typeof path !== 'string' || path === '') continue;
-        const before = await readText(resolveAgainst(base, path, homedir()));
+        const before = await readText(callPath(facts, path));
         if (before === null) continue;
+        seen.set(call.tool_id, known?.get(call.tool_id) ?? fingerprint(before));
         const proposal = proposedContent(call.name, input, before);
         if (proposal === undefined) continue;
         next.set(call.tool_id, { key: keyOf(call), summary: changeSummary(proposal, before) });
       }
     }
+    if (seen.size === 0) this.seen.delete(bufnr);
+    else this.seen.set(bufnr, seen);
     const old = this.entries.get(bufnr);
     if (next.size === 0) this.entries.delete(bufnr);
     else this.entries.set(bufnr, next);

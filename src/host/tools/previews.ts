@@ -12,7 +12,8 @@ import { FileChanges } from './file-changes.js';
 
 export class Previews {
   private readonly keys = new Map<number, string>();
-  private readonly changes: FileChanges;
+  /** The line counts of pending file changes (the diff view reads what they first saw). */
+  readonly changes: FileChanges;
 
   constructor(
     private readonly base: Pick<HostBase, 'lua' | 'documents'>,
