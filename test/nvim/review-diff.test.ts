@@ -1,13 +1,20 @@
 // Reviewing a pending file change before approving it: the preview of a pending `write` or `edit`
 // shows the file and the lines it would add and remove, read from the file as it is now.
+import { mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type Driver, startDriver } from '../helpers/driver.js';
 
 let driver: Driver | undefined;
 
+let dir: string | undefined;
+
 afterEach(async () => {
   await driver?.quit();
   driver = undefined;
+  if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
+  dir = undefined;
 });
 
 function pendingCall(name: string, id: string, input: Record<string, unknown>): string[] {
@@ -113,6 +120,26 @@ async function openDiff(d: Driver): Promise<void> {
     'return #vim.api.nvim_list_tabpages() == 2 and #vim.api.nvim_tabpage_list_wins(0) == 2',
   );
 }
+
+describe('the preview of a declarative file_write', () => {
+  it('counts the lines the call would write against the file', async () => {
+    dir = realpathSync(mkdtempSync(join(tmpdir(), 'flemma-review-')));
+    writeFileSync(
+      join(dir, 'save.yaml'),
+      'name: save\ndescription: Save a file\nparams:\n  - { name: path, type: string, required: true }\n  - { name: content, type: string, required: true }\nimplementation: { type: file_write }\n',
+    );
+    driver = await startDriver({
+      setup: `require("flemma").setup({ tools = { declarative = { dirs = { ${JSON.stringify(dir)} } } } })`,
+    });
+    const d = driver;
+    d.writeFile('notes.txt', 'one\ntwo\n');
+    await d.openChat(
+      'decl.chat',
+      pendingCall('save', 'toolu_F1', { path: 'notes.txt', content: 'one\n2\n3\n' }),
+    );
+    expect(await previewWith(d, '+2 −1')).toContain('save: write notes.txt (8B)  +2 −1');
+  });
+});
 
 describe(':Flemma tool:diff', () => {
   it('opens the file and the proposal side by side in diff mode', async () => {

@@ -53,7 +53,14 @@ export class DiffReview {
     const found = toolCallAt(state.document, row + 1);
     if (!found.ok) return this.warn(found.error);
     const slot = this.pending(state.document, found.call.id);
-    if (slot === undefined) return this.warn(`Tool ${found.call.id} is not waiting for approval`);
+    if (slot === undefined) {
+      const waiting = emptyPlaceholders(state.document).some((item) => item.id === found.call.id);
+      return this.warn(
+        waiting
+          ? `Only a pending built-in write or edit can be shown as a diff (${found.call.name} cannot)`
+          : `Tool ${found.call.id} is not waiting for approval`,
+      );
+    }
     const file = await this.fileOf(bufnr, slot);
     if (typeof file === 'string') return this.warn(file);
     const proposal = proposedContent(slot.name, file.input, file.before);

@@ -26,6 +26,8 @@ export interface PendingCall {
   tool_id: string;
   name: string;
   input: unknown;
+  /** The whole file the call would write, when its tool says (a declarative `file_write`). */
+  write?: { path: string; content: string } | undefined;
 }
 
 interface Entry {
@@ -85,7 +87,9 @@ export class FileChanges {
 
   /** Read the files of `calls` again (in the background) and report a changed count. */
   refresh(bufnr: number, calls: PendingCall[]): void {
-    const wanted = calls.filter((call) => FileChanges.covers(call.name));
+    const wanted = calls.filter(
+      (call) => call.write !== undefined || FileChanges.covers(call.name),
+    );
     if (wanted.length === 0 && !this.entries.has(bufnr)) return;
     if (this.running.has(bufnr)) {
       this.running.set(bufnr, true);
@@ -119,12 +123,15 @@ export class FileChanges {
       const facts = await this.facts(bufnr);
       for (const call of calls) {
         const input = asRecord(call.input);
-        const path = input?.['path'];
+        const path = call.write?.path ?? input?.['path'];
         if (input === undefined || typeof path !== 'string' || path === '') continue;
         const before = await readText(callPath(facts, path));
         if (before === null) continue;
         seen.set(call.tool_id, known?.get(call.tool_id) ?? fingerprint(before));
-        const proposal = proposedContent(call.name, input, before);
+        const proposal =
+          call.write === undefined
+            ? proposedContent(call.name, input, before)
+            : { ok: true as const, after: call.write.content };
         if (proposal === undefined) continue;
         next.set(call.tool_id, { key: keyOf(call), summary: changeSummary(proposal, before) });
       }
@@ -139,7 +146,7 @@ export class FileChanges {
 }
 
 function keyOf(call: PendingCall): string {
-  return JSON.stringify([call.name, call.input]);
+  return JSON.stringify([call.name, call.input, call.write ?? null]);
 }
 
 function sameEntries(a: Map<string, Entry> | undefined, b: Map<string, Entry>): boolean {

@@ -31,20 +31,27 @@ export class Previews {
   /** The previews of one buffer, sent when they changed. */
   publish(state: DocumentState): void {
     const slots = emptyPlaceholders(state.document);
-    // Only the built-in tools: a tool of the same name from elsewhere means something else.
-    const calls = slots
-      .filter((slot) => FileChanges.covers(slot.name) && this.catalogue.isBuiltin(slot.name))
-      .map((slot) => ({ tool_id: slot.id, name: slot.name, input: slot.input }));
+    // A tool that says which whole file it writes (a declarative `file_write`) is counted from
+    // that; `write` and `edit` only when built in (a tool of the same name from elsewhere means
+    // something else).
+    const calls = slots.flatMap((slot) => {
+      const call = { tool_id: slot.id, name: slot.name, input: slot.input };
+      const def = this.catalogue.registry.get(slot.name);
+      if (def?.fileChange !== undefined) {
+        const input = slot.input;
+        const write =
+          typeof input === 'object' && input !== null && !Array.isArray(input)
+            ? def.fileChange(input as Record<string, unknown>)
+            : undefined;
+        return write === undefined ? [] : [{ ...call, write }];
+      }
+      return FileChanges.covers(slot.name) && this.catalogue.isBuiltin(slot.name) ? [call] : [];
+    });
     this.changes.refresh(state.bufnr, calls);
     const items = slots.map((slot) => {
       let def = this.catalogue.registry.get(slot.name);
-      const change = calls.some((call) => call.tool_id === slot.id)
-        ? this.changes.summary(state.bufnr, {
-            tool_id: slot.id,
-            name: slot.name,
-            input: slot.input,
-          })
-        : undefined;
+      const call = calls.find((item) => item.tool_id === slot.id);
+      const change = call === undefined ? undefined : this.changes.summary(state.bufnr, call);
       if (change !== undefined) def = withPreviewDetail(def, change);
       const item: Record<string, unknown> = {
         row: slot.fenceLine - 1,
