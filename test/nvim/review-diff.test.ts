@@ -229,4 +229,28 @@ describe(':Flemma tool:diff', () => {
     expect(await fileText(d, 'notes.txt')).toBe('one\ntwo\n');
     expect(await d.lines(chatBuf)).toContain('```flemma:tool status=pending');
   });
+
+  it('approving from the diff writes no further than the sandbox lets the call', async () => {
+    driver = await startDriver({
+      setup: `require("flemma").setup({
+        tools = { autopilot = false },
+        sandbox = { policy = { rw_paths = { "urn:flemma:cwd" } } },
+      })`,
+    });
+    const d = driver;
+    d.writeFile('../outside/notes.txt', 'one\ntwo\nthree\n');
+    await d.openChat(
+      'sandbox.chat',
+      pendingCall('edit', 'toolu_D5', { ...EDIT, path: '../outside/notes.txt' }),
+    );
+    await openDiff(d);
+    await d.command('wincmd l');
+    await d.command('normal! 1Gcc1');
+    await d.press('ga');
+    await d.waitUntil('return #vim.api.nvim_list_tabpages() == 1');
+    await d.waitUntil(
+      'return table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), "\\n"):find("Sandbox: edit denied", 1, true) ~= nil',
+    );
+    expect(await fileText(d, '../outside/notes.txt')).toBe('one\ntwo\nthree\n');
+  });
 });
