@@ -128,13 +128,33 @@ function H.register_commands()
       end
     end
   end
+  -- In a diff tab (`tool:diff`), approving and rejecting act on the call shown there.
+  local function in_diff()
+    return require("flemma.review.diff").owner(vim.api.nvim_get_current_buf()) ~= nil
+  end
   commands.register("tool:approve", {
-    desc = "Approve the tool call under the cursor (status=approved)",
-    run = unless_streaming(tool_command("tool:approve")),
+    desc = "Approve the tool call under the cursor (status=approved); in a diff tab, run what its proposed side shows",
+    run = function(args)
+      if in_diff() then
+        return require("flemma.review.diff").approve()
+      end
+      unless_streaming(tool_command("tool:approve"))(args)
+    end,
+  })
+  commands.register("tool:diff", {
+    desc = "Show the pending write or edit under the cursor as a diff (approve, edit or reject it there)",
+    run = function()
+      if not in_diff() then
+        require("flemma.review.diff").request()
+      end
+    end,
   })
   commands.register("tool:reject", {
-    desc = "Reject the tool call under the cursor; the rest of the line is the reason",
+    desc = "Reject the tool call under the cursor; the rest of the line is the reason (in a diff tab: asked for)",
     run = unless_streaming(function(args)
+      if in_diff() then
+        return require("flemma.review.diff").reject()
+      end
       local params = {
         bufnr = vim.api.nvim_get_current_buf(),
         row = vim.api.nvim_win_get_cursor(0)[1] - 1,

@@ -174,6 +174,12 @@ export const actions: { readonly [M in LuaToHostMethod]: Action<M> } = {
     await ctx.commands.setStatusAt(bufnr, row ?? 0, 'rejected', message);
     return null;
   },
+  /** `:Flemma tool:diff` and the decisions of its tab (docs/tools.md, "Review"). */
+  'tool:diff': (ctx, { bufnr, row }) => ctx.diffReview.open(bufnr, row),
+  'tool:diff-approve': (ctx, { bufnr, tool_id, before, content }) =>
+    ctx.diffReview.approve(bufnr, tool_id, before, content),
+  'tool:diff-reject': (ctx, { bufnr, tool_id, reason }) =>
+    ctx.diffReview.reject(bufnr, tool_id, reason),
   /** `:Flemma tool:approve-always`: approve the call at the cursor and remember it for the buffer. */
   'tool:approve-always': async (ctx, { bufnr, row }) => {
     const entry = await ctx.commands.approveAlwaysAt(bufnr, row ?? 0);

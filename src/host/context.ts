@@ -24,6 +24,7 @@ import { Streamer } from './send/stream.js';
 import { SessionRegistry } from './session.js';
 import { ToolCatalogue } from './tools/catalogue.js';
 import { ToolCommands } from './tools/commands.js';
+import { DiffReview } from './tools/diff-review.js';
 import { ToolExecutor } from './tools/executor.js';
 import { LuaTools } from './tools/lua-tools.js';
 import { Previews } from './tools/previews.js';
@@ -42,6 +43,7 @@ export interface HostContext extends HostBase {
   readonly luaTools: LuaTools;
   readonly executor: ToolExecutor;
   readonly commands: ToolCommands;
+  readonly diffReview: DiffReview;
   readonly approval: ApprovalService;
   readonly requests: RequestBuilder;
   readonly usage: UsageTracker;
@@ -156,6 +158,13 @@ export function createContext(
       },
     },
   });
+  const diffReview = new DiffReview({
+    base,
+    catalogue,
+    commands,
+    results,
+    changes: previews.changes,
+  });
   const notices = new ApprovalNotices(lua);
   const sessions: SessionRegistry = new SessionRegistry({
     base,
@@ -195,6 +204,7 @@ export function createContext(
     luaTools,
     executor,
     commands,
+    diffReview,
     approval,
     requests,
     usage,

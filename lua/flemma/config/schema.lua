@@ -1019,8 +1019,14 @@ M.options = S.object({
       conceal_toggle = string_or_false("<Space><Space>"),
       goto_definition = string_or_false("gd"),
       goto_file = string_or_false("gf"),
+      tool_diff = string_or_false("gD"),
     }),
     insert = S.object({ send = S.string("<C-]>") }),
+    -- The keys of a `:Flemma tool:diff` tab.
+    diff = S.object({
+      approve = string_or_false("ga"),
+      reject = string_or_false("gr"),
+    }),
     text_object = string_or_false("m"),
   })),
 

@@ -126,6 +126,8 @@ export interface EmptyPlaceholder {
   headerLine: number;
   /** 1-based line of the placeholder's opening fence. */
   fenceLine: number;
+  /** 1-based first and last line of the tool use (its header to its closing fence). */
+  useSpan: { startLine: number; endLine: number };
 }
 
 /** Every placeholder whose fence holds nothing but whitespace, in buffer order. */
@@ -148,6 +150,7 @@ export function emptyPlaceholders(doc: ChatDocument): EmptyPlaceholder[] {
         input: use.input,
         headerLine: result.span.startLine,
         fenceLine: result.fence.openLine,
+        useSpan: { startLine: use.span.startLine, endLine: use.span.endLine },
       });
     }
   }

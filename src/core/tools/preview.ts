@@ -295,3 +295,26 @@ function charCells(ch: string): number {
   }
   return 1;
 }
+
+/**
+ * `def` with `extra` added to what its formatter says: after the detail of a `{detail, label}`
+ * preview (before `# label`), or after a plain string. Used for the line counts of a pending
+ * file change, which the host knows and the tool's formatter does not.
+ */
+export function withPreviewDetail(
+  def: ToolDefinition | undefined,
+  extra: string,
+): ToolDefinition | undefined {
+  const format = def?.formatPreview;
+  if (def === undefined || format === undefined) return def;
+  return {
+    ...def,
+    formatPreview: (input, maxLength) => {
+      const preview = format(input, maxLength);
+      if (typeof preview === 'string') return preview === '' ? extra : `${preview}  ${extra}`;
+      const detail = preview.detail;
+      const parts = Array.isArray(detail) ? [...detail] : detail === undefined ? [] : [detail];
+      return { ...preview, detail: [...parts, extra] };
+    },
+  };
+}

@@ -43,6 +43,11 @@ export interface ToolDefinition {
   execute?: (input: unknown, ctx: ToolContext) => Promise<ToolOutcome>;
   /** A one-line summary of a call for the placeholder preview; `maxLength` excludes `name: `. */
   formatPreview?: (input: Record<string, unknown>, maxLength: number) => Preview;
+  /**
+   * The one whole file a call would write, for the `+N −M` of its preview (a declarative
+   * `file_write`); undefined when the input does not say yet. Never shown, only counted.
+   */
+  fileChange?: (input: Record<string, unknown>) => { path: string; content: string } | undefined;
   /** The tool may run for a while (shell, search): shown with a spinner, cancellable. */
   async?: boolean;
   /** `false` = registered but only offered when a buffer selects it by name. Default `true`. */

@@ -11,4 +11,5 @@
 export * from './common.js';
 export * from './lua-to-host.js';
 export * from './host-to-lua.js';
+export * from './review.js';
 export type * from './wire.js';

@@ -8,6 +8,7 @@ import type { McpServerStatus } from '../../core/tools/mcp/manager.js';
 import type { SandboxStatus } from '../../core/tools/sandbox/index.js';
 import type { DefinitionAnswer } from '../../core/chat/navigation.js';
 import { ActionError, type Doc, type Method } from './common.js';
+import { REVIEW_ACTIONS, type ReviewActions } from './review.js';
 import type {
   DeclarativeSettings,
   HostInfo,
@@ -35,7 +36,7 @@ interface Buf {
 }
 
 /** Every Lua → host action: its params (as the handler receives them, decoded) and its answer. */
-export interface LuaToHost {
+export interface LuaToHost extends ReviewActions {
   ping: Method<null, HostInfo>;
   'host:info': Method<null, HostInfo>;
   'provider:sdks': Method<
@@ -569,6 +570,7 @@ export const LUA_TO_HOST: { readonly [M in LuaToHostMethod]: LuaToHostSpec<M> } 
     section: 'commands',
     decode: (raw) => ({ server: text(field(raw, 'server')) }),
   },
+  ...REVIEW_ACTIONS,
 };
 
 /**

@@ -1,25 +1,58 @@
 // The preview line of each empty placeholder (the call waiting for the user): what the call would
 // do, in the tool's own words (`formatPreview`, or Lua's for a Lua tool). Sent to Lua when the
 // buffer's placeholders or their previews change, and again for every buffer when the set of tools
-// changes (a new tool may bring its own formatter).
+// changes (a new tool may bring its own formatter). A pending `write` or `edit` also shows what it
+// would change in lines (`+N −M`), which `FileChanges` reads off the drawing path.
 import { emptyPlaceholders } from '../../core/tools/locate.js';
-import { previewBody } from '../../core/tools/preview.js';
+import { previewBody, withPreviewDetail } from '../../core/tools/preview.js';
 import type { DocumentState } from '../../editor/documents.js';
 import type { HostBase } from '../base.js';
 import type { ToolCatalogue } from './catalogue.js';
+import { FileChanges } from './file-changes.js';
 
 export class Previews {
   private readonly keys = new Map<number, string>();
+  /** The line counts of pending file changes (the diff view reads what they first saw). */
+  readonly changes: FileChanges;
 
   constructor(
     private readonly base: Pick<HostBase, 'lua' | 'documents'>,
-    private readonly catalogue: Pick<ToolCatalogue, 'registry' | 'originOf'>,
-  ) {}
+    private readonly catalogue: Pick<ToolCatalogue, 'registry' | 'originOf' | 'isBuiltin'>,
+  ) {
+    this.changes = new FileChanges(
+      (bufnr) => this.base.lua.call('tools.facts', { bufnr }),
+      (bufnr) => {
+        const state = this.base.documents.get(bufnr);
+        if (state !== undefined) this.publish(state);
+      },
+    );
+  }
 
   /** The previews of one buffer, sent when they changed. */
   publish(state: DocumentState): void {
-    const items = emptyPlaceholders(state.document).map((slot) => {
+    const slots = emptyPlaceholders(state.document);
+    // A tool that says which whole file it writes (a declarative `file_write`) is counted from
+    // that; `write` and `edit` only when built in (a tool of the same name from elsewhere means
+    // something else).
+    const calls = slots.flatMap((slot) => {
+      const call = { tool_id: slot.id, name: slot.name, input: slot.input };
       const def = this.catalogue.registry.get(slot.name);
+      if (def?.fileChange !== undefined) {
+        const input = slot.input;
+        const write =
+          typeof input === 'object' && input !== null && !Array.isArray(input)
+            ? def.fileChange(input as Record<string, unknown>)
+            : undefined;
+        return write === undefined ? [] : [{ ...call, write }];
+      }
+      return FileChanges.covers(slot.name) && this.catalogue.isBuiltin(slot.name) ? [call] : [];
+    });
+    this.changes.refresh(state.bufnr, calls);
+    const items = slots.map((slot) => {
+      let def = this.catalogue.registry.get(slot.name);
+      const call = calls.find((item) => item.tool_id === slot.id);
+      const change = call === undefined ? undefined : this.changes.summary(state.bufnr, call);
+      if (change !== undefined) def = withPreviewDetail(def, change);
       const item: Record<string, unknown> = {
         row: slot.fenceLine - 1,
         name: slot.name,
@@ -49,5 +82,6 @@ export class Previews {
 
   forget(bufnr: number): void {
     this.keys.delete(bufnr);
+    this.changes.forget(bufnr);
   }
 }

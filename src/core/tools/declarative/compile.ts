@@ -75,6 +75,8 @@ interface Compiled {
   preview: Previewer;
   /** The longest the implementation may take on its own (ms), for the executor's timeout. */
   budgetMs?: number;
+  /** `file_write`: the path and content a call would write (rendered as when it runs). */
+  fileChange?: (values: Record<string, unknown>) => { path: string; content: string };
   async: boolean;
 }
 
@@ -139,6 +141,16 @@ export function compileDeclarative(
       }
     },
   };
+  const fileChange = compiled.fileChange;
+  if (fileChange !== undefined) {
+    def.fileChange = (input) => {
+      try {
+        return fileChange(withDefaults(params, input));
+      } catch {
+        return undefined;
+      }
+    };
+  }
   if (spec.label !== undefined) def.label = spec.label;
   if (spec.enabled !== undefined) def.enabled = spec.enabled;
   if (compiled.budgetMs !== undefined) def.timeoutSeconds = Math.ceil(compiled.budgetMs / 1000) + 5;
@@ -464,6 +476,10 @@ function compileFileWrite(
   const makeDirs = impl['mkdir'] === true;
   return {
     async: false,
+    fileChange: (values) => ({
+      path: path.render(values, render),
+      content: content.render(values, render),
+    }),
     preview: (values) => {
       const text = content.render(values, { ...render, keepEnv: true });
       return `write ${path.render(values, { ...render, keepEnv: true })} (${formatSize(Buffer.byteLength(text, 'utf8'))})`;

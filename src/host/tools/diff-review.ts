@@ -1,0 +1,217 @@
+// `:Flemma tool:diff`: a pending `write` or `edit` shown as a diff before the user decides, and
+// the decision taken from the diff. The host reads the file and works out what the call would
+// leave; Lua draws the two sides (`lua/flemma/review/diff.lua`).
+//
+// Decisions (docs/tools.md, "Review"):
+// - Approving applies exactly what the proposed side shows. When the user edited it, the tool
+//   use's input in the chat is rewritten first (`inputFor`: a `write` gets the new content, an
+//   `edit` a new `oldText`/`newText`, or becomes a `write` when no edit can express it), so the
+//   chat records what really ran; then the call runs as `<M-CR>` would run it. The file is written
+//   by the tool itself, under the sandbox's write policy and the call's own path: approving from
+//   the diff can change what is written, never where.
+// - The file is compared again when approving: if it is no longer what the left side shows, the
+//   diff is answered again with the file as it is now and a notice, and nothing runs.
+// - A file that changed since the host first counted the call's change (its preview) is flagged
+//   when the diff opens.
+import type { ChatDocument } from '../../core/chat/ast.js';
+import { toolUse } from '../../core/chat/writer.js';
+import { inputFor, proposedContent } from '../../core/tools/file-change.js';
+import { emptyPlaceholders, toolCallAt } from '../../core/tools/locate.js';
+import type { DiffAnswer, DiffSpec } from '../../editor/protocol/review.js';
+import type { HostBase } from '../base.js';
+import type { ToolCatalogue } from './catalogue.js';
+import type { ToolCommands } from './commands.js';
+import { callPath, FileChanges, fingerprint, readText } from './file-changes.js';
+import type { ResultWriter } from './results.js';
+
+export interface DiffReviewDeps {
+  base: Pick<HostBase, 'lua' | 'documents'>;
+  catalogue: Pick<ToolCatalogue, 'isBuiltin'>;
+  commands: Pick<ToolCommands, 'executeAt' | 'setStatusAt'>;
+  results: Pick<ResultWriter, 'fresh' | 'applyEdits'>;
+  changes: Pick<FileChanges, 'firstSeen'>;
+}
+
+const CHANGED_SINCE_PREVIEW = 'The file changed on disk since this call was first previewed.';
+const CHANGED_SINCE_DIFF =
+  'The file changed on disk while the diff was open: the left side now shows it as it is. ' +
+  'Review again, then approve.';
+
+function asRecord(value: unknown): Record<string, unknown> | undefined {
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
+    ? (value as Record<string, unknown>)
+    : undefined;
+}
+
+export class DiffReview {
+  constructor(private readonly deps: DiffReviewDeps) {}
+
+  /** The diff of the pending call under the cursor (0-based `row`), or a warning. */
+  async open(bufnr: number, row: number): Promise<DiffSpec | null> {
+    const state = await this.deps.base.documents.attach(bufnr);
+    if (state === undefined) return null;
+    const found = toolCallAt(state.document, row + 1);
+    if (!found.ok) return this.warn(found.error);
+    const slot = this.pending(state.document, found.call.id);
+    if (slot === undefined) {
+      const waiting = emptyPlaceholders(state.document).some((item) => item.id === found.call.id);
+      return this.warn(
+        waiting
+          ? `Only a pending built-in write or edit can be shown as a diff (${found.call.name} cannot)`
+          : `Tool ${found.call.id} is not waiting for approval`,
+      );
+    }
+    const file = await this.fileOf(bufnr, slot);
+    if (typeof file === 'string') return this.warn(file);
+    const proposal = proposedContent(slot.name, file.input, file.before);
+    if (proposal === undefined) return this.warn(`Tool ${slot.id} has no complete input yet`);
+    if (!proposal.ok)
+      return this.warn(`${slot.name} ${slot.id}: ${proposal.reason} in ${file.path}`);
+    const first = this.deps.changes.firstSeen(bufnr, slot.id);
+    const changed = first !== undefined && first !== fingerprint(file.before);
+    return this.spec(bufnr, slot, file, proposal.after, changed ? CHANGED_SINCE_PREVIEW : null);
+  }
+
+  /** Approve the call with `content` as what it leaves, if the file still holds `before`. */
+  async approve(
+    bufnr: number,
+    toolId: string,
+    before: string,
+    content: string,
+  ): Promise<DiffAnswer> {
+    let state = await this.deps.results.fresh(bufnr);
+    const slot = state === undefined ? undefined : this.pending(state.document, toolId);
+    if (state === undefined || slot === undefined) {
+      this.warn(`Tool ${toolId} is not waiting for approval`);
+      return { status: 'gone' };
+    }
+    const file = await this.fileOf(bufnr, slot);
+    if (typeof file === 'string') {
+      this.warn(file);
+      return { status: 'gone' };
+    }
+    if ((file.before ?? '') !== before) {
+      return {
+        status: 'stale',
+        diff: this.spec(bufnr, slot, file, content, CHANGED_SINCE_DIFF),
+      };
+    }
+    const planned = proposedContent(slot.name, file.input, file.before);
+    if (!(planned?.ok === true && planned.after === content)) {
+      // The user changed the proposal: the chat records the call that leaves what they approved.
+      const next = inputFor(slot.name, file.input, file.before, content);
+      const start = slot.useSpan.startLine - 1;
+      const end = slot.useSpan.endLine;
+      await this.deps.results.applyEdits(bufnr, [
+        {
+          start,
+          end,
+          lines: toolUse({ name: next.name, id: slot.id, input: next.input }),
+          expect: state.lines.slice(start, end),
+        },
+      ]);
+      state = await this.deps.results.fresh(bufnr);
+    }
+    const now = state === undefined ? undefined : this.pending(state.document, toolId);
+    if (now === undefined) {
+      this.warn(`Tool ${toolId} is not waiting for approval`);
+      return { status: 'gone' };
+    }
+    // Not awaited: the answer closes the diff now, the call runs as any other.
+    this.run(bufnr, now.fenceLine - 1);
+    return { status: 'approved' };
+  }
+
+  /** Reject the call, with the user's reason when they gave one. */
+  async reject(bufnr: number, toolId: string, reason: string | undefined): Promise<DiffAnswer> {
+    const state = await this.deps.results.fresh(bufnr);
+    const slot = state === undefined ? undefined : this.pending(state.document, toolId);
+    if (slot === undefined) {
+      this.warn(`Tool ${toolId} is not waiting for approval`);
+      return { status: 'gone' };
+    }
+    const message = reason === undefined || reason.trim() === '' ? undefined : reason;
+    await this.deps.commands.setStatusAt(bufnr, slot.fenceLine - 1, 'rejected', message);
+    const after = await this.deps.results.fresh(bufnr);
+    const header =
+      after?.document === undefined ? undefined : this.resultRow(after.document, toolId);
+    if (header !== undefined) this.run(bufnr, header);
+    return { status: 'rejected' };
+  }
+
+  // ---------------------------------------------------------------------------------------------
+
+  /** The empty placeholder of a built-in `write` or `edit` call `id`. */
+  private pending(
+    document: ChatDocument,
+    id: string,
+  ): ReturnType<typeof emptyPlaceholders>[0] | undefined {
+    const slot = emptyPlaceholders(document).find((item) => item.id === id);
+    if (slot === undefined) return undefined;
+    return FileChanges.covers(slot.name) && this.deps.catalogue.isBuiltin(slot.name)
+      ? slot
+      : undefined;
+  }
+
+  /** 0-based row of the result header of `id` (a placeholder with a reason is no longer empty). */
+  private resultRow(document: ChatDocument, id: string): number | undefined {
+    for (const message of document.messages) {
+      for (const segment of message.segments) {
+        if (segment.kind === 'tool_result' && segment.toolUseId === id) {
+          return segment.span.startLine - 1;
+        }
+      }
+    }
+    return undefined;
+  }
+
+  private async fileOf(
+    bufnr: number,
+    slot: { id: string; name: string; input: unknown },
+  ): Promise<
+    | { input: Record<string, unknown>; path: string; abs: string; before: string | undefined }
+    | string
+  > {
+    const input = asRecord(slot.input);
+    const path = input?.['path'];
+    if (input === undefined || typeof path !== 'string' || path === '') {
+      return `Tool ${slot.id} names no file`;
+    }
+    const facts = await this.deps.base.lua.call('tools.facts', { bufnr });
+    const abs = callPath(facts, path);
+    const before = await readText(abs);
+    if (before === null) return `Cannot read ${path}`;
+    return { input, path, abs, before };
+  }
+
+  private spec(
+    bufnr: number,
+    slot: { id: string; name: string },
+    file: { path: string; abs: string; before: string | undefined },
+    after: string,
+    notice: string | null,
+  ): DiffSpec {
+    return {
+      bufnr,
+      tool_id: slot.id,
+      name: slot.name,
+      path: file.path,
+      abs: file.abs,
+      exists: file.before !== undefined,
+      before: file.before ?? '',
+      after,
+      notice,
+    };
+  }
+
+  private run(bufnr: number, row: number): void {
+    this.deps.commands.executeAt(bufnr, row).catch((error: unknown) => {
+      this.warn(`Cannot run the call: ${error instanceof Error ? error.message : String(error)}`);
+    });
+  }
+
+  private warn(message: string): null {
+    this.deps.base.lua.notify('notify', { level: 'warn', message });
+    return null;
+  }
+}
