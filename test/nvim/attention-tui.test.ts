@@ -2,17 +2,16 @@
 // writes to the pane are recorded (`tmux pipe-pane`), and a reply finishing in a chat that is not
 // current must show up there as the OSC 777 notification — wrapped in tmux's passthrough since
 // `$TMUX` is set in the pane, and bare when it is not. The TUI is driven over its `--listen`
-// socket; the provider is the fake HTTP server.
+// socket by `nvim --server … --remote-expr` (a new connection each time, so one made before the
+// socket listens is simply tried again); the provider is the fake HTTP server.
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { attach, type NeovimClient } from 'neovim';
 import { afterEach, describe, expect, it } from 'vitest';
 import { anthropicReply } from '../helpers/anthropic-script.js';
 import { ROOT, nvimBinary } from '../helpers/driver.js';
 import { type FakeProvider, startFakeProvider } from '../helpers/fake-provider.js';
-import { quietLogger, restoreConsole } from '../helpers/quiet.js';
 
 const cleanups: (() => Promise<void> | void)[] = [];
 let servers = 0;
@@ -33,7 +32,8 @@ async function until<T>(what: string, check: () => T | undefined): Promise<T> {
 }
 
 interface Tui {
-  nvim: NeovimClient;
+  /** Evaluates a Vim expression in the TUI's Neovim; undefined when it cannot be reached. */
+  expr(expression: string): string | undefined;
   /** Every byte Neovim wrote to the pane so far. */
   output(): string;
   /** What the pane shows (for a failure's message). */
@@ -41,7 +41,7 @@ interface Tui {
 }
 
 /** Neovim's TUI in a tmux pane of its own tmux server, its output piped to a file. */
-async function startTui(fake: FakeProvider, withTmuxVar: boolean): Promise<Tui> {
+function startTui(fake: FakeProvider, withTmuxVar: boolean): Tui {
   const home = mkdtempSync(join(tmpdir(), 'flemma-tui-'));
   const work = join(home, 'work');
   for (const dir of ['config', 'data', 'state', 'cache', 'run', 'work']) mkdirSync(join(home, dir));
@@ -96,14 +96,18 @@ async function startTui(fake: FakeProvider, withTmuxVar: boolean): Promise<Tui> 
   });
   // Recorded from now on: everything the programs in the pane write to it.
   tmux('pipe-pane', '-o', `cat >> '${out}'`);
-  await until('the Neovim server socket', () => (existsSync(server) ? true : undefined));
-  const client = attach({ socket: server, options: { logger: quietLogger } });
-  restoreConsole();
-  cleanups.push(() => {
-    client.quit();
-  });
   return {
-    nvim: client,
+    expr: (expression) => {
+      try {
+        return execFileSync(
+          nvimBinary(),
+          ['--clean', '--headless', '--server', server, '--remote-expr', expression],
+          { env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] },
+        ).trim();
+      } catch {
+        return undefined;
+      }
+    },
     output: () => (existsSync(out) ? readFileSync(out, 'latin1') : ''),
     screen: () => tmux('capture-pane', '-p'),
   };
@@ -112,26 +116,17 @@ async function startTui(fake: FakeProvider, withTmuxVar: boolean): Promise<Tui> 
 /** Sends the chat, leaves it for another buffer, and lets the fake reply. */
 async function finishAway(tui: Tui, fake: FakeProvider): Promise<void> {
   // Neovim has entered and shows the chat (`-c` ran: Flemma is set up).
-  const deadline = Date.now() + 10_000;
-  for (;;) {
-    // NOTE: raced with the deadline: a request sent while Neovim starts must not hang the test.
-    let timer: NodeJS.Timeout | undefined;
-    const ready = await Promise.race([
-      tui.nvim.lua(
-        'return vim.v.vim_did_enter == 1 and vim.bo.filetype == "chat" and package.loaded["flemma.attention"] ~= nil',
-      ),
-      new Promise((resolve) => {
-        timer = setTimeout(resolve, Math.max(0, deadline - Date.now()));
-      }),
-    ]);
-    clearTimeout(timer);
-    if (ready === true) break;
-    if (Date.now() > deadline) throw new Error(`Neovim is not ready:\n${tui.screen()}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-  await tui.nvim.command('Flemma send');
+  await until('Neovim showing the chat', () =>
+    tui.expr('luaeval("(vim.v.vim_did_enter == 1 and vim.bo.filetype == [[chat]]) and 1 or 0")') ===
+    '1'
+      ? true
+      : undefined,
+  ).catch((error: unknown) => {
+    throw new Error(`${String(error)}; the pane shows:\n${tui.screen()}`);
+  });
+  tui.expr('execute("Flemma send")');
   const request = await fake.nextRequest();
-  await tui.nvim.command('enew');
+  tui.expr('execute("enew")');
   await anthropicReply(request, 'Done.');
 }
 
@@ -146,7 +141,7 @@ describe('the terminal notification in a TUI', () => {
       async () => {
         const fake = await startFakeProvider();
         cleanups.push(() => fake.close());
-        const tui = await startTui(fake, withTmux);
+        const tui = startTui(fake, withTmux);
         await finishAway(tui, fake);
         const expected = withTmux
           ? '\x1bPtmux;' + OSC.split('\x1b').join('\x1b\x1b') + '\x1b\\'
