@@ -447,6 +447,7 @@ function M.bootstrap()
   require("flemma.trust").bootstrap()
   require("flemma.rebuild").bootstrap()
   require("flemma.editing").bootstrap()
+  require("flemma.attention").bootstrap()
   local group = vim.api.nvim_create_augroup("flemma", { clear = true })
   vim.api.nvim_create_autocmd("FileType", {
     group = group,

@@ -273,6 +273,9 @@ M.methods = {
       require("flemma.notify").retract(params.key)
     end
   end,
+  ["attention.signal"] = function(params)
+    require("flemma.attention").signal(params)
+  end,
   ["rpc.reply"] = function(params)
     -- Not `ok and result or error`: a `false` result is a result.
     if params.ok then

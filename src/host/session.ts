@@ -156,11 +156,16 @@ export class ChatSession {
     );
     if (status !== 'completed') {
       this.stopped();
+      // A cancel is the user's own doing: only a failure asks for them.
+      if (status === 'errored') this.attention('failed');
       return;
     }
     base.hooks.post('conversation:idle', { bufnr });
     // Past the spend cap, autopilot stops here (the usage tracker says so).
-    if (usage.stopsAutopilot(bufnr, config, toolUse)) return;
+    if (usage.stopsAutopilot(bufnr, config, toolUse)) {
+      this.attention('finished');
+      return;
+    }
     trace('response:complete');
     const state = await this.s.results.fresh(bufnr);
     trace('response:fresh');
@@ -169,7 +174,22 @@ export class ChatSession {
     const hasToolUse =
       last !== undefined && last.segments.some((segment) => segment.kind === 'tool_use');
     const tools = (config ?? (await this.s.base.config.get(this.s.base.lua))).tools;
-    await this.conversation.replyFinished(hasToolUse, autopilotSettings(tools));
+    const goesOn = await this.conversation.replyFinished(hasToolUse, autopilotSettings(tools));
+    // The turn is over unless autopilot continues; when it continues, the loop either stops at
+    // a call that waits for the user (`approval`) or comes back here after the next reply.
+    if (!goesOn) this.attention('finished');
+  }
+
+  /**
+   * The user may be needed: Lua decides whether to tell (not while the chat is the current
+   * buffer of a focused Neovim) and how (`attention.*`, lua/flemma/attention.lua).
+   */
+  private attention(reason: 'approval' | 'finished' | 'failed', tools?: string[]): void {
+    this.s.base.lua.notify('attention.signal', {
+      bufnr: this.bufnr,
+      reason,
+      ...(tools === undefined ? {} : { tools }),
+    });
   }
 
   /**
@@ -333,6 +353,10 @@ export class ChatSession {
     base.lua.notify('tools.cursor', { bufnr: this.bufnr, row: first.toolResultLine - 1 });
     // Taken back once none of these calls waits any more (approval-notice.ts).
     this.s.notices.show(this.bufnr, waiting);
+    this.attention(
+      'approval',
+      waiting.map((block) => block.name),
+    );
     await base.hooks.emit('approval:needed', {
       bufnr: this.bufnr,
       tool_ids: waiting.map((block) => block.id),

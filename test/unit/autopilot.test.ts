@@ -118,6 +118,19 @@ describe('the autopilot state machine', () => {
     expect(h.lua.at(-1)).toEqual({ method: 'autopilot.cancel', params: { from_host: true } });
   });
 
+  it('says whether the loop goes on by itself (the turn is over otherwise)', async () => {
+    const h = harness();
+    expect(await h.pilot.replyFinished(true, on)).toBe(true);
+    expect(await harness().pilot.replyFinished(false, on)).toBe(false);
+    expect(await harness().pilot.replyFinished(true, { ...on, enabled: false })).toBe(false);
+    const capped = harness();
+    for (let turn = 1; turn <= 3; turn++) {
+      await capped.pilot.replyFinished(true, on);
+      await capped.pilot.resume(capped.lastToken());
+    }
+    expect(await capped.pilot.replyFinished(true, on)).toBe(false);
+  });
+
   it('does nothing when disabled, or for a reply without tool calls', async () => {
     const off = harness();
     await off.pilot.replyFinished(true, { ...on, enabled: false });

@@ -1156,6 +1156,15 @@ M.options = S.object({
 
   diagnostics = safe(S.object({ enabled = S.boolean(false) })),
 
+  -- Signals when a chat needs you and you are elsewhere (lua/flemma/attention.lua). Read from
+  -- `setup()`. The command runs a program: needs trust.
+  attention = S.object({
+    enabled = safe(S.boolean(true)),
+    terminal = safe(S.union({ S.enum({ "auto", "osc777", "osc9" }), S.literal(false) }, "auto")),
+    bell = safe(S.boolean(true)),
+    command = S.union({ S.list(S.string()), S.literal(false) }, false),
+  }),
+
   integrations = safe(S.object({
     devicons = S.object({
       enabled = S.boolean(true),

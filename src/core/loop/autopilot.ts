@@ -101,12 +101,13 @@ export class Autopilot {
 
   /**
    * A reply finished. With tool calls in it and autopilot on: count the turn and continue, or
-   * stop with a warning past `max_turns`.
+   * stop with a warning past `max_turns`. Resolves to whether the loop goes on by itself (decided
+   * here, before the scheduled continue can run and change the state).
    */
-  async replyFinished(hasToolUse: boolean, settings: AutopilotSettings): Promise<void> {
+  async replyFinished(hasToolUse: boolean, settings: AutopilotSettings): Promise<boolean> {
     if (!settings.enabled || !hasToolUse) {
       if (this.current === 'sending') this.current = 'idle';
-      return;
+      return false;
     }
     this.turns += 1;
     if (this.turns > settings.maxTurns) {
@@ -114,10 +115,11 @@ export class Autopilot {
       this.ports.warn(
         `Autopilot stopped – exceeded ${settings.maxTurns} consecutive turns. Press <C-]> to go on.`,
       );
-      return;
+      return false;
     }
     this.current = 'armed';
     await this.schedule(settings);
+    return true;
   }
 
   /** Every running tool finished (or a background job did). */

@@ -57,8 +57,11 @@ export class Conversation<C extends StepContext> {
     return this.ports.provider.running() || this.ports.tools.running() || this.autopilot.armed;
   }
 
-  /** A reply finished: autopilot counts the turn and goes on when it asked for tools. */
-  replyFinished(hasToolUse: boolean, settings: AutopilotSettings): Promise<void> {
+  /**
+   * A reply finished: autopilot counts the turn and goes on when it asked for tools. Resolves to
+   * whether the loop goes on by itself (false: the turn is over and the user has the word).
+   */
+  replyFinished(hasToolUse: boolean, settings: AutopilotSettings): Promise<boolean> {
     return this.autopilot.replyFinished(hasToolUse, settings);
   }
 

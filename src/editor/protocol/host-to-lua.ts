@@ -125,6 +125,10 @@ export interface HostToLua {
   'usage.confirm': Method<{ bufnr: number; cost: number; limit: number; message: string }, null>;
   notify: Method<{ message: string; level?: 'info' | 'warn' | 'error'; key?: string }, null>;
   'notify.retract': Method<{ key: string }, null>;
+  'attention.signal': Method<
+    { bufnr: number; reason: 'approval' | 'finished' | 'failed'; tools?: string[] },
+    null
+  >;
   'rpc.reply': Method<
     { id: number; ok: true; result: unknown } | { id: number; ok: false; error: string },
     null
@@ -383,6 +387,12 @@ export const HOST_TO_LUA = {
     params: '`{key}`',
     answer: '`nil`',
     section: 'notifyretract',
+  },
+  'attention.signal': {
+    kind: 'notification',
+    params: '`{bufnr, reason, tools?}`',
+    answer: '`nil`',
+    section: 'attentionsignal',
   },
   'rpc.reply': {
     kind: 'notification',
