@@ -451,6 +451,63 @@ async function main() {
       'usage',
       'The usage bar after a reply: model, cost, cache share, tokens and the session total',
     );
+
+    // 4. A change reviewed before it lands: the next reply proposes an edit of src/render.ts,
+    // which waits for approval (its preview counts the lines), and :Flemma tool:diff shows the
+    // file beside what the call would leave.
+    // By default the sandbox lets an edit inside the project run without asking; here the
+    // user wants to review edits first, as a careful user would set it.
+    await pane.keys(
+      ':lua require("flemma").setup({ ui = { usage = { timeout = 0 } }, tools = { auto_approve = { "read" } } })',
+      true,
+    );
+    await pane.keys('Enter');
+    await pane.keys('A');
+    await pane.keys('Do both TODOs in render.ts.', true);
+    await pane.keys('Escape');
+    await pane.keys('C-]');
+    const third = await fake.nextRequest({ path: '/v1/messages', timeout: WAIT_MS });
+    await reply(third, {
+      pieces: ['One edit covers both: wrap at the width, and end with a newline.'],
+      call: {
+        id: 'toolu_02',
+        name: 'edit',
+        input: {
+          label: 'wrap lines, end with a newline',
+          path: 'src/render.ts',
+          oldText: [
+            '  // TODO: wrap long lines at the text width',
+            "  return lines.join('\\n'); // TODO: trailing newline?",
+          ].join('\n'),
+          newText: [
+            '  const wrapped = lines.flatMap((line) => wrap(line, width));',
+            "  return wrapped.join('\\n') + '\\n';",
+          ].join('\n'),
+        },
+      },
+      tokens: { input: 420, output: 88, cacheRead: 1336, cacheCreation: 0 },
+    });
+    await waitForScreen(pane, 'the pending edit with its line counts', (s) =>
+      /src\/render\.ts\s+\+2 −2/u.test(s),
+    );
+    await pane.keys('/status=pending', true);
+    await pane.keys('Enter');
+    await pane.keys(':Flemma tool:diff', true);
+    await pane.keys('Enter');
+    await waitForScreen(
+      pane,
+      'the diff of the edit',
+      (s) => s.includes('wrapped.join') && s.includes('TODO: wrap long lines'),
+    );
+    await pane.keys(':', true);
+    await pane.keys('Escape');
+    await waitForScreen(pane, 'a clear command line', (s) => cmdline(s) === '');
+    await shoot(
+      pane,
+      colours,
+      'diff-review',
+      'A pending edit in diff mode: the file as it is, beside what the call would leave',
+    );
   } finally {
     await cleanup();
   }
