@@ -203,6 +203,20 @@ function H.register_commands()
       end)
     end,
   })
+  commands.register("tool:undo", {
+    desc = "Undo the file changes of the tool call under the cursor (refused if a file changed since)",
+    run = unless_streaming(function()
+      local params = { bufnr = vim.api.nvim_get_current_buf(), row = vim.api.nvim_win_get_cursor(0)[1] - 1 }
+      host.call("tool:undo", params, function(err, answer)
+        if err then
+          require("flemma.notify").warn("tool:undo: " .. tostring(err))
+        elseif answer and answer.ok then
+          -- Buffers showing a restored file read it again, as after any outside change.
+          pcall(vim.cmd.checktime)
+        end
+      end)
+    end),
+  })
   commands.register("tool:why", {
     desc = "Say which approval resolver decided the tool call under the cursor",
     run = tool_command("tool:why"),

@@ -165,6 +165,12 @@ export const actions: { readonly [M in LuaToHostMethod]: Action<M> } = {
     ctx.lua.notify('notify', { level: 'info', message: text });
     return { text };
   },
+  /** `:Flemma tool:undo`: put back the files the call under the cursor changed. */
+  'tool:undo': async (ctx, { bufnr, row }) => {
+    const answer = await ctx.undo.undoAt(bufnr, row ?? 0);
+    ctx.lua.notify('notify', { level: answer.ok ? 'info' : 'warn', message: answer.message });
+    return answer;
+  },
   /** `:Flemma tool:approve` / `tool:reject [message]`: rewrite the status of the block at the cursor. */
   'tool:approve': async (ctx, { bufnr, row }) => {
     await ctx.commands.setStatusAt(bufnr, row ?? 0, 'approved');

@@ -29,6 +29,7 @@ import { LuaTools } from './tools/lua-tools.js';
 import { Previews } from './tools/previews.js';
 import { ResultWriter } from './tools/results.js';
 import { Verdicts } from './tools/verdicts.js';
+import { UndoService } from './undo/service.js';
 import { TrustChecker } from './trust-check.js';
 import { UsageTracker } from './usage.js';
 
@@ -42,6 +43,7 @@ export interface HostContext extends HostBase {
   readonly luaTools: LuaTools;
   readonly executor: ToolExecutor;
   readonly commands: ToolCommands;
+  readonly undo: UndoService;
   readonly approval: ApprovalService;
   readonly requests: RequestBuilder;
   readonly usage: UsageTracker;
@@ -101,11 +103,13 @@ export function createContext(
     toolsBusy: (bufnr) => executor.busy(bufnr),
     autopilotArmed: (bufnr) => sessions.get(bufnr)?.conversation.autopilot.armed ?? false,
   });
+  const undo = new UndoService(base, results);
   const executor: ToolExecutor = new ToolExecutor({
     base,
     catalogue,
     lua: luaTools,
     results,
+    undo,
     loop: {
       requestRunning: (bufnr) => sessions.get(bufnr)?.requestRunning ?? false,
       toolsDone: (bufnr, config) => sessions.of(bufnr).toolsDone(config),
@@ -195,6 +199,7 @@ export function createContext(
     luaTools,
     executor,
     commands,
+    undo,
     approval,
     requests,
     usage,

@@ -91,6 +91,7 @@ export interface LuaToHost {
     }[]
   >;
   'tool:why': Method<At, { text: string }>;
+  'tool:undo': Method<At, { ok: boolean; message: string }>;
   'tool:approve': Method<At, null>;
   'tool:reject': Method<At & { message: string | undefined }, null>;
   'tool:approve-always': Method<At, AlwaysEntry | null>;
@@ -436,6 +437,13 @@ export const LUA_TO_HOST: { readonly [M in LuaToHostMethod]: LuaToHostSpec<M> } 
     kind: 'call',
     params: '`{bufnr, row}`',
     answer: '`{text}`',
+    section: 'commands',
+    decode: at,
+  },
+  'tool:undo': {
+    kind: 'call',
+    params: '`{bufnr, row}`',
+    answer: '`{ok, message}`',
     section: 'commands',
     decode: at,
   },

@@ -1,0 +1,128 @@
+// `:Flemma tool:undo` and the recording behind it: after a call that opened files for writing
+// ran, the executor hands its journal here; the command puts the files back and marks the result.
+//
+// Decisions (docs/tools.md, "Undo and review"):
+// - Undo writes only the paths the call itself wrote: those passed the write policy and the
+//   sandbox's roots when the call ran (the journal notes a path only once the policy allowed it).
+// - All the call's files are checked before any is touched: either every file is put back, or
+//   none is and the message names the one that changed since.
+// - A file the call created is removed again; a file it removed (none of the built-ins does) is
+//   written back.
+import { dirname, join } from 'node:path';
+import { mkdir, unlink, writeFile } from 'node:fs/promises';
+import type { EditorFacts } from '../../editor/protocol/wire.js';
+import type { WriteJournal } from '../../core/tools/context.js';
+import { toolCallAt } from '../../core/tools/locate.js';
+import { markUndone } from '../../core/chat/undone.js';
+import type { HostBase } from '../base.js';
+import type { ResultWriter } from '../tools/results.js';
+import { type UndoLimits, UndoStore, chatKey, currentHash, undoLimits } from './store.js';
+
+/** The store of Neovim's state directory; undefined when Neovim did not say where that is. */
+export function storeFor(facts: Pick<EditorFacts, 'editor_dirs'>): UndoStore | undefined {
+  const state = facts.editor_dirs?.state;
+  return state === undefined || state === ''
+    ? undefined
+    : new UndoStore(join(state, 'flemma', 'undo'));
+}
+
+export class UndoService {
+  constructor(
+    private readonly base: HostBase,
+    private readonly results: Pick<ResultWriter, 'fresh' | 'applyEdits'>,
+  ) {}
+
+  /** `tools.undo` of a configuration's tools table. */
+  limits(tools: Readonly<Record<string, unknown>>): UndoLimits {
+    return undoLimits(tools['undo']);
+  }
+
+  /** Keeps what the call `toolId` found in the files it wrote. Failures are logged, not raised. */
+  async record(
+    bufnr: number,
+    facts: EditorFacts,
+    toolId: string,
+    journal: WriteJournal,
+    limits: UndoLimits,
+  ): Promise<void> {
+    const store = storeFor(facts);
+    if (store === undefined || journal.entries.size === 0) return;
+    try {
+      await store.record(
+        chatKey(facts.filename, bufnr),
+        facts.filename,
+        toolId,
+        journal.entries,
+        limits,
+      );
+    } catch (error) {
+      this.base.logger.warn(`undo: cannot record ${toolId}: ${String(error)}`);
+    }
+  }
+
+  /** `:Flemma tool:undo` on 0-based `row`: what happened, for the user. */
+  async undoAt(bufnr: number, row: number): Promise<{ ok: boolean; message: string }> {
+    const state = await this.base.documents.attach(bufnr);
+    if (state === undefined) return { ok: false, message: 'Not a chat buffer' };
+    const found = toolCallAt(state.document, row + 1);
+    if (!found.ok) return { ok: false, message: found.error };
+    const { call } = found;
+    const result = call.result;
+    if (result === undefined || result.placeholder !== undefined) {
+      return { ok: false, message: `${call.name} (${call.id}) has not run: nothing to undo` };
+    }
+    const facts = await this.base.lua.call('tools.facts', { bufnr });
+    const store = storeFor(facts);
+    const key = chatKey(facts.filename, bufnr);
+    const record = store === undefined ? undefined : await store.load(key, call.id);
+    if (store === undefined || record === undefined) {
+      return {
+        ok: false,
+        message: `Nothing kept to undo ${call.name} (${call.id}): it changed no file, or its record was pruned (tools.undo)`,
+      };
+    }
+    if (record.undone !== undefined) {
+      return { ok: false, message: `${call.name} (${call.id}) is already undone` };
+    }
+    for (const file of record.files) {
+      if (file.skipped !== undefined || file.before === undefined) {
+        return {
+          ok: false,
+          message: `Cannot undo ${call.id}: what ${file.path} held before was not kept (${file.skipped ?? 'unknown'})`,
+        };
+      }
+      const now = await currentHash(file.path).catch(() => 'unreadable');
+      if (now !== file.after) {
+        return {
+          ok: false,
+          message:
+            `Cannot undo ${call.id}: ${file.path} changed since the call ran; nothing was restored. ` +
+            `Compare with :diffsplit ${file.path} (or put back the lines by hand)`,
+        };
+      }
+    }
+    for (const file of record.files) {
+      if (file.before === null) await unlink(file.path).catch(() => undefined);
+      else if (file.before !== undefined) {
+        await mkdir(dirname(file.path), { recursive: true });
+        await writeFile(file.path, Buffer.from(file.before, 'base64'));
+      }
+    }
+    await store.markUndone(key, call.id, record);
+    await this.mark(bufnr, result.span.startLine - 1);
+    const names = record.files.map((file) => file.path).join(', ');
+    return { ok: true, message: `Undid ${call.name} (${call.id}): restored ${names}` };
+  }
+
+  /** Adds `(undone)` to the result header on 0-based `row`. */
+  private async mark(bufnr: number, row: number): Promise<void> {
+    const state = await this.results.fresh(bufnr);
+    const line = state?.lines[row];
+    if (line === undefined) return;
+    const marked = markUndone(line);
+    if (marked === undefined) return;
+    await this.results.applyEdits(bufnr, [
+      { start: row, end: row + 1, lines: [marked], expect: [line] },
+    ]);
+  }
+}
