@@ -165,6 +165,8 @@ export const actions: { readonly [M in LuaToHostMethod]: Action<M> } = {
     ctx.lua.notify('notify', { level: 'info', message: text });
     return { text };
   },
+  /** `:Flemma review`: the calls of a turn, a range or the chat that changed files. */
+  'chat:review': (ctx, { bufnr, scope }) => ctx.undo.review(bufnr, scope),
   /** `:Flemma tool:undo`: put back the files the call under the cursor changed. */
   'tool:undo': async (ctx, { bufnr, row }) => {
     const answer = await ctx.undo.undoAt(bufnr, row ?? 0);

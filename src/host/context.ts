@@ -173,6 +173,7 @@ export function createContext(
     cancelPending: (bufnr) => commands.cancelPending(bufnr),
     memo,
     notices,
+    undo,
   });
   const trust = new TrustChecker({
     base,
@@ -210,6 +211,7 @@ export function createContext(
       notices.forget(bufnr);
       requests.forget(bufnr);
       approval.session.clear(bufnr);
+      undo.forget(bufnr);
       sessions.forget(bufnr);
     },
   };

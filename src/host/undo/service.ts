@@ -9,11 +9,19 @@
 // - A file the call created is removed again; a file it removed (none of the built-ins does) is
 //   written back.
 import { dirname, join } from 'node:path';
+import type { ChatDocument } from '../../core/chat/ast.js';
+import { type GitState, changedSince, gitState } from './git.js';
 import { mkdir, unlink, writeFile } from 'node:fs/promises';
 import type { EditorFacts } from '../../editor/protocol/wire.js';
 import type { WriteJournal } from '../../core/tools/context.js';
 import { toolCallAt } from '../../core/tools/locate.js';
 import { markUndone } from '../../core/chat/undone.js';
+import {
+  type ReviewCall,
+  type ReviewScope,
+  callsInScope,
+  startsTurn,
+} from '../../core/chat/review.js';
 import type { HostBase } from '../base.js';
 import type { ResultWriter } from '../tools/results.js';
 import { type UndoLimits, UndoStore, chatKey, currentHash, undoLimits } from './store.js';
@@ -26,7 +34,15 @@ export function storeFor(facts: Pick<EditorFacts, 'editor_dirs'>): UndoStore | u
     : new UndoStore(join(state, 'flemma', 'undo'));
 }
 
+/** The chat file's directory, else Neovim's working directory. */
+function chatDir(facts: Pick<EditorFacts, 'filename' | 'cwd'>): string {
+  return facts.filename === null ? facts.cwd : dirname(facts.filename);
+}
+
 export class UndoService {
+  /** Per buffer: what `git status` listed when its last turn started (see git.ts). */
+  private readonly turns = new Map<number, Promise<GitState | undefined>>();
+
   constructor(
     private readonly base: HostBase,
     private readonly results: Pick<ResultWriter, 'fresh' | 'applyEdits'>,
@@ -112,6 +128,73 @@ export class UndoService {
     await this.mark(bufnr, result.span.startLine - 1);
     const names = record.files.map((file) => file.path).join(', ');
     return { ok: true, message: `Undid ${call.name} (${call.id}): restored ${names}` };
+  }
+
+  /**
+   * A request of the buffer starts: when it sends the user's own message (a new turn), what git
+   * lists as changed is noted, without delaying the request.
+   */
+  sending(bufnr: number, document: ChatDocument): void {
+    if (!startsTurn(document)) return;
+    const state = this.base.lua
+      .call('tools.facts', { bufnr })
+      .then((facts) => gitState(chatDir(facts)))
+      .catch(() => undefined);
+    this.turns.set(bufnr, state);
+  }
+
+  forget(bufnr: number): void {
+    this.turns.delete(bufnr);
+  }
+
+  /** `:Flemma review`: the calls in `scope` that changed files, with what each file held before. */
+  async review(bufnr: number, scope: ReviewScope): Promise<{ calls: ReviewCall[]; git: string[] }> {
+    const state = await this.base.documents.attach(bufnr);
+    if (state === undefined) return { calls: [], git: [] };
+    const facts = await this.base.lua.call('tools.facts', { bufnr });
+    const calls = await this.reviewCalls(bufnr, scope, state.document, facts);
+    const start = scope.kind === 'last' ? await this.turns.get(bufnr) : undefined;
+    if (start === undefined) return { calls, git: [] };
+    const now = await gitState(chatDir(facts)).catch(() => undefined);
+    if (now === undefined) return { calls, git: [] };
+    // Files the calls' own records cover are listed with their hunks already.
+    // The chat file itself is what the user reads the turn in.
+    const known = new Set(calls.flatMap((call) => call.files.map((file) => file.path)));
+    if (facts.filename !== null) known.add(facts.filename);
+    return { calls, git: changedSince(start, now).filter((path) => !known.has(path)) };
+  }
+
+  private async reviewCalls(
+    bufnr: number,
+    scope: ReviewScope,
+    document: ChatDocument,
+    facts: EditorFacts,
+  ): Promise<ReviewCall[]> {
+    const store = storeFor(facts);
+    if (store === undefined) return [];
+    const key = chatKey(facts.filename, bufnr);
+    const out: ReviewCall[] = [];
+    for (const call of callsInScope(document, scope)) {
+      const record = await store.load(key, call.id);
+      if (record === undefined) continue;
+      out.push({
+        tool_id: call.id,
+        name: call.name,
+        line: call.line,
+        undone: record.undone !== undefined,
+        files: record.files.map((file) => {
+          if (file.skipped !== undefined || file.before === undefined) {
+            return { path: file.path, before: null, skipped: file.skipped ?? 'not kept' };
+          }
+          return {
+            path: file.path,
+            before:
+              file.before === null ? null : Buffer.from(file.before, 'base64').toString('utf8'),
+          };
+        }),
+      });
+    }
+    return out;
   }
 
   /** Adds `(undone)` to the result header on 0-based `row`. */
