@@ -63,6 +63,11 @@ describe(':Flemma tool:undo', () => {
     const created = notes.replace(/notes\.txt$/, 'sub/new.txt');
     expect(readFileSync(notes, 'utf8')).toBe('one\nTWO\nthree\n');
     expect(readFileSync(created, 'utf8')).toBe('fresh\n');
+    // One record per call, in Neovim's state directory.
+    const stored = await d.lua<string[]>(
+      'return vim.fn.glob(vim.fn.stdpath("state") .. "/flemma/undo/*.json", false, true)',
+    );
+    expect(stored).toHaveLength(2);
 
     await undo(d, 'toolu_E1');
     await d.waitForNotification(/Undid edit \(toolu_E1\)/);
@@ -127,6 +132,27 @@ async function quickfix(d: Driver): Promise<{ title: string; items: QfItem[] }> 
     end
     return { title = info.title, items = items }`);
 }
+
+describe('tools.undo', () => {
+  it('enabled = false keeps nothing, and the undo says so', async () => {
+    driver = await startDriver({
+      setup:
+        'require("flemma").setup({ tools = { autopilot = false, undo = { enabled = false } } })',
+    });
+    const d = driver;
+    const notes = d.writeFile('notes.txt', 'old\n');
+    await runCalls(d, [
+      toolUse('write', 'toolu_N1', { label: 'w', path: 'notes.txt', content: 'new\n' }),
+    ]);
+    await undo(d, 'toolu_N1');
+    await d.waitForNotification(/Nothing kept to undo write \(toolu_N1\)/);
+    expect(readFileSync(notes, 'utf8')).toBe('new\n');
+    const stored = await d.lua<number>(
+      'return #vim.fn.glob(vim.fn.stdpath("state") .. "/flemma/undo/*.json", false, true)',
+    );
+    expect(stored).toBe(0);
+  });
+});
 
 describe(':Flemma review', () => {
   const TURNS = [
