@@ -103,7 +103,9 @@ export function createContext(
     toolsBusy: (bufnr) => executor.busy(bufnr),
     autopilotArmed: (bufnr) => sessions.get(bufnr)?.conversation.autopilot.armed ?? false,
   });
-  const undo = new UndoService(base, results);
+  const undo = new UndoService(base, results, (bufnr, document) =>
+    sessions.of(bufnr).context(document),
+  );
   const executor: ToolExecutor = new ToolExecutor({
     base,
     catalogue,

@@ -133,6 +133,41 @@ async function quickfix(d: Driver): Promise<{ title: string; items: QfItem[] }> 
     return { title = info.title, items = items }`);
 }
 
+describe(':Flemma tool:undo and the sandbox', () => {
+  it('writes through the policy in force: a path it no longer allows is refused', async () => {
+    driver = await startDriver({
+      setup: `require("flemma").setup({
+        tools = { autopilot = false },
+        sandbox = { policy = { rw_paths = { "urn:flemma:cwd" } } },
+      })`,
+    });
+    const d = driver;
+    const outside = d.writeFile('../outside/keep.txt', 'keep\n');
+    await d.openChat('undo.chat', ['@You:', 'Go.']);
+    await d.press(':Flemma sandbox:disable<CR>');
+    await d.waitForNotification(/[Ss]andbox/);
+    await d.command('bwipeout!');
+    await runCalls(d, [
+      toolUse('write', 'toolu_S1', { label: 'w', path: '../outside/keep.txt', content: 'gone\n' }),
+    ]);
+    expect(readFileSync(outside, 'utf8')).toBe('gone\n');
+    const count = d.notifications().length;
+    await d.press(':Flemma sandbox:enable<CR>');
+    await d.waitForNotification(/[Ss]andbox/, { after: count });
+    await undo(d, 'toolu_S1');
+    const note = await d.waitForNotification(/Cannot undo toolu_S1/);
+    expect(note.message).toContain('Sandbox: write denied');
+    expect(readFileSync(outside, 'utf8')).toBe('gone\n');
+    expect((await d.lines()).some((line) => line.includes('(undone)'))).toBe(false);
+
+    // Allowed again, the same undo goes through.
+    await d.press(':Flemma sandbox:disable<CR>');
+    await undo(d, 'toolu_S1');
+    await d.waitForNotification(/Undid write \(toolu_S1\)/);
+    expect(readFileSync(outside, 'utf8')).toBe('keep\n');
+  });
+});
+
 describe('tools.undo', () => {
   it('enabled = false keeps nothing, and the undo says so', async () => {
     driver = await startDriver({

@@ -2,8 +2,10 @@
 // ran, the executor hands its journal here; the command puts the files back and marks the result.
 //
 // Decisions (docs/tools.md, "Undo and review"):
-// - Undo writes only the paths the call itself wrote: those passed the write policy and the
-//   sandbox's roots when the call ran (the journal notes a path only once the policy allowed it).
+// - Undo writes only the paths the call itself wrote (the journal notes a path only once the
+//   policy allowed it), and through the same door as the tools, under the policy in force now
+//   (`ctx.sandbox.open_for_write`: the write policy, the roots, no link swapped on the way): a
+//   sandbox enabled since the call can refuse an undo, with its own message.
 // - All the call's files are checked before any is touched: either every file is put back, or
 //   none is and the message names the one that changed since.
 // - A file the call created is removed again; a file it removed (none of the built-ins does) is
@@ -11,9 +13,19 @@
 import { dirname, join } from 'node:path';
 import type { ChatDocument } from '../../core/chat/ast.js';
 import { type GitState, changedSince, gitState } from './git.js';
-import { mkdir, unlink, writeFile } from 'node:fs/promises';
+import { unlink } from 'node:fs/promises';
+import { homedir } from 'node:os';
 import type { EditorFacts } from '../../editor/protocol/wire.js';
-import type { WriteJournal } from '../../core/tools/context.js';
+import {
+  type PathConfinement,
+  type SandboxAccess,
+  type WriteJournal,
+  confine,
+} from '../../core/tools/context.js';
+import { SandboxViolation } from '../../core/tools/sandbox/roots.js';
+import type { EditorContext } from '../editor-context.js';
+import { sandboxFor } from '../sandbox.js';
+import { rootsFor, withRootPaths } from '../tool-extras.js';
 import { toolCallAt } from '../../core/tools/locate.js';
 import { markUndone } from '../../core/chat/undone.js';
 import {
@@ -46,7 +58,53 @@ export class UndoService {
   constructor(
     private readonly base: HostBase,
     private readonly results: Pick<ResultWriter, 'fresh' | 'applyEdits'>,
+    /** The buffer's configuration and facts, as a tool call would get them. */
+    private readonly context: (bufnr: number, document: ChatDocument) => Promise<EditorContext>,
   ) {}
+
+  /** The write side of `ctx.sandbox` a tool of the buffer would get now. */
+  private async access(editor: EditorContext): Promise<SandboxAccess & PathConfinement> {
+    const { config, facts } = editor;
+    const roots = rootsFor(config.sandbox, facts, process.env, homedir());
+    const settings = roots === undefined ? config.sandbox : withRootPaths(config.sandbox, roots);
+    const sandbox = await sandboxFor(
+      settings,
+      facts,
+      homedir(),
+      this.base.sandboxBackends,
+      this.base.lua,
+      { sensitivePaths: config.tools['sensitive_paths'] },
+    );
+    const base = facts.filename === null ? facts.cwd : dirname(facts.filename);
+    return confine(sandbox.access, sandbox.enabled ? roots : undefined, base, homedir());
+  }
+
+  /** Puts the files back through the policy; the first refusal, else undefined. */
+  private async restore(
+    access: SandboxAccess & PathConfinement,
+    files: readonly { path: string; before?: string | null }[],
+  ): Promise<string | undefined> {
+    try {
+      // Every path is checked before any is written: a refusal leaves all files as they are.
+      for (const file of files) await access.resolve(file.path, { write: true });
+      for (const file of files) {
+        if (file.before === null) await unlink(file.path).catch(() => undefined);
+        else if (file.before !== undefined) {
+          const { handle } = await access.open_for_write(file.path, { mkdir: true });
+          try {
+            await handle.truncate(0);
+            await handle.writeFile(Buffer.from(file.before, 'base64'));
+          } finally {
+            await handle.close();
+          }
+        }
+      }
+      return undefined;
+    } catch (error) {
+      if (error instanceof SandboxViolation) return error.message;
+      return error instanceof Error ? error.message : String(error);
+    }
+  }
 
   /** `tools.undo` of a configuration's tools table. */
   limits(tools: Readonly<Record<string, unknown>>): UndoLimits {
@@ -117,13 +175,10 @@ export class UndoService {
         };
       }
     }
-    for (const file of record.files) {
-      if (file.before === null) await unlink(file.path).catch(() => undefined);
-      else if (file.before !== undefined) {
-        await mkdir(dirname(file.path), { recursive: true });
-        await writeFile(file.path, Buffer.from(file.before, 'base64'));
-      }
-    }
+    const editor = await this.context(bufnr, state.document);
+    if (editor.problem !== undefined) return { ok: false, message: editor.problem };
+    const refused = await this.restore(await this.access(editor), record.files);
+    if (refused !== undefined) return { ok: false, message: `Cannot undo ${call.id}: ${refused}` };
     await store.markUndone(key, call.id, record);
     await this.mark(bufnr, result.span.startLine - 1);
     const names = record.files.map((file) => file.path).join(', ');
