@@ -132,6 +132,8 @@ function M.setup()
     M.run(opts.fargs, opts)
   end, {
     nargs = "*",
+    -- A range is for the commands that take one (`:'<,'>Flemma review`); the others ignore it.
+    range = true,
     complete = function(arglead, cmdline, cursorpos)
       return M.complete(arglead, cmdline, cursorpos)
     end,

@@ -223,6 +223,42 @@ function H.register_commands()
       end)
     end,
   })
+  commands.register("tool:undo", {
+    desc = "Undo the file changes of the tool call under the cursor (refused if a file changed since)",
+    run = function()
+      local params = { bufnr = vim.api.nvim_get_current_buf(), row = vim.api.nvim_win_get_cursor(0)[1] - 1 }
+      if vim.bo.filetype ~= "chat" then
+        -- From an entry of `:Flemma review` (in the quickfix window or in the file it opened).
+        local review = require("flemma.review")
+        local chat, tool_id = review.current_entry()
+        local row = chat and vim.api.nvim_buf_is_valid(chat) and review.call_row(chat, tool_id)
+        if not row then
+          error("not on a tool call of a chat, nor on a :Flemma review entry")
+        end
+        params = { bufnr = chat, row = row }
+      end
+      if require("flemma.guard").refuse(params.bufnr) then
+        return
+      end
+      host.call("tool:undo", params, function(err, answer)
+        if err then
+          require("flemma.notify").warn("tool:undo: " .. tostring(err))
+        elseif answer and answer.ok then
+          -- Buffers showing a restored file read it again, as after any outside change.
+          pcall(vim.cmd.checktime)
+        end
+      end)
+    end,
+  })
+  commands.register("review", {
+    desc = "Put the file changes of the last turn's tool calls in the quickfix list, one entry per hunk ('all': the whole chat; with a range: those messages)",
+    complete = function()
+      return { "all" }
+    end,
+    run = function(args, ctx)
+      require("flemma.review").run(args, ctx)
+    end,
+  })
   commands.register("tool:why", {
     desc = "Say which approval resolver decided the tool call under the cursor",
     run = tool_command("tool:why"),

@@ -165,6 +165,14 @@ export const actions: { readonly [M in LuaToHostMethod]: Action<M> } = {
     ctx.lua.notify('notify', { level: 'info', message: text });
     return { text };
   },
+  /** `:Flemma review`: the calls of a turn, a range or the chat that changed files. */
+  'chat:review': (ctx, { bufnr, scope }) => ctx.undo.review(bufnr, scope),
+  /** `:Flemma tool:undo`: put back the files the call under the cursor changed. */
+  'tool:undo': async (ctx, { bufnr, row }) => {
+    const answer = await ctx.undo.undoAt(bufnr, row ?? 0);
+    ctx.lua.notify('notify', { level: answer.ok ? 'info' : 'warn', message: answer.message });
+    return answer;
+  },
   /** `:Flemma tool:approve` / `tool:reject [message]`: rewrite the status of the block at the cursor. */
   'tool:approve': async (ctx, { bufnr, row }) => {
     await ctx.commands.setStatusAt(bufnr, row ?? 0, 'approved');

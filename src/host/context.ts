@@ -30,6 +30,7 @@ import { LuaTools } from './tools/lua-tools.js';
 import { Previews } from './tools/previews.js';
 import { ResultWriter } from './tools/results.js';
 import { Verdicts } from './tools/verdicts.js';
+import { UndoService } from './undo/service.js';
 import { TrustChecker } from './trust-check.js';
 import { UsageTracker } from './usage.js';
 
@@ -44,6 +45,7 @@ export interface HostContext extends HostBase {
   readonly executor: ToolExecutor;
   readonly commands: ToolCommands;
   readonly diffReview: DiffReview;
+  readonly undo: UndoService;
   readonly approval: ApprovalService;
   readonly requests: RequestBuilder;
   readonly usage: UsageTracker;
@@ -103,11 +105,15 @@ export function createContext(
     toolsBusy: (bufnr) => executor.busy(bufnr),
     autopilotArmed: (bufnr) => sessions.get(bufnr)?.conversation.autopilot.armed ?? false,
   });
+  const undo = new UndoService(base, results, (bufnr, document) =>
+    sessions.of(bufnr).context(document),
+  );
   const executor: ToolExecutor = new ToolExecutor({
     base,
     catalogue,
     lua: luaTools,
     results,
+    undo,
     loop: {
       requestRunning: (bufnr) => sessions.get(bufnr)?.requestRunning ?? false,
       toolsDone: (bufnr, config) => sessions.of(bufnr).toolsDone(config),
@@ -178,6 +184,7 @@ export function createContext(
     cancelPending: (bufnr) => commands.cancelPending(bufnr),
     memo,
     notices,
+    undo,
   });
   const trust = new TrustChecker({
     base,
@@ -205,6 +212,7 @@ export function createContext(
     executor,
     commands,
     diffReview,
+    undo,
     approval,
     requests,
     usage,
@@ -215,6 +223,7 @@ export function createContext(
       notices.forget(bufnr);
       requests.forget(bufnr);
       approval.session.clear(bufnr);
+      undo.forget(bufnr);
       sessions.forget(bufnr);
     },
   };

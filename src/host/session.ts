@@ -15,6 +15,7 @@ import { type ContextOptions, type EditorContext, fetchEditorContext } from './e
 import type { Streamer, SendStatus } from './send/stream.js';
 import type { ToolCatalogue } from './tools/catalogue.js';
 import type { ToolExecutor } from './tools/executor.js';
+import type { UndoService } from './undo/service.js';
 import type { ResultWriter } from './tools/results.js';
 import type { Config } from '../core/config/config.js';
 import type { Verdicts } from './tools/verdicts.js';
@@ -43,6 +44,8 @@ export interface SessionServices {
   memo: WeakMap<Message, string>;
   /** The "Approval needed" messages, taken back when nothing they named waits. */
   notices: Pick<ApprovalNotices, 'show'>;
+  /** Told of each send (a turn's start is noted for `:Flemma review`). */
+  undo?: Pick<UndoService, 'sending'>;
 }
 
 /** A denial with no resolver: the call cannot run at all (an unknown tool, a repeated id…). */
@@ -118,6 +121,8 @@ export class ChatSession {
       });
       return undefined;
     }
+    const document = base.documents.get(this.bufnr)?.document;
+    if (document !== undefined) this.s.undo?.sending(this.bufnr, document);
     const controller = new AbortController();
     this.request = controller;
     let status: SendStatus | undefined;

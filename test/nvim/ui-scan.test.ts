@@ -191,6 +191,37 @@ describe('the drawing scan agrees with the host parser', () => {
     expect([...kinds].sort()).toEqual(['thinking', 'tool_result', 'tool_use']);
   });
 
+  it('on results marked undone by :Flemma tool:undo, with and without an error', async () => {
+    const chat = [
+      '@You:',
+      'Go.',
+      '@Assistant:',
+      '**Tool Use:** `edit` (`t1`)',
+      '```json',
+      '{"path":"a"}',
+      '```',
+      '**Tool Use:** `write` (`t2`)',
+      '```json',
+      '{"path":"b"}',
+      '```',
+      '@You:',
+      '**Tool Result:** `t1` (undone)',
+      '```',
+      'Edited a',
+      '```',
+      '**Tool Result:** `t2` (error undone)',
+      '```',
+      'Cannot write b',
+      '```',
+    ];
+    const [got] = await luaOutlines([chat]);
+    expect(got).toEqual(hostOutline(chat));
+    expect(got?.blocks.filter((b) => b.kind === 'tool_result')).toEqual([
+      { kind: 'tool_result', row: 12, end_row: 15 },
+      { kind: 'tool_result', row: 16, end_row: 19, error: true },
+    ]);
+  });
+
   it('after thousands of random edits of the fixtures', async () => {
     const next = random(20261123);
     const chats: string[][] = [];

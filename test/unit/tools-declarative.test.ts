@@ -12,6 +12,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 
 import {
   type ContextInit,
+  WriteJournal,
   createExecutionContext,
   noSandbox,
 } from '../../src/core/tools/context.js';
@@ -513,6 +514,21 @@ describe('files', () => {
     const file = join(work, 'a/b/c.txt');
     expect(await readFile(file, 'utf8')).toBe('hi');
     expect((await stat(file)).mode & 0o777).toBe(0o600);
+  });
+
+  it('file_write notes what the file held before in the undo journal (:Flemma tool:undo)', async () => {
+    const def = await loadOne(
+      'name: save\ndescription: X\nparams:\n  - { name: path, type: string, required: true }\n  - { name: content, type: string, required: true }\nimplementation: { type: file_write }\n',
+    );
+    await writeFile(join(work, 'kept.txt'), 'before');
+    const journal = new WriteJournal(1024);
+    const c = ctx({ journal });
+    expect((await run(def, { path: 'kept.txt', content: 'after' }, c)).ok).toBe(true);
+    expect((await run(def, { path: 'new.txt', content: 'x' }, c)).ok).toBe(true);
+    expect([...journal.entries]).toEqual([
+      [join(work, 'kept.txt'), { kind: 'content', content: Buffer.from('before') }],
+      [join(work, 'new.txt'), { kind: 'absent' }],
+    ]);
   });
 
   it('file_write without mkdir refuses a missing directory; escapes and read-only roots are refused', async () => {

@@ -834,6 +834,17 @@ M.options = S.object({
     -- Seconds after which a running tool moves to the background by itself (0: never).
     background_after = safe(S.integer(0, { min = 0 })),
     cursor_after_result = safe(S.enum({ "result", "stay", "next" }, "result")),
+    -- What `write`, `edit`, `file_write` (and any tool writing through `ctx.sandbox.open_for_write`)
+    -- keep of a file before changing it, for `:Flemma tool:undo` (docs/tools.md, "Undo and review"):
+    -- files over `max_bytes` are not kept; the oldest records go once all of them pass
+    -- `max_total_bytes` or are older than `max_age_days`. Turning undo on is safe anywhere; off, or
+    -- other bounds, need trust (a chat must not quietly remove the user's way back).
+    undo = S.object({
+      enabled = S.trust({ only = { true } }, S.boolean(true)),
+      max_bytes = S.integer(1048576, { min = 0 }),
+      max_total_bytes = S.integer(52428800, { min = 0 }),
+      max_age_days = S.integer(14, { min = 0 }),
+    }),
     -- How tools reach the model: "native" (the provider's tool calling) or "xml" (tools described
     -- in the system prompt, XML tool blocks in the reply; docs/tools.md, "XML tool calling"). A
     -- table picks per provider and model: { default = "native", openai_compatible = "xml",

@@ -3,6 +3,7 @@
 // gets a synthetic error result and a warning, so that a request is always well-formed.
 import type { ChatDocument, Diagnostic, Message, Segment, Span } from './ast.js';
 import { type DuplicateToolUse, type ToolUseIds, toolUseIds } from './tool-ids.js';
+import { UNDONE_NOTE, isUndone } from './undone.js';
 
 export interface TextPart {
   kind: 'text';
@@ -256,12 +257,18 @@ export function assemblePrompt(document: ChatDocument): Prompt {
             kind: 'tool_result',
             toolUseId: segment.toolUseId,
             name: uses.get(segment.toolUseId)?.name ?? '',
-            parts: segment.segments.flatMap((piece) => {
-              const part = contentPart(piece);
-              return part !== undefined && (part.kind === 'text' || part.kind === 'file_reference')
-                ? [part]
-                : [];
-            }),
+            parts: [
+              ...segment.segments.flatMap((piece) => {
+                const part = contentPart(piece);
+                return part !== undefined &&
+                  (part.kind === 'text' || part.kind === 'file_reference')
+                  ? [part]
+                  : [];
+              }),
+              ...(isUndone(segment.meta)
+                ? [{ kind: 'text' as const, text: `\n\n${UNDONE_NOTE}` }]
+                : []),
+            ],
             isError: segment.isError,
             synthetic: false,
           });

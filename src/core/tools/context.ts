@@ -4,6 +4,7 @@
 // `ctx.get_config()`. A JavaScript tool additionally gets `signal` (aborted on cancel or timeout)
 // and `tool_id`.
 
+import { readFile, stat } from 'node:fs/promises';
 import { isAbsolute, resolve as resolvePath } from 'node:path';
 import {
   MAX_BYTES,
@@ -139,6 +140,51 @@ export interface ContextInit {
   signal?: AbortSignal;
   /** The sandbox roots in force (`sandbox.roots`); none when absent. */
   roots?: SandboxRoots | undefined;
+  /** Keeps what each file opened for writing held before (for `:Flemma tool:undo`). */
+  journal?: WriteJournal | undefined;
+}
+
+/** What a file held before a call first opened it for writing. */
+export type BeforeWrite =
+  | { kind: 'absent' }
+  | { kind: 'content'; content: Buffer }
+  /** Larger than the journal keeps (or unreadable): the call cannot be undone for this file. */
+  | { kind: 'skipped'; reason: string };
+
+/**
+ * The files one call opens through `ctx.sandbox.open_for_write`, each with what it held before
+ * the first opening (a second opening by the same call keeps the first state: undo goes back to
+ * before the call, not before its last write). Every file-changing tool writes through that one
+ * door, so built-in, declarative and JavaScript tools are all covered alike.
+ */
+export class WriteJournal {
+  readonly entries = new Map<string, BeforeWrite>();
+
+  constructor(private readonly maxBytes: number) {}
+
+  async note(abs: string): Promise<void> {
+    if (this.entries.has(abs)) return;
+    this.entries.set(abs, await this.snapshot(abs));
+  }
+
+  private async snapshot(abs: string): Promise<BeforeWrite> {
+    let size: number;
+    try {
+      const info = await stat(abs);
+      if (!info.isFile()) return { kind: 'skipped', reason: 'not a regular file' };
+      size = info.size;
+    } catch {
+      return { kind: 'absent' };
+    }
+    if (size > this.maxBytes) {
+      return { kind: 'skipped', reason: `larger than tools.undo.max_bytes (${formatSize(size)})` };
+    }
+    try {
+      return { kind: 'content', content: await readFile(abs) };
+    } catch (error) {
+      return { kind: 'skipped', reason: error instanceof Error ? error.message : String(error) };
+    }
+  }
 }
 
 /** Resolves `path` against `base`; absolute paths and `~/` paths pass through (expanded). */
@@ -162,7 +208,7 @@ export function createExecutionContext(init: ContextInit, home: string): Executi
     __dirname: dirname,
     __filename: init.filename,
     path: { resolve: (path) => resolveAgainst(base, path, home) },
-    sandbox: confine(init.sandbox ?? noSandbox, init.roots, base, home),
+    sandbox: confine(init.sandbox ?? noSandbox, init.roots, base, home, init.journal),
     truncate: truncateAccess,
     get_config: () =>
       config === undefined ? undefined : structuredClone<Record<string, unknown>>(config),
@@ -176,6 +222,7 @@ export function confine(
   roots: SandboxRoots | undefined,
   base: string,
   home: string,
+  journal?: WriteJournal,
 ): SandboxAccess & PathConfinement {
   const active = roots?.active === true ? roots : undefined;
   const denied = (path: string): SandboxViolation =>
@@ -201,6 +248,8 @@ export function confine(
     resolve,
     open_for_write: async (path, options = {}) => {
       const abs = await resolve(path, { write: true });
+      // Only a path the policy lets the call write is noted, so undo never writes anywhere else.
+      await journal?.note(abs);
       // Every real location on the way is checked again as the walk reaches it: the write policy,
       // and the roots (a link swapped meanwhile must not lead into a read-only root either).
       const allowed = async (real: string): Promise<boolean> => {

@@ -7,6 +7,7 @@ import type { AlwaysEntry } from '../../core/approval/session.js';
 import type { McpServerStatus } from '../../core/tools/mcp/manager.js';
 import type { SandboxStatus } from '../../core/tools/sandbox/index.js';
 import type { DefinitionAnswer } from '../../core/chat/navigation.js';
+import type { ReviewCall, ReviewScope } from '../../core/chat/review.js';
 import { ActionError, type Doc, type Method } from './common.js';
 import { REVIEW_ACTIONS, type ReviewActions } from './review.js';
 import type {
@@ -92,6 +93,8 @@ export interface LuaToHost extends ReviewActions {
     }[]
   >;
   'tool:why': Method<At, { text: string }>;
+  'tool:undo': Method<At, { ok: boolean; message: string }>;
+  'chat:review': Method<Buf & { scope: ReviewScope }, { calls: ReviewCall[]; git: string[] }>;
   'tool:approve': Method<At, null>;
   'tool:reject': Method<At & { message: string | undefined }, null>;
   'tool:approve-always': Method<At, AlwaysEntry | null>;
@@ -162,6 +165,21 @@ function listOf<T>(value: unknown): T[] {
 const none = (): null => null;
 const buf = (raw: unknown): Buf => ({ bufnr: bufnrOf(raw) });
 const at = (raw: unknown): At => ({ bufnr: bufnrOf(raw), row: rowOf(raw) });
+/** `scope = "last" | "all" | { first, last }` (1-based lines) of `chat:review`. */
+const reviewScope = (raw: unknown): Buf & { scope: ReviewScope } => {
+  const scope = field(raw, 'scope');
+  const bufnr = bufnrOf(raw);
+  if (scope === 'all') return { bufnr, scope: { kind: 'all' } };
+  const first = field(scope, 'first');
+  const last = field(scope, 'last');
+  if (typeof first === 'number' && typeof last === 'number') {
+    return {
+      bufnr,
+      scope: { kind: 'range', first: Math.min(first, last), last: Math.max(first, last) },
+    };
+  }
+  return { bufnr, scope: { kind: 'last' } };
+};
 const token = (raw: unknown): Buf & { token: number } => {
   const value = field(raw, 'token');
   return { bufnr: bufnrOf(raw), token: typeof value === 'number' ? value : -1 };
@@ -437,6 +455,21 @@ export const LUA_TO_HOST: { readonly [M in LuaToHostMethod]: LuaToHostSpec<M> } 
     kind: 'call',
     params: '`{bufnr, row}`',
     answer: '`{text}`',
+    section: 'commands',
+    decode: at,
+  },
+  'chat:review': {
+    kind: 'call',
+    params: '`{bufnr, scope}` (`"last"`, `"all"` or `{first, last}`)',
+    answer:
+      '`{calls, git}`: calls `{tool_id, name, line, undone, files}`; `git`: paths changed during the turn',
+    section: 'commands',
+    decode: reviewScope,
+  },
+  'tool:undo': {
+    kind: 'call',
+    params: '`{bufnr, row}`',
+    answer: '`{ok, message}`',
     section: 'commands',
     decode: at,
   },

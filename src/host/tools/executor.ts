@@ -16,7 +16,7 @@ import { dirname } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import type { ChatDocument } from '../../core/chat/ast.js';
 import { auditEntry } from '../../core/tools/audit.js';
-import { createExecutionContext } from '../../core/tools/context.js';
+import { WriteJournal, createExecutionContext } from '../../core/tools/context.js';
 import { toolCallAt } from '../../core/tools/locate.js';
 import { hookConfig, hookMatch, policyErrorText } from '../../core/tools/policy.js';
 import type { ToolDefinition } from '../../core/tools/registry.js';
@@ -32,6 +32,7 @@ import { CANCELLED_TEXT, type LuaTools } from './lua-tools.js';
 import { invokeTool } from './invoke.js';
 import { type ResultWriter, resultHeaderRow } from './results.js';
 import type { Config } from '../../core/config/config.js';
+import type { UndoService } from '../undo/service.js';
 
 /** What the executor tells the buffer's conversation, and asks it. */
 export interface ExecutorLoop {
@@ -60,6 +61,8 @@ export interface ExecutorDeps {
   lua: Pick<LuaTools, 'setSandbox'>;
   results: Pick<ResultWriter, 'inject' | 'held' | 'fresh' | 'ensurePlaceholder' | 'moveCursor'>;
   loop: ExecutorLoop;
+  /** Keeps what the files a call wrote held before (`:Flemma tool:undo`). */
+  undo?: Pick<UndoService, 'record' | 'limits'>;
 }
 
 export interface Running {
@@ -366,6 +369,9 @@ export class ToolExecutor {
       if (sandbox.warning !== undefined) this.warnOnce('sandbox', sandbox.warning);
       this.deps.lua.setSandbox(id, sandbox);
       const timeoutSec = tools.default_timeout;
+      const undoLimits = this.deps.undo?.limits(tools);
+      const journal =
+        undoLimits?.enabled === true ? new WriteJournal(undoLimits.max_bytes) : undefined;
       const execCtx = createExecutionContext(
         {
           bufnr,
@@ -377,6 +383,7 @@ export class ToolExecutor {
           config: toolConfig,
           signal: run.controller.signal,
           roots: sandbox.enabled ? roots : undefined,
+          journal,
         },
         homedir(),
       );
@@ -396,6 +403,10 @@ export class ToolExecutor {
         ctx.validator,
       );
       clearTimeout(backgroundTimer);
+      // A failed call may have written too (a command that fails halfway): it is kept as well.
+      if (journal !== undefined && undoLimits !== undefined) {
+        await this.deps.undo?.record(bufnr, facts, id, journal, undoLimits);
+      }
       await this.audit(
         config,
         {

@@ -1,0 +1,67 @@
+// What `git status` says changed during a turn, for `:Flemma review`: `bash` and other commands
+// write files Flemma cannot see, but in a git repository the files they touched show up.
+//
+// Decisions (docs/tools.md, "Undo and review"):
+// - The state at the turn's start is every path `git status --porcelain` lists then, each with a
+//   hash of its content; a path counts as changed during the turn when it is listed at review and
+//   was not listed then, or its content differs. A file that was dirty before the turn and that
+//   a command changed again is therefore found too.
+// - Git runs in the host, never in Neovim, with a time limit; no repository (or no git) simply
+//   means no such entries.
+// - The state lives in the host's memory, per buffer: a restarted host knows no turn start.
+import { execFile } from 'node:child_process';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { contentHash } from './store.js';
+
+/** Paths (absolute) git lists as changed, each with a hash of its content (null: no file). */
+export type GitState = Map<string, string | null>;
+
+function git(cwd: string, args: string[]): Promise<string | undefined> {
+  return new Promise((resolve) => {
+    execFile(
+      'git',
+      ['-C', cwd, ...args],
+      { timeout: 5000, maxBuffer: 16 * 1024 * 1024, encoding: 'utf8' },
+      (error, stdout) => {
+        resolve(error === null ? stdout : undefined);
+      },
+    );
+  });
+}
+
+/** Paths of `git status --porcelain -z` output, relative to the repository's top. */
+export function porcelainPaths(output: string): string[] {
+  const fields = output.split('\0');
+  const paths: string[] = [];
+  for (let i = 0; i < fields.length; i++) {
+    const field = fields[i] ?? '';
+    if (field.length < 4) continue;
+    paths.push(field.slice(3));
+    // A rename or copy is followed by its source path: the source is no file of its own now.
+    if (field[0] === 'R' || field[0] === 'C') i++;
+  }
+  return paths;
+}
+
+/** The changed paths of the repository holding `dir`; undefined outside one. */
+export async function gitState(dir: string): Promise<GitState | undefined> {
+  const top = (await git(dir, ['rev-parse', '--show-toplevel']))?.trim();
+  if (top === undefined || top === '') return undefined;
+  const status = await git(top, ['status', '--porcelain', '-z', '--untracked-files=all']);
+  if (status === undefined) return undefined;
+  const state: GitState = new Map();
+  for (const path of porcelainPaths(status)) {
+    const abs = join(top, path);
+    state.set(abs, await readFile(abs).then(contentHash, () => null));
+  }
+  return state;
+}
+
+/** The paths of `now` that are new since `start` or whose content changed. */
+export function changedSince(start: GitState, now: GitState): string[] {
+  return [...now.entries()]
+    .filter(([path, hash]) => !start.has(path) || start.get(path) !== hash)
+    .map(([path]) => path)
+    .sort();
+}

@@ -1,0 +1,266 @@
+// `:Flemma tool:undo` and the recording behind it: after a call that opened files for writing
+// ran, the executor hands its journal here; the command puts the files back and marks the result.
+//
+// Decisions (docs/tools.md, "Undo and review"):
+// - Undo writes only the paths the call itself wrote (the journal notes a path only once the
+//   policy allowed it), and through the same door as the tools, under the policy in force now
+//   (`ctx.sandbox.open_for_write`: the write policy, the roots, no link swapped on the way): a
+//   sandbox enabled since the call can refuse an undo, with its own message.
+// - All the call's files are checked before any is touched: either every file is put back, or
+//   none is and the message names the one that changed since.
+// - A file the call created is removed again; a file it removed (none of the built-ins does) is
+//   written back.
+import { dirname, join } from 'node:path';
+import type { ChatDocument } from '../../core/chat/ast.js';
+import { type GitState, changedSince, gitState } from './git.js';
+import { unlink } from 'node:fs/promises';
+import { homedir } from 'node:os';
+import type { EditorFacts } from '../../editor/protocol/wire.js';
+import {
+  type PathConfinement,
+  type SandboxAccess,
+  type WriteJournal,
+  confine,
+} from '../../core/tools/context.js';
+import { SandboxViolation } from '../../core/tools/sandbox/roots.js';
+import type { EditorContext } from '../editor-context.js';
+import { sandboxFor } from '../sandbox.js';
+import { rootsFor, withRootPaths } from '../tool-extras.js';
+import { toolCallAt } from '../../core/tools/locate.js';
+import { markUndone } from '../../core/chat/undone.js';
+import {
+  type ReviewCall,
+  type ReviewScope,
+  callsInScope,
+  startsTurn,
+} from '../../core/chat/review.js';
+import type { HostBase } from '../base.js';
+import type { ResultWriter } from '../tools/results.js';
+import { type UndoLimits, UndoStore, chatKey, currentHash, undoLimits } from './store.js';
+
+/** The store of Neovim's state directory; undefined when Neovim did not say where that is. */
+export function storeFor(facts: Pick<EditorFacts, 'editor_dirs'>): UndoStore | undefined {
+  const state = facts.editor_dirs?.state;
+  return state === undefined || state === ''
+    ? undefined
+    : new UndoStore(join(state, 'flemma', 'undo'));
+}
+
+/** The chat file's directory, else Neovim's working directory. */
+function chatDir(facts: Pick<EditorFacts, 'filename' | 'cwd'>): string {
+  return facts.filename === null ? facts.cwd : dirname(facts.filename);
+}
+
+export class UndoService {
+  /** Per buffer: what `git status` listed when its last turn started (see git.ts). */
+  private readonly turns = new Map<number, Promise<GitState | undefined>>();
+
+  constructor(
+    private readonly base: HostBase,
+    private readonly results: Pick<ResultWriter, 'fresh' | 'applyEdits'>,
+    /** The buffer's configuration and facts, as a tool call would get them. */
+    private readonly context: (bufnr: number, document: ChatDocument) => Promise<EditorContext>,
+  ) {}
+
+  /** The write side of `ctx.sandbox` a tool of the buffer would get now. */
+  private async access(editor: EditorContext): Promise<SandboxAccess & PathConfinement> {
+    const { config, facts } = editor;
+    const roots = rootsFor(config.sandbox, facts, process.env, homedir());
+    const settings = roots === undefined ? config.sandbox : withRootPaths(config.sandbox, roots);
+    const sandbox = await sandboxFor(
+      settings,
+      facts,
+      homedir(),
+      this.base.sandboxBackends,
+      this.base.lua,
+      { sensitivePaths: config.tools['sensitive_paths'] },
+    );
+    const base = facts.filename === null ? facts.cwd : dirname(facts.filename);
+    return confine(sandbox.access, sandbox.enabled ? roots : undefined, base, homedir());
+  }
+
+  /** Puts the files back through the policy; the first refusal, else undefined. */
+  private async restore(
+    access: SandboxAccess & PathConfinement,
+    files: readonly { path: string; before?: string | null }[],
+  ): Promise<string | undefined> {
+    try {
+      // Every path is checked before any is written: a refusal leaves all files as they are.
+      for (const file of files) await access.resolve(file.path, { write: true });
+      for (const file of files) {
+        if (file.before === null) await unlink(file.path).catch(() => undefined);
+        else if (file.before !== undefined) {
+          const { handle } = await access.open_for_write(file.path, { mkdir: true });
+          try {
+            await handle.truncate(0);
+            await handle.writeFile(Buffer.from(file.before, 'base64'));
+          } finally {
+            await handle.close();
+          }
+        }
+      }
+      return undefined;
+    } catch (error) {
+      if (error instanceof SandboxViolation) return error.message;
+      return error instanceof Error ? error.message : String(error);
+    }
+  }
+
+  /** `tools.undo` of a configuration's tools table. */
+  limits(tools: Readonly<Record<string, unknown>>): UndoLimits {
+    return undoLimits(tools['undo']);
+  }
+
+  /** Keeps what the call `toolId` found in the files it wrote. Failures are logged, not raised. */
+  async record(
+    bufnr: number,
+    facts: EditorFacts,
+    toolId: string,
+    journal: WriteJournal,
+    limits: UndoLimits,
+  ): Promise<void> {
+    const store = storeFor(facts);
+    if (store === undefined || journal.entries.size === 0) return;
+    try {
+      await store.record(
+        chatKey(facts.filename, bufnr),
+        facts.filename,
+        toolId,
+        journal.entries,
+        limits,
+      );
+    } catch (error) {
+      this.base.logger.warn(`undo: cannot record ${toolId}: ${String(error)}`);
+    }
+  }
+
+  /** `:Flemma tool:undo` on 0-based `row`: what happened, for the user. */
+  async undoAt(bufnr: number, row: number): Promise<{ ok: boolean; message: string }> {
+    const state = await this.base.documents.attach(bufnr);
+    if (state === undefined) return { ok: false, message: 'Not a chat buffer' };
+    const found = toolCallAt(state.document, row + 1);
+    if (!found.ok) return { ok: false, message: found.error };
+    const { call } = found;
+    const result = call.result;
+    if (result === undefined || result.placeholder !== undefined) {
+      return { ok: false, message: `${call.name} (${call.id}) has not run: nothing to undo` };
+    }
+    const facts = await this.base.lua.call('tools.facts', { bufnr });
+    const store = storeFor(facts);
+    const key = chatKey(facts.filename, bufnr);
+    const record = store === undefined ? undefined : await store.load(key, call.id);
+    if (store === undefined || record === undefined) {
+      return {
+        ok: false,
+        message: `Nothing kept to undo ${call.name} (${call.id}): it changed no file, or its record was pruned (tools.undo)`,
+      };
+    }
+    if (record.undone !== undefined) {
+      return { ok: false, message: `${call.name} (${call.id}) is already undone` };
+    }
+    for (const file of record.files) {
+      if (file.skipped !== undefined || file.before === undefined) {
+        return {
+          ok: false,
+          message: `Cannot undo ${call.id}: what ${file.path} held before was not kept (${file.skipped ?? 'unknown'})`,
+        };
+      }
+      const now = await currentHash(file.path).catch(() => 'unreadable');
+      if (now !== file.after) {
+        return {
+          ok: false,
+          message:
+            `Cannot undo ${call.id}: ${file.path} changed since the call ran; nothing was restored. ` +
+            `Compare with :diffsplit ${file.path} (or put back the lines by hand)`,
+        };
+      }
+    }
+    const editor = await this.context(bufnr, state.document);
+    if (editor.problem !== undefined) return { ok: false, message: editor.problem };
+    const refused = await this.restore(await this.access(editor), record.files);
+    if (refused !== undefined) return { ok: false, message: `Cannot undo ${call.id}: ${refused}` };
+    await store.markUndone(key, call.id, record);
+    await this.mark(bufnr, result.span.startLine - 1);
+    const names = record.files.map((file) => file.path).join(', ');
+    return { ok: true, message: `Undid ${call.name} (${call.id}): restored ${names}` };
+  }
+
+  /**
+   * A request of the buffer starts: when it sends the user's own message (a new turn), what git
+   * lists as changed is noted, without delaying the request.
+   */
+  sending(bufnr: number, document: ChatDocument): void {
+    if (!startsTurn(document)) return;
+    const state = this.base.lua
+      .call('tools.facts', { bufnr })
+      .then((facts) => gitState(chatDir(facts)))
+      .catch(() => undefined);
+    this.turns.set(bufnr, state);
+  }
+
+  forget(bufnr: number): void {
+    this.turns.delete(bufnr);
+  }
+
+  /** `:Flemma review`: the calls in `scope` that changed files, with what each file held before. */
+  async review(bufnr: number, scope: ReviewScope): Promise<{ calls: ReviewCall[]; git: string[] }> {
+    const state = await this.base.documents.attach(bufnr);
+    if (state === undefined) return { calls: [], git: [] };
+    const facts = await this.base.lua.call('tools.facts', { bufnr });
+    const calls = await this.reviewCalls(bufnr, scope, state.document, facts);
+    const start = scope.kind === 'last' ? await this.turns.get(bufnr) : undefined;
+    if (start === undefined) return { calls, git: [] };
+    const now = await gitState(chatDir(facts)).catch(() => undefined);
+    if (now === undefined) return { calls, git: [] };
+    // Files the calls' own records cover are listed with their hunks already.
+    // The chat file itself is what the user reads the turn in.
+    const known = new Set(calls.flatMap((call) => call.files.map((file) => file.path)));
+    if (facts.filename !== null) known.add(facts.filename);
+    return { calls, git: changedSince(start, now).filter((path) => !known.has(path)) };
+  }
+
+  private async reviewCalls(
+    bufnr: number,
+    scope: ReviewScope,
+    document: ChatDocument,
+    facts: EditorFacts,
+  ): Promise<ReviewCall[]> {
+    const store = storeFor(facts);
+    if (store === undefined) return [];
+    const key = chatKey(facts.filename, bufnr);
+    const out: ReviewCall[] = [];
+    for (const call of callsInScope(document, scope)) {
+      const record = await store.load(key, call.id);
+      if (record === undefined) continue;
+      out.push({
+        tool_id: call.id,
+        name: call.name,
+        line: call.line,
+        undone: record.undone !== undefined,
+        files: record.files.map((file) => {
+          if (file.skipped !== undefined || file.before === undefined) {
+            return { path: file.path, before: null, skipped: file.skipped ?? 'not kept' };
+          }
+          return {
+            path: file.path,
+            before:
+              file.before === null ? null : Buffer.from(file.before, 'base64').toString('utf8'),
+          };
+        }),
+      });
+    }
+    return out;
+  }
+
+  /** Adds `(undone)` to the result header on 0-based `row`. */
+  private async mark(bufnr: number, row: number): Promise<void> {
+    const state = await this.results.fresh(bufnr);
+    const line = state?.lines[row];
+    if (line === undefined) return;
+    const marked = markUndone(line);
+    if (marked === undefined) return;
+    await this.results.applyEdits(bufnr, [
+      { start: row, end: row + 1, lines: [marked], expect: [line] },
+    ]);
+  }
+}
