@@ -142,11 +142,22 @@ function H.register_commands()
     end,
   })
   commands.register("tool:diff", {
-    desc = "Show the pending write or edit under the cursor as a diff (approve, edit or reject it there)",
+    desc = "Show the pending write or edit under the cursor as a diff (approve, edit or reject it there), or what a call that ran changed",
     run = function()
-      if not in_diff() then
-        require("flemma.review.diff").request()
+      if in_diff() then
+        return
       end
+      if vim.bo.filetype ~= "chat" then
+        -- From an entry of `:Flemma review`: what the call's file held before it, beside it now.
+        local review = require("flemma.review")
+        local chat, tool_id = review.current_entry()
+        local row = chat and vim.api.nvim_buf_is_valid(chat) and review.call_row(chat, tool_id)
+        if not row then
+          error("not on a tool call of a chat, nor on a :Flemma review entry")
+        end
+        return require("flemma.review.diff").request(chat, row)
+      end
+      require("flemma.review.diff").request()
     end,
   })
   commands.register("tool:reject", {

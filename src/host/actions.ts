@@ -183,7 +183,15 @@ export const actions: { readonly [M in LuaToHostMethod]: Action<M> } = {
     return null;
   },
   /** `:Flemma tool:diff` and the decisions of its tab (docs/tools.md, "Review"). */
-  'tool:diff': (ctx, { bufnr, row }) => ctx.diffReview.open(bufnr, row),
+  'tool:diff': async (ctx, { bufnr, row }) => {
+    // A call that ran shows what its file held before it; a pending one, what it would leave.
+    const ran = await ctx.undo.diffAt(bufnr, row);
+    if (typeof ran === 'string') {
+      ctx.lua.notify('notify', { level: 'warn', message: ran });
+      return null;
+    }
+    return ran ?? ctx.diffReview.open(bufnr, row);
+  },
   'tool:diff-approve': (ctx, { bufnr, tool_id, before, content }) =>
     ctx.diffReview.approve(bufnr, tool_id, before, content),
   'tool:diff-reject': (ctx, { bufnr, tool_id, reason }) =>

@@ -110,9 +110,25 @@ describe(':Flemma tool:undo', () => {
     await undo(d, 'toolu_E2');
     const note = await d.waitForNotification(/Cannot undo toolu_E2/);
     expect(note.message).toContain('notes.txt changed since the call ran');
-    expect(note.message).toContain(':diffsplit');
+    expect(note.message).toContain(':Flemma tool:diff');
     expect(readFileSync(notes, 'utf8')).toBe('alpha\nBETA\ngamma by hand\n');
     expect((await d.lines()).some((line) => line.includes('(undone)'))).toBe(false);
+    // The diff it offers: what the file held before the call, beside the file now, to read only.
+    const row = (await d.lines()).findIndex((line) =>
+      line.startsWith('**Tool Result:** `toolu_E2`'),
+    );
+    await d.command(`normal! ${String(row + 1)}G`);
+    await d.command('Flemma tool:diff');
+    await d.waitUntil('return vim.fn.bufexists("flemma://now/notes.txt") == 1');
+    expect(
+      await d.lua(`local before, now = vim.fn.bufnr("flemma://before/notes.txt"), vim.fn.bufnr("flemma://now/notes.txt")
+        return {
+          vim.api.nvim_buf_get_lines(before, 0, -1, false),
+          vim.api.nvim_buf_get_lines(now, 0, -1, false),
+          vim.bo[now].modifiable,
+          vim.wo.diff,
+        }`),
+    ).toEqual([['alpha', 'beta'], ['alpha', 'BETA', 'gamma by hand'], false, true]);
   });
 });
 
@@ -260,9 +276,18 @@ describe(':Flemma review', () => {
       'toolu_R2 (write): -0 +2 (new file)',
     ]);
 
-    // From an entry (the file it opened is current): undo that entry's call.
+    // From an entry (the file it opened is current): the diff of that entry's call, then undo it.
     const chatWin = await d.lua<number>('return vim.api.nvim_get_current_win()');
     await d.command('cfirst');
+    expect(await d.lua('return vim.fn.expand("%:t")')).toBe('list.txt');
+    await d.press(':Flemma tool:diff<CR>');
+    await d.waitUntil('return vim.fn.bufexists("flemma://now/list.txt") == 1');
+    expect(
+      await d.lua(
+        'return vim.api.nvim_buf_get_lines(vim.fn.bufnr("flemma://before/list.txt"), 0, -1, false)',
+      ),
+    ).toEqual(['a', 'b', 'c', 'd', 'e', 'f']);
+    await d.command('tabclose');
     expect(await d.lua('return vim.fn.expand("%:t")')).toBe('list.txt');
     await d.press(':Flemma tool:undo<CR>');
     await d.waitForNotification(/Undid edit \(toolu_R1\)/);

@@ -16,6 +16,7 @@ local M = {}
 ---@field before string the file now
 ---@field after string the file as the call would leave it
 ---@field notice? string|vim.NIL why to look twice (the file changed on disk)
+---@field view_only? boolean a call that ran: `before` is what the file held before it, `after` the file now
 
 ---@class flemma.review.DiffOptions
 ---@field decide? boolean false: a view only (both sides read-only, no approve/reject); default true
@@ -109,11 +110,15 @@ end
 local function winbars(view, right)
   local spec = view.spec
   local notice = type(spec.notice) == "string" and spec.notice or nil
-  local left_bar = "Now: " .. escape(spec.path) .. (spec.exists and "" or " (new file)")
+  local left_label, right_label = "Now: ", "Proposed: "
+  if spec.view_only then
+    left_label, right_label = "Before: ", "Now: "
+  end
+  local left_bar = left_label .. escape(spec.path) .. (spec.exists and "" or " (new file)")
   if notice then
     left_bar = "%#WarningMsg#" .. escape(notice) .. "%* " .. left_bar
   end
-  local right_bar = "Proposed: " .. escape(spec.path)
+  local right_bar = right_label .. escape(spec.path)
   if view.decide then
     local k = keys()
     local parts = {}
@@ -193,11 +198,16 @@ function M.open(spec, opts)
     end
   end
   local ft = vim.filetype.match({ filename = spec.abs or spec.path }) or ""
-  local left = scratch("flemma://current/" .. spec.path)
+  -- A call that ran is shown as what the file held before it, beside the file now.
+  local left_name, right_name = "current", "proposed"
+  if spec.view_only then
+    left_name, right_name = "before", "now"
+  end
+  local left = scratch("flemma://" .. left_name .. "/" .. spec.path)
   fill(left, spec.before)
   vim.bo[left].modifiable = false
   vim.bo[left].readonly = true
-  local right = scratch("flemma://proposed/" .. spec.path)
+  local right = scratch("flemma://" .. right_name .. "/" .. spec.path)
   fill(right, spec.after)
   vim.bo[right].modifiable = decide
   vim.bo[right].readonly = not decide
@@ -259,7 +269,7 @@ function M.request(bufnr, row)
     if err then
       notify().warn("tool:diff: " .. tostring(err))
     elseif type(spec) == "table" then
-      M.open(spec)
+      M.open(spec, { decide = not spec.view_only })
     end
   end)
 end

@@ -18,6 +18,11 @@ export interface DiffSpec {
   after: string;
   /** Why the user should look twice (the file changed on disk), or null. */
   notice: string | null;
+  /**
+   * A call that already ran: `before` is what the file held before it, `after` the file now;
+   * the tab only shows them (nothing to approve or reject).
+   */
+  view_only?: boolean;
 }
 
 /** The answer to a decision taken in the diff tab. */

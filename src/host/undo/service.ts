@@ -10,12 +10,13 @@
 //   none is and the message names the one that changed since.
 // - A file the call created is removed again; a file it removed (none of the built-ins does) is
 //   written back.
-import { dirname, join } from 'node:path';
+import { dirname, isAbsolute, join, relative } from 'node:path';
 import type { ChatDocument } from '../../core/chat/ast.js';
 import { type GitState, changedSince, gitState } from './git.js';
-import { unlink } from 'node:fs/promises';
+import { readFile, unlink } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import type { EditorFacts } from '../../editor/protocol/wire.js';
+import type { DiffSpec } from '../../editor/protocol/review.js';
 import {
   type PathConfinement,
   type SandboxAccess,
@@ -171,7 +172,7 @@ export class UndoService {
           ok: false,
           message:
             `Cannot undo ${call.id}: ${file.path} changed since the call ran; nothing was restored. ` +
-            `Compare with :diffsplit ${file.path} (or put back the lines by hand)`,
+            `:Flemma tool:diff shows what it held before beside what it holds now`,
         };
       }
     }
@@ -183,6 +184,46 @@ export class UndoService {
     await this.mark(bufnr, result.span.startLine - 1);
     const names = record.files.map((file) => file.path).join(', ');
     return { ok: true, message: `Undid ${call.name} (${call.id}): restored ${names}` };
+  }
+
+  /**
+   * `:Flemma tool:diff` on a call that ran: what the file it changed held before it, beside the
+   * file now (the first file the call changed when it changed several). Undefined when the call
+   * has not run (the pending diff applies); a message when nothing was kept.
+   */
+  async diffAt(bufnr: number, row: number): Promise<DiffSpec | string | undefined> {
+    const state = await this.base.documents.attach(bufnr);
+    if (state === undefined) return undefined;
+    const found = toolCallAt(state.document, row + 1);
+    if (!found.ok) return undefined;
+    const { call } = found;
+    if (call.result === undefined || call.result.placeholder !== undefined) return undefined;
+    const facts = await this.base.lua.call('tools.facts', { bufnr });
+    const record = await storeFor(facts)?.load(chatKey(facts.filename, bufnr), call.id);
+    const file = record?.files.find((item) => item.skipped === undefined);
+    if (record === undefined || file === undefined || file.before === undefined) {
+      return `Nothing kept for ${call.name} (${call.id}): it changed no file, or its record was pruned (tools.undo)`;
+    }
+    const before = file.before === null ? '' : Buffer.from(file.before, 'base64').toString('utf8');
+    const now = await readFile(file.path, 'utf8').catch(() => undefined);
+    const notes = [
+      record.undone === undefined ? undefined : 'undone since',
+      now === undefined ? 'the file is gone' : undefined,
+      file.before === null ? 'the call created it' : undefined,
+    ].filter((note) => note !== undefined);
+    const shown = relative(chatDir(facts), file.path);
+    return {
+      bufnr,
+      tool_id: call.id,
+      name: call.name,
+      path: shown.startsWith('..') || isAbsolute(shown) ? file.path : shown,
+      abs: file.path,
+      exists: file.before !== null,
+      before,
+      after: now ?? '',
+      notice: `before ${call.id} ran, beside the file now${notes.length > 0 ? ` (${notes.join('; ')})` : ''}`,
+      view_only: true,
+    };
   }
 
   /**
