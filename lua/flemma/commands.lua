@@ -255,6 +255,19 @@ function H.show_list(names, header)
   )
 end
 
+--- `text` cut to `room` display cells, ending in "…" when it was longer.
+function H.fit(text, room)
+  if vim.fn.strdisplaywidth(text) <= room then
+    return text
+  end
+  local chars = vim.fn.strchars(text)
+  local keep = math.min(chars, room - 1)
+  while keep > 0 and vim.fn.strdisplaywidth(vim.fn.strcharpart(text, 0, keep)) > room - 1 do
+    keep = keep - 1
+  end
+  return vim.fn.strcharpart(text, 0, keep) .. "…"
+end
+
 function H.echo_rows(rows, header)
   local names = vim.tbl_map(function(row)
     return row.name
@@ -267,8 +280,11 @@ function H.echo_rows(rows, header)
   if #names == 0 then
     chunks[#chunks + 1] = { "\n  (none registered)", "Comment" }
   end
+  -- One screen line per command, so that the list never needs the pager on a small screen: a
+  -- longer description is cut (the whole one is in `:help flemma-commands`).
+  local room = math.max(vim.o.columns - 1 - (width + 4), 10)
   for i, name in ipairs(names) do
-    local desc = rows[i].desc
+    local desc = H.fit(rows[i].desc, room)
     local pad = string.rep(" ", width - vim.fn.strdisplaywidth(name) + 2)
     chunks[#chunks + 1] = { "\n  " .. name, "Identifier" }
     chunks[#chunks + 1] = { pad .. desc }
