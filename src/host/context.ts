@@ -144,6 +144,9 @@ export function createContext(
     carry: (bufnr, context) => {
       sessions.of(bufnr).carry(context);
     },
+    replyStarted: (bufnr) => {
+      undo.replyStarted(bufnr);
+    },
   });
   const commands: ToolCommands = new ToolCommands({
     base,

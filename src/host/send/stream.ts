@@ -115,6 +115,8 @@ export interface StreamDeps {
   memo: WeakMap<Message, string>;
   /** The editor's context at the end of a completed reply, for the tool loop's next step. */
   carry(bufnr: number, context: EditorContext): void;
+  /** A reply's first event arrived (the request is out; work it would have delayed may start). */
+  replyStarted?(bufnr: number): void;
 }
 
 export class Streamer {
@@ -286,6 +288,7 @@ export class Streamer {
       sinkWriter.append(line + '\n');
     });
     const layout = new ReplyLayout();
+    let replying = false;
     let status: SendStatus = 'completed';
     try {
       let pending: AsyncIterable<ProviderEvent> | undefined = first;
@@ -295,6 +298,10 @@ export class Streamer {
           const events = pending ?? this.events(prepared, adapter, controller.signal);
           pending = undefined;
           await this.consume(bufnr, events, layout, writer, stream, (event) => {
+            if (!replying) {
+              replying = true;
+              this.deps.replyStarted?.(bufnr);
+            }
             warm(event);
             sinkTap.push(event);
             meter.observe(event);

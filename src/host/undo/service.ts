@@ -55,6 +55,8 @@ function chatDir(facts: Pick<EditorFacts, 'filename' | 'cwd'>): string {
 export class UndoService {
   /** Per buffer: what `git status` listed when its last turn started (see git.ts). */
   private readonly turns = new Map<number, Promise<GitState | undefined>>();
+  /** Buffers whose request in flight starts a turn (its git state is noted when the reply begins). */
+  private readonly starting = new Set<number>();
 
   constructor(
     private readonly base: HostBase,
@@ -227,11 +229,19 @@ export class UndoService {
   }
 
   /**
-   * A request of the buffer starts: when it sends the user's own message (a new turn), what git
-   * lists as changed is noted, without delaying the request.
+   * A request of the buffer starts: whether it sends the user's own message (a new turn). What
+   * git lists as changed is noted once its reply begins (`replyStarted`): asking the editor and
+   * running git before the request is out would delay it, and no tool of the turn can run
+   * before the reply ends.
    */
   sending(bufnr: number, document: ChatDocument): void {
-    if (!startsTurn(document)) return;
+    if (startsTurn(document)) this.starting.add(bufnr);
+    else this.starting.delete(bufnr);
+  }
+
+  /** The first event of a reply arrived: a new turn's git state is noted now. */
+  replyStarted(bufnr: number): void {
+    if (!this.starting.delete(bufnr)) return;
     const state = this.base.lua
       .call('tools.facts', { bufnr })
       .then((facts) => gitState(chatDir(facts)))
@@ -241,6 +251,7 @@ export class UndoService {
 
   forget(bufnr: number): void {
     this.turns.delete(bufnr);
+    this.starting.delete(bufnr);
   }
 
   /** `:Flemma review`: the calls in `scope` that changed files, with what each file held before. */
