@@ -10,8 +10,8 @@
 //   means no such entries.
 // - The state lives in the host's memory, per buffer: a restarted host knows no turn start.
 import { execFile } from 'node:child_process';
-import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { readFile, stat } from 'node:fs/promises';
+import { dirname, join, resolve } from 'node:path';
 import { contentHash } from './store.js';
 
 /** Paths (absolute) git lists as changed, each with a hash of its content (null: no file). */
@@ -44,8 +44,27 @@ export function porcelainPaths(output: string): string[] {
   return paths;
 }
 
+/**
+ * Whether `dir` or a directory above it holds `.git` (a directory, or the file of a worktree or
+ * submodule). Asked before git is run, so that a project outside any repository costs a few
+ * `stat` calls per turn, not a process. `$GIT_DIR` set: git is asked.
+ */
+async function mayBeRepository(dir: string): Promise<boolean> {
+  if (process.env['GIT_DIR'] !== undefined) return true;
+  const exists = (path: string): Promise<boolean> =>
+    stat(path).then(
+      () => true,
+      () => false,
+    );
+  for (let current = resolve(dir); ; current = dirname(current)) {
+    if (await exists(join(current, '.git'))) return true;
+    if (dirname(current) === current) return false;
+  }
+}
+
 /** The changed paths of the repository holding `dir`; undefined outside one. */
 export async function gitState(dir: string): Promise<GitState | undefined> {
+  if (!(await mayBeRepository(dir))) return undefined;
   const top = (await git(dir, ['rev-parse', '--show-toplevel']))?.trim();
   if (top === undefined || top === '') return undefined;
   const status = await git(top, ['status', '--porcelain', '-z', '--untracked-files=all']);
