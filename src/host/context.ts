@@ -19,6 +19,7 @@ import type { HostBase } from './base.js';
 import { ConfigStore } from './config.js';
 import type { FileLogger } from './log.js';
 import { SecretsService } from './secrets.js';
+import { RecoveryService } from './recovery.js';
 import { RequestBuilder } from './send/request.js';
 import { Streamer } from './send/stream.js';
 import { SessionRegistry } from './session.js';
@@ -50,6 +51,8 @@ export interface HostContext extends HostBase {
   readonly requests: RequestBuilder;
   readonly usage: UsageTracker;
   readonly trust: TrustChecker;
+  /** The records that keep streaming replies on disk (docs/context.md). */
+  readonly recovery: RecoveryService;
   /** Forget everything kept about a buffer that went away. */
   forget(bufnr: number): void;
 }
@@ -134,7 +137,9 @@ export function createContext(
     sessions.get(bufnr)?.stopped();
   });
   const requests = new RequestBuilder({ base, catalogue, memo });
+  const recovery = new RecoveryService(logger);
   const streamer = new Streamer({
+    recovery,
     base,
     requests,
     usage,
@@ -188,6 +193,7 @@ export function createContext(
     memo,
     notices,
     undo,
+    recovery,
   });
   const trust = new TrustChecker({
     base,
@@ -220,6 +226,7 @@ export function createContext(
     requests,
     usage,
     trust,
+    recovery,
     forget: (bufnr) => {
       previews.forget(bufnr);
       trust.forget(bufnr);

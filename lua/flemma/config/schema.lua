@@ -1150,6 +1150,14 @@ M.options = S.object({
     }),
   }),
 
+  -- Long conversations (docs/context.md). `recovery`: keep a streaming reply on disk (a record in
+  -- stdpath("state")/flemma/recovery, and the file itself with editing.auto_write) so that a crash
+  -- loses at most its last second. A file may turn it off (its content stays off the disk); only
+  -- a trusted one on.
+  context = S.object({
+    recovery = S.trust({ only = { false } }, S.boolean(true)),
+  }),
+
   -- Spending limits. `max_session_cost` (USD): once the session's requests have cost this much,
   -- autopilot stops and a send asks first (nil: no limit).
   limits = S.object({

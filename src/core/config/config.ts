@@ -59,6 +59,8 @@ export interface Config {
   readonly maxSessionCost?: number;
   /** `editing.auto_write`: write the buffer after each reply and each batch of tool results. */
   readonly autoWrite: boolean;
+  /** `context.recovery`: keep a streaming reply on disk (docs/context.md). */
+  readonly recovery: boolean;
 }
 
 /** The schema's defaults of the options `Config` types (`lua/flemma/config/schema.lua`). */
@@ -75,6 +77,7 @@ export const CONFIG_DEFAULTS = {
     yolo: false,
   },
   editing: { auto_write: false },
+  context: { recovery: true },
 } as const;
 
 function isRecord(value: unknown): value is Record<string, unknown> {
@@ -165,6 +168,7 @@ export function parseConfig(raw: unknown): Config {
   const secrets = data['secrets'];
   const limit = section(data, 'limits')['max_session_cost'];
   const autoWrite = section(data, 'editing')['auto_write'];
+  const recovery = section(data, 'context')['recovery'];
   const config: Config = {
     data,
     provider: typeof provider === 'string' ? provider : CONFIG_DEFAULTS.provider,
@@ -175,6 +179,7 @@ export function parseConfig(raw: unknown): Config {
     ...(isRecord(secrets) ? { secrets } : {}),
     ...(typeof limit === 'number' ? { maxSessionCost: limit } : {}),
     autoWrite: typeof autoWrite === 'boolean' ? autoWrite : CONFIG_DEFAULTS.editing.auto_write,
+    recovery: typeof recovery === 'boolean' ? recovery : CONFIG_DEFAULTS.context.recovery,
   };
   return deepFreeze(config);
 }
