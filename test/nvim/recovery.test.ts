@@ -251,6 +251,22 @@ describe('recovery after a crash', () => {
     expect(after).toEqual([MARKER, '', '@You:', '']);
   });
 
+  it('with editing.auto_write, a finished reply is in the file and leaves no record', async () => {
+    const d = await start({
+      setup: 'require("flemma").setup({ editing = { auto_write = true } })',
+    });
+    await d.openChat('story.chat', CHAT);
+    const record = await recordFile(d, 'story.chat');
+    const { stream } = await streamChunks(d, 3);
+    await finish(stream);
+    await d.waitForEvent('FlemmaRequestFinished');
+    // The write after the reply (the file now holds it) removed the record.
+    await d.waitUntil('return vim.uv.fs_stat(...) == nil', { args: [record] });
+    const expected = await d.lines();
+    expect(readFileSync(`${d.home}/work/story.chat`, 'utf8')).toBe(expected.join('\n') + '\n');
+    expect(expected).toContain(chunk(3).trimEnd());
+  });
+
   it('puts the reply at the end, and says so, when the chat changed since', async () => {
     const d = await start();
     await d.openChat('story.chat', CHAT);
