@@ -69,7 +69,8 @@ export class ReplyRecord {
   private writing: Promise<void> = Promise.resolve();
   private start: { base: RecoveryRecord['base']; before: string } | undefined;
   private readonly file: string;
-  private readonly ready: Promise<void>;
+  /** The base, looked for with the reply's first text (the request is out by then). */
+  private ready: Promise<void> | undefined;
 
   constructor(
     private readonly origin: ReplyStart,
@@ -77,7 +78,6 @@ export class ReplyRecord {
     private readonly timers: RecoveryTimers,
   ) {
     this.file = join(origin.dir, recordName(origin.path));
-    this.ready = this.prepare();
   }
 
   /** The base: this chat's earlier record, when the chat still continues it, else the chat now. */
@@ -99,6 +99,7 @@ export class ReplyRecord {
   /** Text appended under `@Assistant:`; `content`: the reply so far (`ReplyLayout.text`). */
   append(text: string, content: string): void {
     if (text === '' || this.complete) return;
+    this.ready ??= this.prepare();
     this.reply += text;
     this.content = content;
     this.dirty = true;
@@ -126,7 +127,7 @@ export class ReplyRecord {
 
   private flush(): Promise<void> {
     this.writing = this.writing.then(async () => {
-      if (!this.dirty) return;
+      if (!this.dirty || this.ready === undefined) return;
       await this.ready;
       this.dirty = false;
       this.lastWrite = this.timers.now();
@@ -163,7 +164,9 @@ export class ReplyRecord {
    * will not finish), written now.
    */
   flushSync(): void {
-    if (this.start === undefined) return;
+    if (this.reply === '') return;
+    // Before the first write found its base: the chat as sent (an earlier record is not read now).
+    this.start ??= recordStart(this.origin.lines, this.origin.openingTail, undefined);
     if (this.durable === this.reply.length + (this.complete ? 1 : 0)) return;
     const record = this.record();
     if (record === undefined) return;
