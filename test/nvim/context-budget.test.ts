@@ -165,4 +165,17 @@ describe('a send over context.budget', () => {
     );
     expect(await d.lua('return require("flemma.config").defaults().context.budget')).toBeNull();
   });
+
+  it('says what is wrong with a bad budget', async () => {
+    const { d } = await start('{}');
+    const validate = (opts: string): Promise<unknown> =>
+      d.lua(`local ok, err = require("flemma.config").validate(${opts}) return err or vim.NIL`);
+    expect(await validate('{ context = { budget = "lots" } }')).toBe(
+      `flemma.setup: option 'context.budget' must be an integer >= 1, a percentage such as "60%" or false, got string "lots"`,
+    );
+    expect(await validate('{ context = { elide = { keep_turns = 0 } } }')).toBe(
+      `flemma.setup: option 'context.elide.keep_turns' must be an integer >= 1, got number 0`,
+    );
+    expect(await validate('{ context = { budget = "60%", window = 64000 } }')).toBeNull();
+  });
 });
