@@ -165,6 +165,7 @@ export function createContext(
         const pilot = sessions.get(bufnr)?.conversation.autopilot;
         return { state: pilot?.state ?? 'idle', iteration: pilot?.iteration ?? 0 };
       },
+      elision: (bufnr) => requests.lastElision(bufnr),
     },
   });
   const diffReview = new DiffReview({

@@ -1156,6 +1156,28 @@ M.options = S.object({
     max_session_cost = S.trust("lower", S.optional(S.number(nil, { min = 0 }))),
   }),
 
+  -- Long conversations (docs/context.md). A budget only ever makes a request send less than the
+  -- file holds, and the window only sizes a budget's share: safe anywhere.
+  context = safe(S.object({
+    -- The model's context window in tokens, overriding the model table (a local server's own).
+    window = S.optional(S.integer(nil, { min = 1 })),
+    -- The input tokens a request may hold, or a share of the window ("60%"); over it, old large
+    -- tool results are sent as stubs. Unset or false: requests go whole.
+    budget = S.optional(S.union({
+      S.integer(nil, { min = 1 }),
+      S.string(nil, { pattern = "^%d+%%$", desc = 'a percentage such as "60%"' }),
+      S.literal(false),
+    })),
+    elide = S.object({
+      -- The model's last replies whose tool results are never elided.
+      keep_turns = S.integer(8, { min = 1 }),
+      -- Results smaller than this (bytes) are never elided.
+      min_bytes = S.integer(4096, { min = 0 }),
+      -- Once it must elide, elision goes down to this share of the budget.
+      low_water = S.string("70%", { pattern = "^%d+%%$", desc = 'a percentage such as "70%"' }),
+    }),
+  })),
+
   -- The log's path needs trust (a file Flemma appends to).
   logging = S.object({
     enabled = safe(S.boolean(false)),

@@ -107,7 +107,7 @@ function primed<T>(source: AsyncIterable<T>): AsyncIterable<T> {
 
 export interface StreamDeps {
   base: HostBase;
-  requests: Pick<RequestBuilder, 'prepare'>;
+  requests: Pick<RequestBuilder, 'prepare' | 'sent'>;
   usage: Pick<UsageTracker, 'allows' | 'begin'>;
   catalogue: Pick<ToolCatalogue, 'isReady' | 'whenReady' | 'registry' | 'fromWire' | 'toolNames'>;
   verdicts: Pick<Verdicts, 'markInvalidInput'>;
@@ -147,6 +147,7 @@ export class Streamer {
     if (controller.signal.aborted) return 'cancelled';
     // The spend cap: past it, nothing goes out without the user's yes.
     if (!this.deps.usage.allows(bufnr, prepared.config, options)) return undefined;
+    this.deps.requests.sent(bufnr, prepared);
     return this.stream(
       bufnr,
       prepared,
