@@ -741,6 +741,7 @@ local function statusline_format()
     .. "{% if thinking.level then %} ({{ thinking.level }}){% end %}"
     .. "{% if session.requests > 0 then %} · {{ session.requests }} req"
     .. " ${{ string.format('%.2f', session.cost) }}{% end %}"
+    .. "{% if context then %} · {{ context.text }}{% end %}"
     .. "{% if busy == 'request' then %} · request…{% elseif busy == 'tools' then %} · tools…"
     .. "{% elseif booting then %} · booting…{% end %}"
 end
@@ -1148,6 +1149,19 @@ M.options = S.object({
     statusline = S.object({
       format = S.union({ S.string(), S.func() }, statusline_format()),
     }),
+  }),
+
+  -- The context meter (docs/context.md). `window`: the model's context window in tokens, over
+  -- the table's (a local server, a beta window). `warn_at`: the share of the window at which a
+  -- send warns first, or false. Both only change what Flemma tells you (and, with a budget given
+  -- as a share, how much a request leaves out): no endpoint, credential, program or file, so a
+  -- shared chat may set them.
+  context = S.object({
+    window = safe(S.optional(S.integer(nil, { min = 1 }))),
+    warn_at = safe(S.union({
+      S.string(nil, { pattern = "^%d+%%$", desc = 'a percentage such as "80%"' }),
+      S.literal(false),
+    }, "80%")),
   }),
 
   -- Spending limits. `max_session_cost` (USD): once the session's requests have cost this much,

@@ -24,6 +24,8 @@ export interface StatusInput {
   /** What the file may not do because it is not trusted: options and file references. */
   refused: readonly { what: string; line: number }[];
   verbose: boolean;
+  /** The context meter's lines (the last request against its window), when there are some. */
+  context?: readonly string[];
 }
 
 const TRUST_WORDS: Record<string, string> = {
@@ -121,6 +123,7 @@ export function statusLines(input: StatusInput): string[] {
   }
   const provider = typeof config['provider'] === 'string' ? config['provider'] : 'anthropic';
   lines.push('', entry('provider', 'provider'), entry('model', 'model'));
+  if (input.context !== undefined) lines.push(...input.context);
   lines.push('', 'parameters:');
   const parameters = isRecord(config['parameters']) ? config['parameters'] : {};
   for (const [path, value] of flatten(parameters, 'parameters')) {

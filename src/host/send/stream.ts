@@ -28,6 +28,7 @@ import { toolLoopWarmup } from '../warmup.js';
 import type { Config } from '../../core/config/config.js';
 import type { LuaParams } from '../../editor/protocol/index.js';
 import type { PreparedRequest, RequestBuilder } from './request.js';
+import type { ContextMeter } from '../meter.js';
 
 /** What the progress indicator shows (`progress.update`). */
 type Progress = LuaParams<'progress.update'>;
@@ -109,6 +110,8 @@ export interface StreamDeps {
   base: HostBase;
   requests: Pick<RequestBuilder, 'prepare'>;
   usage: Pick<UsageTracker, 'allows' | 'begin'>;
+  /** The context meter: the warning when a request nears its model's window. */
+  meter: Pick<ContextMeter, 'beforeSend'>;
   catalogue: Pick<ToolCatalogue, 'isReady' | 'whenReady' | 'registry' | 'fromWire' | 'toolNames'>;
   verdicts: Pick<Verdicts, 'markInvalidInput'>;
   /** Each message's part of the trust digest, across parses. */
@@ -266,6 +269,9 @@ export class Streamer {
     ctx.writes.sendNow();
     trace('send:http');
     const first = primed(this.events(prepared, adapter, controller.signal));
+    // The request as it went to the adapter, measured once it is on its way (the estimate of a
+    // long chat takes a few milliseconds the request need not wait for).
+    this.deps.meter.beforeSend(bufnr, prepared);
     // Once the reply streams, what a first tool call needs gets ready (src/host/warmup.ts).
     const warm = toolLoopWarmup(
       {
