@@ -145,6 +145,10 @@ describe('the meter after a reply', () => {
       provider: 'anthropic',
       model: 'claude-sonnet-4-6',
     });
+    // Per buffer: another chat has no figure.
+    const other = await d.openChat('other.chat', ['@You:', 'Hi']);
+    expect(await d.lua('return require("flemma.usage").context(...)', other)).toBeNull();
+    await d.command(`buffer ${String(buf)}`);
     // The default statusline format ends with the meter.
     expect(await d.lua('return require("flemma.statusline").get(...)', buf)).toBe(
       'claude-sonnet-4-6 (high) · 1 req $0.02 · 9k / 200k (4%)',
@@ -175,9 +179,8 @@ describe('the meter after a reply', () => {
     expect(marks).toContain('FlemmaUsageContextHigh');
     // Another model for the next requests: the figure is still the last request's, against the
     // window of the model it went to; the status says the window of the model in use now.
-    await d.lua(
-      'require("flemma").setup({ model = "claude-opus-4-6", context = { window = 10000 } })',
-    );
+    await d.press(':Flemma switch anthropic claude-opus-4-6<CR>');
+    await d.waitUntil('return require("flemma.config").get().model == "claude-opus-4-6"');
     expect(await d.lua('return require("flemma.usage").context(...).model', buf)).toBe(
       'claude-sonnet-4-6',
     );
@@ -187,6 +190,9 @@ describe('the meter after a reply', () => {
       "context: last request 9k / 10k (90%) of claude-sonnet-4-6's window (as the provider counted its input)",
     );
     expect(lines).toContain('  window of claude-opus-4-6: 10k (from context.window)');
+    expect(await d.lua('return require("flemma.statusline").get(...)', buf)).toMatch(
+      / · 9k \/ 10k \(90%\)$/,
+    );
   });
 });
 
@@ -248,6 +254,27 @@ describe(':Flemma context', () => {
     expect(f.requests).toEqual([]);
     expect(await d.lines(buf)).toEqual(CHAT);
     expect(await d.lua('return vim.bo[...].modified', buf)).toBe(false);
+  });
+});
+
+describe('context.window in a frontmatter', () => {
+  it('applies to that chat only', async () => {
+    const { d, f, buf } = await setup({
+      lines: ['```json', '{ "flemma": { "context": { "window": 20000 } } }', '```', '@You:', 'Hi'],
+    });
+    await d.press(':Flemma context<CR>');
+    const lines = await report(d, 'flemma://context');
+    expect(lines[0]).toMatch(/ \/ 20k \(\d+%\) tokens, claude-sonnet-4-6 \(anthropic\)$/);
+    expect(lines[1]).toBe('  window: 20k from context.window');
+    await d.command('close');
+    await d.command(`buffer ${String(buf)}`);
+    await sendAndReply(d, f);
+    expect(await bar(d)).toContain('↑9k / 20k (45%)');
+    const other = await d.openChat('plain.chat', ['@You:', 'Hi']);
+    await sendAndReply(d, f);
+    expect(await d.lua('return require("flemma.usage").context(...).text', other)).toBe(
+      '9k / 200k (4%)',
+    );
   });
 });
 
