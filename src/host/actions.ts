@@ -103,6 +103,8 @@ export const actions: { readonly [M in LuaToHostMethod]: Action<M> } = {
   },
   /** `:Flemma usage:estimate`: count the next request's input tokens with the provider. */
   'usage:estimate': (ctx, { bufnr }) => ctx.requests.estimate(bufnr),
+  /** `:Flemma context`: the next request's estimate against the model's window (nothing sent). */
+  'chat:context': (ctx, { bufnr }) => ctx.meter.report(bufnr),
   /**
    * `<C-c>`: the buffer's running (or queued) request, else its oldest running tool; tells the
    * user when there is nothing.

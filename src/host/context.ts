@@ -33,6 +33,7 @@ import { Verdicts } from './tools/verdicts.js';
 import { UndoService } from './undo/service.js';
 import { TrustChecker } from './trust-check.js';
 import { UsageTracker } from './usage.js';
+import { ContextMeter } from './meter.js';
 
 export { HOST_VERSION, SOURCE_HASH } from './base.js';
 
@@ -49,6 +50,8 @@ export interface HostContext extends HostBase {
   readonly approval: ApprovalService;
   readonly requests: RequestBuilder;
   readonly usage: UsageTracker;
+  /** The context meter: the warning before a send, `:Flemma context`. */
+  readonly meter: ContextMeter;
   readonly trust: TrustChecker;
   /** Forget everything kept about a buffer that went away. */
   forget(bufnr: number): void;
@@ -134,10 +137,12 @@ export function createContext(
     sessions.get(bufnr)?.stopped();
   });
   const requests = new RequestBuilder({ base, catalogue, memo });
+  const meter = new ContextMeter({ base, requests, usage });
   const streamer = new Streamer({
     base,
     requests,
     usage,
+    meter,
     catalogue,
     verdicts,
     memo,
@@ -155,6 +160,7 @@ export function createContext(
     verdicts,
     results,
     approval,
+    contextLines: (bufnr, config) => meter.statusLines(bufnr, config),
     loop: {
       context: (bufnr, document, options) => sessions.of(bufnr).context(document, options),
       rearmIfPaused: (bufnr, settings) => {
@@ -220,8 +226,11 @@ export function createContext(
     approval,
     requests,
     usage,
+    meter,
     trust,
     forget: (bufnr) => {
+      usage.forget(bufnr);
+      meter.forget(bufnr);
       previews.forget(bufnr);
       trust.forget(bufnr);
       notices.forget(bufnr);

@@ -741,6 +741,7 @@ local function statusline_format()
     .. "{% if thinking.level then %} ({{ thinking.level }}){% end %}"
     .. "{% if session.requests > 0 then %} · {{ session.requests }} req"
     .. " ${{ string.format('%.2f', session.cost) }}{% end %}"
+    .. "{% if context then %} · {{ context.text }}{% end %}"
     .. "{% if busy == 'request' then %} · request…{% elseif busy == 'tools' then %} · tools…"
     .. "{% elseif booting then %} · booting…{% end %}"
 end
@@ -1156,11 +1157,19 @@ M.options = S.object({
     max_session_cost = S.trust("lower", S.optional(S.number(nil, { min = 0 }))),
   }),
 
-  -- Long conversations (docs/context.md). A budget only ever makes a request send less than the
-  -- file holds, and the window only sizes a budget's share: safe anywhere.
+  -- Long conversations (docs/context.md): the meter, the budget and elision. Safe anywhere:
+  -- `window` and `warn_at` only change what Flemma tells you (and how much a budget given as a
+  -- share leaves out); a budget only ever makes a request send less than the file holds. None
+  -- of them names an endpoint, credential, program or file.
   context = safe(S.object({
-    -- The model's context window in tokens, overriding the model table (a local server's own).
+    -- The model's context window in tokens, overriding the model table (a local server, a beta
+    -- window).
     window = S.optional(S.integer(nil, { min = 1 })),
+    -- The share of the window at which a send warns first, or false.
+    warn_at = S.union({
+      S.string(nil, { pattern = "^%d+%%$", desc = 'a percentage such as "80%"' }),
+      S.literal(false),
+    }, "80%"),
     -- The input tokens a request may hold, or a share of the window ("60%"); over it, old large
     -- tool results are sent as stubs. Unset or false: requests go whole.
     budget = S.optional(S.union({

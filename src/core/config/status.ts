@@ -26,6 +26,8 @@ export interface StatusInput {
   /** `context.budget` and what the last request elided (`budgetLines`, src/core/context). */
   budget?: readonly string[];
   verbose: boolean;
+  /** The context meter's lines (the last request against its window), when there are some. */
+  context?: readonly string[];
 }
 
 const TRUST_WORDS: Record<string, string> = {
@@ -123,6 +125,7 @@ export function statusLines(input: StatusInput): string[] {
   }
   const provider = typeof config['provider'] === 'string' ? config['provider'] : 'anthropic';
   lines.push('', entry('provider', 'provider'), entry('model', 'model'));
+  if (input.context !== undefined) lines.push(...input.context);
   lines.push('', 'parameters:');
   const parameters = isRecord(config['parameters']) ? config['parameters'] : {};
   for (const [path, value] of flatten(parameters, 'parameters')) {

@@ -3,6 +3,7 @@
 import type { HookName, HookPayloads } from '../../core/hooks.js';
 import type { AvailabilityAnswer } from '../../core/tools/sandbox/index.js';
 import type { RequestRecord, SessionTotals } from '../../core/usage/session.js';
+import type { ContextFigure } from '../../core/context/meter.js';
 import type { Doc, Method } from './common.js';
 import type {
   ApplyBatch,
@@ -119,7 +120,14 @@ export interface HostToLua {
   >;
   'chat.structure': Method<StructurePayload, boolean>;
   'usage.show': Method<
-    { bufnr: number; request: RequestRecord; session: SessionTotals; min_cache_tokens?: number },
+    {
+      bufnr: number;
+      request: RequestRecord;
+      session: SessionTotals;
+      min_cache_tokens?: number;
+      /** The request's input against its model's context window (the context meter). */
+      context?: ContextFigure;
+    },
     null
   >;
   'usage.confirm': Method<{ bufnr: number; cost: number; limit: number; message: string }, null>;
@@ -366,7 +374,7 @@ export const HOST_TO_LUA = {
   },
   'usage.show': {
     kind: 'notification',
-    params: '`{bufnr, request, session, min_cache_tokens?}`',
+    params: '`{bufnr, request, session, min_cache_tokens?, context?}`',
     answer: '`nil`',
     section: 'usage',
   },

@@ -62,6 +62,11 @@ export interface LuaToHost extends ReviewActions {
     Buf,
     { input_tokens: number; cost?: number; provider: string; model: string } | null
   >;
+  /** `:Flemma context`: the next request's estimate against the window, nothing sent. */
+  'chat:context': Method<
+    Buf,
+    { lines: string[]; tokens: number; window: number; percent: number } | null
+  >;
   'tools:define': Method<
     {
       tools: LuaToolSpec[];
@@ -359,6 +364,13 @@ export const LUA_TO_HOST: { readonly [M in LuaToHostMethod]: LuaToHostSpec<M> } 
     kind: 'call',
     params: '`{bufnr}`',
     answer: '`{input_tokens, cost?, provider, model}` or `nil`',
+    section: 'usage',
+    decode: buf,
+  },
+  'chat:context': {
+    kind: 'call',
+    params: '`{bufnr}`',
+    answer: '`{lines, tokens, window, percent}` or `nil`',
     section: 'usage',
     decode: buf,
   },

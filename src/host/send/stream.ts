@@ -28,6 +28,7 @@ import { toolLoopWarmup } from '../warmup.js';
 import type { Config } from '../../core/config/config.js';
 import type { LuaParams } from '../../editor/protocol/index.js';
 import type { PreparedRequest, RequestBuilder } from './request.js';
+import type { ContextMeter } from '../meter.js';
 
 /** What the progress indicator shows (`progress.update`). */
 type Progress = LuaParams<'progress.update'>;
@@ -109,6 +110,8 @@ export interface StreamDeps {
   base: HostBase;
   requests: Pick<RequestBuilder, 'prepare' | 'sent'>;
   usage: Pick<UsageTracker, 'allows' | 'begin'>;
+  /** The context meter: the warning when a request nears its model's window. */
+  meter: Pick<ContextMeter, 'beforeSend'>;
   catalogue: Pick<ToolCatalogue, 'isReady' | 'whenReady' | 'registry' | 'fromWire' | 'toolNames'>;
   verdicts: Pick<Verdicts, 'markInvalidInput'>;
   /** Each message's part of the trust digest, across parses. */
@@ -266,6 +269,9 @@ export class Streamer {
     });
     ctx.writes.sendNow();
     trace('send:http');
+    // The request exactly as it is handed to the adapter, whatever its building left out; after
+    // the editor's side of the start went out (the estimate costs ~0.2 ms a megabyte of chat).
+    this.deps.meter.beforeSend(bufnr, prepared);
     const first = primed(this.events(prepared, adapter, controller.signal));
     // Once the reply streams, what a first tool call needs gets ready (src/host/warmup.ts).
     const warm = toolLoopWarmup(

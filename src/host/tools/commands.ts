@@ -52,6 +52,8 @@ export interface CommandDeps {
   results: Pick<ResultWriter, 'fresh' | 'applyEdits' | 'inject'>;
   approval: Pick<ApprovalService, 'session' | 'decide' | 'resolvers' | 'outcome'>;
   loop: CommandLoop;
+  /** The context meter's lines of `:Flemma status` (src/host/meter.ts). */
+  contextLines?: (bufnr: number, config: Config) => string[];
 }
 
 export class ToolCommands {
@@ -410,6 +412,8 @@ export class ToolCommands {
       verbose,
     };
     if (editor.problem !== undefined) input.problem = editor.problem;
+    const context = this.deps.contextLines?.(bufnr, config);
+    if (context !== undefined) input.context = context;
     return statusLines(input);
   }
 
