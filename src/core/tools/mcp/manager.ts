@@ -507,7 +507,10 @@ export class McpManager {
     }
   }
 
-  private registerTools(record: ServerRecord, listed: Parameters<typeof registerServerTools>[4]): void {
+  private registerTools(
+    record: ServerRecord,
+    listed: Parameters<typeof registerServerTools>[4],
+  ): void {
     const { tools, filtered } = registerServerTools(
       this.options.sink,
       record.config,
@@ -539,4 +542,3 @@ export class McpManager {
 function keyOf(server: McpServerConfig): string {
   return JSON.stringify(server);
 }
-

@@ -101,7 +101,9 @@ export class ServerRecord {
       }
       this.hooks.changed();
     } catch (error) {
-      this.hooks.log?.(`MCP server '${this.name}': listing its ${kind} failed: ${errorText(error)}`);
+      this.hooks.log?.(
+        `MCP server '${this.name}': listing its ${kind} failed: ${errorText(error)}`,
+      );
       if (rethrow) throw error;
     }
   }
