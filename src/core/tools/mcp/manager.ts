@@ -16,13 +16,8 @@ import {
   type ReconnectSettings,
   describeTarget,
 } from './config.js';
-import {
-  abortable,
-  emptyLists,
-  isProtocolError,
-  registerServerTools,
-  unregisterServerTools,
-} from './lists.js';
+import { abortable, isProtocolError } from './calls.js';
+import { emptyLists, registerServerTools, unregisterServerTools } from './lists.js';
 import { ServerRecord } from './server.js';
 import type {
   McpCatalog,
