@@ -390,4 +390,65 @@ describe('the MCP manager and lists that change', () => {
     );
     await manager.shutdown();
   });
+
+  it('says a server that is down is not connected, and one without resources or prompts offers none', async () => {
+    let up = false;
+    const waiters: (() => void)[] = [];
+    const ready = async (): Promise<void> => {
+      while (!manager.isReady()) await new Promise<void>((resolve) => waiters.push(resolve));
+    };
+    const manager = new McpManager({
+      sink: new ToolRegistry(),
+      notify: () => undefined,
+      onChange: () => {
+        for (const wake of waiters.splice(0)) wake();
+      },
+      connect: () =>
+        up
+          ? Promise.resolve({
+              listTools: () => Promise.resolve([]),
+              callTool: () => Promise.resolve({ content: [] }),
+              ping: () => Promise.resolve(),
+              close: () => Promise.resolve(),
+            })
+          : Promise.reject(new Error('spawn nope ENOENT')),
+    });
+    const config = {
+      name: 'down',
+      transport: 'stdio',
+      command: 'nope',
+      args: [],
+      env: {},
+      include: [],
+      exclude: [],
+      timeout: 5,
+    } as McpServerConfig;
+    const reconnect = { maxAttempts: 0, initialDelayMs: 1, maxDelayMs: 1 };
+    manager.configure({ servers: [config], disabled: [], reconnect, problems: [] });
+    await ready();
+    const signal = new AbortController().signal;
+    await expect(manager.readResource('down', 'x://y', signal)).rejects.toThrow(
+      "MCP server 'down' is not connected (failed: spawn nope ENOENT)",
+    );
+    expect(await manager.resourceListing()).toEqual([
+      {
+        server: 'down',
+        offered: false,
+        resources: [],
+        templates: [],
+        error: 'not connected (failed)',
+      },
+    ]);
+    up = true;
+    manager.restart('down');
+    await ready();
+    await expect(manager.readResource('down', 'x://y', signal)).rejects.toThrow(
+      "MCP server 'down' offers no resources",
+    );
+    await expect(manager.getPrompt('down', 'p', {}, signal)).rejects.toThrow(
+      "MCP server 'down' offers no prompts",
+    );
+    expect((await manager.resourceListing('down'))[0]).toMatchObject({ offered: false });
+    await manager.shutdown();
+  });
 });
