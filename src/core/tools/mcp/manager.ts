@@ -1,14 +1,15 @@
-// The MCP manager: one record per configured server, which it connects, whose tools it
-// registers (`mcp:<server>:<tool>`) and unregisters, whose resources and prompts it keeps listed
-// (lists.ts) and reads, and which it reconnects when the server goes away. The connection itself comes from a `McpConnect` function (the SDK in the host, a
-// fake in the unit tests), so everything here runs without a server.
+// The MCP manager: one record per configured server (server.ts), which it connects, whose tools
+// it registers (`mcp:<server>:<tool>`) and unregisters, whose resources and prompts it keeps
+// listed (lists.ts) and reads, and which it reconnects when the server goes away. The connection
+// itself comes from a `McpConnect` function (the SDK in the host, a fake in the unit tests), so
+// everything here runs without a server.
 //
 // Readiness: a server counts as a loading tool source until its first attempt has finished
 // (connected or failed), so a send made meanwhile waits for it; later reconnects do not hold
 // sends up — the next request simply lacks the server's tools until it is back (seed F-18).
 
 import { backoffDelay } from '../../util/backoff.js';
-import { errorText, type McpCallResult } from './bridge.js';
+import { errorText, type McpCallResult, type McpToolInfo } from './bridge.js';
 import {
   DEFAULT_RECONNECT,
   type McpServerConfig,
@@ -502,10 +503,7 @@ export class McpManager {
     }
   }
 
-  private registerTools(
-    record: ServerRecord,
-    listed: Parameters<typeof registerServerTools>[4],
-  ): void {
+  private registerTools(record: ServerRecord, listed: readonly McpToolInfo[]): void {
     const { tools, filtered } = registerServerTools(
       this.options.sink,
       record.config,
