@@ -2,6 +2,7 @@
 // (request) or not (notification), and the types of its params and of Lua's answer.
 import type { HookName, HookPayloads } from '../../core/hooks.js';
 import type { AvailabilityAnswer } from '../../core/tools/sandbox/index.js';
+import type { McpCatalog } from '../../core/tools/mcp/types.js';
 import type { RequestRecord, SessionTotals } from '../../core/usage/session.js';
 import type { ContextFigure } from '../../core/context/meter.js';
 import type { Doc, Method } from './common.js';
@@ -133,6 +134,7 @@ export interface HostToLua {
   'usage.confirm': Method<{ bufnr: number; cost: number; limit: number; message: string }, null>;
   notify: Method<{ message: string; level?: 'info' | 'warn' | 'error'; key?: string }, null>;
   'notify.retract': Method<{ key: string }, null>;
+  'mcp.catalog': Method<{ servers: McpCatalog }, null>;
   'attention.signal': Method<
     { bufnr: number; reason: 'approval' | 'finished' | 'failed'; tools?: string[] },
     null
@@ -395,6 +397,12 @@ export const HOST_TO_LUA = {
     params: '`{key}`',
     answer: '`nil`',
     section: 'notifyretract',
+  },
+  'mcp.catalog': {
+    kind: 'notification',
+    params: "`{servers}` (each connected server's `{prompts, resources}`)",
+    answer: '`nil`',
+    section: 'mcpcatalog',
   },
   'attention.signal': {
     kind: 'notification',

@@ -5,7 +5,8 @@ import { homedir } from 'node:os';
 import { basename } from 'node:path';
 import type { Message } from '../../core/chat/ast.js';
 import { assemblePrompt, nothingNewToSend, type Prompt } from '../../core/chat/prompt.js';
-import { readReference } from '../../core/chat/references.js';
+import { mcpReferenceRefusal, readReference } from '../../core/chat/references.js';
+import { resourceParts } from '../../core/chat/resource-parts.js';
 import { type RenderedPrompt, renderPrompt } from '../../core/chat/render.js';
 import { budgetSettings, type ElisionSummary, summarize } from '../../core/context/budget.js';
 import { elide } from '../../core/context/elide.js';
@@ -69,6 +70,7 @@ export interface RequestDeps {
     | 'personalityTools'
     | 'toolNames'
     | 'readsResultReferences'
+    | 'mcp'
   >;
   /** Each message's part of the trust digest, across parses. */
   memo: WeakMap<Message, string>;
@@ -390,8 +392,21 @@ export class RequestBuilder {
           }),
         };
       },
-      readReference: (reference) =>
-        readReference(reference, baseDir, homedir(), scope, ctx.references),
+      readReference: async (reference) => {
+        if (reference.server === undefined) {
+          return await readReference(reference, baseDir, homedir(), scope, ctx.references);
+        }
+        // `@mcp:<server>:<uri>`: read through the server, bounded by its timeout.
+        const { server, path: uri } = reference;
+        const refusal = mcpReferenceRefusal(server, scope);
+        if (refusal !== undefined) throw new Error(refusal);
+        const contents = await this.deps.catalogue.mcp.readResource(
+          server,
+          uri,
+          new AbortController().signal,
+        );
+        return resourceParts(server, uri, contents, reference.mime);
+      },
       readsResultReferences: (name) => this.deps.catalogue.readsResultReferences(name),
     });
   }
