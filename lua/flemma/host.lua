@@ -135,6 +135,8 @@ local function on_exit(job, code)
   rpc.fail_all(intended and "the host was stopped" or "the host exited", job)
   local released = require("flemma.buffer").unlock_all()
   require("flemma.progress").stop_all()
+  -- The servers went with the host: nothing to complete until the next host lists them.
+  require("flemma.mcp").set_catalog(nil)
   log.write(intended and "info" or "error", string.format("host (pid %s) exited with code %d", tostring(pid), code))
   if not intended then
     H.crashes[#H.crashes + 1] = now()

@@ -370,6 +370,20 @@ function H.register_commands()
       end, 90000)
     end,
   })
+  commands.register("context", {
+    desc = "Estimate this buffer's next request against the model's context window, with what it is made of (nothing is sent)",
+    run = function()
+      local bufnr = vim.api.nvim_get_current_buf()
+      -- The host builds the request as a send would; the answer comes back when it is ready.
+      host.call("chat:context", { bufnr = bufnr }, function(err, result)
+        if err then
+          require("flemma.notify").warn("context: " .. tostring(err))
+        elseif type(result) == "table" and type(result.lines) == "table" then
+          H.show_lines("flemma://context", result.lines)
+        end
+      end, 90000)
+    end,
+  })
   commands.register("host:status", {
     desc = "Show the host process: pid, uptime, version, crashes, log file",
     run = H.host_status,
@@ -574,7 +588,11 @@ function H.show_status(lines)
       lines[#lines + 1] = string.format("  %s %s", os.date("%H:%M:%S", item.time), item.text)
     end
   end
-  local name = "flemma://status"
+  H.show_lines("flemma://status", lines)
+end
+
+--- Show `lines` in the scratch buffer `name` (made once, closed with `q`), in a split below.
+function H.show_lines(name, lines)
   local buf = vim.fn.bufnr(name)
   if buf == -1 or not vim.api.nvim_buf_is_valid(buf) then
     buf = vim.api.nvim_create_buf(false, true)

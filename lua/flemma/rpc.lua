@@ -273,6 +273,9 @@ M.methods = {
       require("flemma.notify").retract(params.key)
     end
   end,
+  ["mcp.catalog"] = function(params)
+    require("flemma.mcp").set_catalog(params.servers)
+  end,
   ["attention.signal"] = function(params)
     require("flemma.attention").signal(params)
   end,

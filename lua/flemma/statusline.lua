@@ -1,5 +1,6 @@
 --- flemma.statusline: a short text about a `chat` buffer for any statusline: the model, the
---- thinking level, the session's requests and cost, and whether a request or tools are running.
+--- thinking level, the session's requests and cost, how full the context window was at the last
+--- request, and whether a request or tools are running.
 --- `get()` runs on every redraw, so it answers from a per-buffer cache; the cache is dropped when
 --- something it shows changes (lifecycle events, buffer locks, configuration), and the statuslines
 --- are redrawn then.
@@ -64,13 +65,13 @@ local function thinking_level(parameters, provider)
   return nil
 end
 
---- The usage module's figures; zeros (and no last request) when it is missing or fails.
+--- The usage module's figures; zeros (and no last request or context) when it is missing or fails.
 local function usage_figures(bufnr)
   local session = { requests = 0, cost = 0, input_tokens = 0, output_tokens = 0 }
-  local last = nil
+  local last, context = nil, nil
   local ok, usage = pcall(require, "flemma.usage")
   if not ok or type(usage) ~= "table" then
-    return session, last
+    return session, last, context
   end
   if type(usage.session) == "function" then
     local got, value = pcall(usage.session)
@@ -86,7 +87,13 @@ local function usage_figures(bufnr)
       last = value
     end
   end
-  return session, last
+  if type(usage.context) == "function" then
+    local got, value = pcall(usage.context, bufnr)
+    if got and type(value) == "table" then
+      context = value
+    end
+  end
+  return session, last, context
 end
 
 --- The variables a format sees (see docs/integrations.md): a fresh table on every call.
@@ -95,7 +102,7 @@ end
 function M.variables(bufnr)
   bufnr = resolve(bufnr)
   local config = require("flemma.config").get()
-  local session, last = usage_figures(bufnr)
+  local session, last, context = usage_figures(bufnr)
   local provider = config.provider
   local model = config.model
   -- The last request knows what the buffer really uses (its frontmatter may set another model),
@@ -111,6 +118,8 @@ function M.variables(bufnr)
     thinking = { level = thinking_level(config.parameters or {}, provider) },
     session = session,
     last = last,
+    -- The last request against its model's window: it stays with the model it went to.
+    context = context,
     busy = H.busy(bufnr),
     booting = H.booting,
   }

@@ -1,12 +1,14 @@
 --- flemma.usage: what requests cost. The host sends each completed request (`usage.show`); this
---- module keeps the latest one per buffer and the session's totals (`last()`, `session()`), and
---- shows the usage bar: a one-line floating window over the chat's window that goes away by itself.
+--- module keeps the latest one per buffer, its input against its model's context window, and the
+--- session's totals (`last()`, `context()`, `session()`), and shows the usage bar: a one-line
+--- floating window over the chat's window that goes away by itself.
 local M = {}
 
 local H = {
   ns = vim.api.nvim_create_namespace("flemma.usage"),
-  --- Per buffer: its latest request, and the session's totals as they were then.
-  ---@type table<integer, { request: table, session: table, min_cache_tokens: integer|nil }>
+  --- Per buffer: its latest request, the session's totals as they were then, and the request's
+  --- input against its model's context window (the context meter; nil from an older host).
+  ---@type table<integer, { request: table, session: table, min_cache_tokens: integer|nil, context: table|nil }>
   last = {},
   session = { requests = 0, cost = 0, input_tokens = 0, output_tokens = 0 },
   ---@type table<integer, { win: integer, buf: integer, target: integer, timer: uv.uv_timer_t|nil, group: integer }>
@@ -43,7 +45,7 @@ end
 
 --- The bar's pieces, in order: groups of `{text, hl?, priority}` (higher priority stays longer
 --- when the window is narrow).
----@param entry { request: table, min_cache_tokens: integer|nil }
+---@param entry { request: table, min_cache_tokens: integer|nil, context: table|nil }
 ---@param session { requests: number, cost: number, input_tokens: number, output_tokens: number }
 function H.segments(entry, session)
   local r = entry.request
@@ -68,6 +70,16 @@ function H.segments(entry, session)
     }
   end
   request[#request + 1] = { text = "↑" .. H.tokens(total_input), priority = 75 }
+  -- The context meter: the input against the window of the model the request went to. A piece of
+  -- its own, so that a narrow bar keeps the count and drops the window first.
+  local context = entry.context
+  if type(context) == "table" and number(context.window) > 0 then
+    request[#request + 1] = {
+      text = string.format("/ %s (%d%%)", H.tokens(context.window), number(context.percent)),
+      hl = context.warn and "FlemmaUsageContextHigh" or nil,
+      priority = 60,
+    }
+  end
   request[#request + 1] = { text = "↓" .. H.tokens(r.output_tokens), priority = 80 }
   if thoughts > 0 then
     request[#request + 1] = { text = "⁂" .. H.tokens(thoughts), priority = 30 }
@@ -155,6 +167,7 @@ local function define_highlights(spec)
   vim.api.nvim_set_hl(0, "FlemmaUsageCost", { link = "FlemmaUsageBar", default = true })
   vim.api.nvim_set_hl(0, "FlemmaUsageSession", { link = "FlemmaUsageBar", default = true })
   vim.api.nvim_set_hl(0, "FlemmaUsageCacheGood", { link = "DiagnosticOk", default = true })
+  vim.api.nvim_set_hl(0, "FlemmaUsageContextHigh", { link = "DiagnosticWarn", default = true })
 end
 
 --- The window that shows `bufnr` in this tab page, the current one first.
@@ -331,7 +344,7 @@ function H.subscribe()
   })
 end
 
---- `usage.show {bufnr, request, session, min_cache_tokens?}`: a request completed.
+--- `usage.show {bufnr, request, session, min_cache_tokens?, context?}`: a request completed.
 function M.show(params)
   H.subscribe()
   local bufnr = params.bufnr
@@ -347,6 +360,7 @@ function M.show(params)
     request = params.request,
     session = vim.deepcopy(H.session),
     min_cache_tokens = params.min_cache_tokens,
+    context = type(params.context) == "table" and params.context or nil,
   }
   H.last[bufnr] = entry
   if options().enabled == false then
@@ -405,6 +419,17 @@ function M.last(bufnr)
   bufnr = (bufnr == nil or bufnr == 0) and vim.api.nvim_get_current_buf() or bufnr
   local entry = H.last[bufnr]
   return entry and vim.deepcopy(entry.request) or nil
+end
+
+--- The context meter of a buffer: its latest completed request's input (uncached, cache reads
+--- and cache writes) against the context window of the model that request went to, or nil.
+--- `{ tokens, window, percent, text = "48.2k / 200k (24%)", warn, source, provider, model }`;
+--- `warn` is true at or over `context.warn_at` of the window.
+---@param bufnr integer|nil  0 or nil: the current buffer
+function M.context(bufnr)
+  bufnr = (bufnr == nil or bufnr == 0) and vim.api.nvim_get_current_buf() or bufnr
+  local entry = H.last[bufnr]
+  return entry and entry.context and vim.deepcopy(entry.context) or nil
 end
 
 --- The bar shown over a buffer's window, `{ win, buf }`, or nil.

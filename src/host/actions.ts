@@ -3,7 +3,8 @@
 import type { SdkName } from '../core/provider/sdk.js';
 import { type HostContext, HOST_VERSION, SOURCE_HASH } from './context.js';
 import { defineLuaBackends } from './sandbox.js';
-import { mcpStatusLines } from '../core/tools/mcp/status.js';
+import { promptChatText } from '../core/tools/mcp/prompt-text.js';
+import { mcpResourceLines, mcpStatusLines } from '../core/tools/mcp/status.js';
 import { definition, hover } from './navigation.js';
 import { formatSizeForLua, truncateForLua, writableForLua } from './lua-context.js';
 import {
@@ -103,6 +104,8 @@ export const actions: { readonly [M in LuaToHostMethod]: Action<M> } = {
   },
   /** `:Flemma usage:estimate`: count the next request's input tokens with the provider. */
   'usage:estimate': (ctx, { bufnr }) => ctx.requests.estimate(bufnr),
+  /** `:Flemma context`: the next request's estimate against the model's window (nothing sent). */
+  'chat:context': (ctx, { bufnr }) => ctx.meter.report(bufnr),
   /**
    * `<C-c>`: the buffer's running (or queued) request, else its oldest running tool; tells the
    * user when there is nothing.
@@ -296,6 +299,21 @@ export const actions: { readonly [M in LuaToHostMethod]: Action<M> } = {
         names.length === 0 ? 'MCP: no server is configured' : `MCP: restarting ${names.join(', ')}`,
     });
     return { restarted: names };
+  },
+  /** `:Flemma mcp:resources [server]`: the resources (and templates) of one server, or all. */
+  'mcp:resources': async (ctx, { server }) => {
+    const servers = await ctx.catalogue.mcp.resourceListing(server);
+    return { lines: mcpResourceLines(servers), servers };
+  },
+  /** `:Flemma mcp:prompt <server> <name> [key=value…]`: the prompt as chat text (Lua inserts it). */
+  'mcp:prompt': async (ctx, { server, name, args }) => {
+    const messages = await ctx.catalogue.mcp.getPrompt(
+      server,
+      name,
+      args,
+      new AbortController().signal,
+    );
+    return promptChatText(server, messages);
   },
   'sandbox:status': (ctx, { bufnr }) => ctx.commands.sandboxStatus(bufnr),
   'tool:background': async (ctx, { bufnr, row }) => {

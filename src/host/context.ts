@@ -34,6 +34,7 @@ import { Verdicts } from './tools/verdicts.js';
 import { UndoService } from './undo/service.js';
 import { TrustChecker } from './trust-check.js';
 import { UsageTracker } from './usage.js';
+import { ContextMeter } from './meter.js';
 
 export { HOST_VERSION, SOURCE_HASH } from './base.js';
 
@@ -50,6 +51,8 @@ export interface HostContext extends HostBase {
   readonly approval: ApprovalService;
   readonly requests: RequestBuilder;
   readonly usage: UsageTracker;
+  /** The context meter: the warning before a send, `:Flemma context`. */
+  readonly meter: ContextMeter;
   readonly trust: TrustChecker;
   /** The records that keep streaming replies on disk (docs/context.md). */
   readonly recovery: RecoveryService;
@@ -138,11 +141,13 @@ export function createContext(
   });
   const requests = new RequestBuilder({ base, catalogue, memo });
   const recovery = new RecoveryService(logger);
+  const meter = new ContextMeter({ base, requests, usage });
   const streamer = new Streamer({
     recovery,
     base,
     requests,
     usage,
+    meter,
     catalogue,
     verdicts,
     memo,
@@ -160,6 +165,7 @@ export function createContext(
     verdicts,
     results,
     approval,
+    contextLines: (bufnr, config) => meter.statusLines(bufnr, config),
     loop: {
       context: (bufnr, document, options) => sessions.of(bufnr).context(document, options),
       rearmIfPaused: (bufnr, settings) => {
@@ -170,6 +176,7 @@ export function createContext(
         const pilot = sessions.get(bufnr)?.conversation.autopilot;
         return { state: pilot?.state ?? 'idle', iteration: pilot?.iteration ?? 0 };
       },
+      elision: (bufnr) => requests.lastElision(bufnr),
     },
   });
   const diffReview = new DiffReview({
@@ -225,9 +232,12 @@ export function createContext(
     approval,
     requests,
     usage,
+    meter,
     trust,
     recovery,
     forget: (bufnr) => {
+      usage.forget(bufnr);
+      meter.forget(bufnr);
       previews.forget(bufnr);
       trust.forget(bufnr);
       notices.forget(bufnr);

@@ -17,13 +17,13 @@ import {
   expandReferences,
   redact,
 } from '../core/tools/mcp/config.js';
-import {
-  type ConnectionEvents,
-  type McpConnect,
-  type McpConnection,
-  McpManager,
-  type McpToolSink,
-} from '../core/tools/mcp/manager.js';
+import { McpManager } from '../core/tools/mcp/manager.js';
+import type {
+  ConnectionEvents,
+  McpConnect,
+  McpConnection,
+  McpToolSink,
+} from '../core/tools/mcp/types.js';
 import type { HostBase } from './base.js';
 import { HOST_VERSION } from './base.js';
 
@@ -94,12 +94,25 @@ async function connect(
     { name: 'flemma', version: HOST_VERSION },
     {
       capabilities: {},
-      // The manager lists the tools again itself (all pages) when the server says they changed.
+      // The manager lists the tools, resources and prompts again itself (all pages) when the
+      // server says they changed; the SDK only debounces the notifications.
       listChanged: {
         tools: {
           autoRefresh: false,
           onChanged: () => {
             if (!closing) events.toolsChanged?.();
+          },
+        },
+        resources: {
+          autoRefresh: false,
+          onChanged: () => {
+            if (!closing) events.resourcesChanged?.();
+          },
+        },
+        prompts: {
+          autoRefresh: false,
+          onChanged: () => {
+            if (!closing) events.promptsChanged?.();
           },
         },
       },
@@ -177,9 +190,57 @@ async function connect(
   if (info !== undefined) {
     log(`MCP server '${server.name}' is ${info.name} ${info.version}`);
   }
+  const caps = client.getServerCapabilities();
+  /** Every page of a paginated list. */
+  const allPages = async <T>(
+    fetch: (cursor: string | undefined) => Promise<{ items: T[]; nextCursor?: string | undefined }>,
+  ): Promise<T[]> => {
+    const items: T[] = [];
+    let cursor: string | undefined;
+    do {
+      const page = await fetch(cursor);
+      items.push(...page.items);
+      cursor = page.nextCursor;
+    } while (cursor !== undefined);
+    return items;
+  };
+  const params = (cursor: string | undefined): { cursor?: string } =>
+    cursor === undefined ? {} : { cursor };
   return {
     get pid() {
       return pid();
+    },
+    capabilities: {
+      resources: caps?.resources !== undefined,
+      resourcesListChanged: caps?.resources?.listChanged === true,
+      prompts: caps?.prompts !== undefined,
+      promptsListChanged: caps?.prompts?.listChanged === true,
+    },
+    listResources: (listSignal) =>
+      allPages(async (cursor) => {
+        const page = await client.listResources(params(cursor), { signal: listSignal });
+        return { items: page.resources, nextCursor: page.nextCursor };
+      }),
+    listResourceTemplates: (listSignal) =>
+      allPages(async (cursor) => {
+        const page = await client.listResourceTemplates(params(cursor), { signal: listSignal });
+        return {
+          items: page.resourceTemplates,
+          nextCursor: page.nextCursor,
+        };
+      }),
+    readResource: async (uri, readSignal) => {
+      const answer = await client.readResource({ uri }, { signal: readSignal });
+      return answer.contents;
+    },
+    listPrompts: (listSignal) =>
+      allPages(async (cursor) => {
+        const page = await client.listPrompts(params(cursor), { signal: listSignal });
+        return { items: page.prompts, nextCursor: page.nextCursor };
+      }),
+    getPrompt: async (name, args, getSignal) => {
+      const answer = await client.getPrompt({ name, arguments: args }, { signal: getSignal });
+      return answer.messages;
     },
     listTools: async (listSignal) => {
       const tools: McpToolInfo[] = [];

@@ -3,7 +3,9 @@
 // the request builder's (`send/request.ts`).
 import { realpathSync } from 'node:fs';
 import type { ProviderEvent, Usage } from '../core/provider/types.js';
-import { pricingFor } from '../core/usage/cost.js';
+import { pricingFor, totalInput } from '../core/usage/cost.js';
+import { type ContextFigure, contextFigure } from '../core/context/meter.js';
+import { contextWindow, type WindowSource } from '../core/provider/windows.js';
 import { makeRecord, type RequestRecord, Session } from '../core/usage/session.js';
 import { autopilotSettings } from '../core/loop/autopilot.js';
 import type { HostBase } from './base.js';
@@ -30,6 +32,9 @@ export class RequestMeter {
     readonly provider: string,
     readonly model: string,
     readonly filepath: string | undefined,
+    /** The window of the model the request goes to, and `context.warn_at`, for the meter. */
+    readonly window: { tokens: number; source: WindowSource },
+    readonly warnAt: number | false,
   ) {}
 
   observe(event: ProviderEvent): void {
@@ -56,6 +61,8 @@ function dollars(value: number): string {
 export class UsageTracker {
   readonly session = new Session();
   private readonly meters = new Map<number, RequestMeter>();
+  /** Per buffer, its last completed request against its model's window (the context meter). */
+  private readonly contexts = new Map<number, ContextFigure>();
 
   constructor(
     private readonly ctx: Pick<HostBase, 'lua'>,
@@ -65,10 +72,13 @@ export class UsageTracker {
 
   /** A request of the buffer goes out: its meter (the send's stream feeds it every event). */
   begin(bufnr: number, prepared: PreparedRequest): RequestMeter {
+    const { providerName, model, config } = prepared;
     const meter = new RequestMeter(
-      prepared.providerName,
-      prepared.model,
+      providerName,
+      model,
       realpath(prepared.editor.facts.filename),
+      contextWindow(providerName, model, config.context.window),
+      config.context.warnAt,
     );
     this.meters.set(bufnr, meter);
     return meter;
@@ -102,10 +112,15 @@ export class UsageTracker {
       pricing,
     );
     this.session.add(record);
+    // The figure stays with the model the request went to: a later switch of model does not
+    // change what this request filled of its window.
+    const context = contextFigure(totalInput(record), meter.window, meter);
+    this.contexts.set(bufnr, context);
     const params: LuaParams<'usage.show'> = {
       bufnr,
       request: record,
       session: this.session.totals(),
+      context,
     };
     if (pricing?.min_cache_tokens !== undefined) {
       params.min_cache_tokens = pricing.min_cache_tokens;
@@ -113,6 +128,16 @@ export class UsageTracker {
     // Lua keeps the record and the totals (for `flemma.usage`) and shows the bar if enabled.
     this.ctx.lua.notify('usage.show', params);
     return { record, toolUse: meter.toolUse };
+  }
+
+  /** The buffer's last completed request against its model's window, if one reported usage. */
+  lastContext(bufnr: number): ContextFigure | undefined {
+    return this.contexts.get(bufnr);
+  }
+
+  /** The buffer went away. */
+  forget(bufnr: number): void {
+    this.contexts.delete(bufnr);
   }
 
   /** The cap and what the session has cost, once the cost has reached the cap. */

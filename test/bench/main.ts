@@ -10,6 +10,8 @@ import { splitFileReferences } from '../../src/core/chat/filerefs.js';
 import { scanTemplate } from '../../src/core/chat/template.js';
 import type { TextSegment } from '../../src/core/chat/ast.js';
 import { largeChat } from './corpus.js';
+import { elide } from '../../src/core/context/elide.js';
+import type { EvaluatedMessage } from '../../src/core/provider/types.js';
 import { type FakeProvider, startFakeProvider } from '../helpers/fake-provider.js';
 import { type Driver, ROOT, startDriver } from '../helpers/driver.js';
 
@@ -206,8 +208,54 @@ function scanners(): void {
   );
 }
 
+/**
+ * Elision under `context.budget` on a long agent session (no Neovim): 600 replies, each with a
+ * `read` call whose result is 8 KB (≈ 5 MB, ≈ 1.4M estimated tokens), against a 150k budget.
+ * The cut is found by replaying the chat's history, so this is the cost each send pays once a
+ * session is over its budget.
+ */
+function elision(): void {
+  const messages: EvaluatedMessage[] = [{ role: 'user', parts: [{ kind: 'text', text: 'go' }] }];
+  for (let i = 0; i < 600; i++) {
+    const id = `toolu_${String(i)}`;
+    messages.push({
+      role: 'assistant',
+      parts: [
+        { kind: 'text', text: `Reading file ${String(i)}.` },
+        { kind: 'tool_use', id, name: 'read', input: { path: `src/f${String(i)}.ts` } },
+      ],
+    });
+    const text = `// file ${String(i)}\n` + 'const x = 1;\n'.repeat(630);
+    messages.push({
+      role: 'user',
+      parts: [
+        {
+          kind: 'tool_result',
+          toolUseId: id,
+          name: 'read',
+          parts: [{ kind: 'text', text }],
+          isError: false,
+          synthetic: false,
+        },
+      ],
+    });
+  }
+  const rest = { system: 'You are a careful engineer.', tools: [] };
+  const options = { budget: 150_000, keepTurns: 8, minBytes: 4096, lowWater: 0.7 };
+  timeIt(3, () => elide(messages, rest, options));
+  const runs = timeIt(15, () => elide(messages, rest, options));
+  report('context.elide_600_turns.median', median(runs), 'ms');
+  report(
+    'context.elide_600_turns.elided',
+    elide(messages, rest, options).elided.length,
+    'results',
+    0,
+  );
+}
+
 parser();
 scanners();
+elision();
 /**
  * Opening a 1 MB chat: time until it is highlighted and folded on screen (issue 10), and until
  * the host has parsed it and Lua shows its message marks.

@@ -18,6 +18,8 @@ export interface FixtureProcess {
   exit(): void;
   /** Lets a held server (MCP_FIXTURE_HOLD=1) start serving. */
   go(): void;
+  /** Adds a tool, a resource and a prompt, and notifies the clients that the lists changed. */
+  change(): void;
   /** Settles when the process is gone (its control connection closed). */
   readonly exited: Promise<void>;
 }
@@ -54,6 +56,7 @@ export async function startMcpControl(): Promise<McpControl> {
         port: Number(match[2]),
         exit: () => socket.write('exit\n'),
         go: () => socket.write('go\n'),
+        change: () => socket.write('change\n'),
         exited,
       };
       const waiter = waiting.shift();

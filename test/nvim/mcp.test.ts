@@ -439,6 +439,8 @@ describe('MCP servers', () => {
     });
     const d = driver;
     expect(await d.lua('return vim.fn.getcompletion("Flemma mcp:", "cmdline")')).toEqual([
+      'mcp:prompt',
+      'mcp:resources',
       'mcp:restart',
       'mcp:status',
     ]);

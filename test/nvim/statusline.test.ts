@@ -161,7 +161,10 @@ describe('the statusline text', () => {
     await d.waitForEvent('FlemmaRequestFinished');
     const after = await drawn(d, 'request…', false);
     // The session now counts the request (recorded by flemma.usage before the event).
-    expect(after).toMatch(/^claude-sonnet-4-6 \(high\) · 1 req \$\d+\.\d\d$/);
+    // The context meter of that request ends it.
+    expect(after).toMatch(
+      /^claude-sonnet-4-6 \(high\) · 1 req \$\d+\.\d\d · \d+ \/ 200k \(\d+%\)$/,
+    );
     expect(await shown(d)).toBe(after);
   });
 

@@ -19,7 +19,7 @@ const CHAT = [
   'Be brief.',
   '',
   '@You:',
-  'Hello {{ recipient }}, read @./notes.md please.',
+  'Hello {{ recipient }}, read @./notes.md. And @mcp:docs:docs://g.md.',
   '',
   '@Assistant:',
   '<thinking>',
@@ -126,6 +126,12 @@ describe('highlighting', () => {
     // The trailing full stop is not part of the reference.
     const [row, col] = at(d, 'Hello', '@./notes.md');
     expect(d.screen.groupsAt(row, col + '@./notes.md'.length)).not.toContain(
+      'FlemmaUserFileReference',
+    );
+    // An MCP resource reference is drawn like a file reference, its punctuation left out.
+    expect(groupsOf(d, 'Hello', '@mcp:docs:')).toContain('FlemmaUserFileReference');
+    const [mcpRow, mcpCol] = at(d, 'Hello', '@mcp:docs:');
+    expect(d.screen.groupsAt(mcpRow, mcpCol + '@mcp:docs:docs://g.md'.length)).not.toContain(
       'FlemmaUserFileReference',
     );
     expect(groupsOf(d, /^<thinking>/, '<thinking>')).toContain('FlemmaThinkingTag');

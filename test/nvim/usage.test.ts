@@ -128,8 +128,9 @@ async function bar(d: Driver, wait: 'shown' | 'gone' | 'now' = 'shown'): Promise
   return text;
 }
 
+// `/ 200k (4%)`: the context meter, the input against claude-sonnet-4-6's window.
 const FULL_BAR =
-  ' claude-sonnet-4-6 (anthropic) │ $0.0177 66% cached ↑9k ↓410 │ Σ1 $0.0177 ↑9k ↓410 ';
+  ' claude-sonnet-4-6 (anthropic) │ $0.0177 66% cached ↑9k / 200k (4%) ↓410 │ Σ1 $0.0177 ↑9k ↓410 ';
 
 describe('after a reply', () => {
   it('shows the usage bar with the reply’s tokens and cost, and the session’s', async () => {
@@ -213,7 +214,7 @@ describe('after a reply', () => {
     await reply(await f.nextRequest({ path: '/v1/messages' }), 'Two.', { input: 500, output: 100 });
     await d.waitForEvent('FlemmaRequestFinished', { after: before });
     expect(await bar(d)).toBe(
-      ' claude-sonnet-4-6 (anthropic) │ $0.0030 ↑500 ↓100 │ Σ2 $0.0207 ↑9.5k ↓510 ',
+      ' claude-sonnet-4-6 (anthropic) │ $0.0030 ↑500 / 200k (0%) ↓100 │ Σ2 $0.0207 ↑9.5k ↓510 ',
     );
     // The second request's figures replace the first's in the same window: no new buffer, and
     // no FileType (with its search of the runtimepath) per request.
@@ -263,7 +264,9 @@ describe('after a reply', () => {
       output: 30,
     });
     const finished = await d.waitForEvent('FlemmaRequestFinished');
-    expect(await bar(d)).toBe(' claude-experimental (anthropic) │ ↑1.2k ↓30 │ Σ1 ↑1.2k ↓30 ');
+    expect(await bar(d)).toBe(
+      ' claude-experimental (anthropic) │ ↑1.2k / 200k (0%) ↓30 │ Σ1 ↑1.2k ↓30 ',
+    );
     expect(finished.data['request']).not.toHaveProperty('cost');
     expect(await d.lua('return require("flemma.usage").session().cost', buf)).toBe(0);
   });

@@ -48,7 +48,11 @@ describe('the context window', () => {
       tokens: 1_047_576,
       source: 'model',
     });
-    expect(contextWindow('anthropic', 'claude-sonnet-4-5')).toEqual({
+    expect(contextWindow('anthropic', 'claude-sonnet-4-5-20250929')).toEqual({
+      tokens: 200_000,
+      source: 'model',
+    });
+    expect(contextWindow('anthropic', 'claude-next-9')).toEqual({
       tokens: 200_000,
       source: 'provider floor',
     });
@@ -61,6 +65,6 @@ describe('the context window', () => {
       tokens: 1_000_000,
       source: 'configured',
     });
-    expect(contextWindow('anthropic', 'claude-sonnet-4-5', 0).source).toBe('provider floor');
+    expect(contextWindow('anthropic', 'claude-sonnet-4-5', 0).source).toBe('model');
   });
 });

@@ -741,6 +741,7 @@ local function statusline_format()
     .. "{% if thinking.level then %} ({{ thinking.level }}){% end %}"
     .. "{% if session.requests > 0 then %} · {{ session.requests }} req"
     .. " ${{ string.format('%.2f', session.cost) }}{% end %}"
+    .. "{% if context then %} · {{ context.text }}{% end %}"
     .. "{% if busy == 'request' then %} · request…{% elseif busy == 'tools' then %} · tools…"
     .. "{% elseif booting then %} · booting…{% end %}"
 end
@@ -1150,19 +1151,45 @@ M.options = S.object({
     }),
   }),
 
-  -- Long conversations (docs/context.md). `recovery`: keep a streaming reply on disk (a record in
-  -- stdpath("state")/flemma/recovery, and the file itself with editing.auto_write) so that a crash
-  -- loses at most its last second. A file may turn it off (its content stays off the disk); only
-  -- a trusted one on.
-  context = S.object({
-    recovery = S.trust({ only = { false } }, S.boolean(true)),
-  }),
-
   -- Spending limits. `max_session_cost` (USD): once the session's requests have cost this much,
   -- autopilot stops and a send asks first (nil: no limit).
   limits = S.object({
     max_session_cost = S.trust("lower", S.optional(S.number(nil, { min = 0 }))),
   }),
+
+  -- Long conversations (docs/context.md): the meter, the budget and elision. Safe anywhere:
+  -- `window` and `warn_at` only change what Flemma tells you (and how much a budget given as a
+  -- share leaves out); a budget only ever makes a request send less than the file holds. None
+  -- of them names an endpoint, credential, program or file.
+  context = safe(S.object({
+    -- The model's context window in tokens, overriding the model table (a local server, a beta
+    -- window).
+    window = S.optional(S.integer(nil, { min = 1 })),
+    -- The share of the window at which a send warns first, or false.
+    warn_at = S.union({
+      S.string(nil, { pattern = "^%d+%%$", desc = 'a percentage such as "80%"' }),
+      S.literal(false),
+    }, "80%"),
+    -- The input tokens a request may hold, or a share of the window ("60%"); over it, old large
+    -- tool results are sent as stubs. Unset or false: requests go whole.
+    budget = S.optional(S.union({
+      S.integer(nil, { min = 1 }),
+      S.string(nil, { pattern = "^%d+%%$", desc = 'a percentage such as "60%"' }),
+      S.literal(false),
+    })),
+    elide = S.object({
+      -- The model's last replies whose tool results are never elided.
+      keep_turns = S.integer(8, { min = 1 }),
+      -- Results smaller than this (bytes) are never elided.
+      min_bytes = S.integer(4096, { min = 0 }),
+      -- Once it must elide, elision goes down to this share of the budget.
+      low_water = S.string("70%", { pattern = "^%d+%%$", desc = 'a percentage such as "70%"' }),
+    }),
+    -- Keep a streaming reply on disk (a record in stdpath("state")/flemma/recovery, and the file
+    -- itself with editing.auto_write) so that a crash loses at most its last second. A file may
+    -- turn it off (its content stays off the disk); only a trusted one on.
+    recovery = S.trust({ only = { false } }, S.boolean(true)),
+  })),
 
   -- The log's path needs trust (a file Flemma appends to).
   logging = S.object({

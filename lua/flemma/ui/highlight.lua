@@ -228,21 +228,24 @@ local function templates(buf, row, line)
       init = e + 2
     end
   end
-  local init = 1
-  while true do
-    local s, e = line:find("@~?%.?%.?/[^%s]+", init)
-    if not s then
-      break
-    end
-    if s == 1 or line:sub(s - 1, s - 1):match("[%s%(%[\"']") then
-      -- Trailing punctuation is not part of the path (docs/chat-format.md).
-      local path_end = e
-      while path_end > s and line:sub(path_end, path_end):match("[%.,;:!%?%)%]\"']") do
-        path_end = path_end - 1
+  -- File references, then MCP resource references (`@mcp:<server>:<uri>`), drawn alike.
+  for _, pattern in ipairs({ "@~?%.?%.?/[^%s]+", "@mcp:[%w_%-]+:[^%s]+" }) do
+    local init = 1
+    while true do
+      local s, e = line:find(pattern, init)
+      if not s then
+        break
       end
-      mark(buf, row, s - 1, path_end, "FlemmaUserFileReference")
+      if s == 1 or line:sub(s - 1, s - 1):match("[%s%(%[\"']") then
+        -- Trailing punctuation is not part of the path (docs/chat-format.md).
+        local path_end = e
+        while path_end > s and line:sub(path_end, path_end):match("[%.,;:!%?%)%]\"']") do
+          path_end = path_end - 1
+        end
+        mark(buf, row, s - 1, path_end, "FlemmaUserFileReference")
+      end
+      init = e + 1
     end
-    init = e + 1
   end
 end
 

@@ -83,6 +83,11 @@ export interface FileReferenceSegment {
   path: string;
   /** The `;type=` override, if any. */
   mime?: string;
+  /**
+   * `@mcp:<server>:<uri>`: the MCP server whose resource this is (`path` is then the URI, as
+   * written). Absent for a file.
+   */
+  server?: string;
   span: Span;
 }
 

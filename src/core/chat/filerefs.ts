@@ -1,5 +1,6 @@
 // Finds `@./x`, `@../x`, `@/abs` (also written `@//abs`) and `@~/x` file references inside a
-// text segment.
+// text segment, and `@mcp:<server>:<uri>` references to an MCP server's resource (read the same
+// way, through the server: docs/mcp.md).
 import type { FileReferenceSegment, TextSegment } from './ast.js';
 import { PositionTracker } from './template.js';
 
@@ -7,6 +8,19 @@ interface FileReference {
   raw: string;
   path: string;
   mime: string | undefined;
+  server?: string;
+}
+
+/** `mcp:<server>:<uri>`, and a `;type=<mime>` at its end (a URI may hold `;` of its own). */
+const MCP_REFERENCE = /^mcp:([A-Za-z0-9_-]+):(.+?)(?:;type=([^;]+))?$/s;
+
+/** An MCP reference (`raw` without its `@`); the URI is kept as written (no decoding). */
+function readMcpReference(raw: string): FileReference | undefined {
+  const match = MCP_REFERENCE.exec(raw);
+  if (match === null) return undefined;
+  const [, server, uri, mime] = match;
+  if (server === undefined || uri === undefined) return undefined;
+  return { raw, path: uri, mime, server };
 }
 
 /** Whitespace as JavaScript's `\s` defines it. */
@@ -143,6 +157,7 @@ function readReference(
   end: number,
 ): FileReference | undefined {
   const raw = text.slice(at + 1, end);
+  if (raw.startsWith('mcp:')) return readMcpReference(raw);
   const semicolon = raw.indexOf(';');
   const written = semicolon === -1 ? raw : raw.slice(0, semicolon);
   if (written.length <= prefix) return undefined; // nothing names a file after `./`, `~/`…
@@ -175,10 +190,10 @@ export function splitFileReferences(segment: TextSegment): (TextSegment | FileRe
   // starts; kept across candidates so a long run is measured once.
   let runEnd = -1;
   let punctuationStart = -1;
-  // `@./`, `@../`, `@/`, `@//` or `@~/`: where a reference may start. (`@//abs` is the form files
-  // from Flemma 0.11 use for an absolute path; `@/abs` is the one people type.) A `g` regex keeps
-  // its place in `lastIndex`, so each split makes its own.
-  const candidates = /@(?:\.\.?\/|\/\/?|~\/)/g;
+  // `@./`, `@../`, `@/`, `@//`, `@~/` or `@mcp:`: where a reference may start. (`@//abs` is the
+  // form files from Flemma 0.11 use for an absolute path; `@/abs` is the one people type.) A `g`
+  // regex keeps its place in `lastIndex`, so each split makes its own.
+  const candidates = /@(?:\.\.?\/|\/\/?|~\/|mcp:)/g;
   for (
     let candidate = candidates.exec(text);
     candidate !== null;
@@ -217,12 +232,13 @@ export function splitFileReferences(segment: TextSegment): (TextSegment | FileRe
       });
     }
     const span = tracker.spanOf(at, end);
-    const { raw, path, mime } = reference;
+    const { raw, path, mime, server } = reference;
     parts.push({
       kind: 'file_reference',
       raw,
       path,
       ...(mime === undefined ? {} : { mime }),
+      ...(server === undefined ? {} : { server }),
       span,
     });
     textStart = end;

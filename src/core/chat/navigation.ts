@@ -225,7 +225,8 @@ export function lineReferences(line: string): LineReference[] {
   const found: LineReference[] = [];
   const text: TextSegment = { kind: 'text', value: line, span: { startLine: 1, endLine: 1 } };
   for (const part of splitFileReferences(text)) {
-    if (part.kind !== 'file_reference') continue;
+    // An MCP reference names no file to open (`:Flemma mcp:resources` lists the server's).
+    if (part.kind !== 'file_reference' || part.server !== undefined) continue;
     found.push({
       startCol: part.span.startCol ?? 0,
       endCol: part.span.endCol ?? bytes(line),

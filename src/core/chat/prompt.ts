@@ -25,6 +25,8 @@ export interface FileReferencePart {
   path: string;
   raw: string;
   mime?: string;
+  /** An MCP resource (`@mcp:<server>:<uri>`): its server; `path` is the URI. */
+  server?: string;
   line: number;
 }
 
@@ -104,6 +106,7 @@ function contentPart(segment: Segment): ContentPart | undefined {
         line: segment.span.startLine,
       };
       if (segment.mime !== undefined) part.mime = segment.mime;
+      if (segment.server !== undefined) part.server = segment.server;
       return part;
     }
     default:

@@ -8,7 +8,7 @@ import { detectMime, isTextMime } from '../tools/definitions/read.js';
 import type { ChatDocument, FileReferenceSegment } from './ast.js';
 import type { FileReferencePart } from './prompt.js';
 
-const IMAGE_TYPES: ReadonlySet<string> = new Set([
+export const IMAGE_TYPES: ReadonlySet<string> = new Set([
   'image/png',
   'image/jpeg',
   'image/gif',
@@ -16,9 +16,9 @@ const IMAGE_TYPES: ReadonlySet<string> = new Set([
 ]);
 
 /** Text files above this size are refused (a prompt is not the place for them). */
-const MAX_TEXT_BYTES = 1024 * 1024;
+export const MAX_TEXT_BYTES = 1024 * 1024;
 /** Attachments above this size are refused (providers reject them anyway). */
-const MAX_BINARY_BYTES = 20 * 1024 * 1024;
+export const MAX_BINARY_BYTES = 20 * 1024 * 1024;
 
 /** The absolute path of a reference: `./`, `../` from `baseDir`, `~/` from `home`. */
 export function referencePath(path: string, baseDir: string, home: string): string {
@@ -73,6 +73,17 @@ export function referenceRefusal(
   return why === undefined
     ? undefined
     : `not read: this chat file is not trusted and ${why} (:trust reads it)`;
+}
+
+/**
+ * Why an MCP reference (`@mcp:<server>:<uri>`) may not be read in `scope`; undefined when it may.
+ * A server is outside the chat file's directory tree by nature, so a file that is not trusted
+ * reads none: a shared chat must not pull a server's data into a request without the user's
+ * consent (docs/security.md).
+ */
+export function mcpReferenceRefusal(server: string, scope: ReferenceScope): string | undefined {
+  if (scope.confineTo === undefined) return undefined;
+  return `not read: this chat file is not trusted and it reads from the MCP server '${server}' (:trust reads it)`;
 }
 
 /** A file read before, kept while its size and modification time stay the same. */
@@ -190,7 +201,10 @@ export function refusedReferences(
   const out: RefusedReference[] = [];
   const names = new Map<string, string>();
   const check = (segment: FileReferenceSegment): void => {
-    const why = referenceRefusal(segment.path, baseDir, scope);
+    const why =
+      segment.server === undefined
+        ? referenceRefusal(segment.path, baseDir, scope)
+        : mcpReferenceRefusal(segment.server, scope);
     if (why !== undefined) out.push({ line: segment.span.startLine, raw: segment.raw, why });
   };
   for (const message of document.messages) {
@@ -200,7 +214,10 @@ export function refusedReferences(
       else if (segment.kind === 'file_reference' && sent) check(segment);
       else if (segment.kind === 'tool_result' && sent) {
         if (!readsResults(names.get(segment.toolUseId) ?? '')) continue;
-        for (const piece of segment.segments) if (piece.kind === 'file_reference') check(piece);
+        // An MCP reference in a tool result is data (never read), so never refused either.
+        for (const piece of segment.segments) {
+          if (piece.kind === 'file_reference' && piece.server === undefined) check(piece);
+        }
       }
     }
   }

@@ -1,6 +1,7 @@
 // Prompt → the evaluated prompt providers take, with templates rendered and file references read
 // (in messages, and in the results of tools that declare the `template_tool_result` capability:
-// every other result is sent as written). Assistant turns are sent as written.
+// every other result is sent as written). MCP references (`@mcp:<server>:<uri>`) are read in
+// messages only: in any tool result they are data. Assistant turns are sent as written.
 // The core decides what to render and in which order; rendering Lua templates (in Neovim) and
 // reading files are ports, so this runs in unit tests without either.
 import type { EvaluatedMessage, EvaluatedPart } from '../provider/types.js';
@@ -13,8 +14,12 @@ export type TemplateSegment =
 export interface RenderPorts {
   /** Render every job (Lua, in Neovim); answers one text per job, or an error naming its line. */
   renderTemplates(jobs: TemplateSegment[][]): Promise<{ texts: string[] } | { error: string }>;
-  /** Read a referenced file as a part; throws an Error whose message says what is wrong. */
-  readReference(reference: FileReferencePart): Promise<EvaluatedPart>;
+  /**
+   * Read a referenced file (or an MCP server's resource: `reference.server`) as a part — or
+   * several, for a resource that answers with more than one content; throws an Error whose
+   * message says what is wrong.
+   */
+  readReference(reference: FileReferencePart): Promise<EvaluatedPart | EvaluatedPart[]>;
   /**
    * Whether the results of the tool `name` may reference files (`read` answers an image with
    * `@./shot.png;type=image/png`). Other results are sent as written, references included.
@@ -123,9 +128,9 @@ export async function renderPrompt(prompt: Prompt, ports: RenderPorts): Promise<
   });
 
   // Every file is read at once (and once), while the templates render.
-  const reads = new Map<string, Promise<EvaluatedPart>>();
-  const read = (reference: FileReferencePart): Promise<EvaluatedPart> => {
-    const key = `${reference.path}\0${reference.mime ?? ''}`;
+  const reads = new Map<string, Promise<EvaluatedPart | EvaluatedPart[]>>();
+  const read = (reference: FileReferencePart): Promise<EvaluatedPart | EvaluatedPart[]> => {
+    const key = `${reference.server ?? ''}\0${reference.path}\0${reference.mime ?? ''}`;
     let pending = reads.get(key);
     if (pending === undefined) {
       pending = ports.readReference(reference);
@@ -135,9 +140,12 @@ export async function renderPrompt(prompt: Prompt, ports: RenderPorts): Promise<
     }
     return pending;
   };
-  const collect = (parts: readonly { kind: string }[]): void => {
-    for (const part of parts)
-      if (part.kind === 'file_reference') void read(part as FileReferencePart);
+  const collect = (parts: readonly { kind: string }[], inResult = false): void => {
+    for (const part of parts) {
+      if (part.kind !== 'file_reference') continue;
+      const reference = part as FileReferencePart;
+      if (!(inResult && reference.server !== undefined)) void read(reference);
+    }
   };
   const readsReferences = new Map<string, boolean>();
   const resultReads = (name: string): boolean => {
@@ -155,7 +163,7 @@ export async function renderPrompt(prompt: Prompt, ports: RenderPorts): Promise<
     if (message.role !== 'user') continue;
     for (const part of message.parts) {
       if (part.kind !== 'tool_result') collect([part]);
-      else if (resultReads(part.name)) collect(part.parts);
+      else if (resultReads(part.name)) collect(part.parts, true);
     }
   }
   let texts: string[] = [];
@@ -175,7 +183,9 @@ export async function renderPrompt(prompt: Prompt, ports: RenderPorts): Promise<
       if (text !== '') parts.push({ kind: 'text', text });
       text = '';
       try {
-        parts.push(await read(run));
+        const got = await read(run);
+        if (Array.isArray(got)) parts.push(...got);
+        else parts.push(got);
       } catch (error) {
         const why = error instanceof Error ? error.message : String(error);
         throw new RenderError(`line ${String(run.line)}: @${run.raw}: ${why}`);
@@ -211,10 +221,15 @@ export async function renderPrompt(prompt: Prompt, ports: RenderPorts): Promise<
         const inner = resultReads(part.name)
           ? await realise(
               part.parts.map((piece: TextPart | FileReferencePart) =>
-                piece.kind === 'text'
+                piece.kind === 'text' || piece.server !== undefined
                   ? {
                       kind: 'run' as const,
-                      segments: [{ kind: 'text' as const, text: piece.text }],
+                      segments: [
+                        {
+                          kind: 'text' as const,
+                          text: piece.kind === 'text' ? piece.text : `@${piece.raw}`,
+                        },
+                      ],
                       templated: false,
                     }
                   : piece,

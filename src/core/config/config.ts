@@ -12,6 +12,8 @@
 // - A parsed configuration is frozen: it is shared by every step until the next generation, so
 //   nothing may change it in place.
 
+import { warnShare } from '../context/meter.js';
+
 /** The configuration as plain data: Lua's snapshot, or that snapshot with a frontmatter applied. */
 export type ConfigData = Readonly<Record<string, unknown>>;
 
@@ -45,6 +47,16 @@ export interface ToolsConfig extends Readonly<Record<string, unknown>> {
   readonly yolo: boolean;
 }
 
+/** `context`: the context meter (docs/context.md). */
+export interface ContextConfig {
+  /** `context.window`: the model's window in tokens, over the table's; undefined: the table's. */
+  readonly window?: number;
+  /** `context.warn_at` as a share of the window (0.8 for `"80%"`), or false: no warning. */
+  readonly warnAt: number | false;
+  /** `context.recovery`: keep a streaming reply on disk ("Recovery after a crash"). */
+  readonly recovery: boolean;
+}
+
 export interface Config {
   /** The data this configuration was read from. */
   readonly data: ConfigData;
@@ -59,8 +71,7 @@ export interface Config {
   readonly maxSessionCost?: number;
   /** `editing.auto_write`: write the buffer after each reply and each batch of tool results. */
   readonly autoWrite: boolean;
-  /** `context.recovery`: keep a streaming reply on disk (docs/context.md). */
-  readonly recovery: boolean;
+  readonly context: ContextConfig;
 }
 
 /** The schema's defaults of the options `Config` types (`lua/flemma/config/schema.lua`). */
@@ -77,7 +88,7 @@ export const CONFIG_DEFAULTS = {
     yolo: false,
   },
   editing: { auto_write: false },
-  context: { recovery: true },
+  context: { warn_at: '80%', recovery: true },
 } as const;
 
 function isRecord(value: unknown): value is Record<string, unknown> {
@@ -151,6 +162,17 @@ function tools(data: ConfigData): ToolsConfig {
     : withoutKey(out, '__list');
 }
 
+function context(data: ConfigData): ContextConfig {
+  const raw = section(data, 'context');
+  const window = raw['window'];
+  const warnAt = warnShare(raw['warn_at'] ?? CONFIG_DEFAULTS.context.warn_at);
+  const recovery =
+    typeof raw['recovery'] === 'boolean' ? raw['recovery'] : CONFIG_DEFAULTS.context.recovery;
+  return typeof window === 'number' && Number.isFinite(window) && window > 0
+    ? { window: Math.floor(window), warnAt, recovery }
+    : { warnAt, recovery };
+}
+
 function withoutKey<T extends Readonly<Record<string, unknown>>>(record: T, key: string): T {
   if (!(key in record)) return record;
   const copy: Record<string, unknown> = { ...record };
@@ -168,7 +190,6 @@ export function parseConfig(raw: unknown): Config {
   const secrets = data['secrets'];
   const limit = section(data, 'limits')['max_session_cost'];
   const autoWrite = section(data, 'editing')['auto_write'];
-  const recovery = section(data, 'context')['recovery'];
   const config: Config = {
     data,
     provider: typeof provider === 'string' ? provider : CONFIG_DEFAULTS.provider,
@@ -179,7 +200,7 @@ export function parseConfig(raw: unknown): Config {
     ...(isRecord(secrets) ? { secrets } : {}),
     ...(typeof limit === 'number' ? { maxSessionCost: limit } : {}),
     autoWrite: typeof autoWrite === 'boolean' ? autoWrite : CONFIG_DEFAULTS.editing.auto_write,
-    recovery: typeof recovery === 'boolean' ? recovery : CONFIG_DEFAULTS.context.recovery,
+    context: context(data),
   };
   return deepFreeze(config);
 }

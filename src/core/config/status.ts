@@ -23,7 +23,11 @@ export interface StatusInput {
   trust: { trusted: boolean; why: string };
   /** What the file may not do because it is not trusted: options and file references. */
   refused: readonly { what: string; line: number }[];
+  /** `context.budget` and what the last request elided (`budgetLines`, src/core/context). */
+  budget?: readonly string[];
   verbose: boolean;
+  /** The context meter's lines (the last request against its window), when there are some. */
+  context?: readonly string[];
 }
 
 const TRUST_WORDS: Record<string, string> = {
@@ -121,6 +125,7 @@ export function statusLines(input: StatusInput): string[] {
   }
   const provider = typeof config['provider'] === 'string' ? config['provider'] : 'anthropic';
   lines.push('', entry('provider', 'provider'), entry('model', 'model'));
+  if (input.context !== undefined) lines.push(...input.context);
   lines.push('', 'parameters:');
   const parameters = isRecord(config['parameters']) ? config['parameters'] : {};
   for (const [path, value] of flatten(parameters, 'parameters')) {
@@ -147,6 +152,7 @@ export function statusLines(input: StatusInput): string[] {
     `autopilot: ${settings['enabled'] === false ? 'disabled' : 'enabled'}, max_turns ${show(settings['max_turns'] ?? 100)}, resume_delay ${show(settings['resume_delay'] ?? 0)} ms  (${layer('tools.autopilot')}); now ${input.autopilot.state}${input.autopilot.iteration > 0 ? `, turn ${String(input.autopilot.iteration)}` : ''}`,
   );
   lines.push(`sandbox: ${input.sandbox}  (${layer('sandbox.enabled')})`);
+  if (input.budget !== undefined && input.budget.length > 0) lines.push('', ...input.budget);
   if (input.verbose) {
     lines.push('', 'all options:');
     for (const [path, value] of flatten(config)) {

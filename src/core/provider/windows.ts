@@ -17,9 +17,24 @@ interface ProviderWindows {
 
 const CLAUDE: ProviderWindows = {
   // Every Claude model since Claude 3: 200k tokens (Sonnet 4 and later offer 1M behind a beta
-  // header Flemma does not send).
+  // header Flemma does not send). The current ones are listed, so that the meter can say the
+  // window is the model's own and not a guess.
   floor: 200_000,
-  models: {},
+  models: Object.fromEntries(
+    [
+      'claude-opus-4-7',
+      'claude-opus-4-6',
+      'claude-sonnet-4-6',
+      'claude-opus-4-5',
+      'claude-sonnet-4-5',
+      'claude-haiku-4-5',
+      'claude-opus-4-1',
+      'claude-opus-4',
+      'claude-opus-4-0',
+      'claude-sonnet-4',
+      'claude-sonnet-4-0',
+    ].map((id) => [id, 200_000]),
+  ),
 };
 
 const GPT: ProviderWindows = {
@@ -61,7 +76,20 @@ const GPT: ProviderWindows = {
 const GEMINI: ProviderWindows = {
   // Every Gemini model since 1.5 Pro: 1,048,576 tokens.
   floor: 1_048_576,
-  models: {},
+  models: Object.fromEntries(
+    [
+      'gemini-3.5-flash',
+      'gemini-3.1-pro-preview',
+      'gemini-3.1-flash-lite-preview',
+      'gemini-3-pro-preview',
+      'gemini-3-flash-preview',
+      'gemini-2.5-pro',
+      'gemini-2.5-flash',
+      'gemini-2.5-flash-lite',
+      'gemini-2.0-flash',
+      'gemini-2.0-flash-lite',
+    ].map((id) => [id, 1_048_576]),
+  ),
 };
 
 const KIMI: ProviderWindows = {

@@ -2,7 +2,9 @@
 // (request) or not (notification), and the types of its params and of Lua's answer.
 import type { HookName, HookPayloads } from '../../core/hooks.js';
 import type { AvailabilityAnswer } from '../../core/tools/sandbox/index.js';
+import type { McpCatalog } from '../../core/tools/mcp/types.js';
 import type { RequestRecord, SessionTotals } from '../../core/usage/session.js';
+import type { ContextFigure } from '../../core/context/meter.js';
 import type { Doc, Method } from './common.js';
 import type {
   ApplyBatch,
@@ -122,12 +124,20 @@ export interface HostToLua {
   >;
   'chat.structure': Method<StructurePayload, boolean>;
   'usage.show': Method<
-    { bufnr: number; request: RequestRecord; session: SessionTotals; min_cache_tokens?: number },
+    {
+      bufnr: number;
+      request: RequestRecord;
+      session: SessionTotals;
+      min_cache_tokens?: number;
+      /** The request's input against its model's context window (the context meter). */
+      context?: ContextFigure;
+    },
     null
   >;
   'usage.confirm': Method<{ bufnr: number; cost: number; limit: number; message: string }, null>;
   notify: Method<{ message: string; level?: 'info' | 'warn' | 'error'; key?: string }, null>;
   'notify.retract': Method<{ key: string }, null>;
+  'mcp.catalog': Method<{ servers: McpCatalog }, null>;
   'attention.signal': Method<
     { bufnr: number; reason: 'approval' | 'finished' | 'failed'; tools?: string[] },
     null
@@ -369,7 +379,7 @@ export const HOST_TO_LUA = {
   },
   'usage.show': {
     kind: 'notification',
-    params: '`{bufnr, request, session, min_cache_tokens?}`',
+    params: '`{bufnr, request, session, min_cache_tokens?, context?}`',
     answer: '`nil`',
     section: 'usage',
   },
@@ -390,6 +400,12 @@ export const HOST_TO_LUA = {
     params: '`{key}`',
     answer: '`nil`',
     section: 'notifyretract',
+  },
+  'mcp.catalog': {
+    kind: 'notification',
+    params: "`{servers}` (each connected server's `{prompts, resources}`)",
+    answer: '`nil`',
+    section: 'mcpcatalog',
   },
   'attention.signal': {
     kind: 'notification',

@@ -4,11 +4,11 @@ import { isLogLevel, type LogLevel } from '../../core/log.js';
 import type { ChatDocument } from '../../core/chat/ast.js';
 import type { SdkLoadReport, SdkName } from '../../core/provider/sdk.js';
 import type { AlwaysEntry } from '../../core/approval/session.js';
-import type { McpServerStatus } from '../../core/tools/mcp/manager.js';
 import type { SandboxStatus } from '../../core/tools/sandbox/index.js';
 import type { DefinitionAnswer } from '../../core/chat/navigation.js';
 import type { ReviewCall, ReviewScope } from '../../core/chat/review.js';
 import { ActionError, type Doc, type Method } from './common.js';
+import { MCP_ACTIONS, type McpActions } from './mcp.js';
 import { REVIEW_ACTIONS, type ReviewActions } from './review.js';
 import type {
   DeclarativeSettings,
@@ -37,7 +37,7 @@ interface Buf {
 }
 
 /** Every Lua → host action: its params (as the handler receives them, decoded) and its answer. */
-export interface LuaToHost extends ReviewActions {
+export interface LuaToHost extends ReviewActions, McpActions {
   ping: Method<null, HostInfo>;
   'host:info': Method<null, HostInfo>;
   'provider:sdks': Method<
@@ -61,6 +61,11 @@ export interface LuaToHost extends ReviewActions {
   'usage:estimate': Method<
     Buf,
     { input_tokens: number; cost?: number; provider: string; model: string } | null
+  >;
+  /** `:Flemma context`: the next request's estimate against the window, nothing sent. */
+  'chat:context': Method<
+    Buf,
+    { lines: string[]; tokens: number; window: number; percent: number } | null
   >;
   'tools:define': Method<
     {
@@ -113,8 +118,6 @@ export interface LuaToHost extends ReviewActions {
   >;
   'sandbox:define': Method<{ backends: unknown[] }, null>;
   'sandbox:status': Method<Buf, SandboxStatus>;
-  'mcp:status': Method<null, { lines: string[]; servers: McpServerStatus[] }>;
-  'mcp:restart': Method<{ server: string | undefined }, { restarted: string[] }>;
 }
 
 export type LuaToHostMethod = keyof LuaToHost;
@@ -362,6 +365,13 @@ export const LUA_TO_HOST: { readonly [M in LuaToHostMethod]: LuaToHostSpec<M> } 
     section: 'usage',
     decode: buf,
   },
+  'chat:context': {
+    kind: 'call',
+    params: '`{bufnr}`',
+    answer: '`{lines, tokens, window, percent}` or `nil`',
+    section: 'usage',
+    decode: buf,
+  },
   'tools:define': {
     kind: 'notification',
     params: '`{tools, pending, js_modules, declarative?, mcp?}`',
@@ -589,21 +599,8 @@ export const LUA_TO_HOST: { readonly [M in LuaToHostMethod]: LuaToHostSpec<M> } 
     section: 'tools',
     decode: buf,
   },
-  'mcp:status': {
-    kind: 'call',
-    params: 'none',
-    answer: '`{lines, servers}`',
-    section: 'commands',
-    decode: none,
-  },
-  'mcp:restart': {
-    kind: 'call',
-    params: '`{server?}`',
-    answer: '`{restarted}`',
-    section: 'commands',
-    decode: (raw) => ({ server: text(field(raw, 'server')) }),
-  },
   ...REVIEW_ACTIONS,
+  ...MCP_ACTIONS,
 };
 
 /**

@@ -5,8 +5,11 @@ import { homedir } from 'node:os';
 import { basename } from 'node:path';
 import type { Message } from '../../core/chat/ast.js';
 import { assemblePrompt, nothingNewToSend, type Prompt } from '../../core/chat/prompt.js';
-import { readReference } from '../../core/chat/references.js';
+import { mcpReferenceRefusal, readReference } from '../../core/chat/references.js';
+import { resourceParts } from '../../core/chat/resource-parts.js';
 import { type RenderedPrompt, renderPrompt } from '../../core/chat/render.js';
+import { budgetSettings, type ElisionSummary, summarize } from '../../core/context/budget.js';
+import { elide } from '../../core/context/elide.js';
 import { resolveThinking, type ThinkingParameters } from '../../core/provider/thinking.js';
 import {
   type EvaluatedMessage,
@@ -48,6 +51,8 @@ export interface PreparedRequest {
   /** The tools the request offers (natively or in XML), by their own names. */
   offered: readonly string[];
   xml?: XmlLibrary;
+  /** What `context.budget` made of the request (absent without a budget). */
+  elision?: ElisionSummary;
   /**
    * After the provider refused the credential (401): forget it and resolve it again; a new
    * adapter when that gives a different value, else undefined.
@@ -65,6 +70,7 @@ export interface RequestDeps {
     | 'personalityTools'
     | 'toolNames'
     | 'readsResultReferences'
+    | 'mcp'
   >;
   /** Each message's part of the trust digest, across parses. */
   memo: WeakMap<Message, string>;
@@ -77,12 +83,44 @@ function dollars(value: number): string {
 export class RequestBuilder {
   /** Per buffer, the refused options the user was last told about (see `prepare`). */
   private readonly refusedShown = new Map<number, string>();
+  /** Per buffer, what the budget made of the last request that went out (`:Flemma status`). */
+  private readonly elisions = new Map<number, ElisionSummary>();
+  /** The buffers whose last request was told to be over its budget (said once, not each send). */
+  private readonly overShown = new Set<number>();
 
   constructor(private readonly deps: RequestDeps) {}
 
   /** The buffer went away: forget what was said about it. */
   forget(bufnr: number): void {
     this.refusedShown.delete(bufnr);
+    this.elisions.delete(bufnr);
+    this.overShown.delete(bufnr);
+  }
+
+  /**
+   * A prepared request goes out: remember what its budget elided, and warn when it is still over
+   * the budget — once, until a request fits again (autopilot would repeat it on every step).
+   */
+  sent(bufnr: number, prepared: PreparedRequest): void {
+    const elision = prepared.elision;
+    if (elision === undefined) this.elisions.delete(bufnr);
+    else this.elisions.set(bufnr, elision);
+    if (elision?.over === undefined) {
+      this.overShown.delete(bufnr);
+      return;
+    }
+    this.deps.base.logger.warn(elision.over);
+    if (this.overShown.has(bufnr)) return;
+    this.overShown.add(bufnr);
+    this.deps.base.lua.notify('notify', {
+      level: 'warn',
+      message: `${elision.over}; :Flemma status has the details`,
+    });
+  }
+
+  /** What the budget made of the buffer's last request, if one went out with a budget. */
+  lastElision(bufnr: number): ElisionSummary | undefined {
+    return this.elisions.get(bufnr);
   }
 
   /**
@@ -229,22 +267,27 @@ export class RequestBuilder {
       section === ''
         ? evaluated.system
         : [evaluated.system, section].filter((t) => t !== '').join('\n\n');
+    // In XML tool calling the tools are described in the system prompt instead.
+    const offeredTools =
+      xml === undefined
+        ? tools.map((tool) => ({ ...tool, name: this.deps.catalogue.registry.apiName(tool.name) }))
+        : [];
+    // Over `context.budget`, old large tool results go as stubs (docs/context.md).
+    const budget = budgetSettings(config.data, providerName, model);
+    const elision =
+      budget === undefined
+        ? undefined
+        : elide(evaluated.messages, { system, tools: offeredTools }, budget);
+    const messages = elision?.messages ?? evaluated.messages;
     const request: ProviderRequest = {
       model,
       system,
       // Providers see API names (`file.read` → `file_read`); replies are mapped back in `consume`.
-      // In XML tool calling the tools are described in the system prompt instead.
       messages:
         xml === undefined
-          ? toApiNames(evaluated.messages, (name) => this.deps.catalogue.registry.apiName(name))
-          : xmlMessages(evaluated.messages, xml),
-      tools:
-        xml === undefined
-          ? tools.map((tool) => ({
-              ...tool,
-              name: this.deps.catalogue.registry.apiName(tool.name),
-            }))
-          : [],
+          ? toApiNames(messages, (name) => this.deps.catalogue.registry.apiName(name))
+          : xmlMessages(messages, xml),
+      tools: offeredTools,
       // The provider's own `max_tokens` wins over the general one (src/core/provider/limits.ts).
       maxTokens: resolveMaxTokens(
         maxTokensOf(specific['max_tokens']) ?? parameters.max_tokens,
@@ -275,6 +318,7 @@ export class RequestBuilder {
       reauthorize,
     };
     if (xml !== undefined) prepared.xml = xml;
+    if (elision !== undefined) prepared.elision = summarize(elision);
     return prepared;
   }
 
@@ -348,8 +392,21 @@ export class RequestBuilder {
           }),
         };
       },
-      readReference: (reference) =>
-        readReference(reference, baseDir, homedir(), scope, ctx.references),
+      readReference: async (reference) => {
+        if (reference.server === undefined) {
+          return await readReference(reference, baseDir, homedir(), scope, ctx.references);
+        }
+        // `@mcp:<server>:<uri>`: read through the server, bounded by its timeout.
+        const { server, path: uri } = reference;
+        const refusal = mcpReferenceRefusal(server, scope);
+        if (refusal !== undefined) throw new Error(refusal);
+        const contents = await this.deps.catalogue.mcp.readResource(
+          server,
+          uri,
+          new AbortController().signal,
+        );
+        return resourceParts(server, uri, contents, reference.mime);
+      },
       readsResultReferences: (name) => this.deps.catalogue.readsResultReferences(name),
     });
   }

@@ -28,6 +28,7 @@ import type { Config } from '../../core/config/config.js';
 import type { LuaParams } from '../../editor/protocol/index.js';
 import type { PreparedRequest, RequestBuilder } from './request.js';
 import { type RecoveryService, type ReplyRecord, recoveryDir } from '../recovery.js';
+import type { ContextMeter } from '../meter.js';
 
 /** What the progress indicator shows (`progress.update`). */
 type Progress = LuaParams<'progress.update'>;
@@ -107,8 +108,10 @@ function primed<T>(source: AsyncIterable<T>): AsyncIterable<T> {
 
 export interface StreamDeps {
   base: HostBase;
-  requests: Pick<RequestBuilder, 'prepare'>;
+  requests: Pick<RequestBuilder, 'prepare' | 'sent'>;
   usage: Pick<UsageTracker, 'allows' | 'begin'>;
+  /** The context meter: the warning when a request nears its model's window. */
+  meter: Pick<ContextMeter, 'beforeSend'>;
   catalogue: Pick<ToolCatalogue, 'isReady' | 'whenReady' | 'registry' | 'fromWire' | 'toolNames'>;
   verdicts: Pick<Verdicts, 'markInvalidInput'>;
   /** Each message's part of the trust digest, across parses. */
@@ -149,6 +152,7 @@ export class Streamer {
     if (controller.signal.aborted) return 'cancelled';
     // The spend cap: past it, nothing goes out without the user's yes.
     if (!this.deps.usage.allows(bufnr, prepared.config, options)) return undefined;
+    this.deps.requests.sent(bufnr, prepared);
     return this.stream(
       bufnr,
       prepared,
@@ -171,7 +175,7 @@ export class Streamer {
     const { facts } = prepared.editor;
     const state = facts.editor_dirs?.state;
     const recovery = this.deps.recovery;
-    if (recovery === undefined || !prepared.config.recovery) return undefined;
+    if (recovery === undefined || !prepared.config.context.recovery) return undefined;
     if (facts.filename === null || state === undefined || state === '') return undefined;
     const writes = this.deps.base.writes;
     return recovery.begin({
@@ -302,6 +306,9 @@ export class Streamer {
     });
     ctx.writes.sendNow();
     trace('send:http');
+    // The request exactly as it is handed to the adapter, whatever its building left out; after
+    // the editor's side of the start went out (the estimate costs ~0.2 ms a megabyte of chat).
+    this.deps.meter.beforeSend(bufnr, prepared);
     const first = primed(this.events(prepared, adapter, controller.signal));
     // Once the reply streams, what a first tool call needs gets ready (src/host/warmup.ts).
     const warm = toolLoopWarmup(

@@ -66,6 +66,7 @@ export class ToolCatalogue {
     this.mcp = createMcpManager(ctx, this.registry, () => {
       this.checkReady();
       this.changed();
+      this.pushMcpCatalog();
     });
     this.modules = new JsModules({
       registry: this.registry,
@@ -126,6 +127,8 @@ export class ToolCatalogue {
   readonly mcp: McpManager;
 
   private mcpProblems = '';
+  /** The MCP catalogue Lua last received (completion of prompts and resources), as JSON. */
+  private mcpCatalog = '{}';
 
   /** Whether the results of the tool `name` have their file references read (`read`). */
   readsResultReferences(name: string): boolean {
@@ -245,6 +248,15 @@ export class ToolCatalogue {
    * The `mcp` section of the configuration (sent with Lua's tools): servers start, stop or
    * restart as it changed. Problems with it are shown once per change.
    */
+  /** Lua completes prompt names and resource URIs from a copy it is sent when they change. */
+  private pushMcpCatalog(): void {
+    const servers = this.mcp.catalog();
+    const json = JSON.stringify(servers);
+    if (json === this.mcpCatalog) return;
+    this.mcpCatalog = json;
+    this.ctx.lua.notify('mcp.catalog', { servers });
+  }
+
   configureMcp(raw: unknown): void {
     const settings = parseMcpSettings(raw);
     const problems = settings.problems.join('\n');

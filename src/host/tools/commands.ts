@@ -15,12 +15,14 @@ import {
 import { placeholder } from '../../core/chat/writer.js';
 import { type AlwaysEntry, alwaysEntryFor, describeEntry } from '../../core/approval/session.js';
 import { type StatusInput, statusLines } from '../../core/config/status.js';
+import { budgetLines, budgetSettings, type ElisionSummary } from '../../core/context/budget.js';
 import { type AutopilotSettings, autopilotSettings } from '../../core/loop/autopilot.js';
 import { toolCallAt } from '../../core/tools/locate.js';
 import type { ApprovalService } from '../approval.js';
 import type { HostBase } from '../base.js';
 import type { ContextOptions, EditorContext } from '../editor-context.js';
 import { type SandboxStatus, sandboxStatusFor } from '../sandbox.js';
+import { PROVIDERS } from '../providers.js';
 import { refusedItems } from '../trust-check.js';
 import type { ToolCatalogue } from './catalogue.js';
 import type { ToolExecutor } from './executor.js';
@@ -38,6 +40,8 @@ export interface CommandLoop {
   /** Calls of the buffer were resolved: autopilot may go on. */
   toolsFinished(bufnr: number, settings: AutopilotSettings): Promise<void>;
   autopilot(bufnr: number): { state: string; iteration: number };
+  /** What `context.budget` made of the buffer's last request (`RequestBuilder.lastElision`). */
+  elision(bufnr: number): ElisionSummary | undefined;
 }
 
 export interface CommandDeps {
@@ -48,6 +52,8 @@ export interface CommandDeps {
   results: Pick<ResultWriter, 'fresh' | 'applyEdits' | 'inject'>;
   approval: Pick<ApprovalService, 'session' | 'decide' | 'resolvers' | 'outcome'>;
   loop: CommandLoop;
+  /** The context meter's lines of `:Flemma status` (src/host/meter.ts). */
+  contextLines?: (bufnr: number, config: Config) => string[];
 }
 
 export class ToolCommands {
@@ -395,9 +401,19 @@ export class ToolCommands {
       refused: refusedItems(state.document, editor, (name) =>
         this.deps.catalogue.readsResultReferences(name),
       ),
+      budget: budgetLines(
+        budgetSettings(
+          config.data,
+          config.provider,
+          config.model ?? PROVIDERS[config.provider]?.defaultModel ?? '',
+        ),
+        this.deps.loop.elision(bufnr),
+      ),
       verbose,
     };
     if (editor.problem !== undefined) input.problem = editor.problem;
+    const context = this.deps.contextLines?.(bufnr, config);
+    if (context !== undefined) input.context = context;
     return statusLines(input);
   }
 

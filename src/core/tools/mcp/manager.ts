@@ -1,21 +1,15 @@
-// The MCP manager: one record per configured server, which it connects, whose tools it
-// registers (`mcp:<server>:<tool>`) and unregisters, and which it reconnects when the server
-// goes away. The connection itself comes from a `McpConnect` function (the SDK in the host, a
-// fake in the unit tests), so everything here runs without a server.
+// The MCP manager: one record per configured server (server.ts), which it connects, whose tools
+// it registers (`mcp:<server>:<tool>`) and unregisters, whose resources and prompts it keeps
+// listed (lists.ts) and reads, and which it reconnects when the server goes away. The connection
+// itself comes from a `McpConnect` function (the SDK in the host, a fake in the unit tests), so
+// everything here runs without a server.
 //
 // Readiness: a server counts as a loading tool source until its first attempt has finished
 // (connected or failed), so a send made meanwhile waits for it; later reconnects do not hold
 // sends up — the next request simply lacks the server's tools until it is back (seed F-18).
 
 import { backoffDelay } from '../../util/backoff.js';
-import type { ToolDefinition } from '../registry.js';
-import {
-  bridgeMcpTool,
-  errorText,
-  type McpCallResult,
-  type McpCaller,
-  type McpToolInfo,
-} from './bridge.js';
+import { errorText, type McpCallResult, type McpToolInfo } from './bridge.js';
 import {
   DEFAULT_RECONNECT,
   type McpServerConfig,
@@ -23,63 +17,28 @@ import {
   type ReconnectSettings,
   describeTarget,
 } from './config.js';
-import { toolSelected } from './names.js';
+import { abortable, isProtocolError } from './calls.js';
+import { emptyLists, registerServerTools, unregisterServerTools } from './lists.js';
+import { ServerRecord } from './server.js';
+import type {
+  McpCatalog,
+  McpConnect,
+  McpConnection,
+  McpPromptMessage,
+  McpResourceContents,
+  McpResourceListing,
+  McpServerStatus,
+  McpToolSink,
+} from './types.js';
 
-/** A connected server, as the manager uses it. */
-export interface McpConnection extends McpCaller {
-  /** Every tool the server offers (all pages). */
-  listTools(signal: AbortSignal): Promise<McpToolInfo[]>;
-  /** Resolves when the server answers a ping within `timeoutMs`. */
-  ping(timeoutMs: number): Promise<void>;
-  /** Ends the session and, for stdio, the process. */
-  close(): Promise<void>;
-  /** The server process (stdio), for stopping it as the host exits. */
-  readonly pid?: number | undefined;
-}
-
-/** What a connection reports after it is made. */
-export interface ConnectionEvents {
-  /** The transport closed (a stdio server exited, the session ended). */
-  closed(reason?: string): void;
-  /** The transport saw an error; the manager checks whether the server is still there. */
-  error(error: unknown): void;
-  /** The server said its tools changed (`notifications/tools/list_changed`). */
-  toolsChanged?(): void;
-}
-
-export type McpConnect = (
-  server: McpServerConfig,
-  events: ConnectionEvents,
-  signal: AbortSignal,
-) => Promise<McpConnection>;
-
-/** Where the manager puts the tools (the host's registry). */
-export interface McpToolSink {
-  register(def: ToolDefinition): void;
-  unregister(name: string): boolean;
-}
-
-export type McpState =
-  'starting' | 'connected' | 'reconnecting' | 'failed' | 'stopped' | 'disabled';
-
-export interface McpServerStatus {
-  name: string;
-  transport: 'stdio' | 'http';
-  /** The command line or URL as configured (references unexpanded). */
-  target: string;
-  state: McpState;
-  /** The registered tool names, sorted. */
-  tools: string[];
-  /** Tools the server offers that `include` / `exclude` left out. */
-  filtered: number;
-  lastError?: string;
-  /** Milliseconds since the current connection was made. */
-  uptimeMs?: number;
-  /** Failed attempts since the server was last connected. */
-  attempts: number;
-  /** When the next attempt is due (ms from now), while reconnecting. */
-  retryInMs?: number;
-}
+export type {
+  ConnectionEvents,
+  McpConnect,
+  McpConnection,
+  McpServerStatus,
+  McpState,
+  McpToolSink,
+} from './types.js';
 
 export interface McpManagerOptions {
   connect: McpConnect;
@@ -97,27 +56,6 @@ export interface McpManagerOptions {
   /** How long a liveness check may wait for the server's answer (ms). */
   pingTimeoutMs?: number;
   now?: () => number;
-}
-
-interface ServerRecord {
-  config: McpServerConfig;
-  key: string;
-  state: McpState;
-  conn?: McpConnection | undefined;
-  tools: string[];
-  filtered: number;
-  lastError?: string | undefined;
-  connectedAt?: number | undefined;
-  attempts: number;
-  /** Bumped by every start and stop: events of an older connection are ignored. */
-  generation: number;
-  /** The first attempt (of a start or restart) has not finished: sends wait. */
-  loading: boolean;
-  timer?: ReturnType<typeof setTimeout> | undefined;
-  retryAt?: number | undefined;
-  attempt?: AbortController | undefined;
-  checking: boolean;
-  caller: McpCaller;
 }
 
 export class McpManager {
@@ -216,16 +154,7 @@ export class McpManager {
    * attempts. Returns the names restarted; an unknown name throws.
    */
   restart(name?: string): string[] {
-    const targets =
-      name === undefined ? [...this.servers.values()] : [this.servers.get(name)].filter(isDefined);
-    if (name !== undefined && targets.length === 0) {
-      const known = this.names();
-      throw new Error(
-        this.disabled.has(name)
-          ? `MCP server '${name}' is disabled (enabled = false)`
-          : `unknown MCP server '${name}'${known.length > 0 ? ` (configured: ${known.join(', ')})` : ' (none is configured)'}`,
-      );
-    }
+    const targets = name === undefined ? [...this.servers.values()] : [this.record(name)];
     for (const record of targets) {
       void this.stop(record);
       record.attempts = 0;
@@ -254,21 +183,70 @@ export class McpManager {
     return out;
   }
 
+  /** Each connected server's prompts and resource URIs (what Lua completes from). */
+  catalog(): McpCatalog {
+    const out: McpCatalog = {};
+    for (const name of [...this.servers.keys()].sort()) {
+      const record = this.servers.get(name);
+      if (record?.state === 'connected') out[name] = record.catalogEntry();
+    }
+    return out;
+  }
+
+  /** The resources and templates of one server (every configured one without a name). */
+  async resourceListing(name?: string): Promise<McpResourceListing[]> {
+    const records =
+      name === undefined
+        ? [...this.servers.keys()].sort().map((key) => this.record(key))
+        : [this.record(name)];
+    return await Promise.all(records.map((record) => record.listing()));
+  }
+
+  /** A resource's contents (`resources/read`); the error names the server and the URI. */
+  async readResource(
+    name: string,
+    uri: string,
+    signal: AbortSignal,
+  ): Promise<McpResourceContents[]> {
+    const record = this.record(name);
+    const generation = record.generation;
+    return await record.readResource(uri, signal, (error) => {
+      // A failed read may be the first sign that an HTTP server is gone.
+      if (!isProtocolError(error)) void this.checkAlive(record, generation, error);
+    });
+  }
+
+  /** A prompt's messages, its arguments checked first (server.ts). */
+  async getPrompt(
+    name: string,
+    prompt: string,
+    args: Record<string, string>,
+    signal: AbortSignal,
+  ): Promise<McpPromptMessage[]> {
+    return await this.record(name).getPrompt(prompt, args, signal);
+  }
+
   // -------------------------------------------------------------------------------------------
 
+  /** The record of a configured server; an unknown or disabled name throws, saying so. */
+  private record(name: string): ServerRecord {
+    const record = this.servers.get(name);
+    if (record !== undefined) return record;
+    const known = this.names();
+    throw new Error(
+      this.disabled.has(name)
+        ? `MCP server '${name}' is disabled (enabled = false)`
+        : `unknown MCP server '${name}'${known.length > 0 ? ` (configured: ${known.join(', ')})` : ' (none is configured)'}`,
+    );
+  }
+
   private createRecord(config: McpServerConfig): ServerRecord {
-    const record: ServerRecord = {
-      config,
-      key: keyOf(config),
-      state: 'starting',
-      tools: [],
-      filtered: 0,
-      attempts: 0,
-      generation: 0,
-      loading: false,
-      checking: false,
-      caller: { callTool: () => Promise.reject(new Error('not connected')) },
-    };
+    const record = new ServerRecord(config, keyOf(config), {
+      changed: () => {
+        this.changed();
+      },
+      log: (message) => this.options.log?.(message),
+    });
     record.caller = {
       callTool: (tool, args, signal) => this.callTool(record, tool, args, signal),
     };
@@ -291,6 +269,7 @@ export class McpManager {
     record.attempt?.abort(new Error('stopped'));
     record.attempt = undefined;
     this.unregisterTools(record);
+    record.lists = emptyLists();
     record.state = 'stopped';
     record.loading = false;
     const conn = record.conn;
@@ -332,6 +311,16 @@ export class McpManager {
               void this.relist(record, generation, conn);
             }
           },
+          resourcesChanged: () => {
+            if (current() && record.conn === conn && conn !== undefined) {
+              void record.refreshLists(generation, conn, 'resources');
+            }
+          },
+          promptsChanged: () => {
+            if (current() && record.conn === conn && conn !== undefined) {
+              void record.refreshLists(generation, conn, 'prompts');
+            }
+          },
         },
         controller.signal,
       );
@@ -356,6 +345,9 @@ export class McpManager {
       record.lastError = undefined;
       record.retryAt = undefined;
       this.registerTools(record, listed);
+      // Resources and prompts are listed after: a send waits for the tools only.
+      void record.refreshLists(generation, conn, 'resources');
+      void record.refreshLists(generation, conn, 'prompts');
       this.options.log?.(
         `MCP server '${name}' connected: ${String(record.tools.length)} tool(s)${record.filtered > 0 ? `, ${String(record.filtered)} filtered out` : ''}`,
       );
@@ -429,6 +421,7 @@ export class McpManager {
     record.lastError = reason;
     record.attempts = 1;
     this.unregisterTools(record);
+    record.lists = emptyLists();
     void conn?.close().catch(() => undefined);
     const retry = this.reconnect.maxAttempts > 0 ? '; reconnecting' : '';
     this.options.notify(
@@ -511,30 +504,22 @@ export class McpManager {
   }
 
   private registerTools(record: ServerRecord, listed: readonly McpToolInfo[]): void {
-    this.unregisterTools(record);
-    const { name, include, exclude } = record.config;
-    let filtered = 0;
-    for (const info of listed) {
-      if (!toolSelected(info.name, include, exclude)) {
-        filtered += 1;
-        continue;
-      }
-      const def = bridgeMcpTool(name, record.caller, info);
-      try {
-        this.options.sink.register(def);
-        record.tools.push(def.name);
-      } catch (error) {
-        this.options.notify(
-          'warn',
-          `MCP server '${name}': tool '${info.name}': ${errorText(error)}`,
-        );
-      }
-    }
+    const { tools, filtered } = registerServerTools(
+      this.options.sink,
+      record.config,
+      record.caller,
+      record.tools,
+      listed,
+      (message) => {
+        this.options.notify('warn', message);
+      },
+    );
+    record.tools = tools;
     record.filtered = filtered;
   }
 
   private unregisterTools(record: ServerRecord): void {
-    for (const tool of record.tools) this.options.sink.unregister(tool);
+    unregisterServerTools(this.options.sink, record.tools);
     record.tools = [];
   }
 
@@ -549,35 +534,4 @@ export class McpManager {
 
 function keyOf(server: McpServerConfig): string {
   return JSON.stringify(server);
-}
-
-function isDefined<T>(value: T | undefined): value is T {
-  return value !== undefined;
-}
-
-/** An error the server answered with (JSON-RPC error code), as opposed to a lost transport. */
-function isProtocolError(error: unknown): boolean {
-  const code = (error as { code?: unknown } | null)?.code;
-  return typeof code === 'number' && code !== -32001 && code !== -32000;
-}
-
-/** `promise`, or a rejection with the signal's reason as soon as it aborts. */
-function abortable<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) return Promise.reject(signal.reason as Error);
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = (): void => {
-      reject(signal.reason as Error);
-    };
-    signal.addEventListener('abort', onAbort, { once: true });
-    promise.then(
-      (value) => {
-        signal.removeEventListener('abort', onAbort);
-        resolve(value);
-      },
-      (error: unknown) => {
-        signal.removeEventListener('abort', onAbort);
-        reject(error instanceof Error ? error : new Error(errorText(error)));
-      },
-    );
-  });
 }

@@ -1,7 +1,7 @@
 // `:Flemma mcp:status`: one block per server — transport, state, tool count, uptime, attempts,
-// the last error — as the user reads it.
+// the last error — as the user reads it; and `:Flemma mcp:resources`, each server's resources.
 
-import type { McpServerStatus } from './manager.js';
+import type { McpResourceListing, McpServerStatus } from './types.js';
 
 export function mcpStatusLines(servers: readonly McpServerStatus[]): string[] {
   if (servers.length === 0) {
@@ -29,6 +29,56 @@ export function mcpStatusLines(servers: readonly McpServerStatus[]): string[] {
     }
   }
   return lines;
+}
+
+/**
+ * `:Flemma mcp:resources`: each server's resources (URI, then name, description and type) and
+ * resource templates, or why there are none.
+ */
+export function mcpResourceLines(listings: readonly McpResourceListing[]): string[] {
+  if (listings.length === 0) {
+    return ['MCP: no server is configured (mcp.servers; see :help flemma-mcp)'];
+  }
+  const lines = ['MCP resources (reference one in a message as @mcp:<server>:<uri>):'];
+  for (const listing of listings) {
+    if (listing.error !== undefined) {
+      lines.push(`  ${listing.server}: ${listing.error}`);
+      continue;
+    }
+    if (!listing.offered) {
+      lines.push(`  ${listing.server}: offers no resources`);
+      continue;
+    }
+    const counts = [plural(listing.resources.length, 'resource')];
+    if (listing.templates.length > 0) counts.push(plural(listing.templates.length, 'template'));
+    lines.push(`  ${listing.server} (${counts.join(', ')})`);
+    const rows = [
+      ...listing.resources.map((item) => ({ uri: item.uri, about: about(item) })),
+      ...listing.templates.map((item) => ({
+        uri: item.uriTemplate,
+        about: `${about(item)} [template]`.trim(),
+      })),
+    ];
+    const width = Math.min(48, Math.max(0, ...rows.map((row) => row.uri.length)));
+    for (const row of rows) {
+      lines.push(`    ${row.uri.padEnd(width)}  ${row.about}`.trimEnd());
+    }
+  }
+  return lines;
+}
+
+/** `Title — description (type)`, as much of it as the server gave. */
+function about(item: {
+  name: string;
+  title?: string | undefined;
+  description?: string | undefined;
+  mimeType?: string | undefined;
+}): string {
+  const label = item.title ?? item.name;
+  const description = item.description?.split(/\r?\n/)[0]?.trim();
+  let out = description === undefined || description === '' ? label : `${label} — ${description}`;
+  if (item.mimeType !== undefined) out += ` (${item.mimeType})`;
+  return out;
 }
 
 function plural(count: number, word: string): string {
