@@ -273,6 +273,10 @@ M.methods = {
       require("flemma.notify").retract(params.key)
     end
   end,
+  --- `:Flemma compact` wrote the new chat: open it (`{opened, bufnr?}`).
+  ["compact.open"] = function(params)
+    return require("flemma.compact").open(params)
+  end,
   ["attention.signal"] = function(params)
     require("flemma.attention").signal(params)
   end,

@@ -33,6 +33,7 @@ import { Verdicts } from './tools/verdicts.js';
 import { UndoService } from './undo/service.js';
 import { TrustChecker } from './trust-check.js';
 import { UsageTracker } from './usage.js';
+import { Compactor } from './compact.js';
 
 export { HOST_VERSION, SOURCE_HASH } from './base.js';
 
@@ -183,6 +184,7 @@ export function createContext(
     verdicts,
     approval,
     streamer,
+    compactor: new Compactor({ base, requests, usage }),
     usage,
     cancelPending: (bufnr) => commands.cancelPending(bufnr),
     memo,

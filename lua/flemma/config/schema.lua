@@ -1150,6 +1150,15 @@ M.options = S.object({
     }),
   }),
 
+  -- Long conversations (docs/context.md). `compact.prompt`: what `:Flemma compact` asks the chat's
+  -- model for (nil: the built-in prompt). It goes to the provider the chat already sends its whole
+  -- conversation to, so any file may set it.
+  context = S.object({
+    compact = S.object({
+      prompt = safe(S.optional(S.string())),
+    }),
+  }),
+
   -- Spending limits. `max_session_cost` (USD): once the session's requests have cost this much,
   -- autopilot stops and a send asks first (nil: no limit).
   limits = S.object({
