@@ -252,6 +252,100 @@ describe(':Flemma compact', () => {
     expect(readFileSync(file).equals(before)).toBe(true);
   });
 
+  it('in a trusted chat, runs its Lua frontmatter (its own prompt too), and the new chat, trusted, sends on', async () => {
+    const lua = [
+      '```lua',
+      'flemma.opt.model = "claude-haiku-4-5"',
+      'flemma.opt.context.compact.prompt = "Summarise in one line."',
+      '```',
+    ];
+    const { d, f, buf } = await setup([
+      ...lua,
+      '@You:',
+      'Hi',
+      '@Assistant:',
+      'Hello',
+      '@You:',
+      'Go on.',
+    ]);
+    await d.command('trust');
+    await d.press(':Flemma compact<CR>');
+    const request = await f.nextRequest({ path: '/v1/messages' });
+    const body = request.body as {
+      model: string;
+      messages: { content: { text?: string }[] }[];
+    };
+    expect(body.model).toBe('claude-haiku-4-5');
+    expect(body.messages.at(-1)?.content.map((part) => part.text)).toEqual([
+      'Go on.',
+      'Summarise in one line.',
+    ]);
+    const stream = request.stream();
+    await text(stream, ['We said hello.']);
+    await finish(stream);
+    const finished = await d.waitForEvent('FlemmaCompactFinished');
+    const created = (finished.data as { new_bufnr: number }).new_bufnr;
+    expect(created).not.toBe(buf);
+    expect(await d.lua('return vim.api.nvim_get_current_buf()')).toBe(created);
+    expect(await d.lua('return require("flemma.trust").state(...).trusted', created)).toBe(true);
+    // The next <C-]> continues the work from the new chat: its frontmatter runs, and the model
+    // gets the summary as its own reply, then the message carried over.
+    await d.press('<C-]>');
+    const next = await f.nextRequest({ path: '/v1/messages' });
+    const sent = next.body as {
+      model: string;
+      messages: { role: string; content: { text?: string }[] }[];
+    };
+    expect(sent.model).toBe('claude-haiku-4-5');
+    expect(
+      sent.messages.map((message) => [message.role, message.content.map((part) => part.text)]),
+    ).toEqual([
+      [
+        'user',
+        [
+          'The conversation so far is in notes.chat; it grew too long to go on there. Summarise it so that the work can continue here.',
+        ],
+      ],
+      ['assistant', ['We said hello.']],
+      ['user', ['Go on.']],
+    ]);
+    const reply = next.stream();
+    await text(reply, ['Going on.']);
+    await finish(reply);
+    await d.waitForEvent('FlemmaRequestFinished');
+  });
+
+  it('refuses a chat whose Lua frontmatter may not run, and writes nothing', async () => {
+    const { d, f } = await setup([
+      '```lua',
+      'flemma.opt.model = "claude-haiku-4-5"',
+      '```',
+      '@You:',
+      'Hi',
+    ]);
+    await d.press(':Flemma compact<CR>');
+    await d.waitForNotification(/notes\.chat: review it, then :trust to run its Lua frontmatter/);
+    expect(f.requests).toHaveLength(0);
+    expect(workFiles(d)).toEqual(['notes.chat']);
+  });
+
+  it('ends the new chat with an empty @You: when the chat ends with a reply', async () => {
+    const { d, f } = await setup(['@You:', 'Hi', '', '@Assistant:', 'Hello!', '', '@You:', '']);
+    await d.press(':Flemma compact<CR>');
+    const request = await f.nextRequest({ path: '/v1/messages' });
+    const stream = request.stream();
+    await text(stream, ['We greeted each other.']);
+    await finish(stream);
+    const note = await d.waitForNotification(/Compacted into notes\.v2\.chat/);
+    expect(note.message).toContain('no unanswered message to carry over');
+    expect(readFileSync(join(d.home, 'work', 'notes.v2.chat'), 'utf8')).toMatch(
+      /\n@Assistant:\nWe greeted each other\.\n\n@You:\n\n$/,
+    );
+    expect(
+      await d.lua('return vim.api.nvim_win_get_cursor(0)[1] == vim.api.nvim_buf_line_count(0)'),
+    ).toBe(true);
+  });
+
   it('refuses a chat with no file, and one whose tool call waits for its result', async () => {
     fake = await startFakeProvider();
     driver = await startDriver({
