@@ -149,6 +149,7 @@ export class Compactor {
     let status: CompactStatus = 'completed';
     let written: string | undefined;
     const aborted = (): boolean => controller.signal.aborted;
+    let failure: string | undefined;
     try {
       summary = await this.summarise(
         bufnr,
@@ -170,25 +171,33 @@ export class Compactor {
     } catch (error) {
       status = aborted() ? 'cancelled' : 'errored';
       if (status === 'errored') {
-        const message =
+        failure =
           error instanceof ProviderError
             ? error.describe()
             : error instanceof Error
               ? error.message
               : String(error);
-        base.logger.warn(`compact of buffer ${String(bufnr)} failed: ${message}`);
-        this.tell('error', `compact failed, nothing written: ${message}`);
+        base.logger.warn(`compact of buffer ${String(bufnr)} failed: ${failure}`);
       }
     } finally {
+      // Before the message: after an error message, Neovim waits a second before it handles
+      // the next request, and the spinner would go on meanwhile.
       await base.lua.call('progress.stop', { bufnr }).catch(() => false);
       this.deps.usage.finish(bufnr, status === 'completed');
     }
     if (status === 'cancelled') return this.cancelled(bufnr);
     if (written === undefined) {
+      this.tell('error', `compact failed, nothing written: ${failure ?? 'unknown error'}`);
       base.hooks.post('compact:finished', { bufnr, status });
       return status;
     }
-    const opened = await base.lua.call('compact.open', { bufnr, path: written });
+    // The file is written whatever happens to the window (an error there only means no `:edit`).
+    const opened: { opened: boolean; bufnr?: number } = await base.lua
+      .call('compact.open', { bufnr, path: written })
+      .catch((error: unknown) => {
+        base.logger.warn(`opening ${written} failed: ${String(error)}`);
+        return { opened: false };
+      });
     const name = basename(written);
     const from = basename(target.file);
     const notes = [
