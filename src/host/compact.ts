@@ -146,6 +146,7 @@ export class Compactor {
     await base.lua.call('progress.start', { bufnr, row });
     base.lua.notify('progress.update', { bufnr, phase: 'compacting', characters: 0 });
     let summary = '';
+    const warnings: string[] = [];
     let status: CompactStatus = 'completed';
     let written: string | undefined;
     const aborted = (): boolean => controller.signal.aborted;
@@ -160,6 +161,7 @@ export class Compactor {
           meter.observe(event);
         },
         () => prepared.reauthorize(),
+        warnings,
       );
       // NOTE: read through a function: the cancel happens while the summary streams.
       if (aborted()) throw controller.signal.reason;
@@ -207,7 +209,9 @@ export class Compactor {
       notes.push(`the buffer's unsaved changes were compacted: ${from} on disk is behind`);
     else notes.push(`${from} is unchanged`);
     if (parts.user.length === 0) notes.push('no unanswered message to carry over');
-    this.tell(target.modified ? 'warn' : 'info', notes.join('; '));
+    // A reply cut at the output limit is written as it came: the message says so.
+    notes.push(...warnings);
+    this.tell(target.modified || warnings.length > 0 ? 'warn' : 'info', notes.join('; '));
     base.hooks.post('compact:finished', {
       bufnr,
       status,
@@ -235,12 +239,14 @@ export class Compactor {
     controller: AbortController,
     observe: (event: ProviderEvent) => void,
     reauthorize: () => Promise<ProviderAdapter | undefined>,
+    warnings: string[],
   ): Promise<string> {
     const { lua } = this.deps.base;
     let adapter = first;
     let reauthorized = false;
     for (let attempt = 1; ; attempt++) {
       let text = '';
+      warnings.length = 0;
       // The count goes out at most every 100 ms; one held back goes out at the end of the
       // window, so that a pause in the stream does not leave a stale count on screen.
       let shown = 0;
@@ -252,7 +258,7 @@ export class Compactor {
       try {
         for await (const event of adapter.stream(request, controller.signal)) {
           observe(event);
-          if (event.type === 'warning') this.tell('warn', event.message);
+          if (event.type === 'warning') warnings.push(event.message);
           if (event.type !== 'text') continue;
           text += event.text;
           const wait = 100 - (Date.now() - shown);

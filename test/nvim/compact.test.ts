@@ -48,11 +48,11 @@ async function text(stream: FakeStream, deltas: string[]): Promise<void> {
   }
 }
 
-async function finish(stream: FakeStream): Promise<void> {
+async function finish(stream: FakeStream, stop = 'end_turn'): Promise<void> {
   await stream.sse('content_block_stop', { type: 'content_block_stop', index: 0 });
   await stream.sse('message_delta', {
     type: 'message_delta',
-    delta: { stop_reason: 'end_turn', stop_sequence: null },
+    delta: { stop_reason: stop, stop_sequence: null },
     usage: { output_tokens: 30 },
   });
   await stream.sse('message_stop', { type: 'message_stop' });
@@ -327,6 +327,20 @@ describe(':Flemma compact', () => {
     await d.waitForNotification(/notes\.chat: review it, then :trust to run its Lua frontmatter/);
     expect(f.requests).toHaveLength(0);
     expect(workFiles(d)).toEqual(['notes.chat']);
+  });
+
+  it('writes a summary cut at the output limit as it came, and says it was cut', async () => {
+    const { d, f } = await setup();
+    await d.press(':Flemma compact<CR>');
+    const stream = (await f.nextRequest({ path: '/v1/messages' })).stream();
+    await text(stream, ['## Goal\nRename parse() every']);
+    await finish(stream, 'max_tokens');
+    const note = await d.waitForNotification(/Compacted into notes\.v2\.chat/);
+    expect(note.level).toBe(3);
+    expect(note.message).toContain('max output tokens');
+    expect(readFileSync(join(d.home, 'work', 'notes.v2.chat'), 'utf8')).toContain(
+      '@Assistant:\n## Goal\nRename parse() every\n\n@You:\n',
+    );
   });
 
   it('ends the new chat with an empty @You: when the chat ends with a reply', async () => {
