@@ -1,7 +1,7 @@
 // `:Flemma compact`, end to end: the chat's own model (the real Anthropic SDK in the host, a fake
 // server on 127.0.0.1) summarises the chat; the summary goes into a new file beside the old one,
 // which is opened, and the old file is left exactly as it was. Cancel and errors leave nothing.
-import { readFileSync, readdirSync, statSync } from 'node:fs';
+import { readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { DEFAULT_COMPACT_PROMPT } from '../../src/core/context/compact.js';
@@ -229,6 +229,27 @@ describe(':Flemma compact', () => {
     expect(finished.data).toEqual({ bufnr: buf, status: 'errored' });
     await d.waitForNotification(/compact failed, nothing written/);
     expect(workFiles(d)).toEqual(['notes.chat']);
+  });
+
+  it('says so when the new file cannot be written, and leaves no temporary file', async () => {
+    fake = await startFakeProvider();
+    driver = await startDriver({
+      env: { ANTHROPIC_API_KEY: 'sk-test-key', ANTHROPIC_BASE_URL: fake.url },
+    });
+    const d = driver;
+    const buf = await d.openChat('gone/notes.chat', CHAT);
+    await d.press(':Flemma compact<CR>');
+    const stream = (await fake.nextRequest({ path: '/v1/messages' })).stream();
+    await text(stream, ['Summary.']);
+    // The chat's directory goes away before the summary is complete: there is nowhere to write.
+    rmSync(join(d.home, 'work', 'gone'), { recursive: true });
+    await finish(stream);
+    const finished = await d.waitForEvent('FlemmaCompactFinished');
+    expect(finished.data).toEqual({ bufnr: buf, status: 'errored' });
+    const note = await d.waitForNotification(/compact failed, nothing written: ENOENT/);
+    expect(note.level).toBe(4);
+    expect(workFiles(d)).toEqual([]);
+    expect(await d.lua('return vim.api.nvim_get_current_buf()')).toBe(buf);
   });
 
   it('compacts what an unsaved buffer holds and says that the file on disk is behind', async () => {
