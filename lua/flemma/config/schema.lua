@@ -1185,6 +1185,11 @@ M.options = S.object({
       -- Once it must elide, elision goes down to this share of the budget.
       low_water = S.string("70%", { pattern = "^%d+%%$", desc = 'a percentage such as "70%"' }),
     }),
+    compact = S.object({
+      -- What `:Flemma compact` asks the chat's model for (nil: the built-in prompt). It goes to
+      -- the provider the chat already sends its whole conversation to.
+      prompt = S.optional(S.string()),
+    }),
   })),
 
   -- The log's path needs trust (a file Flemma appends to).
