@@ -85,6 +85,12 @@ function H.register_commands()
       require("flemma.chat").send()
     end,
   })
+  commands.register("compact", {
+    desc = "Summarise this chat with its model into a new chat file beside it, and open that",
+    run = function()
+      require("flemma.compact").run()
+    end,
+  })
   commands.register("cancel", {
     desc = "Cancel the running request of this chat buffer",
     starts_host = false,

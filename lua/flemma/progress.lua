@@ -1,6 +1,6 @@
 --- flemma.progress: the indicator of a running request, drawn at the end of its `@Assistant:`
---- line. The host sends state changes; the spinner and the elapsed time tick in a Lua timer, so
---- animation costs no RPC.
+--- line (for `:Flemma compact`, the chat's last line). The host sends state changes; the
+--- spinner and the elapsed time tick in a Lua timer, so animation costs no RPC.
 local M = {}
 
 local FRAMES = { "⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏" }
@@ -72,6 +72,8 @@ function M.update(params)
     label = string.format("%d characters", params.characters or 0)
   elseif params.phase == "tool_input" then
     label = string.format("%s: %d characters", params.tool or "tool", params.characters or 0)
+  elseif params.phase == "compacting" then
+    label = string.format("Compacting… %d characters", params.characters or 0)
   elseif params.phase == "retrying" then
     label = string.format("Retrying (attempt %d)…", params.attempt or 2)
   else

@@ -276,6 +276,10 @@ M.methods = {
   ["mcp.catalog"] = function(params)
     require("flemma.mcp").set_catalog(params.servers)
   end,
+  --- `:Flemma compact` wrote the new chat: open it (`{opened, bufnr?}`).
+  ["compact.open"] = function(params)
+    return require("flemma.compact").open(params)
+  end,
   ["attention.signal"] = function(params)
     require("flemma.attention").signal(params)
   end,

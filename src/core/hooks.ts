@@ -45,6 +45,16 @@ export interface HookPayloads {
   'mcp:connected': { server: string; tools: number; reconnected: boolean };
   /** A connected MCP server went away; its tools are unregistered until it reconnects. */
   'mcp:disconnected': { server: string; reason: string };
+  /**
+   * `:Flemma compact` ended (not in the seed's list): `file` is the new chat when it was written,
+   * `new_bufnr` its buffer when it was opened.
+   */
+  'compact:finished': {
+    bufnr: number;
+    status: 'completed' | 'cancelled' | 'errored';
+    file?: string;
+    new_bufnr?: number;
+  };
   /** The cycle stopped at tool calls that wait for the user (not in the seed's list). */
   'approval:needed': { bufnr: number; tool_ids: string[]; tool_names: string[] };
 }

@@ -102,6 +102,21 @@ export const actions: { readonly [M in LuaToHostMethod]: Action<M> } = {
       });
     return null;
   },
+  /**
+   * `:Flemma compact`: the chat's model summarises it into a new file beside it, which Lua then
+   * opens. Answered at once; `<C-c>` cancels it like a request.
+   */
+  'chat:compact': (ctx, { bufnr, file, modified }) => {
+    ctx.sessions
+      .of(bufnr)
+      .compact({ file, modified })
+      .catch((error: unknown) => {
+        ctx.logger.error(`compact of buffer ${String(bufnr)} failed`, error);
+        const reason = error instanceof Error ? error.message : String(error);
+        ctx.lua.notify('notify', { level: 'error', message: `compact failed: ${reason}` });
+      });
+    return null;
+  },
   /** `:Flemma usage:estimate`: count the next request's input tokens with the provider. */
   'usage:estimate': (ctx, { bufnr }) => ctx.requests.estimate(bufnr),
   /** `:Flemma context`: the next request's estimate against the model's window (nothing sent). */

@@ -35,6 +35,7 @@ import { UndoService } from './undo/service.js';
 import { TrustChecker } from './trust-check.js';
 import { UsageTracker } from './usage.js';
 import { ContextMeter } from './meter.js';
+import { Compactor } from './compact.js';
 
 export { HOST_VERSION, SOURCE_HASH } from './base.js';
 
@@ -195,6 +196,7 @@ export function createContext(
     verdicts,
     approval,
     streamer,
+    compactor: new Compactor({ base, requests, usage }),
     usage,
     cancelPending: (bufnr) => commands.cancelPending(bufnr),
     memo,

@@ -12,6 +12,7 @@ import { type ApprovalOutcome, type ApprovalService, statusOf } from './approval
 import { type ApprovalNotices, waitingBlocks } from './approval-notice.js';
 import type { HostBase } from './base.js';
 import { type ContextOptions, type EditorContext, fetchEditorContext } from './editor-context.js';
+import type { CompactStatus, CompactTarget, Compactor } from './compact.js';
 import type { Streamer, SendStatus } from './send/stream.js';
 import type { ToolCatalogue } from './tools/catalogue.js';
 import type { ToolExecutor } from './tools/executor.js';
@@ -38,6 +39,7 @@ export interface SessionServices {
   verdicts: Pick<Verdicts, 'early' | 'resolution'>;
   approval: Pick<ApprovalService, 'decide' | 'remember'>;
   streamer: Pick<Streamer, 'run'>;
+  compactor: Pick<Compactor, 'run'>;
   usage: Pick<UsageTracker, 'finish' | 'stopsAutopilot'>;
   /** Cancel the calls waiting for the user (`tool:cancel-pending`); how many. */
   cancelPending(bufnr: number): Promise<number>;
@@ -148,6 +150,28 @@ export class ChatSession {
     trace('send:finished');
     if (status !== undefined) await this.finished(status, config);
     return status;
+  }
+
+  /**
+   * `:Flemma compact`: the summary is this buffer's request while it runs, so that `<C-c>`
+   * cancels it and no send or tool starts beside it.
+   */
+  async compact(target: CompactTarget): Promise<CompactStatus | undefined> {
+    const { base } = this.s;
+    if (this.busy || this.request !== undefined) {
+      base.lua.notify('notify', {
+        level: 'warn',
+        message: 'compact: the chat is busy (a request or a tool runs); wait or <C-c> first',
+      });
+      return undefined;
+    }
+    const controller = new AbortController();
+    this.request = controller;
+    try {
+      return await this.s.compactor.run(this.bufnr, target, controller);
+    } finally {
+      this.request = undefined;
+    }
   }
 
   /** A send ended: the file written, the session's usage, the events, and autopilot's next move. */

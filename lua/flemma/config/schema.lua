@@ -1189,6 +1189,11 @@ M.options = S.object({
     -- itself with editing.auto_write) so that a crash loses at most its last second. A file may
     -- turn it off (its content stays off the disk); only a trusted one on.
     recovery = S.trust({ only = { false } }, S.boolean(true)),
+    compact = S.object({
+      -- What `:Flemma compact` asks the chat's model for (nil: the built-in prompt). It goes to
+      -- the provider the chat already sends its whole conversation to.
+      prompt = S.optional(S.string()),
+    }),
   })),
 
   -- The log's path needs trust (a file Flemma appends to).

@@ -142,6 +142,7 @@ export interface HostToLua {
     { bufnr: number; reason: 'approval' | 'finished' | 'failed'; tools?: string[] },
     null
   >;
+  'compact.open': Method<{ bufnr: number; path: string }, { opened: boolean; bufnr?: number }>;
   'rpc.reply': Method<
     { id: number; ok: true; result: unknown } | { id: number; ok: false; error: string },
     null
@@ -412,6 +413,12 @@ export const HOST_TO_LUA = {
     params: '`{bufnr, reason, tools?}`',
     answer: '`nil`',
     section: 'attentionsignal',
+  },
+  'compact.open': {
+    kind: 'request',
+    params: '`{bufnr, path}`',
+    answer: '`{opened, bufnr?}`',
+    section: 'chatcompact',
   },
   'rpc.reply': {
     kind: 'notification',

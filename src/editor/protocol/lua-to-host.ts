@@ -56,6 +56,8 @@ export interface LuaToHost extends ReviewActions, McpActions {
   'frontmatter:languages': Method<{ names: string[] }, null>;
   'chat:send': Method<Buf & { over_limit: boolean }, null>;
   'chat:cancel': Method<Buf, { cancelled: boolean }>;
+  /** `:Flemma compact`: the buffer's file (absolute) and whether it has unwritten changes. */
+  'chat:compact': Method<Buf & { file: string; modified: boolean }, null>;
   'chat:cycle': Method<Buf, null>;
   'chat:status': Method<Buf & { verbose: boolean }, { lines: string[] }>;
   'usage:estimate': Method<
@@ -343,6 +345,19 @@ export const LUA_TO_HOST: { readonly [M in LuaToHostMethod]: LuaToHostSpec<M> } 
     answer: '`{cancelled}`',
     section: 'chatcancel',
     decode: buf,
+  },
+  'chat:compact': {
+    kind: 'notification',
+    params: '`{bufnr, file, modified}`',
+    answer: '`nil` (the summary runs on)',
+    section: 'chatcompact',
+    decode: (raw) => {
+      const file = field(raw, 'file');
+      if (typeof file !== 'string' || file === '') {
+        throw new ActionError(`expected { file = <the chat's file> }, got ${JSON.stringify(raw)}`);
+      }
+      return { bufnr: bufnrOf(raw), file, modified: field(raw, 'modified') === true };
+    },
   },
   'chat:cycle': {
     kind: 'notification',

@@ -126,25 +126,28 @@ export class RequestBuilder {
   /**
    * Everything a request needs, as the send would make it: the buffer's prompt rendered, its
    * provider and model, the credential, the adapter and the request. Undefined (after telling
-   * the user why) when it cannot be made. `:Flemma usage:estimate` uses it too.
+   * the user why) when it cannot be made. `:Flemma usage:estimate` uses it too, and
+   * `:Flemma compact` (`purpose` `summary`: a chat with nothing new to send may be summarised).
    */
   async prepare(
     bufnr: number,
     context: EditorContext | undefined,
     onConfig?: (config: Config) => void,
+    purpose: 'send' | 'summary' = 'send',
   ): Promise<PreparedRequest | undefined> {
     const ctx = this.deps.base;
     const state = await ctx.documents.attach(bufnr);
     if (state === undefined) return undefined;
     const prompt = assemblePrompt(state.document);
-    if (!prompt.messages.some((message) => message.role === 'user')) {
+    // A summary (`:Flemma compact`) asks about the conversation as it is, whatever its end.
+    if (purpose === 'send' && !prompt.messages.some((message) => message.role === 'user')) {
       ctx.lua.notify('notify', {
         level: 'warn',
         message: 'Nothing to send: write a @You: message first.',
       });
       return undefined;
     }
-    if (nothingNewToSend(state.document, prompt)) {
+    if (purpose === 'send' && nothingNewToSend(state.document, prompt)) {
       // Sending would only repeat the conversation: nothing is written, nothing goes out.
       ctx.lua.notify('notify', {
         level: 'info',

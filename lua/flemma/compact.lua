@@ -1,0 +1,52 @@
+--- flemma.compact: `:Flemma compact` on the editor's side (docs/context.md, "Compaction"). The host
+--- asks the model for the summary and writes the new chat; Lua names the file it continues and
+--- opens the new one. The old buffer and its file are only read.
+local M = {}
+
+--- `:Flemma compact`: a chat with a file goes to the host; one without a file is refused (the
+--- new chat is written beside the old one, and it has no place yet).
+function M.run(bufnr)
+  bufnr = bufnr or vim.api.nvim_get_current_buf()
+  local notify = require("flemma.notify")
+  if vim.bo[bufnr].filetype ~= "chat" then
+    notify.warn("not a chat buffer")
+    return false
+  end
+  local name = vim.api.nvim_buf_get_name(bufnr)
+  if name == "" then
+    notify.warn("compact: this chat has no file yet; write it (:w name.chat), then compact")
+    return false
+  end
+  return require("flemma.host").notify("chat:compact", {
+    bufnr = bufnr,
+    file = vim.fn.fnamemodify(name, ":p"),
+    modified = vim.bo[bufnr].modified,
+  })
+end
+
+--- The host wrote the new chat at `path`: open it in the current window, as `:edit` would (the
+--- old buffer stays loaded and listed). When the old chat was trusted, the new one is too: it
+--- holds the same frontmatter, the old system prompt and messages, and the model's summary as a
+--- reply (never read for templates or file references).
+function M.open(params)
+  local old = params.bufnr
+  local trusted = false
+  if vim.api.nvim_buf_is_valid(old) then
+    local ok, state = pcall(require("flemma.trust").state, old)
+    trusted = ok and type(state) == "table" and state.trusted == true
+  end
+  local ok, err = pcall(vim.cmd.edit, vim.fn.fnameescape(params.path))
+  if not ok then
+    require("flemma.log").write("warn", "compact: opening " .. params.path .. " failed: " .. tostring(err))
+    return { opened = false }
+  end
+  local new = vim.api.nvim_get_current_buf()
+  if trusted then
+    pcall(vim.secure.trust, { action = "allow", bufnr = new })
+  end
+  -- The cursor on the last line: the message to send next, or the empty one to write.
+  pcall(vim.api.nvim_win_set_cursor, 0, { vim.api.nvim_buf_line_count(new), 0 })
+  return { opened = true, bufnr = new }
+end
+
+return M

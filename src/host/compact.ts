@@ -1,0 +1,298 @@
+// `:Flemma compact` (docs/context.md, "Compaction"): the chat's own model, asked through the
+// send's request builder (provider, model, credential, parameters as the buffer resolves them),
+// summarises the conversation; the summary goes into a new `.chat` file beside the old one, which
+// Lua then opens. The old file is never written: the buffer is only read. Cancel (`<C-c>`, which
+// reaches the session) and every failure leave no new file and no temporary file.
+import { randomBytes } from 'node:crypto';
+import { link, open, rename, rm, stat } from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
+import { assemblePrompt } from '../core/chat/prompt.js';
+import {
+  carriedParts,
+  compactedChat,
+  compactPrompt,
+  continuationNames,
+  summaryRequest,
+  waitingCall,
+} from '../core/context/compact.js';
+import {
+  type ProviderAdapter,
+  ProviderError,
+  type ProviderEvent,
+  type ProviderRequest,
+} from '../core/provider/types.js';
+import { sleep } from '../core/util/sleep.js';
+import type { HostBase } from './base.js';
+import type { RequestBuilder } from './send/request.js';
+import { retryDelay } from './send/stream.js';
+import type { UsageTracker } from './usage.js';
+
+/** How a compaction ended; undefined when it never asked the model (it said why). */
+export type CompactStatus = 'completed' | 'cancelled' | 'errored';
+
+/** What Lua knows of the buffer when the command runs. */
+export interface CompactTarget {
+  /** The buffer's file, absolute. */
+  file: string;
+  /** The buffer has changes not written to `file`. */
+  modified: boolean;
+}
+
+export interface CompactDeps {
+  base: Pick<HostBase, 'lua' | 'documents' | 'hooks' | 'logger'>;
+  requests: Pick<RequestBuilder, 'prepare'>;
+  usage: Pick<UsageTracker, 'begin' | 'finish'>;
+}
+
+/** How many names `writeContinuation` tries before it gives up. */
+const MAX_NAMES = 1000;
+
+function errorCode(error: unknown): string | undefined {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' ? code : undefined;
+}
+
+async function exists(path: string): Promise<boolean> {
+  try {
+    await stat(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Writes `text` as the chat that continues `file`, beside it, under the first free name of
+ * `continuationNames`; returns its path. The text goes to a hidden temporary file first (synced
+ * to disk), which is then linked to the name (a link never replaces an existing file, so a file
+ * made meanwhile moves it to the next name); where links do not work, it is renamed to a name that
+ * does not exist. The temporary file is gone afterwards, whatever happened.
+ */
+export async function writeContinuation(file: string, text: string): Promise<string> {
+  const dir = dirname(file);
+  const name = basename(file);
+  const temp = join(dir, `.${name}.compact-${randomBytes(6).toString('hex')}.tmp`);
+  try {
+    const handle = await open(temp, 'wx', 0o644);
+    try {
+      await handle.writeFile(text, 'utf8');
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+    let tried = 0;
+    for (const candidate of continuationNames(name)) {
+      if (++tried > MAX_NAMES) break;
+      const target = join(dir, candidate);
+      try {
+        await link(temp, target);
+        return target;
+      } catch (error) {
+        const code = errorCode(error);
+        if (code === 'EEXIST') continue;
+        if (code !== 'EPERM' && code !== 'ENOTSUP' && code !== 'EOPNOTSUPP' && code !== 'EXDEV') {
+          throw error;
+        }
+        // No hard links here (some network and FUSE file systems).
+        if (await exists(target)) continue;
+        await rename(temp, target);
+        return target;
+      }
+    }
+    throw new Error(`no free name beside ${name}`);
+  } finally {
+    await rm(temp, { force: true });
+  }
+}
+
+export class Compactor {
+  constructor(private readonly deps: CompactDeps) {}
+
+  private tell(level: 'info' | 'warn' | 'error', message: string): void {
+    this.deps.base.lua.notify('notify', { level, message });
+  }
+
+  /** Compact the buffer's chat; `controller` is the session's, which `<C-c>` aborts. */
+  async run(
+    bufnr: number,
+    target: CompactTarget,
+    controller: AbortController,
+  ): Promise<CompactStatus | undefined> {
+    const { base } = this.deps;
+    const state = await base.documents.attach(bufnr);
+    if (state === undefined) return undefined;
+    const prompt = assemblePrompt(state.document);
+    if (prompt.messages.length === 0) {
+      this.tell('warn', 'compact: nothing to compact yet');
+      return undefined;
+    }
+    const waiting = waitingCall(prompt.pendingToolCalls);
+    if (waiting !== undefined) {
+      // The new chat could not carry the call (its result would answer nothing there).
+      this.tell(
+        'warn',
+        `compact: ${waiting.name} (line ${String(waiting.line)}) waits for its result: run or reject it first`,
+      );
+      return undefined;
+    }
+    const prepared = await this.deps.requests.prepare(bufnr, undefined, undefined, 'summary');
+    // The reason (a frontmatter error, no credential, …) was told.
+    if (prepared === undefined) return undefined;
+    if (controller.signal.aborted) return this.cancelled(bufnr);
+    const request = summaryRequest(prepared.request, compactPrompt(prepared.config.data));
+    const parts = carriedParts(prepared.state.document, prepared.state.lines);
+    const meter = this.deps.usage.begin(bufnr, prepared);
+    const row = Math.max(prepared.state.lines.length - 1, 0);
+    await base.lua.call('progress.start', { bufnr, row });
+    base.lua.notify('progress.update', { bufnr, phase: 'compacting', characters: 0 });
+    let summary = '';
+    const warnings: string[] = [];
+    let status: CompactStatus = 'completed';
+    let written: string | undefined;
+    const aborted = (): boolean => controller.signal.aborted;
+    let failure: string | undefined;
+    try {
+      summary = await this.summarise(
+        bufnr,
+        prepared.adapter,
+        request,
+        controller,
+        (event) => {
+          meter.observe(event);
+        },
+        () => prepared.reauthorize(),
+        warnings,
+      );
+      // NOTE: read through a function: the cancel happens while the summary streams.
+      if (aborted()) throw controller.signal.reason;
+      if (summary.trim() === '') {
+        throw new Error(`${prepared.providerName}: the model answered with no summary`);
+      }
+      const text = compactedChat({ from: basename(target.file), summary, parts });
+      written = await writeContinuation(target.file, text);
+    } catch (error) {
+      status = aborted() ? 'cancelled' : 'errored';
+      if (status === 'errored') {
+        failure =
+          error instanceof ProviderError
+            ? error.describe()
+            : error instanceof Error
+              ? error.message
+              : String(error);
+        base.logger.warn(`compact of buffer ${String(bufnr)} failed: ${failure}`);
+      }
+    } finally {
+      // Before the message: after an error message, Neovim waits a second before it handles
+      // the next request, and the spinner would go on meanwhile.
+      await base.lua.call('progress.stop', { bufnr }).catch(() => false);
+      this.deps.usage.finish(bufnr, status === 'completed');
+    }
+    if (status === 'cancelled') return this.cancelled(bufnr);
+    if (written === undefined) {
+      this.tell('error', `compact failed, nothing written: ${failure ?? 'unknown error'}`);
+      base.hooks.post('compact:finished', { bufnr, status });
+      return status;
+    }
+    // The file is written whatever happens to the window (an error there only means no `:edit`).
+    const opened: { opened: boolean; bufnr?: number } = await base.lua
+      .call('compact.open', { bufnr, path: written })
+      .catch((error: unknown) => {
+        base.logger.warn(`opening ${written} failed: ${String(error)}`);
+        return { opened: false };
+      });
+    const name = basename(written);
+    const from = basename(target.file);
+    const notes = [
+      opened.opened ? `Compacted into ${name}` : `Compacted into ${name} (open it with :edit)`,
+    ];
+    if (target.modified)
+      notes.push(`the buffer's unsaved changes were compacted: ${from} on disk is behind`);
+    else notes.push(`${from} is unchanged`);
+    if (parts.user.length === 0) notes.push('no unanswered message to carry over');
+    // A reply cut at the output limit is written as it came: the message says so.
+    notes.push(...warnings);
+    this.tell(target.modified || warnings.length > 0 ? 'warn' : 'info', notes.join('; '));
+    base.hooks.post('compact:finished', {
+      bufnr,
+      status,
+      file: written,
+      ...(opened.bufnr === undefined ? {} : { new_bufnr: opened.bufnr }),
+    });
+    return status;
+  }
+
+  private cancelled(bufnr: number): CompactStatus {
+    this.tell('info', 'compact cancelled, nothing written');
+    this.deps.base.hooks.post('compact:finished', { bufnr, status: 'cancelled' });
+    return 'cancelled';
+  }
+
+  /**
+   * The model's summary: the text of its reply (thinking and tool calls are left out). Retries a
+   * request that failed before any text as the send does, and resolves the credential again
+   * once after a 401; the indicator shows the characters so far.
+   */
+  private async summarise(
+    bufnr: number,
+    first: ProviderAdapter,
+    request: ProviderRequest,
+    controller: AbortController,
+    observe: (event: ProviderEvent) => void,
+    reauthorize: () => Promise<ProviderAdapter | undefined>,
+    warnings: string[],
+  ): Promise<string> {
+    const { lua } = this.deps.base;
+    let adapter = first;
+    let reauthorized = false;
+    for (let attempt = 1; ; attempt++) {
+      let text = '';
+      warnings.length = 0;
+      // The count goes out at most every 100 ms; one held back goes out at the end of the
+      // window, so that a pause in the stream does not leave a stale count on screen.
+      let shown = 0;
+      let trailing: ReturnType<typeof setTimeout> | undefined;
+      const show = (): void => {
+        shown = Date.now();
+        lua.notify('progress.update', { bufnr, phase: 'compacting', characters: text.length });
+      };
+      try {
+        for await (const event of adapter.stream(request, controller.signal)) {
+          observe(event);
+          if (event.type === 'warning') warnings.push(event.message);
+          if (event.type !== 'text') continue;
+          text += event.text;
+          const wait = 100 - (Date.now() - shown);
+          if (wait <= 0) show();
+          else
+            trailing ??= setTimeout(() => {
+              trailing = undefined;
+              show();
+            }, wait);
+        }
+        return text;
+      } catch (error) {
+        if (
+          !reauthorized &&
+          text === '' &&
+          !controller.signal.aborted &&
+          error instanceof ProviderError &&
+          error.kind === 'authentication'
+        ) {
+          reauthorized = true;
+          const next = await reauthorize();
+          if (next !== undefined) {
+            adapter = next;
+            attempt -= 1;
+            continue;
+          }
+        }
+        const wait = retryDelay(error, attempt, text !== '', controller.signal.aborted);
+        if (wait === undefined) throw error;
+        lua.notify('progress.update', { bufnr, phase: 'retrying', attempt: attempt + 1 });
+        await sleep(wait, controller.signal);
+      } finally {
+        if (trailing !== undefined) clearTimeout(trailing);
+      }
+    }
+  }
+}
