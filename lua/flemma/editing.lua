@@ -166,6 +166,18 @@ function M.write(params)
   if vim.bo[bufnr].buftype ~= "" or not vim.bo[bufnr].modified or vim.api.nvim_buf_get_name(bufnr) == "" then
     return { written = false }
   end
+  if params.streaming then
+    -- A reply still streams (`context.recovery`): no autocmds (a format-on-save would edit the
+    -- reply under the stream) and no 'fsync' (the host's synced recovery record covers a crash of
+    -- the machine); a refusal waits for the next second's write.
+    local fsync = vim.o.fsync
+    vim.o.fsync = false
+    local ok = pcall(vim.api.nvim_buf_call, bufnr, function()
+      vim.cmd("silent noautocmd write!")
+    end)
+    vim.o.fsync = fsync
+    return { written = ok }
+  end
   local ok, err = pcall(vim.api.nvim_buf_call, bufnr, function()
     vim.cmd("silent write!")
   end)

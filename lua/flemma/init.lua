@@ -515,6 +515,7 @@ function M.bootstrap()
   require("flemma.rebuild").bootstrap()
   require("flemma.editing").bootstrap()
   require("flemma.attention").bootstrap()
+  require("flemma.recovery").bootstrap()
   local group = vim.api.nvim_create_augroup("flemma", { clear = true })
   vim.api.nvim_create_autocmd("FileType", {
     group = group,

@@ -19,6 +19,7 @@ import type { HostBase } from './base.js';
 import { ConfigStore } from './config.js';
 import type { FileLogger } from './log.js';
 import { SecretsService } from './secrets.js';
+import { RecoveryService } from './recovery.js';
 import { RequestBuilder } from './send/request.js';
 import { Streamer } from './send/stream.js';
 import { SessionRegistry } from './session.js';
@@ -54,6 +55,8 @@ export interface HostContext extends HostBase {
   /** The context meter: the warning before a send, `:Flemma context`. */
   readonly meter: ContextMeter;
   readonly trust: TrustChecker;
+  /** The records that keep streaming replies on disk (docs/context.md). */
+  readonly recovery: RecoveryService;
   /** Forget everything kept about a buffer that went away. */
   forget(bufnr: number): void;
 }
@@ -138,8 +141,10 @@ export function createContext(
     sessions.get(bufnr)?.stopped();
   });
   const requests = new RequestBuilder({ base, catalogue, memo });
+  const recovery = new RecoveryService(logger);
   const meter = new ContextMeter({ base, requests, usage });
   const streamer = new Streamer({
+    recovery,
     base,
     requests,
     usage,
@@ -197,6 +202,7 @@ export function createContext(
     memo,
     notices,
     undo,
+    recovery,
   });
   const trust = new TrustChecker({
     base,
@@ -230,6 +236,7 @@ export function createContext(
     usage,
     meter,
     trust,
+    recovery,
     forget: (bufnr) => {
       usage.forget(bufnr);
       meter.forget(bufnr);

@@ -99,5 +99,7 @@ nvim.on('notification', (method: string, args: unknown[]) => {
 
 nvim.on('disconnect', () => {
   hostLogger.info('Neovim disconnected; exiting');
+  // A reply streaming when Neovim died: what arrived since the record's last write.
+  ctx.recovery.flushSync();
   process.exit(0);
 });

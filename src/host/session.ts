@@ -17,6 +17,7 @@ import type { Streamer, SendStatus } from './send/stream.js';
 import type { ToolCatalogue } from './tools/catalogue.js';
 import type { ToolExecutor } from './tools/executor.js';
 import type { UndoService } from './undo/service.js';
+import type { RecoveryService } from './recovery.js';
 import type { ResultWriter } from './tools/results.js';
 import type { Config } from '../core/config/config.js';
 import type { Verdicts } from './tools/verdicts.js';
@@ -48,6 +49,8 @@ export interface SessionServices {
   notices: Pick<ApprovalNotices, 'show'>;
   /** Told of each send (a turn's start is noted for `:Flemma review`). */
   undo?: Pick<UndoService, 'sending'>;
+  /** The records of streamed replies: a reply's last one is on disk before the reply is over. */
+  recovery?: Pick<RecoveryService, 'settled'>;
 }
 
 /** A denial with no resolver: the call cannot run at all (an unknown tool, a repeated id…). */
@@ -175,6 +178,8 @@ export class ChatSession {
   private async finished(status: SendStatus, config: Config | undefined): Promise<void> {
     const { base, usage } = this.s;
     const bufnr = this.bufnr;
+    // The reply's record is final before anything may write the chat (which removes the record).
+    await this.s.recovery?.settled(bufnr);
     await this.autoWrite(config);
     // A completed request goes into the session (and its usage bar shows) first.
     const { record, toolUse } = usage.finish(bufnr, status === 'completed');

@@ -12,8 +12,8 @@ import type { TextSegment } from '../../src/core/chat/ast.js';
 import { largeChat } from './corpus.js';
 import { elide } from '../../src/core/context/elide.js';
 import type { EvaluatedMessage } from '../../src/core/provider/types.js';
-import { startFakeProvider } from '../helpers/fake-provider.js';
-import { ROOT, startDriver } from '../helpers/driver.js';
+import { type FakeProvider, startFakeProvider } from '../helpers/fake-provider.js';
+import { type Driver, ROOT, startDriver } from '../helpers/driver.js';
 
 interface Lane {
   lane: string;
@@ -358,6 +358,57 @@ function anthropicReply(deltas: string[]): string {
 }
 
 /**
+ * One S2 run in a new chat: `deltas` streamed as fast as the socket takes them, with
+ * `context.recovery` on or off. From the last byte to `request:finished`, and the 5 ms timer's
+ * lateness meanwhile. With recovery on, the reply's record is checked to hold the whole reply.
+ */
+async function s2Run(
+  driver: Driver,
+  fake: FakeProvider,
+  deltas: string[],
+  name: string,
+  recovery: boolean,
+): Promise<{ complete: number; lag: number[] }> {
+  await driver.lua('require("flemma").setup({ context = { recovery = ... } })', recovery);
+  await driver.command('enew');
+  const buf = await driver.openChat(name, ['@You:', 'Write a lot.']);
+  const after = driver.eventCount;
+  void driver.nvim.input('<C-]>');
+  const request = await fake.nextRequest({ path: /^\/v1\/messages/ });
+  await driver.lua('require("flemma_bench").lag_start(5)');
+  const stream = request.stream();
+  const bytes = Buffer.from(anthropicReply(deltas));
+  for (let offset = 0; offset < bytes.length; offset += 64 * 1024) {
+    await stream.write(bytes.subarray(offset, offset + 64 * 1024));
+  }
+  const lastByte = performance.now();
+  await stream.end();
+  await driver.waitForEvent('FlemmaRequestFinished', { after, timeout: 60000 });
+  const complete = performance.now() - lastByte;
+  const lag = await driver.lua<number[]>('return require("flemma_bench").lag_stop()');
+  const text = (await driver.lines(buf)).join('\n');
+  const expected = deltas.join('').trimEnd();
+  if (!text.includes(expected))
+    throw new Error('S2: the reply in the buffer is not what was streamed');
+  const record = await driver.lua<string | null>(
+    `local file = require("flemma.recovery").record_file(vim.fn.fnamemodify(..., ":p"))
+    local handle = io.open(file, "rb")
+    if not handle then return nil end
+    local content = handle:read("*a")
+    handle:close()
+    return content`,
+    name,
+  );
+  if (
+    recovery &&
+    (record === null || !(JSON.parse(record) as { reply: string }).reply.includes(expected))
+  )
+    throw new Error('S2: the recovery record does not hold the reply');
+  if (!recovery && record !== null) throw new Error('S2: a record was written with recovery off');
+  return { complete, lag };
+}
+
+/**
  * S1: a 1 MB, 400-message chat; from pressing <C-]> to the fake Anthropic server having the whole
  * request body. S2: a reply of 20,000 text deltas written to the socket as fast as it goes; from
  * its last byte to the buffer being complete, and the main-loop lag meanwhile.
@@ -404,29 +455,10 @@ async function sendBenchmarks(lane: Lane): Promise<void> {
     }
     report(`send.s1_keypress_to_body.median[nvim-${lane.lane}]`, percentile(s1.slice(2), 50), 'ms');
 
-    // S2 on a small chat, so that only the reply's cost is measured.
-    await driver.command('enew');
-    const small = await driver.openChat('s2.chat', ['@You:', 'Write a lot.']);
+    // S2 on a small chat, so that only the reply's cost is measured (recovery on, the default).
     const words = ['lorem ', 'ipsum ', 'dolor ', 'sit ', 'amet\n'];
     const deltas = Array.from({ length: 20000 }, (_, i) => words[i % words.length] ?? 'x ');
-    const reply = anthropicReply(deltas);
-    const after = driver.eventCount;
-    void driver.nvim.input('<C-]>');
-    const request = await fake.nextRequest({ path: /^\/v1\/messages/ });
-    await driver.lua('require("flemma_bench").lag_start(5)');
-    const stream = request.stream();
-    const bytes = Buffer.from(reply);
-    for (let offset = 0; offset < bytes.length; offset += 64 * 1024) {
-      await stream.write(bytes.subarray(offset, offset + 64 * 1024));
-    }
-    const lastByte = performance.now();
-    await stream.end();
-    await driver.waitForEvent('FlemmaRequestFinished', { after, timeout: 60000 });
-    const complete = performance.now() - lastByte;
-    const lag = await driver.lua<number[]>('return require("flemma_bench").lag_stop()');
-    const text = (await driver.lines(small)).join('\n');
-    if (!text.includes(deltas.join('').trimEnd()))
-      throw new Error('S2: the reply in the buffer is not what was streamed');
+    const { complete, lag } = await s2Run(driver, fake, deltas, 's2.chat', true);
     report(`send.s2_complete_after_last_byte[nvim-${lane.lane}]`, complete, 'ms');
     report(
       `send.s2_reply_bytes[nvim-${lane.lane}]`,
@@ -435,6 +467,37 @@ async function sendBenchmarks(lane: Lane): Promise<void> {
     );
     report(`send.s2_main_loop_lag.p99[nvim-${lane.lane}]`, percentile(lag, 99), 'ms');
     report(`send.s2_main_loop_lag.max[nvim-${lane.lane}]`, Math.max(0, ...lag), 'ms');
+
+    // Recovery on against off, alternating (the machine is shared: a burst of load hits both).
+    const runs: Record<'on' | 'off', { complete: number[]; p99: number[] }> = {
+      on: { complete: [], p99: [] },
+      off: { complete: [], p99: [] },
+    };
+    const pairs = Number(process.env['FLEMMA_BENCH_S2_PAIRS'] ?? '4');
+    for (let run = 0; run < pairs * 2; run++) {
+      const side = run % 2 === 0 ? 'on' : 'off';
+      const result = await s2Run(
+        driver,
+        fake,
+        deltas,
+        `s2-${side}-${String(run)}.chat`,
+        side === 'on',
+      );
+      runs[side].complete.push(result.complete);
+      runs[side].p99.push(percentile(result.lag, 99));
+    }
+    for (const side of ['on', 'off'] as const) {
+      const name = `send.s2_recovery_${side}`;
+      const { complete: done, p99 } = runs[side];
+      report(
+        `${name}.complete_after_last_byte.median[nvim-${lane.lane}]`,
+        percentile(done, 50),
+        'ms',
+      );
+      report(`${name}.complete_after_last_byte.max[nvim-${lane.lane}]`, Math.max(...done), 'ms');
+      report(`${name}.main_loop_lag.p99.median[nvim-${lane.lane}]`, percentile(p99, 50), 'ms');
+      report(`${name}.main_loop_lag.p99.max[nvim-${lane.lane}]`, Math.max(...p99), 'ms');
+    }
 
     // Cancel: from <C-c> mid-stream to the server seeing the connection closed.
     const cancels: number[] = [];

@@ -52,6 +52,12 @@ export interface DriverOptions {
    * waits for, as a user's configuration would, rather than to every event.
    */
   events?: string[];
+  /**
+   * Start in this private directory (one an earlier driver left with `kill()` or
+   * `quit({ keepHome: true })`): the same HOME, XDG dirs and `work/`, so the same files and the
+   * same `stdpath("state")`. The caller removes it.
+   */
+  home?: string;
 }
 
 export interface UserEvent {
@@ -91,13 +97,15 @@ export class Driver {
     readonly proc: ChildProcess,
     /** A private directory: HOME, XDG dirs, and `work/` as the current directory. */
     readonly home: string,
+    /** Whether `quit()` removes `home` (not when the test brought it). */
+    private readonly ownsHome: boolean,
   ) {}
 
   static async start(options: DriverOptions = {}): Promise<Driver> {
-    const home = mkdtempSync(join(tmpdir(), 'flemma-e2e-'));
+    const home = options.home ?? mkdtempSync(join(tmpdir(), 'flemma-e2e-'));
     const work = join(home, 'work');
     for (const dir of ['config', 'data', 'state', 'cache', 'run', 'work'])
-      mkdirSync(join(home, dir));
+      mkdirSync(join(home, dir), { recursive: true });
     const env: Record<string, string> = {};
     for (const [key, value] of Object.entries(process.env)) {
       if (value !== undefined && !SCRUBBED_ENV.includes(key)) env[key] = value;
@@ -123,7 +131,7 @@ export class Driver {
     proc.stderr.resume();
     const nvim = attach({ proc, options: { logger: quietLogger } });
     restoreConsole();
-    const driver = new Driver(nvim, proc, home);
+    const driver = new Driver(nvim, proc, home, options.home === undefined);
     nvim.on('notification', (method: string, args: unknown[]) => {
       driver.receive(method, args);
     });
@@ -404,10 +412,26 @@ export class Driver {
     });
   }
 
-  /** Quit Neovim and remove the private directory. */
-  async quit(): Promise<void> {
+  /**
+   * Kill Neovim with SIGKILL, as a crash would (no autocmds, no `:qa`); the private directory
+   * stays for a driver started with `home`. The host it started sees its channel close.
+   */
+  async kill(): Promise<void> {
     const exited = new Promise<void>((resolvePromise) => {
-      if (this.proc.exitCode !== null) resolvePromise();
+      if (this.proc.exitCode !== null || this.proc.signalCode !== null) resolvePromise();
+      else
+        this.proc.once('exit', () => {
+          resolvePromise();
+        });
+    });
+    this.proc.kill('SIGKILL');
+    await exited;
+  }
+
+  /** Quit Neovim and remove the private directory (unless `keepHome`, or the test brought it). */
+  async quit(options: { keepHome?: boolean } = {}): Promise<void> {
+    const exited = new Promise<void>((resolvePromise) => {
+      if (this.proc.exitCode !== null || this.proc.signalCode !== null) resolvePromise();
       else
         this.proc.once('exit', () => {
           resolvePromise();
@@ -421,7 +445,9 @@ export class Driver {
     const timer = setTimeout(() => this.proc.kill('SIGKILL'), 3000);
     await exited;
     clearTimeout(timer);
-    rmSync(this.home, { recursive: true, force: true });
+    if (this.ownsHome && options.keepHome !== true) {
+      rmSync(this.home, { recursive: true, force: true });
+    }
   }
 }
 

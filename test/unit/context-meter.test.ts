@@ -65,13 +65,17 @@ describe('context.warn_at and context.window', () => {
   });
 
   it('reaches the configuration', () => {
-    expect(parseConfig({}).context).toEqual({ warnAt: 0.8 });
+    expect(parseConfig({}).context).toEqual({ warnAt: 0.8, recovery: true });
     expect(parseConfig({ context: { window: 8192, warn_at: '50%' } }).context).toEqual({
       window: 8192,
       warnAt: 0.5,
+      recovery: true,
     });
-    expect(parseConfig({ context: { window: -1, warn_at: false } }).context).toEqual({
+    expect(
+      parseConfig({ context: { window: -1, warn_at: false, recovery: false } }).context,
+    ).toEqual({
       warnAt: false,
+      recovery: false,
     });
   });
 });

@@ -1185,6 +1185,10 @@ M.options = S.object({
       -- Once it must elide, elision goes down to this share of the budget.
       low_water = S.string("70%", { pattern = "^%d+%%$", desc = 'a percentage such as "70%"' }),
     }),
+    -- Keep a streaming reply on disk (a record in stdpath("state")/flemma/recovery, and the file
+    -- itself with editing.auto_write) so that a crash loses at most its last second. A file may
+    -- turn it off (its content stays off the disk); only a trusted one on.
+    recovery = S.trust({ only = { false } }, S.boolean(true)),
     compact = S.object({
       -- What `:Flemma compact` asks the chat's model for (nil: the built-in prompt). It goes to
       -- the provider the chat already sends its whole conversation to.

@@ -53,6 +53,8 @@ export interface ContextConfig {
   readonly window?: number;
   /** `context.warn_at` as a share of the window (0.8 for `"80%"`), or false: no warning. */
   readonly warnAt: number | false;
+  /** `context.recovery`: keep a streaming reply on disk ("Recovery after a crash"). */
+  readonly recovery: boolean;
 }
 
 export interface Config {
@@ -86,7 +88,7 @@ export const CONFIG_DEFAULTS = {
     yolo: false,
   },
   editing: { auto_write: false },
-  context: { warn_at: '80%' },
+  context: { warn_at: '80%', recovery: true },
 } as const;
 
 function isRecord(value: unknown): value is Record<string, unknown> {
@@ -164,9 +166,11 @@ function context(data: ConfigData): ContextConfig {
   const raw = section(data, 'context');
   const window = raw['window'];
   const warnAt = warnShare(raw['warn_at'] ?? CONFIG_DEFAULTS.context.warn_at);
+  const recovery =
+    typeof raw['recovery'] === 'boolean' ? raw['recovery'] : CONFIG_DEFAULTS.context.recovery;
   return typeof window === 'number' && Number.isFinite(window) && window > 0
-    ? { window: Math.floor(window), warnAt }
-    : { warnAt };
+    ? { window: Math.floor(window), warnAt, recovery }
+    : { warnAt, recovery };
 }
 
 function withoutKey<T extends Readonly<Record<string, unknown>>>(record: T, key: string): T {

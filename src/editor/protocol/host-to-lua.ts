@@ -30,7 +30,10 @@ export interface HostToLua {
   'buffer.apply_batch': Method<ApplyBatch, ApplyBatchAnswer>;
   'buffer.lock': Method<{ bufnr: number; owner?: string }, boolean>;
   'buffer.unlock': Method<{ bufnr: number; owner?: string }, boolean>;
-  'buffer.write': Method<{ bufnr: number }, { written: boolean; later?: boolean; error?: string }>;
+  'buffer.write': Method<
+    { bufnr: number; streaming?: boolean },
+    { written: boolean; later?: boolean; error?: string }
+  >;
   'sink.create': Method<{ name: string }, { bufnr: number; name: string }>;
   'sink.destroy': Method<{ bufnr: number }, boolean>;
   'progress.start': Method<{ bufnr: number; row: number }, boolean>;
@@ -189,7 +192,7 @@ export const HOST_TO_LUA = {
   },
   'buffer.write': {
     kind: 'request',
-    params: '`{bufnr}`',
+    params: '`{bufnr, streaming?}`',
     answer: '`{written, later?, error?}`',
     section: 'bufferwrite',
   },

@@ -12,7 +12,6 @@ import {
 } from '../../core/provider/types.js';
 import { XmlToolExtractor, extractXmlToolCalls } from '../../core/tools/xml.js';
 import { sleep } from '../../core/util/sleep.js';
-import type { BufferWriter } from '../../editor/writequeue.js';
 import type { HostBase } from '../base.js';
 import {
   type ContextQuestion,
@@ -28,6 +27,7 @@ import { toolLoopWarmup } from '../warmup.js';
 import type { Config } from '../../core/config/config.js';
 import type { LuaParams } from '../../editor/protocol/index.js';
 import type { PreparedRequest, RequestBuilder } from './request.js';
+import { type RecoveryService, type ReplyRecord, recoveryDir } from '../recovery.js';
 import type { ContextMeter } from '../meter.js';
 
 /** What the progress indicator shows (`progress.update`). */
@@ -120,6 +120,8 @@ export interface StreamDeps {
   carry(bufnr: number, context: EditorContext): void;
   /** A reply's first event arrived (the request is out; work it would have delayed may start). */
   replyStarted?(bufnr: number): void;
+  /** Keeps a streaming reply on disk (`context.recovery`). */
+  recovery?: Pick<RecoveryService, 'begin' | 'end'>;
 }
 
 export class Streamer {
@@ -161,6 +163,40 @@ export class Streamer {
       }),
     );
   }
+  /**
+   * The record that keeps the reply on disk while it streams: with `context.recovery`, for a chat
+   * that has a file, when Neovim said where its state directory is.
+   */
+  private record(
+    bufnr: number,
+    prepared: PreparedRequest,
+    opening: string[],
+  ): ReplyRecord | undefined {
+    const { facts } = prepared.editor;
+    const state = facts.editor_dirs?.state;
+    const recovery = this.deps.recovery;
+    if (recovery === undefined || !prepared.config.context.recovery) return undefined;
+    if (facts.filename === null || state === undefined || state === '') return undefined;
+    const writes = this.deps.base.writes;
+    return recovery.begin({
+      bufnr,
+      dir: recoveryDir(state),
+      path: facts.filename,
+      // A copy: the document's lines follow the buffer.
+      lines: prepared.state.lines.slice(),
+      openingTail: opening.slice(1),
+      // With `editing.auto_write`, the file itself: once what is queued so far is in the buffer.
+      ...(prepared.config.autoWrite
+        ? {
+            writeFile: () => {
+              writes
+                .callAfterWrites('buffer.write', { bufnr, streaming: true })
+                .catch(() => undefined);
+            },
+          }
+        : {}),
+    });
+  }
   /** A reply's events; in XML tool calling, with the XML tool blocks turned into tool uses. */
   private events(
     prepared: PreparedRequest,
@@ -182,8 +218,7 @@ export class Streamer {
     bufnr: number,
     events: AsyncIterable<ProviderEvent>,
     layout: ReplyLayout,
-    writer: BufferWriter,
-    stream: string,
+    put: (text: string) => void,
     tap: (event: ProviderEvent) => void,
   ): Promise<void> {
     const ctx = this.deps.base;
@@ -209,7 +244,7 @@ export class Streamer {
           this.deps.verdicts.markInvalidInput(event.id, event.name, event.invalid);
         }
         const text = layout.push(event);
-        if (text !== '') writer.append(text, stream);
+        if (text !== '') put(text);
         if (event.type === 'warning') {
           ctx.lua.notify('notify', { level: 'warn', message: event.message });
         }
@@ -254,6 +289,8 @@ export class Streamer {
     const opening = openingLines(lastLine);
     const meter = this.deps.usage.begin(bufnr, prepared);
     const markerRow = lastRow + opening.length - 1;
+    // Made before the opening is written: the record's base is the chat as the send found it.
+    const record = this.record(bufnr, prepared, opening);
     // The editor's side of the start goes out first, as one message, so that Neovim works on it
     // while the SDK serialises and sends the request (a long chat's JSON keeps the event loop
     // busy for a while): the buffer locked (a notification, ahead of the write), the
@@ -295,6 +332,11 @@ export class Streamer {
       sinkWriter.append(line + '\n');
     });
     const layout = new ReplyLayout();
+    // Each piece of the reply goes to the buffer and, when the chat has a record, to that too.
+    const put = (text: string): void => {
+      writer.append(text, stream);
+      record?.append(text, layout.text);
+    };
     let replying = false;
     let status: SendStatus = 'completed';
     try {
@@ -304,7 +346,7 @@ export class Streamer {
         try {
           const events = pending ?? this.events(prepared, adapter, controller.signal);
           pending = undefined;
-          await this.consume(bufnr, events, layout, writer, stream, (event) => {
+          await this.consume(bufnr, events, layout, put, (event) => {
             if (!replying) {
               replying = true;
               this.deps.replyStarted?.(bufnr);
@@ -343,7 +385,7 @@ export class Streamer {
       }
       if (controller.signal.aborted) {
         status = 'cancelled';
-        writer.append(layout.interrupt(), stream);
+        put(layout.interrupt());
       }
     } catch (error) {
       status = controller.signal.aborted ? 'cancelled' : 'errored';
@@ -352,13 +394,13 @@ export class Streamer {
         ctx.logger.warn(`send failed: ${message}`);
         ctx.lua.notify('notify', { level: 'error', message });
         // What arrived before the failure stays, marked as an interrupted reply.
-        writer.append(layout.interrupt(`Response interrupted: ${message}`), stream);
+        put(layout.interrupt(`Response interrupted: ${message}`));
       } else {
-        writer.append(layout.interrupt(), stream);
+        put(layout.interrupt());
       }
     }
     if (layout.hasContent) {
-      writer.append(layout.close(), stream);
+      put(layout.close());
     } else if (status !== 'completed') {
       // Nothing arrived: leave the buffer as it was before the send.
       await writer.flushed();
@@ -375,6 +417,7 @@ export class Streamer {
       writer.append(layout.close(), stream);
     }
     writer.closeStream(stream);
+    if (record !== undefined) this.deps.recovery?.end(bufnr, record);
     sinkTap.flush();
     // An open stream keeps every write paced by frames.
     sinkWriter.closeStream();

@@ -1,0 +1,303 @@
+// Crash-safe streaming, end to end (docs/context.md, "Recovery after a crash"): a reply streams
+// from a fake Anthropic server, the host or Neovim is killed with SIGKILL once the reply's record
+// holds chunk k, and a fresh Neovim with the same state directory offers and inserts what arrived.
+// No timing: each wait is on a state (the record or the file holding a chunk) or an event.
+import { existsSync, readFileSync, rmSync } from 'node:fs';
+import { afterEach, describe, expect, it } from 'vitest';
+import { type Driver, startDriver } from '../helpers/driver.js';
+import { type FakeProvider, type FakeStream, startFakeProvider } from '../helpers/fake-provider.js';
+
+const drivers: Driver[] = [];
+const homes: string[] = [];
+let fake: FakeProvider | undefined;
+
+afterEach(async () => {
+  for (const d of drivers.splice(0)) await d.quit();
+  for (const home of homes.splice(0)) rmSync(home, { recursive: true, force: true });
+  await fake?.close();
+  fake = undefined;
+});
+
+const START = {
+  type: 'message_start',
+  message: {
+    id: 'msg_fake',
+    type: 'message',
+    role: 'assistant',
+    model: 'claude-sonnet-4-6',
+    content: [],
+    stop_reason: null,
+    stop_sequence: null,
+    usage: { input_tokens: 12, output_tokens: 1 },
+  },
+};
+
+const CHAT = ['@You:', 'Tell me a long story'];
+const MARKER =
+  '<!-- flemma:aborted: Response interrupted: Neovim or Flemma stopped while it streamed. -->';
+
+/** Chunk n of the reply: one line of its own, so that what arrived reads as whole lines. */
+function chunk(n: number): string {
+  return `chunk ${String(n).padStart(2, '0')} of the story\n`;
+}
+
+async function delta(stream: FakeStream, text: string): Promise<void> {
+  await stream.sse('content_block_delta', {
+    type: 'content_block_delta',
+    index: 0,
+    delta: { type: 'text_delta', text },
+  });
+}
+
+async function finish(stream: FakeStream): Promise<void> {
+  await stream.sse('content_block_stop', { type: 'content_block_stop', index: 0 });
+  await stream.sse('message_delta', {
+    type: 'message_delta',
+    delta: { stop_reason: 'end_turn', stop_sequence: null },
+    usage: { output_tokens: 5 },
+  });
+  await stream.sse('message_stop', { type: 'message_stop' });
+  await stream.end();
+}
+
+async function start(options: { home?: string; setup?: string } = {}): Promise<Driver> {
+  fake ??= await startFakeProvider();
+  const d = await startDriver({
+    env: { ANTHROPIC_API_KEY: 'sk-test-key', ANTHROPIC_BASE_URL: fake.url },
+    ...(options.home === undefined ? {} : { home: options.home }),
+    ...(options.setup === undefined ? {} : { setup: options.setup }),
+  });
+  drivers.push(d);
+  if (options.home === undefined) homes.push(d.home);
+  return d;
+}
+
+/** The record file of the chat `name` (in the work directory). */
+function recordFile(d: Driver, name: string): Promise<string> {
+  return d.lua<string>(
+    'return require("flemma.recovery").record_file(vim.fn.fnamemodify(..., ":p"))',
+    name,
+  );
+}
+
+/** Waits until the file `path` holds `text` (a state Neovim checks as it runs, not a sleep). */
+async function waitForFileText(d: Driver, path: string, text: string): Promise<void> {
+  await d.waitUntil(
+    `local path, text = ...
+    local handle = io.open(path, "rb")
+    if not handle then return false end
+    local content = handle:read("*a")
+    handle:close()
+    return content:find(vim.json.encode(text):sub(2, -2), 1, true) ~= nil
+      or content:find(text, 1, true) ~= nil`,
+    { args: [path, text] },
+  );
+}
+
+/** Starts a reply and sends chunks 1..n of it. */
+async function streamChunks(d: Driver, n: number): Promise<{ stream: FakeStream; sent: string[] }> {
+  if (fake === undefined) throw new Error('no fake provider');
+  await d.press('<C-]>');
+  const request = await fake.nextRequest({ path: '/v1/messages' });
+  const stream = request.stream();
+  await stream.sse('message_start', START);
+  await stream.sse('content_block_start', {
+    type: 'content_block_start',
+    index: 0,
+    content_block: { type: 'text', text: '' },
+  });
+  const sent: string[] = [];
+  for (let i = 1; i <= n; i++) {
+    sent.push(chunk(i));
+    await delta(stream, chunk(i));
+  }
+  return { stream, sent };
+}
+
+async function hostPid(d: Driver): Promise<number> {
+  return d.lua<number>(`return vim.rpcrequest(require("flemma.host").ensure(), "ping").pid`);
+}
+
+/** The reply's lines between `@Assistant:` and the marker (or the next `@You:`), as text. */
+function replyText(lines: string[]): { text: string; after: string[] } {
+  const from = lines.indexOf('@Assistant:');
+  const rest = lines.slice(from + 1);
+  const end = rest.findIndex((line) => line.startsWith('<!-- flemma:aborted') || line === '@You:');
+  return { text: rest.slice(0, end).join('\n'), after: rest.slice(end) };
+}
+
+/** Every chunk up to `k` is in `text`, and `text` is what was sent up to some chunk. */
+function expectPrefixOfSent(text: string, sent: string[], k: number): void {
+  const prefixes: string[] = [];
+  for (let j = k; j <= sent.length; j++) prefixes.push(sent.slice(0, j).join('').trimEnd());
+  expect(prefixes).toContain(text.trimEnd());
+}
+
+/** Opens the chat in a fresh Neovim on the same state and waits for the offer. */
+async function reopen(home: string, setup?: string): Promise<{ d: Driver; buf: number }> {
+  const d = await start(setup === undefined ? { home } : { home, setup });
+  const buf = await d.openChat('story.chat');
+  await d.waitForNotification(/:Flemma recover inserts it/);
+  return { d, buf };
+}
+
+describe('recovery after a crash', () => {
+  it('keeps a reply whose host was killed mid-stream; :Flemma recover inserts it, one undo step', async () => {
+    const d = await start();
+    await d.openChat('story.chat', CHAT);
+    const record = await recordFile(d, 'story.chat');
+    const { sent, stream } = await streamChunks(d, 6);
+    await waitForFileText(d, record, chunk(6).trimEnd());
+    // More arrives after the state seen: it may or may not be kept.
+    sent.push(chunk(7));
+    await delta(stream, chunk(7));
+    const exited = d.waitForEvent('FlemmaHostExited');
+    process.kill(await hostPid(d), 'SIGKILL');
+    await exited;
+    // The buffer was not written: the file has only what the user wrote.
+    expect(readFileSync(`${d.home}/work/story.chat`, 'utf8')).toBe(CHAT.join('\n') + '\n');
+    await d.quit({ keepHome: true });
+
+    const again = await reopen(d.home);
+    expect(await again.d.lines(again.buf)).toEqual(CHAT);
+    await again.d.command('Flemma recover');
+    const lines = await again.d.lines(again.buf);
+    expect(lines.slice(0, 4)).toEqual([...CHAT, '', '@Assistant:']);
+    const { text, after } = replyText(lines);
+    expectPrefixOfSent(text, sent, 6);
+    expect(after).toEqual([MARKER, '', '@You:', '']);
+    // One undo step takes it all back; nothing the user wrote changed.
+    await again.d.press('u');
+    expect(await again.d.lines(again.buf)).toEqual(CHAT);
+  });
+
+  it('keeps a reply whose Neovim was killed mid-stream', async () => {
+    const d = await start();
+    await d.openChat('story.chat', CHAT);
+    const record = await recordFile(d, 'story.chat');
+    const { sent } = await streamChunks(d, 4);
+    await waitForFileText(d, record, chunk(4).trimEnd());
+    await d.kill();
+
+    const again = await reopen(d.home);
+    await again.d.command('Flemma recover');
+    const lines = await again.d.lines(again.buf);
+    expect(lines.slice(0, 4)).toEqual([...CHAT, '', '@Assistant:']);
+    const { text, after } = replyText(lines);
+    expectPrefixOfSent(text, sent, 4);
+    expect(after).toEqual([MARKER, '', '@You:', '']);
+    // Written, the chat holds the reply and the record goes.
+    await again.d.command('write');
+    await again.d.waitUntil('return vim.uv.fs_stat(...) == nil', { args: [record] });
+  });
+
+  it('offers a finished reply quit with :q! before it was written, without a marker', async () => {
+    const d = await start();
+    await d.openChat('story.chat', CHAT);
+    const { stream } = await streamChunks(d, 2);
+    await finish(stream);
+    await d.waitForEvent('FlemmaRequestFinished');
+    const expected = await d.lines();
+    await d.quit({ keepHome: true });
+
+    const again = await reopen(d.home);
+    await again.d.command('Flemma recover');
+    expect(await again.d.lines(again.buf)).toEqual(expected);
+    expect(expected.slice(-3)).toEqual(['', '@You:', '']);
+  });
+
+  it('offers nothing after a normal save', async () => {
+    const d = await start();
+    await d.openChat('story.chat', CHAT);
+    const record = await recordFile(d, 'story.chat');
+    const { stream } = await streamChunks(d, 2);
+    await finish(stream);
+    await d.waitForEvent('FlemmaRequestFinished');
+    expect(existsSync(record)).toBe(true);
+    await d.command('write');
+    await d.waitUntil('return vim.uv.fs_stat(...) == nil', { args: [record] });
+    await d.quit({ keepHome: true });
+
+    const again = await start({ home: d.home });
+    await again.openChat('story.chat');
+    const before = again.notificationCount;
+    await again.command('Flemma recover');
+    const note = await again.waitForNotification(/recover/, { after: before });
+    expect(note.message).toMatch(/nothing to recover for story\.chat/);
+    expect(again.notifications().some((n) => /Flemma recover inserts it/.test(n.message))).toBe(
+      false,
+    );
+  });
+
+  it('with editing.auto_write, the file itself holds the partial reply; recover adds only the rest', async () => {
+    const setup = 'require("flemma").setup({ editing = { auto_write = true } })';
+    const d = await start({ setup });
+    await d.openChat('story.chat', CHAT);
+    const file = `${d.home}/work/story.chat`;
+    const { sent } = await streamChunks(d, 5);
+    await waitForFileText(d, file, chunk(5).trimEnd());
+    await d.kill();
+    const onDisk = readFileSync(file, 'utf8').split('\n');
+    expect(onDisk.slice(0, 4)).toEqual([...CHAT, '', '@Assistant:']);
+    expectPrefixOfSent(replyText(onDisk).text, sent, 5);
+
+    const again = await reopen(d.home, setup);
+    await again.d.command('Flemma recover');
+    const lines = await again.d.lines(again.buf);
+    // Not repeated: one `@Assistant:`, the reply once, then the marker.
+    expect(lines.filter((line) => line === '@Assistant:')).toHaveLength(1);
+    const { text, after } = replyText(lines);
+    expectPrefixOfSent(text, sent, 5);
+    expect(after).toEqual([MARKER, '', '@You:', '']);
+  });
+
+  it('with editing.auto_write, a finished reply is in the file and leaves no record', async () => {
+    const d = await start({
+      setup: 'require("flemma").setup({ editing = { auto_write = true } })',
+    });
+    await d.openChat('story.chat', CHAT);
+    const record = await recordFile(d, 'story.chat');
+    const { stream } = await streamChunks(d, 3);
+    await finish(stream);
+    await d.waitForEvent('FlemmaRequestFinished');
+    // The write after the reply (the file now holds it) removed the record.
+    await d.waitUntil('return vim.uv.fs_stat(...) == nil', { args: [record] });
+    const expected = await d.lines();
+    expect(readFileSync(`${d.home}/work/story.chat`, 'utf8')).toBe(expected.join('\n') + '\n');
+    expect(expected).toContain(chunk(3).trimEnd());
+  });
+
+  it('puts the reply at the end, and says so, when the chat changed since', async () => {
+    const d = await start();
+    await d.openChat('story.chat', CHAT);
+    const record = await recordFile(d, 'story.chat');
+    const { sent } = await streamChunks(d, 3);
+    await waitForFileText(d, record, chunk(3).trimEnd());
+    await d.kill();
+    // Meanwhile, the file was edited elsewhere.
+    const edited = ['@You:', 'Tell me a short story instead'];
+    d.writeFile('story.chat', edited.join('\n') + '\n');
+
+    const again = await reopen(d.home);
+    const before = again.d.notificationCount;
+    await again.d.command('Flemma recover');
+    await again.d.waitForNotification(/changed since the reply started/, { after: before });
+    const lines = await again.d.lines(again.buf);
+    expect(lines.slice(0, 4)).toEqual([...edited, '', '@Assistant:']);
+    expectPrefixOfSent(replyText(lines).text, sent, 3);
+  });
+
+  it(':Flemma recover discard deletes the record', async () => {
+    const d = await start();
+    await d.openChat('story.chat', CHAT);
+    const record = await recordFile(d, 'story.chat');
+    await streamChunks(d, 2);
+    await waitForFileText(d, record, chunk(2).trimEnd());
+    await d.kill();
+
+    const again = await reopen(d.home);
+    await again.d.command('Flemma recover discard');
+    expect(existsSync(record)).toBe(false);
+    expect(await again.d.lines(again.buf)).toEqual(CHAT);
+  });
+});
