@@ -17,3 +17,19 @@ export interface Doc {
   /** The anchor of its section in docs/rpc.md. */
   readonly section?: string;
 }
+
+/** `raw[key]` when `raw` is a table, else undefined. */
+export function field(raw: unknown, key: string): unknown {
+  return typeof raw === 'object' && raw !== null
+    ? (raw as Record<string, unknown>)[key]
+    : undefined;
+}
+
+/** The `bufnr` of an action's params: a buffer number, or an `ActionError`. */
+export function bufnrOf(raw: unknown): number {
+  const bufnr = field(raw, 'bufnr');
+  if (typeof bufnr !== 'number' || !Number.isInteger(bufnr) || bufnr <= 0) {
+    throw new ActionError(`expected { bufnr = <buffer number> }, got ${JSON.stringify(raw)}`);
+  }
+  return bufnr;
+}

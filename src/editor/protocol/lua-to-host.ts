@@ -7,7 +7,8 @@ import type { AlwaysEntry } from '../../core/approval/session.js';
 import type { SandboxStatus } from '../../core/tools/sandbox/index.js';
 import type { DefinitionAnswer } from '../../core/chat/navigation.js';
 import type { ReviewCall, ReviewScope } from '../../core/chat/review.js';
-import { ActionError, type Doc, type Method } from './common.js';
+import { ActionError, bufnrOf, field, type Doc, type Method } from './common.js';
+import { CONTEXT_ACTIONS, type ContextActions } from './context.js';
 import { MCP_ACTIONS, type McpActions } from './mcp.js';
 import { REVIEW_ACTIONS, type ReviewActions } from './review.js';
 import type {
@@ -37,7 +38,7 @@ interface Buf {
 }
 
 /** Every Lua → host action: its params (as the handler receives them, decoded) and its answer. */
-export interface LuaToHost extends ReviewActions, McpActions {
+export interface LuaToHost extends ReviewActions, McpActions, ContextActions {
   ping: Method<null, HostInfo>;
   'host:info': Method<null, HostInfo>;
   'provider:sdks': Method<
@@ -56,19 +57,8 @@ export interface LuaToHost extends ReviewActions, McpActions {
   'frontmatter:languages': Method<{ names: string[] }, null>;
   'chat:send': Method<Buf & { over_limit: boolean }, null>;
   'chat:cancel': Method<Buf, { cancelled: boolean }>;
-  /** `:Flemma compact`: the buffer's file (absolute) and whether it has unwritten changes. */
-  'chat:compact': Method<Buf & { file: string; modified: boolean }, null>;
   'chat:cycle': Method<Buf, null>;
   'chat:status': Method<Buf & { verbose: boolean }, { lines: string[] }>;
-  'usage:estimate': Method<
-    Buf,
-    { input_tokens: number; cost?: number; provider: string; model: string } | null
-  >;
-  /** `:Flemma context`: the next request's estimate against the window, nothing sent. */
-  'chat:context': Method<
-    Buf,
-    { lines: string[]; tokens: number; window: number; percent: number } | null
-  >;
   'tools:define': Method<
     {
       tools: LuaToolSpec[];
@@ -130,20 +120,6 @@ export interface LuaToHostSpec<M extends LuaToHostMethod> extends Doc {
   readonly kind: LuaToHostKind;
   /** Checks and normalises what arrived; throws `ActionError` when it cannot be used. */
   readonly decode: (raw: unknown) => ActionParams<M>;
-}
-
-function field(raw: unknown, key: string): unknown {
-  return typeof raw === 'object' && raw !== null
-    ? (raw as Record<string, unknown>)[key]
-    : undefined;
-}
-
-function bufnrOf(raw: unknown): number {
-  const bufnr = field(raw, 'bufnr');
-  if (typeof bufnr !== 'number' || !Number.isInteger(bufnr) || bufnr <= 0) {
-    throw new ActionError(`expected { bufnr = <buffer number> }, got ${JSON.stringify(raw)}`);
-  }
-  return bufnr;
 }
 
 function rowOf(raw: unknown): number | null {
@@ -346,19 +322,6 @@ export const LUA_TO_HOST: { readonly [M in LuaToHostMethod]: LuaToHostSpec<M> } 
     section: 'chatcancel',
     decode: buf,
   },
-  'chat:compact': {
-    kind: 'notification',
-    params: '`{bufnr, file, modified}`',
-    answer: '`nil` (the summary runs on)',
-    section: 'chatcompact',
-    decode: (raw) => {
-      const file = field(raw, 'file');
-      if (typeof file !== 'string' || file === '') {
-        throw new ActionError(`expected { file = <the chat's file> }, got ${JSON.stringify(raw)}`);
-      }
-      return { bufnr: bufnrOf(raw), file, modified: field(raw, 'modified') === true };
-    },
-  },
   'chat:cycle': {
     kind: 'notification',
     params: '`{bufnr}`',
@@ -372,20 +335,6 @@ export const LUA_TO_HOST: { readonly [M in LuaToHostMethod]: LuaToHostSpec<M> } 
     answer: '`{lines}`',
     section: 'commands',
     decode: (raw) => ({ bufnr: bufnrOf(raw), verbose: field(raw, 'verbose') === true }),
-  },
-  'usage:estimate': {
-    kind: 'call',
-    params: '`{bufnr}`',
-    answer: '`{input_tokens, cost?, provider, model}` or `nil`',
-    section: 'usage',
-    decode: buf,
-  },
-  'chat:context': {
-    kind: 'call',
-    params: '`{bufnr}`',
-    answer: '`{lines, tokens, window, percent}` or `nil`',
-    section: 'usage',
-    decode: buf,
   },
   'tools:define': {
     kind: 'notification',
@@ -616,6 +565,7 @@ export const LUA_TO_HOST: { readonly [M in LuaToHostMethod]: LuaToHostSpec<M> } 
   },
   ...REVIEW_ACTIONS,
   ...MCP_ACTIONS,
+  ...CONTEXT_ACTIONS,
 };
 
 /**

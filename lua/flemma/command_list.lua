@@ -1,0 +1,470 @@
+--- flemma.command_list: the built-in `:Flemma` subcommands (registered once, at bootstrap) and
+--- the scratch views some of them open. `flemma.commands` is the registry they go into.
+local M = {}
+
+local H = {}
+
+local function ms(value)
+  return value and string.format("%d ms", value) or "?"
+end
+
+local function describe_uptime(value)
+  if not value then
+    return "?"
+  end
+  if value < 10000 then
+    return string.format("%.1f s", value / 1000)
+  end
+  return string.format("%d s", math.floor(value / 1000))
+end
+
+--- `:Flemma host:status`: starts the host if needed and reports it once it answers.
+function H.host_status()
+  local host = require("flemma.host")
+  local notify = require("flemma.notify")
+  host.ensure()
+  local sent = vim.uv.hrtime()
+  host.call("host:info", nil, function(err, info)
+    local status = host.status()
+    local lines = {}
+    if err then
+      lines[#lines + 1] = string.format("host: %s (%s)", status.state, err)
+    else
+      local answered = math.floor((vim.uv.hrtime() - sent) / 1e6)
+      lines[#lines + 1] = string.format(
+        "host: running, pid %d, up %s, answered in %s",
+        info.pid,
+        describe_uptime(info.uptime_ms),
+        ms(answered)
+      )
+      lines[#lines + 1] =
+        string.format("  node %s, flemma %s (source %s)", info.node, info.version, info.source_hash:sub(1, 12))
+    end
+    lines[#lines + 1] = string.format(
+      "  starts: %d, crashes in the last %d s: %d",
+      status.starts,
+      math.floor(status.crash_window_ms / 1000),
+      status.recent_crashes
+    )
+    if status.last_exit then
+      lines[#lines + 1] = string.format(
+        "  last exit: code %d%s",
+        status.last_exit.code,
+        status.last_exit.intended and " (stopped)" or " (crashed)"
+      )
+    end
+    lines[#lines + 1] = "  log: " .. status.log
+    if err then
+      notify.warn(table.concat(lines, "\n"), { key = "host:status" })
+    else
+      notify.info(table.concat(lines, "\n"), { key = "host:status" })
+    end
+  end, 5000)
+end
+
+function M.register()
+  local commands = require("flemma.commands")
+  local host = require("flemma.host")
+  commands.register("send", {
+    desc = "Send the conversation in this chat buffer",
+    run = function()
+      require("flemma.chat").send()
+    end,
+  })
+  commands.register("compact", {
+    desc = "Summarise this chat with its model into a new chat file beside it, and open that",
+    run = function()
+      require("flemma.compact").run()
+    end,
+  })
+  commands.register("cancel", {
+    desc = "Cancel the running request of this chat buffer",
+    starts_host = false,
+    run = function()
+      require("flemma.chat").cancel()
+    end,
+  })
+  local function tool_command(method)
+    return function()
+      local params = { bufnr = vim.api.nvim_get_current_buf(), row = vim.api.nvim_win_get_cursor(0)[1] - 1 }
+      host.call(method, params, function(err)
+        if err then
+          require("flemma.notify").warn(method .. ": " .. tostring(err))
+        end
+      end)
+    end
+  end
+  commands.register("tool:execute", {
+    desc = "Run the tool call under the cursor (whatever its approval status)",
+    run = function()
+      require("flemma.chat").execute_tool()
+    end,
+  })
+  commands.register("tool:cancel", {
+    desc = "Cancel the running tool under the cursor (or the oldest one)",
+    run = tool_command("tool:cancel"),
+  })
+  commands.register("tool:cancel-all", {
+    desc = "Cancel every running tool",
+    run = tool_command("tool:cancel-all"),
+  })
+  commands.register("tool:background", {
+    desc = "Move the running tool under the cursor (or the oldest) to the background",
+    run = tool_command("tool:background"),
+  })
+  -- Approving or rejecting writes into the reply; not while it is still being written.
+  local function unless_streaming(run)
+    return function(args)
+      if not require("flemma.guard").refuse(vim.api.nvim_get_current_buf()) then
+        run(args)
+      end
+    end
+  end
+  -- In a diff tab (`tool:diff`), approving and rejecting act on the call shown there.
+  local function in_diff()
+    return require("flemma.review.diff").owner(vim.api.nvim_get_current_buf()) ~= nil
+  end
+  commands.register("tool:approve", {
+    desc = "Approve the tool call under the cursor (status=approved); in a diff tab, run what its proposed side shows",
+    run = function(args)
+      if in_diff() then
+        return require("flemma.review.diff").approve()
+      end
+      unless_streaming(tool_command("tool:approve"))(args)
+    end,
+  })
+  commands.register("tool:diff", {
+    desc = "Show the pending write or edit under the cursor as a diff (approve, edit or reject it there), or what a call that ran changed",
+    run = function()
+      if in_diff() then
+        return
+      end
+      if vim.bo.filetype ~= "chat" then
+        -- From an entry of `:Flemma review`: what the call's file held before it, beside it now.
+        local review = require("flemma.review")
+        local chat, tool_id = review.current_entry()
+        local row = chat and vim.api.nvim_buf_is_valid(chat) and review.call_row(chat, tool_id)
+        if not row then
+          error("not on a tool call of a chat, nor on a :Flemma review entry")
+        end
+        return require("flemma.review.diff").request(chat, row)
+      end
+      require("flemma.review.diff").request()
+    end,
+  })
+  commands.register("tool:reject", {
+    desc = "Reject the tool call under the cursor; the rest of the line is the reason (in a diff tab: asked for)",
+    run = unless_streaming(function(args)
+      if in_diff() then
+        return require("flemma.review.diff").reject()
+      end
+      local params = {
+        bufnr = vim.api.nvim_get_current_buf(),
+        row = vim.api.nvim_win_get_cursor(0)[1] - 1,
+        message = table.concat(args or {}, " "),
+      }
+      host.call("tool:reject", params, function(err)
+        if err then
+          require("flemma.notify").warn("tool:reject: " .. tostring(err))
+        end
+      end)
+    end),
+  })
+  -- Session approvals (docs/approval.md, "Always and YOLO").
+  local approval = require("flemma.tools.approval")
+  commands.register("tool:approve-always", {
+    desc = "Approve the tool call under the cursor and keep approving that tool (or command) in this buffer",
+    run = unless_streaming(function()
+      approval.approve_always()
+    end),
+  })
+  commands.register("tool:always", {
+    desc = 'List what is approved "always" in this buffer, and whether YOLO mode is on',
+    run = function()
+      approval.always()
+    end,
+  })
+  commands.register("tool:forget-always", {
+    desc = 'Forget this buffer\'s "always" approvals (only those of [tool] when given)',
+    run = function(args)
+      approval.forget_always(nil, args and args[1] or nil)
+    end,
+  })
+  commands.register("tool:yolo", {
+    desc = "YOLO mode in this buffer: approve every tool call except bash and other never-auto-approve tools: yolo [on|off|toggle]",
+    complete = function()
+      return { "on", "off", "toggle" }
+    end,
+    run = function(args)
+      local mode = args and args[1] or "toggle"
+      if mode ~= "on" and mode ~= "off" and mode ~= "toggle" then
+        error(string.format("expected on, off or toggle, got '%s'", mode))
+      end
+      approval.yolo(nil, mode)
+    end,
+  })
+  commands.register("tool:cancel-pending", {
+    desc = "Cancel every tool call waiting for approval in this buffer (none runs; the model is told)",
+    run = function()
+      approval.cancel_pending()
+    end,
+  })
+  commands.register("status", {
+    desc = "Show this buffer's provider, model, parameters, tools, approval, autopilot and sandbox, each with the layer that set it ('verbose': every option)",
+    complete = function()
+      return { "verbose" }
+    end,
+    run = function(args)
+      local verbose = args and args[1] == "verbose"
+      local bufnr = vim.api.nvim_get_current_buf()
+      host.call("chat:status", { bufnr = bufnr, verbose = verbose }, function(err, result)
+        if err then
+          require("flemma.notify").warn("status: " .. tostring(err))
+          return
+        end
+        H.show_status(result.lines)
+      end)
+    end,
+  })
+  commands.register("tool:undo", {
+    desc = "Undo the file changes of the tool call under the cursor (refused if a file changed since)",
+    run = function()
+      local params = { bufnr = vim.api.nvim_get_current_buf(), row = vim.api.nvim_win_get_cursor(0)[1] - 1 }
+      if vim.bo.filetype ~= "chat" then
+        -- From an entry of `:Flemma review` (in the quickfix window or in the file it opened).
+        local review = require("flemma.review")
+        local chat, tool_id = review.current_entry()
+        local row = chat and vim.api.nvim_buf_is_valid(chat) and review.call_row(chat, tool_id)
+        if not row then
+          error("not on a tool call of a chat, nor on a :Flemma review entry")
+        end
+        params = { bufnr = chat, row = row }
+      end
+      if require("flemma.guard").refuse(params.bufnr) then
+        return
+      end
+      host.call("tool:undo", params, function(err, answer)
+        if err then
+          require("flemma.notify").warn("tool:undo: " .. tostring(err))
+        elseif answer and answer.ok then
+          -- Buffers showing a restored file read it again, as after any outside change.
+          pcall(vim.cmd.checktime)
+        end
+      end)
+    end,
+  })
+  commands.register("review", {
+    desc = "Put the file changes of the last turn's tool calls in the quickfix list, one entry per hunk ('all': the whole chat; with a range: those messages)",
+    complete = function()
+      return { "all" }
+    end,
+    run = function(args, ctx)
+      require("flemma.review").run(args, ctx)
+    end,
+  })
+  commands.register("tool:why", {
+    desc = "Say which approval resolver decided the tool call under the cursor",
+    run = tool_command("tool:why"),
+  })
+  commands.register("switch", {
+    starts_host = false,
+    desc = "Switch provider, model and parameters: switch <provider|$preset> [model] [key=value …]",
+    run = function(args)
+      require("flemma.switch").run(args)
+    end,
+    complete = function(arglead, args)
+      return require("flemma.switch").complete(arglead, args)
+    end,
+  })
+  commands.register("autopilot:enable", {
+    starts_host = false,
+    desc = "Turn autopilot on for this session",
+    run = function()
+      require("flemma.autopilot").enable()
+    end,
+  })
+  commands.register("autopilot:disable", {
+    starts_host = false,
+    desc = "Turn autopilot off for this session",
+    run = function()
+      require("flemma.autopilot").disable()
+    end,
+  })
+  commands.register("autopilot:status", {
+    desc = "Show autopilot's state in this buffer",
+    run = function()
+      require("flemma.autopilot").status()
+    end,
+  })
+  commands.register("tool:list", {
+    desc = "List the running tools",
+    run = function()
+      host.call("tool:list", vim.NIL, function(err, list)
+        local notify = require("flemma.notify")
+        if err then
+          notify.warn("tool:list: " .. tostring(err))
+          return
+        end
+        if #list == 0 then
+          notify.info("No tool is running", { key = "tool:list" })
+          return
+        end
+        local lines = {}
+        for _, run in ipairs(list) do
+          lines[#lines + 1] = string.format(
+            "%s %s (buffer %d) %.1f s%s",
+            run.name,
+            run.id,
+            run.bufnr,
+            run.age_ms / 1000,
+            run.background and string.format(" [background job %d]", run.job_id) or ""
+          )
+        end
+        notify.info(table.concat(lines, "\n"), { key = "tool:list" })
+      end)
+    end,
+  })
+  commands.register("sandbox:enable", {
+    starts_host = false,
+    desc = "Enable the sandbox for this session",
+    run = function()
+      require("flemma.sandbox").enable()
+    end,
+  })
+  commands.register("sandbox:disable", {
+    starts_host = false,
+    desc = "Disable the sandbox for this session",
+    run = function()
+      require("flemma.sandbox").disable()
+    end,
+  })
+  commands.register("sandbox:status", {
+    desc = "Show how the sandbox applies to this buffer",
+    run = function()
+      require("flemma.sandbox").status()
+    end,
+  })
+  commands.register("usage:recall", {
+    starts_host = false,
+    desc = "Show the usage bar of this buffer's last request again",
+    run = function()
+      require("flemma.usage").recall()
+    end,
+  })
+  commands.register("usage:estimate", {
+    desc = "Count the input tokens of this buffer's next request (with the provider) and its input cost",
+    run = function()
+      -- The host shows the count (or why there is none); only a failed call is reported here.
+      host.call("usage:estimate", { bufnr = vim.api.nvim_get_current_buf() }, function(err)
+        if err then
+          require("flemma.notify").warn("usage:estimate: " .. tostring(err))
+        end
+      end, 90000)
+    end,
+  })
+  commands.register("context", {
+    desc = "Estimate this buffer's next request against the model's context window, with what it is made of (nothing is sent)",
+    run = function()
+      local bufnr = vim.api.nvim_get_current_buf()
+      -- The host builds the request as a send would; the answer comes back when it is ready.
+      host.call("chat:context", { bufnr = bufnr }, function(err, result)
+        if err then
+          require("flemma.notify").warn("context: " .. tostring(err))
+        elseif type(result) == "table" and type(result.lines) == "table" then
+          H.show_lines("flemma://context", result.lines)
+        end
+      end, 90000)
+    end,
+  })
+  commands.register("host:status", {
+    desc = "Show the host process: pid, uptime, version, crashes, log file",
+    run = H.host_status,
+  })
+  commands.register("host:restart", {
+    starts_host = false,
+    desc = "Restart the host process now",
+    run = function()
+      if host.restart() then
+        require("flemma.notify").info("host restarted (pid " .. tostring(host.status().pid) .. ")")
+      end
+    end,
+  })
+  commands.register("host:stop", {
+    starts_host = false,
+    desc = "Stop the host process (it starts again on next use)",
+    run = function()
+      if not host.stop() then
+        require("flemma.notify").info("the host is not running")
+      end
+    end,
+  })
+  commands.register("log:open", {
+    starts_host = false,
+    desc = "Open the log file (host and plugin)",
+    run = function()
+      require("flemma.log").open()
+    end,
+  })
+  commands.register("log:level", {
+    starts_host = false,
+    desc = "Set the log level: debug, info, warn or error",
+    complete = function()
+      return { "debug", "info", "warn", "error" }
+    end,
+    run = function(args)
+      local level = args[1]
+      if not vim.tbl_contains({ "debug", "info", "warn", "error" }, level) then
+        error("expected one of debug, info, warn, error", 0)
+      end
+      require("flemma.log").set_level(level)
+      if host.channel() then
+        host.notify("log:level", { level = level })
+      end
+      require("flemma.notify").info("log level: " .. level)
+    end,
+  })
+  commands.register("health", {
+    starts_host = false,
+    desc = "Run :checkhealth flemma",
+    run = function()
+      vim.cmd("checkhealth flemma")
+    end,
+  })
+end
+
+--- The report of `:Flemma status` in a scratch buffer below (`q` closes it), reused when open.
+--- Messages that were shortened to fit the command line end it, in full.
+function H.show_status(lines)
+  local recent = require("flemma.notify").recent()
+  if #recent > 0 then
+    lines = vim.list_extend({}, lines)
+    vim.list_extend(lines, { "", "messages shortened on the command line, in full:" })
+    for _, item in ipairs(recent) do
+      lines[#lines + 1] = string.format("  %s %s", os.date("%H:%M:%S", item.time), item.text)
+    end
+  end
+  H.show_lines("flemma://status", lines)
+end
+
+--- Show `lines` in the scratch buffer `name` (made once, closed with `q`), in a split below.
+function H.show_lines(name, lines)
+  local buf = vim.fn.bufnr(name)
+  if buf == -1 or not vim.api.nvim_buf_is_valid(buf) then
+    buf = vim.api.nvim_create_buf(false, true)
+    vim.api.nvim_buf_set_name(buf, name)
+    vim.bo[buf].bufhidden = "wipe"
+    vim.keymap.set("n", "q", "<Cmd>close<CR>", { buffer = buf, nowait = true, desc = "Close" })
+  end
+  vim.bo[buf].modifiable = true
+  vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
+  vim.bo[buf].modifiable = false
+  local win = vim.fn.bufwinid(buf)
+  if win == -1 then
+    vim.cmd(string.format("botright %dsplit", math.min(#lines + 1, math.floor(vim.o.lines / 2))))
+    vim.api.nvim_win_set_buf(0, buf)
+  else
+    vim.api.nvim_set_current_win(win)
+  end
+end
+
+return M

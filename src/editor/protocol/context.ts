@@ -1,0 +1,59 @@
+// Lua → host actions of long conversations (`:Flemma compact`, `:Flemma context`,
+// `:Flemma usage:estimate`), kept apart from the other actions; `LuaToHost` and `LUA_TO_HOST`
+// include them.
+import { ActionError, bufnrOf, field, type Doc, type Method } from './common.js';
+
+interface Buf {
+  bufnr: number;
+}
+
+export interface ContextActions {
+  /** `:Flemma compact`: the buffer's file (absolute) and whether it has unwritten changes. */
+  'chat:compact': Method<Buf & { file: string; modified: boolean }, null>;
+  'usage:estimate': Method<
+    Buf,
+    { input_tokens: number; cost?: number; provider: string; model: string } | null
+  >;
+  /** `:Flemma context`: the next request's estimate against the window, nothing sent. */
+  'chat:context': Method<
+    Buf,
+    { lines: string[]; tokens: number; window: number; percent: number } | null
+  >;
+}
+
+interface Spec<M extends keyof ContextActions> extends Doc {
+  readonly kind: 'notification' | 'call';
+  readonly decode: (raw: unknown) => ContextActions[M]['params'];
+}
+
+const buf = (raw: unknown): Buf => ({ bufnr: bufnrOf(raw) });
+
+export const CONTEXT_ACTIONS: { readonly [M in keyof ContextActions]: Spec<M> } = {
+  'chat:compact': {
+    kind: 'notification',
+    params: '`{bufnr, file, modified}`',
+    answer: '`nil` (the summary runs on)',
+    section: 'chatcompact',
+    decode: (raw) => {
+      const file = field(raw, 'file');
+      if (typeof file !== 'string' || file === '') {
+        throw new ActionError(`expected { file = <the chat's file> }, got ${JSON.stringify(raw)}`);
+      }
+      return { bufnr: bufnrOf(raw), file, modified: field(raw, 'modified') === true };
+    },
+  },
+  'usage:estimate': {
+    kind: 'call',
+    params: '`{bufnr}`',
+    answer: '`{input_tokens, cost?, provider, model}` or `nil`',
+    section: 'usage',
+    decode: buf,
+  },
+  'chat:context': {
+    kind: 'call',
+    params: '`{bufnr}`',
+    answer: '`{lines, tokens, window, percent}` or `nil`',
+    section: 'usage',
+    decode: buf,
+  },
+};
