@@ -44,16 +44,18 @@ process.on('uncaughtException', (error) => {
 process.on('unhandledRejection', (reason) => {
   hostLogger.error('unhandled promise rejection', reason);
 });
-process.on('SIGTERM', () => {
-  hostLogger.info('SIGTERM received; exiting');
-  process.exit(0);
-});
 
 const nvim = connect(process.stdin, rpcWriter, clientLogger);
 // The client may have replaced `console`; point it back at the log.
 guardConsole();
 
 const ctx = createContext(nvim, hostLogger, hostLogger.path);
+process.on('SIGTERM', () => {
+  hostLogger.info('SIGTERM received; exiting');
+  // Neovim stops its jobs this way when it quits (`:q!` too): what a reply has not yet on disk.
+  ctx.recovery.flushSync();
+  process.exit(0);
+});
 hostLogger.info(
   `host started (node ${process.version}, pid ${String(process.pid)}), ready ${performance.now().toFixed(1)} ms after the process started`,
 );

@@ -76,6 +76,8 @@ export class ReplyRecord {
     private readonly origin: ReplyStart,
     private readonly logger: Logger,
     private readonly timers: RecoveryTimers,
+    /** The chat's previous reply's last write: this one's base is read once it is on disk. */
+    private readonly after: Promise<void> = Promise.resolve(),
   ) {
     this.file = join(origin.dir, recordName(origin.path));
   }
@@ -83,6 +85,7 @@ export class ReplyRecord {
   /** The base: this chat's earlier record, when the chat still continues it, else the chat now. */
   private async prepare(): Promise<void> {
     let previous: RecoveryRecord | undefined;
+    await this.after.catch(() => undefined);
     try {
       await mkdir(this.origin.dir, { recursive: true, mode: 0o700 });
       previous = parseRecord(await readFile(this.file, 'utf8'));
@@ -199,6 +202,7 @@ async function writeAtomic(file: string, content: string): Promise<void> {
 export class RecoveryService {
   private readonly replies = new Map<number, ReplyRecord>();
   private readonly settling = new Map<number, Promise<void>>();
+  private readonly finishing = new Set<ReplyRecord>();
 
   constructor(
     private readonly logger: Logger,
@@ -207,7 +211,9 @@ export class RecoveryService {
 
   /** A reply starts streaming into a chat that has a file. */
   begin(start: ReplyStart): ReplyRecord {
-    const record = new ReplyRecord(start, this.logger, this.timers);
+    // The previous reply's last write may still be on its way (nothing waits for it when the
+    // chat is not written after a reply): this one reads the record after it.
+    const record = new ReplyRecord(start, this.logger, this.timers, this.settling.get(start.bufnr));
     this.replies.set(start.bufnr, record);
     return record;
   }
@@ -215,7 +221,11 @@ export class RecoveryService {
   /** The reply of `bufnr` ended: its last write. */
   end(bufnr: number, record: ReplyRecord): void {
     if (this.replies.get(bufnr) === record) this.replies.delete(bufnr);
-    this.settling.set(bufnr, record.finish());
+    // Until its last write is on disk, an exit still writes it (`flushSync`).
+    this.finishing.add(record);
+    const settling = record.finish();
+    this.settling.set(bufnr, settling);
+    void settling.finally(() => this.finishing.delete(record));
   }
 
   /** Resolves once the last write of the buffer's last reply is on disk. */
@@ -226,8 +236,8 @@ export class RecoveryService {
     if (this.settling.get(bufnr) === settling) this.settling.delete(bufnr);
   }
 
-  /** Neovim disconnected: every streaming reply's latest text, written synchronously. */
+  /** Neovim disconnected: every reply's latest text not yet on disk, written synchronously. */
   flushSync(): void {
-    for (const record of this.replies.values()) record.flushSync();
+    for (const record of [...this.replies.values(), ...this.finishing]) record.flushSync();
   }
 }

@@ -178,8 +178,6 @@ export class ChatSession {
   private async finished(status: SendStatus, config: Config | undefined): Promise<void> {
     const { base, usage } = this.s;
     const bufnr = this.bufnr;
-    // The reply's record is final before anything may write the chat (which removes the record).
-    await this.s.recovery?.settled(bufnr);
     await this.autoWrite(config);
     // A completed request goes into the session (and its usage bar shows) first.
     const { record, toolUse } = usage.finish(bufnr, status === 'completed');
@@ -258,6 +256,10 @@ export class ChatSession {
    */
   private async autoWrite(config: Config | undefined): Promise<void> {
     if (config?.autoWrite !== true) return;
+    // The reply's record is final before the write (which removes the record). Without a write
+    // nothing waits for it: the next step does not pay for a sync to disk, and a `:w` typed
+    // within those milliseconds leaves a record the reopening finds already in the file.
+    await this.s.recovery?.settled(this.bufnr);
     try {
       await this.s.base.writes.callAfterWrites('buffer.write', { bufnr: this.bufnr });
     } catch (error) {

@@ -194,9 +194,16 @@ describe('recovery after a crash', () => {
   it('offers a finished reply quit with :q! before it was written, without a marker', async () => {
     const d = await start();
     await d.openChat('story.chat', CHAT);
+    const record = await recordFile(d, 'story.chat');
     const { stream } = await streamChunks(d, 2);
     await finish(stream);
     await d.waitForEvent('FlemmaRequestFinished');
+    // The finished reply's record is on disk (it goes there after the event, or at the latest
+    // when the host exits; this Neovim's host may outlive it by a moment).
+    await d.waitUntil(
+      'local f = io.open(...); if not f then return false end; local s = f:read("*a"); f:close(); return s:find(\'"complete":true\', 1, true) ~= nil',
+      { args: [record] },
+    );
     const expected = await d.lines();
     await d.quit({ keepHome: true });
 
@@ -213,7 +220,8 @@ describe('recovery after a crash', () => {
     const { stream } = await streamChunks(d, 2);
     await finish(stream);
     await d.waitForEvent('FlemmaRequestFinished');
-    expect(existsSync(record)).toBe(true);
+    // The reply's last record goes to disk after the event (nothing waits for it).
+    await d.waitUntil('return vim.uv.fs_stat(...) ~= nil', { args: [record] });
     await d.command('write');
     await d.waitUntil('return vim.uv.fs_stat(...) == nil', { args: [record] });
     await d.quit({ keepHome: true });
