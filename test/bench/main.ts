@@ -390,6 +390,17 @@ async function s2Run(
   const expected = deltas.join('').trimEnd();
   if (!text.includes(expected))
     throw new Error('S2: the reply in the buffer is not what was streamed');
+  // The reply's last record goes to disk after the request's end (nothing waits for it).
+  if (recovery)
+    await driver.waitUntil(
+      `local file = require("flemma.recovery").record_file(vim.fn.fnamemodify(..., ":p"))
+      local handle = io.open(file, "rb")
+      if not handle then return false end
+      local content = handle:read("*a")
+      handle:close()
+      return content:find('"complete":true', 1, true) ~= nil`,
+      { args: [name], timeout: 10000 },
+    );
   const record = await driver.lua<string | null>(
     `local file = require("flemma.recovery").record_file(vim.fn.fnamemodify(..., ":p"))
     local handle = io.open(file, "rb")
