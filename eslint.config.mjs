@@ -1,9 +1,17 @@
 // Lint rules: type-aware promise discipline, no console output (stdout is the RPC channel),
 // and the layers: core knows no editor or host, the editor adapter no host, and only the editor
-// adapter imports the Neovim client.
+// adapter imports the Neovim client. Every layer runs programs through execa.
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 import globals from 'globals';
+
+// NOTE: part of every layer's `no-restricted-imports` below, since a later block's options for
+// the rule replace an earlier block's rather than adding to them.
+const noChildProcess = {
+  group: ['child_process', 'node:child_process'],
+  message:
+    'programs run through execa (runProcess or loadExeca in src/core/tools/process.ts), not node:child_process.',
+};
 
 export default tseslint.config(
   { ignores: ['dist/**', 'node_modules/**', '.tests/**', 'lua/**', 'doc/**'] },
@@ -49,6 +57,7 @@ export default tseslint.config(
               message: 'src/core must not import src/editor.',
             },
             { group: ['**/host/**', '**/host'], message: 'src/core must not import src/host.' },
+            noChildProcess,
           ],
         },
       ],
@@ -63,6 +72,7 @@ export default tseslint.config(
         {
           patterns: [
             { group: ['**/host/**', '**/host'], message: 'src/editor must not import src/host.' },
+            noChildProcess,
           ],
         },
       ],
@@ -80,6 +90,7 @@ export default tseslint.config(
               group: ['neovim', 'neovim/*'],
               message: 'only src/editor imports the Neovim client (src/editor/client.ts).',
             },
+            noChildProcess,
           ],
         },
       ],

@@ -1,5 +1,6 @@
 // The core knows nothing of the editor: the lint configuration forbids src/core from importing
-// the Neovim client, src/editor or src/host. This runs that configured rule on sample code.
+// the Neovim client, src/editor or src/host; and every layer runs programs through execa, never
+// node:child_process. This runs that configured rule on sample code.
 import { join } from 'node:path';
 import { ESLint, Linter } from 'eslint';
 import tseslint from 'typescript-eslint';
@@ -49,4 +50,20 @@ describe('the core/editor boundary', () => {
     );
     expect(violations).toEqual([]);
   });
+});
+
+describe('programs', () => {
+  it.each(['src/core/tools/probe.ts', 'src/editor/probe.ts', 'src/host/undo/probe.ts'])(
+    'are not started with node:child_process in %s',
+    async (file) => {
+      const code = [
+        "import { execFile } from 'node:child_process';",
+        "import { spawn } from 'child_process';",
+        'export const all = [execFile, spawn];',
+      ].join('\n');
+      const violations = await importViolations(file, code);
+      expect(violations).toHaveLength(2);
+      expect(violations[0]).toContain('execa');
+    },
+  );
 });

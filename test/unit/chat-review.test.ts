@@ -1,9 +1,14 @@
 // Which calls `:Flemma review` covers (src/core/chat/review.ts), and how the host reads
 // `git status` (src/host/undo/git.ts).
-import { describe, expect, it } from 'vitest';
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
 import { parseLines } from '../../src/core/chat/parser.js';
 import { callsInScope, startsTurn } from '../../src/core/chat/review.js';
-import { changedSince, porcelainPaths } from '../../src/host/undo/git.js';
+import { changedSince, gitState, porcelainPaths } from '../../src/host/undo/git.js';
+import { contentHash } from '../../src/host/undo/store.js';
 
 const use = (name: string, id: string): string[] => [
   `**Tool Use:** \`${name}\` (\`${id}\`)`,
@@ -76,5 +81,58 @@ describe('git status, read by the host', () => {
       ['/r/new', null],
     ]);
     expect(changedSince(start, now)).toEqual(['/r/again', '/r/new']);
+  });
+});
+
+describe('git status of a repository on disk', () => {
+  let dir: string | undefined;
+  const savedPath = process.env['PATH'];
+  afterEach(() => {
+    process.env['PATH'] = savedPath;
+    if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
+    dir = undefined;
+  });
+
+  /** A repository with one committed file, `clean.txt`. */
+  function repository(): string {
+    const root = mkdtempSync(join(tmpdir(), 'flemma-git-'));
+    dir = root;
+    const git = (...args: string[]): void => {
+      execFileSync('git', ['-c', 'user.email=t@example.com', '-c', 'user.name=t', ...args], {
+        cwd: root,
+        stdio: 'ignore',
+      });
+    };
+    git('init', '-q');
+    writeFileSync(join(root, 'clean.txt'), 'one\n');
+    git('add', 'clean.txt');
+    git('commit', '-q', '-m', 'start');
+    return root;
+  }
+
+  it('lists changed and untracked files from a subdirectory, each with its content hash', async () => {
+    const root = repository();
+    writeFileSync(join(root, 'clean.txt'), 'two\n');
+    mkdirSync(join(root, 'sub dir'));
+    writeFileSync(join(root, 'sub dir', 'new.txt'), 'new\n');
+    const state = await gitState(join(root, 'sub dir'));
+    expect(state).toEqual(
+      new Map([
+        [join(root, 'clean.txt'), contentHash('two\n')],
+        [join(root, 'sub dir', 'new.txt'), contentHash('new\n')],
+      ]),
+    );
+  });
+
+  it('is undefined outside a repository, and when git cannot be run', async () => {
+    const outside = mkdtempSync(join(tmpdir(), 'flemma-nogit-'));
+    try {
+      expect(await gitState(outside)).toBeUndefined();
+    } finally {
+      rmSync(outside, { recursive: true, force: true });
+    }
+    const root = repository();
+    process.env['PATH'] = join(root, 'no-such-bin');
+    expect(await gitState(root)).toBeUndefined();
   });
 });

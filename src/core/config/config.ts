@@ -6,7 +6,7 @@
 // - `data` is the snapshot as received (what a frontmatter's operations apply to, and what
 //   `:Flemma status` shows); the typed sections are copies of its sections with the options the
 //   host reads checked, and the schema's default where one is missing or of the wrong type. The
-//   defaults are the schema's (`lua/flemma/config/schema.lua`; a test compares them).
+//   defaults are the schema's (`lua/flemma/config/options/`; a test compares them).
 // - The options the host does not read keep their place in the sections as plain data, so the
 //   core's own readers (policy, sandbox, hooks) and the tool modules see what Lua sent.
 // - A parsed configuration is frozen: it is shared by every step until the next generation, so
@@ -74,7 +74,7 @@ export interface Config {
   readonly context: ContextConfig;
 }
 
-/** The schema's defaults of the options `Config` types (`lua/flemma/config/schema.lua`). */
+/** The schema's defaults of the options `Config` types (`lua/flemma/config/options/`). */
 export const CONFIG_DEFAULTS = {
   provider: 'anthropic',
   parameters: { max_tokens: '50%', timeout: 600, cache_retention: 'short' },

@@ -5,7 +5,7 @@ import type { ConfigData } from '../config/config.js';
 import { contextWindow, type WindowSource } from '../provider/windows.js';
 import { type Elision, type ElideOptions, formatBytes } from './elide.js';
 
-/** The schema's defaults of `context.elide.*` (`lua/flemma/config/schema.lua`). */
+/** The schema's defaults of `context.elide.*` (`lua/flemma/config/options/other.lua`). */
 export const ELIDE_DEFAULTS = { keep_turns: 8, min_bytes: 4096, low_water: '70%' } as const;
 /** `ELIDE_DEFAULTS.low_water` as a fraction. */
 const LOW_WATER = 0.7;

@@ -9,25 +9,28 @@
 // - Git runs in the host, never in Neovim, with a time limit; no repository (or no git) simply
 //   means no such entries.
 // - The state lives in the host's memory, per buffer: a restarted host knows no turn start.
-import { execFile } from 'node:child_process';
+// - Git runs through execa like every program of the host (loaded on first use, and only inside
+//   a repository), without a shell; any failure (no git, not a repository, over time, too much
+//   output) is the same "no entries".
 import { readFile, stat } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
+import { loadExeca } from '../../core/tools/process.js';
 import { contentHash } from './store.js';
 
 /** Paths (absolute) git lists as changed, each with a hash of its content (null: no file). */
 export type GitState = Map<string, string | null>;
 
-function git(cwd: string, args: string[]): Promise<string | undefined> {
-  return new Promise((resolve) => {
-    execFile(
-      'git',
-      ['-C', cwd, ...args],
-      { timeout: 5000, maxBuffer: 16 * 1024 * 1024, encoding: 'utf8' },
-      (error, stdout) => {
-        resolve(error === null ? stdout : undefined);
-      },
-    );
+/** Git's stdout for `args` run on the repository at `cwd`; undefined when it fails in any way. */
+async function git(cwd: string, args: string[]): Promise<string | undefined> {
+  const { execa } = await loadExeca();
+  const result = await execa('git', ['-C', cwd, ...args], {
+    timeout: 5000,
+    maxBuffer: 16 * 1024 * 1024,
+    // Paths are read from the output as git wrote it (`-z` ends each one with a NUL).
+    stripFinalNewline: false,
+    reject: false,
   });
+  return result.failed ? undefined : result.stdout;
 }
 
 /** Paths of `git status --porcelain -z` output, relative to the repository's top. */

@@ -1,0 +1,124 @@
+--- flemma.config.options.other: the remaining sections of the `setup()` schema — `templating`,
+--- `secrets`, `limits`, `context`, `logging`, `diagnostics`, `attention`, `integrations`, `lsp`,
+--- `experimental` and `host`. Assembled in `flemma.config.schema`.
+local S = require("flemma.config.dsl")
+local shared = require("flemma.config.options.shared")
+
+local safe = shared.safe
+
+local M = {}
+
+M.templating = S.object({
+  modules = S.list(S.string(), {}),
+})
+
+M.secrets = S.object({
+  gcloud = S.object({ path = S.string("gcloud") }),
+}, {
+  -- `secrets.<name> = { … }`: settings of a custom credential resolver (ctx:get_config()).
+  extra = S.table(),
+})
+
+-- Spending limits. `max_session_cost` (USD): once the session's requests have cost this much,
+-- autopilot stops and a send asks first (nil: no limit).
+M.limits = S.object({
+  max_session_cost = S.trust("lower", S.optional(S.number(nil, { min = 0 }))),
+})
+
+-- Long conversations (docs/context.md): the meter, the budget and elision. Safe anywhere:
+-- `window` and `warn_at` only change what Flemma tells you (and how much a budget given as a
+-- share leaves out); a budget only ever makes a request send less than the file holds. None
+-- of them names an endpoint, credential, program or file.
+M.context = safe(S.object({
+  -- The model's context window in tokens, overriding the model table (a local server, a beta
+  -- window).
+  window = S.optional(S.integer(nil, { min = 1 })),
+  -- The share of the window at which a send warns first, or false.
+  warn_at = S.union({
+    S.string(nil, { pattern = "^%d+%%$", desc = 'a percentage such as "80%"' }),
+    S.literal(false),
+  }, "80%"),
+  -- The input tokens a request may hold, or a share of the window ("60%"); over it, old large
+  -- tool results are sent as stubs. Unset or false: requests go whole.
+  budget = S.optional(S.union({
+    S.integer(nil, { min = 1 }),
+    S.string(nil, { pattern = "^%d+%%$", desc = 'a percentage such as "60%"' }),
+    S.literal(false),
+  })),
+  elide = S.object({
+    -- The model's last replies whose tool results are never elided.
+    keep_turns = S.integer(8, { min = 1 }),
+    -- Results smaller than this (bytes) are never elided.
+    min_bytes = S.integer(4096, { min = 0 }),
+    -- Once it must elide, elision goes down to this share of the budget.
+    low_water = S.string("70%", { pattern = "^%d+%%$", desc = 'a percentage such as "70%"' }),
+  }),
+  -- Keep a streaming reply on disk (a record in stdpath("state")/flemma/recovery, and the file
+  -- itself with editing.auto_write) so that a crash loses at most its last second. A file may
+  -- turn it off (its content stays off the disk); only a trusted one on.
+  recovery = S.trust({ only = { false } }, S.boolean(true)),
+  compact = S.object({
+    -- What `:Flemma compact` asks the chat's model for (nil: the built-in prompt). It goes to
+    -- the provider the chat already sends its whole conversation to.
+    prompt = S.optional(S.string()),
+  }),
+}))
+
+-- The log's path needs trust (a file Flemma appends to).
+M.logging = S.object({
+  enabled = safe(S.boolean(false)),
+  path = S.string(S.lazy(function()
+    return vim.fs.joinpath(vim.fn.stdpath("log"), "flemma.log")
+  end)),
+  level = safe(S.enum({ "TRACE", "DEBUG", "INFO", "WARN", "ERROR" }, "DEBUG", { ignore_case = true })),
+})
+
+M.diagnostics = safe(S.object({ enabled = S.boolean(false) }))
+
+-- Signals when a chat needs you and you are elsewhere (lua/flemma/attention.lua). Read from
+-- `setup()`. The command runs a program: needs trust.
+M.attention = S.object({
+  enabled = safe(S.boolean(true)),
+  terminal = safe(S.union({ S.enum({ "auto", "osc777", "osc9" }), S.literal(false) }, "auto")),
+  bell = safe(S.boolean(true)),
+  command = S.union({ S.list(S.string()), S.literal(false) }, false),
+})
+
+M.integrations = safe(S.object({
+  devicons = S.object({
+    enabled = S.boolean(true),
+    icon = S.string("∴"),
+  }),
+  -- Busy indicator for bufferline.nvim (docs/integrations.md, "bufferline.nvim").
+  bufferline = S.object({
+    icon = S.string("󰔟"),
+  }),
+  nvim_notify = S.object({
+    enabled = S.boolean(true),
+    icon = S.optional(S.string()),
+  }),
+  treesitter_context = S.object({
+    enabled = S.boolean(true),
+  }),
+}))
+
+M.lsp = safe(S.object({
+  enabled = S.boolean(S.lazy(function()
+    -- NOTE: looked up without touching `vim.lsp`, which would load it (~7 ms) at start-up.
+    return rawget(vim, "lsp") ~= nil or #vim.api.nvim_get_runtime_file("lua/vim/lsp.lua", false) > 0
+  end)),
+}))
+
+M.experimental = S.object({})
+
+M.host = S.object({
+  node = S.string("node"),
+  log_level = S.enum({ "debug", "info", "warn", "error" }, "info"),
+  restart = S.object({
+    max_attempts = S.integer(5, { min = 0 }),
+    window_ms = S.integer(60000, { min = 1 }),
+    backoff_ms = S.integer(100, { min = 0 }),
+  }),
+})
+
+return M
