@@ -135,6 +135,42 @@ describe('a send over context.budget', () => {
     );
   });
 
+  it('without a budget, elides only what would not fit the window, and says so once', async () => {
+    // A 40,000-token window with the reply's 8,192 (`max_tokens`) leaves 31,808 for the input.
+    const { d, f } = await start(
+      '{ context = { window = 40000, elide = { keep_turns = 2 } }, parameters = { max_tokens = 8192 } }',
+    );
+    const small = session(4);
+    const buf = await d.openChat('fits.chat', small);
+    await d.command('Flemma send');
+    const first = await f.nextRequest({ path: '/v1/messages' });
+    // ≈18,000 tokens: under the window less the reply, so everything goes whole.
+    expect(String(results(first).get('toolu_00'))).toContain('// f0 line 199');
+    await anthropicReply(first, 'ok');
+    await d.waitForEvent('FlemmaRequestFinished');
+    expect(d.notifications().some((note) => note.message.includes('no longer fits'))).toBe(false);
+
+    const long = session(10);
+    await d.lua('vim.api.nvim_buf_set_lines(..., 0, -1, false, select(2, ...))', buf, long);
+    await d.command('Flemma send');
+    const second = await f.nextRequest({ path: '/v1/messages' });
+    const sent = results(second);
+    expect(String(sent.get('toolu_00'))).toBe(
+      '[result of read src/f0.ts elided: 16 KB; the chat file has it]',
+    );
+    expect(String(sent.get('toolu_09'))).toContain('// f9 line 199');
+    expect(estimateText(second.rawBody)).toBeLessThan(40_000 - 8192);
+    const note = await d.waitForNotification(/no longer fits the model's window/);
+    expect(note.message).toMatch(/\d+ old tool results went as stubs/);
+    await anthropicReply(second, 'ok');
+    await d.waitForEvent('FlemmaRequestFinished');
+    expect((await d.lines(buf)).slice(0, long.length)).toEqual(long);
+    const status = await statusLines(d);
+    expect(status[status.findIndex((line) => line.startsWith('context budget:'))]).toMatch(
+      /^context budget: 31,808 tokens \(automatic: the 40,000-token window, configured less 8,192 for the reply/,
+    );
+  });
+
   it('goes over the budget with a warning when the kept turns alone exceed it', async () => {
     const { d, f } = await start('{}');
     // Set by the chat's own frontmatter (JSON: Lua would need trust to run), in a file that is

@@ -317,15 +317,26 @@ describe('elision under a budget', () => {
 });
 
 describe('the budget setting', () => {
-  it('is tokens or a share of the model’s window; unset or false is no budget', () => {
+  it('is tokens or a share of the model’s window; unset is the window less the reply; false none', () => {
     expect(resolveBudget(50_000, 200_000)).toBe(50_000);
     expect(resolveBudget('60%', 200_000)).toBe(120_000);
     expect(resolveBudget(false, 200_000)).toBeUndefined();
     expect(resolveBudget(undefined, 200_000)).toBeUndefined();
     expect(resolveBudget('lots', 200_000)).toBeUndefined();
-    expect(budgetSettings({}, 'anthropic', 'claude-sonnet-4-6')).toBeUndefined();
+    expect(budgetSettings({}, 'anthropic', 'claude-sonnet-4-6', 64_000)).toMatchObject({
+      setting: null,
+      budget: 136_000,
+      reply: 64_000,
+    });
     expect(
-      budgetSettings({ context: { budget: '60%' } }, 'anthropic', 'claude-sonnet-4-6'),
+      budgetSettings({ context: { budget: false } }, 'anthropic', 'claude-sonnet-4-6', 64_000),
+    ).toBeUndefined();
+    // A reply as large as the window leaves no automatic budget.
+    expect(
+      budgetSettings({ context: { window: 8000 } }, 'openai_compatible', 'x', 8192),
+    ).toBeUndefined();
+    expect(
+      budgetSettings({ context: { budget: '60%' } }, 'anthropic', 'claude-sonnet-4-6', 64_000),
     ).toMatchObject({ budget: 120_000, keepTurns: 8, minBytes: 4096, lowWater: 0.7 });
     // `context.window` wins over the model table.
     expect(
@@ -333,12 +344,13 @@ describe('the budget setting', () => {
         { context: { budget: '50%', window: 64_000, elide: { keep_turns: 3, low_water: '80%' } } },
         'anthropic',
         'claude-sonnet-4-6',
+        64_000,
       ),
     ).toMatchObject({ budget: 32_000, keepTurns: 3, lowWater: 0.8 });
   });
 
   it('is listed in :Flemma status with what the last request elided, summed up when many', () => {
-    const settings = budgetSettings({ context: { budget: 1000 } }, 'anthropic', 'claude-x');
+    const settings = budgetSettings({ context: { budget: 1000 } }, 'anthropic', 'claude-x', 4096);
     const elided = Array.from({ length: 12 }, (_, index) => ({
       toolUseId: `t${String(index)}`,
       name: 'read',
@@ -346,7 +358,13 @@ describe('the budget setting', () => {
       saved: 2900,
       stub: `[result of read f${String(index)} elided: 10 KB; the chat file has it]`,
     }));
-    const lines = budgetLines(settings, { elided, budget: 1000, before: 36_000, after: 900 });
+    const lines = budgetLines(settings, {
+      elided,
+      budget: 1000,
+      before: 36_000,
+      after: 900,
+      automatic: false,
+    });
     expect(lines[0]).toMatch(/^context budget: 1,000 tokens; elision spares the last 8 turns/);
     expect(lines[1]).toBe(
       'last request: ≈900 tokens of 1,000 (≈36,000 whole); elided 12 tool results, 120 KB:',
@@ -354,8 +372,11 @@ describe('the budget setting', () => {
     expect(lines[2]).toBe('  [result of read f0 elided: 10 KB; the chat file has it]');
     expect(lines.at(-1)).toBe('  … and 2 more, 20 KB');
     expect(budgetLines(undefined, undefined)).toEqual([
-      'context budget: none (context.budget is not set: requests go whole)',
+      'context budget: none (context.budget = false: requests go whole)',
     ]);
+    expect(budgetLines(budgetSettings({}, 'anthropic', 'claude-x', 64_000), undefined)[0]).toMatch(
+      /^context budget: 136,000 tokens \(automatic: the 200,000-token window, provider floor less 64,000 for the reply; context.budget sets one, false none\)/,
+    );
   });
 
   it('names a target only when the input has one, shortened when long', () => {

@@ -12,8 +12,13 @@ const LOW_WATER = 0.7;
 
 /** The budget of a request, resolved, with the elision's knobs. */
 export interface BudgetSettings extends ElideOptions {
-  /** The option as set: tokens, or a share such as `"60%"`. */
-  setting: number | string;
+  /**
+   * The option as set: tokens, or a share such as `"60%"`; null when unset, which is the
+   * automatic budget: the window less the reply's room (a request that would not fit at all).
+   */
+  setting: number | string | null;
+  /** The request's `max_tokens`, which the automatic budget leaves room for. */
+  reply: number;
   /** The model's context window the share was taken of. */
   window: { tokens: number; source: WindowSource };
 }
@@ -50,30 +55,40 @@ export function resolveBudget(setting: unknown, window: number): number | undefi
 }
 
 /**
- * The budget settings of a configuration for `provider` and `model`, or undefined when
- * `context.budget` is not set (nothing is elided). Read defensively: the host does not depend on
- * Lua's validation for the request to go out.
+ * The budget settings of a configuration for `provider` and `model` whose requests carry
+ * `maxTokens`, or undefined when `context.budget` is `false` (nothing is ever elided). Unset,
+ * the budget is automatic: the window less the reply's room, so that only a request that would
+ * not fit the window at all is elided, where the provider would refuse it. Read defensively:
+ * the host does not depend on Lua's validation for the request to go out.
  */
 export function budgetSettings(
   data: ConfigData,
   provider: string,
   model: string,
+  maxTokens: number,
 ): BudgetSettings | undefined {
   const context = isRecord(data['context']) ? data['context'] : {};
-  const setting = context['budget'];
-  if (typeof setting !== 'number' && typeof setting !== 'string') return undefined;
+  const raw = context['budget'];
+  const setting = typeof raw === 'number' || typeof raw === 'string' ? raw : null;
+  if (setting === null && raw !== undefined && raw !== null) return undefined;
   const configured = context['window'];
   const window = contextWindow(
     provider,
     model,
     typeof configured === 'number' ? configured : undefined,
   );
-  const budget = resolveBudget(setting, window.tokens);
+  const budget =
+    setting === null
+      ? window.tokens - maxTokens >= 1
+        ? window.tokens - maxTokens
+        : undefined
+      : resolveBudget(setting, window.tokens);
   if (budget === undefined) return undefined;
   const knobs = isRecord(context['elide']) ? context['elide'] : {};
   const lowWater = share(knobs['low_water']) ?? LOW_WATER;
   return {
     setting,
+    reply: maxTokens,
     window,
     budget,
     keepTurns: whole(knobs['keep_turns'], ELIDE_DEFAULTS.keep_turns, 1),
@@ -87,18 +102,25 @@ export function describeBudget(settings: BudgetSettings): string {
   const tokens = settings.budget.toLocaleString('en-US');
   if (typeof settings.setting === 'number') return `${tokens} tokens`;
   const source = settings.window.source === 'model' ? '' : `, ${settings.window.source}`;
-  return `${tokens} tokens (${settings.setting} of the ${settings.window.tokens.toLocaleString('en-US')}-token window${source})`;
+  const window = `${settings.window.tokens.toLocaleString('en-US')}-token window${source}`;
+  if (settings.setting === null) {
+    return `${tokens} tokens (automatic: the ${window} less ${settings.reply.toLocaleString('en-US')} for the reply; context.budget sets one, false none)`;
+  }
+  return `${tokens} tokens (${settings.setting} of the ${window})`;
 }
 
 /** What a request's elision leaves to remember (`:Flemma status`): all of it but the messages. */
-export type ElisionSummary = Omit<Elision, 'messages'>;
+export type ElisionSummary = Omit<Elision, 'messages'> & {
+  /** The budget was the automatic one (`context.budget` unset: the window less the reply). */
+  automatic: boolean;
+};
 
 /** `elision` without its messages (a request's whole conversation is not kept for a report). */
-export function summarize(elision: Elision): ElisionSummary {
+export function summarize(elision: Elision, automatic: boolean): ElisionSummary {
   const { elided, budget, before, after, over } = elision;
-  return over === undefined
-    ? { elided, budget, before, after }
-    : { elided, budget, before, after, over };
+  const summary: ElisionSummary = { elided, budget, before, after, automatic };
+  if (over !== undefined) summary.over = over;
+  return summary;
 }
 
 /** The stubs `:Flemma status` lists one by one; past them, a count and a size. */
@@ -115,7 +137,7 @@ export function budgetLines(
   const number = (value: number): string => value.toLocaleString('en-US');
   const lines =
     settings === undefined
-      ? ['context budget: none (context.budget is not set: requests go whole)']
+      ? ['context budget: none (context.budget = false: requests go whole)']
       : [
           `context budget: ${describeBudget(settings)}; elision spares the last ${String(settings.keepTurns)} turns and results under ${formatBytes(settings.minBytes)}, and goes down to ${String(Math.round(settings.lowWater * 100))}% of the budget`,
         ];

@@ -87,6 +87,7 @@ export class RequestBuilder {
   private readonly elisions = new Map<number, ElisionSummary>();
   /** The buffers whose last request was told to be over its budget (said once, not each send). */
   private readonly overShown = new Set<number>();
+  private readonly automaticShown = new Set<number>();
 
   constructor(private readonly deps: RequestDeps) {}
 
@@ -105,7 +106,10 @@ export class RequestBuilder {
     const elision = prepared.elision;
     if (elision === undefined) this.elisions.delete(bufnr);
     else this.elisions.set(bufnr, elision);
-    if (elision?.over === undefined) {
+    if (elision?.automatic === true && elision.elided.length > 0)
+      this.tellAutomatic(bufnr, elision);
+    // Over the automatic budget, the request is over the window: the meter's warning says so.
+    if (elision?.over === undefined || elision.automatic) {
       this.overShown.delete(bufnr);
       return;
     }
@@ -115,6 +119,23 @@ export class RequestBuilder {
     this.deps.base.lua.notify('notify', {
       level: 'warn',
       message: `${elision.over}; :Flemma status has the details`,
+    });
+  }
+
+  /**
+   * The automatic budget elided (a request that would not have fit the window): said once per
+   * buffer, since nobody asked for it; `:Flemma status` lists what each request left out.
+   */
+  private tellAutomatic(bufnr: number, elision: ElisionSummary): void {
+    const count = elision.elided.length;
+    this.deps.base.logger.info(
+      `buffer ${String(bufnr)}: ${String(count)} old tool results sent as stubs to fit the window`,
+    );
+    if (this.automaticShown.has(bufnr)) return;
+    this.automaticShown.add(bufnr);
+    this.deps.base.lua.notify('notify', {
+      level: 'info',
+      message: `The chat no longer fits the model's window: ${String(count)} old tool result${count === 1 ? '' : 's'} went as stubs (the file keeps them; :Flemma status lists them). :Flemma compact starts a new chat from a summary.`,
     });
   }
 
@@ -275,8 +296,11 @@ export class RequestBuilder {
       xml === undefined
         ? tools.map((tool) => ({ ...tool, name: this.deps.catalogue.registry.apiName(tool.name) }))
         : [];
-    // Over `context.budget`, old large tool results go as stubs (docs/context.md).
-    const budget = budgetSettings(config.data, providerName, model);
+    // The provider's own `max_tokens` wins over the general one (src/core/provider/limits.ts).
+    const maxTokens = requestMaxTokens(config, providerName, model);
+    // Over `context.budget` (unset: the window less the reply), old large tool results go as
+    // stubs (docs/context.md).
+    const budget = budgetSettings(config.data, providerName, model, maxTokens);
     const elision =
       budget === undefined
         ? undefined
@@ -291,12 +315,7 @@ export class RequestBuilder {
           ? toApiNames(messages, (name) => this.deps.catalogue.registry.apiName(name))
           : xmlMessages(messages, xml),
       tools: offeredTools,
-      // The provider's own `max_tokens` wins over the general one (src/core/provider/limits.ts).
-      maxTokens: resolveMaxTokens(
-        maxTokensOf(specific['max_tokens']) ?? parameters.max_tokens,
-        providerName,
-        model,
-      ),
+      maxTokens,
       cacheRetention: parameters.cache_retention,
     };
     if (typeof parameters.temperature === 'number') request.temperature = parameters.temperature;
@@ -321,7 +340,9 @@ export class RequestBuilder {
       reauthorize,
     };
     if (xml !== undefined) prepared.xml = xml;
-    if (elision !== undefined) prepared.elision = summarize(elision);
+    if (elision !== undefined && budget !== undefined) {
+      prepared.elision = summarize(elision, budget.setting === null);
+    }
     return prepared;
   }
 
@@ -481,4 +502,15 @@ function toApiNames(
 /** A `max_tokens` value as the configuration admits it (a number, or "N%"), else undefined. */
 function maxTokensOf(value: unknown): number | string | undefined {
   return typeof value === 'number' || typeof value === 'string' ? value : undefined;
+}
+
+/** The `max_tokens` a request of `config` to `model` of `providerName` carries. */
+export function requestMaxTokens(config: Config, providerName: string, model: string): number {
+  const parameters = config.parameters;
+  const specific = (parameters[providerName] ?? {}) as ProviderParameters;
+  return resolveMaxTokens(
+    maxTokensOf(specific['max_tokens']) ?? parameters.max_tokens,
+    providerName,
+    model,
+  );
 }

@@ -24,6 +24,7 @@ import type { ContextOptions, EditorContext } from '../editor-context.js';
 import { type SandboxStatus, sandboxStatusFor } from '../sandbox.js';
 import { PROVIDERS } from '../providers.js';
 import { refusedItems } from '../trust-check.js';
+import { requestMaxTokens } from '../send/request.js';
 import type { ToolCatalogue } from './catalogue.js';
 import type { ToolExecutor } from './executor.js';
 import { describeError } from './outcome.js';
@@ -383,6 +384,7 @@ export class ToolCommands {
       this.ctx.lua,
     );
     const filename = editor.facts.filename;
+    const statusModel = config.model ?? PROVIDERS[config.provider]?.defaultModel ?? '';
     const input: StatusInput = {
       bufnr,
       name: filename === null ? '' : relative(editor.facts.cwd, filename) || filename,
@@ -405,7 +407,8 @@ export class ToolCommands {
         budgetSettings(
           config.data,
           config.provider,
-          config.model ?? PROVIDERS[config.provider]?.defaultModel ?? '',
+          statusModel,
+          requestMaxTokens(config, config.provider, statusModel),
         ),
         this.deps.loop.elision(bufnr),
       ),
