@@ -210,6 +210,24 @@ describe('<C-]> in Insert mode', () => {
     expect((await cursor(d))[0]).toBe(lines.length);
   });
 
+  it('with autopilot, comes back when the chain pauses at a call that waits for approval', async () => {
+    const { d, f } = await start('{}');
+    const buf = await d.openChat('pause.chat', ['@You:', 'Echo.']);
+    await d.waitForEvent('FlemmaBootComplete');
+    const seen = d.eventCount;
+    await d.press('GA<C-]>');
+    const request = await f.nextRequest({ path: '/v1/messages' });
+    await anthropicReply(request, 'Echoing.', [
+      { id: 'toolu_P', name: 'echo_tool', input: { text: 'hi' } },
+    ]);
+    expect(await stepEnded(d, seen)).toBe(true);
+    expect(await d.mode()).toBe('i');
+    const lines = await d.lines(buf);
+    expect(lines).toContain('```flemma:tool status=pending');
+    expect((await cursor(d))[0]).toBe(lines.indexOf('**Tool Result:** `toolu_P`') + 1);
+    expect(f.requests).toHaveLength(1);
+  });
+
   it('comes back at once when there is nothing to send, with the key mapped elsewhere', async () => {
     const { d, f } = await start('{ keymaps = { insert = { send = "<C-s>" } } }');
     const buf = await d.openChat('nothing.chat', [
