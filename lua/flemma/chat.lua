@@ -8,6 +8,10 @@ local H = {
   ns_messages = vim.api.nvim_create_namespace("flemma.messages"),
   ns_diagnostics = vim.api.nvim_create_namespace("flemma.diagnostics"),
   roles = {}, ---@type table<integer, table<integer, string>>  extmark id -> role, per buffer
+  --- `<C-]>` pressed in Insert mode, per buffer: the step's ticket, the window, the changedtick.
+  ---@type table<integer, { ticket: integer, win: integer, tick: integer }>
+  resume = {},
+  tickets = 0,
 }
 
 local SEVERITY = {
@@ -174,14 +178,87 @@ function M.send(bufnr)
   return require("flemma.host").notify("chat:send", { bufnr = bufnr })
 end
 
---- `<C-]>`: the tool cycle (placeholders, approved tools, then the send).
-function M.cycle(bufnr)
+--- `<C-]>`: the tool cycle (placeholders, approved tools, then the send). `ticket`: the step was
+--- started from Insert mode, and the host answers `chat.step_ended` with it when it is over.
+function M.cycle(bufnr, ticket)
   bufnr = bufnr or vim.api.nvim_get_current_buf()
   if vim.bo[bufnr].filetype ~= "chat" then
     require("flemma.notify").warn("not a chat buffer")
     return false
   end
-  return require("flemma.host").notify("chat:cycle", { bufnr = bufnr })
+  return require("flemma.host").notify("chat:cycle", { bufnr = bufnr, ticket = ticket })
+end
+
+--- `<C-]>` in Insert mode: leave Insert mode, run the step on the next tick, and come back to
+--- Insert mode when the user has the word again (`M.step_ended`; docs/tools.md, "Insert mode").
+function M.cycle_from_insert(bufnr)
+  local win = vim.api.nvim_get_current_win()
+  vim.cmd("stopinsert")
+  vim.schedule(function()
+    if not vim.api.nvim_buf_is_valid(bufnr) then
+      return
+    end
+    H.tickets = H.tickets + 1
+    local wait = { ticket = H.tickets, win = win, tick = vim.api.nvim_buf_get_changedtick(bufnr) }
+    H.resume[bufnr] = wait
+    local sent = M.cycle(bufnr, wait.ticket)
+    -- Refused here (not a chat buffer, no host to send it to): back at once. A notification
+    -- queued until the host is up keeps its wait.
+    if not sent and require("flemma.host").status().state ~= "waiting" then
+      M.step_ended({ bufnr = bufnr, ticket = wait.ticket })
+    end
+  end)
+end
+
+--- Host → Lua: the step `<C-]>` started in Insert mode is over. Insert mode comes back only when
+--- the user is still in that chat's window, in Normal mode (not in another window, Visual mode or
+--- a command line); the cursor goes under a new empty `@You:` at the end when the step wrote one,
+--- else it stays where it is.
+---@param params { bufnr: integer, ticket: integer }
+function M.step_ended(params)
+  local bufnr = params.bufnr
+  local wait = H.resume[bufnr]
+  if wait == nil or wait.ticket ~= params.ticket then
+    return false
+  end
+  H.resume[bufnr] = nil
+  local win = vim.api.nvim_get_current_win()
+  local mode = vim.api.nvim_get_mode()
+  if win ~= wait.win or vim.api.nvim_win_get_buf(win) ~= bufnr or mode.mode ~= "n" or mode.blocking then
+    return false
+  end
+  if vim.api.nvim_buf_get_changedtick(bufnr) ~= wait.tick then
+    local row = H.empty_prompt_row(bufnr)
+    if row ~= nil then
+      vim.api.nvim_win_set_cursor(win, { row + 1, 0 })
+    end
+  end
+  vim.cmd("startinsert!")
+  return true
+end
+
+--- The row (0-based) to type in when the buffer ends with an empty `@You:` message (its marker,
+--- then only blank lines): the line under the marker; nil otherwise.
+function H.empty_prompt_row(bufnr)
+  local count = vim.api.nvim_buf_line_count(bufnr)
+  local last = count - 1
+  -- A few lines at a time from the end: a long chat is not read whole.
+  while last >= 0 do
+    local from = math.max(0, last - 15)
+    local lines = vim.api.nvim_buf_get_lines(bufnr, from, last + 1, false)
+    for i = #lines, 1, -1 do
+      local line = lines[i]
+      if line:find("%S") then
+        local row = from + i - 1
+        if line:match("^@You:%s*$") and row + 1 < count then
+          return row + 1
+        end
+        return nil
+      end
+    end
+    last = from - 1
+  end
+  return nil
 end
 
 --- `<M-CR>` / `:Flemma tool:execute`: run the tool call under the cursor.
@@ -230,9 +307,8 @@ function M.setup_buffer(bufnr)
     M.cycle(bufnr)
   end, "run approved tools, or send")
   map("i", insert.send or "<C-]>", function()
-    vim.cmd("stopinsert")
-    M.cycle(bufnr)
-  end, "run approved tools, or send")
+    M.cycle_from_insert(bufnr)
+  end, "run approved tools, or send, then back to Insert mode")
   map("n", normal.tool_execute or "<M-CR>", function()
     M.execute_tool(bufnr)
   end, "run the tool call under the cursor")
@@ -302,6 +378,7 @@ end
 --- Forget a wiped buffer.
 function M.forget(bufnr)
   H.roles[bufnr] = nil
+  H.resume[bufnr] = nil
 end
 
 return M

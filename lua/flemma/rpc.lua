@@ -242,6 +242,9 @@ M.methods = {
   ["tools.cursor"] = function(params)
     return require("flemma.tools.ui").cursor(params)
   end,
+  ["chat.step_ended"] = function(params)
+    return require("flemma.chat").step_ended(params)
+  end,
   ["tools.previews"] = function(params)
     return require("flemma.tools.ui").previews(params)
   end,

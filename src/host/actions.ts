@@ -129,9 +129,9 @@ export const actions: { readonly [M in LuaToHostMethod]: Action<M> } = {
     cancelled: await ctx.sessions.of(bufnr).cancel(),
   }),
   /** `<C-]>`: placeholders, execution of approved calls, then the send. */
-  'chat:cycle': (ctx, { bufnr }) => {
+  'chat:cycle': (ctx, { bufnr, ticket }) => {
     // A step never fails: its errors are logged by the session.
-    void ctx.sessions.of(bufnr).step(true);
+    void ctx.sessions.of(bufnr).step(true, ticket ?? undefined);
     return null;
   },
   /** Lua's approval resolvers (names, priorities; the functions stay in Neovim). */
@@ -161,7 +161,10 @@ export const actions: { readonly [M in LuaToHostMethod]: Action<M> } = {
     return null;
   },
   'autopilot:cancelled': (ctx, { bufnr, token }) => {
-    ctx.sessions.get(bufnr)?.conversation.autopilot.cancelled(token);
+    const session = ctx.sessions.get(bufnr);
+    session?.conversation.autopilot.cancelled(token);
+    // An edit stopped the chain: a waiting `<C-]>` of Insert mode gets its answer.
+    session?.handBackIfIdle();
     return null;
   },
   'autopilot:status': (ctx, { bufnr }) => {

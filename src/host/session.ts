@@ -62,6 +62,8 @@ export class ChatSession {
   readonly conversation: Conversation<StepContext>;
   private request: AbortController | undefined;
   private carried: { context: EditorContext; at: number } | undefined;
+  /** The ticket of the step Insert mode's `<C-]>` started, until the user has the word again. */
+  private ticket: number | undefined;
 
   constructor(
     readonly bufnr: number,
@@ -80,9 +82,30 @@ export class ChatSession {
     return this.conversation.busy;
   }
 
-  /** One step of the loop (`<C-]>` when `user`). */
-  step(user: boolean): Promise<void> {
-    return this.conversation.step(user);
+  /**
+   * One step of the loop (`<C-]>` when `user`). With a `ticket` (`<C-]>` pressed in Insert mode),
+   * Lua is told (`chat.step_ended`) when the user has the word again: at once when the step did
+   * nothing or stopped at calls that wait for them, else when the loop it started stops by itself
+   * (its tools are done and autopilot does not go on, the reply and any autopilot chain after it
+   * are over, or a cancel stopped it). A newer ticket replaces an older one.
+   */
+  async step(user: boolean, ticket?: number): Promise<void> {
+    if (ticket !== undefined) this.ticket = ticket;
+    const outcome = await this.conversation.step(user);
+    if (ticket === undefined) return;
+    if (outcome === 'refused' || outcome === 'waiting') this.handBack(ticket);
+    else this.handBackIfIdle();
+  }
+
+  /** The loop stopped by itself: a waiting `<C-]>` of Insert mode gets its answer. */
+  handBackIfIdle(): void {
+    if (this.ticket !== undefined && this.conversation.idle) this.handBack(this.ticket);
+  }
+
+  private handBack(ticket: number): void {
+    if (this.ticket !== ticket) return;
+    this.ticket = undefined;
+    this.s.base.lua.notify('chat.step_ended', { bufnr: this.bufnr, ticket });
   }
 
   /** The buffer's context, asked now. */
@@ -247,6 +270,7 @@ export class ChatSession {
     if (this.s.executor.isRunning(this.bufnr)) return;
     await this.autoWrite(config);
     await this.conversation.toolsFinished(autopilotSettings(config.tools));
+    this.handBackIfIdle();
   }
 
   /**
@@ -270,6 +294,7 @@ export class ChatSession {
   /** A request or a tool was cancelled, a request failed, or the spend cap stopped autopilot. */
   stopped(): void {
     this.conversation.stopped();
+    this.handBackIfIdle();
   }
 
   /** The loop's ports over the host's services. */
@@ -372,6 +397,9 @@ export class ChatSession {
       },
       failed: (error) => {
         base.logger.error(`the tool cycle of buffer ${String(bufnr)} failed`, error);
+      },
+      settled: () => {
+        this.handBackIfIdle();
       },
     };
   }

@@ -40,6 +40,8 @@ class World {
   readonly scheduled: { delay: number; token: number }[] = [];
   readonly later: (() => void)[] = [];
   unscheduled = 0;
+  /** How many times a step ended with the loop idle. */
+  settled = 0;
   throwOnRead = false;
   readonly conversation: Conversation<Context>;
 
@@ -110,6 +112,9 @@ class World {
         warn: (message) => this.warnings.push(message),
       },
       failed: (error) => this.failures.push(error),
+      settled: () => {
+        this.settled += 1;
+      },
     });
   }
 
@@ -400,5 +405,42 @@ describe('autopilot', () => {
     expect(world.later).toHaveLength(1);
     await world.drain();
     expect(world.sends).toEqual([{ user: false }]);
+  });
+});
+
+describe('how a step ends (<C-]> from Insert mode waits for the user to have the word)', () => {
+  it('says refused, waiting, started or sent', async () => {
+    const busy = new World([...REPLY, '', '@You:', 'More.']);
+    busy.requestRunning = true;
+    expect(await busy.conversation.step(true)).toBe('refused');
+
+    const pending = new World([...REPLY, ...use('bash', 'toolu_B')]);
+    pending.verdicts.set('bash', 'pending');
+    expect(await pending.conversation.step(true)).toBe('waiting');
+    expect(pending.conversation.idle).toBe(true);
+
+    const approved = new World([...REPLY, ...use('read', 'toolu_A')]);
+    approved.verdicts.set('read', 'approved');
+    expect(await approved.conversation.step(true)).toBe('started');
+    expect(approved.conversation.idle).toBe(false);
+
+    const sent = new World([...REPLY, '', '@You:', 'More.']);
+    expect(await sent.conversation.step(true)).toBe('sent');
+  });
+
+  it('tells the owner when a step ends with nothing going on by itself', async () => {
+    const world = new World([...REPLY, ...use('read', 'toolu_A')]);
+    world.verdicts.set('read', 'approved');
+    world.settings = ON;
+    await world.conversation.step(true);
+    // A tool runs and autopilot is armed: not idle, nothing said.
+    expect(world.settled).toBe(0);
+    world.finish('toolu_A', 'a');
+    await world.conversation.toolsFinished(ON);
+    await world.drain();
+    // Autopilot's step sent the result; the chain is over.
+    expect(world.sends).toEqual([{ user: false }]);
+    expect(world.conversation.idle).toBe(true);
+    expect(world.settled).toBe(1);
   });
 });

@@ -140,7 +140,16 @@ describe('the typed bridge', () => {
 
 describe('the decoders of incoming params', () => {
   it('need a buffer number where an action is about a buffer', () => {
-    expect(LUA_TO_HOST['chat:cycle'].decode({ bufnr: 3 })).toEqual({ bufnr: 3 });
+    expect(LUA_TO_HOST['chat:cycle'].decode({ bufnr: 3 })).toEqual({ bufnr: 3, ticket: null });
+    // Insert mode's `<C-]>` brings a ticket; anything but an integer is no ticket.
+    expect(LUA_TO_HOST['chat:cycle'].decode({ bufnr: 3, ticket: 7 })).toEqual({
+      bufnr: 3,
+      ticket: 7,
+    });
+    expect(LUA_TO_HOST['chat:cycle'].decode({ bufnr: 3, ticket: '7' })).toEqual({
+      bufnr: 3,
+      ticket: null,
+    });
     for (const raw of [null, {}, { bufnr: 0 }, { bufnr: 1.5 }, { bufnr: '3' }]) {
       expect(() => LUA_TO_HOST['chat:cycle'].decode(raw)).toThrow(ActionError);
     }

@@ -4,7 +4,7 @@
 // or a tool runs, or autopilot is about to go on). The decisions of a step are in `cycle.ts`; the
 // world is behind the ports (`ports.ts`), so all of it runs in unit tests with fakes.
 import { Autopilot, type AutopilotPorts, type AutopilotSettings } from './autopilot.js';
-import { runStep, type StepPorts } from './cycle.js';
+import { runStep, type StepOutcome, type StepPorts } from './cycle.js';
 import type { StepContext } from './ports.js';
 
 export interface ConversationPorts<C extends StepContext> extends StepPorts<C> {
@@ -12,6 +12,8 @@ export interface ConversationPorts<C extends StepContext> extends StepPorts<C> {
   autopilot: Omit<AutopilotPorts, 'continueLoop' | 'soon'>;
   /** Logs a step that failed (the step's own errors are reported by the ports). */
   failed(error: unknown): void;
+  /** A step ended and the loop is idle (`Conversation.idle`): nothing goes on by itself. */
+  settled?(): void;
 }
 
 export class Conversation<C extends StepContext> {
@@ -25,26 +27,36 @@ export class Conversation<C extends StepContext> {
       soon: (fn) => {
         ports.clock.soon(fn);
       },
-      continueLoop: () => this.step(false),
+      continueLoop: async () => {
+        await this.step(false);
+      },
     });
   }
 
   /**
    * One step of the loop: the user's `<C-]>` (`user`) or an automatic continue. Steps of one
-   * buffer run one after another; the promise settles (never rejects) when this one is done.
+   * buffer run one after another; the promise settles (never rejects) when this one is done,
+   * with how it ended (a step that failed counts as `refused`).
    */
-  step(user: boolean): Promise<void> {
+  step(user: boolean): Promise<StepOutcome> {
     this.queued += 1;
     const settled = this.queue
       .then(() => runStep(this.ports, this.autopilot, user))
-      .catch((error: unknown) => {
+      .catch((error: unknown): StepOutcome => {
         this.ports.failed(error);
+        return 'refused';
       })
       .finally(() => {
         this.queued -= 1;
+        if (this.idle) this.ports.settled?.();
       });
     this.queue = settled;
     return settled;
+  }
+
+  /** No step runs or waits to run, nothing runs, and autopilot does not go on: the user has it. */
+  get idle(): boolean {
+    return !this.stepping && !this.busy;
   }
 
   /** A step runs or waits to run. */

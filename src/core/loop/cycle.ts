@@ -44,27 +44,37 @@ export interface StepPorts<C extends StepContext> {
 export const BUSY_REQUEST = 'A request is already in progress (<C-c> cancels it)';
 export const BUSY_TOOLS = 'Cannot send while tool execution is in progress.';
 
+/**
+ * How a step ended, for whoever waits on the step the user started (Insert mode's `<C-]>` comes
+ * back when the user has the word again):
+ * - `refused`: nothing was done (a request or a tool runs, the buffer is gone, its settings failed);
+ * - `waiting`: the loop stopped at calls that wait for the user;
+ * - `started`: calls were started (their results land by themselves) or autopilot goes on;
+ * - `sent`: Phase 3 ran (the send is over, whatever came of it).
+ */
+export type StepOutcome = 'refused' | 'waiting' | 'started' | 'sent';
+
 /** Runs one step for a buffer whose autopilot is `pilot`. */
 export async function runStep<C extends StepContext>(
   ports: StepPorts<C>,
   pilot: Autopilot,
   user: boolean,
-): Promise<void> {
+): Promise<StepOutcome> {
   const { editor, tools, provider, clock } = ports;
   const mark = ports.mark ?? ((): void => undefined);
   mark('cycle:start');
   if (provider.running()) {
     if (user) editor.warn(BUSY_REQUEST);
-    return;
+    return 'refused';
   }
   let state = await editor.read();
   mark('cycle:fresh');
-  if (state === undefined) return;
+  if (state === undefined) return 'refused';
   const context = await editor.context(user, state);
   if (context.problem !== undefined) {
     editor.error(context.problem);
     pilot.disarm();
-    return;
+    return 'refused';
   }
   const settings = context.autopilot;
 
@@ -88,7 +98,7 @@ export async function runStep<C extends StepContext>(
       const parsed = await editor.read();
       if (parsed !== undefined) await editor.waitForUser(parsed);
       pilot.pause();
-      return;
+      return 'waiting';
     }
     // Only approved/denied/aborted: the approved calls start now, and Phase 2 resolves the
     // others on the next tick (an undo boundary between the two).
@@ -105,12 +115,12 @@ export async function runStep<C extends StepContext>(
     mark('cycle:placed');
     // Every call approved and started: nothing is left for Phase 2, and the step ends here
     // (autopilot's next step waits for it).
-    if (requests.every((request) => request.status === 'approved')) return;
+    if (requests.every((request) => request.status === 'approved')) return 'started';
     await clock.tick();
     state = await editor.read();
-    if (state === undefined) return;
+    if (state === undefined) return started ? 'started' : 'refused';
   }
-  await phaseTwo(ports, pilot, state, context, user, started);
+  return phaseTwo(ports, pilot, state, context, user, started);
 }
 
 async function phaseTwo<C extends StepContext>(
@@ -120,7 +130,7 @@ async function phaseTwo<C extends StepContext>(
   context: C,
   user: boolean,
   started: boolean,
-): Promise<void> {
+): Promise<StepOutcome> {
   const { editor, tools, provider } = ports;
   const mark = ports.mark ?? ((): void => undefined);
   mark('cycle:phase2');
@@ -159,7 +169,7 @@ async function phaseTwo<C extends StepContext>(
   }
   // Phase 1 started the approved calls; they report through their results (and autopilot goes
   // on when the last one is in).
-  if (started) return;
+  if (started) return 'started';
   if (groups.approved.length > 0) {
     pilot.arm(settings);
     tools.start(
@@ -167,13 +177,13 @@ async function phaseTwo<C extends StepContext>(
       context,
       user,
     );
-    return;
+    return 'started';
   }
   if (groups.pendingEmpty.length > 0 || groups.approvedWithContent.length > 0) {
     const latest = await editor.read();
     if (latest !== undefined) await editor.waitForUser(latest);
     pilot.pause();
-    return;
+    return 'waiting';
   }
   if (resolved > 0 || groups.pendingWithContent.length > 0) {
     // Error results (and results the user typed) are in; autopilot sends them on the next step,
@@ -181,15 +191,16 @@ async function phaseTwo<C extends StepContext>(
     if (!user) {
       pilot.arm(settings);
       await pilot.toolsFinished(settings);
-      return;
+      return 'started';
     }
   }
   if (tools.running()) {
     if (user) editor.warn(BUSY_TOOLS);
     pilot.settle();
-    return;
+    return 'refused';
   }
   // Phase 3.
   mark('cycle:phase3');
   await provider.send(context, user);
+  return 'sent';
 }

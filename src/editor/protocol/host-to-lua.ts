@@ -100,6 +100,8 @@ export interface HostToLua {
     null
   >;
   'tools.cursor': Method<{ bufnr: number; row: number }, null>;
+  /** The step `<C-]>` started in Insert mode is over: the user has the word again. */
+  'chat.step_ended': Method<{ bufnr: number; ticket: number }, null>;
   'tools.previews': Method<{ bufnr: number; items: Record<string, unknown>[] }, null>;
   'sandbox.available': Method<{ name: string; settings: unknown }, AvailabilityAnswer>;
   'sandbox.wrap': Method<
@@ -345,6 +347,12 @@ export const HOST_TO_LUA = {
   'tools.cursor': {
     kind: 'notification',
     params: '`{bufnr, row}`',
+    answer: '`nil`',
+    section: 'tools',
+  },
+  'chat.step_ended': {
+    kind: 'notification',
+    params: '`{bufnr, ticket}`',
     answer: '`nil`',
     section: 'tools',
   },

@@ -57,7 +57,8 @@ export interface LuaToHost extends ReviewActions, McpActions, ContextActions {
   'frontmatter:languages': Method<{ names: string[] }, null>;
   'chat:send': Method<Buf & { over_limit: boolean }, null>;
   'chat:cancel': Method<Buf, { cancelled: boolean }>;
-  'chat:cycle': Method<Buf, null>;
+  /** `ticket`: `<C-]>` in Insert mode, answered by `chat.step_ended` (null from Normal mode). */
+  'chat:cycle': Method<Buf & { ticket: number | null }, null>;
   'chat:status': Method<Buf & { verbose: boolean }, { lines: string[] }>;
   'tools:define': Method<
     {
@@ -324,10 +325,16 @@ export const LUA_TO_HOST: { readonly [M in LuaToHostMethod]: LuaToHostSpec<M> } 
   },
   'chat:cycle': {
     kind: 'notification',
-    params: '`{bufnr}`',
-    answer: '`nil` (`<C-]>`)',
+    params: '`{bufnr, ticket?}`',
+    answer: '`nil` (`<C-]>`; with `ticket`, `chat.step_ended` later)',
     section: 'tools',
-    decode: buf,
+    decode: (raw) => {
+      const ticket = field(raw, 'ticket');
+      return {
+        bufnr: bufnrOf(raw),
+        ticket: typeof ticket === 'number' && Number.isInteger(ticket) ? ticket : null,
+      };
+    },
   },
   'chat:status': {
     kind: 'call',

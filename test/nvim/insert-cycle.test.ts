@@ -1,0 +1,322 @@
+// `<C-]>` in Insert mode: it leaves Insert mode, runs the step, and comes back to Insert mode when
+// the user has the word again (the reply finished, the placeholders are written, the tools are
+// done, the chain of autopilot stopped, or the step was refused), but only in the chat's window
+// and from Normal mode. The fake Anthropic server answers the sends.
+import { afterEach, describe, expect, it } from 'vitest';
+import { anthropicReply, anthropicStream } from '../helpers/anthropic-script.js';
+import { type Driver, startDriver } from '../helpers/driver.js';
+import { type FakeProvider, startFakeProvider } from '../helpers/fake-provider.js';
+
+let driver: Driver | undefined;
+let fake: FakeProvider | undefined;
+
+afterEach(async () => {
+  await driver?.quit();
+  await fake?.close();
+  driver = undefined;
+  fake = undefined;
+});
+
+// The test's own witness of the host's answer: a `User TestStepEnded` event once Lua handled it,
+// and when it asked for Insert mode, once Insert mode has begun (`startinsert` takes effect when
+// the handler has returned).
+const WITNESS = `
+local chat = require("flemma.chat")
+local step_ended = chat.step_ended
+chat.step_ended = function(params)
+  local resumed = step_ended(params)
+  local function witness()
+    vim.api.nvim_exec_autocmds("User", { pattern = "TestStepEnded", data = { resumed = resumed } })
+  end
+  if resumed then
+    vim.api.nvim_create_autocmd("InsertEnter", { once = true, callback = function() vim.schedule(witness) end })
+  else
+    vim.schedule(witness)
+  end
+  return resumed
+end
+`;
+
+const TOOLS = `
+local tools = require("flemma.tools")
+tools.register("echo_tool", {
+  name = "echo_tool",
+  description = "Echo the text back",
+  input_schema = { type = "object", properties = { text = { type = "string" } } },
+  execute = function(input) return { success = true, output = "echo: " .. input.text } end,
+})
+tools.register("gated_tool", {
+  name = "gated_tool",
+  description = "Answers when the test says so",
+  input_schema = { type = "object", properties = {} },
+  execute = function(input, ctx, callback)
+    _G.finish_gated = function(text) callback({ success = true, output = text }) end
+  end,
+})
+`;
+
+async function start(options: string): Promise<{ d: Driver; f: FakeProvider }> {
+  fake = await startFakeProvider();
+  driver = await startDriver({
+    env: { ANTHROPIC_API_KEY: 'sk-ant-test-key', ANTHROPIC_BASE_URL: fake.url },
+    setup: `require("flemma").setup(${options})\n${TOOLS}\n${WITNESS}`,
+  });
+  return { d: driver, f: fake };
+}
+
+function toolUse(name: string, id: string, input: string): string[] {
+  return [`**Tool Use:** \`${name}\` (\`${id}\`)`, '', '```json', input, '```'];
+}
+
+async function cursor(d: Driver): Promise<[number, number]> {
+  return d.lua<[number, number]>('return vim.api.nvim_win_get_cursor(0)');
+}
+
+async function stepEnded(d: Driver, after: number): Promise<boolean> {
+  const event = await d.waitForEvent('TestStepEnded', { after });
+  return event.data['resumed'] === true;
+}
+
+describe('<C-]> in Insert mode', () => {
+  it('comes back to Insert mode on the new @You: once the reply has finished', async () => {
+    const { d, f } = await start('{}');
+    const buf = await d.openChat('insert.chat', ['@You:', 'Hello']);
+    await d.waitForEvent('FlemmaBootComplete');
+    const seen = d.eventCount;
+    await d.press('GA');
+    expect(await d.mode()).toBe('i');
+    await d.press('<C-]>');
+    const request = await f.nextRequest({ path: '/v1/messages' });
+    const stream = await anthropicStream(request);
+    await stream.text('Hi there.');
+    await d.waitUntil(
+      'return table.concat(vim.api.nvim_buf_get_lines(..., 0, -1, false), "\\n"):find("Hi there.", 1, true) ~= nil',
+      { args: [buf] },
+    );
+    // While the reply streams the user is in Normal mode.
+    expect(await d.mode()).toBe('n');
+    await stream.finish();
+    expect(await stepEnded(d, seen)).toBe(true);
+    expect(await d.mode()).toBe('i');
+    const lines = await d.lines(buf);
+    expect(lines.slice(-3)).toEqual(['', '@You:', '']);
+    // On the empty line under the new `@You:`, where the follow-up is typed.
+    expect((await cursor(d))[0]).toBe(lines.length);
+    await d.type('More.');
+    expect((await d.lines(buf)).slice(-2)).toEqual(['@You:', 'More.']);
+  });
+
+  it('comes back after the reply was cancelled (<C-c>)', async () => {
+    const { d, f } = await start('{}');
+    const buf = await d.openChat('cancel.chat', ['@You:', 'Hello']);
+    await d.waitForEvent('FlemmaBootComplete');
+    const seen = d.eventCount;
+    await d.press('GA<C-]>');
+    const request = await f.nextRequest({ path: '/v1/messages' });
+    const stream = await anthropicStream(request);
+    await stream.text('Partial');
+    await d.waitUntil(
+      'return table.concat(vim.api.nvim_buf_get_lines(..., 0, -1, false), "\\n"):find("Partial", 1, true) ~= nil',
+      { args: [buf] },
+    );
+    // What <C-c> runs (a Ctrl-C sent with nvim_input can arrive as an interrupt that flushes the
+    // typeahead instead of as a key, depending on what Neovim is doing at that instant).
+    await d.command('Flemma cancel');
+    expect(await stepEnded(d, seen)).toBe(true);
+    expect(await d.mode()).toBe('i');
+    expect(d.eventsSeen('FlemmaRequestFinished').at(-1)?.data['status']).toBe('cancelled');
+  });
+
+  it('comes back at once when the placeholders wait for approval', async () => {
+    const { d, f } = await start('{ tools = { autopilot = false } }');
+    const buf = await d.openChat('pending.chat', [
+      '@You:',
+      'Echo hi.',
+      '',
+      '@Assistant:',
+      ...toolUse('echo_tool', 'toolu_01', '{"text":"hi"}'),
+      '',
+      '@You:',
+      '',
+    ]);
+    await d.waitForEvent('FlemmaBootComplete');
+    const seen = d.eventCount;
+    await d.press('GA<C-]>');
+    expect(await stepEnded(d, seen)).toBe(true);
+    expect(await d.mode()).toBe('i');
+    const lines = await d.lines(buf);
+    expect(lines).toContain('```flemma:tool status=pending');
+    // The cursor stays where the step put it: the header of the call that waits.
+    const header = lines.indexOf('**Tool Result:** `toolu_01`') + 1;
+    expect((await cursor(d))[0]).toBe(header);
+    expect(f.requests).toHaveLength(0);
+  });
+
+  it('comes back when the approved tools are done, not before', async () => {
+    const { d } = await start('{ tools = { autopilot = false } }');
+    const buf = await d.openChat('tools.chat', [
+      '@You:',
+      'Wait.',
+      '',
+      '@Assistant:',
+      ...toolUse('gated_tool', 'toolu_G', '{}'),
+      '',
+      '@You:',
+      '',
+      '**Tool Result:** `toolu_G`',
+      '',
+      '```flemma:tool status=approved',
+      '```',
+    ]);
+    await d.waitForEvent('FlemmaBootComplete');
+    const seen = d.eventCount;
+    await d.press('GA<C-]>');
+    await d.waitForEvent('FlemmaToolExecuting', { after: seen });
+    await d.waitUntil('return _G.finish_gated ~= nil');
+    expect(await d.mode()).toBe('n');
+    expect(d.eventsSeen('TestStepEnded')).toHaveLength(0);
+    await d.lua('_G.finish_gated("done")');
+    expect(await stepEnded(d, seen)).toBe(true);
+    expect(await d.mode()).toBe('i');
+    expect((await d.lines(buf)).slice(-5)).toEqual([
+      '**Tool Result:** `toolu_G`',
+      '',
+      '```',
+      'done',
+      '```',
+    ]);
+  });
+
+  it('with autopilot, comes back when the chain stops, not after its first step', async () => {
+    const { d, f } = await start('{ tools = { auto_approve = { "echo_tool" } } }');
+    const buf = await d.openChat('chain.chat', ['@You:', 'Echo twice.']);
+    await d.waitForEvent('FlemmaBootComplete');
+    const seen = d.eventCount;
+    await d.press('GA<C-]>');
+    const first = await f.nextRequest({ path: '/v1/messages' });
+    await anthropicReply(first, 'Echoing.', [
+      { id: 'toolu_E', name: 'echo_tool', input: { text: 'hi' } },
+    ]);
+    // The tool ran by itself and autopilot sent its result: still Normal mode.
+    const second = await f.nextRequest({ path: '/v1/messages' });
+    await d.waitForEvent('FlemmaToolCompleted', { after: seen });
+    expect(await d.mode()).toBe('n');
+    expect(d.eventsSeen('TestStepEnded')).toHaveLength(0);
+    await anthropicReply(second, 'Done.');
+    expect(await stepEnded(d, seen)).toBe(true);
+    expect(await d.mode()).toBe('i');
+    const lines = await d.lines(buf);
+    expect(lines.slice(-5)).toEqual(['@Assistant:', 'Done.', '', '@You:', '']);
+    expect((await cursor(d))[0]).toBe(lines.length);
+  });
+
+  it('with autopilot, comes back when the chain pauses at a call that waits for approval', async () => {
+    const { d, f } = await start('{}');
+    const buf = await d.openChat('pause.chat', ['@You:', 'Echo.']);
+    await d.waitForEvent('FlemmaBootComplete');
+    const seen = d.eventCount;
+    await d.press('GA<C-]>');
+    const request = await f.nextRequest({ path: '/v1/messages' });
+    await anthropicReply(request, 'Echoing.', [
+      { id: 'toolu_P', name: 'echo_tool', input: { text: 'hi' } },
+    ]);
+    expect(await stepEnded(d, seen)).toBe(true);
+    expect(await d.mode()).toBe('i');
+    const lines = await d.lines(buf);
+    expect(lines).toContain('```flemma:tool status=pending');
+    expect((await cursor(d))[0]).toBe(lines.indexOf('**Tool Result:** `toolu_P`') + 1);
+    expect(f.requests).toHaveLength(1);
+  });
+
+  it('comes back at once when there is nothing to send, with the key mapped elsewhere', async () => {
+    const { d, f } = await start('{ keymaps = { insert = { send = "<C-s>" } } }');
+    const buf = await d.openChat('nothing.chat', [
+      '@You:',
+      'Hi.',
+      '',
+      '@Assistant:',
+      'Hello.',
+      '',
+      '@You:',
+      '',
+    ]);
+    await d.waitForEvent('FlemmaBootComplete');
+    const seen = d.eventCount;
+    await d.press('GA<C-s>');
+    expect(await stepEnded(d, seen)).toBe(true);
+    await d.waitForNotification(/Nothing to send/);
+    expect(await d.mode()).toBe('i');
+    expect(f.requests).toHaveLength(0);
+    // Nothing changed: the cursor is where the user left Insert mode.
+    expect((await cursor(d))[0]).toBe((await d.lines(buf)).length);
+  });
+
+  it('stays in Normal mode when the user went to another window meanwhile', async () => {
+    const { d, f } = await start('{}');
+    const buf = await d.openChat('moved.chat', ['@You:', 'Hello']);
+    await d.waitForEvent('FlemmaBootComplete');
+    const chatWin = await d.lua<number>('return vim.api.nvim_get_current_win()');
+    const seen = d.eventCount;
+    await d.press('GA<C-]>');
+    const request = await f.nextRequest({ path: '/v1/messages' });
+    const stream = await anthropicStream(request);
+    await stream.text('Hi.');
+    await d.command('new');
+    const other = await d.lua<number>('return vim.api.nvim_get_current_win()');
+    expect(other).not.toBe(chatWin);
+    await stream.finish();
+    expect(await stepEnded(d, seen)).toBe(false);
+    expect(await d.mode()).toBe('n');
+    expect(await d.lua<number>('return vim.api.nvim_get_current_win()')).toBe(other);
+    expect((await d.lines(buf)).slice(-2)).toEqual(['@You:', '']);
+  });
+
+  it('stays in Visual mode when the user started it meanwhile', async () => {
+    const { d, f } = await start('{}');
+    await d.openChat('visual.chat', ['@You:', 'Hello']);
+    await d.waitForEvent('FlemmaBootComplete');
+    const seen = d.eventCount;
+    await d.press('GA<C-]>');
+    const request = await f.nextRequest({ path: '/v1/messages' });
+    const stream = await anthropicStream(request);
+    await stream.text('Hi.');
+    await d.press('gg');
+    await d.press('v');
+    expect(await d.mode()).toBe('v');
+    await stream.finish();
+    expect(await stepEnded(d, seen)).toBe(false);
+    expect(await d.mode()).toBe('v');
+  });
+
+  it('leaves a command line being typed alone', async () => {
+    const { d, f } = await start('{}');
+    const buf = await d.openChat('cmdline.chat', ['@You:', 'Hello']);
+    await d.waitForEvent('FlemmaBootComplete');
+    const seen = d.eventCount;
+    await d.press('GA<C-]>');
+    const request = await f.nextRequest({ path: '/v1/messages' });
+    const stream = await anthropicStream(request);
+    await stream.text('Hi.');
+    await d.press(':echo');
+    expect(await d.mode()).toBe('c');
+    await stream.finish();
+    expect(await stepEnded(d, seen)).toBe(false);
+    expect(await d.mode()).toBe('c');
+    await d.press('<Esc>');
+    expect(await d.mode()).toBe('n');
+    expect((await d.lines(buf)).slice(-2)).toEqual(['@You:', '']);
+  });
+
+  it('from Normal mode, <C-]> stays in Normal mode', async () => {
+    const { d, f } = await start('{}');
+    await d.openChat('normal.chat', ['@You:', 'Hello']);
+    await d.waitForEvent('FlemmaBootComplete');
+    await d.press('<C-]>');
+    const request = await f.nextRequest({ path: '/v1/messages' });
+    await anthropicReply(request, 'Hi.');
+    await d.waitForEvent('FlemmaRequestFinished');
+    await d.afterScheduled();
+    expect(await d.mode()).toBe('n');
+    expect(d.eventsSeen('TestStepEnded')).toHaveLength(0);
+  });
+});
