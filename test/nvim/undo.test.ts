@@ -43,6 +43,10 @@ describe('undoing what Flemma wrote', () => {
     await d.press('oSecond line');
     await d.press('<C-]>');
     const s = await anthropicStream(await f.nextRequest({ path: '/v1/messages' }));
+    // <C-]> from Insert mode comes back to Insert mode once the reply is in: a witness of it.
+    await d.lua(
+      'vim.api.nvim_create_autocmd("InsertEnter", { once = true, callback = function() vim.schedule(function() vim.api.nvim_exec_autocmds("User", { pattern = "TestInsertAgain" }) end) end })',
+    );
     // Each line in a batch of its own: the next is sent once the last is in.
     for (let i = 1; i <= 8; i++) {
       await s.text(`\nreply line ${String(i)}`);
@@ -50,6 +54,8 @@ describe('undoing what Flemma wrote', () => {
     }
     await s.finish();
     await d.waitForEvent('FlemmaRequestFinished');
+    await d.waitForEvent('TestInsertAgain');
+    await d.press('<Esc>');
     const replied = await d.lines(buf);
     expect(replied.slice(0, 5)).toEqual(['@You:', 'Hello there', 'Second line', '', '@Assistant:']);
     expect(replied.slice(-2)).toEqual(['@You:', '']);
