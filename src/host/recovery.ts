@@ -60,10 +60,14 @@ export interface ReplyStart {
 export class ReplyRecord {
   private reply = '';
   private content = '';
+  /** What the reply's text still owes before a cut-off ending (`ReplyLayout.owed`). */
+  private owed = '';
   private complete = false;
   private dirty = false;
   /** How much of the reply is on disk (its length, plus one once its end is). */
   private durable = 0;
+  /** The `owed` of the record on disk. */
+  private durableOwed = '';
   private lastWrite = -Infinity;
   private timer: { cancel(): void } | undefined;
   private writing: Promise<void> = Promise.resolve();
@@ -99,12 +103,16 @@ export class ReplyRecord {
     );
   }
 
-  /** Text appended under `@Assistant:`; `content`: the reply so far (`ReplyLayout.text`). */
-  append(text: string, content: string): void {
-    if (text === '' || this.complete) return;
+  /**
+   * Text appended under `@Assistant:`; `content`: the reply so far (`ReplyLayout.text`);
+   * `owed`: what its text still owes were it cut off now (`ReplyLayout.owed`).
+   */
+  append(text: string, content: string, owed = ''): void {
+    if ((text === '' && owed === this.owed) || this.complete) return;
     this.ready ??= this.prepare();
     this.reply += text;
     this.content = content;
+    this.owed = owed;
     this.dirty = true;
     this.schedule();
   }
@@ -136,9 +144,11 @@ export class ReplyRecord {
       this.lastWrite = this.timers.now();
       const record = this.record();
       if (record === undefined) return;
+      const owed = this.owed;
       try {
         await writeAtomic(this.file, JSON.stringify(record));
         this.durable = record.reply.length + (record.complete ? 1 : 0);
+        this.durableOwed = owed;
       } catch (error) {
         this.logger.warn(`the recovery record ${this.file} was not written: ${String(error)}`);
       }
@@ -156,7 +166,7 @@ export class ReplyRecord {
       base: this.start.base,
       before: this.start.before,
       reply: this.reply,
-      ending: this.complete ? '' : cutOffEnding(this.content),
+      ending: this.complete ? '' : cutOffEnding(this.content, undefined, this.owed),
       complete: this.complete,
       written: new Date().toISOString(),
     };
@@ -170,7 +180,12 @@ export class ReplyRecord {
     if (this.reply === '') return;
     // Before the first write found its base: the chat as sent (an earlier record is not read now).
     this.start ??= recordStart(this.origin.lines, this.origin.openingTail, undefined);
-    if (this.durable === this.reply.length + (this.complete ? 1 : 0)) return;
+    if (
+      this.durable === this.reply.length + (this.complete ? 1 : 0) &&
+      (this.complete || this.durableOwed === this.owed)
+    ) {
+      return;
+    }
     const record = this.record();
     if (record === undefined) return;
     try {

@@ -133,8 +133,8 @@ describe(':Flemma compact', () => {
         '## Goal',
         'Rename parse() everywhere.',
         '',
-        // A line that would start a message is defused.
-        ' @You:',
+        // A line that would start a message gets the format's escape.
+        '\\@You:',
         'not a marker',
         '',
         '@You:',

@@ -26,6 +26,7 @@ import {
   toolResult,
   toolUse,
 } from '../../src/core/chat/writer.js';
+import { unescapeText } from '../../src/core/chat/escape.js';
 
 const T3 = '```';
 const T4 = '````';
@@ -452,52 +453,52 @@ describe('thinking', () => {
     ]);
   });
 
-  it('indents a content line that would close the block', () => {
+  it('escapes a content line that would close the block', () => {
     expect(thinking({ content: 'The format ends with\n</thinking>\nthen text.' })).toEqual([
       '<thinking>',
       'The format ends with',
-      ' </thinking>',
+      '\\</thinking>',
       'then text.',
       '</thinking>',
     ]);
-    expect(thinking({ content: 'a\n</thinking>  \nb' })[2]).toBe(' </thinking>  ');
-    expect(thinking({ content: 'a\n</thinking> more\nb' })[2]).toBe('</thinking> more');
+    expect(thinking({ content: 'a\n</thinking>  \nb' })[2]).toBe('\\</thinking>  ');
+    expect(thinking({ content: 'a\n</thinking> more\nb' })[2]).toBe('\\</thinking> more');
   });
 
-  it('indents a role marker line outside a fence, not inside one', () => {
+  it('escapes a role marker line, inside a fence too', () => {
     expect(thinking({ content: 'User wrote\n@You:\nearlier.\n```\n@You:\n```' })).toEqual([
       '<thinking>',
       'User wrote',
-      ' @You:',
+      '\\@You:',
       'earlier.',
       '```',
-      '@You:',
+      '\\@You:',
       '```',
       '</thinking>',
     ]);
   });
 
-  it('indents a fence opener that is never closed, and what it would have hidden', () => {
+  it('escapes a fence opener that is never closed, and what it would have hidden', () => {
     expect(thinking({ content: 'Draft:\n```lua\nlocal x = 1\n@Assistant:' })).toEqual([
       '<thinking>',
       'Draft:',
-      ' ```lua',
+      '\\```lua',
       'local x = 1',
-      ' @Assistant:',
+      '\\@Assistant:',
       '</thinking>',
     ]);
   });
 
   it('lets a longer fence hold shorter ones', () => {
-    const content = '````md\n```\n@You:\n```\n````';
+    const content = '````md\n```\nplain\n```\n````';
     expect(thinking({ content })).toEqual(['<thinking>', ...content.split('\n'), '</thinking>']);
   });
 
-  it('indents a </thinking> line even inside a fence', () => {
+  it('escapes a </thinking> line even inside a fence', () => {
     expect(thinking({ content: '```\n</thinking>\n```' })).toEqual([
       '<thinking>',
       '```',
-      ' </thinking>',
+      '\\</thinking>',
       '```',
       '</thinking>',
     ]);
@@ -674,8 +675,9 @@ describe('round trip through parseChat', () => {
 
     const thoughts: ThinkingSegment[] = only(segments, 'thinking');
     expect(
+      // The buffer holds the format's escape; read back, the content is as the provider sent it.
       thoughts.map(({ content, signature, redacted, selfClosing }) => ({
-        content,
+        content: unescapeText(content),
         signature,
         redacted,
         selfClosing,
@@ -689,7 +691,7 @@ describe('round trip through parseChat', () => {
       },
       { content: 'opaque==', signature: undefined, redacted: true, selfClosing: false },
       {
-        content: 'unsigned </thinking>\n </thinking>',
+        content: 'unsigned </thinking>\n</thinking>',
         signature: undefined,
         redacted: false,
         selfClosing: false,

@@ -237,15 +237,16 @@ describe('the text of the new chat', () => {
       '````',
       'never closed',
     ].join('\n');
+    // The format's escape (escape.ts), inside a closed fence too; the request removes it.
     expect(summaryLines(summary)).toEqual([
-      ' @You:',
-      ' **Tool Use:** `bash` (`x`)',
-      ' <thinking>',
-      ' <!-- flemma:aborted: x -->',
+      '\\@You:',
+      '\\**Tool Use:** `bash` (`x`)',
+      '\\<thinking>',
+      '\\<!-- flemma:aborted: x -->',
       '```ts',
-      '@Assistant:',
+      '\\@Assistant:',
       '```',
-      ' ````',
+      '\\````',
       'never closed',
     ]);
     const text = compactedChat({

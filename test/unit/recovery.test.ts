@@ -178,4 +178,35 @@ describe('the writer', () => {
     };
     expect(written.reply).toBe('\nAll of it and more');
   });
+
+  it('keeps what the escape holds back: a crash writes it, escaped, before the marker', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'flemma-recovery-'));
+    dirs.push(dir);
+    const timers = manualTimers();
+    const service = new RecoveryService(silentLogger, timers);
+    const path = '/work/held.chat';
+    const record = service.begin({
+      bufnr: 3,
+      dir,
+      path,
+      lines: ['@You:', 'Hi'],
+      openingTail: ['', '@Assistant:'],
+    });
+    record.append('\nSure.\n', 'Sure.\n');
+    timers.scheduled[0]?.fn();
+    await vi.waitFor(() => {
+      expect(existsSync(join(dir, recordName(path)))).toBe(true);
+    });
+    // `@You:` arrived but its line has not ended: nothing is written to the buffer yet.
+    record.append('', 'Sure.\n', '\\@You:');
+    service.flushSync();
+    const written = JSON.parse(readFileSync(join(dir, recordName(path)), 'utf8')) as {
+      reply: string;
+      ending: string;
+    };
+    expect(written.reply).toBe('\nSure.\n');
+    expect(written.ending).toBe(
+      `\\@You:\n\n<!-- flemma:aborted: ${RECOVERED_MESSAGE} -->\n\n@You:\n`,
+    );
+  });
 });

@@ -169,6 +169,20 @@ local function has_eol_text(buf, row)
   return false
 end
 
+--- The escape backslash of a line of text that looks like structure (scan.escaped), concealed:
+--- with 'conceallevel' 2 or 3 the line reads as it was written.
+local function conceal_escape(buf, row, line)
+  if line:byte(1) == 92 and scan.escaped(line) then
+    vim.api.nvim_buf_set_extmark(buf, M.ns, row, 0, {
+      end_row = row,
+      end_col = 1,
+      conceal = "",
+      ephemeral = true,
+      priority = PRIORITY,
+    })
+  end
+end
+
 --- Inline markdown: pattern, group.
 local INLINE = {
   { "`[^`]+`", "FlemmaMarkdownCode" },
@@ -315,6 +329,7 @@ function M.draw(buf, row, line, ctx)
     if line == "" then
       return
     end
+    conceal_escape(buf, row, line)
     markdown(buf, row, line)
     if role ~= "Assistant" then
       templates(buf, row, line)
@@ -326,12 +341,14 @@ function M.draw(buf, row, line, ctx)
     if row == block.row or (row == block.end_row and not block.open) then
       mark(buf, row, 0, #line, "FlemmaMarkdownFence")
     else
+      conceal_escape(buf, row, line)
       mark(buf, row, 0, #line, "FlemmaMarkdownCodeBlock")
     end
   elseif kind == "thinking" then
     if row == block.row or row == block.end_row then
       mark(buf, row, 0, #line, "FlemmaThinkingTag")
     else
+      conceal_escape(buf, row, line)
       vim.api.nvim_buf_set_extmark(buf, M.ns, row, 0, {
         end_row = row + 1,
         end_col = 0,

@@ -314,6 +314,28 @@ function M.rescan(previous, first, line_count, get_lines, first_line)
   return structure
 end
 
+local STRUCTURE_PREFIXES = { "**Tool Use:**", "**Tool Result:**", "<thinking", "</thinking" }
+
+--- Whether a line of message text carries the format's escape (src/core/chat/escape.ts): one or
+--- more backslashes before a line that would otherwise be structure. The request sends it
+--- without its first backslash; the display conceals that backslash.
+---@param line string
+function M.escaped(line)
+  if line:byte(1) ~= 92 then
+    return false
+  end
+  local rest = line:match("^\\+(.*)$")
+  if rest:match("^@%w+:%s*$") or rest:match("^<!%-%-%s*flemma:") or rest:sub(1, 3) == "```" then
+    return true
+  end
+  for _, prefix in ipairs(STRUCTURE_PREFIXES) do
+    if rest:sub(1, #prefix) == prefix then
+      return true
+    end
+  end
+  return false
+end
+
 --- The index of the last item of a row-sorted list whose `row` is at most `row`, or nil.
 local function last_at_or_before(list, row)
   local lo, hi, found = 1, #list, nil

@@ -2,6 +2,7 @@
 // typed parts (they are evaluated later, in Neovim); every tool use without a finished result
 // gets a synthetic error result and a warning, so that a request is always well-formed.
 import type { ChatDocument, Diagnostic, Message, Segment, Span } from './ast.js';
+import { unescapeText } from './escape.js';
 import { type DuplicateToolUse, type ToolUseIds, toolUseIds } from './tool-ids.js';
 import { UNDONE_NOTE, isUndone } from './undone.js';
 
@@ -85,10 +86,20 @@ export interface Prompt {
 
 export const NO_RESULT_TEXT = 'No result provided';
 
-function contentPart(segment: Segment): ContentPart | undefined {
+/**
+ * A message's segment as a part. `escaped`: its text is message text, which the format's escape
+ * (escape.ts) may mark on lines that look like structure; the part carries the text as written
+ * (a piece after a template or reference on its line starts no line). A tool result's body is
+ * never escaped (its fence holds any line) and is taken as it stands.
+ */
+function contentPart(segment: Segment, escaped = true): ContentPart | undefined {
   switch (segment.kind) {
     case 'text':
-      return { kind: 'text', text: segment.value };
+      if (!escaped) return { kind: 'text', text: segment.value };
+      return {
+        kind: 'text',
+        text: unescapeText(segment.value, (segment.span.startCol ?? 0) === 0),
+      };
     case 'expression':
     case 'code':
       return {
@@ -125,12 +136,14 @@ function assistantParts(message: Message, ids: ToolUseIds): AssistantPart[] {
   for (const segment of message.segments) {
     switch (segment.kind) {
       case 'text':
-        parts.push({ kind: 'text', text: segment.value });
+        // The model's text as it wrote it: the escape of lines that look like structure removed.
+        parts.push({ kind: 'text', text: unescapeText(segment.value) });
         break;
       case 'thinking': {
         const part: ThinkingPart = {
           kind: 'thinking',
-          content: segment.content,
+          // Byte for byte what the provider sent (its signature vouches for it).
+          content: unescapeText(segment.content),
           redacted: segment.redacted,
         };
         if (segment.signature !== undefined) part.signature = { ...segment.signature };
@@ -262,7 +275,7 @@ export function assemblePrompt(document: ChatDocument): Prompt {
             name: uses.get(segment.toolUseId)?.name ?? '',
             parts: [
               ...segment.segments.flatMap((piece) => {
-                const part = contentPart(piece);
+                const part = contentPart(piece, false);
                 return part !== undefined &&
                   (part.kind === 'text' || part.kind === 'file_reference')
                   ? [part]

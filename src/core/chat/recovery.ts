@@ -64,11 +64,14 @@ export function recordName(path: string): string {
 
 /**
  * What ends a reply cut off after `content` (the reply's text so far, as `ReplyLayout.text`):
- * the interrupted marker, then the next `@You:` prompt, as a cancel would write them.
+ * what its text still owes (`ReplyLayout.owed`: the start of a line held back by the escape, a
+ * closing fence), the interrupted marker, then the next `@You:` prompt, as a cancel would write
+ * them.
  */
-export function cutOffEnding(content: string, message = RECOVERED_MESSAGE): string {
-  if (content === '') return '';
-  return blockChunk(content, abortedMarker(message)) + '\n@You:\n';
+export function cutOffEnding(content: string, message = RECOVERED_MESSAGE, owed = ''): string {
+  const text = content + owed;
+  if (text === '') return '';
+  return owed + blockChunk(text, abortedMarker(message)) + '\n@You:\n';
 }
 
 /**

@@ -11,11 +11,12 @@
 //   thinking providers and signatures, which go back to the provider) are refused with a
 //   `ChatWriteError`; altering them would break the conversation later and less visibly.
 // - Free text is adjusted as little as possible where it would otherwise break the document:
-//   fences grow past any backtick run in their body, thinking lines that would end the block or
-//   the message gain one leading space, abort messages are folded onto one line with `-->`
-//   defused. Each function says what it changes.
+//   fences grow past any backtick run in their body, thinking lines that would be read as
+//   structure get the format's escape (escape.ts; removed again when the chat is sent), abort
+//   messages are folded onto one line with `-->` defused. Each function says what it changes.
 
 import type { PlaceholderStatus, ThinkingSignature } from './ast.js';
+import { escapeBlock } from './escape.js';
 
 /** A value that the `.chat` grammar cannot represent without changing it. */
 export class ChatWriteError extends Error {
@@ -24,11 +25,6 @@ export class ChatWriteError extends Error {
 
 const ROLE_NAME = /^[A-Za-z0-9]+$/;
 const PROVIDER_NAME = /^[A-Za-z0-9]+$/;
-// The message splitter's view of a fence (opener: ≥3 ticks and no tick after; closer: ticks only).
-const FENCE_OPENER = /^(`{3,})[^`]*$/;
-const FENCE_CLOSER = /^(`+)\s*$/;
-const ROLE_LINE = /^@[A-Za-z0-9]+:\s*$/;
-const THINKING_END = /^<\/thinking>\s*$/;
 
 /** Backticks one longer than the longest backtick run in `content`, at least three. */
 export function fenceFor(content: string): string {
@@ -43,7 +39,10 @@ export function roleMarker(role: string): string[] {
   return [`@${role}:`];
 }
 
-/** Assistant text, verbatim (as a stream writes it); empty text gives no lines. */
+/**
+ * Assistant text, verbatim (as a stream writes it, after the escape of escape.ts, which the
+ * stream applies as it goes: reply.ts); empty text gives no lines.
+ */
 export function assistantText(text: string): string[] {
   return bodyLines(text);
 }
@@ -128,9 +127,10 @@ export interface ThinkingBlock {
  * the trimmed content, `</thinking>`. A signature with no content gives the opening line directly
  * followed by `</thinking>`; no content and no signature give no lines at all.
  *
- * Content lines the parser would read as structure get one leading space: a `</thinking>` line
- * (it would end the block), and, outside a fence within the content, a role marker line (it would
- * end the message) or a fence opener that is never closed (it would hide the next role markers).
+ * Content lines the parser would read as structure (a `</thinking>` that would end the block, a
+ * role marker that would end the message, a fence opener that never closes and would hide the
+ * next role markers, …) get the format's escape, a backslash before the line (escape.ts); the
+ * request removes it again, so the provider gets back the exact text its signature vouches for.
  */
 export function thinking({ content, signature, redacted = false }: ThinkingBlock): string[] {
   const text = content.trim();
@@ -144,7 +144,7 @@ export function thinking({ content, signature, redacted = false }: ThinkingBlock
     : signed
       ? `<thinking ${signatureAttribute(signature)}>`
       : '<thinking>';
-  return [opener, ...guardThinkingLines(bodyLines(text)), '</thinking>'];
+  return [opener, ...escapeBlock(bodyLines(text)), '</thinking>'];
 }
 
 /** `<thinking provider:signature="…"/>`: a signature with no thinking text. */
@@ -251,47 +251,4 @@ function renderOutput(value: unknown): { text: string; json: boolean } {
       return json === undefined ? { text: '', json: false } : { text: json, json: true };
     }
   }
-}
-
-function escapeLine(line: string): string {
-  return ` ${line}`;
-}
-
-function guardThinkingLines(lines: readonly string[]): string[] {
-  const out: string[] = [];
-  let openTicks: number | undefined;
-  lines.forEach((line, index) => {
-    if (THINKING_END.test(line)) {
-      out.push(escapeLine(line));
-      return;
-    }
-    if (openTicks !== undefined) {
-      const closer = FENCE_CLOSER.exec(line);
-      if (closer?.[1] !== undefined && closer[1].length >= openTicks) openTicks = undefined;
-      out.push(line);
-      return;
-    }
-    if (ROLE_LINE.test(line)) {
-      out.push(escapeLine(line));
-      return;
-    }
-    const opener = FENCE_OPENER.exec(line)?.[1];
-    if (opener !== undefined) {
-      if (hasCloser(lines, index + 1, opener.length)) openTicks = opener.length;
-      else {
-        out.push(escapeLine(line));
-        return;
-      }
-    }
-    out.push(line);
-  });
-  return out;
-}
-
-function hasCloser(lines: readonly string[], from: number, ticks: number): boolean {
-  for (let i = from; i < lines.length; i++) {
-    const closer = FENCE_CLOSER.exec(lines[i] ?? '')?.[1];
-    if (closer !== undefined && closer.length >= ticks) return true;
-  }
-  return false;
 }

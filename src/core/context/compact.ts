@@ -2,6 +2,7 @@
 // that asks the model for a summary, the name of the chat that continues a file, and the text of
 // that chat. The host (src/host/compact.ts) asks the model and writes the file.
 import type { ChatDocument, Message } from '../chat/ast.js';
+import { escapeBlock } from '../chat/escape.js';
 import type { PendingToolCall } from '../chat/prompt.js';
 import type { EvaluatedMessage, ProviderRequest } from '../provider/types.js';
 
@@ -93,17 +94,11 @@ export function continuationName(name: string, exists: (candidate: string) => bo
   throw new Error('unreachable');
 }
 
-const ROLE_LINE = /^@[A-Za-z0-9]+:\s*$/;
-const FENCE_OPENER = /^(`{3,})[^`]*$/;
-const FENCE_CLOSER = /^(`+)\s*$/;
-/** Lines the parser reads as structure in an `@Assistant:` message (outside fences). */
-const STRUCTURE = /^(?:\*\*Tool (?:Use|Result):\*\*|<\/?thinking\b|<!--\s*flemma:)/;
-
 /**
  * The summary as lines of an `@Assistant:` message that read back as plain text: a line the
- * parser would take for a role marker, a tool block, a thinking tag or an abort marker outside a
- * fence, or a fence that never closes (it would swallow the messages below), gets one leading
- * space, which Markdown ignores.
+ * parser would take for structure (a role marker, a tool block, a thinking tag, an abort marker,
+ * a fence that never closes and would swallow the messages below) gets the format's escape, a
+ * backslash before it (escape.ts), which the request removes again.
  */
 export function summaryLines(summary: string): string[] {
   const lines = summary
@@ -112,33 +107,7 @@ export function summaryLines(summary: string): string[] {
     .map((line) => line.replace(/\s+$/, ''));
   while (lines.length > 0 && lines[0] === '') lines.shift();
   while (lines.length > 0 && lines[lines.length - 1] === '') lines.pop();
-  const out: string[] = [];
-  let open: number | undefined;
-  lines.forEach((line, index) => {
-    if (open !== undefined) {
-      const closer = FENCE_CLOSER.exec(line)?.[1];
-      if (closer !== undefined && closer.length >= open) open = undefined;
-      out.push(line);
-      return;
-    }
-    if (ROLE_LINE.test(line) || STRUCTURE.test(line)) {
-      out.push(` ${line}`);
-      return;
-    }
-    const opener = FENCE_OPENER.exec(line)?.[1];
-    if (opener !== undefined) {
-      const closes = lines
-        .slice(index + 1)
-        .some((later) => (FENCE_CLOSER.exec(later)?.[1]?.length ?? 0) >= opener.length);
-      if (!closes) {
-        out.push(` ${line}`);
-        return;
-      }
-      open = opener.length;
-    }
-    out.push(line);
-  });
-  return out;
+  return escapeBlock(lines);
 }
 
 /** A message's lines as the buffer has them, without the blank lines around its content. */

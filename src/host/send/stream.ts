@@ -244,7 +244,8 @@ export class Streamer {
           this.deps.verdicts.markInvalidInput(event.id, event.name, event.invalid);
         }
         const text = layout.push(event);
-        if (text !== '') put(text);
+        // Called with '' too: text held back still counts for the recovery record.
+        put(text);
         if (event.type === 'warning') {
           ctx.lua.notify('notify', { level: 'warn', message: event.message });
         }
@@ -334,8 +335,8 @@ export class Streamer {
     const layout = new ReplyLayout();
     // Each piece of the reply goes to the buffer and, when the chat has a record, to that too.
     const put = (text: string): void => {
-      writer.append(text, stream);
-      record?.append(text, layout.text);
+      if (text !== '') writer.append(text, stream);
+      record?.append(text, layout.text, layout.owed);
     };
     let replying = false;
     let status: SendStatus = 'completed';
