@@ -334,6 +334,25 @@ function M.unlock_all()
   return count
 end
 
+--- Where the host's open stream in `bufnr` ends now (0-based row and byte column), or nil when
+--- none is open or nothing was appended to it yet.
+function M.stream_end(bufnr)
+  for _, id in pairs(H.anchors[bufnr] or {}) do
+    local pos = vim.api.nvim_buf_get_extmark_by_id(bufnr, H.ns_anchor, id, {})
+    if pos[1] then
+      return pos[1], pos[2]
+    end
+  end
+  return nil
+end
+
+--- Whether the buffer is locked and nothing but the host's batches changed it since the lock's
+--- first one: an edit now may join their undo step.
+function M.in_step(bufnr)
+  local step = H.undo[bufnr]
+  return step ~= nil and step.tick ~= nil and step.tick == vim.api.nvim_buf_get_changedtick(bufnr)
+end
+
 function M.is_locked(bufnr)
   return H.locks[bufnr] ~= nil
 end
@@ -348,6 +367,10 @@ end
 function M.forget(bufnr)
   H.anchors[bufnr] = nil
   H.rewritten[bufnr] = nil
+  local cutoff = package.loaded["flemma.cutoff"]
+  if cutoff then
+    cutoff.forget(bufnr)
+  end
   if H.locks[bufnr] then
     H.locks[bufnr] = nil
     released(bufnr)
