@@ -15,6 +15,9 @@ local H = {
   --- Per locked buffer: the changedtick our last batch of the current undo step left, or nil
   --- before its first batch.
   undo = {}, ---@type table<integer, { tick: integer|nil }>
+  --- Per buffer: the changedtick a write moved (`from`) and where it left it (`to`), since the
+  --- host's last batch (M.wrote).
+  rewritten = {}, ---@type table<integer, { from: integer, to: integer }>
 }
 
 --- Errors that mean "not now": textlock (E565), "not allowed here" (E523); E11 (command-line
@@ -160,6 +163,33 @@ local function undo_prepare(bufnr, step, tick_before)
   end
 end
 
+--- A write moved the changedtick of `bufnr` from `before` without changing its text (Neovim counts
+--- the write that resets 'modified': `:help b:changedtick`). For what the host writes, it did not
+--- happen: its next batch still joins the undo step of the ones before it (one `u` undoes a whole
+--- reply with `editing.auto_write`, or after a `:w` while it streams), and is not taken for an
+--- edit of someone else's.
+---@param bufnr integer
+---@param before integer the changedtick just before the write
+function M.wrote(bufnr, before)
+  if not vim.api.nvim_buf_is_valid(bufnr) then
+    return
+  end
+  local after = vim.api.nvim_buf_get_changedtick(bufnr)
+  if after == before then
+    return
+  end
+  local step = H.undo[bufnr]
+  if step and step.tick == before then
+    step.tick = after
+  end
+  local rewritten = H.rewritten[bufnr]
+  if rewritten and rewritten.to == before then
+    rewritten.to = after
+  else
+    H.rewritten[bufnr] = { from = before, to = after }
+  end
+end
+
 --- Apply one buffer's ops in order. Returns the result table the host expects.
 local function apply_buffer(batch)
   local bufnr = batch.bufnr
@@ -170,6 +200,12 @@ local function apply_buffer(batch)
   -- another plugin) edited the buffer since, so what the host believes about it may be stale.
   local tick_before = vim.api.nvim_buf_get_changedtick(bufnr)
   local edited = batch.tick ~= nil and batch.tick ~= vim.NIL and batch.tick ~= tick_before
+  local rewritten = H.rewritten[bufnr]
+  H.rewritten[bufnr] = nil
+  if edited and rewritten and rewritten.from == batch.tick and rewritten.to == tick_before then
+    -- Only written since (`editing.auto_write`, a `:w`): the text is what the host left.
+    edited = false
+  end
   local was_modifiable = vim.bo[bufnr].modifiable
   if not was_modifiable then
     vim.bo[bufnr].modifiable = true
@@ -298,6 +334,25 @@ function M.unlock_all()
   return count
 end
 
+--- Where the host's open stream in `bufnr` ends now (0-based row and byte column), or nil when
+--- none is open or nothing was appended to it yet.
+function M.stream_end(bufnr)
+  for _, id in pairs(H.anchors[bufnr] or {}) do
+    local pos = vim.api.nvim_buf_get_extmark_by_id(bufnr, H.ns_anchor, id, {})
+    if pos[1] then
+      return pos[1], pos[2]
+    end
+  end
+  return nil
+end
+
+--- Whether the buffer is locked and nothing but the host's batches changed it since the lock's
+--- first one: an edit now may join their undo step.
+function M.in_step(bufnr)
+  local step = H.undo[bufnr]
+  return step ~= nil and step.tick ~= nil and step.tick == vim.api.nvim_buf_get_changedtick(bufnr)
+end
+
 function M.is_locked(bufnr)
   return H.locks[bufnr] ~= nil
 end
@@ -311,6 +366,11 @@ end
 --- Forget per-buffer state of a wiped buffer.
 function M.forget(bufnr)
   H.anchors[bufnr] = nil
+  H.rewritten[bufnr] = nil
+  local cutoff = package.loaded["flemma.cutoff"]
+  if cutoff then
+    cutoff.forget(bufnr)
+  end
   if H.locks[bufnr] then
     H.locks[bufnr] = nil
     released(bufnr)

@@ -18,6 +18,8 @@ local H = {
   write_failed = {}, ---@type table<integer, true>
   --- Chat buffers whose 'textwidth' Flemma set to 0.
   textwidth = {}, ---@type table<integer, true>
+  --- Buffers being written (with autocmds): their changedtick at BufWritePre.
+  writing = {}, ---@type table<integer, integer>
 }
 
 local function editing()
@@ -149,6 +151,27 @@ function M.bootstrap()
       unfocus(ev.buf)
       H.write_failed[ev.buf] = nil
       H.textwidth[ev.buf] = nil
+      H.writing[ev.buf] = nil
+    end,
+  })
+  -- A write counts in b:changedtick; flemma.buffer must know it was one (a reply that streams
+  -- stays one undo step through `auto_write` and `:w`).
+  vim.api.nvim_create_autocmd("BufWritePre", {
+    group = group,
+    desc = "Flemma: a write while a reply streams keeps the reply one undo step",
+    callback = function(ev)
+      H.writing[ev.buf] = vim.api.nvim_buf_get_changedtick(ev.buf)
+    end,
+  })
+  vim.api.nvim_create_autocmd("BufWritePost", {
+    group = group,
+    desc = "Flemma: a write while a reply streams keeps the reply one undo step",
+    callback = function(ev)
+      local before = H.writing[ev.buf]
+      H.writing[ev.buf] = nil
+      if before then
+        require("flemma.buffer").wrote(ev.buf, before)
+      end
     end,
   })
 end
@@ -170,12 +193,16 @@ function M.write(params)
     -- A reply still streams (`context.recovery`): no autocmds (a format-on-save would edit the
     -- reply under the stream) and no 'fsync' (the host's synced recovery record covers a crash of
     -- the machine); a refusal waits for the next second's write.
+    -- Without BufWritePost, flemma.buffer hears of the write here (the reply stays one undo
+    -- step).
     local fsync = vim.o.fsync
     vim.o.fsync = false
+    local tick = vim.api.nvim_buf_get_changedtick(bufnr)
     local ok = pcall(vim.api.nvim_buf_call, bufnr, function()
       vim.cmd("silent noautocmd write!")
     end)
     vim.o.fsync = fsync
+    require("flemma.buffer").wrote(bufnr, tick)
     return { written = ok }
   end
   local ok, err = pcall(vim.api.nvim_buf_call, bufnr, function()

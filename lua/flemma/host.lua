@@ -133,6 +133,10 @@ local function on_exit(job, code)
   end
   H.last_exit = { code = code, pid = pid, at = now(), intended = intended or false }
   rpc.fail_all(intended and "the host was stopped" or "the host exited", job)
+  if not intended then
+    -- A reply it was streaming gets the end it could not write (before the buffers are unlocked).
+    require("flemma.cutoff").host_exited()
+  end
   local released = require("flemma.buffer").unlock_all()
   require("flemma.progress").stop_all()
   -- The servers went with the host: nothing to complete until the next host lists them.

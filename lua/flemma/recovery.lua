@@ -88,7 +88,12 @@ local function plan(bufnr, record)
         if missing == "" then
           return { kind = "present" }
         end
-        return { kind = "continue", row = count - 1, lines = vim.split(last .. missing, "\n", { plain = true }) }
+        return {
+          kind = "continue",
+          row = count - 1,
+          lines = vim.split(last .. missing, "\n", { plain = true }),
+          added = #missing,
+        }
       end
     end
   end
@@ -236,6 +241,30 @@ function M.recover(action)
   else
     notify.info("recover: the reply is back in the chat (write it to keep it)")
   end
+end
+
+--- A reply in `bufnr` was cut off in this Neovim (its host stopped; flemma.cutoff): when the
+--- chat's record continues the chat as it is now, what putting it back does —
+--- `{ row, lines, missing }`: replace the last row (`row`, 0-based) with `lines`, which add the
+--- `missing` bytes of the reply the chat did not show yet and the record's ending (the interrupted
+--- marker and the next `@You:`). Nil when there is no such record (none, another reply's, or one
+--- behind the chat).
+---@param bufnr integer
+function M.continuation(bufnr)
+  local path = path_of(bufnr)
+  if not path or not is_chat(bufnr) then
+    return nil
+  end
+  local text = read_sync(M.record_file(path))
+  local record = text and decode(text, path)
+  if not record or record.complete or record.ending == "" then
+    return nil
+  end
+  local step = plan(bufnr, record)
+  if step.kind ~= "continue" or step.added < #record.ending then
+    return nil
+  end
+  return { row = step.row, lines = step.lines, missing = step.added - #record.ending }
 end
 
 --- A chat was written: its record goes, unless a reply is still streaming into it (the record

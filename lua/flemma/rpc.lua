@@ -158,6 +158,7 @@ M.methods = {
   --- `@Assistant:` row, the sink (`sink:created`), then `request:sending`.
   ["send.begin"] = function(params)
     require("flemma.progress").start({ bufnr = params.bufnr, row = params.row })
+    require("flemma.cutoff").begin(params.bufnr, params.row, params.from)
     local sink = require("flemma.sink").create({ name = params.sink_name })
     require("flemma.hooks").emit("request:sending", { bufnr = params.bufnr })
     return sink
@@ -168,6 +169,7 @@ M.methods = {
   --- starts from it instead of asking again.
   ["send.finish"] = function(params)
     require("flemma.progress").stop({ bufnr = params.bufnr })
+    require("flemma.cutoff").finish(params.bufnr)
     -- Deleting the sink buffer runs every BufDelete/BufWipeout listener: after the answer, which
     -- the host's next step waits for. Scheduled now, it still comes before `request:finished`.
     local sink = params.sink

@@ -6,6 +6,7 @@ import { defineLuaBackends } from './sandbox.js';
 import { promptChatText } from '../core/tools/mcp/prompt-text.js';
 import { mcpResourceLines, mcpStatusLines } from '../core/tools/mcp/status.js';
 import { definition, hover } from './navigation.js';
+import { cutOffEnding } from '../core/chat/recovery.js';
 import { formatSizeForLua, truncateForLua, writableForLua } from './lua-context.js';
 import {
   ActionError,
@@ -121,6 +122,8 @@ export const actions: { readonly [M in LuaToHostMethod]: Action<M> } = {
   'usage:estimate': (ctx, { bufnr }) => ctx.requests.estimate(bufnr),
   /** `:Flemma context`: the next request's estimate against the model's window (nothing sent). */
   'chat:context': (ctx, { bufnr }) => ctx.meter.report(bufnr),
+  /** Lua marks a reply its host stopped in (the previous host's crash): the same end as a record's. */
+  'chat:cut-off': (_ctx, { content }) => ({ ending: cutOffEnding(content) }),
   /**
    * `<C-c>`: the buffer's running (or queued) request, else its oldest running tool; tells the
    * user when there is nothing.

@@ -2,7 +2,7 @@
 // from a fake Anthropic server, the host or Neovim is killed with SIGKILL once the reply's record
 // holds chunk k, and a fresh Neovim with the same state directory offers and inserts what arrived.
 // No timing: each wait is on a state (the record or the file holding a chunk) or an event.
-import { existsSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type Driver, startDriver } from '../helpers/driver.js';
 import { type FakeProvider, type FakeStream, startFakeProvider } from '../helpers/fake-provider.js';
@@ -308,4 +308,95 @@ describe('recovery after a crash', () => {
     expect(existsSync(record)).toBe(false);
     expect(await again.d.lines(again.buf)).toEqual(CHAT);
   });
+});
+
+describe('a host that stops while a reply streams', () => {
+  /** The chat after chunks 1..n and the interrupted marker, as a cancel would have left it. */
+  const cutOff = (n: number): string[] => [
+    ...CHAT,
+    '',
+    '@Assistant:',
+    ...Array.from({ length: n }, (_, i) => chunk(i + 1).trimEnd()),
+    '',
+    MARKER,
+    '',
+    '@You:',
+    '',
+  ];
+
+  async function killMidReply(d: Driver, n: number): Promise<number> {
+    await d.openChat('story.chat', CHAT);
+    await d.waitForEvent('FlemmaBootComplete');
+    await streamChunks(d, n);
+    await d.waitUntil('return vim.fn.search(..., "n") > 0', { args: [chunk(n).trimEnd()] });
+    const notes = d.notificationCount;
+    const exited = d.waitForEvent('FlemmaHostExited');
+    process.kill(await hostPid(d), 'SIGKILL');
+    await exited;
+    return notes;
+  }
+
+  it('puts back from the record what had not reached the chat yet, and says so', async () => {
+    const d = await start();
+    await d.openChat('story.chat', CHAT);
+    const record = await recordFile(d, 'story.chat');
+    await streamChunks(d, 2);
+    await waitForFileText(d, record, chunk(2).trimEnd());
+    await d.waitUntil('return vim.fn.search(..., "n") > 0', { args: [chunk(2).trimEnd()] });
+    // The host had recorded chunk 3 and died before it reached the buffer (nothing more streams,
+    // so the host writes the record no more).
+    const kept = JSON.parse(readFileSync(record, 'utf8')) as { reply: string; ending: string };
+    expect(kept.reply.endsWith(chunk(2))).toBe(true);
+    kept.reply += chunk(3);
+    writeFileSync(record, JSON.stringify(kept));
+    const notes = d.notificationCount;
+    const exited = d.waitForEvent('FlemmaHostExited');
+    process.kill(await hostPid(d), 'SIGKILL');
+    await exited;
+    const note = await d.waitForNotification(/the host stopped while the reply streamed/, {
+      after: notes,
+    });
+    expect(note.message).toMatch(/bytes that had not reached the chat, from its recovery record/);
+    expect(note.message).toContain(':Flemma recover');
+    expect(await d.lines()).toEqual(cutOff(3));
+    await d.press('u');
+    expect(await d.lines()).toEqual(CHAT);
+  });
+
+  it('puts the chat back as it was when nothing of the reply arrived', async () => {
+    const d = await start();
+    await d.openChat('story.chat', CHAT);
+    await d.waitForEvent('FlemmaBootComplete');
+    await d.press('<C-]>');
+    await fake?.nextRequest({ path: '/v1/messages' });
+    await d.waitUntil('return vim.fn.getline("$") == "@Assistant:"');
+    const notes = d.notificationCount;
+    const exited = d.waitForEvent('FlemmaHostExited');
+    process.kill(await hostPid(d), 'SIGKILL');
+    await exited;
+    const note = await d.waitForNotification(/the host stopped while the reply streamed/, {
+      after: notes,
+    });
+    expect(note.message).toMatch(/before any of it arrived; the chat is as it was/);
+    expect(await d.lines()).toEqual(CHAT);
+  });
+
+  for (const recovery of [true, false]) {
+    it(`marks the half reply as interrupted where it ended, and says so (context.recovery = ${String(recovery)})`, async () => {
+      const d = await start({
+        setup: `require("flemma").setup({ context = { recovery = ${String(recovery)} } })`,
+      });
+      const notes = await killMidReply(d, 3);
+      const note = await d.waitForNotification(/the host stopped while the reply streamed/, {
+        after: notes,
+      });
+      expect(note.message).toContain('story.chat');
+      expect(note.message).toMatch(/marked as interrupted\. Send again/);
+      expect(await d.lines()).toEqual(cutOff(3));
+      expect(await d.lua('return vim.bo.modifiable')).toBe(true);
+      // The marker is part of the reply's undo step: one u and the chat is as the user wrote it.
+      await d.press('u');
+      expect(await d.lines()).toEqual(CHAT);
+    });
+  }
 });

@@ -107,6 +107,43 @@ describe('undoing what Flemma wrote', () => {
     expect(await d.lines(buf)).toEqual(['@You:', 'Hello']);
   });
 
+  it('with editing.auto_write, the writes while it streams do not split it: one u undoes it', async () => {
+    const { d, f } = await start('require("flemma").setup({ editing = { auto_write = true } })');
+    const chat = ['@You:', 'Hello'];
+    const buf = await d.openChat('written.chat', chat);
+    const file = `${d.home}/work/written.chat`;
+    /** Waits until the chat's file on disk holds `text` (a write during the stream). */
+    const onDisk = (text: string): Promise<void> =>
+      d.waitUntil(
+        'return table.concat(vim.fn.readfile(select(1, ...)), "\\n"):find(select(2, ...), 1, true) ~= nil',
+        { args: [file, text] },
+      );
+    await d.press('<C-]>');
+    const s = await anthropicStream(await f.nextRequest({ path: '/v1/messages' }));
+    // Longer than the write interval: the file is written with the first piece, and again a
+    // second later, each while more of the reply is still to come.
+    await s.text('first part\n');
+    await onDisk('first part');
+    await s.text('second part\n');
+    await onDisk('second part');
+    // The user's own :w while it streams counts no more.
+    await d.command('write');
+    await s.text('third part\n');
+    await onDisk('third part');
+    await s.text('last part');
+    await lastLine(d, 'last part');
+    await s.finish();
+    await d.waitForEvent('FlemmaRequestFinished');
+    await d.waitUntil('return not vim.bo.modified');
+    const replied = await d.lines(buf);
+    expect(replied).toContain('third part');
+    await d.press('u');
+    expect(await d.lines(buf)).toEqual(chat);
+    await d.press('<C-r>');
+    expect(await d.lines(buf)).toEqual(replied);
+    expect(await errors(d)).toEqual([]);
+  });
+
   it('an undo by someone else while it streams does not break the stream (no E790)', async () => {
     const { d, f } = await start();
     const buf = await d.openChat('other.chat', ['@You:', 'Hello']);

@@ -1,6 +1,6 @@
 // Lua → host actions of long conversations (`:Flemma compact`, `:Flemma context`,
-// `:Flemma usage:estimate`), kept apart from the other actions; `LuaToHost` and `LUA_TO_HOST`
-// include them.
+// `:Flemma usage:estimate`, the end of a reply the host stopped in), kept apart from the other
+// actions; `LuaToHost` and `LUA_TO_HOST` include them.
 import { ActionError, bufnrOf, field, type Doc, type Method } from './common.js';
 
 interface Buf {
@@ -19,6 +19,11 @@ export interface ContextActions {
     Buf,
     { lines: string[]; tokens: number; window: number; percent: number } | null
   >;
+  /**
+   * A reply stopped with the host that streamed it: what ends it after `content` (the reply as
+   * the chat holds it), the interrupted marker and the next `@You:` (docs/context.md).
+   */
+  'chat:cut-off': Method<{ content: string }, { ending: string }>;
 }
 
 interface Spec<M extends keyof ContextActions> extends Doc {
@@ -55,5 +60,18 @@ export const CONTEXT_ACTIONS: { readonly [M in keyof ContextActions]: Spec<M> } 
     answer: '`{lines, tokens, window, percent}` or `nil`',
     section: 'usage',
     decode: buf,
+  },
+  'chat:cut-off': {
+    kind: 'call',
+    params: '`{content}`',
+    answer: '`{ending}`',
+    section: 'chatsend',
+    decode: (raw) => {
+      const content = field(raw, 'content');
+      if (typeof content !== 'string') {
+        throw new ActionError(`expected { content = <the reply's text> }, got ${typeof content}`);
+      }
+      return { content };
+    },
   },
 };

@@ -45,7 +45,8 @@ export interface HostToLua {
   'config.snapshot': Method<{ generation?: number }, ConfigAnswer>;
   'editor.context': Method<ContextParams, ContextAnswer>;
   'send.begin': Method<
-    { bufnr: number; row: number; sink_name: string },
+    /** `row`: the `@Assistant:` line; `from`: the chat's last row, where its opening begins. */
+    { bufnr: number; row: number; from: number; sink_name: string },
     { bufnr: number; name: string }
   >;
   'send.finish': Method<
@@ -232,7 +233,7 @@ export const HOST_TO_LUA = {
   },
   'send.begin': {
     kind: 'request',
-    params: '`{bufnr, row, sink_name}`',
+    params: '`{bufnr, row, from, sink_name}`',
     answer: '`{bufnr, name}` (the sink)',
     section: 'chatsend',
   },

@@ -303,6 +303,7 @@ export class Streamer {
     const begun = ctx.writes.callAfterWrites('send.begin', {
       bufnr,
       row: markerRow,
+      from: lastRow,
       sink_name: `request/${String(bufnr)}`,
     });
     ctx.writes.sendNow();
