@@ -15,6 +15,9 @@
 //   an excluded directory (say `node_modules/foo`) still finds its files. find prunes excluded
 //   directories instead of walking them and discarding the results. The same filter runs here on
 //   every backend's output, which also covers files git tracks inside excluded directories.
+// - git runs the one safe way (../git.ts): `ls-files` against a clean git directory made for the
+//   call, so no `core.fsmonitor` or other program of the repository's config runs, and without
+//   Flemma's `GIT_*` variables; finding the work tree is the same `rev-parse` the review uses.
 // - git's file list is read NUL-separated, so names with unusual characters are not quoted.
 //   `--cached` still lists a tracked file deleted from the work tree; such entries are dropped.
 // - Results are collected in full, sorted, and only then cut to `limit`, so the cut is stable.
