@@ -266,6 +266,14 @@ export class UndoService {
     this.turns.set(bufnr, state);
   }
 
+  /**
+   * Settles once the turn's git state of the buffer is noted (at once when none is being noted):
+   * a tool of the turn waits for it, so that what it changes is never part of the turn's start.
+   */
+  async noted(bufnr: number): Promise<void> {
+    await this.turns.get(bufnr);
+  }
+
   forget(bufnr: number): void {
     this.turns.delete(bufnr);
     this.starting.delete(bufnr);
