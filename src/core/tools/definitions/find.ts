@@ -30,7 +30,7 @@
 
 import { lstat, stat } from 'node:fs/promises';
 import { homedir, tmpdir } from 'node:os';
-import { join, relative, resolve as resolvePath } from 'node:path';
+import { isAbsolute, join, relative, resolve as resolvePath } from 'node:path';
 
 import { pathGlob } from '../../util/glob.js';
 import { resolveAgainst } from '../context.js';
@@ -248,8 +248,21 @@ async function runWrapped(
 }
 
 /**
- * Runs git's `args` the safe way (src/core/tools/git.ts): against a clean git directory made in
- * the temporary directory for this run, without the repository's config or `GIT_*` variables.
+ * Where the clean git directory goes. Run in the sandbox, it must be visible there (the temporary
+ * directory: a command that changed it meanwhile could only make git run code in the sandbox,
+ * as its own `bash` could). Run without one, it goes where no sandboxed command (of another
+ * buffer, say) can write: `$XDG_RUNTIME_DIR`, which the sandbox hides.
+ */
+function gitScratch(ctx: ToolContext): string {
+  const runtime = process.env['XDG_RUNTIME_DIR'];
+  return !ctx.sandbox.enabled && runtime !== undefined && isAbsolute(runtime)
+    ? join(runtime, 'flemma-find')
+    : join(tmpdir(), 'flemma-find');
+}
+
+/**
+ * Runs git's `args` the safe way (src/core/tools/git.ts): against a clean git directory made for
+ * this run, without the repository's config or `GIT_*` variables.
  */
 async function runGit(
   args: string[],
@@ -262,7 +275,7 @@ async function runGit(
   if (repo === undefined) return { error: `Not a git work tree: ${options.cwd}` };
   let clean: CleanGitDir;
   try {
-    clean = await cleanGitDir(repo, join(tmpdir(), 'flemma-find'));
+    clean = await cleanGitDir(repo, gitScratch(ctx));
   } catch (error) {
     return {
       error: `Failed to start git: ${error instanceof Error ? error.message : String(error)}`,
