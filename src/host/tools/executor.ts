@@ -62,7 +62,7 @@ export interface ExecutorDeps {
   results: Pick<ResultWriter, 'inject' | 'held' | 'fresh' | 'ensurePlaceholder' | 'moveCursor'>;
   loop: ExecutorLoop;
   /** Keeps what the files a call wrote held before (`:Flemma tool:undo`). */
-  undo?: Pick<UndoService, 'record' | 'limits'>;
+  undo?: Pick<UndoService, 'record' | 'limits' | 'noted'>;
 }
 
 export interface Running {
@@ -353,6 +353,8 @@ export class ToolExecutor {
         spin(await this.deps.results.ensurePlaceholder(bufnr, id));
       }
       const facts = options.facts ?? (await ctx.lua.call('tools.facts', { bufnr }));
+      // The turn's `git status` (for `:Flemma review`) is taken before any of its tools runs.
+      await this.deps.undo?.noted(bufnr);
       const toolConfig = asRecord(tools[def.name]);
       const cwd = this.toolCwd(toolConfig, facts);
       const roots = rootsFor(config.sandbox, facts, process.env, homedir());

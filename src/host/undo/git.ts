@@ -9,29 +9,18 @@
 // - Git runs in the host, never in Neovim, with a time limit; no repository (or no git) simply
 //   means no such entries.
 // - The state lives in the host's memory, per buffer: a restarted host knows no turn start.
-// - Git runs through execa like every program of the host (loaded on first use, and only inside
-//   a repository), without a shell; any failure (no git, not a repository, over time, too much
-//   output) is the same "no entries".
+// - Git runs the one safe way (src/core/tools/git.ts): against a clean git directory below the
+//   scratch directory the caller gives (Neovim's state directory), never with the repository's
+//   own config or Flemma's `GIT_*` variables; any failure (no git, not a repository, over time,
+//   too much output) is the same "no entries".
 import { readFile, stat } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
-import { loadExeca } from '../../core/tools/process.js';
+import { runProcess } from '../../core/tools/process.js';
+import { cleanGitDir, gitRunOptions, locateRepository } from '../../core/tools/git.js';
 import { contentHash } from './store.js';
 
 /** Paths (absolute) git lists as changed, each with a hash of its content (null: no file). */
 export type GitState = Map<string, string | null>;
-
-/** Git's stdout for `args` run on the repository at `cwd`; undefined when it fails in any way. */
-async function git(cwd: string, args: string[]): Promise<string | undefined> {
-  const { execa } = await loadExeca();
-  const result = await execa('git', ['-C', cwd, ...args], {
-    timeout: 5000,
-    maxBuffer: 16 * 1024 * 1024,
-    // Paths are read from the output as git wrote it (`-z` ends each one with a NUL).
-    stripFinalNewline: false,
-    reject: false,
-  });
-  return result.failed ? undefined : result.stdout;
-}
 
 /** Paths of `git status --porcelain -z` output, relative to the repository's top. */
 export function porcelainPaths(output: string): string[] {
@@ -50,10 +39,9 @@ export function porcelainPaths(output: string): string[] {
 /**
  * Whether `dir` or a directory above it holds `.git` (a directory, or the file of a worktree or
  * submodule). Asked before git is run, so that a project outside any repository costs a few
- * `stat` calls per turn, not a process. `$GIT_DIR` set: git is asked.
+ * `stat` calls per turn, not a process. (`$GIT_DIR` is not followed: git gets no `GIT_*`.)
  */
 async function mayBeRepository(dir: string): Promise<boolean> {
-  if (process.env['GIT_DIR'] !== undefined) return true;
   const exists = (path: string): Promise<boolean> =>
     stat(path).then(
       () => true,
@@ -65,16 +53,39 @@ async function mayBeRepository(dir: string): Promise<boolean> {
   }
 }
 
-/** The changed paths of the repository holding `dir`; undefined outside one. */
-export async function gitState(dir: string): Promise<GitState | undefined> {
+const GIT_TIMEOUT_MS = 5000;
+
+/**
+ * The changed paths of the repository holding `dir`; undefined outside one. `scratch` is where
+ * the clean git directory of the run is made (and removed again).
+ */
+export async function gitState(dir: string, scratch: string): Promise<GitState | undefined> {
   if (!(await mayBeRepository(dir))) return undefined;
-  const top = (await git(dir, ['rev-parse', '--show-toplevel']))?.trim();
-  if (top === undefined || top === '') return undefined;
-  const status = await git(top, ['status', '--porcelain', '-z', '--untracked-files=all']);
-  if (status === undefined) return undefined;
+  const repo = await locateRepository(dir, runProcess, { timeoutMs: GIT_TIMEOUT_MS });
+  if (repo === undefined) return undefined;
+  const clean = await cleanGitDir(repo, scratch).catch(() => undefined);
+  if (clean === undefined) return undefined;
+  let status: string;
+  try {
+    const args = [
+      'status',
+      '--porcelain',
+      '-z',
+      '--untracked-files=all',
+      '--ignore-submodules=all',
+    ];
+    const result = await runProcess(
+      clean.argv(args),
+      gitRunOptions({ cwd: repo.top, timeoutMs: GIT_TIMEOUT_MS, drainMs: 50 }),
+    );
+    if (result.exitCode !== 0) return undefined;
+    status = result.output;
+  } finally {
+    await clean.remove();
+  }
   const state: GitState = new Map();
   for (const path of porcelainPaths(status)) {
-    const abs = join(top, path);
+    const abs = join(repo.top, path);
     state.set(abs, await readFile(abs).then(contentHash, () => null));
   }
   return state;

@@ -47,6 +47,23 @@ export function storeFor(facts: Pick<EditorFacts, 'editor_dirs'>): UndoStore | u
     : new UndoStore(join(state, 'flemma', 'undo'));
 }
 
+/**
+ * Where the review's git runs make their clean git directory: Neovim's state directory, which
+ * sandboxed commands cannot see; undefined (no git run) when Neovim did not say where that is.
+ */
+function gitScratch(facts: Pick<EditorFacts, 'editor_dirs'>): string | undefined {
+  const state = facts.editor_dirs?.state;
+  return state === undefined || state === '' ? undefined : join(state, 'flemma', 'git');
+}
+
+/** The git state of the chat's repository now; undefined when there is none to note. */
+function gitStateFor(
+  facts: Pick<EditorFacts, 'filename' | 'cwd' | 'editor_dirs'>,
+): Promise<GitState | undefined> {
+  const scratch = gitScratch(facts);
+  return scratch === undefined ? Promise.resolve(undefined) : gitState(chatDir(facts), scratch);
+}
+
 /** The chat file's directory, else Neovim's working directory. */
 function chatDir(facts: Pick<EditorFacts, 'filename' | 'cwd'>): string {
   return facts.filename === null ? facts.cwd : dirname(facts.filename);
@@ -244,9 +261,17 @@ export class UndoService {
     if (!this.starting.delete(bufnr)) return;
     const state = this.base.lua
       .call('tools.facts', { bufnr })
-      .then((facts) => gitState(chatDir(facts)))
+      .then((facts) => gitStateFor(facts))
       .catch(() => undefined);
     this.turns.set(bufnr, state);
+  }
+
+  /**
+   * Settles once the turn's git state of the buffer is noted (at once when none is being noted):
+   * a tool of the turn waits for it, so that what it changes is never part of the turn's start.
+   */
+  async noted(bufnr: number): Promise<void> {
+    await this.turns.get(bufnr);
   }
 
   forget(bufnr: number): void {
@@ -262,7 +287,7 @@ export class UndoService {
     const calls = await this.reviewCalls(bufnr, scope, state.document, facts);
     const start = scope.kind === 'last' ? await this.turns.get(bufnr) : undefined;
     if (start === undefined) return { calls, git: [] };
-    const now = await gitState(chatDir(facts)).catch(() => undefined);
+    const now = await gitStateFor(facts).catch(() => undefined);
     if (now === undefined) return { calls, git: [] };
     // Files the calls' own records cover are listed with their hunks already.
     // The chat file itself is what the user reads the turn in.

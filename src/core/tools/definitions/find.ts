@@ -15,6 +15,9 @@
 //   an excluded directory (say `node_modules/foo`) still finds its files. find prunes excluded
 //   directories instead of walking them and discarding the results. The same filter runs here on
 //   every backend's output, which also covers files git tracks inside excluded directories.
+// - git runs the one safe way (../git.ts): `ls-files` against a clean git directory made for the
+//   call, so no `core.fsmonitor` or other program of the repository's config runs, and without
+//   Flemma's `GIT_*` variables; finding the work tree is the same `rev-parse` the review uses.
 // - git's file list is read NUL-separated, so names with unusual characters are not quoted.
 //   `--cached` still lists a tracked file deleted from the work tree; such entries are dropped.
 // - Results are collected in full, sorted, and only then cut to `limit`, so the cut is stable.
@@ -26,12 +29,13 @@
 // - The time limit is `tools.find.timeout` when set, else the context's default timeout.
 
 import { lstat, stat } from 'node:fs/promises';
-import { homedir } from 'node:os';
-import { relative, resolve as resolvePath } from 'node:path';
+import { homedir, tmpdir } from 'node:os';
+import { isAbsolute, join, relative, resolve as resolvePath } from 'node:path';
 
 import { pathGlob } from '../../util/glob.js';
 import { resolveAgainst } from '../context.js';
-import { type RunResult, runProcess } from '../process.js';
+import { type CleanGitDir, cleanGitDir, gitRunOptions, locateRepository } from '../git.js';
+import { type RunOptions, type RunResult, runProcess } from '../process.js';
 import { type Probes, probeOnce } from '../probes.js';
 import type { ToolContext, ToolDefinition, ToolOutcome } from '../registry.js';
 import {
@@ -115,8 +119,9 @@ export function buildFindArgv(
       return argv;
     }
     case 'git':
-      // Run in the searched directory: it lists the files below it, relative to it.
-      return ['git', 'ls-files', '--cached', '--others', '--exclude-standard', '-z'];
+      // Run in the searched directory: it lists the files below it, relative to it. Only the
+      // arguments: the command line is the clean git directory's (see `executeFind`).
+      return ['ls-files', '--cached', '--others', '--exclude-standard', '-z'];
     case 'find': {
       const argv = ['find', dirArg, '-mindepth', '1'];
       if (excludes.length > 0) {
@@ -155,12 +160,7 @@ function detectInstalled(probes: Probes | undefined): Promise<Installed> {
 }
 
 async function insideGitWorkTree(dir: string, run: RunFn, signal: AbortSignal): Promise<boolean> {
-  const probe = await run(['git', 'rev-parse', '--is-inside-work-tree'], {
-    cwd: dir,
-    signal,
-    timeoutMs: 5000,
-  });
-  return probe.exitCode === 0 && probe.output.trim() === 'true';
+  return (await locateRepository(dir, run, { signal, timeoutMs: 5000 })) !== undefined;
 }
 
 /** fd when installed, else git inside a work tree, else find; null when none is available. */
@@ -227,6 +227,67 @@ function matchingFiles(
 
 const NARROW = 'Narrow your pattern for more specific results.';
 
+type Ran = { result: RunResult } | { error: string };
+
+/** Runs `argv` through the sandbox; a start failure or a cancel is an error. */
+async function runWrapped(
+  argv: string[],
+  ctx: ToolContext,
+  run: RunFn,
+  options: RunOptions,
+): Promise<Ran> {
+  const wrapped = await ctx.sandbox.wrap_command(argv);
+  if (!wrapped.ok) return { error: `Sandbox error: ${wrapped.error}` };
+  if (ctx.signal.aborted) return { error: 'Cancelled' };
+  const result = await run(wrapped.argv, options);
+  if (result.cancelled) return { error: 'Cancelled' };
+  if (result.startError !== undefined) {
+    return { error: `Failed to start ${argv[0] ?? 'find'}: ${result.startError}` };
+  }
+  return { result };
+}
+
+/**
+ * Where the clean git directory goes. Run in the sandbox, it must be visible there (the temporary
+ * directory: a command that changed it meanwhile could only make git run code in the sandbox,
+ * as its own `bash` could). Run without one, it goes where no sandboxed command (of another
+ * buffer, say) can write: `$XDG_RUNTIME_DIR`, which the sandbox hides.
+ */
+function gitScratch(ctx: ToolContext): string {
+  const runtime = process.env['XDG_RUNTIME_DIR'];
+  return !ctx.sandbox.enabled && runtime !== undefined && isAbsolute(runtime)
+    ? join(runtime, 'flemma-find')
+    : join(tmpdir(), 'flemma-find');
+}
+
+/**
+ * Runs git's `args` the safe way (src/core/tools/git.ts): against a clean git directory made for
+ * this run, without the repository's config or `GIT_*` variables.
+ */
+async function runGit(
+  args: string[],
+  ctx: ToolContext,
+  run: RunFn,
+  options: RunOptions & { cwd: string },
+): Promise<Ran> {
+  const located = { signal: ctx.signal, timeoutMs: 5000 };
+  const repo = await locateRepository(options.cwd, run, located);
+  if (repo === undefined) return { error: `Not a git work tree: ${options.cwd}` };
+  let clean: CleanGitDir;
+  try {
+    clean = await cleanGitDir(repo, gitScratch(ctx));
+  } catch (error) {
+    return {
+      error: `Failed to start git: ${error instanceof Error ? error.message : String(error)}`,
+    };
+  }
+  try {
+    return await runWrapped(clean.argv(args), ctx, run, gitRunOptions(options));
+  } finally {
+    await clean.remove();
+  }
+}
+
 async function executeFind(
   input: unknown,
   ctx: ToolContext,
@@ -260,22 +321,14 @@ async function executeFind(
 
   const excludes = excludesFrom(ctx.get_config());
   const dirArg = searchArgument(ctx.cwd, searchDir);
-  const argv = buildFindArgv(plan, pattern, dirArg, excludes);
-  const wrapped = await ctx.sandbox.wrap_command(argv);
-  if (!wrapped.ok) return { ok: false, error: `Sandbox error: ${wrapped.error}` };
-  if (ctx.signal.aborted) return { ok: false, error: 'Cancelled' };
-
   const seconds = timeoutSeconds(ctx);
   const processCwd = plan.backend === 'git' ? searchDir : ctx.cwd;
-  const result = await run(wrapped.argv, {
-    cwd: processCwd,
-    signal: ctx.signal,
-    timeoutMs: seconds * 1000,
-  });
-  if (result.cancelled) return { ok: false, error: 'Cancelled' };
-  if (result.startError !== undefined) {
-    return { ok: false, error: `Failed to start ${argv[0] ?? 'find'}: ${result.startError}` };
-  }
+  const runOptions = { cwd: processCwd, signal: ctx.signal, timeoutMs: seconds * 1000 };
+  const ran = await (plan.backend === 'git'
+    ? runGit(buildFindArgv(plan, pattern, dirArg, excludes), ctx, run, runOptions)
+    : runWrapped(buildFindArgv(plan, pattern, dirArg, excludes), ctx, run, runOptions));
+  if ('error' in ran) return { ok: false, error: ran.error };
+  const result = ran.result;
 
   let files = matchingFiles(
     splitOutput(result, plan),
