@@ -403,6 +403,7 @@ describe('issue 28: a deny rule sees the command inside and the commands alike',
     'find . -name "*.ts"',
     'FOO=1 make test',
     'git log --oneline',
+    'git log -c --stat',
   ])('%j is left to whoever approved it', (text) => {
     expect(guardBashDeny(approved, call(text), rules, true)).toBe(approved);
   });
@@ -434,6 +435,7 @@ describe('issue 28: the paths a command names', () => {
     'cat ${PWD}/notes.txt .env',
     'cd .git && cat config',
     'grep -r KEY --file=.env .',
+    'grep -f.env x',
     "sh -c 'cat .env'",
     'ls .git/hooks',
   ])('%j names a sensitive place: asks, sandbox or not', async (text) => {

@@ -191,6 +191,18 @@ function afterPrefix(args: readonly Word[], spec: PrefixSpec): Word[] {
   return args.slice(i);
 }
 
+/** The global options of `git` (before its subcommand), their values included. */
+function gitGlobals(args: readonly Word[]): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    const text = args[i]?.text ?? '';
+    if (!text.startsWith('-')) break;
+    out.push(text);
+    if (GIT_VALUES.has(text)) i++;
+  }
+  return out;
+}
+
 /** `git` without its global options: `git -C x --no-pager push` → `git push`. */
 function gitProper(words: readonly Word[]): Word[] | undefined {
   let i = 1;
@@ -281,7 +293,10 @@ export function runsUnseen(command: SimpleCommand): string | undefined {
   if (AWKS.has(name) && args.some((word) => /system\s*\(|\||getline/u.test(word.text))) {
     return `\`${subject}\` runs commands from its program (system, a pipe or getline)`;
   }
-  if (name === 'git' && args.some((word) => /^(?:-c|--config-env)(?:=|$)|^-c./u.test(word.text))) {
+  if (
+    name === 'git' &&
+    gitGlobals(args).some((text) => /^(?:-c|--config-env)(?:=|$)|^-c./u.test(text))
+  ) {
     return `\`${subject}\` sets git configuration, which can name a program to run`;
   }
   if ((name === 'find' || name === 'fd' || name === 'fdfind') && innerCommands(command).length) {

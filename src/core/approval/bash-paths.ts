@@ -44,7 +44,8 @@ function candidates(word: Word): Word[] {
   if (text.startsWith('-')) {
     const eq = text.indexOf('=');
     if (eq > 0) return [part(text.slice(eq + 1))];
-    const attached = /^-[A-Za-z]([/~].*)$/u.exec(text);
+    // `-o/x`, `-f.env`: a short option's attached value (`-la` gives `a`, which is harmless).
+    const attached = /^-[A-Za-z](.+)$/u.exec(text);
     return attached?.[1] === undefined ? [] : [part(attached[1])];
   }
   const out = [word];
