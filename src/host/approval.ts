@@ -148,12 +148,29 @@ export class ApprovalService {
     ]);
     extra.push(...this.flynnResolvers(config));
     extra.push(...this.sessionResolvers(config));
+    const sandboxActive = async (bufnr: number): Promise<boolean> => {
+      const known = facts ?? (await this.ctx.lua.call('tools.facts', { bufnr }));
+      const state = await sandboxFor(
+        config.sandbox,
+        known,
+        homedir(),
+        this.ctx.sandboxBackends,
+        undefined,
+        { sensitivePaths: config.tools['sensitive_paths'] },
+      );
+      return (
+        state.enabled &&
+        state.backend !== undefined &&
+        state.wrapError === undefined &&
+        state.builtinBackend === true
+      );
+    };
     const rules = bashRules(tools);
     // In the chain only when configured, so `:Flemma status` lists what can decide.
     if (rules.allow.length > 0) {
       extra.push([
         BASH_RULES_RESOLVER,
-        bashRulesResolver(rules, (name) => this.canonical(name) === 'bash'),
+        bashRulesResolver(rules, (name) => this.canonical(name) === 'bash', sandboxActive),
       ]);
     }
     return buildChain(
@@ -165,23 +182,7 @@ export class ApprovalService {
       },
       {
         tools: this.registry,
-        sandboxActive: async (bufnr) => {
-          const known = facts ?? (await this.ctx.lua.call('tools.facts', { bufnr }));
-          const state = await sandboxFor(
-            config.sandbox,
-            known,
-            homedir(),
-            this.ctx.sandboxBackends,
-            undefined,
-            { sensitivePaths: config.tools['sensitive_paths'] },
-          );
-          return (
-            state.enabled &&
-            state.backend !== undefined &&
-            state.wrapError === undefined &&
-            state.builtinBackend === true
-          );
-        },
+        sandboxActive,
       },
       extra,
     );

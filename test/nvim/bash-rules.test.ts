@@ -3,6 +3,8 @@
 // approved it (the sandbox's included), an untrusted frontmatter may add a deny rule but not an
 // allow rule, and `:Flemma tool:why` names the rule. A scripted fake Anthropic server plays the
 // model; the calls go through the real approval chain.
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { anthropicReply as reply, type ScriptedCall as Call } from '../helpers/anthropic-script.js';
 import { type Driver, startDriver } from '../helpers/driver.js';
@@ -85,7 +87,8 @@ describe('command rules for bash', () => {
 
   it('sandbox off: an allowed command runs and its output goes back without a question', async () => {
     const { d, f } = await setup(
-      '{ sandbox = { enabled = false }, tools = { bash = { allow = { "echo *" } } } }',
+      // A leading assignment is part of the command: the rule names it (issue 28).
+      '{ sandbox = { enabled = false }, tools = { bash = { allow = { "FOO=1 echo *" } } } }',
     );
     await d.press('<C-]>');
     await reply(await f.nextRequest({ path: '/v1/messages' }), 'Running.', [
@@ -145,5 +148,92 @@ describe('command rules for bash', () => {
     );
     expect(diagnostics.join('\n')).toContain('flemma.opt.tools.bash.allow is not applied');
     expect(diagnostics.join('\n')).not.toContain('tools.bash.deny');
+  });
+});
+
+/** Cancels the waiting calls, sends the results, and answers the model: nothing else runs. */
+async function cancelAndSend(d: Driver, f: FakeProvider): Promise<void> {
+  const before = d.notificationCount;
+  await d.command('Flemma tool:cancel-pending');
+  await d.waitForNotification(/Cancelled \d+ waiting tool call/, { after: before });
+  await d.press('<C-]>');
+  const follow = await f.nextRequest({ path: '/v1/messages' });
+  const after = d.eventCount;
+  await reply(follow, 'OK.');
+  await d.waitForEvent('FlemmaRequestFinished', { after });
+}
+
+describe('issue 28: command rules see the whole command', () => {
+  it('sandbox off: a leading GIT_CONFIG_* or LD_PRELOAD assignment is not allowed by `git status*` or `ls *`', async () => {
+    const { d, f } = await setup(
+      '{ sandbox = { enabled = false }, tools = { autopilot = false, bash = { allow = { "git status*", "ls *" } } } }',
+    );
+    await d.lua('vim.fn.system({ "git", "init", "-q" })');
+    const marker = join(d.home, 'work', 'fsmonitor-ran');
+    const lines = await ask(d, f, [
+      bash(
+        'toolu_G',
+        `GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=core.fsmonitor GIT_CONFIG_VALUE_0="touch ${marker}" git status`,
+      ),
+      bash('toolu_L', 'LD_PRELOAD=/nonexistent/x.so ls'),
+      // Asks on any version: the step stops here either way.
+      bash('toolu_W', 'whoami'),
+    ]);
+    expect(statusOf(lines, 'toolu_G')).toBe('pending');
+    expect(statusOf(lines, 'toolu_L')).toBe('pending');
+    expect(await why(d, 'toolu_G')).toContain('matches no allow rule');
+    await cancelAndSend(d, f);
+    expect(existsSync(marker)).toBe(false);
+  });
+
+  it('sandbox off: `git diff --output=/outside` under `git diff*` and `cat .env` under `cat *` ask', async () => {
+    const { d, f } = await setup(
+      '{ sandbox = { enabled = false }, tools = { autopilot = false, bash = { allow = { "git diff*", "cat *" } } } }',
+    );
+    await d.lua('vim.fn.system({ "git", "init", "-q" })');
+    d.writeFile('.env', 'API_KEY=secret\n');
+    const outside = join(d.home, 'outside.patch');
+    const lines = await ask(d, f, [
+      bash('toolu_O', `git diff --output=${outside}`),
+      bash('toolu_E', 'cat .env'),
+      bash('toolu_N', 'cat rules.chat'),
+      bash('toolu_W', 'whoami'),
+    ]);
+    expect(statusOf(lines, 'toolu_O')).toBe('pending');
+    expect(statusOf(lines, 'toolu_E')).toBe('pending');
+    // A file in the project is still allowed.
+    expect(statusOf(lines, 'toolu_N')).toBe('approved');
+    expect(await why(d, 'toolu_O')).toContain('is outside the project');
+    expect(await why(d, 'toolu_E')).toContain('touches a sensitive place, .env* (built in)');
+    await cancelAndSend(d, f);
+    expect(existsSync(outside)).toBe(false);
+    expect(JSON.stringify(f.requests.map((r) => r.body))).not.toContain('API_KEY=secret');
+  });
+
+  it('sandbox on: `find -delete`, `unlink`, `python3 -c` and `perl -e` are held by the deny rule `rm *`', async () => {
+    const { d, f } = await setup('{ tools = { autopilot = false, bash = { deny = { "rm *" } } } }');
+    for (const name of ['a.tmp', 'b.txt', 'c.txt', 'd.txt', 'e.txt']) d.writeFile(name, 'keep\n');
+    const lines = await ask(d, f, [
+      bash('toolu_F', 'find . -name "*.tmp" -delete'),
+      bash('toolu_U', 'unlink b.txt'),
+      bash('toolu_P', `python3 -c "import os; os.remove('c.txt')"`),
+      bash('toolu_R', `perl -e 'unlink "d.txt"'`),
+      bash('toolu_S', 'sudo rm -f e.txt'),
+      bash('toolu_E', 'echo hi'),
+    ]);
+    for (const id of ['toolu_F', 'toolu_U', 'toolu_P', 'toolu_R', 'toolu_S']) {
+      expect(statusOf(lines, id), id).toBe('pending');
+    }
+    // Without a deny match the sandbox approves bash as before.
+    expect(statusOf(lines, 'toolu_E')).toBe('approved');
+    expect(await why(d, 'toolu_F')).toContain(
+      '`find . -name *.tmp -delete` does the job of `rm` (`find *-delete*`), so it matches the deny rule "rm *"',
+    );
+    expect(await why(d, 'toolu_P')).toContain('runs code given on its command line');
+    expect(await why(d, 'toolu_S')).toContain('runs `rm -f e.txt`, which matches the deny rule');
+    await cancelAndSend(d, f);
+    for (const name of ['a.tmp', 'b.txt', 'c.txt', 'd.txt', 'e.txt']) {
+      expect(existsSync(join(d.home, 'work', name)), name).toBe(true);
+    }
   });
 });

@@ -1,259 +1,48 @@
-// Command-level rules for `bash` (issue 22, point 5): `tools.bash.allow` and `tools.bash.deny`,
-// patterns matched against each simple command of the command line the model asked to run.
+// Command-level rules for `bash` (issue 22, point 5; issue 28, point 5): `tools.bash.allow` and
+// `tools.bash.deny`, patterns matched against each simple command of the command line the model
+// asked to run. The parser is bash-parse.ts, what a command runs besides itself bash-inner.ts,
+// the paths it names bash-paths.ts.
 //
-// Decisions, including where the issue is silent:
-// - Parsing: `shell-quote` splits the line into words and operators (quotes, escapes, `&&`, `||`,
-//   `;`, `|`, `&`, redirections). What it does not model is detected first and makes the command
-//   "not parsed with confidence": a backtick, `$(` (command substitution, quoted or not: inside
-//   single quotes it is harmless, but asking costs less than guessing), `<(` / `>(` (process
-//   substitution), a here-document (`<<`), a line break (another command), a subshell (`(`,
-//   `)`), a compound command (a reserved word such as `if`, `for`, `do`, `{` where a command
-//   starts; the words after it are still matched, so `do rm x` is `rm x`), a command name that
-//   is an expansion (`$CMD args`), and output redirections to a file (`> out`, `>> log`,
-//   `&> f`; `/dev/null` and fd duplications such as `2>&1` are fine; the fd number before a
-//   redirection is not a word). Such a command is never approved by an allow rule.
-// - Subject: the words of one simple command, with its leading `NAME=value` assignments left out
-//   and redirections removed, joined by single spaces (`FOO=1 ls  -la 2>/dev/null` → `ls -la`).
+// Decisions, including where the issues are silent:
+// - Subject: all the words of one simple command, its leading `NAME=value` assignments included,
+//   redirections removed, joined by single spaces (`FOO=1 ls  -la 2>/dev/null` → `FOO=1 ls -la`).
 //   Quotes are gone: `grep "a b"` is `grep a b`. A pattern is the project's glob dialect over
 //   names (src/core/util/glob.ts, `nameGlob`), where `*` spans any characters, spaces included.
 //   A pattern ending in ` *` also matches the command alone (`ls *` matches `ls`).
-// - Allow: the call is approved only when it parses with confidence and every simple command of
-//   it matches some allow rule (`ls && rm -rf ~` does not match `ls *`), and the command runs
-//   in the project (the same working-directory rule as the sandbox resolver).
-// - Deny: a call with a simple command that matches a deny rule is never approved automatically,
-//   whichever resolver approved it (a guard after the chain, like the sensitive-place guard): it
-//   asks. A deny rule also matches the command with its name's directory left out (`/bin/rm` is
-//   `rm`); an allow rule does not (`./ls` is not `ls`). When deny rules exist, a command that does not parse with confidence, or that runs
-//   another command through a wrapper (`sh -c`, `eval`, `xargs`, `sudo`, `find -exec`…), asks
-//   too: what it runs cannot be checked against them. Denials by other resolvers stand.
+// - Allow: the whole subject must match, so a leading assignment or a prefix (`env`, `sudo`,
+//   `nice`, `sh -c`…) must itself be allowed (`LD_PRELOAD=x ls` does not match `ls *`; `FOO=1
+//   make*` or `env *` allow them by name). The call is approved only when it parses with
+//   confidence, every simple command matches some allow rule (`ls && rm -rf ~` does not match
+//   `ls *`), no deny rule matches, the command runs in the project (the same working-directory
+//   rule as the sandbox resolver), and the paths it names (bash-paths.ts) touch no sensitive
+//   place and, unless the sandbox is on, lie in the project.
+// - Deny: a call with a simple command whose any form (bash-inner.ts: without assignments, without
+//   the name's directory, `git` without global options, what it runs through a prefix, `sh -c`,
+//   `find -exec`) matches a deny rule, or a command `DENY_ALIKE` lists for the rule's command
+//   name (`unlink` for `rm *`), is never approved automatically, whichever resolver approved it
+//   (a guard after the chain, like the sensitive-place guard): it asks. An allow rule takes names
+//   as written (`./ls` is not `ls`). When deny rules exist, a command that does not parse with
+//   confidence, or that runs what the rules cannot follow (a prefix, a shell, an interpreter
+//   given code, `find -exec`, `git -c`, `PATH=…`), asks too. Denials by other resolvers stand.
 
-import parse from 'shell-quote/parse.js';
 import type { ApprovalResult, Note, ToolCall } from './chain.js';
 import type { ApprovalContext, ApprovalResolver } from './resolvers.js';
 import { commandScopeProblem } from './scope.js';
 import { nameGlob } from '../util/glob.js';
+import { type ParsedCommand, parseCommand } from './bash-parse.js';
+import { allForms, alikeOf, unseenIn } from './bash-inner.js';
+import { commandPaths } from './bash-paths.js';
+
+export { parseCommand, type ParsedCommand } from './bash-parse.js';
 
 export const BASH_RULES_RESOLVER = 'urn:flemma:approval:bash-rules';
 export const BASH_DENY_GUARD = 'urn:flemma:approval:bash-deny';
 /** Above third-party resolvers (50) and the sandbox (25), below the buffer's own list (90). */
 export const BASH_RULES_PRIORITY = 80;
 
-export interface ParsedCommand {
-  /** The subject of each simple command (words joined by spaces), in order. */
-  commands: string[];
-  /** Why the command is not parsed with confidence; undefined when it is. */
-  problem?: string;
-}
-
 export interface BashRules {
   allow: string[];
   deny: string[];
-}
-
-/** Commands that run other commands given as their arguments. */
-const WRAPPERS: ReadonlySet<string> = new Set([
-  'sh',
-  'bash',
-  'zsh',
-  'dash',
-  'ksh',
-  'fish',
-  'eval',
-  'exec',
-  'source',
-  '.',
-  'xargs',
-  'sudo',
-  'doas',
-  'su',
-  'env',
-  'nohup',
-  'nice',
-  'time',
-  'timeout',
-  'watch',
-  'command',
-  'builtin',
-  'parallel',
-]);
-
-/** Options of `find` and `fd` that run a command for each file found. */
-const EXEC_OPTIONS = /^(?:-exec|-execdir|-ok|-okdir|-x|-X|--exec|--exec-batch)$/u;
-
-/** Whether a simple command runs other commands given as its arguments. */
-function runsOthers(command: string): boolean {
-  const words = command.split(' ');
-  const name = words[0] ?? '';
-  if (WRAPPERS.has(name)) return true;
-  return (name === 'find' || name === 'fd') && words.some((word) => EXEC_OPTIONS.test(word));
-}
-
-const SEPARATORS: ReadonlySet<string> = new Set([
-  '&&',
-  '||',
-  ';',
-  ';;',
-  ';&',
-  ';;&',
-  '|',
-  '|&',
-  '&',
-]);
-const OUTPUT_REDIRECTS: ReadonlySet<string> = new Set(['>', '>>', '>|', '&>', '&>>', '<>']);
-const ASSIGNMENT = /^[A-Za-z_][A-Za-z0-9_]*=/u;
-
-/** A variable expansion, kept as a marker so that a command name made of one can be told. */
-interface Expansion {
-  expansion: string;
-}
-
-function isExpansion(token: unknown): token is Expansion {
-  return typeof token === 'object' && token !== null && 'expansion' in token;
-}
-
-/** What in the raw text `shell-quote` would not see as it is. */
-function rawProblem(text: string): string | undefined {
-  if (text.includes('`')) return 'it has a backtick (command substitution)';
-  if (text.includes('$(')) return 'it has a command substitution $(…)';
-  if (/[<>]\(/u.test(text)) return 'it has a process substitution';
-  if (text.includes('<<')) return 'it has a here-document';
-  if (/[\n\r]/u.test(text)) return 'it spans more than one line';
-  return undefined;
-}
-
-/** Reserved words that open or close a compound command (`if`, `for`, `while`, `{ … }`…). */
-const RESERVED: ReadonlySet<string> = new Set([
-  'if',
-  'then',
-  'else',
-  'elif',
-  'fi',
-  'do',
-  'done',
-  'case',
-  'esac',
-  'while',
-  'until',
-  'for',
-  'select',
-  'in',
-  'function',
-  'coproc',
-  '{',
-  '}',
-  '[[',
-  ']]',
-]);
-
-/**
- * `text` without the file-descriptor numbers of its redirections (`2>&1` → `>&1`), which
- * shell-quote would read as a word of the command. Quotes are followed so that a quoted `2>` stays.
- */
-function dropFdNumbers(text: string): string {
-  let out = '';
-  let quote: string | undefined;
-  for (let i = 0; i < text.length; i++) {
-    const ch = text.charAt(i);
-    if (
-      quote === undefined &&
-      /\d/u.test(ch) &&
-      (i === 0 || /[\s;&|(]/u.test(text.charAt(i - 1)))
-    ) {
-      const digits = /^\d+(?=[<>])/u.exec(text.slice(i));
-      if (digits !== null) {
-        i += digits[0].length - 1;
-        continue;
-      }
-    }
-    out += ch;
-    if (ch === '\\' && quote !== "'") {
-      out += text.charAt(++i);
-    } else if (quote === undefined && (ch === "'" || ch === '"')) {
-      quote = ch;
-    } else if (ch === quote) {
-      quote = undefined;
-    }
-  }
-  return out;
-}
-
-/** Splits a command line into its simple commands (see the header for what counts). */
-export function parseCommand(text: string): ParsedCommand {
-  const early = rawProblem(text);
-  const commands: string[] = [];
-  let problem = early;
-  let words: string[] = [];
-  let assignmentsDone = false;
-  let redirect: string | undefined;
-  const end = (): void => {
-    if (words.length > 0) commands.push(words.join(' '));
-    words = [];
-    assignmentsDone = false;
-  };
-  const flag = (why: string): void => {
-    problem ??= why;
-  };
-  let tokens: unknown[];
-  try {
-    tokens = parse(dropFdNumbers(text), (key: string) => ({ expansion: `$${key}` }));
-  } catch (error) {
-    return { commands: [], problem: `it could not be parsed (${String(error)})` };
-  }
-  for (const token of tokens) {
-    if (redirect !== undefined) {
-      const target = typeof token === 'string' ? token : isExpansion(token) ? token.expansion : '';
-      const dup = redirect === '>&' || redirect === '<&';
-      if (OUTPUT_REDIRECTS.has(redirect) || (dup && !/^(?:\d+|-)$/u.test(target))) {
-        if (target !== '/dev/null') flag(`it writes to a file (${redirect} ${target})`);
-      }
-      redirect = undefined;
-      continue;
-    }
-    if (typeof token === 'string' || isExpansion(token)) {
-      const word = typeof token === 'string' ? token : token.expansion;
-      if (!assignmentsDone && typeof token === 'string' && ASSIGNMENT.test(word)) continue;
-      if (!assignmentsDone && isExpansion(token))
-        flag(`its command name is an expansion (${word})`);
-      if (!assignmentsDone && typeof token === 'string') {
-        // `! cmd` runs `cmd`; a reserved word opens or closes a compound command whose body's
-        // commands are still matched (`do rm x` is `rm x`), but the whole is not vouched for.
-        if (word === '!') continue;
-        if (RESERVED.has(word)) {
-          flag(`it has a compound command (${word})`);
-          continue;
-        }
-      }
-      assignmentsDone = true;
-      words.push(word);
-      continue;
-    }
-    if (typeof token !== 'object' || token === null) continue;
-    if ('comment' in token) continue;
-    if ('pattern' in token) {
-      words.push(String(token.pattern));
-      assignmentsDone = true;
-      continue;
-    }
-    const op = String((token as { op: unknown }).op);
-    if (SEPARATORS.has(op)) {
-      end();
-    } else if (op === '(' || op === ')') {
-      flag('it has a subshell');
-      end();
-    } else if (op === '<(' || op === '>(') {
-      flag('it has a process substitution');
-      end();
-    } else if (op.startsWith('<<')) {
-      flag('it has a here-document');
-      end();
-    } else {
-      redirect = op;
-    }
-  }
-  if (redirect !== undefined) flag(`a redirection (${redirect}) has no target`);
-  end();
-  if (commands.length === 0) flag('it has no command');
-  return problem === undefined ? { commands } : { commands, problem };
 }
 
 /** Whether `subject` (one simple command) matches `pattern`. */
@@ -281,33 +70,54 @@ export function commandOf(input: unknown): string | undefined {
   return typeof command === 'string' ? command : undefined;
 }
 
-/** The first simple command that matches a deny rule, with the rule. */
-export function denyMatch(
-  rules: BashRules,
-  parsed: ParsedCommand,
-): { rule: string; command: string } | undefined {
-  for (const command of parsed.commands) {
-    // `/bin/rm -rf ~` is `rm -rf ~` to a deny rule (an allow rule takes names as written).
-    const short = command.replace(/^[^ ]*\//u, '');
-    const rule = rules.deny.find(
-      (pattern) => commandMatches(pattern, command) || commandMatches(pattern, short),
-    );
-    if (rule !== undefined) return { rule, command };
+/** A deny rule's hit: the rule, the simple command, and what matched when not the command itself. */
+export interface DenyHit {
+  rule: string;
+  command: string;
+  /** The command it runs (`rm x` for `sudo rm x`), or the job it does (`rm`), when one matched. */
+  via?: { inner: string } | { alike: string; pattern: string };
+}
+
+/** The first simple command that matches a deny rule (see the header), with the rule. */
+export function denyMatch(rules: BashRules, parsed: ParsedCommand): DenyHit | undefined {
+  if (rules.deny.length === 0) return undefined;
+  const alike = new Map(rules.deny.map((rule) => [rule, alikeOf(rule)]));
+  for (const [index, simple] of parsed.simple.entries()) {
+    const command = parsed.commands[index] ?? '';
+    const forms = allForms(simple);
+    for (const rule of rules.deny) {
+      const own = forms.find((form) => commandMatches(rule, form.text));
+      if (own !== undefined) {
+        return own.inner ? { rule, command, via: { inner: own.text } } : { rule, command };
+      }
+      for (const { name, pattern } of alike.get(rule) ?? []) {
+        const same = forms.find((form) => commandMatches(pattern, form.text));
+        if (same !== undefined) return { rule, command, via: { alike: name, pattern } };
+      }
+    }
   }
   return undefined;
+}
+
+/** What `:Flemma tool:why` says of a deny hit. */
+export function describeDenyHit(hit: DenyHit): string {
+  const rule = `the deny rule "${hit.rule}" (tools.bash.deny)`;
+  if (hit.via === undefined) return `\`${hit.command}\` matches ${rule}`;
+  if ('inner' in hit.via)
+    return `\`${hit.command}\` runs \`${hit.via.inner}\`, which matches ${rule}`;
+  return `\`${hit.command}\` does the job of \`${hit.via.alike}\` (\`${hit.via.pattern}\`), so it matches ${rule}`;
 }
 
 /** Why a command with no deny match still cannot be cleared of the deny rules; undefined if it can. */
 function uncheckable(parsed: ParsedCommand): string | undefined {
   if (parsed.problem !== undefined) return `it cannot be parsed with confidence: ${parsed.problem}`;
-  const wrapped = parsed.commands.find(runsOthers);
-  if (wrapped !== undefined) return `\`${wrapped}\` may run other commands`;
-  return undefined;
+  return unseenIn(parsed);
 }
 
 /**
  * The allow rule of each simple command when every one has one and the command parses with
- * confidence; otherwise why not.
+ * confidence; otherwise why not. Each subject is matched whole, its assignments and prefixes
+ * included.
  */
 export function allowMatch(
   rules: BashRules,
@@ -324,15 +134,40 @@ export function allowMatch(
   return { rules: found };
 }
 
-/** `urn:flemma:approval:bash-rules`: approves a `bash` call whose every command is allowed. */
+/**
+ * Why the paths a command names keep an allow rule from approving it; undefined when they do not.
+ * `sandboxed` is asked only when a path lies outside the project or is not known.
+ */
+async function pathsProblem(
+  parsed: ParsedCommand,
+  context: ApprovalContext,
+  sandboxed: () => boolean | Promise<boolean>,
+): Promise<string | undefined> {
+  const findings = commandPaths(parsed, context.scope);
+  if (findings === undefined) return 'the paths the command names cannot be checked here';
+  const sensitive = findings.find((finding) => finding.kind === 'sensitive');
+  if (sensitive !== undefined) {
+    return `${sensitive.why}: a command that names one is never approved by tools.bash.allow`;
+  }
+  const doubt = findings[0];
+  if (doubt === undefined || (await sandboxed())) return undefined;
+  return `${doubt.why}: without the sandbox, tools.bash.allow approves only commands whose paths lie in the project`;
+}
+
+/**
+ * `urn:flemma:approval:bash-rules`: approves a `bash` call whose every command is allowed and
+ * whose paths pass. `sandboxActive` says whether the sandbox will wrap the command (it bounds
+ * where a command writes, so paths outside the project are then left to it).
+ */
 export function bashRulesResolver(
   rules: BashRules,
   isBash: (toolName: string) => boolean,
+  sandboxActive?: (bufnr: number) => boolean | Promise<boolean>,
 ): ApprovalResolver {
   return {
     priority: BASH_RULES_PRIORITY,
     description: 'tools.bash.allow: bash commands approved by pattern',
-    resolve: (call: ToolCall, context: ApprovalContext, note: Note) => {
+    resolve: async (call: ToolCall, context: ApprovalContext, note: Note) => {
       if (rules.allow.length === 0 || !isBash(call.toolName)) return undefined;
       const command = commandOf(call.input);
       if (command === undefined) return undefined;
@@ -346,6 +181,13 @@ export function bashRulesResolver(
       const problem = commandScopeProblem(context.scope, call.toolName);
       if (problem !== undefined) {
         note(problem);
+        return undefined;
+      }
+      const paths = await pathsProblem(parsed, context, () =>
+        sandboxActive === undefined ? false : sandboxActive(call.bufnr),
+      );
+      if (paths !== undefined) {
+        note(`not allowed: ${paths}`);
         return undefined;
       }
       const unique = [...new Set(match.rules)].map((rule) => `"${rule}"`);
@@ -368,10 +210,7 @@ export function guardBashDeny(
   if (result.decision === 'deny' || !isBash || rules.deny.length === 0) return result;
   const parsed = parseCommand(commandOf(call.input) ?? '');
   const hit = denyMatch(rules, parsed);
-  const matched =
-    hit === undefined
-      ? undefined
-      : `\`${hit.command}\` matches the deny rule "${hit.rule}" (tools.bash.deny)`;
+  const matched = hit === undefined ? undefined : describeDenyHit(hit);
   if (result.decision === 'require_approval') {
     // Nothing to undo, but `:Flemma tool:why` still names the rule.
     if (matched === undefined) return result;

@@ -59,6 +59,10 @@ export interface CallScope {
   paths?: readonly PathCheck[];
   /** The working directory, for a tool that runs commands. */
   cwd?: PathCheck;
+  /** For a tool that runs commands: the home directory and the sensitive places, to judge the
+   * paths its command names (bash-paths.ts). */
+  home?: string;
+  sensitive?: readonly SensitiveEntry[];
 }
 
 export interface ScopeFacts {
@@ -91,14 +95,15 @@ export function projectDirs(
   return [...new Set(real)].filter((dir) => dir !== '/' && !isUnder(home, dir)).sort();
 }
 
-function check(
+/** Where `abs` (absolute; `given` as the call wrote it) lies: real path, project, sensitive. */
+export function judgePath(
   given: string,
   abs: string,
   project: readonly string[],
-  facts: ScopeFacts,
+  places: readonly SensitiveEntry[],
 ): PathCheck {
   const real = resolveReal(abs);
-  const sensitive = findSensitive([abs, real], facts.sensitive);
+  const sensitive = findSensitive([abs, real], places);
   return {
     given,
     real,
@@ -106,6 +111,8 @@ function check(
     ...(sensitive === undefined ? {} : { sensitive }),
   };
 }
+
+const check = judgePath;
 
 function pathField(input: unknown): string | undefined {
   if (input === null || typeof input !== 'object') return undefined;
@@ -122,17 +129,22 @@ export function callScope(toolName: string, input: unknown, facts: ScopeFacts): 
     const paths =
       path === undefined
         ? []
-        : [check(path, resolveAgainst(facts.fileBase, path, facts.home), project, facts)];
+        : [check(path, resolveAgainst(facts.fileBase, path, facts.home), project, facts.sensitive)];
     return { project, paths };
   }
   if (SEARCH_TOOLS.has(toolName)) {
     const cwd = facts.toolCwd(toolName);
     const abs = path === undefined ? cwd : resolveAgainst(cwd, path, facts.home);
-    return { project, paths: [check(path ?? cwd, abs, project, facts)] };
+    return { project, paths: [check(path ?? cwd, abs, project, facts.sensitive)] };
   }
   if (facts.runsCommands(toolName)) {
     const cwd = facts.toolCwd(toolName);
-    return { project, cwd: check(cwd, cwd, project, facts) };
+    return {
+      project,
+      cwd: check(cwd, cwd, project, facts.sensitive),
+      home: facts.home,
+      sensitive: facts.sensitive,
+    };
   }
   return { project };
 }
