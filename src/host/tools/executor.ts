@@ -33,6 +33,8 @@ import { invokeTool } from './invoke.js';
 import { type ResultWriter, resultHeaderRow } from './results.js';
 import type { Config } from '../../core/config/config.js';
 import type { UndoService } from '../undo/service.js';
+import type { ToolCall } from '../../core/approval/chain.js';
+import type { WriteGate } from '../../core/tools/sandbox/gate.js';
 
 /** What the executor tells the buffer's conversation, and asks it. */
 export interface ExecutorLoop {
@@ -63,6 +65,8 @@ export interface ExecutorDeps {
   loop: ExecutorLoop;
   /** Keeps what the files a call wrote held before (`:Flemma tool:undo`). */
   undo?: Pick<UndoService, 'record' | 'limits'>;
+  /** The sensitive places a call may not write (ApprovalService.writeGate). */
+  gate?: (call: ToolCall, config: Config, facts: EditorFacts) => WriteGate;
 }
 
 export interface Running {
@@ -384,6 +388,7 @@ export class ToolExecutor {
           signal: run.controller.signal,
           roots: sandbox.enabled ? roots : undefined,
           journal,
+          gate: this.deps.gate?.({ bufnr, toolId: id, toolName: name, input }, config, facts),
         },
         homedir(),
       );
