@@ -18,6 +18,10 @@
 //   A place that does not exist when the command starts (a missing `hooks/`) is not protected.
 // - Entries the sandbox leaves writable (build scripts, the `.git` entry as a whole) are not
 //   looked for.
+// - Besides the list, the sandbox hides the ways out of it that a process of the same user could
+//   take: `$XDG_RUNTIME_DIR` (D-Bus, which can start programs outside, the Wayland and agent
+//   sockets), Neovim's own server sockets (a client could make Neovim run anything), and the
+//   sockets of ssh-agent, tmux and X11 in their usual places.
 
 import { lstatSync, readFileSync, readdirSync } from 'node:fs';
 import { dirname, join, relative, resolve as resolvePath } from 'node:path';

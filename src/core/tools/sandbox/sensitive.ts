@@ -7,7 +7,15 @@
 //   `~/.netrc`, `~/.git-credentials`, `.env*` files, `/proc/*/environ`), Neovim's own directories
 //   (`stdpath("config")`, `"data"`, `"state"`, `"cache"`: a file there runs when Neovim starts, and
 //   `vim.loader` runs the byte code cached in `"cache"`), shell start-up files, and what runs code
-//   in a project later (`.git/hooks`, `.git/config`, Neovim's `exrc` files).
+//   in a project later (issue 28): all of `.git`, Neovim's `exrc` files, editors' and hook
+//   managers' files that run code (`.lazy.lua`, `.vscode/tasks.json`, `.husky`, …), and build and
+//   package scripts (`Makefile`, `package.json`, `Cargo.toml`, `build.rs`, …). The project's
+//   code places match in any case (`.GIT`, `makefile`: one place on a case-insensitive disk).
+// - Some entries are sensitive for writes only (`writeOnly`): reading a Makefile or a
+//   package.json is ordinary; writing one is how code gets run later.
+// - A directory shaped like a git directory (`HEAD` with `objects/` and `refs/`, or `commondir`)
+//   and everything in it counts as `.git` whatever its name: that is where a worktree's or a
+//   submodule's `.git` file (`gitdir: …`) points.
 // - `~` and `${VAR}`, `${VAR:-default}` and `$VAR` are expanded anywhere in an entry; an unset
 //   variable without a default drops the entry (it names nothing). After expansion an entry that
 //   starts with `/` is anchored at the root; any other entry matches at any depth, like a
@@ -17,16 +25,12 @@
 // - A path is judged by where it is written and by where it really leads (symlinks resolved):
 //   either matching makes it sensitive. An absolute entry also matches at its own real location,
 //   so a `~/.ssh` that is a symbolic link to elsewhere still counts.
-// - Inside the sandbox, existing places are hidden: a directory becomes an empty read-only
-//   directory, anything else reads as empty. `.git/hooks` and `.git/config` stay visible but
-//   read-only instead (git must read them; writing them is how a command would run code later,
-//   outside the sandbox). Relative entries are looked for in the project's directories only, one
-//   level per component of the pattern (`**` is not expanded); absolute entries with globs are not
-//   looked for at all (`/proc/*/environ`: the sandbox has its own /proc).
-// - Besides the list, the sandbox hides the ways out of it that a process of the same user could
-//   take: `$XDG_RUNTIME_DIR` (D-Bus, which can start programs outside, the Wayland and agent
-//   sockets), Neovim's own server sockets (a client could make Neovim run anything), and the
-//   sockets of ssh-agent, tmux and X11 in their usual places.
+// - Inside the sandbox (sensitive-places.ts), existing places are hidden: a directory becomes an
+//   empty read-only directory, anything else reads as empty. What runs code later without the
+//   user asking stays visible but read-only instead (git's configuration and hooks, the editors'
+//   task and settings files: tools must read them; writing them is how a command would run code
+//   later, outside the sandbox). Build scripts stay writable: the user runs them on purpose, like
+//   any source file, and `npm install` must be able to rewrite package.json.
 
 import { statSync } from 'node:fs';
 import { dirname, join, resolve as resolvePath } from 'node:path';
