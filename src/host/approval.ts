@@ -58,9 +58,18 @@ import type { EditorFacts } from './editor-context.js';
 import type { Config } from '../core/config/config.js';
 import type { LuaResolverSpec } from '../editor/protocol/wire.js';
 import { sandboxFor } from './sandbox.js';
+import { type WriteGate, sensitiveGate } from '../core/tools/sandbox/gate.js';
+
+/** The paths (as written, and real) of a call's scope that touch a sensitive place. */
+function sensitivePlaces(scope: CallScope): string[] {
+  return (scope.paths ?? [])
+    .filter((path) => path.sensitive !== undefined)
+    .flatMap((path) => [path.abs, path.real]);
+}
 
 export type ApprovalCall = ToolCall;
-export type ApprovalOutcome = ApprovalResult;
+/** The chain's decision, and the sensitive places the call named (the paths as written and real). */
+export type ApprovalOutcome = ApprovalResult & { places?: readonly string[] };
 
 export type { LuaResolverSpec };
 
@@ -244,7 +253,32 @@ export class ApprovalService {
     const toolName = this.canonical(call.toolName);
     // A deny rule of `tools.bash.deny` is heard after every resolver: nothing approves it.
     const guarded = guardBashDeny(outcome, call, bashRules(config.tools), toolName === 'bash');
-    return guardSensitive(guarded, scope, toolName);
+    return { ...guardSensitive(guarded, scope, toolName), places: sensitivePlaces(scope) };
+  }
+
+  /**
+   * The sensitive places call `toolId` may write as it opens its files (issue 28): those its
+   * approval question named, when the user answered it; none when it was approved automatically.
+   * A call never decided here (the user ran it from the file) gets those its paths name now.
+   */
+  writeGate(call: ToolCall, config: Snapshot, facts: EditorFacts): WriteGate {
+    const built = scopeFacts({
+      facts,
+      home: homedir(),
+      env: process.env,
+      tools: config.tools,
+      sandbox: config.sandbox,
+      runsCommands: () => false,
+      compiled: this.sensitiveRegexes,
+    });
+    const recorded = this.outcomes.get(call.toolId);
+    const places =
+      recorded === undefined
+        ? sensitivePlaces(this.scope(call, config, facts))
+        : recorded.decision === 'approve'
+          ? []
+          : (recorded.places ?? []);
+    return sensitiveGate(built.facts.sensitive, places);
   }
 
   /** A tool's own name (a `.chat` file may hold its API name). */

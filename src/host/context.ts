@@ -121,6 +121,7 @@ export function createContext(
     lua: luaTools,
     results,
     undo,
+    gate: (call, config, facts) => approval.writeGate(call, config, facts),
     loop: {
       requestRunning: (bufnr) => sessions.get(bufnr)?.requestRunning ?? false,
       toolsDone: (bufnr, config) => sessions.of(bufnr).toolsDone(config),

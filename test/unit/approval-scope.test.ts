@@ -91,7 +91,12 @@ describe('callScope', () => {
   it('takes read/write/edit paths against the file base, and resolves links', () => {
     const inside = callScope('read', { path: 'src/a.ts' }, facts());
     expect(inside.paths).toEqual([
-      { given: 'src/a.ts', real: join(project, 'src', 'a.ts'), inProject: true },
+      {
+        given: 'src/a.ts',
+        abs: join(project, 'src', 'a.ts'),
+        real: join(project, 'src', 'a.ts'),
+        inProject: true,
+      },
     ]);
     const outside = callScope('write', { path: '../elsewhere.txt' }, facts());
     expect(outside.paths?.[0]).toMatchObject({

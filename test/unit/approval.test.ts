@@ -48,7 +48,7 @@ const later = (): Promise<void> => new Promise((resolve) => setImmediate(resolve
 /** A command tool's scope: its working directory inside the project. */
 const IN_PROJECT: CallScope = {
   project: ['/p'],
-  cwd: { given: '/p', real: '/p', inProject: true },
+  cwd: { given: '/p', abs: '/p', real: '/p', inProject: true },
 };
 
 const list = (items: string[], removed: string[] = []): AutoApproveSetting => ({

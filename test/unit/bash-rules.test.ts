@@ -170,7 +170,7 @@ afterAll(() => {
 });
 
 const scope: CallScope = {
-  cwd: { given: project, real: project, inProject: true },
+  cwd: { given: project, abs: project, real: project, inProject: true },
   project: [project],
   home,
   sensitive: sensitiveEntries(undefined, { home, env: {} }).entries,
@@ -486,5 +486,14 @@ describe('issue 28: the paths a command names', () => {
     'cd sub && cat notes.txt',
   ])('%j names only places in the project: approved', async (text) => {
     expect((await decide(text)).decision).toBe('approve');
+  });
+
+  it('a place only a write makes sensitive asks when written, and when named without the sandbox', async () => {
+    expect((await decide('echo x > Makefile', true)).decision).toBe('require_approval');
+    const named = await decide('cat package.json');
+    expect(named.decision).toBe('require_approval');
+    expect(named.trace[0]?.notes.join('\n')).toMatch(/a place a write makes sensitive/);
+    // Inside the sandbox build scripts are writable by design and git's hooks read-only.
+    expect((await decide('cat package.json', true)).decision).toBe('approve');
   });
 });

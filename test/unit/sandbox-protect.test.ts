@@ -4,7 +4,7 @@
 import { mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve as resolvePath } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { type RunResult, runProcess } from '../../src/core/tools/process.js';
@@ -17,13 +17,14 @@ import { isScrubbed, scrubEnv, scrubbedNames } from '../../src/core/tools/sandbo
 import { resolveSandbox } from '../../src/core/tools/sandbox/index.js';
 import { protection } from '../../src/core/tools/sandbox/protect.js';
 import {
+  GIT_DIR_LABEL,
   describeSensitive,
+  isGitDir,
   expandEntry,
   findSensitive,
-  sandboxPlaces,
   sensitiveEntries,
-  sessionPlaces,
 } from '../../src/core/tools/sandbox/sensitive.js';
+import { sandboxPlaces, sessionPlaces } from '../../src/core/tools/sandbox/sensitive-places.js';
 
 let root: string;
 let home: string;
@@ -92,15 +93,90 @@ describe('sensitive entries', () => {
     expect(label('/work/p/environment.md')).toBeUndefined();
     expect(label('/proc/1234/environ')).toBe('/proc/*/environ');
     expect(label('/proc/self/task/7/environ')).toBe('/proc/*/task/*/environ');
-    expect(label('/work/p/.git/hooks/pre-commit')).toBe('.git/hooks');
-    expect(label('/work/p/sub/.git/config')).toBe('.git/config');
-    expect(label('/work/p/.git/HEAD')).toBeUndefined();
+    expect(label('/work/p/.git/hooks/pre-commit')).toBe('.git');
+    expect(label('/work/p/sub/.git/config')).toBe('.git');
+    expect(label('/work/p/.git/HEAD')).toBe('.git');
     expect(label('/work/p/.nvim.lua')).toBe('.nvim.lua');
     expect(label(join(home, '.local/share/nvim/site/plugin/x.lua'))).toBe('stdpath("data")');
     expect(label(join(home, '.config/nvim/init.lua'))).toBe('stdpath("config")');
     expect(label(join(home, '.cache/nvim/luac/x'))).toBe('stdpath("cache")');
     expect(label(join(home, '.cache/pip/x'))).toBeUndefined();
     expect(label('/work/p/src/main.ts')).toBeUndefined();
+  });
+
+  it('cover all of .git in any spelling and the code-running places; build scripts on write', () => {
+    const { entries } = sensitiveEntries(undefined, { home: '/home/u', env: {} });
+    const read = (path: string): string | undefined => findSensitive([path], entries)?.label;
+    const write = (path: string): string | undefined =>
+      findSensitive([path], entries, { write: true })?.label;
+    for (const path of [
+      '/w/p/.git',
+      '/w/p/.git/config.worktree',
+      '/w/p/.git/modules/x/config',
+      '/w/p/.git/modules/x/hooks/pre-commit',
+      '/w/p/.git/modules/a/modules/b/hooks/post-checkout',
+      '/w/p/.git/worktrees/wt/config.worktree',
+      '/w/p/.git/info/attributes',
+      '/w/p/sub/.git',
+      '/w/p/.GIT/hooks/pre-commit',
+      '/w/p/.Git/config',
+    ]) {
+      expect([path, read(path), write(path)]).toEqual([path, '.git', '.git']);
+    }
+    // Written paths are normalized before they are judged (`./.git/../.git/hooks`, `.git//hooks`).
+    expect(write(resolvePath('/w/p', './.git/../.git/hooks/x'))).toBe('.git');
+    expect(write(resolvePath('/w/p', '.git//hooks/x'))).toBe('.git');
+    expect(write('/w/p/.gitignore')).toBeUndefined();
+    expect(write('/w/p/.github/CODEOWNERS')).toBeUndefined();
+    expect(write('/w/p/src/git/hooks.ts')).toBeUndefined();
+    const writeOnly: [string, string][] = [
+      ['/w/p/.husky/pre-commit', '.husky'],
+      ['/w/p/.lazy.lua', '.lazy.lua'],
+      ['/w/p/.vscode/tasks.json', '.vscode/tasks.json'],
+      ['/w/p/.vscode/settings.json', '.vscode/settings.json'],
+      ['/w/p/.vscode/launch.json', '.vscode/launch.json'],
+      ['/w/p/.idea/workspace.xml', '.idea'],
+      ['/w/p/.pre-commit-config.yaml', '.pre-commit-config.yaml'],
+      ['/w/p/lefthook.yml', '{.,}lefthook{,-local}.{yml,yaml}'],
+      ['/w/p/Makefile', 'Makefile'],
+      ['/w/p/sub/makefile', 'Makefile'],
+      ['/w/p/GNUmakefile', 'GNUmakefile'],
+      ['/w/p/package.json', 'package.json'],
+      ['/w/p/pyproject.toml', 'pyproject.toml'],
+      ['/w/p/setup.py', 'setup.py'],
+      ['/w/p/crate/build.rs', 'build.rs'],
+      ['/w/p/Cargo.toml', 'Cargo.toml'],
+      ['/w/p/.github/workflows/ci.yml', '.github/workflows'],
+    ];
+    for (const [path, label] of writeOnly) {
+      expect([path, write(path), read(path)]).toEqual([path, label, undefined]);
+    }
+    expect(write('/w/p/.vscode/extensions.json')).toBeUndefined();
+    expect(write('/w/p/src/package.json.md')).toBeUndefined();
+    // Neovim's exrc files stay sensitive to read as well.
+    expect(read('/w/p/.nvim.lua')).toBe('.nvim.lua');
+    expect(read('/w/p/.exrc')).toBe('.exrc');
+  });
+
+  it('count a directory shaped like a git directory (a gitdir: target) and all in it', () => {
+    const gitdir = dir('shapes', 'store', 'repo.git');
+    mkdirSync(join(gitdir, 'objects'));
+    mkdirSync(join(gitdir, 'refs'));
+    writeFileSync(join(gitdir, 'HEAD'), 'ref: refs/heads/main\n');
+    const worktree = dir('shapes', 'store', 'wt-admin');
+    writeFileSync(join(worktree, 'HEAD'), 'ref: refs/heads/x\n');
+    writeFileSync(join(worktree, 'commondir'), '../repo.git\n');
+    const plain = dir('shapes', 'plain');
+    writeFileSync(join(plain, 'HEAD'), 'not git\n');
+    const { entries } = sensitiveEntries(undefined, { home: '/home/u', env: {} });
+    const hit = (path: string) => findSensitive([path], entries)?.label;
+    expect(hit(join(gitdir, 'config'))).toBe(GIT_DIR_LABEL);
+    expect(hit(join(gitdir, 'hooks', 'pre-commit'))).toBe(GIT_DIR_LABEL);
+    expect(hit(gitdir)).toBe(GIT_DIR_LABEL);
+    expect(hit(join(worktree, 'config.worktree'))).toBe(GIT_DIR_LABEL);
+    expect(hit(join(plain, 'config'))).toBeUndefined();
+    expect(isGitDir(gitdir)).toBe(true);
+    expect(isGitDir(plain)).toBe(false);
   });
 
   it('add the globs of tools.sensitive_paths, and warn about bad entries', () => {
@@ -153,6 +229,49 @@ describe('the places the sandbox treats', () => {
       [join(h, '.ssh'), join(h, '.netrc'), join(p, '.env'), join(p, '.env.local')].sort(),
     );
     expect(places.readOnly.sort()).toEqual([join(p, '.git', 'config'), join(p, '.git', 'hooks')]);
+  });
+
+  it('finds .env files and code places at every depth, git dirs a gitdir: file points to too', () => {
+    const h = dir('deep', 'home');
+    const p = dir('deep', 'home', 'project');
+    const deep = dir('deep', 'home', 'project', 'sub', 'deeper', 'still');
+    writeFileSync(join(p, 'sub', '.env'), 'A=1\n');
+    writeFileSync(join(deep, '.env.production'), 'B=2\n');
+    dir('deep', 'home', 'project', 'node_modules', 'pkg');
+    writeFileSync(join(p, 'node_modules', 'pkg', '.env'), 'not looked for\n');
+    dir('deep', 'home', 'project', 'sub', '.vscode');
+    writeFileSync(join(p, 'sub', '.vscode', 'tasks.json'), '{}\n');
+    writeFileSync(join(p, 'sub', 'Makefile'), 'all:\n');
+    // A submodule's git directory inside .git, and a worktree whose .git file points elsewhere.
+    const module = dir('deep', 'home', 'project', '.git', 'modules', 'lib', 'x');
+    mkdirSync(join(module, 'objects'));
+    mkdirSync(join(module, 'refs'));
+    mkdirSync(join(module, 'hooks'));
+    writeFileSync(join(module, 'HEAD'), 'ref: refs/heads/main\n');
+    writeFileSync(join(module, 'config'), '[core]\n');
+    const store = dir('deep', 'store.git');
+    mkdirSync(join(store, 'objects'));
+    mkdirSync(join(store, 'refs'));
+    mkdirSync(join(store, 'hooks'));
+    writeFileSync(join(store, 'HEAD'), 'ref: refs/heads/main\n');
+    writeFileSync(join(store, 'config'), '[core]\n');
+    dir('deep', 'home', 'project', 'linked');
+    writeFileSync(join(p, 'linked', '.git'), `gitdir: ${store}\n`);
+    const { entries } = sensitiveEntries(undefined, { home: h, env: {} });
+    const places = sandboxPlaces(entries, [p]);
+    expect(places.truncated).toBe(false);
+    expect(places.hide.sort()).toEqual(
+      [join(p, 'sub', '.env'), join(deep, '.env.production')].sort(),
+    );
+    expect(places.readOnly.sort()).toEqual(
+      [
+        join(p, 'sub', '.vscode', 'tasks.json'),
+        join(module, 'config'),
+        join(module, 'hooks'),
+        join(store, 'config'),
+        join(store, 'hooks'),
+      ].sort(),
+    );
   });
 
   it('adds the runtime directory, Neovim servers and agent sockets that exist', () => {

@@ -90,7 +90,14 @@ interface Walk {
   findings: PathFinding[];
 }
 
-function judge(walk: Walk, word: Word): void {
+/**
+ * `target`: the word is where a redirection writes. A place only a write makes sensitive (a build
+ * script, an editor's task file) stops a rule when the command is known to write it (a redirection)
+ * and, without the sandbox, whenever the command names it (`cp x Makefile`): what a program does
+ * with its arguments is not known. Inside the sandbox such places are read-only or, for build
+ * scripts, writable by design (docs/approval.md).
+ */
+function judge(walk: Walk, word: Word, target = false): void {
   const { scope } = walk;
   for (const candidate of candidates(word)) {
     for (const base of walk.bases) {
@@ -101,14 +108,23 @@ function judge(walk: Walk, word: Word): void {
         continue;
       }
       if (NO_PLACE.test(where.abs)) continue;
-      const check = judgePath(candidate.text, where.abs, scope.project, scope.sensitive);
+      const check = judgePath(candidate.text, where.abs, scope.project, scope.sensitive, target);
       const shown =
         check.real === candidate.text ? candidate.text : `${candidate.text} (${check.real})`;
+      const written = target
+        ? undefined
+        : judgePath(candidate.text, where.abs, scope.project, scope.sensitive, true).sensitive;
       if (check.sensitive !== undefined) {
         walk.findings.push({
           given: candidate.text,
           kind: 'sensitive',
           why: `${shown} touches a sensitive place, ${describeSensitive(check.sensitive)}`,
+        });
+      } else if (written !== undefined) {
+        walk.findings.push({
+          given: candidate.text,
+          kind: 'unknown',
+          why: `${shown} is a place a write makes sensitive, ${describeSensitive(written)}, and what the command does with it is not known`,
         });
       } else if (!check.inProject) {
         walk.findings.push({
@@ -150,7 +166,7 @@ function walkCommands(walk: Walk, commands: readonly SimpleCommand[], depth: num
     command.words.forEach((word, index) => {
       if (index !== command.assignments) judge(walk, word);
     });
-    for (const target of command.redirects) judge(walk, target);
+    for (const target of command.redirects) judge(walk, target, true);
     if (depth < 4) {
       for (const code of codeOf(command)) {
         walkCommands({ ...walk, bases: [...walk.bases] }, parseCommand(code).simple, depth + 1);

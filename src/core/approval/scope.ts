@@ -8,7 +8,9 @@
 //   chat), or against the first sandbox root while roots confine the file tools; `ls`, `grep` and
 //   `find` take `path` against the tool's working directory (`tools.<name>.cwd`), which is also
 //   their default. `~` is the home directory. A path is judged where it is written and where it
-//   really leads: the realpath of its longest existing prefix, the rest appended.
+//   really leads: the realpath of its longest existing prefix, the rest appended. Some places are
+//   sensitive for a write only (a build script, an editor's task file): `write` and `edit` and
+//   a command's working directory are writes; `read`, `ls`, `grep` and `find` are not.
 // - Other tools' paths cannot be known. For a tool that runs commands (one the sandbox resolver
 //   may approve: bash), its working directory stands in: the sandbox approves it only there.
 // - The project is Neovim's cwd, the chat file's directory and the configured sandbox roots (real
@@ -42,10 +44,14 @@ export const SENSITIVE_GUARD = 'urn:flemma:approval:sensitive';
 /** The built-in tools whose paths are known, by how they resolve a relative path. */
 const FILE_TOOLS: ReadonlySet<string> = new Set(['read', 'write', 'edit']);
 const SEARCH_TOOLS: ReadonlySet<string> = new Set(['ls', 'grep', 'find']);
+/** The file tools that write: a place only a write makes sensitive (a build script) counts. */
+const WRITE_TOOLS: ReadonlySet<string> = new Set(['write', 'edit']);
 
 export interface PathCheck {
   /** The path as the call gave it (the working directory when it gave none). */
   given: string;
+  /** The absolute path as written (normalized, links not followed). */
+  abs: string;
   /** Where it really leads. */
   real: string;
   inProject: boolean;
@@ -101,11 +107,13 @@ export function judgePath(
   abs: string,
   project: readonly string[],
   places: readonly SensitiveEntry[],
+  write: boolean,
 ): PathCheck {
   const real = resolveReal(abs);
-  const sensitive = findSensitive([abs, real], places);
+  const sensitive = findSensitive([abs, real], places, { write });
   return {
     given,
+    abs,
     real,
     inProject: project.some((dir) => isUnder(real, dir)),
     ...(sensitive === undefined ? {} : { sensitive }),
@@ -129,19 +137,27 @@ export function callScope(toolName: string, input: unknown, facts: ScopeFacts): 
     const paths =
       path === undefined
         ? []
-        : [check(path, resolveAgainst(facts.fileBase, path, facts.home), project, facts.sensitive)];
+        : [
+            check(
+              path,
+              resolveAgainst(facts.fileBase, path, facts.home),
+              project,
+              facts.sensitive,
+              WRITE_TOOLS.has(toolName),
+            ),
+          ];
     return { project, paths };
   }
   if (SEARCH_TOOLS.has(toolName)) {
     const cwd = facts.toolCwd(toolName);
     const abs = path === undefined ? cwd : resolveAgainst(cwd, path, facts.home);
-    return { project, paths: [check(path ?? cwd, abs, project, facts.sensitive)] };
+    return { project, paths: [check(path ?? cwd, abs, project, facts.sensitive, false)] };
   }
   if (facts.runsCommands(toolName)) {
     const cwd = facts.toolCwd(toolName);
     return {
       project,
-      cwd: check(cwd, cwd, project, facts.sensitive),
+      cwd: check(cwd, cwd, project, facts.sensitive, true),
       home: facts.home,
       sensitive: facts.sensitive,
     };

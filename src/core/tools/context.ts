@@ -16,6 +16,7 @@ import {
   truncateTail,
 } from './truncate.js';
 import { type OpenedBeneath, WriteRefused, openBeneath } from './sandbox/beneath.js';
+import type { WriteGate } from './sandbox/gate.js';
 import { type SandboxRoot, type SandboxRoots, SandboxViolation } from './sandbox/roots.js';
 
 /** `wrap_command`'s answer: the argv to run, or why the command cannot run sandboxed. */
@@ -142,6 +143,8 @@ export interface ContextInit {
   roots?: SandboxRoots | undefined;
   /** Keeps what each file opened for writing held before (for `:Flemma tool:undo`). */
   journal?: WriteJournal | undefined;
+  /** The sensitive places this call may not write (checked as each file is opened). */
+  gate?: WriteGate | undefined;
 }
 
 /** What a file held before a call first opened it for writing. */
@@ -208,7 +211,7 @@ export function createExecutionContext(init: ContextInit, home: string): Executi
     __dirname: dirname,
     __filename: init.filename,
     path: { resolve: (path) => resolveAgainst(base, path, home) },
-    sandbox: confine(init.sandbox ?? noSandbox, init.roots, base, home, init.journal),
+    sandbox: confine(init.sandbox ?? noSandbox, init.roots, base, home, init.journal, init.gate),
     truncate: truncateAccess,
     get_config: () =>
       config === undefined ? undefined : structuredClone<Record<string, unknown>>(config),
@@ -223,6 +226,7 @@ export function confine(
   base: string,
   home: string,
   journal?: WriteJournal,
+  gate?: WriteGate,
 ): SandboxAccess & PathConfinement {
   const active = roots?.active === true ? roots : undefined;
   const denied = (path: string): SandboxViolation =>
@@ -249,10 +253,19 @@ export function confine(
     open_for_write: async (path, options = {}) => {
       const abs = await resolve(path, { write: true });
       // Only a path the policy lets the call write is noted, so undo never writes anywhere else.
+      const noted = journal?.entries.has(abs) === true;
       await journal?.note(abs);
       // Every real location on the way is checked again as the walk reaches it: the write policy,
       // and the roots (a link swapped meanwhile must not lead into a read-only root either).
       const allowed = async (real: string): Promise<boolean> => {
+        // The sensitive places, whether or not the sandbox is enabled (issue 28).
+        const place = gate?.refusal(real);
+        if (place !== undefined) {
+          throw new SandboxViolation(
+            `Sensitive place: write denied – ${path} leads to ${real}, under ${place}; the path changed to a sensitive place after approval (or was never approved for it). Nothing was written.`,
+            'escape',
+          );
+        }
         if (!access.enabled) return true;
         if (!access.is_path_writable(real)) return false;
         if (active === undefined) return true;
@@ -266,6 +279,8 @@ export function confine(
       try {
         return await openBeneath(abs, { ...options, allowed });
       } catch (error) {
+        // Refused or failed: the call did not write this file (a refused place is not undone).
+        if (!noted) journal?.entries.delete(abs);
         if (error instanceof WriteRefused) {
           throw new SandboxViolation(
             `Sandbox: write denied – ${path} leads to ${error.real}, outside writable directories`,

@@ -10,16 +10,12 @@
 // - The executor's own timeout is the tool's `timeout` setting, else the input's `timeout`
 //   (seconds) when the schema has one, else `tools.default_timeout`; tools that time themselves
 //   out (bash, grep, find) get a grace period so that their own message wins.
-import { appendFile, mkdir } from 'node:fs/promises';
 import { homedir } from 'node:os';
-import { dirname } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import type { ChatDocument } from '../../core/chat/ast.js';
-import { auditEntry } from '../../core/tools/audit.js';
 import { WriteJournal, createExecutionContext } from '../../core/tools/context.js';
 import { toolCallAt } from '../../core/tools/locate.js';
-import { hookConfig, hookMatch, policyErrorText } from '../../core/tools/policy.js';
-import type { ToolDefinition } from '../../core/tools/registry.js';
+import { policyErrorText } from '../../core/tools/policy.js';
 import { expandPathVariable } from '../../core/tools/sandbox/paths.js';
 import { nodeTruncateFs, truncateForResult } from '../../core/tools/truncate.js';
 import type { HostBase } from '../base.js';
@@ -30,9 +26,12 @@ import { trace } from '../../editor/trace.js';
 import type { ToolCatalogue } from './catalogue.js';
 import { CANCELLED_TEXT, type LuaTools } from './lua-tools.js';
 import { invokeTool } from './invoke.js';
+import { auditCall } from './audit-file.js';
 import { type ResultWriter, resultHeaderRow } from './results.js';
 import type { Config } from '../../core/config/config.js';
 import type { UndoService } from '../undo/service.js';
+import type { ToolCall } from '../../core/approval/chain.js';
+import type { WriteGate } from '../../core/tools/sandbox/gate.js';
 
 /** What the executor tells the buffer's conversation, and asks it. */
 export interface ExecutorLoop {
@@ -63,6 +62,8 @@ export interface ExecutorDeps {
   loop: ExecutorLoop;
   /** Keeps what the files a call wrote held before (`:Flemma tool:undo`). */
   undo?: Pick<UndoService, 'record' | 'limits' | 'noted'>;
+  /** The sensitive places a call may not write (ApprovalService.writeGate). */
+  gate?: (call: ToolCall, config: Config, facts: EditorFacts) => WriteGate;
 }
 
 export interface Running {
@@ -102,32 +103,6 @@ export class ToolExecutor {
   }
 
   private jobSeq = 0;
-
-  /** One audit entry for a call the `log` hook names: the host log, and `tools.hooks.audit_file`. */
-  private async audit(
-    config: Config,
-    fields: Parameters<typeof auditEntry>[0],
-    def: ToolDefinition,
-  ): Promise<void> {
-    const raw = config.tools['hooks'];
-    const match = hookMatch(def, hookConfig(raw));
-    if (!match.matched || match.action !== 'log') return;
-    const entry = auditEntry(fields, this.ctx.logger.redactor);
-    const line = JSON.stringify(entry);
-    this.ctx.logger.info(`audit ${line}`);
-    const file = asRecord(raw)?.['audit_file'];
-    if (typeof file !== 'string' || file === '') return;
-    const path = file === '~' || file.startsWith('~/') ? homedir() + file.slice(1) : file;
-    try {
-      await mkdir(dirname(path), { recursive: true });
-      await appendFile(path, line + '\n', 'utf8');
-    } catch (error) {
-      this.warnOnce(
-        `audit:${path}`,
-        `Could not write the tool audit file ${path}: ${error instanceof Error ? error.message : String(error)}`,
-      );
-    }
-  }
 
   /** Running tools of a buffer that count against `tools.max_concurrent`. */
   private slotsUsed(bufnr: number): number {
@@ -386,6 +361,7 @@ export class ToolExecutor {
           signal: run.controller.signal,
           roots: sandbox.enabled ? roots : undefined,
           journal,
+          gate: this.deps.gate?.({ bufnr, toolId: id, toolName: name, input }, config, facts),
         },
         homedir(),
       );
@@ -409,7 +385,11 @@ export class ToolExecutor {
       if (journal !== undefined && undoLimits !== undefined) {
         await this.deps.undo?.record(bufnr, facts, id, journal, undoLimits);
       }
-      await this.audit(
+      await auditCall(
+        this.ctx.logger,
+        (key, message) => {
+          this.warnOnce(key, message);
+        },
         config,
         {
           tool: def.name,

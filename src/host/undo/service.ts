@@ -24,6 +24,9 @@ import {
   confine,
 } from '../../core/tools/context.js';
 import { SandboxViolation } from '../../core/tools/sandbox/roots.js';
+import { type WriteGate, sensitiveGate } from '../../core/tools/sandbox/gate.js';
+import { resolveReal } from '../../core/tools/sandbox/paths.js';
+import { sensitiveEntries } from '../../core/tools/sandbox/sensitive.js';
 import type { EditorContext } from '../editor-context.js';
 import { sandboxFor } from '../sandbox.js';
 import { rootsFor, withRootPaths } from '../tool-extras.js';
@@ -82,8 +85,15 @@ export class UndoService {
     private readonly context: (bufnr: number, document: ChatDocument) => Promise<EditorContext>,
   ) {}
 
-  /** The write side of `ctx.sandbox` a tool of the buffer would get now. */
-  private async access(editor: EditorContext): Promise<SandboxAccess & PathConfinement> {
+  /**
+   * The write side of `ctx.sandbox` a tool of the buffer would get now, writing the sensitive
+   * places only where a file's own path (as the call wrote it) names one: undo puts back what the
+   * call changed there, but a link on the way changed since into `.git/hooks` is refused.
+   */
+  private async access(
+    editor: EditorContext,
+    paths: readonly string[],
+  ): Promise<SandboxAccess & PathConfinement & { gate: WriteGate }> {
     const { config, facts } = editor;
     const roots = rootsFor(config.sandbox, facts, process.env, homedir());
     const settings = roots === undefined ? config.sandbox : withRootPaths(config.sandbox, roots);
@@ -96,17 +106,30 @@ export class UndoService {
       { sensitivePaths: config.tools['sensitive_paths'] },
     );
     const base = facts.filename === null ? facts.cwd : dirname(facts.filename);
-    return confine(sandbox.access, sandbox.enabled ? roots : undefined, base, homedir());
+    const { entries } = sensitiveEntries(config.tools['sensitive_paths'], {
+      home: homedir(),
+      env: process.env,
+      editorDirs: facts.editor_dirs,
+    });
+    const gate = sensitiveGate(entries, paths);
+    const active = sandbox.enabled ? roots : undefined;
+    return { ...confine(sandbox.access, active, base, homedir(), undefined, gate), gate };
   }
 
   /** Puts the files back through the policy; the first refusal, else undefined. */
   private async restore(
-    access: SandboxAccess & PathConfinement,
+    access: SandboxAccess & PathConfinement & { gate: WriteGate },
     files: readonly { path: string; before?: string | null }[],
   ): Promise<string | undefined> {
     try {
       // Every path is checked before any is written: a refusal leaves all files as they are.
-      for (const file of files) await access.resolve(file.path, { write: true });
+      for (const file of files) {
+        await access.resolve(file.path, { write: true });
+        const place = access.gate.refusal(resolveReal(file.path));
+        if (place !== undefined) {
+          return `${file.path} leads to ${resolveReal(file.path)}, under ${place}, since the call wrote it; nothing was restored`;
+        }
+      }
       for (const file of files) {
         if (file.before === null) await unlink(file.path).catch(() => undefined);
         else if (file.before !== undefined) {
@@ -197,7 +220,8 @@ export class UndoService {
     }
     const editor = await this.context(bufnr, state.document);
     if (editor.problem !== undefined) return { ok: false, message: editor.problem };
-    const refused = await this.restore(await this.access(editor), record.files);
+    const paths = record.files.map((file) => file.path);
+    const refused = await this.restore(await this.access(editor, paths), record.files);
     if (refused !== undefined) return { ok: false, message: `Cannot undo ${call.id}: ${refused}` };
     await store.markUndone(key, call.id, record);
     await this.mark(bufnr, result.span.startLine - 1);

@@ -9,7 +9,9 @@
 // - The file is opened through `ctx.sandbox.open_for_write`, which walks the path without letting
 //   the kernel follow a link: a link swapped by a command running meanwhile cannot move the write
 //   out of the writable paths after the check (issue 19). A refusal found that way reads
-//   `Sandbox: write denied – <path> leads to <where>, outside writable directories`.
+//   `Sandbox: write denied – <path> leads to <where>, outside writable directories`. The same walk
+//   refuses a sensitive place this call was not approved for (a link changed after the approval:
+//   `Sensitive place: write denied – …`, issue 28), with the sandbox on or off.
 // - Missing parent directories are created (each checked as it is).
 // - An empty string is valid content: it creates an empty file or empties an existing one (a
 //   model may mean exactly that, e.g. for `__init__.py`). Only content that is not a string at

@@ -14,13 +14,17 @@
 //   swapped between the look at a component and its open makes the open fail (ELOOP, ENOTDIR,
 //   ENOENT), and the component is looked at again, a bounded number of times.
 // - The file itself is opened with O_NOFOLLOW and O_NONBLOCK (a FIFO put in its place must not
-//   hang the host) and must be a regular file.
+//   hang the host) and must be a regular file. It is opened without O_TRUNC (O_EXCL first, so
+//   that the walk knows whether it created it); then the kernel's own name for the open file
+//   (`/proc/self/fd/<fd>`) is asked of `allowed` once more, so a directory on the way renamed into
+//   a refused place after the walk is caught too (issue 28). Only then is the file truncated; a
+//   refused file the walk created is removed again.
 // - At most 40 links are followed (the kernel's limit), then ELOOP.
 // - Without /proc/self/fd (not Linux) the real location is checked and then opened, which leaves
 //   the race open; no sandbox backend exists there, so no command runs unasked beside the write.
 
 import { type Stats, constants, existsSync } from 'node:fs';
-import { type FileHandle, lstat, mkdir, open, readlink } from 'node:fs/promises';
+import { type FileHandle, lstat, mkdir, open, readlink, unlink } from 'node:fs/promises';
 import { dirname, isAbsolute, join } from 'node:path';
 
 import { resolveReal } from './paths.js';
@@ -85,6 +89,55 @@ async function lstatOrUndefined(path: string): Promise<Stats | undefined> {
 function fileFlags(options: OpenBeneathOptions): number {
   const base = options.update === true ? constants.O_RDWR : constants.O_WRONLY | constants.O_CREAT;
   return base | constants.O_NONBLOCK | (options.update === true ? 0 : constants.O_TRUNC);
+}
+
+/** Opens the last component (held directory `at`), O_EXCL first: whether it was created. */
+async function openLeaf(
+  at: string,
+  options: OpenBeneathOptions,
+): Promise<{ handle: FileHandle; created: boolean }> {
+  const flags = (fileFlags(options) & ~constants.O_TRUNC) | constants.O_NOFOLLOW;
+  const mode = options.mode ?? 0o666;
+  if (options.update === true) return { handle: await open(at, flags, mode), created: false };
+  try {
+    return { handle: await open(at, flags | constants.O_EXCL, mode), created: true };
+  } catch (error) {
+    if (codeOf(error) !== 'EEXIST') throw error;
+  }
+  return { handle: await open(at, flags & ~constants.O_CREAT, mode), created: false };
+}
+
+/**
+ * The open file checked again where the kernel says it is, then truncated (a write): refused,
+ * it is closed and, when the walk created it, removed through the held directory (`at`).
+ */
+async function settle(
+  opened: { handle: FileHandle; created: boolean },
+  at: string,
+  abs: string,
+  options: OpenBeneathOptions,
+): Promise<FileHandle> {
+  const { handle, created } = opened;
+  try {
+    await regularFile(handle, abs);
+  } catch (error) {
+    if (created) await unlink(at).catch(() => undefined);
+    throw error;
+  }
+  const now = (await readlink(`/proc/self/fd/${String(handle.fd)}`)).replace(/ \(deleted\)$/u, '');
+  let refusal: Error | undefined;
+  try {
+    if (!(await options.allowed(now))) refusal = new WriteRefused(now);
+  } catch (error) {
+    refusal = error instanceof Error ? error : new Error(String(error));
+  }
+  if (refusal !== undefined) {
+    await handle.close();
+    if (created) await unlink(at).catch(() => undefined);
+    throw refusal;
+  }
+  if (options.update !== true && !created) await handle.truncate(0);
+  return handle;
 }
 
 async function regularFile(handle: FileHandle, abs: string): Promise<FileHandle> {
@@ -173,16 +226,15 @@ export async function openBeneath(
         continue;
       }
       if (!(await options.allowed(next))) throw new WriteRefused(next);
+      let opened: { handle: FileHandle; created: boolean };
       try {
-        const handle = await open(
-          at,
-          fileFlags(options) | constants.O_NOFOLLOW,
-          options.mode ?? 0o666,
-        );
-        return { handle: await regularFile(handle, abs), real: next };
+        opened = await openLeaf(at, options);
       } catch (error) {
-        retry(error, ['ELOOP']);
+        // A link put in place of the file (ELOOP), or the file removed between the two opens.
+        retry(error, options.update === true ? ['ELOOP'] : ['ELOOP', 'ENOENT']);
+        continue;
       }
+      return { handle: await settle(opened, at, abs, options), real: next };
     }
   } finally {
     if (dir !== root) await dir.close();

@@ -4,9 +4,9 @@
 // the places that exist for one buffer and puts them in the form backends get.
 //
 // Decisions:
-// - Relative sensitive entries (`.env*`, `.git/hooks`) are looked for in the editor's cwd, the chat
-//   file's directory and every writable path: what a command can write is where a hook file would
-//   matter.
+// - Relative sensitive entries (`.env*`, `.vscode/tasks.json`) and git directories are looked for
+//   at every depth (bounded: sensitive-places.ts) below the editor's cwd, the chat file's
+//   directory and every writable path: what a command can write is where a hook file would matter.
 // - Places are de-duplicated like rw paths (real, outermost only, sorted). A read-only place is
 //   kept only inside a writable path (elsewhere the whole file system is read-only already) and
 //   not inside a hidden one.
@@ -16,13 +16,8 @@
 
 import { type ScrubRules, scrubbedNames } from './env.js';
 import { type PathEnv, isUnder, normalizeRwPaths, resolveReal } from './paths.js';
-import {
-  type EditorDirs,
-  type SensitiveEntry,
-  sandboxPlaces,
-  sensitiveEntries,
-  sessionPlaces,
-} from './sensitive.js';
+import { type EditorDirs, type SensitiveEntry, sensitiveEntries } from './sensitive.js';
+import { MAX_WALKED, sandboxPlaces, sessionPlaces } from './sensitive-places.js';
 
 /** What the editor tells about a buffer that the protection needs. */
 export interface ProtectFacts {
@@ -74,11 +69,13 @@ export function protection(
     env,
     editorDirs: facts.editor_dirs,
   });
-  return {
-    ...placesFor(entries, facts, env, rwPaths, options.uid),
-    ...envFor(env, options),
-    warnings,
-  };
+  const { truncated, ...places } = placesFor(entries, facts, env, rwPaths, options.uid);
+  if (truncated) {
+    warnings.push(
+      `the sandbox looked for sensitive files (.env*, …) among the first ${String(MAX_WALKED)} entries of the project only: files deeper in a large tree are not hidden from commands`,
+    );
+  }
+  return { ...places, ...envFor(env, options), warnings };
 }
 
 function placesFor(
@@ -87,7 +84,7 @@ function placesFor(
   env: PathEnv,
   rwPaths: readonly string[],
   uid: number | undefined,
-): { hidden_paths: string[]; read_only_paths: string[] } {
+): { hidden_paths: string[]; read_only_paths: string[]; truncated: boolean } {
   const places = sandboxPlaces(entries, projectDirs(facts, rwPaths));
   // An empty Lua list may arrive as an object.
   const servers = Array.isArray(facts.servers) ? facts.servers : [];
@@ -99,7 +96,7 @@ function placesFor(
     (path) =>
       rwPaths.some((rw) => isUnder(path, rw)) && !hidden.some((place) => isUnder(path, place)),
   );
-  return { hidden_paths: hidden, read_only_paths: readOnly };
+  return { hidden_paths: hidden, read_only_paths: readOnly, truncated: places.truncated };
 }
 
 function envFor(env: PathEnv, options: ProtectOptions): { env_unset: string[] } {

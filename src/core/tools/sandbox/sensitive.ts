@@ -7,7 +7,15 @@
 //   `~/.netrc`, `~/.git-credentials`, `.env*` files, `/proc/*/environ`), Neovim's own directories
 //   (`stdpath("config")`, `"data"`, `"state"`, `"cache"`: a file there runs when Neovim starts, and
 //   `vim.loader` runs the byte code cached in `"cache"`), shell start-up files, and what runs code
-//   in a project later (`.git/hooks`, `.git/config`, Neovim's `exrc` files).
+//   in a project later (issue 28): all of `.git`, Neovim's `exrc` files, editors' and hook
+//   managers' files that run code (`.lazy.lua`, `.vscode/tasks.json`, `.husky`, …), and build and
+//   package scripts (`Makefile`, `package.json`, `Cargo.toml`, `build.rs`, …). The project's
+//   code places match in any case (`.GIT`, `makefile`: one place on a case-insensitive disk).
+// - Some entries are sensitive for writes only (`writeOnly`): reading a Makefile or a
+//   package.json is ordinary; writing one is how code gets run later.
+// - A directory shaped like a git directory (`HEAD` with `objects/` and `refs/`, or `commondir`)
+//   and everything in it counts as `.git` whatever its name: that is where a worktree's or a
+//   submodule's `.git` file (`gitdir: …`) points.
 // - `~` and `${VAR}`, `${VAR:-default}` and `$VAR` are expanded anywhere in an entry; an unset
 //   variable without a default drops the entry (it names nothing). After expansion an entry that
 //   starts with `/` is anchored at the root; any other entry matches at any depth, like a
@@ -17,27 +25,26 @@
 // - A path is judged by where it is written and by where it really leads (symlinks resolved):
 //   either matching makes it sensitive. An absolute entry also matches at its own real location,
 //   so a `~/.ssh` that is a symbolic link to elsewhere still counts.
-// - Inside the sandbox, existing places are hidden: a directory becomes an empty read-only
-//   directory, anything else reads as empty. `.git/hooks` and `.git/config` stay visible but
-//   read-only instead (git must read them; writing them is how a command would run code later,
-//   outside the sandbox). Relative entries are looked for in the project's directories only, one
-//   level per component of the pattern (`**` is not expanded); absolute entries with globs are not
-//   looked for at all (`/proc/*/environ`: the sandbox has its own /proc).
-// - Besides the list, the sandbox hides the ways out of it that a process of the same user could
-//   take: `$XDG_RUNTIME_DIR` (D-Bus, which can start programs outside, the Wayland and agent
-//   sockets), Neovim's own server sockets (a client could make Neovim run anything), and the
-//   sockets of ssh-agent, tmux and X11 in their usual places.
+// - Inside the sandbox (sensitive-places.ts), existing places are hidden: a directory becomes an
+//   empty read-only directory, anything else reads as empty. What runs code later without the
+//   user asking stays visible but read-only instead (git's configuration and hooks, the editors'
+//   task and settings files: tools must read them; writing them is how a command would run code
+//   later, outside the sandbox). Build scripts stay writable: the user runs them on purpose, like
+//   any source file, and `npm install` must be able to rewrite package.json.
 
-import { lstatSync, readdirSync } from 'node:fs';
+import { statSync } from 'node:fs';
 import { dirname, join, resolve as resolvePath } from 'node:path';
 
-import { isGlob, pathGlob, pathGlobSource } from '../../util/glob.js';
+import { isGlob, pathGlobSource } from '../../util/glob.js';
 import { type PathEnv, resolveReal } from './paths.js';
 
 export type SensitiveSource = 'built-in' | 'tools.sensitive_paths';
 
-/** What the sandbox does with an existing sensitive place. */
-export type SandboxTreatment = 'hide' | 'read-only';
+/**
+ * What the sandbox does with an existing sensitive place: hide it, keep it visible but read-only,
+ * or leave it writable (a build script, which the user runs on purpose like any source file).
+ */
+export type SandboxTreatment = 'hide' | 'read-only' | 'writable';
 
 export interface SensitiveEntry {
   /** The entry as written (`~/.ssh`, `.env*`), or `stdpath("data")` for Neovim's directories. */
@@ -46,6 +53,8 @@ export interface SensitiveEntry {
   /** The expanded pattern: absolute (anchored at `/`) or relative (matching at any depth). */
   readonly pattern: string;
   readonly sandbox: SandboxTreatment;
+  /** Only a write is sensitive (reading a Makefile asks nothing); else reading is too. */
+  readonly writeOnly: boolean;
   /** `path` (absolute, normalized) is the place or lies below it. */
   matches(path: string): boolean;
 }
@@ -69,45 +78,106 @@ export interface SensitiveFacts {
   compiled?: Map<string, RegExp> | undefined;
 }
 
-export const BUILTIN_SENSITIVE: readonly string[] = [
-  // Credentials
-  '~/.ssh',
-  '~/.gnupg',
-  '~/.aws',
-  '~/.config/gcloud',
-  '${CLOUDSDK_CONFIG}',
-  '~/.netrc',
-  '~/.git-credentials',
-  '.env*',
-  '/proc/*/environ',
-  '/proc/*/task/*/environ',
-  // Shell start-up files
-  '~/.profile',
-  '~/.bash_profile',
-  '~/.bash_login',
-  '~/.bashrc',
-  '~/.bash_logout',
-  '~/.zshenv',
-  '~/.zprofile',
-  '~/.zshrc',
-  '~/.zlogin',
-  '~/.zlogout',
-  '${ZDOTDIR}',
-  '${XDG_CONFIG_HOME:-~/.config}/fish',
-  '~/.kshrc',
-  '~/.cshrc',
-  '~/.tcshrc',
-  '~/.login',
-  // Code that runs later in a project
-  '.git/hooks',
-  '.git/config',
-  '.nvim.lua',
-  '.nvimrc',
-  '.exrc',
+/** One built-in entry and what it means. */
+interface Builtin {
+  spec: string;
+  sandbox?: SandboxTreatment;
+  /** Only a write is sensitive. */
+  writeOnly?: boolean;
+}
+
+/** The project's places that run code later, which any spelling of the name reaches. */
+const PROJECT_CODE: readonly Builtin[] = [
+  // Git: all of it (config, config.worktree, hooks, modules/*/config, worktrees/*, info/, …).
+  // Inside the sandbox it stays writable (git commit must work there), except what runs code:
+  // its configuration and hooks are kept read-only (see sensitive-places.ts).
+  { spec: '.git', sandbox: 'writable' },
+  // Neovim's exrc files and other editors' and tools' configurations that run code when the
+  // project is opened or a commit is made, without the user asking.
+  { spec: '.nvim.lua' },
+  { spec: '.nvimrc' },
+  { spec: '.exrc' },
+  { spec: '.lazy.lua', sandbox: 'read-only', writeOnly: true },
+  { spec: '.vscode/tasks.json', sandbox: 'read-only', writeOnly: true },
+  { spec: '.vscode/settings.json', sandbox: 'read-only', writeOnly: true },
+  { spec: '.vscode/launch.json', sandbox: 'read-only', writeOnly: true },
+  { spec: '*.code-workspace', sandbox: 'read-only', writeOnly: true },
+  { spec: '.idea', sandbox: 'read-only', writeOnly: true },
+  { spec: '.husky', sandbox: 'read-only', writeOnly: true },
+  { spec: '.pre-commit-config.yaml', sandbox: 'read-only', writeOnly: true },
+  { spec: '{.,}lefthook{,-local}.{yml,yaml}', sandbox: 'read-only', writeOnly: true },
+  // Build and package scripts: they run when the user builds, on purpose, like any source file;
+  // a sandboxed command may write them (`npm install` rewrites package.json), a tool's write asks.
+  ...[
+    'Makefile',
+    'GNUmakefile',
+    '*.mk',
+    'package.json',
+    '.npmrc',
+    '.yarnrc{,.yml}',
+    'pyproject.toml',
+    'setup.py',
+    'setup.cfg',
+    'conftest.py',
+    'noxfile.py',
+    'tox.ini',
+    'build.rs',
+    'Cargo.toml',
+    '.cargo/config{,.toml}',
+    'CMakeLists.txt',
+    'meson.build',
+    'build.gradle{,.kts}',
+    'settings.gradle{,.kts}',
+    'pom.xml',
+    'Rakefile',
+    'Gemfile',
+    'justfile',
+    'Taskfile.{yml,yaml}',
+    '.github/workflows',
+  ].map((spec): Builtin => ({ spec, sandbox: 'writable', writeOnly: true })),
 ];
 
-/** Kept readable (but read-only) inside the sandbox. */
-const READ_ONLY_IN_SANDBOX: ReadonlySet<string> = new Set(['.git/hooks', '.git/config']);
+/** The built-in list, as `:help`, docs/approval.md and docs/security.md give it. */
+export const BUILTIN_SENSITIVE: readonly Builtin[] = [
+  // Credentials
+  ...[
+    '~/.ssh',
+    '~/.gnupg',
+    '~/.aws',
+    '~/.config/gcloud',
+    '${CLOUDSDK_CONFIG}',
+    '~/.netrc',
+    '~/.git-credentials',
+    '.env*',
+    '/proc/*/environ',
+    '/proc/*/task/*/environ',
+    // Shell start-up files
+    '~/.profile',
+    '~/.bash_profile',
+    '~/.bash_login',
+    '~/.bashrc',
+    '~/.bash_logout',
+    '~/.zshenv',
+    '~/.zprofile',
+    '~/.zshrc',
+    '~/.zlogin',
+    '~/.zlogout',
+    '${ZDOTDIR}',
+    '${XDG_CONFIG_HOME:-~/.config}/fish',
+    '~/.kshrc',
+    '~/.cshrc',
+    '~/.tcshrc',
+    '~/.login',
+  ].map((spec): Builtin => ({ spec })),
+  // Code that runs later in a project
+  ...PROJECT_CODE,
+];
+
+/** The places below a git directory that run code, kept read-only inside the sandbox. */
+export const GIT_CODE_PLACES: readonly string[] = ['config', 'config.worktree', 'hooks'];
+
+/** What messages call a directory found to be a git directory by its shape. */
+export const GIT_DIR_LABEL = 'a git directory (HEAD, objects/ and refs/)';
 
 const EDITOR_DIRS = ['config', 'data', 'state', 'cache'] as const;
 
@@ -136,22 +206,28 @@ export function expandEntry(spec: string, env: PathEnv, home: string): string | 
 }
 
 /** `compile`, through `cache` when there is one. */
-function compiledOnce(pattern: string, cache: Map<string, RegExp> | undefined): RegExp {
-  let regex = cache?.get(pattern);
+function compiledOnce(
+  pattern: string,
+  caseless: boolean,
+  cache: Map<string, RegExp> | undefined,
+): RegExp {
+  const key = caseless ? `i:${pattern}` : pattern;
+  let regex = cache?.get(key);
   if (regex === undefined) {
-    regex = compile(pattern);
-    cache?.set(pattern, regex);
+    regex = compile(pattern, caseless);
+    cache?.set(key, regex);
   }
   return regex;
 }
 
 /** A RegExp matching a path that is the place `pattern` names or lies below it. */
-function compile(pattern: string): RegExp {
+function compile(pattern: string, caseless: boolean): RegExp {
   if (pattern === '/') return /^\//u;
+  const flags = caseless ? 'i' : '';
   if (pattern.startsWith('/')) {
-    return new RegExp(`^/${pathGlobSource(pattern.slice(1))}(?:/.*)?$`);
+    return new RegExp(`^/${pathGlobSource(pattern.slice(1))}(?:/.*)?$`, flags);
   }
-  return new RegExp(`(?:^|/)${pathGlobSource(pattern)}(?:/.*)?$`);
+  return new RegExp(`(?:^|/)${pathGlobSource(pattern)}(?:/.*)?$`, flags);
 }
 
 /** An absolute pattern at its real location: the part before the first glob, symlinks resolved. */
@@ -164,27 +240,41 @@ function realPattern(pattern: string): string {
   return firstGlob === -1 ? real : join(real, ...parts.slice(firstGlob));
 }
 
+interface EntryOptions {
+  sandbox: SandboxTreatment;
+  writeOnly?: boolean | undefined;
+  /**
+   * Any spelling of the name matches (`.GIT`, `makefile`): on a file system that ignores case
+   * (macOS, a casefolded directory) they are the same place.
+   */
+  caseless?: boolean;
+}
+
 function entry(
   label: string,
   pattern: string,
   source: SensitiveSource,
-  sandbox: SandboxTreatment,
+  options: EntryOptions,
   cache: Map<string, RegExp> | undefined,
 ): SensitiveEntry {
-  const written = compiledOnce(pattern, cache);
+  const caseless = options.caseless === true;
+  const written = compiledOnce(pattern, caseless, cache);
   let real: RegExp | undefined;
   if (pattern.startsWith('/')) {
     const at = realPattern(pattern);
-    if (at !== pattern) real = compiledOnce(at, cache);
+    if (at !== pattern) real = compiledOnce(at, caseless, cache);
   }
   return {
     label,
     source,
     pattern,
-    sandbox,
+    sandbox: options.sandbox,
+    writeOnly: options.writeOnly === true,
     matches: (path) => written.test(path) || (real?.test(path) ?? false),
   };
 }
+
+const PROJECT_SPECS: ReadonlySet<string> = new Set(PROJECT_CODE.map((item) => item.spec));
 
 /** The list in force: the built-in entries, Neovim's directories, and `tools.sensitive_paths`. */
 export function sensitiveEntries(
@@ -193,24 +283,22 @@ export function sensitiveEntries(
 ): { entries: SensitiveEntry[]; warnings: string[] } {
   const entries: SensitiveEntry[] = [];
   const warnings: string[] = [];
-  for (const spec of BUILTIN_SENSITIVE) {
-    const pattern = expandEntry(spec, facts.env, facts.home);
+  for (const item of BUILTIN_SENSITIVE) {
+    const pattern = expandEntry(item.spec, facts.env, facts.home);
     if (pattern === undefined) continue;
-    entries.push(
-      entry(
-        spec,
-        pattern,
-        'built-in',
-        READ_ONLY_IN_SANDBOX.has(spec) ? 'read-only' : 'hide',
-        facts.compiled,
-      ),
-    );
+    const options = {
+      sandbox: item.sandbox ?? 'hide',
+      writeOnly: item.writeOnly,
+      caseless: PROJECT_SPECS.has(item.spec),
+    };
+    entries.push(entry(item.spec, pattern, 'built-in', options, facts.compiled));
   }
   for (const name of EDITOR_DIRS) {
     const dir = facts.editorDirs?.[name];
     if (typeof dir === 'string' && dir.startsWith('/')) {
+      const path = resolvePath(dir);
       entries.push(
-        entry(`stdpath("${name}")`, resolvePath(dir), 'built-in', 'hide', facts.compiled),
+        entry(`stdpath("${name}")`, path, 'built-in', { sandbox: 'hide' }, facts.compiled),
       );
     }
   }
@@ -228,112 +316,80 @@ export function sensitiveEntries(
     }
     const pattern = expandEntry(item.trim(), facts.env, facts.home);
     if (pattern !== undefined) {
-      entries.push(entry(item.trim(), pattern, 'tools.sensitive_paths', 'hide', facts.compiled));
+      const options = { sandbox: 'hide' as const };
+      entries.push(entry(item.trim(), pattern, 'tools.sensitive_paths', options, facts.compiled));
     }
   });
   return { entries, warnings };
 }
 
-/** The first entry that any of `paths` (absolute: as written, and real) falls under. */
-export function findSensitive(
-  paths: readonly string[],
-  entries: readonly SensitiveEntry[],
-): SensitiveEntry | undefined {
-  return entries.find((candidate) => paths.some((path) => candidate.matches(path)));
-}
-
-/** `~/.ssh (built in)`: an entry as messages name it. */
-export function describeSensitive(entry: SensitiveEntry): string {
-  return `${entry.label} (${entry.source === 'built-in' ? 'built in' : 'tools.sensitive_paths'})`;
-}
-
-function exists(path: string): boolean {
+function isDir(path: string): boolean {
   try {
-    lstatSync(path);
-    return true;
+    return statSync(path).isDirectory();
   } catch {
     return false;
   }
 }
 
-/** The existing paths below `dir` that a relative pattern names, one level per component. */
-function expandBelow(dir: string, pattern: string): string[] {
-  const parts = pattern.split('/');
-  if (parts.includes('**')) return [];
-  let current = [dir];
-  for (const part of parts) {
-    const next: string[] = [];
-    for (const base of current) {
-      if (!isGlob(part)) {
-        next.push(join(base, part));
-        continue;
-      }
-      const matches = pathGlob(part);
-      let names: string[] = [];
-      try {
-        names = readdirSync(base);
-      } catch {
-        // Not a directory, or unreadable: nothing below it.
-      }
-      for (const name of names) if (matches(name)) next.push(join(base, name));
-    }
-    current = next;
+function isFile(path: string): boolean {
+  try {
+    return statSync(path).isFile();
+  } catch {
+    return false;
   }
-  return current.filter(exists);
 }
 
 /**
- * The existing sensitive places the sandbox treats: those to hide and those to keep read-only,
- * real paths, not yet de-duplicated. Relative entries are looked for below `dirs`.
+ * Whether `dir` has the shape of a git directory, whatever its name: `HEAD` with `objects/` and
+ * `refs/` (a repository, a bare one, a submodule's), or `HEAD` with `commondir` (a linked
+ * worktree's). This is how a directory that a `gitdir:` file points to is recognised.
  */
-export function sandboxPlaces(
+export function isGitDir(dir: string): boolean {
+  if (!isFile(join(dir, 'HEAD'))) return false;
+  if (isFile(join(dir, 'commondir'))) return true;
+  return isDir(join(dir, 'objects')) && isDir(join(dir, 'refs'));
+}
+
+/** The git directory `path` (absolute) is in or is, by shape; undefined when none. */
+export function gitDirAbove(path: string): string | undefined {
+  let dir = resolvePath(path);
+  for (;;) {
+    if (isGitDir(dir)) return dir;
+    const parent = dirname(dir);
+    if (parent === dir) return undefined;
+    dir = parent;
+  }
+}
+
+/** The entry that stands for a git directory recognised by its shape. */
+const GIT_DIR_ENTRY: SensitiveEntry = {
+  label: GIT_DIR_LABEL,
+  source: 'built-in',
+  pattern: '.git',
+  sandbox: 'writable',
+  writeOnly: false,
+  matches: (path) => gitDirAbove(path) !== undefined,
+};
+
+/**
+ * The first entry that any of `paths` (absolute: as written, and real) falls under; a directory
+ * shaped like a git directory and everything in it counts as `.git`. Entries that only a write
+ * makes sensitive (build scripts) count with `write`.
+ */
+export function findSensitive(
+  paths: readonly string[],
   entries: readonly SensitiveEntry[],
-  dirs: readonly string[],
-): { hide: string[]; readOnly: string[] } {
-  const hide: string[] = [];
-  const readOnly: string[] = [];
-  for (const candidate of entries) {
-    const found: string[] = [];
-    if (candidate.pattern.startsWith('/')) {
-      if (isGlob(candidate.pattern) || candidate.pattern === '/') continue;
-      if (exists(candidate.pattern)) found.push(resolveReal(candidate.pattern));
-    } else {
-      for (const dir of dirs) found.push(...expandBelow(dir, candidate.pattern).map(resolveReal));
-    }
-    (candidate.sandbox === 'read-only' ? readOnly : hide).push(...found);
-  }
-  return { hide, readOnly };
+  options: { write?: boolean } = {},
+): SensitiveEntry | undefined {
+  const write = options.write === true;
+  const named = entries.find(
+    (candidate) => (write || !candidate.writeOnly) && paths.some((path) => candidate.matches(path)),
+  );
+  if (named !== undefined) return named;
+  return paths.some((path) => GIT_DIR_ENTRY.matches(path)) ? GIT_DIR_ENTRY : undefined;
 }
 
-/**
- * The sockets and directories through which a process of the same user could act outside the
- * sandbox: `$XDG_RUNTIME_DIR`, Neovim's servers (`servers`: `serverlist()`), and the sockets named
- * by `SSH_AUTH_SOCK`, `TMUX`, `NVIM`, `NVIM_LISTEN_ADDRESS` and `DBUS_SESSION_BUS_ADDRESS`, plus
- * the usual directories of tmux and X11 sockets. Existing ones only, real paths.
- */
-export function sessionPlaces(
-  env: PathEnv,
-  servers: readonly string[],
-  uid: number | undefined,
-): string[] {
-  const candidates: string[] = [];
-  const add = (value: string | undefined): void => {
-    if (value !== undefined && value.startsWith('/')) candidates.push(value);
-  };
-  add(env['XDG_RUNTIME_DIR']);
-  for (const server of servers) add(server);
-  add(env['SSH_AUTH_SOCK']);
-  add(env['NVIM']);
-  add(env['NVIM_LISTEN_ADDRESS']);
-  add(env['TMUX']?.split(',')[0]);
-  for (const part of (env['DBUS_SESSION_BUS_ADDRESS'] ?? '').split(';')) {
-    add(/(?:^|,)path=([^,]+)/u.exec(part.replace(/^unix:/u, ''))?.[1]);
-  }
-  if (uid !== undefined) add(join(env['TMUX_TMPDIR'] || '/tmp', `tmux-${String(uid)}`));
-  add('/tmp/.X11-unix');
-  // A socket's own directory may be shared (`/tmp`); the socket itself is what gets hidden.
-  return candidates
-    .map((path) => resolvePath(path))
-    .filter((path) => path !== '/' && dirname(path) !== path && exists(path))
-    .map(resolveReal);
+/** `~/.ssh (built in)`: an entry as messages name it. */
+export function describeSensitive(entry: SensitiveEntry): string {
+  return `${entry.label} (${entry.source === 'built-in' ? 'built in' : 'tools.sensitive_paths'})`;
 }
