@@ -12,10 +12,10 @@
 // - Git runs through execa like every program of the host (loaded on first use, and only inside
 //   a repository), without a shell; any failure (no git, not a repository, over time, too much
 //   output) is the same "no entries".
-import { readFile, stat } from 'node:fs/promises';
+import { stat } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { loadExeca } from '../../core/tools/process.js';
-import { contentHash } from './store.js';
+import { hashFile } from '../../core/util/bounded-read.js';
 
 /** Paths (absolute) git lists as changed, each with a hash of its content (null: no file). */
 export type GitState = Map<string, string | null>;
@@ -75,7 +75,7 @@ export async function gitState(dir: string): Promise<GitState | undefined> {
   const state: GitState = new Map();
   for (const path of porcelainPaths(status)) {
     const abs = join(top, path);
-    state.set(abs, await readFile(abs).then(contentHash, () => null));
+    state.set(abs, await hashFile(abs).catch(() => null));
   }
   return state;
 }

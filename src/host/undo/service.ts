@@ -13,7 +13,8 @@
 import { dirname, isAbsolute, join, relative } from 'node:path';
 import type { ChatDocument } from '../../core/chat/ast.js';
 import { type GitState, changedSince, gitState } from './git.js';
-import { readFile, unlink } from 'node:fs/promises';
+import { unlink } from 'node:fs/promises';
+import { readTextBounded } from '../../core/util/bounded-read.js';
 import { homedir } from 'node:os';
 import type { EditorFacts } from '../../editor/protocol/wire.js';
 import type { DiffSpec } from '../../editor/protocol/review.js';
@@ -207,7 +208,12 @@ export class UndoService {
       return `Nothing kept for ${call.name} (${call.id}): it changed no file, or its record was pruned (tools.undo)`;
     }
     const before = file.before === null ? '' : Buffer.from(file.before, 'base64').toString('utf8');
-    const now = await readFile(file.path, 'utf8').catch(() => undefined);
+    let now: string | undefined;
+    try {
+      now = await readTextBounded(file.path);
+    } catch (error) {
+      return `Cannot show ${file.path}: ${error instanceof Error ? error.message : String(error)}`;
+    }
     const notes = [
       record.undone === undefined ? undefined : 'undone since',
       now === undefined ? 'the file is gone' : undefined,

@@ -16,6 +16,7 @@ import { createHash } from 'node:crypto';
 import { mkdir, readFile, readdir, rename, stat, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { BeforeWrite } from '../../core/tools/context.js';
+import { hashFile } from '../../core/util/bounded-read.js';
 
 /** `tools.undo`. */
 export interface UndoLimits {
@@ -74,14 +75,12 @@ export function contentHash(content: Buffer | string): string {
   return createHash('sha256').update(content).digest('hex');
 }
 
-/** What is at `path` now: its hash, or null when there is no file. */
-export async function currentHash(path: string): Promise<string | null> {
-  try {
-    return contentHash(await readFile(path));
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
-    throw error;
-  }
+/**
+ * What is at `path` now: its hash, or null when there is no file. Read in pieces, and only a
+ * regular file (src/core/util/bounded-read.ts): anything else throws.
+ */
+export function currentHash(path: string): Promise<string | null> {
+  return hashFile(path);
 }
 
 /** The key of a chat: its file's path, or the buffer number of an unsaved chat. */
