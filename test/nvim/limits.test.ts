@@ -2,15 +2,25 @@
 // huge file; the host reads what it shows, compares or counts through the bounded reader, so the
 // preview and the diff say what the path is instead of reading it (or hanging on it).
 import { execFileSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { anthropicReply } from '../helpers/anthropic-script.js';
 import { type Driver, startDriver } from '../helpers/driver.js';
+import { type FakeProvider, startFakeProvider } from '../helpers/fake-provider.js';
 
 let driver: Driver | undefined;
+let fake: FakeProvider | undefined;
+let home: string | undefined;
 
 afterEach(async () => {
   await driver?.quit();
   driver = undefined;
+  await fake?.close();
+  fake = undefined;
+  if (home !== undefined) rmSync(home, { recursive: true, force: true });
+  home = undefined;
 });
 
 function pendingCall(name: string, id: string, input: Record<string, unknown>): string[] {
@@ -103,5 +113,88 @@ describe('a pending call that names something other than a regular file', () => 
       'Flemma: Cannot show pipe as a diff: pipe is a FIFO (named pipe), not a regular file',
     );
     expect(await d.lua('return #vim.api.nvim_list_tabpages()')).toBe(1);
+  });
+});
+
+describe('a write whose undo record cannot be written', () => {
+  it('waits for approval with the reason; approved, it runs and tool:undo says why there is no record', async () => {
+    // Neovim's state directory is a tmpfs of 64 KiB (bubblewrap), filled below: a real ENOSPC.
+    home = mkdtempSync(join(tmpdir(), 'flemma-e2e-full-'));
+    fake = await startFakeProvider();
+    driver = await startDriver({
+      home,
+      wrap: [
+        'bwrap',
+        '--dev-bind',
+        '/',
+        '/',
+        '--size',
+        '65536',
+        '--tmpfs',
+        join(home, 'state'),
+        '--',
+      ],
+      env: { ANTHROPIC_API_KEY: 'sk-test-key', ANTHROPIC_BASE_URL: fake.url },
+      setup: 'require("flemma").setup({ tools = { autopilot = false } })',
+    });
+    const d = driver;
+    await d.openChat('full.chat', ['@You:', 'Write it.']);
+    await d.waitForEvent('FlemmaBootComplete');
+    const filled = await d.lua<string>(`
+      local dir = vim.fn.stdpath("state")
+      vim.fn.mkdir(dir, "p")
+      local f = assert(io.open(dir .. "/filler", "wb"))
+      local chunk = string.rep("x", 4096)
+      local err
+      for _ = 1, 64 do
+        local ok, e = f:write(chunk)
+        if ok then ok, e = f:flush() end
+        if not ok then err = e break end
+      end
+      f:close()
+      return tostring(err)`);
+    expect(filled).toContain('No space left on device');
+
+    await d.press('<C-]>');
+    await anthropicReply(await fake.nextRequest({ path: '/v1/messages' }), 'Writing.', [
+      { id: 'toolu_W', name: 'write', input: { label: 'out', path: 'out.txt', content: 'x\n' } },
+    ]);
+    await d.waitForEvent('FlemmaRequestFinished');
+    await d.press('<C-]>');
+    await d.waitForEvent('FlemmaApprovalNeeded');
+    // The approval notice says why, and the write has not run.
+    const notice = await d.waitForNotification(/Approval needed: write/);
+    expect(notice.message).toMatch(
+      /write \(toolu_W\): no undo record: ENOSPC: no space left on device.*; approve to write without undo/,
+    );
+    const out = join(d.home, 'work', 'out.txt');
+    expect(existsSync(out)).toBe(false);
+    // :Flemma tool:why names the guard and the reason (the cursor is on the waiting block).
+    await d.press(':Flemma tool:why<CR>');
+    const why = await d.waitForNotification(/write \(toolu_W\): require_approval/);
+    expect(why.message).toContain('urn:flemma:approval:undo');
+    expect(why.message).toContain('no undo record: ENOSPC');
+
+    // The user approves anyway: it runs without a record, and says so.
+    let count = d.eventCount;
+    await d.press('<M-CR>');
+    const done = await d.waitForEvent('FlemmaToolCompleted', { after: count });
+    expect(done.data['status']).toBe('success');
+    expect(readFileSync(out, 'utf8')).toBe('x\n');
+    await d.waitForNotification(
+      /toolu_W changed files without an undo record: it could not be written \(ENOSPC/,
+    );
+
+    // :Flemma tool:undo on its result says there is no record because it could not be written.
+    const row = (await d.lines()).findIndex((line) =>
+      line.startsWith('**Tool Result:** `toolu_W`'),
+    );
+    await d.command(`normal! ${String(row + 1)}G`);
+    count = d.notificationCount;
+    await d.press(':Flemma tool:undo<CR>');
+    const undo = await d.waitForNotification(/Nothing to undo write/, { after: count });
+    expect(undo.message).toMatch(
+      /Nothing to undo write \(toolu_W\): it ran without an undo record, which could not be written \(ENOSPC/,
+    );
   });
 });

@@ -21,7 +21,7 @@ import type { DiffSpec } from '../../editor/protocol/review.js';
 import {
   type PathConfinement,
   type SandboxAccess,
-  type WriteJournal,
+  WriteJournal,
   confine,
 } from '../../core/tools/context.js';
 import { SandboxViolation } from '../../core/tools/sandbox/roots.js';
@@ -58,6 +58,8 @@ export class UndoService {
   private readonly turns = new Map<number, Promise<GitState | undefined>>();
   /** Buffers whose request in flight starts a turn (its git state is noted when the reply begins). */
   private readonly starting = new Set<number>();
+  /** `<chat>:<tool id>` → why the call's record could not be written (for `tool:undo`). */
+  private readonly unrecorded = new Map<string, string>();
 
   constructor(
     private readonly base: HostBase,
@@ -115,7 +117,33 @@ export class UndoService {
     return undoLimits(tools['undo']);
   }
 
-  /** Keeps what the call `toolId` found in the files it wrote. Failures are logged, not raised. */
+  /**
+   * Whether the record of the call `toolId` writing `paths` could be written now (see
+   * `UndoStore.probe`): undefined when it could (or undo is off), else why not.
+   */
+  async probe(
+    bufnr: number,
+    facts: EditorFacts,
+    toolId: string,
+    paths: readonly string[],
+    limits: UndoLimits,
+  ): Promise<string | undefined> {
+    const store = storeFor(facts);
+    if (store === undefined || !limits.enabled || paths.length === 0) return undefined;
+    const journal = new WriteJournal(limits.max_bytes);
+    for (const path of paths) await journal.note(path);
+    try {
+      await store.probe(chatKey(facts.filename, bufnr), facts.filename, toolId, journal.entries);
+      return undefined;
+    } catch (error) {
+      return error instanceof Error ? error.message : String(error);
+    }
+  }
+
+  /**
+   * Keeps what the call `toolId` found in the files it wrote. A record that cannot be written is
+   * said to the user (the call has run) and remembered, so that `:Flemma tool:undo` says why.
+   */
   async record(
     bufnr: number,
     facts: EditorFacts,
@@ -134,7 +162,13 @@ export class UndoService {
         limits,
       );
     } catch (error) {
-      this.base.logger.warn(`undo: cannot record ${toolId}: ${String(error)}`);
+      const reason = error instanceof Error ? error.message : String(error);
+      this.base.logger.warn(`undo: cannot record ${toolId}: ${reason}`);
+      this.unrecorded.set(`${chatKey(facts.filename, bufnr)}:${toolId}`, reason);
+      this.base.lua.notify('notify', {
+        level: 'warn',
+        message: `${toolId} changed files without an undo record: it could not be written (${reason})`,
+      });
     }
   }
 
@@ -153,6 +187,13 @@ export class UndoService {
     const store = storeFor(facts);
     const key = chatKey(facts.filename, bufnr);
     const record = store === undefined ? undefined : await store.load(key, call.id);
+    const failed = this.unrecorded.get(`${key}:${call.id}`);
+    if (record === undefined && failed !== undefined) {
+      return {
+        ok: false,
+        message: `Nothing to undo ${call.name} (${call.id}): it ran without an undo record, which could not be written (${failed})`,
+      };
+    }
     if (store === undefined || record === undefined) {
       return {
         ok: false,
