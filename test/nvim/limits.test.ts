@@ -143,17 +143,16 @@ describe('a write whose undo record cannot be written', () => {
     const filled = await d.lua<string>(`
       local dir = vim.fn.stdpath("state")
       vim.fn.mkdir(dir, "p")
-      local f = assert(io.open(dir .. "/filler", "wb"))
+      local fd = assert(vim.uv.fs_open(dir .. "/filler", "w", 384))
       local chunk = string.rep("x", 4096)
       local err
-      for _ = 1, 64 do
-        local ok, e = f:write(chunk)
-        if ok then ok, e = f:flush() end
+      for _ = 1, 4096 do
+        local ok, e = vim.uv.fs_write(fd, chunk)
         if not ok then err = e break end
       end
-      f:close()
+      vim.uv.fs_close(fd)
       return tostring(err)`);
-    expect(filled).toContain('No space left on device');
+    expect(filled).toContain('ENOSPC');
 
     await d.press('<C-]>');
     await anthropicReply(await fake.nextRequest({ path: '/v1/messages' }), 'Writing.', [
@@ -196,5 +195,65 @@ describe('a write whose undo record cannot be written', () => {
     expect(undo.message).toMatch(
       /Nothing to undo write \(toolu_W\): it ran without an undo record, which could not be written \(ENOSPC/,
     );
+  });
+});
+
+describe('a timeout beyond what a timer takes', () => {
+  async function startWith(setup: string): Promise<{ d: Driver; f: FakeProvider }> {
+    fake = await startFakeProvider();
+    driver = await startDriver({
+      env: { ANTHROPIC_API_KEY: 'sk-test-key', ANTHROPIC_BASE_URL: fake.url },
+      setup,
+    });
+    return { d: driver, f: fake };
+  }
+
+  it('setup() refuses parameters.timeout = 999999999 with its range, and a send still works', async () => {
+    const { d, f } = await startWith('require("flemma").setup({})');
+    const err = await d.lua<string>(`
+      local ok, err = pcall(require("flemma").setup, { parameters = { timeout = 999999999 } })
+      return err`);
+    expect(err).toBe(
+      "flemma.setup: option 'parameters.timeout' must be an integer between 1 and 2147483 (seconds), got number 999999999",
+    );
+    await d.openChat('send.chat', ['@You:', 'Hello']);
+    await d.waitForEvent('FlemmaBootComplete');
+    await d.command('Flemma send');
+    await anthropicReply(await f.nextRequest({ path: '/v1/messages' }), 'Hi there.');
+    const done = await d.waitForEvent('FlemmaRequestFinished');
+    expect(done.data['status']).toBe('completed');
+    expect(await d.lines()).toContain('Hi there.');
+  });
+
+  it('a frontmatter timeout of 999999999 is an error on its line, and nothing is sent', async () => {
+    const { d, f } = await startWith('require("flemma").setup({})');
+    const lines = [
+      '```json',
+      '{ "flemma": { "parameters": { "timeout": 999999999 } } }',
+      '```',
+      '@You:',
+      'Hello',
+    ];
+    await d.openChat('timeout.chat', lines);
+    await d.waitForEvent('FlemmaBootComplete');
+    await d.command('Flemma send');
+    const note = await d.waitForNotification(/parameters\.timeout/);
+    expect(note.message).toContain(
+      "frontmatter line 2: option 'flemma.opt.parameters.timeout' must be an integer between 1 and 2147483 (seconds), got number 999999999",
+    );
+    expect(f.requests).toHaveLength(0);
+    expect(await d.lines()).toEqual(lines);
+  });
+
+  it('the largest timeout the range allows sends and gets its reply', async () => {
+    const { d, f } = await startWith(
+      'require("flemma").setup({ parameters = { timeout = 2147483, stream_idle_timeout = 2147483 } })',
+    );
+    await d.openChat('max.chat', ['@You:', 'Hello']);
+    await d.waitForEvent('FlemmaBootComplete');
+    await d.command('Flemma send');
+    await anthropicReply(await f.nextRequest({ path: '/v1/messages' }), 'In time.');
+    const done = await d.waitForEvent('FlemmaRequestFinished');
+    expect(done.data['status']).toBe('completed');
   });
 });

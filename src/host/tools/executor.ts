@@ -33,6 +33,7 @@ import { invokeTool } from './invoke.js';
 import { type ResultWriter, resultHeaderRow } from './results.js';
 import type { Config } from '../../core/config/config.js';
 import type { UndoService } from '../undo/service.js';
+import { secondsMs } from '../../core/util/timer.js';
 
 /** What the executor tells the buffer's conversation, and asks it. */
 export interface ExecutorLoop {
@@ -394,7 +395,7 @@ export class ToolExecutor {
       if (typeof backgroundAfter === 'number' && backgroundAfter > 0) {
         backgroundTimer = setTimeout(() => {
           void this.toBackground(run);
-        }, backgroundAfter * 1000);
+        }, secondsMs(backgroundAfter));
       }
       const invokedAt = performance.now();
       let outcome = await invokeTool(
