@@ -16,13 +16,23 @@ export function waitingBlocks(document: ChatDocument): ToolBlock[] {
 
 /**
  * The message for the blocks that wait. Short, so that it fits an 80-column command line without
- * a hit-enter prompt.
+ * a hit-enter prompt, unless a call waits for a reason the user must read (`reasonOf`: its undo
+ * record cannot be written), which follows on a line of its own.
  */
-export function approvalMessage(waiting: readonly Pick<ToolBlock, 'name'>[]): string {
+export function approvalMessage(
+  waiting: readonly Pick<ToolBlock, 'name' | 'id'>[],
+  reasonOf: (id: string) => string | undefined = () => undefined,
+): string {
   const names = [...new Set(waiting.map((block) => block.name))].join(', ');
-  return waiting.length === 1
-    ? `Approval needed: ${names} (<M-CR> runs it)`
-    : `Approval needed: ${String(waiting.length)} calls (${names})`;
+  const head =
+    waiting.length === 1
+      ? `Approval needed: ${names} (<M-CR> runs it)`
+      : `Approval needed: ${String(waiting.length)} calls (${names})`;
+  const reasons = waiting.flatMap((block) => {
+    const reason = reasonOf(block.id);
+    return reason === undefined ? [] : [`${block.name} (${block.id}): ${reason}`];
+  });
+  return [head, ...reasons].join('\n');
 }
 
 export class ApprovalNotices {
@@ -36,12 +46,17 @@ export class ApprovalNotices {
   }
 
   /** Say what waits in the buffer (it replaces the buffer's earlier message). */
-  show(bufnr: number, waiting: readonly ToolBlock[]): void {
+  show(
+    bufnr: number,
+    waiting: readonly ToolBlock[],
+    reasonOf?: (id: string) => string | undefined,
+  ): void {
     if (waiting.length === 0) return;
     this.shown.set(bufnr, new Set(waiting.map((block) => block.id)));
+    const message = approvalMessage(waiting, reasonOf);
     this.lua.notify('notify', {
-      level: 'info',
-      message: approvalMessage(waiting),
+      level: message.includes('\n') ? 'warn' : 'info',
+      message,
       key: ApprovalNotices.key(bufnr),
     });
   }

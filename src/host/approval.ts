@@ -13,6 +13,10 @@
 // - Where the call's paths lie (src/core/approval/scope.ts) is worked out before the chain runs,
 //   from the editor's facts of the step and the buffer's configuration; after the chain, an
 //   approval of a call that touches a sensitive place becomes a question (issue 19).
+// - Last, an approval of a call that changes files (the built-in `write` and `edit`, a tool that
+//   says which file it writes) whose undo record cannot be written now becomes a question with
+//   the reason (issue 28, src/core/approval/undo-guard.ts): a write never runs automatically
+//   without its way back.
 
 import type { FrontmatterApproval } from '../core/config/frontmatter.js';
 import { homedir } from 'node:os';
@@ -66,6 +70,17 @@ function sensitivePlaces(scope: CallScope): string[] {
     .filter((path) => path.sensitive !== undefined)
     .flatMap((path) => [path.abs, path.real]);
 }
+import { guardUndo, undoProblemText } from '../core/approval/undo-guard.js';
+import { FILE_CHANGING_TOOLS } from '../core/tools/file-change.js';
+import { callPath } from './tools/file-changes.js';
+
+/** Why the undo record of a call writing `paths` cannot be written now (undefined: it can). */
+export type UndoProbe = (
+  call: ToolCall,
+  paths: readonly string[],
+  config: Snapshot,
+  facts: EditorFacts,
+) => Promise<string | undefined>;
 
 export type ApprovalCall = ToolCall;
 /** The chain's decision, and the sensitive places the call named (the paths as written and real). */
@@ -90,11 +105,20 @@ export class ApprovalService {
   private readonly sensitiveRegexes = new Map<string, RegExp>();
   /** What the chain decided for each tool use of the tool loop (for `:Flemma tool:why`). */
   private readonly outcomes = new Map<string, ApprovalOutcome>();
+  /** Calls held back because their undo record cannot be written, and why (the notice shows it). */
+  private readonly undoProblems = new Map<string, string>();
 
   constructor(
     private readonly ctx: HostBase,
     private readonly registry: ToolRegistry,
+    private readonly undoProbe?: UndoProbe,
   ) {}
+
+  /** Why the call was held back for its undo record, as the user is told; undefined if not. */
+  undoProblem(id: string): string | undefined {
+    const problem = this.undoProblems.get(id);
+    return problem === undefined ? undefined : undoProblemText(problem);
+  }
 
   /** Keep the tool loop's decision for a call (`:Flemma tool:why` shows it). */
   remember(id: string, outcome: ApprovalOutcome): void {
@@ -253,7 +277,16 @@ export class ApprovalService {
     const toolName = this.canonical(call.toolName);
     // A deny rule of `tools.bash.deny` is heard after every resolver: nothing approves it.
     const guarded = guardBashDeny(outcome, call, bashRules(config.tools), toolName === 'bash');
-    return { ...guardSensitive(guarded, scope, toolName), places: sensitivePlaces(scope) };
+    const sensitive = guardSensitive(guarded, scope, toolName);
+    const places = sensitivePlaces(scope);
+    if (sensitive.decision !== 'approve' || this.undoProbe === undefined)
+      return { ...sensitive, places };
+    const paths = this.writtenPaths(call, toolName, facts);
+    if (paths.length === 0) return { ...sensitive, places };
+    const problem = await this.undoProbe(call, paths, config, facts);
+    if (problem === undefined) this.undoProblems.delete(call.toolId);
+    else this.undoProblems.set(call.toolId, problem);
+    return { ...guardUndo(sensitive, problem, toolName), places };
   }
 
   /**
@@ -279,6 +312,25 @@ export class ApprovalService {
           ? []
           : (recorded.places ?? []);
     return sensitiveGate(built.facts.sensitive, places);
+  }
+
+  /** The files a call would write, for the tools that say (absolute; none for other tools). */
+  private writtenPaths(call: ToolCall, toolName: string, facts: EditorFacts): string[] {
+    const input = call.input;
+    if (typeof input !== 'object' || input === null || Array.isArray(input)) return [];
+    const fields = input as Record<string, unknown>;
+    let path: unknown;
+    const def = this.registry.resolve(call.toolName);
+    if (def?.fileChange !== undefined) {
+      try {
+        path = def.fileChange(fields)?.path;
+      } catch {
+        path = undefined;
+      }
+    } else if (FILE_CHANGING_TOOLS.has(toolName)) {
+      path = fields['path'];
+    }
+    return typeof path === 'string' && path !== '' ? [callPath(facts, path)] : [];
   }
 
   /** A tool's own name (a `.chat` file may hold its API name). */

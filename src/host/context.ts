@@ -94,7 +94,9 @@ export function createContext(
     previews.refresh();
   });
   const previews: Previews = new Previews(base, catalogue);
-  const approval = new ApprovalService(base, catalogue.registry);
+  const approval = new ApprovalService(base, catalogue.registry, (call, paths, config, facts) =>
+    undo.probe(call.bufnr, facts, call.toolId, paths, undo.limits(config.tools)),
+  );
   const verdicts = new Verdicts({
     registry: catalogue.registry,
     logger,

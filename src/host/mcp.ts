@@ -26,6 +26,7 @@ import type {
 } from '../core/tools/mcp/types.js';
 import type { HostBase } from './base.js';
 import { HOST_VERSION } from './base.js';
+import { secondsMs } from '../core/util/timer.js';
 
 /** A server call is bounded by the executor's timeout (through its signal), not by the SDK's. */
 const CALL_TIMEOUT_MS = 24 * 60 * 60 * 1000;
@@ -177,7 +178,7 @@ async function connect(
     events.error(new Error(redact(error.message, secrets)));
   };
   try {
-    await client.connect(transport, { signal, timeout: server.timeout * 1000 });
+    await client.connect(transport, { signal, timeout: secondsMs(server.timeout) });
   } catch (error) {
     closing = true;
     await client.close().catch(() => undefined);

@@ -37,7 +37,7 @@ export interface SessionServices {
   executor: Pick<ToolExecutor, 'isRunning' | 'dispatch' | 'cancelOldest'>;
   results: Pick<ResultWriter, 'fresh' | 'applyEdits' | 'placeWhileRunning'>;
   verdicts: Pick<Verdicts, 'early' | 'resolution'>;
-  approval: Pick<ApprovalService, 'decide' | 'remember'>;
+  approval: Pick<ApprovalService, 'decide' | 'remember' | 'undoProblem'>;
   streamer: Pick<Streamer, 'run'>;
   compactor: Pick<Compactor, 'run'>;
   usage: Pick<UsageTracker, 'finish' | 'stopsAutopilot'>;
@@ -416,7 +416,7 @@ export class ChatSession {
     const { base } = this.s;
     base.lua.notify('tools.cursor', { bufnr: this.bufnr, row: first.toolResultLine - 1 });
     // Taken back once none of these calls waits any more (approval-notice.ts).
-    this.s.notices.show(this.bufnr, waiting);
+    this.s.notices.show(this.bufnr, waiting, (id) => this.s.approval.undoProblem(id));
     this.attention(
       'approval',
       waiting.map((block) => block.name),

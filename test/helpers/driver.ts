@@ -58,6 +58,12 @@ export interface DriverOptions {
    * same `stdpath("state")`. The caller removes it.
    */
   home?: string;
+  /**
+   * A command Neovim is started through: these words, then Neovim's own command line. E.g.
+   * bubblewrap putting `stdpath("state")` on a tiny tmpfs, for a real full disk:
+   * `['bwrap', '--dev-bind', '/', '/', '--size', '65536', '--tmpfs', join(home, 'state'), '--']`.
+   */
+  wrap?: string[];
 }
 
 export interface UserEvent {
@@ -127,7 +133,15 @@ export class Driver {
       options.installed === true
         ? ['--embed', '--headless', '-n', '-i', 'NONE']
         : ['--embed', '--headless', '--clean', '-n', '-i', 'NONE', '--cmd', `set rtp^=${rtp}`];
-    const proc = spawn(nvimBinary(), args, { cwd: work, env, stdio: ['pipe', 'pipe', 'pipe'] });
+    const [wrapper, ...wrapArgs] = options.wrap ?? [];
+    const proc =
+      wrapper === undefined
+        ? spawn(nvimBinary(), args, { cwd: work, env, stdio: ['pipe', 'pipe', 'pipe'] })
+        : spawn(wrapper, [...wrapArgs, nvimBinary(), ...args], {
+            cwd: work,
+            env,
+            stdio: ['pipe', 'pipe', 'pipe'],
+          });
     proc.stderr.resume();
     const nvim = attach({ proc, options: { logger: quietLogger } });
     restoreConsole();

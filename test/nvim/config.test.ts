@@ -109,7 +109,36 @@ describe('validation messages', () => {
     ],
     [
       '{ parameters = { max_tokens = "lots" } }',
-      `flemma.setup: option 'parameters.max_tokens' must be an integer >= 1 or a percentage such as "50%", got string "lots"`,
+      `flemma.setup: option 'parameters.max_tokens' must be an integer >= 1 or a percentage from "1%" to "100%" such as "50%", got string "lots"`,
+    ],
+    // Real ranges (issue 28): what becomes a timer fits one, shares are 1% to 100%, no infinity.
+    [
+      '{ tools = { default_timeout = 3000000 } }',
+      `flemma.setup: option 'tools.default_timeout' must be an integer between 1 and 2147483 (seconds), got number 3000000`,
+    ],
+    [
+      '{ parameters = { timeout = math.huge } }',
+      `flemma.setup: option 'parameters.timeout' must be an integer between 1 and 2147483 (seconds), got number inf`,
+    ],
+    [
+      '{ ui = { usage = { timeout = 2147483648 } } }',
+      `flemma.setup: option 'ui.usage.timeout' must be an integer between 0 and 2147483647 (milliseconds), got number 2147483648`,
+    ],
+    [
+      '{ context = { warn_at = "150%" } }',
+      `flemma.setup: option 'context.warn_at' must be a percentage from "1%" to "100%" such as "80%" or false, got string "150%"`,
+    ],
+    [
+      '{ context = { elide = { low_water = "0%" } } }',
+      `flemma.setup: option 'context.elide.low_water' must be a percentage from "1%" to "100%" such as "70%", got string "0%"`,
+    ],
+    [
+      '{ parameters = { temperature = 3 } }',
+      `flemma.setup: option 'parameters.temperature' must be a number between 0 and 2, got number 3`,
+    ],
+    [
+      '{ tools = { undo = { max_bytes = 1073741824 } } }',
+      `flemma.setup: option 'tools.undo.max_bytes' must be an integer between 0 and 268435456 (bytes), got number 1073741824`,
     ],
     ['{ tools = { "bash", 3 } }', `flemma.setup: option 'tools[2]' must be a string, got number 3`],
     ['"anthropic"', 'flemma.setup: options must be a table, got string'],
@@ -130,6 +159,7 @@ describe('validation messages', () => {
       '{ keymaps = { normal = { fold_toggle = false }, text_object = false } }',
       '{ presets = { ["$fast"] = "openai gpt-5.4" }, tools = { presets = { ["$no-bash"] = { deny = { "bash" } } } } }',
       '{ turns = { padding = 2 }, editing = { conceal = false } }',
+      '{ parameters = { timeout = 2147483, max_tokens = "100%" }, context = { warn_at = "1%" } }',
     ];
     for (const opts of forms) {
       expect(await validate(opts), opts).toEqual({ ok: true, err: null });

@@ -207,7 +207,7 @@ describe('a send over context.budget', () => {
     const validate = (opts: string): Promise<unknown> =>
       d.lua(`local ok, err = require("flemma.config").validate(${opts}) return err or vim.NIL`);
     expect(await validate('{ context = { budget = "lots" } }')).toBe(
-      `flemma.setup: option 'context.budget' must be an integer >= 1, a percentage such as "60%" or false, got string "lots"`,
+      `flemma.setup: option 'context.budget' must be an integer >= 1, a percentage from "1%" to "100%" such as "60%" or false, got string "lots"`,
     );
     expect(await validate('{ context = { elide = { keep_turns = 0 } } }')).toBe(
       `flemma.setup: option 'context.elide.keep_turns' must be an integer >= 1, got number 0`,

@@ -7,6 +7,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { parseLines } from '../../src/core/chat/parser.js';
 import { assemblePrompt } from '../../src/core/chat/prompt.js';
 import { UNDONE_NOTE, isUndone, markUndone } from '../../src/core/chat/undone.js';
+import { UNDO_GUARD, guardUndo } from '../../src/core/approval/undo-guard.js';
 import { type BeforeWrite, WriteJournal } from '../../src/core/tools/context.js';
 import {
   UNDO_DEFAULTS,
@@ -193,5 +194,49 @@ describe('the undone mark', () => {
         { kind: 'text', text: `\n\n${UNDONE_NOTE}` },
       ],
     });
+  });
+});
+
+describe('the probe before a write (a record that cannot be written makes the call ask)', () => {
+  it('writes a record of the same size and removes it again', async () => {
+    const store = new UndoStore(join(dir, 'undo'));
+    const file = join(dir, 'a.txt');
+    writeFileSync(file, 'before');
+    await store.probe('chat', null, 'toolu_1', journal([[file, { kind: 'absent' }]]));
+    expect(readdirSync(join(dir, 'undo'))).toEqual([]);
+  });
+
+  it('throws what writing it threw', async () => {
+    // The store's directory is a regular file: nothing can be written under it.
+    const blocked = join(dir, 'blocked');
+    writeFileSync(blocked, '');
+    const store = new UndoStore(join(blocked, 'undo'));
+    await expect(
+      store.probe('chat', null, 'toolu_1', journal([[join(dir, 'a'), { kind: 'absent' }]])),
+    ).rejects.toThrow(/EEXIST|ENOTDIR/);
+  });
+});
+
+describe('the undo guard', () => {
+  const approved = {
+    decision: 'approve' as const,
+    resolver: 'urn:flemma:approval:config',
+    trace: [],
+    skipped: [],
+  };
+
+  it('turns an approval into a question with the reason, after every resolver', () => {
+    const guarded = guardUndo(approved, 'ENOSPC: no space left on device', 'write');
+    expect(guarded.decision).toBe('require_approval');
+    expect(guarded.resolver).toBe(UNDO_GUARD);
+    expect(guarded.trace.at(-1)?.notes).toEqual([
+      'write: no undo record: ENOSPC: no space left on device; approve to write without undo (urn:flemma:approval:config had approved it)',
+    ]);
+  });
+
+  it('leaves a decision alone when the record can be written, or when it did not approve', () => {
+    expect(guardUndo(approved, undefined, 'write')).toBe(approved);
+    const denied = { ...approved, decision: 'deny' as const };
+    expect(guardUndo(denied, 'ENOSPC', 'write')).toBe(denied);
   });
 });

@@ -117,8 +117,20 @@ function H.bounds(what, min, max)
   return what
 end
 
+--- The largest integer a number holds exactly (2^53 - 1); the host reads options as such numbers.
+local MAX_EXACT = 9007199254740991
+
+--- Within the node's bounds, and a finite number (no inf, no NaN) of an exact magnitude.
 function H.within(node, value)
+  if value ~= value or value >= math.huge or value <= -math.huge or math.abs(value) > MAX_EXACT then
+    return false
+  end
   return (node.min == nil or value >= node.min) and (node.max == nil or value <= node.max)
+end
+
+--- `what` with the node's unit, if it has one: `an integer between 1 and 2147483 (seconds)`.
+function H.with_unit(node, what)
+  return node.unit and string.format("%s (%s)", what, node.unit) or what
 end
 
 --- The Lua type a node expects, used to pick the union member that explains a mismatch best.
@@ -150,9 +162,9 @@ function Node:describe()
   elseif kind == "boolean" then
     return "a boolean"
   elseif kind == "integer" then
-    return H.bounds("an integer", self.min, self.max)
+    return H.with_unit(self, H.bounds("an integer", self.min, self.max))
   elseif kind == "number" then
-    return H.bounds("a number", self.min, self.max)
+    return H.with_unit(self, H.bounds("a number", self.min, self.max))
   elseif kind == "enum" then
     local quoted = vim.tbl_map(function(v)
       return string.format("%q", v)
@@ -207,7 +219,11 @@ end
 function Node:check(value, path)
   local kind = self.kind
   if kind == "string" then
-    if type(value) ~= "string" or (self.pattern and not value:match(self.pattern)) then
+    if
+      type(value) ~= "string"
+      or (self.pattern and not value:match(self.pattern))
+      or (self.valid and not self.valid(value))
+    then
       return H.mismatch(self, value, path)
     end
   elseif kind == "boolean" then
@@ -415,25 +431,28 @@ function M.lazy(fn)
   return setmetatable({ fn = fn }, LAZY)
 end
 
---- A string; `opts.pattern` (Lua pattern) with `opts.desc` to describe it.
+--- A string; `opts.pattern` (Lua pattern) and `opts.valid` (a function of the string, true when
+--- it is valid) with `opts.desc` to describe it.
 function M.string(default, opts)
   opts = opts or {}
-  return H.node("string", { default = default, pattern = opts.pattern, desc = opts.desc })
+  return H.node("string", { default = default, pattern = opts.pattern, valid = opts.valid, desc = opts.desc })
 end
 
 function M.boolean(default)
   return H.node("boolean", { default = default })
 end
 
---- An integer with optional bounds: `M.integer(2, { min = 0 })`.
+--- An integer with optional bounds and the unit its messages name: `M.integer(2, { min = 0 })`,
+--- `M.integer(30, { min = 1, max = 2147483, unit = "seconds" })`. Infinity and NaN never pass.
 function M.integer(default, opts)
   opts = opts or {}
-  return H.node("integer", { default = default, min = opts.min, max = opts.max })
+  return H.node("integer", { default = default, min = opts.min, max = opts.max, unit = opts.unit })
 end
 
+--- A number with optional bounds and unit, as `M.integer`.
 function M.number(default, opts)
   opts = opts or {}
-  return H.node("number", { default = default, min = opts.min, max = opts.max })
+  return H.node("number", { default = default, min = opts.min, max = opts.max, unit = opts.unit })
 end
 
 --- One of a fixed set of strings; `opts.ignore_case` accepts any capitalisation.

@@ -1,9 +1,9 @@
 // Reading a file reference (`@./notes.md`, `@~/x.png`, `@/abs/doc.pdf`) into the part a provider
 // takes: text files inline, images and PDFs as attachments, anything else named as unsupported.
-import { readFileSync, realpathSync, statSync } from 'node:fs';
-import { readFile } from 'node:fs/promises';
+import { realpathSync, statSync } from 'node:fs';
 import { basename, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import type { EvaluatedPart } from '../provider/types.js';
+import { readBounded, readBoundedSync } from '../util/bounded-read.js';
 import { detectMime, isTextMime } from '../tools/definitions/read.js';
 import type { ChatDocument, FileReferenceSegment } from './ast.js';
 import type { FileReferencePart } from './prompt.js';
@@ -156,13 +156,17 @@ export async function readReference(
     if (size > MAX_TEXT_BYTES) {
       throw new Error(`${path} is too large to inline (${String(size)} bytes; at most 1 MiB)`);
     }
-    const text = size < SYNC_BYTES ? readFileSync(path, 'utf8') : await readFile(path, 'utf8');
+    // Bounded, and checked again on the descriptor: a FIFO or device swapped in is refused.
+    const limits = { maxBytes: MAX_TEXT_BYTES };
+    const text = (
+      size < SYNC_BYTES ? readBoundedSync(path, limits) : await readBounded(path, limits)
+    ).data.toString('utf8');
     part = { kind: 'text_file', mimeType: mime, text, filename };
   } else if (IMAGE_TYPES.has(mime) || mime === 'application/pdf') {
     if (size > MAX_BINARY_BYTES) {
       throw new Error(`${path} is too large to attach (${String(size)} bytes; at most 20 MiB)`);
     }
-    const data = (await readFile(path)).toString('base64');
+    const data = (await readBounded(path, { maxBytes: MAX_BINARY_BYTES })).data.toString('base64');
     part =
       mime === 'application/pdf'
         ? { kind: 'pdf', mimeType: 'application/pdf', data, filename }

@@ -24,6 +24,7 @@
 import { ProviderError, errorForStatus } from './types.js';
 import { mediaType, shownType, summarise } from './summary.js';
 import { connectError, endpointOf, lostError, timeoutError } from './transport.js';
+import { timerMs } from '../util/timer.js';
 
 export { endpointOf } from './transport.js';
 
@@ -186,7 +187,7 @@ function watched(
     timer = undefined;
   };
   const arm = (ms: number): void => {
-    timer = setTimeout(check, ms);
+    timer = setTimeout(check, timerMs(ms));
     timer.unref();
   };
   function check(): void {
@@ -289,11 +290,11 @@ async function answer(
   const limit = options.timeoutMs;
   const timer = limit === undefined ? undefined : new AbortController();
   const clock =
-    timer === undefined
+    timer === undefined || limit === undefined
       ? undefined
       : setTimeout(() => {
           timer.abort();
-        }, limit).unref();
+        }, timerMs(limit)).unref();
   const signal =
     timer === undefined
       ? init?.signal

@@ -4,7 +4,7 @@
 // `ctx.get_config()`. A JavaScript tool additionally gets `signal` (aborted on cancel or timeout)
 // and `tool_id`.
 
-import { readFile, stat } from 'node:fs/promises';
+import type { FileHandle } from 'node:fs/promises';
 import { isAbsolute, resolve as resolvePath } from 'node:path';
 import {
   MAX_BYTES,
@@ -18,6 +18,7 @@ import {
 import { type OpenedBeneath, WriteRefused, openBeneath } from './sandbox/beneath.js';
 import type { WriteGate } from './sandbox/gate.js';
 import { type SandboxRoot, type SandboxRoots, SandboxViolation } from './sandbox/roots.js';
+import { FileReadError, openRegular, readHandle } from '../util/bounded-read.js';
 
 /** `wrap_command`'s answer: the argv to run, or why the command cannot run sandboxed. */
 export type WrapResult = { ok: true; argv: string[] } | { ok: false; error: string };
@@ -171,21 +172,35 @@ export class WriteJournal {
   }
 
   private async snapshot(abs: string): Promise<BeforeWrite> {
-    let size: number;
+    let handle: FileHandle;
     try {
-      const info = await stat(abs);
-      if (!info.isFile()) return { kind: 'skipped', reason: 'not a regular file' };
-      size = info.size;
-    } catch {
-      return { kind: 'absent' };
-    }
-    if (size > this.maxBytes) {
-      return { kind: 'skipped', reason: `larger than tools.undo.max_bytes (${formatSize(size)})` };
-    }
-    try {
-      return { kind: 'content', content: await readFile(abs) };
+      handle = await openRegular(abs);
     } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { kind: 'absent' };
+      if (error instanceof FileReadError && error.problem === 'not-regular') {
+        return { kind: 'skipped', reason: 'not a regular file' };
+      }
       return { kind: 'skipped', reason: error instanceof Error ? error.message : String(error) };
+    }
+    try {
+      const size = (await handle.stat()).size;
+      if (size > this.maxBytes) {
+        return {
+          kind: 'skipped',
+          reason: `larger than tools.undo.max_bytes (${formatSize(size)})`,
+        };
+      }
+      return {
+        kind: 'content',
+        content: (await readHandle(handle, { maxBytes: this.maxBytes })).data,
+      };
+    } catch (error) {
+      if (error instanceof FileReadError && error.problem === 'too-large') {
+        return { kind: 'skipped', reason: 'larger than tools.undo.max_bytes' };
+      }
+      return { kind: 'skipped', reason: error instanceof Error ? error.message : String(error) };
+    } finally {
+      await handle.close();
     }
   }
 }

@@ -5,6 +5,8 @@
 // wait too): a listener left behind by each would pile up, and Node warns past ten
 // (MaxListenersExceededWarning).
 
+import { timerMs } from './timer.js';
+
 export function sleep(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
     if (ms <= 0 || signal.aborted) {
@@ -18,7 +20,7 @@ export function sleep(ms: number, signal: AbortSignal): Promise<void> {
     const timer = setTimeout(() => {
       signal.removeEventListener('abort', onAbort);
       resolve();
-    }, ms);
+    }, timerMs(ms));
     signal.addEventListener('abort', onAbort, { once: true });
   });
 }

@@ -36,6 +36,7 @@ import { PROVIDERS, type ProviderParameters } from '../providers.js';
 import type { ToolCatalogue } from '../tools/catalogue.js';
 import { trace } from '../../editor/trace.js';
 import { referenceScope } from '../trust-check.js';
+import { secondsMs } from '../../core/util/timer.js';
 
 /** A request ready to go (see `RequestBuilder.prepare`). */
 export interface PreparedRequest {
@@ -256,8 +257,9 @@ export class RequestBuilder {
           parameters: specific,
           // NOTE: the send retries by itself (below), so that each attempt shows in the indicator.
           maxRetries: 0,
-          timeoutMs: timeout * 1000,
-          streamIdleMs: idle === undefined ? DEFAULT_STREAM_IDLE_MS : idle * 1000,
+          // Clamped to what a timer takes (src/core/util/timer.ts): the schema bounds them too.
+          timeoutMs: secondsMs(timeout),
+          streamIdleMs: idle === undefined ? DEFAULT_STREAM_IDLE_MS : secondsMs(idle),
         },
         ctx.sdks,
       );

@@ -179,9 +179,9 @@ export class DiffReview {
     }
     const facts = await this.deps.base.lua.call('tools.facts', { bufnr });
     const abs = callPath(facts, path);
-    const before = await readText(abs);
-    if (before === null) return `Cannot read ${path}`;
-    return { input, path, abs, before };
+    const read = await readText(abs, path);
+    if (!read.ok) return `Cannot show ${path} as a diff: ${read.error}`;
+    return { input, path, abs, before: read.text };
   }
 
   private spec(

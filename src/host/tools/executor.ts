@@ -32,6 +32,7 @@ import type { Config } from '../../core/config/config.js';
 import type { UndoService } from '../undo/service.js';
 import type { ToolCall } from '../../core/approval/chain.js';
 import type { WriteGate } from '../../core/tools/sandbox/gate.js';
+import { secondsMs } from '../../core/util/timer.js';
 
 /** What the executor tells the buffer's conversation, and asks it. */
 export interface ExecutorLoop {
@@ -372,7 +373,7 @@ export class ToolExecutor {
       if (typeof backgroundAfter === 'number' && backgroundAfter > 0) {
         backgroundTimer = setTimeout(() => {
           void this.toBackground(run);
-        }, backgroundAfter * 1000);
+        }, secondsMs(backgroundAfter));
       }
       const invokedAt = performance.now();
       let outcome = await invokeTool(

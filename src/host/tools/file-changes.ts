@@ -7,9 +7,10 @@
 // - The path resolves as the tool resolves it (the chat file's directory, else the working
 //   directory); with sandbox roots configured the tool may confine it elsewhere, and the count is
 //   then that of the unconfined path. Only the counts are shown, never the file's text.
-// - A file that cannot be read for another reason than not existing gets no count.
+// - Files are read through the bounded reader (src/core/util/bounded-read.ts): a path that is not
+//   a regular file (`/dev/zero`, a FIFO) or is over the limit is never read whole; its preview
+//   says why instead of a count. A file that cannot be read for another reason gets no count.
 import { createHash } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { dirname } from 'node:path';
 
@@ -19,6 +20,11 @@ import {
   FILE_CHANGING_TOOLS,
   proposedContent,
 } from '../../core/tools/file-change.js';
+import {
+  FileReadError,
+  type FileReadProblem,
+  readTextBounded,
+} from '../../core/util/bounded-read.js';
 import type { EditorFacts } from '../../editor/protocol/wire.js';
 
 /** One pending call as the previews see it. */
@@ -53,14 +59,30 @@ export function fingerprint(text: string | undefined): string {
   return text === undefined ? 'missing' : createHash('sha256').update(text).digest('hex');
 }
 
-/** The file's text, `undefined` when it does not exist, `null` when it cannot be read. */
-export async function readText(path: string): Promise<string | undefined | null> {
+/** A file's text (`undefined`: no file), or why it was not read. */
+export type FileText =
+  { ok: true; text: string | undefined } | { ok: false; error: string; problem?: FileReadProblem };
+
+/**
+ * The file's text, bounded (`name` is how messages name it): `undefined` when it does not exist;
+ * a path that is not a regular file, is over the limit or cannot be read gives the reason.
+ */
+export async function readText(path: string, name = path): Promise<FileText> {
   try {
-    return await readFile(path, 'utf8');
+    return { ok: true, text: await readTextBounded(path, { name }) };
   } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'ENOENT' ? undefined : null;
+    if (err instanceof FileReadError)
+      return { ok: false, error: err.message, problem: err.problem };
+    const reason = (err as NodeJS.ErrnoException).code ?? String(err);
+    return { ok: false, error: `Cannot read ${name} (${reason})` };
   }
 }
+
+/** What a preview says instead of a count when the limits kept the file from being read. */
+const PREVIEW_REASONS: Partial<Record<FileReadProblem, string>> = {
+  'not-regular': '(not a regular file)',
+  'too-large': '(too large to compare)',
+};
 
 export class FileChanges {
   private readonly entries = new Map<number, Map<string, Entry>>();
@@ -125,8 +147,13 @@ export class FileChanges {
         const input = asRecord(call.input);
         const path = call.write?.path ?? input?.['path'];
         if (input === undefined || typeof path !== 'string' || path === '') continue;
-        const before = await readText(callPath(facts, path));
-        if (before === null) continue;
+        const read = await readText(callPath(facts, path), path);
+        if (!read.ok) {
+          const reason = read.problem === undefined ? undefined : PREVIEW_REASONS[read.problem];
+          if (reason !== undefined) next.set(call.tool_id, { key: keyOf(call), summary: reason });
+          continue;
+        }
+        const before = read.text;
         seen.set(call.tool_id, known?.get(call.tool_id) ?? fingerprint(before));
         const proposal =
           call.write === undefined

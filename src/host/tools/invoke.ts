@@ -10,6 +10,7 @@ import type { ToolCatalogue } from './catalogue.js';
 import { CANCELLED_TEXT } from './lua-tools.js';
 import { describeError, normalizeOutcome, renderPartial } from './outcome.js';
 import type { ToolsConfig } from '../../core/config/config.js';
+import { timerMs } from '../../core/util/timer.js';
 
 /** What a running call keeps that a timeout or a cancel reads. */
 export interface RunState {
@@ -92,7 +93,7 @@ export async function invokeTool(
     handler({ name: def.name, input: asRecord(value) ?? {}, ctx: context });
   const timeoutSec = timeoutFor(def, input, toolConfig, defaultTimeout);
   const selfTimed = catalogue.isBuiltin(def.name) && def.async === true;
-  const limitMs = timeoutSec * 1000 + (selfTimed ? SELF_TIMED_GRACE_MS : 0);
+  const limitMs = timerMs(timeoutSec * 1000 + (selfTimed ? SELF_TIMED_GRACE_MS : 0));
   const flags = { timedOut: false };
   const timer = setTimeout(() => {
     if (run.background) return;

@@ -13,11 +13,11 @@
 //   scratch directory the caller gives (Neovim's state directory), never with the repository's
 //   own config or Flemma's `GIT_*` variables; any failure (no git, not a repository, over time,
 //   too much output) is the same "no entries".
-import { readFile, stat } from 'node:fs/promises';
+import { stat } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { runProcess } from '../../core/tools/process.js';
 import { cleanGitDir, gitRunOptions, locateRepository } from '../../core/tools/git.js';
-import { contentHash } from './store.js';
+import { hashFile } from '../../core/util/bounded-read.js';
 
 /** Paths (absolute) git lists as changed, each with a hash of its content (null: no file). */
 export type GitState = Map<string, string | null>;
@@ -86,7 +86,7 @@ export async function gitState(dir: string, scratch: string): Promise<GitState |
   const state: GitState = new Map();
   for (const path of porcelainPaths(status)) {
     const abs = join(repo.top, path);
-    state.set(abs, await readFile(abs).then(contentHash, () => null));
+    state.set(abs, await hashFile(abs).catch(() => null));
   }
   return state;
 }

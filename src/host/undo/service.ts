@@ -13,14 +13,15 @@
 import { dirname, isAbsolute, join, relative } from 'node:path';
 import type { ChatDocument } from '../../core/chat/ast.js';
 import { type GitState, changedSince, gitState } from './git.js';
-import { readFile, unlink } from 'node:fs/promises';
+import { unlink } from 'node:fs/promises';
+import { readTextBounded } from '../../core/util/bounded-read.js';
 import { homedir } from 'node:os';
 import type { EditorFacts } from '../../editor/protocol/wire.js';
 import type { DiffSpec } from '../../editor/protocol/review.js';
 import {
   type PathConfinement,
   type SandboxAccess,
-  type WriteJournal,
+  WriteJournal,
   confine,
 } from '../../core/tools/context.js';
 import { SandboxViolation } from '../../core/tools/sandbox/roots.js';
@@ -77,6 +78,8 @@ export class UndoService {
   private readonly turns = new Map<number, Promise<GitState | undefined>>();
   /** Buffers whose request in flight starts a turn (its git state is noted when the reply begins). */
   private readonly starting = new Set<number>();
+  /** `<chat>:<tool id>` → why the call's record could not be written (for `tool:undo`). */
+  private readonly unrecorded = new Map<string, string>();
 
   constructor(
     private readonly base: HostBase,
@@ -154,7 +157,33 @@ export class UndoService {
     return undoLimits(tools['undo']);
   }
 
-  /** Keeps what the call `toolId` found in the files it wrote. Failures are logged, not raised. */
+  /**
+   * Whether the record of the call `toolId` writing `paths` could be written now (see
+   * `UndoStore.probe`): undefined when it could (or undo is off), else why not.
+   */
+  async probe(
+    bufnr: number,
+    facts: EditorFacts,
+    toolId: string,
+    paths: readonly string[],
+    limits: UndoLimits,
+  ): Promise<string | undefined> {
+    const store = storeFor(facts);
+    if (store === undefined || !limits.enabled || paths.length === 0) return undefined;
+    const journal = new WriteJournal(limits.max_bytes);
+    for (const path of paths) await journal.note(path);
+    try {
+      await store.probe(chatKey(facts.filename, bufnr), facts.filename, toolId, journal.entries);
+      return undefined;
+    } catch (error) {
+      return error instanceof Error ? error.message : String(error);
+    }
+  }
+
+  /**
+   * Keeps what the call `toolId` found in the files it wrote. A record that cannot be written is
+   * said to the user (the call has run) and remembered, so that `:Flemma tool:undo` says why.
+   */
   async record(
     bufnr: number,
     facts: EditorFacts,
@@ -173,7 +202,13 @@ export class UndoService {
         limits,
       );
     } catch (error) {
-      this.base.logger.warn(`undo: cannot record ${toolId}: ${String(error)}`);
+      const reason = error instanceof Error ? error.message : String(error);
+      this.base.logger.warn(`undo: cannot record ${toolId}: ${reason}`);
+      this.unrecorded.set(`${chatKey(facts.filename, bufnr)}:${toolId}`, reason);
+      this.base.lua.notify('notify', {
+        level: 'warn',
+        message: `${toolId} changed files without an undo record: it could not be written (${reason})`,
+      });
     }
   }
 
@@ -192,6 +227,13 @@ export class UndoService {
     const store = storeFor(facts);
     const key = chatKey(facts.filename, bufnr);
     const record = store === undefined ? undefined : await store.load(key, call.id);
+    const failed = this.unrecorded.get(`${key}:${call.id}`);
+    if (record === undefined && failed !== undefined) {
+      return {
+        ok: false,
+        message: `Nothing to undo ${call.name} (${call.id}): it ran without an undo record, which could not be written (${failed})`,
+      };
+    }
     if (store === undefined || record === undefined) {
       return {
         ok: false,
@@ -248,7 +290,12 @@ export class UndoService {
       return `Nothing kept for ${call.name} (${call.id}): it changed no file, or its record was pruned (tools.undo)`;
     }
     const before = file.before === null ? '' : Buffer.from(file.before, 'base64').toString('utf8');
-    const now = await readFile(file.path, 'utf8').catch(() => undefined);
+    let now: string | undefined;
+    try {
+      now = await readTextBounded(file.path);
+    } catch (error) {
+      return `Cannot show ${file.path}: ${error instanceof Error ? error.message : String(error)}`;
+    }
     const notes = [
       record.undone === undefined ? undefined : 'undone since',
       now === undefined ? 'the file is gone' : undefined,

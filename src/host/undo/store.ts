@@ -16,6 +16,7 @@ import { createHash } from 'node:crypto';
 import { mkdir, readFile, readdir, rename, stat, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { BeforeWrite } from '../../core/tools/context.js';
+import { hashFile } from '../../core/util/bounded-read.js';
 
 /** `tools.undo`. */
 export interface UndoLimits {
@@ -74,14 +75,12 @@ export function contentHash(content: Buffer | string): string {
   return createHash('sha256').update(content).digest('hex');
 }
 
-/** What is at `path` now: its hash, or null when there is no file. */
-export async function currentHash(path: string): Promise<string | null> {
-  try {
-    return contentHash(await readFile(path));
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
-    throw error;
-  }
+/**
+ * What is at `path` now: its hash, or null when there is no file. Read in pieces, and only a
+ * regular file (src/core/util/bounded-read.ts): anything else throws.
+ */
+export function currentHash(path: string): Promise<string | null> {
+  return hashFile(path);
 }
 
 /** The key of a chat: its file's path, or the buffer number of an unsaved chat. */
@@ -93,6 +92,29 @@ export function chatKey(filename: string | null, bufnr: number): string {
 }
 
 const DAY_MS = 24 * 60 * 60 * 1000;
+
+/** The record of a call that found `journal`; `hashAfter`: with the hash of each file now. */
+async function recordOf(
+  chatFile: string | null,
+  toolId: string,
+  journal: ReadonlyMap<string, BeforeWrite>,
+  now: number,
+  hashAfter: boolean,
+): Promise<UndoRecord> {
+  const files: UndoFile[] = [];
+  for (const [path, before] of journal) {
+    const after = hashAfter ? await currentHash(path).catch(() => null) : null;
+    if (before.kind === 'skipped') files.push({ path, after, skipped: before.reason });
+    else {
+      files.push({
+        path,
+        after,
+        before: before.kind === 'absent' ? null : before.content.toString('base64'),
+      });
+    }
+  }
+  return { version: 1, tool_id: toolId, chat: chatFile, created: now, files };
+}
 
 export class UndoStore {
   /** `dir`: the store's directory (`<stdpath("state")>/flemma/undo`). */
@@ -117,29 +139,36 @@ export class UndoStore {
     now = Date.now(),
   ): Promise<void> {
     if (journal.size === 0) return;
-    const files: UndoFile[] = [];
-    for (const [path, before] of journal) {
-      const after = await currentHash(path).catch(() => null);
-      if (before.kind === 'skipped') files.push({ path, after, skipped: before.reason });
-      else {
-        files.push({
-          path,
-          after,
-          before: before.kind === 'absent' ? null : before.content.toString('base64'),
-        });
-      }
-    }
-    const record: UndoRecord = {
-      version: 1,
-      tool_id: toolId,
-      chat: chatFile,
-      created: now,
-      files,
-    };
+    const record = await recordOf(chatFile, toolId, journal, now, true);
     await mkdir(this.dir, { recursive: true, mode: 0o700 });
     const target = this.fileOf(chat, toolId);
     await this.write(target, record);
     await this.prune(limits, now, target);
+  }
+
+  /**
+   * Whether the record of a call that would find `journal` can be written now: a record of the
+   * same size is written beside the others and removed again. Throws what writing it threw (a
+   * full disk, a directory that is not writable).
+   */
+  async probe(
+    chat: string,
+    chatFile: string | null,
+    toolId: string,
+    journal: ReadonlyMap<string, BeforeWrite>,
+  ): Promise<void> {
+    if (journal.size === 0) return;
+    const record = await recordOf(chatFile, toolId, journal, Date.now(), false);
+    await mkdir(this.dir, { recursive: true, mode: 0o700 });
+    const temp = `${this.fileOf(chat, toolId)}.${String(process.pid)}.probe`;
+    try {
+      // The record's `after` hashes are not known yet: the room they take is reserved.
+      await writeFile(temp, JSON.stringify(record) + ' '.repeat(80 * journal.size), {
+        mode: 0o600,
+      });
+    } finally {
+      await unlink(temp).catch(() => undefined);
+    }
   }
 
   /** Writes a record whole (through a temporary file, so a reader never sees half of one). */

@@ -35,14 +35,14 @@ M.context = safe(S.object({
   window = S.optional(S.integer(nil, { min = 1 })),
   -- The share of the window at which a send warns first, or false.
   warn_at = S.union({
-    S.string(nil, { pattern = "^%d+%%$", desc = 'a percentage such as "80%"' }),
+    shared.percent(nil, "80%"),
     S.literal(false),
   }, "80%"),
   -- The input tokens a request may hold, or a share of the window ("60%"); over it, old large
   -- tool results are sent as stubs. Unset or false: requests go whole.
   budget = S.optional(S.union({
     S.integer(nil, { min = 1 }),
-    S.string(nil, { pattern = "^%d+%%$", desc = 'a percentage such as "60%"' }),
+    shared.percent(nil, "60%"),
     S.literal(false),
   })),
   elide = S.object({
@@ -51,7 +51,7 @@ M.context = safe(S.object({
     -- Results smaller than this (bytes) are never elided.
     min_bytes = S.integer(4096, { min = 0 }),
     -- Once it must elide, elision goes down to this share of the budget.
-    low_water = S.string("70%", { pattern = "^%d+%%$", desc = 'a percentage such as "70%"' }),
+    low_water = shared.percent("70%", "70%"),
   }),
   -- Keep a streaming reply on disk (a record in stdpath("state")/flemma/recovery, and the file
   -- itself with editing.auto_write) so that a crash loses at most its last second. A file may
@@ -116,8 +116,8 @@ M.host = S.object({
   log_level = S.enum({ "debug", "info", "warn", "error" }, "info"),
   restart = S.object({
     max_attempts = S.integer(5, { min = 0 }),
-    window_ms = S.integer(60000, { min = 1 }),
-    backoff_ms = S.integer(100, { min = 0 }),
+    window_ms = shared.milliseconds(60000, 1),
+    backoff_ms = shared.milliseconds(100),
   }),
 })
 

@@ -29,13 +29,15 @@ local function general_parameters(with_defaults)
   return {
     max_tokens = safe(pick(S.union({
       S.integer(nil, { min = 1 }),
-      S.string(nil, { pattern = "^%d+%%$", desc = 'a percentage such as "50%"' }),
+      shared.percent(nil, "50%"),
     }, "50%"))),
-    temperature = safe(S.optional(S.number(nil, { min = 0 }))),
-    timeout = safe(pick(S.integer(600, { min = 1 }))),
-    connect_timeout = safe(pick(S.integer(10, { min = 1 }))),
+    -- The providers take 0 to 1 (Anthropic) or 0 to 2 (OpenAI, Gemini); each checks its own.
+    temperature = safe(S.optional(S.number(nil, { min = 0, max = 2 }))),
+    -- Seconds; timers take at most MAX_TIMER_SECONDS (shared.lua).
+    timeout = safe(pick(shared.seconds(600))),
+    connect_timeout = safe(pick(shared.seconds(10))),
     -- A shared file can only make its own requests fail sooner or wait longer.
-    stream_idle_timeout = safe(pick(S.integer(60, { min = 1 }))),
+    stream_idle_timeout = safe(pick(shared.seconds(60))),
     cache_retention = safe(pick(S.enum({ "short", "long", "none" }, "short"))),
     thinking = safe(pick(thinking())),
   }
@@ -77,7 +79,7 @@ M.parameters = S.object(vim.tbl_extend("error", general_parameters(true), {
   }),
   -- The offline demo provider (`provider = "demo"`, `npm run demo`).
   demo = provider_parameters({
-    delay_ms = safe(S.integer(40, { min = 0 })),
+    delay_ms = safe(shared.milliseconds(40)),
   }),
   gemini = provider_parameters({
     thinking_budget = safe(S.optional(S.integer(nil, { min = 0 }))),

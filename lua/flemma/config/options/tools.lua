@@ -73,7 +73,7 @@ M.tools = S.object({
         max_turns = S.trust("lower", S.integer(100, { min = 1 })),
         -- Milliseconds between a finished step and the automatic continue; an edit of the buffer
         -- meanwhile cancels the continue (0: on the next tick).
-        resume_delay = S.trust("higher", S.integer(0, { min = 0 })),
+        resume_delay = S.trust("higher", shared.milliseconds(0)),
       }),
     }, { enabled = true, max_turns = 100, resume_delay = 0 }, {
       coerce = function(value)
@@ -85,10 +85,10 @@ M.tools = S.object({
     })
   ),
   max_concurrent = safe(S.integer(2, { min = 0 })),
-  default_timeout = safe(S.integer(30, { min = 1 })),
+  default_timeout = safe(shared.seconds(30)),
   show_spinner = safe(S.boolean(true)),
   -- Seconds after which a running tool moves to the background by itself (0: never).
-  background_after = safe(S.integer(0, { min = 0 })),
+  background_after = safe(shared.seconds(0, 0)),
   cursor_after_result = safe(S.enum({ "result", "stay", "next" }, "result")),
   -- What `write`, `edit`, `file_write` (and any tool writing through `ctx.sandbox.open_for_write`)
   -- keep of a file before changing it, for `:Flemma tool:undo` (docs/tools.md, "Undo and review"):
@@ -97,7 +97,7 @@ M.tools = S.object({
   -- other bounds, need trust (a chat must not quietly remove the user's way back).
   undo = S.object({
     enabled = S.trust({ only = { true } }, S.boolean(true)),
-    max_bytes = S.integer(1048576, { min = 0 }),
+    max_bytes = shared.bytes_in_memory(1048576, 0),
     max_total_bytes = S.integer(52428800, { min = 0 }),
     max_age_days = S.integer(14, { min = 0 }),
   }),
@@ -130,7 +130,7 @@ M.tools = S.object({
       S.literal(false),
       S.object({
         attempts = S.integer(3, { min = 1 }),
-        backoff = S.integer(500, { min = 0 }),
+        backoff = shared.milliseconds(500),
       }),
     }, { attempts = 3, backoff = 500 }),
   }),
@@ -140,7 +140,7 @@ M.tools = S.object({
   mcporter = S.object({
     enabled = S.boolean(false),
     path = S.string("mcporter"),
-    timeout = S.integer(60, { min = 1 }),
+    timeout = shared.seconds(60),
     startup = S.object({ concurrency = S.integer(4, { min = 1 }) }),
     include = S.list(S.string(), {}),
     exclude = S.list(S.string(), {}),
@@ -174,8 +174,8 @@ M.tools = S.object({
   -- automatically (bash); `:Flemma tool:yolo` toggles it per buffer for the session.
   yolo = S.trust({ only = { false } }, S.boolean(false)),
   web_fetch = S.object({
-    timeout = safe(S.optional(S.integer(nil, { min = 1 }))),
-    max_bytes = safe(S.integer(102400, { min = 1 })),
+    timeout = safe(S.optional(shared.seconds(nil))),
+    max_bytes = safe(shared.bytes_in_memory(102400, 1)),
   }),
 }, {
   -- The tools offered to the model: removing some is safe anywhere.
@@ -205,17 +205,17 @@ M.mcp = S.object({
       exclude = S.list(S.string(), {}),
       enabled = S.boolean(true),
       -- Seconds for connecting and listing the tools (default: mcp.timeout).
-      timeout = S.optional(S.integer(nil, { min = 1 })),
+      timeout = S.optional(shared.seconds(nil)),
     }),
     {},
     { key_pattern = "^[%w_%-]+$", key_desc = "server names use letters, digits, '_' and '-'" }
   ),
-  timeout = S.integer(30, { min = 1 }),
+  timeout = shared.seconds(30),
   reconnect = S.object({
     max_attempts = S.integer(5, { min = 0 }),
     -- Milliseconds before the first attempt, doubled after each failure up to `max_delay`.
-    initial_delay = S.integer(500, { min = 0 }),
-    max_delay = S.integer(30000, { min = 0 }),
+    initial_delay = shared.milliseconds(500),
+    max_delay = shared.milliseconds(30000),
   }),
 })
 

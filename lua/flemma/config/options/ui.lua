@@ -146,7 +146,7 @@ M.line_highlights = safe(S.object({
 M.ui = S.object({
   usage = safe(S.object({
     enabled = S.boolean(true),
-    timeout = S.integer(10000, { min = 0 }),
+    timeout = shared.milliseconds(10000),
     position = S.enum(POSITIONS, "top"),
     highlight = S.string("@text.note,PmenuSel"),
   })),

@@ -23,13 +23,14 @@
 //   property of the same name. The target is looked up when the alias runs, so a tool replaced
 //   later (a Lua tool with a built-in's name) is the one called.
 
-import { readFile, stat } from 'node:fs/promises';
+import { stat } from 'node:fs/promises';
 import { dirname } from 'node:path';
 
 import type { ToolContext, ToolDefinition, ToolOutcome, Preview } from '../registry.js';
 import { runProcess, type RunOptions, type RunResult } from '../process.js';
 import { sleep } from '../middleware.js';
 import { type Backoff, backoffDelay } from '../../util/backoff.js';
+import { FileReadError, TOOL_READ_LIMIT_BYTES, readBounded } from '../../util/bounded-read.js';
 import { SandboxViolation } from '../sandbox/roots.js';
 import { formatSize } from '../truncate.js';
 import { CommandSyntaxError, displayCommand, splitCommand } from './argv.js';
@@ -442,8 +443,10 @@ function compileFileRead(
       const abs = await ctx.sandbox.resolve(shown);
       let data: Buffer;
       try {
-        data = await readFile(abs);
+        // Bounded (a model may name `/dev/zero`): the output limit is applied to the text anyway.
+        data = (await readBounded(abs, { name: shown, maxBytes: TOOL_READ_LIMIT_BYTES })).data;
       } catch (error) {
+        if (error instanceof FileReadError) return { ok: false, error: error.message };
         return { ok: false, error: `Cannot read ${shown}: ${fsReason(error)}` };
       }
       return {

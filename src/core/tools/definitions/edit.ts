@@ -15,11 +15,14 @@
 //   whether it exists.
 // - The file is read and rewritten through one handle from `ctx.sandbox.open_for_write`, so a
 //   link swapped meanwhile cannot send the new text out of the writable paths (see write.ts).
+// - At most `TOOL_READ_LIMIT_BYTES` (16 MiB) of the file are read (src/core/util/bounded-read.ts):
+//   a larger file is refused before anything is written.
 
 import { type FileHandle, stat } from 'node:fs/promises';
 
 import type { ToolContext, ToolDefinition, ToolOutcome } from '../registry.js';
 import { SandboxViolation } from '../sandbox/roots.js';
+import { FileReadError, TOOL_READ_LIMIT_BYTES, readHandle } from '../../util/bounded-read.js';
 import { fieldsOf, stringField } from './ls.js';
 import { reasonOf, sandboxDenial, toolPath } from './write.js';
 
@@ -76,8 +79,11 @@ async function editThrough(
 ): Promise<ToolOutcome> {
   let before: string;
   try {
-    before = await handle.readFile('utf8');
+    before = (
+      await readHandle(handle, { maxBytes: TOOL_READ_LIMIT_BYTES, name: path })
+    ).data.toString('utf8');
   } catch (err) {
+    if (err instanceof FileReadError) return { ok: false, error: err.message };
     return { ok: false, error: `Cannot read file: ${reasonOf(err)}` };
   }
 

@@ -26,9 +26,15 @@
 //   after the last one shown, a last line says which offset continues the read.
 // - An empty file reads as `(empty file)`, so the model can tell it from a failed read.
 
-import { closeSync, openSync, readFileSync, readSync, statSync } from 'node:fs';
-import { readFile } from 'node:fs/promises';
+import { closeSync, fstatSync, openSync, readSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
+import {
+  FileReadError,
+  READ_FLAGS,
+  TOOL_READ_LIMIT_BYTES,
+  readBounded,
+  readBoundedSync,
+} from '../../util/bounded-read.js';
 import { extname, relative } from 'node:path';
 
 import type { ToolContext, ToolDefinition, ToolOutcome } from '../registry.js';
@@ -163,11 +169,15 @@ export function isTextMime(mime: string): boolean {
   return mime.startsWith('text/') || TEXT_MIME_WORDS.test(mime);
 }
 
-/** `true` when the first `SNIFF_BYTES` of the file hold a NUL byte. */
+/**
+ * `true` when the first `SNIFF_BYTES` of the file hold a NUL byte, or it is not a regular file
+ * (opened without blocking: a FIFO named here must not hang the host).
+ */
 function looksBinary(path: string): boolean {
   // A few KiB from the start: read synchronously, like the small files themselves.
-  const fd = openSync(path, 'r');
+  const fd = openSync(path, READ_FLAGS);
   try {
+    if (!fstatSync(fd).isFile()) return true;
     const buffer = Buffer.alloc(SNIFF_BYTES);
     const bytesRead = readSync(fd, buffer, 0, SNIFF_BYTES, 0);
     return buffer.subarray(0, bytesRead).includes(0);
@@ -304,8 +314,18 @@ async function executeRead(
       const reference = fileReference(abs, mime, ctx.__dirname, options.home ?? homedir());
       return { ok: true, output: reference };
     }
-    text = size <= SYNC_READ_BYTES ? readFileSync(abs, 'utf8') : await readFile(abs, 'utf8');
+    // Bounded and checked again on the descriptor (src/core/util/bounded-read.ts): a file swapped
+    // for a FIFO or a device since the stat is refused, and a huge one is not read whole.
+    const limits = { maxBytes: TOOL_READ_LIMIT_BYTES, name: path };
+    text = (
+      size <= SYNC_READ_BYTES ? readBoundedSync(abs, limits) : await readBounded(abs, limits)
+    ).data.toString('utf8');
   } catch (err) {
+    if (err instanceof FileReadError) {
+      const hint =
+        err.problem === 'too-large' ? '; read parts of it with bash (head, tail, sed -n)' : '';
+      return { ok: false, error: err.message + hint };
+    }
     return {
       ok: false,
       error: `Cannot read ${path}: ${err instanceof Error ? err.message : String(err)}`,
