@@ -12,7 +12,15 @@
 --- - the user's own edits keep the trust: once trusted, a buffer stays trusted until it is read
 ---   from disk again, and writing it refreshes the database (as `:trust` would);
 --- - a buffer with no file on disk yet is being written by the user and is trusted; when it is
----   first written its path goes into the database.
+---   first written its path goes into the database (also when the user has typed in it before
+---   Flemma first asked about it).
+---
+--- An approval is the user's (docs/approval.md, "Statuses from a file that is not trusted"): when
+--- a chat is read from disk, the statuses of its placeholders that act (`approved`, `denied`,
+--- `rejected`) are recorded, by tool id, from one scan of the lines as read. While the buffer is
+--- not trusted, the host judges a placeholder whose status is still the recorded one as if it
+--- were pending; a status set in this Neovim (the host forgets the ids it rewrote or the user
+--- set, a status typed by hand differs) is honoured, and `:trust` honours them all.
 local M = {}
 
 local H = {
@@ -20,6 +28,8 @@ local H = {
   session = {},
   --- bufnr → true: had no file when first judged (the user is writing it)
   authored = {},
+  --- bufnr → { tool id → status }: the acting placeholder statuses as read from disk
+  from_disk = {},
   --- The recorded digests, as read from disk, with the file's mtime
   records = nil,
 }
@@ -111,8 +121,21 @@ function H.paths(bufnr)
 end
 
 --- The decision for a buffer whose tree has `digest` (from the host; may be nil):
---- `{trusted, why}` with `why` one of "authored", "allowed", "untrusted", "denied", "changed".
+--- `{trusted, why, placeholders}` with `why` one of "authored", "allowed", "untrusted", "denied",
+--- "changed", and `placeholders` (only when not trusted, and only when there are any) the statuses
+--- read from disk that are not the user's, by tool id.
 function M.state(bufnr, digest)
+  local state = H.decide(bufnr, digest)
+  if not state.trusted then
+    local recorded = H.from_disk[bufnr]
+    if recorded ~= nil and next(recorded) ~= nil then
+      state.placeholders = vim.deepcopy(recorded)
+    end
+  end
+  return state
+end
+
+function H.decide(bufnr, digest)
   local path, real = H.paths(bufnr)
   if path == nil then
     return { trusted = true, why = "authored" }
@@ -170,6 +193,9 @@ function H.on_trust(opts)
   H.session[bufnr] = opts.action == "allow" or nil
   if opts.action ~= "allow" then
     H.authored[bufnr] = nil
+  else
+    -- Trusted as it is: its placeholders' statuses are honoured.
+    H.from_disk[bufnr] = nil
   end
   -- What the diagnostics say about the file's trust is stale now.
   local host = require("flemma.host")
@@ -199,19 +225,78 @@ function M.bootstrap()
   end
 end
 
---- The buffer was read from disk (opened, reloaded after a change outside, `:e!`): what it holds
---- now was not written here, so its trust is judged again.
-function M.on_read(bufnr)
-  H.session[bufnr] = nil
+--- The statuses that act (`approved`, `denied`, `rejected`) of the buffer's placeholders, by
+--- tool id, from one scan of its lines (flemma.ui.scan, the shim's reading of the grammar).
+function H.acting_statuses(bufnr)
+  local recorded = {}
+  local structure = require("flemma.ui.scan").scan(vim.api.nvim_buf_get_lines(bufnr, 0, -1, false))
+  for _, block in ipairs(structure.blocks) do
+    local status = block.kind == "tool_result" and block.status
+    if status == "approved" or status == "denied" or status == "rejected" then
+      recorded[block.id] = status
+    end
+  end
+  return recorded
 end
 
---- After a write: a chat the user wrote from scratch goes into the trust database, and a trusted
---- chat's entry follows the user's edits.
-function M.on_write(bufnr)
+--- Whether the buffer is a chat (its filetype, or its name while detection has not run yet).
+function H.is_chat(bufnr)
+  return vim.bo[bufnr].filetype == "chat" or vim.api.nvim_buf_get_name(bufnr):match("%.chat$") ~= nil
+end
+
+--- The buffer was read from disk (opened, reloaded after a change outside, `:e!`): what it holds
+--- now was not written here, so its trust is judged again, and the statuses of its placeholders
+--- are recorded as not the user's.
+function M.on_read(bufnr)
+  H.session[bufnr] = nil
+  H.authored[bufnr] = nil
+  if H.is_chat(bufnr) then
+    H.from_disk[bufnr] = H.acting_statuses(bufnr)
+  end
+end
+
+--- A buffer became a chat (its FileType): one with no file on disk is the user's, from now on
+--- (`:e new.chat`, `:enew`); one read from disk whose statuses were not recorded yet (its
+--- filetype set after it was read) has them recorded, as long as it holds what was read.
+function M.setup_buffer(bufnr)
+  local _, real = H.paths(bufnr)
+  if real == nil then
+    H.authored[bufnr] = true
+  elseif H.from_disk[bufnr] == nil and not vim.bo[bufnr].modified then
+    H.from_disk[bufnr] = H.acting_statuses(bufnr)
+  end
+end
+
+--- Host → Lua (`trust.confirm`): the statuses of these tool ids were set in this Neovim (by the
+--- user, or by the approval chain after it judged them): they are honoured from now on.
+function M.confirm(params)
+  local recorded = H.from_disk[params.bufnr]
+  if recorded == nil then
+    return nil
+  end
+  for _, id in ipairs(params.ids or {}) do
+    recorded[id] = nil
+  end
+  return nil
+end
+
+--- After a write (of the buffer to `written`, the file's name): a chat the user wrote from
+--- scratch goes into the trust database, a trusted chat's entry follows the user's edits, and a
+--- copy of either written elsewhere (`:w other.chat`) is trusted as written.
+function M.on_write(bufnr, written)
   if not (H.authored[bufnr] or H.session[bufnr]) then
     return
   end
   local _, real = H.paths(bufnr)
+  local target = type(written) == "string" and vim.uv.fs_realpath(vim.fn.fnamemodify(written, ":p")) or nil
+  if target ~= nil and target ~= real then
+    -- `:w other.chat`: a copy of what the user writes here is theirs too (the buffer keeps its
+    -- name, and its own state).
+    if H.db_entry(target) ~= "!" then
+      pcall(vim.secure.trust, { action = "allow", path = target })
+    end
+    return
+  end
   if real ~= nil and H.db_entry(real) == "!" then
     return
   end
@@ -224,6 +309,7 @@ end
 function M.forget(bufnr)
   H.session[bufnr] = nil
   H.authored[bufnr] = nil
+  H.from_disk[bufnr] = nil
 end
 
 --- The message for a chat whose Lua (`what`: "frontmatter" or "templates") may not run: true for
