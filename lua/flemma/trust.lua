@@ -26,13 +26,25 @@ local M = {}
 local H = {
   --- bufnr → true: trusted since it was read, and edited only here since
   session = {},
-  --- bufnr → true: had no file when first judged (the user is writing it)
-  authored = {},
+  --- The buffer variable that says a buffer had no file when it became a chat (the user is
+  --- writing it). A buffer variable, not a table here: naming a buffer that had none (`:w name`)
+  --- sends a BufWipeout for it, which would forget a table's entry.
+  authored = "flemma_authored",
   --- bufnr → { tool id → status }: the acting placeholder statuses as read from disk
   from_disk = {},
   --- The recorded digests, as read from disk, with the file's mtime
   records = nil,
 }
+
+function H.is_authored(bufnr)
+  return vim.api.nvim_buf_is_valid(bufnr) and vim.b[bufnr][H.authored] == true
+end
+
+function H.set_authored(bufnr, value)
+  if vim.api.nvim_buf_is_valid(bufnr) then
+    vim.b[bufnr][H.authored] = value
+  end
+end
 
 --- The records file: real path → digest.
 function H.records_path()
@@ -161,9 +173,9 @@ function H.decide(bufnr, digest)
     end
     return { trusted = true, why = "allowed" }
   end
-  if real == nil or H.authored[bufnr] then
+  if real == nil or H.is_authored(bufnr) then
     -- No file yet: the user is writing it. Its path is trusted once it is written.
-    H.authored[bufnr] = true
+    H.set_authored(bufnr, true)
     return { trusted = true, why = "authored" }
   end
   H.session[bufnr] = nil
@@ -192,7 +204,7 @@ function H.on_trust(opts)
   end
   H.session[bufnr] = opts.action == "allow" or nil
   if opts.action ~= "allow" then
-    H.authored[bufnr] = nil
+    H.set_authored(bufnr, nil)
   else
     -- Trusted as it is: its placeholders' statuses are honoured.
     H.from_disk[bufnr] = nil
@@ -249,7 +261,7 @@ end
 --- are recorded as not the user's.
 function M.on_read(bufnr)
   H.session[bufnr] = nil
-  H.authored[bufnr] = nil
+  H.set_authored(bufnr, nil)
   if H.is_chat(bufnr) then
     H.from_disk[bufnr] = H.acting_statuses(bufnr)
   end
@@ -261,7 +273,7 @@ end
 function M.setup_buffer(bufnr)
   local _, real = H.paths(bufnr)
   if real == nil then
-    H.authored[bufnr] = true
+    H.set_authored(bufnr, true)
   elseif H.from_disk[bufnr] == nil and not vim.bo[bufnr].modified then
     H.from_disk[bufnr] = H.acting_statuses(bufnr)
   end
@@ -281,34 +293,33 @@ function M.confirm(params)
 end
 
 --- After a write (of the buffer to `written`, the file's name): a chat the user wrote from
---- scratch goes into the trust database, a trusted chat's entry follows the user's edits, and a
---- copy of either written elsewhere (`:w other.chat`) is trusted as written.
+--- scratch goes into the trust database (also when it was first named by this write, `:w name`
+--- or `:saveas`), and a trusted chat's entry follows the user's edits.
 function M.on_write(bufnr, written)
-  if not (H.authored[bufnr] or H.session[bufnr]) then
+  if not (H.is_authored(bufnr) or H.session[bufnr]) then
     return
   end
   local _, real = H.paths(bufnr)
   local target = type(written) == "string" and vim.uv.fs_realpath(vim.fn.fnamemodify(written, ":p")) or nil
   if target ~= nil and target ~= real then
-    -- `:w other.chat`: a copy of what the user writes here is theirs too (the buffer keeps its
-    -- name, and its own state).
-    if H.db_entry(target) ~= "!" then
-      pcall(vim.secure.trust, { action = "allow", path = target })
-    end
+    -- `:w other.chat` writes a copy: the buffer keeps its name and its state, and the copy is a
+    -- file like any other (`vim.secure.trust()` allows only a buffer, not a path).
     return
   end
   if real ~= nil and H.db_entry(real) == "!" then
     return
   end
-  H.authored[bufnr] = nil
-  if pcall(vim.secure.trust, { action = "allow", bufnr = bufnr }) then
+  -- The database's directory may not exist yet in a fresh state directory.
+  pcall(vim.fn.mkdir, vim.fn.stdpath("state"), "p")
+  local ok, allowed = pcall(vim.secure.trust, { action = "allow", bufnr = bufnr })
+  if ok and allowed then
+    H.set_authored(bufnr, nil)
     H.session[bufnr] = true
   end
 end
 
 function M.forget(bufnr)
   H.session[bufnr] = nil
-  H.authored[bufnr] = nil
   H.from_disk[bufnr] = nil
 end
 
