@@ -128,6 +128,7 @@ function M.bootstrap()
       if vim.bo[ev.buf].filetype == "chat" then
         require("flemma.trust").on_write(ev.buf, ev.match)
       end
+      require("flemma.trust").on_any_write(ev.buf)
     end,
   })
   vim.api.nvim_create_autocmd({ "BufReadPost", "FileChangedShellPost" }, {

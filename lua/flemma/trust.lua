@@ -51,40 +51,62 @@ function H.records_path()
   return vim.fs.joinpath(vim.fn.stdpath("state"), "flemma", "trust.json")
 end
 
-function H.read_records()
+--- The records as read from disk (cached by the file's mtime): `files` (real path → digest) and
+--- `includes` (chat's real path → { included file's real path → sha256 of its text }).
+function H.read_all()
   local path = H.records_path()
   local stat = vim.uv.fs_stat(path)
   local mtime = stat and (stat.mtime.sec * 1e9 + stat.mtime.nsec) or 0
   if H.records and H.records.mtime == mtime then
-    return H.records.files
+    return H.records
   end
-  local files = {}
+  local files, includes = {}, {}
   if stat then
     local ok, lines = pcall(vim.fn.readfile, path)
     local decoded_ok, decoded = false, nil
     if ok then
       decoded_ok, decoded = pcall(vim.json.decode, table.concat(lines, "\n"))
     end
-    if decoded_ok and type(decoded) == "table" and type(decoded.files) == "table" then
-      files = decoded.files
+    if decoded_ok and type(decoded) == "table" then
+      files = type(decoded.files) == "table" and decoded.files or files
+      includes = type(decoded.includes) == "table" and decoded.includes or includes
     end
   end
-  H.records = { mtime = mtime, files = files }
-  return files
+  H.records = { mtime = mtime, files = files, includes = includes }
+  return H.records
+end
+
+function H.read_records()
+  return H.read_all().files
+end
+
+--- Writes the records after `change(files, includes)` (on copies) changed them.
+function H.update_records(change)
+  local records = H.read_all()
+  local files, includes = vim.deepcopy(records.files), vim.deepcopy(records.includes)
+  if not change(files, includes) then
+    return
+  end
+  local file = H.records_path()
+  vim.fn.mkdir(vim.fs.dirname(file), "p")
+  local encoded = vim.json.encode({
+    version = 1,
+    files = next(files) == nil and vim.empty_dict() or files,
+    includes = next(includes) == nil and vim.empty_dict() or includes,
+  })
+  if pcall(vim.fn.writefile, { encoded }, file) then
+    H.records = nil
+  end
 end
 
 function H.write_record(path, digest)
-  local files = vim.deepcopy(H.read_records())
-  if files[path] == digest then
-    return
-  end
-  files[path] = digest
-  local file = H.records_path()
-  vim.fn.mkdir(vim.fs.dirname(file), "p")
-  local ok = pcall(vim.fn.writefile, { vim.json.encode({ version = 1, files = files }) }, file)
-  if ok then
-    H.records = nil
-  end
+  H.update_records(function(files)
+    if files[path] == digest then
+      return false
+    end
+    files[path] = digest
+    return true
+  end)
 end
 
 --- The trust database's entry for a path: its hash, "!" (denied) or nil (not listed).
@@ -182,6 +204,83 @@ function H.decide(bufnr, digest)
   return { trusted = false, why = "untrusted" }
 end
 
+--- The hash of an included file's text as `include()` reads it (nil when it cannot be read).
+function H.file_hash(path)
+  local ok, lines = pcall(vim.fn.readfile, path)
+  if not ok then
+    return nil
+  end
+  return vim.fn.sha256(table.concat(lines, "\n"))
+end
+
+--- A trusted chat's template includes `path` (its real path), whose text is `text`: nil when that
+--- is what the chat was trusted with — recorded the first time the chat includes it, kept up to
+--- date by `:trust` and by the user's own writes of it — else the message that it changed.
+function M.included(bufnr, path, text)
+  local chat, real = H.paths(bufnr)
+  local key = real or chat
+  if key == nil then
+    return nil
+  end
+  local hash = vim.fn.sha256(text)
+  local recorded = (H.read_all().includes[key] or {})[path]
+  if recorded == hash then
+    return nil
+  elseif recorded ~= nil then
+    return string.format(
+      "%s: %s changed outside Neovim: review it, then :trust",
+      vim.fn.fnamemodify(key, ":t"),
+      vim.fn.fnamemodify(path, ":~:.")
+    )
+  end
+  H.update_records(function(_, includes)
+    includes[key] = includes[key] or {}
+    includes[key][path] = hash
+    return true
+  end)
+  return nil
+end
+
+--- The chat at `key` was trusted as it is: the files it included are trusted as they are now.
+function H.retrust_includes(key)
+  H.update_records(function(_, includes)
+    local changed = false
+    for path, hash in pairs(includes[key] or {}) do
+      local now = H.file_hash(path)
+      if now ~= hash then
+        includes[key][path] = now
+        changed = true
+      end
+    end
+    return changed
+  end)
+end
+
+--- Any buffer was written: a file that chats include, written by the user here, is what those
+--- chats trust from now on.
+function M.on_any_write(bufnr)
+  local real = vim.uv.fs_realpath(vim.api.nvim_buf_get_name(bufnr))
+  if real == nil then
+    return
+  end
+  local holders = {}
+  for key, paths in pairs(H.read_all().includes) do
+    if type(paths) == "table" and paths[real] ~= nil then
+      holders[#holders + 1] = key
+    end
+  end
+  if #holders == 0 then
+    return
+  end
+  local hash = H.file_hash(real)
+  H.update_records(function(_, includes)
+    for _, key in ipairs(holders) do
+      includes[key][real] = hash
+    end
+    return true
+  end)
+end
+
 --- `vim.secure.trust()` was called (`:trust`, `:trust ++deny`, `:trust ++remove`): a chat buffer
 --- it names is trusted as it is now, or not any more.
 function H.on_trust(opts)
@@ -206,8 +305,12 @@ function H.on_trust(opts)
   if opts.action ~= "allow" then
     H.set_authored(bufnr, nil)
   else
-    -- Trusted as it is: its placeholders' statuses are honoured.
+    -- Trusted as it is: its placeholders' statuses are honoured, and its includes as they are.
     H.from_disk[bufnr] = nil
+    local path, real = H.paths(bufnr)
+    if real or path then
+      H.retrust_includes(real or path)
+    end
   end
   -- What the diagnostics say about the file's trust is stale now.
   local host = require("flemma.host")

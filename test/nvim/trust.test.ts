@@ -634,6 +634,48 @@ describe('trust follows the code', () => {
     expect(await temperature(d, f)).toBe(0.6);
   });
 
+  it('a file a trusted chat includes is part of what was trusted: changed outside, it asks again', async () => {
+    const { d, f } = await start();
+    const part = d.writeFile('part.md', 'PART-ONE');
+    d.writeFile('inc.chat', ['@You:', 'Read {{ include("part.md") }}.'].join('\n') + '\n');
+    /** Sends; answers the request's body, or undefined when the send stopped with `note`. */
+    async function body(note?: RegExp): Promise<string | undefined> {
+      const before = d.notificationCount;
+      const done = d.eventsSeen('FlemmaRequestFinished').length + 1;
+      await d.command('Flemma send');
+      if (note !== undefined) {
+        const said = await d.waitForNotification(note, { after: before });
+        return said.message;
+      }
+      const request = await next(d, f, '/v1/messages');
+      await request.respond(400, {
+        type: 'error',
+        error: { type: 'invalid_request_error', message: 'enough' },
+      });
+      await requestsFinished(d, done);
+      return request.rawBody;
+    }
+    await d.openChat('inc.chat');
+    await d.command('trust');
+    expect(await body()).toContain('Read PART-ONE.');
+
+    // Someone else changes the included file: asked again, nothing sent.
+    writeFileSync(part, 'PART-TWO');
+    expect(await body(/changed outside/)).toBe(
+      'Flemma: inc.chat: part.md changed outside Neovim: review it, then :trust',
+    );
+    expect(f.requests).toHaveLength(1);
+    await d.command('trust');
+    expect(await body()).toContain('Read PART-TWO.');
+
+    // The user's own edit of it, written here, keeps the trust.
+    await d.command('edit part.md');
+    await setLines(d, ['PART-THREE']);
+    await d.command('write');
+    await d.command('buffer inc.chat');
+    expect(await body()).toContain('Read PART-THREE.');
+  });
+
   it('a template gets its own string table: Neovim’s string.upper is untouched', async () => {
     const { d, f } = await start();
     await d.openChat('tpl.chat');
