@@ -329,8 +329,10 @@ export class ChatSession {
           return { ...editor, autopilot: autopilotSettings(editor.config.tools) };
         },
         apply: (edits) => results.applyEdits(bufnr, edits),
-        confirm: async (ids) => {
-          if (ids.length > 0) await base.lua.call('trust.confirm', { bufnr, ids: [...ids] });
+        confirm: (ids) => {
+          // A notification: Lua takes it before anything the host asks or sends after it.
+          if (ids.length > 0) base.lua.notify('trust.confirm', { bufnr, ids: [...ids] });
+          return Promise.resolve();
         },
         waitForUser: (state) => this.waitForUser(state.document),
         warn: (message) => {

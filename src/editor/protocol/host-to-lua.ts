@@ -262,7 +262,7 @@ export const HOST_TO_LUA = {
     section: 'frontmatter-and-templates',
   },
   'trust.confirm': {
-    kind: 'request',
+    kind: 'notification',
     params: '`{bufnr, ids}`',
     answer: '`nil`',
     section: 'frontmatter-and-templates',

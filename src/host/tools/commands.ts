@@ -145,7 +145,7 @@ export class ToolCommands {
     const end = result.span.endLine;
     const content = status === 'rejected' && message !== undefined ? message : result.content;
     // The status is the user's now, also where a file that is not trusted held the same one.
-    await this.ctx.lua.call('trust.confirm', { bufnr, ids: [call.id] });
+    this.ctx.lua.notify('trust.confirm', { bufnr, ids: [call.id] });
     await this.deps.results.applyEdits(bufnr, [
       {
         start,
