@@ -96,6 +96,7 @@ function M.bootstrap()
     callback = function(ev)
       -- The prompt of an empty chat first, so that the buffer is drawn with it.
       require("flemma.editing").setup_buffer(ev.buf)
+      require("flemma.trust").setup_buffer(ev.buf)
       require("flemma.chat").setup_buffer(ev.buf)
       require("flemma.lsp").setup_buffer(ev.buf)
       -- Deferred: starting a process is not something to do inside the FileType event itself.
@@ -125,8 +126,9 @@ function M.bootstrap()
     desc = "Flemma: a chat written here keeps (or gets) its trust",
     callback = function(ev)
       if vim.bo[ev.buf].filetype == "chat" then
-        require("flemma.trust").on_write(ev.buf)
+        require("flemma.trust").on_write(ev.buf, ev.match)
       end
+      require("flemma.trust").on_any_write(ev.buf)
     end,
   })
   vim.api.nvim_create_autocmd({ "BufReadPost", "FileChangedShellPost" }, {

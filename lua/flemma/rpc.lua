@@ -199,6 +199,9 @@ M.methods = {
   ["frontmatter.diagnostics"] = function(params)
     return require("flemma.frontmatter").show_diagnostics(params)
   end,
+  ["trust.confirm"] = function(params)
+    return require("flemma.trust").confirm(params)
+  end,
   ["template.render"] = function(params)
     return require("flemma.templating").render(params)
   end,

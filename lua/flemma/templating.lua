@@ -189,6 +189,13 @@ function H.environment(variables, base_dir, stack, render)
       error(string.format("include(%q): no such file", path), 2)
     end
     local text = table.concat(lines, "\n")
+    -- An included file is part of what the chat was trusted with (docs/security.md, "Trust").
+    local changed = render.bufnr
+      and require("flemma.trust").included(render.bufnr, vim.uv.fs_realpath(full) or full, text)
+    if changed then
+      render.untrusted = changed
+      error(changed, 0)
+    end
     local inner_stack = vim.list_extend(vim.deepcopy(stack), { full })
     local chunk = "include:" .. vim.fn.fnamemodify(full, ":~:.")
     local inner_env = H.environment(vars, vim.fn.fnamemodify(full, ":h"), inner_stack, render)
@@ -230,12 +237,8 @@ function M.render(params)
   local base_dir = name ~= "" and vim.fn.fnamemodify(name, ":p:h") or vim.fn.getcwd()
   local texts = {}
   -- One environment for the whole prompt: `{% x = … %}` in one message is seen by the next.
-  local env = H.environment(
-    variables,
-    base_dir,
-    { name ~= "" and vim.fn.fnamemodify(name, ":p") or nil },
-    { bufnr = bufnr, tools = type(params.tools) == "table" and params.tools or {} }
-  )
+  local render = { bufnr = bufnr, tools = type(params.tools) == "table" and params.tools or {} }
+  local env = H.environment(variables, base_dir, { name ~= "" and vim.fn.fnamemodify(name, ":p") or nil }, render)
   local jobs = params.jobs or {}
   local chunk = "template"
   local index = 1
@@ -254,7 +257,7 @@ function M.render(params)
       end
       local ok, results = pcall(fn, tostr)
       if not ok then
-        return { error = H.describe(results, chunk, map, "") }
+        return render.untrusted and { untrusted = render.untrusted } or { error = H.describe(results, chunk, map, "") }
       end
       for offset, values in ipairs(results) do
         texts[index - #group + offset - 1] = values
@@ -266,7 +269,7 @@ function M.render(params)
       end
       local ok, result = pcall(fn, literal, tostr)
       if not ok then
-        return { error = H.describe(result, chunk, map, "") }
+        return render.untrusted and { untrusted = render.untrusted } or { error = H.describe(result, chunk, map, "") }
       end
       texts[index] = result
       index = index + 1

@@ -155,6 +155,11 @@ export function resolveContext(
     answer.trust?.trusted === true
       ? { trusted: true, why: answer.trust.why ?? 'allowed' }
       : { ...NOT_TRUSTED, why: answer.trust?.why ?? NOT_TRUSTED.why };
+  const placeholders = answer.trust?.placeholders;
+  // NOTE: an empty Lua table arrives as an array.
+  if (!trust.trusted && typeof placeholders === 'object' && !Array.isArray(placeholders)) {
+    trust.placeholders = placeholders;
+  }
   const config =
     question.store === undefined
       ? parseConfig(answer.config)

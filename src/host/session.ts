@@ -58,6 +58,18 @@ function notRun(): ApprovalOutcome {
   return { decision: 'deny', resolver: null, trace: [], skipped: [] };
 }
 
+/**
+ * The outcome of a call whose placeholder held `status` in a file that is not trusted, with the
+ * reason it was judged again (`:Flemma tool:why`).
+ */
+function unconfirmedNote(outcome: ApprovalOutcome, status: string): ApprovalOutcome {
+  const note = `status=${status} came from a file that is not trusted: judged as if pending (:trust honours it)`;
+  return {
+    ...outcome,
+    trace: [{ resolver: 'trust', priority: 0, outcome: 'passed', notes: [note] }, ...outcome.trace],
+  };
+}
+
 export class ChatSession {
   readonly conversation: Conversation<StepContext>;
   private request: AbortController | undefined;
@@ -317,6 +329,11 @@ export class ChatSession {
           return { ...editor, autopilot: autopilotSettings(editor.config.tools) };
         },
         apply: (edits) => results.applyEdits(bufnr, edits),
+        confirm: (ids) => {
+          // A notification: Lua takes it before anything the host asks or sends after it.
+          if (ids.length > 0) base.lua.notify('trust.confirm', { bufnr, ids: [...ids] });
+          return Promise.resolve();
+        },
         waitForUser: (state) => this.waitForUser(state.document),
         warn: (message) => {
           base.lua.notify('notify', { level: 'warn', message });
@@ -342,7 +359,10 @@ export class ChatSession {
             context.approval,
             context.facts,
           );
-          this.s.approval.remember(use.id, decided);
+          this.s.approval.remember(
+            use.id,
+            use.unconfirmed === undefined ? decided : unconfirmedNote(decided, use.unconfirmed),
+          );
           return statusOf(decided.decision);
         },
         start: (calls, context, user) => {

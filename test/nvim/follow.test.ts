@@ -230,6 +230,8 @@ describe('following tool results', () => {
       ${GATE_TOOL}`,
     );
     await d.waitForEvent('FlemmaBootComplete');
+    // The chat is the user's: its `approved` stands (in a file not trusted the chain judges it).
+    await d.command('trust');
     await d.press('G');
     await d.command('split');
     const away = await d.lua<number>(

@@ -169,6 +169,8 @@ describe('<C-]> in Insert mode', () => {
       '```',
     ]);
     await d.waitForEvent('FlemmaBootComplete');
+    // The chat is the user's: its `approved` stands (in a file not trusted the chain judges it).
+    await d.command('trust');
     const seen = d.eventCount;
     await d.press('GA<C-]>');
     await d.waitForEvent('FlemmaToolExecuting', { after: seen });

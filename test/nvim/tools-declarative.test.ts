@@ -247,6 +247,8 @@ implementation:
       ...result('toolu_4'),
     ]);
     await d.waitForEvent('FlemmaBootComplete');
+    // The chat is the user's: its `approved` stands (in a file not trusted the chain judges it).
+    await d.command('trust');
     await d.press('<C-]>');
     for (let i = 1; i <= 4; i++) {
       const id = `toolu_${String(i)}`;

@@ -304,6 +304,8 @@ describe('tool policy end to end', () => {
       '```',
     ]);
     await d.waitForEvent('FlemmaBootComplete');
+    // The chat is the user's: its `approved` stands (in a file not trusted the chain judges it).
+    await d.command('trust');
     await d.press('<C-]>');
     const done = await d.waitForEvent('FlemmaToolCompleted');
     expect(done.data['status']).toBe('success');

@@ -69,6 +69,8 @@ async function run(
   await d.lua(setup);
   await d.openChat('words.chat', chat(options.tool ?? 'word_count'));
   await d.waitForEvent(options.waitFor ?? 'FlemmaBootComplete', { timeout: 20000 });
+  // The chat is the user's: its `approved` stands (in a file not trusted the chain would judge it).
+  await d.command('trust');
   await d.press('<C-]>');
   const done = await d.waitForEvent('FlemmaToolCompleted', { timeout: 20000 });
   expect(done.data['status']).toBe('success');

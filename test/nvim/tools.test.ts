@@ -116,6 +116,9 @@ describe('tools registered from Lua', () => {
       '```',
     ]);
     await d.waitForEvent('FlemmaBootComplete');
+    // A file read from disk is the user's once trusted; until then its `approved` is judged by
+    // the chain as if pending (test/nvim/approval-trust.test.ts).
+    await d.command('trust');
     await d.press('<C-]>');
     const done = await d.waitForEvent('FlemmaToolCompleted');
     expect(done.data).toMatchObject({

@@ -102,6 +102,11 @@ async function requestsFinished(d: Driver, count: number): Promise<void> {
   }
 }
 
+/** Replaces the current buffer's lines, as the user's typing would. */
+async function setLines(d: Driver, lines: string[]): Promise<void> {
+  await d.lua('vim.api.nvim_buf_set_lines(0, 0, -1, false, ...)', lines);
+}
+
 /** Ends the chat with a new `@You:` message. */
 async function ask(d: Driver, text: string): Promise<void> {
   await d.lua(
@@ -595,6 +600,80 @@ describe('trust follows the code', () => {
     );
     await d.command('edit!');
     expect(await temperature(d, f)).toBe(0.3);
+  });
+
+  it('a new chat the user writes with :w stays trusted: its Lua frontmatter and templates run', async () => {
+    const { d, f } = await start();
+    // `:e new.chat` (no file yet), typed, written: the user's own chat.
+    await d.command('edit new.chat');
+    await d.waitForEvent('FlemmaBootComplete');
+    await setLines(d, [
+      '```lua',
+      'flemma.opt.temperature = 0.3',
+      '```',
+      '@You:',
+      'Hi {{ 40 + 2 }}',
+    ]);
+    await d.command('write');
+    expect(await temperature(d, f)).toBe(0.3);
+    // Read back from disk, it is still the user's.
+    await d.command('edit!');
+    expect(await temperature(d, f)).toBe(0.3);
+    const request = f.requests.at(-1);
+    expect(request?.rawBody).toContain('Hi 42');
+
+    // A buffer with no name, written under one; then saved under another with :saveas.
+    await d.command('enew');
+    await d.command('setfiletype chat');
+    await setLines(d, ['```lua', 'flemma.opt.temperature = 0.6', '```', '@You:', 'Hi']);
+    await d.command('write named.chat');
+    await d.command('edit! named.chat');
+    expect(await temperature(d, f)).toBe(0.6);
+    await d.command('saveas renamed.chat');
+    await d.command('edit! renamed.chat');
+    expect(await temperature(d, f)).toBe(0.6);
+  });
+
+  it('a file a trusted chat includes is part of what was trusted: changed outside, it asks again', async () => {
+    const { d, f } = await start();
+    const part = d.writeFile('part.md', 'PART-ONE');
+    d.writeFile('inc.chat', ['@You:', 'Read {{ include("part.md") }}.'].join('\n') + '\n');
+    /** Sends; answers the request's body, or undefined when the send stopped with `note`. */
+    async function body(note?: RegExp): Promise<string | undefined> {
+      const before = d.notificationCount;
+      const done = d.eventsSeen('FlemmaRequestFinished').length + 1;
+      await d.command('Flemma send');
+      if (note !== undefined) {
+        const said = await d.waitForNotification(note, { after: before });
+        return said.message;
+      }
+      const request = await next(d, f, '/v1/messages');
+      await request.respond(400, {
+        type: 'error',
+        error: { type: 'invalid_request_error', message: 'enough' },
+      });
+      await requestsFinished(d, done);
+      return request.rawBody;
+    }
+    await d.openChat('inc.chat');
+    await d.command('trust');
+    expect(await body()).toContain('Read PART-ONE.');
+
+    // Someone else changes the included file: asked again, nothing sent.
+    writeFileSync(part, 'PART-TWO');
+    expect(await body(/changed outside/)).toBe(
+      'Flemma: inc.chat: part.md changed outside Neovim: review it, then :trust',
+    );
+    expect(f.requests).toHaveLength(1);
+    await d.command('trust');
+    expect(await body()).toContain('Read PART-TWO.');
+
+    // The user's own edit of it, written here, keeps the trust.
+    await d.command('edit part.md');
+    await setLines(d, ['PART-THREE']);
+    await d.command('write');
+    await d.command('buffer inc.chat');
+    expect(await body()).toContain('Read PART-THREE.');
   });
 
   it('a template gets its own string table: Neovim’s string.upper is untouched', async () => {

@@ -233,6 +233,21 @@ export function planResult(
 }
 
 /**
+ * The edit that makes the placeholder of `id` an empty one with `status` (a status the approval
+ * chain gave it); undefined when `id` has no placeholder.
+ */
+export function planPlaceholderStatus(
+  doc: ChatDocument,
+  lines: readonly string[],
+  id: string,
+  status: PlaceholderStatus,
+): Edit | undefined {
+  const target = findResult(doc, id, (segment) => segment.placeholder !== undefined);
+  if (target === undefined) return undefined;
+  return replaceBlock(lines, target, () => placeholder(id, status));
+}
+
+/**
  * Phase 2's grouping of every placeholder that answers a tool use (the first placeholder per id),
  * each group sorted by the tool use's line. Content that is only whitespace counts as empty.
  */

@@ -14,6 +14,8 @@ import {
   type PlaceholderRequest,
   bottomToTop,
   classifyToolBlocks,
+  type ToolBlock,
+  planPlaceholderStatus,
   planPlaceholders,
   planResult,
   planUserSuppliedResult,
@@ -21,7 +23,9 @@ import {
   unresolvedToolUses,
 } from '../chat/edits.js';
 import type { Autopilot } from './autopilot.js';
+import type { ChatDocument } from '../chat/ast.js';
 import type {
+  ActingStatus,
   ClockPort,
   EditorPort,
   LoopState,
@@ -29,6 +33,7 @@ import type {
   StepContext,
   ToolCall,
   ToolPort,
+  Verdict,
 } from './ports.js';
 
 export interface StepPorts<C extends StepContext> {
@@ -78,6 +83,18 @@ export async function runStep<C extends StepContext>(
   }
   const settings = context.autopilot;
 
+  // Statuses a file that is not trusted held: the chain judges those calls as if pending.
+  const judged = await judgeUnconfirmed(ports, state, context);
+  if (judged.size > 0) {
+    state = await editor.read();
+    if (state === undefined) return 'refused';
+    const now = placeholderStatuses(state.document);
+    const settled = [...judged].filter(([id, verdict]) => (now.get(id) ?? verdict) === verdict);
+    await editor.confirm(settled.map(([id]) => id));
+    // An edit was refused (the user changed those rows meanwhile): nothing runs this step.
+    if (settled.length < judged.size) return 'refused';
+  }
+
   // Phase 1: placeholders with the chain's decisions.
   const unresolved = unresolvedToolUses(state.document);
   let started = false;
@@ -121,6 +138,55 @@ export async function runStep<C extends StepContext>(
     if (state === undefined) return started ? 'started' : 'refused';
   }
   return phaseTwo(ports, pilot, state, context, user, started);
+}
+
+/**
+ * The placeholders whose status is still one that a file that is not trusted held when it was
+ * read (`context.trust.placeholders`) are not the user's: the chain judges each as if it were
+ * pending, and its placeholder is rewritten (empty) with the chain's answer. Answers each judged
+ * id with that answer; the caller confirms them once the buffer holds it.
+ */
+async function judgeUnconfirmed<C extends StepContext>(
+  ports: StepPorts<C>,
+  state: LoopState,
+  context: C,
+): Promise<Map<string, Verdict>> {
+  const judged = new Map<string, Verdict>();
+  const recorded = context.trust?.placeholders;
+  if (recorded === undefined) return judged;
+  const groups = classifyToolBlocks(state.document);
+  const held: [ToolBlock, ActingStatus][] = [
+    ...groups.approved.map((block): [ToolBlock, ActingStatus] => [block, 'approved']),
+    ...groups.denied.map((block): [ToolBlock, ActingStatus] => [block, 'denied']),
+    ...groups.rejected.map((block): [ToolBlock, ActingStatus] => [block, 'rejected']),
+  ].filter(([block, status]) => block.duplicateOf === undefined && recorded[block.id] === status);
+  const edits: Edit[] = [];
+  for (const [block, status] of held) {
+    const verdict = await ports.tools.decide(
+      { id: block.id, name: block.name, input: block.input, unconfirmed: status },
+      context,
+    );
+    judged.set(block.id, verdict);
+    if (verdict === status && block.content.trim() === '') continue;
+    const edit = planPlaceholderStatus(state.document, state.lines, block.id, verdict);
+    if (edit !== undefined) edits.push(edit);
+  }
+  if (edits.length > 0) await ports.editor.apply(bottomToTop(edits));
+  return judged;
+}
+
+/** The status of each placeholder of the document, by tool id (the first one of each id). */
+function placeholderStatuses(doc: ChatDocument): Map<string, string> {
+  const statuses = new Map<string, string>();
+  for (const message of doc.messages) {
+    for (const segment of message.segments) {
+      if (segment.kind !== 'tool_result' || segment.placeholder === undefined) continue;
+      if (!statuses.has(segment.toolUseId)) {
+        statuses.set(segment.toolUseId, segment.placeholder.status);
+      }
+    }
+  }
+  return statuses;
 }
 
 async function phaseTwo<C extends StepContext>(

@@ -18,6 +18,26 @@ export interface StepContext {
   /** Why the buffer cannot go on (its frontmatter failed or may not run); nothing is done then. */
   problem?: string | undefined;
   autopilot: AutopilotSettings;
+  /**
+   * `placeholders`: for a file that is not trusted, the statuses its placeholders held when it
+   * was read from disk, by tool id, that are not the user's (docs/approval.md).
+   */
+  trust?: { placeholders?: Readonly<Record<string, string>> | undefined };
+}
+
+/** A status that acts (runs the call, or answers it with an error without asking). */
+export type ActingStatus = 'approved' | 'denied' | 'rejected';
+
+/** A call for the approval chain: a tool use without a result, or a placeholder judged again. */
+export interface ChainCall extends Pick<
+  UnresolvedToolUse,
+  'id' | 'name' | 'input' | 'duplicateOf'
+> {
+  /**
+   * Set when the call has a placeholder whose status is not the user's (a file that is not
+   * trusted held it when read): that status, which the chain's answer replaces.
+   */
+  unconfirmed?: ActingStatus;
 }
 
 export interface ToolCall {
@@ -42,6 +62,11 @@ export interface EditorPort<C extends StepContext> {
   context(user: boolean, state: LoopState): Promise<C>;
   /** Apply edits (each checks the lines it expects), in one batch. */
   apply(edits: readonly Edit[]): Promise<void>;
+  /**
+   * The statuses of these placeholders were set in this Neovim (the chain judged them): they
+   * are honoured from now on (`trust.placeholders` forgets them).
+   */
+  confirm(ids: readonly string[]): Promise<void>;
   /** The loop stopped for the user: the cursor goes there, a message says what waits. */
   waitForUser(state: LoopState): Promise<void>;
   warn(message: string): void;
@@ -52,10 +77,11 @@ export interface ToolPort<C extends StepContext> {
   /** A call of this buffer runs. */
   running(): boolean;
   /**
-   * The approval chain's answer for a tool use without a result (remembered for `tool:why`). A
-   * use that repeats an id (`duplicateOf`) is denied whatever the answer.
+   * The approval chain's answer for a tool use without a result, or for a placeholder whose
+   * status is not the user's (remembered for `tool:why`). A use that repeats an id
+   * (`duplicateOf`) is denied whatever the answer.
    */
-  decide(use: UnresolvedToolUse, context: C): Promise<Verdict>;
+  decide(use: ChainCall, context: C): Promise<Verdict>;
   /** Start the approved calls (at most `max_concurrent` at a time; results land by themselves). */
   start(calls: readonly ToolCall[], context: C, user: boolean): void;
   /**

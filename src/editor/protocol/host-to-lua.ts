@@ -56,6 +56,7 @@ export interface HostToLua {
   'env.first': Method<{ names: string[] }, { name: string; value: string } | null>;
   'log.secrets': Method<{ values: string[] }, null>;
   'frontmatter.diagnostics': Method<{ bufnr: number; items: TrustDiagnostic[] }, null>;
+  'trust.confirm': Method<{ bufnr: number; ids: string[] }, null>;
   'template.render': Method<
     {
       bufnr: number;
@@ -258,6 +259,12 @@ export const HOST_TO_LUA = {
   'frontmatter.diagnostics': {
     kind: 'notification',
     params: '`{bufnr, items}`',
+    answer: '`nil`',
+    section: 'frontmatter-and-templates',
+  },
+  'trust.confirm': {
+    kind: 'notification',
+    params: '`{bufnr, ids}`',
     answer: '`nil`',
     section: 'frontmatter-and-templates',
   },

@@ -117,6 +117,12 @@ export interface EditorFacts {
 export interface TrustState {
   trusted: boolean;
   why: string;
+  /**
+   * Only for a buffer that is not trusted: the statuses of its placeholders as they were read
+   * from disk (`approved`, `denied`, `rejected`), by tool id, that are not the user's — a
+   * placeholder that still holds one is judged as if pending (docs/approval.md).
+   */
+  placeholders?: Record<string, string>;
 }
 
 /** What the host sends Lua about a buffer's frontmatter: Lua code to run, or JSON's operations to check. */

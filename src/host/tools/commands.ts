@@ -144,6 +144,8 @@ export class ToolCommands {
     const start = result.span.startLine - 1;
     const end = result.span.endLine;
     const content = status === 'rejected' && message !== undefined ? message : result.content;
+    // The status is the user's now, also where a file that is not trusted held the same one.
+    this.ctx.lua.notify('trust.confirm', { bufnr, ids: [call.id] });
     await this.deps.results.applyEdits(bufnr, [
       {
         start,
