@@ -295,15 +295,7 @@ export class ApprovalService {
    * A call never decided here (the user ran it from the file) gets those its paths name now.
    */
   writeGate(call: ToolCall, config: Snapshot, facts: EditorFacts): WriteGate {
-    const built = scopeFacts({
-      facts,
-      home: homedir(),
-      env: process.env,
-      tools: config.tools,
-      sandbox: config.sandbox,
-      runsCommands: () => false,
-      compiled: this.sensitiveRegexes,
-    });
+    const built = this.scopeFacts(config, facts, () => false);
     const recorded = this.outcomes.get(call.toolId);
     const places =
       recorded === undefined
@@ -340,17 +332,30 @@ export class ApprovalService {
 
   /** Where the call's paths lie, for the resolvers and the sensitive-place guard. */
   private scope(call: ToolCall, config: Snapshot, facts: EditorFacts): CallScope {
-    const built = scopeFacts({
+    const built = this.scopeFacts(
+      config,
+      facts,
+      (tool) => this.registry.resolve(tool)?.canAutoApproveIfSandboxed === true,
+    );
+    for (const warning of built.warnings) this.warnOnce(warning);
+    return callScope(this.canonical(call.toolName), call.input, built.facts);
+  }
+
+  /** The facts the scope of a call is judged on (the sensitive places compiled once per host). */
+  private scopeFacts(
+    config: Snapshot,
+    facts: EditorFacts,
+    runsCommands: (tool: string) => boolean,
+  ): ReturnType<typeof scopeFacts> {
+    return scopeFacts({
       facts,
       home: homedir(),
       env: process.env,
       tools: config.tools,
       sandbox: config.sandbox,
-      runsCommands: (tool) => this.registry.resolve(tool)?.canAutoApproveIfSandboxed === true,
+      runsCommands,
       compiled: this.sensitiveRegexes,
     });
-    for (const warning of built.warnings) this.warnOnce(warning);
-    return callScope(this.canonical(call.toolName), call.input, built.facts);
   }
 
   /** The buffer's own `auto_approve` in the core's terms; its function stays in Lua. */
