@@ -250,11 +250,17 @@ function envOf(facts: SandboxFacts): Record<string, string | undefined> {
  * once per tool. A new snapshot is a new object, so nothing outlives the step that made it.
  */
 const resolved = new WeakMap<SandboxFacts, WeakMap<object, Promise<SandboxState>>>();
+/** The same, for states that carry `wrapPrefix` (a Lua tool's). */
+const resolvedWithPrefix = new WeakMap<SandboxFacts, WeakMap<object, Promise<SandboxState>>>();
 
 /** What `sandboxFor` takes from the rest of the configuration. */
 export interface SandboxExtras {
   /** `tools.sensitive_paths`. */
   sensitivePaths?: unknown;
+  /** The state carries `wrapPrefix` (for a Lua tool); otherwise places are looked for lazily. */
+  prefix?: boolean;
+  /** Told a problem found while looking for the sensitive places. */
+  onWarning?: (text: string) => void;
 }
 
 export function sandboxFor(
@@ -271,12 +277,15 @@ export function sandboxFor(
       ...(lua === undefined ? {} : { loadNamed: luaBackendsOf(lua, registry).loadNamed }),
       sensitivePaths: extras.sensitivePaths,
       credentialEnv: KNOWN_ENV,
+      prefix: extras.prefix === true,
+      ...(extras.onWarning === undefined ? {} : { onWarning: extras.onWarning }),
     });
   if (settings === undefined) return compute();
-  let bySettings = resolved.get(facts);
+  const byFacts = extras.prefix === true ? resolvedWithPrefix : resolved;
+  let bySettings = byFacts.get(facts);
   if (bySettings === undefined) {
     bySettings = new WeakMap();
-    resolved.set(facts, bySettings);
+    byFacts.set(facts, bySettings);
   }
   const cache = bySettings;
   let state = cache.get(settings);

@@ -274,6 +274,29 @@ describe('the places the sandbox treats', () => {
     );
   });
 
+  it('looks at the shared temporary and cache directories at their top level only', () => {
+    const h = dir('shared', 'home');
+    const p = dir('shared', 'home', 'project');
+    const tmp = dir('shared', 'tmp');
+    const cache = dir('shared', 'home', '.cache');
+    dir('shared', 'tmp', 'other-tool', 'tree');
+    writeFileSync(join(tmp, '.env'), 'TOP=1\n');
+    writeFileSync(join(tmp, 'other-tool', 'tree', '.env'), 'DEEP=1\n');
+    dir('shared', 'home', '.cache', 'pkg');
+    writeFileSync(join(cache, 'pkg', '.env'), 'DEEP=1\n');
+    dir('shared', 'home', 'project', 'sub');
+    writeFileSync(join(p, 'sub', '.env'), 'PROJECT=1\n');
+    const result = protection({ cwd: p, filename: null }, { TMPDIR: tmp }, h, [p, tmp, cache], {
+      envAllow: [],
+      uid: undefined,
+    });
+    expect(result.hidden_paths).toContain(join(p, 'sub', '.env'));
+    expect(result.hidden_paths).toContain(join(tmp, '.env'));
+    expect(result.hidden_paths).not.toContain(join(tmp, 'other-tool', 'tree', '.env'));
+    expect(result.hidden_paths).not.toContain(join(cache, 'pkg', '.env'));
+    expect(result.warnings).toEqual([]);
+  });
+
   it('adds the runtime directory, Neovim servers and agent sockets that exist', () => {
     const run = dir('session', 'run');
     const agent = dir('session', 'agent');

@@ -739,7 +739,16 @@ describe.skipIf(!bwrapInstalled)('real bubblewrap', () => {
 
   it('gives the host a wrap prefix that runs commands in the same sandbox', async () => {
     const registry = createSandboxBackends();
-    const state = await sandboxFor(settings(true), factsFor({ cwd: rw }), home, registry);
+    const state = await sandboxFor(
+      settings(true),
+      factsFor({ cwd: rw }),
+      home,
+      registry,
+      undefined,
+      {
+        prefix: true,
+      },
+    );
     expect(state.wrapPrefix?.slice(0, 4)).toEqual(['bwrap', '--ro-bind', '/', '/']);
     expect(state.wrapPrefix).toContain(rw);
     const prefix = state.wrapPrefix ?? [];
@@ -753,6 +762,21 @@ describe.skipIf(!bwrapInstalled)('real bubblewrap', () => {
     const status = await sandboxStatusFor(settings(true), factsFor({ cwd: rw }), home, registry);
     expect(status.backend).toBe('bwrap');
     expect(status.lines).toContain('Backend: bwrap (setting: bwrap)');
+  });
+
+  it('without a prefix to hand out, looks for the sensitive places only when a command is wrapped', async () => {
+    const project = join(rw, 'lazy');
+    mkdirSync(join(project, 'sub', 'deeper'), { recursive: true });
+    const secret = join(project, 'sub', 'deeper', '.env');
+    writeFileSync(secret, 'TOKEN=lazy-secret\n');
+    const registry = createSandboxBackends();
+    const state = await sandboxFor(settings(true), factsFor({ cwd: project }), home, registry);
+    expect(state.wrapError).toBeUndefined();
+    expect(state.wrapPrefix).toBeUndefined();
+    const wrapped = await state.access.wrap_command(['cat', secret]);
+    if (!wrapped.ok) throw new Error(wrapped.error);
+    const result = await runProcess(wrapped.argv, { cwd: project, mergeStderr: true });
+    expect(result.output).not.toContain('lazy-secret');
   });
 
   it("the host's registry probes bwrap successfully here", async () => {

@@ -58,7 +58,7 @@ export interface ExecutorDeps {
     ToolCatalogue,
     'registry' | 'middleware' | 'isBuiltin' | 'filterRefusal' | 'policyBlocks'
   >;
-  lua: Pick<LuaTools, 'setSandbox'>;
+  lua: Pick<LuaTools, 'setSandbox' | 'runsInLua'>;
   results: Pick<ResultWriter, 'inject' | 'held' | 'fresh' | 'ensurePlaceholder' | 'moveCursor'>;
   loop: ExecutorLoop;
   /** Keeps what the files a call wrote held before (`:Flemma tool:undo`). */
@@ -342,7 +342,13 @@ export class ToolExecutor {
         homedir(),
         ctx.sandboxBackends,
         ctx.lua,
-        { sensitivePaths: tools['sensitive_paths'] },
+        {
+          sensitivePaths: tools['sensitive_paths'],
+          prefix: this.deps.lua.runsInLua(def),
+          onWarning: (text) => {
+            this.warnOnce(`sandbox:${text}`, text);
+          },
+        },
       );
       if (sandbox.warning !== undefined) this.warnOnce('sandbox', sandbox.warning);
       this.deps.lua.setSandbox(id, sandbox);
@@ -362,7 +368,7 @@ export class ToolExecutor {
           signal: run.controller.signal,
           roots: sandbox.enabled ? roots : undefined,
           journal,
-          gate: this.deps.gate?.({ bufnr, toolId: id, toolName: name, input }, config, facts),
+          gate: this.lazyGate({ bufnr, toolId: id, toolName: name, input }, config, facts),
         },
         homedir(),
       );
@@ -555,6 +561,14 @@ export class ToolExecutor {
       this.warnOnce(`cwd:${setting}`, error instanceof Error ? error.message : String(error));
       return facts.cwd;
     }
+  }
+
+  /** The call's write gate, built when a write first asks it (most calls write nothing). */
+  private lazyGate(call: ToolCall, config: Config, facts: EditorFacts): WriteGate | undefined {
+    const build = this.deps.gate;
+    if (build === undefined) return undefined;
+    let gate: WriteGate | undefined;
+    return { refusal: (real) => (gate ??= build(call, config, facts)).refusal(real) };
   }
 
   /** A warning shown once per host (the sandbox's "no backend", a bad setting). */

@@ -67,6 +67,7 @@ export class LuaTools {
     }
     if (spec.has_execute === true) {
       def.execute = (input, execCtx) => this.runLua(spec.name, input, execCtx);
+      this.proxies.add(def);
     }
     this.luaExtras(spec, def);
     return def;
@@ -126,6 +127,14 @@ export class LuaTools {
 
   /** The sandbox facts of each running call, by tool id. */
   private readonly facts = new Map<string, Record<string, unknown>>();
+
+  /** The definitions whose `execute` runs in Neovim. */
+  private readonly proxies = new WeakSet<ToolDefinition>();
+
+  /** Whether `def` runs in Neovim (its `ctx.sandbox` needs the sandbox's `wrap_prefix`). */
+  runsInLua(def: ToolDefinition): boolean {
+    return this.proxies.has(def);
+  }
 
   /** A call of `id` is about to run (a Lua tool reads these from `ctx.sandbox`), or has ended. */
   setSandbox(id: string, sandbox: SandboxState | undefined): void {

@@ -116,6 +116,14 @@ export interface ResolveOptions {
   sensitivePaths?: unknown;
   /** The variables the credential chain reads: always removed from a command's environment. */
   credentialEnv?: readonly string[];
+  /**
+   * Whether the state must carry `wrapPrefix` (a Lua tool wraps its own commands). Without it the
+   * sensitive places are looked for only when a command is first wrapped: a call that runs no
+   * command (`read`, `write`) costs no walk of the project.
+   */
+  prefix?: boolean;
+  /** Told the problems found while looking for the places (a search that stopped at its limit). */
+  onWarning?: (text: string) => void;
 }
 
 type Table = Record<string, unknown>;
@@ -232,6 +240,18 @@ async function resolveSelection(
   return registry.resolve(selected.name, settings.backends);
 }
 
+/** The policy of a probe that asks only whether a backend wraps commands by prefix. */
+function bareProbePolicy(rwPaths: string[], settings: SandboxSettings): SandboxPolicy {
+  return {
+    rw_paths: rwPaths,
+    network: settings.network,
+    allow_privileged: settings.allow_privileged,
+    hidden_paths: [],
+    read_only_paths: [],
+    env_unset: [],
+  };
+}
+
 /** Resolves the sandbox for one tool call. */
 export async function resolveSandbox(
   rawSettings: unknown,
@@ -248,19 +268,27 @@ export async function resolveSandbox(
   const rw = resolvePaths(settings, facts, env, home);
   const rwPaths = rw.paths;
   const rules = scrubRules({ credentialEnv: options.credentialEnv, envAllow: settings.env_allow });
-  const guarded = protection(facts, env, home, rwPaths, {
-    sensitivePaths: options.sensitivePaths,
-    credentialEnv: options.credentialEnv,
-    envAllow: settings.env_allow,
-  });
-  const policy: SandboxPolicy = {
-    rw_paths: rwPaths,
-    network: settings.network,
-    allow_privileged: settings.allow_privileged,
-    hidden_paths: guarded.hidden_paths,
-    read_only_paths: guarded.read_only_paths,
-    env_unset: guarded.env_unset,
+  let policy: SandboxPolicy | undefined;
+  // The whole policy, places and all, made once for this state when first needed.
+  const fullPolicy = (): SandboxPolicy => {
+    if (policy !== undefined) return policy;
+    const guarded = protection(facts, env, home, rwPaths, {
+      sensitivePaths: options.sensitivePaths,
+      credentialEnv: options.credentialEnv,
+      envAllow: settings.env_allow,
+    });
+    for (const text of guarded.warnings) options.onWarning?.(text);
+    policy = {
+      rw_paths: rwPaths,
+      network: settings.network,
+      allow_privileged: settings.allow_privileged,
+      hidden_paths: guarded.hidden_paths,
+      read_only_paths: guarded.read_only_paths,
+      env_unset: guarded.env_unset,
+    };
+    return policy;
   };
+  const wantsPrefix = options.prefix !== false;
 
   let commandError = rw.error;
   let prefixError: string | undefined;
@@ -284,11 +312,14 @@ export async function resolveSandbox(
     } else active = { backend: resolution.backend, settings: resolution.settings };
   }
   if (active !== undefined) {
-    const probe = await wrapCommand(active.backend, SENTINEL, policy, active.settings);
+    // Without a prefix to hand out, the probe only asks whether the backend wraps at all: the
+    // places are left out of it and looked for when a command is wrapped.
+    const probePolicy = wantsPrefix ? fullPolicy() : bareProbePolicy(rwPaths, settings);
+    const probe = await wrapCommand(active.backend, SENTINEL, probePolicy, active.settings);
     if (!probe.ok) {
       commandError = probe.error;
     } else if (endsWithSentinel(probe.argv)) {
-      wrapPrefix = probe.argv.slice(0, -SENTINEL.length);
+      if (wantsPrefix) wrapPrefix = probe.argv.slice(0, -SENTINEL.length);
     } else {
       prefixError = `Sandbox backend '${active.backend.name}' does not wrap commands by prefix; Lua tools cannot use it`;
     }
@@ -302,7 +333,7 @@ export async function resolveSandbox(
     wrap_command: (argv): Promise<WrapResult> => {
       if (commandError !== undefined) return Promise.resolve({ ok: false, error: commandError });
       if (chosen === undefined) return Promise.resolve({ ok: true, argv: [...argv] });
-      return wrapCommand(chosen.backend, argv, policy, chosen.settings);
+      return wrapCommand(chosen.backend, argv, fullPolicy(), chosen.settings);
     },
     // Whether or not a backend wraps the command, it does not get the secrets.
     scrub_env: (environment) => scrubEnv(environment, rules),

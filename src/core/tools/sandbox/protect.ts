@@ -6,13 +6,19 @@
 // Decisions:
 // - Relative sensitive entries (`.env*`, `.vscode/tasks.json`) and git directories are looked for
 //   at every depth (bounded: sensitive-places.ts) below the editor's cwd, the chat file's
-//   directory and every writable path: what a command can write is where a hook file would matter.
+//   directory and every writable path the user added: what a command can write is where a hook
+//   file would matter. The shared temporary and cache directories (`/tmp`, `$TMPDIR`,
+//   `$XDG_CACHE_HOME` or `~/.cache`) are looked at only at their top level: they hold other
+//   programs' trees, whose walk would cost every command tens of milliseconds and reach the limit
+//   on most machines (docs/tools.md, "What the sandbox keeps from commands").
 // - Places are de-duplicated like rw paths (real, outermost only, sorted). A read-only place is
 //   kept only inside a writable path (elsewhere the whole file system is read-only already) and
 //   not inside a hidden one.
 // - A session place (runtime directory, sockets) that contains a writable path is not hidden:
 //   `XDG_RUNTIME_DIR=/tmp` must not take `/tmp` away from every command. The sensitive places are
 //   hidden whatever they contain.
+
+import { join } from 'node:path';
 
 import { type ScrubRules, scrubbedNames } from './env.js';
 import { type PathEnv, isUnder, normalizeRwPaths, resolveReal } from './paths.js';
@@ -48,12 +54,35 @@ export interface Protection {
   warnings: string[];
 }
 
-function projectDirs(facts: ProtectFacts, rwPaths: readonly string[]): string[] {
+/** The shared temporary and cache directories (real paths), walked at their top level only. */
+function sharedDirs(env: PathEnv, home: string): Set<string> {
+  const dirs = ['/tmp', env['TMPDIR'], env['XDG_CACHE_HOME'] || join(home, '.cache')];
+  return new Set(
+    dirs.filter((dir): dir is string => dir !== undefined && dir.startsWith('/')).map(resolveReal),
+  );
+}
+
+/** The directories looked at: `deep` at every depth, `top` at their top level. */
+function projectDirs(
+  facts: ProtectFacts,
+  rwPaths: readonly string[],
+  env: PathEnv,
+  home: string,
+): { deep: string[]; top: string[] } {
   const dirs = [facts.cwd, ...rwPaths];
   if (facts.filename !== null && facts.filename !== '') {
     dirs.push(resolveReal(facts.filename).replace(/\/[^/]*$/u, '') || '/');
   }
-  return [...new Set(dirs.map((dir) => resolveReal(dir)))];
+  const real = [...new Set(dirs.map((dir) => resolveReal(dir)))];
+  const shared = sharedDirs(env, home);
+  const own = new Set([resolveReal(facts.cwd)]);
+  if (facts.filename !== null && facts.filename !== '') {
+    own.add(resolveReal(facts.filename).replace(/\/[^/]*$/u, '') || '/');
+  }
+  return {
+    deep: real.filter((dir) => own.has(dir) || !shared.has(dir)),
+    top: real.filter((dir) => !own.has(dir) && shared.has(dir)),
+  };
 }
 
 /** The hidden and read-only places and the scrubbed variables for one buffer. */
@@ -69,7 +98,7 @@ export function protection(
     env,
     editorDirs: facts.editor_dirs,
   });
-  const { truncated, ...places } = placesFor(entries, facts, env, rwPaths, options.uid);
+  const { truncated, ...places } = placesFor(entries, facts, env, home, rwPaths, options.uid);
   if (truncated) {
     warnings.push(
       `the sandbox looked for sensitive files (.env*, …) among the first ${String(MAX_WALKED)} entries of the project only: files deeper in a large tree are not hidden from commands`,
@@ -82,10 +111,12 @@ function placesFor(
   entries: readonly SensitiveEntry[],
   facts: ProtectFacts,
   env: PathEnv,
+  home: string,
   rwPaths: readonly string[],
   uid: number | undefined,
 ): { hidden_paths: string[]; read_only_paths: string[]; truncated: boolean } {
-  const places = sandboxPlaces(entries, projectDirs(facts, rwPaths));
+  const { deep, top } = projectDirs(facts, rwPaths, env, home);
+  const places = sandboxPlaces(entries, deep, top);
   // An empty Lua list may arrive as an object.
   const servers = Array.isArray(facts.servers) ? facts.servers : [];
   const sessions = sessionPlaces(env, servers, uid ?? process.getuid?.()).filter(

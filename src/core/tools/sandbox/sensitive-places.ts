@@ -112,8 +112,11 @@ class Finder {
     }
   }
 
-  /** Walks `root`, matching each path (relative to it) against the relative entries. */
-  walk(root: string): void {
+  /**
+   * Walks `root`, matching each path (relative to it) against the relative entries; `maxDepth` 1
+   * looks at its top level only (without counting it as a walk that stopped early).
+   */
+  walk(root: string, maxDepth = MAX_DEPTH): void {
     const pending: { dir: string; depth: number }[] = [{ dir: root, depth: 0 }];
     for (let next = pending.pop(); next !== undefined; next = pending.pop()) {
       if (isGitDir(next.dir)) {
@@ -141,8 +144,8 @@ class Finder {
           continue;
         }
         if (!child.dir || SKIPPED.has(child.name)) continue;
-        if (next.depth + 1 >= MAX_DEPTH) {
-          this.truncated = true;
+        if (next.depth + 1 >= maxDepth) {
+          if (maxDepth === MAX_DEPTH) this.truncated = true;
           continue;
         }
         pending.push({ dir: path, depth: next.depth + 1 });
@@ -154,11 +157,12 @@ class Finder {
 /**
  * The existing sensitive places the sandbox treats: those to hide and those to keep read-only,
  * real paths, not yet de-duplicated. Relative entries are looked for below `dirs`, at every
- * depth; `truncated` when a walk stopped at its limit.
+ * depth, and in `topDirs` at their top level; `truncated` when a walk stopped at its limit.
  */
 export function sandboxPlaces(
   entries: readonly SensitiveEntry[],
   dirs: readonly string[],
+  topDirs: readonly string[] = [],
 ): { hide: string[]; readOnly: string[]; truncated: boolean } {
   const hide: string[] = [];
   const readOnly: string[] = [];
@@ -173,6 +177,7 @@ export function sandboxPlaces(
   );
   const finder = new Finder(relativeEntries);
   for (const dir of dirs) finder.walk(dir);
+  for (const dir of topDirs) finder.walk(dir, 1);
   return {
     hide: [...hide, ...finder.hide],
     readOnly: [...readOnly, ...finder.readOnly],
