@@ -14,6 +14,7 @@ import type { WriteScheduler } from '../editor/writequeue.js';
 import type { ConfigStore } from './config.js';
 import type { FileLogger } from './log.js';
 import type { SecretsService } from './secrets.js';
+import type { Notifier } from '../core/util/notify.js';
 
 declare const __FLEMMA_VERSION__: string;
 declare const __FLEMMA_SOURCE_HASH__: string;
@@ -32,6 +33,8 @@ export interface HostBase {
   /** Lua's configuration, parsed once per generation. */
   readonly config: ConfigStore;
   readonly logger: FileLogger;
+  /** Messages to the user (`Flemma: …`), never waiting for Neovim. */
+  readonly notify: Notifier;
   // What src/core keeps for the host's lifetime (it keeps nothing in module variables; see
   // docs/architecture.md, "State"): made once by the wiring and handed to the code that uses it.
   /** Files read for `@./file` references, kept while unchanged. */
@@ -49,11 +52,7 @@ export interface HostBase {
 }
 
 /** Messages to the user (`Flemma: …`), without waiting for Neovim. */
-export function notifier(base: Pick<HostBase, 'lua'>): {
-  warn(message: string): void;
-  info(message: string): void;
-  error(message: string): void;
-} {
+export function notifier(base: Pick<HostBase, 'lua'>): Notifier {
   return {
     warn: (message) => {
       base.lua.notify('notify', { level: 'warn', message });

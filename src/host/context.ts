@@ -15,7 +15,7 @@ import { LuaBridge, rpcPortOf } from '../editor/lua.js';
 import { WriteScheduler } from '../editor/writequeue.js';
 import { ApprovalService } from './approval.js';
 import { ApprovalNotices } from './approval-notice.js';
-import type { HostBase } from './base.js';
+import { type HostBase, notifier } from './base.js';
 import { ConfigStore } from './config.js';
 import type { FileLogger } from './log.js';
 import { SecretsService } from './secrets.js';
@@ -69,6 +69,7 @@ export function createContext(
   const lua = new LuaBridge(rpcPortOf(nvim));
   const base: HostBase = {
     lua,
+    notify: notifier({ lua }),
     hooks: new HookEmitter(lua),
     writes: new WriteScheduler(lua, { logger }),
     sdks: new SdkLoader(),
