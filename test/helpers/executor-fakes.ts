@@ -11,7 +11,6 @@ import {
 import type { SandboxState } from '../../src/core/tools/sandbox/index.js';
 import type { TruncateFs } from '../../src/core/tools/truncate.js';
 import { SchemaValidator } from '../../src/core/tools/validate.js';
-import type { Notifier } from '../../src/core/util/notify.js';
 import { Redactor } from '../../src/core/secrets/redact.js';
 import type { HookEmitter } from '../../src/editor/hooks.js';
 import type { LuaBridge } from '../../src/editor/lua.js';
@@ -123,6 +122,84 @@ export interface FakePorts {
   note: Gate | undefined;
 }
 
+/** What the executor tells the editor, the hooks, the user and the log, written down. */
+function recorders(journal: Journal): Pick<ExecutorDeps, 'editor' | 'hooks' | 'notify' | 'logger'> {
+  const say = (prefix: string) => (name: string, data?: unknown) => {
+    journal.add(
+      data === undefined ? `${prefix} ${name}` : `${prefix} ${name} ${JSON.stringify(data)}`,
+    );
+  };
+  return {
+    editor: { notify: say('lua') } as Pick<LuaBridge, 'notify'>,
+    hooks: {
+      post: say('hook'),
+      emit: (name: string, data: unknown) => {
+        say('hook')(name, data);
+        return Promise.resolve();
+      },
+    } as Pick<HookEmitter, 'post' | 'emit'>,
+    notify: { info: say('notify info'), warn: say('notify warn'), error: say('notify error') },
+    logger: { error: say('log error'), info: say('log info'), redactor: new Redactor() },
+  };
+}
+
+/** The result writer: results and cursor moves written down; placeholders placed on demand. */
+function fakeResults(
+  journal: Journal,
+  placements: Map<string, (row: number | undefined) => void>,
+): ExecutorDeps['results'] {
+  return {
+    inject: (_bufnr, id, outcome) => {
+      journal.add(`inject ${id} ${JSON.stringify(outcome)}`);
+      return Promise.resolve(true);
+    },
+    held: () => Promise.resolve(),
+    fresh: () => Promise.resolve(undefined),
+    ensurePlaceholder: (_bufnr, id) => {
+      journal.add(`placeholder ${id}`);
+      return new Promise<number | undefined>((resolve) => {
+        placements.set(id, (row) => {
+          journal.add(`placed ${id}`);
+          resolve(row);
+        });
+      });
+    },
+    moveCursor: (_bufnr, id) => {
+      journal.add(`cursor ${id}`);
+      return Promise.resolve();
+    },
+  };
+}
+
+function fakeCatalogue(
+  registry: ToolRegistry,
+  builtin: ReadonlySet<string>,
+): ExecutorDeps['catalogue'] {
+  return {
+    registry,
+    middleware: { chain: () => [] },
+    isBuiltin: (name: string) => builtin.has(name),
+    originOf: (name: string) => (builtin.has(name) ? 'builtin' : 'lua'),
+    filterRefusal: () => undefined,
+    policyBlocks: () => false,
+  } as unknown as ExecutorDeps['catalogue'];
+}
+
+function fakeUndo(
+  journal: Journal,
+  enabled: boolean,
+  fake: Pick<FakePorts, 'note'>,
+): NonNullable<ExecutorDeps['undo']> {
+  return {
+    limits: () => ({ enabled, max_bytes: 1000, max_total_bytes: 10000, max_age_days: 1 }),
+    noted: () => fake.note?.promise ?? Promise.resolve(),
+    record: (_bufnr, _facts, id, entries) => {
+      journal.add(`record ${id} ${String(entries.entries.size)}`);
+      return Promise.resolve();
+    },
+  };
+}
+
 /** The executor's ports as fakes; `builtin` tools count as Flemma's own. */
 export function fakePorts(
   tools: ToolDefinition[],
@@ -131,8 +208,14 @@ export function fakePorts(
   const journal = new Journal();
   const registry = new ToolRegistry();
   for (const def of tools) registry.register(def);
-  const builtin = new Set(options.builtin ?? []);
   const placements = new Map<string, (row: number | undefined) => void>();
+  const truncateFs: TruncateFs = {
+    writeFile: (path, data) => {
+      journal.saved.push({ path, data });
+      return Promise.resolve();
+    },
+    tmpdir: () => '/tmp',
+  };
   const fake: FakePorts = {
     journal,
     registry,
@@ -142,100 +225,20 @@ export function fakePorts(
     },
     deps: undefined as unknown as ExecutorDeps,
   };
-  const notifier: Notifier = {
-    info: (message) => {
-      journal.add(`notify info ${message}`);
-    },
-    warn: (message) => {
-      journal.add(`notify warn ${message}`);
-    },
-    error: (message) => {
-      journal.add(`notify error ${message}`);
-    },
-  };
-  const truncateFs: TruncateFs = {
-    writeFile: (path, data) => {
-      journal.saved.push({ path, data });
-      return Promise.resolve();
-    },
-    tmpdir: () => '/tmp',
-  };
   fake.deps = {
-    editor: {
-      notify: (method: string, params: unknown) => {
-        journal.add(`lua ${method} ${JSON.stringify(params)}`);
-      },
-    } as Pick<LuaBridge, 'notify'>,
-    hooks: {
-      post: (name: string, data: unknown) => {
-        journal.add(`hook ${name} ${JSON.stringify(data)}`);
-      },
-      emit: (name: string, data: unknown) => {
-        journal.add(`hook ${name} ${JSON.stringify(data)}`);
-        return Promise.resolve();
-      },
-    } as Pick<HookEmitter, 'post' | 'emit'>,
-    notify: notifier,
-    logger: {
-      error: (message: string) => {
-        journal.add(`log error ${message}`);
-      },
-      info: (message: string) => {
-        journal.add(`log info ${message}`);
-      },
-      redactor: new Redactor(),
-    },
+    ...recorders(journal),
     validator: new SchemaValidator(),
     sandbox: () =>
       Promise.resolve({ access: noSandbox, enabled: false, rwPaths: [], ...options.sandbox }),
-    catalogue: {
-      registry,
-      middleware: { chain: () => [] },
-      isBuiltin: (name: string) => builtin.has(name),
-      originOf: (name: string) => (builtin.has(name) ? 'builtin' : 'lua'),
-      filterRefusal: () => undefined,
-      policyBlocks: () => false,
-    } as unknown as ExecutorDeps['catalogue'],
+    catalogue: fakeCatalogue(registry, new Set(options.builtin ?? [])),
     lua: {
       setSandbox: (id, state) => {
         journal.add(`sandbox ${id} ${state === undefined ? 'off' : 'on'}`);
       },
       runsInLua: () => false,
     },
-    results: {
-      inject: (bufnr, id, outcome) => {
-        journal.add(`inject ${id} ${JSON.stringify(outcome)}`);
-        return Promise.resolve(true);
-      },
-      held: () => Promise.resolve(),
-      fresh: () => Promise.resolve(undefined),
-      ensurePlaceholder: (_bufnr, id) => {
-        journal.add(`placeholder ${id}`);
-        return new Promise<number | undefined>((resolve) => {
-          placements.set(id, (row) => {
-            journal.add(`placed ${id}`);
-            resolve(row);
-          });
-        });
-      },
-      moveCursor: (_bufnr, id) => {
-        journal.add(`cursor ${id}`);
-        return Promise.resolve();
-      },
-    },
-    undo: {
-      limits: () => ({
-        enabled: options.undo === true,
-        max_bytes: 1000,
-        max_total_bytes: 10000,
-        max_age_days: 1,
-      }),
-      noted: () => fake.note?.promise ?? Promise.resolve(),
-      record: (_bufnr, _facts, id, journalOfCall) => {
-        journal.add(`record ${id} ${String(journalOfCall.entries.size)}`);
-        return Promise.resolve();
-      },
-    },
+    results: fakeResults(journal, placements),
+    undo: fakeUndo(journal, options.undo === true, fake),
     truncateFs,
     home: '/home/u',
     env: {},

@@ -58,119 +58,110 @@ describe('checkCall', () => {
   });
 });
 
-describe('prepareCall', () => {
-  it('a read-only built-in does not wait for the turn’s git note; other tools do', async () => {
-    expect(mayChangeFiles('read', true)).toBe(false);
-    expect(mayChangeFiles('grep', true)).toBe(false);
-    expect(mayChangeFiles('bash', true)).toBe(true);
-    expect(mayChangeFiles('write', true)).toBe(true);
-    // A Lua or JavaScript tool named `read` is not the built-in.
-    expect(mayChangeFiles('read', false)).toBe(true);
-    const fake = fakePorts([quickTool('read'), quickTool('edit')], { builtin: ['read', 'edit'] });
-    fake.note = gate();
-    const signal = new AbortController().signal;
-    const read = await prepareCall(
-      call('read'),
-      defOf(fake, 'read'),
-      config(),
-      FACTS,
-      signal,
-      portsOf(fake),
-    );
-    expect(read.execCtx.tool_id).toBe('t');
-    let edited = false;
-    const edit = prepareCall(
-      call('edit'),
-      defOf(fake, 'edit'),
-      config(),
-      FACTS,
-      signal,
-      portsOf(fake),
-    ).then(() => {
-      edited = true;
-    });
-    await new Promise<void>((resolve) => setImmediate(resolve));
-    expect(edited).toBe(false);
-    fake.note.resolve();
-    await edit;
-    expect(edited).toBe(true);
+it('a read-only built-in does not wait for the turn’s git note; other tools do', async () => {
+  expect(mayChangeFiles('read', true)).toBe(false);
+  expect(mayChangeFiles('grep', true)).toBe(false);
+  expect(mayChangeFiles('bash', true)).toBe(true);
+  expect(mayChangeFiles('write', true)).toBe(true);
+  // A Lua or JavaScript tool named `read` is not the built-in.
+  expect(mayChangeFiles('read', false)).toBe(true);
+  const fake = fakePorts([quickTool('read'), quickTool('edit')], { builtin: ['read', 'edit'] });
+  fake.note = gate();
+  const signal = new AbortController().signal;
+  const read = await prepareCall(
+    call('read'),
+    defOf(fake, 'read'),
+    config(),
+    FACTS,
+    signal,
+    portsOf(fake),
+  );
+  expect(read.execCtx.tool_id).toBe('t');
+  let edited = false;
+  const edit = prepareCall(
+    call('edit'),
+    defOf(fake, 'edit'),
+    config(),
+    FACTS,
+    signal,
+    portsOf(fake),
+  ).then(() => {
+    edited = true;
   });
+  await new Promise<void>((resolve) => setImmediate(resolve));
+  expect(edited).toBe(false);
+  fake.note.resolve();
+  await edit;
+  expect(edited).toBe(true);
+});
 
-  it('gives the call its sandbox (a warning once), its cwd and an undo journal', async () => {
-    const fake = fakePorts([quickTool('calc')], {
-      sandbox: { warning: 'no sandbox backend', enabled: false },
-      undo: true,
-    });
-    const warned: string[] = [];
-    const ports = portsOf(fake, warned);
-    const used = config({ calc: { cwd: '~/project' } });
-    const signal = new AbortController().signal;
-    const prepared = await prepareCall(
-      call('calc'),
-      defOf(fake, 'calc'),
-      used,
-      FACTS,
-      signal,
-      ports,
-    );
-    expect(prepared.execCtx.cwd).toBe('/home/u/project');
-    expect(prepared.execCtx.signal).toBe(signal);
-    expect(prepared.execCtx.__filename).toBe('/work/a.chat');
-    expect(prepared.toolConfig).toEqual({ cwd: '~/project' });
-    expect(prepared.journal?.limits.enabled).toBe(true);
-    expect(fake.journal.of('sandbox')).toEqual(['sandbox t on']);
-    expect(warned).toEqual(['sandbox: no sandbox backend']);
+it('gives the call its sandbox (a warning once), its cwd and an undo journal', async () => {
+  const fake = fakePorts([quickTool('calc')], {
+    sandbox: { warning: 'no sandbox backend', enabled: false },
+    undo: true,
   });
+  const warned: string[] = [];
+  const ports = portsOf(fake, warned);
+  const used = config({ calc: { cwd: '~/project' } });
+  const signal = new AbortController().signal;
+  const prepared = await prepareCall(call('calc'), defOf(fake, 'calc'), used, FACTS, signal, ports);
+  expect(prepared.execCtx.cwd).toBe('/home/u/project');
+  expect(prepared.execCtx.signal).toBe(signal);
+  expect(prepared.execCtx.__filename).toBe('/work/a.chat');
+  expect(prepared.toolConfig).toEqual({ cwd: '~/project' });
+  expect(prepared.journal?.limits.enabled).toBe(true);
+  expect(fake.journal.of('sandbox')).toEqual(['sandbox t on']);
+  expect(warned).toEqual(['sandbox: no sandbox backend']);
+});
 
-  it('a cwd that does not expand warns and falls back to Neovim’s; undo off keeps no journal', async () => {
-    const fake = fakePorts([quickTool('calc')]);
-    const warned: string[] = [];
-    const used = config({ calc: { cwd: 'urn:nowhere' } });
-    const signal = new AbortController().signal;
-    const prepared = await prepareCall(
-      call('calc'),
-      defOf(fake, 'calc'),
-      used,
-      FACTS,
-      signal,
-      portsOf(fake, warned),
-    );
-    expect(prepared.execCtx.cwd).toBe('/work');
-    expect(warned.length).toBe(1);
-    expect(warned[0]).toContain('urn:nowhere');
-    expect(prepared.journal).toBeUndefined();
-  });
+it('a cwd that does not expand warns and falls back to Neovim’s; undo off keeps no journal', async () => {
+  const fake = fakePorts([quickTool('calc')]);
+  const warned: string[] = [];
+  const used = config({ calc: { cwd: 'urn:nowhere' } });
+  const signal = new AbortController().signal;
+  const prepared = await prepareCall(
+    call('calc'),
+    defOf(fake, 'calc'),
+    used,
+    FACTS,
+    signal,
+    portsOf(fake, warned),
+  );
+  expect(prepared.execCtx.cwd).toBe('/work');
+  expect(warned.length).toBe(1);
+  expect(warned[0]).toContain('urn:nowhere');
+  expect(prepared.journal).toBeUndefined();
+});
 
-  it('builds the write gate only when a write first asks it', async () => {
-    const fake = fakePorts([quickTool('calc')]);
-    const built: string[] = [];
-    const ports: PreparePorts = {
-      ...portsOf(fake),
-      gate: (target) => {
-        built.push(target.toolId);
-        return { refusal: () => 'a sensitive place' };
-      },
-    };
-    const signal = new AbortController().signal;
-    const prepared = await prepareCall(
-      call('calc'),
-      defOf(fake, 'calc'),
-      config(),
-      FACTS,
-      signal,
-      ports,
+it('builds the write gate only when a write first asks it', async () => {
+  const fake = fakePorts([quickTool('calc')]);
+  const built: string[] = [];
+  const ports: PreparePorts = {
+    ...portsOf(fake),
+    gate: (target) => {
+      built.push(target.toolId);
+      return { refusal: () => 'a sensitive place' };
+    },
+  };
+  const signal = new AbortController().signal;
+  const prepared = await prepareCall(
+    call('calc'),
+    defOf(fake, 'calc'),
+    config(),
+    FACTS,
+    signal,
+    ports,
+  );
+  expect(built).toEqual([]);
+  const dir = mkdtempSync(join(tmpdir(), 'flemma-gate-'));
+  try {
+    const target = join(dir, 'x.txt');
+    await expect(prepared.execCtx.sandbox.open_for_write(target)).rejects.toThrow(
+      /Sensitive place: write denied/,
     );
-    expect(built).toEqual([]);
-    const dir = mkdtempSync(join(tmpdir(), 'flemma-gate-'));
-    try {
-      const target = join(dir, 'x.txt');
-      await expect(prepared.execCtx.sandbox.open_for_write(target)).rejects.toThrow(
-        /Sensitive place: write denied/,
-      );
-      expect(built).toEqual(['t']);
-      expect(existsSync(target)).toBe(false);
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
-  });
+    expect(built).toEqual(['t']);
+    expect(existsSync(target)).toBe(false);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });

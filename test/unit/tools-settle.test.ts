@@ -1,7 +1,7 @@
 // The third part of running a call (src/host/tools/settle.ts), over fakes: the undo record, the
 // audit, a long output cut, the result written after the placeholder, the spinner, the cursor,
 // the hooks, and the `settled` event once the buffer's last call is done.
-import { describe, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import type { ToolOutcome } from '../../src/core/tools/registry.js';
 import { WriteJournal, createExecutionContext } from '../../src/core/tools/context.js';
 import { Emitter } from '../../src/core/util/emitter.js';
@@ -106,119 +106,117 @@ function context(
 
 const outcome = (value: ToolOutcome) => ({ outcome: value, durationMs: 12 });
 
-describe('Settler', () => {
-  it('writes the result after the placeholder, then the spinner, the cursor, the hook and the event', async () => {
-    const h = harness();
-    const placed = deferred<unknown>();
-    const settling = h.settler.settle(
-      call('a'),
-      running('a'),
-      prepared('tool'),
-      outcome({ ok: true, output: 'fine' }),
-      context(placed.promise),
-    );
-    await new Promise<void>((resolve) => setImmediate(resolve));
-    // The slot is free once the tool returned; the result waits for its placeholder.
-    expect(h.journal.entries).toEqual(['returned a']);
-    placed.resolve(undefined);
-    await settling;
-    expect(h.journal.entries).toEqual([
-      'returned a',
-      'inject a {"ok":true,"output":"fine"} replace=false',
-      'lua tools.spinner {"bufnr":1,"tool_id":"a","state":"success"}',
-      'release a',
-      'cursor a result',
-      'hook tool:completed {"bufnr":1,"tool_name":"tool","tool_id":"a","status":"success"}',
-    ]);
-    expect(h.events).toEqual(['settled 1']);
-    expect(h.audits).toEqual([
-      {
-        tool: 'tool',
-        id: 'a',
-        bufnr: 1,
-        args: { q: 1 },
-        success: true,
-        durationMs: 12,
-        error: undefined,
-      },
-    ]);
-  });
+it('writes the result after the placeholder, then the spinner, the cursor, the hook and the event', async () => {
+  const h = harness();
+  const placed = deferred<unknown>();
+  const settling = h.settler.settle(
+    call('a'),
+    running('a'),
+    prepared('tool'),
+    outcome({ ok: true, output: 'fine' }),
+    context(placed.promise),
+  );
+  await new Promise<void>((resolve) => setImmediate(resolve));
+  // The slot is free once the tool returned; the result waits for its placeholder.
+  expect(h.journal.entries).toEqual(['returned a']);
+  placed.resolve(undefined);
+  await settling;
+  expect(h.journal.entries).toEqual([
+    'returned a',
+    'inject a {"ok":true,"output":"fine"} replace=false',
+    'lua tools.spinner {"bufnr":1,"tool_id":"a","state":"success"}',
+    'release a',
+    'cursor a result',
+    'hook tool:completed {"bufnr":1,"tool_name":"tool","tool_id":"a","status":"success"}',
+  ]);
+  expect(h.events).toEqual(['settled 1']);
+  expect(h.audits).toEqual([
+    {
+      tool: 'tool',
+      id: 'a',
+      bufnr: 1,
+      args: { q: 1 },
+      success: true,
+      durationMs: 12,
+      error: undefined,
+    },
+  ]);
+});
 
-  it('says nothing while another call of the buffer runs; no cursor when the result did not land', async () => {
-    const h = harness({ injected: false });
-    h.others.count = 1;
-    await h.settler.settle(
-      call('b'),
-      running('b'),
-      prepared('tool'),
-      outcome({ ok: false, error: 'broke' }),
-      context(Promise.resolve(), { show_spinner: false }),
-    );
-    expect(h.journal.of('cursor')).toEqual([]);
-    expect(h.journal.of('lua tools.spinner')).toEqual([]);
-    expect(h.events).toEqual([]);
-    expect(h.audits[0]?.error).toBe('broke');
-  });
+it('says nothing while another call of the buffer runs; no cursor when the result did not land', async () => {
+  const h = harness({ injected: false });
+  h.others.count = 1;
+  await h.settler.settle(
+    call('b'),
+    running('b'),
+    prepared('tool'),
+    outcome({ ok: false, error: 'broke' }),
+    context(Promise.resolve(), { show_spinner: false }),
+  );
+  expect(h.journal.of('cursor')).toEqual([]);
+  expect(h.journal.of('lua tools.spinner')).toEqual([]);
+  expect(h.events).toEqual([]);
+  expect(h.audits[0]?.error).toBe('broke');
+});
 
-  it('cuts a long output of a tool that is not built in, saving the whole of it; a built-in’s is kept', async () => {
-    const long = Array.from({ length: 3000 }, (_, i) => `line ${String(i)}`).join('\n');
-    const h = harness({ builtin: ['bash'] });
-    await h.settler.settle(
-      call('c', 'mine'),
-      running('c'),
-      prepared('mine'),
-      outcome({ ok: true, output: long }),
-      context(),
-    );
-    await h.settler.settle(
-      call('d', 'bash'),
-      running('d'),
-      prepared('bash'),
-      outcome({ ok: true, output: long }),
-      context(),
-    );
-    const [cut, kept] = h.journal.of('inject');
-    expect(cut?.length).toBeLessThan(long.length);
-    expect(cut).toContain('line 0');
-    expect(cut).not.toContain('line 2999');
-    expect(kept).toContain('line 2999');
-  });
+it('cuts a long output of a tool that is not built in, saving the whole of it; a built-in’s is kept', async () => {
+  const long = Array.from({ length: 3000 }, (_, i) => `line ${String(i)}`).join('\n');
+  const h = harness({ builtin: ['bash'] });
+  await h.settler.settle(
+    call('c', 'mine'),
+    running('c'),
+    prepared('mine'),
+    outcome({ ok: true, output: long }),
+    context(),
+  );
+  await h.settler.settle(
+    call('d', 'bash'),
+    running('d'),
+    prepared('bash'),
+    outcome({ ok: true, output: long }),
+    context(),
+  );
+  const [cut, kept] = h.journal.of('inject');
+  expect(cut?.length).toBeLessThan(long.length);
+  expect(cut).toContain('line 0');
+  expect(cut).not.toContain('line 2999');
+  expect(kept).toContain('line 2999');
+});
 
-  it('keeps what the files held before, even for a call that failed', async () => {
-    const h = harness();
-    const journal = new WriteJournal(10);
-    journal.entries.set('/work/x', { kind: 'absent' });
-    await h.settler.settle(
-      call('e'),
-      running('e'),
-      prepared('tool', journal),
-      outcome({ ok: false, error: 'half' }),
-      context(),
-    );
-    expect(h.journal.of('record')).toEqual(['record e 1']);
-  });
+it('keeps what the files held before, even for a call that failed', async () => {
+  const h = harness();
+  const journal = new WriteJournal(10);
+  journal.entries.set('/work/x', { kind: 'absent' });
+  await h.settler.settle(
+    call('e'),
+    running('e'),
+    prepared('tool', journal),
+    outcome({ ok: false, error: 'half' }),
+    context(),
+  );
+  expect(h.journal.of('record')).toEqual(['record e 1']);
+});
 
-  it('a background job says it completed', async () => {
-    const h = harness();
-    await h.settler.settle(
-      call('f'),
-      running('f', { background: true, jobId: 4 }),
-      prepared('tool'),
-      outcome({ ok: true, output: 'ok' }),
-      context(),
-    );
-    expect(h.journal.of('hook job:completed')).toEqual([
-      'hook job:completed {"bufnr":1,"job_id":"4","tool_id":"f","tool_name":"tool","success":true,"active_count":0}',
-    ]);
-  });
+it('a background job says it completed', async () => {
+  const h = harness();
+  await h.settler.settle(
+    call('f'),
+    running('f', { background: true, jobId: 4 }),
+    prepared('tool'),
+    outcome({ ok: true, output: 'ok' }),
+    context(),
+  );
+  expect(h.journal.of('hook job:completed')).toEqual([
+    'hook job:completed {"bufnr":1,"job_id":"4","tool_id":"f","tool_name":"tool","success":true,"active_count":0}',
+  ]);
+});
 
-  it('a refused call gets its error as the result', async () => {
-    const h = harness();
-    await h.settler.refuse(call('g'), 'not offered', context());
-    expect(h.journal.entries).toEqual([
-      'inject g {"ok":false,"error":"not offered"} replace=false',
-      'hook tool:completed {"bufnr":1,"tool_name":"tool","tool_id":"g","status":"error"}',
-    ]);
-    expect(h.events).toEqual(['settled 1']);
-  });
+it('a refused call gets its error as the result', async () => {
+  const h = harness();
+  await h.settler.refuse(call('g'), 'not offered', context());
+  expect(h.journal.entries).toEqual([
+    'inject g {"ok":false,"error":"not offered"} replace=false',
+    'hook tool:completed {"bufnr":1,"tool_name":"tool","tool_id":"g","status":"error"}',
+  ]);
+  expect(h.events).toEqual(['settled 1']);
 });
