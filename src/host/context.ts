@@ -146,6 +146,7 @@ export function createContext(
         .toolsDone(config)
         .catch((error: unknown) => {
           logger.error(`going on after the tools of buffer ${String(bufnr)} failed`, error);
+          base.notify.warn(error instanceof Error ? error.message : String(error));
         });
     },
     cancelled: ({ bufnr }) => {

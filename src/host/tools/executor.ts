@@ -20,6 +20,7 @@
 import type { ToolCall } from '../../core/approval/chain.js';
 import type { Config } from '../../core/config/config.js';
 import { toolCallAt } from '../../core/tools/locate.js';
+import type { ToolDefinition } from '../../core/tools/registry.js';
 import type { WriteGate } from '../../core/tools/sandbox/gate.js';
 import type { TruncateFs } from '../../core/tools/truncate.js';
 import type { SchemaValidator } from '../../core/tools/validate.js';
@@ -32,9 +33,15 @@ import type { FileLogger } from '../log.js';
 import type { UndoService } from '../undo/service.js';
 import { auditCall } from './audit-file.js';
 import type { ToolCatalogue } from './catalogue.js';
-import { invokeCall } from './invoke.js';
+import { type InvokePorts, invokeCall } from './invoke.js';
 import { CANCELLED_TEXT, type LuaTools } from './lua-tools.js';
-import { type CallRef, type SandboxResolver, checkCall, prepareCall } from './prepare.js';
+import {
+  type CallRef,
+  type PreparePorts,
+  type SandboxResolver,
+  checkCall,
+  prepareCall,
+} from './prepare.js';
 import { type ResultWriter, resultHeaderRow } from './results.js';
 import { type ExecutorEvents, type RunListing, RunTable, type Running } from './runs.js';
 import { type SettleContext, Settler } from './settle.js';
@@ -104,8 +111,24 @@ export class ToolExecutor {
    */
   private readonly draining = new Map<number, Throttled[]>();
   private readonly warned = new Set<string>();
+  /** The ports of the first two parts (the third is the `settler`). */
+  private readonly prepare: PreparePorts;
+  private readonly invoke: InvokePorts;
 
   constructor(private readonly deps: ExecutorDeps) {
+    this.prepare = {
+      catalogue: deps.catalogue,
+      sandbox: deps.sandbox,
+      lua: deps.lua,
+      undo: deps.undo,
+      gate: deps.gate,
+      warnOnce: (key, message) => {
+        this.warnOnce(key, message);
+      },
+      home: deps.home,
+      env: deps.env,
+    };
+    this.invoke = { hooks: deps.hooks, catalogue: deps.catalogue, validator: deps.validator };
     this.settler = new Settler({
       results: deps.results,
       undo: deps.undo,
@@ -263,7 +286,7 @@ export class ToolExecutor {
   /** Prepare, invoke and settle a call that may run. */
   private async run(
     call: CallRef,
-    def: Parameters<typeof prepareCall>[1],
+    def: ToolDefinition,
     config: Config,
     options: ExecuteOptions,
   ): Promise<void> {
@@ -274,13 +297,9 @@ export class ToolExecutor {
       // tool's writes.
       deps.editor.notify('buffer.lock', { bufnr: call.bufnr, owner: 'tools' });
       const placed = this.place(run, config, options.placeholder === true);
-      const prepared = await prepareCall(call, def, config, options.facts, run.controller.signal, {
-        ...deps,
-        warnOnce: (key, message) => {
-          this.warnOnce(key, message);
-        },
-      });
-      const invoked = await invokeCall(call, prepared, run, config.tools, deps, () => {
+      const { signal } = run.controller;
+      const prepared = await prepareCall(call, def, config, options.facts, signal, this.prepare);
+      const invoked = await invokeCall(call, prepared, run, config.tools, this.invoke, () => {
         void this.toBackground(run);
       });
       const context: SettleContext = {
