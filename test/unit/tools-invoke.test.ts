@@ -67,16 +67,18 @@ function setup(def: ToolDefinition) {
 
 const call = (input: unknown) => ({ bufnr: 1, id: 't', name: 'wait', input });
 
-it('fires tool:executing, runs the tool and says how long it took', async () => {
+it('fires tool:executing as the tool starts, runs it and says how long it took', async () => {
   const tool = waitingTool();
   const { fake, ports, run, prepared } = setup(tool.def);
   const invoking = invokeCall(call({ n: 1 }), prepared, run, config().tools, ports, () => {
     throw new Error('not moved');
   });
+  // Nothing is said before the input is checked.
+  expect(fake.journal.entries).toEqual([]);
+  await tool.started;
   expect(fake.journal.entries).toEqual([
     'hook tool:executing {"bufnr":1,"tool_name":"wait","tool_id":"t"}',
   ]);
-  await tool.started;
   tool.finish({ ok: true, output: 'fine' });
   const invoked = await invoking;
   expect(invoked.outcome).toEqual({ ok: true, output: 'fine' });
@@ -85,10 +87,11 @@ it('fires tool:executing, runs the tool and says how long it took', async () => 
 
 it('an input the schema refuses is an error result; the tool does not run', async () => {
   const tool = waitingTool();
-  const { ports, run, prepared } = setup(tool.def);
+  const { fake, ports, run, prepared } = setup(tool.def);
   const invoked = await invokeCall(call({}), prepared, run, config().tools, ports, () => undefined);
   expect(invoked.outcome.ok).toBe(false);
   expect(tool.ran).toEqual([]);
+  expect(fake.journal.entries).toEqual([]);
 });
 
 it('a cancel stops the tool and the result says so', async () => {

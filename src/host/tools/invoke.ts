@@ -33,6 +33,8 @@ export interface InvokedCall {
   toolConfig: Record<string, unknown> | undefined;
   defaultTimeout: number;
   tools: ToolsConfig;
+  /** The tool is about to run (its input valid, not cancelled meanwhile). */
+  starting?: () => void;
 }
 
 function asRecord(value: unknown): Record<string, unknown> | undefined {
@@ -121,6 +123,7 @@ export async function invokeTool(
       { once: true },
     );
   });
+  call.starting?.();
   try {
     const settled: Promise<ToolOutcome> = Promise.resolve()
       .then(() => execute(input, execCtx))
@@ -161,9 +164,10 @@ export interface Invoked {
 }
 
 /**
- * Invoke a prepared call: `tool:executing` fires (not awaited: the event keeps its place on the
- * channel, and the tool need not wait for every listener), the tool runs, and after
- * `tools.background_after` seconds `toBackground` moves it to the background.
+ * Invoke a prepared call: the tool runs, `tool:executing` fires as it starts (not awaited: the
+ * event keeps its place on the channel, before anything the tool sends, and the tool need not
+ * wait for every listener), and after `tools.background_after` seconds `toBackground` moves it
+ * to the background.
  */
 export async function invokeCall(
   call: CallRef,
@@ -173,7 +177,6 @@ export async function invokeCall(
   ports: InvokePorts,
   toBackground: () => void,
 ): Promise<Invoked> {
-  ports.hooks.post('tool:executing', { bufnr: call.bufnr, tool_name: call.name, tool_id: call.id });
   const after = tools.background_after;
   const timer =
     typeof after === 'number' && after > 0 ? setTimeout(toBackground, secondsMs(after)) : undefined;
@@ -188,6 +191,10 @@ export async function invokeCall(
         toolConfig: prepared.toolConfig,
         defaultTimeout: tools.default_timeout,
         tools,
+        starting: () => {
+          const { bufnr, name, id } = call;
+          ports.hooks.post('tool:executing', { bufnr, tool_name: name, tool_id: id });
+        },
       },
       ports.catalogue,
       ports.validator,
