@@ -1,6 +1,7 @@
 // The wiring: the one place that builds the host's services and hands each the narrow parts of
 // the others it needs. What the action handlers receive (`HostContext`) is the editor's adapters
 // and these services; the services themselves never see this object.
+import { homedir } from 'node:os';
 import type { Neovim } from '../editor/client.js';
 import type { Message } from '../core/chat/ast.js';
 import { ReferenceCache } from '../core/chat/references.js';
@@ -8,6 +9,7 @@ import { SdkLoader } from '../core/provider/sdk.js';
 import { ProcessManager } from '../core/tools/background.js';
 import { Probes } from '../core/tools/probes.js';
 import { createSandboxBackends } from '../core/tools/sandbox/index.js';
+import { nodeTruncateFs } from '../core/tools/truncate.js';
 import { SchemaValidator } from '../core/tools/validate.js';
 import { type BufferEventsPort, DocumentStore } from '../editor/documents.js';
 import { HookEmitter } from '../editor/hooks.js';
@@ -27,6 +29,7 @@ import { ToolCatalogue } from './tools/catalogue.js';
 import { ToolCommands } from './tools/commands.js';
 import { DiffReview } from './tools/diff-review.js';
 import { ToolExecutor } from './tools/executor.js';
+import { sandboxResolver } from './tools/prepare.js';
 import { LuaTools } from './tools/lua-tools.js';
 import { Previews } from './tools/previews.js';
 import { ResultWriter } from './tools/results.js';
@@ -119,26 +122,35 @@ export function createContext(
     sessions.of(bufnr).context(document),
   );
   const executor: ToolExecutor = new ToolExecutor({
-    base,
+    editor: lua,
+    hooks: base.hooks,
+    notify: base.notify,
+    logger,
+    validator: base.validator,
+    sandbox: sandboxResolver(base.sandboxBackends, lua, homedir()),
     catalogue,
     lua: luaTools,
     results,
     undo,
     gate: (call, config, facts) => approval.writeGate(call, config, facts),
-    loop: {
-      requestRunning: (bufnr) => sessions.get(bufnr)?.requestRunning ?? false,
-      toolsDone: (bufnr, config) => sessions.of(bufnr).toolsDone(config),
-      stopped: (bufnr) => {
-        sessions.get(bufnr)?.stopped();
-      },
-      context: (bufnr, document) =>
-        sessions
-          .of(bufnr)
-          .context(document)
-          .catch(() => undefined),
-      carry: (bufnr, context) => {
-        sessions.of(bufnr).carry(context);
-      },
+    requestRunning: (bufnr) => sessions.get(bufnr)?.requestRunning ?? false,
+    truncateFs: nodeTruncateFs,
+    home: homedir(),
+    env: process.env,
+  });
+  // What the executor says goes to the buffer's session.
+  executor.events.subscribe({
+    settled: ({ bufnr, config }) => {
+      sessions
+        .of(bufnr)
+        .toolsDone(config)
+        .catch((error: unknown) => {
+          logger.error(`going on after the tools of buffer ${String(bufnr)} failed`, error);
+          base.notify.warn(error instanceof Error ? error.message : String(error));
+        });
+    },
+    cancelled: ({ bufnr }) => {
+      sessions.get(bufnr)?.stopped();
     },
   });
   const usage = new UsageTracker(base, (bufnr) => {

@@ -1,16 +1,20 @@
-// Running one tool call: its input validated against the schema, the middleware around it, the
-// executor's timeout (a grace period for tools that time themselves out) and cancellation (a
-// tool that ignores its signal still gets a result), and whatever it returns normalised.
+// The second part of running an approved call: invoking it. Its input validated against the
+// schema, the middleware around it, the executor's timeout (a grace period for tools that time
+// themselves out) and cancellation (a tool that ignores its signal still gets a result), the move
+// to the background after `tools.background_after`, and whatever it returns normalised.
+import { performance } from 'node:perf_hooks';
 import type { createExecutionContext } from '../../core/tools/context.js';
 import { compose } from '../../core/tools/middleware.js';
 import type { ToolDefinition, ToolOutcome } from '../../core/tools/registry.js';
 import type { SchemaValidator } from '../../core/tools/validate.js';
+import type { HookEmitter } from '../../editor/hooks.js';
 import type { MiddlewareStack } from '../tool-extras.js';
 import type { ToolCatalogue } from './catalogue.js';
 import { CANCELLED_TEXT } from './lua-tools.js';
 import { describeError, normalizeOutcome, renderPartial } from './outcome.js';
+import type { CallRef, PreparedCall } from './prepare.js';
 import type { ToolsConfig } from '../../core/config/config.js';
-import { timerMs } from '../../core/util/timer.js';
+import { secondsMs, timerMs } from '../../core/util/timer.js';
 
 /** What a running call keeps that a timeout or a cancel reads. */
 export interface RunState {
@@ -29,6 +33,8 @@ export interface InvokedCall {
   toolConfig: Record<string, unknown> | undefined;
   defaultTimeout: number;
   tools: ToolsConfig;
+  /** The tool is about to run (its input valid, not cancelled meanwhile). */
+  starting?: () => void;
 }
 
 function asRecord(value: unknown): Record<string, unknown> | undefined {
@@ -117,6 +123,7 @@ export async function invokeTool(
       { once: true },
     );
   });
+  call.starting?.();
   try {
     const settled: Promise<ToolOutcome> = Promise.resolve()
       .then(() => execute(input, execCtx))
@@ -139,6 +146,60 @@ export async function invokeTool(
         : { ok: false, error, partialOutput: partial };
     }
     return result;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+export interface InvokePorts {
+  hooks: Pick<HookEmitter, 'post'>;
+  catalogue: Pick<ToolCatalogue, 'middleware' | 'isBuiltin'>;
+  validator: SchemaValidator;
+}
+
+/** What an invoked call came back with, and how long it ran. */
+export interface Invoked {
+  outcome: ToolOutcome;
+  durationMs: number;
+}
+
+/**
+ * Invoke a prepared call: the tool runs, `tool:executing` fires as it starts (not awaited: the
+ * event keeps its place on the channel, before anything the tool sends, and the tool need not
+ * wait for every listener), and after `tools.background_after` seconds `toBackground` moves it
+ * to the background.
+ */
+export async function invokeCall(
+  call: CallRef,
+  prepared: PreparedCall,
+  run: RunState,
+  tools: ToolsConfig,
+  ports: InvokePorts,
+  toBackground: () => void,
+): Promise<Invoked> {
+  const after = tools.background_after;
+  const timer =
+    typeof after === 'number' && after > 0 ? setTimeout(toBackground, secondsMs(after)) : undefined;
+  const startedAt = performance.now();
+  try {
+    const outcome = await invokeTool(
+      {
+        def: prepared.def,
+        input: call.input,
+        execCtx: prepared.execCtx,
+        run,
+        toolConfig: prepared.toolConfig,
+        defaultTimeout: tools.default_timeout,
+        tools,
+        starting: () => {
+          const { bufnr, name, id } = call;
+          ports.hooks.post('tool:executing', { bufnr, tool_name: name, tool_id: id });
+        },
+      },
+      ports.catalogue,
+      ports.validator,
+    );
+    return { outcome, durationMs: performance.now() - startedAt };
   } finally {
     clearTimeout(timer);
   }

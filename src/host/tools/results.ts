@@ -113,7 +113,6 @@ export class ResultWriter {
   private async drainInjections(bufnr: number): Promise<void> {
     this.injecting.add(bufnr);
     try {
-      const writer = this.ports.writes.buffer(bufnr);
       for (;;) {
         await this.holds.get(bufnr);
         await this.resultsSettle(bufnr);
@@ -125,61 +124,7 @@ export class ResultWriter {
           for (const item of taken) item.resolve(false);
           continue;
         }
-        const planned: { item: PendingInjection; edit: Edit }[] = [];
-        const missing: PendingInjection[] = [];
-        for (const item of taken) {
-          const edit = planResult(state.document, state.lines, item.id, item.block, {
-            replaceFinished: item.replaceFinished,
-          });
-          if (edit === undefined) missing.push(item);
-          else planned.push({ item, edit });
-        }
-        const retry: PendingInjection[] = [];
-        const again = (item: PendingInjection): void => {
-          if (item.attempts < 5) {
-            retry.push(item);
-            return;
-          }
-          this.ports.warn(
-            `Could not write the result of ${item.id}: its block kept changing. Run it again with <M-CR>.`,
-          );
-          item.resolve(false);
-        };
-        if (missing.length > 0) {
-          // A placeholder is gone (deleted while the tool ran): put it back, then plan again.
-          const edits = planPlaceholders(
-            state.document,
-            state.lines,
-            missing.map((item) => ({ id: item.id, status: 'approved' as const })),
-          );
-          for (const item of missing) {
-            if (edits.length === 0) {
-              again({ ...item, attempts: 5 });
-            } else {
-              item.attempts += 1;
-              again(item);
-            }
-          }
-          await this.applyEdits(bufnr, edits);
-          // The other results are planned again against the buffer with the placeholders back.
-          for (const { item } of planned) retry.push(item);
-        } else {
-          const sorted = [...planned].sort((a, b) => b.edit.start - a.edit.start);
-          const outcomes = await Promise.all(
-            sorted.map(({ edit }) =>
-              writer.setLines(edit.start, edit.end, edit.lines, edit.expect),
-            ),
-          );
-          sorted.forEach(({ item }, index) => {
-            const outcome = outcomes[index];
-            if (outcome === 'applied') item.resolve(true);
-            else if (outcome === 'gone') item.resolve(false);
-            else {
-              item.attempts += 1;
-              again(item);
-            }
-          });
-        }
+        const retry = await this.writeTaken(bufnr, state, taken);
         if (retry.length > 0) {
           this.injections.set(bufnr, retry.concat(this.injections.get(bufnr) ?? []));
         }
@@ -191,6 +136,69 @@ export class ResultWriter {
     } finally {
       this.injecting.delete(bufnr);
     }
+  }
+
+  /** One batch of results planned against `state`; returns those to plan again. */
+  private async writeTaken(
+    bufnr: number,
+    state: { document: ChatDocument; lines: readonly string[] },
+    taken: readonly PendingInjection[],
+  ): Promise<PendingInjection[]> {
+    const planned: { item: PendingInjection; edit: Edit }[] = [];
+    const missing: PendingInjection[] = [];
+    for (const item of taken) {
+      const edit = planResult(state.document, state.lines, item.id, item.block, {
+        replaceFinished: item.replaceFinished,
+      });
+      if (edit === undefined) missing.push(item);
+      else planned.push({ item, edit });
+    }
+    const retry: PendingInjection[] = [];
+    const again = (item: PendingInjection): void => {
+      if (item.attempts < 5) {
+        retry.push(item);
+        return;
+      }
+      this.ports.warn(
+        `Could not write the result of ${item.id}: its block kept changing. Run it again with <M-CR>.`,
+      );
+      item.resolve(false);
+    };
+    if (missing.length > 0) {
+      // A placeholder is gone (deleted while the tool ran): put it back, then plan again.
+      const edits = planPlaceholders(
+        state.document,
+        state.lines,
+        missing.map((item) => ({ id: item.id, status: 'approved' as const })),
+      );
+      for (const item of missing) {
+        if (edits.length === 0) {
+          again({ ...item, attempts: 5 });
+        } else {
+          item.attempts += 1;
+          again(item);
+        }
+      }
+      await this.applyEdits(bufnr, edits);
+      // The other results are planned again against the buffer with the placeholders back.
+      for (const { item } of planned) retry.push(item);
+      return retry;
+    }
+    const writer = this.ports.writes.buffer(bufnr);
+    const sorted = [...planned].sort((a, b) => b.edit.start - a.edit.start);
+    const outcomes = await Promise.all(
+      sorted.map(({ edit }) => writer.setLines(edit.start, edit.end, edit.lines, edit.expect)),
+    );
+    sorted.forEach(({ item }, index) => {
+      const outcome = outcomes[index];
+      if (outcome === 'applied') item.resolve(true);
+      else if (outcome === 'gone') item.resolve(false);
+      else {
+        item.attempts += 1;
+        again(item);
+      }
+    });
+    return retry;
   }
 
   /** Buffers whose placeholders Phase 1 holds back while their tools start (see below). */
