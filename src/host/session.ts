@@ -6,6 +6,7 @@ import type { ChatDocument, Message } from '../core/chat/ast.js';
 import { type AutopilotSettings, autopilotSettings } from '../core/loop/autopilot.js';
 import { Conversation } from '../core/loop/conversation.js';
 import { BUSY_REQUEST } from '../core/loop/cycle.js';
+import { classifyToolBlocks } from '../core/chat/edits.js';
 import type { ConversationPorts } from '../core/loop/conversation.js';
 import type { StepPorts } from '../core/loop/cycle.js';
 import { type ApprovalOutcome, type ApprovalService, statusOf } from './approval.js';
@@ -26,6 +27,13 @@ import type { SendOptions, UsageTracker } from './usage.js';
 
 /** How long a carried editor context may stand in for asking again (ms). */
 const CARRY_MS = 250;
+
+/**
+ * How the user's action ended, for Lua (`chat.step_ended`): `done` (the turn or the tools are
+ * over), `refused` (nothing was done), `waiting` (a call waits for approval), `failed` (an error
+ * is on screen), `cancelled`, `stopped` (autopilot's turn limit, the spend cap, an edit).
+ */
+export type StepEnding = 'done' | 'refused' | 'waiting' | 'failed' | 'cancelled' | 'stopped';
 
 /** What a step of the loop knows of the buffer: the editor's context and autopilot's settings. */
 export type StepContext = EditorContext & { autopilot: AutopilotSettings };
@@ -74,8 +82,11 @@ export class ChatSession {
   readonly conversation: Conversation<StepContext>;
   private request: AbortController | undefined;
   private carried: { context: EditorContext; at: number } | undefined;
-  /** The ticket of the step Insert mode's `<C-]>` started, until the user has the word again. */
+  /** The ticket of the user's last action (`<C-]>`, `<M-CR>`…), until the user has the word again. */
   private ticket: number | undefined;
+  /** How that action has ended so far (unset: a plain end), and the row of the call that waits. */
+  private ending: StepEnding | undefined;
+  private waitingRow: number | undefined;
 
   constructor(
     readonly bufnr: number,
@@ -95,29 +106,98 @@ export class ChatSession {
   }
 
   /**
-   * One step of the loop (`<C-]>` when `user`). With a `ticket` (`<C-]>` pressed in Insert mode),
-   * Lua is told (`chat.step_ended`) when the user has the word again: at once when the step did
-   * nothing or stopped at calls that wait for them, else when the loop it started stops by itself
-   * (its tools are done and autopilot does not go on, the reply and any autopilot chain after it
-   * are over, or a cancel stopped it). A newer ticket replaces an older one.
+   * One step of the loop (`<C-]>` when `user`). With a `ticket` (the user's `<C-]>`, from either
+   * mode), Lua is told (`chat.step_ended`) how the step ended when the user has the word again:
+   * at once when the step did nothing or stopped at calls that wait for them, else when the loop
+   * it started stops by itself (its tools are done and autopilot does not go on, the reply and any
+   * autopilot chain after it are over, or a cancel stopped it). A newer ticket replaces an older
+   * one.
    */
   async step(user: boolean, ticket?: number): Promise<void> {
-    if (ticket !== undefined) this.ticket = ticket;
+    this.expect(ticket);
     const outcome = await this.conversation.step(user);
     if (ticket === undefined) return;
+    if (outcome === 'refused' || outcome === 'waiting') this.ended(outcome);
     if (outcome === 'refused' || outcome === 'waiting') this.handBack(ticket);
     else this.handBackIfIdle();
   }
 
-  /** The loop stopped by itself: a waiting `<C-]>` of Insert mode gets its answer. */
+  /**
+   * A user's action that is not a step (`<M-CR>`, `:Flemma send`, a decision in the diff):
+   * `chat.step_ended` answers `ticket` once the action and the loop it started are over.
+   */
+  async act(ticket: number | undefined, action: () => Promise<unknown>): Promise<void> {
+    this.expect(ticket);
+    try {
+      await action();
+    } finally {
+      this.handBackIfIdle();
+    }
+  }
+
+  /**
+   * The user decided on a call (`:Flemma tool:approve`, `tool:reject`, `tool:approve-always`):
+   * while a call still waits, the answer points at the first one; once none does, the loop goes
+   * on as `<M-CR>` would (an automatic step: approved calls run, rejected ones get their result,
+   * and autopilot sends when it is on). Nothing is sent that autopilot would not send.
+   */
+  async decided(ticket: number | undefined): Promise<void> {
+    this.expect(ticket);
+    const state = await this.s.results.fresh(this.bufnr);
+    const first = state === undefined ? undefined : waitingBlocks(state.document)[0];
+    if (state === undefined || first !== undefined) {
+      if (first !== undefined) this.waiting(first.toolResultLine - 1);
+      if (ticket !== undefined) this.handBack(ticket);
+      return;
+    }
+    const groups = classifyToolBlocks(state.document);
+    const acts =
+      groups.approved.length +
+      groups.denied.length +
+      groups.rejected.length +
+      groups.aborted.length +
+      groups.pendingWithContent.length;
+    if (acts > 0 && !this.requestRunning) await this.step(false, ticket);
+    else this.handBackIfIdle();
+  }
+
+  /** A user's action with `ticket` starts: its ending is noted from here on. */
+  private expect(ticket: number | undefined): void {
+    if (ticket === undefined) return;
+    this.ticket = ticket;
+    this.ending = undefined;
+    this.waitingRow = undefined;
+  }
+
+  /** How the user's action ended (the first reason that is not a plain end counts). */
+  private ended(ending: StepEnding): void {
+    if (this.ticket !== undefined && this.ending === undefined) this.ending = ending;
+  }
+
+  /** The loop stopped at a call that waits: its placeholder's header is at `row` (0-based). */
+  private waiting(row: number): void {
+    this.ended('waiting');
+    if (this.ticket !== undefined && this.waitingRow === undefined) this.waitingRow = row;
+  }
+
+  /** The loop stopped by itself: a waiting ticket gets its answer. */
   handBackIfIdle(): void {
     if (this.ticket !== undefined && this.conversation.idle) this.handBack(this.ticket);
   }
 
   private handBack(ticket: number): void {
     if (this.ticket !== ticket) return;
+    const outcome = this.ending ?? 'done';
+    const row = outcome === 'waiting' ? this.waitingRow : undefined;
     this.ticket = undefined;
-    this.s.base.lua.notify('chat.step_ended', { bufnr: this.bufnr, ticket });
+    this.ending = undefined;
+    this.waitingRow = undefined;
+    this.s.base.lua.notify('chat.step_ended', {
+      bufnr: this.bufnr,
+      ticket,
+      outcome,
+      ...(row === undefined ? {} : { row }),
+    });
   }
 
   /** The buffer's context, asked now. */
@@ -222,6 +302,7 @@ export class ChatSession {
       record === undefined ? { bufnr, status } : { bufnr, status, request: record },
     );
     if (status !== 'completed') {
+      this.ended(status === 'errored' ? 'failed' : 'cancelled');
       this.stopped();
       // A cancel is the user's own doing: only a failure asks for them.
       if (status === 'errored') this.attention('failed');
@@ -230,6 +311,7 @@ export class ChatSession {
     base.hooks.post('conversation:idle', { bufnr });
     // Past the spend cap, autopilot stops here (the usage tracker says so).
     if (usage.stopsAutopilot(bufnr, config, toolUse)) {
+      this.ended('stopped');
       this.attention('finished');
       return;
     }
@@ -266,6 +348,7 @@ export class ChatSession {
   async cancel(): Promise<boolean> {
     const request = this.request;
     request?.abort();
+    this.ended('cancelled');
     if (request !== undefined || this.s.executor.cancelOldest(this.bufnr)) {
       this.stopped();
       return true;
@@ -339,6 +422,7 @@ export class ChatSession {
           base.lua.notify('notify', { level: 'warn', message });
         },
         error: (message) => {
+          this.ended('failed');
           base.lua.notify('notify', { level: 'error', message });
         },
       },
@@ -412,10 +496,12 @@ export class ChatSession {
           base.hooks.post('autopilot:resumed', { bufnr });
         },
         warn: (message) => {
+          this.ended('stopped');
           base.lua.notify('notify', { level: 'warn', message });
         },
       },
       failed: (error) => {
+        this.ended('failed');
         base.logger.error(`the tool cycle of buffer ${String(bufnr)} failed`, error);
       },
       settled: () => {
@@ -434,6 +520,7 @@ export class ChatSession {
     const first = waiting[0];
     if (first === undefined) return;
     const { base } = this.s;
+    this.waiting(first.toolResultLine - 1);
     base.lua.notify('tools.cursor', { bufnr: this.bufnr, row: first.toolResultLine - 1 });
     // Taken back once none of these calls waits any more (approval-notice.ts).
     this.s.notices.show(this.bufnr, waiting, (id) => this.s.approval.undoProblem(id));
