@@ -6,7 +6,6 @@ import type { ChatDocument, Message } from '../core/chat/ast.js';
 import { type AutopilotSettings, autopilotSettings } from '../core/loop/autopilot.js';
 import { Conversation } from '../core/loop/conversation.js';
 import { BUSY_REQUEST } from '../core/loop/cycle.js';
-import { classifyToolBlocks } from '../core/chat/edits.js';
 import type { ConversationPorts } from '../core/loop/conversation.js';
 import type { StepPorts } from '../core/loop/cycle.js';
 import { type ApprovalOutcome, type ApprovalService, statusOf } from './approval.js';
@@ -22,18 +21,12 @@ import type { RecoveryService } from './recovery.js';
 import type { ResultWriter } from './tools/results.js';
 import type { Config } from '../core/config/config.js';
 import type { Verdicts } from './tools/verdicts.js';
+import { actionable, TurnEnd } from './turn-end.js';
 import { trace } from '../editor/trace.js';
 import type { SendOptions, UsageTracker } from './usage.js';
 
 /** How long a carried editor context may stand in for asking again (ms). */
 const CARRY_MS = 250;
-
-/**
- * How the user's action ended, for Lua (`chat.step_ended`): `done` (the turn or the tools are
- * over), `refused` (nothing was done), `waiting` (a call waits for approval), `failed` (an error
- * is on screen), `cancelled`, `stopped` (autopilot's turn limit, the spend cap, an edit).
- */
-export type StepEnding = 'done' | 'refused' | 'waiting' | 'failed' | 'cancelled' | 'stopped';
 
 /** What a step of the loop knows of the buffer: the editor's context and autopilot's settings. */
 export type StepContext = EditorContext & { autopilot: AutopilotSettings };
@@ -82,17 +75,17 @@ export class ChatSession {
   readonly conversation: Conversation<StepContext>;
   private request: AbortController | undefined;
   private carried: { context: EditorContext; at: number } | undefined;
-  /** The ticket of the user's last action (`<C-]>`, `<M-CR>`…), until the user has the word again. */
-  private ticket: number | undefined;
-  /** How that action has ended so far (unset: a plain end), and the row of the call that waits. */
-  private ending: StepEnding | undefined;
-  private waitingRow: number | undefined;
+  /** The user's last action that ends a turn, until the user has the word again. */
+  private readonly turnEnd: TurnEnd;
 
   constructor(
     readonly bufnr: number,
     private readonly s: SessionServices,
   ) {
     this.conversation = new Conversation<StepContext>(this.ports());
+    this.turnEnd = new TurnEnd((answer) => {
+      s.base.lua.notify('chat.step_ended', { bufnr, ...answer });
+    });
   }
 
   /** A request of this buffer runs (or waits for tool definitions). */
@@ -114,12 +107,15 @@ export class ChatSession {
    * one.
    */
   async step(user: boolean, ticket?: number): Promise<void> {
-    this.expect(ticket);
+    this.turnEnd.expect(ticket);
     const outcome = await this.conversation.step(user);
     if (ticket === undefined) return;
-    if (outcome === 'refused' || outcome === 'waiting') this.ended(outcome);
-    if (outcome === 'refused' || outcome === 'waiting') this.handBack(ticket);
-    else this.handBackIfIdle();
+    if (outcome === 'refused' || outcome === 'waiting') {
+      this.turnEnd.ended(outcome);
+      this.turnEnd.handBack(ticket);
+    } else {
+      this.handBackIfIdle();
+    }
   }
 
   /**
@@ -127,7 +123,7 @@ export class ChatSession {
    * `chat.step_ended` answers `ticket` once the action and the loop it started are over.
    */
   async act(ticket: number | undefined, action: () => Promise<unknown>): Promise<void> {
-    this.expect(ticket);
+    this.turnEnd.expect(ticket);
     try {
       await action();
     } finally {
@@ -142,62 +138,22 @@ export class ChatSession {
    * and autopilot sends when it is on). Nothing is sent that autopilot would not send.
    */
   async decided(ticket: number | undefined): Promise<void> {
-    this.expect(ticket);
+    this.turnEnd.expect(ticket);
     const state = await this.s.results.fresh(this.bufnr);
     const first = state === undefined ? undefined : waitingBlocks(state.document)[0];
     if (state === undefined || first !== undefined) {
-      if (first !== undefined) this.waiting(first.toolResultLine - 1);
-      if (ticket !== undefined) this.handBack(ticket);
+      if (first !== undefined) this.turnEnd.waiting(first.toolResultLine - 1);
+      if (ticket !== undefined) this.turnEnd.handBack(ticket);
       return;
     }
-    const groups = classifyToolBlocks(state.document);
-    const acts =
-      groups.approved.length +
-      groups.denied.length +
-      groups.rejected.length +
-      groups.aborted.length +
-      groups.pendingWithContent.length;
-    if (acts > 0 && !this.requestRunning) await this.step(false, ticket);
+    if (actionable(state.document) && !this.requestRunning) await this.step(false, ticket);
     else this.handBackIfIdle();
-  }
-
-  /** A user's action with `ticket` starts: its ending is noted from here on. */
-  private expect(ticket: number | undefined): void {
-    if (ticket === undefined) return;
-    this.ticket = ticket;
-    this.ending = undefined;
-    this.waitingRow = undefined;
-  }
-
-  /** How the user's action ended (the first reason that is not a plain end counts). */
-  private ended(ending: StepEnding): void {
-    if (this.ticket !== undefined && this.ending === undefined) this.ending = ending;
-  }
-
-  /** The loop stopped at a call that waits: its placeholder's header is at `row` (0-based). */
-  private waiting(row: number): void {
-    this.ended('waiting');
-    if (this.ticket !== undefined && this.waitingRow === undefined) this.waitingRow = row;
   }
 
   /** The loop stopped by itself: a waiting ticket gets its answer. */
   handBackIfIdle(): void {
-    if (this.ticket !== undefined && this.conversation.idle) this.handBack(this.ticket);
-  }
-
-  private handBack(ticket: number): void {
-    if (this.ticket !== ticket) return;
-    const outcome = this.ending ?? 'done';
-    const row = outcome === 'waiting' ? this.waitingRow : undefined;
-    this.ticket = undefined;
-    this.ending = undefined;
-    this.waitingRow = undefined;
-    this.s.base.lua.notify('chat.step_ended', {
-      bufnr: this.bufnr,
-      ticket,
-      outcome,
-      ...(row === undefined ? {} : { row }),
-    });
+    const ticket = this.turnEnd.pending;
+    if (ticket !== undefined && this.conversation.idle) this.turnEnd.handBack(ticket);
   }
 
   /** The buffer's context, asked now. */
@@ -302,7 +258,7 @@ export class ChatSession {
       record === undefined ? { bufnr, status } : { bufnr, status, request: record },
     );
     if (status !== 'completed') {
-      this.ended(status === 'errored' ? 'failed' : 'cancelled');
+      this.turnEnd.ended(status === 'errored' ? 'failed' : 'cancelled');
       this.stopped();
       // A cancel is the user's own doing: only a failure asks for them.
       if (status === 'errored') this.attention('failed');
@@ -311,7 +267,7 @@ export class ChatSession {
     base.hooks.post('conversation:idle', { bufnr });
     // Past the spend cap, autopilot stops here (the usage tracker says so).
     if (usage.stopsAutopilot(bufnr, config, toolUse)) {
-      this.ended('stopped');
+      this.turnEnd.ended('stopped');
       this.attention('finished');
       return;
     }
@@ -348,7 +304,7 @@ export class ChatSession {
   async cancel(): Promise<boolean> {
     const request = this.request;
     request?.abort();
-    this.ended('cancelled');
+    this.turnEnd.ended('cancelled');
     if (request !== undefined || this.s.executor.cancelOldest(this.bufnr)) {
       this.stopped();
       return true;
@@ -422,7 +378,7 @@ export class ChatSession {
           base.lua.notify('notify', { level: 'warn', message });
         },
         error: (message) => {
-          this.ended('failed');
+          this.turnEnd.ended('failed');
           base.lua.notify('notify', { level: 'error', message });
         },
       },
@@ -496,12 +452,12 @@ export class ChatSession {
           base.hooks.post('autopilot:resumed', { bufnr });
         },
         warn: (message) => {
-          this.ended('stopped');
+          this.turnEnd.ended('stopped');
           base.lua.notify('notify', { level: 'warn', message });
         },
       },
       failed: (error) => {
-        this.ended('failed');
+        this.turnEnd.ended('failed');
         base.logger.error(`the tool cycle of buffer ${String(bufnr)} failed`, error);
       },
       settled: () => {
@@ -520,7 +476,7 @@ export class ChatSession {
     const first = waiting[0];
     if (first === undefined) return;
     const { base } = this.s;
-    this.waiting(first.toolResultLine - 1);
+    this.turnEnd.waiting(first.toolResultLine - 1);
     base.lua.notify('tools.cursor', { bufnr: this.bufnr, row: first.toolResultLine - 1 });
     // Taken back once none of these calls waits any more (approval-notice.ts).
     this.s.notices.show(this.bufnr, waiting, (id) => this.s.approval.undoProblem(id));
