@@ -13,6 +13,9 @@ local H = {
   --- whether from Insert mode, the changedtick, and a mark where its cursor stood.
   ---@type table<integer, { ticket: integer, win: integer, insert: boolean, tick: integer, pin: integer|nil }>
   resume = {},
+  --- Per buffer, the mark of the row Flemma last put its cursor on (`M.placed`).
+  ---@type table<integer, integer>
+  placed = {},
   tickets = 0,
 }
 
@@ -182,7 +185,8 @@ function M.ticket(bufnr, insert)
   H.tickets = H.tickets + 1
   local win = vim.api.nvim_get_current_win()
   if vim.api.nvim_win_get_buf(win) ~= bufnr then
-    win = vim.fn.bufwinid(bufnr)
+    -- From another tab (the diff tab's `ga`): the chat's window there.
+    win = vim.fn.win_findbuf(bufnr)[1] or -1
   end
   local wait =
     { ticket = H.tickets, win = win, insert = insert == true, tick = vim.api.nvim_buf_get_changedtick(bufnr) }
@@ -258,21 +262,25 @@ function M.execute_from_insert(bufnr)
   end)
 end
 
+--- Host → Lua (through `tools.cursor`): Flemma put the buffer's cursor on `row` (0-based); a
+--- mark keeps the place through edits, so that the end of a turn knows the cursor is still there.
+function M.placed(bufnr, row)
+  H.placed[bufnr] = vim.api.nvim_buf_set_extmark(bufnr, H.ns_pins, row, 0, { id = H.placed[bufnr] })
+end
+
 --- Whether the cursor of `win` stands where the action left it, so that it may be moved: on the
---- row it stood on when the action began (its mark follows edits), inside a tool block (where
---- the host's own moves put it), or on the buffer's last line (where following a reply puts it).
+--- row it stood on when the action began, on the row Flemma last put it (`M.placed`: the call
+--- that waits, a result's header), both marks following edits, or on the buffer's last line
+--- (where following a reply puts it).
 function H.cursor_free(bufnr, win, wait)
   local row = vim.api.nvim_win_get_cursor(win)[1] - 1
-  if wait.pin then
-    local pos = vim.api.nvim_buf_get_extmark_by_id(bufnr, H.ns_pins, wait.pin, {})
+  for _, id in pairs({ start = wait.pin, placed = H.placed[bufnr] }) do
+    local pos = vim.api.nvim_buf_get_extmark_by_id(bufnr, H.ns_pins, id, {})
     if pos[1] == row then
       return true
     end
   end
-  if row == vim.api.nvim_buf_line_count(bufnr) - 1 then
-    return true
-  end
-  return H.in_tool_block(bufnr, row)
+  return row == vim.api.nvim_buf_line_count(bufnr) - 1
 end
 
 --- Whether row (0-based) is in a `**Tool Use:**` or `**Tool Result:**` block.
@@ -488,6 +496,7 @@ end
 function M.forget(bufnr)
   H.roles[bufnr] = nil
   H.forget_wait(bufnr)
+  H.placed[bufnr] = nil
 end
 
 return M

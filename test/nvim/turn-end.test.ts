@@ -184,6 +184,40 @@ describe('the turn ends where the user goes on', () => {
     expect(await row(d)).toBe(2);
   });
 
+  it('leaves a cursor the user moved into an earlier tool block', async () => {
+    const { d, f } = await start('{}');
+    const buf = await d.openChat('history.chat', [
+      '@You:',
+      'Echo.',
+      '',
+      '@Assistant:',
+      ...toolUse('toolu_H', 'h'),
+      '',
+      '@You:',
+      '**Tool Result:** `toolu_H`',
+      '',
+      '```',
+      'echo: h',
+      '```',
+      '',
+      '@Assistant:',
+      'Echoed.',
+      '',
+      '@You:',
+      'Again?',
+    ]);
+    await d.waitForEvent('FlemmaBootComplete');
+    const seen = d.eventCount;
+    await d.press('G<C-]>');
+    const request = await f.nextRequest({ path: '/v1/messages' });
+    // Reading the earlier call while the reply comes.
+    await d.command('call cursor(5, 1)');
+    await anthropicReply(request, 'Yes.');
+    await stepEnded(d, seen);
+    expect((await d.lines(buf)).slice(-2)).toEqual(['@You:', '']);
+    expect(await row(d)).toBe(5);
+  });
+
   it('<C-]> from Insert mode that fails: Normal mode, the error on screen', async () => {
     const { d, f } = await start('{}', { width: 100, height: 20 });
     await d.openChat('fails.chat', ['@You:', 'Hello']);
