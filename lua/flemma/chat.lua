@@ -7,10 +7,15 @@ local M = {}
 local H = {
   ns_messages = vim.api.nvim_create_namespace("flemma.messages"),
   ns_diagnostics = vim.api.nvim_create_namespace("flemma.diagnostics"),
+  ns_pins = vim.api.nvim_create_namespace("flemma.step_pins"),
   roles = {}, ---@type table<integer, table<integer, string>>  extmark id -> role, per buffer
-  --- `<C-]>` pressed in Insert mode, per buffer: the step's ticket, the window, the changedtick.
-  ---@type table<integer, { ticket: integer, win: integer, tick: integer }>
+  --- The user's last action that ends a turn, per buffer: its ticket, the window it came from,
+  --- whether from Insert mode, the changedtick, and a mark where its cursor stood.
+  ---@type table<integer, { ticket: integer, win: integer, insert: boolean, tick: integer, pin: integer|nil }>
   resume = {},
+  --- Per buffer, the mark of the row Flemma last put its cursor on (`M.placed`).
+  ---@type table<integer, integer>
+  placed = {},
   tickets = 0,
 }
 
@@ -167,71 +172,179 @@ function M.select(inner)
   return true
 end
 
---- Send the current chat buffer's conversation (for now the third phase of <C-]>: the approval
---- phases arrive with the tool cycle).
+--- A ticket for a user's action that ends a turn (`<C-]>`, `<M-CR>`, `:Flemma send`, approving or
+--- rejecting): the host answers it with `chat.step_ended` once the user has the word again. It
+--- remembers the window the action came from (the current one when it shows the chat), whether
+--- from Insert mode, and where its cursor stood (a mark that follows edits). A newer ticket of
+--- the buffer replaces an older one.
+---@param bufnr integer
+---@param insert boolean|nil
+---@return integer
+function M.ticket(bufnr, insert)
+  H.forget_wait(bufnr)
+  H.tickets = H.tickets + 1
+  local win = vim.api.nvim_get_current_win()
+  if vim.api.nvim_win_get_buf(win) ~= bufnr then
+    -- From another tab (the diff tab's `ga`): the chat's window there.
+    win = vim.fn.win_findbuf(bufnr)[1] or -1
+  end
+  local wait =
+    { ticket = H.tickets, win = win, insert = insert == true, tick = vim.api.nvim_buf_get_changedtick(bufnr) }
+  if win ~= -1 then
+    local row = vim.api.nvim_win_get_cursor(win)[1] - 1
+    wait.pin = vim.api.nvim_buf_set_extmark(bufnr, H.ns_pins, row, 0, { right_gravity = false })
+  end
+  H.resume[bufnr] = wait
+  return wait.ticket
+end
+
+--- Drop the buffer's waiting ticket (and its mark).
+function H.forget_wait(bufnr)
+  local wait = H.resume[bufnr]
+  H.resume[bufnr] = nil
+  if wait and wait.pin and vim.api.nvim_buf_is_valid(bufnr) then
+    pcall(vim.api.nvim_buf_del_extmark, bufnr, H.ns_pins, wait.pin)
+  end
+end
+
+--- Send the current chat buffer's conversation (`:Flemma send`).
 function M.send(bufnr)
   bufnr = bufnr or vim.api.nvim_get_current_buf()
   if vim.bo[bufnr].filetype ~= "chat" then
     require("flemma.notify").warn("not a chat buffer")
     return false
   end
-  return require("flemma.host").notify("chat:send", { bufnr = bufnr })
+  return require("flemma.host").notify("chat:send", { bufnr = bufnr, ticket = M.ticket(bufnr) })
 end
 
---- `<C-]>`: the tool cycle (placeholders, approved tools, then the send). `ticket`: the step was
---- started from Insert mode, and the host answers `chat.step_ended` with it when it is over.
+--- `<C-]>`: the tool cycle (placeholders, approved tools, then the send). `ticket`: the step's
+--- own (Insert mode's); without one, a ticket of Normal mode.
 function M.cycle(bufnr, ticket)
   bufnr = bufnr or vim.api.nvim_get_current_buf()
   if vim.bo[bufnr].filetype ~= "chat" then
     require("flemma.notify").warn("not a chat buffer")
     return false
   end
-  return require("flemma.host").notify("chat:cycle", { bufnr = bufnr, ticket = ticket })
+  return require("flemma.host").notify("chat:cycle", { bufnr = bufnr, ticket = ticket or M.ticket(bufnr) })
 end
 
---- `<C-]>` in Insert mode: leave Insert mode, run the step on the next tick, and come back to
---- Insert mode when the user has the word again (`M.step_ended`; docs/tools.md, "Insert mode").
-function M.cycle_from_insert(bufnr)
-  local win = vim.api.nvim_get_current_win()
+--- Leave Insert mode and run `action(ticket)` on the next tick; the host's answer to the ticket
+--- brings Insert mode back when the turn ended normally (`M.step_ended`). `action` returns false
+--- when it could not even be sent.
+function H.from_insert(bufnr, action)
   vim.cmd("stopinsert")
   vim.schedule(function()
     if not vim.api.nvim_buf_is_valid(bufnr) then
       return
     end
-    H.tickets = H.tickets + 1
-    local wait = { ticket = H.tickets, win = win, tick = vim.api.nvim_buf_get_changedtick(bufnr) }
-    H.resume[bufnr] = wait
-    local sent = M.cycle(bufnr, wait.ticket)
+    local ticket = M.ticket(bufnr, true)
+    local sent = action(ticket)
     -- Refused here (not a chat buffer, no host to send it to): back at once. A notification
     -- queued until the host is up keeps its wait.
     if not sent and require("flemma.host").status().state ~= "waiting" then
-      M.step_ended({ bufnr = bufnr, ticket = wait.ticket })
+      M.step_ended({ bufnr = bufnr, ticket = ticket, outcome = "refused" })
     end
   end)
 end
 
---- Host → Lua: the step `<C-]>` started in Insert mode is over. Insert mode comes back only when
---- the user is still in that chat's window, in Normal mode (not in another window, Visual mode or
---- a command line); the cursor goes under a new empty `@You:` at the end when the step wrote one,
---- else it stays where it is.
----@param params { bufnr: integer, ticket: integer }
+--- `<C-]>` in Insert mode: leave Insert mode, run the step on the next tick, and come back to
+--- Insert mode when the user has the word again (`M.step_ended`; docs/tools.md, "Insert mode").
+function M.cycle_from_insert(bufnr)
+  H.from_insert(bufnr, function(ticket)
+    return M.cycle(bufnr, ticket)
+  end)
+end
+
+--- `<M-CR>` in Insert mode: the call under the cursor, as `<C-]>` in Insert mode does a step.
+function M.execute_from_insert(bufnr)
+  H.from_insert(bufnr, function(ticket)
+    return M.execute_tool(bufnr, ticket)
+  end)
+end
+
+--- Host → Lua (through `tools.cursor`): Flemma put the buffer's cursor on `row` (0-based); a
+--- mark keeps the place through edits, so that the end of a turn knows the cursor is still there.
+function M.placed(bufnr, row)
+  H.placed[bufnr] = vim.api.nvim_buf_set_extmark(bufnr, H.ns_pins, row, 0, { id = H.placed[bufnr] })
+end
+
+--- Whether the cursor of `win` stands where the action left it, so that it may be moved: on the
+--- row it stood on when the action began, on the row Flemma last put it (`M.placed`: the call
+--- that waits, a result's header), both marks following edits, or on the buffer's last line
+--- (where following a reply puts it).
+function H.cursor_free(bufnr, win, wait)
+  local row = vim.api.nvim_win_get_cursor(win)[1] - 1
+  for _, id in pairs({ start = wait.pin, placed = H.placed[bufnr] }) do
+    local pos = vim.api.nvim_buf_get_extmark_by_id(bufnr, H.ns_pins, id, {})
+    if pos[1] == row then
+      return true
+    end
+  end
+  return row == vim.api.nvim_buf_line_count(bufnr) - 1
+end
+
+--- Whether row (0-based) is in a `**Tool Use:**` or `**Tool Result:**` block.
+function H.in_tool_block(bufnr, row)
+  local structure = require("flemma.ui").structure(bufnr)
+  local block = structure and require("flemma.ui.scan").block_at(structure, row)
+  return block ~= nil and (block.kind == "tool_use" or block.kind == "tool_result")
+end
+
+--- Where the cursor goes when the action is over: the first call that waits (`row` from the
+--- host), else the line under an empty `@You:` that ends the buffer when the action wrote
+--- something; nil to leave it.
+function H.target_row(bufnr, wait, params)
+  if params.outcome == "waiting" then
+    local row = params.row
+    return type(row) == "number" and row or nil
+  end
+  if vim.api.nvim_buf_get_changedtick(bufnr) ~= wait.tick then
+    return H.empty_prompt_row(bufnr)
+  end
+  return nil
+end
+
+--- The outcomes after which Insert mode comes back (a failure, an approval stop or a stopped
+--- chain leave the user in Normal mode, their message on screen).
+local RESUMES = { done = true, refused = true, cancelled = true }
+
+--- Host → Lua: the action of `ticket` is over (`outcome`: done, refused, waiting, failed,
+--- cancelled, stopped; `row`: the call that waits). The cursor of the window it came from goes
+--- where the user goes on (`H.target_row`) unless they moved it elsewhere meanwhile
+--- (`H.cursor_free`). From Insert mode, Insert mode comes back when the turn ended normally, the
+--- user is still in that chat's window, in Normal mode, with a cursor the action placed outside
+--- any tool block. Returns whether Insert mode comes back.
+---@param params { bufnr: integer, ticket: integer, outcome: string|nil, row: integer|nil }
 function M.step_ended(params)
   local bufnr = params.bufnr
   local wait = H.resume[bufnr]
   if wait == nil or wait.ticket ~= params.ticket then
     return false
   end
-  H.resume[bufnr] = nil
-  local win = vim.api.nvim_get_current_win()
-  local mode = vim.api.nvim_get_mode()
-  if win ~= wait.win or vim.api.nvim_win_get_buf(win) ~= bufnr or mode.mode ~= "n" or mode.blocking then
+  local win = wait.win
+  if not vim.api.nvim_win_is_valid(win) or vim.api.nvim_win_get_buf(win) ~= bufnr then
+    win = vim.fn.bufwinid(bufnr)
+  end
+  local free = win ~= -1 and H.cursor_free(bufnr, win, wait)
+  H.forget_wait(bufnr)
+  if not free then
     return false
   end
-  if vim.api.nvim_buf_get_changedtick(bufnr) ~= wait.tick then
-    local row = H.empty_prompt_row(bufnr)
-    if row ~= nil then
-      vim.api.nvim_win_set_cursor(win, { row + 1, 0 })
-    end
+  local target = H.target_row(bufnr, wait, params)
+  if target ~= nil then
+    local last = vim.api.nvim_buf_line_count(bufnr) - 1
+    pcall(vim.api.nvim_win_set_cursor, win, { math.min(target, last) + 1, 0 })
+  end
+  local mode = vim.api.nvim_get_mode()
+  if
+    not wait.insert
+    or not RESUMES[params.outcome or "done"]
+    or vim.api.nvim_get_current_win() ~= win
+    or mode.mode ~= "n"
+    or mode.blocking
+    or H.in_tool_block(bufnr, vim.api.nvim_win_get_cursor(win)[1] - 1)
+  then
+    return false
   end
   vim.cmd("startinsert!")
   return true
@@ -261,8 +374,9 @@ function H.empty_prompt_row(bufnr)
   return nil
 end
 
---- `<M-CR>` / `:Flemma tool:execute`: run the tool call under the cursor.
-function M.execute_tool(bufnr)
+--- `<M-CR>` / `:Flemma tool:execute`: run the tool call under the cursor (`ticket`: Insert
+--- mode's own; without one, a ticket of Normal mode).
+function M.execute_tool(bufnr, ticket)
   bufnr = bufnr or vim.api.nvim_get_current_buf()
   if vim.bo[bufnr].filetype ~= "chat" then
     require("flemma.notify").warn("not a chat buffer")
@@ -273,7 +387,7 @@ function M.execute_tool(bufnr)
     return false
   end
   local row = vim.api.nvim_win_get_cursor(0)[1] - 1
-  return require("flemma.host").notify("tool:execute", { bufnr = bufnr, row = row })
+  return require("flemma.host").notify("tool:execute", { bufnr = bufnr, row = row, ticket = ticket or M.ticket(bufnr) })
 end
 
 --- Cancel the running request of a chat buffer.
@@ -312,6 +426,9 @@ function M.setup_buffer(bufnr)
   map("n", normal.tool_execute or "<M-CR>", function()
     M.execute_tool(bufnr)
   end, "run the tool call under the cursor")
+  map("i", insert.tool_execute or "<M-CR>", function()
+    M.execute_from_insert(bufnr)
+  end, "run the tool call under the cursor, then back to Insert mode")
   map("n", normal.tool_diff == nil and "gD" or normal.tool_diff, function()
     require("flemma.review.diff").request(bufnr)
   end, "show the pending file change under the cursor as a diff")
@@ -378,7 +495,8 @@ end
 --- Forget a wiped buffer.
 function M.forget(bufnr)
   H.roles[bufnr] = nil
-  H.resume[bufnr] = nil
+  H.forget_wait(bufnr)
+  H.placed[bufnr] = nil
 end
 
 return M

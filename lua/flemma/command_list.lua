@@ -84,9 +84,13 @@ function M.register()
       require("flemma.chat").cancel()
     end,
   })
-  local function tool_command(method)
+  -- `ticket`: the action ends a turn, and the host says when (flemma.chat.ticket).
+  local function tool_command(method, ticket)
     return function()
       local params = { bufnr = vim.api.nvim_get_current_buf(), row = vim.api.nvim_win_get_cursor(0)[1] - 1 }
+      if ticket then
+        params.ticket = require("flemma.chat").ticket(params.bufnr)
+      end
       host.call(method, params, function(err)
         if err then
           require("flemma.notify").warn(method .. ": " .. tostring(err))
@@ -130,7 +134,7 @@ function M.register()
       if in_diff() then
         return require("flemma.review.diff").approve()
       end
-      unless_streaming(tool_command("tool:approve"))(args)
+      unless_streaming(tool_command("tool:approve", true))(args)
     end,
   })
   commands.register("tool:diff", {
@@ -163,6 +167,7 @@ function M.register()
         row = vim.api.nvim_win_get_cursor(0)[1] - 1,
         message = table.concat(args or {}, " "),
       }
+      params.ticket = require("flemma.chat").ticket(params.bufnr)
       host.call("tool:reject", params, function(err)
         if err then
           require("flemma.notify").warn("tool:reject: " .. tostring(err))

@@ -87,20 +87,17 @@ export const actions: { readonly [M in LuaToHostMethod]: Action<M> } = {
   /** The language server's hover: the same params → Markdown, or null. */
   'buffer:hover': (ctx, params) => hover(ctx.documents, params),
   /** Send the buffer's conversation and stream the reply into it (the third phase of <C-]>). */
-  'chat:send': (ctx, { bufnr, over_limit }) => {
+  'chat:send': (ctx, { bufnr, over_limit, ticket }) => {
     // `over_limit`: the user said yes to sending past `limits.max_session_cost`.
     // NOTE: answered at once; the request runs on, and reports through hooks and the buffer.
-    ctx.sessions
-      .of(bufnr)
-      .send(undefined, { overLimit: over_limit })
-      .catch((error: unknown) => {
+    const session = ctx.sessions.of(bufnr);
+    void session.act(ticket ?? undefined, () =>
+      session.send(undefined, { overLimit: over_limit }).catch((error: unknown) => {
         ctx.logger.error(`send of buffer ${String(bufnr)} failed`, error);
         const reason = error instanceof Error ? error.message : String(error);
-        ctx.lua.notify('notify', {
-          level: 'error',
-          message: `the send failed: ${reason} (details in ${ctx.logFile ?? 'the log'})`,
-        });
-      });
+        ctx.notify.error(`the send failed: ${reason} (details in ${ctx.logFile ?? 'the log'})`);
+      }),
+    );
     return null;
   },
   /**
@@ -197,13 +194,18 @@ export const actions: { readonly [M in LuaToHostMethod]: Action<M> } = {
     ctx.lua.notify('notify', { level: answer.ok ? 'info' : 'warn', message: answer.message });
     return answer;
   },
-  /** `:Flemma tool:approve` / `tool:reject [message]`: rewrite the status of the block at the cursor. */
-  'tool:approve': async (ctx, { bufnr, row }) => {
+  /**
+   * `:Flemma tool:approve` / `tool:reject [message]`: rewrite the status of the block at the
+   * cursor; once nothing waits, the loop goes on (`ChatSession.decided`).
+   */
+  'tool:approve': async (ctx, { bufnr, row, ticket }) => {
     await ctx.commands.setStatusAt(bufnr, row ?? 0, 'approved');
+    await ctx.sessions.of(bufnr).decided(ticket ?? undefined);
     return null;
   },
-  'tool:reject': async (ctx, { bufnr, row, message }) => {
+  'tool:reject': async (ctx, { bufnr, row, message, ticket }) => {
     await ctx.commands.setStatusAt(bufnr, row ?? 0, 'rejected', message);
+    await ctx.sessions.of(bufnr).decided(ticket ?? undefined);
     return null;
   },
   /** `:Flemma tool:diff` and the decisions of its tab (docs/tools.md, "Review"). */
@@ -216,13 +218,21 @@ export const actions: { readonly [M in LuaToHostMethod]: Action<M> } = {
     }
     return ran ?? ctx.diffReview.open(bufnr, row);
   },
-  'tool:diff-approve': (ctx, { bufnr, tool_id, before, content }) =>
-    ctx.diffReview.approve(bufnr, tool_id, before, content),
-  'tool:diff-reject': (ctx, { bufnr, tool_id, reason }) =>
-    ctx.diffReview.reject(bufnr, tool_id, reason),
+  // The answer closes the diff at once; `ticket` is answered once the call it ran is over.
+  'tool:diff-approve': async (ctx, { bufnr, tool_id, before, content, ticket }) => {
+    const answer = await ctx.diffReview.approve(bufnr, tool_id, before, content);
+    void ctx.sessions.of(bufnr).act(ticket ?? undefined, () => ctx.diffReview.settled(bufnr));
+    return answer;
+  },
+  'tool:diff-reject': async (ctx, { bufnr, tool_id, reason, ticket }) => {
+    const answer = await ctx.diffReview.reject(bufnr, tool_id, reason);
+    void ctx.sessions.of(bufnr).act(ticket ?? undefined, () => ctx.diffReview.settled(bufnr));
+    return answer;
+  },
   /** `:Flemma tool:approve-always`: approve the call at the cursor and remember it for the buffer. */
-  'tool:approve-always': async (ctx, { bufnr, row }) => {
+  'tool:approve-always': async (ctx, { bufnr, row, ticket }) => {
     const entry = await ctx.commands.approveAlwaysAt(bufnr, row ?? 0);
+    await ctx.sessions.of(bufnr).decided(ticket ?? undefined);
     return entry ?? null;
   },
   /** `:Flemma tool:always`: the buffer's "always" approvals and YOLO state. */
@@ -287,9 +297,11 @@ export const actions: { readonly [M in LuaToHostMethod]: Action<M> } = {
   'tool:execute': (ctx, params) => {
     const { bufnr } = params;
     const row = params.row ?? 0;
-    ctx.commands.executeAt(bufnr, row).catch((error: unknown) => {
-      ctx.logger.error(`executing the tool at row ${String(row)} failed`, error);
-    });
+    void ctx.sessions.of(bufnr).act(params.ticket ?? undefined, () =>
+      ctx.commands.executeAt(bufnr, row).catch((error: unknown) => {
+        ctx.logger.error(`executing the tool at row ${String(row)} failed`, error);
+      }),
+    );
     return null;
   },
   'tool:cancel': async (ctx, { bufnr, row }) => {

@@ -21,6 +21,7 @@ import type { RecoveryService } from './recovery.js';
 import type { ResultWriter } from './tools/results.js';
 import type { Config } from '../core/config/config.js';
 import type { Verdicts } from './tools/verdicts.js';
+import { actionable, TurnEnd } from './turn-end.js';
 import { trace } from '../editor/trace.js';
 import type { SendOptions, UsageTracker } from './usage.js';
 
@@ -74,14 +75,17 @@ export class ChatSession {
   readonly conversation: Conversation<StepContext>;
   private request: AbortController | undefined;
   private carried: { context: EditorContext; at: number } | undefined;
-  /** The ticket of the step Insert mode's `<C-]>` started, until the user has the word again. */
-  private ticket: number | undefined;
+  /** The user's last action that ends a turn, until the user has the word again. */
+  private readonly turnEnd: TurnEnd;
 
   constructor(
     readonly bufnr: number,
     private readonly s: SessionServices,
   ) {
     this.conversation = new Conversation<StepContext>(this.ports());
+    this.turnEnd = new TurnEnd((answer) => {
+      s.base.lua.notify('chat.step_ended', { bufnr, ...answer });
+    });
   }
 
   /** A request of this buffer runs (or waits for tool definitions). */
@@ -95,29 +99,61 @@ export class ChatSession {
   }
 
   /**
-   * One step of the loop (`<C-]>` when `user`). With a `ticket` (`<C-]>` pressed in Insert mode),
-   * Lua is told (`chat.step_ended`) when the user has the word again: at once when the step did
-   * nothing or stopped at calls that wait for them, else when the loop it started stops by itself
-   * (its tools are done and autopilot does not go on, the reply and any autopilot chain after it
-   * are over, or a cancel stopped it). A newer ticket replaces an older one.
+   * One step of the loop (`<C-]>` when `user`). With a `ticket` (the user's `<C-]>`, from either
+   * mode), Lua is told (`chat.step_ended`) how the step ended when the user has the word again:
+   * at once when the step did nothing or stopped at calls that wait for them, else when the loop
+   * it started stops by itself (its tools are done and autopilot does not go on, the reply and any
+   * autopilot chain after it are over, or a cancel stopped it). A newer ticket replaces an older
+   * one.
    */
   async step(user: boolean, ticket?: number): Promise<void> {
-    if (ticket !== undefined) this.ticket = ticket;
+    this.turnEnd.expect(ticket);
     const outcome = await this.conversation.step(user);
     if (ticket === undefined) return;
-    if (outcome === 'refused' || outcome === 'waiting') this.handBack(ticket);
+    if (outcome === 'refused' || outcome === 'waiting') {
+      this.turnEnd.ended(outcome);
+      this.turnEnd.handBack(ticket);
+    } else {
+      this.handBackIfIdle();
+    }
+  }
+
+  /**
+   * A user's action that is not a step (`<M-CR>`, `:Flemma send`, a decision in the diff):
+   * `chat.step_ended` answers `ticket` once the action and the loop it started are over.
+   */
+  async act(ticket: number | undefined, action: () => Promise<unknown>): Promise<void> {
+    this.turnEnd.expect(ticket);
+    try {
+      await action();
+    } finally {
+      this.handBackIfIdle();
+    }
+  }
+
+  /**
+   * The user decided on a call (`:Flemma tool:approve`, `tool:reject`, `tool:approve-always`):
+   * while a call still waits, the answer points at the first one; once none does, the loop goes
+   * on as `<M-CR>` would (an automatic step: approved calls run, rejected ones get their result,
+   * and autopilot sends when it is on). Nothing is sent that autopilot would not send.
+   */
+  async decided(ticket: number | undefined): Promise<void> {
+    this.turnEnd.expect(ticket);
+    const state = await this.s.results.fresh(this.bufnr);
+    const first = state === undefined ? undefined : waitingBlocks(state.document)[0];
+    if (state === undefined || first !== undefined) {
+      if (first !== undefined) this.turnEnd.waiting(first.toolResultLine - 1);
+      if (ticket !== undefined) this.turnEnd.handBack(ticket);
+      return;
+    }
+    if (actionable(state.document) && !this.requestRunning) await this.step(false, ticket);
     else this.handBackIfIdle();
   }
 
-  /** The loop stopped by itself: a waiting `<C-]>` of Insert mode gets its answer. */
+  /** The loop stopped by itself: a waiting ticket gets its answer. */
   handBackIfIdle(): void {
-    if (this.ticket !== undefined && this.conversation.idle) this.handBack(this.ticket);
-  }
-
-  private handBack(ticket: number): void {
-    if (this.ticket !== ticket) return;
-    this.ticket = undefined;
-    this.s.base.lua.notify('chat.step_ended', { bufnr: this.bufnr, ticket });
+    const ticket = this.turnEnd.pending;
+    if (ticket !== undefined && this.conversation.idle) this.turnEnd.handBack(ticket);
   }
 
   /** The buffer's context, asked now. */
@@ -222,6 +258,7 @@ export class ChatSession {
       record === undefined ? { bufnr, status } : { bufnr, status, request: record },
     );
     if (status !== 'completed') {
+      this.turnEnd.ended(status === 'errored' ? 'failed' : 'cancelled');
       this.stopped();
       // A cancel is the user's own doing: only a failure asks for them.
       if (status === 'errored') this.attention('failed');
@@ -230,6 +267,7 @@ export class ChatSession {
     base.hooks.post('conversation:idle', { bufnr });
     // Past the spend cap, autopilot stops here (the usage tracker says so).
     if (usage.stopsAutopilot(bufnr, config, toolUse)) {
+      this.turnEnd.ended('stopped');
       this.attention('finished');
       return;
     }
@@ -266,6 +304,7 @@ export class ChatSession {
   async cancel(): Promise<boolean> {
     const request = this.request;
     request?.abort();
+    this.turnEnd.ended('cancelled');
     if (request !== undefined || this.s.executor.cancelOldest(this.bufnr)) {
       this.stopped();
       return true;
@@ -339,6 +378,7 @@ export class ChatSession {
           base.lua.notify('notify', { level: 'warn', message });
         },
         error: (message) => {
+          this.turnEnd.ended('failed');
           base.lua.notify('notify', { level: 'error', message });
         },
       },
@@ -412,10 +452,12 @@ export class ChatSession {
           base.hooks.post('autopilot:resumed', { bufnr });
         },
         warn: (message) => {
+          this.turnEnd.ended('stopped');
           base.lua.notify('notify', { level: 'warn', message });
         },
       },
       failed: (error) => {
+        this.turnEnd.ended('failed');
         base.logger.error(`the tool cycle of buffer ${String(bufnr)} failed`, error);
       },
       settled: () => {
@@ -434,6 +476,7 @@ export class ChatSession {
     const first = waiting[0];
     if (first === undefined) return;
     const { base } = this.s;
+    this.turnEnd.waiting(first.toolResultLine - 1);
     base.lua.notify('tools.cursor', { bufnr: this.bufnr, row: first.toolResultLine - 1 });
     // Taken back once none of these calls waits any more (approval-notice.ts).
     this.s.notices.show(this.bufnr, waiting, (id) => this.s.approval.undoProblem(id));

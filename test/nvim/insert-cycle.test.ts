@@ -127,7 +127,7 @@ describe('<C-]> in Insert mode', () => {
     expect(d.eventsSeen('FlemmaRequestFinished').at(-1)?.data['status']).toBe('cancelled');
   });
 
-  it('comes back at once when the placeholders wait for approval', async () => {
+  it('stays in Normal mode, on the call, when the placeholders wait for approval', async () => {
     const { d, f } = await start('{ tools = { autopilot = false } }');
     const buf = await d.openChat('pending.chat', [
       '@You:',
@@ -142,8 +142,9 @@ describe('<C-]> in Insert mode', () => {
     await d.waitForEvent('FlemmaBootComplete');
     const seen = d.eventCount;
     await d.press('GA<C-]>');
-    expect(await stepEnded(d, seen)).toBe(true);
-    expect(await d.mode()).toBe('i');
+    // The "Approval needed" message stays on screen: no `-- INSERT --` over it.
+    expect(await stepEnded(d, seen)).toBe(false);
+    expect(await d.mode()).toBe('n');
     const lines = await d.lines(buf);
     expect(lines).toContain('```flemma:tool status=pending');
     // The cursor stays where the step put it: the header of the call that waits.
@@ -152,7 +153,7 @@ describe('<C-]> in Insert mode', () => {
     expect(f.requests).toHaveLength(0);
   });
 
-  it('comes back when the approved tools are done, not before', async () => {
+  it('answers when the approved tools are done, not before, in Normal mode on the result', async () => {
     const { d } = await start('{ tools = { autopilot = false } }');
     const buf = await d.openChat('tools.chat', [
       '@You:',
@@ -178,8 +179,12 @@ describe('<C-]> in Insert mode', () => {
     expect(await d.mode()).toBe('n');
     expect(d.eventsSeen('TestStepEnded')).toHaveLength(0);
     await d.lua('_G.finish_gated("done")');
-    expect(await stepEnded(d, seen)).toBe(true);
-    expect(await d.mode()).toBe('i');
+    // Autopilot is off: the results are not sent yet, and the cursor is on the result's header
+    // (`tools.cursor_after_result`), where typing would change the block.
+    expect(await stepEnded(d, seen)).toBe(false);
+    expect(await d.mode()).toBe('n');
+    const done = await d.lines(buf);
+    expect((await cursor(d))[0]).toBe(done.indexOf('**Tool Result:** `toolu_G`') + 1);
     expect((await d.lines(buf)).slice(-5)).toEqual([
       '**Tool Result:** `toolu_G`',
       '',
@@ -212,7 +217,7 @@ describe('<C-]> in Insert mode', () => {
     expect((await cursor(d))[0]).toBe(lines.length);
   });
 
-  it('with autopilot, comes back when the chain pauses at a call that waits for approval', async () => {
+  it('with autopilot, answers in Normal mode when the chain pauses at a call that waits', async () => {
     const { d, f } = await start('{}');
     const buf = await d.openChat('pause.chat', ['@You:', 'Echo.']);
     await d.waitForEvent('FlemmaBootComplete');
@@ -222,8 +227,8 @@ describe('<C-]> in Insert mode', () => {
     await anthropicReply(request, 'Echoing.', [
       { id: 'toolu_P', name: 'echo_tool', input: { text: 'hi' } },
     ]);
-    expect(await stepEnded(d, seen)).toBe(true);
-    expect(await d.mode()).toBe('i');
+    expect(await stepEnded(d, seen)).toBe(false);
+    expect(await d.mode()).toBe('n');
     const lines = await d.lines(buf);
     expect(lines).toContain('```flemma:tool status=pending');
     expect((await cursor(d))[0]).toBe(lines.indexOf('**Tool Result:** `toolu_P`') + 1);
@@ -319,6 +324,6 @@ describe('<C-]> in Insert mode', () => {
     await d.waitForEvent('FlemmaRequestFinished');
     await d.afterScheduled();
     expect(await d.mode()).toBe('n');
-    expect(d.eventsSeen('TestStepEnded')).toHaveLength(0);
+    expect(d.eventsSeen('TestStepEnded').map((event) => event.data['resumed'])).not.toContain(true);
   });
 });

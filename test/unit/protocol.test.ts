@@ -171,10 +171,12 @@ describe('the decoders of incoming params', () => {
       bufnr: 2,
       row: 4,
       message: undefined,
+      ticket: null,
     });
-    expect(LUA_TO_HOST['chat:send'].decode({ bufnr: 2, over_limit: 'yes' })).toEqual({
+    expect(LUA_TO_HOST['chat:send'].decode({ bufnr: 2, over_limit: 'yes', ticket: 'x' })).toEqual({
       bufnr: 2,
       over_limit: false,
+      ticket: null,
     });
     expect(LUA_TO_HOST['autopilot:resume'].decode({ bufnr: 2 })).toEqual({ bufnr: 2, token: -1 });
   });

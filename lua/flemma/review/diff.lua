@@ -288,6 +288,8 @@ function M.approve(buf)
     return
   end
   local params = { bufnr = spec.bufnr, tool_id = spec.tool_id, before = spec.before, content = text_of(right) }
+  -- The call runs as `<M-CR>` runs it; the host says when it is over (flemma.chat.ticket).
+  params.ticket = require("flemma.chat").ticket(spec.bufnr)
   require("flemma.host").call("tool:diff-approve", params, function(err, answer)
     if err then
       notify().warn("tool:diff: " .. tostring(err))
@@ -326,6 +328,7 @@ function M.reject(buf)
       return
     end
     local params = { bufnr = spec.bufnr, tool_id = spec.tool_id, reason = reason }
+    params.ticket = require("flemma.chat").ticket(spec.bufnr)
     require("flemma.host").call("tool:diff-reject", params, function(err)
       if err then
         notify().warn("tool:diff: " .. tostring(err))

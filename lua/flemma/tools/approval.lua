@@ -285,7 +285,10 @@ end
 --- Approve the call at `row` (0-based; default: the cursor's) and remember "always" for its tool
 --- (or tool and command) in the buffer. `callback(err, entry)` gets `{ tool, command? }`.
 function M.approve_always(bufnr, row, callback)
-  host_call("tool:approve-always", cursor_params(bufnr, row), callback)
+  local params = cursor_params(bufnr, row)
+  -- The loop goes on once nothing waits; the host says when (flemma.chat.ticket).
+  params.ticket = require("flemma.chat").ticket(params.bufnr)
+  host_call("tool:approve-always", params, callback)
 end
 
 --- The buffer's "always" approvals: `callback(err, { lines, entries = { { tool, command? } } })`.

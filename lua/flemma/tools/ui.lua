@@ -208,6 +208,8 @@ function M.cursor(params)
   end
   local row = math.max(0, math.min(params.row, vim.api.nvim_buf_line_count(bufnr) - 1))
   pcall(vim.api.nvim_win_set_cursor, win, { row + 1, 0 })
+  -- The end of the turn moves a cursor that is still here (flemma.chat, "where the turn ends").
+  require("flemma.chat").placed(bufnr, row)
 end
 
 --- Host → Lua: facts of the editor a tool call needs.

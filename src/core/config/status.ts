@@ -28,6 +28,10 @@ export interface StatusInput {
   verbose: boolean;
   /** The context meter's lines (the last request against its window), when there are some. */
   context?: readonly string[];
+  /** The model a request would use (the provider's default when no layer sets one). */
+  model?: string;
+  /** The approval policy the buffer uses (`policyLines`, src/core/approval/explain.ts). */
+  policy?: readonly string[];
 }
 
 const TRUST_WORDS: Record<string, string> = {
@@ -124,7 +128,14 @@ export function statusLines(input: StatusInput): string[] {
     for (const item of input.refused) lines.push(`  line ${String(item.line)}: ${item.what}`);
   }
   const provider = typeof config['provider'] === 'string' ? config['provider'] : 'anthropic';
-  lines.push('', entry('provider', 'provider'), entry('model', 'model'));
+  const model = get(config, 'model');
+  lines.push(
+    '',
+    entry('provider', 'provider'),
+    (model === undefined || model === null || model === '') && input.model !== undefined
+      ? `model: ${show(input.model)}  (the provider's default)`
+      : entry('model', 'model'),
+  );
   if (input.context !== undefined) lines.push(...input.context);
   lines.push('', 'parameters:');
   const parameters = isRecord(config['parameters']) ? config['parameters'] : {};
@@ -140,7 +151,8 @@ export function statusLines(input: StatusInput): string[] {
     '',
     `tools (${String(input.tools.length)}): ${input.tools.join(', ')}  (${layer('tools')})`,
   );
-  lines.push(entry('tools.auto_approve', 'tools.auto_approve'));
+  if (input.policy === undefined) lines.push(entry('tools.auto_approve', 'tools.auto_approve'));
+  else lines.push(...input.policy);
   lines.push('approval resolvers, in order:');
   for (const resolver of input.resolvers) {
     lines.push(`  ${String(resolver.priority).padStart(3)}  ${resolver.name}`);

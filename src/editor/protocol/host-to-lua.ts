@@ -103,7 +103,16 @@ export interface HostToLua {
   >;
   'tools.cursor': Method<{ bufnr: number; row: number }, null>;
   /** The step `<C-]>` started in Insert mode is over: the user has the word again. */
-  'chat.step_ended': Method<{ bufnr: number; ticket: number }, null>;
+  /** The user's action with `ticket` is over: how it ended, and the row of a call that waits. */
+  'chat.step_ended': Method<
+    {
+      bufnr: number;
+      ticket: number;
+      outcome: 'done' | 'refused' | 'waiting' | 'failed' | 'cancelled' | 'stopped';
+      row?: number;
+    },
+    null
+  >;
   'tools.previews': Method<{ bufnr: number; items: Record<string, unknown>[] }, null>;
   'sandbox.available': Method<{ name: string; settings: unknown }, AvailabilityAnswer>;
   'sandbox.wrap': Method<
@@ -360,7 +369,7 @@ export const HOST_TO_LUA = {
   },
   'chat.step_ended': {
     kind: 'notification',
-    params: '`{bufnr, ticket}`',
+    params: '`{bufnr, ticket, outcome, row?}`',
     answer: '`nil`',
     section: 'tools',
   },

@@ -37,6 +37,14 @@ interface Buf {
   bufnr: number;
 }
 
+/**
+ * A user's action Lua wants to hear the end of: `ticket` (a number of its own) is answered by
+ * `chat.step_ended` once the user has the word again (null: no answer).
+ */
+interface Ticket {
+  ticket: number | null;
+}
+
 /** Every Lua → host action: its params (as the handler receives them, decoded) and its answer. */
 export interface LuaToHost extends ReviewActions, McpActions, ContextActions {
   ping: Method<null, HostInfo>;
@@ -55,10 +63,10 @@ export interface LuaToHost extends ReviewActions, McpActions, ContextActions {
   /** The language server's hover: Markdown, or null when there is nothing to say. */
   'buffer:hover': Method<NavigationParams, string | null>;
   'frontmatter:languages': Method<{ names: string[] }, null>;
-  'chat:send': Method<Buf & { over_limit: boolean }, null>;
+  'chat:send': Method<Buf & Ticket & { over_limit: boolean }, null>;
   'chat:cancel': Method<Buf, { cancelled: boolean }>;
-  /** `ticket`: `<C-]>` in Insert mode, answered by `chat.step_ended` (null from Normal mode). */
-  'chat:cycle': Method<Buf & { ticket: number | null }, null>;
+  /** `<C-]>`; `ticket`: answered by `chat.step_ended`. */
+  'chat:cycle': Method<Buf & Ticket, null>;
   'chat:status': Method<Buf & { verbose: boolean }, { lines: string[] }>;
   'tools:define': Method<
     {
@@ -75,7 +83,7 @@ export interface LuaToHost extends ReviewActions, McpActions, ContextActions {
   'tools:truncate': Method<LuaTruncateParams, LuaTruncation>;
   'tools:format-size': Method<{ bytes: number }, string>;
   'tools:writable': Method<LuaWritableParams, boolean>;
-  'tool:execute': Method<At, null>;
+  'tool:execute': Method<At & Ticket, null>;
   'tool:cancel': Method<At, { cancelled: boolean }>;
   'tool:cancel-all': Method<null, { cancelled: number }>;
   'tool:background': Method<At, { moved: boolean }>;
@@ -93,9 +101,9 @@ export interface LuaToHost extends ReviewActions, McpActions, ContextActions {
   'tool:why': Method<At, { text: string }>;
   'tool:undo': Method<At, { ok: boolean; message: string }>;
   'chat:review': Method<Buf & { scope: ReviewScope }, { calls: ReviewCall[]; git: string[] }>;
-  'tool:approve': Method<At, null>;
-  'tool:reject': Method<At & { message: string | undefined }, null>;
-  'tool:approve-always': Method<At, AlwaysEntry | null>;
+  'tool:approve': Method<At & Ticket, null>;
+  'tool:reject': Method<At & Ticket & { message: string | undefined }, null>;
+  'tool:approve-always': Method<At & Ticket, AlwaysEntry | null>;
   'tool:always': Method<Buf, { lines: string[]; entries: AlwaysEntry[] }>;
   'tool:forget-always': Method<Buf & { tool: string | undefined }, { removed: number }>;
   'tool:yolo': Method<Buf & { mode: 'on' | 'off' | 'toggle' }, { yolo: boolean }>;
@@ -147,6 +155,12 @@ function listOf<T>(value: unknown): T[] {
 const none = (): null => null;
 const buf = (raw: unknown): Buf => ({ bufnr: bufnrOf(raw) });
 const at = (raw: unknown): At => ({ bufnr: bufnrOf(raw), row: rowOf(raw) });
+/** `ticket` of an action Lua wants to hear the end of (`chat.step_ended`), else null. */
+function ticketOf(raw: unknown): Ticket {
+  const ticket = field(raw, 'ticket');
+  return { ticket: typeof ticket === 'number' && Number.isInteger(ticket) ? ticket : null };
+}
+const atTicket = (raw: unknown): At & Ticket => ({ ...at(raw), ...ticketOf(raw) });
 /** `scope = "last" | "all" | { first, last }` (1-based lines) of `chat:review`. */
 const reviewScope = (raw: unknown): Buf & { scope: ReviewScope } => {
   const scope = field(raw, 'scope');
@@ -311,10 +325,14 @@ export const LUA_TO_HOST: { readonly [M in LuaToHostMethod]: LuaToHostSpec<M> } 
   },
   'chat:send': {
     kind: 'notification',
-    params: '`{bufnr, over_limit?}`',
-    answer: '`nil` (the request runs on)',
+    params: '`{bufnr, over_limit?, ticket?}`',
+    answer: '`nil` (the request runs on; with `ticket`, `chat.step_ended` later)',
     section: 'chatsend',
-    decode: (raw) => ({ bufnr: bufnrOf(raw), over_limit: field(raw, 'over_limit') === true }),
+    decode: (raw) => ({
+      bufnr: bufnrOf(raw),
+      over_limit: field(raw, 'over_limit') === true,
+      ...ticketOf(raw),
+    }),
   },
   'chat:cancel': {
     kind: 'notification',
@@ -328,13 +346,7 @@ export const LUA_TO_HOST: { readonly [M in LuaToHostMethod]: LuaToHostSpec<M> } 
     params: '`{bufnr, ticket?}`',
     answer: '`nil` (`<C-]>`; with `ticket`, `chat.step_ended` later)',
     section: 'tools',
-    decode: (raw) => {
-      const ticket = field(raw, 'ticket');
-      return {
-        bufnr: bufnrOf(raw),
-        ticket: typeof ticket === 'number' && Number.isInteger(ticket) ? ticket : null,
-      };
-    },
+    decode: (raw) => ({ bufnr: bufnrOf(raw), ...ticketOf(raw) }),
   },
   'chat:status': {
     kind: 'call',
@@ -399,10 +411,10 @@ export const LUA_TO_HOST: { readonly [M in LuaToHostMethod]: LuaToHostSpec<M> } 
   },
   'tool:execute': {
     kind: 'notification',
-    params: '`{bufnr, row}`',
-    answer: '`nil` (`<M-CR>`)',
+    params: '`{bufnr, row, ticket?}`',
+    answer: '`nil` (`<M-CR>`; with `ticket`, `chat.step_ended` later)',
     section: 'tools',
-    decode: at,
+    decode: atTicket,
   },
   'tool:cancel': {
     kind: 'call',
@@ -456,24 +468,24 @@ export const LUA_TO_HOST: { readonly [M in LuaToHostMethod]: LuaToHostSpec<M> } 
   },
   'tool:approve': {
     kind: 'call',
-    params: '`{bufnr, row}`',
+    params: '`{bufnr, row, ticket?}`',
     answer: '`nil`',
     section: 'commands',
-    decode: at,
+    decode: atTicket,
   },
   'tool:reject': {
     kind: 'call',
-    params: '`{bufnr, row, message?}`',
+    params: '`{bufnr, row, message?, ticket?}`',
     answer: '`nil`',
     section: 'commands',
-    decode: (raw) => ({ ...at(raw), message: text(field(raw, 'message')) }),
+    decode: (raw) => ({ ...atTicket(raw), message: text(field(raw, 'message')) }),
   },
   'tool:approve-always': {
     kind: 'call',
-    params: '`{bufnr, row}`',
+    params: '`{bufnr, row, ticket?}`',
     answer: '`{tool, command?}` or `nil`',
     section: 'commands',
-    decode: at,
+    decode: atTicket,
   },
   'tool:always': {
     kind: 'call',

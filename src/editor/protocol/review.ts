@@ -32,6 +32,8 @@ export type DiffAnswer =
 interface Call {
   bufnr: number;
   tool_id: string;
+  /** Answered by `chat.step_ended` once the call the decision ran is over (null: no answer). */
+  ticket: number | null;
 }
 
 export interface ReviewActions {
@@ -68,10 +70,14 @@ function string(raw: unknown, key: string): string {
   return value;
 }
 
-const call = (raw: unknown): Call => ({
-  bufnr: integer(raw, 'bufnr'),
-  tool_id: string(raw, 'tool_id'),
-});
+const call = (raw: unknown): Call => {
+  const ticket = record(raw)['ticket'];
+  return {
+    bufnr: integer(raw, 'bufnr'),
+    tool_id: string(raw, 'tool_id'),
+    ticket: typeof ticket === 'number' && Number.isInteger(ticket) ? ticket : null,
+  };
+};
 
 export const REVIEW_ACTIONS: { readonly [M in keyof ReviewActions]: Spec<M> } = {
   'tool:diff': {
@@ -83,7 +89,7 @@ export const REVIEW_ACTIONS: { readonly [M in keyof ReviewActions]: Spec<M> } = 
   },
   'tool:diff-approve': {
     kind: 'call',
-    params: '`{bufnr, tool_id, before, content}`',
+    params: '`{bufnr, tool_id, before, content, ticket?}`',
     answer: '`{status}` (`approved`, `gone`) or `{status = "stale", diff}`',
     section: 'commands',
     decode: (raw) => ({
@@ -94,7 +100,7 @@ export const REVIEW_ACTIONS: { readonly [M in keyof ReviewActions]: Spec<M> } = 
   },
   'tool:diff-reject': {
     kind: 'call',
-    params: '`{bufnr, tool_id, reason?}`',
+    params: '`{bufnr, tool_id, reason?, ticket?}`',
     answer: '`{status}` (`rejected`, `gone`)',
     section: 'commands',
     decode: (raw) => {

@@ -14,7 +14,9 @@ import {
 } from '../../core/chat/edits.js';
 import { placeholder } from '../../core/chat/writer.js';
 import { type AlwaysEntry, alwaysEntryFor, describeEntry } from '../../core/approval/session.js';
-import { type StatusInput, statusLines } from '../../core/config/status.js';
+import { layerOf, type StatusInput, statusLines } from '../../core/config/status.js';
+import { approvalOps, policyLines } from '../../core/approval/explain.js';
+import { presetTable } from '../../core/approval/presets.js';
 import { budgetLines, budgetSettings, type ElisionSummary } from '../../core/context/budget.js';
 import { type AutopilotSettings, autopilotSettings } from '../../core/loop/autopilot.js';
 import { toolCallAt } from '../../core/tools/locate.js';
@@ -31,6 +33,26 @@ import { describeError } from './outcome.js';
 import type { ResultWriter } from './results.js';
 import type { Config, ToolsConfig } from '../../core/config/config.js';
 import type { Verdicts } from './verdicts.js';
+
+/** The model a request of the buffer uses: its own, else its provider's default. */
+function modelOf(config: Config): string {
+  return config.model ?? PROVIDERS[config.provider]?.defaultModel ?? '';
+}
+
+/** The approval policy the buffer uses, with where each part came from. */
+function policyOf(editor: EditorContext): string[] {
+  const tools = editor.config.data['tools'];
+  const section =
+    typeof tools === 'object' && tools !== null ? (tools as Record<string, unknown>) : {};
+  return policyLines({
+    configured: section['auto_approve'],
+    layer: layerOf('tools.auto_approve', editor.origins ?? {}, []),
+    own: editor.approval,
+    ops: approvalOps(editor.ops, editor.refused),
+    presets: presetTable(section['presets']).presets,
+    sandboxed: section['auto_approve_sandboxed'] !== false,
+  });
+}
 
 /** What the commands ask the buffer's conversation. */
 export interface CommandLoop {
@@ -337,6 +359,7 @@ export class ToolCommands {
         editor.facts,
       );
     }
+    const editor = await this.deps.loop.context(bufnr, state.document, { origins: true });
     const by = decided.resolver === null ? 'no resolver decided (the default)' : decided.resolver;
     const lines = [
       `${call.name} (${call.id}): ${decided.decision}${recorded === undefined ? ' (as the policy decides now)' : ''} — ${by}`,
@@ -348,6 +371,11 @@ export class ToolCommands {
     for (const entry of decided.trace) {
       const prefix = entry.outcome === 'decided' ? '' : `${entry.resolver}: `;
       for (const note of entry.notes) lines.push(`  ${prefix}${note}`);
+    }
+    // The policy the buffer uses, as `:Flemma status` shows it (the frontmatter's own list
+    // puts resolvers aside: the reason none decided is often there).
+    if (editor.problem === undefined) {
+      lines.push(`model: ${modelOf(editor.config)}`, ...policyOf(editor));
     }
     return lines.join('\n');
   }
@@ -386,8 +414,10 @@ export class ToolCommands {
       this.ctx.lua,
     );
     const filename = editor.facts.filename;
-    const statusModel = config.model ?? PROVIDERS[config.provider]?.defaultModel ?? '';
+    const statusModel = modelOf(config);
     const input: StatusInput = {
+      model: statusModel,
+      policy: policyOf(editor),
       bufnr,
       name: filename === null ? '' : relative(editor.facts.cwd, filename) || filename,
       config: config.data,

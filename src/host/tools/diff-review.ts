@@ -44,7 +44,17 @@ function asRecord(value: unknown): Record<string, unknown> | undefined {
 }
 
 export class DiffReview {
+  /** The run of each buffer's last decision, until `settled` takes it. */
+  private readonly runs = new Map<number, Promise<void>>();
+
   constructor(private readonly deps: DiffReviewDeps) {}
+
+  /** The call the buffer's last decision ran is done (at once when it ran none). */
+  settled(bufnr: number): Promise<void> {
+    const running = this.runs.get(bufnr) ?? Promise.resolve();
+    this.runs.delete(bufnr);
+    return running;
+  }
 
   /** The diff of the pending call under the cursor (0-based `row`), or a warning. */
   async open(bufnr: number, row: number): Promise<DiffSpec | null> {
@@ -205,9 +215,10 @@ export class DiffReview {
   }
 
   private run(bufnr: number, row: number): void {
-    this.deps.commands.executeAt(bufnr, row).catch((error: unknown) => {
+    const running = this.deps.commands.executeAt(bufnr, row).catch((error: unknown) => {
       this.warn(`Cannot run the call: ${error instanceof Error ? error.message : String(error)}`);
     });
+    this.runs.set(bufnr, running);
   }
 
   private warn(message: string): null {

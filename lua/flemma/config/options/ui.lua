@@ -46,7 +46,7 @@ M.keymaps = safe(S.object({
     goto_file = string_or_false("gf"),
     tool_diff = string_or_false("gD"),
   }),
-  insert = S.object({ send = S.string("<C-]>") }),
+  insert = S.object({ send = S.string("<C-]>"), tool_execute = S.string("<M-CR>") }),
   -- The keys of a `:Flemma tool:diff` tab.
   diff = S.object({
     approve = string_or_false("ga"),

@@ -1,0 +1,317 @@
+// The turn ends where the user goes on (docs/tools.md, "Where the cursor goes"): after an action
+// that ends a turn (`<C-]>`, `<M-CR>`, `:Flemma send`, approving or rejecting), from Normal or
+// Insert mode, the cursor of its window is on the empty `@You:` at the end once the model's turn
+// is over, or on the first call that waits; Insert mode comes back only after a normal end, so
+// that an error or "Approval needed" stays on screen. The approve commands go on once nothing
+// waits. The fake Anthropic server answers the sends.
+import { afterEach, describe, expect, it } from 'vitest';
+import { anthropicMessages, anthropicReply } from '../helpers/anthropic-script.js';
+import { type Driver, startDriver } from '../helpers/driver.js';
+import { type FakeProvider, startFakeProvider } from '../helpers/fake-provider.js';
+
+let driver: Driver | undefined;
+let fake: FakeProvider | undefined;
+
+afterEach(async () => {
+  await driver?.quit();
+  await fake?.close();
+  driver = undefined;
+  fake = undefined;
+});
+
+// The test's witness of the host's answer: `User TestStepEnded` once Lua handled it (and, when
+// Insert mode comes back, once it has begun).
+const WITNESS = `
+local chat = require("flemma.chat")
+local step_ended = chat.step_ended
+chat.step_ended = function(params)
+  local resumed = step_ended(params)
+  local function witness()
+    vim.api.nvim_exec_autocmds("User", {
+      pattern = "TestStepEnded",
+      data = { resumed = resumed, outcome = params.outcome },
+    })
+  end
+  if resumed then
+    vim.api.nvim_create_autocmd("InsertEnter", { once = true, callback = function() vim.schedule(witness) end })
+  else
+    vim.schedule(witness)
+  end
+  return resumed
+end
+require("flemma.tools").register("echo_tool", {
+  name = "echo_tool",
+  description = "Echo the text back",
+  input_schema = { type = "object", properties = { text = { type = "string" } } },
+  execute = function(input) return { success = true, output = "echo: " .. input.text } end,
+})
+`;
+
+async function start(
+  options: string,
+  ui?: { width: number; height: number },
+): Promise<{ d: Driver; f: FakeProvider }> {
+  fake = await startFakeProvider();
+  driver = await startDriver({
+    env: { ANTHROPIC_API_KEY: 'sk-ant-test-key', ANTHROPIC_BASE_URL: fake.url },
+    setup: `require("flemma").setup(${options})\n${WITNESS}`,
+    ...(ui === undefined ? {} : { ui }),
+  });
+  return { d: driver, f: fake };
+}
+
+function toolUse(id: string, text: string): string[] {
+  return [`**Tool Use:** \`echo_tool\` (\`${id}\`)`, '', '```json', `{"text":"${text}"}`, '```'];
+}
+
+function pending(id: string): string[] {
+  return [`**Tool Result:** \`${id}\``, '', '```flemma:tool status=pending', '```'];
+}
+
+/**
+ * `<C-]>` from Normal mode; the model asks for `id`, which is not approved by default: autopilot
+ * stops at it, waiting for approval.
+ */
+async function askFor(d: Driver, f: FakeProvider, id: string): Promise<void> {
+  const seen = d.eventCount;
+  await d.press('<C-]>');
+  await anthropicReply(await f.nextRequest({ path: '/v1/messages' }), 'Echoing.', [
+    { id, name: 'echo_tool', input: { text: id } },
+  ]);
+  expect((await stepEnded(d, seen)).outcome).toBe('waiting');
+}
+
+/** A chat whose last reply asks for `ids`, each call waiting for approval. */
+function waitingChat(ids: string[]): string[] {
+  return [
+    '@You:',
+    'Echo.',
+    '',
+    '@Assistant:',
+    ...ids.flatMap((id) => [...toolUse(id, id), '']),
+    '@You:',
+    ...ids.flatMap((id, index) => [...(index === 0 ? [] : ['']), ...pending(id)]),
+  ];
+}
+
+async function row(d: Driver): Promise<number> {
+  return (await d.lua<[number, number]>('return vim.api.nvim_win_get_cursor(0)'))[0];
+}
+
+async function stepEnded(d: Driver, after: number): Promise<{ resumed: boolean; outcome: string }> {
+  const event = await d.waitForEvent('TestStepEnded', { after });
+  return { resumed: event.data['resumed'] === true, outcome: String(event.data['outcome']) };
+}
+
+/** The user's follow-up: `A`, a question, `<C-]>` from Insert mode; the request it sends. */
+async function askNext(d: Driver, f: FakeProvider, question: string): Promise<string> {
+  await d.press('A');
+  await d.type(question);
+  await d.press('<C-]>');
+  const request = await f.nextRequest({ path: '/v1/messages' });
+  const last = anthropicMessages(request).at(-1);
+  const content = last?.content;
+  return JSON.stringify(content);
+}
+
+describe('the turn ends where the user goes on', () => {
+  it('<M-CR> from Normal mode: on the empty @You: once the reply is over, and A asks the next question', async () => {
+    const { d, f } = await start('{}');
+    const buf = await d.openChat('mcr.chat', ['@You:', 'Echo.']);
+    await d.waitForEvent('FlemmaBootComplete');
+    await askFor(d, f, 'toolu_A');
+    // Autopilot stopped at the call, which waits for approval: the cursor is on it.
+    expect(await row(d)).toBe((await d.lines(buf)).indexOf('**Tool Result:** `toolu_A`') + 1);
+    const seen = d.eventCount;
+    await d.press('<M-CR>');
+    const request = await f.nextRequest({ path: '/v1/messages' });
+    await anthropicReply(request, 'Echoed.');
+    expect((await stepEnded(d, seen)).outcome).toBe('done');
+    const after = await d.lines(buf);
+    expect(after.slice(-2)).toEqual(['@You:', '']);
+    expect(await row(d)).toBe(after.length);
+    expect(await d.mode()).toBe('n');
+    expect(await askNext(d, f, 'And now?')).toContain('And now?');
+  });
+
+  it('<C-]> from Normal mode on the calls: on the empty @You: after the tool round', async () => {
+    const { d, f } = await start('{ tools = { auto_approve = { "echo_tool" } } }');
+    const buf = await d.openChat('cycle.chat', [
+      '@You:',
+      'Echo.',
+      '',
+      '@Assistant:',
+      ...toolUse('toolu_B', 'b'),
+      '',
+    ]);
+    await d.waitForEvent('FlemmaBootComplete');
+    await d.command('call cursor(5, 1)');
+    const seen = d.eventCount;
+    await d.press('<C-]>');
+    const request = await f.nextRequest({ path: '/v1/messages' });
+    await anthropicReply(request, 'Done.');
+    expect((await stepEnded(d, seen)).outcome).toBe('done');
+    const after = await d.lines(buf);
+    expect(after.slice(-5)).toEqual(['@Assistant:', 'Done.', '', '@You:', '']);
+    expect(await row(d)).toBe(after.length);
+  });
+
+  it(':Flemma send from Normal mode: on the empty @You: under the reply', async () => {
+    const { d, f } = await start('{}');
+    const buf = await d.openChat('send.chat', ['@You:', 'Hello', '', 'more']);
+    await d.waitForEvent('FlemmaBootComplete');
+    await d.command('call cursor(1, 1)');
+    const seen = d.eventCount;
+    await d.command('Flemma send');
+    await anthropicReply(await f.nextRequest({ path: '/v1/messages' }), 'Hi.');
+    expect((await stepEnded(d, seen)).outcome).toBe('done');
+    const after = await d.lines(buf);
+    expect(after.slice(-2)).toEqual(['@You:', '']);
+    expect(await row(d)).toBe(after.length);
+  });
+
+  it('leaves a cursor the user moved elsewhere while the reply streamed', async () => {
+    const { d, f } = await start('{}');
+    const buf = await d.openChat('moved.chat', ['@You:', 'Hello', '', 'more']);
+    await d.waitForEvent('FlemmaBootComplete');
+    const seen = d.eventCount;
+    await d.press('G<C-]>');
+    const request = await f.nextRequest({ path: '/v1/messages' });
+    await d.command('call cursor(2, 1)');
+    await anthropicReply(request, 'Hi.');
+    await stepEnded(d, seen);
+    expect((await d.lines(buf)).slice(-2)).toEqual(['@You:', '']);
+    expect(await row(d)).toBe(2);
+  });
+
+  it('leaves a cursor the user moved into an earlier tool block', async () => {
+    const { d, f } = await start('{}');
+    const buf = await d.openChat('history.chat', [
+      '@You:',
+      'Echo.',
+      '',
+      '@Assistant:',
+      ...toolUse('toolu_H', 'h'),
+      '',
+      '@You:',
+      '**Tool Result:** `toolu_H`',
+      '',
+      '```',
+      'echo: h',
+      '```',
+      '',
+      '@Assistant:',
+      'Echoed.',
+      '',
+      '@You:',
+      'Again?',
+    ]);
+    await d.waitForEvent('FlemmaBootComplete');
+    const seen = d.eventCount;
+    await d.press('G<C-]>');
+    const request = await f.nextRequest({ path: '/v1/messages' });
+    // Reading the earlier call while the reply comes.
+    await d.command('call cursor(5, 1)');
+    await anthropicReply(request, 'Yes.');
+    await stepEnded(d, seen);
+    expect((await d.lines(buf)).slice(-2)).toEqual(['@You:', '']);
+    expect(await row(d)).toBe(5);
+  });
+
+  it('<C-]> from Insert mode that fails: Normal mode, the error on screen', async () => {
+    const { d, f } = await start('{}', { width: 100, height: 20 });
+    await d.openChat('fails.chat', ['@You:', 'Hello']);
+    await d.waitForEvent('FlemmaBootComplete');
+    const seen = d.eventCount;
+    await d.press('GA<C-]>');
+    await (
+      await f.nextRequest({ path: '/v1/messages' })
+    ).respondError(400, {
+      type: 'error',
+      error: { type: 'invalid_request_error', message: 'bad request' },
+    });
+    const ended = await stepEnded(d, seen);
+    expect(ended).toEqual({ resumed: false, outcome: 'failed' });
+    expect(await d.mode()).toBe('n');
+    const screen = await d.waitForScreen((s) => /bad request/.test(s.rows().join('\n')), {
+      what: 'the error',
+    });
+    expect(screen.rows().join('\n')).not.toContain('-- INSERT --');
+  });
+
+  it('<M-CR> in Insert mode runs the call under the cursor, and Insert comes back on the new @You:', async () => {
+    const { d, f } = await start('{}');
+    const buf = await d.openChat('insert-mcr.chat', ['@You:', 'Echo.']);
+    await d.waitForEvent('FlemmaBootComplete');
+    await askFor(d, f, 'toolu_I');
+    expect(await row(d)).toBe((await d.lines(buf)).indexOf('**Tool Result:** `toolu_I`') + 1);
+    const seen = d.eventCount;
+    await d.press('i');
+    expect(await d.mode()).toBe('i');
+    await d.press('<M-CR>');
+    await d.waitForEvent('FlemmaToolCompleted', { after: seen });
+    await anthropicReply(await f.nextRequest({ path: '/v1/messages' }), 'Echoed.');
+    expect(await stepEnded(d, seen)).toEqual({ resumed: true, outcome: 'done' });
+    expect(await d.mode()).toBe('i');
+    const after = await d.lines(buf);
+    expect(after.slice(-2)).toEqual(['@You:', '']);
+    expect(await row(d)).toBe(after.length);
+  });
+
+  it(':Flemma tool:approve moves to the next call that waits; a rejection runs the approved ones and goes on', async () => {
+    const { d, f } = await start('{}');
+    const ids = ['toolu_1', 'toolu_2', 'toolu_3', 'toolu_4'];
+    const buf = await d.openChat('approve.chat', waitingChat(ids));
+    await d.waitForEvent('FlemmaBootComplete');
+    await d.command('trust');
+    const header = async (id: string): Promise<number> =>
+      (await d.lines(buf)).indexOf(`**Tool Result:** \`${id}\``) + 1;
+    await d.command(`call cursor(${String(await header('toolu_1'))}, 1)`);
+    for (const id of ['toolu_2', 'toolu_3', 'toolu_4']) {
+      const seen = d.eventCount;
+      await d.command('Flemma tool:approve');
+      expect((await stepEnded(d, seen)).outcome).toBe('waiting');
+      // On the next call that waits.
+      expect(await row(d)).toBe(await header(id));
+    }
+    const seen = d.eventCount;
+    await d.command('Flemma tool:reject not this one');
+    // The three approved calls ran, the rejection went back with them, and the model answered.
+    const request = await f.nextRequest({ path: '/v1/messages' });
+    const results = JSON.stringify(anthropicMessages(request).at(-1)?.content);
+    for (const id of ['toolu_1', 'toolu_2', 'toolu_3']) expect(results).toContain(`echo: ${id}`);
+    expect(results).toContain('not this one');
+    await anthropicReply(request, 'Three of four.');
+    expect((await stepEnded(d, seen)).outcome).toBe('done');
+    const after = await d.lines(buf);
+    expect(after.slice(-2)).toEqual(['@You:', '']);
+    expect(await row(d)).toBe(after.length);
+  });
+
+  it('ga in the diff tab: the cursor of the chat on the empty @You: once the reply is over', async () => {
+    // Writes wait for approval here (`$default` would approve them).
+    const { d, f } = await start('{ tools = { auto_approve = { "read" } } }');
+    d.writeFile('notes.txt', 'one\n');
+    const buf = await d.openChat('diff.chat', ['@You:', 'Write it.']);
+    await d.waitForEvent('FlemmaBootComplete');
+    let seen = d.eventCount;
+    await d.press('<C-]>');
+    await anthropicReply(await f.nextRequest({ path: '/v1/messages' }), 'Writing.', [
+      { id: 'toolu_W', name: 'write', input: { label: 'w', path: 'notes.txt', content: 'two\n' } },
+    ]);
+    expect((await stepEnded(d, seen)).outcome).toBe('waiting');
+    await d.press('gD');
+    await d.waitUntil(
+      'return #vim.api.nvim_list_tabpages() == 2 and #vim.api.nvim_tabpage_list_wins(0) == 2',
+    );
+    seen = d.eventCount;
+    await d.command('wincmd l');
+    await d.press('ga');
+    await anthropicReply(await f.nextRequest({ path: '/v1/messages' }), 'Written.');
+    expect((await stepEnded(d, seen)).outcome).toBe('done');
+    expect(await d.lua<number>('return vim.api.nvim_get_current_buf()')).toBe(buf);
+    const after = await d.lines(buf);
+    expect(after.slice(-2)).toEqual(['@You:', '']);
+    expect(await row(d)).toBe(after.length);
+  });
+});
