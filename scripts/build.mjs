@@ -1,11 +1,14 @@
 // Builds the host and its lazily loaded parts:
-//   dist/host.js       the host (CommonJS: Node reaches its first line ~10 ms sooner than an ES module)
+//   dist/host.js       the host's entry (src/host/boot.ts): loads dist/host-main.js with V8's code
+//                      cache (kept in dist/.cache/, written by the host itself)
+//   dist/host-main.js  the host (CommonJS: Node reaches its first line ~10 ms sooner than an ES module)
 //   dist/sdk/*.mjs     one ES module bundle per provider SDK, loaded with import() on first use
 //   dist/rplugin.cjs   the remote-plugin adapter
 //   dist/testing.mjs   the mock-tool and middleware helpers for users' tests
 //   doc/tags           the help tags, so that `:help flemma` works without `:helptags`
 // and checks that no provider SDK is part of what the host loads at start-up.
 import * as esbuild from 'esbuild';
+import { createHash } from 'node:crypto';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -98,10 +101,27 @@ writeFileSync(join(root, 'dist/package.json'), '{ "type": "commonjs" }\n');
 
 const host = await esbuild.build({
   ...common,
-  entryPoints: { host: 'src/host/main.ts' },
+  entryPoints: { 'host-main': 'src/host/main.ts' },
   outdir: 'dist',
   format: 'cjs',
   plugins: [sdkBundles],
+});
+
+// The entry, with the bundle's content hash: a code cache is only read by the bundle it was made of.
+await esbuild.build({
+  ...common,
+  sourcemap: false,
+  metafile: false,
+  entryPoints: { host: 'src/host/boot.ts' },
+  outdir: 'dist',
+  format: 'cjs',
+  define: {
+    __FLEMMA_BUNDLE_HASH__: JSON.stringify(
+      createHash('sha256')
+        .update(readFileSync(join(root, 'dist/host-main.js')))
+        .digest('hex'),
+    ),
+  },
 });
 
 await esbuild.build({
@@ -145,7 +165,7 @@ const eager = Object.keys(host.metafile.inputs).filter((input) =>
 );
 if (eager.length > 0) {
   console.error(
-    `build: provider SDKs must stay out of dist/host.js, but it contains:\n  ${eager.slice(0, 5).join('\n  ')}`,
+    `build: provider SDKs must stay out of dist/host-main.js, but it contains:\n  ${eager.slice(0, 5).join('\n  ')}`,
   );
   process.exit(1);
 }
@@ -161,5 +181,5 @@ writeFileSync(
 const tags = writeHelptags(join(root, 'doc'));
 const size = (meta, out) => Math.round(meta.outputs[out].bytes / 1024);
 console.log(
-  `build: dist/host.js ${size(host.metafile, 'dist/host.js')} kB, dist/rplugin.cjs ${size(rplugin.metafile, 'dist/rplugin.cjs')} kB, dist/sdk/ (${Object.values(SDKS).join(', ')}), doc/tags (${tags} tags) (source ${hash.slice(0, 12)})`,
+  `build: dist/host-main.js ${size(host.metafile, 'dist/host-main.js')} kB, dist/rplugin.cjs ${size(rplugin.metafile, 'dist/rplugin.cjs')} kB, dist/sdk/ (${Object.values(SDKS).join(', ')}), doc/tags (${tags} tags) (source ${hash.slice(0, 12)})`,
 );

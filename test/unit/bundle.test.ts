@@ -21,7 +21,7 @@ function filesUnder(dir: string): string[] {
 }
 
 describe('the built host', () => {
-  const host = read('host.js');
+  const host = read('host-main.js');
 
   it('is one CommonJS file that loads no provider SDK at start-up', () => {
     expect(JSON.parse(read('package.json'))).toEqual({ type: 'commonjs' });
