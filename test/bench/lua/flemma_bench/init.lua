@@ -1,11 +1,22 @@
 -- Benchmark helpers that run inside Neovim: host cold start and main-loop lag.
 local M = {}
 
+--- The time from starting `node -e 0` to its exit, in ms: Node.js itself, the yardstick of a start.
+local function bare_node(node)
+  local t0 = vim.uv.hrtime()
+  local job = vim.fn.jobstart({ node, "-e", "0" })
+  assert(job > 0, "could not start " .. node)
+  vim.fn.jobwait({ job }, 5000)
+  return (vim.uv.hrtime() - t0) / 1e6
+end
+
 --- Start the host `runs` times (stopping it in between); each sample is the time from the shim
---- starting the job to the first answered request, in ms.
+--- starting the job to the first answered request, in ms. Each start is followed by a run of a
+--- bare `node -e 0` (the same executable), the yardstick, in `bare`.
 function M.cold_start(runs)
   local host = require("flemma.host")
-  local samples = {}
+  local node = (require("flemma.config").get().host or {}).node or "node"
+  local samples, bare = {}, {}
   for i = 1, runs do
     local old = host.channel()
     if old then
@@ -20,16 +31,17 @@ function M.cold_start(runs)
     local info = vim.rpcrequest(chan, "ping")
     samples[i] = (vim.uv.hrtime() - t0) / 1e6
     assert(info.pid > 0)
+    bare[i] = bare_node(node)
   end
-  return samples
+  return samples, bare
 end
 
 --- Run `cold_start` from the main loop (as a FileType autocmd would start the host, not from
 --- inside an RPC request) and report the samples with `User FlemmaBenchColdStart`.
 function M.cold_start_async(runs)
   vim.schedule(function()
-    local samples = M.cold_start(runs)
-    vim.api.nvim_exec_autocmds("User", { pattern = "FlemmaBenchColdStart", data = { samples = samples } })
+    local samples, bare = M.cold_start(runs)
+    vim.api.nvim_exec_autocmds("User", { pattern = "FlemmaBenchColdStart", data = { samples = samples, bare = bare } })
   end)
 end
 
