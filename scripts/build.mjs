@@ -107,6 +107,28 @@ const host = await esbuild.build({
   plugins: [sdkBundles],
 });
 
+// Every `import()` of the bundle goes through the entry's (src/host/boot.ts: code taken from V8's
+// cache cannot run `import()` in a `vm.Script` on Node.js 20). The name is as long as `import`, so
+// that the source map's columns stay true.
+const hostMain = join(root, 'dist/host-main.js');
+let imports = 0;
+const hostText = readFileSync(hostMain, 'utf8');
+if (hostText.includes('__fimp')) {
+  console.error('build: dist/host-main.js already uses the name __fimp');
+  process.exit(1);
+}
+writeFileSync(
+  hostMain,
+  hostText.replace(/(?<![\w$.])import\(/g, () => {
+    imports += 1;
+    return '__fimp(';
+  }),
+);
+if (imports < Object.keys(LAZY).length) {
+  console.error(`build: expected an import() for each of ${Object.keys(LAZY).join(', ')}`);
+  process.exit(1);
+}
+
 // The entry, with the bundle's content hash: a code cache is only read by the bundle it was made of.
 await esbuild.build({
   ...common,
@@ -117,9 +139,7 @@ await esbuild.build({
   format: 'cjs',
   define: {
     __FLEMMA_BUNDLE_HASH__: JSON.stringify(
-      createHash('sha256')
-        .update(readFileSync(join(root, 'dist/host-main.js')))
-        .digest('hex'),
+      createHash('sha256').update(readFileSync(hostMain)).digest('hex'),
     ),
   },
 });

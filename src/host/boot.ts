@@ -7,10 +7,11 @@
 //   bundle is required as usual and Node keeps the cache in dist/.cache/.
 // - On older Node.js (20 is the floor) the bundle is compiled here, as Node compiles a CommonJS
 //   file (`Module.wrap`), with a `vm.Script` that takes the cache V8 wrote at an earlier start.
-//   Its `import()`s (the provider SDKs, execa, Ajv…) go to Node's own loader
-//   (`vm.constants.USE_MAIN_CONTEXT_DEFAULT_LOADER`, Node.js 20.12); without that constant the
-//   bundle is required as usual, uncached. Node calls that constant experimental and warns on
-//   the first `import()`: that one warning is left out of stderr (the host's log), no other.
+// - Code that V8 takes from a cache loses what `import()` needs in a `vm.Script` on Node.js 20
+//   ("A dynamic import callback was not specified"): the build turns each `import(x)` of the
+//   bundle into `__fimp(x)`, which this file defines as its own `import()`. This file is
+//   compiled by Node as usual and lies next to the bundle, so a relative specifier
+//   (`./sdk/openai.mjs`) means the same file.
 // - V8 checks a cache against the source's length and its own version and flags only, not the
 //   content: the cache's name carries the bundle's content hash (written here by the build), its
 //   size and modification time, and the Node.js version, so a cache is only read by the start
@@ -23,7 +24,7 @@
 import { mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import * as nodeModule from 'node:module';
 import { join } from 'node:path';
-import { Script, constants } from 'node:vm';
+import { Script } from 'node:vm';
 
 declare const __FLEMMA_BUNDLE_HASH__: string;
 
@@ -70,26 +71,13 @@ function writeCache(file: string, data: Buffer): void {
   }
 }
 
-/** Leaves Node's warning about `USE_MAIN_CONTEXT_DEFAULT_LOADER` out; every other one goes on. */
-function quietLoaderWarning(): void {
-  const listeners = process.listeners('warning');
-  process.removeAllListeners('warning');
-  process.on('warning', (warning) => {
-    if (warning.name === 'ExperimentalWarning' && warning.message.includes('USE_MAIN_CONTEXT'))
-      return;
-    for (const listener of listeners) listener.call(process, warning);
-  });
-}
-
 /** Node.js 20: compile the bundle as Node would, with the cache V8 wrote at an earlier start. */
 function runCached(): void {
-  quietLoaderWarning();
   const file = cacheName();
   const cachedData = readCache(file);
   const script = new Script(nodeModule.wrap(readFileSync(bundle, 'utf8')), {
     filename: bundle,
     cachedData,
-    importModuleDynamically: constants.USE_MAIN_CONTEXT_DEFAULT_LOADER,
   });
   if (cachedData === undefined || script.cachedDataRejected === true) {
     let saved = false;
@@ -110,16 +98,15 @@ function runCached(): void {
   run.call(mod.exports, mod.exports, nodeModule.createRequire(bundle), mod, bundle, __dirname);
 }
 
+// The bundle's `import()` (see above).
+Object.defineProperty(globalThis, '__fimp', {
+  value: (specifier: string): Promise<unknown> => import(specifier),
+});
 const enableCompileCache = (nodeModule as { enableCompileCache?: (dir: string) => unknown })
   .enableCompileCache;
 if (typeof enableCompileCache === 'function') {
   enableCompileCache(cacheDir);
   requireHere(bundle);
-} else if (
-  (constants as { USE_MAIN_CONTEXT_DEFAULT_LOADER?: unknown }).USE_MAIN_CONTEXT_DEFAULT_LOADER !==
-  undefined
-) {
-  runCached();
 } else {
-  requireHere(bundle);
+  runCached();
 }

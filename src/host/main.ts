@@ -7,6 +7,7 @@ import { dispatch } from './actions.js';
 import { createContext } from './context.js';
 import { CALL } from '../editor/protocol/index.js';
 import { IdleWatch, warmWhenIdle } from './warmup.js';
+import { trace } from '../editor/trace.js';
 
 function describe(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
@@ -73,6 +74,7 @@ void warmWhenIdle(idle, {
   done: () => {
     const saver = globalThis as { [key: symbol]: (() => void) | undefined };
     saver[Symbol.for('flemma.saveCodeCache')]?.();
+    trace('warm:over');
   },
 });
 
