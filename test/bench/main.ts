@@ -83,6 +83,7 @@ async function streaming(lane: Lane): Promise<void> {
     }
     const expected = chunks.join('');
     await driver.lua('require("flemma_bench").lag_start(5)');
+    const cpuBefore = await cpuNow(driver);
     const started = performance.now();
     for (const chunk of chunks) {
       writer.append(chunk);
@@ -91,6 +92,7 @@ async function streaming(lane: Lane): Promise<void> {
     }
     await writer.flushed();
     const total = performance.now() - started;
+    const cpuAfter = await cpuNow(driver);
     const lag = await driver.lua<number[]>('return require("flemma_bench").lag_stop()');
     const text = (await driver.lines(buf)).slice(3).join('\n');
     if (text !== '@Assistant:' + expected)
@@ -98,6 +100,7 @@ async function streaming(lane: Lane): Promise<void> {
     report(`stream.20k_chunks.total[nvim-${lane.lane}]`, total, 'ms');
     report(`stream.20k_chunks.bytes[nvim-${lane.lane}]`, Buffer.byteLength(expected) / 1024, 'KiB');
     report(`stream.20k_chunks.rpc_batches[nvim-${lane.lane}]`, count.batches, 'batches');
+    report(`stream.20k_chunks.cpu.nvim[nvim-${lane.lane}]`, cpuAfter.nvim - cpuBefore.nvim, 'ms');
     report(`stream.main_loop_lag.p99[nvim-${lane.lane}]`, percentile(lag, 99), 'ms');
     report(`stream.main_loop_lag.max[nvim-${lane.lane}]`, Math.max(...lag), 'ms');
   } finally {
@@ -315,7 +318,7 @@ async function s2Run(
   deltas: string[],
   name: string,
   recovery: boolean,
-): Promise<{ complete: number; lag: number[] }> {
+): Promise<{ complete: number; lag: number[]; cpu: Cpu }> {
   await driver.lua('require("flemma").setup({ context = { recovery = ... } })', recovery);
   await driver.command('enew');
   const buf = await driver.openChat(name, ['@You:', 'Write a lot.']);
@@ -323,6 +326,7 @@ async function s2Run(
   void driver.nvim.input('<C-]>');
   const request = await fake.nextRequest({ path: /^\/v1\/messages/ });
   await driver.lua('require("flemma_bench").lag_start(5)');
+  const cpuBefore = await cpuNow(driver);
   const stream = request.stream();
   const bytes = Buffer.from(anthropicReply(deltas));
   for (let offset = 0; offset < bytes.length; offset += 64 * 1024) {
@@ -332,6 +336,7 @@ async function s2Run(
   await stream.end();
   await driver.waitForEvent('FlemmaRequestFinished', { after, timeout: 60000 });
   const complete = performance.now() - lastByte;
+  const cpuAfter = await cpuNow(driver);
   const lag = await driver.lua<number[]>('return require("flemma_bench").lag_stop()');
   const text = (await driver.lines(buf)).join('\n');
   const expected = deltas.join('').trimEnd();
@@ -363,7 +368,21 @@ async function s2Run(
   )
     throw new Error('S2: the recovery record does not hold the reply');
   if (!recovery && record !== null) throw new Error('S2: a record was written with recovery off');
-  return { complete, lag };
+  const cpu = { nvim: cpuAfter.nvim - cpuBefore.nvim, host: cpuAfter.host - cpuBefore.host };
+  return { complete, lag, cpu };
+}
+
+/** CPU time in ms: Neovim's and its host's (see flemma_bench.cpu). */
+interface Cpu {
+  nvim: number;
+  host: number;
+}
+
+async function cpuNow(driver: Driver): Promise<Cpu> {
+  const cpu = await driver.lua<{ nvim: number; host?: number }>(
+    'return require("flemma_bench").cpu()',
+  );
+  return { nvim: cpu.nvim, host: cpu.host ?? NaN };
 }
 
 /**
@@ -427,9 +446,9 @@ async function sendBenchmarks(lane: Lane): Promise<void> {
     report(`send.s2_main_loop_lag.max[nvim-${lane.lane}]`, Math.max(0, ...lag), 'ms');
 
     // Recovery on against off, alternating (the machine is shared: a burst of load hits both).
-    const runs: Record<'on' | 'off', { complete: number[]; p99: number[] }> = {
-      on: { complete: [], p99: [] },
-      off: { complete: [], p99: [] },
+    const runs: Record<'on' | 'off', { complete: number[]; p99: number[]; cpu: Cpu[] }> = {
+      on: { complete: [], p99: [], cpu: [] },
+      off: { complete: [], p99: [], cpu: [] },
     };
     const pairs = Number(process.env['FLEMMA_BENCH_S2_PAIRS'] ?? '4');
     for (let run = 0; run < pairs * 2; run++) {
@@ -443,6 +462,7 @@ async function sendBenchmarks(lane: Lane): Promise<void> {
       );
       runs[side].complete.push(result.complete);
       runs[side].p99.push(percentile(result.lag, 99));
+      runs[side].cpu.push(result.cpu);
     }
     for (const side of ['on', 'off'] as const) {
       const name = `send.s2_recovery_${side}`;
@@ -455,6 +475,9 @@ async function sendBenchmarks(lane: Lane): Promise<void> {
       report(`${name}.complete_after_last_byte.max[nvim-${lane.lane}]`, Math.max(...done), 'ms');
       report(`${name}.main_loop_lag.p99.median[nvim-${lane.lane}]`, percentile(p99, 50), 'ms');
       report(`${name}.main_loop_lag.p99.max[nvim-${lane.lane}]`, Math.max(...p99), 'ms');
+      const cpu = runs[side].cpu;
+      report(`${name}.cpu.nvim.median[nvim-${lane.lane}]`, median(cpu.map((c) => c.nvim)), 'ms');
+      report(`${name}.cpu.host.median[nvim-${lane.lane}]`, median(cpu.map((c) => c.host)), 'ms');
     }
 
     // Cancel: from <C-c> mid-stream to the server seeing the connection closed.

@@ -134,6 +134,24 @@ function M.motions()
   return worst
 end
 
+--- CPU time used so far, in ms: Neovim's own (getrusage) and its host's (/proc, Linux, in 10 ms
+--- ticks; nil elsewhere). Unlike wall time, it holds still while other programs load the machine.
+function M.cpu()
+  local ru = vim.uv.getrusage()
+  local nvim = (ru.utime.sec + ru.stime.sec) * 1000 + (ru.utime.usec + ru.stime.usec) / 1000
+  local host
+  local pid = require("flemma.host").status().pid
+  local handle = pid and io.open("/proc/" .. pid .. "/stat", "r")
+  if handle then
+    local stat = handle:read("*a")
+    handle:close()
+    -- Fields 14 and 15 (utime, stime), counted after the command name's closing parenthesis.
+    local fields = vim.split(stat:match("%) (.*)$") or "", " ", { plain = true })
+    host = ((tonumber(fields[12]) or 0) + (tonumber(fields[13]) or 0)) * 10
+  end
+  return { nvim = nvim, host = host }
+end
+
 local lag = { timer = nil, samples = {}, expected = 0 }
 
 --- Start a repeating timer that records how late each tick fires (ms).
