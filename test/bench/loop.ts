@@ -10,7 +10,7 @@ import { anthropicReply, anthropicToolReply } from './sse.js';
 const BENCH_RTP = join(ROOT, 'test/bench');
 
 /** A trace mark next to the host's (`FLEMMA_TRACE`), to place the bench's own moments. */
-function benchMark(label: string): void {
+export function benchMark(label: string): void {
   const file = process.env['FLEMMA_TRACE'];
   if (file !== undefined && file !== '')
     appendFileSync(file, `${(performance.timeOrigin + performance.now()).toFixed(2)} ${label}\n`);

@@ -16,7 +16,7 @@ import { type FakeProvider, startFakeProvider } from '../helpers/fake-provider.j
 import { type Driver, ROOT, startDriver } from '../helpers/driver.js';
 import { type Lane, median, percentile, report } from './report.js';
 import { anthropicReply, anthropicReplyStart } from './sse.js';
-import { firstToolLoopBenchmark, toolLoopBenchmark } from './loop.js';
+import { benchMark, firstToolLoopBenchmark, toolLoopBenchmark } from './loop.js';
 
 const lanes = JSON.parse(process.env['FLEMMA_BENCH_NVIMS'] ?? '[]') as Lane[];
 const BENCH_RTP = join(ROOT, 'test/bench');
@@ -420,9 +420,11 @@ async function sendBenchmarks(lane: Lane): Promise<void> {
     for (let run = 0; run < 17; run++) {
       const after = driver.eventCount;
       const started = performance.now();
+      benchMark('bench:s1-pressed');
       void driver.nvim.input('<C-]>');
       const request = await fake.nextRequest({ path: /^\/v1\/messages/ });
       s1.push(performance.now() - started);
+      benchMark('bench:s1-body');
       const stream = request.stream();
       await stream.write(anthropicReply(['ok']));
       await stream.end();
