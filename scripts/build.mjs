@@ -95,24 +95,30 @@ const sdkBundles = {
 };
 
 /**
- * `node:crypto` (≈ 2 ms to load) is needed by no first message: the host's imports of it become
- * functions that load it on their first call. A name imported but not listed here fails the build.
+ * Built-in modules no first message needs, left out of the host's start: `node:crypto` (≈ 2 ms to
+ * load) becomes functions that load it on their first call. A name imported but not listed here
+ * fails the build. (Not `node:perf_hooks`: the global `performance` loads all of it.)
  */
-const lazyCrypto = {
-  name: 'flemma-lazy-crypto',
-  setup(build) {
-    build.onResolve({ filter: /^node:crypto$/ }, (args) =>
-      args.namespace === 'lazy' ? undefined : { path: 'crypto', namespace: 'lazy' },
-    );
-    build.onLoad({ filter: /.*/, namespace: 'lazy' }, () => ({
-      loader: 'js',
-      resolveDir: root,
-      contents: `let loaded;
+const LAZY_BUILTINS = {
+  'node:crypto': `let loaded;
 const crypto = () => (loaded ??= require('node:crypto'));
 export const createHash = (...args) => crypto().createHash(...args);
 export const randomBytes = (...args) => crypto().randomBytes(...args);
 export const randomUUID = (...args) => crypto().randomUUID(...args);
 `,
+};
+const lazyBuiltins = {
+  name: 'flemma-lazy-builtins',
+  setup(build) {
+    build.onResolve({ filter: /^node:crypto$/ }, (args) =>
+      args.namespace === 'lazy' || args.kind === 'dynamic-import'
+        ? undefined
+        : { path: args.path, namespace: 'lazy' },
+    );
+    build.onLoad({ filter: /.*/, namespace: 'lazy' }, (args) => ({
+      loader: 'js',
+      resolveDir: root,
+      contents: LAZY_BUILTINS[args.path],
     }));
   },
 };
@@ -127,7 +133,7 @@ const host = await esbuild.build({
   entryPoints: { 'host-main': 'src/host/main.ts' },
   outdir: 'dist',
   format: 'cjs',
-  plugins: [sdkBundles, lazyCrypto],
+  plugins: [sdkBundles, lazyBuiltins],
 });
 
 // Every `import()` of the bundle goes through the entry's (src/host/boot.ts: code taken from V8's
