@@ -75,7 +75,7 @@ void warmWhenIdle(idle, {
   sandboxBackends: ctx.sandboxBackends,
   probes: ctx.probes,
   tools: () => ctx.catalogue.registry.list(),
-  sandbox: async () => (await ctx.config.get(ctx.lua)).sandbox,
+  sandbox: () => ctx.config.held()?.config.sandbox,
   done: () => {
     const saver = globalThis as { [key: symbol]: (() => void) | undefined };
     saver[Symbol.for('flemma.saveCodeCache')]?.();

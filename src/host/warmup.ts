@@ -16,10 +16,11 @@
 //   waits for that again, so warming never runs while Neovim asks for something (a buffer being
 //   typed into sends changes, and warming waits for the pause).
 // - It warms every tool the registry holds at that moment (the built-in ones, and whatever Lua
-//   registered already); then the host writes its code cache if it started without one
-//   (src/host/boot.ts: V8 keeps the code the start and the warm-up compiled); then the sandbox as
-//   the global configuration sets it, which is asked for once (a question Lua answers at once,
-//   while idle). A chat's frontmatter that turns the sandbox on is warmed by its send, as before.
+//   registered already), and the sandbox as the configuration the host holds sets it, else as the
+//   defaults set it (on, `auto`: bubblewrap is probed, one `bwrap … true` run); it asks Neovim
+//   for nothing, so that it never adds a message to a step's. A chat's frontmatter that turns the
+//   sandbox on is warmed by its send, as before. Then the host writes its code cache if it started
+//   without one (src/host/boot.ts: V8 keeps the code the start and the warm-up compiled).
 //
 // Decisions (while a reply streams, `toolLoopWarmup`):
 // - It starts with the reply's first event, not with the send: until the request is out, the
@@ -194,8 +195,8 @@ export class IdleWatch {
 export interface IdleWarmupDeps extends WarmupServices {
   /** The tools the host holds now. */
   tools: () => readonly ToolDefinition[];
-  /** The global configuration's `sandbox` (undefined when it cannot be had). */
-  sandbox: () => Promise<unknown>;
+  /** The global configuration's `sandbox` as the host holds it (undefined: the defaults). */
+  sandbox: () => unknown;
   /** Called once warming is over (done or failed): the host writes its code cache then. */
   done: () => void;
 }
@@ -204,22 +205,17 @@ export interface IdleWarmupDeps extends WarmupServices {
  * Warms the tool loop once the host is idle after its start (see the decisions above); never
  * rejects.
  */
-export async function warmWhenIdle(watch: IdleWatch, deps: IdleWarmupDeps): Promise<void> {
+export async function warmWhenIdle(
+  watch: Pick<IdleWatch, 'idle'>,
+  deps: IdleWarmupDeps,
+): Promise<void> {
   const pause = (): Promise<void> => watch.idle();
   try {
     await pause();
     trace('warm:idle');
-    await warmToolLoop({ tools: deps.tools(), sandbox: undefined }, deps, undefined, pause);
+    await warmToolLoop({ tools: deps.tools(), sandbox: deps.sandbox() }, deps, undefined, pause);
   } finally {
     await pause();
     deps.done();
-  }
-  try {
-    const sandbox = await deps.sandbox();
-    await pause();
-    await warmSandbox(sandbox, undefined, deps.sandboxBackends);
-    trace('warm:sandbox');
-  } catch {
-    // Warming only: the loop meets the same problem and reports it.
   }
 }
