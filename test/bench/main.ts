@@ -40,11 +40,14 @@ async function coldStart(lane: Lane): Promise<void> {
     // One warm-up start so that the file cache holds node and the bundle, as on a user's machine,
     // and the host, idle, writes its code cache.
     await driver.lua('require("flemma_bench").cold_start_async(1)');
-    await driver.waitForEvent('FlemmaBenchColdStart');
+    await driver.waitForEvent('FlemmaBenchColdStart', { timeout: 20000 });
     await codeCacheWritten();
     const runs = Number(process.env['FLEMMA_BENCH_START_RUNS'] ?? '') || 15;
     await driver.lua('require("flemma_bench").cold_start_async(...)', runs);
-    const done = await driver.waitForEvent('FlemmaBenchColdStart', { after: driver.eventCount });
+    const done = await driver.waitForEvent('FlemmaBenchColdStart', {
+      after: driver.eventCount,
+      timeout: 120000,
+    });
     const samples = done.data['samples'] as number[];
     const bare = done.data['bare'] as number[];
     const name = (metric: string): string => `${metric}[nvim-${lane.lane}]`;
