@@ -58,14 +58,9 @@ process.on('SIGTERM', () => {
   ctx.recovery.flushSync();
   process.exit(0);
 });
-// Logged once the first messages had their turn: a log line's first redaction compiles its
-// patterns (a few ms).
-const ready = performance.now();
-setImmediate(() => {
-  hostLogger.info(
-    `host started (node ${process.version}, pid ${String(process.pid)}), ready ${ready.toFixed(1)} ms after the process started`,
-  );
-});
+hostLogger.info(
+  `host started (node ${process.version}, pid ${String(process.pid)}), ready ${performance.now().toFixed(1)} ms after the process started`,
+);
 
 // Once idle after the start, the host warms what a first tool loop needs, then writes its code
 // cache if it started without one (src/host/warmup.ts, src/host/boot.ts).
