@@ -6,6 +6,8 @@ import { hostLogger } from './log.js';
 import { dispatch } from './actions.js';
 import { createContext } from './context.js';
 import { CALL } from '../editor/protocol/index.js';
+import { IdleWatch, warmWhenIdle } from './warmup.js';
+import { trace } from '../editor/trace.js';
 
 function describe(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
@@ -60,6 +62,22 @@ hostLogger.info(
   `host started (node ${process.version}, pid ${String(process.pid)}), ready ${performance.now().toFixed(1)} ms after the process started`,
 );
 
+// Once idle after the start, the host warms what a first tool loop needs, then writes its code
+// cache if it started without one (src/host/warmup.ts, src/host/boot.ts).
+const idle = new IdleWatch();
+void warmWhenIdle(idle, {
+  validator: ctx.validator,
+  sandboxBackends: ctx.sandboxBackends,
+  probes: ctx.probes,
+  tools: () => ctx.catalogue.registry.list(),
+  sandbox: () => ctx.config.held()?.config.sandbox,
+  done: () => {
+    const saver = globalThis as { [key: symbol]: (() => void) | undefined };
+    saver[Symbol.for('flemma.saveCodeCache')]?.();
+    trace('warm:over');
+  },
+});
+
 nvim.on(
   'request',
   (
@@ -67,6 +85,7 @@ nvim.on(
     args: unknown[],
     response: { send(value: unknown, isError?: boolean): void },
   ) => {
+    idle.touch();
     dispatch(ctx, method, args[0] ?? null).then(
       (result) => {
         response.send(result ?? null);
@@ -80,6 +99,7 @@ nvim.on(
 );
 
 nvim.on('notification', (method: string, args: unknown[]) => {
+  idle.touch();
   if (method === CALL) {
     // Asynchronous request from Lua: [id, method, params]; the answer goes back as a Lua call.
     const [id, name, params] = args as [number, string, unknown];

@@ -1,14 +1,28 @@
-// Warming the tool loop while a request streams (docs/testing.md, "Where the time goes").
+// Warming the tool loop while the host is idle after its start, and again while a request
+// streams (docs/testing.md, "Where the time goes").
 //
 // A session's first tool call used to pay for work that every later call finds done: loading
 // Ajv, compiling its meta-schema and the called tool's input schema, loading execa, probing the
 // sandbox backend (bubblewrap is run once to see that it works) and, for `grep`, finding the
 // search program. Each of these is cached by the host's object that does it (the schema
 // validator, the backend registry, the probes; execa by the module system), so warming means
-// asking for each once, early:
-// while the reply of a request that offers tools streams, rather than after it asked for one.
+// asking for each once, early: while the host is idle after its start, and while the reply of a
+// request that offers tools streams, rather than after it asked for one.
 //
-// Decisions:
+// Decisions (idle after the start, `warmWhenIdle`):
+// - A reply can arrive all at once (a short one, a fast model), and then nothing can warm while
+//   it streams: so the host warms as soon as it is idle after its start, which it mostly is while
+//   the user writes the question. Idle is no message from Neovim for `IDLE_MS`; every step
+//   waits for that again, so warming never runs while Neovim asks for something (a buffer being
+//   typed into sends changes, and warming waits for the pause).
+// - It warms every tool the registry holds at that moment (the built-in ones, and whatever Lua
+//   registered already), and the sandbox as the configuration the host holds sets it, else as the
+//   defaults set it (on, `auto`: bubblewrap is probed, one `bwrap … true` run); it asks Neovim
+//   for nothing, so that it never adds a message to a step's. A chat's frontmatter that turns the
+//   sandbox on is warmed by its send, as before. Then the host writes its code cache if it started
+//   without one (src/host/boot.ts: V8 keeps the code the start and the warm-up compiled).
+//
+// Decisions (while a reply streams, `toolLoopWarmup`):
 // - It starts with the reply's first event, not with the send: until the request is out, the
 //   host is busy with it (on a first send, loading the provider's SDK), and warming then would
 //   delay the request itself. From the first event on, the host mostly waits for the network.
@@ -37,6 +51,9 @@ import {
 } from '../core/tools/sandbox/index.js';
 import type { SchemaValidator } from '../core/tools/validate.js';
 import { trace } from '../editor/trace.js';
+
+/** How long the host must have had no message to count as idle, in ms. */
+export const IDLE_MS = 50;
 
 /** What one send offers and where its tools would run. */
 export interface LoopWarmupInput {
@@ -100,11 +117,13 @@ export async function warmToolLoop(
   input: LoopWarmupInput,
   services: WarmupServices,
   over: () => boolean = () => false,
+  pause: () => Promise<void> = () => Promise.resolve(),
 ): Promise<void> {
   if (input.tools.length === 0) return;
-  /** The next turn of the event loop; false when warming should stop there. */
+  /** The next turn of the event loop (after `pause`); false when warming should stop there. */
   const next = async (): Promise<boolean> => {
     await nextTurn();
+    await pause();
     return !over();
   };
   try {
@@ -149,4 +168,54 @@ export function toolLoopWarmup(
     started = true;
     void warmToolLoop(input, services, () => over);
   };
+}
+
+/** Knows when the host last heard from Neovim, and waits for it to be idle. */
+export class IdleWatch {
+  private last = performance.now();
+
+  constructor(private readonly idleMs: number = IDLE_MS) {}
+
+  /** A message came (a request or a notification). */
+  touch(): void {
+    this.last = performance.now();
+  }
+
+  /** Resolves once no message came for `idleMs`. */
+  async idle(): Promise<void> {
+    for (;;) {
+      const left = this.last + this.idleMs - performance.now();
+      if (left <= 0) return;
+      await new Promise((resolve) => setTimeout(resolve, Math.ceil(left)));
+    }
+  }
+}
+
+/** What warming after the start needs besides `WarmupServices`. */
+export interface IdleWarmupDeps extends WarmupServices {
+  /** The tools the host holds now. */
+  tools: () => readonly ToolDefinition[];
+  /** The global configuration's `sandbox` as the host holds it (undefined: the defaults). */
+  sandbox: () => unknown;
+  /** Called once warming is over (done or failed): the host writes its code cache then. */
+  done: () => void;
+}
+
+/**
+ * Warms the tool loop once the host is idle after its start (see the decisions above); never
+ * rejects.
+ */
+export async function warmWhenIdle(
+  watch: Pick<IdleWatch, 'idle'>,
+  deps: IdleWarmupDeps,
+): Promise<void> {
+  const pause = (): Promise<void> => watch.idle();
+  try {
+    await pause();
+    trace('warm:idle');
+    await warmToolLoop({ tools: deps.tools(), sandbox: deps.sandbox() }, deps, undefined, pause);
+  } finally {
+    await pause();
+    deps.done();
+  }
 }

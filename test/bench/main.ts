@@ -1,6 +1,6 @@
 // `npm run bench`: host cold start and streaming writes through the editor adapter, on every
 // Neovim lane. Prints `metric value unit` lines.
-import { appendFileSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { LuaBridge, rpcPortOf } from '../../src/editor/lua.js';
 import { WriteScheduler } from '../../src/editor/writequeue.js';
@@ -14,38 +14,53 @@ import { elide } from '../../src/core/context/elide.js';
 import type { EvaluatedMessage } from '../../src/core/provider/types.js';
 import { type FakeProvider, startFakeProvider } from '../helpers/fake-provider.js';
 import { type Driver, ROOT, startDriver } from '../helpers/driver.js';
-
-interface Lane {
-  lane: string;
-  bin: string;
-  version: string;
-}
+import { type Lane, median, percentile, report } from './report.js';
+import { anthropicReply, anthropicReplyStart } from './sse.js';
+import { benchMark, firstToolLoopBenchmark, toolLoopBenchmark } from './loop.js';
 
 const lanes = JSON.parse(process.env['FLEMMA_BENCH_NVIMS'] ?? '[]') as Lane[];
 const BENCH_RTP = join(ROOT, 'test/bench');
 
-function percentile(values: number[], p: number): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const index = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
-  return sorted[index] ?? NaN;
+/** Waits (at most 10 s) until the host's code cache (src/host/boot.ts) is on disk. */
+async function codeCacheWritten(): Promise<void> {
+  const dir = join(ROOT, 'dist/.cache');
+  for (let waited = 0; waited < 200; waited++) {
+    if (existsSync(dir) && readdirSync(dir).some((name) => !name.endsWith('.tmp'))) return;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
 }
 
-function report(metric: string, value: number, unit: string, digits = 1): void {
-  process.stdout.write(`${metric} ${value.toFixed(digits)} ${unit}\n`);
-}
-
+/**
+ * Host cold start: from the shim starting the job to the first answered request; and, after
+ * each start, a bare `node -e 0` (start to exit), the yardstick: the ratio of the medians.
+ */
 async function coldStart(lane: Lane): Promise<void> {
   const driver = await startDriver({ rtp: [BENCH_RTP] });
   try {
-    // One warm-up start so that the file cache holds node and the bundle, as on a user's machine.
+    // One warm-up start so that the file cache holds node and the bundle, as on a user's machine,
+    // and the host, idle, writes its code cache.
     await driver.lua('require("flemma_bench").cold_start_async(1)');
-    await driver.waitForEvent('FlemmaBenchColdStart');
-    await driver.lua('require("flemma_bench").cold_start_async(10)');
-    const done = await driver.waitForEvent('FlemmaBenchColdStart', { after: driver.eventCount });
+    await driver.waitForEvent('FlemmaBenchColdStart', { timeout: 20000 });
+    await codeCacheWritten();
+    const runs = Number(process.env['FLEMMA_BENCH_START_RUNS'] ?? '') || 15;
+    await driver.lua('require("flemma_bench").cold_start_async(...)', runs);
+    const done = await driver.waitForEvent('FlemmaBenchColdStart', {
+      after: driver.eventCount,
+      timeout: 120000,
+    });
     const samples = done.data['samples'] as number[];
-    report(`host.cold_start.median[nvim-${lane.lane}]`, percentile(samples, 50), 'ms');
-    report(`host.cold_start.min[nvim-${lane.lane}]`, Math.min(...samples), 'ms');
-    report(`host.cold_start.max[nvim-${lane.lane}]`, Math.max(...samples), 'ms');
+    const bare = done.data['bare'] as number[];
+    const name = (metric: string): string => `${metric}[nvim-${lane.lane}]`;
+    report(name('host.cold_start.median'), percentile(samples, 50), 'ms');
+    report(name('host.cold_start.min'), Math.min(...samples), 'ms');
+    report(name('host.cold_start.max'), Math.max(...samples), 'ms');
+    report(name('host.cold_start.bare_node.median'), percentile(bare, 50), 'ms');
+    report(
+      name('host.cold_start.ratio_to_bare_node'),
+      percentile(samples, 50) / percentile(bare, 50),
+      'x',
+      2,
+    );
   } finally {
     await driver.quit();
   }
@@ -71,6 +86,7 @@ async function streaming(lane: Lane): Promise<void> {
     }
     const expected = chunks.join('');
     await driver.lua('require("flemma_bench").lag_start(5)');
+    const cpuBefore = await cpuNow(driver);
     const started = performance.now();
     for (const chunk of chunks) {
       writer.append(chunk);
@@ -79,6 +95,7 @@ async function streaming(lane: Lane): Promise<void> {
     }
     await writer.flushed();
     const total = performance.now() - started;
+    const cpuAfter = await cpuNow(driver);
     const lag = await driver.lua<number[]>('return require("flemma_bench").lag_stop()');
     const text = (await driver.lines(buf)).slice(3).join('\n');
     if (text !== '@Assistant:' + expected)
@@ -86,15 +103,12 @@ async function streaming(lane: Lane): Promise<void> {
     report(`stream.20k_chunks.total[nvim-${lane.lane}]`, total, 'ms');
     report(`stream.20k_chunks.bytes[nvim-${lane.lane}]`, Buffer.byteLength(expected) / 1024, 'KiB');
     report(`stream.20k_chunks.rpc_batches[nvim-${lane.lane}]`, count.batches, 'batches');
+    report(`stream.20k_chunks.cpu.nvim[nvim-${lane.lane}]`, cpuAfter.nvim - cpuBefore.nvim, 'ms');
     report(`stream.main_loop_lag.p99[nvim-${lane.lane}]`, percentile(lag, 99), 'ms');
     report(`stream.main_loop_lag.max[nvim-${lane.lane}]`, Math.max(...lag), 'ms');
   } finally {
     await driver.quit();
   }
-}
-
-function median(samples: number[]): number {
-  return percentile(samples, 50);
 }
 
 function timeIt(runs: number, fn: () => void): number[] {
@@ -296,67 +310,6 @@ async function openLargeChat(lane: Lane): Promise<void> {
   }
 }
 
-const MESSAGE_START = {
-  type: 'message_start',
-  message: {
-    id: 'msg_bench',
-    type: 'message',
-    role: 'assistant',
-    model: 'claude-sonnet-4-6',
-    content: [],
-    stop_reason: null,
-    stop_sequence: null,
-    usage: { input_tokens: 10, output_tokens: 1 },
-  },
-};
-
-function sse(event: string, data: unknown): string {
-  return `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
-}
-
-/** The Anthropic SSE text of a reply made of `deltas`. */
-/** The start of a text reply that is never finished (for cancelling it). */
-function anthropicReplyStart(deltas: string[]): string {
-  let out = sse('message_start', MESSAGE_START);
-  out += sse('content_block_start', {
-    type: 'content_block_start',
-    index: 0,
-    content_block: { type: 'text', text: '' },
-  });
-  for (const text of deltas) {
-    out += sse('content_block_delta', {
-      type: 'content_block_delta',
-      index: 0,
-      delta: { type: 'text_delta', text },
-    });
-  }
-  return out;
-}
-
-function anthropicReply(deltas: string[]): string {
-  let out = sse('message_start', MESSAGE_START);
-  out += sse('content_block_start', {
-    type: 'content_block_start',
-    index: 0,
-    content_block: { type: 'text', text: '' },
-  });
-  for (const text of deltas) {
-    out += sse('content_block_delta', {
-      type: 'content_block_delta',
-      index: 0,
-      delta: { type: 'text_delta', text },
-    });
-  }
-  out += sse('content_block_stop', { type: 'content_block_stop', index: 0 });
-  out += sse('message_delta', {
-    type: 'message_delta',
-    delta: { stop_reason: 'end_turn', stop_sequence: null },
-    usage: { output_tokens: deltas.length },
-  });
-  out += sse('message_stop', { type: 'message_stop' });
-  return out;
-}
-
 /**
  * One S2 run in a new chat: `deltas` streamed as fast as the socket takes them, with
  * `context.recovery` on or off. From the last byte to `request:finished`, and the 5 ms timer's
@@ -368,7 +321,7 @@ async function s2Run(
   deltas: string[],
   name: string,
   recovery: boolean,
-): Promise<{ complete: number; lag: number[] }> {
+): Promise<{ complete: number; lag: number[]; cpu: Cpu }> {
   await driver.lua('require("flemma").setup({ context = { recovery = ... } })', recovery);
   await driver.command('enew');
   const buf = await driver.openChat(name, ['@You:', 'Write a lot.']);
@@ -376,6 +329,7 @@ async function s2Run(
   void driver.nvim.input('<C-]>');
   const request = await fake.nextRequest({ path: /^\/v1\/messages/ });
   await driver.lua('require("flemma_bench").lag_start(5)');
+  const cpuBefore = await cpuNow(driver);
   const stream = request.stream();
   const bytes = Buffer.from(anthropicReply(deltas));
   for (let offset = 0; offset < bytes.length; offset += 64 * 1024) {
@@ -385,6 +339,7 @@ async function s2Run(
   await stream.end();
   await driver.waitForEvent('FlemmaRequestFinished', { after, timeout: 60000 });
   const complete = performance.now() - lastByte;
+  const cpuAfter = await cpuNow(driver);
   const lag = await driver.lua<number[]>('return require("flemma_bench").lag_stop()');
   const text = (await driver.lines(buf)).join('\n');
   const expected = deltas.join('').trimEnd();
@@ -416,7 +371,21 @@ async function s2Run(
   )
     throw new Error('S2: the recovery record does not hold the reply');
   if (!recovery && record !== null) throw new Error('S2: a record was written with recovery off');
-  return { complete, lag };
+  const cpu = { nvim: cpuAfter.nvim - cpuBefore.nvim, host: cpuAfter.host - cpuBefore.host };
+  return { complete, lag, cpu };
+}
+
+/** CPU time in ms: Neovim's and its host's (see flemma_bench.cpu). */
+interface Cpu {
+  nvim: number;
+  host: number;
+}
+
+async function cpuNow(driver: Driver): Promise<Cpu> {
+  const cpu = await driver.lua<{ nvim: number; host?: number }>(
+    'return require("flemma_bench").cpu()',
+  );
+  return { nvim: cpu.nvim, host: cpu.host ?? NaN };
 }
 
 /**
@@ -454,9 +423,11 @@ async function sendBenchmarks(lane: Lane): Promise<void> {
     for (let run = 0; run < 17; run++) {
       const after = driver.eventCount;
       const started = performance.now();
+      benchMark('bench:s1-pressed');
       void driver.nvim.input('<C-]>');
       const request = await fake.nextRequest({ path: /^\/v1\/messages/ });
       s1.push(performance.now() - started);
+      benchMark('bench:s1-body');
       const stream = request.stream();
       await stream.write(anthropicReply(['ok']));
       await stream.end();
@@ -480,9 +451,9 @@ async function sendBenchmarks(lane: Lane): Promise<void> {
     report(`send.s2_main_loop_lag.max[nvim-${lane.lane}]`, Math.max(0, ...lag), 'ms');
 
     // Recovery on against off, alternating (the machine is shared: a burst of load hits both).
-    const runs: Record<'on' | 'off', { complete: number[]; p99: number[] }> = {
-      on: { complete: [], p99: [] },
-      off: { complete: [], p99: [] },
+    const runs: Record<'on' | 'off', { complete: number[]; p99: number[]; cpu: Cpu[] }> = {
+      on: { complete: [], p99: [], cpu: [] },
+      off: { complete: [], p99: [], cpu: [] },
     };
     const pairs = Number(process.env['FLEMMA_BENCH_S2_PAIRS'] ?? '4');
     for (let run = 0; run < pairs * 2; run++) {
@@ -496,6 +467,7 @@ async function sendBenchmarks(lane: Lane): Promise<void> {
       );
       runs[side].complete.push(result.complete);
       runs[side].p99.push(percentile(result.lag, 99));
+      runs[side].cpu.push(result.cpu);
     }
     for (const side of ['on', 'off'] as const) {
       const name = `send.s2_recovery_${side}`;
@@ -508,6 +480,9 @@ async function sendBenchmarks(lane: Lane): Promise<void> {
       report(`${name}.complete_after_last_byte.max[nvim-${lane.lane}]`, Math.max(...done), 'ms');
       report(`${name}.main_loop_lag.p99.median[nvim-${lane.lane}]`, percentile(p99, 50), 'ms');
       report(`${name}.main_loop_lag.p99.max[nvim-${lane.lane}]`, Math.max(...p99), 'ms');
+      const cpu = runs[side].cpu;
+      report(`${name}.cpu.nvim.median[nvim-${lane.lane}]`, median(cpu.map((c) => c.nvim)), 'ms');
+      report(`${name}.cpu.host.median[nvim-${lane.lane}]`, median(cpu.map((c) => c.host)), 'ms');
     }
 
     // Cancel: from <C-c> mid-stream to the server seeing the connection closed.
@@ -560,191 +535,6 @@ async function sendBenchmarks(lane: Lane): Promise<void> {
     await driver.quit();
     await fake.close();
   }
-}
-
-/** A reply that asks for `calls` in parallel (stop reason `tool_use`). */
-function anthropicToolReply(calls: { id: string; name: string; input: unknown }[]): string {
-  let out = sse('message_start', MESSAGE_START);
-  calls.forEach((call, index) => {
-    out += sse('content_block_start', {
-      type: 'content_block_start',
-      index,
-      content_block: { type: 'tool_use', id: call.id, name: call.name, input: {} },
-    });
-    out += sse('content_block_delta', {
-      type: 'content_block_delta',
-      index,
-      delta: { type: 'input_json_delta', partial_json: JSON.stringify(call.input) },
-    });
-    out += sse('content_block_stop', { type: 'content_block_stop', index });
-  });
-  out += sse('message_delta', {
-    type: 'message_delta',
-    delta: { stop_reason: 'tool_use', stop_sequence: null },
-    usage: { output_tokens: calls.length },
-  });
-  out += sse('message_stop', { type: 'message_stop' });
-  return out;
-}
-
-/**
- * S3, the tool loop: the fake server asks for 8 parallel `read` calls of small files, which the
- * default policy approves; autopilot (defaults) places, runs and sends them. From the end of that
- * stream to the follow-up request, with all 8 results, having arrived.
- */
-function benchMark(label: string): void {
-  const file = process.env['FLEMMA_TRACE'];
-  if (file !== undefined && file !== '')
-    appendFileSync(file, `${(performance.timeOrigin + performance.now()).toFixed(2)} ${label}\n`);
-}
-
-async function toolLoopBenchmark(lane: Lane): Promise<void> {
-  const fake = await startFakeProvider();
-  const driver = await startDriver({
-    rtp: [BENCH_RTP],
-    ui: { width: 120, height: 40 },
-    events: ['FlemmaBootComplete', 'FlemmaRequestFinished'],
-    env: { ANTHROPIC_API_KEY: 'sk-bench', ANTHROPIC_BASE_URL: fake.url },
-    setup:
-      'require("flemma").setup({ host = { node = os.getenv("FLEMMA_BENCH_NODE") or "node" } })',
-  });
-  try {
-    for (let i = 1; i <= 8; i++)
-      driver.writeFile(`file${String(i)}.txt`, `contents of file ${String(i)}\n`);
-    const samples: number[] = [];
-    await driver.openChat('s3.chat', ['@You:', 'Read the files.']);
-    await driver.waitForEvent('FlemmaBootComplete', { timeout: 20000 });
-    // `FLEMMA_BENCH_S3_RUNS` takes more samples (when comparing two builds on a noisy machine).
-    const runs = Number(process.env['FLEMMA_BENCH_S3_RUNS'] ?? '') || 12;
-    for (let run = 0; run < runs; run++) {
-      void driver.nvim.input('<C-]>');
-      const request = await fake.nextRequest({ path: /^\/v1\/messages/ });
-      const calls = Array.from({ length: 8 }, (_, i) => ({
-        id: `toolu_r${String(run)}_${String(i)}`,
-        name: 'read',
-        input: { label: 'file', path: `file${String(i + 1)}.txt`, offset: null, limit: null },
-      }));
-      const stream = request.stream();
-      await stream.write(anthropicToolReply(calls));
-      const ended = performance.now();
-      benchMark('bench:ended');
-      await stream.end();
-      const follow = await fake.nextRequest({ path: /^\/v1\/messages/, timeout: 20000 });
-      benchMark('bench:follow');
-      samples.push(performance.now() - ended);
-      const messages = (follow.body as { messages: { content: { type: string }[] }[] }).messages;
-      const results = (messages[messages.length - 1]?.content ?? []).filter(
-        (part) => part.type === 'tool_result',
-      );
-      if (results.length !== 8)
-        throw new Error(`S3: the follow-up carries ${String(results.length)} results`);
-      const answer = follow.stream();
-      await answer.write(anthropicReply(['ok']));
-      await answer.end();
-      // Both requests of this run are finished (the tool reply and the follow-up).
-      const target = (run + 1) * 2;
-      while (driver.eventsSeen('FlemmaRequestFinished').length < target) {
-        await driver.waitForEvent('FlemmaRequestFinished', { after: driver.eventCount });
-      }
-      await driver.lua('vim.api.nvim_buf_set_lines(0, -1, -1, false, { "Again." })');
-    }
-    report(
-      `tools.s3_stream_end_to_followup.median[nvim-${lane.lane}]`,
-      percentile(samples.slice(2), 50),
-      'ms',
-    );
-    report(
-      `tools.s3_stream_end_to_followup.max[nvim-${lane.lane}]`,
-      Math.max(...samples.slice(2)),
-      'ms',
-    );
-  } finally {
-    await driver.quit();
-    await fake.close();
-  }
-}
-
-/**
- * The first tool loop of a session: like S3 (8 parallel `read` calls, default policy, autopilot
- * on), but each sample is a fresh Neovim and host with one chat, so every sample is the first
- * loop its host runs. The reply streams as a model's does: it starts its first call at once and
- * the rest comes `FLEMMA_BENCH_FIRST_STREAM_MS` later (default 250 ms, less than any model takes
- * to write 8 calls; 0 sends the whole reply at once). Measured: from the end of that reply to the follow-up
- * request, checked to carry 8 results; and from `<C-]>` to the first request's body at the
- * server (the session's first send, which the warm-up must not delay).
- * `FLEMMA_BENCH_FIRST_RUNS=N` takes another number of samples (default 9).
- */
-async function firstToolLoopBenchmark(lane: Lane): Promise<void> {
-  const fake = await startFakeProvider();
-  const loops: number[] = [];
-  const sends: number[] = [];
-  const envStream = process.env['FLEMMA_BENCH_FIRST_STREAM_MS'];
-  const streamMs = envStream === undefined || envStream === '' ? 250 : Number(envStream);
-  try {
-    const runs = Number(process.env['FLEMMA_BENCH_FIRST_RUNS'] ?? '') || 9;
-    for (let run = 0; run < runs; run++) {
-      const driver = await startDriver({
-        rtp: [BENCH_RTP],
-        ui: { width: 120, height: 40 },
-        events: ['FlemmaBootComplete', 'FlemmaRequestFinished'],
-        env: { ANTHROPIC_API_KEY: 'sk-bench', ANTHROPIC_BASE_URL: fake.url },
-        setup:
-          'require("flemma").setup({ host = { node = os.getenv("FLEMMA_BENCH_NODE") or "node" } })',
-      });
-      try {
-        for (let i = 1; i <= 8; i++)
-          driver.writeFile(`file${String(i)}.txt`, `contents of file ${String(i)}\n`);
-        await driver.openChat('first.chat', ['@You:', 'Read the files.']);
-        await driver.waitForEvent('FlemmaBootComplete', { timeout: 20000 });
-        const pressed = performance.now();
-        void driver.nvim.input('<C-]>');
-        const request = await fake.nextRequest({ path: /^\/v1\/messages/, timeout: 20000 });
-        sends.push(performance.now() - pressed);
-        const calls = Array.from({ length: 8 }, (_, i) => ({
-          id: `toolu_first_${String(i)}`,
-          name: 'read',
-          input: { label: 'file', path: `file${String(i + 1)}.txt`, offset: null, limit: null },
-        }));
-        const stream = request.stream();
-        const reply = anthropicToolReply(calls);
-        if (streamMs > 0) {
-          // The model starts its first call at once, then takes its time writing the calls.
-          const cut = reply.indexOf('event: content_block_delta');
-          await stream.write(reply.slice(0, cut));
-          await new Promise((resolve) => setTimeout(resolve, streamMs));
-          await stream.write(reply.slice(cut));
-        } else {
-          await stream.write(reply);
-        }
-        const ended = performance.now();
-        benchMark('bench:ended');
-        await stream.end();
-        const follow = await fake.nextRequest({ path: /^\/v1\/messages/, timeout: 20000 });
-        benchMark('bench:follow');
-        loops.push(performance.now() - ended);
-        const messages = (follow.body as { messages: { content: { type: string }[] }[] }).messages;
-        const results = (messages[messages.length - 1]?.content ?? []).filter(
-          (part) => part.type === 'tool_result',
-        );
-        if (results.length !== 8)
-          throw new Error(`first loop: the follow-up carries ${String(results.length)} results`);
-        const answer = follow.stream();
-        await answer.write(anthropicReply(['ok']));
-        await answer.end();
-        while (driver.eventsSeen('FlemmaRequestFinished').length < 2) {
-          await driver.waitForEvent('FlemmaRequestFinished', { after: driver.eventCount });
-        }
-      } finally {
-        await driver.quit();
-      }
-    }
-  } finally {
-    await fake.close();
-  }
-  const name = (metric: string): string => `${metric}[nvim-${lane.lane}]`;
-  report(name('tools.first_loop_stream_end_to_followup.median'), median(loops), 'ms');
-  report(name('tools.first_loop_stream_end_to_followup.max'), Math.max(...loops), 'ms');
-  report(name('send.first_keypress_to_body.median'), median(sends), 'ms');
 }
 
 interface HostInfo {

@@ -21,7 +21,7 @@ function filesUnder(dir: string): string[] {
 }
 
 describe('the built host', () => {
-  const host = read('host.js');
+  const host = read('host-main.js');
 
   it('is one CommonJS file that loads no provider SDK at start-up', () => {
     expect(JSON.parse(read('package.json'))).toEqual({ type: 'commonjs' });
@@ -32,8 +32,8 @@ describe('the built host', () => {
     for (const name of PROVIDER_HOSTS) expect(host.includes(name), name).toBe(false);
   });
 
-  it('reaches each SDK, execa, ajv, yaml and fast-xml-parser through import() of its own bundle under dist/sdk/', () => {
-    const lazy = [...host.matchAll(/import\(["'](\.\/sdk\/[^"']+)["']\)/g)].map((m) => m[1] ?? '');
+  it("reaches each SDK, execa, ajv, yaml and fast-xml-parser through import() (the entry's: __fimp) of its own bundle under dist/sdk/", () => {
+    const lazy = [...host.matchAll(/__fimp\(["'](\.\/sdk\/[^"']+)["']\)/g)].map((m) => m[1] ?? '');
     expect(lazy.sort()).toEqual([
       './sdk/ajv.mjs',
       './sdk/anthropic.mjs',

@@ -102,8 +102,12 @@ export function changeAllowed(cls: TrustClass, before: unknown, after: unknown):
   return cls === 'lower' ? after <= before : after >= before;
 }
 
-/** The digest of a tree with nothing that needs trust (no frontmatter, templates or references). */
-export const EMPTY_TRUST_DIGEST = createHash('sha256').digest('hex');
+/**
+ * The digest of a tree with nothing that needs trust (no frontmatter, templates or references):
+ * SHA-256 of nothing, written out so that loading the host computes no hash (a unit test checks it).
+ */
+export const EMPTY_TRUST_DIGEST =
+  'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855';
 
 /** The digest of one message's template code and file references; '' when it has none. */
 function messageDigest(message: Message): string {

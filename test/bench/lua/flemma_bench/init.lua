@@ -1,11 +1,22 @@
 -- Benchmark helpers that run inside Neovim: host cold start and main-loop lag.
 local M = {}
 
+--- The time from starting `node -e 0` to its exit, in ms: Node.js itself, the yardstick of a start.
+local function bare_node(node)
+  local t0 = vim.uv.hrtime()
+  local job = vim.fn.jobstart({ node, "-e", "0" })
+  assert(job > 0, "could not start " .. node)
+  vim.fn.jobwait({ job }, 5000)
+  return (vim.uv.hrtime() - t0) / 1e6
+end
+
 --- Start the host `runs` times (stopping it in between); each sample is the time from the shim
---- starting the job to the first answered request, in ms.
+--- starting the job to the first answered request, in ms. Each start is followed by a run of a
+--- bare `node -e 0` (the same executable), the yardstick, in `bare`.
 function M.cold_start(runs)
   local host = require("flemma.host")
-  local samples = {}
+  local node = (require("flemma.config").get().host or {}).node or "node"
+  local samples, bare = {}, {}
   for i = 1, runs do
     local old = host.channel()
     if old then
@@ -20,16 +31,17 @@ function M.cold_start(runs)
     local info = vim.rpcrequest(chan, "ping")
     samples[i] = (vim.uv.hrtime() - t0) / 1e6
     assert(info.pid > 0)
+    bare[i] = bare_node(node)
   end
-  return samples
+  return samples, bare
 end
 
 --- Run `cold_start` from the main loop (as a FileType autocmd would start the host, not from
 --- inside an RPC request) and report the samples with `User FlemmaBenchColdStart`.
 function M.cold_start_async(runs)
   vim.schedule(function()
-    local samples = M.cold_start(runs)
-    vim.api.nvim_exec_autocmds("User", { pattern = "FlemmaBenchColdStart", data = { samples = samples } })
+    local samples, bare = M.cold_start(runs)
+    vim.api.nvim_exec_autocmds("User", { pattern = "FlemmaBenchColdStart", data = { samples = samples, bare = bare } })
   end)
 end
 
@@ -120,6 +132,24 @@ function M.motions()
     worst = math.max(worst, (vim.uv.hrtime() - t) / 1e6)
   end
   return worst
+end
+
+--- CPU time used so far, in ms: Neovim's own (getrusage) and its host's (/proc, Linux, in 10 ms
+--- ticks; nil elsewhere). Unlike wall time, it holds still while other programs load the machine.
+function M.cpu()
+  local ru = vim.uv.getrusage()
+  local nvim = (ru.utime.sec + ru.stime.sec) * 1000 + (ru.utime.usec + ru.stime.usec) / 1000
+  local host
+  local pid = require("flemma.host").status().pid
+  local handle = pid and io.open("/proc/" .. pid .. "/stat", "r")
+  if handle then
+    local stat = handle:read("*a")
+    handle:close()
+    -- Fields 14 and 15 (utime, stime), counted after the command name's closing parenthesis.
+    local fields = vim.split(stat:match("%) (.*)$") or "", " ", { plain = true })
+    host = ((tonumber(fields[12]) or 0) + (tonumber(fields[13]) or 0)) * 10
+  end
+  return { nvim = nvim, host = host }
 end
 
 local lag = { timer = nil, samples = {}, expected = 0 }
