@@ -39,7 +39,7 @@ export interface CompactTarget {
 }
 
 export interface CompactDeps {
-  base: Pick<HostBase, 'lua' | 'documents' | 'hooks' | 'logger'>;
+  base: Pick<HostBase, 'lua' | 'notify' | 'documents' | 'hooks' | 'logger'>;
   requests: Pick<RequestBuilder, 'prepare'>;
   usage: Pick<UsageTracker, 'begin' | 'finish'>;
 }
@@ -109,7 +109,7 @@ export class Compactor {
   constructor(private readonly deps: CompactDeps) {}
 
   private tell(level: 'info' | 'warn' | 'error', message: string): void {
-    this.deps.base.lua.notify('notify', { level, message });
+    this.deps.base.notify[level](message);
   }
 
   /** Compact the buffer's chat; `controller` is the session's, which `<C-c>` aborts. */

@@ -280,7 +280,7 @@ async function connect(
  * are stopped when the host exits (a SIGTERM; the SDK's own close ends them on a normal stop).
  */
 export function createMcpManager(
-  ctx: Pick<HostBase, 'lua' | 'secrets' | 'logger' | 'hooks'>,
+  ctx: Pick<HostBase, 'lua' | 'notify' | 'secrets' | 'logger' | 'hooks'>,
   sink: McpToolSink,
   onChange: () => void,
 ): McpManager {
@@ -304,7 +304,7 @@ export function createMcpManager(
     connect: sdkConnector(lookup, log),
     sink,
     notify: (level, message) => {
-      ctx.lua.notify('notify', { level, message });
+      ctx.notify[level](message);
       if (level === 'warn') ctx.logger.warn(message);
       else ctx.logger.info(message);
     },

@@ -65,7 +65,7 @@ export class UsageTracker {
   private readonly contexts = new Map<number, ContextFigure>();
 
   constructor(
-    private readonly ctx: Pick<HostBase, 'lua'>,
+    private readonly ctx: Pick<HostBase, 'lua' | 'notify'>,
     /** Autopilot of the buffer stops (past the spend cap). */
     private readonly stopAutopilotOf: (bufnr: number) => void,
   ) {}
@@ -189,9 +189,6 @@ export class UsageTracker {
 
   private stopAutopilot(bufnr: number, reached: { cost: number; limit: number }): void {
     this.stopAutopilotOf(bufnr);
-    this.ctx.lua.notify('notify', {
-      level: 'warn',
-      message: `Autopilot stopped: ${this.why(reached)}`,
-    });
+    this.ctx.notify.warn(`Autopilot stopped: ${this.why(reached)}`);
   }
 }

@@ -137,12 +137,9 @@ export class Streamer {
   ): Promise<SendStatus | undefined> {
     const ctx = this.deps.base;
     if (!this.deps.catalogue.isReady()) {
-      ctx.lua.notify('notify', {
-        level: 'info',
-        message: 'Waiting for tool definitions to load...',
-      });
+      ctx.notify.info('Waiting for tool definitions to load...');
       if (!(await this.deps.catalogue.whenReady(controller.signal))) {
-        ctx.lua.notify('notify', { level: 'info', message: 'Cancelled queued send.' });
+        ctx.notify.info('Cancelled queued send.');
         return 'cancelled';
       }
     }
@@ -247,7 +244,7 @@ export class Streamer {
         // Called with '' too: text held back still counts for the recovery record.
         put(text);
         if (event.type === 'warning') {
-          ctx.lua.notify('notify', { level: 'warn', message: event.message });
+          ctx.notify.warn(event.message);
         }
         const now = Date.now();
         if (event.type === 'text') characters += event.text.length;
@@ -394,7 +391,7 @@ export class Streamer {
       if (status === 'errored') {
         const message = error instanceof ProviderError ? error.describe() : String(error);
         ctx.logger.warn(`send failed: ${message}`);
-        ctx.lua.notify('notify', { level: 'error', message });
+        ctx.notify.error(message);
         // What arrived before the failure stays, marked as an interrupted reply.
         put(layout.interrupt(`Response interrupted: ${message}`));
       } else {
@@ -412,10 +409,7 @@ export class Streamer {
         await writer.setLines(lastRow, row + 1, [lastLine], current.lines.slice(lastRow, row + 1));
       }
     } else {
-      ctx.lua.notify('notify', {
-        level: 'warn',
-        message: 'Request completed but no response was received.',
-      });
+      ctx.notify.warn('Request completed but no response was received.');
       writer.append(layout.close(), stream);
     }
     writer.closeStream(stream);
