@@ -21,10 +21,9 @@ import {
   type ProviderEvent,
   type ProviderRequest,
 } from '../core/provider/types.js';
-import { sleep } from '../core/util/sleep.js';
+import { ProgressThrottle, withRetries } from '../core/provider/retry.js';
 import type { HostBase } from './base.js';
 import type { RequestBuilder } from './send/request.js';
-import { retryDelay } from './send/stream.js';
 import type { UsageTracker } from './usage.js';
 
 /** How a compaction ended; undefined when it never asked the model (it said why). */
@@ -242,57 +241,35 @@ export class Compactor {
     warnings: string[],
   ): Promise<string> {
     const { lua } = this.deps.base;
-    let adapter = first;
-    let reauthorized = false;
-    for (let attempt = 1; ; attempt++) {
-      let text = '';
+    let text = '';
+    const attempt = async (adapter: ProviderAdapter): Promise<string> => {
+      text = '';
       warnings.length = 0;
-      // The count goes out at most every 100 ms; one held back goes out at the end of the
-      // window, so that a pause in the stream does not leave a stale count on screen.
-      let shown = 0;
-      let trailing: ReturnType<typeof setTimeout> | undefined;
-      const show = (): void => {
-        shown = Date.now();
-        lua.notify('progress.update', { bufnr, phase: 'compacting', characters: text.length });
-      };
+      const progress = new ProgressThrottle<number>((characters) => {
+        lua.notify('progress.update', { bufnr, phase: 'compacting', characters });
+      });
       try {
         for await (const event of adapter.stream(request, controller.signal)) {
           observe(event);
           if (event.type === 'warning') warnings.push(event.message);
           if (event.type !== 'text') continue;
           text += event.text;
-          const wait = 100 - (Date.now() - shown);
-          if (wait <= 0) show();
-          else
-            trailing ??= setTimeout(() => {
-              trailing = undefined;
-              show();
-            }, wait);
+          progress.push(text.length);
         }
         return text;
-      } catch (error) {
-        if (
-          !reauthorized &&
-          text === '' &&
-          !controller.signal.aborted &&
-          error instanceof ProviderError &&
-          error.kind === 'authentication'
-        ) {
-          reauthorized = true;
-          const next = await reauthorize();
-          if (next !== undefined) {
-            adapter = next;
-            attempt -= 1;
-            continue;
-          }
-        }
-        const wait = retryDelay(error, attempt, text !== '', controller.signal.aborted);
-        if (wait === undefined) throw error;
-        lua.notify('progress.update', { bufnr, phase: 'retrying', attempt: attempt + 1 });
-        await sleep(wait, controller.signal);
       } finally {
-        if (trailing !== undefined) clearTimeout(trailing);
+        progress.close();
       }
-    }
+    };
+    const { signal } = controller;
+    return withRetries(
+      { adapter: first, signal, attempt, hasContent: () => text !== '' },
+      {
+        reauthorize,
+        retrying: (next) => {
+          lua.notify('progress.update', { bufnr, phase: 'retrying', attempt: next });
+        },
+      },
+    );
   }
 }
