@@ -6,7 +6,7 @@
 // The manager (naming, registration, reconnecting) is `src/core/tools/mcp/manager.ts`.
 
 import { homedir } from 'node:os';
-import { join } from 'node:path';
+import { expandHome } from '../core/util/expand-path.js';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { McpToolInfo } from '../core/tools/mcp/bridge.js';
@@ -53,12 +53,6 @@ function loadSdk(): Promise<Sdk> {
     StreamableHTTPClientTransport: http.StreamableHTTPClientTransport,
   }));
   return sdk;
-}
-
-/** `~` and `~/…` as the home directory. */
-function expandHome(path: string): string {
-  if (path === '~') return homedir();
-  return path.startsWith('~/') ? join(homedir(), path.slice(2)) : path;
 }
 
 /** Answers a `${…}` reference: Neovim's environment, or the credential chain. */
@@ -131,7 +125,7 @@ async function connect(
       command: await expand(server.command),
       args,
       env: await expandAll(server.env),
-      ...(server.cwd === undefined ? {} : { cwd: expandHome(await expand(server.cwd)) }),
+      ...(server.cwd === undefined ? {} : { cwd: expandHome(await expand(server.cwd), homedir()) }),
       // Kept (a server's last words explain why it stopped), never inherited: the host's
       // stderr is not a place anyone reads.
       stderr: 'pipe',

@@ -19,6 +19,7 @@ import { type OpenedBeneath, WriteRefused, openBeneath } from './sandbox/beneath
 import type { WriteGate } from './sandbox/gate.js';
 import { type SandboxRoot, type SandboxRoots, SandboxViolation } from './sandbox/roots.js';
 import { FileReadError, openRegular, readHandle } from '../util/bounded-read.js';
+import { expandHome } from '../util/expand-path.js';
 
 /** `wrap_command`'s answer: the argv to run, or why the command cannot run sandboxed. */
 export type WrapResult = { ok: true; argv: string[] } | { ok: false; error: string };
@@ -207,10 +208,8 @@ export class WriteJournal {
 
 /** Resolves `path` against `base`; absolute paths and `~/` paths pass through (expanded). */
 export function resolveAgainst(base: string, path: string, home: string): string {
-  if (path === '~') return home;
-  if (path.startsWith('~/')) return resolvePath(home, path.slice(2));
-  if (isAbsolute(path)) return resolvePath(path);
-  return resolvePath(base, path);
+  const expanded = expandHome(path, home);
+  return isAbsolute(expanded) ? resolvePath(expanded) : resolvePath(base, expanded);
 }
 
 /** Builds a context; `path.resolve` resolves against the chat file's directory, else `cwd`. */
