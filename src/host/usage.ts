@@ -1,4 +1,4 @@
-// Usage and cost in the editor (behaviour.md §7.6): the session of this host, the usage bar
+// Usage and cost in the editor (docs/usage.md): the session of this host, the usage bar
 // after each reply, and the spend cap (`limits.max_session_cost`). `:Flemma usage:estimate` is
 // the request builder's (`send/request.ts`).
 import { realpathSync } from 'node:fs';

@@ -1,5 +1,5 @@
---- flemma.tools.context: the ExecutionContext a Lua tool receives (the seed's fields and
---- namespaces: `path`, `sandbox`, `truncate`, `get_config`), and the coroutines its `execute` runs
+--- flemma.tools.context: the ExecutionContext a Lua tool receives (the fields and namespaces
+--- of docs/tools.md, "The ExecutionContext": `path`, `sandbox`, `truncate`, `get_config`), and the coroutines its `execute` runs
 --- in, so that what the context asks the host reads like a plain function call inside a tool.
 local paths = require("flemma.util.path")
 
@@ -109,7 +109,7 @@ function H.truncate_namespace(limits)
   }
 end
 
---- The ExecutionContext a Lua tool receives (the seed's fields and namespaces).
+--- The ExecutionContext a Lua tool receives (docs/tools.md, "The ExecutionContext").
 function M.new(facts, tool_name)
   local bufnr = facts.bufnr
   local filename = vim.api.nvim_buf_is_valid(bufnr) and vim.api.nvim_buf_get_name(bufnr) or ""

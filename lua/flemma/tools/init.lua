@@ -1,6 +1,6 @@
 --- flemma.tools: register tools from Lua. Definitions (and their functions) stay here; the host
 --- gets their descriptions and calls back into Neovim to run `execute`. Every registration form
---- of the specification works: (name, definition), a module name (exporting `definitions` or
+--- of docs/tools.md ("Registering tools from Lua") works: (name, definition), a module name (exporting `definitions` or
 --- `resolve`), an array of definitions, and asynchronous sources (a function, a `{ resolve,
 --- timeout }` table, or a module with `resolve`).
 local log = require("flemma.log")

@@ -1,8 +1,8 @@
-// The approval resolver chain (seed: "Approval resolvers"): a registry of named resolvers that
+// The approval resolver chain (docs/approval.md, "The chain"): a registry of named resolvers that
 // are asked, in priority order, whether a tool call may run without asking. This module is the
 // mechanism only; the built-in resolvers live in resolvers.ts and the presets in presets.ts.
 //
-// Decisions, including where the specification is silent:
+// Decisions (docs/approval.md, "The chain"):
 // - Order: priority high to low, ties by name in code-unit order (not locale order, so the order
 //   does not depend on the machine). The first resolver that answers a decision wins; nothing
 //   from anyone means `require_approval`, with `resolver: null`.

@@ -8,8 +8,8 @@
 //   denied / rejected / aborted block becomes (`resolutionText`), and the edits that turn a
 //   placeholder into a finished result (`planResult`, `planUserSuppliedResult`).
 //
-// Every buffer line written here comes from `writer.ts`; placeholders always use the seed form
-// (bare header, ```` ```flemma:tool status=… ```` fence), while both the seed form and the older
+// Every buffer line written here comes from `writer.ts`; placeholders always use the current form (docs/chat-format.md §8)
+// (bare header, ```` ```flemma:tool status=… ```` fence), while both that form and the older
 // `(pending)` header suffix are read.
 //
 // Edits replace rows [start, end) (0-based, end exclusive) and carry `expect`, the text those rows
@@ -139,11 +139,11 @@ export function unresolvedToolUses(doc: ChatDocument): UnresolvedToolUse[] {
 }
 
 /**
- * Edits that insert a seed-form placeholder for each request, bottom to top. Ids that already
+ * Edits that insert a placeholder (docs/chat-format.md §8) for each request, bottom to top. Ids that already
  * have a result (placeholder or finished), that no tool use carries, or that the writer cannot
  * spell are skipped; a repeated id is placed once.
  *
- * Placement follows §3.3: a new `@You:` after the reply's last non-blank line when no `@You:`
+ * Placement (docs/chat-format.md §8): a new `@You:` after the reply's last non-blank line when no `@You:`
  * follows it; right under an `@You:` without results (above its text); after the result of the
  * closest earlier tool of the same reply; otherwise before the first result. Results answering
  * tools of other messages do not count as earlier. Placeholders sharing a spot form one edit, in
@@ -214,7 +214,7 @@ export function planPlaceholders(
 }
 
 /**
- * The edit that replaces the placeholder of `id` (header through closing fence, seed or suffix
+ * The edit that replaces the placeholder of `id` (header through closing fence, current or suffix
  * form; the first one in the buffer) with the finished result. Undefined when `id` has no
  * placeholder, unless `replaceFinished` allows replacing a finished result (re-execution).
  */

@@ -1,4 +1,4 @@
-// Audit entries for tools matched by the `log` hook (seed 001, Flynn): one entry per call,
+// Audit entries for tools matched by the `log` hook (docs/policy.md, "`tools.hooks`"): one entry per call,
 // `{tool, args, success, durationMs}`, with secrets in `args` redacted.
 //
 // Decisions (see docs/policy.md):

@@ -1,5 +1,5 @@
-// The ExecutionContext a tool's `execute` receives (seed: "ExecutionContext"). The field names
-// follow the seed's table exactly, so a tool reads the same whether it is written in Lua or in
+// The ExecutionContext a tool's `execute` receives (docs/tools.md, "The ExecutionContext"). The
+// field names follow that table exactly, so a tool reads the same whether it is written in Lua or in
 // JavaScript: `ctx.path.resolve`, `ctx.sandbox.is_path_writable`, `ctx.truncate.truncate_head`,
 // `ctx.get_config()`. A JavaScript tool additionally gets `signal` (aborted on cancel or timeout)
 // and `tool_id`.

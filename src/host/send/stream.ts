@@ -1,4 +1,4 @@
-// Streaming a reply into a chat buffer (behaviour.md §2.13): the `@Assistant:` marker and the
+// Streaming a reply into a chat buffer (docs/chat-format.md §12, docs/ui.md "While Flemma writes"): the `@Assistant:` marker and the
 // lock, the request's events written as they come (batched per frame), progress, retries of a
 // request that failed before any content, a credential resolved again after a 401, cancel, and
 // errors that leave the buffer as it was (or keep what arrived, marked as interrupted).

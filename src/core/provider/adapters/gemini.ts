@@ -1,4 +1,4 @@
-// The Gemini adapter (behaviour.md §2.10), for both the Gemini API and Vertex AI through
+// The Gemini adapter (docs/configuration.md, "Provider and request parameters"), for both the Gemini API and Vertex AI through
 // `@google/genai`: a prompt becomes the SDK's generateContent parameters, and the streamed
 // response chunks become provider events. The SDK is loaded lazily, so only its types are
 // imported here.

@@ -1,4 +1,4 @@
-// The OpenAI Responses API adapter (behaviour.md §2.9): a prompt becomes a `POST /v1/responses`
+// The OpenAI Responses API adapter (docs/configuration.md, "Provider and request parameters"): a prompt becomes a `POST /v1/responses`
 // body, and the streamed response events become provider events. The SDK is loaded lazily, so
 // only its types are imported here.
 import type OpenAI from 'openai';

@@ -22,8 +22,8 @@
 //   `--cached` still lists a tracked file deleted from the work tree; such entries are dropped.
 // - Results are collected in full, sorted, and only then cut to `limit`, so the cut is stable.
 //   Over the limit the output ends with `[Results limited to <n> entries. …]`. When the list is
-//   still over the size limits it is cut as well, the full list is saved to a temp file (seed:
-//   always), and `[Showing <a> of <b> results (truncated). … Full output: <file>]` says so.
+//   still over the size limits it is cut as well, the full list is saved to a temp file
+//   (always, docs/tools.md "Execution"), and `[Showing <a> of <b> results (truncated). … Full output: <file>]` says so.
 // - A failing exit status is only an error when nothing was found (find reports 1 when a single
 //   directory was unreadable; fd reports 1 for "no results" in some versions).
 // - The time limit is `tools.find.timeout` when set, else the context's default timeout.
