@@ -28,6 +28,7 @@ import type {
   ToolUseSegment,
 } from './ast.js';
 import { type DuplicateToolUse, toolUseIds } from './tool-ids.js';
+import { commonEnds } from '../util/common-ends.js';
 import {
   ChatWriteError,
   type ToolResultBlock,
@@ -386,16 +387,7 @@ export function applyEdits(lines: readonly string[], edits: readonly Edit[]): st
  */
 export function narrowEdit(edit: Edit): Edit {
   const { expect, lines } = edit;
-  let head = 0;
-  while (head < expect.length && head < lines.length && expect[head] === lines[head]) head++;
-  let tail = 0;
-  while (
-    tail < expect.length - head &&
-    tail < lines.length - head &&
-    expect[expect.length - 1 - tail] === lines[lines.length - 1 - tail]
-  ) {
-    tail++;
-  }
+  let { head, tail } = commonEnds(expect, lines);
   if (head + tail >= expect.length) {
     // Nothing of `expect` would be left (an insertion, or no change): keep one row of it.
     if (tail > 0) tail--;

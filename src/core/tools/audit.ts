@@ -20,17 +20,14 @@ export interface AuditEntry {
   error?: string;
 }
 
+/** What an entry is made of: its fields but the time, which `now` gives (default: now). */
+export type AuditFields = Omit<AuditEntry, 'time' | 'error'> & {
+  error?: string | undefined;
+  now?: Date;
+};
+
 export function auditEntry(
-  fields: {
-    tool: string;
-    id: string;
-    bufnr: number;
-    args: unknown;
-    success: boolean;
-    durationMs: number;
-    error?: string | undefined;
-    now?: Date;
-  },
+  fields: AuditFields,
   redactor: Redactor = new Redactor(),
 ): AuditEntry {
   const entry: AuditEntry = {

@@ -288,3 +288,16 @@ export async function truncateForResult(
   const out = details.content === '' ? line : `${details.content}\n\n${line}`;
   return { text: out, truncated: true, fullOutputPath: savedTo, details };
 }
+
+/**
+ * A listing of `source` (find, grep, ls) cut from its head to the limits, the whole saved to a
+ * file (`fs`, default the disk) under the call's `id`.
+ */
+export function truncateListing(
+  text: string,
+  source: string,
+  id: string,
+  fs: TruncateFs = nodeTruncateFs,
+): Promise<TruncatedOutput> {
+  return truncateForResult(text, { source, id, mode: 'head' }, fs);
+}

@@ -38,13 +38,7 @@ import { type CleanGitDir, cleanGitDir, gitRunOptions, locateRepository } from '
 import { type RunOptions, type RunResult, runProcess } from '../process.js';
 import { type Probes, probeOnce } from '../probes.js';
 import type { ToolContext, ToolDefinition, ToolOutcome } from '../registry.js';
-import {
-  MAX_BYTES,
-  MAX_LINES,
-  type TruncateFs,
-  nodeTruncateFs,
-  truncateForResult,
-} from '../truncate.js';
+import { MAX_BYTES, MAX_LINES, type TruncateFs, truncateListing } from '../truncate.js';
 import {
   type RunFn,
   compareCodeUnits,
@@ -57,6 +51,8 @@ import {
   searchArgument,
   stringField,
   timeoutSeconds,
+  labelOf,
+  textOf,
 } from './ls.js';
 
 /** Files reported when the call gives no `limit`. */
@@ -368,11 +364,7 @@ async function executeFind(
   const limit = positiveInt(fields['limit'], FIND_DEFAULT_LIMIT);
   const limited = results.length > limit;
   const text = (limited ? results.slice(0, limit) : results).join('\n');
-  const cut = await truncateForResult(
-    text,
-    { source: 'find', id: ctx.tool_id, mode: 'head' },
-    options.fs ?? nodeTruncateFs,
-  );
+  const cut = await truncateListing(text, 'find', ctx.tool_id, options.fs);
   const notes: string[] = [];
   if (cut.truncated) {
     const where =
@@ -427,11 +419,10 @@ export function createFindTool(options: FindToolOptions = {}): ToolDefinition {
     label: 'Find files',
     execute: (input, ctx) => executeFind(input, ctx, options),
     formatPreview: (input) => {
-      const detail = [typeof input['pattern'] === 'string' ? input['pattern'] : ''];
+      const detail = [textOf(input, 'pattern')];
       const path = input['path'];
       if (typeof path === 'string' && path !== '') detail.push(`in ${path}`);
-      const label = typeof input['label'] === 'string' ? input['label'] : undefined;
-      return { detail, label };
+      return { detail, label: labelOf(input) };
     },
   };
 }
