@@ -223,3 +223,30 @@ export function statusFor(decision: Decision): PlaceholderStatus {
       return 'denied';
   }
 }
+
+/**
+ * An approval that a guard turns into `require_approval` after every resolver of the chain; its
+ * trace says why (`note`, given who had approved: a resolver's name or "the default").
+ */
+export function guarded(
+  result: ApprovalResult,
+  guard: string,
+  note: (approver: string) => string,
+): ApprovalResult {
+  const approver = result.resolver ?? 'the default';
+  return {
+    decision: 'require_approval',
+    resolver: guard,
+    trace: [
+      ...result.trace,
+      {
+        resolver: guard,
+        priority: Number.NEGATIVE_INFINITY,
+        outcome: 'decided',
+        decision: 'require_approval',
+        notes: [note(approver)],
+      },
+    ],
+    skipped: result.skipped,
+  };
+}

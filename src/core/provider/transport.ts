@@ -222,3 +222,17 @@ export function carriedError(error: unknown): ProviderError | undefined {
   }
   return undefined;
 }
+
+/** `connect()`, whose failure is the provider's error: "the <sdk> failed to load: …". */
+export async function connectSdk<T>(
+  provider: string,
+  sdk: string,
+  connect: () => Promise<T>,
+): Promise<T> {
+  try {
+    return await connect();
+  } catch (error) {
+    const why = error instanceof Error ? error.message : String(error);
+    throw new ProviderError(provider, 'unknown', `the ${sdk} failed to load: ${why}`);
+  }
+}

@@ -18,7 +18,7 @@ import {
   guardFetch,
 } from '../watchdog.js';
 import { assertNever } from '../../util/never.js';
-import { carriedError } from '../transport.js';
+import { carriedError, connectSdk } from '../transport.js';
 import {
   ProviderError,
   internalToolName,
@@ -318,17 +318,7 @@ async function* streamReply(
   // A function, so that the checks below are not narrowed away: the signal changes under awaits.
   const aborted = (): boolean => signal.aborted;
   if (aborted()) return;
-  let sdk: SdkModule<'genai'>;
-  let client: GoogleGenAI;
-  try {
-    ({ sdk, client } = await connect());
-  } catch (error) {
-    throw new ProviderError(
-      provider,
-      'unknown',
-      `the Google Gen AI SDK failed to load: ${describe(error)}`,
-    );
-  }
+  const { sdk, client } = await connectSdk(provider, 'Google Gen AI SDK', connect);
 
   const reader = new ChunkReader(provider);
   try {
@@ -367,17 +357,7 @@ async function countTokens(
 ): Promise<number> {
   const params = buildParams(provider, request);
   const config = (params.config ?? {}) as Config;
-  let sdk: SdkModule<'genai'>;
-  let client: GoogleGenAI;
-  try {
-    ({ sdk, client } = await connect());
-  } catch (error) {
-    throw new ProviderError(
-      provider,
-      'unknown',
-      `the Google Gen AI SDK failed to load: ${describe(error)}`,
-    );
-  }
+  const { sdk, client } = await connectSdk(provider, 'Google Gen AI SDK', connect);
   let contents = params.contents as Content[];
   const countConfig: Record<string, unknown> = { abortSignal: signal };
   if (provider === 'vertex') {

@@ -5,7 +5,14 @@ import type OpenAI from 'openai';
 import type { ResponseCreateParamsStreaming } from 'openai/resources/responses/responses';
 import type { SdkLoader, SdkModule } from '../sdk.js';
 import { DEFAULT_STREAM_IDLE_MS, type Expected, globalFetch, guardFetch } from '../watchdog.js';
-import { carriedError, connectError, endpointOf, lostError, timeoutError } from '../transport.js';
+import {
+  carriedError,
+  connectError,
+  connectSdk,
+  endpointOf,
+  lostError,
+  timeoutError,
+} from '../transport.js';
 import { assertNever } from '../../util/never.js';
 import { EventReader, PROVIDER } from './openai-events.js';
 import {
@@ -120,16 +127,7 @@ async function countInputTokens(
   const body = Object.fromEntries(
     Object.entries(buildBody(request, shape)).filter(([key]) => !GENERATION_FIELDS.includes(key)),
   );
-  let connected: Client;
-  try {
-    connected = await connect();
-  } catch (error) {
-    throw new ProviderError(
-      PROVIDER,
-      'unknown',
-      `the OpenAI SDK failed to load: ${describe(error)}`,
-    );
-  }
+  const connected = await connectSdk(PROVIDER, 'OpenAI SDK', connect);
   try {
     const count = await connected.client.responses.inputTokens.count(body, { signal });
     return count.input_tokens;
@@ -355,16 +353,7 @@ async function* streamReply(
   // A function, not the property: the checks below run after awaits, when it may have changed.
   const aborted = (): boolean => signal.aborted;
   if (aborted()) return;
-  let connected: Client;
-  try {
-    connected = await connect();
-  } catch (error) {
-    throw new ProviderError(
-      PROVIDER,
-      'unknown',
-      `the OpenAI SDK failed to load: ${describe(error)}`,
-    );
-  }
+  const connected = await connectSdk(PROVIDER, 'OpenAI SDK', connect);
 
   const reader = new EventReader();
   try {
@@ -388,10 +377,6 @@ async function* streamReply(
 
 // ---------------------------------------------------------------------------------------------
 // Errors
-
-function describe(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}
 
 /** The service's own message when the error body has one, else the SDK's. */
 function apiMessage(error: { message: string; error: unknown }): string {
