@@ -4,7 +4,7 @@
 // Lua then opens. The old file is never written: the buffer is only read. Cancel (`<C-c>`, which
 // reaches the session) and every failure leave no new file and no temporary file.
 import { randomBytes } from 'node:crypto';
-import { link, open, rename, rm, stat } from 'node:fs/promises';
+import { link, rename, rm } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { assemblePrompt } from '../core/chat/prompt.js';
 import {
@@ -22,6 +22,7 @@ import {
   type ProviderRequest,
 } from '../core/provider/types.js';
 import { ProgressThrottle, withRetries } from '../core/provider/retry.js';
+import { pathExists, writeSynced } from '../core/util/files.js';
 import type { HostBase } from './base.js';
 import type { RequestBuilder } from './send/request.js';
 import type { UsageTracker } from './usage.js';
@@ -51,15 +52,6 @@ function errorCode(error: unknown): string | undefined {
   return typeof code === 'string' ? code : undefined;
 }
 
-async function exists(path: string): Promise<boolean> {
-  try {
-    await stat(path);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 /**
  * Writes `text` as the chat that continues `file`, beside it, under the first free name of
  * `continuationNames`; returns its path. The text goes to a hidden temporary file first (synced
@@ -72,13 +64,7 @@ export async function writeContinuation(file: string, text: string): Promise<str
   const name = basename(file);
   const temp = join(dir, `.${name}.compact-${randomBytes(6).toString('hex')}.tmp`);
   try {
-    const handle = await open(temp, 'wx', 0o644);
-    try {
-      await handle.writeFile(text, 'utf8');
-      await handle.sync();
-    } finally {
-      await handle.close();
-    }
+    await writeSynced(temp, text, 'wx', 0o644);
     let tried = 0;
     for (const candidate of continuationNames(name)) {
       if (++tried > MAX_NAMES) break;
@@ -93,7 +79,7 @@ export async function writeContinuation(file: string, text: string): Promise<str
           throw error;
         }
         // No hard links here (some network and FUSE file systems).
-        if (await exists(target)) continue;
+        if (await pathExists(target)) continue;
         await rename(temp, target);
         return target;
       }

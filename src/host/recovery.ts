@@ -5,7 +5,8 @@
 // one a second per reply and one at a time, so that a crash mid-write leaves the previous record.
 // With `editing.auto_write`, Lua also writes the chat file itself at the same pace.
 import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
-import { mkdir, open, readFile, rename } from 'node:fs/promises';
+import { mkdir, readFile, rename } from 'node:fs/promises';
+import { writeSynced } from '../core/util/files.js';
 import { join } from 'node:path';
 import {
   RECORD_VERSION,
@@ -202,14 +203,8 @@ export class ReplyRecord {
 /** Writes `content` to `file` so that `file` is always either the old or the new content. */
 async function writeAtomic(file: string, content: string): Promise<void> {
   const temp = `${file}.${String(process.pid)}.tmp`;
-  const handle = await open(temp, 'w', 0o600);
-  try {
-    await handle.writeFile(content, 'utf8');
-    // Synced before the rename: after a crash of the machine the record is whole or the old one.
-    await handle.sync();
-  } finally {
-    await handle.close();
-  }
+  // Synced before the rename: after a crash of the machine the record is whole or the old one.
+  await writeSynced(temp, content, 'w', 0o600);
   await rename(temp, file);
 }
 

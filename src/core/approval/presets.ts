@@ -24,6 +24,7 @@
 // - An unknown preset name matches nothing and produces a warning with a did-you-mean suggestion
 //   (edit distance at most max(2, ⌊length / 3⌋), ties alphabetical — as the config schema does).
 
+import { isEmptyTable, isRecord } from '../util/records.js';
 import { editDistance } from '../tools/registry.js';
 
 export interface Preset {
@@ -54,18 +55,6 @@ export interface PresetTable {
   presets: ReadonlyMap<string, Preset>;
   /** Problems in the user's `tools.presets`; the offending parts were ignored. */
   warnings: string[];
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-/** An empty Lua table arrives over RPC as `[]` or `{}`; both mean "nothing". */
-function isEmptyTable(value: unknown): boolean {
-  return (
-    (Array.isArray(value) && value.length === 0) ||
-    (isRecord(value) && Object.keys(value).length === 0)
-  );
 }
 
 function stringList(value: unknown, where: string, warnings: string[]): string[] {

@@ -18,7 +18,7 @@ import {
   guardFetch,
 } from '../watchdog.js';
 import { assertNever } from '../../util/never.js';
-import { carriedError, connectSdk } from '../transport.js';
+import { carriedError, connectSdk, readSdkStream } from '../transport.js';
 import {
   ProviderError,
   internalToolName,
@@ -320,9 +320,8 @@ async function* streamReply(
   if (aborted()) return;
   const { sdk, client } = await connectSdk(provider, 'Google Gen AI SDK', connect);
 
-  const reader = new ChunkReader(provider);
-  try {
-    const chunks = await client.models.generateContentStream({
+  const open = () =>
+    client.models.generateContentStream({
       ...params,
       config: {
         ...params.config,
@@ -331,18 +330,14 @@ async function* streamReply(
         automaticContinuation: false,
       },
     });
-    for await (const chunk of chunks) {
-      if (aborted()) return;
-      for (const event of reader.read(chunk)) yield event;
-      if (reader.finished) return;
-    }
-  } catch (error) {
-    if (aborted()) return;
-    if (error instanceof ProviderError) throw error;
-    throw toProviderError(provider, sdk, error, reader.started);
-  }
-  if (aborted()) return;
-  throw new ProviderError(provider, 'stream', 'the stream ended without a finish reason');
+  yield* readSdkStream(
+    provider,
+    open,
+    new ChunkReader(provider),
+    aborted,
+    (error, started) => toProviderError(provider, sdk, error, started),
+    'the stream ended without a finish reason',
+  );
 }
 
 /**

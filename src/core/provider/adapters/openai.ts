@@ -9,6 +9,7 @@ import {
   carriedError,
   connectError,
   connectSdk,
+  readSdkStream,
   endpointOf,
   lostError,
   timeoutError,
@@ -355,24 +356,19 @@ async function* streamReply(
   if (aborted()) return;
   const connected = await connectSdk(PROVIDER, 'OpenAI SDK', connect);
 
-  const reader = new EventReader();
-  try {
-    const events = await connected.client.responses.create(
+  const open = () =>
+    connected.client.responses.create(
       { ...body, stream: true } as unknown as ResponseCreateParamsStreaming,
       { signal },
     );
-    for await (const event of events) {
-      if (aborted()) return;
-      for (const out of reader.read(event)) yield out;
-      if (reader.finished) return;
-    }
-  } catch (error) {
-    if (aborted()) return;
-    if (error instanceof ProviderError) throw error;
-    throw toProviderError(connected, error, reader.started);
-  }
-  if (aborted()) return;
-  throw new ProviderError(PROVIDER, 'stream', 'the stream ended before the response completed');
+  yield* readSdkStream(
+    PROVIDER,
+    open,
+    new EventReader(),
+    aborted,
+    (error, started) => toProviderError(connected, error, started),
+    'the stream ended before the response completed',
+  );
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -28,10 +28,11 @@
 //   directory was unreadable; fd reports 1 for "no results" in some versions).
 // - The time limit is `tools.find.timeout` when set, else the context's default timeout.
 
-import { lstat, stat } from 'node:fs/promises';
+import { stat } from 'node:fs/promises';
 import { homedir, tmpdir } from 'node:os';
 import { isAbsolute, join, relative, resolve as resolvePath } from 'node:path';
 
+import { pathExists } from '../../util/files.js';
 import { pathGlob } from '../../util/glob.js';
 import { resolveAgainst } from '../context.js';
 import { type CleanGitDir, cleanGitDir, gitRunOptions, locateRepository } from '../git.js';
@@ -193,15 +194,6 @@ function splitOutput(result: RunResult, plan: FindPlan): string[] {
   return result.output.split(separator).filter((line) => line !== '');
 }
 
-async function exists(path: string): Promise<boolean> {
-  try {
-    await lstat(path);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 /** The absolute paths of a run's matching files, deduplicated (in output order). */
 function matchingFiles(
   lines: readonly string[],
@@ -334,7 +326,7 @@ async function executeFind(
     excludeMatcher(excludes),
   );
   if (plan.backend === 'git') {
-    const present = await Promise.all(files.map(exists));
+    const present = await Promise.all(files.map(pathExists));
     files = files.filter((_, i) => present[i] === true);
   }
   const results = files.map((abs) => displayPath(ctx.cwd, abs)).sort(compareCodeUnits);
