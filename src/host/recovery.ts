@@ -7,6 +7,7 @@
 import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
 import { mkdir, readFile, rename } from 'node:fs/promises';
 import { writeSynced } from '../core/util/files.js';
+import type { Clock } from '../editor/writequeue.js';
 import { join } from 'node:path';
 import {
   RECORD_VERSION,
@@ -26,10 +27,8 @@ export function recoveryDir(state: string): string {
   return join(state, 'flemma', 'recovery');
 }
 
-export interface RecoveryTimers {
-  now(): number;
-  setTimeout(fn: () => void, ms: number): { cancel(): void };
-}
+/** The clock the service waits on: the write queue's (a test gives its own). */
+export type RecoveryTimers = Clock;
 
 const realTimers: RecoveryTimers = {
   now: () => performance.now(),
