@@ -72,7 +72,7 @@ describe('path expansion', () => {
       `local paths = require("flemma.util.path")
        local out = {}
        for i, p in ipairs(...) do
-         local v = paths.expand(p, ${'{ SET = "/set", EMPTY = "" }'})
+         local v = paths.expand(p, { SET = "/set", EMPTY = "" })
          out[i] = v == nil and vim.NIL or v
        end
        return { home = vim.uv.os_homedir(), out = out }`,

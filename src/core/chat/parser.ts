@@ -74,7 +74,12 @@ function documentOf(
   frontmatter: ChatDocument['frontmatter'],
 ): ChatDocument {
   finishDocument(messages, diagnostics);
-  const document: ChatDocument = { kind: 'document', messages, diagnostics, lineCount: lines.length };
+  const document: ChatDocument = {
+    kind: 'document',
+    messages,
+    diagnostics,
+    lineCount: lines.length,
+  };
   if (frontmatter !== undefined) document.frontmatter = frontmatter;
   return document;
 }

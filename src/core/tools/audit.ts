@@ -26,10 +26,7 @@ export type AuditFields = Omit<AuditEntry, 'time' | 'error'> & {
   now?: Date;
 };
 
-export function auditEntry(
-  fields: AuditFields,
-  redactor: Redactor = new Redactor(),
-): AuditEntry {
+export function auditEntry(fields: AuditFields, redactor: Redactor = new Redactor()): AuditEntry {
   const entry: AuditEntry = {
     time: (fields.now ?? new Date()).toISOString(),
     tool: fields.tool,

@@ -2,10 +2,7 @@
 // a minimal `edit` call leave out before they compare the middle.
 
 /** The length of the common prefix (`head`) and of the common suffix after it (`tail`). */
-export function commonEnds<T>(
-  a: readonly T[],
-  b: readonly T[],
-): { head: number; tail: number } {
+export function commonEnds<T>(a: readonly T[], b: readonly T[]): { head: number; tail: number } {
   let head = 0;
   while (head < a.length && head < b.length && a[head] === b[head]) head++;
   let tail = 0;
