@@ -1,4 +1,6 @@
 --- flemma.log: the plugin's log file, shared by the shim and the host (which appends its own lines).
+local paths = require("flemma.util.path")
+
 local M = {}
 
 local LEVELS = { debug = 1, info = 2, warn = 3, error = 4 }
@@ -17,7 +19,11 @@ end
 function M.path()
   local logging = logging_config().logging
   if type(logging) == "table" and type(logging.path) == "string" and logging.path ~= "" then
-    return vim.fn.expand(logging.path)
+    -- A path that cannot be expanded (an unset variable, an unknown user) leaves the default.
+    local path = paths.expand(logging.path)
+    if path ~= nil then
+      return path
+    end
   end
   return vim.fs.joinpath(vim.fn.stdpath("log"), "flemma.log")
 end

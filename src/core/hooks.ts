@@ -1,7 +1,7 @@
 // Lifecycle hook names (`domain:action`) and the User autocmd pattern derived from each.
 import type { RequestRecord } from './usage/session.js';
 
-/** The events of the specification (seed 002), with the fields their payload carries. */
+/** The events of docs/hooks.md ("The events of the specification"), with the fields their payload carries. */
 export interface HookPayloads {
   'request:sending': { bufnr: number };
   'request:finished': {
@@ -46,7 +46,7 @@ export interface HookPayloads {
   /** A connected MCP server went away; its tools are unregistered until it reconnects. */
   'mcp:disconnected': { server: string; reason: string };
   /**
-   * `:Flemma compact` ended (not in the seed's list): `file` is the new chat when it was written,
+   * `:Flemma compact` ended (docs/hooks.md, "Events that fire today"): `file` is the new chat when it was written,
    * `new_bufnr` its buffer when it was opened.
    */
   'compact:finished': {
@@ -55,7 +55,7 @@ export interface HookPayloads {
     file?: string;
     new_bufnr?: number;
   };
-  /** The cycle stopped at tool calls that wait for the user (not in the seed's list). */
+  /** The cycle stopped at tool calls that wait for the user (docs/hooks.md, "Events that fire today"). */
   'approval:needed': { bufnr: number; tool_ids: string[]; tool_names: string[] };
 }
 

@@ -111,7 +111,7 @@ export const actions: { readonly [M in LuaToHostMethod]: Action<M> } = {
       .catch((error: unknown) => {
         ctx.logger.error(`compact of buffer ${String(bufnr)} failed`, error);
         const reason = error instanceof Error ? error.message : String(error);
-        ctx.lua.notify('notify', { level: 'error', message: `compact failed: ${reason}` });
+        ctx.notify.error(`compact failed: ${reason}`);
       });
     return null;
   },
@@ -183,7 +183,7 @@ export const actions: { readonly [M in LuaToHostMethod]: Action<M> } = {
   /** `:Flemma tool:why`: the resolver that decided the call under the cursor. */
   'tool:why': async (ctx, { bufnr, row }) => {
     const text = await ctx.commands.why(bufnr, row ?? 0);
-    ctx.lua.notify('notify', { level: 'info', message: text });
+    ctx.notify.info(text);
     return { text };
   },
   /** `:Flemma review`: the calls of a turn, a range or the chat that changed files. */
@@ -191,7 +191,7 @@ export const actions: { readonly [M in LuaToHostMethod]: Action<M> } = {
   /** `:Flemma tool:undo`: put back the files the call under the cursor changed. */
   'tool:undo': async (ctx, { bufnr, row }) => {
     const answer = await ctx.undo.undoAt(bufnr, row ?? 0);
-    ctx.lua.notify('notify', { level: answer.ok ? 'info' : 'warn', message: answer.message });
+    ctx.notify[answer.ok ? 'info' : 'warn'](answer.message);
     return answer;
   },
   /**
@@ -213,7 +213,7 @@ export const actions: { readonly [M in LuaToHostMethod]: Action<M> } = {
     // A call that ran shows what its file held before it; a pending one, what it would leave.
     const ran = await ctx.undo.diffAt(bufnr, row);
     if (typeof ran === 'string') {
-      ctx.lua.notify('notify', { level: 'warn', message: ran });
+      ctx.notify.warn(ran);
       return null;
     }
     return ran ?? ctx.diffReview.open(bufnr, row);
@@ -250,7 +250,7 @@ export const actions: { readonly [M in LuaToHostMethod]: Action<M> } = {
   'tool:cancel-pending': async (ctx, { bufnr }) => {
     const cancelled = await ctx.commands.cancelPending(bufnr);
     if (cancelled === 0) {
-      ctx.lua.notify('notify', { level: 'info', message: 'No tool call is waiting' });
+      ctx.notify.info('No tool call is waiting');
     }
     return { cancelled };
   },
@@ -279,7 +279,7 @@ export const actions: { readonly [M in LuaToHostMethod]: Action<M> } = {
   /** Lua's sandbox backends (no functions): `{ backends = { {name, priority?, description?, replace?}, … } }`. */
   'sandbox:define': (ctx, { backends }) => {
     const problems = defineLuaBackends(ctx.lua, ctx.sandboxBackends, backends);
-    for (const message of problems) ctx.lua.notify('notify', { level: 'warn', message });
+    for (const message of problems) ctx.notify.warn(message);
     return null;
   },
   /** A Lua tool's `ctx.truncate.truncate_head/tail`: `{text, from, max_lines?, max_bytes?}`. */
@@ -306,15 +306,12 @@ export const actions: { readonly [M in LuaToHostMethod]: Action<M> } = {
   },
   'tool:cancel': async (ctx, { bufnr, row }) => {
     const cancelled = await ctx.executor.cancelAt(bufnr, row);
-    if (!cancelled) ctx.lua.notify('notify', { level: 'info', message: 'No tool is running' });
+    if (!cancelled) ctx.notify.info('No tool is running');
     return { cancelled };
   },
   'tool:cancel-all': (ctx) => {
     const count = ctx.executor.cancelAll();
-    ctx.lua.notify('notify', {
-      level: 'info',
-      message: count === 0 ? 'No tool is running' : `Cancelled ${String(count)} tool(s)`,
-    });
+    ctx.notify.info(count === 0 ? 'No tool is running' : `Cancelled ${String(count)} tool(s)`);
     return { cancelled: count };
   },
   'tool:list': (ctx) => ctx.executor.list(),
@@ -326,11 +323,9 @@ export const actions: { readonly [M in LuaToHostMethod]: Action<M> } = {
   /** `:Flemma mcp:restart [server]`: reconnect one server, or all of them. */
   'mcp:restart': (ctx, { server }) => {
     const names = ctx.catalogue.mcp.restart(server);
-    ctx.lua.notify('notify', {
-      level: 'info',
-      message:
-        names.length === 0 ? 'MCP: no server is configured' : `MCP: restarting ${names.join(', ')}`,
-    });
+    ctx.notify.info(
+      names.length === 0 ? 'MCP: no server is configured' : `MCP: restarting ${names.join(', ')}`,
+    );
     return { restarted: names };
   },
   /** `:Flemma mcp:resources [server]`: the resources (and templates) of one server, or all. */
@@ -352,10 +347,7 @@ export const actions: { readonly [M in LuaToHostMethod]: Action<M> } = {
   'tool:background': async (ctx, { bufnr, row }) => {
     const moved = await ctx.executor.background(bufnr, row);
     if (!moved) {
-      ctx.lua.notify('notify', {
-        level: 'info',
-        message: 'No running tool to move to the background',
-      });
+      ctx.notify.info('No running tool to move to the background');
     }
     return { moved };
   },

@@ -5,6 +5,8 @@ import type { ChatDocument } from '../core/chat/ast.js';
 import { type ToolBlock, classifyToolBlocks } from '../core/chat/edits.js';
 import type { DocumentState } from '../editor/documents.js';
 import type { LuaBridge } from '../editor/lua.js';
+import type { Notifier } from '../core/util/notify.js';
+import { notifier, retractNotice } from './notifier.js';
 
 /** The blocks that wait for the user: empty pending ones, and approved ones the user wrote into. */
 export function waitingBlocks(document: ChatDocument): ToolBlock[] {
@@ -39,7 +41,11 @@ export class ApprovalNotices {
   /** Buffer → the ids its message named that may still wait. */
   private readonly shown = new Map<number, Set<string>>();
 
-  constructor(private readonly lua: Pick<LuaBridge, 'notify'>) {}
+  private readonly notify: Notifier;
+
+  constructor(private readonly lua: Pick<LuaBridge, 'notify'>) {
+    this.notify = notifier({ lua });
+  }
 
   private static key(bufnr: number): string {
     return `approval:${String(bufnr)}`;
@@ -54,9 +60,7 @@ export class ApprovalNotices {
     if (waiting.length === 0) return;
     this.shown.set(bufnr, new Set(waiting.map((block) => block.id)));
     const message = approvalMessage(waiting, reasonOf);
-    this.lua.notify('notify', {
-      level: message.includes('\n') ? 'warn' : 'info',
-      message,
+    this.notify[message.includes('\n') ? 'warn' : 'info'](message, {
       key: ApprovalNotices.key(bufnr),
     });
   }
@@ -67,7 +71,7 @@ export class ApprovalNotices {
     if (ids === undefined) return;
     if (waitingBlocks(state.document).some((block) => ids.has(block.id))) return;
     this.shown.delete(state.bufnr);
-    this.lua.notify('notify.retract', { key: ApprovalNotices.key(state.bufnr) });
+    retractNotice(this.lua, ApprovalNotices.key(state.bufnr));
   }
 
   forget(bufnr: number): void {

@@ -376,7 +376,7 @@ export class ApprovalService {
   private warnOnce(message: string): void {
     if (this.warned.has(message)) return;
     this.warned.add(message);
-    this.ctx.lua.notify('notify', { level: 'warn', message });
+    this.ctx.notify.warn(message);
   }
 
   /** A Lua-side decision: `{decision}` (nil passes) or `{error}` (thrown, so the chain skips it). */

@@ -51,17 +51,4 @@ export interface HostBase {
   readonly logFile: string | undefined;
 }
 
-/** Messages to the user (`Flemma: …`), without waiting for Neovim. */
-export function notifier(base: Pick<HostBase, 'lua'>): Notifier {
-  return {
-    warn: (message) => {
-      base.lua.notify('notify', { level: 'warn', message });
-    },
-    info: (message) => {
-      base.lua.notify('notify', { level: 'info', message });
-    },
-    error: (message) => {
-      base.lua.notify('notify', { level: 'error', message });
-    },
-  };
-}
+export { notifier } from './notifier.js';

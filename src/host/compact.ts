@@ -4,7 +4,7 @@
 // Lua then opens. The old file is never written: the buffer is only read. Cancel (`<C-c>`, which
 // reaches the session) and every failure leave no new file and no temporary file.
 import { randomBytes } from 'node:crypto';
-import { link, open, rename, rm, stat } from 'node:fs/promises';
+import { link, rename, rm } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { assemblePrompt } from '../core/chat/prompt.js';
 import {
@@ -21,10 +21,10 @@ import {
   type ProviderEvent,
   type ProviderRequest,
 } from '../core/provider/types.js';
-import { sleep } from '../core/util/sleep.js';
+import { ProgressThrottle, withRetries } from '../core/provider/retry.js';
+import { pathExists, writeSynced } from '../core/util/files.js';
 import type { HostBase } from './base.js';
 import type { RequestBuilder } from './send/request.js';
-import { retryDelay } from './send/stream.js';
 import type { UsageTracker } from './usage.js';
 
 /** How a compaction ended; undefined when it never asked the model (it said why). */
@@ -39,7 +39,7 @@ export interface CompactTarget {
 }
 
 export interface CompactDeps {
-  base: Pick<HostBase, 'lua' | 'documents' | 'hooks' | 'logger'>;
+  base: Pick<HostBase, 'lua' | 'notify' | 'documents' | 'hooks' | 'logger'>;
   requests: Pick<RequestBuilder, 'prepare'>;
   usage: Pick<UsageTracker, 'begin' | 'finish'>;
 }
@@ -50,15 +50,6 @@ const MAX_NAMES = 1000;
 function errorCode(error: unknown): string | undefined {
   const code = (error as { code?: unknown } | null)?.code;
   return typeof code === 'string' ? code : undefined;
-}
-
-async function exists(path: string): Promise<boolean> {
-  try {
-    await stat(path);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 /**
@@ -73,13 +64,7 @@ export async function writeContinuation(file: string, text: string): Promise<str
   const name = basename(file);
   const temp = join(dir, `.${name}.compact-${randomBytes(6).toString('hex')}.tmp`);
   try {
-    const handle = await open(temp, 'wx', 0o644);
-    try {
-      await handle.writeFile(text, 'utf8');
-      await handle.sync();
-    } finally {
-      await handle.close();
-    }
+    await writeSynced(temp, text, 'wx', 0o644);
     let tried = 0;
     for (const candidate of continuationNames(name)) {
       if (++tried > MAX_NAMES) break;
@@ -94,7 +79,7 @@ export async function writeContinuation(file: string, text: string): Promise<str
           throw error;
         }
         // No hard links here (some network and FUSE file systems).
-        if (await exists(target)) continue;
+        if (await pathExists(target)) continue;
         await rename(temp, target);
         return target;
       }
@@ -109,7 +94,7 @@ export class Compactor {
   constructor(private readonly deps: CompactDeps) {}
 
   private tell(level: 'info' | 'warn' | 'error', message: string): void {
-    this.deps.base.lua.notify('notify', { level, message });
+    this.deps.base.notify[level](message);
   }
 
   /** Compact the buffer's chat; `controller` is the session's, which `<C-c>` aborts. */
@@ -242,57 +227,35 @@ export class Compactor {
     warnings: string[],
   ): Promise<string> {
     const { lua } = this.deps.base;
-    let adapter = first;
-    let reauthorized = false;
-    for (let attempt = 1; ; attempt++) {
-      let text = '';
+    let text = '';
+    const attempt = async (adapter: ProviderAdapter): Promise<string> => {
+      text = '';
       warnings.length = 0;
-      // The count goes out at most every 100 ms; one held back goes out at the end of the
-      // window, so that a pause in the stream does not leave a stale count on screen.
-      let shown = 0;
-      let trailing: ReturnType<typeof setTimeout> | undefined;
-      const show = (): void => {
-        shown = Date.now();
-        lua.notify('progress.update', { bufnr, phase: 'compacting', characters: text.length });
-      };
+      const progress = new ProgressThrottle<number>((characters) => {
+        lua.notify('progress.update', { bufnr, phase: 'compacting', characters });
+      });
       try {
         for await (const event of adapter.stream(request, controller.signal)) {
           observe(event);
           if (event.type === 'warning') warnings.push(event.message);
           if (event.type !== 'text') continue;
           text += event.text;
-          const wait = 100 - (Date.now() - shown);
-          if (wait <= 0) show();
-          else
-            trailing ??= setTimeout(() => {
-              trailing = undefined;
-              show();
-            }, wait);
+          progress.push(text.length);
         }
         return text;
-      } catch (error) {
-        if (
-          !reauthorized &&
-          text === '' &&
-          !controller.signal.aborted &&
-          error instanceof ProviderError &&
-          error.kind === 'authentication'
-        ) {
-          reauthorized = true;
-          const next = await reauthorize();
-          if (next !== undefined) {
-            adapter = next;
-            attempt -= 1;
-            continue;
-          }
-        }
-        const wait = retryDelay(error, attempt, text !== '', controller.signal.aborted);
-        if (wait === undefined) throw error;
-        lua.notify('progress.update', { bufnr, phase: 'retrying', attempt: attempt + 1 });
-        await sleep(wait, controller.signal);
       } finally {
-        if (trailing !== undefined) clearTimeout(trailing);
+        progress.close();
       }
-    }
+    };
+    const { signal } = controller;
+    return withRetries(
+      { adapter: first, signal, attempt, hasContent: () => text !== '' },
+      {
+        reauthorize,
+        retrying: (next) => {
+          lua.notify('progress.update', { bufnr, phase: 'retrying', attempt: next });
+        },
+      },
+    );
   }
 }

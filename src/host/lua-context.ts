@@ -1,7 +1,7 @@
 // What a Lua tool's `ctx` asks the host (docs/tools.md, "The ExecutionContext"): truncation
 // (`tools:truncate`, `tools:format-size`, with src/core/tools/truncate.ts) and the write policy
 // (`tools:writable`, with src/core/tools/sandbox/paths.ts). The Lua side keeps no copy of these
-// rules; answers use the Lua names (snake_case, and the `output_*` aliases the seed's tools read).
+// rules; answers use the Lua names (snake_case, and the `output_*` aliases Lua tools read, docs/tools.md "The ExecutionContext").
 import {
   HEAD_CUT_MARKER,
   MAX_BYTES,

@@ -6,7 +6,7 @@
 // The manager (naming, registration, reconnecting) is `src/core/tools/mcp/manager.ts`.
 
 import { homedir } from 'node:os';
-import { join } from 'node:path';
+import { expandHome } from '../core/util/expand-path.js';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { McpToolInfo } from '../core/tools/mcp/bridge.js';
@@ -53,12 +53,6 @@ function loadSdk(): Promise<Sdk> {
     StreamableHTTPClientTransport: http.StreamableHTTPClientTransport,
   }));
   return sdk;
-}
-
-/** `~` and `~/…` as the home directory. */
-function expandHome(path: string): string {
-  if (path === '~') return homedir();
-  return path.startsWith('~/') ? join(homedir(), path.slice(2)) : path;
 }
 
 /** Answers a `${…}` reference: Neovim's environment, or the credential chain. */
@@ -131,7 +125,7 @@ async function connect(
       command: await expand(server.command),
       args,
       env: await expandAll(server.env),
-      ...(server.cwd === undefined ? {} : { cwd: expandHome(await expand(server.cwd)) }),
+      ...(server.cwd === undefined ? {} : { cwd: expandHome(await expand(server.cwd), homedir()) }),
       // Kept (a server's last words explain why it stopped), never inherited: the host's
       // stderr is not a place anyone reads.
       stderr: 'pipe',
@@ -280,7 +274,7 @@ async function connect(
  * are stopped when the host exits (a SIGTERM; the SDK's own close ends them on a normal stop).
  */
 export function createMcpManager(
-  ctx: Pick<HostBase, 'lua' | 'secrets' | 'logger' | 'hooks'>,
+  ctx: Pick<HostBase, 'lua' | 'notify' | 'secrets' | 'logger' | 'hooks'>,
   sink: McpToolSink,
   onChange: () => void,
 ): McpManager {
@@ -304,7 +298,7 @@ export function createMcpManager(
     connect: sdkConnector(lookup, log),
     sink,
     notify: (level, message) => {
-      ctx.lua.notify('notify', { level, message });
+      ctx.notify[level](message);
       if (level === 'warn') ctx.logger.warn(message);
       else ctx.logger.info(message);
     },

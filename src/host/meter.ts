@@ -19,7 +19,7 @@ import type { PreparedRequest, RequestBuilder } from './send/request.js';
 import type { UsageTracker } from './usage.js';
 
 export interface MeterDeps {
-  base: Pick<HostBase, 'lua'>;
+  base: Pick<HostBase, 'notify'>;
   requests: Pick<RequestBuilder, 'prepare'>;
   usage: Pick<UsageTracker, 'lastContext'>;
 }
@@ -49,7 +49,7 @@ export class ContextMeter {
     );
     this.levels.set(bufnr, level);
     if (message !== undefined) {
-      this.deps.base.lua.notify('notify', { level: 'warn', message });
+      this.deps.base.notify.warn(message);
     }
   }
 

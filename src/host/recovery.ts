@@ -5,7 +5,9 @@
 // one a second per reply and one at a time, so that a crash mid-write leaves the previous record.
 // With `editing.auto_write`, Lua also writes the chat file itself at the same pace.
 import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
-import { mkdir, open, readFile, rename } from 'node:fs/promises';
+import { mkdir, readFile, rename } from 'node:fs/promises';
+import { writeSynced } from '../core/util/files.js';
+import type { Clock } from '../editor/writequeue.js';
 import { join } from 'node:path';
 import {
   RECORD_VERSION,
@@ -25,10 +27,8 @@ export function recoveryDir(state: string): string {
   return join(state, 'flemma', 'recovery');
 }
 
-export interface RecoveryTimers {
-  now(): number;
-  setTimeout(fn: () => void, ms: number): { cancel(): void };
-}
+/** The clock the service waits on: the write queue's (a test gives its own). */
+export type RecoveryTimers = Clock;
 
 const realTimers: RecoveryTimers = {
   now: () => performance.now(),
@@ -202,14 +202,8 @@ export class ReplyRecord {
 /** Writes `content` to `file` so that `file` is always either the old or the new content. */
 async function writeAtomic(file: string, content: string): Promise<void> {
   const temp = `${file}.${String(process.pid)}.tmp`;
-  const handle = await open(temp, 'w', 0o600);
-  try {
-    await handle.writeFile(content, 'utf8');
-    // Synced before the rename: after a crash of the machine the record is whole or the old one.
-    await handle.sync();
-  } finally {
-    await handle.close();
-  }
+  // Synced before the rename: after a crash of the machine the record is whole or the old one.
+  await writeSynced(temp, content, 'w', 0o600);
   await rename(temp, file);
 }
 

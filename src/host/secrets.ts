@@ -17,6 +17,7 @@ import { runProcess } from '../core/tools/process.js';
 import type { LuaBridge } from '../editor/lua.js';
 import type { LuaSecretsAnswer as LuaAnswer, LuaSecretsSpec } from '../editor/protocol/wire.js';
 import type { FileLogger } from './log.js';
+import { notifier } from './notifier.js';
 
 /** A resolver registered in Lua: the host knows its name and priority. */
 export type { LuaSecretsSpec };
@@ -40,11 +41,13 @@ export class SecretsService {
   private readonly builtinNames: ReadonlySet<string>;
   private luaNames = new Set<string>();
   private options: ResolveOptions = {};
+  private readonly notify;
 
   constructor(
     private readonly lua: LuaBridge,
     private readonly logger: FileLogger,
   ) {
+    this.notify = notifier({ lua });
     const ports: SecretsPorts = {
       envFirst: (names) => this.envFirst(names),
       run: async (file, args, options) => {
@@ -101,7 +104,7 @@ export class SecretsService {
     }
     this.options = options;
     const slow = setTimeout(() => {
-      this.lua.notify('notify', { level: 'info', message: `Resolving ${spec.description}…` });
+      this.notify.info(`Resolving ${spec.description}…`);
     }, SLOW_MS);
     try {
       const quick = options.quick === true;

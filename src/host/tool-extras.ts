@@ -1,4 +1,4 @@
-// What the executor adds around tools for seed 004 (Vega): sandbox roots from `sandbox.roots`,
+// What the executor adds around tools for Vega-style tools (docs/tools.md, "Sandbox roots", "Middleware"): sandbox roots from `sandbox.roots`,
 // the middleware stack from `tools.middleware` plus the `middleware` exports of JavaScript tool
 // modules, and the buffer's tool filter checked again at execution.
 //

@@ -1,4 +1,4 @@
-// Usage and cost in the editor (behaviour.md §7.6): the session of this host, the usage bar
+// Usage and cost in the editor (docs/usage.md): the session of this host, the usage bar
 // after each reply, and the spend cap (`limits.max_session_cost`). `:Flemma usage:estimate` is
 // the request builder's (`send/request.ts`).
 import { realpathSync } from 'node:fs';
@@ -65,7 +65,7 @@ export class UsageTracker {
   private readonly contexts = new Map<number, ContextFigure>();
 
   constructor(
-    private readonly ctx: Pick<HostBase, 'lua'>,
+    private readonly ctx: Pick<HostBase, 'lua' | 'notify'>,
     /** Autopilot of the buffer stops (past the spend cap). */
     private readonly stopAutopilotOf: (bufnr: number) => void,
   ) {}
@@ -189,9 +189,6 @@ export class UsageTracker {
 
   private stopAutopilot(bufnr: number, reached: { cost: number; limit: number }): void {
     this.stopAutopilotOf(bufnr);
-    this.ctx.lua.notify('notify', {
-      level: 'warn',
-      message: `Autopilot stopped: ${this.why(reached)}`,
-    });
+    this.ctx.notify.warn(`Autopilot stopped: ${this.why(reached)}`);
   }
 }

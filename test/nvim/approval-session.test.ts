@@ -1,4 +1,4 @@
-// Session approvals and cancelling waiting calls end to end (seed-systems.md C-07..C-10): a
+// Session approvals and cancelling waiting calls end to end (docs/approval.md, "Always, YOLO and cancel"): a
 // scripted fake Anthropic server asks for tools; the user answers with `:Flemma tool:approve-always`,
 // `:Flemma tool:yolo`, `<C-c>` and `:Flemma tool:cancel-pending`, and we look at what the model
 // gets back.

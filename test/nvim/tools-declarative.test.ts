@@ -1,4 +1,4 @@
-// Declarative tools end to end (seed 004, Vega): a YAML `http` tool in a configured directory,
+// Declarative tools end to end (docs/tools.md, "Declarative tools"): a YAML `http` tool in a configured directory,
 // called by the model (the fake provider) in a `.chat` cycle, hitting a local HTTP server, with
 // its result in the buffer and sent back; and path escapes through `file_read`, `file_write` and
 // the built-in `read` refused under `sandbox.roots`.

@@ -1,4 +1,4 @@
-// Seed 001 (Flynn) end to end: a tool policy in the frontmatter takes a tool out of the request
+// Flynn-style tools end to end (docs/policy.md): a tool policy in the frontmatter takes a tool out of the request
 // and refuses a call to it anyway; the `log` hook approves and audits; a JavaScript module's
 // Flynn-style tool reaches the provider under its API name and the buffer under its own name;
 // a `.chat` file holding the API name still runs; a `confirm` hook asks, and the approved call

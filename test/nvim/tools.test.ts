@@ -260,7 +260,7 @@ describe('tools registered from Lua', () => {
     );
   });
 
-  it('gives Lua tools the execution context of the specification', async () => {
+  it('gives Lua tools the execution context of docs/tools.md', async () => {
     driver = await startDriver({ setup: setupCode() });
     const d = driver;
     const buf = await d.openChat('ctx.chat', [

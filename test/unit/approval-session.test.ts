@@ -1,5 +1,5 @@
-// Session approvals (seed 003, CodeCompanion): "always" per buffer (C-08), per command for tools
-// that ask for it (C-09), YOLO mode and neverAutoApprove (C-10), as resolvers of the chain.
+// Session approvals (docs/approval.md, "Always, YOLO and cancel"): "always" per buffer, per
+// command for tools that ask for it, YOLO mode and neverAutoApprove, as resolvers of the chain.
 import { describe, expect, it } from 'vitest';
 import type { ToolCall } from '../../src/core/approval/chain.js';
 import { approveList } from '../../src/core/approval/presets.js';

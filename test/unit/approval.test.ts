@@ -559,7 +559,7 @@ describe('built-in resolvers', () => {
     hooks: ApprovalHooks = {},
   ) => buildChain(config, hooks).chain.decide(call(toolName), { scope: IN_PROJECT, ...context });
 
-  it('registers the seed’s resolvers with their priorities', () => {
+  it('registers the built-in resolvers with their priorities (docs/approval.md)', () => {
     const { chain } = buildChain({
       autoApprove: { kind: 'module', name: 'my_plugin.policy', resolve: () => undefined },
       requireApproval: false,
@@ -906,7 +906,7 @@ describe('built-in resolvers', () => {
       ).toMatchObject({ decision: 'approve', resolver: SANDBOX_RESOLVER });
     });
 
-    it('passes when the buffer assigned its own list or function (behaviour.md scenario 28)', async () => {
+    it('passes when the buffer assigned its own list or function (docs/approval.md, "Global and per-buffer settings")', async () => {
       for (const frontmatter of [
         list(['$readonly']),
         { kind: 'function', fn: () => null },

@@ -1,5 +1,5 @@
-// Tool-cycle edits: Phase 1's placeholders (§3.3), Phase 2's grouping and error texts (§3.4),
-// result injection (§3.8), checked on the exact buffer lines and on the re-parsed tree.
+// Tool-cycle edits: Phase 1's placeholders, Phase 2's grouping and error texts, result
+// injection (docs/chat-format.md §7, §8), checked on the exact buffer lines and on the re-parsed tree.
 import { describe, expect, it } from 'vitest';
 import type {
   ChatDocument,
@@ -95,7 +95,7 @@ function place(
       .filter((id) => order.includes(id));
     expect(ids).toEqual(order.filter((id) => ids.includes(id)));
   });
-  // Every new placeholder is in the seed form with the requested status.
+  // Every new placeholder is in the current form with the requested status.
   const seen = new Set<string>();
   for (const request of requests) {
     if (seen.has(request.id)) continue;
@@ -108,7 +108,7 @@ function place(
   return { edits, out, after };
 }
 
-describe('unresolvedToolUses (§3.2)', () => {
+describe('unresolvedToolUses (docs/chat-format.md §8)', () => {
   it('lists tool uses without any result, in buffer order, across messages', () => {
     const lines = [
       '@You:',
@@ -190,7 +190,7 @@ describe('unresolvedToolUses (§3.2)', () => {
   });
 });
 
-describe('planPlaceholders (§3.3, scenario 14)', () => {
+describe('planPlaceholders (docs/chat-format.md §8, scenario 14)', () => {
   it('creates @You: after the assistant message when there is none', () => {
     const lines = ['@You:', 'go', '', '@Assistant:', 'Let me look.', '', ...use('bash', 'x'), ''];
     const { out, edits } = place(lines, [{ id: 'x', status: 'pending' }]);
@@ -662,7 +662,7 @@ describe('planPlaceholders (§3.3, scenario 14)', () => {
   });
 });
 
-describe('planResult (§3.8, scenario 15)', () => {
+describe('planResult (docs/chat-format.md §7, scenario 15)', () => {
   const base = (block: string[]): string[] => [
     '@Assistant:',
     ...use('calculator', 'a'),
@@ -819,7 +819,7 @@ describe('planResult (§3.8, scenario 15)', () => {
   });
 });
 
-describe('classifyToolBlocks (§3.4, scenario 16)', () => {
+describe('classifyToolBlocks (docs/chat-format.md §8, scenario 16)', () => {
   const lines = [
     '@Assistant:',
     ...use('bash', 'p0'),
@@ -921,7 +921,7 @@ describe('classifyToolBlocks (§3.4, scenario 16)', () => {
     });
   });
 
-  it('resolves each group to the texts of §3.4', () => {
+  it('resolves each group to the texts of docs/chat-format.md §8', () => {
     const texts = [...groups.denied, ...groups.rejected].map((b) =>
       resolutionText(b.id === 'de' ? 'denied' : 'rejected', b.content),
     );
@@ -930,7 +930,7 @@ describe('classifyToolBlocks (§3.4, scenario 16)', () => {
     expect(ab && resolutionText('aborted', ab.content, ab.abortMessage)).toBe('Stopped by user');
   });
 
-  it('warns about protected blocks in the seed wording', () => {
+  it('warns about protected blocks in the documented wording', () => {
     expect(protectionWarning(groups.approvedWithContent.length)).toBe(
       '1 approved block has your text: not run (plain ``` sends it)',
     );
@@ -981,7 +981,7 @@ describe('resolutionText (scenario 17)', () => {
   });
 });
 
-describe('planUserSuppliedResult (§3.4: pending with content)', () => {
+describe('planUserSuppliedResult (docs/chat-format.md §8: pending with content)', () => {
   const base = (block: string[]): string[] => [
     '@Assistant:',
     ...use('bash', 'x'),

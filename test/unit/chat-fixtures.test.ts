@@ -583,7 +583,7 @@ describe('fixture trees', () => {
     );
   });
 
-  it('placeholders: the seed form, every status, user content in pending/approved/rejected blocks', () => {
+  it('placeholders: the current form, every status, user content in pending/approved/rejected blocks', () => {
     const d = parse('placeholders');
     expect(summarise(d)).toEqual({
       frontmatter: 'lua 1-3',

@@ -28,7 +28,7 @@ const toolResults = (m: Message): ToolResultSegment[] =>
 const thinkings = (m: Message): ThinkingSegment[] =>
   m.segments.filter((s): s is ThinkingSegment => s.kind === 'thinking');
 
-describe('frontmatter (§1.2)', () => {
+describe('frontmatter (docs/chat-format.md §3)', () => {
   it('is a fence on line 1 with a language, closed by a bare three-backtick line', () => {
     const d = doc('```lua', 'x = 1', 'flemma.opt.thinking = "medium"', '```', '@You:', 'hi');
     expect(d.frontmatter).toEqual({
@@ -74,7 +74,7 @@ describe('frontmatter (§1.2)', () => {
   });
 });
 
-describe('role markers and message boundaries (§1.3, §1.4, scenarios 1–3)', () => {
+describe('role markers and message boundaries (docs/chat-format.md §4, §5; scenarios 1–3)', () => {
   it('ignores text before the first marker and splits on whole-line markers', () => {
     const d = doc('preamble', '@System:', 'Be brief.', '@You:', 'Hello', '', '@Assistant:', 'Hi!');
     expect(roles(d)).toEqual(['System', 'You', 'Assistant']);
@@ -131,7 +131,7 @@ describe('role markers and message boundaries (§1.3, §1.4, scenarios 1–3)', 
   });
 });
 
-describe('@Assistant: bodies (§1.5, scenarios 4, 5, 8, 10)', () => {
+describe('@Assistant: bodies (docs/chat-format.md §6; scenarios 4, 5, 8, 10)', () => {
   it('reads text, tool use with JSON input, and signed thinking anywhere', () => {
     const d = doc(
       '@Assistant:',
@@ -298,7 +298,7 @@ describe('@Assistant: bodies (§1.5, scenarios 4, 5, 8, 10)', () => {
   });
 });
 
-describe('@You: bodies, results and placeholders (§1.6, scenarios 6, 7, 9, 13)', () => {
+describe('@You: bodies, results and placeholders (docs/chat-format.md §7, §8; scenarios 6, 7, 9, 13)', () => {
   const withUse = (...you: string[]): ChatDocument =>
     doc('@Assistant:', '**Tool Use:** `bash` (`t1`)', '```json', '{}', '```', '@You:', ...you);
 
@@ -327,7 +327,7 @@ describe('@You: bodies, results and placeholders (§1.6, scenarios 6, 7, 9, 13)'
     expect(r.placeholder).toBeUndefined();
   });
 
-  it('reads the seed placeholder form: a flemma:tool fence with status=…, content kept', () => {
+  it('reads the current placeholder form: a flemma:tool fence with status=…, content kept', () => {
     for (const status of ['pending', 'approved', 'denied', 'rejected', 'aborted'] as const) {
       const r = only(
         toolResults(

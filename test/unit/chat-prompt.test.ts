@@ -6,7 +6,7 @@ const prompt = (...lines: string[]) => assemblePrompt(parseLines(lines));
 
 const TOOL_USE = ['**Tool Use:** `calculator` (`t1`)', '```json', '{"expression":"15 * 7"}', '```'];
 
-describe('prompt assembly (§2.4–2.5)', () => {
+describe('prompt assembly (docs/chat-format.md §11)', () => {
   it('takes the system text from the last @System: and maps roles in order', () => {
     const p = prompt(
       '@System:',

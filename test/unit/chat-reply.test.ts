@@ -24,7 +24,7 @@ function stream(
 
 const text = (value: string): ProviderEvent => ({ type: 'text', text: value });
 
-describe('the layout of a streamed reply (§2.13)', () => {
+describe('the layout of a streamed reply (docs/chat-format.md §12)', () => {
   it('puts the marker after a blank line, streams text under it, and ends with a @You: prompt', () => {
     const lines = stream(
       ['@You:', 'Hello'],

@@ -163,7 +163,7 @@ describe('toolUse', () => {
 });
 
 describe('placeholder', () => {
-  it('writes the seed form: bare header and a flemma:tool fence carrying the status', () => {
+  it('writes the current form: bare header and a flemma:tool fence carrying the status', () => {
     expect(placeholder('toolu_01', 'pending')).toEqual([
       '**Tool Result:** `toolu_01`',
       '',

@@ -1,5 +1,5 @@
-// The frontmatter layer: operations applied over the configuration (behaviour.md §10, scenarios
-// 27, 30 and 31) and JSON frontmatter's operators.
+// The frontmatter layer: operations applied over the configuration (docs/frontmatter.md,
+// "Layers"; scenarios 27, 30 and 31) and JSON frontmatter's operators.
 import { describe, expect, it } from 'vitest';
 import * as yaml from 'yaml';
 import {

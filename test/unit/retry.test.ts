@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ProviderError, errorForStatus, retryAfterMs } from '../../src/core/provider/types.js';
-import { retryDelay } from '../../src/host/send/stream.js';
+import { retryDelay } from '../../src/core/provider/retry.js';
 
 const retryable = (after?: number): ProviderError => {
   const error = new ProviderError('anthropic', 'rate_limit', 'slow down', 429, true);

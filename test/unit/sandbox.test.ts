@@ -168,7 +168,8 @@ describe('path variables', () => {
     expect(expandPathVariable('~/notes', facts(), {}, home)).toBe(join(home, 'notes'));
     expect(expandPathVariable('/opt/x/', facts(), {}, home)).toBe('/opt/x');
     expect(expandPathVariable('build/out', facts(), {}, home)).toBe(join(cwd, 'build/out'));
-    expect(expandPathVariable('$HOME/x', facts(), { HOME: home }, home)).toBe(join(cwd, '$HOME/x'));
+    // Variables anywhere in the entry, as in every path of the configuration (expand-path.ts).
+    expect(expandPathVariable('$HOME/x', facts(), { HOME: home }, home)).toBe(join(home, 'x'));
   });
 
   it('rejects an unknown urn:', () => {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { resolveThinking } from '../../src/core/provider/thinking.js';
 
-describe('resolveThinking (§2.7)', () => {
+describe('resolveThinking (docs/configuration.md, parameters.thinking)', () => {
   it('maps the unified level to Anthropic effort on adaptive models, and budgets elsewhere', () => {
     expect(
       resolveThinking('anthropic', 'claude-sonnet-4-6', { thinking: 'medium' }, {}, 8192),

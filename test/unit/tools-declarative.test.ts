@@ -1,7 +1,7 @@
-// Declarative tools (seed 004, Vega): loading YAML/JSON definitions from a directory, the schema
+// Declarative tools (docs/tools.md, "Declarative tools"): loading YAML/JSON definitions from a directory, the schema
 // built from `params`, the template language, and each implementation against real things: a
 // local HTTP server on 127.0.0.1, real processes, real files in a temp directory.
-// Scenarios V-01 … V-13, V-19, V-20, V-27 and C-14 of seed-systems.md.
+// The rules of docs/tools.md, "Declarative tools".
 import { type IncomingMessage, type Server, type ServerResponse, createServer } from 'node:http';
 import { existsSync, realpathSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises';

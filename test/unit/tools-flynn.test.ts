@@ -1,7 +1,6 @@
-// Seed 001 (Flynn) in the core: the registry contract and provider-safe names, the three module
+// Flynn-style tools in the core (docs/tools.md, "Flynn-style tools", docs/policy.md): the registry contract and provider-safe names, the three module
 // patterns, tool policy (profiles, globs, groups, layers), hooks, autonomy, the approval
-// resolvers in the chain, audit entries and truncation (seed-systems.md F-01 … F-13, F-15, F-19
-// in part, X-01 … X-03).
+// resolvers in the chain, audit entries and truncation.
 import { describe, expect, it, vi } from 'vitest';
 import { ToolRegistry, type ToolDefinition } from '../../src/core/tools/registry.js';
 import { API_NAME_PATTERN, apiToolName } from '../../src/core/tools/names.js';
@@ -530,7 +529,7 @@ describe('audit entries and truncation (F-15, F-19)', () => {
     );
     const [kept, marker] = cut.text.split('\n\n');
     expect(Buffer.byteLength(kept ?? '')).toBeLessThanOrEqual(51_200);
-    // Flemma's notice (behaviour.md §3.8) stands in for Flynn's marker: what was kept, of how
+    // Flemma's notice (docs/tools.md, "Execution") stands in for Flynn's marker: what was kept, of how
     // much, the limit, and where the whole output is.
     expect(marker).toBe(
       `[Showing lines 1-50 of 200 (50.0KB limit). Full output: ${cut.fullOutputPath ?? ''}]`,

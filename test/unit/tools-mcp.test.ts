@@ -1,5 +1,4 @@
-// The MCP bridge and manager without a server: a fake client stands in for the SDK (seed
-// scenarios F-16, F-17, F-18), and the manager's reconnecting is driven by the fake's events.
+// The MCP bridge and manager without a server: a fake client stands in for the SDK (docs/mcp.md), and the manager's reconnecting is driven by the fake's events.
 import { describe, expect, it } from 'vitest';
 import type { ToolContext } from '../../src/core/tools/registry.js';
 import { ToolRegistry } from '../../src/core/tools/registry.js';

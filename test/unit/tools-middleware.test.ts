@@ -1,6 +1,6 @@
 // Middleware around tool execution, tool filters, retryable results and the mock-tool helper
-// (seed 004, Vega): scenarios V-21 … V-26 and X-07 (a declarative http tool behind rate-limit,
-// timeout and logging middleware against a slow local server).
+// (docs/tools.md, "Middleware"): a declarative http tool behind rate-limit,
+// timeout and logging middleware against a slow local server.
 import { type Server, createServer } from 'node:http';
 import { realpathSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';

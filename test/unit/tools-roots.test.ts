@@ -1,5 +1,4 @@
-// Sandbox roots (seed 004, Vega's WithSandbox / WithSandboxes / WithReadOnlySandbox, as its
-// documentation says and not as its code does): the built-in read and write tools, and
+// Sandbox roots (docs/tools.md, "Sandbox roots"): the built-in read and write tools, and
 // ctx.sandbox.resolve, against real temp directories and symlinks. Scenarios V-14 … V-18.
 import { realpathSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';

@@ -55,7 +55,7 @@ describe('constants', () => {
 });
 
 describe('formatSize', () => {
-  it('formats 1024-based sizes like the seed (12345 → 12.1KB)', () => {
+  it('formats 1024-based sizes as docs/tools.md says (12345 → 12.1KB)', () => {
     expect(formatSize(0)).toBe('0B');
     expect(formatSize(1)).toBe('1B');
     expect(formatSize(512)).toBe('512B');

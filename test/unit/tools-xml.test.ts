@@ -98,7 +98,7 @@ describe('the system prompt section (C-15)', () => {
 });
 
 describe('parsing a tool block', () => {
-  it('reads the seed’s calculator block, converting values by the schema', () => {
+  it('reads a calculator block (docs/tools.md, "XML tool calling"), converting values by the schema', () => {
     const body = `<tool name="calculator">
   <action>
     <num1>100</num1>

@@ -1,4 +1,4 @@
-// Prices and cost arithmetic (behaviour.md §7.6), with every expected figure worked out by hand
+// Prices and cost arithmetic (docs/usage.md, "What a request costs"), with every expected figure worked out by hand
 // from the published prices in src/core/usage/pricing.json.
 import { describe, expect, it } from 'vitest';
 import {

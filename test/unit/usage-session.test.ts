@@ -1,4 +1,4 @@
-// The session's records and totals (behaviour.md §7.6).
+// The session's records and totals (docs/usage.md, "The session").
 import { describe, expect, it } from 'vitest';
 import { makeRecord, Session } from '../../src/core/usage/session.js';
 

@@ -14,7 +14,7 @@ import {
   type ProviderRequest,
 } from '../../src/core/provider/types.js';
 import { type Fetch, type GuardOptions, guardFetch } from '../../src/core/provider/watchdog.js';
-import { retryDelay } from '../../src/host/send/stream.js';
+import { retryDelay } from '../../src/core/provider/retry.js';
 import { type FakeProvider, startFakeProvider } from '../helpers/fake-provider.js';
 
 const encoder = new TextEncoder();

@@ -103,7 +103,7 @@ function M.apply_runtime(ops, source)
 end
 
 -- ---------------------------------------------------------------------------------------------
--- The operation log of each global layer (behaviour.md §6.1): what `setup()` set, and what the
+-- The operation log of each global layer (docs/frontmatter.md, "Layers"): what `setup()` set, and what the
 -- run-time commands changed. The buffer's frontmatter is the fourth layer, applied by the host
 -- over these. The values themselves are kept merged (`get()`); the logs say who set what.
 

@@ -1,11 +1,23 @@
---- flemma.tools.context: the ExecutionContext a Lua tool receives (the seed's fields and
---- namespaces: `path`, `sandbox`, `truncate`, `get_config`), and the coroutines its `execute` runs
+--- flemma.tools.context: the ExecutionContext a Lua tool receives (the fields and namespaces
+--- of docs/tools.md, "The ExecutionContext": `path`, `sandbox`, `truncate`, `get_config`), and the coroutines its `execute` runs
 --- in, so that what the context asks the host reads like a plain function call inside a tool.
+local paths = require("flemma.util.path")
+
 local M = {}
 
 local H = {
   runs = {}, ---@type table<thread, function>  each running `execute`'s coroutine: how to resume it
 }
+
+--- A tool's path with its leading `~` expanded (the model's text reads no variables); an unknown
+--- `~user` is the tool's error.
+local function home_expanded(p)
+  local expanded, err = paths.expand_home(p)
+  if expanded == nil then
+    error(err, 0)
+  end
+  return expanded
+end
 
 --- `path` is `root` or lies below it (`ctx.path.is_inside`; paths normalized, no links followed).
 local function under(path, root)
@@ -97,7 +109,7 @@ function H.truncate_namespace(limits)
   }
 end
 
---- The ExecutionContext a Lua tool receives (the seed's fields and namespaces).
+--- The ExecutionContext a Lua tool receives (docs/tools.md, "The ExecutionContext").
 function M.new(facts, tool_name)
   local bufnr = facts.bufnr
   local filename = vim.api.nvim_buf_is_valid(bufnr) and vim.api.nvim_buf_get_name(bufnr) or ""
@@ -115,7 +127,7 @@ function M.new(facts, tool_name)
     path = function()
       return {
         resolve = function(p)
-          p = vim.fn.expand(p)
+          p = home_expanded(p)
           if p:sub(1, 1) == "/" then
             return vim.fs.normalize(p)
           end
@@ -124,7 +136,7 @@ function M.new(facts, tool_name)
         --- Whether `p` (resolved like `resolve`) lies inside `root` (compared by path component).
         is_inside = function(p, root)
           local function abs(x)
-            x = vim.fn.expand(x)
+            x = home_expanded(x)
             return vim.fs.normalize(x:sub(1, 1) == "/" and x or vim.fs.joinpath(base, x))
           end
           return under(abs(p), abs(root or ctx.cwd))

@@ -1,9 +1,10 @@
 --- flemma.tools: register tools from Lua. Definitions (and their functions) stay here; the host
 --- gets their descriptions and calls back into Neovim to run `execute`. Every registration form
---- of the specification works: (name, definition), a module name (exporting `definitions` or
+--- of docs/tools.md ("Registering tools from Lua") works: (name, definition), a module name (exporting `definitions` or
 --- `resolve`), an array of definitions, and asynchronous sources (a function, a `{ resolve,
 --- timeout }` table, or a module with `resolve`).
 local log = require("flemma.log")
+local paths = require("flemma.util.path")
 
 local M = {}
 
@@ -207,8 +208,9 @@ local function js_modules()
   end)
   local out = {}
   for _, name in ipairs(ok and modules or {}) do
-    if type(name) == "string" and (name:match("%.m?js$") or name:match("%.cjs$")) then
-      out[#out + 1] = vim.fn.fnamemodify(vim.fn.expand(name), ":p")
+    local path = type(name) == "string" and (name:match("%.m?js$") or name:match("%.cjs$")) and paths.expand(name)
+    if path then
+      out[#out + 1] = vim.fn.fnamemodify(path, ":p")
     end
   end
   return out
@@ -225,8 +227,9 @@ local function declarative()
   end
   local dirs = {}
   for _, dir in ipairs(cfg.dirs or {}) do
-    if type(dir) == "string" and dir ~= "" then
-      local path = vim.fn.fnamemodify(vim.fn.expand(dir), ":p"):gsub("/$", "")
+    local expanded = type(dir) == "string" and dir ~= "" and paths.expand(dir)
+    if expanded then
+      local path = vim.fn.fnamemodify(expanded, ":p"):gsub("/$", "")
       dirs[#dirs + 1] = { path = path }
     end
   end

@@ -3,7 +3,7 @@
 --- `string`, `table` and `math` (code that assigns `string.upper` changes its own copy, not
 --- Neovim's), a few `os` functions that read the clock and the environment, and some pure `vim`
 --- helpers; no files, processes or editor state. See docs/frontmatter.md and docs/chat-format.md
---- (§9, templates).
+--- (docs/chat-format.md §9, templates).
 local M = {}
 
 --- The `vim` helpers every restricted environment has.

@@ -21,6 +21,7 @@
 //   place. The code given to a shell (`sh -c '…'`, `eval`) is looked into the same way.
 
 import { resolve as resolvePath } from 'node:path';
+import { expandHome, namesHome } from '../util/expand-path.js';
 
 import { describeSensitive } from '../tools/sandbox/sensitive.js';
 import { type ParsedCommand, type SimpleCommand, type Word, parseCommand } from './bash-parse.js';
@@ -70,9 +71,12 @@ function locate(
     return { unknown: `\`${text}\` is a glob: the files it names are known only when it runs` };
   }
   if (text.startsWith('~')) {
-    if (text === '~' || text.startsWith('~/'))
-      return { abs: resolvePath(home, `.${text.slice(1)}`) };
-    return { unknown: `\`${text}\` is another user's home directory` };
+    try {
+      if (namesHome(text)) return { abs: resolvePath(expandHome(text, home)) };
+    } catch {
+      // No such user: the shell leaves the word as it is, which nothing here can judge.
+    }
+    return { unknown: `\`${text}\` is another user's home directory, not one known here` };
   }
   if (text.startsWith('/')) return { abs: resolvePath(text) };
   if (base === undefined) {

@@ -25,7 +25,7 @@
 //   confidence, or that runs what the rules cannot follow (a prefix, a shell, an interpreter
 //   given code, `find -exec`, `git -c`, `PATH=…`), asks too. Denials by other resolvers stand.
 
-import type { ApprovalResult, Note, ToolCall } from './chain.js';
+import { type ApprovalResult, type Note, type ToolCall, guarded } from './chain.js';
 import type { ApprovalContext, ApprovalResolver } from './resolvers.js';
 import { commandScopeProblem } from './scope.js';
 import { nameGlob } from '../util/glob.js';
@@ -223,23 +223,10 @@ export function guardBashDeny(
   const reason = matched === undefined ? uncheckable(parsed) : undefined;
   if (matched === undefined && reason === undefined) return result;
   const why = matched ?? `tools.bash.deny cannot be checked: ${reason ?? ''}`;
-  const approver = result.resolver ?? 'the default';
-  return {
-    decision: 'require_approval',
-    resolver: BASH_DENY_GUARD,
-    trace: [
-      ...result.trace,
-      {
-        resolver: BASH_DENY_GUARD,
-        // After every resolver of the chain.
-        priority: Number.NEGATIVE_INFINITY,
-        outcome: 'decided',
-        decision: 'require_approval',
-        notes: [
-          `${why}: ${approver} approved it, but a denied command is never approved automatically`,
-        ],
-      },
-    ],
-    skipped: result.skipped,
-  };
+  return guarded(
+    result,
+    BASH_DENY_GUARD,
+    (approver) =>
+      `${why}: ${approver} approved it, but a denied command is never approved automatically`,
+  );
 }

@@ -1,8 +1,8 @@
-// The approval resolver chain (seed: "Approval resolvers"): a registry of named resolvers that
+// The approval resolver chain (docs/approval.md, "The chain"): a registry of named resolvers that
 // are asked, in priority order, whether a tool call may run without asking. This module is the
 // mechanism only; the built-in resolvers live in resolvers.ts and the presets in presets.ts.
 //
-// Decisions, including where the specification is silent:
+// Decisions (docs/approval.md, "The chain"):
 // - Order: priority high to low, ties by name in code-unit order (not locale order, so the order
 //   does not depend on the machine). The first resolver that answers a decision wins; nothing
 //   from anyone means `require_approval`, with `resolver: null`.
@@ -222,4 +222,31 @@ export function statusFor(decision: Decision): PlaceholderStatus {
     case 'deny':
       return 'denied';
   }
+}
+
+/**
+ * An approval that a guard turns into `require_approval` after every resolver of the chain; its
+ * trace says why (`note`, given who had approved: a resolver's name or "the default").
+ */
+export function guarded(
+  result: ApprovalResult,
+  guard: string,
+  note: (approver: string) => string,
+): ApprovalResult {
+  const approver = result.resolver ?? 'the default';
+  return {
+    decision: 'require_approval',
+    resolver: guard,
+    trace: [
+      ...result.trace,
+      {
+        resolver: guard,
+        priority: Number.NEGATIVE_INFINITY,
+        outcome: 'decided',
+        decision: 'require_approval',
+        notes: [note(approver)],
+      },
+    ],
+    skipped: result.skipped,
+  };
 }

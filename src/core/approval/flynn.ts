@@ -1,4 +1,4 @@
-// The approval resolvers of seed 001 (Flynn): tool policy, hook lists and autonomy levels, each a
+// The approval resolvers of docs/policy.md ("The chain, with these resolvers"): tool policy, hook lists and autonomy levels, each a
 // resolver of the chain in chain.ts, built per decision from the buffer's configuration.
 //
 //   200  urn:flemma:approval:policy    deny what the tool policy does not allow

@@ -1,13 +1,11 @@
-// Approval presets (seed: "Approval presets") and the expansion of an `auto_approve` list into
+// Approval presets (docs/approval.md, "Presets") and the expansion of an `auto_approve` list into
 // the tools it approves and denies.
 //
-// Decisions, including where the specification is silent:
+// Decisions (docs/approval.md, "Presets"):
 // - Built-ins: `$readonly` approves read, ls, grep, find; `$default` approves read, ls, grep, find,
-//   write, edit. The seed's table names only `read` for `$readonly` (it predates the search
-//   tools); the project reference and the issue list the four read-only tools, and this
-//   project's built-in ls/grep/find never write, so they belong in "read-only access".
-// - `$default` lists its tools itself instead of naming `$readonly`: the seed lists it as plain
-//   tools, and a user who redefines `$readonly` (say, to `read` only) should not silently change
+//   write, edit. Flemma 0.11 named only `read` for `$readonly` (it predates the search
+//   tools); this project's built-in ls/grep/find never write, so they belong in "read-only access".
+// - `$default` lists its tools itself instead of naming `$readonly`: it lists plain tools, and a user who redefines `$readonly` (say, to `read` only) should not silently change
 //   what `$default` approves.
 // - A user preset (`tools.presets`) replaces the built-in of the same name whole; nothing is
 //   merged. Preset names must match `$[A-Za-z0-9_-]+` (as the config schema checks); other keys,
@@ -26,6 +24,7 @@
 // - An unknown preset name matches nothing and produces a warning with a did-you-mean suggestion
 //   (edit distance at most max(2, ⌊length / 3⌋), ties alphabetical — as the config schema does).
 
+import { isEmptyTable, isRecord } from '../util/records.js';
 import { editDistance } from '../tools/registry.js';
 
 export interface Preset {
@@ -56,18 +55,6 @@ export interface PresetTable {
   presets: ReadonlyMap<string, Preset>;
   /** Problems in the user's `tools.presets`; the offending parts were ignored. */
   warnings: string[];
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-/** An empty Lua table arrives over RPC as `[]` or `{}`; both mean "nothing". */
-function isEmptyTable(value: unknown): boolean {
-  return (
-    (Array.isArray(value) && value.length === 0) ||
-    (isRecord(value) && Object.keys(value).length === 0)
-  );
 }
 
 function stringList(value: unknown, where: string, warnings: string[]): string[] {

@@ -1,5 +1,5 @@
-// The built-in approval resolvers (seed: "Approval resolvers", "Configuring approval",
-// "Per-buffer approval"), as factories over plain data, and `buildChain` assembling them for one
+// The built-in approval resolvers (docs/approval.md, "Built-in resolvers",
+// "Global and per-buffer settings"), as factories over plain data, and `buildChain` assembling them for one
 // configuration snapshot. Whatever lives in Lua (an `auto_approve` function, a module path's
 // resolver, the sandbox's availability) reaches this module as a callback the caller supplies.
 //
@@ -11,7 +11,7 @@
 //    10  urn:flemma:approval:tool-default a tool's own default (CodeCompanion `requires_approval`)
 //     0  urn:flemma:approval:catch-all    only when tools.require_approval = false
 //
-// Decisions, including where the specification is silent:
+// Decisions (docs/approval.md states the rules):
 // - The buffer's own `auto_approve` (frontmatter) is supplied per decision in the context, as the
 //   buffer's *effective* setting: the global list with the buffer's operations applied
 //   (`applyListOps`), or the buffer's own function/module. When it is present the config and

@@ -37,7 +37,7 @@ import {
   findSensitive,
   sensitiveEntries,
 } from '../tools/sandbox/sensitive.js';
-import type { ApprovalResult } from './chain.js';
+import { type ApprovalResult, guarded } from './chain.js';
 
 export const SENSITIVE_GUARD = 'urn:flemma:approval:sensitive';
 
@@ -224,25 +224,13 @@ export function guardSensitive(
   if (result.decision !== 'approve') return result;
   const hit = scope?.paths?.find((path) => path.sensitive !== undefined);
   if (hit?.sensitive === undefined) return result;
-  const approver = result.resolver ?? 'the default';
-  return {
-    decision: 'require_approval',
-    resolver: SENSITIVE_GUARD,
-    trace: [
-      ...result.trace,
-      {
-        resolver: SENSITIVE_GUARD,
-        // After every resolver of the chain.
-        priority: Number.NEGATIVE_INFINITY,
-        outcome: 'decided',
-        decision: 'require_approval',
-        notes: [
-          `${toolName} of ${shown(hit)} touches a sensitive place, ${describeSensitive(hit.sensitive)}: ${approver} approved it, but a sensitive place is never approved automatically`,
-        ],
-      },
-    ],
-    skipped: result.skipped,
-  };
+  const place = describeSensitive(hit.sensitive);
+  return guarded(
+    result,
+    SENSITIVE_GUARD,
+    (approver) =>
+      `${toolName} of ${shown(hit)} touches a sensitive place, ${place}: ${approver} approved it, but a sensitive place is never approved automatically`,
+  );
 }
 
 /** What `scopeFacts` reads: the editor's facts and the buffer's configuration. */

@@ -1,4 +1,4 @@
-// Session approvals of seed 003 (CodeCompanion): "always" approvals and YOLO mode, each a resolver
+// Session approvals (docs/approval.md, "Always, YOLO and cancel"): "always" approvals and YOLO mode, each a resolver
 // of the chain in chain.ts, over state the host keeps per buffer for the session.
 //
 //   95  urn:flemma:approval:session  a call the user approved "always" in this buffer

@@ -2,7 +2,7 @@
 // (the state directory's disk is full, it is not writable) is never approved automatically.
 // Whichever resolver approved it, the approval becomes a question with the reason, so the user
 // decides whether the write may run without a way back; only the user's own approval runs it.
-import type { ApprovalResult } from './chain.js';
+import { type ApprovalResult, guarded } from './chain.js';
 
 export const UNDO_GUARD = 'urn:flemma:approval:undo';
 
@@ -21,21 +21,10 @@ export function guardUndo(
   toolName: string,
 ): ApprovalResult {
   if (result.decision !== 'approve' || problem === undefined) return result;
-  const approver = result.resolver ?? 'the default';
-  return {
-    decision: 'require_approval',
-    resolver: UNDO_GUARD,
-    trace: [
-      ...result.trace,
-      {
-        resolver: UNDO_GUARD,
-        // After every resolver of the chain and the other guards.
-        priority: Number.NEGATIVE_INFINITY,
-        outcome: 'decided',
-        decision: 'require_approval',
-        notes: [`${toolName}: ${undoProblemText(problem)} (${approver} had approved it)`],
-      },
-    ],
-    skipped: result.skipped,
-  };
+  // After every resolver of the chain and the other guards.
+  return guarded(
+    result,
+    UNDO_GUARD,
+    (approver) => `${toolName}: ${undoProblemText(problem)} (${approver} had approved it)`,
+  );
 }

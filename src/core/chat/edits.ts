@@ -8,8 +8,8 @@
 //   denied / rejected / aborted block becomes (`resolutionText`), and the edits that turn a
 //   placeholder into a finished result (`planResult`, `planUserSuppliedResult`).
 //
-// Every buffer line written here comes from `writer.ts`; placeholders always use the seed form
-// (bare header, ```` ```flemma:tool status=… ```` fence), while both the seed form and the older
+// Every buffer line written here comes from `writer.ts`; placeholders always use the current form (docs/chat-format.md §8)
+// (bare header, ```` ```flemma:tool status=… ```` fence), while both that form and the older
 // `(pending)` header suffix are read.
 //
 // Edits replace rows [start, end) (0-based, end exclusive) and carry `expect`, the text those rows
@@ -28,6 +28,7 @@ import type {
   ToolUseSegment,
 } from './ast.js';
 import { type DuplicateToolUse, toolUseIds } from './tool-ids.js';
+import { commonEnds } from '../util/common-ends.js';
 import {
   ChatWriteError,
   type ToolResultBlock,
@@ -139,11 +140,11 @@ export function unresolvedToolUses(doc: ChatDocument): UnresolvedToolUse[] {
 }
 
 /**
- * Edits that insert a seed-form placeholder for each request, bottom to top. Ids that already
+ * Edits that insert a placeholder (docs/chat-format.md §8) for each request, bottom to top. Ids that already
  * have a result (placeholder or finished), that no tool use carries, or that the writer cannot
  * spell are skipped; a repeated id is placed once.
  *
- * Placement follows §3.3: a new `@You:` after the reply's last non-blank line when no `@You:`
+ * Placement (docs/chat-format.md §8): a new `@You:` after the reply's last non-blank line when no `@You:`
  * follows it; right under an `@You:` without results (above its text); after the result of the
  * closest earlier tool of the same reply; otherwise before the first result. Results answering
  * tools of other messages do not count as earlier. Placeholders sharing a spot form one edit, in
@@ -214,7 +215,7 @@ export function planPlaceholders(
 }
 
 /**
- * The edit that replaces the placeholder of `id` (header through closing fence, seed or suffix
+ * The edit that replaces the placeholder of `id` (header through closing fence, current or suffix
  * form; the first one in the buffer) with the finished result. Undefined when `id` has no
  * placeholder, unless `replaceFinished` allows replacing a finished result (re-execution).
  */
@@ -386,16 +387,7 @@ export function applyEdits(lines: readonly string[], edits: readonly Edit[]): st
  */
 export function narrowEdit(edit: Edit): Edit {
   const { expect, lines } = edit;
-  let head = 0;
-  while (head < expect.length && head < lines.length && expect[head] === lines[head]) head++;
-  let tail = 0;
-  while (
-    tail < expect.length - head &&
-    tail < lines.length - head &&
-    expect[expect.length - 1 - tail] === lines[lines.length - 1 - tail]
-  ) {
-    tail++;
-  }
+  let { head, tail } = commonEnds(expect, lines);
   if (head + tail >= expect.length) {
     // Nothing of `expect` would be left (an insertion, or no change): keep one row of it.
     if (tail > 0) tail--;

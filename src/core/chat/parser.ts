@@ -53,12 +53,26 @@ export function splitLines(text: string): string[] {
 /** Parse buffer lines (as `nvim_buf_get_lines` returns them). */
 export function parseLines(lines: readonly string[], options: ParseOptions = {}): ChatDocument {
   const diagnostics: Diagnostic[] = [];
-  const sink: Sink = (severity, code, message, span) => {
-    diagnostics.push({ severity, code, message, span });
-  };
+  const sink = sinkInto(diagnostics);
   const frontmatter = parseFrontmatter(lines, options, sink);
   const bodyStart = frontmatter === undefined ? 0 : frontmatter.span.endLine;
-  const messages = parseMessages(lines, bodyStart, sink);
+  return documentOf(lines, parseMessages(lines, bodyStart, sink), diagnostics, frontmatter);
+}
+
+/** A sink that keeps what it is told in `diagnostics`. */
+function sinkInto(diagnostics: Diagnostic[]): Sink {
+  return (severity, code, message, span) => {
+    diagnostics.push({ severity, code, message, span });
+  };
+}
+
+/** The document of `messages` (its document-wide diagnostics added). */
+function documentOf(
+  lines: readonly string[],
+  messages: Message[],
+  diagnostics: Diagnostic[],
+  frontmatter: ChatDocument['frontmatter'],
+): ChatDocument {
   finishDocument(messages, diagnostics);
   const document: ChatDocument = {
     kind: 'document',
@@ -108,19 +122,9 @@ export function reparse(
       diagnostic.code !== 'tool-use-duplicate-id' &&
       diagnostic.span.endLine < restart,
   );
-  const sink: Sink = (severity, code, message, span) => {
-    diagnostics.push({ severity, code, message, span });
-  };
+  const sink = sinkInto(diagnostics);
   const messages = previous.messages.slice(0, keep).concat(parseMessages(lines, restart - 1, sink));
-  finishDocument(messages, diagnostics);
-  const document: ChatDocument = {
-    kind: 'document',
-    messages,
-    diagnostics,
-    lineCount: lines.length,
-  };
-  if (previous.frontmatter !== undefined) document.frontmatter = previous.frontmatter;
-  return document;
+  return documentOf(lines, messages, diagnostics, previous.frontmatter);
 }
 
 function parseFrontmatter(

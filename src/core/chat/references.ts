@@ -1,9 +1,10 @@
 // Reading a file reference (`@./notes.md`, `@~/x.png`, `@/abs/doc.pdf`) into the part a provider
 // takes: text files inline, images and PDFs as attachments, anything else named as unsupported.
 import { realpathSync, statSync } from 'node:fs';
-import { basename, isAbsolute, join, relative, resolve, sep } from 'node:path';
+import { basename, isAbsolute, relative, resolve, sep } from 'node:path';
 import type { EvaluatedPart } from '../provider/types.js';
 import { readBounded, readBoundedSync } from '../util/bounded-read.js';
+import { expandHome, namesHome } from '../util/expand-path.js';
 import { detectMime, isTextMime } from '../tools/definitions/read.js';
 import type { ChatDocument, FileReferenceSegment } from './ast.js';
 import type { FileReferencePart } from './prompt.js';
@@ -22,9 +23,8 @@ export const MAX_BINARY_BYTES = 20 * 1024 * 1024;
 
 /** The absolute path of a reference: `./`, `../` from `baseDir`, `~/` from `home`. */
 export function referencePath(path: string, baseDir: string, home: string): string {
-  if (path === '~' || path.startsWith('~/')) return join(home, path.slice(1));
-  if (isAbsolute(path)) return resolve(path);
-  return resolve(baseDir, path);
+  const expanded = expandHome(path, home);
+  return isAbsolute(expanded) ? resolve(expanded) : resolve(baseDir, expanded);
 }
 
 /**
@@ -61,7 +61,7 @@ export function referenceRefusal(
   const root = scope.confineTo;
   if (root === undefined) return undefined;
   let why: string | undefined;
-  if (path === '~' || path.startsWith('~/')) why = 'it points into the home directory';
+  if (namesHome(path)) why = 'it points into the home directory';
   else if (isAbsolute(path)) why = 'it is an absolute path';
   else {
     const full = resolve(baseDir, path);

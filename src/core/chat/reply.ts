@@ -1,4 +1,4 @@
-// The layout of a streamed reply (behaviour.md §2.13): how provider events become text appended
+// The layout of a streamed reply (docs/chat-format.md §12): how provider events become text appended
 // under `@Assistant:`, so that what streams in reads back as the same tree. Pure: the send turns
 // each returned string into one append at the reply's stream anchor. The reply's text is the
 // model's, never structure: it goes through the format's escape as it streams (escape.ts).

@@ -65,7 +65,7 @@ export function toolUse({ name, id, input }: ToolUseBlock): string[] {
 }
 
 /**
- * A placeholder in the seed form: bare result header, blank line, a fence opened with
+ * A placeholder in its current form (docs/chat-format.md §8): bare result header, blank line, a fence opened with
  * `flemma:tool status=<status>`, the content lines (if any), the closing fence.
  */
 export function placeholder(id: string, status: PlaceholderStatus, content = ''): string[] {

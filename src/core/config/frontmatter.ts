@@ -1,6 +1,7 @@
 // A buffer's frontmatter as configuration: the operations it makes on options (from Lua's
 // `flemma.opt`, or from the `"flemma"` key of a JSON frontmatter), applied over the configuration
 // of the lower layers; and its other keys, which become template variables.
+import { isEmptyTable, isRecord } from '../util/records.js';
 import {
   type ApproveList,
   approveList,
@@ -64,17 +65,6 @@ const OPERATORS: Record<string, OpKind> = {
   $prepend: 'prepend',
   $remove: 'remove',
 };
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-function isEmptyTable(value: unknown): boolean {
-  return (
-    (Array.isArray(value) && value.length === 0) ||
-    (isRecord(value) && Object.keys(value).length === 0)
-  );
-}
 
 /** The 1-based line of character offset `index` in `text`. */
 function lineAt(text: string, index: number): number {

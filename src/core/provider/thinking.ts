@@ -1,4 +1,4 @@
-// The unified `thinking` option → what each provider's request carries (behaviour.md §2.7).
+// The unified `thinking` option → what each provider's request carries (docs/configuration.md, `parameters.thinking`).
 // Provider-specific overrides win over the general value. Until per-model tables exist, model
 // families are recognised by name (documented in docs/configuration.md).
 import type { ProviderRequest, ThinkingLevel } from './types.js';

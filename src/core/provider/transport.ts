@@ -222,3 +222,52 @@ export function carriedError(error: unknown): ProviderError | undefined {
   }
   return undefined;
 }
+
+/** `connect()`, whose failure is the provider's error: "the <sdk> failed to load: …". */
+export async function connectSdk<T>(
+  provider: string,
+  sdk: string,
+  connect: () => Promise<T>,
+): Promise<T> {
+  try {
+    return await connect();
+  } catch (error) {
+    const why = error instanceof Error ? error.message : String(error);
+    throw new ProviderError(provider, 'unknown', `the ${sdk} failed to load: ${why}`);
+  }
+}
+
+/** Turns an SDK's stream items into events; says whether anything arrived and the end came. */
+export interface StreamReader<T, E> {
+  read(item: T): Iterable<E>;
+  readonly started: boolean;
+  readonly finished: boolean;
+}
+
+/**
+ * The events `reader` makes of the stream `open` gives, until it finishes. A cancel (`aborted`)
+ * ends it quietly; a failure is `toError(error, started)` (a ProviderError passes as it is); a
+ * stream that stops before its end is the provider's "stream" error, saying `early`.
+ */
+export async function* readSdkStream<T, E>(
+  provider: string,
+  open: () => Promise<AsyncIterable<T>>,
+  reader: StreamReader<T, E>,
+  aborted: () => boolean,
+  toError: (error: unknown, started: boolean) => Error,
+  early: string,
+): AsyncGenerator<E> {
+  try {
+    for await (const item of await open()) {
+      if (aborted()) return;
+      yield* reader.read(item);
+      if (reader.finished) return;
+    }
+  } catch (error) {
+    if (aborted()) return;
+    if (error instanceof ProviderError) throw error;
+    throw toError(error, reader.started);
+  }
+  if (aborted()) return;
+  throw new ProviderError(provider, 'stream', early);
+}

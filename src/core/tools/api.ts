@@ -11,7 +11,7 @@ import type { Preview } from './registry.js';
 
 export type { ExecutionContext } from './context.js';
 
-/** What `execute` returns (or resolves to): the seed's ExecutionResult. */
+/** What `execute` returns (or resolves to): the ExecutionResult of docs/tools.md. */
 export interface ToolResult {
   success: boolean;
   /** A string is written as it is; an object becomes JSON in a `json` fence. */

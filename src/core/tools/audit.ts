@@ -1,4 +1,4 @@
-// Audit entries for tools matched by the `log` hook (seed 001, Flynn): one entry per call,
+// Audit entries for tools matched by the `log` hook (docs/policy.md, "`tools.hooks`"): one entry per call,
 // `{tool, args, success, durationMs}`, with secrets in `args` redacted.
 //
 // Decisions (see docs/policy.md):
@@ -20,19 +20,13 @@ export interface AuditEntry {
   error?: string;
 }
 
-export function auditEntry(
-  fields: {
-    tool: string;
-    id: string;
-    bufnr: number;
-    args: unknown;
-    success: boolean;
-    durationMs: number;
-    error?: string | undefined;
-    now?: Date;
-  },
-  redactor: Redactor = new Redactor(),
-): AuditEntry {
+/** What an entry is made of: its fields but the time, which `now` gives (default: now). */
+export type AuditFields = Omit<AuditEntry, 'time' | 'error'> & {
+  error?: string | undefined;
+  now?: Date;
+};
+
+export function auditEntry(fields: AuditFields, redactor: Redactor = new Redactor()): AuditEntry {
   const entry: AuditEntry = {
     time: (fields.now ?? new Date()).toISOString(),
     tool: fields.tool,

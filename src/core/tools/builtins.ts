@@ -1,7 +1,7 @@
 // The tools every host starts with. `bash`, `read`, `write`, `edit`, `ls`, `grep` and `find` are
 // offered to the model by default. `calculator` and `calculator_async` are registered but
-// disabled (`enabled = false`): a buffer or the config's tool list must name them, as the seed's
-// "extras" are opt-in. So are `web_fetch` and the `process_*` tools (issue 9, docs/tools.md).
+// disabled (`enabled = false`): a buffer or the config's tool list must name them, as the
+// "extras" are opt-in (docs/tools.md, "Built-ins"). So are `web_fetch` and the `process_*` tools (issue 9, docs/tools.md).
 // The host makes them once (`createBuiltinTools`) with what outlives a call: its background
 // processes and what it learnt about the installed search programs.
 

@@ -1,5 +1,5 @@
-// The ExecutionContext a tool's `execute` receives (seed: "ExecutionContext"). The field names
-// follow the seed's table exactly, so a tool reads the same whether it is written in Lua or in
+// The ExecutionContext a tool's `execute` receives (docs/tools.md, "The ExecutionContext"). The
+// field names follow that table exactly, so a tool reads the same whether it is written in Lua or in
 // JavaScript: `ctx.path.resolve`, `ctx.sandbox.is_path_writable`, `ctx.truncate.truncate_head`,
 // `ctx.get_config()`. A JavaScript tool additionally gets `signal` (aborted on cancel or timeout)
 // and `tool_id`.
@@ -19,6 +19,7 @@ import { type OpenedBeneath, WriteRefused, openBeneath } from './sandbox/beneath
 import type { WriteGate } from './sandbox/gate.js';
 import { type SandboxRoot, type SandboxRoots, SandboxViolation } from './sandbox/roots.js';
 import { FileReadError, openRegular, readHandle } from '../util/bounded-read.js';
+import { expandHome } from '../util/expand-path.js';
 
 /** `wrap_command`'s answer: the argv to run, or why the command cannot run sandboxed. */
 export type WrapResult = { ok: true; argv: string[] } | { ok: false; error: string };
@@ -207,10 +208,8 @@ export class WriteJournal {
 
 /** Resolves `path` against `base`; absolute paths and `~/` paths pass through (expanded). */
 export function resolveAgainst(base: string, path: string, home: string): string {
-  if (path === '~') return home;
-  if (path.startsWith('~/')) return resolvePath(home, path.slice(2));
-  if (isAbsolute(path)) return resolvePath(path);
-  return resolvePath(base, path);
+  const expanded = expandHome(path, home);
+  return isAbsolute(expanded) ? resolvePath(expanded) : resolvePath(base, expanded);
 }
 
 /** Builds a context; `path.resolve` resolves against the chat file's directory, else `cwd`. */

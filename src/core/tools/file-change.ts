@@ -13,6 +13,7 @@
 //   `git diff --stat`. A middle too large to compare cheaply counts as all removed and all added.
 
 import { countOccurrences } from './definitions/edit.js';
+import { commonEnds } from '../util/common-ends.js';
 
 /** What the call would leave, or why it would not apply. */
 export type Proposal = { ok: true; after: string } | { ok: false; reason: string };
@@ -69,16 +70,7 @@ const MAX_CELLS = 4_000_000;
 export function lineCounts(before: string, after: string): LineCounts {
   const a = linesOf(before);
   const b = linesOf(after);
-  let head = 0;
-  while (head < a.length && head < b.length && a[head] === b[head]) head++;
-  let tail = 0;
-  while (
-    tail < a.length - head &&
-    tail < b.length - head &&
-    a[a.length - 1 - tail] === b[b.length - 1 - tail]
-  ) {
-    tail++;
-  }
+  const { head, tail } = commonEnds(a, b);
   const left = a.slice(head, a.length - tail);
   const right = b.slice(head, b.length - tail);
   if (left.length === 0 || right.length === 0 || left.length * right.length > MAX_CELLS) {
@@ -138,16 +130,7 @@ export function inputFor(
   if (before === undefined || before === '') return asWrite;
   const a = piecesOf(before);
   const b = piecesOf(after);
-  let head = 0;
-  while (head < a.length && head < b.length && a[head] === b[head]) head++;
-  let tail = 0;
-  while (
-    tail < a.length - head &&
-    tail < b.length - head &&
-    a[a.length - 1 - tail] === b[b.length - 1 - tail]
-  ) {
-    tail++;
-  }
+  let { head, tail } = commonEnds(a, b);
   for (;;) {
     const oldText = a.slice(head, a.length - tail).join('');
     const newText = b.slice(head, b.length - tail).join('');

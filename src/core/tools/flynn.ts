@@ -1,4 +1,5 @@
-// Tools written in JavaScript or TypeScript against the seed's `Tool` interface (seed 001, Flynn),
+// Tools written in JavaScript or TypeScript against Flynn's `Tool` interface (docs/tools.md,
+// "Flynn-style tools: the `Tool` interface"),
 // and the three ways a module in `tools.modules` can hand them over: static objects, a factory
 // given its dependencies, a factory returning several tools. See docs/tools.md.
 //
@@ -31,7 +32,7 @@ export interface ToolResult {
   error?: string;
 }
 
-/** The seed's `Tool`, with Flemma's optional extras. */
+/** Flynn's `Tool`, with Flemma's optional extras. */
 export interface Tool<Args = Record<string, unknown>> {
   /** Canonical name: letters, digits, `_`, `.`, `:` and `-` (`git.status`, `mcp:gh:issue`). */
   name: string;

@@ -1,5 +1,5 @@
 // Which tool call the cursor means (`<M-CR>`, `:Flemma tool:execute`, `tool:cancel`…), and the
-// empty placeholders that get a preview line. Behaviour §3.9 describes the look-up rules.
+// empty placeholders that get a preview line. docs/chat-format.md §7 and §8 describe what is looked up.
 
 import type { ChatDocument, Message, ToolResultSegment, ToolUseSegment } from '../chat/ast.js';
 import { type ToolUseIds, toolUseIds } from '../chat/tool-ids.js';

@@ -1,4 +1,4 @@
-// Tool policy (seed 001, Flynn): which tools the model is offered and may run. Pure data in, a
+// Tool policy (docs/policy.md, "`tools.policy`"): which tools the model is offered and may run. Pure data in, a
 // decision out; the host applies it when it builds a request and again before a tool runs, and
 // the approval chain asks it first (`urn:flemma:approval:policy`, priority 200).
 //

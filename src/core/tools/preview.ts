@@ -2,7 +2,7 @@
 // placeholder, `<name>: <body>`. The host computes the body here; the editor fits the whole line
 // to its window (the Lua renderer), and `fitPreview` does the same for callers without one.
 //
-// Body rules (docs/tools.md, "Previews"; the seeds' examples win over behaviour §5.2):
+// Body rules (docs/tools.md, "Previews"):
 // - A tool's `formatPreview(input, maxLength)` is used when present. A plain string is the whole
 //   body. Parts become `<detail>  # <label>`, or the detail alone, or the label alone; a detail
 //   list is joined by two spaces (empty entries dropped). A formatter that throws or returns

@@ -9,7 +9,7 @@ import type { ExecutionContext } from './context.js';
 import { apiToolName } from './names.js';
 import type { ToolPolicyConfig } from './policy.js';
 
-/** What a tool's `execute` receives besides its input (the seed's ExecutionContext). */
+/** What a tool's `execute` receives besides its input (docs/tools.md, "The ExecutionContext"). */
 export type ToolContext = ExecutionContext;
 
 /** The result of running a tool. A thrown error is normalised to `{ ok: false }` by the caller. */

@@ -1,4 +1,4 @@
-// Output truncation for tool results (behaviour §3.16; the seeds win: whenever output is cut,
+// Output truncation for tool results (docs/tools.md, "Execution": whenever output is cut,
 // the full text is saved to a temp file and the result names that file).
 //
 // Conventions, decided here:
@@ -13,7 +13,7 @@
 //   for tail) is cut at a code-point boundary, never inside a multi-byte character, and marked:
 //   head keeps its start followed by HEAD_CUT_MARKER, tail keeps its end preceded by TAIL_CUT_MARKER.
 //   The marker counts toward the byte limit.
-// - Sizes are 1024-based, as in the seed's `format_size(12345) == "12.1KB"`: `512B`, `1.5KB`,
+// - Sizes are 1024-based, as Lua's `ctx.truncate.format_size(12345) == "12.1KB"` (docs/tools.md): `512B`, `1.5KB`,
 //   `2.0MB`, `1.0GB` (no space; one decimal above bytes; a value that rounds up to 1024.0 of a unit
 //   is written in the next unit).
 // - Notices (truncateForResult), after a blank line; `<where>` is ` Full output: <path>` or, when
@@ -287,4 +287,17 @@ export async function truncateForResult(
   const line = notice(details, options.mode, limitsOf(limits).maxBytes, savedTo);
   const out = details.content === '' ? line : `${details.content}\n\n${line}`;
   return { text: out, truncated: true, fullOutputPath: savedTo, details };
+}
+
+/**
+ * A listing of `source` (find, grep, ls) cut from its head to the limits, the whole saved to a
+ * file (`fs`, default the disk) under the call's `id`.
+ */
+export function truncateListing(
+  text: string,
+  source: string,
+  id: string,
+  fs: TruncateFs = nodeTruncateFs,
+): Promise<TruncatedOutput> {
+  return truncateForResult(text, { source, id, mode: 'head' }, fs);
 }

@@ -1,4 +1,4 @@
-// What a request costs (behaviour.md §7.6): per-model prices from `pricing.json`, and the
+// What a request costs (docs/usage.md, "What a request costs"): per-model prices from `pricing.json`, and the
 // arithmetic over the token counts a reply reports. Prices are USD per million tokens.
 import type { Usage } from '../provider/types.js';
 import table from './pricing.json' with { type: 'json' };

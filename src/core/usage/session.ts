@@ -1,5 +1,5 @@
 // The session: every completed request of this host, with its token counts, its prices and what
-// it cost (behaviour.md §7.6). Totals feed the usage bar, the statusline and the spend cap.
+// it cost (docs/usage.md, "The session"). Totals feed the usage bar, the statusline and the spend cap.
 import type { Usage } from '../provider/types.js';
 import { type Pricing, pricingFor, requestCost, type TokenCounts, tokenCounts } from './cost.js';
 

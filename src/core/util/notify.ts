@@ -1,7 +1,16 @@
 // The one way the host's services speak to the user (`Flemma: …` in Neovim). A port, so that the
 // core and the services never build the editor's message themselves.
-export interface Notifier {
-  info(message: string): void;
-  warn(message: string): void;
-  error(message: string): void;
+
+/** How one message is shown. */
+export interface NotifyOptions {
+  /** A message with a key replaces the earlier one of the same key (one line per subject). */
+  key?: string;
 }
+
+export interface Notifier {
+  info(message: string, options?: NotifyOptions): void;
+  warn(message: string, options?: NotifyOptions): void;
+  error(message: string, options?: NotifyOptions): void;
+}
+
+export type NotifyLevel = keyof Notifier;

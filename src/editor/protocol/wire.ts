@@ -55,7 +55,7 @@ export interface LuaToolSpec {
   has_cancelled?: boolean;
 }
 
-/** A Lua tool's result (`tools:result`): the seed's `{success, output, error}`. */
+/** A Lua tool's result (`tools:result`): the `{success, output, error}` of docs/tools.md, "Lua". */
 export interface LuaToolResult {
   success?: unknown;
   output?: unknown;

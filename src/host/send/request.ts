@@ -117,10 +117,7 @@ export class RequestBuilder {
     this.deps.base.logger.warn(elision.over);
     if (this.overShown.has(bufnr)) return;
     this.overShown.add(bufnr);
-    this.deps.base.lua.notify('notify', {
-      level: 'warn',
-      message: `${elision.over}; :Flemma status has the details`,
-    });
+    this.deps.base.notify.warn(`${elision.over}; :Flemma status has the details`);
   }
 
   /**
@@ -134,10 +131,9 @@ export class RequestBuilder {
     );
     if (this.automaticShown.has(bufnr)) return;
     this.automaticShown.add(bufnr);
-    this.deps.base.lua.notify('notify', {
-      level: 'info',
-      message: `The chat no longer fits the model's window: ${String(count)} old tool result${count === 1 ? '' : 's'} went as stubs (the file keeps them; :Flemma status lists them). :Flemma compact starts a new chat from a summary.`,
-    });
+    this.deps.base.notify.info(
+      `The chat no longer fits the model's window: ${String(count)} old tool result${count === 1 ? '' : 's'} went as stubs (the file keeps them; :Flemma status lists them). :Flemma compact starts a new chat from a summary.`,
+    );
   }
 
   /** What the budget made of the buffer's last request, if one went out with a budget. */
@@ -163,18 +159,12 @@ export class RequestBuilder {
     const prompt = assemblePrompt(state.document);
     // A summary (`:Flemma compact`) asks about the conversation as it is, whatever its end.
     if (purpose === 'send' && !prompt.messages.some((message) => message.role === 'user')) {
-      ctx.lua.notify('notify', {
-        level: 'warn',
-        message: 'Nothing to send: write a @You: message first.',
-      });
+      ctx.notify.warn('Nothing to send: write a @You: message first.');
       return undefined;
     }
     if (purpose === 'send' && nothingNewToSend(state.document, prompt)) {
       // Sending would only repeat the conversation: nothing is written, nothing goes out.
-      ctx.lua.notify('notify', {
-        level: 'info',
-        message: 'Nothing to send: the last @You: message is empty',
-      });
+      ctx.notify.info('Nothing to send: the last @You: message is empty');
       return undefined;
     }
     const editor =
@@ -185,7 +175,7 @@ export class RequestBuilder {
       }));
     if (editor.problem !== undefined) {
       // The frontmatter failed, or may not run: nothing is sent and the buffer stays as it is.
-      ctx.lua.notify('notify', { level: 'error', message: editor.problem });
+      ctx.notify.error(editor.problem);
       return undefined;
     }
     this.tellRefused(bufnr, editor);
@@ -195,7 +185,7 @@ export class RequestBuilder {
     const providerName = config.provider;
     const entry = PROVIDERS[providerName];
     const fail = (message: string): void => {
-      ctx.lua.notify('notify', { level: 'error', message: `${providerName}: ${message}` });
+      ctx.notify.error(`${providerName}: ${message}`);
     };
     if (entry === undefined) {
       fail(`unknown provider (available: ${Object.keys(PROVIDERS).sort().join(', ')})`);
@@ -281,7 +271,7 @@ export class RequestBuilder {
     } catch (error) {
       // A template or a file reference failed: nothing is sent, the buffer stays as it is.
       const message = error instanceof Error ? error.message : String(error);
-      ctx.lua.notify('notify', { level: 'error', message });
+      ctx.notify.error(message);
       return undefined;
     }
     // The tools' own system prompts (CodeCompanion `system_prompt`), or in XML tool calling the
@@ -364,10 +354,7 @@ export class RequestBuilder {
       keys.length === 1
         ? (keys[0] ?? '').replace(/^flemma\.opt\./, '')
         : `${String(keys.length)} options`;
-    this.deps.base.lua.notify('notify', {
-      level: 'warn',
-      message: `${name}: ${what} not applied until :trust`,
-    });
+    this.deps.base.notify.warn(`${name}: ${what} not applied until :trust`);
   }
 
   /**
@@ -449,10 +436,9 @@ export class RequestBuilder {
     if (prepared === undefined) return null;
     const { adapter, providerName: provider, model } = prepared;
     if (adapter.countTokens === undefined) {
-      ctx.lua.notify('notify', {
-        level: 'warn',
-        message: `${provider}: this provider has no token-counting endpoint; usage:estimate is not supported`,
-      });
+      ctx.notify.warn(
+        `${provider}: this provider has no token-counting endpoint; usage:estimate is not supported`,
+      );
       return null;
     }
     let tokens: number;
@@ -461,19 +447,17 @@ export class RequestBuilder {
     } catch (error) {
       const message = error instanceof ProviderError ? error.describe() : String(error);
       ctx.logger.warn(`usage estimate failed: ${message}`);
-      ctx.lua.notify('notify', { level: 'error', message: `usage:estimate: ${message}` });
+      ctx.notify.error(`usage:estimate: ${message}`);
       return null;
     }
     const pricing = pricingFor(provider, model);
     const cost = pricing === undefined ? undefined : (tokens * pricing.input) / 1_000_000;
     // Short, so that it fits the command line without a hit-enter prompt.
-    ctx.lua.notify('notify', {
-      level: 'info',
-      message:
-        `Next request: ${tokens.toLocaleString('en-US')} input tokens` +
+    ctx.notify.info(
+      `Next request: ${tokens.toLocaleString('en-US')} input tokens` +
         (cost === undefined ? '' : `, ≈ ${dollars(cost)}`) +
         ` (${model})`,
-    });
+    );
     ctx.hooks.post('usage:estimated', { bufnr, provider, model, input_tokens: tokens });
     return cost === undefined
       ? { input_tokens: tokens, provider, model }

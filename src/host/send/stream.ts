@@ -1,4 +1,4 @@
-// Streaming a reply into a chat buffer (behaviour.md §2.13): the `@Assistant:` marker and the
+// Streaming a reply into a chat buffer (docs/chat-format.md §12, docs/ui.md "While Flemma writes"): the `@Assistant:` marker and the
 // lock, the request's events written as they come (batched per frame), progress, retries of a
 // request that failed before any content, a credential resolved again after a 401, cancel, and
 // errors that leave the buffer as it was (or keep what arrived, marked as interrupted).
@@ -11,7 +11,7 @@ import {
   type ProviderEvent,
 } from '../../core/provider/types.js';
 import { XmlToolExtractor, extractXmlToolCalls } from '../../core/tools/xml.js';
-import { sleep } from '../../core/util/sleep.js';
+import { ProgressThrottle, withRetries } from '../../core/provider/retry.js';
 import type { HostBase } from '../base.js';
 import {
   type ContextQuestion,
@@ -34,28 +34,6 @@ import type { ContextMeter } from '../meter.js';
 type Progress = LuaParams<'progress.update'>;
 
 export type SendStatus = 'completed' | 'cancelled' | 'errored';
-
-/** Attempts for a request that fails before any content (429, 529, 5xx, a lost connection). */
-const MAX_ATTEMPTS = 3;
-
-/**
- * How long to wait before trying again, or undefined when the failure is final: not retryable,
- * after content arrived, after a cancel, or out of attempts. `retry-after` wins (up to a minute);
- * otherwise 1 s, 2 s, … with ±20 % jitter.
- */
-export function retryDelay(
-  error: unknown,
-  attempt: number,
-  hasContent: boolean,
-  aborted: boolean,
-  random: () => number = Math.random,
-): number | undefined {
-  if (aborted || hasContent || attempt >= MAX_ATTEMPTS) return undefined;
-  if (!(error instanceof ProviderError) || !error.retryable) return undefined;
-  if (error.retryAfterMs !== undefined) return Math.min(error.retryAfterMs, 60_000);
-  const base = 1000 * 2 ** (attempt - 1);
-  return Math.round(base * (0.8 + 0.4 * random()));
-}
 
 /**
  * Turns a request's events into sink lines (JSON). Consecutive text deltas share one line (up to
@@ -137,12 +115,9 @@ export class Streamer {
   ): Promise<SendStatus | undefined> {
     const ctx = this.deps.base;
     if (!this.deps.catalogue.isReady()) {
-      ctx.lua.notify('notify', {
-        level: 'info',
-        message: 'Waiting for tool definitions to load...',
-      });
+      ctx.notify.info('Waiting for tool definitions to load...');
       if (!(await this.deps.catalogue.whenReady(controller.signal))) {
-        ctx.lua.notify('notify', { level: 'info', message: 'Cancelled queued send.' });
+        ctx.notify.info('Cancelled queued send.');
         return 'cancelled';
       }
     }
@@ -223,17 +198,10 @@ export class Streamer {
   ): Promise<void> {
     const ctx = this.deps.base;
     let characters = 0;
-    let lastProgress = 0;
     let seen = 0;
-    // An update held back by the 100 ms pace goes out at the end of the window, so that a stream
-    // that pauses does not leave a stale count on screen.
-    let trailing: ReturnType<typeof setTimeout> | undefined;
-    let latest: Progress | undefined;
-    const sendProgress = (params: Progress): void => {
-      lastProgress = Date.now();
-      latest = undefined;
+    const progress = new ProgressThrottle<Progress>((params) => {
       ctx.lua.notify('progress.update', params);
-    };
+    });
     try {
       for await (const raw of events) {
         if (seen++ === 0) trace('send:first-event');
@@ -243,35 +211,14 @@ export class Streamer {
         if (event.type === 'tool_use' && event.invalid !== undefined) {
           this.deps.verdicts.markInvalidInput(event.id, event.name, event.invalid);
         }
-        const text = layout.push(event);
         // Called with '' too: text held back still counts for the recovery record.
-        put(text);
-        if (event.type === 'warning') {
-          ctx.lua.notify('notify', { level: 'warn', message: event.message });
-        }
-        const now = Date.now();
+        put(layout.push(event));
+        if (event.type === 'warning') ctx.notify.warn(event.message);
         if (event.type === 'text') characters += event.text.length;
-        const phase = event.type === 'progress' ? event.phase : 'streaming';
-        const params: Progress = { bufnr, phase, characters };
-        if (event.type === 'progress') params.characters = event.characters;
-        if (event.type === 'progress' && event.toolName !== undefined) {
-          params.tool = event.toolName;
-        }
-        if (now - lastProgress >= 100) {
-          sendProgress(params);
-        } else {
-          latest = params;
-          trailing ??= setTimeout(
-            () => {
-              trailing = undefined;
-              if (latest !== undefined) sendProgress(latest);
-            },
-            100 - (now - lastProgress),
-          );
-        }
+        progress.push(progressOf(bufnr, event, characters));
       }
     } finally {
-      if (trailing !== undefined) clearTimeout(trailing);
+      progress.close();
     }
   }
   private async stream(
@@ -281,7 +228,6 @@ export class Streamer {
     question: ContextQuestion,
   ): Promise<SendStatus> {
     const lines = prepared.state.lines;
-    let adapter = prepared.adapter;
     const ctx = this.deps.base;
     const writer = ctx.writes.buffer(bufnr);
     const stream = `reply-${String(Date.now())}`;
@@ -311,7 +257,7 @@ export class Streamer {
     // The request exactly as it is handed to the adapter, whatever its building left out; after
     // the editor's side of the start went out (the estimate costs ~0.2 ms a megabyte of chat).
     this.deps.meter.beforeSend(bufnr, prepared);
-    const first = primed(this.events(prepared, adapter, controller.signal));
+    const first = primed(this.events(prepared, prepared.adapter, controller.signal));
     // Once the reply streams, what a first tool call needs gets ready (src/host/warmup.ts).
     const warm = toolLoopWarmup(
       {
@@ -343,48 +289,35 @@ export class Streamer {
     let status: SendStatus = 'completed';
     try {
       let pending: AsyncIterable<ProviderEvent> | undefined = first;
-      let reauthorized = false;
-      for (let attempt = 1; ; attempt++) {
-        try {
-          const events = pending ?? this.events(prepared, adapter, controller.signal);
-          pending = undefined;
-          await this.consume(bufnr, events, layout, put, (event) => {
-            if (!replying) {
-              replying = true;
-              this.deps.replyStarted?.(bufnr);
-            }
-            warm(event);
-            sinkTap.push(event);
-            meter.observe(event);
-          });
-          trace('send:streamed');
-          break;
-        } catch (error) {
-          if (
-            !reauthorized &&
-            !layout.hasContent &&
-            !controller.signal.aborted &&
-            error instanceof ProviderError &&
-            error.kind === 'authentication'
-          ) {
-            // The provider refused the credential: it is resolved again (a rotated key, an
-            // expired token) and, when that gives another one, the request is made once more.
-            reauthorized = true;
-            const next = await prepared.reauthorize();
-            if (next !== undefined) {
-              ctx.logger.info('the provider refused the credential; trying a newly resolved one');
-              adapter = next;
-              attempt -= 1;
-              continue;
-            }
+      const attempt = async (adapter: ProviderAdapter): Promise<void> => {
+        const events = pending ?? this.events(prepared, adapter, controller.signal);
+        pending = undefined;
+        await this.consume(bufnr, events, layout, put, (event) => {
+          if (!replying) {
+            replying = true;
+            this.deps.replyStarted?.(bufnr);
           }
-          const wait = retryDelay(error, attempt, layout.hasContent, controller.signal.aborted);
-          if (wait === undefined) throw error;
-          ctx.logger.info(`retrying after ${String(wait)} ms: ${String(error)}`);
-          ctx.lua.notify('progress.update', { bufnr, phase: 'retrying', attempt: attempt + 1 });
-          await sleep(wait, controller.signal);
-        }
-      }
+          warm(event);
+          sinkTap.push(event);
+          meter.observe(event);
+        });
+        trace('send:streamed');
+      };
+      const { signal } = controller;
+      const hasContent = (): boolean => layout.hasContent;
+      await withRetries(
+        { adapter: prepared.adapter, signal, attempt, hasContent },
+        {
+          reauthorize: () => prepared.reauthorize(),
+          reauthorized: () => {
+            ctx.logger.info('the provider refused the credential; trying a newly resolved one');
+          },
+          retrying: (next, wait, error) => {
+            ctx.logger.info(`retrying after ${String(wait)} ms: ${String(error)}`);
+            ctx.lua.notify('progress.update', { bufnr, phase: 'retrying', attempt: next });
+          },
+        },
+      );
       if (controller.signal.aborted) {
         status = 'cancelled';
         put(layout.interrupt());
@@ -394,7 +327,7 @@ export class Streamer {
       if (status === 'errored') {
         const message = error instanceof ProviderError ? error.describe() : String(error);
         ctx.logger.warn(`send failed: ${message}`);
-        ctx.lua.notify('notify', { level: 'error', message });
+        ctx.notify.error(message);
         // What arrived before the failure stays, marked as an interrupted reply.
         put(layout.interrupt(`Response interrupted: ${message}`));
       } else {
@@ -412,10 +345,7 @@ export class Streamer {
         await writer.setLines(lastRow, row + 1, [lastLine], current.lines.slice(lastRow, row + 1));
       }
     } else {
-      ctx.lua.notify('notify', {
-        level: 'warn',
-        message: 'Request completed but no response was received.',
-      });
+      ctx.notify.warn('Request completed but no response was received.');
       writer.append(layout.close(), stream);
     }
     writer.closeStream(stream);
@@ -444,6 +374,14 @@ export class Streamer {
     ctx.writes.forget(sink.bufnr);
     return status;
   }
+}
+
+/** What the indicator shows after `event`: its phase and the characters of text so far. */
+function progressOf(bufnr: number, event: ProviderEvent, characters: number): Progress {
+  if (event.type !== 'progress') return { bufnr, phase: 'streaming', characters };
+  const params: Progress = { bufnr, phase: event.phase, characters: event.characters };
+  if (event.toolName !== undefined) params.tool = event.toolName;
+  return params;
 }
 
 /** A reply's event with tool names as the buffer shows them. */

@@ -2,6 +2,7 @@
 // host log and, when `tools.hooks.audit_file` is set, appended to that file.
 import { appendFile, mkdir } from 'node:fs/promises';
 import { homedir } from 'node:os';
+import { expandPath } from '../../core/util/expand-path.js';
 import { dirname } from 'node:path';
 import type { Config } from '../../core/config/config.js';
 import { auditEntry } from '../../core/tools/audit.js';
@@ -27,12 +28,13 @@ export async function auditCall(
       ? (raw as Record<string, unknown>)['audit_file']
       : undefined;
   if (typeof file !== 'string' || file === '') return;
-  const path = file === '~' || file.startsWith('~/') ? homedir() + file.slice(1) : file;
   try {
+    const path = expandPath(file, process.env, homedir());
+    if (path === undefined) throw new Error(`a variable in ${file} is not set`);
     await mkdir(dirname(path), { recursive: true });
     await appendFile(path, line + '\n', 'utf8');
   } catch (error) {
     const why = error instanceof Error ? error.message : String(error);
-    warn(`audit:${path}`, `Could not write the tool audit file ${path}: ${why}`);
+    warn(`audit:${file}`, `Could not write the tool audit file ${file}: ${why}`);
   }
 }

@@ -428,7 +428,7 @@ export class ToolCatalogue {
   }
 
   private warn(message: string): void {
-    this.ctx.lua.notify('notify', { level: 'warn', message });
+    this.ctx.notify.warn(message);
   }
 
   private warnOnce(key: string, message: string): void {

@@ -25,7 +25,7 @@ import { callPath, FileChanges, fingerprint, readText } from './file-changes.js'
 import type { ResultWriter } from './results.js';
 
 export interface DiffReviewDeps {
-  base: Pick<HostBase, 'lua' | 'documents'>;
+  base: Pick<HostBase, 'lua' | 'notify' | 'documents'>;
   catalogue: Pick<ToolCatalogue, 'isBuiltin'>;
   commands: Pick<ToolCommands, 'executeAt' | 'setStatusAt'>;
   results: Pick<ResultWriter, 'fresh' | 'applyEdits'>;
@@ -222,7 +222,7 @@ export class DiffReview {
   }
 
   private warn(message: string): null {
-    this.deps.base.lua.notify('notify', { level: 'warn', message });
+    this.deps.base.notify.warn(message);
     return null;
   }
 }

@@ -1,5 +1,5 @@
 // Tools from JavaScript and TypeScript modules (`tools.modules`; docs/tools.md, "JavaScript and
-// TypeScript tools"): the seed's `definitions` / `resolve(register, done)`, Flynn's `tool`,
+// TypeScript tools"): the `definitions` / `resolve(register, done)` form, Flynn's `tool`,
 // `tools`, `createTool(s)` and `setup`, the sandbox backends and middleware a module brings along,
 // and the registry as those modules see it.
 import { pathToFileURL } from 'node:url';
@@ -46,7 +46,7 @@ export interface JsModuleDeps {
   changed(): void;
 }
 
-/** A definition from a JavaScript module: seed-style snake_case names are accepted too. */
+/** A definition from a JavaScript module: Lua-style snake_case names are accepted too. */
 function fromJsDefinition(raw: Record<string, unknown>): ToolDefinition {
   const def = { ...raw } as Record<string, unknown>;
   if (def['inputSchema'] === undefined && def['input_schema'] !== undefined) {

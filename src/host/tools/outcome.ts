@@ -1,9 +1,9 @@
 // What a tool returns, in the forms the tool sources use, as the executor's `ToolOutcome`: Lua's
-// and the seed's `{ success, output, error }`, the internal `{ ok, … }`, or a bare value.
+// and the `{ success, output, error }` of docs/tools.md ("Lua"), the internal `{ ok, … }`, or a bare value.
 import type { ToolOutcome } from '../../core/tools/registry.js';
 import type { LuaToolResult } from '../../editor/protocol/wire.js';
 
-/** A tool's answer as Lua (or a seed-style JavaScript tool) gives it. */
+/** A tool's answer as Lua (or a JavaScript tool in the Lua style) gives it. */
 export type LuaResult = LuaToolResult;
 
 function asRecord(value: unknown): Record<string, unknown> | undefined {
@@ -59,7 +59,7 @@ export function outcomeOf(result: LuaResult): ToolOutcome {
   return failed;
 }
 
-/** Accepts the seed's `{ success, output, error }` as well as the internal `{ ok, … }`. */
+/** Accepts the Lua form `{ success, output, error }` (docs/tools.md, "Lua") as well as the internal `{ ok, … }`. */
 export function normalizeOutcome(value: unknown): ToolOutcome {
   if (value === undefined || value === null) return { ok: false, error: 'Tool returned no result' };
   const record = asRecord(value);

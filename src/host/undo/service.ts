@@ -205,10 +205,9 @@ export class UndoService {
       const reason = error instanceof Error ? error.message : String(error);
       this.base.logger.warn(`undo: cannot record ${toolId}: ${reason}`);
       this.unrecorded.set(`${chatKey(facts.filename, bufnr)}:${toolId}`, reason);
-      this.base.lua.notify('notify', {
-        level: 'warn',
-        message: `${toolId} changed files without an undo record: it could not be written (${reason})`,
-      });
+      this.base.notify.warn(
+        `${toolId} changed files without an undo record: it could not be written (${reason})`,
+      );
     }
   }
 

@@ -1,4 +1,4 @@
-// The Anthropic Messages adapter (behaviour.md §2.8): an evaluated prompt becomes a Messages API
+// The Anthropic Messages adapter (docs/configuration.md, "Provider and request parameters"): an evaluated prompt becomes a Messages API
 // body, and the SDK's stream of raw events becomes ProviderEvents. The SDK itself is loaded only
 // when the first reply streams.
 import type Anthropic from '@anthropic-ai/sdk';

@@ -1,4 +1,4 @@
-// The Gemini adapter (behaviour.md §2.10), for both the Gemini API and Vertex AI through
+// The Gemini adapter (docs/configuration.md, "Provider and request parameters"), for both the Gemini API and Vertex AI through
 // `@google/genai`: a prompt becomes the SDK's generateContent parameters, and the streamed
 // response chunks become provider events. The SDK is loaded lazily, so only its types are
 // imported here.
@@ -18,7 +18,7 @@ import {
   guardFetch,
 } from '../watchdog.js';
 import { assertNever } from '../../util/never.js';
-import { carriedError } from '../transport.js';
+import { carriedError, connectSdk, readSdkStream } from '../transport.js';
 import {
   ProviderError,
   internalToolName,
@@ -318,21 +318,10 @@ async function* streamReply(
   // A function, so that the checks below are not narrowed away: the signal changes under awaits.
   const aborted = (): boolean => signal.aborted;
   if (aborted()) return;
-  let sdk: SdkModule<'genai'>;
-  let client: GoogleGenAI;
-  try {
-    ({ sdk, client } = await connect());
-  } catch (error) {
-    throw new ProviderError(
-      provider,
-      'unknown',
-      `the Google Gen AI SDK failed to load: ${describe(error)}`,
-    );
-  }
+  const { sdk, client } = await connectSdk(provider, 'Google Gen AI SDK', connect);
 
-  const reader = new ChunkReader(provider);
-  try {
-    const chunks = await client.models.generateContentStream({
+  const open = () =>
+    client.models.generateContentStream({
       ...params,
       config: {
         ...params.config,
@@ -341,18 +330,14 @@ async function* streamReply(
         automaticContinuation: false,
       },
     });
-    for await (const chunk of chunks) {
-      if (aborted()) return;
-      for (const event of reader.read(chunk)) yield event;
-      if (reader.finished) return;
-    }
-  } catch (error) {
-    if (aborted()) return;
-    if (error instanceof ProviderError) throw error;
-    throw toProviderError(provider, sdk, error, reader.started);
-  }
-  if (aborted()) return;
-  throw new ProviderError(provider, 'stream', 'the stream ended without a finish reason');
+  yield* readSdkStream(
+    provider,
+    open,
+    new ChunkReader(provider),
+    aborted,
+    (error, started) => toProviderError(provider, sdk, error, started),
+    'the stream ended without a finish reason',
+  );
 }
 
 /**
@@ -367,17 +352,7 @@ async function countTokens(
 ): Promise<number> {
   const params = buildParams(provider, request);
   const config = (params.config ?? {}) as Config;
-  let sdk: SdkModule<'genai'>;
-  let client: GoogleGenAI;
-  try {
-    ({ sdk, client } = await connect());
-  } catch (error) {
-    throw new ProviderError(
-      provider,
-      'unknown',
-      `the Google Gen AI SDK failed to load: ${describe(error)}`,
-    );
-  }
+  const { sdk, client } = await connectSdk(provider, 'Google Gen AI SDK', connect);
   let contents = params.contents as Content[];
   const countConfig: Record<string, unknown> = { abortSignal: signal };
   if (provider === 'vertex') {

@@ -1,11 +1,19 @@
-// The OpenAI Responses API adapter (behaviour.md §2.9): a prompt becomes a `POST /v1/responses`
+// The OpenAI Responses API adapter (docs/configuration.md, "Provider and request parameters"): a prompt becomes a `POST /v1/responses`
 // body, and the streamed response events become provider events. The SDK is loaded lazily, so
 // only its types are imported here.
 import type OpenAI from 'openai';
 import type { ResponseCreateParamsStreaming } from 'openai/resources/responses/responses';
 import type { SdkLoader, SdkModule } from '../sdk.js';
 import { DEFAULT_STREAM_IDLE_MS, type Expected, globalFetch, guardFetch } from '../watchdog.js';
-import { carriedError, connectError, endpointOf, lostError, timeoutError } from '../transport.js';
+import {
+  carriedError,
+  connectError,
+  connectSdk,
+  readSdkStream,
+  endpointOf,
+  lostError,
+  timeoutError,
+} from '../transport.js';
 import { assertNever } from '../../util/never.js';
 import { EventReader, PROVIDER } from './openai-events.js';
 import {
@@ -120,16 +128,7 @@ async function countInputTokens(
   const body = Object.fromEntries(
     Object.entries(buildBody(request, shape)).filter(([key]) => !GENERATION_FIELDS.includes(key)),
   );
-  let connected: Client;
-  try {
-    connected = await connect();
-  } catch (error) {
-    throw new ProviderError(
-      PROVIDER,
-      'unknown',
-      `the OpenAI SDK failed to load: ${describe(error)}`,
-    );
-  }
+  const connected = await connectSdk(PROVIDER, 'OpenAI SDK', connect);
   try {
     const count = await connected.client.responses.inputTokens.count(body, { signal });
     return count.input_tokens;
@@ -355,43 +354,25 @@ async function* streamReply(
   // A function, not the property: the checks below run after awaits, when it may have changed.
   const aborted = (): boolean => signal.aborted;
   if (aborted()) return;
-  let connected: Client;
-  try {
-    connected = await connect();
-  } catch (error) {
-    throw new ProviderError(
-      PROVIDER,
-      'unknown',
-      `the OpenAI SDK failed to load: ${describe(error)}`,
-    );
-  }
+  const connected = await connectSdk(PROVIDER, 'OpenAI SDK', connect);
 
-  const reader = new EventReader();
-  try {
-    const events = await connected.client.responses.create(
+  const open = () =>
+    connected.client.responses.create(
       { ...body, stream: true } as unknown as ResponseCreateParamsStreaming,
       { signal },
     );
-    for await (const event of events) {
-      if (aborted()) return;
-      for (const out of reader.read(event)) yield out;
-      if (reader.finished) return;
-    }
-  } catch (error) {
-    if (aborted()) return;
-    if (error instanceof ProviderError) throw error;
-    throw toProviderError(connected, error, reader.started);
-  }
-  if (aborted()) return;
-  throw new ProviderError(PROVIDER, 'stream', 'the stream ended before the response completed');
+  yield* readSdkStream(
+    PROVIDER,
+    open,
+    new EventReader(),
+    aborted,
+    (error, started) => toProviderError(connected, error, started),
+    'the stream ended before the response completed',
+  );
 }
 
 // ---------------------------------------------------------------------------------------------
 // Errors
-
-function describe(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}
 
 /** The service's own message when the error body has one, else the SDK's. */
 function apiMessage(error: { message: string; error: unknown }): string {

@@ -35,7 +35,7 @@ import {
   nodeTruncateFs,
   truncateForResult,
 } from '../truncate.js';
-import { type RunFn, fieldsOf } from './ls.js';
+import { type RunFn, fieldsOf, labelOf, textOf } from './ls.js';
 
 /** The shell used when `tools.bash.shell` is not set. */
 export const BASH_DEFAULT_SHELL = 'bash';
@@ -210,9 +210,8 @@ export function createBashTool(options: BashToolOptions = {}): ToolDefinition {
     label: 'Run shell command',
     execute: (input, ctx) => executeBash(input, ctx, options),
     formatPreview: (input) => {
-      const command = typeof input['command'] === 'string' ? input['command'] : '';
-      const label = typeof input['label'] === 'string' ? input['label'] : undefined;
-      return { detail: `$ ${commandSummary(command)}`, label };
+      const command = textOf(input, 'command');
+      return { detail: `$ ${commandSummary(command)}`, label: labelOf(input) };
     },
   };
 }

@@ -23,7 +23,7 @@ import { type FileHandle, stat } from 'node:fs/promises';
 import type { ToolContext, ToolDefinition, ToolOutcome } from '../registry.js';
 import { SandboxViolation } from '../sandbox/roots.js';
 import { FileReadError, TOOL_READ_LIMIT_BYTES, readHandle } from '../../util/bounded-read.js';
-import { fieldsOf, stringField } from './ls.js';
+import { fieldsOf, labelOf, stringField, textOf } from './ls.js';
 import { reasonOf, sandboxDenial, toolPath } from './write.js';
 
 /** How many times `needle` occurs in `haystack`, overlapping occurrences included. */
@@ -158,8 +158,7 @@ export const editTool: ToolDefinition = {
   label: 'Edit file',
   execute: executeEdit,
   formatPreview: (input) => {
-    const detail = [typeof input['path'] === 'string' ? input['path'] : ''];
-    const label = typeof input['label'] === 'string' ? input['label'] : undefined;
-    return { detail, label };
+    const detail = [textOf(input, 'path')];
+    return { detail, label: labelOf(input) };
   },
 };

@@ -22,29 +22,24 @@
 //   `--cached` still lists a tracked file deleted from the work tree; such entries are dropped.
 // - Results are collected in full, sorted, and only then cut to `limit`, so the cut is stable.
 //   Over the limit the output ends with `[Results limited to <n> entries. …]`. When the list is
-//   still over the size limits it is cut as well, the full list is saved to a temp file (seed:
-//   always), and `[Showing <a> of <b> results (truncated). … Full output: <file>]` says so.
+//   still over the size limits it is cut as well, the full list is saved to a temp file
+//   (always, docs/tools.md "Execution"), and `[Showing <a> of <b> results (truncated). … Full output: <file>]` says so.
 // - A failing exit status is only an error when nothing was found (find reports 1 when a single
 //   directory was unreadable; fd reports 1 for "no results" in some versions).
 // - The time limit is `tools.find.timeout` when set, else the context's default timeout.
 
-import { lstat, stat } from 'node:fs/promises';
+import { stat } from 'node:fs/promises';
 import { homedir, tmpdir } from 'node:os';
 import { isAbsolute, join, relative, resolve as resolvePath } from 'node:path';
 
+import { pathExists } from '../../util/files.js';
 import { pathGlob } from '../../util/glob.js';
 import { resolveAgainst } from '../context.js';
 import { type CleanGitDir, cleanGitDir, gitRunOptions, locateRepository } from '../git.js';
 import { type RunOptions, type RunResult, runProcess } from '../process.js';
 import { type Probes, probeOnce } from '../probes.js';
 import type { ToolContext, ToolDefinition, ToolOutcome } from '../registry.js';
-import {
-  MAX_BYTES,
-  MAX_LINES,
-  type TruncateFs,
-  nodeTruncateFs,
-  truncateForResult,
-} from '../truncate.js';
+import { MAX_BYTES, MAX_LINES, type TruncateFs, truncateListing } from '../truncate.js';
 import {
   type RunFn,
   compareCodeUnits,
@@ -57,6 +52,8 @@ import {
   searchArgument,
   stringField,
   timeoutSeconds,
+  labelOf,
+  textOf,
 } from './ls.js';
 
 /** Files reported when the call gives no `limit`. */
@@ -197,15 +194,6 @@ function splitOutput(result: RunResult, plan: FindPlan): string[] {
   return result.output.split(separator).filter((line) => line !== '');
 }
 
-async function exists(path: string): Promise<boolean> {
-  try {
-    await lstat(path);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 /** The absolute paths of a run's matching files, deduplicated (in output order). */
 function matchingFiles(
   lines: readonly string[],
@@ -338,7 +326,7 @@ async function executeFind(
     excludeMatcher(excludes),
   );
   if (plan.backend === 'git') {
-    const present = await Promise.all(files.map(exists));
+    const present = await Promise.all(files.map(pathExists));
     files = files.filter((_, i) => present[i] === true);
   }
   const results = files.map((abs) => displayPath(ctx.cwd, abs)).sort(compareCodeUnits);
@@ -368,11 +356,7 @@ async function executeFind(
   const limit = positiveInt(fields['limit'], FIND_DEFAULT_LIMIT);
   const limited = results.length > limit;
   const text = (limited ? results.slice(0, limit) : results).join('\n');
-  const cut = await truncateForResult(
-    text,
-    { source: 'find', id: ctx.tool_id, mode: 'head' },
-    options.fs ?? nodeTruncateFs,
-  );
+  const cut = await truncateListing(text, 'find', ctx.tool_id, options.fs);
   const notes: string[] = [];
   if (cut.truncated) {
     const where =
@@ -427,11 +411,10 @@ export function createFindTool(options: FindToolOptions = {}): ToolDefinition {
     label: 'Find files',
     execute: (input, ctx) => executeFind(input, ctx, options),
     formatPreview: (input) => {
-      const detail = [typeof input['pattern'] === 'string' ? input['pattern'] : ''];
+      const detail = [textOf(input, 'pattern')];
       const path = input['path'];
       if (typeof path === 'string' && path !== '') detail.push(`in ${path}`);
-      const label = typeof input['label'] === 'string' ? input['label'] : undefined;
-      return { detail, label };
+      return { detail, label: labelOf(input) };
     },
   };
 }

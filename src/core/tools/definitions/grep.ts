@@ -41,8 +41,7 @@ import {
   MAX_BYTES,
   MAX_LINES,
   type TruncateFs,
-  nodeTruncateFs,
-  truncateForResult,
+  truncateListing,
 } from '../truncate.js';
 import { globMatcher, namePart } from './find.js';
 import {
@@ -56,6 +55,8 @@ import {
   searchArgument,
   stringField,
   timeoutSeconds,
+  labelOf,
+  textOf,
 } from './ls.js';
 
 /** Matches reported when the call gives no `limit`. */
@@ -382,11 +383,7 @@ async function executeGrep(
     return { ok: false, error: describeFailure(result) };
   }
 
-  const body = await truncateForResult(
-    formatMatches(matches),
-    { source: 'grep', id: ctx.tool_id, mode: 'head' },
-    options.fs ?? nodeTruncateFs,
-  );
+  const body = await truncateListing(formatMatches(matches), 'grep', ctx.tool_id, options.fs);
   const footer = `[${matches.length} matches${limitReached ? ', limit reached' : ''}]`;
   return { ok: true, output: `${body.text}\n\n${footer}` };
 }
@@ -436,14 +433,13 @@ export function createGrepTool(options: GrepToolOptions = {}): ToolDefinition {
     label: 'Search file contents',
     execute: (input, ctx) => executeGrep(input, ctx, options),
     formatPreview: (input) => {
-      const pattern = typeof input['pattern'] === 'string' ? input['pattern'] : '';
+      const pattern = textOf(input, 'pattern');
       const detail = [`/${pattern}/`];
       for (const key of ['path', 'glob']) {
         const value = input[key];
         if (typeof value === 'string' && value !== '') detail.push(value);
       }
-      const label = typeof input['label'] === 'string' ? input['label'] : undefined;
-      return { detail, label };
+      return { detail, label: labelOf(input) };
     },
   };
 }

@@ -27,13 +27,7 @@ import { delimiter, isAbsolute, join, relative } from 'node:path';
 import { resolveAgainst } from '../context.js';
 import type { runProcess } from '../process.js';
 import type { ToolContext, ToolDefinition, ToolOutcome } from '../registry.js';
-import {
-  MAX_BYTES,
-  MAX_LINES,
-  type TruncateFs,
-  nodeTruncateFs,
-  truncateForResult,
-} from '../truncate.js';
+import { MAX_BYTES, MAX_LINES, type TruncateFs, truncateListing } from '../truncate.js';
 
 /** Deepest recursion `max_depth` may ask for. */
 export const LS_MAX_DEPTH = 10;
@@ -106,6 +100,18 @@ export function fieldsOf(input: unknown): Record<string, unknown> {
 export function stringField(fields: Record<string, unknown>, key: string): string | undefined {
   const value = fields[key];
   return typeof value === 'string' && value !== '' ? value : undefined;
+}
+
+/** A call's `label`, for its preview (any string), or undefined. */
+export function labelOf(input: Record<string, unknown>): string | undefined {
+  const label = input['label'];
+  return typeof label === 'string' ? label : undefined;
+}
+
+/** A string field for a preview: the string, or '' when it is not one. */
+export function textOf(input: Record<string, unknown>, key: string): string {
+  const value = input[key];
+  return typeof value === 'string' ? value : '';
 }
 
 /** Case-insensitive order with a code-unit tie-break, so the result never depends on the locale. */
@@ -289,11 +295,7 @@ async function executeLs(
   }
   if (n === 0) return { ok: true, output: footer };
 
-  const body = await truncateForResult(
-    listing.entries.join('\n'),
-    { source: 'ls', id: ctx.tool_id, mode: 'head' },
-    options.fs ?? nodeTruncateFs,
-  );
+  const body = await truncateListing(listing.entries.join('\n'), 'ls', ctx.tool_id, options.fs);
   return { ok: true, output: `${body.text}\n\n${footer}` };
 }
 
@@ -335,11 +337,10 @@ export function createLsTool(options: LsToolOptions = {}): ToolDefinition {
     label: 'List directory',
     execute: (input, ctx) => executeLs(input, ctx, options),
     formatPreview: (input) => {
-      const detail = [typeof input['path'] === 'string' ? input['path'] : ''];
+      const detail = [textOf(input, 'path')];
       const depth = effectiveDepth(input['max_depth']);
       if (depth > 1) detail.push(`depth=${depth}`);
-      const label = typeof input['label'] === 'string' ? input['label'] : undefined;
-      return { detail, label };
+      return { detail, label: labelOf(input) };
     },
   };
 }

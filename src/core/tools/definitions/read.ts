@@ -45,7 +45,7 @@ import {
   nodeTruncateFs,
   truncateForResult,
 } from '../truncate.js';
-import { escapes, fieldsOf, positiveInt, stringField } from './ls.js';
+import { escapes, fieldsOf, labelOf, positiveInt, stringField, textOf } from './ls.js';
 import { toolPath } from './write.js';
 
 /** How much of a file with an unknown extension is inspected for NUL bytes. */
@@ -394,7 +394,7 @@ export function createReadTool(options: ReadToolOptions = {}): ToolDefinition {
     templateToolResult: true,
     execute: (input, ctx) => executeRead(input, ctx, options),
     formatPreview: (input) => {
-      const detail = [typeof input['path'] === 'string' ? input['path'] : ''];
+      const detail = [textOf(input, 'path')];
       const offset = input['offset'];
       const limit = input['limit'];
       const hasOffset = typeof offset === 'number';
@@ -402,8 +402,7 @@ export function createReadTool(options: ReadToolOptions = {}): ToolDefinition {
       if (hasOffset || hasLimit) {
         detail.push(`+${hasOffset ? offset : 0}${hasLimit ? `,${limit}` : ''}`);
       }
-      const label = typeof input['label'] === 'string' ? input['label'] : undefined;
-      return { detail, label };
+      return { detail, label: labelOf(input) };
     },
   };
 }

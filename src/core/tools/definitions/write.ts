@@ -22,7 +22,7 @@
 import type { ToolContext, ToolDefinition, ToolOutcome } from '../registry.js';
 import { SandboxViolation } from '../sandbox/roots.js';
 import { formatSize } from '../truncate.js';
-import { fieldsOf, stringField } from './ls.js';
+import { fieldsOf, labelOf, stringField, textOf } from './ls.js';
 
 /**
  * The refusal for changing `abs` when the sandbox is enabled and its policy does not allow writing
@@ -120,12 +120,11 @@ export const writeTool: ToolDefinition = {
   label: 'Write file',
   execute: executeWrite,
   formatPreview: (input) => {
-    const detail = [typeof input['path'] === 'string' ? input['path'] : ''];
+    const detail = [textOf(input, 'path')];
     const content = input['content'];
     if (typeof content === 'string') {
       detail.push(`(${formatSize(Buffer.byteLength(content, 'utf8'))})`);
     }
-    const label = typeof input['label'] === 'string' ? input['label'] : undefined;
-    return { detail, label };
+    return { detail, label: labelOf(input) };
   },
 };

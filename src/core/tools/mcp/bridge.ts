@@ -1,4 +1,4 @@
-// The bridge from an MCP server's tools to registry definitions (seed F20): one definition per
+// The bridge from an MCP server's tools to registry definitions (docs/mcp.md): one definition per
 // tool, named `mcp:<server>:<tool>`, described `[MCP:<server>] …`, with the server's input schema,
 // whose `execute` calls the server and turns its answer into a tool outcome. It knows nothing of
 // the SDK: a server is anything with `callTool`, so it is tested with a fake one.

@@ -6,7 +6,7 @@
 //
 // Readiness: a server counts as a loading tool source until its first attempt has finished
 // (connected or failed), so a send made meanwhile waits for it; later reconnects do not hold
-// sends up — the next request simply lacks the server's tools until it is back (seed F-18).
+// sends up — the next request simply lacks the server's tools until it is back (docs/mcp.md).
 
 import { backoffDelay } from '../../util/backoff.js';
 import { errorText, type McpCallResult, type McpToolInfo } from './bridge.js';

@@ -24,7 +24,7 @@
 // - bwrap availability is Linux, an executable binary, and a real probe: a binary that exists
 //   but cannot create namespaces here (containers, disabled user namespaces) would otherwise
 //   make every command fail instead of running unsandboxed under `auto`.
-// - bwrap's command line follows the specification. One addition: rw paths that do not exist
+// - bwrap's command line is the one docs/tools.md ("The sandbox") describes. One addition: rw paths that do not exist
 //   when the command is wrapped are left out, because `--bind` of a missing source aborts bwrap
 //   and would break every command just because, say, `~/.local/share` was never created.
 //   `extra_args` entries that are numbers are passed as text; other non-strings are ignored.

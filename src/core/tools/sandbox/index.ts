@@ -12,7 +12,7 @@
 //   absent one falls back to the defaults.
 // - When disabled, the access object is the permissive `noSandbox`: nothing is wrapped, every
 //   path is writable, and no backend is probed.
-// - When enabled, the write check holds whether or not a backend exists (the specification's
+// - When enabled, the write check holds whether or not a backend exists (docs/tools.md "The sandbox";
 //   "regardless of backend availability"). An unknown `urn:` in `rw_paths` fails closed: nothing
 //   is writable and commands are refused with the error, rather than guessing what was meant.
 // - `sandbox.backend` may name a module instead of a backend: a JavaScript file (`.js`, `.mjs`,

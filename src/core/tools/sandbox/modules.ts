@@ -15,6 +15,7 @@
 
 import { isAbsolute, resolve as resolvePath } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { expandHome } from '../../util/expand-path.js';
 
 import type { BackendDefinition, SandboxBackendRegistry } from './backends.js';
 
@@ -27,9 +28,7 @@ export function isJsModulePath(selection: string): boolean {
 
 /** The absolute path of a module named in the configuration. */
 export function expandModulePath(spec: string, home: string, cwd: string): string {
-  let path = spec;
-  if (path === '~') path = home;
-  else if (path.startsWith('~/')) path = resolvePath(home, path.slice(2));
+  const path = expandHome(spec, home);
   return isAbsolute(path) ? resolvePath(path) : resolvePath(cwd, path);
 }
 

@@ -2,12 +2,11 @@
 // and the write check that the file tools run against the resolved list.
 //
 // Decisions:
-// - The forms are exactly the ones the specification lists: `urn:flemma:cwd`,
-//   `urn:flemma:buffer:path`, `$VAR`, `${VAR:-default}`, `~` / `~/…`, and literals. `${VAR}` is
-//   read as `$VAR`. Variables are only recognised as the whole entry: `$HOME/x` is a literal, as
-//   the specification says ("other: literal"), rather than a half-supported shell expansion.
-// - A `$VAR` that is unset or empty is dropped (an empty path would silently mean the cwd). A
-//   `${VAR:-default}` whose default is empty is dropped for the same reason.
+// - The forms: `urn:flemma:cwd`, `urn:flemma:buffer:path`, and paths expanded as every path of the
+//   configuration is (src/core/util/expand-path.ts: `~`, `~user`, `$VAR`, `${VAR}`,
+//   `${VAR:-default}` anywhere in the entry).
+// - An entry whose variable is unset or empty is dropped (an empty path would silently mean the
+//   cwd). A `${VAR:-default}` whose default is empty is dropped for the same reason.
 // - An unknown `urn:` is an error (`PathVariableError`): a typo there must not quietly shrink or
 //   widen what the sandbox allows. Other strings containing a colon are ordinary literals.
 // - Relative literals are taken against the editor's cwd, never against the host's.
@@ -21,9 +20,9 @@
 
 import { lstatSync, readlinkSync, realpathSync } from 'node:fs';
 import { basename, dirname, isAbsolute, resolve as resolvePath } from 'node:path';
+import { type PathEnv, PathExpansionError, expandPath } from '../../util/expand-path.js';
 
-/** The environment the variables are read from (Neovim's, when the host knows it). */
-export type PathEnv = Readonly<Record<string, string | undefined>>;
+export type { PathEnv };
 
 /** What the variables need to know about the editor. */
 export interface PathFacts {
@@ -41,18 +40,8 @@ export class PathVariableError extends Error {
   override name = 'PathVariableError';
 }
 
-const NAME = '[A-Za-z_][A-Za-z0-9_]*';
-const PLAIN_VAR = new RegExp(`^\\$(${NAME})$`);
-const BRACED_VAR = new RegExp(`^\\$\\{(${NAME})\\}$`);
-const DEFAULT_VAR = new RegExp(`^\\$\\{(${NAME}):-(.*)\\}$`, 's');
 /** Links followed while resolving one path before giving up (the kernel's limit is 40). */
 const MAX_LINKS = 40;
-
-function expandTilde(path: string, home: string): string {
-  if (path === '~') return home;
-  if (path.startsWith('~/')) return resolvePath(home, path.slice(2));
-  return path;
-}
 
 function nonEmpty(value: string | undefined): string | undefined {
   return value === undefined || value === '' ? undefined : value;
@@ -61,7 +50,7 @@ function nonEmpty(value: string | undefined): string | undefined {
 /**
  * Expands one path variable to an absolute path (symlinks not yet resolved), or undefined when
  * the entry is dropped (unset variable, unnamed buffer). Throws `PathVariableError` for an
- * unknown `urn:`. Usable for `tools.<name>.cwd` as well as for `rw_paths` entries.
+ * unknown `urn:` or `~user`. Usable for `tools.<name>.cwd` as well as for `rw_paths` entries.
  */
 export function expandPathVariable(
   spec: string,
@@ -80,15 +69,12 @@ export function expandPathVariable(
       `Unknown path variable '${spec}' (known: ${URN_CWD}, ${URN_BUFFER_PATH})`,
     );
   } else {
-    const plain = PLAIN_VAR.exec(spec) ?? BRACED_VAR.exec(spec);
-    const withDefault = DEFAULT_VAR.exec(spec);
-    if (plain !== null) {
-      expanded = nonEmpty(env[plain[1] ?? '']);
-    } else if (withDefault !== null) {
-      const value = nonEmpty(env[withDefault[1] ?? '']);
-      expanded = value ?? nonEmpty(expandTilde(withDefault[2] ?? '', home));
-    } else {
-      expanded = nonEmpty(expandTilde(spec, home));
+    try {
+      expanded = nonEmpty(expandPath(spec, env, home));
+    } catch (error) {
+      // An unknown `~user`: as clear an error as an unknown `urn:`.
+      if (error instanceof PathExpansionError) throw new PathVariableError(error.message);
+      throw error;
     }
   }
   if (expanded === undefined) return undefined;

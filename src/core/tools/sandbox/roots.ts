@@ -19,6 +19,7 @@
 
 import { lstat, readlink, realpath } from 'node:fs/promises';
 import { isAbsolute, join, relative, resolve as resolvePath, sep } from 'node:path';
+import { expandHome } from '../../util/expand-path.js';
 
 export type RootMode = 'rw' | 'ro';
 
@@ -140,9 +141,8 @@ export class SandboxRoots {
     if (baseRoot === undefined)
       throw new SandboxViolation('No sandbox roots are configured', 'no-root');
     let abs: string;
-    if (path === '~') abs = this.#home;
-    else if (path.startsWith('~/')) abs = resolvePath(this.#home, path.slice(2));
-    else if (isAbsolute(path)) abs = resolvePath(path);
+    const expanded = expandHome(path, this.#home);
+    if (isAbsolute(expanded)) abs = resolvePath(expanded);
     else {
       const base = real[index];
       if (base === undefined) {

@@ -36,6 +36,7 @@ import { statSync } from 'node:fs';
 import { dirname, join, resolve as resolvePath } from 'node:path';
 
 import { isGlob, pathGlobSource } from '../../util/glob.js';
+import { PathExpansionError, expandPath } from '../../util/expand-path.js';
 import { type PathEnv, resolveReal } from './paths.js';
 
 export type SensitiveSource = 'built-in' | 'tools.sensitive_paths';
@@ -181,25 +182,19 @@ export const GIT_DIR_LABEL = 'a git directory (HEAD, objects/ and refs/)';
 
 const EDITOR_DIRS = ['config', 'data', 'state', 'cache'] as const;
 
-const VARIABLE = /\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}|\$([A-Za-z_][A-Za-z0-9_]*)/gu;
-
-/** An entry with `~` and variables expanded; undefined when a variable it needs is unset. */
+/**
+ * An entry with variables and `~` expanded; undefined when a variable it needs is unset, or its
+ * `~user` names no user (nothing of theirs to hide).
+ */
 export function expandEntry(spec: string, env: PathEnv, home: string): string | undefined {
-  // Set from the replacer, which control flow analysis does not follow.
-  const unset = { found: false };
-  let out = spec.replace(
-    VARIABLE,
-    (_all, braced: string | undefined, fallback: string | undefined, plain: string | undefined) => {
-      const value = env[braced ?? plain ?? ''];
-      if (value !== undefined && value !== '') return value;
-      if (fallback !== undefined && fallback !== '') return fallback;
-      unset.found = true;
-      return '';
-    },
-  );
-  if (unset.found) return undefined;
-  if (out === '~') out = home;
-  else if (out.startsWith('~/')) out = home + out.slice(1);
+  let out: string | undefined;
+  try {
+    out = expandPath(spec, env, home);
+  } catch (error) {
+    if (error instanceof PathExpansionError) return undefined;
+    throw error;
+  }
+  if (out === undefined) return undefined;
   if (out.startsWith('/')) return resolvePath(out);
   const relative = out.replace(/^(?:\.\/)+/u, '').replace(/\/+$/u, '');
   return relative === '' || relative === '.' ? undefined : relative;

@@ -1,0 +1,91 @@
+// One path expansion (issue 29, "one of each"): a tool path `~user/…` names that user's home
+// directory (it was a file named `~user` in the chat's directory), and the Lua side expands
+// configuration paths by the same rules as the host (lua/flemma/util/path.lua and
+// src/core/util/expand-path.ts agree, case by case).
+import { writeFileSync } from 'node:fs';
+import { userInfo } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { expandPath } from '../../src/core/util/expand-path.js';
+import { anthropicMessages, anthropicReply as reply } from '../helpers/anthropic-script.js';
+import { type Driver, startDriver } from '../helpers/driver.js';
+import { type FakeProvider, startFakeProvider } from '../helpers/fake-provider.js';
+
+let driver: Driver | undefined;
+let fake: FakeProvider | undefined;
+
+afterEach(async () => {
+  await driver?.quit();
+  await fake?.close();
+  driver = undefined;
+  fake = undefined;
+});
+
+describe('path expansion', () => {
+  it("a read of ~user/… reads the file in that user's home directory", async () => {
+    fake = await startFakeProvider();
+    driver = await startDriver({
+      env: { ANTHROPIC_API_KEY: 'sk-ant-test-key', ANTHROPIC_BASE_URL: fake.url },
+      setup: 'require("flemma").setup({})',
+    });
+    const d = driver;
+    await d.openChat('home.chat', ['@You:', 'Read my note.']);
+    await d.waitForEvent('FlemmaBootComplete');
+    // HOME is the driver's private directory; the project (`work/`) lies in it.
+    writeFileSync(join(d.home, 'work', 'note.txt'), 'the note in my home\n');
+    const path = `~${userInfo().username}/work/note.txt`;
+    await d.press('<C-]>');
+    await reply(await fake.nextRequest({ path: '/v1/messages' }), 'Reading.', [
+      { id: 'toolu_home', name: 'read', input: { label: 'x', path, offset: null, limit: null } },
+    ]);
+    const followUp = await fake.nextRequest({ path: '/v1/messages' });
+    const results = anthropicMessages(followUp).flatMap((m) =>
+      m.content.filter((c) => c.type === 'tool_result'),
+    );
+    expect(JSON.stringify(results)).toContain('the note in my home');
+    await reply(followUp, 'Done.');
+  });
+
+  it('the Lua side expands as the host does', async () => {
+    driver = await startDriver();
+    const env = { SET: '/set', EMPTY: '' };
+    const cases = [
+      '~',
+      '~/',
+      '~/x/y',
+      `~${userInfo().username}/z`,
+      '~root',
+      '~no-such-user-flemma/x',
+      'a/~/b',
+      '~+/x',
+      '$SET/a',
+      '${SET}/b',
+      '${UNSET:-/fallback}/c',
+      '${UNSET:-~/.cache}',
+      '${UNSET:-$SET}',
+      '$UNSET/d',
+      '${EMPTY}',
+      '${EMPTY:-}',
+      '$ 1 $-',
+    ];
+    const lua = await driver.lua<{ home: string; out: (string | null)[] }>(
+      `local paths = require("flemma.util.path")
+       local out = {}
+       for i, p in ipairs(...) do
+         local v = paths.expand(p, { SET = "/set", EMPTY = "" })
+         out[i] = v == nil and vim.NIL or v
+       end
+       return { home = vim.uv.os_homedir(), out = out }`,
+      cases,
+    );
+    const host = cases.map((p) => {
+      try {
+        return expandPath(p, env, lua.home) ?? null;
+      } catch {
+        return null;
+      }
+    });
+    expect(lua.out).toEqual(host);
+    expect(lua.out[0]).toBe(driver.home);
+  });
+});
