@@ -175,7 +175,9 @@ function M.send(bufnr)
     require("flemma.notify").warn("not a chat buffer")
     return false
   end
-  return require("flemma.host").notify("chat:send", { bufnr = bufnr })
+  -- The environment and the editor's facts as they are now (flemma.editor_state).
+  local state = require("flemma.editor_state").snapshot(bufnr)
+  return require("flemma.host").notify("chat:send", { bufnr = bufnr, state = state })
 end
 
 --- `<C-]>`: the tool cycle (placeholders, approved tools, then the send). `ticket`: the step was
@@ -186,7 +188,8 @@ function M.cycle(bufnr, ticket)
     require("flemma.notify").warn("not a chat buffer")
     return false
   end
-  return require("flemma.host").notify("chat:cycle", { bufnr = bufnr, ticket = ticket })
+  local state = require("flemma.editor_state").snapshot(bufnr)
+  return require("flemma.host").notify("chat:cycle", { bufnr = bufnr, ticket = ticket, state = state })
 end
 
 --- `<C-]>` in Insert mode: leave Insert mode, run the step on the next tick, and come back to

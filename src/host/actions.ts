@@ -16,6 +16,7 @@ import {
   type LuaToHostMethod,
 } from '../editor/protocol/index.js';
 import type { HostInfo } from '../editor/protocol/wire.js';
+import { trace } from '../editor/trace.js';
 
 export { ActionError };
 export type { HostInfo };
@@ -87,12 +88,12 @@ export const actions: { readonly [M in LuaToHostMethod]: Action<M> } = {
   /** The language server's hover: the same params → Markdown, or null. */
   'buffer:hover': (ctx, params) => hover(ctx.documents, params),
   /** Send the buffer's conversation and stream the reply into it (the third phase of <C-]>). */
-  'chat:send': (ctx, { bufnr, over_limit }) => {
+  'chat:send': (ctx, { bufnr, over_limit, state }) => {
     // `over_limit`: the user said yes to sending past `limits.max_session_cost`.
     // NOTE: answered at once; the request runs on, and reports through hooks and the buffer.
     ctx.sessions
       .of(bufnr)
-      .send(undefined, { overLimit: over_limit })
+      .sendPushed(state, { overLimit: over_limit })
       .catch((error: unknown) => {
         ctx.logger.error(`send of buffer ${String(bufnr)} failed`, error);
         const reason = error instanceof Error ? error.message : String(error);
@@ -132,9 +133,9 @@ export const actions: { readonly [M in LuaToHostMethod]: Action<M> } = {
     cancelled: await ctx.sessions.of(bufnr).cancel(),
   }),
   /** `<C-]>`: placeholders, execution of approved calls, then the send. */
-  'chat:cycle': (ctx, { bufnr, ticket }) => {
+  'chat:cycle': (ctx, { bufnr, ticket, state }) => {
     // A step never fails: its errors are logged by the session.
-    void ctx.sessions.of(bufnr).step(true, ticket ?? undefined);
+    void ctx.sessions.of(bufnr).step(true, ticket ?? undefined, state);
     return null;
   },
   /** Lua's approval resolvers (names, priorities; the functions stay in Neovim). */
@@ -153,31 +154,25 @@ export const actions: { readonly [M in LuaToHostMethod]: Action<M> } = {
     else if (kind !== undefined && service !== undefined) ctx.secrets.invalidate(kind, service);
     return null;
   },
-  /** Lua: a scheduled automatic continue is due (or was cancelled by an edit). */
-  'autopilot:resume': (ctx, { bufnr, token }) => {
-    ctx.sessions
-      .of(bufnr)
-      .conversation.autopilot.resume(token)
-      .catch((error: unknown) => {
-        ctx.logger.error('autopilot resume failed', error);
-      });
-    return null;
-  },
+  /** Lua: an edit (or `<C-c>`) cancelled the automatic continue the host's timer waits for. */
   'autopilot:cancelled': (ctx, { bufnr, token }) => {
-    const session = ctx.sessions.get(bufnr);
-    session?.conversation.autopilot.cancelled(token);
-    // An edit stopped the chain: a waiting `<C-]>` of Insert mode gets its answer.
-    session?.handBackIfIdle();
+    ctx.sessions.get(bufnr)?.autopilotCancelled(token);
     return null;
   },
   'autopilot:status': (ctx, { bufnr }) => {
-    const pilot = ctx.sessions.get(bufnr)?.conversation.autopilot;
-    const state = pilot?.state ?? 'idle';
-    const iteration = pilot?.iteration ?? 0;
+    const { state, iteration } = ctx.sessions.get(bufnr)?.autopilot ?? {
+      state: 'idle',
+      iteration: 0,
+    };
     const lines = [
       `autopilot in buffer ${String(bufnr)}: ${state}, ${String(iteration)} consecutive tool turn(s)`,
     ];
     return { lines, state, iteration };
+  },
+  /** Lua: what the host holds of a buffer's settings (or every buffer's) is stale. */
+  'editor:state': (ctx, { bufnr, stale }) => {
+    if (stale) ctx.states.stale(bufnr);
+    return null;
   },
   /** `:Flemma status [verbose]`: the buffer's settings, each with the layer that set it. */
   'chat:status': async (ctx, { bufnr, verbose }) => ({
@@ -364,6 +359,7 @@ function run<M extends LuaToHostMethod>(
   raw: unknown,
 ): ActionResult<M> | Promise<ActionResult<M>> {
   const params = LUA_TO_HOST[method].decode(raw);
+  trace(`wire:in ${method}`);
   return actions[method](ctx, params);
 }
 

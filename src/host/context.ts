@@ -22,7 +22,9 @@ import { SecretsService } from './secrets.js';
 import { RecoveryService } from './recovery.js';
 import { RequestBuilder } from './send/request.js';
 import { Streamer } from './send/stream.js';
-import { SessionRegistry } from './session.js';
+import { type LoopEvents, SessionRegistry } from './session.js';
+import { EditorStates } from './editor-state.js';
+import { Emitter } from '../core/util/emitter.js';
 import { ToolCatalogue } from './tools/catalogue.js';
 import { ToolCommands } from './tools/commands.js';
 import { DiffReview } from './tools/diff-review.js';
@@ -57,6 +59,8 @@ export interface HostContext extends HostBase {
   readonly trust: TrustChecker;
   /** The records that keep streaming replies on disk (docs/context.md). */
   readonly recovery: RecoveryService;
+  /** What the host holds of each buffer's settings, pushed by Lua. */
+  readonly states: EditorStates;
   /** Forget everything kept about a buffer that went away. */
   forget(bufnr: number): void;
 }
@@ -90,11 +94,20 @@ export function createContext(
   /** Each message's part of the trust digest, kept across parses (`trustDigest`). */
   const memo = new WeakMap<Message, string>();
   const luaTools = new LuaTools(base);
+  /** What the services tell the sessions: one subscriber, below, where the sessions are built. */
+  const events = new Emitter<LoopEvents>();
+  /** Each buffer's settings, pushed by Lua (docs/architecture.md, "The message budget"). */
+  const states: EditorStates = new EditorStates({
+    lua,
+    config: base.config,
+    memo,
+    tools: () => catalogue.toolNames(),
+  });
   // The services below reach the sessions (made last: they need the services) through closures.
   const catalogue: ToolCatalogue = new ToolCatalogue(base, luaTools, () => {
     previews.refresh();
   });
-  const previews: Previews = new Previews(base, catalogue);
+  const previews: Previews = new Previews(base, catalogue, states);
   const approval = new ApprovalService(base, catalogue.registry, (call, paths, config, facts) =>
     undo.probe(call.bufnr, facts, call.toolId, paths, undo.limits(config.tools)),
   );
@@ -113,11 +126,9 @@ export function createContext(
       lua.notify('notify', { level: 'warn', message });
     },
     toolsBusy: (bufnr) => executor.busy(bufnr),
-    autopilotArmed: (bufnr) => sessions.get(bufnr)?.conversation.autopilot.armed ?? false,
+    autopilotArmed: (bufnr) => sessions.get(bufnr)?.autopilot.armed ?? false,
   });
-  const undo = new UndoService(base, results, (bufnr, document) =>
-    sessions.of(bufnr).context(document),
-  );
+  const undo = new UndoService(base, results, (bufnr, document) => states.get(bufnr, document), states);
   const executor: ToolExecutor = new ToolExecutor({
     base,
     catalogue,
@@ -125,24 +136,22 @@ export function createContext(
     results,
     undo,
     gate: (call, config, facts) => approval.writeGate(call, config, facts),
+    // The executor's reports to the loop, as events (`LoopEvents`).
     loop: {
       requestRunning: (bufnr) => sessions.get(bufnr)?.requestRunning ?? false,
-      toolsDone: (bufnr, config) => sessions.of(bufnr).toolsDone(config),
+      toolsDone: (bufnr, config) => {
+        events.emit('tools:settled', { bufnr, config });
+        return Promise.resolve();
+      },
       stopped: (bufnr) => {
-        sessions.get(bufnr)?.stopped();
+        events.emit('loop:stopped', { bufnr });
       },
-      context: (bufnr, document) =>
-        sessions
-          .of(bufnr)
-          .context(document)
-          .catch(() => undefined),
-      carry: (bufnr, context) => {
-        sessions.of(bufnr).carry(context);
-      },
+      context: () => Promise.resolve(undefined),
+      carry: () => undefined,
     },
   });
   const usage = new UsageTracker(base, (bufnr) => {
-    sessions.get(bufnr)?.stopped();
+    events.emit('loop:stopped', { bufnr });
   });
   const requests = new RequestBuilder({ base, catalogue, memo });
   const recovery = new RecoveryService(logger);
@@ -156,9 +165,6 @@ export function createContext(
     catalogue,
     verdicts,
     memo,
-    carry: (bufnr, context) => {
-      sessions.of(bufnr).carry(context);
-    },
     replyStarted: (bufnr) => {
       undo.replyStarted(bufnr);
     },
@@ -172,15 +178,12 @@ export function createContext(
     approval,
     contextLines: (bufnr, config) => meter.statusLines(bufnr, config),
     loop: {
-      context: (bufnr, document, options) => sessions.of(bufnr).context(document, options),
+      context: (bufnr, document, options) => states.get(bufnr, document, options),
       rearmIfPaused: (bufnr, settings) => {
-        sessions.of(bufnr).conversation.autopilot.rearmIfPaused(settings);
+        sessions.of(bufnr).rearmIfPaused(settings);
       },
-      toolsFinished: (bufnr, settings) => sessions.of(bufnr).conversation.toolsFinished(settings),
-      autopilot: (bufnr) => {
-        const pilot = sessions.get(bufnr)?.conversation.autopilot;
-        return { state: pilot?.state ?? 'idle', iteration: pilot?.iteration ?? 0 };
-      },
+      toolsFinished: (bufnr, settings) => sessions.of(bufnr).resolved(settings),
+      autopilot: (bufnr) => sessions.get(bufnr)?.autopilot ?? { state: 'idle', iteration: 0 },
       elision: (bufnr) => requests.lastElision(bufnr),
     },
   });
@@ -193,8 +196,8 @@ export function createContext(
   });
   const notices = new ApprovalNotices(lua);
   const sessions: SessionRegistry = new SessionRegistry({
-    base,
-    catalogue,
+    editor: base,
+    states,
     executor,
     results,
     verdicts,
@@ -203,14 +206,21 @@ export function createContext(
     compactor: new Compactor({ base, requests, usage }),
     usage,
     cancelPending: (bufnr) => commands.cancelPending(bufnr),
-    memo,
     notices,
     undo,
     recovery,
   });
+  events.subscribe({
+    'tools:settled': ({ bufnr, config }) => {
+      void sessions.of(bufnr).toolsDone(config);
+    },
+    'loop:stopped': ({ bufnr }) => {
+      sessions.get(bufnr)?.stopped();
+    },
+  });
   const trust = new TrustChecker({
     base,
-    context: (bufnr, document) => sessions.of(bufnr).context(document),
+    context: (bufnr, document) => states.get(bufnr, document),
     readsResults: (name) => catalogue.readsResultReferences(name),
     memo,
   });
@@ -241,7 +251,9 @@ export function createContext(
     meter,
     trust,
     recovery,
+    states,
     forget: (bufnr) => {
+      states.forget(bufnr);
       usage.forget(bufnr);
       meter.forget(bufnr);
       previews.forget(bufnr);

@@ -10,6 +10,7 @@ import type { ReviewCall, ReviewScope } from '../../core/chat/review.js';
 import { ActionError, bufnrOf, field, type Doc, type Method } from './common.js';
 import { CONTEXT_ACTIONS, type ContextActions } from './context.js';
 import { MCP_ACTIONS, type McpActions } from './mcp.js';
+import { type PushedState, pushedOf } from './pushed.js';
 import { REVIEW_ACTIONS, type ReviewActions } from './review.js';
 import type {
   DeclarativeSettings,
@@ -55,10 +56,16 @@ export interface LuaToHost extends ReviewActions, McpActions, ContextActions {
   /** The language server's hover: Markdown, or null when there is nothing to say. */
   'buffer:hover': Method<NavigationParams, string | null>;
   'frontmatter:languages': Method<{ names: string[] }, null>;
-  'chat:send': Method<Buf & { over_limit: boolean }, null>;
+  /** `state`: the environment and the editor's facts as they are (docs/architecture.md). */
+  'chat:send': Method<Buf & { over_limit: boolean; state?: PushedState }, null>;
   'chat:cancel': Method<Buf, { cancelled: boolean }>;
   /** `ticket`: `<C-]>` in Insert mode, answered by `chat.step_ended` (null from Normal mode). */
-  'chat:cycle': Method<Buf & { ticket: number | null }, null>;
+  'chat:cycle': Method<Buf & { ticket: number | null; state?: PushedState }, null>;
+  /**
+   * What the host holds of a buffer's settings went stale (every buffer's without `bufnr`): the
+   * configuration's generation, a trust decision, the working directory, the buffer's name.
+   */
+  'editor:state': Method<{ bufnr?: number; stale: boolean }, null>;
   'chat:status': Method<Buf & { verbose: boolean }, { lines: string[] }>;
   'tools:define': Method<
     {
@@ -101,7 +108,6 @@ export interface LuaToHost extends ReviewActions, McpActions, ContextActions {
   'tool:yolo': Method<Buf & { mode: 'on' | 'off' | 'toggle' }, { yolo: boolean }>;
   'tool:cancel-pending': Method<Buf, { cancelled: number }>;
   'approval:define': Method<{ resolvers: LuaResolverSpec[] }, null>;
-  'autopilot:resume': Method<Buf & { token: number }, null>;
   'autopilot:cancelled': Method<Buf & { token: number }, null>;
   'autopilot:status': Method<Buf, { lines: string[]; state: string; iteration: number }>;
   'secrets:define': Method<{ resolvers: LuaSecretsSpec[] }, null>;
@@ -311,10 +317,14 @@ export const LUA_TO_HOST: { readonly [M in LuaToHostMethod]: LuaToHostSpec<M> } 
   },
   'chat:send': {
     kind: 'notification',
-    params: '`{bufnr, over_limit?}`',
+    params: '`{bufnr, over_limit?, state?}`',
     answer: '`nil` (the request runs on)',
     section: 'chatsend',
-    decode: (raw) => ({ bufnr: bufnrOf(raw), over_limit: field(raw, 'over_limit') === true }),
+    decode: (raw) => ({
+      bufnr: bufnrOf(raw),
+      over_limit: field(raw, 'over_limit') === true,
+      ...pushedOf(field(raw, 'state')),
+    }),
   },
   'chat:cancel': {
     kind: 'notification',
@@ -325,7 +335,7 @@ export const LUA_TO_HOST: { readonly [M in LuaToHostMethod]: LuaToHostSpec<M> } 
   },
   'chat:cycle': {
     kind: 'notification',
-    params: '`{bufnr, ticket?}`',
+    params: '`{bufnr, ticket?, state?}`',
     answer: '`nil` (`<C-]>`; with `ticket`, `chat.step_ended` later)',
     section: 'tools',
     decode: (raw) => {
@@ -333,6 +343,20 @@ export const LUA_TO_HOST: { readonly [M in LuaToHostMethod]: LuaToHostSpec<M> } 
       return {
         bufnr: bufnrOf(raw),
         ticket: typeof ticket === 'number' && Number.isInteger(ticket) ? ticket : null,
+        ...pushedOf(field(raw, 'state')),
+      };
+    },
+  },
+  'editor:state': {
+    kind: 'notification',
+    params: '`{bufnr?, stale}`',
+    answer: "`nil` (the host asks `editor.context` when it next needs the buffer's settings)",
+    section: 'pushed-state',
+    decode: (raw) => {
+      const bufnr = field(raw, 'bufnr');
+      return {
+        ...(bufnr === undefined || bufnr === null ? {} : { bufnr: bufnrOf(raw) }),
+        stale: field(raw, 'stale') === true,
       };
     },
   },
@@ -512,13 +536,6 @@ export const LUA_TO_HOST: { readonly [M in LuaToHostMethod]: LuaToHostSpec<M> } 
     answer: '`nil`',
     section: 'approval-and-autopilot',
     decode: (raw) => ({ resolvers: listOf<LuaResolverSpec>(field(raw, 'resolvers')) }),
-  },
-  'autopilot:resume': {
-    kind: 'notification',
-    params: '`{bufnr, token}`',
-    answer: '`nil`',
-    section: 'approval-and-autopilot',
-    decode: token,
   },
   'autopilot:cancelled': {
     kind: 'notification',

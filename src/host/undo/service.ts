@@ -86,7 +86,17 @@ export class UndoService {
     private readonly results: Pick<ResultWriter, 'fresh' | 'applyEdits'>,
     /** The buffer's configuration and facts, as a tool call would get them. */
     private readonly context: (bufnr: number, document: ChatDocument) => Promise<EditorContext>,
+    /** The editor's facts the host holds of a buffer (pushed by Lua; src/host/editor-state.ts). */
+    private readonly held?: { facts(bufnr: number): EditorFacts | undefined },
   ) {}
+
+  /** The buffer's editor facts: those the host holds, else asked (one round trip). */
+  private facts(bufnr: number): Promise<EditorFacts> {
+    const held = this.held?.facts(bufnr);
+    return held === undefined
+      ? this.base.lua.call('tools.facts', { bufnr })
+      : Promise.resolve(held);
+  }
 
   /**
    * The write side of `ctx.sandbox` a tool of the buffer would get now, writing the sensitive
@@ -223,7 +233,7 @@ export class UndoService {
     if (result === undefined || result.placeholder !== undefined) {
       return { ok: false, message: `${call.name} (${call.id}) has not run: nothing to undo` };
     }
-    const facts = await this.base.lua.call('tools.facts', { bufnr });
+    const facts = await this.facts(bufnr);
     const store = storeFor(facts);
     const key = chatKey(facts.filename, bufnr);
     const record = store === undefined ? undefined : await store.load(key, call.id);
@@ -283,7 +293,7 @@ export class UndoService {
     if (!found.ok) return undefined;
     const { call } = found;
     if (call.result === undefined || call.result.placeholder !== undefined) return undefined;
-    const facts = await this.base.lua.call('tools.facts', { bufnr });
+    const facts = await this.facts(bufnr);
     const record = await storeFor(facts)?.load(chatKey(facts.filename, bufnr), call.id);
     const file = record?.files.find((item) => item.skipped === undefined);
     if (record === undefined || file === undefined || file.before === undefined) {
@@ -330,8 +340,7 @@ export class UndoService {
   /** The first event of a reply arrived: a new turn's git state is noted now. */
   replyStarted(bufnr: number): void {
     if (!this.starting.delete(bufnr)) return;
-    const state = this.base.lua
-      .call('tools.facts', { bufnr })
+    const state = this.facts(bufnr)
       .then((facts) => gitStateFor(facts))
       .catch(() => undefined);
     this.turns.set(bufnr, state);
@@ -354,7 +363,7 @@ export class UndoService {
   async review(bufnr: number, scope: ReviewScope): Promise<{ calls: ReviewCall[]; git: string[] }> {
     const state = await this.base.documents.attach(bufnr);
     if (state === undefined) return { calls: [], git: [] };
-    const facts = await this.base.lua.call('tools.facts', { bufnr });
+    const facts = await this.facts(bufnr);
     const calls = await this.reviewCalls(bufnr, scope, state.document, facts);
     const start = scope.kind === 'last' ? await this.turns.get(bufnr) : undefined;
     if (start === undefined) return { calls, git: [] };
