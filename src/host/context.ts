@@ -65,13 +65,10 @@ export interface HostContext extends HostBase {
   forget(bufnr: number): void;
 }
 
-export function createContext(
-  nvim: Neovim,
-  logger: FileLogger,
-  logFile: string | undefined,
-): HostContext {
+/** The editor's adapters and what the host keeps for its lifetime (`HostBase`). */
+function createBase(nvim: Neovim, logger: FileLogger, logFile: string | undefined): HostBase {
   const lua = new LuaBridge(rpcPortOf(nvim));
-  const base: HostBase = {
+  return {
     lua,
     notify: notifier({ lua }),
     hooks: new HookEmitter(lua),
@@ -91,19 +88,22 @@ export function createContext(
     startedAt: Date.now(),
     logFile,
   };
-  /** Each message's part of the trust digest, kept across parses (`trustDigest`). */
-  const memo = new WeakMap<Message, string>();
+}
+
+/** What the tool services ask of the buffers' loops (answered by the sessions). */
+interface LoopQueries {
+  requestRunning(bufnr: number): boolean;
+  autopilotArmed(bufnr: number): boolean;
+}
+
+/** The tools: the catalogue, approval, the results, undo and the executor. */
+function createTools(
+  base: HostBase,
+  states: EditorStates,
+  events: Emitter<LoopEvents>,
+  loops: LoopQueries,
+) {
   const luaTools = new LuaTools(base);
-  /** What the services tell the sessions: one subscriber, below, where the sessions are built. */
-  const events = new Emitter<LoopEvents>();
-  /** Each buffer's settings, pushed by Lua (docs/architecture.md, "The message budget"). */
-  const states: EditorStates = new EditorStates({
-    lua,
-    config: base.config,
-    memo,
-    tools: () => catalogue.toolNames(),
-  });
-  // The services below reach the sessions (made last: they need the services) through closures.
   const catalogue: ToolCatalogue = new ToolCatalogue(base, luaTools, () => {
     previews.refresh();
   });
@@ -113,22 +113,22 @@ export function createContext(
   );
   const verdicts = new Verdicts({
     registry: catalogue.registry,
-    logger,
+    logger: base.logger,
     ready: () => catalogue.isReady(),
     policyBlocks: (name, config) => catalogue.policyBlocks(name, config),
   });
   const results: ResultWriter = new ResultWriter({
     writes: base.writes,
     documents: base.documents,
-    lua,
-    logger,
+    lua: base.lua,
+    logger: base.logger,
     warn: (message) => {
-      lua.notify('notify', { level: 'warn', message });
+      base.notify.warn(message);
     },
     toolsBusy: (bufnr) => executor.busy(bufnr),
-    autopilotArmed: (bufnr) => sessions.get(bufnr)?.autopilot.armed ?? false,
+    autopilotArmed: (bufnr) => loops.autopilotArmed(bufnr),
   });
-  const undo = new UndoService(base, results, (bufnr, document) => states.get(bufnr, document), states);
+  const undo = new UndoService(base, results, (bufnr, doc) => states.get(bufnr, doc), states);
   const executor: ToolExecutor = new ToolExecutor({
     base,
     catalogue,
@@ -138,7 +138,7 @@ export function createContext(
     gate: (call, config, facts) => approval.writeGate(call, config, facts),
     // The executor's reports to the loop, as events (`LoopEvents`).
     loop: {
-      requestRunning: (bufnr) => sessions.get(bufnr)?.requestRunning ?? false,
+      requestRunning: (bufnr) => loops.requestRunning(bufnr),
       toolsDone: (bufnr, config) => {
         events.emit('tools:settled', { bufnr, config });
         return Promise.resolve();
@@ -150,11 +150,24 @@ export function createContext(
       carry: () => undefined,
     },
   });
+  return { luaTools, catalogue, previews, approval, verdicts, results, undo, executor };
+}
+
+type Tools = ReturnType<typeof createTools>;
+
+/** The send: usage, the request builder, the context meter, the streamer, the compactor. */
+function createSend(
+  base: HostBase,
+  memo: WeakMap<Message, string>,
+  tools: Tools,
+  events: Emitter<LoopEvents>,
+) {
+  const { catalogue, verdicts, undo } = tools;
   const usage = new UsageTracker(base, (bufnr) => {
     events.emit('loop:stopped', { bufnr });
   });
   const requests = new RequestBuilder({ base, catalogue, memo });
-  const recovery = new RecoveryService(logger);
+  const recovery = new RecoveryService(base.logger);
   const meter = new ContextMeter({ base, requests, usage });
   const streamer = new Streamer({
     recovery,
@@ -169,6 +182,15 @@ export function createContext(
       undo.replyStarted(bufnr);
     },
   });
+  const compactor = new Compactor({ base, requests, usage });
+  return { usage, requests, recovery, meter, streamer, compactor };
+}
+
+type Send = ReturnType<typeof createSend>;
+
+/** The commands on calls and the diff view, which go on through the buffer's session. */
+function createCommands(base: HostBase, tools: Tools, send: Send, sessions: SessionRegistry) {
+  const { catalogue, executor, verdicts, results, approval, previews } = tools;
   const commands: ToolCommands = new ToolCommands({
     base,
     catalogue,
@@ -176,15 +198,15 @@ export function createContext(
     verdicts,
     results,
     approval,
-    contextLines: (bufnr, config) => meter.statusLines(bufnr, config),
+    contextLines: (bufnr, config) => send.meter.statusLines(bufnr, config),
     loop: {
-      context: (bufnr, document, options) => states.get(bufnr, document, options),
+      context: (bufnr, document, options) => sessions.of(bufnr).settings(document, options),
       rearmIfPaused: (bufnr, settings) => {
         sessions.of(bufnr).rearmIfPaused(settings);
       },
       toolsFinished: (bufnr, settings) => sessions.of(bufnr).resolved(settings),
       autopilot: (bufnr) => sessions.get(bufnr)?.autopilot ?? { state: 'idle', iteration: 0 },
-      elision: (bufnr) => requests.lastElision(bufnr),
+      elision: (bufnr) => send.requests.lastElision(bufnr),
     },
   });
   const diffReview = new DiffReview({
@@ -194,21 +216,39 @@ export function createContext(
     results,
     changes: previews.changes,
   });
-  const notices = new ApprovalNotices(lua);
+  return { commands, diffReview };
+}
+
+export function createContext(
+  nvim: Neovim,
+  logger: FileLogger,
+  logFile: string | undefined,
+): HostContext {
+  const base = createBase(nvim, logger, logFile);
+  /** Each message's part of the trust digest, kept across parses (`trustDigest`). */
+  const memo = new WeakMap<Message, string>();
+  /** What the services tell the sessions: one subscriber, below, where the sessions are built. */
+  const events = new Emitter<LoopEvents>();
+  /** Each buffer's settings, pushed by Lua (docs/architecture.md, "The message budget"). */
+  const states: EditorStates = new EditorStates({
+    lua: base.lua,
+    config: base.config,
+    memo,
+    tools: () => tools.catalogue.toolNames(),
+  });
+  const tools: Tools = createTools(base, states, events, {
+    requestRunning: (bufnr) => sessions.get(bufnr)?.requestRunning ?? false,
+    autopilotArmed: (bufnr) => sessions.get(bufnr)?.autopilot.armed ?? false,
+  });
+  const send = createSend(base, memo, tools, events);
+  const notices = new ApprovalNotices(base.lua);
   const sessions: SessionRegistry = new SessionRegistry({
     editor: base,
     states,
-    executor,
-    results,
-    verdicts,
-    approval,
-    streamer,
-    compactor: new Compactor({ base, requests, usage }),
-    usage,
+    ...tools,
+    ...send,
     cancelPending: (bufnr) => commands.cancelPending(bufnr),
     notices,
-    undo,
-    recovery,
   });
   events.subscribe({
     'tools:settled': ({ bufnr, config }) => {
@@ -218,51 +258,72 @@ export function createContext(
       sessions.get(bufnr)?.stopped();
     },
   });
+  const { commands, diffReview } = createCommands(base, tools, send, sessions);
   const trust = new TrustChecker({
     base,
     context: (bufnr, document) => states.get(bufnr, document),
-    readsResults: (name) => catalogue.readsResultReferences(name),
+    readsResults: (name) => tools.catalogue.readsResultReferences(name),
     memo,
   });
-  base.documents.onParsed((state) => {
-    previews.publish(state);
-    trust.parsed(state);
-    notices.parsed(state);
-  });
-  // The shim's log redacts what the host learns (resolved credentials) too.
-  logger.redactor.onChange(() => {
-    lua.notify('log.secrets', { values: logger.redactor.known() });
-  });
-  // Marks and diagnostics wait while a buffer is busy (docs/architecture.md).
-  base.documents.setBusy((bufnr) => sessions.busy(bufnr));
+  follow(base, { ...tools, trust, notices, sessions });
   return {
     ...base,
+    ...tools,
+    ...send,
     nvim,
     sessions,
-    catalogue,
-    luaTools,
-    executor,
     commands,
     diffReview,
-    undo,
-    approval,
-    requests,
-    usage,
-    meter,
     trust,
-    recovery,
     states,
     forget: (bufnr) => {
-      states.forget(bufnr);
-      usage.forget(bufnr);
-      meter.forget(bufnr);
-      previews.forget(bufnr);
-      trust.forget(bufnr);
-      notices.forget(bufnr);
-      requests.forget(bufnr);
-      approval.session.clear(bufnr);
-      undo.forget(bufnr);
-      sessions.forget(bufnr);
+      forget(bufnr, { ...tools, ...send, states, trust, notices, sessions });
     },
   };
+}
+
+/** What follows the buffers' parses, the redactor and the busy state. */
+function follow(
+  base: HostBase,
+  s: {
+    previews: Previews;
+    trust: TrustChecker;
+    notices: ApprovalNotices;
+    sessions: SessionRegistry;
+  },
+): void {
+  base.documents.onParsed((state) => {
+    s.previews.publish(state);
+    s.trust.parsed(state);
+    s.notices.parsed(state);
+  });
+  // The shim's log redacts what the host learns (resolved credentials) too.
+  base.logger.redactor.onChange(() => {
+    base.lua.notify('log.secrets', { values: base.logger.redactor.known() });
+  });
+  // Marks and diagnostics wait while a buffer is busy (docs/architecture.md).
+  base.documents.setBusy((bufnr) => s.sessions.busy(bufnr));
+}
+
+/** Forget everything kept about a buffer that went away. */
+function forget(
+  bufnr: number,
+  s: Tools &
+    Send & {
+      states: EditorStates;
+      trust: TrustChecker;
+      notices: ApprovalNotices;
+      sessions: SessionRegistry;
+    },
+): void {
+  s.states.forget(bufnr);
+  s.usage.forget(bufnr);
+  s.meter.forget(bufnr);
+  s.previews.forget(bufnr);
+  s.trust.forget(bufnr);
+  s.notices.forget(bufnr);
+  s.requests.forget(bufnr);
+  s.approval.session.clear(bufnr);
+  s.undo.forget(bufnr);
+  s.sessions.forget(bufnr);
 }

@@ -132,8 +132,9 @@ export class EditorStates {
     const held = this.held.get(bufnr);
     const placeholders = held?.settings.trust.placeholders;
     if (held === undefined || placeholders === undefined) return;
-    const left = { ...placeholders };
-    for (const id of ids) delete left[id];
+    const left = Object.fromEntries(
+      Object.entries(placeholders).filter(([id]) => !ids.includes(id)),
+    );
     held.settings = { ...held.settings, trust: { ...held.settings.trust, placeholders: left } };
   }
 

@@ -308,7 +308,8 @@ export class ChatSession {
         editor.lua.notify('autopilot.cancel', { bufnr, from_host: true });
       },
       scheduled: async (delayMs, wait) => {
-        if (wait) await editor.hooks.emit('autopilot:resume-scheduled', { bufnr, delay_ms: delayMs });
+        if (wait)
+          await editor.hooks.emit('autopilot:resume-scheduled', { bufnr, delay_ms: delayMs });
         // Events keep their order on the channel; autopilot does not wait for the listeners.
         else editor.hooks.post('autopilot:resume-scheduled', { bufnr, delay_ms: delayMs });
       },

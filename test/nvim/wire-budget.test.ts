@@ -116,7 +116,6 @@ async function measure(): Promise<Budget> {
 describe('the message budget of a step (8 auto-approved calls)', () => {
   it('awaits no round trip before the calls start and at most one before the follow-up', async () => {
     const measured = await measure();
-    console.log(JSON.stringify(measured));
     expect(measured.beforeCalls).toEqual([]);
     expect(measured.afterCalls.length).toBeLessThanOrEqual(1);
     // Nothing is asked of Neovim in the step: the host writes to the buffer, and the document

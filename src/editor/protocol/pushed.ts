@@ -3,7 +3,6 @@
 // keeps (src/host/editor-state.ts; docs/architecture.md, "The message budget").
 import { field } from './common.js';
 import type { EditorFacts } from './wire.js';
-import type { EditorDirs } from '../../core/tools/sandbox/sensitive.js';
 
 export interface PushedState {
   /** The non-blank values of the variables the host reads (`:let $X = …` is not observable). */
@@ -36,7 +35,7 @@ function factsOf(raw: unknown): EditorFacts | undefined {
     sandbox_override: typeof override === 'boolean' ? override : null,
   };
   const dirs = field(raw, 'editor_dirs');
-  if (isTable(dirs) && !Array.isArray(dirs)) facts.editor_dirs = dirs as unknown as EditorDirs;
+  if (isTable(dirs) && !Array.isArray(dirs)) facts.editor_dirs = dirs;
   const servers = field(raw, 'servers');
   if (Array.isArray(servers)) facts.servers = servers.filter((s) => typeof s === 'string');
   return facts;
