@@ -1,10 +1,10 @@
 // The message budget of one step of the tool loop (docs/architecture.md, "The message budget"),
-// counted on the wire: a reply asks for 8 `read` calls at once, the default policy approves them,
-// autopilot places and runs them and sends the follow-up. The host's wire trace (`FLEMMA_TRACE`,
-// src/editor/trace.ts) marks every host → Lua call (`wire:call`), its answer, every batch of
-// notifications (`wire:notify`) and every Lua → host message (`wire:in`). Between the end of the
-// reply's stream and the first call starting (`tool:executing` posted) no call may be made, and
-// at most one before the follow-up request leaves.
+// counted on the wire for 8 `read` calls the default policy approves: autopilot's step after the
+// reply that asked for them, and the user's `<C-]>` on them once approved. The host's wire trace
+// (`FLEMMA_TRACE`, src/editor/trace.ts) marks every host → Lua call (`wire:call`), its answer
+// (`wire:answer`), every batch of notifications (`wire:notify`) and every Lua → host message
+// (`wire:in`). The step asks Neovim nothing before its calls start, and from the last call's
+// return to the follow-up leaving at most one round trip completes (the results' write).
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -37,7 +37,10 @@ function labels(file: string): string[] {
 interface Budget {
   /** Host → Lua calls made from the end of the reply until the calls were handed to the executor. */
   beforeCalls: string[];
-  /** Round trips (call and answer) from the last call's return until the follow-up left. */
+  /**
+   * Round trips (call and answer) from the last call's return until the follow-up left, but the
+   * document store's `chat.structure` (marks and diagnostics), which the loop does not wait for.
+   */
   afterCalls: string[];
   /** Every host → Lua call of the step. */
   calls: string[];
@@ -62,13 +65,13 @@ function roundTrips(labels: string[]): string[] {
 }
 
 /**
- * The step: from the reply being in the buffer (`send:finished`) to the follow-up's headers
- * (`http:headers-sent`); the calls start when the step hands them to the executor
- * (`tools:dispatch`), and the last of them returns at its `tool:done`.
+ * The step: from the reply being in the buffer (`send:finished`) to the follow-up leaving
+ * (`send:http`: the request handed to the provider's client); the calls start when the step
+ * hands them to the executor (`tools:dispatch`), and the last of them returns at `tool:done`.
  */
-function budget(trace: string[]): Budget {
-  const start = trace.indexOf('send:finished');
-  const end = trace.findIndex((label, i) => i > start && label === 'http:headers-sent');
+function budget(trace: string[], from = 'send:finished'): Budget {
+  const start = trace.indexOf(from);
+  const end = trace.findIndex((label, i) => i > start && label === 'send:http');
   expect(start).toBeGreaterThanOrEqual(0);
   expect(end).toBeGreaterThan(start);
   const step = trace.slice(start, end);
@@ -78,7 +81,7 @@ function budget(trace: string[]): Budget {
   expect(returned).toBeGreaterThan(dispatched);
   return {
     beforeCalls: called(step.slice(0, dispatched)),
-    afterCalls: roundTrips(step.slice(returned)),
+    afterCalls: roundTrips(step.slice(returned)).filter((method) => method !== 'chat.structure'),
     calls: called(step),
     messages: step.filter((label) => /^wire:(call|answer|notify|in) /.test(label)).length,
   };
@@ -87,7 +90,8 @@ function budget(trace: string[]): Budget {
 /** The host's writes into Neovim, which ask nothing. */
 const WRITES = ['buffer.apply_batch', 'chat.structure'];
 
-async function measure(): Promise<Budget> {
+/** A Neovim whose host traces the wire, with 8 small files to read; the trace's path. */
+async function start(): Promise<{ d: Driver; f: FakeProvider; file: string }> {
   dir = mkdtempSync(join(tmpdir(), 'flemma-wire-'));
   const file = join(dir, 'trace.log');
   fake = await startFakeProvider();
@@ -96,6 +100,13 @@ async function measure(): Promise<Budget> {
     setup: 'require("flemma").setup({})',
   });
   for (let i = 1; i <= 8; i++) driver.writeFile(`file${String(i)}.txt`, `file ${String(i)}\n`);
+  return { d: driver, f: fake, file };
+}
+
+/** The reply asks for 8 reads: autopilot's step places, runs and sends them. */
+async function measure(): Promise<Budget> {
+  const { file } = await start();
+  if (driver === undefined || fake === undefined) throw new Error('not started');
   await driver.openChat('wire.chat', ['@You:', 'Read the files.']);
   await driver.waitForEvent('FlemmaBootComplete', { timeout: 20000 });
   await driver.press('<C-]>');
@@ -113,6 +124,43 @@ async function measure(): Promise<Budget> {
   return budget(labels(file));
 }
 
+/** A chat written here (so trusted) whose last `@You:` holds the 8 reads' placeholders. */
+function waitingChat(status: string): string[] {
+  const lines = ['@You:', 'Read the files.', '', '@Assistant:', ''];
+  const ids = Array.from({ length: 8 }, (_, i) => `toolu_u${String(i)}`);
+  ids.forEach((id, i) => {
+    const input = { label: 'file', path: `file${String(i + 1)}.txt`, offset: null, limit: null };
+    lines.push(`**Tool Use:** \`read\` (\`${id}\`)`, '', '```json', JSON.stringify(input));
+    lines.push('```', '');
+  });
+  lines.push('@You:');
+  for (const id of ids) {
+    lines.push(`**Tool Result:** \`${id}\``, '', `\`\`\`flemma:tool status=${status}`, '```', '');
+  }
+  return lines;
+}
+
+/**
+ * The user's step: the reads wait for the user (a first `<C-]>` stops there, as after any first
+ * step the host holds the buffer's settings), the user approves them by editing the fences, and
+ * `<C-]>` runs them; autopilot sends the follow-up.
+ */
+async function measureUserStep(): Promise<Budget> {
+  const { d, f, file } = await start();
+  await d.openChat('user.chat');
+  await d.waitForEvent('FlemmaBootComplete', { timeout: 20000 });
+  await d.lua('vim.api.nvim_buf_set_lines(0, 0, -1, false, ...)', waitingChat('pending'));
+  await d.press('<C-]>');
+  await d.waitForEvent('FlemmaApprovalNeeded', { timeout: 20000 });
+  await d.lua('vim.api.nvim_buf_set_lines(0, 0, -1, false, ...)', waitingChat('approved'));
+  const mark = labels(file).length;
+  await d.press('<C-]>');
+  const follow = await f.nextRequest({ path: /^\/v1\/messages/, timeout: 20000 });
+  await anthropicReply(follow, 'ok');
+  await d.waitForEvent('FlemmaRequestFinished');
+  return budget(labels(file).slice(mark), 'wire:in chat:cycle');
+}
+
 describe('the message budget of a step (8 auto-approved calls)', () => {
   it('awaits no round trip before the calls start and at most one before the follow-up', async () => {
     const measured = await measure();
@@ -123,5 +171,12 @@ describe('the message budget of a step (8 auto-approved calls)', () => {
     expect(measured.calls.filter((method) => !WRITES.includes(method))).toEqual([]);
     // The figure docs/architecture.md states.
     expect(measured.messages).toBeLessThanOrEqual(20);
+  });
+
+  it('a step of <C-]> on approved calls asks Neovim nothing before they start', async () => {
+    const measured = await measureUserStep();
+    expect(measured.beforeCalls).toEqual([]);
+    expect(measured.afterCalls.length).toBeLessThanOrEqual(1);
+    expect(measured.calls.filter((method) => !WRITES.includes(method))).toEqual([]);
   });
 });
