@@ -1,13 +1,13 @@
 // The host's dispatch: a typed handler for every Lua → host action of the protocol
 // (`src/editor/protocol/`), which also decodes (and checks) each action's params.
 import type { SdkName } from '../core/provider/sdk.js';
-import { type HostContext, HOST_VERSION, SOURCE_HASH } from './context.js';
+import { type Host, HOST_VERSION, SOURCE_HASH } from './wiring.js';
 import { defineLuaBackends } from './sandbox.js';
 import { promptChatText } from '../core/tools/mcp/prompt-text.js';
 import { mcpResourceLines, mcpStatusLines } from '../core/tools/mcp/status.js';
 import { definition, hover } from './navigation.js';
 import { cutOffEnding } from '../core/chat/recovery.js';
-import { formatSizeForLua, truncateForLua, writableForLua } from './lua-context.js';
+import { formatSizeForLua, truncateForLua, writableForLua } from './lua-tool-helpers.js';
 import {
   ActionError,
   type ActionParams,
@@ -23,11 +23,11 @@ export type { HostInfo };
 
 /** The handler of one action: its params decoded, its answer what the protocol says. */
 export type Action<M extends LuaToHostMethod> = (
-  ctx: HostContext,
+  ctx: Host,
   params: ActionParams<M>,
 ) => ActionResult<M> | Promise<ActionResult<M>>;
 
-function hostInfo(ctx: HostContext): HostInfo {
+function hostInfo(ctx: Host): HostInfo {
   return {
     pid: process.pid,
     version: HOST_VERSION,
@@ -354,7 +354,7 @@ function isAction(method: string): method is LuaToHostMethod {
 
 /** One action: its params decoded by the protocol, then its handler. */
 function run<M extends LuaToHostMethod>(
-  ctx: HostContext,
+  ctx: Host,
   method: M,
   raw: unknown,
 ): ActionResult<M> | Promise<ActionResult<M>> {
@@ -364,11 +364,7 @@ function run<M extends LuaToHostMethod>(
 }
 
 /** Run an action by name; unknown names are an error that says what exists. */
-export async function dispatch(
-  ctx: HostContext,
-  method: string,
-  params: unknown,
-): Promise<unknown> {
+export async function dispatch(ctx: Host, method: string, params: unknown): Promise<unknown> {
   if (!isAction(method)) {
     throw new ActionError(
       `unknown method '${method}' (known: ${Object.keys(actions).sort().join(', ')})`,

@@ -1,5 +1,5 @@
 // What the host keeps of each chat buffer's editor side (docs/architecture.md, "The message
-// budget"): the buffer's settings as Lua last answered them (`EditorContext`: the configuration
+// budget"): the buffer's settings as Lua last answered them (`BufferSettings`: the configuration
 // with the frontmatter applied, the trust decision, the editor's facts, the provider environment
 // variables), kept until Lua says that something in them changed. Lua pushes that, rather than
 // the host pulling it at every step:
@@ -20,17 +20,17 @@ import type { PushedState } from '../editor/protocol/pushed.js';
 export type { PushedState };
 import type { ConfigStore } from './config.js';
 import {
-  type EditorContext,
-  type ContextOptions,
-  contextQuestion,
-  resolveContext,
-} from './editor-context.js';
+  type BufferSettings,
+  type SettingsOptions,
+  settingsQuestion,
+  resolveSettings,
+} from './buffer-settings.js';
 
 /** What one buffer's settings were asked with, and Lua's answer resolved. */
 interface Held {
   /** The question without the digest: the frontmatter and the configuration's generation. */
   key: string;
-  settings: EditorContext;
+  settings: BufferSettings;
 }
 
 export interface EditorStatesDeps {
@@ -44,7 +44,7 @@ export interface EditorStatesDeps {
 export class EditorStates {
   private readonly held = new Map<number, Held>();
   /** Questions asked and not answered yet, by buffer: a second asker waits for the same answer. */
-  private readonly asking = new Map<number, { key: string; answer: Promise<EditorContext> }>();
+  private readonly asking = new Map<number, { key: string; answer: Promise<BufferSettings> }>();
 
   constructor(private readonly deps: EditorStatesDeps) {}
 
@@ -55,9 +55,9 @@ export class EditorStates {
   async get(
     bufnr: number,
     document: ChatDocument | undefined,
-    options: ContextOptions = {},
-  ): Promise<EditorContext> {
-    const question = await contextQuestion(bufnr, document, {
+    options: SettingsOptions = {},
+  ): Promise<BufferSettings> {
+    const question = await settingsQuestion(bufnr, document, {
       ...options,
       memo: this.deps.memo,
       config: this.deps.config,
@@ -74,7 +74,7 @@ export class EditorStates {
     }
     const answer = this.deps.lua
       .call('editor.context', question.params)
-      .then((raw) => resolveContext(question, raw, this.deps.tools()));
+      .then((raw) => resolveSettings(question, raw, this.deps.tools()));
     this.asking.set(bufnr, { key, answer });
     try {
       const settings = await answer;
@@ -96,7 +96,7 @@ export class EditorStates {
    * to Lua (a notification), which records it as what is trusted, as its answer would have.
    * A buffer that is not trusted stays so until Lua says otherwise (it fails closed).
    */
-  private current(bufnr: number, held: Held, digest: string | undefined): EditorContext {
+  private current(bufnr: number, held: Held, digest: string | undefined): BufferSettings {
     const { settings } = held;
     if (digest === undefined || digest === settings.digest) return settings;
     if (settings.trust.trusted) this.deps.lua.notify('trust.seen', { bufnr, digest });

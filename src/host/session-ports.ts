@@ -16,7 +16,7 @@ import type { WriteScheduler } from '../editor/writequeue.js';
 import type { ApprovalService } from './approval.js';
 import type { ApprovalNotices } from './approval-notice.js';
 import type { Compactor } from './compact.js';
-import type { EditorContext } from './editor-context.js';
+import type { BufferSettings } from './buffer-settings.js';
 import type { EditorStates } from './editor-state.js';
 import type { FileLogger } from './log.js';
 import type { RecoveryService } from './recovery.js';
@@ -28,11 +28,11 @@ import type { UndoService } from './undo/service.js';
 import type { SendOptions, UsageTracker } from './usage.js';
 
 /** What a step of the loop knows of the buffer: its settings and autopilot's. */
-export type StepContext = EditorContext & { autopilot: AutopilotSettings };
+export type StepSettings = BufferSettings & { autopilot: AutopilotSettings };
 
 /**
  * What the services tell the sessions (one `Emitter`, whose one subscriber is where the sessions
- * are built, `context.ts`).
+ * are built, `wiring.ts`).
  */
 export interface LoopEvents {
   /** The buffer's last running tool finished (a background job too), run with `config`. */
@@ -77,8 +77,8 @@ export interface SessionServices {
 export interface LoopOwner {
   readonly bufnr: number;
   readonly requestRunning: boolean;
-  settings(document: ChatDocument): Promise<EditorContext>;
-  send(context: EditorContext | undefined, options: SendOptions): Promise<unknown>;
+  settings(document: ChatDocument): Promise<BufferSettings>;
+  send(context: BufferSettings | undefined, options: SendOptions): Promise<unknown>;
   waitForUser(document: ChatDocument): Promise<void>;
 }
 
@@ -100,7 +100,7 @@ function unconfirmedNote(outcome: ApprovalOutcome, status: string): ApprovalOutc
 }
 
 /** The editor port: the tree, the held settings (no round trip unless stale), edits, messages. */
-function editorPort(session: LoopOwner, s: SessionServices): StepPorts<StepContext>['editor'] {
+function editorPort(session: LoopOwner, s: SessionServices): StepPorts<StepSettings>['editor'] {
   const { editor, results } = s;
   const bufnr = session.bufnr;
   return {
@@ -134,7 +134,7 @@ function editorPort(session: LoopOwner, s: SessionServices): StepPorts<StepConte
 }
 
 /** The tools port: the approval chain's answer, starting calls with the held facts. */
-function toolPort(session: LoopOwner, s: SessionServices): StepPorts<StepContext>['tools'] {
+function toolPort(session: LoopOwner, s: SessionServices): StepPorts<StepSettings>['tools'] {
   const { results, executor } = s;
   const bufnr = session.bufnr;
   return {
@@ -172,7 +172,7 @@ function toolPort(session: LoopOwner, s: SessionServices): StepPorts<StepContext
 }
 
 /** The ports of one step of the buffer's loop. */
-export function stepPorts(session: LoopOwner, s: SessionServices): StepPorts<StepContext> {
+export function stepPorts(session: LoopOwner, s: SessionServices): StepPorts<StepSettings> {
   return {
     editor: editorPort(session, s),
     tools: toolPort(session, s),

@@ -10,12 +10,12 @@ import type { ConversationPorts } from '../core/loop/conversation.js';
 import {
   type LoopEvents,
   type SessionServices,
-  type StepContext,
+  type StepSettings,
   stepPorts,
 } from './session-ports.js';
 
-export type { LoopEvents, SessionServices, StepContext };
-import type { ContextOptions, EditorContext } from './editor-context.js';
+export type { LoopEvents, SessionServices, StepSettings };
+import type { SettingsOptions, BufferSettings } from './buffer-settings.js';
 import type { PushedState } from './editor-state.js';
 import type { CompactStatus, CompactTarget } from './compact.js';
 import type { SendStatus } from './send/stream.js';
@@ -26,7 +26,7 @@ import { trace } from '../editor/trace.js';
 
 export class ChatSession {
   /** The buffer's loop: private, every way into it is a method of the session. */
-  private readonly conversation: Conversation<StepContext>;
+  private readonly conversation: Conversation<StepSettings>;
   private request: AbortController | undefined;
   /** The ticket of the step Insert mode's `<C-]>` started, until the user has the word again. */
   private ticket: number | undefined;
@@ -37,7 +37,7 @@ export class ChatSession {
     readonly bufnr: number,
     private readonly s: SessionServices,
   ) {
-    this.conversation = new Conversation<StepContext>({
+    this.conversation = new Conversation<StepSettings>({
       ...stepPorts(this, s),
       autopilot: this.autopilotPorts(),
       failed: (error) => {
@@ -94,7 +94,7 @@ export class ChatSession {
   }
 
   /** The buffer's settings for its tree `document`: held by the host, asked only when stale. */
-  settings(document: ChatDocument, options: ContextOptions = {}): Promise<EditorContext> {
+  settings(document: ChatDocument, options: SettingsOptions = {}): Promise<BufferSettings> {
     return this.s.states.get(this.bufnr, document, options);
   }
 
@@ -102,7 +102,7 @@ export class ChatSession {
    * Send the buffer (`:Flemma send`, Phase 3 of a step). `context`: the settings the step has;
    * without them the send takes the held ones.
    */
-  async send(context?: EditorContext, options: SendOptions = {}): Promise<SendStatus | undefined> {
+  async send(context?: BufferSettings, options: SendOptions = {}): Promise<SendStatus | undefined> {
     const { editor } = this.s;
     if (this.s.executor.isRunning(this.bufnr)) {
       editor.notify.warn('Cannot send while tool execution is in progress.');
@@ -289,7 +289,7 @@ export class ChatSession {
    * Autopilot's ports: the resume delay is a host timer; while it runs Lua watches the buffer
    * (`autopilot.watch`), and an edit or `<C-c>` there cancels it (`autopilot:cancelled`).
    */
-  private autopilotPorts(): ConversationPorts<StepContext>['autopilot'] {
+  private autopilotPorts(): ConversationPorts<StepSettings>['autopilot'] {
     const { editor } = this.s;
     const bufnr = this.bufnr;
     return {

@@ -30,13 +30,13 @@ import type {
   EditorPort,
   LoopState,
   ProviderPort,
-  StepContext,
+  StepSettings,
   ToolCall,
   ToolPort,
   Verdict,
 } from './ports.js';
 
-export interface StepPorts<C extends StepContext> {
+export interface StepPorts<C extends StepSettings> {
   editor: EditorPort<C>;
   tools: ToolPort<C>;
   provider: ProviderPort<C>;
@@ -60,7 +60,7 @@ export const BUSY_TOOLS = 'Cannot send while tool execution is in progress.';
 export type StepOutcome = 'refused' | 'waiting' | 'started' | 'sent';
 
 /** Runs one step for a buffer whose autopilot is `pilot`. */
-export async function runStep<C extends StepContext>(
+export async function runStep<C extends StepSettings>(
   ports: StepPorts<C>,
   pilot: Autopilot,
   user: boolean,
@@ -146,7 +146,7 @@ export async function runStep<C extends StepContext>(
  * pending, and its placeholder is rewritten (empty) with the chain's answer. Answers each judged
  * id with that answer; the caller confirms them once the buffer holds it.
  */
-async function judgeUnconfirmed<C extends StepContext>(
+async function judgeUnconfirmed<C extends StepSettings>(
   ports: StepPorts<C>,
   state: LoopState,
   context: C,
@@ -189,7 +189,7 @@ function placeholderStatuses(doc: ChatDocument): Map<string, string> {
   return statuses;
 }
 
-async function phaseTwo<C extends StepContext>(
+async function phaseTwo<C extends StepSettings>(
   ports: StepPorts<C>,
   pilot: Autopilot,
   state: LoopState,

@@ -8,7 +8,7 @@ import type { SandboxStatus } from '../../core/tools/sandbox/index.js';
 import type { DefinitionAnswer } from '../../core/chat/navigation.js';
 import type { ReviewCall, ReviewScope } from '../../core/chat/review.js';
 import { ActionError, bufnrOf, field, type Doc, type Method } from './common.js';
-import { CONTEXT_ACTIONS, type ContextActions } from './context.js';
+import { CONVERSATION_ACTIONS, type ConversationActions } from './conversation.js';
 import { MCP_ACTIONS, type McpActions } from './mcp.js';
 import { type PushedState, pushedOf } from './pushed.js';
 import { REVIEW_ACTIONS, type ReviewActions } from './review.js';
@@ -39,7 +39,7 @@ interface Buf {
 }
 
 /** Every Lua → host action: its params (as the handler receives them, decoded) and its answer. */
-export interface LuaToHost extends ReviewActions, McpActions, ContextActions {
+export interface LuaToHost extends ReviewActions, McpActions, ConversationActions {
   ping: Method<null, HostInfo>;
   'host:info': Method<null, HostInfo>;
   'provider:sdks': Method<
@@ -589,7 +589,7 @@ export const LUA_TO_HOST: { readonly [M in LuaToHostMethod]: LuaToHostSpec<M> } 
   },
   ...REVIEW_ACTIONS,
   ...MCP_ACTIONS,
-  ...CONTEXT_ACTIONS,
+  ...CONVERSATION_ACTIONS,
 };
 
 /**

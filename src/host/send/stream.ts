@@ -13,7 +13,7 @@ import {
 import { XmlToolExtractor, extractXmlToolCalls } from '../../core/tools/xml.js';
 import { sleep } from '../../core/util/sleep.js';
 import type { HostBase } from '../base.js';
-import type { EditorContext } from '../editor-context.js';
+import type { BufferSettings } from '../buffer-settings.js';
 import type { ToolCatalogue } from '../tools/catalogue.js';
 import type { Verdicts } from '../tools/verdicts.js';
 import { trace } from '../../editor/trace.js';
@@ -124,7 +124,7 @@ export class Streamer {
   async run(
     bufnr: number,
     controller: AbortController,
-    context: EditorContext | undefined,
+    context: BufferSettings | undefined,
     onConfig: (config: Config) => void,
     options: SendOptions,
   ): Promise<SendStatus | undefined> {

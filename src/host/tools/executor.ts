@@ -19,7 +19,7 @@ import { policyErrorText } from '../../core/tools/policy.js';
 import { expandPathVariable } from '../../core/tools/sandbox/paths.js';
 import { nodeTruncateFs, truncateForResult } from '../../core/tools/truncate.js';
 import type { HostBase } from '../base.js';
-import type { EditorContext, EditorFacts } from '../editor-context.js';
+import type { BufferSettings, EditorFacts } from '../buffer-settings.js';
 import { sandboxFor } from '../sandbox.js';
 import { rootsFor, withRootPaths } from '../tool-extras.js';
 import { trace } from '../../editor/trace.js';
@@ -47,9 +47,9 @@ export interface ExecutorLoop {
   /** A call of the buffer was cancelled: its autopilot stops. */
   stopped(bufnr: number): void;
   /** The next step's context, asked while the last result is written (undefined on failure). */
-  context(bufnr: number, document: ChatDocument): Promise<EditorContext | undefined>;
+  context(bufnr: number, document: ChatDocument): Promise<BufferSettings | undefined>;
   /** That context, for the next step to start from. */
-  carry(bufnr: number, context: EditorContext): void;
+  carry(bufnr: number, context: BufferSettings): void;
 }
 
 export interface ExecutorDeps {

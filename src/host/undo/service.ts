@@ -28,7 +28,7 @@ import { SandboxViolation } from '../../core/tools/sandbox/roots.js';
 import { type WriteGate, sensitiveGate } from '../../core/tools/sandbox/gate.js';
 import { resolveReal } from '../../core/tools/sandbox/paths.js';
 import { sensitiveEntries } from '../../core/tools/sandbox/sensitive.js';
-import type { EditorContext } from '../editor-context.js';
+import type { BufferSettings } from '../buffer-settings.js';
 import { sandboxFor } from '../sandbox.js';
 import { rootsFor, withRootPaths } from '../tool-extras.js';
 import { toolCallAt } from '../../core/tools/locate.js';
@@ -85,7 +85,7 @@ export class UndoService {
     private readonly base: HostBase,
     private readonly results: Pick<ResultWriter, 'fresh' | 'applyEdits'>,
     /** The buffer's configuration and facts, as a tool call would get them. */
-    private readonly context: (bufnr: number, document: ChatDocument) => Promise<EditorContext>,
+    private readonly context: (bufnr: number, document: ChatDocument) => Promise<BufferSettings>,
     /** The editor's facts the host holds of a buffer (pushed by Lua; src/host/editor-state.ts). */
     private readonly held?: { facts(bufnr: number): EditorFacts | undefined },
   ) {}
@@ -104,7 +104,7 @@ export class UndoService {
    * call changed there, but a link on the way changed since into `.git/hooks` is refused.
    */
   private async access(
-    editor: EditorContext,
+    editor: BufferSettings,
     paths: readonly string[],
   ): Promise<SandboxAccess & PathConfinement & { gate: WriteGate }> {
     const { config, facts } = editor;

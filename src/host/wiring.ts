@@ -1,6 +1,7 @@
-// The wiring: the one place that builds the host's services and hands each the narrow parts of
-// the others it needs. What the action handlers receive (`HostContext`) is the editor's adapters
-// and these services; the services themselves never see this object.
+// The wiring: the one place that builds the host's services (`createHost`) and hands each the
+// narrow parts of the others it needs; what a service reports to the loop it says as an event
+// (`LoopEvents`) with one subscriber, here. What the action handlers receive (`Host`) is the
+// editor's adapters and these services; the services themselves never see this object.
 import type { Neovim } from '../editor/client.js';
 import type { Message } from '../core/chat/ast.js';
 import { ReferenceCache } from '../core/chat/references.js';
@@ -41,7 +42,7 @@ import { Compactor } from './compact.js';
 
 export { HOST_VERSION, SOURCE_HASH } from './base.js';
 
-export interface HostContext extends HostBase {
+export interface Host extends HostBase {
   readonly nvim: Neovim;
   /** Every chat buffer's conversation: the loop, the send, the cancel, autopilot. */
   readonly sessions: SessionRegistry;
@@ -219,11 +220,7 @@ function createCommands(base: HostBase, tools: Tools, send: Send, sessions: Sess
   return { commands, diffReview };
 }
 
-export function createContext(
-  nvim: Neovim,
-  logger: FileLogger,
-  logFile: string | undefined,
-): HostContext {
+export function createHost(nvim: Neovim, logger: FileLogger, logFile: string | undefined): Host {
   const base = createBase(nvim, logger, logFile);
   /** Each message's part of the trust digest, kept across parses (`trustDigest`). */
   const memo = new WeakMap<Message, string>();
