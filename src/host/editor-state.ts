@@ -31,6 +31,8 @@ interface Held {
   /** The question without the digest: the frontmatter and the configuration's generation. */
   key: string;
   settings: BufferSettings;
+  /** The frontmatter's text the settings were asked for. */
+  code: string | undefined;
 }
 
 export interface EditorStatesDeps {
@@ -83,7 +85,7 @@ export class EditorStates {
       if (this.asking.get(bufnr)?.answer === answer) {
         const generation = this.deps.config.held()?.generation;
         const heldKey = JSON.stringify({ ...rest, generation });
-        this.held.set(bufnr, { key: heldKey, settings });
+        this.held.set(bufnr, { key: heldKey, settings, code: document?.frontmatter?.code });
       }
       return settings;
     } finally {
@@ -103,6 +105,17 @@ export class EditorStates {
     const next = { ...settings, digest };
     held.settings = next;
     return next;
+  }
+
+  /**
+   * A new parse of a buffer whose settings the host holds: when its frontmatter's text changed,
+   * they are asked now (a Lua frontmatter runs in Neovim), so that the next step waits only if
+   * that answer is still outstanding.
+   */
+  parsed(bufnr: number, document: ChatDocument): void {
+    const held = this.held.get(bufnr);
+    if (held === undefined || held.code === document.frontmatter?.code) return;
+    this.get(bufnr, document).catch(() => undefined);
   }
 
   /** Lua said that what the buffer's settings hold changed (every buffer's, without `bufnr`). */

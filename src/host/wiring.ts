@@ -262,7 +262,7 @@ export function createHost(nvim: Neovim, logger: FileLogger, logFile: string | u
     readsResults: (name) => tools.catalogue.readsResultReferences(name),
     memo,
   });
-  follow(base, { ...tools, trust, notices, sessions });
+  follow(base, { ...tools, states, trust, notices, sessions });
   return {
     ...base,
     ...tools,
@@ -283,6 +283,7 @@ export function createHost(nvim: Neovim, logger: FileLogger, logFile: string | u
 function follow(
   base: HostBase,
   s: {
+    states: EditorStates;
     previews: Previews;
     trust: TrustChecker;
     notices: ApprovalNotices;
@@ -290,6 +291,7 @@ function follow(
   },
 ): void {
   base.documents.onParsed((state) => {
+    s.states.parsed(state.bufnr, state.document);
     s.previews.publish(state);
     s.trust.parsed(state);
     s.notices.parsed(state);
