@@ -14,7 +14,7 @@
 import type { ChatDocument, Message } from '../core/chat/ast.js';
 import type { ToolNames } from '../core/config/frontmatter.js';
 import type { LuaBridge } from '../editor/lua.js';
-import type { EditorFacts } from '../editor/protocol/wire.js';
+import type { ContextParams, EditorFacts } from '../editor/protocol/wire.js';
 import type { PushedState } from '../editor/protocol/pushed.js';
 
 export type { PushedState };
@@ -43,6 +43,13 @@ export interface EditorStatesDeps {
   tools: () => ToolNames;
 }
 
+/** What settings answer: the question but the digest (a trusted buffer's digest is told). */
+function keyOf(
+  params: Pick<ContextParams, 'frontmatter' | 'origins'> & { generation?: number | undefined },
+): string {
+  return JSON.stringify([params.generation, params.frontmatter, params.origins === true]);
+}
+
 export class EditorStates {
   private readonly held = new Map<number, Held>();
   /** Questions asked and not answered yet, by buffer: a second asker waits for the same answer. */
@@ -64,8 +71,8 @@ export class EditorStates {
       memo: this.deps.memo,
       config: this.deps.config,
     });
-    const { digest, ...rest } = question.params;
-    const key = JSON.stringify(rest);
+    const { digest } = question.params;
+    const key = keyOf(question.params);
     const held = this.held.get(bufnr);
     if (held !== undefined && held.key === key && options.origins !== true) {
       return this.current(bufnr, held, digest);
@@ -84,7 +91,7 @@ export class EditorStates {
       // while nothing went stale meanwhile.
       if (this.asking.get(bufnr)?.answer === answer) {
         const generation = this.deps.config.held()?.generation;
-        const heldKey = JSON.stringify({ ...rest, generation });
+        const heldKey = keyOf({ ...question.params, generation });
         this.held.set(bufnr, { key: heldKey, settings, code: document?.frontmatter?.code });
       }
       return settings;
