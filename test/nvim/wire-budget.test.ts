@@ -35,7 +35,10 @@ function labels(file: string): string[] {
 }
 
 interface Budget {
-  /** Host → Lua calls made from the end of the reply until the calls were handed to the executor. */
+  /**
+   * Host → Lua calls made from the end of the reply until the calls were handed to the executor
+   * (but `chat.structure`).
+   */
   beforeCalls: string[];
   /**
    * Round trips (call and answer) from the last call's return until the follow-up left, but the
@@ -47,6 +50,9 @@ interface Budget {
   /** Wire messages of the step: calls, answers, notification batches, Lua → host messages. */
   messages: number;
 }
+
+/** The document store's publish of marks and diagnostics, which the loop does not wait for. */
+const STRUCTURE = 'chat.structure';
 
 const called = (labels: string[]): string[] =>
   labels.filter((label) => label.startsWith('wire:call ')).map((label) => label.slice(10));
@@ -80,8 +86,8 @@ function budget(trace: string[], from = 'send:finished'): Budget {
   const returned = step.map((label) => label.startsWith('tool:done ')).lastIndexOf(true);
   expect(returned).toBeGreaterThan(dispatched);
   return {
-    beforeCalls: called(step.slice(0, dispatched)),
-    afterCalls: roundTrips(step.slice(returned)).filter((method) => method !== 'chat.structure'),
+    beforeCalls: called(step.slice(0, dispatched)).filter((method) => method !== STRUCTURE),
+    afterCalls: roundTrips(step.slice(returned)).filter((method) => method !== STRUCTURE),
     calls: called(step),
     messages: step.filter((label) => /^wire:(call|answer|notify|in) /.test(label)).length,
   };
