@@ -189,6 +189,35 @@ function placeholderStatuses(doc: ChatDocument): Map<string, string> {
   return statuses;
 }
 
+/** The error results of the blocks that will not run (denied, rejected, aborted). */
+async function resolutionEdits<C extends StepSettings>(
+  tools: StepPorts<C>['tools'],
+  state: LoopState,
+  groups: ReturnType<typeof classifyToolBlocks>,
+  context: C,
+): Promise<Edit[]> {
+  const edits: Edit[] = [];
+  for (const [status, blocks] of [
+    ['denied', groups.denied],
+    ['rejected', groups.rejected],
+    ['aborted', groups.aborted],
+  ] as const) {
+    for (const block of blocks) {
+      const text =
+        status === 'denied' && block.duplicateOf !== undefined
+          ? duplicateToolIdText(block.duplicateOf)
+          : await tools.resolution(block, status, context);
+      const edit = planResult(state.document, state.lines, block.id, {
+        id: block.id,
+        output: text,
+        isError: true,
+      });
+      if (edit !== undefined) edits.push(edit);
+    }
+  }
+  return edits;
+}
+
 async function phaseTwo<C extends StepSettings>(
   ports: StepPorts<C>,
   pilot: Autopilot,
@@ -207,28 +236,9 @@ async function phaseTwo<C extends StepSettings>(
     const edit = planUserSuppliedResult(state.document, state.lines, block.id);
     if (edit !== undefined) edits.push(edit);
   }
-  let resolved = 0;
-  for (const [status, blocks] of [
-    ['denied', groups.denied],
-    ['rejected', groups.rejected],
-    ['aborted', groups.aborted],
-  ] as const) {
-    for (const block of blocks) {
-      const text =
-        status === 'denied' && block.duplicateOf !== undefined
-          ? duplicateToolIdText(block.duplicateOf)
-          : await tools.resolution(block, status, context);
-      const edit = planResult(state.document, state.lines, block.id, {
-        id: block.id,
-        output: text,
-        isError: true,
-      });
-      if (edit !== undefined) {
-        edits.push(edit);
-        resolved += 1;
-      }
-    }
-  }
+  const resolutions = await resolutionEdits(tools, state, groups, context);
+  edits.push(...resolutions);
+  const resolved = resolutions.length;
   if (edits.length > 0) await editor.apply(bottomToTop(edits));
   if (groups.approvedWithContent.length > 0) {
     editor.warn(protectionWarning(groups.approvedWithContent.length));
