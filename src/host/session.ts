@@ -56,7 +56,7 @@ export class ChatSession {
 
   /** A request or a tool runs, or autopilot is about to go on: the one busy rule. */
   get busy(): boolean {
-    return this.conversation.busy || this.request !== undefined;
+    return this.conversation.busy;
   }
 
   /** Autopilot's state and its count of consecutive tool-using turns (`autopilot:status`). */
