@@ -43,11 +43,14 @@ export interface EditorStatesDeps {
   tools: () => ToolNames;
 }
 
-/** What settings answer: the question but the digest (a trusted buffer's digest is told). */
+/**
+ * What held settings answer: the question's generation and frontmatter (a trusted buffer's new
+ * digest is told, `origins` is asked each time).
+ */
 function keyOf(
-  params: Pick<ContextParams, 'frontmatter' | 'origins'> & { generation?: number | undefined },
+  params: Pick<ContextParams, 'frontmatter'> & { generation?: number | undefined },
 ): string {
-  return JSON.stringify([params.generation, params.frontmatter, params.origins === true]);
+  return JSON.stringify([params.generation, params.frontmatter]);
 }
 
 export class EditorStates {
