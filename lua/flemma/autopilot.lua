@@ -1,12 +1,13 @@
 --- flemma.autopilot: the Lua half of autopilot. The host owns the state machine (idle, armed,
---- paused, the turn counter); Lua owns what needs the editor: the runtime switch
---- (`:Flemma autopilot:enable|disable`), and the resume timer, which a change to the buffer
---- cancels (the user started typing, so the automatic continue would fight them).
+--- paused, the turn counter) and the resume delay's timer; Lua owns what needs the editor: the
+--- runtime switch (`:Flemma autopilot:enable|disable`), and watching the buffer while a continue
+--- waits: a change to it cancels the continue (the user started typing, so the automatic
+--- continue would fight them), and so does `<C-c>`.
 local M = {}
 
 local H = {
   override = nil, ---@type boolean|nil
-  pending = {}, ---@type table<integer, { token: integer, timer: uv.uv_timer_t|nil, done: boolean }>
+  pending = {}, ---@type table<integer, { token: integer, done: boolean }>
 }
 
 --- The runtime switch: true, false, or nil when not set (the configuration decides).
@@ -44,17 +45,12 @@ end
 
 local function stop(entry)
   entry.done = true
-  if entry.timer then
-    entry.timer:stop()
-    entry.timer:close()
-    entry.timer = nil
-  end
 end
 
---- Host → Lua: continue `bufnr` after `delay_ms` unless its text changes first. The host learns
---- the outcome from `autopilot:resume` (with the same token) or the `autopilot:resume-cancelled`
---- hook.
-function M.schedule(params)
+--- Host → Lua: the host's timer continues `bufnr` after the resume delay; until it does (or says
+--- `autopilot.cancel`), a change to the text cancels the continue: the host hears
+--- `autopilot:cancelled` with the same token and `autopilot:resume-cancelled` fires.
+function M.watch(params)
   local bufnr, token = params.bufnr, params.token
   if not vim.api.nvim_buf_is_valid(bufnr) then
     return false
@@ -82,21 +78,6 @@ function M.schedule(params)
       return true
     end,
   })
-  entry.timer = vim.uv.new_timer()
-  entry.timer:start(
-    math.max(0, params.delay_ms or 0),
-    0,
-    vim.schedule_wrap(function()
-      if entry.done then
-        return
-      end
-      stop(entry)
-      if H.pending[bufnr] == entry then
-        H.pending[bufnr] = nil
-      end
-      require("flemma.host").notify("autopilot:resume", { bufnr = bufnr, token = token })
-    end)
-  )
   return true
 end
 

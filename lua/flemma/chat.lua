@@ -214,7 +214,9 @@ function M.send(bufnr)
     require("flemma.notify").warn("not a chat buffer")
     return false
   end
-  return require("flemma.host").notify("chat:send", { bufnr = bufnr, ticket = M.ticket(bufnr) })
+  -- The environment and the editor's facts as they are now (flemma.editor_state).
+  local state = require("flemma.editor_state").snapshot(bufnr)
+  return require("flemma.host").notify("chat:send", { bufnr = bufnr, ticket = M.ticket(bufnr), state = state })
 end
 
 --- `<C-]>`: the tool cycle (placeholders, approved tools, then the send). `ticket`: the step's
@@ -225,7 +227,11 @@ function M.cycle(bufnr, ticket)
     require("flemma.notify").warn("not a chat buffer")
     return false
   end
-  return require("flemma.host").notify("chat:cycle", { bufnr = bufnr, ticket = ticket or M.ticket(bufnr) })
+  local state = require("flemma.editor_state").snapshot(bufnr)
+  return require("flemma.host").notify(
+    "chat:cycle",
+    { bufnr = bufnr, ticket = ticket or M.ticket(bufnr), state = state }
+  )
 end
 
 --- Leave Insert mode and run `action(ticket)` on the next tick; the host's answer to the ticket

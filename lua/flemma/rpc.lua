@@ -70,13 +70,9 @@ end
 --- one runs here if the file is trusted; a JSON one's operations are checked, each with its trust
 --- class).
 function M.context(params)
-  local env = {}
-  for _, name in ipairs(params.names or {}) do
-    local value = vim.env[name]
-    if type(value) == "string" and vim.trim(value) ~= "" then
-      env[name] = value
-    end
-  end
+  local editor_state = require("flemma.editor_state")
+  editor_state.asked(params.names)
+  local env = editor_state.env()
   local trust = require("flemma.trust").state(params.bufnr, params.digest)
   local answer = configuration({
     facts = require("flemma.tools.ui").facts(params),
@@ -148,9 +144,10 @@ M.methods = {
   ["config.snapshot"] = function(params)
     return configuration({}, params and params.generation)
   end,
-  --- What a step of the tool loop or a send needs from the editor, in one round trip: the
-  --- configuration, the editor's facts about the buffer, the values of the environment variables
-  --- named in `names` (users may `:let $X = …`) and what the buffer's Lua frontmatter sets.
+  --- What the host keeps of a buffer, asked when it holds nothing or the frontmatter changed:
+  --- the configuration, the editor's facts about the buffer, the values of the environment
+  --- variables named in `names` (users may `:let $X = …`) and what the buffer's Lua frontmatter
+  --- sets. Later changes are pushed (`flemma.editor_state`).
   ["editor.context"] = function(params)
     return M.context(params)
   end,
@@ -165,8 +162,6 @@ M.methods = {
   end,
   --- The editor side of a send ending: progress off, sink destroyed (`sink:destroyed`), buffer
   --- unlocked.
-  --- With `context` (the question of `editor.context`), answers it too: the tool loop's next step
-  --- starts from it instead of asking again.
   ["send.finish"] = function(params)
     require("flemma.progress").stop({ bufnr = params.bufnr })
     require("flemma.cutoff").finish(params.bufnr)
@@ -176,11 +171,7 @@ M.methods = {
     vim.schedule(function()
       require("flemma.sink").destroy({ bufnr = sink })
     end)
-    local unlocked = require("flemma.buffer").unlock(params.bufnr, "request")
-    if type(params.context) == "table" then
-      return { unlocked = unlocked, context = M.context(params.context) }
-    end
-    return { unlocked = unlocked }
+    return { unlocked = require("flemma.buffer").unlock(params.bufnr, "request") }
   end,
   --- The first non-empty variable of `names` in Neovim's environment (users may `:let $X = …`).
   ["env.first"] = function(params)
@@ -202,6 +193,10 @@ M.methods = {
   ["trust.confirm"] = function(params)
     return require("flemma.trust").confirm(params)
   end,
+  --- The host used its held decision for a tree with a new digest: a trusted buffer records it.
+  ["trust.seen"] = function(params)
+    require("flemma.trust").state(params.bufnr, params.digest)
+  end,
   ["template.render"] = function(params)
     return require("flemma.templating").render(params)
   end,
@@ -214,8 +209,8 @@ M.methods = {
   ["approval.config_decision"] = function(params)
     return require("flemma.tools.approval").config_decision(params)
   end,
-  ["autopilot.schedule"] = function(params)
-    return require("flemma.autopilot").schedule(params)
+  ["autopilot.watch"] = function(params)
+    return require("flemma.autopilot").watch(params)
   end,
   ["autopilot.cancel"] = function(params)
     return require("flemma.autopilot").cancel(params)

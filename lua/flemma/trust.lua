@@ -301,7 +301,12 @@ function H.on_trust(opts)
   if vim.bo[bufnr].filetype ~= "chat" then
     return
   end
+  local before = H.session[bufnr]
   H.session[bufnr] = opts.action == "allow" or nil
+  if opts.action ~= "allow" or not before then
+    -- The decision changed: the host's held one is stale (a trusted chat written again is not).
+    require("flemma.editor_state").stale(bufnr)
+  end
   if opts.action ~= "allow" then
     H.set_authored(bufnr, nil)
   else
@@ -367,6 +372,8 @@ function M.on_read(bufnr)
   H.set_authored(bufnr, nil)
   if H.is_chat(bufnr) then
     H.from_disk[bufnr] = H.acting_statuses(bufnr)
+    -- The host's held decision is stale (`buffer:trust` says so for `:trust`).
+    require("flemma.editor_state").stale(bufnr)
   end
 end
 

@@ -3,6 +3,7 @@
 // how each may be sent, and the types of their params and answers are those of `./protocol/`.
 import type { Neovim } from 'neovim';
 import type { LuaAnswer, LuaNotification, LuaParams, LuaRequest } from './protocol/index.js';
+import { trace } from './trace.js';
 
 const DISPATCH = 'return require("flemma.rpc").dispatch(...)';
 const DISPATCH_MANY = 'return require("flemma.rpc").dispatch_many(...)';
@@ -32,8 +33,14 @@ export class LuaBridge {
   call<M extends LuaRequest>(method: M, params: LuaParams<M>): Promise<LuaAnswer<M>> {
     // Notifications queued before this call reach Lua before it.
     this.flush();
+    trace(`wire:call ${label(method, params)}`);
     // NOTE: the one place Lua's answers are taken to be what the protocol says they are.
-    return this.rpc.request('nvim_exec_lua', [DISPATCH, [method, params]]) as Promise<LuaAnswer<M>>;
+    const answer = this.rpc.request('nvim_exec_lua', [DISPATCH, [method, params]]) as Promise<
+      LuaAnswer<M>
+    >;
+    return answer.finally(() => {
+      trace(`wire:answer ${method}`);
+    });
   }
 
   /**
@@ -44,6 +51,7 @@ export class LuaBridge {
    */
   notify<M extends LuaNotification>(method: M, params: LuaParams<M>): void {
     this.queued.push([method, params]);
+    trace(`wire:queue ${label(method, params)}`);
     if (this.scheduled) return;
     this.scheduled = true;
     setImmediate(() => {
@@ -57,6 +65,7 @@ export class LuaBridge {
     const batch = this.queued;
     if (batch.length === 0) return;
     this.queued = [];
+    trace(`wire:notify ${String(batch.length)}`);
     const single = batch.length === 1 ? batch[0] : undefined;
     if (single !== undefined) {
       this.rpc.notify('nvim_exec_lua', [DISPATCH, single]);
@@ -64,4 +73,11 @@ export class LuaBridge {
       this.rpc.notify('nvim_exec_lua', [DISPATCH_MANY, [batch]]);
     }
   }
+}
+
+/** A method as the wire trace names it: a hook with its event's name (`hooks.emit:tool:executing`). */
+function label(method: string, params: unknown): string {
+  if (method !== 'hooks.emit') return method;
+  const name = (params as { name?: unknown } | null)?.name;
+  return typeof name === 'string' ? `${method}:${name}` : method;
 }

@@ -1,13 +1,13 @@
 // The host's dispatch: a typed handler for every Lua → host action of the protocol
 // (`src/editor/protocol/`), which also decodes (and checks) each action's params.
 import type { SdkName } from '../core/provider/sdk.js';
-import { type HostContext, HOST_VERSION, SOURCE_HASH } from './context.js';
+import { type Host, HOST_VERSION, SOURCE_HASH } from './wiring.js';
 import { defineLuaBackends } from './sandbox.js';
 import { promptChatText } from '../core/tools/mcp/prompt-text.js';
 import { mcpResourceLines, mcpStatusLines } from '../core/tools/mcp/status.js';
 import { definition, hover } from './navigation.js';
 import { cutOffEnding } from '../core/chat/recovery.js';
-import { formatSizeForLua, truncateForLua, writableForLua } from './lua-context.js';
+import { formatSizeForLua, truncateForLua, writableForLua } from './lua-tool-helpers.js';
 import {
   ActionError,
   type ActionParams,
@@ -16,17 +16,18 @@ import {
   type LuaToHostMethod,
 } from '../editor/protocol/index.js';
 import type { HostInfo } from '../editor/protocol/wire.js';
+import { trace } from '../editor/trace.js';
 
 export { ActionError };
 export type { HostInfo };
 
 /** The handler of one action: its params decoded, its answer what the protocol says. */
 export type Action<M extends LuaToHostMethod> = (
-  ctx: HostContext,
+  ctx: Host,
   params: ActionParams<M>,
 ) => ActionResult<M> | Promise<ActionResult<M>>;
 
-function hostInfo(ctx: HostContext): HostInfo {
+function hostInfo(ctx: Host): HostInfo {
   return {
     pid: process.pid,
     version: HOST_VERSION,
@@ -87,12 +88,12 @@ export const actions: { readonly [M in LuaToHostMethod]: Action<M> } = {
   /** The language server's hover: the same params → Markdown, or null. */
   'buffer:hover': (ctx, params) => hover(ctx.documents, params),
   /** Send the buffer's conversation and stream the reply into it (the third phase of <C-]>). */
-  'chat:send': (ctx, { bufnr, over_limit, ticket }) => {
+  'chat:send': (ctx, { bufnr, over_limit, ticket, state }) => {
     // `over_limit`: the user said yes to sending past `limits.max_session_cost`.
     // NOTE: answered at once; the request runs on, and reports through hooks and the buffer.
     const session = ctx.sessions.of(bufnr);
     void session.act(ticket ?? undefined, () =>
-      session.send(undefined, { overLimit: over_limit }).catch((error: unknown) => {
+      session.sendPushed(state, { overLimit: over_limit }).catch((error: unknown) => {
         ctx.logger.error(`send of buffer ${String(bufnr)} failed`, error);
         const reason = error instanceof Error ? error.message : String(error);
         ctx.notify.error(`the send failed: ${reason} (details in ${ctx.logFile ?? 'the log'})`);
@@ -129,9 +130,9 @@ export const actions: { readonly [M in LuaToHostMethod]: Action<M> } = {
     cancelled: await ctx.sessions.of(bufnr).cancel(),
   }),
   /** `<C-]>`: placeholders, execution of approved calls, then the send. */
-  'chat:cycle': (ctx, { bufnr, ticket }) => {
+  'chat:cycle': (ctx, { bufnr, ticket, state }) => {
     // A step never fails: its errors are logged by the session.
-    void ctx.sessions.of(bufnr).step(true, ticket ?? undefined);
+    void ctx.sessions.of(bufnr).step(true, ticket ?? undefined, state);
     return null;
   },
   /** Lua's approval resolvers (names, priorities; the functions stay in Neovim). */
@@ -150,31 +151,25 @@ export const actions: { readonly [M in LuaToHostMethod]: Action<M> } = {
     else if (kind !== undefined && service !== undefined) ctx.secrets.invalidate(kind, service);
     return null;
   },
-  /** Lua: a scheduled automatic continue is due (or was cancelled by an edit). */
-  'autopilot:resume': (ctx, { bufnr, token }) => {
-    ctx.sessions
-      .of(bufnr)
-      .conversation.autopilot.resume(token)
-      .catch((error: unknown) => {
-        ctx.logger.error('autopilot resume failed', error);
-      });
-    return null;
-  },
+  /** Lua: an edit (or `<C-c>`) cancelled the automatic continue the host's timer waits for. */
   'autopilot:cancelled': (ctx, { bufnr, token }) => {
-    const session = ctx.sessions.get(bufnr);
-    session?.conversation.autopilot.cancelled(token);
-    // An edit stopped the chain: a waiting `<C-]>` of Insert mode gets its answer.
-    session?.handBackIfIdle();
+    ctx.sessions.get(bufnr)?.autopilotCancelled(token);
     return null;
   },
   'autopilot:status': (ctx, { bufnr }) => {
-    const pilot = ctx.sessions.get(bufnr)?.conversation.autopilot;
-    const state = pilot?.state ?? 'idle';
-    const iteration = pilot?.iteration ?? 0;
+    const { state, iteration } = ctx.sessions.get(bufnr)?.autopilot ?? {
+      state: 'idle',
+      iteration: 0,
+    };
     const lines = [
       `autopilot in buffer ${String(bufnr)}: ${state}, ${String(iteration)} consecutive tool turn(s)`,
     ];
     return { lines, state, iteration };
+  },
+  /** Lua: what the host holds of a buffer's settings (or every buffer's) is stale. */
+  'editor:state': (ctx, { bufnr, stale }) => {
+    if (stale) ctx.states.stale(bufnr);
+    return null;
   },
   /** `:Flemma status [verbose]`: the buffer's settings, each with the layer that set it. */
   'chat:status': async (ctx, { bufnr, verbose }) => ({
@@ -363,20 +358,17 @@ function isAction(method: string): method is LuaToHostMethod {
 
 /** One action: its params decoded by the protocol, then its handler. */
 function run<M extends LuaToHostMethod>(
-  ctx: HostContext,
+  ctx: Host,
   method: M,
   raw: unknown,
 ): ActionResult<M> | Promise<ActionResult<M>> {
   const params = LUA_TO_HOST[method].decode(raw);
+  trace(`wire:in ${method}`);
   return actions[method](ctx, params);
 }
 
 /** Run an action by name; unknown names are an error that says what exists. */
-export async function dispatch(
-  ctx: HostContext,
-  method: string,
-  params: unknown,
-): Promise<unknown> {
+export async function dispatch(ctx: Host, method: string, params: unknown): Promise<unknown> {
   if (!isAction(method)) {
     throw new ActionError(
       `unknown method '${method}' (known: ${Object.keys(actions).sort().join(', ')})`,

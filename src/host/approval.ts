@@ -58,7 +58,7 @@ import {
   guardBashDeny,
 } from '../core/approval/bash-rules.js';
 import type { HostBase } from './base.js';
-import type { EditorFacts } from './editor-context.js';
+import type { EditorFacts } from './buffer-settings.js';
 import type { Config } from '../core/config/config.js';
 import type { LuaResolverSpec } from '../editor/protocol/wire.js';
 import { sandboxFor } from './sandbox.js';

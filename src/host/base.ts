@@ -1,5 +1,5 @@
 // What every service of the host may use: the editor's adapters and the host's own facts. The
-// services themselves are built by the wiring (`context.ts`) and handed to each other as narrow
+// services themselves are built by the wiring (`wiring.ts`) and handed to each other as narrow
 // interfaces, never through this object, so that no service imports another's module in a circle.
 import type { ReferenceCache } from '../core/chat/references.js';
 import type { SdkLoader } from '../core/provider/sdk.js';

@@ -4,7 +4,7 @@ import { rpcWriter, guardConsole } from './stdio-guard.js';
 import { connect } from '../editor/client.js';
 import { hostLogger } from './log.js';
 import { dispatch } from './actions.js';
-import { createContext } from './context.js';
+import { createHost } from './wiring.js';
 import { CALL } from '../editor/protocol/index.js';
 import { IdleWatch, warmWhenIdle } from './warmup.js';
 import { trace } from '../editor/trace.js';
@@ -51,7 +51,7 @@ const nvim = connect(process.stdin, rpcWriter, clientLogger);
 // The client may have replaced `console`; point it back at the log.
 guardConsole();
 
-const ctx = createContext(nvim, hostLogger, hostLogger.path);
+const ctx = createHost(nvim, hostLogger, hostLogger.path);
 process.on('SIGTERM', () => {
   hostLogger.info('SIGTERM received; exiting');
   // Neovim stops its jobs this way when it quits (`:q!` too): what a reply has not yet on disk.

@@ -7,7 +7,7 @@
 // - Environment variables in `rw_paths` are read from `facts.env` when the editor sends one
 //   (Neovim's environment, which `:let $VAR=…` can change), else from the host's environment,
 //   which the host inherited from Neovim when it started.
-// - The host's one backend registry (`HostContext.sandboxBackends`) is used, so backends
+// - The host's one backend registry (`Host.sandboxBackends`) is used, so backends
 //   registered elsewhere in the host apply.
 // - A backend defined in Lua is a proxy in that registry: its `available` and `wrap` are host →
 //   Lua requests (`sandbox.available`, `sandbox.wrap`). Lua sends its whole list with
@@ -34,7 +34,7 @@ import {
   sandboxStatus,
 } from '../core/tools/sandbox/index.js';
 import type { LuaBridge } from '../editor/lua.js';
-import { KNOWN_ENV } from './editor-context.js';
+import { KNOWN_ENV } from './buffer-settings.js';
 
 export type SandboxState = CoreSandboxState;
 

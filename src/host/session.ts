@@ -2,89 +2,55 @@
 // (the core `Conversation`: the steps of `<C-]>`, autopilot) and of its busy state (a request, a
 // tool, a pending continue), wired to the host's services through the loop's ports. The send,
 // the cancel and autopilot's answers from Lua all come here.
-import type { ChatDocument, Message } from '../core/chat/ast.js';
+import type { ChatDocument } from '../core/chat/ast.js';
 import { type AutopilotSettings, autopilotSettings } from '../core/loop/autopilot.js';
 import { Conversation } from '../core/loop/conversation.js';
 import { BUSY_REQUEST } from '../core/loop/cycle.js';
 import type { ConversationPorts } from '../core/loop/conversation.js';
-import type { StepPorts } from '../core/loop/cycle.js';
-import { type ApprovalOutcome, type ApprovalService, statusOf } from './approval.js';
-import { type ApprovalNotices, waitingBlocks } from './approval-notice.js';
-import type { HostBase } from './base.js';
-import { type ContextOptions, type EditorContext, fetchEditorContext } from './editor-context.js';
-import type { CompactStatus, CompactTarget, Compactor } from './compact.js';
-import type { Streamer, SendStatus } from './send/stream.js';
-import type { ToolCatalogue } from './tools/catalogue.js';
-import type { ToolExecutor } from './tools/executor.js';
-import type { UndoService } from './undo/service.js';
-import type { RecoveryService } from './recovery.js';
-import type { ResultWriter } from './tools/results.js';
+import {
+  type LoopEvents,
+  type SessionServices,
+  type StepSettings,
+  stepPorts,
+} from './session-ports.js';
+
+export type { LoopEvents, SessionServices, StepSettings };
+import type { SettingsOptions, BufferSettings } from './buffer-settings.js';
+import type { PushedState } from './editor-state.js';
+import type { CompactStatus, CompactTarget } from './compact.js';
+import type { SendStatus } from './send/stream.js';
+import type { SendOptions } from './usage.js';
+import { waitingBlocks } from './approval-notice.js';
 import type { Config } from '../core/config/config.js';
-import type { Verdicts } from './tools/verdicts.js';
-import { actionable, TurnEnd } from './turn-end.js';
 import { trace } from '../editor/trace.js';
-import type { SendOptions, UsageTracker } from './usage.js';
-
-/** How long a carried editor context may stand in for asking again (ms). */
-const CARRY_MS = 250;
-
-/** What a step of the loop knows of the buffer: the editor's context and autopilot's settings. */
-export type StepContext = EditorContext & { autopilot: AutopilotSettings };
-
-/** The services a session works with (built once, shared by every session). */
-export interface SessionServices {
-  base: HostBase;
-  catalogue: Pick<ToolCatalogue, 'toolNames'>;
-  executor: Pick<ToolExecutor, 'isRunning' | 'dispatch' | 'cancelOldest'>;
-  results: Pick<ResultWriter, 'fresh' | 'applyEdits' | 'placeWhileRunning'>;
-  verdicts: Pick<Verdicts, 'early' | 'resolution'>;
-  approval: Pick<ApprovalService, 'decide' | 'remember' | 'undoProblem'>;
-  streamer: Pick<Streamer, 'run'>;
-  compactor: Pick<Compactor, 'run'>;
-  usage: Pick<UsageTracker, 'finish' | 'stopsAutopilot'>;
-  /** Cancel the calls waiting for the user (`tool:cancel-pending`); how many. */
-  cancelPending(bufnr: number): Promise<number>;
-  /** Each message's part of the trust digest, across parses. */
-  memo: WeakMap<Message, string>;
-  /** The "Approval needed" messages, taken back when nothing they named waits. */
-  notices: Pick<ApprovalNotices, 'show'>;
-  /** Told of each send (a turn's start is noted for `:Flemma review`). */
-  undo?: Pick<UndoService, 'sending'>;
-  /** The records of streamed replies: a reply's last one is on disk before the reply is over. */
-  recovery?: Pick<RecoveryService, 'settled'>;
-}
-
-/** A denial with no resolver: the call cannot run at all (an unknown tool, a repeated id…). */
-function notRun(): ApprovalOutcome {
-  return { decision: 'deny', resolver: null, trace: [], skipped: [] };
-}
-
-/**
- * The outcome of a call whose placeholder held `status` in a file that is not trusted, with the
- * reason it was judged again (`:Flemma tool:why`).
- */
-function unconfirmedNote(outcome: ApprovalOutcome, status: string): ApprovalOutcome {
-  const note = `status=${status} came from a file that is not trusted: judged as if pending (:trust honours it)`;
-  return {
-    ...outcome,
-    trace: [{ resolver: 'trust', priority: 0, outcome: 'passed', notes: [note] }, ...outcome.trace],
-  };
-}
+import { actionable, TurnEnd } from './turn-end.js';
 
 export class ChatSession {
-  readonly conversation: Conversation<StepContext>;
+  /** The buffer's loop: private, every way into it is a method of the session. */
+  private readonly conversation: Conversation<StepSettings>;
   private request: AbortController | undefined;
-  private carried: { context: EditorContext; at: number } | undefined;
   /** The user's last action that ends a turn, until the user has the word again. */
   private readonly turnEnd: TurnEnd;
+  /** Autopilot's resume delay (a host timer; Lua watches the buffer meanwhile). */
+  private resumeTimer: NodeJS.Timeout | undefined;
 
   constructor(
     readonly bufnr: number,
     private readonly s: SessionServices,
   ) {
-    this.conversation = new Conversation<StepContext>(this.ports());
     this.turnEnd = new TurnEnd((answer) => {
-      s.base.lua.notify('chat.step_ended', { bufnr, ...answer });
+      s.editor.lua.notify('chat.step_ended', { bufnr, ...answer });
+    });
+    this.conversation = new Conversation<StepSettings>({
+      ...stepPorts(this, s),
+      autopilot: this.autopilotPorts(),
+      failed: (error) => {
+        this.turnEnd.ended('failed');
+        s.editor.logger.error(`the tool cycle of buffer ${String(bufnr)} failed`, error);
+      },
+      settled: () => {
+        this.handBackIfIdle();
+      },
     });
   }
 
@@ -93,9 +59,15 @@ export class ChatSession {
     return this.request !== undefined;
   }
 
-  /** A request or a tool runs, or autopilot is about to go on. */
+  /** A request or a tool runs, or autopilot is about to go on: the one busy rule. */
   get busy(): boolean {
     return this.conversation.busy;
+  }
+
+  /** Autopilot's state and its count of consecutive tool-using turns (`autopilot:status`). */
+  get autopilot(): { state: string; iteration: number; armed: boolean } {
+    const pilot = this.conversation.autopilot;
+    return { state: pilot.state, iteration: pilot.iteration, armed: pilot.armed };
   }
 
   /**
@@ -104,9 +76,10 @@ export class ChatSession {
    * at once when the step did nothing or stopped at calls that wait for them, else when the loop
    * it started stops by itself (its tools are done and autopilot does not go on, the reply and any
    * autopilot chain after it are over, or a cancel stopped it). A newer ticket replaces an older
-   * one.
+   * one. `pushed`: the environment and the editor's facts Lua sent with the user's action.
    */
-  async step(user: boolean, ticket?: number): Promise<void> {
+  async step(user: boolean, ticket?: number, pushed?: PushedState): Promise<void> {
+    if (pushed !== undefined) this.s.states.pushed(this.bufnr, pushed);
     this.turnEnd.expect(ticket);
     const outcome = await this.conversation.step(user);
     if (ticket === undefined) return;
@@ -150,64 +123,49 @@ export class ChatSession {
     else this.handBackIfIdle();
   }
 
+  /** The step failed: the user's action that started it ends in Normal mode. */
+  failedStep(): void {
+    this.turnEnd.ended('failed');
+  }
+
   /** The loop stopped by itself: a waiting ticket gets its answer. */
   handBackIfIdle(): void {
     const ticket = this.turnEnd.pending;
     if (ticket !== undefined && this.conversation.idle) this.turnEnd.handBack(ticket);
   }
 
-  /** The buffer's context, asked now. */
-  context(document: ChatDocument, options: ContextOptions = {}): Promise<EditorContext> {
-    return fetchEditorContext(this.s.base.lua, this.bufnr, document, this.s.catalogue.toolNames(), {
-      ...options,
-      memo: this.s.memo,
-      config: this.s.base.config,
-    });
-  }
-
-  /** Keep a context the next automatic step may start from (the end of a reply, a last tool). */
-  carry(context: EditorContext): void {
-    this.carried = { context, at: Date.now() };
-  }
-
-  private takeCarried(): EditorContext | undefined {
-    const carried = this.carried;
-    this.carried = undefined;
-    if (carried === undefined || Date.now() - carried.at > CARRY_MS) return undefined;
-    return carried.context;
+  /** The buffer's settings for its tree `document`: held by the host, asked only when stale. */
+  settings(document: ChatDocument, options: SettingsOptions = {}): Promise<BufferSettings> {
+    return this.s.states.get(this.bufnr, document, options);
   }
 
   /**
-   * Send the buffer (`:Flemma send`, Phase 3 of a step). `context` is the editor's answer the
-   * caller already has; without it the send asks.
+   * Send the buffer (`:Flemma send`, Phase 3 of a step). `context`: the settings the step has;
+   * without them the send takes the held ones.
    */
-  async send(context?: EditorContext, options: SendOptions = {}): Promise<SendStatus | undefined> {
-    const { base } = this.s;
+  async send(context?: BufferSettings, options: SendOptions = {}): Promise<SendStatus | undefined> {
+    const { editor } = this.s;
     if (this.s.executor.isRunning(this.bufnr)) {
-      base.lua.notify('notify', {
-        level: 'warn',
-        message: 'Cannot send while tool execution is in progress.',
-      });
+      editor.notify.warn('Cannot send while tool execution is in progress.');
       return undefined;
     }
     if (this.request !== undefined) {
-      base.lua.notify('notify', {
-        level: 'warn',
-        message: BUSY_REQUEST,
-      });
+      editor.notify.warn(BUSY_REQUEST);
       return undefined;
     }
-    const document = base.documents.get(this.bufnr)?.document;
-    if (document !== undefined) this.s.undo?.sending(this.bufnr, document);
     const controller = new AbortController();
     this.request = controller;
     let status: SendStatus | undefined;
     let config: Config | undefined;
     try {
+      const document = (await this.s.results.fresh(this.bufnr))?.document;
+      if (document !== undefined) this.s.undo?.sending(this.bufnr, document);
+      const settings =
+        context ?? (document === undefined ? undefined : await this.settings(document));
       status = await this.s.streamer.run(
         this.bufnr,
         controller,
-        context,
+        settings,
         (used) => {
           config = used;
         },
@@ -223,17 +181,21 @@ export class ChatSession {
     return status;
   }
 
+  /** `:Flemma send`: with what Lua pushed along (the environment, the editor's facts). */
+  sendPushed(pushed: PushedState | undefined, options: SendOptions): Promise<unknown> {
+    if (pushed !== undefined) this.s.states.pushed(this.bufnr, pushed);
+    return this.send(undefined, options);
+  }
+
   /**
    * `:Flemma compact`: the summary is this buffer's request while it runs, so that `<C-c>`
    * cancels it and no send or tool starts beside it.
    */
   async compact(target: CompactTarget): Promise<CompactStatus | undefined> {
-    const { base } = this.s;
-    if (this.busy || this.request !== undefined) {
-      base.lua.notify('notify', {
-        level: 'warn',
-        message: 'compact: the chat is busy (a request or a tool runs); wait or <C-c> first',
-      });
+    if (this.busy) {
+      this.s.editor.notify.warn(
+        'compact: the chat is busy (a request or a tool runs); wait or <C-c> first',
+      );
       return undefined;
     }
     const controller = new AbortController();
@@ -247,13 +209,13 @@ export class ChatSession {
 
   /** A send ended: the file written, the session's usage, the events, and autopilot's next move. */
   private async finished(status: SendStatus, config: Config | undefined): Promise<void> {
-    const { base, usage } = this.s;
+    const { editor, usage } = this.s;
     const bufnr = this.bufnr;
     await this.autoWrite(config);
     // A completed request goes into the session (and its usage bar shows) first.
     const { record, toolUse } = usage.finish(bufnr, status === 'completed');
     // The events keep their order on the channel; the tool loop does not wait for listeners.
-    base.hooks.post(
+    editor.hooks.post(
       'request:finished',
       record === undefined ? { bufnr, status } : { bufnr, status, request: record },
     );
@@ -264,7 +226,7 @@ export class ChatSession {
       if (status === 'errored') this.attention('failed');
       return;
     }
-    base.hooks.post('conversation:idle', { bufnr });
+    editor.hooks.post('conversation:idle', { bufnr });
     // Past the spend cap, autopilot stops here (the usage tracker says so).
     if (usage.stopsAutopilot(bufnr, config, toolUse)) {
       this.turnEnd.ended('stopped');
@@ -278,7 +240,7 @@ export class ChatSession {
     const last = [...state.document.messages].reverse().find((m) => m.role === 'Assistant');
     const hasToolUse =
       last !== undefined && last.segments.some((segment) => segment.kind === 'tool_use');
-    const tools = (config ?? (await this.s.base.config.get(this.s.base.lua))).tools;
+    const tools = (config ?? (await this.settings(state.document)).config).tools;
     const goesOn = await this.conversation.replyFinished(hasToolUse, autopilotSettings(tools));
     // The turn is over unless autopilot continues; when it continues, the loop either stops at
     // a call that waits for the user (`approval`) or comes back here after the next reply.
@@ -289,8 +251,8 @@ export class ChatSession {
    * The user may be needed: Lua decides whether to tell (not while the chat is the current
    * buffer of a focused Neovim) and how (`attention.*`, lua/flemma/attention.lua).
    */
-  private attention(reason: 'approval' | 'finished' | 'failed', tools?: string[]): void {
-    this.s.base.lua.notify('attention.signal', {
+  attention(reason: 'approval' | 'finished' | 'failed', tools?: string[]): void {
+    this.s.editor.lua.notify('attention.signal', {
       bufnr: this.bufnr,
       reason,
       ...(tools === undefined ? {} : { tools }),
@@ -312,15 +274,34 @@ export class ChatSession {
     // Nothing ran: autopilot goes on after the waiting calls are cancelled, as after a rejection.
     if ((await this.s.cancelPending(this.bufnr)) > 0) return true;
     this.stopped();
-    this.s.base.lua.notify('notify', { level: 'info', message: 'Nothing to cancel' });
+    this.s.editor.notify.info('Nothing to cancel');
     return false;
   }
 
-  /** The buffer's last running tool finished (a background job too). */
+  /** The buffer's last running tool finished (a background job too): `tools:settled`. */
   async toolsDone(config: Config): Promise<void> {
     if (this.s.executor.isRunning(this.bufnr)) return;
     await this.autoWrite(config);
-    await this.conversation.toolsFinished(autopilotSettings(config.tools));
+    await this.resolved(autopilotSettings(config.tools));
+  }
+
+  /** Calls of the buffer were answered without running (a command): autopilot may go on. */
+  async resolved(settings: AutopilotSettings): Promise<void> {
+    await this.conversation.toolsFinished(settings);
+    this.handBackIfIdle();
+  }
+
+  /** `<M-CR>` while autopilot is paused: it goes on once the call the user ran is done. */
+  rearmIfPaused(settings: AutopilotSettings): void {
+    this.conversation.autopilot.rearmIfPaused(settings);
+  }
+
+  /** Lua saw an edit (or `<C-c>`) while a continue waited: it does not happen. */
+  autopilotCancelled(token: number): void {
+    clearTimeout(this.resumeTimer);
+    this.resumeTimer = undefined;
+    this.conversation.autopilot.cancelled(token);
+    // An edit stopped the chain: a waiting `<C-]>` of Insert mode gets its answer.
     this.handBackIfIdle();
   }
 
@@ -336,9 +317,9 @@ export class ChatSession {
     // within those milliseconds leaves a record the reopening finds already in the file.
     await this.s.recovery?.settled(this.bufnr);
     try {
-      await this.s.base.writes.callAfterWrites('buffer.write', { bufnr: this.bufnr });
+      await this.s.editor.writes.callAfterWrites('buffer.write', { bufnr: this.bufnr });
     } catch (error) {
-      this.s.base.logger.warn(`writing buffer ${String(this.bufnr)} failed: ${String(error)}`);
+      this.s.editor.logger.warn(`writing buffer ${String(this.bufnr)} failed: ${String(error)}`);
     }
   }
 
@@ -348,120 +329,41 @@ export class ChatSession {
     this.handBackIfIdle();
   }
 
-  /** The loop's ports over the host's services. */
-  private ports(): ConversationPorts<StepContext> {
-    const { base, results, executor } = this.s;
+  /**
+   * Autopilot's ports: the resume delay is a host timer; while it runs Lua watches the buffer
+   * (`autopilot.watch`), and an edit or `<C-c>` there cancels it (`autopilot:cancelled`).
+   */
+  private autopilotPorts(): ConversationPorts<StepSettings>['autopilot'] {
+    const { editor } = this.s;
     const bufnr = this.bufnr;
-    const step: StepPorts<StepContext> = {
-      editor: {
-        read: async () => {
-          if (base.documents.get(bufnr) === undefined) {
-            if ((await base.documents.attach(bufnr)) === undefined) return undefined;
-          }
-          return results.fresh(bufnr);
-        },
-        context: async (user, state) => {
-          // An automatic step starts from the context its trigger brought along (the end of a
-          // reply, the last tool's return), when that is fresh; a step the user asked for asks.
-          const carried = this.takeCarried();
-          const editor = (user ? undefined : carried) ?? (await this.context(state.document));
-          return { ...editor, autopilot: autopilotSettings(editor.config.tools) };
-        },
-        apply: (edits) => results.applyEdits(bufnr, edits),
-        confirm: (ids) => {
-          // A notification: Lua takes it before anything the host asks or sends after it.
-          if (ids.length > 0) base.lua.notify('trust.confirm', { bufnr, ids: [...ids] });
-          return Promise.resolve();
-        },
-        waitForUser: (state) => this.waitForUser(state.document),
-        warn: (message) => {
-          base.lua.notify('notify', { level: 'warn', message });
-        },
-        error: (message) => {
-          this.turnEnd.ended('failed');
-          base.lua.notify('notify', { level: 'error', message });
-        },
-      },
-      tools: {
-        running: () => executor.isRunning(bufnr),
-        decide: async (use, context) => {
-          if (
-            use.duplicateOf !== undefined ||
-            this.s.verdicts.early(use.id, use.name) !== undefined
-          ) {
-            // Nothing to approve: Phase 2 writes the error result.
-            this.s.approval.remember(use.id, notRun());
-            return 'denied';
-          }
-          const decided = await this.s.approval.decide(
-            { bufnr, toolId: use.id, toolName: use.name, input: use.input },
-            context.config,
-            context.approval,
-            context.facts,
-          );
-          this.s.approval.remember(
-            use.id,
-            use.unconfirmed === undefined ? decided : unconfirmedNote(decided, use.unconfirmed),
-          );
-          return statusOf(decided.decision);
-        },
-        start: (calls, context, user) => {
-          executor.dispatch(bufnr, calls, context.config, context.facts, user);
-        },
-        startPlacing: (state, requests, calls, context, user) =>
-          results.placeWhileRunning(bufnr, state, requests, () => {
-            executor.dispatch(bufnr, calls, context.config, context.facts, user);
-          }),
-        resolution: (block, status, context) =>
-          this.s.verdicts.resolution(bufnr, block, status, context.config),
-      },
-      provider: {
-        running: () => this.request !== undefined,
-        send: async (context, user) => {
-          await this.send(context, { userInitiated: user });
-        },
-      },
-      clock: {
-        tick: () =>
-          new Promise<void>((resolve) => {
-            setImmediate(resolve);
-          }),
-        soon: (fn) => {
-          setImmediate(fn);
-        },
-      },
-      mark: trace,
-    };
     return {
-      ...step,
-      autopilot: {
-        schedule: (delayMs, token) => {
-          base.lua.notify('autopilot.schedule', { bufnr, delay_ms: delayMs, token });
-        },
-        unschedule: () => {
-          base.lua.notify('autopilot.cancel', { bufnr, from_host: true });
-        },
-        scheduled: async (delayMs, wait) => {
-          if (wait)
-            await base.hooks.emit('autopilot:resume-scheduled', { bufnr, delay_ms: delayMs });
-          // Events keep their order on the channel; autopilot does not wait for the listeners.
-          else base.hooks.post('autopilot:resume-scheduled', { bufnr, delay_ms: delayMs });
-        },
-        resumed: () => {
-          trace('autopilot:resume');
-          base.hooks.post('autopilot:resumed', { bufnr });
-        },
-        warn: (message) => {
-          this.turnEnd.ended('stopped');
-          base.lua.notify('notify', { level: 'warn', message });
-        },
+      schedule: (delayMs, token) => {
+        clearTimeout(this.resumeTimer);
+        editor.lua.notify('autopilot.watch', { bufnr, token });
+        this.resumeTimer = setTimeout(() => {
+          this.resumeTimer = undefined;
+          editor.lua.notify('autopilot.cancel', { bufnr, from_host: true, quiet: true });
+          void this.conversation.autopilot.resume(token);
+        }, delayMs);
       },
-      failed: (error) => {
-        this.turnEnd.ended('failed');
-        base.logger.error(`the tool cycle of buffer ${String(bufnr)} failed`, error);
+      unschedule: () => {
+        clearTimeout(this.resumeTimer);
+        this.resumeTimer = undefined;
+        editor.lua.notify('autopilot.cancel', { bufnr, from_host: true });
       },
-      settled: () => {
-        this.handBackIfIdle();
+      scheduled: async (delayMs, wait) => {
+        if (wait)
+          await editor.hooks.emit('autopilot:resume-scheduled', { bufnr, delay_ms: delayMs });
+        // Events keep their order on the channel; autopilot does not wait for the listeners.
+        else editor.hooks.post('autopilot:resume-scheduled', { bufnr, delay_ms: delayMs });
+      },
+      resumed: () => {
+        trace('autopilot:resume');
+        editor.hooks.post('autopilot:resumed', { bufnr });
+      },
+      warn: (message) => {
+        this.turnEnd.ended('stopped');
+        editor.notify.warn(message);
       },
     };
   }
@@ -471,20 +373,20 @@ export class ChatSession {
    * approved) block, a notification says what waits, and `approval:needed` fires so that a
    * statusline or another window can tell.
    */
-  private async waitForUser(document: ChatDocument): Promise<void> {
+  async waitForUser(document: ChatDocument): Promise<void> {
     const waiting = waitingBlocks(document);
     const first = waiting[0];
     if (first === undefined) return;
-    const { base } = this.s;
+    const { editor } = this.s;
     this.turnEnd.waiting(first.toolResultLine - 1);
-    base.lua.notify('tools.cursor', { bufnr: this.bufnr, row: first.toolResultLine - 1 });
+    editor.lua.notify('tools.cursor', { bufnr: this.bufnr, row: first.toolResultLine - 1 });
     // Taken back once none of these calls waits any more (approval-notice.ts).
     this.s.notices.show(this.bufnr, waiting, (id) => this.s.approval.undoProblem(id));
     this.attention(
       'approval',
       waiting.map((block) => block.name),
     );
-    await base.hooks.emit('approval:needed', {
+    await editor.hooks.emit('approval:needed', {
       bufnr: this.bufnr,
       tool_ids: waiting.map((block) => block.id),
       tool_names: waiting.map((block) => block.name),

@@ -9,7 +9,7 @@ import type { DocumentState } from '../editor/documents.js';
 import type { HostBase } from './base.js';
 import { type ReferenceScope, refusedReferences } from '../core/chat/references.js';
 import { findSensitive, sensitiveEntries } from '../core/tools/sandbox/sensitive.js';
-import type { EditorContext } from './editor-context.js';
+import type { BufferSettings } from './buffer-settings.js';
 
 export interface TrustDiagnostic {
   /** 0-based line. */
@@ -23,7 +23,7 @@ export interface TrustDiagnostic {
  * current directory for a buffer with no file) and where they may lead: anywhere in a trusted
  * file, only inside that directory's tree in one that is not.
  */
-export function referenceScope(editor: EditorContext): { baseDir: string; scope: ReferenceScope } {
+export function referenceScope(editor: BufferSettings): { baseDir: string; scope: ReferenceScope } {
   const filename = editor.facts.filename;
   const baseDir = filename === null ? editor.facts.cwd : dirname(filename);
   if (editor.trust.trusted) return { baseDir, scope: {} };
@@ -45,7 +45,7 @@ export function referenceScope(editor: EditorContext): { baseDir: string; scope:
 /** What `:Flemma status` lists as refused: each option and file reference, with its line. */
 export function refusedItems(
   document: ChatDocument,
-  editor: EditorContext,
+  editor: BufferSettings,
   readsResults: (toolName: string) => boolean,
 ): { what: string; line: number }[] {
   const { baseDir, scope } = referenceScope(editor);
@@ -78,7 +78,7 @@ export function refusedKeyMessage(key: string): string {
  */
 export function trustDiagnostics(
   document: ChatDocument,
-  editor: EditorContext,
+  editor: BufferSettings,
   readsResults: (toolName: string) => boolean,
 ): TrustDiagnostic[] {
   const items: TrustDiagnostic[] = [];
@@ -135,7 +135,7 @@ const CHECK_MS = 300;
 export interface TrustCheckDeps {
   base: Pick<HostBase, 'lua' | 'documents' | 'logger'>;
   /** The buffer's context (its trust decision, its frontmatter applied). */
-  context(bufnr: number, document: ChatDocument): Promise<EditorContext>;
+  context(bufnr: number, document: ChatDocument): Promise<BufferSettings>;
   /** Which tools' results have their file references read. */
   readsResults(toolName: string): boolean;
   /** Each message's part of the trust digest, across parses (`trustDigest`). */

@@ -5,21 +5,18 @@ import { describe, expect, it } from 'vitest';
 import { parseLines } from '../../src/core/chat/parser.js';
 import { SdkLoader } from '../../src/core/provider/sdk.js';
 import { actions, dispatch } from '../../src/host/actions.js';
-import type { HostContext } from '../../src/host/context.js';
+import type { Host } from '../../src/host/wiring.js';
 import { createFileLogger } from '../../src/host/log.js';
 
 /** The busy state `host:info` reports: a session's and the running tools. */
-function work(
-  busySessions = false,
-  tools: unknown[] = [],
-): Pick<HostContext, 'sessions' | 'executor'> {
+function work(busySessions = false, tools: unknown[] = []): Pick<Host, 'sessions' | 'executor'> {
   return {
     sessions: { anyBusy: () => busySessions },
     executor: { list: () => tools },
-  } as unknown as Pick<HostContext, 'sessions' | 'executor'>;
+  } as unknown as Pick<Host, 'sessions' | 'executor'>;
 }
 
-function context(): HostContext {
+function context(): Host {
   const unused = new Proxy(
     {},
     {
@@ -38,7 +35,7 @@ function context(): HostContext {
     startedAt: Date.now() - 1500,
     logFile: '/tmp/flemma.log',
     ...work(),
-  } as unknown as HostContext;
+  } as unknown as Host;
 }
 
 describe('the host dispatch table', () => {
@@ -55,7 +52,7 @@ describe('the host dispatch table', () => {
   });
 
   it('says it is busy while a session works or a tool (a background job too) runs', async () => {
-    const busy = async (ctx: HostContext): Promise<unknown> =>
+    const busy = async (ctx: Host): Promise<unknown> =>
       ((await dispatch(ctx, 'host:info', null)) as Record<string, unknown>)['busy'];
     expect(await busy({ ...context(), ...work(true) })).toBe(true);
     expect(await busy({ ...context(), ...work(false, [{ id: 'toolu_1' }]) })).toBe(true);
@@ -97,7 +94,7 @@ describe('navigation questions (buffer:definition, buffer:hover)', () => {
   ];
 
   /** A context whose only part is a document store following buffer 3 with `CHAT`. */
-  function withChat(): { ctx: HostContext; attached: number[] } {
+  function withChat(): { ctx: Host; attached: number[] } {
     const attached: number[] = [];
     const documents = {
       attach: (bufnr: number) => {
@@ -107,7 +104,7 @@ describe('navigation questions (buffer:definition, buffer:hover)', () => {
         );
       },
     };
-    return { ctx: { ...context(), documents } as unknown as HostContext, attached };
+    return { ctx: { ...context(), documents } as unknown as Host, attached };
   }
 
   it('answers from the followed tree, with paths from the chat file or the cwd', async () => {

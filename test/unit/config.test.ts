@@ -1,9 +1,9 @@
 // The typed configuration: Lua's snapshot parsed once per generation (src/core/config/config.ts,
-// src/host/config.ts), and a buffer's frontmatter applied over it (src/host/editor-context.ts).
+// src/host/config.ts), and a buffer's frontmatter applied over it (src/host/buffer-settings.ts).
 import { describe, expect, it } from 'vitest';
 import { CONFIG_DEFAULTS, parseConfig } from '../../src/core/config/config.js';
 import { ConfigStore } from '../../src/host/config.js';
-import { contextQuestion, resolveContext } from '../../src/host/editor-context.js';
+import { settingsQuestion, resolveSettings } from '../../src/host/buffer-settings.js';
 import type { ContextAnswer } from '../../src/editor/protocol/wire.js';
 import type { LuaCaller } from '../../src/host/sandbox.js';
 
@@ -132,20 +132,20 @@ describe('ConfigStore', () => {
 describe('the editor context and the configuration', () => {
   it('asks with the generation held, and uses that configuration when Lua sends none', async () => {
     const store = new ConfigStore();
-    const first = await contextQuestion(1, undefined, { config: store });
+    const first = await settingsQuestion(1, undefined, { config: store });
     expect(first.params.generation).toBeUndefined();
-    const context = resolveContext(first, answer({ generation: 3, config: { model: 'm' } }));
+    const context = resolveSettings(first, answer({ generation: 3, config: { model: 'm' } }));
     expect(context.config.model).toBe('m');
-    const next = await contextQuestion(1, undefined, { config: store });
+    const next = await settingsQuestion(1, undefined, { config: store });
     expect(next.params.generation).toBe(3);
-    expect(resolveContext(next, answer({ generation: 3 })).config).toBe(context.config);
+    expect(resolveSettings(next, answer({ generation: 3 })).config).toBe(context.config);
   });
 
   it("applies a frontmatter's operations over the data and parses the result", async () => {
     const store = new ConfigStore();
-    const question = await contextQuestion(1, undefined, { config: store });
+    const question = await settingsQuestion(1, undefined, { config: store });
     question.params.frontmatter = { code: 'flemma.opt.model = "x"', line: 1 };
-    const context = resolveContext(
+    const context = resolveSettings(
       question,
       answer({
         generation: 1,

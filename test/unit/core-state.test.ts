@@ -1,6 +1,6 @@
 // src/core keeps no state of its own between calls: no module-level mutable binding, no cache in
 // a module variable (docs/testing.md, "No state in src/core"). Whatever must outlive a call lives
-// in an object the host makes and passes in (HostContext). This reads the real source with the
+// in an object the host makes and passes in (Host). This reads the real source with the
 // TypeScript compiler and fails on what would bring such state back; the last tests run the same
 // check on sample code, so that the check itself cannot quietly stop seeing anything.
 import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';

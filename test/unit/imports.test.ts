@@ -1,5 +1,5 @@
 // The import graph of `src/` has no circle (type imports included): services depend on narrow
-// interfaces and the wiring (`src/host/context.ts`) is the only place that builds them. The check
+// interfaces and the wiring (`src/host/wiring.ts`) is the only place that builds them. The check
 // itself is shown to find a circle.
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';

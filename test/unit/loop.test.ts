@@ -8,12 +8,12 @@ import { type Edit, applyEdits, planPlaceholders, planResult } from '../../src/c
 import type { AutopilotSettings } from '../../src/core/loop/autopilot.js';
 import { Conversation } from '../../src/core/loop/conversation.js';
 import { BUSY_REQUEST, BUSY_TOOLS } from '../../src/core/loop/cycle.js';
-import type { StepContext, ToolCall, Verdict } from '../../src/core/loop/ports.js';
+import type { StepSettings, ToolCall, Verdict } from '../../src/core/loop/ports.js';
 
 const ON: AutopilotSettings = { enabled: true, maxTurns: 3, resumeDelay: 0 };
 const OFF: AutopilotSettings = { enabled: false, maxTurns: 100, resumeDelay: 0 };
 
-interface Context extends StepContext {
+interface Context extends StepSettings {
   name: string;
 }
 

@@ -178,7 +178,10 @@ describe('the decoders of incoming params', () => {
       over_limit: false,
       ticket: null,
     });
-    expect(LUA_TO_HOST['autopilot:resume'].decode({ bufnr: 2 })).toEqual({ bufnr: 2, token: -1 });
+    expect(LUA_TO_HOST['autopilot:cancelled'].decode({ bufnr: 2 })).toEqual({
+      bufnr: 2,
+      token: -1,
+    });
   });
 
   it('keep what tools:define carries, and leave mcp out when Lua sent none', () => {

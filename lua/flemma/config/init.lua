@@ -9,7 +9,8 @@ local H = {}
 local PREFIX = "flemma.setup: "
 
 --- The generation of the values: bumped by every `setup()` and run-time change, so that the host
---- is sent the configuration again only when it changed (`editor.context`, docs/rpc.md). It starts
+--- is sent the configuration again only when it changed (`editor.context`, docs/rpc.md), and told
+--- at once that what it holds is stale (`editor:state`). It starts
 --- from the clock, so that a reloaded module does not repeat a generation the host holds.
 H.generation = math.floor(vim.uv.hrtime() / 1000) % 1000000000
 
@@ -22,6 +23,8 @@ end
 --- The values changed (also the autopilot switch, which the host's snapshot includes).
 function H.changed()
   H.generation = H.generation + 1
+  -- The host holds each buffer's settings until told they went stale.
+  require("flemma.editor_state").stale()
 end
 
 --- A fresh, deep copy of every default value.

@@ -3,12 +3,12 @@
 // tool-using turns.
 //
 // Decisions:
-// - Every automatic continue is scheduled through the editor (`schedule`), which waits
-//   `tools.autopilot.resume_delay` ms and calls back `resume(token)`, unless the buffer's text
-//   changed meanwhile: then it calls `cancelled(token)` and the state goes back to `idle` (the turn
+// - Every automatic continue with a delay is scheduled (`schedule`): the host's timer waits
+//   `tools.autopilot.resume_delay` ms and calls `resume(token)`, while the editor watches the
+//   buffer; an edit there calls `cancelled(token)` and the state goes back to `idle` (the turn
 //   counter is kept; only a cancel of a request or a tool resets it, as the specification says). A
 //   token ties each answer to its schedule, so a stale answer does nothing. With no delay there is
-//   nothing to cancel: the continue goes on at the next tick (`clock.soon`) without asking.
+//   nothing to cancel: the continue goes on at the next tick (`clock.soon`).
 // - The events `autopilot:resume-scheduled` and `autopilot:resumed` come from here;
 //   `autopilot:resume-cancelled` from the editor, which sees the edit.
 // - The runtime switch (`:Flemma autopilot:enable|disable`) arrives through the settings.
@@ -22,9 +22,9 @@ export interface AutopilotSettings {
 }
 
 export interface AutopilotPorts {
-  /** Ask the editor to call `resume(token)` after `delayMs` unless the buffer changes first. */
+  /** Call `resume(token)` after `delayMs` unless the buffer changes first (the editor watches). */
   schedule(delayMs: number, token: number): void;
-  /** Forget a scheduled continue (a cancel): the editor drops its timer. */
+  /** Forget a scheduled continue (a cancel): the timer stops, the editor stops watching. */
   unschedule(): void;
   /** `autopilot:resume-scheduled`; waits for its listeners when `wait`. */
   scheduled(delayMs: number, wait: boolean): Promise<void>;

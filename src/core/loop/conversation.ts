@@ -5,9 +5,9 @@
 // world is behind the ports (`ports.ts`), so all of it runs in unit tests with fakes.
 import { Autopilot, type AutopilotPorts, type AutopilotSettings } from './autopilot.js';
 import { runStep, type StepOutcome, type StepPorts } from './cycle.js';
-import type { StepContext } from './ports.js';
+import type { StepSettings } from './ports.js';
 
-export interface ConversationPorts<C extends StepContext> extends StepPorts<C> {
+export interface ConversationPorts<C extends StepSettings> extends StepPorts<C> {
   /** How autopilot schedules, announces and warns (its `continueLoop` is this loop's step). */
   autopilot: Omit<AutopilotPorts, 'continueLoop' | 'soon'>;
   /** Logs a step that failed (the step's own errors are reported by the ports). */
@@ -16,7 +16,7 @@ export interface ConversationPorts<C extends StepContext> extends StepPorts<C> {
   settled?(): void;
 }
 
-export class Conversation<C extends StepContext> {
+export class Conversation<C extends StepSettings> {
   readonly autopilot: Autopilot;
   private queue: Promise<unknown> = Promise.resolve();
   private queued = 0;

@@ -30,13 +30,13 @@ import type {
   EditorPort,
   LoopState,
   ProviderPort,
-  StepContext,
+  StepSettings,
   ToolCall,
   ToolPort,
   Verdict,
 } from './ports.js';
 
-export interface StepPorts<C extends StepContext> {
+export interface StepPorts<C extends StepSettings> {
   editor: EditorPort<C>;
   tools: ToolPort<C>;
   provider: ProviderPort<C>;
@@ -60,7 +60,7 @@ export const BUSY_TOOLS = 'Cannot send while tool execution is in progress.';
 export type StepOutcome = 'refused' | 'waiting' | 'started' | 'sent';
 
 /** Runs one step for a buffer whose autopilot is `pilot`. */
-export async function runStep<C extends StepContext>(
+export async function runStep<C extends StepSettings>(
   ports: StepPorts<C>,
   pilot: Autopilot,
   user: boolean,
@@ -146,7 +146,7 @@ export async function runStep<C extends StepContext>(
  * pending, and its placeholder is rewritten (empty) with the chain's answer. Answers each judged
  * id with that answer; the caller confirms them once the buffer holds it.
  */
-async function judgeUnconfirmed<C extends StepContext>(
+async function judgeUnconfirmed<C extends StepSettings>(
   ports: StepPorts<C>,
   state: LoopState,
   context: C,
@@ -189,7 +189,36 @@ function placeholderStatuses(doc: ChatDocument): Map<string, string> {
   return statuses;
 }
 
-async function phaseTwo<C extends StepContext>(
+/** The error results of the blocks that will not run (denied, rejected, aborted). */
+async function resolutionEdits<C extends StepSettings>(
+  tools: StepPorts<C>['tools'],
+  state: LoopState,
+  groups: ReturnType<typeof classifyToolBlocks>,
+  context: C,
+): Promise<Edit[]> {
+  const edits: Edit[] = [];
+  for (const [status, blocks] of [
+    ['denied', groups.denied],
+    ['rejected', groups.rejected],
+    ['aborted', groups.aborted],
+  ] as const) {
+    for (const block of blocks) {
+      const text =
+        status === 'denied' && block.duplicateOf !== undefined
+          ? duplicateToolIdText(block.duplicateOf)
+          : await tools.resolution(block, status, context);
+      const edit = planResult(state.document, state.lines, block.id, {
+        id: block.id,
+        output: text,
+        isError: true,
+      });
+      if (edit !== undefined) edits.push(edit);
+    }
+  }
+  return edits;
+}
+
+async function phaseTwo<C extends StepSettings>(
   ports: StepPorts<C>,
   pilot: Autopilot,
   state: LoopState,
@@ -207,28 +236,9 @@ async function phaseTwo<C extends StepContext>(
     const edit = planUserSuppliedResult(state.document, state.lines, block.id);
     if (edit !== undefined) edits.push(edit);
   }
-  let resolved = 0;
-  for (const [status, blocks] of [
-    ['denied', groups.denied],
-    ['rejected', groups.rejected],
-    ['aborted', groups.aborted],
-  ] as const) {
-    for (const block of blocks) {
-      const text =
-        status === 'denied' && block.duplicateOf !== undefined
-          ? duplicateToolIdText(block.duplicateOf)
-          : await tools.resolution(block, status, context);
-      const edit = planResult(state.document, state.lines, block.id, {
-        id: block.id,
-        output: text,
-        isError: true,
-      });
-      if (edit !== undefined) {
-        edits.push(edit);
-        resolved += 1;
-      }
-    }
-  }
+  const resolutions = await resolutionEdits(tools, state, groups, context);
+  edits.push(...resolutions);
+  const resolved = resolutions.length;
   if (edits.length > 0) await editor.apply(bottomToTop(edits));
   if (groups.approvedWithContent.length > 0) {
     editor.warn(protectionWarning(groups.approvedWithContent.length));

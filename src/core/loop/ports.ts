@@ -14,7 +14,7 @@ export interface LoopState {
 }
 
 /** What a step knows of the buffer's settings (the host's editor context carries more). */
-export interface StepContext {
+export interface StepSettings {
   /** Why the buffer cannot go on (its frontmatter failed or may not run); nothing is done then. */
   problem?: string | undefined;
   autopilot: AutopilotSettings;
@@ -52,12 +52,12 @@ export interface ToolCall {
  */
 export type Verdict = 'approved' | 'pending' | 'denied';
 
-export interface EditorPort<C extends StepContext> {
+export interface EditorPort<C extends StepSettings> {
   /** The buffer as parsed now; undefined when it is no chat buffer any more. */
   read(): Promise<LoopState | undefined>;
   /**
-   * The buffer's settings for a step. An automatic step may start from the context its trigger
-   * brought along (`carried`); a step the user asked for always asks.
+   * The buffer's settings for a step (`user`: the user asked for it). The host answers from what
+   * it holds, asking the editor only when that is stale (docs/architecture.md).
    */
   context(user: boolean, state: LoopState): Promise<C>;
   /** Apply edits (each checks the lines it expects), in one batch. */
@@ -73,7 +73,7 @@ export interface EditorPort<C extends StepContext> {
   error(message: string): void;
 }
 
-export interface ToolPort<C extends StepContext> {
+export interface ToolPort<C extends StepSettings> {
   /** A call of this buffer runs. */
   running(): boolean;
   /**
@@ -103,7 +103,7 @@ export interface ToolPort<C extends StepContext> {
   ): Promise<string>;
 }
 
-export interface ProviderPort<C extends StepContext> {
+export interface ProviderPort<C extends StepSettings> {
   /** A request of this buffer runs. */
   running(): boolean;
   /** Send the conversation (Phase 3). */

@@ -49,14 +49,13 @@ export interface HostToLua {
     { bufnr: number; row: number; from: number; sink_name: string },
     { bufnr: number; name: string }
   >;
-  'send.finish': Method<
-    { bufnr: number; sink: number; context?: ContextParams },
-    { unlocked: boolean; context?: ContextAnswer }
-  >;
+  'send.finish': Method<{ bufnr: number; sink: number }, { unlocked: boolean }>;
   'env.first': Method<{ names: string[] }, { name: string; value: string } | null>;
   'log.secrets': Method<{ values: string[] }, null>;
   'frontmatter.diagnostics': Method<{ bufnr: number; items: TrustDiagnostic[] }, null>;
   'trust.confirm': Method<{ bufnr: number; ids: string[] }, null>;
+  /** The host took its held decision for a tree with a new digest (a trusted buffer records it). */
+  'trust.seen': Method<{ bufnr: number; digest: string }, null>;
   'template.render': Method<
     {
       bufnr: number;
@@ -82,8 +81,9 @@ export interface HostToLua {
   >;
   'approval.resolve': Method<ApprovalQuestion, LuaDecision | null>;
   'approval.config_decision': Method<ApprovalQuestion, LuaDecision | null>;
-  'autopilot.schedule': Method<{ bufnr: number; delay_ms: number; token: number }, boolean>;
-  'autopilot.cancel': Method<{ bufnr: number; from_host?: boolean }, null>;
+  /** The host's resume timer runs: an edit of the buffer cancels it (`autopilot:cancelled`). */
+  'autopilot.watch': Method<{ bufnr: number; token: number }, boolean>;
+  'autopilot.cancel': Method<{ bufnr: number; from_host?: boolean; quiet?: boolean }, null>;
   'tools.execute': Method<
     { call_id: string; name: string; input: unknown; ctx: Record<string, unknown> },
     null
@@ -249,8 +249,8 @@ export const HOST_TO_LUA = {
   },
   'send.finish': {
     kind: 'request',
-    params: '`{bufnr, sink, context?}`',
-    answer: '`{unlocked, context?}`',
+    params: '`{bufnr, sink}`',
+    answer: '`{unlocked}`',
     section: 'chatsend',
   },
   'env.first': {
@@ -277,6 +277,12 @@ export const HOST_TO_LUA = {
     answer: '`nil`',
     section: 'frontmatter-and-templates',
   },
+  'trust.seen': {
+    kind: 'notification',
+    params: '`{bufnr, digest}`',
+    answer: '`nil` (a trusted buffer records the digest)',
+    section: 'frontmatter-and-templates',
+  },
   'template.render': {
     kind: 'request',
     params: '`{bufnr, digest?, variables, jobs, tools}`',
@@ -301,15 +307,15 @@ export const HOST_TO_LUA = {
     answer: '`{decision}` or `{error}`',
     section: 'approval-and-autopilot',
   },
-  'autopilot.schedule': {
+  'autopilot.watch': {
     kind: 'notification',
-    params: '`{bufnr, delay_ms, token}`',
-    answer: 'boolean',
+    params: '`{bufnr, token}`',
+    answer: 'boolean (an edit sends `autopilot:cancelled`)',
     section: 'approval-and-autopilot',
   },
   'autopilot.cancel': {
     kind: 'notification',
-    params: '`{bufnr, from_host?}`',
+    params: '`{bufnr, from_host?, quiet?}`',
     answer: '`nil`',
     section: 'approval-and-autopilot',
   },

@@ -13,3 +13,4 @@ export * from './lua-to-host.js';
 export * from './host-to-lua.js';
 export * from './review.js';
 export type * from './wire.js';
+export type { PushedState } from './pushed.js';

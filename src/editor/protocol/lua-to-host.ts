@@ -8,8 +8,9 @@ import type { SandboxStatus } from '../../core/tools/sandbox/index.js';
 import type { DefinitionAnswer } from '../../core/chat/navigation.js';
 import type { ReviewCall, ReviewScope } from '../../core/chat/review.js';
 import { ActionError, bufnrOf, field, type Doc, type Method } from './common.js';
-import { CONTEXT_ACTIONS, type ContextActions } from './context.js';
+import { CONVERSATION_ACTIONS, type ConversationActions } from './conversation.js';
 import { MCP_ACTIONS, type McpActions } from './mcp.js';
+import { type PushedState, pushedOf } from './pushed.js';
 import { REVIEW_ACTIONS, type ReviewActions } from './review.js';
 import type {
   DeclarativeSettings,
@@ -46,7 +47,7 @@ interface Ticket {
 }
 
 /** Every Lua → host action: its params (as the handler receives them, decoded) and its answer. */
-export interface LuaToHost extends ReviewActions, McpActions, ContextActions {
+export interface LuaToHost extends ReviewActions, McpActions, ConversationActions {
   ping: Method<null, HostInfo>;
   'host:info': Method<null, HostInfo>;
   'provider:sdks': Method<
@@ -63,10 +64,16 @@ export interface LuaToHost extends ReviewActions, McpActions, ContextActions {
   /** The language server's hover: Markdown, or null when there is nothing to say. */
   'buffer:hover': Method<NavigationParams, string | null>;
   'frontmatter:languages': Method<{ names: string[] }, null>;
-  'chat:send': Method<Buf & Ticket & { over_limit: boolean }, null>;
+  /** `state`: the environment and the editor's facts as they are (docs/architecture.md). */
+  'chat:send': Method<Buf & Ticket & { over_limit: boolean; state?: PushedState }, null>;
   'chat:cancel': Method<Buf, { cancelled: boolean }>;
   /** `<C-]>`; `ticket`: answered by `chat.step_ended`. */
-  'chat:cycle': Method<Buf & Ticket, null>;
+  'chat:cycle': Method<Buf & Ticket & { state?: PushedState }, null>;
+  /**
+   * What the host holds of a buffer's settings went stale (every buffer's without `bufnr`): the
+   * configuration's generation, a trust decision, the working directory, the buffer's name.
+   */
+  'editor:state': Method<{ bufnr?: number; stale: boolean }, null>;
   'chat:status': Method<Buf & { verbose: boolean }, { lines: string[] }>;
   'tools:define': Method<
     {
@@ -109,7 +116,6 @@ export interface LuaToHost extends ReviewActions, McpActions, ContextActions {
   'tool:yolo': Method<Buf & { mode: 'on' | 'off' | 'toggle' }, { yolo: boolean }>;
   'tool:cancel-pending': Method<Buf, { cancelled: number }>;
   'approval:define': Method<{ resolvers: LuaResolverSpec[] }, null>;
-  'autopilot:resume': Method<Buf & { token: number }, null>;
   'autopilot:cancelled': Method<Buf & { token: number }, null>;
   'autopilot:status': Method<Buf, { lines: string[]; state: string; iteration: number }>;
   'secrets:define': Method<{ resolvers: LuaSecretsSpec[] }, null>;
@@ -325,13 +331,14 @@ export const LUA_TO_HOST: { readonly [M in LuaToHostMethod]: LuaToHostSpec<M> } 
   },
   'chat:send': {
     kind: 'notification',
-    params: '`{bufnr, over_limit?, ticket?}`',
+    params: '`{bufnr, over_limit?, ticket?, state?}`',
     answer: '`nil` (the request runs on; with `ticket`, `chat.step_ended` later)',
     section: 'chatsend',
     decode: (raw) => ({
       bufnr: bufnrOf(raw),
       over_limit: field(raw, 'over_limit') === true,
       ...ticketOf(raw),
+      ...pushedOf(field(raw, 'state')),
     }),
   },
   'chat:cancel': {
@@ -343,10 +350,27 @@ export const LUA_TO_HOST: { readonly [M in LuaToHostMethod]: LuaToHostSpec<M> } 
   },
   'chat:cycle': {
     kind: 'notification',
-    params: '`{bufnr, ticket?}`',
+    params: '`{bufnr, ticket?, state?}`',
     answer: '`nil` (`<C-]>`; with `ticket`, `chat.step_ended` later)',
     section: 'tools',
-    decode: (raw) => ({ bufnr: bufnrOf(raw), ...ticketOf(raw) }),
+    decode: (raw) => ({
+      bufnr: bufnrOf(raw),
+      ...ticketOf(raw),
+      ...pushedOf(field(raw, 'state')),
+    }),
+  },
+  'editor:state': {
+    kind: 'notification',
+    params: '`{bufnr?, stale}`',
+    answer: "`nil` (the host asks `editor.context` when it next needs the buffer's settings)",
+    section: 'pushed-state',
+    decode: (raw) => {
+      const bufnr = field(raw, 'bufnr');
+      return {
+        ...(bufnr === undefined || bufnr === null ? {} : { bufnr: bufnrOf(raw) }),
+        stale: field(raw, 'stale') === true,
+      };
+    },
   },
   'chat:status': {
     kind: 'call',
@@ -525,13 +549,6 @@ export const LUA_TO_HOST: { readonly [M in LuaToHostMethod]: LuaToHostSpec<M> } 
     section: 'approval-and-autopilot',
     decode: (raw) => ({ resolvers: listOf<LuaResolverSpec>(field(raw, 'resolvers')) }),
   },
-  'autopilot:resume': {
-    kind: 'notification',
-    params: '`{bufnr, token}`',
-    answer: '`nil`',
-    section: 'approval-and-autopilot',
-    decode: token,
-  },
   'autopilot:cancelled': {
     kind: 'notification',
     params: '`{bufnr, token}`',
@@ -584,7 +601,7 @@ export const LUA_TO_HOST: { readonly [M in LuaToHostMethod]: LuaToHostSpec<M> } 
   },
   ...REVIEW_ACTIONS,
   ...MCP_ACTIONS,
-  ...CONTEXT_ACTIONS,
+  ...CONVERSATION_ACTIONS,
 };
 
 /**

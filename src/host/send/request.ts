@@ -31,7 +31,7 @@ import { resolveMaxTokens } from '../../core/provider/limits.js';
 import type { Config } from '../../core/config/config.js';
 import type { DocumentState } from '../../editor/documents.js';
 import type { HostBase } from '../base.js';
-import { type EditorContext, fetchEditorContext, KNOWN_ENV } from '../editor-context.js';
+import { type BufferSettings, askBufferSettings, KNOWN_ENV } from '../buffer-settings.js';
 import { PROVIDERS, type ProviderParameters } from '../providers.js';
 import type { ToolCatalogue } from '../tools/catalogue.js';
 import { trace } from '../../editor/trace.js';
@@ -41,7 +41,7 @@ import { secondsMs } from '../../core/util/timer.js';
 /** A request ready to go (see `RequestBuilder.prepare`). */
 export interface PreparedRequest {
   state: DocumentState;
-  editor: EditorContext;
+  editor: BufferSettings;
   config: Config;
   providerName: string;
   model: string;
@@ -149,7 +149,7 @@ export class RequestBuilder {
    */
   async prepare(
     bufnr: number,
-    context: EditorContext | undefined,
+    context: BufferSettings | undefined,
     onConfig?: (config: Config) => void,
     purpose: 'send' | 'summary' = 'send',
   ): Promise<PreparedRequest | undefined> {
@@ -169,7 +169,7 @@ export class RequestBuilder {
     }
     const editor =
       context ??
-      (await fetchEditorContext(ctx.lua, bufnr, state.document, this.deps.catalogue.toolNames(), {
+      (await askBufferSettings(ctx.lua, bufnr, state.document, this.deps.catalogue.toolNames(), {
         memo: this.deps.memo,
         config: ctx.config,
       }));
@@ -342,7 +342,7 @@ export class RequestBuilder {
    * A file that is not trusted is sent without the options that need trust: say so once (again
    * when the list changes), the diagnostics and `:Flemma status` have the details.
    */
-  private tellRefused(bufnr: number, editor: EditorContext): void {
+  private tellRefused(bufnr: number, editor: BufferSettings): void {
     const keys = [...new Set(editor.refused.map((item) => item.key))];
     const id = keys.join('\0');
     if (id === (this.refusedShown.get(bufnr) ?? '')) return;
@@ -364,7 +364,7 @@ export class RequestBuilder {
   private render(
     bufnr: number,
     prompt: Prompt,
-    editor: EditorContext,
+    editor: BufferSettings,
     tools: readonly ToolSpec[],
   ): Promise<RenderedPrompt> {
     const ctx = this.deps.base;

@@ -13,12 +13,7 @@ import {
 import { XmlToolExtractor, extractXmlToolCalls } from '../../core/tools/xml.js';
 import { ProgressThrottle, withRetries } from '../../core/provider/retry.js';
 import type { HostBase } from '../base.js';
-import {
-  type ContextQuestion,
-  contextQuestion,
-  type EditorContext,
-  resolveContext,
-} from '../editor-context.js';
+import type { BufferSettings } from '../buffer-settings.js';
 import type { ToolCatalogue } from '../tools/catalogue.js';
 import type { Verdicts } from '../tools/verdicts.js';
 import { trace } from '../../editor/trace.js';
@@ -94,8 +89,6 @@ export interface StreamDeps {
   verdicts: Pick<Verdicts, 'markInvalidInput'>;
   /** Each message's part of the trust digest, across parses. */
   memo: WeakMap<Message, string>;
-  /** The editor's context at the end of a completed reply, for the tool loop's next step. */
-  carry(bufnr: number, context: EditorContext): void;
   /** A reply's first event arrived (the request is out; work it would have delayed may start). */
   replyStarted?(bufnr: number): void;
   /** Keeps a streaming reply on disk (`context.recovery`). */
@@ -109,7 +102,7 @@ export class Streamer {
   async run(
     bufnr: number,
     controller: AbortController,
-    context: EditorContext | undefined,
+    context: BufferSettings | undefined,
     onConfig: (config: Config) => void,
     options: SendOptions,
   ): Promise<SendStatus | undefined> {
@@ -128,15 +121,7 @@ export class Streamer {
     // The spend cap: past it, nothing goes out without the user's yes.
     if (!this.deps.usage.allows(bufnr, prepared.config, options)) return undefined;
     this.deps.requests.sent(bufnr, prepared);
-    return this.stream(
-      bufnr,
-      prepared,
-      controller,
-      await contextQuestion(bufnr, prepared.state.document, {
-        memo: this.deps.memo,
-        config: ctx.config,
-      }),
-    );
+    return this.stream(bufnr, prepared, controller);
   }
   /**
    * The record that keeps the reply on disk while it streams: with `context.recovery`, for a chat
@@ -225,7 +210,6 @@ export class Streamer {
     bufnr: number,
     prepared: PreparedRequest,
     controller: AbortController,
-    question: ContextQuestion,
   ): Promise<SendStatus> {
     const lines = prepared.state.lines;
     const ctx = this.deps.base;
@@ -354,23 +338,12 @@ export class Streamer {
     // An open stream keeps every write paced by frames.
     sinkWriter.closeStream();
     trace('send:closing');
-    // The editor's side of the end runs once the last text is in, in the same round trip. The
-    // answer carries the editor's context for the tool loop's next step (autopilot), asked now
-    // so that the step need not ask again; the buffer was locked since the send began.
-    const finishing = ctx.writes.callAfterWrites('send.finish', {
-      bufnr,
-      sink: sink.bufnr,
-      context: question.params,
-    });
+    // The editor's side of the end runs once the last text is in, in the same round trip; the
+    // next step starts from the settings the host holds (src/host/editor-state.ts).
+    const finishing = ctx.writes.callAfterWrites('send.finish', { bufnr, sink: sink.bufnr });
     // The next step (the tool loop's) waits for it: it goes now, not on the next tick.
     ctx.writes.sendNow();
-    const finished = await finishing;
-    if (status === 'completed' && finished.context !== undefined) {
-      this.deps.carry(
-        bufnr,
-        resolveContext(question, finished.context, this.deps.catalogue.toolNames()),
-      );
-    }
+    await finishing;
     ctx.writes.forget(sink.bufnr);
     return status;
   }

@@ -22,7 +22,7 @@ import { type AutopilotSettings, autopilotSettings } from '../../core/loop/autop
 import { toolCallAt } from '../../core/tools/locate.js';
 import type { ApprovalService } from '../approval.js';
 import type { HostBase } from '../base.js';
-import type { ContextOptions, EditorContext } from '../editor-context.js';
+import type { SettingsOptions, BufferSettings } from '../buffer-settings.js';
 import { type SandboxStatus, sandboxStatusFor } from '../sandbox.js';
 import { PROVIDERS } from '../providers.js';
 import { refusedItems } from '../trust-check.js';
@@ -40,7 +40,7 @@ function modelOf(config: Config): string {
 }
 
 /** The approval policy the buffer uses, with where each part came from. */
-function policyOf(editor: EditorContext): string[] {
+function policyOf(editor: BufferSettings): string[] {
   const tools = editor.config.data['tools'];
   const section =
     typeof tools === 'object' && tools !== null ? (tools as Record<string, unknown>) : {};
@@ -57,7 +57,11 @@ function policyOf(editor: EditorContext): string[] {
 /** What the commands ask the buffer's conversation. */
 export interface CommandLoop {
   /** The buffer's context (configuration with its frontmatter applied, facts, trust). */
-  context(bufnr: number, document: ChatDocument, options?: ContextOptions): Promise<EditorContext>;
+  context(
+    bufnr: number,
+    document: ChatDocument,
+    options?: SettingsOptions,
+  ): Promise<BufferSettings>;
   /** A paused autopilot goes on once the call the user ran is done. */
   rearmIfPaused(bufnr: number, settings: AutopilotSettings): void;
   /** Calls of the buffer were resolved: autopilot may go on. */

@@ -28,7 +28,7 @@ import { Emitter } from '../../core/util/emitter.js';
 import type { Notifier } from '../../core/util/notify.js';
 import type { HookEmitter } from '../../editor/hooks.js';
 import type { LuaBridge } from '../../editor/lua.js';
-import type { EditorFacts } from '../editor-context.js';
+import type { EditorFacts } from '../buffer-settings.js';
 import type { FileLogger } from '../log.js';
 import type { UndoService } from '../undo/service.js';
 import { auditCall } from './audit-file.js';

@@ -6,7 +6,7 @@ import type { ToolDefinition, ToolOutcome } from '../../core/tools/registry.js';
 import type { HostBase } from '../base.js';
 import type { SandboxState } from '../sandbox.js';
 import { type LuaResult, outcomeOf } from './outcome.js';
-import { LUA_TRUNCATE_FACTS } from '../lua-context.js';
+import { LUA_TRUNCATE_FACTS } from '../lua-tool-helpers.js';
 import type { LuaToolSpec } from '../../editor/protocol/wire.js';
 
 export type { LuaToolSpec };

@@ -12,7 +12,7 @@ import type { ToolDefinition } from '../../core/tools/registry.js';
 import type { SandboxBackendRegistry, SandboxState } from '../../core/tools/sandbox/index.js';
 import type { WriteGate } from '../../core/tools/sandbox/gate.js';
 import { expandPathVariable } from '../../core/tools/sandbox/paths.js';
-import type { EditorFacts } from '../editor-context.js';
+import type { EditorFacts } from '../buffer-settings.js';
 import { type LuaCaller, type SandboxExtras, sandboxFor } from '../sandbox.js';
 import { rootsFor, withRootPaths } from '../tool-extras.js';
 import type { UndoService } from '../undo/service.js';

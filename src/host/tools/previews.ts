@@ -6,6 +6,7 @@
 import { emptyPlaceholders } from '../../core/tools/locate.js';
 import { previewBody, withPreviewDetail } from '../../core/tools/preview.js';
 import type { DocumentState } from '../../editor/documents.js';
+import type { EditorFacts } from '../../editor/protocol/wire.js';
 import type { HostBase } from '../base.js';
 import type { ToolCatalogue } from './catalogue.js';
 import { FileChanges } from './file-changes.js';
@@ -18,9 +19,16 @@ export class Previews {
   constructor(
     private readonly base: Pick<HostBase, 'lua' | 'documents'>,
     private readonly catalogue: Pick<ToolCatalogue, 'registry' | 'originOf' | 'isBuiltin'>,
+    /** The editor's facts the host holds of a buffer (pushed by Lua), when it holds them. */
+    held?: { facts(bufnr: number): EditorFacts | undefined },
   ) {
     this.changes = new FileChanges(
-      (bufnr) => this.base.lua.call('tools.facts', { bufnr }),
+      (bufnr) => {
+        const facts = held?.facts(bufnr);
+        return facts === undefined
+          ? this.base.lua.call('tools.facts', { bufnr })
+          : Promise.resolve(facts);
+      },
       (bufnr) => {
         const state = this.base.documents.get(bufnr);
         if (state !== undefined) this.publish(state);

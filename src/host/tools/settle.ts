@@ -10,7 +10,7 @@ import type { Emitter } from '../../core/util/emitter.js';
 import type { HookEmitter } from '../../editor/hooks.js';
 import type { LuaBridge } from '../../editor/lua.js';
 import { trace } from '../../editor/trace.js';
-import type { EditorFacts } from '../editor-context.js';
+import type { EditorFacts } from '../buffer-settings.js';
 import type { UndoService } from '../undo/service.js';
 import type { auditCall } from './audit-file.js';
 import type { ToolCatalogue } from './catalogue.js';

@@ -28,7 +28,7 @@ import { SandboxViolation } from '../../core/tools/sandbox/roots.js';
 import { type WriteGate, sensitiveGate } from '../../core/tools/sandbox/gate.js';
 import { resolveReal } from '../../core/tools/sandbox/paths.js';
 import { sensitiveEntries } from '../../core/tools/sandbox/sensitive.js';
-import type { EditorContext } from '../editor-context.js';
+import type { BufferSettings } from '../buffer-settings.js';
 import { sandboxFor } from '../sandbox.js';
 import { rootsFor, withRootPaths } from '../tool-extras.js';
 import { toolCallAt } from '../../core/tools/locate.js';
@@ -85,8 +85,18 @@ export class UndoService {
     private readonly base: HostBase,
     private readonly results: Pick<ResultWriter, 'fresh' | 'applyEdits'>,
     /** The buffer's configuration and facts, as a tool call would get them. */
-    private readonly context: (bufnr: number, document: ChatDocument) => Promise<EditorContext>,
+    private readonly context: (bufnr: number, document: ChatDocument) => Promise<BufferSettings>,
+    /** The editor's facts the host holds of a buffer (pushed by Lua; src/host/editor-state.ts). */
+    private readonly held?: { facts(bufnr: number): EditorFacts | undefined },
   ) {}
+
+  /** The buffer's editor facts: those the host holds, else asked (one round trip). */
+  private facts(bufnr: number): Promise<EditorFacts> {
+    const held = this.held?.facts(bufnr);
+    return held === undefined
+      ? this.base.lua.call('tools.facts', { bufnr })
+      : Promise.resolve(held);
+  }
 
   /**
    * The write side of `ctx.sandbox` a tool of the buffer would get now, writing the sensitive
@@ -94,7 +104,7 @@ export class UndoService {
    * call changed there, but a link on the way changed since into `.git/hooks` is refused.
    */
   private async access(
-    editor: EditorContext,
+    editor: BufferSettings,
     paths: readonly string[],
   ): Promise<SandboxAccess & PathConfinement & { gate: WriteGate }> {
     const { config, facts } = editor;
@@ -222,7 +232,7 @@ export class UndoService {
     if (result === undefined || result.placeholder !== undefined) {
       return { ok: false, message: `${call.name} (${call.id}) has not run: nothing to undo` };
     }
-    const facts = await this.base.lua.call('tools.facts', { bufnr });
+    const facts = await this.facts(bufnr);
     const store = storeFor(facts);
     const key = chatKey(facts.filename, bufnr);
     const record = store === undefined ? undefined : await store.load(key, call.id);
@@ -282,7 +292,7 @@ export class UndoService {
     if (!found.ok) return undefined;
     const { call } = found;
     if (call.result === undefined || call.result.placeholder !== undefined) return undefined;
-    const facts = await this.base.lua.call('tools.facts', { bufnr });
+    const facts = await this.facts(bufnr);
     const record = await storeFor(facts)?.load(chatKey(facts.filename, bufnr), call.id);
     const file = record?.files.find((item) => item.skipped === undefined);
     if (record === undefined || file === undefined || file.before === undefined) {
@@ -329,8 +339,7 @@ export class UndoService {
   /** The first event of a reply arrived: a new turn's git state is noted now. */
   replyStarted(bufnr: number): void {
     if (!this.starting.delete(bufnr)) return;
-    const state = this.base.lua
-      .call('tools.facts', { bufnr })
+    const state = this.facts(bufnr)
       .then((facts) => gitStateFor(facts))
       .catch(() => undefined);
     this.turns.set(bufnr, state);
@@ -353,7 +362,7 @@ export class UndoService {
   async review(bufnr: number, scope: ReviewScope): Promise<{ calls: ReviewCall[]; git: string[] }> {
     const state = await this.base.documents.attach(bufnr);
     if (state === undefined) return { calls: [], git: [] };
-    const facts = await this.base.lua.call('tools.facts', { bufnr });
+    const facts = await this.facts(bufnr);
     const calls = await this.reviewCalls(bufnr, scope, state.document, facts);
     const start = scope.kind === 'last' ? await this.turns.get(bufnr) : undefined;
     if (start === undefined) return { calls, git: [] };

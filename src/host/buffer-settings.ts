@@ -1,6 +1,8 @@
-// What the host asks the editor once per step of the tool loop (and per send): the buffer's
-// configuration, the editor's facts about it, and the provider environment variables — one round
-// trip instead of one per question.
+// A chat buffer's settings (`BufferSettings`): its configuration (the global one with its
+// frontmatter applied), the editor's facts about it, its trust decision and the provider
+// environment variables, from one `editor.context` answer of Lua. The host asks only when it holds
+// none or they went stale (src/host/editor-state.ts keeps them; docs/architecture.md, "The
+// message budget").
 import { loadYaml } from '../core/util/yaml.js';
 import { environmentVariables } from '../core/secrets/chain.js';
 import type { LuaBridge } from '../editor/lua.js';
@@ -29,7 +31,7 @@ import { PROVIDERS } from './providers.js';
 
 export type { ContextAnswer, EditorFacts, FrontmatterRequest, TrustState };
 
-export interface EditorContext {
+export interface BufferSettings {
   /** The buffer's configuration: the global one with its frontmatter applied. */
   config: Config;
   facts: EditorFacts;
@@ -77,7 +79,7 @@ export const KNOWN_ENV: readonly string[] = [
 ];
 
 /** A question about a buffer for Lua (`editor.context`, or carried by another call). */
-export interface ContextQuestion {
+export interface SettingsQuestion {
   params: ContextParams;
   /** The configuration the host held when it asked (Lua sends none when it is current). */
   asked?: HeldConfig;
@@ -90,7 +92,7 @@ export interface ContextQuestion {
   untrusted?: boolean;
 }
 
-export interface ContextOptions {
+export interface SettingsOptions {
   /** Ask for where each option came from (`:Flemma status`). */
   origins?: boolean;
   /** Each message's part of the trust digest, kept between questions (`trustDigest`). */
@@ -100,12 +102,12 @@ export interface ContextOptions {
 }
 
 /** The question for a buffer whose tree is `document`. */
-export async function contextQuestion(
+export async function settingsQuestion(
   bufnr: number,
   document?: ChatDocument,
-  options: ContextOptions = {},
-): Promise<ContextQuestion> {
-  const question: ContextQuestion = { params: { bufnr, names: KNOWN_ENV }, variables: {} };
+  options: SettingsOptions = {},
+): Promise<SettingsQuestion> {
+  const question: SettingsQuestion = { params: { bufnr, names: KNOWN_ENV }, variables: {} };
   if (options.config !== undefined) {
     question.store = options.config;
     const held = options.config.held();
@@ -145,11 +147,11 @@ export async function contextQuestion(
 }
 
 /** The buffer's context from Lua's answer: the frontmatter's operations applied over `config`. */
-export function resolveContext(
-  question: ContextQuestion,
+export function resolveSettings(
+  question: SettingsQuestion,
   answer: ContextAnswer,
   tools: ToolNames = NO_TOOLS,
-): EditorContext {
+): BufferSettings {
   let problem = question.problem;
   const trust: TrustState =
     answer.trust?.trusted === true
@@ -165,7 +167,7 @@ export function resolveContext(
       ? parseConfig(answer.config)
       : question.store.accept(answer, question.asked);
   // NOTE: an empty Lua table arrives as an array (or an empty object).
-  const context: EditorContext = {
+  const context: BufferSettings = {
     config,
     facts: answer.facts,
     env: Array.isArray(answer.env) ? {} : answer.env,
@@ -211,16 +213,16 @@ export function resolveContext(
  * snapshot with the frontmatter of `document` applied (Lua frontmatter runs in Neovim, if the
  * file is trusted; JSON frontmatter is read here and checked there).
  */
-export async function fetchEditorContext(
+export async function askBufferSettings(
   lua: Pick<LuaBridge, 'call'>,
   bufnr: number,
   document?: ChatDocument,
   tools?: ToolNames,
-  options: ContextOptions = {},
-): Promise<EditorContext> {
-  const question = await contextQuestion(bufnr, document, options);
+  options: SettingsOptions = {},
+): Promise<BufferSettings> {
+  const question = await settingsQuestion(bufnr, document, options);
   const answer = await lua.call('editor.context', question.params);
-  return resolveContext(question, answer, tools);
+  return resolveSettings(question, answer, tools);
 }
 
 /** When the caller has no tool registry at hand: every tool name is accepted. */

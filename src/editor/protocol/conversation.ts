@@ -7,7 +7,7 @@ interface Buf {
   bufnr: number;
 }
 
-export interface ContextActions {
+export interface ConversationActions {
   /** `:Flemma compact`: the buffer's file (absolute) and whether it has unwritten changes. */
   'chat:compact': Method<Buf & { file: string; modified: boolean }, null>;
   'usage:estimate': Method<
@@ -26,14 +26,14 @@ export interface ContextActions {
   'chat:cut-off': Method<{ content: string }, { ending: string }>;
 }
 
-interface Spec<M extends keyof ContextActions> extends Doc {
+interface Spec<M extends keyof ConversationActions> extends Doc {
   readonly kind: 'notification' | 'call';
-  readonly decode: (raw: unknown) => ContextActions[M]['params'];
+  readonly decode: (raw: unknown) => ConversationActions[M]['params'];
 }
 
 const buf = (raw: unknown): Buf => ({ bufnr: bufnrOf(raw) });
 
-export const CONTEXT_ACTIONS: { readonly [M in keyof ContextActions]: Spec<M> } = {
+export const CONVERSATION_ACTIONS: { readonly [M in keyof ConversationActions]: Spec<M> } = {
   'chat:compact': {
     kind: 'notification',
     params: '`{bufnr, file, modified}`',

@@ -1,0 +1,346 @@
+// The wiring: the one place that builds the host's services (`createHost`) and hands each the
+// narrow parts of the others it needs; what a service reports to the loop it says as an event
+// (`LoopEvents`) with one subscriber, here. What the action handlers receive (`Host`) is the
+// editor's adapters and these services; the services themselves never see this object.
+import { homedir } from 'node:os';
+import type { Config } from '../core/config/config.js';
+import type { Neovim } from '../editor/client.js';
+import type { Message } from '../core/chat/ast.js';
+import { ReferenceCache } from '../core/chat/references.js';
+import { SdkLoader } from '../core/provider/sdk.js';
+import { ProcessManager } from '../core/tools/background.js';
+import { Probes } from '../core/tools/probes.js';
+import { createSandboxBackends } from '../core/tools/sandbox/index.js';
+import { SchemaValidator } from '../core/tools/validate.js';
+import { type BufferEventsPort, DocumentStore } from '../editor/documents.js';
+import { HookEmitter } from '../editor/hooks.js';
+import { LuaBridge, rpcPortOf } from '../editor/lua.js';
+import { WriteScheduler } from '../editor/writequeue.js';
+import { ApprovalService } from './approval.js';
+import { ApprovalNotices } from './approval-notice.js';
+import { type HostBase, notifier } from './base.js';
+import { ConfigStore } from './config.js';
+import type { FileLogger } from './log.js';
+import { SecretsService } from './secrets.js';
+import { RecoveryService } from './recovery.js';
+import { RequestBuilder } from './send/request.js';
+import { Streamer } from './send/stream.js';
+import { type LoopEvents, SessionRegistry } from './session.js';
+import { EditorStates } from './editor-state.js';
+import { Emitter } from '../core/util/emitter.js';
+import { ToolCatalogue } from './tools/catalogue.js';
+import { ToolCommands } from './tools/commands.js';
+import { DiffReview } from './tools/diff-review.js';
+import { ToolExecutor } from './tools/executor.js';
+import { sandboxResolver } from './tools/prepare.js';
+import { nodeTruncateFs } from '../core/tools/truncate.js';
+import { LuaTools } from './tools/lua-tools.js';
+import { Previews } from './tools/previews.js';
+import { ResultWriter } from './tools/results.js';
+import { Verdicts } from './tools/verdicts.js';
+import { UndoService } from './undo/service.js';
+import { TrustChecker } from './trust-check.js';
+import { UsageTracker } from './usage.js';
+import { ContextMeter } from './meter.js';
+import { Compactor } from './compact.js';
+
+export { HOST_VERSION, SOURCE_HASH } from './base.js';
+
+export interface Host extends HostBase {
+  readonly nvim: Neovim;
+  /** Every chat buffer's conversation: the loop, the send, the cancel, autopilot. */
+  readonly sessions: SessionRegistry;
+  readonly catalogue: ToolCatalogue;
+  readonly luaTools: LuaTools;
+  readonly executor: ToolExecutor;
+  readonly commands: ToolCommands;
+  readonly diffReview: DiffReview;
+  readonly undo: UndoService;
+  readonly approval: ApprovalService;
+  readonly requests: RequestBuilder;
+  readonly usage: UsageTracker;
+  /** The context meter: the warning before a send, `:Flemma context`. */
+  readonly meter: ContextMeter;
+  readonly trust: TrustChecker;
+  /** The records that keep streaming replies on disk (docs/context.md). */
+  readonly recovery: RecoveryService;
+  /** What the host holds of each buffer's settings, pushed by Lua. */
+  readonly states: EditorStates;
+  /** Forget everything kept about a buffer that went away. */
+  forget(bufnr: number): void;
+}
+
+/** The editor's adapters and what the host keeps for its lifetime (`HostBase`). */
+function createBase(nvim: Neovim, logger: FileLogger, logFile: string | undefined): HostBase {
+  const lua = new LuaBridge(rpcPortOf(nvim));
+  return {
+    lua,
+    notify: notifier({ lua }),
+    hooks: new HookEmitter(lua),
+    writes: new WriteScheduler(lua, { logger }),
+    sdks: new SdkLoader(),
+    // NOTE: at run time both the job host's client and the remote-plugin host's `plugin.nvim` are
+    // a NeovimClient, which follows buffer changes.
+    documents: new DocumentStore(nvim as unknown as BufferEventsPort, lua, { logger }),
+    secrets: new SecretsService(lua, logger),
+    config: new ConfigStore(),
+    logger,
+    references: new ReferenceCache(),
+    validator: new SchemaValidator(),
+    sandboxBackends: createSandboxBackends(),
+    processes: new ProcessManager(),
+    probes: new Probes(),
+    startedAt: Date.now(),
+    logFile,
+  };
+}
+
+/** What the tool services ask of the buffers' loops (answered by the sessions). */
+interface LoopQueries {
+  requestRunning(bufnr: number): boolean;
+  autopilotArmed(bufnr: number): boolean;
+}
+
+/** The tools: the catalogue, approval, the results, undo and the executor. */
+function createTools(
+  base: HostBase,
+  states: EditorStates,
+  events: Emitter<LoopEvents>,
+  loops: LoopQueries,
+) {
+  const luaTools = new LuaTools(base);
+  const catalogue: ToolCatalogue = new ToolCatalogue(base, luaTools, () => {
+    previews.refresh();
+  });
+  const previews: Previews = new Previews(base, catalogue, states);
+  const approval = new ApprovalService(base, catalogue.registry, (call, paths, config, facts) =>
+    undo.probe(call.bufnr, facts, call.toolId, paths, undo.limits(config.tools)),
+  );
+  const verdicts = new Verdicts({
+    registry: catalogue.registry,
+    logger: base.logger,
+    ready: () => catalogue.isReady(),
+    policyBlocks: (name, config) => catalogue.policyBlocks(name, config),
+  });
+  const results: ResultWriter = new ResultWriter({
+    writes: base.writes,
+    documents: base.documents,
+    lua: base.lua,
+    logger: base.logger,
+    warn: (message) => {
+      base.notify.warn(message);
+    },
+    toolsBusy: (bufnr) => executor.busy(bufnr),
+    autopilotArmed: (bufnr) => loops.autopilotArmed(bufnr),
+  });
+  const undo = new UndoService(base, results, (bufnr, doc) => states.get(bufnr, doc), states);
+  const executor: ToolExecutor = new ToolExecutor({
+    editor: base.lua,
+    hooks: base.hooks,
+    notify: base.notify,
+    logger: base.logger,
+    validator: base.validator,
+    sandbox: sandboxResolver(base.sandboxBackends, base.lua, homedir()),
+    catalogue,
+    lua: luaTools,
+    results,
+    undo,
+    gate: (call, config, facts) => approval.writeGate(call, config, facts),
+    requestRunning: (bufnr) => loops.requestRunning(bufnr),
+    truncateFs: nodeTruncateFs,
+    home: homedir(),
+    env: process.env,
+  });
+  return { luaTools, catalogue, previews, approval, verdicts, results, undo, executor };
+}
+
+type Tools = ReturnType<typeof createTools>;
+
+/** The send: usage, the request builder, the context meter, the streamer, the compactor. */
+function createSend(
+  base: HostBase,
+  memo: WeakMap<Message, string>,
+  tools: Tools,
+  events: Emitter<LoopEvents>,
+) {
+  const { catalogue, verdicts, undo } = tools;
+  const usage = new UsageTracker(base, (bufnr) => {
+    events.emit('loop:stopped', { bufnr });
+  });
+  const requests = new RequestBuilder({ base, catalogue, memo });
+  const recovery = new RecoveryService(base.logger);
+  const meter = new ContextMeter({ base, requests, usage });
+  const streamer = new Streamer({
+    recovery,
+    base,
+    requests,
+    usage,
+    meter,
+    catalogue,
+    verdicts,
+    memo,
+    replyStarted: (bufnr) => {
+      undo.replyStarted(bufnr);
+    },
+  });
+  const compactor = new Compactor({ base, requests, usage });
+  return { usage, requests, recovery, meter, streamer, compactor };
+}
+
+type Send = ReturnType<typeof createSend>;
+
+/** The commands on calls and the diff view, which go on through the buffer's session. */
+function createCommands(base: HostBase, tools: Tools, send: Send, sessions: SessionRegistry) {
+  const { catalogue, executor, verdicts, results, approval, previews } = tools;
+  const commands: ToolCommands = new ToolCommands({
+    base,
+    catalogue,
+    executor,
+    verdicts,
+    results,
+    approval,
+    contextLines: (bufnr, config) => send.meter.statusLines(bufnr, config),
+    loop: {
+      context: (bufnr, document, options) => sessions.of(bufnr).settings(document, options),
+      rearmIfPaused: (bufnr, settings) => {
+        sessions.of(bufnr).rearmIfPaused(settings);
+      },
+      toolsFinished: (bufnr, settings) => sessions.of(bufnr).resolved(settings),
+      autopilot: (bufnr) => sessions.get(bufnr)?.autopilot ?? { state: 'idle', iteration: 0 },
+      elision: (bufnr) => send.requests.lastElision(bufnr),
+    },
+  });
+  const diffReview = new DiffReview({
+    base,
+    catalogue,
+    commands,
+    results,
+    changes: previews.changes,
+  });
+  return { commands, diffReview };
+}
+
+export function createHost(nvim: Neovim, logger: FileLogger, logFile: string | undefined): Host {
+  const base = createBase(nvim, logger, logFile);
+  /** Each message's part of the trust digest, kept across parses (`trustDigest`). */
+  const memo = new WeakMap<Message, string>();
+  /** What the services tell the sessions: one subscriber, below, where the sessions are built. */
+  const events = new Emitter<LoopEvents>();
+  /** Each buffer's settings, pushed by Lua (docs/architecture.md, "The message budget"). */
+  const states: EditorStates = new EditorStates({
+    lua: base.lua,
+    config: base.config,
+    memo,
+    tools: () => tools.catalogue.toolNames(),
+  });
+  const tools: Tools = createTools(base, states, events, {
+    requestRunning: (bufnr) => sessions.get(bufnr)?.requestRunning ?? false,
+    autopilotArmed: (bufnr) => sessions.get(bufnr)?.autopilot.armed ?? false,
+  });
+  const send = createSend(base, memo, tools, events);
+  const notices = new ApprovalNotices(base.lua);
+  const sessions: SessionRegistry = new SessionRegistry({
+    editor: base,
+    states,
+    ...tools,
+    ...send,
+    cancelPending: (bufnr) => commands.cancelPending(bufnr),
+    notices,
+  });
+  const settled = (bufnr: number, config: Config): void => {
+    sessions
+      .of(bufnr)
+      .toolsDone(config)
+      .catch((error: unknown) => {
+        base.logger.error(`going on after the tools of buffer ${String(bufnr)} failed`, error);
+        base.notify.warn(error instanceof Error ? error.message : String(error));
+      });
+  };
+  events.subscribe({
+    'tools:settled': ({ bufnr, config }) => {
+      settled(bufnr, config);
+    },
+    'loop:stopped': ({ bufnr }) => {
+      sessions.get(bufnr)?.stopped();
+    },
+  });
+  // What the executor says goes to the buffer's session, as the loop's own events do.
+  tools.executor.events.subscribe({
+    settled: ({ bufnr, config }) => {
+      settled(bufnr, config);
+    },
+    cancelled: ({ bufnr }) => {
+      sessions.get(bufnr)?.stopped();
+    },
+  });
+  const { commands, diffReview } = createCommands(base, tools, send, sessions);
+  const trust = new TrustChecker({
+    base,
+    context: (bufnr, document) => states.get(bufnr, document),
+    readsResults: (name) => tools.catalogue.readsResultReferences(name),
+    memo,
+  });
+  follow(base, { ...tools, states, trust, notices, sessions });
+  return {
+    ...base,
+    ...tools,
+    ...send,
+    nvim,
+    sessions,
+    commands,
+    diffReview,
+    trust,
+    states,
+    forget: (bufnr) => {
+      forget(bufnr, { ...tools, ...send, states, trust, notices, sessions });
+    },
+  };
+}
+
+/** What follows the buffers' parses, the redactor and the busy state. */
+function follow(
+  base: HostBase,
+  s: {
+    states: EditorStates;
+    previews: Previews;
+    trust: TrustChecker;
+    notices: ApprovalNotices;
+    sessions: SessionRegistry;
+  },
+): void {
+  base.documents.onParsed((state) => {
+    s.states.parsed(state.bufnr, state.document);
+    s.previews.publish(state);
+    s.trust.parsed(state);
+    s.notices.parsed(state);
+  });
+  // The shim's log redacts what the host learns (resolved credentials) too.
+  base.logger.redactor.onChange(() => {
+    base.lua.notify('log.secrets', { values: base.logger.redactor.known() });
+  });
+  // Marks and diagnostics wait while a buffer is busy (docs/architecture.md).
+  base.documents.setBusy((bufnr) => s.sessions.busy(bufnr));
+}
+
+/** Forget everything kept about a buffer that went away. */
+function forget(
+  bufnr: number,
+  s: Tools &
+    Send & {
+      states: EditorStates;
+      trust: TrustChecker;
+      notices: ApprovalNotices;
+      sessions: SessionRegistry;
+    },
+): void {
+  s.states.forget(bufnr);
+  s.usage.forget(bufnr);
+  s.meter.forget(bufnr);
+  s.previews.forget(bufnr);
+  s.trust.forget(bufnr);
+  s.notices.forget(bufnr);
+  s.requests.forget(bufnr);
+  s.approval.session.clear(bufnr);
+  s.undo.forget(bufnr);
+  s.sessions.forget(bufnr);
+}

@@ -1,0 +1,188 @@
+// The message budget of one step of the tool loop (docs/architecture.md, "The message budget"),
+// counted on the wire for 8 `read` calls the default policy approves: autopilot's step after the
+// reply that asked for them, and the user's `<C-]>` on them once approved. The host's wire trace
+// (`FLEMMA_TRACE`, src/editor/trace.ts) marks every host → Lua call (`wire:call`), its answer
+// (`wire:answer`), every batch of notifications (`wire:notify`) and every Lua → host message
+// (`wire:in`). The step asks Neovim nothing before its calls start, and from the last call's
+// return to the follow-up leaving at most one round trip completes (the results' write).
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { anthropicReply } from '../helpers/anthropic-script.js';
+import { type Driver, startDriver } from '../helpers/driver.js';
+import { type FakeProvider, startFakeProvider } from '../helpers/fake-provider.js';
+
+let driver: Driver | undefined;
+let fake: FakeProvider | undefined;
+let dir: string | undefined;
+
+afterEach(async () => {
+  await driver?.quit();
+  await fake?.close();
+  if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
+  driver = undefined;
+  fake = undefined;
+  dir = undefined;
+});
+
+/** The trace's labels in order (each line is `<ms> <label>`). */
+function labels(file: string): string[] {
+  return readFileSync(file, 'utf8')
+    .split('\n')
+    .filter((line) => line !== '')
+    .map((line) => line.slice(line.indexOf(' ') + 1));
+}
+
+interface Budget {
+  /**
+   * Host → Lua calls made from the end of the reply until the calls were handed to the executor
+   * (but `chat.structure`).
+   */
+  beforeCalls: string[];
+  /**
+   * Round trips (call and answer) from the last call's return until the follow-up left, but the
+   * document store's `chat.structure` (marks and diagnostics), which the loop does not wait for.
+   */
+  afterCalls: string[];
+  /** Every host → Lua call of the step. */
+  calls: string[];
+  /** Wire messages of the step: calls, answers, notification batches, Lua → host messages. */
+  messages: number;
+}
+
+/** The document store's publish of marks and diagnostics, which the loop does not wait for. */
+const STRUCTURE = 'chat.structure';
+
+const called = (labels: string[]): string[] =>
+  labels.filter((label) => label.startsWith('wire:call ')).map((label) => label.slice(10));
+
+/** Round trips both asked and answered within `labels`. */
+function roundTrips(labels: string[]): string[] {
+  const open: string[] = [];
+  const done: string[] = [];
+  for (const label of labels) {
+    if (label.startsWith('wire:call ')) open.push(label.slice(10));
+    const answered = label.startsWith('wire:answer ') ? label.slice(12) : undefined;
+    const index = answered === undefined ? -1 : open.indexOf(answered);
+    if (index >= 0) done.push(...open.splice(index, 1));
+  }
+  return done;
+}
+
+/**
+ * The step: from the reply being in the buffer (`send:finished`) to the follow-up leaving
+ * (`send:http`: the request handed to the provider's client); the calls start when the step
+ * hands them to the executor (`tools:dispatch`), and the last of them returns at `tool:done`.
+ */
+function budget(trace: string[], from = 'send:finished'): Budget {
+  const start = trace.indexOf(from);
+  const end = trace.findIndex((label, i) => i > start && label === 'send:http');
+  expect(start).toBeGreaterThanOrEqual(0);
+  expect(end).toBeGreaterThan(start);
+  const step = trace.slice(start, end);
+  const dispatched = step.indexOf('tools:dispatch');
+  expect(dispatched).toBeGreaterThan(0);
+  const returned = step.map((label) => label.startsWith('tool:done ')).lastIndexOf(true);
+  expect(returned).toBeGreaterThan(dispatched);
+  return {
+    beforeCalls: called(step.slice(0, dispatched)).filter((method) => method !== STRUCTURE),
+    afterCalls: roundTrips(step.slice(returned)).filter((method) => method !== STRUCTURE),
+    calls: called(step),
+    messages: step.filter((label) => /^wire:(call|answer|notify|in) /.test(label)).length,
+  };
+}
+
+/** The host's writes into Neovim, which ask nothing. */
+const WRITES = ['buffer.apply_batch', 'chat.structure'];
+
+/** A Neovim whose host traces the wire, with 8 small files to read; the trace's path. */
+async function start(): Promise<{ d: Driver; f: FakeProvider; file: string }> {
+  dir = mkdtempSync(join(tmpdir(), 'flemma-wire-'));
+  const file = join(dir, 'trace.log');
+  fake = await startFakeProvider();
+  driver = await startDriver({
+    env: { ANTHROPIC_API_KEY: 'sk-test', ANTHROPIC_BASE_URL: fake.url, FLEMMA_TRACE: file },
+    setup: 'require("flemma").setup({})',
+  });
+  for (let i = 1; i <= 8; i++) driver.writeFile(`file${String(i)}.txt`, `file ${String(i)}\n`);
+  return { d: driver, f: fake, file };
+}
+
+/** The reply asks for 8 reads: autopilot's step places, runs and sends them. */
+async function measure(): Promise<Budget> {
+  const { file } = await start();
+  if (driver === undefined || fake === undefined) throw new Error('not started');
+  await driver.openChat('wire.chat', ['@You:', 'Read the files.']);
+  await driver.waitForEvent('FlemmaBootComplete', { timeout: 20000 });
+  await driver.press('<C-]>');
+  const calls = Array.from({ length: 8 }, (_, i) => ({
+    id: `toolu_w${String(i)}`,
+    name: 'read',
+    input: { label: 'file', path: `file${String(i + 1)}.txt` },
+  }));
+  await anthropicReply(await fake.nextRequest({ path: /^\/v1\/messages/ }), '', calls);
+  const follow = await fake.nextRequest({ path: /^\/v1\/messages/, timeout: 20000 });
+  await anthropicReply(follow, 'ok');
+  while (driver.eventsSeen('FlemmaRequestFinished').length < 2) {
+    await driver.waitForEvent('FlemmaRequestFinished', { after: driver.eventCount });
+  }
+  return budget(labels(file));
+}
+
+/** A chat written here (so trusted) whose last `@You:` holds the 8 reads' placeholders. */
+function waitingChat(status: string): string[] {
+  const lines = ['@You:', 'Read the files.', '', '@Assistant:', ''];
+  const ids = Array.from({ length: 8 }, (_, i) => `toolu_u${String(i)}`);
+  ids.forEach((id, i) => {
+    const input = { label: 'file', path: `file${String(i + 1)}.txt`, offset: null, limit: null };
+    lines.push(`**Tool Use:** \`read\` (\`${id}\`)`, '', '```json', JSON.stringify(input));
+    lines.push('```', '');
+  });
+  lines.push('@You:');
+  for (const id of ids) {
+    lines.push(`**Tool Result:** \`${id}\``, '', `\`\`\`flemma:tool status=${status}`, '```', '');
+  }
+  return lines;
+}
+
+/**
+ * The user's step: the reads wait for the user (a first `<C-]>` stops there, as after any first
+ * step the host holds the buffer's settings), the user approves them by editing the fences, and
+ * `<C-]>` runs them; autopilot sends the follow-up.
+ */
+async function measureUserStep(): Promise<Budget> {
+  const { d, f, file } = await start();
+  await d.openChat('user.chat');
+  await d.waitForEvent('FlemmaBootComplete', { timeout: 20000 });
+  await d.lua('vim.api.nvim_buf_set_lines(0, 0, -1, false, ...)', waitingChat('pending'));
+  await d.press('<C-]>');
+  await d.waitForEvent('FlemmaApprovalNeeded', { timeout: 20000 });
+  await d.lua('vim.api.nvim_buf_set_lines(0, 0, -1, false, ...)', waitingChat('approved'));
+  const mark = labels(file).length;
+  await d.press('<C-]>');
+  const follow = await f.nextRequest({ path: /^\/v1\/messages/, timeout: 20000 });
+  await anthropicReply(follow, 'ok');
+  await d.waitForEvent('FlemmaRequestFinished');
+  return budget(labels(file).slice(mark), 'wire:in chat:cycle');
+}
+
+describe('the message budget of a step (8 auto-approved calls)', () => {
+  it('awaits no round trip before the calls start and at most one before the follow-up', async () => {
+    const measured = await measure();
+    expect(measured.beforeCalls).toEqual([]);
+    expect(measured.afterCalls.length).toBeLessThanOrEqual(1);
+    // Nothing is asked of Neovim in the step: the host writes to the buffer, and the document
+    // store shows the new structure (marks, diagnostics), which nothing in the loop waits for.
+    expect(measured.calls.filter((method) => !WRITES.includes(method))).toEqual([]);
+    // The figure docs/architecture.md states.
+    expect(measured.messages).toBeLessThanOrEqual(20);
+  });
+
+  it('a step of <C-]> on approved calls asks Neovim nothing before they start', async () => {
+    const measured = await measureUserStep();
+    expect(measured.beforeCalls).toEqual([]);
+    expect(measured.afterCalls.length).toBeLessThanOrEqual(1);
+    expect(measured.calls.filter((method) => !WRITES.includes(method))).toEqual([]);
+  });
+});
