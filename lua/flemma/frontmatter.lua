@@ -396,7 +396,7 @@ function M.evaluate(bufnr, fm, trust)
   end
   if not trust.trusted then
     H.cache[bufnr] = nil
-    return { untrusted = require("flemma.trust").message(bufnr, trust, "frontmatter") }
+    return { untrusted = require("flemma.config.trust").message(bufnr, trust, "frontmatter") }
   end
   -- Run every time (a send, a step of the tool loop): the code may read the date or the
   -- environment. Functions it assigns are kept for the approval chain to call.

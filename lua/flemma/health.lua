@@ -262,7 +262,7 @@ end
 function H.check_host(can_start)
   health.start("Host")
   local host = require("flemma.host")
-  local log_path = require("flemma.log").path()
+  local log_path = require("flemma.host.log").path()
   local running = host.channel() ~= nil
   if not running and not can_start then
     health.error("the host cannot start: fix the Node.js and Bundle problems above, then run :checkhealth flemma again")
@@ -435,7 +435,7 @@ function H.check_sdks()
         "the provider SDKs could not be loaded (%s): %s; log: %s",
         tostring(err or "no answer"),
         host.build_hint(),
-        require("flemma.log").path()
+        require("flemma.host.log").path()
       )
     )
     return
@@ -455,7 +455,7 @@ end
 --- MCP servers: each configured one's command (or URL), then what the host says about it.
 function H.check_mcp()
   health.start("MCP")
-  local mcp = require("flemma.mcp")
+  local mcp = require("flemma.tools.mcp")
   local names = mcp.server_names()
   if #names == 0 then
     health.info("no MCP server is configured (mcp.servers)")

@@ -8,13 +8,13 @@ local H = { bootstrapped = false }
 ---@param opts table|nil
 function M.setup(opts)
   require("flemma.config").setup(opts)
-  require("flemma.log").configure()
+  require("flemma.host.log").configure()
   M.bootstrap()
   require("flemma.tools").setup()
   require("flemma.tools.preview").setup_highlights(require("flemma.config").get().highlights or {})
   require("flemma.statusline").define_highlight()
   require("flemma.ui").configure(require("flemma.config").get())
-  require("flemma.editing").configure()
+  require("flemma.chat.editing").configure()
   require("flemma.integrations").apply()
 end
 
@@ -75,19 +75,19 @@ function M.bootstrap()
   H.bootstrapped = true
   pcall(H.ensure_helptags)
   vim.filetype.add({ extension = { chat = "chat" } })
-  require("flemma.command_list").register()
+  require("flemma.commands.builtin").register()
   require("flemma.commands").setup()
   require("flemma.tools").bootstrap()
-  require("flemma.mcp").bootstrap()
+  require("flemma.tools.mcp").bootstrap()
   require("flemma.tools.approval").bootstrap()
   require("flemma.statusline").bootstrap()
   require("flemma.integrations").bootstrap()
   require("flemma.secrets").bootstrap()
-  require("flemma.trust").bootstrap()
-  require("flemma.rebuild").bootstrap()
-  require("flemma.editing").bootstrap()
-  require("flemma.attention").bootstrap()
-  require("flemma.recovery").bootstrap()
+  require("flemma.config.trust").bootstrap()
+  require("flemma.host.rebuild").bootstrap()
+  require("flemma.chat.editing").bootstrap()
+  require("flemma.ui.attention").bootstrap()
+  require("flemma.chat.recovery").bootstrap()
   local group = vim.api.nvim_create_augroup("flemma", { clear = true })
   vim.api.nvim_create_autocmd("FileType", {
     group = group,
@@ -95,10 +95,10 @@ function M.bootstrap()
     desc = "Flemma: set up a chat buffer and let the host follow it",
     callback = function(ev)
       -- The prompt of an empty chat first, so that the buffer is drawn with it.
-      require("flemma.editing").setup_buffer(ev.buf)
-      require("flemma.trust").setup_buffer(ev.buf)
+      require("flemma.chat.editing").setup_buffer(ev.buf)
+      require("flemma.config.trust").setup_buffer(ev.buf)
       require("flemma.chat").setup_buffer(ev.buf)
-      require("flemma.lsp").setup_buffer(ev.buf)
+      require("flemma.chat.lsp").setup_buffer(ev.buf)
       -- Deferred: starting a process is not something to do inside the FileType event itself.
       vim.schedule(function()
         H.attach(ev.buf)
@@ -109,11 +109,11 @@ function M.bootstrap()
     group = group,
     desc = "Flemma: forget per-buffer state",
     callback = function(ev)
-      require("flemma.buffer").forget(ev.buf)
+      require("flemma.chat.buffer").forget(ev.buf)
       require("flemma.chat").forget(ev.buf)
       require("flemma.ui").detach(ev.buf)
       require("flemma.frontmatter").forget(ev.buf)
-      require("flemma.trust").forget(ev.buf)
+      require("flemma.config.trust").forget(ev.buf)
       require("flemma.personalities").forget(ev.buf)
       local host = require("flemma.host")
       if host.channel() then
@@ -126,16 +126,16 @@ function M.bootstrap()
     desc = "Flemma: a chat written here keeps (or gets) its trust",
     callback = function(ev)
       if vim.bo[ev.buf].filetype == "chat" then
-        require("flemma.trust").on_write(ev.buf, ev.match)
+        require("flemma.config.trust").on_write(ev.buf, ev.match)
       end
-      require("flemma.trust").on_any_write(ev.buf)
+      require("flemma.config.trust").on_any_write(ev.buf)
     end,
   })
   vim.api.nvim_create_autocmd({ "BufReadPost", "FileChangedShellPost" }, {
     group = group,
     desc = "Flemma: a chat read from disk has its trust judged again",
     callback = function(ev)
-      require("flemma.trust").on_read(ev.buf)
+      require("flemma.config.trust").on_read(ev.buf)
     end,
   })
   -- A restarted host knows no buffer: hand it every chat buffer again.

@@ -108,7 +108,7 @@ local function fit(text, level)
   if #H.recent > RECENT_MAX then
     table.remove(H.recent, 1)
   end
-  require("flemma.log").write(level >= vim.log.levels.ERROR and "error" or "info", "message: " .. text)
+  require("flemma.host.log").write(level >= vim.log.levels.ERROR and "error" or "info", "message: " .. text)
   return M.shorten(text, room)
 end
 

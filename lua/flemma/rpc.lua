@@ -1,6 +1,6 @@
 --- flemma.rpc: the one entry point the host calls in Lua (`dispatch(method, params)`), and the
 --- bookkeeping of asynchronous calls from Lua to the host.
-local log = require("flemma.log")
+local log = require("flemma.host.log")
 
 local M = {}
 
@@ -41,7 +41,7 @@ local function snapshot()
   end
   local result = copy(require("flemma.config").get())
   -- `:Flemma autopilot:enable|disable` beats the configuration.
-  local override = require("flemma.autopilot").override()
+  local override = require("flemma.chat.autopilot").override()
   if override ~= nil and type(result.tools) == "table" then
     local autopilot = result.tools.autopilot
     if type(autopilot) ~= "table" then
@@ -77,7 +77,7 @@ function M.context(params)
       env[name] = value
     end
   end
-  local trust = require("flemma.trust").state(params.bufnr, params.digest)
+  local trust = require("flemma.config.trust").state(params.bufnr, params.digest)
   local answer = configuration({
     facts = require("flemma.tools.ui").facts(params),
     env = env,
@@ -103,9 +103,9 @@ M.methods = {
   --- calls that were waiting for those edits, when no buffer asked to be retried.
   ["buffer.apply_batch"] = function(params)
     if params.batches == nil then
-      return require("flemma.buffer").apply_batch(params)
+      return require("flemma.chat.buffer").apply_batch(params)
     end
-    local results = require("flemma.buffer").apply_batch(params.batches)
+    local results = require("flemma.chat.buffer").apply_batch(params.batches)
     for _, result in ipairs(results) do
       if result.status == "retry" then
         return { results = results, after = vim.NIL }
@@ -120,29 +120,29 @@ M.methods = {
     return { results = results, after = after }
   end,
   ["buffer.lock"] = function(params)
-    return require("flemma.buffer").lock(params.bufnr, params.owner)
+    return require("flemma.chat.buffer").lock(params.bufnr, params.owner)
   end,
   ["buffer.unlock"] = function(params)
-    return require("flemma.buffer").unlock(params.bufnr, params.owner)
+    return require("flemma.chat.buffer").unlock(params.bufnr, params.owner)
   end,
   --- `editing.auto_write`: write the buffer (a reply or a batch of tool results is in it).
   ["buffer.write"] = function(params)
-    return require("flemma.editing").write(params)
+    return require("flemma.chat.editing").write(params)
   end,
   ["sink.create"] = function(params)
-    return require("flemma.sink").create(params)
+    return require("flemma.chat.sink").create(params)
   end,
   ["sink.destroy"] = function(params)
-    return require("flemma.sink").destroy(params)
+    return require("flemma.chat.sink").destroy(params)
   end,
   ["progress.start"] = function(params)
-    return require("flemma.progress").start(params)
+    return require("flemma.ui.progress").start(params)
   end,
   ["progress.update"] = function(params)
-    return require("flemma.progress").update(params)
+    return require("flemma.ui.progress").update(params)
   end,
   ["progress.stop"] = function(params)
-    return require("flemma.progress").stop(params)
+    return require("flemma.ui.progress").stop(params)
   end,
   --- `{generation, config?}`: the snapshot only when `params.generation` is not current.
   ["config.snapshot"] = function(params)
@@ -157,9 +157,9 @@ M.methods = {
   --- The editor side of a send starting, in one round trip: the progress indicator on the
   --- `@Assistant:` row, the sink (`sink:created`), then `request:sending`.
   ["send.begin"] = function(params)
-    require("flemma.progress").start({ bufnr = params.bufnr, row = params.row })
-    require("flemma.cutoff").begin(params.bufnr, params.row, params.from)
-    local sink = require("flemma.sink").create({ name = params.sink_name })
+    require("flemma.ui.progress").start({ bufnr = params.bufnr, row = params.row })
+    require("flemma.chat.cutoff").begin(params.bufnr, params.row, params.from)
+    local sink = require("flemma.chat.sink").create({ name = params.sink_name })
     require("flemma.hooks").emit("request:sending", { bufnr = params.bufnr })
     return sink
   end,
@@ -168,15 +168,15 @@ M.methods = {
   --- With `context` (the question of `editor.context`), answers it too: the tool loop's next step
   --- starts from it instead of asking again.
   ["send.finish"] = function(params)
-    require("flemma.progress").stop({ bufnr = params.bufnr })
-    require("flemma.cutoff").finish(params.bufnr)
+    require("flemma.ui.progress").stop({ bufnr = params.bufnr })
+    require("flemma.chat.cutoff").finish(params.bufnr)
     -- Deleting the sink buffer runs every BufDelete/BufWipeout listener: after the answer, which
     -- the host's next step waits for. Scheduled now, it still comes before `request:finished`.
     local sink = params.sink
     vim.schedule(function()
-      require("flemma.sink").destroy({ bufnr = sink })
+      require("flemma.chat.sink").destroy({ bufnr = sink })
     end)
-    local unlocked = require("flemma.buffer").unlock(params.bufnr, "request")
+    local unlocked = require("flemma.chat.buffer").unlock(params.bufnr, "request")
     if type(params.context) == "table" then
       return { unlocked = unlocked, context = M.context(params.context) }
     end
@@ -194,13 +194,13 @@ M.methods = {
   end,
   --- The secret values the host knows (resolved credentials): the log redacts them too.
   ["log.secrets"] = function(params)
-    require("flemma.redact").set_known(params and params.values)
+    require("flemma.host.redact").set_known(params and params.values)
   end,
   ["frontmatter.diagnostics"] = function(params)
     return require("flemma.frontmatter").show_diagnostics(params)
   end,
   ["trust.confirm"] = function(params)
-    return require("flemma.trust").confirm(params)
+    return require("flemma.config.trust").confirm(params)
   end,
   ["template.render"] = function(params)
     return require("flemma.templating").render(params)
@@ -215,10 +215,10 @@ M.methods = {
     return require("flemma.tools.approval").config_decision(params)
   end,
   ["autopilot.schedule"] = function(params)
-    return require("flemma.autopilot").schedule(params)
+    return require("flemma.chat.autopilot").schedule(params)
   end,
   ["autopilot.cancel"] = function(params)
-    return require("flemma.autopilot").cancel(params)
+    return require("flemma.chat.autopilot").cancel(params)
   end,
   ["tools.execute"] = function(params)
     return require("flemma.tools").execute(params)
@@ -282,14 +282,14 @@ M.methods = {
     end
   end,
   ["mcp.catalog"] = function(params)
-    require("flemma.mcp").set_catalog(params.servers)
+    require("flemma.tools.mcp").set_catalog(params.servers)
   end,
   --- `:Flemma compact` wrote the new chat: open it (`{opened, bufnr?}`).
   ["compact.open"] = function(params)
-    return require("flemma.compact").open(params)
+    return require("flemma.chat.compact").open(params)
   end,
   ["attention.signal"] = function(params)
-    require("flemma.attention").signal(params)
+    require("flemma.ui.attention").signal(params)
   end,
   ["rpc.reply"] = function(params)
     -- Not `ok and result or error`: a `false` result is a result.

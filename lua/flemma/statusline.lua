@@ -26,7 +26,7 @@ local BUSY_HL = "FlemmaStatuslineBusy"
 ---@param bufnr integer
 ---@return "request"|"tools"|nil
 function H.busy(bufnr)
-  local owners = require("flemma.buffer").lock_owners(bufnr)
+  local owners = require("flemma.chat.buffer").lock_owners(bufnr)
   if not owners then
     return nil
   end
@@ -239,7 +239,7 @@ function H.report(err)
   end
   H.reported[message] = true
   vim.schedule(function()
-    require("flemma.log").write("warn", message)
+    require("flemma.host.log").write("warn", message)
     require("flemma.notify").warn(message)
   end)
 end

@@ -191,7 +191,7 @@ function H.environment(variables, base_dir, stack, render)
     local text = table.concat(lines, "\n")
     -- An included file is part of what the chat was trusted with (docs/security.md, "Trust").
     local changed = render.bufnr
-      and require("flemma.trust").included(render.bufnr, vim.uv.fs_realpath(full) or full, text)
+      and require("flemma.config.trust").included(render.bufnr, vim.uv.fs_realpath(full) or full, text)
     if changed then
       render.untrusted = changed
       error(changed, 0)
@@ -218,7 +218,7 @@ end
 function M.render(params)
   local bufnr = params.bufnr
   local frontmatter = require("flemma.frontmatter")
-  local trust = require("flemma.trust")
+  local trust = require("flemma.config.trust")
   local state = trust.state(bufnr, params.digest)
   if not state.trusted then
     return { untrusted = trust.message(bufnr, state, "templates") }

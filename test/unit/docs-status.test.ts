@@ -217,7 +217,7 @@ describe('docs/configuration.md', () => {
   });
 
   it('catches an option marked later that the code reads', () => {
-    expect(read('keymaps.normal.tool_execute')).toContain('lua/flemma/chat.lua');
+    expect(read('keymaps.normal.tool_execute')).toContain('lua/flemma/chat/init.lua');
     expect(read('ruler.char')).toContain('lua/flemma/ui/init.lua');
     expect(read('parameters.connect_timeout')).toEqual([]);
   });

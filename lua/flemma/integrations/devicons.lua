@@ -71,7 +71,7 @@ function M.register(opts)
     chat = { icon = config.icon, color = COLOR, cterm_color = CTERM_COLOR, name = M.NAME },
   })
   if not ok then
-    require("flemma.log").write("warn", "devicons: set_icon failed: " .. tostring(err))
+    require("flemma.host.log").write("warn", "devicons: set_icon failed: " .. tostring(err))
     return false
   end
   if type(mod.set_icon_by_filetype) == "function" then

@@ -14,7 +14,7 @@ local function devicons(load)
     require("flemma.integrations.devicons").register({ load = load })
   end)
   if not ok then
-    require("flemma.log").write("warn", "integrations: devicons: " .. tostring(err))
+    require("flemma.host.log").write("warn", "integrations: devicons: " .. tostring(err))
   end
 end
 

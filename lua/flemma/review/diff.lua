@@ -284,7 +284,7 @@ function M.approve(buf)
     return
   end
   local spec = view.spec
-  if require("flemma.guard").refuse(spec.bufnr) then
+  if require("flemma.chat.guard").refuse(spec.bufnr) then
     return
   end
   local params = { bufnr = spec.bufnr, tool_id = spec.tool_id, before = spec.before, content = text_of(right) }
@@ -318,7 +318,7 @@ function M.reject(buf)
     return
   end
   local spec = view.spec
-  if require("flemma.guard").refuse(spec.bufnr) then
+  if require("flemma.chat.guard").refuse(spec.bufnr) then
     return
   end
   vim.ui.input({ prompt = "Reason for rejecting (optional): " }, function(reason)

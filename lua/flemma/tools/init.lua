@@ -3,7 +3,7 @@
 --- of the specification works: (name, definition), a module name (exporting `definitions` or
 --- `resolve`), an array of definitions, and asynchronous sources (a function, a `{ resolve,
 --- timeout }` table, or a module with `resolve`).
-local log = require("flemma.log")
+local log = require("flemma.host.log")
 
 local M = {}
 
@@ -274,7 +274,7 @@ function M.payload()
     pending = H.pending,
     js_modules = js_modules(),
     declarative = declarative(),
-    mcp = require("flemma.mcp").payload(),
+    mcp = require("flemma.tools.mcp").payload(),
   }
 end
 

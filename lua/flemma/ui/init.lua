@@ -142,7 +142,7 @@ local function on_line(_, _, bufnr, row)
   if not ok and not state.reported then
     state.reported = true
     vim.schedule(function()
-      require("flemma.log").write("error", "drawing chat buffer " .. bufnr .. " failed: " .. tostring(err))
+      require("flemma.host.log").write("error", "drawing chat buffer " .. bufnr .. " failed: " .. tostring(err))
     end)
   end
 end

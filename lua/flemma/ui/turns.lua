@@ -146,7 +146,7 @@ local ui, buffer
 --- The buffer's turns now (worked out again when its structure or its request changed).
 local function current(bufnr)
   ui = ui or require("flemma.ui")
-  buffer = buffer or require("flemma.buffer")
+  buffer = buffer or require("flemma.chat.buffer")
   local structure = ui.structure(bufnr)
   if structure == nil then
     return nil

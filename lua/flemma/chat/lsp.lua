@@ -59,7 +59,7 @@ handlers["textDocument/definition"] = function(params, reply)
     return reply(nil, vim.NIL)
   end
   local position = params.position
-  require("flemma.navigation").definition(bufnr, position.line, position.character, false, function(err, answer)
+  require("flemma.chat.navigation").definition(bufnr, position.line, position.character, false, function(err, answer)
     if err then
       return reply(host_error(err))
     end
@@ -83,7 +83,7 @@ handlers["textDocument/hover"] = function(params, reply)
     return reply(nil, vim.NIL)
   end
   local position = params.position
-  require("flemma.navigation").hover(bufnr, position.line, position.character, function(err, text)
+  require("flemma.chat.navigation").hover(bufnr, position.line, position.character, function(err, text)
     if err then
       return reply(host_error(err))
     end

@@ -213,7 +213,7 @@ function M.recover(action)
     notify.error(string.format("recover: %s cannot be used (%s); it is left in place", file, why))
     return
   end
-  if require("flemma.buffer").is_locked(bufnr) then
+  if require("flemma.chat.buffer").is_locked(bufnr) then
     notify.warn("recover: a reply or a tool is writing to this chat; try again once it is done")
     return
   end
@@ -273,7 +273,7 @@ local function written(bufnr)
   if not is_chat(bufnr) or H.offered[bufnr] then
     return
   end
-  local owners = require("flemma.buffer").lock_owners(bufnr)
+  local owners = require("flemma.chat.buffer").lock_owners(bufnr)
   if owners and owners.request then
     return
   end

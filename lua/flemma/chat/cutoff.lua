@@ -51,7 +51,7 @@ end
 --- Replace rows with the host's own applier, in the reply's undo step (the buffer is still locked).
 local function set_lines(bufnr, start, stop, lines, expect)
   local op = { op = "set_lines", start = start, ["end"] = stop, lines = lines, expect = expect or vim.NIL }
-  local result = require("flemma.buffer").apply_batch({ { bufnr = bufnr, tick = vim.NIL, ops = { op } } })[1]
+  local result = require("flemma.chat.buffer").apply_batch({ { bufnr = bufnr, tick = vim.NIL, ops = { op } } })[1]
   return result and result.status == "ok" and result.done == 1 and result.conflicts == nil
 end
 
@@ -63,7 +63,7 @@ local function place(cut, ending)
   end
   local pos = vim.api.nvim_buf_get_extmark_by_id(bufnr, H.ns, cut.stop, {})
   pcall(vim.api.nvim_buf_del_extmark, bufnr, H.ns, cut.stop)
-  if not pos[1] or require("flemma.buffer").is_locked(bufnr) then
+  if not pos[1] or require("flemma.chat.buffer").is_locked(bufnr) then
     return false
   end
   local modifiable = vim.bo[bufnr].modifiable
@@ -92,7 +92,7 @@ local function ask(cut, content)
           STOPPED .. "; it is cut off where it ends, not marked as interrupted (the host did not answer: %s). Log: %s",
           name,
           tostring(err or "no answer"),
-          require("flemma.log").path()
+          require("flemma.host.log").path()
         )
       )
       return
@@ -110,7 +110,7 @@ end
 --- One reply whose host exited (the buffer still locked): marked now from the record, or later
 --- from the restarted host's answer. Returns what to ask the host, or nil.
 local function cut_off(bufnr, reply)
-  local buffer = require("flemma.buffer")
+  local buffer = require("flemma.chat.buffer")
   local owners = buffer.lock_owners(bufnr)
   local pos = vim.api.nvim_buf_get_extmark_by_id(bufnr, H.ns, reply.mark, {})
   pcall(vim.api.nvim_buf_del_extmark, bufnr, H.ns, reply.mark)
@@ -137,7 +137,7 @@ local function cut_off(bufnr, reply)
     return nil
   end
   -- What the record holds beyond the chat, with its own ending (the same marker).
-  local step = require("flemma.recovery").continuation(bufnr)
+  local step = require("flemma.chat.recovery").continuation(bufnr)
   if step and set_lines(bufnr, step.row, step.row + 1, step.lines) then
     local more = step.missing > 0
         and string.format(
@@ -180,7 +180,7 @@ function M.host_exited()
     if vim.api.nvim_buf_is_loaded(bufnr) then
       local ok, result = pcall(cut_off, bufnr, reply)
       if not ok then
-        require("flemma.log").write("error", string.format("marking the cut-off reply of buffer %d: %s", bufnr, result))
+        require("flemma.host.log").write("error", string.format("marking the cut-off reply of buffer %d: %s", bufnr, result))
       elseif result then
         asks[#asks + 1] = result
       end

@@ -90,7 +90,7 @@ end
 
 --- The message: what is happening (from who holds the lock) and how to stop it; under 80 columns.
 function M.message(bufnr)
-  local owners = require("flemma.buffer").lock_owners(bufnr) or {}
+  local owners = require("flemma.chat.buffer").lock_owners(bufnr) or {}
   local key = cancel_key()
   if owners.request then
     return string.format("read-only while the reply streams in (%s cancels it)", key)
@@ -234,7 +234,7 @@ end
 ---@return boolean refused
 function M.refuse(bufnr, row)
   bufnr = (bufnr == nil or bufnr == 0) and vim.api.nvim_get_current_buf() or bufnr
-  local owners = require("flemma.buffer").lock_owners(bufnr)
+  local owners = require("flemma.chat.buffer").lock_owners(bufnr)
   if not (owners and owners.request) then
     return false
   end

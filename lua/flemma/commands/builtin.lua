@@ -74,7 +74,7 @@ function M.register()
   commands.register("compact", {
     desc = "Summarise this chat with its model into a new chat file beside it, and open that",
     run = function()
-      require("flemma.compact").run()
+      require("flemma.chat.compact").run()
     end,
   })
   commands.register("cancel", {
@@ -115,7 +115,7 @@ function M.register()
   -- Approving or rejecting writes into the reply; not while it is still being written.
   local function unless_streaming(run)
     return function(args)
-      if not require("flemma.guard").refuse(vim.api.nvim_get_current_buf()) then
+      if not require("flemma.chat.guard").refuse(vim.api.nvim_get_current_buf()) then
         run(args)
       end
     end
@@ -240,7 +240,7 @@ function M.register()
         end
         params = { bufnr = chat, row = row }
       end
-      if require("flemma.guard").refuse(params.bufnr) then
+      if require("flemma.chat.guard").refuse(params.bufnr) then
         return
       end
       host.call("tool:undo", params, function(err, answer)
@@ -270,30 +270,30 @@ function M.register()
     starts_host = false,
     desc = "Switch provider, model and parameters: switch <provider|$preset> [model] [key=value …]",
     run = function(args)
-      require("flemma.switch").run(args)
+      require("flemma.commands.switch").run(args)
     end,
     complete = function(arglead, args)
-      return require("flemma.switch").complete(arglead, args)
+      return require("flemma.commands.switch").complete(arglead, args)
     end,
   })
   commands.register("autopilot:enable", {
     starts_host = false,
     desc = "Turn autopilot on for this session",
     run = function()
-      require("flemma.autopilot").enable()
+      require("flemma.chat.autopilot").enable()
     end,
   })
   commands.register("autopilot:disable", {
     starts_host = false,
     desc = "Turn autopilot off for this session",
     run = function()
-      require("flemma.autopilot").disable()
+      require("flemma.chat.autopilot").disable()
     end,
   })
   commands.register("autopilot:status", {
     desc = "Show autopilot's state in this buffer",
     run = function()
-      require("flemma.autopilot").status()
+      require("flemma.chat.autopilot").status()
     end,
   })
   commands.register("tool:list", {
@@ -402,7 +402,7 @@ function M.register()
     starts_host = false,
     desc = "Open the log file (host and plugin)",
     run = function()
-      require("flemma.log").open()
+      require("flemma.host.log").open()
     end,
   })
   commands.register("log:level", {
@@ -416,7 +416,7 @@ function M.register()
       if not vim.tbl_contains({ "debug", "info", "warn", "error" }, level) then
         error("expected one of debug, info, warn, error", 0)
       end
-      require("flemma.log").set_level(level)
+      require("flemma.host.log").set_level(level)
       if host.channel() then
         host.notify("log:level", { level = level })
       end

@@ -32,12 +32,12 @@ function M.open(params)
   local old = params.bufnr
   local trusted = false
   if vim.api.nvim_buf_is_valid(old) then
-    local ok, state = pcall(require("flemma.trust").state, old)
+    local ok, state = pcall(require("flemma.config.trust").state, old)
     trusted = ok and type(state) == "table" and state.trusted == true
   end
   local ok, err = pcall(vim.cmd.edit, vim.fn.fnameescape(params.path))
   if not ok then
-    require("flemma.log").write("warn", "compact: opening " .. params.path .. " failed: " .. tostring(err))
+    require("flemma.host.log").write("warn", "compact: opening " .. params.path .. " failed: " .. tostring(err))
     return { opened = false }
   end
   local new = vim.api.nvim_get_current_buf()

@@ -1,6 +1,6 @@
 --- flemma.host: starts, watches and restarts the TypeScript host (`node dist/host.js`, msgpack-RPC
 --- over stdio). Lua never blocks on it: work goes out as notifications, answers come back as calls.
-local log = require("flemma.log")
+local log = require("flemma.host.log")
 local notify = require("flemma.notify")
 local rpc = require("flemma.rpc")
 
@@ -135,12 +135,12 @@ local function on_exit(job, code)
   rpc.fail_all(intended and "the host was stopped" or "the host exited", job)
   if not intended then
     -- A reply it was streaming gets the end it could not write (before the buffers are unlocked).
-    require("flemma.cutoff").host_exited()
+    require("flemma.chat.cutoff").host_exited()
   end
-  local released = require("flemma.buffer").unlock_all()
-  require("flemma.progress").stop_all()
+  local released = require("flemma.chat.buffer").unlock_all()
+  require("flemma.ui.progress").stop_all()
   -- The servers went with the host: nothing to complete until the next host lists them.
-  require("flemma.mcp").set_catalog(nil)
+  require("flemma.tools.mcp").set_catalog(nil)
   log.write(intended and "info" or "error", string.format("host (pid %s) exited with code %d", tostring(pid), code))
   if not intended then
     H.crashes[#H.crashes + 1] = now()

@@ -48,7 +48,7 @@ local function close(handle)
 end
 
 local function any_locked()
-  local buffer = require("flemma.buffer")
+  local buffer = require("flemma.chat.buffer")
   for _, bufnr in ipairs(vim.api.nvim_list_bufs()) do
     if buffer.is_locked(bufnr) then
       return true
@@ -80,7 +80,7 @@ end
 
 function H.restart()
   close(H.retry)
-  local log = require("flemma.log")
+  local log = require("flemma.host.log")
   log.write("info", "dist/ was rebuilt: restarting the host on the new build")
   if host().restart() then
     require("flemma.notify").info(

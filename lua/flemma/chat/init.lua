@@ -269,7 +269,7 @@ function M.execute_tool(bufnr)
     return false
   end
   -- Not on a call in a reply still being written (its input may be half there).
-  if require("flemma.guard").refuse(bufnr) then
+  if require("flemma.chat.guard").refuse(bufnr) then
     return false
   end
   local row = vim.api.nvim_win_get_cursor(0)[1] - 1
@@ -336,7 +336,7 @@ function M.setup_buffer(bufnr)
   if type(toggle) == "string" and toggle ~= "" and not H.is_leader(toggle) then
     map("n", toggle, function()
       -- The message a reply is streaming into gets no fold before it is complete.
-      if require("flemma.guard").refuse(bufnr, vim.api.nvim_win_get_cursor(0)[1] - 1) then
+      if require("flemma.chat.guard").refuse(bufnr, vim.api.nvim_win_get_cursor(0)[1] - 1) then
         return
       end
       require("flemma.ui").toggle_fold()
@@ -344,10 +344,10 @@ function M.setup_buffer(bufnr)
   end
   -- Navigation (docs/navigation.md): tool use <-> result, and `@./file` references.
   map("n", normal.goto_definition == nil and "gd" or normal.goto_definition, function()
-    require("flemma.navigation").goto_definition()
+    require("flemma.chat.navigation").goto_definition()
   end, "go to the matching tool result or use, or the referenced file")
   map("n", normal.goto_file == nil and "gf" or normal.goto_file, function()
-    require("flemma.navigation").goto_file()
+    require("flemma.chat.navigation").goto_file()
   end, "open the @./file reference under the cursor")
   local object = cfg.text_object
   if object == nil then

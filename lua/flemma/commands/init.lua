@@ -111,7 +111,7 @@ function M.complete(arglead, cmdline, cursorpos)
   end
   local ok, items = pcall(spec.complete, arglead, { unpack(args, 2) })
   if not ok then
-    require("flemma.log").write("warn", string.format("completion for '%s' failed: %s", args[1], tostring(items)))
+    require("flemma.host.log").write("warn", string.format("completion for '%s' failed: %s", args[1], tostring(items)))
     return {}
   end
   if type(items) ~= "table" then
@@ -153,7 +153,7 @@ function H.call(name, spec, args, ctx)
   if ok then
     return
   end
-  require("flemma.log").write("error", string.format(":Flemma %s failed: %s", name, trace or tostring(err)))
+  require("flemma.host.log").write("error", string.format(":Flemma %s failed: %s", name, trace or tostring(err)))
   notify.error(string.format("Flemma: %s: %s", name, H.clean_error(err)))
 end
 

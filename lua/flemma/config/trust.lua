@@ -333,7 +333,7 @@ function M.bootstrap()
     if results[1] and type(opts) == "table" then
       local ok, err = pcall(H.on_trust, opts)
       if not ok then
-        require("flemma.log").write("warn", "following :trust failed: " .. tostring(err))
+        require("flemma.host.log").write("warn", "following :trust failed: " .. tostring(err))
       end
     end
     return unpack(results)

@@ -3,7 +3,7 @@
 --- current, or Neovim lost focus. One signal per event: the `User FlemmaAttention` autocmd (and
 --- `hooks.on("attention")`), then the terminal's own notification (OSC 777 / OSC 9, through tmux),
 --- else the bell, and `attention.command` when set (docs/ui.md, "Attention").
-local log = require("flemma.log")
+local log = require("flemma.host.log")
 
 local M = {}
 

@@ -212,9 +212,9 @@ function M.prompt(args)
     end
     values[key] = value
   end
-  local buffer = require("flemma.buffer")
+  local buffer = require("flemma.chat.buffer")
   if buffer.is_locked(bufnr) then
-    notify.warn("mcp:prompt: nothing inserted: the chat is " .. require("flemma.guard").message(bufnr))
+    notify.warn("mcp:prompt: nothing inserted: the chat is " .. require("flemma.chat.guard").message(bufnr))
     return
   end
   local params = { server = server, name = name, args = next(values) and values or vim.empty_dict() }
@@ -228,7 +228,7 @@ function M.prompt(args)
     end
     -- The chat may have become busy while the server answered.
     if buffer.is_locked(bufnr) then
-      notify.warn("mcp:prompt: nothing inserted: the chat is " .. require("flemma.guard").message(bufnr))
+      notify.warn("mcp:prompt: nothing inserted: the chat is " .. require("flemma.chat.guard").message(bufnr))
       return
     end
     local first, lines = H.insertion(bufnr, result.lines)

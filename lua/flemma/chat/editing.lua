@@ -170,7 +170,7 @@ function M.bootstrap()
       local before = H.writing[ev.buf]
       H.writing[ev.buf] = nil
       if before then
-        require("flemma.buffer").wrote(ev.buf, before)
+        require("flemma.chat.buffer").wrote(ev.buf, before)
       end
     end,
   })
@@ -202,7 +202,7 @@ function M.write(params)
       vim.cmd("silent noautocmd write!")
     end)
     vim.o.fsync = fsync
-    require("flemma.buffer").wrote(bufnr, tick)
+    require("flemma.chat.buffer").wrote(bufnr, tick)
     return { written = ok }
   end
   local ok, err = pcall(vim.api.nvim_buf_call, bufnr, function()
@@ -223,7 +223,7 @@ function M.write(params)
     end
   end
   message = message:gsub("^Vim:", "")
-  require("flemma.log").write("warn", string.format("auto_write of buffer %d failed: %s", bufnr, message))
+  require("flemma.host.log").write("warn", string.format("auto_write of buffer %d failed: %s", bufnr, message))
   if not H.write_failed[bufnr] then
     H.write_failed[bufnr] = true
     local name = vim.fn.fnamemodify(vim.api.nvim_buf_get_name(bufnr), ":~:.")
