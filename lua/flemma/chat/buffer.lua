@@ -4,6 +4,9 @@
 --- refuses edits right now (textlock: an <expr> mapping or a completion source waiting while
 --- Neovim serves RPC). What the host writes during one lock is one undo step.
 local log = require("flemma.host.log")
+local lazy = require("flemma.util.lazy")
+local flemma_chat_follow = lazy.require("flemma.chat.follow")
+local guard = lazy.require("flemma.chat.guard")
 
 local M = {}
 
@@ -126,7 +129,7 @@ local function pin_cursors(bufnr, follow)
       id = vim.api.nvim_buf_set_extmark(bufnr, H.ns_cursor, cursor[1] - 1, col, { right_gravity = false }),
     }
     if follow then
-      pins[#pins].stance, pins[#pins].bottom = require("flemma.chat.follow").stance(win, cursor[1], line_count)
+      pins[#pins].stance, pins[#pins].bottom = flemma_chat_follow.stance(win, cursor[1], line_count)
     end
   end
   return pins
@@ -238,7 +241,7 @@ local function apply_buffer(batch)
     step.tick = vim.api.nvim_buf_get_changedtick(bufnr)
   end
   if lock then
-    require("flemma.chat.follow").after(bufnr, pins, lock.owners, deepest)
+    flemma_chat_follow.after(bufnr, pins, lock.owners, deepest)
   end
   if not was_modifiable and vim.api.nvim_buf_is_valid(bufnr) then
     vim.bo[bufnr].modifiable = false
@@ -279,7 +282,7 @@ function M.lock(bufnr, owner)
   if not lock then
     lock = { owners = {}, modifiable = vim.bo[bufnr].modifiable }
     H.locks[bufnr] = lock
-    require("flemma.chat.guard").arm(bufnr)
+    guard.arm(bufnr)
   end
   owner = owner or "host"
   if not lock.owners[owner] then
@@ -295,8 +298,8 @@ end
 --- The lock of `bufnr` is gone: its undo step and guard end with it, its hints say so.
 local function released(bufnr)
   H.undo[bufnr] = nil
-  require("flemma.chat.follow").settle(bufnr)
-  require("flemma.chat.guard").disarm(bufnr)
+  flemma_chat_follow.settle(bufnr)
+  guard.disarm(bufnr)
 end
 
 --- Release `owner`'s lock; the buffer becomes modifiable again when no owner is left.
@@ -375,7 +378,7 @@ function M.forget(bufnr)
     H.locks[bufnr] = nil
     released(bufnr)
   end
-  require("flemma.chat.follow").forget(bufnr)
+  flemma_chat_follow.forget(bufnr)
 end
 
 return M

@@ -1,5 +1,20 @@
 --- flemma.command_list: the built-in `:Flemma` subcommands (registered once, at bootstrap) and
 --- the scratch views some of them open. `flemma.commands` is the registry they go into.
+local lazy = require("flemma.util.lazy")
+local flemma_chat = lazy.require("flemma.chat")
+local autopilot = lazy.require("flemma.chat.autopilot")
+local compact = lazy.require("flemma.chat.compact")
+local guard = lazy.require("flemma.chat.guard")
+local commands = lazy.require("flemma.commands")
+local switch = lazy.require("flemma.commands.switch")
+local host = lazy.require("flemma.host")
+local log = lazy.require("flemma.host.log")
+local notify = lazy.require("flemma.notify")
+local review = lazy.require("flemma.review")
+local diff = lazy.require("flemma.review.diff")
+local sandbox = lazy.require("flemma.sandbox")
+local approval = lazy.require("flemma.tools.approval")
+local usage = lazy.require("flemma.usage")
 local M = {}
 
 local H = {}
@@ -20,8 +35,6 @@ end
 
 --- `:Flemma host:status`: starts the host if needed and reports it once it answers.
 function H.host_status()
-  local host = require("flemma.host")
-  local notify = require("flemma.notify")
   host.ensure()
   local sent = vim.uv.hrtime()
   host.call("host:info", nil, function(err, info)
@@ -63,25 +76,23 @@ function H.host_status()
 end
 
 function M.register()
-  local commands = require("flemma.commands")
-  local host = require("flemma.host")
   commands.register("send", {
     desc = "Send the conversation in this chat buffer",
     run = function()
-      require("flemma.chat").send()
+      flemma_chat.send()
     end,
   })
   commands.register("compact", {
     desc = "Summarise this chat with its model into a new chat file beside it, and open that",
     run = function()
-      require("flemma.chat.compact").run()
+      compact.run()
     end,
   })
   commands.register("cancel", {
     desc = "Cancel the running request of this chat buffer",
     starts_host = false,
     run = function()
-      require("flemma.chat").cancel()
+      flemma_chat.cancel()
     end,
   })
   local function tool_command(method)
@@ -89,7 +100,7 @@ function M.register()
       local params = { bufnr = vim.api.nvim_get_current_buf(), row = vim.api.nvim_win_get_cursor(0)[1] - 1 }
       host.call(method, params, function(err)
         if err then
-          require("flemma.notify").warn(method .. ": " .. tostring(err))
+          notify.warn(method .. ": " .. tostring(err))
         end
       end)
     end
@@ -97,7 +108,7 @@ function M.register()
   commands.register("tool:execute", {
     desc = "Run the tool call under the cursor (whatever its approval status)",
     run = function()
-      require("flemma.chat").execute_tool()
+      flemma_chat.execute_tool()
     end,
   })
   commands.register("tool:cancel", {
@@ -115,20 +126,20 @@ function M.register()
   -- Approving or rejecting writes into the reply; not while it is still being written.
   local function unless_streaming(run)
     return function(args)
-      if not require("flemma.chat.guard").refuse(vim.api.nvim_get_current_buf()) then
+      if not guard.refuse(vim.api.nvim_get_current_buf()) then
         run(args)
       end
     end
   end
   -- In a diff tab (`tool:diff`), approving and rejecting act on the call shown there.
   local function in_diff()
-    return require("flemma.review.diff").owner(vim.api.nvim_get_current_buf()) ~= nil
+    return diff.owner(vim.api.nvim_get_current_buf()) ~= nil
   end
   commands.register("tool:approve", {
     desc = "Approve the tool call under the cursor (status=approved); in a diff tab, run what its proposed side shows",
     run = function(args)
       if in_diff() then
-        return require("flemma.review.diff").approve()
+        return diff.approve()
       end
       unless_streaming(tool_command("tool:approve"))(args)
     end,
@@ -141,22 +152,21 @@ function M.register()
       end
       if vim.bo.filetype ~= "chat" then
         -- From an entry of `:Flemma review`: what the call's file held before it, beside it now.
-        local review = require("flemma.review")
         local chat, tool_id = review.current_entry()
         local row = chat and vim.api.nvim_buf_is_valid(chat) and review.call_row(chat, tool_id)
         if not row then
           error("not on a tool call of a chat, nor on a :Flemma review entry")
         end
-        return require("flemma.review.diff").request(chat, row)
+        return diff.request(chat, row)
       end
-      require("flemma.review.diff").request()
+      diff.request()
     end,
   })
   commands.register("tool:reject", {
     desc = "Reject the tool call under the cursor; the rest of the line is the reason (in a diff tab: asked for)",
     run = unless_streaming(function(args)
       if in_diff() then
-        return require("flemma.review.diff").reject()
+        return diff.reject()
       end
       local params = {
         bufnr = vim.api.nvim_get_current_buf(),
@@ -165,13 +175,12 @@ function M.register()
       }
       host.call("tool:reject", params, function(err)
         if err then
-          require("flemma.notify").warn("tool:reject: " .. tostring(err))
+          notify.warn("tool:reject: " .. tostring(err))
         end
       end)
     end),
   })
   -- Session approvals (docs/approval.md, "Always and YOLO").
-  local approval = require("flemma.tools.approval")
   commands.register("tool:approve-always", {
     desc = "Approve the tool call under the cursor and keep approving that tool (or command) in this buffer",
     run = unless_streaming(function()
@@ -219,7 +228,7 @@ function M.register()
       local bufnr = vim.api.nvim_get_current_buf()
       host.call("chat:status", { bufnr = bufnr, verbose = verbose }, function(err, result)
         if err then
-          require("flemma.notify").warn("status: " .. tostring(err))
+          notify.warn("status: " .. tostring(err))
           return
         end
         H.show_status(result.lines)
@@ -232,7 +241,6 @@ function M.register()
       local params = { bufnr = vim.api.nvim_get_current_buf(), row = vim.api.nvim_win_get_cursor(0)[1] - 1 }
       if vim.bo.filetype ~= "chat" then
         -- From an entry of `:Flemma review` (in the quickfix window or in the file it opened).
-        local review = require("flemma.review")
         local chat, tool_id = review.current_entry()
         local row = chat and vim.api.nvim_buf_is_valid(chat) and review.call_row(chat, tool_id)
         if not row then
@@ -240,12 +248,12 @@ function M.register()
         end
         params = { bufnr = chat, row = row }
       end
-      if require("flemma.chat.guard").refuse(params.bufnr) then
+      if guard.refuse(params.bufnr) then
         return
       end
       host.call("tool:undo", params, function(err, answer)
         if err then
-          require("flemma.notify").warn("tool:undo: " .. tostring(err))
+          notify.warn("tool:undo: " .. tostring(err))
         elseif answer and answer.ok then
           -- Buffers showing a restored file read it again, as after any outside change.
           pcall(vim.cmd.checktime)
@@ -259,7 +267,7 @@ function M.register()
       return { "all" }
     end,
     run = function(args, ctx)
-      require("flemma.review").run(args, ctx)
+      review.run(args, ctx)
     end,
   })
   commands.register("tool:why", {
@@ -270,37 +278,36 @@ function M.register()
     starts_host = false,
     desc = "Switch provider, model and parameters: switch <provider|$preset> [model] [key=value …]",
     run = function(args)
-      require("flemma.commands.switch").run(args)
+      switch.run(args)
     end,
     complete = function(arglead, args)
-      return require("flemma.commands.switch").complete(arglead, args)
+      return switch.complete(arglead, args)
     end,
   })
   commands.register("autopilot:enable", {
     starts_host = false,
     desc = "Turn autopilot on for this session",
     run = function()
-      require("flemma.chat.autopilot").enable()
+      autopilot.enable()
     end,
   })
   commands.register("autopilot:disable", {
     starts_host = false,
     desc = "Turn autopilot off for this session",
     run = function()
-      require("flemma.chat.autopilot").disable()
+      autopilot.disable()
     end,
   })
   commands.register("autopilot:status", {
     desc = "Show autopilot's state in this buffer",
     run = function()
-      require("flemma.chat.autopilot").status()
+      autopilot.status()
     end,
   })
   commands.register("tool:list", {
     desc = "List the running tools",
     run = function()
       host.call("tool:list", vim.NIL, function(err, list)
-        local notify = require("flemma.notify")
         if err then
           notify.warn("tool:list: " .. tostring(err))
           return
@@ -328,27 +335,27 @@ function M.register()
     starts_host = false,
     desc = "Enable the sandbox for this session",
     run = function()
-      require("flemma.sandbox").enable()
+      sandbox.enable()
     end,
   })
   commands.register("sandbox:disable", {
     starts_host = false,
     desc = "Disable the sandbox for this session",
     run = function()
-      require("flemma.sandbox").disable()
+      sandbox.disable()
     end,
   })
   commands.register("sandbox:status", {
     desc = "Show how the sandbox applies to this buffer",
     run = function()
-      require("flemma.sandbox").status()
+      sandbox.status()
     end,
   })
   commands.register("usage:recall", {
     starts_host = false,
     desc = "Show the usage bar of this buffer's last request again",
     run = function()
-      require("flemma.usage").recall()
+      usage.recall()
     end,
   })
   commands.register("usage:estimate", {
@@ -357,7 +364,7 @@ function M.register()
       -- The host shows the count (or why there is none); only a failed call is reported here.
       host.call("usage:estimate", { bufnr = vim.api.nvim_get_current_buf() }, function(err)
         if err then
-          require("flemma.notify").warn("usage:estimate: " .. tostring(err))
+          notify.warn("usage:estimate: " .. tostring(err))
         end
       end, 90000)
     end,
@@ -369,7 +376,7 @@ function M.register()
       -- The host builds the request as a send would; the answer comes back when it is ready.
       host.call("chat:context", { bufnr = bufnr }, function(err, result)
         if err then
-          require("flemma.notify").warn("context: " .. tostring(err))
+          notify.warn("context: " .. tostring(err))
         elseif type(result) == "table" and type(result.lines) == "table" then
           H.show_lines("flemma://context", result.lines)
         end
@@ -385,7 +392,7 @@ function M.register()
     desc = "Restart the host process now",
     run = function()
       if host.restart() then
-        require("flemma.notify").info("host restarted (pid " .. tostring(host.status().pid) .. ")")
+        notify.info("host restarted (pid " .. tostring(host.status().pid) .. ")")
       end
     end,
   })
@@ -394,7 +401,7 @@ function M.register()
     desc = "Stop the host process (it starts again on next use)",
     run = function()
       if not host.stop() then
-        require("flemma.notify").info("the host is not running")
+        notify.info("the host is not running")
       end
     end,
   })
@@ -402,7 +409,7 @@ function M.register()
     starts_host = false,
     desc = "Open the log file (host and plugin)",
     run = function()
-      require("flemma.host.log").open()
+      log.open()
     end,
   })
   commands.register("log:level", {
@@ -416,11 +423,11 @@ function M.register()
       if not vim.tbl_contains({ "debug", "info", "warn", "error" }, level) then
         error("expected one of debug, info, warn, error", 0)
       end
-      require("flemma.host.log").set_level(level)
+      log.set_level(level)
       if host.channel() then
         host.notify("log:level", { level = level })
       end
-      require("flemma.notify").info("log level: " .. level)
+      notify.info("log level: " .. level)
     end,
   })
   commands.register("health", {
@@ -435,7 +442,7 @@ end
 --- The report of `:Flemma status` in a scratch buffer below (`q` closes it), reused when open.
 --- Messages that were shortened to fit the command line end it, in full.
 function H.show_status(lines)
-  local recent = require("flemma.notify").recent()
+  local recent = notify.recent()
   if #recent > 0 then
     lines = vim.list_extend({}, lines)
     vim.list_extend(lines, { "", "messages shortened on the command line, in full:" })

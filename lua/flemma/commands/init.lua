@@ -2,6 +2,9 @@
 --- "did you mean" for typos. Command names use `:` between levels (`host:restart`, `log:open`).
 local notify = require("flemma.notify")
 local suggest = require("flemma.util.suggest")
+local lazy = require("flemma.util.lazy")
+local host = lazy.require("flemma.host")
+local log = lazy.require("flemma.host.log")
 
 local M = {}
 
@@ -71,7 +74,7 @@ function M.run(fargs, ctx)
   if spec then
     if spec.starts_host ~= false then
       -- The host starts lazily: with the first chat buffer or the first :Flemma command.
-      require("flemma.host").ensure()
+      host.ensure()
     end
     H.call(name, spec, { unpack(fargs, 2) }, ctx)
     return
@@ -111,7 +114,7 @@ function M.complete(arglead, cmdline, cursorpos)
   end
   local ok, items = pcall(spec.complete, arglead, { unpack(args, 2) })
   if not ok then
-    require("flemma.host.log").write("warn", string.format("completion for '%s' failed: %s", args[1], tostring(items)))
+    log.write("warn", string.format("completion for '%s' failed: %s", args[1], tostring(items)))
     return {}
   end
   if type(items) ~= "table" then
@@ -153,7 +156,7 @@ function H.call(name, spec, args, ctx)
   if ok then
     return
   end
-  require("flemma.host.log").write("error", string.format(":Flemma %s failed: %s", name, trace or tostring(err)))
+  log.write("error", string.format(":Flemma %s failed: %s", name, trace or tostring(err)))
   notify.error(string.format("Flemma: %s: %s", name, H.clean_error(err)))
 end
 

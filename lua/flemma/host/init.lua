@@ -3,6 +3,13 @@
 local log = require("flemma.host.log")
 local notify = require("flemma.notify")
 local rpc = require("flemma.rpc")
+local lazy = require("flemma.util.lazy")
+local buffer = lazy.require("flemma.chat.buffer")
+local flemma_chat_cutoff = lazy.require("flemma.chat.cutoff")
+local flemma_config = lazy.require("flemma.config")
+local hooks = lazy.require("flemma.hooks")
+local mcp = lazy.require("flemma.tools.mcp")
+local progress = lazy.require("flemma.ui.progress")
 
 local M = {}
 
@@ -27,7 +34,7 @@ local REPEAT_ERROR_AFTER_MS = 3000
 
 local function config()
   local ok, cfg = pcall(function()
-    return require("flemma.config").get().host
+    return flemma_config.get().host
   end)
   cfg = ok and type(cfg) == "table" and cfg or {}
   local restart = type(cfg.restart) == "table" and cfg.restart or {}
@@ -113,7 +120,7 @@ local function on_stderr(_, data)
 end
 
 local function fire(name, data)
-  pcall(require("flemma.hooks").emit, name, data)
+  pcall(hooks.emit, name, data)
 end
 
 local function on_exit(job, code)
@@ -135,12 +142,12 @@ local function on_exit(job, code)
   rpc.fail_all(intended and "the host was stopped" or "the host exited", job)
   if not intended then
     -- A reply it was streaming gets the end it could not write (before the buffers are unlocked).
-    require("flemma.chat.cutoff").host_exited()
+    flemma_chat_cutoff.host_exited()
   end
-  local released = require("flemma.chat.buffer").unlock_all()
-  require("flemma.ui.progress").stop_all()
+  local released = buffer.unlock_all()
+  progress.stop_all()
   -- The servers went with the host: nothing to complete until the next host lists them.
-  require("flemma.tools.mcp").set_catalog(nil)
+  mcp.set_catalog(nil)
   log.write(intended and "info" or "error", string.format("host (pid %s) exited with code %d", tostring(pid), code))
   if not intended then
     H.crashes[#H.crashes + 1] = now()

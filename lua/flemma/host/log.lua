@@ -1,4 +1,7 @@
 --- flemma.log: the plugin's log file, shared by the shim and the host (which appends its own lines).
+local lazy = require("flemma.util.lazy")
+local config = lazy.require("flemma.config")
+local redact = lazy.require("flemma.host.redact")
 local M = {}
 
 local LEVELS = { debug = 1, info = 2, warn = 3, error = 4 }
@@ -7,7 +10,7 @@ local H = { level = "info", overridden = false }
 
 local function logging_config()
   local ok, cfg = pcall(function()
-    return require("flemma.config").get()
+    return config.get()
   end)
   return ok and type(cfg) == "table" and cfg or {}
 end
@@ -66,7 +69,7 @@ end
 --- redacted first (`flemma.redact`, the host's rules).
 function M.append(text)
   pcall(function()
-    text = require("flemma.host.redact").text(text)
+    text = redact.text(text)
     local dir = vim.fn.stdpath("log")
     if vim.fn.isdirectory(dir) == 0 then
       vim.fn.mkdir(dir, "p")

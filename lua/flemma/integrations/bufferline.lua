@@ -6,6 +6,9 @@
 ---   get_element_icon = require("flemma.integrations.bufferline").get_element_icon,
 ---   -- or, keeping the file icon and putting the indicator after the name:
 ---   name_formatter = require("flemma.integrations.bufferline").name_formatter,
+local lazy = require("flemma.util.lazy")
+local config = lazy.require("flemma.config")
+local statusline = lazy.require("flemma.statusline")
 local M = {}
 
 local H = {
@@ -18,7 +21,7 @@ M.HIGHLIGHT = "FlemmaBufferlineBusy"
 
 local function icon()
   local ok, value = pcall(function()
-    return require("flemma.config").get().integrations.bufferline.icon
+    return config.get().integrations.bufferline.icon
   end)
   return ok and type(value) == "string" and value or "󰔟"
 end
@@ -28,7 +31,7 @@ local function is_chat(bufnr)
 end
 
 local function busy(bufnr)
-  local state = require("flemma.statusline").state(bufnr)
+  local state = statusline.state(bufnr)
   return state ~= nil
 end
 

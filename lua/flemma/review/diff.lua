@@ -4,6 +4,11 @@
 --- side shows is what runs; the host rewrites the call in the chat to match), rejects (with an
 --- optional reason), or closes the tab (the call stays pending). The host reads the file and
 --- decides; this module only draws and sends (docs/tools.md, "Review").
+local lazy = require("flemma.util.lazy")
+local guard = lazy.require("flemma.chat.guard")
+local config = lazy.require("flemma.config")
+local host = lazy.require("flemma.host")
+local flemma_notify = lazy.require("flemma.notify")
 local M = {}
 
 ---@class flemma.review.DiffSpec
@@ -27,7 +32,7 @@ local H = {
 }
 
 local function notify()
-  return require("flemma.notify")
+  return flemma_notify
 end
 
 --- The lines of `text` and whether it ends with a line break.
@@ -89,7 +94,7 @@ end
 ---@return { approve: string|false, reject: string|false }
 local function keys()
   local ok, cfg = pcall(function()
-    return require("flemma.config").get().keymaps
+    return config.get().keymaps
   end)
   if not ok or type(cfg) ~= "table" or cfg.enabled == false then
     return { approve = false, reject = false }
@@ -265,7 +270,7 @@ end
 function M.request(bufnr, row)
   bufnr = (bufnr == nil or bufnr == 0) and vim.api.nvim_get_current_buf() or bufnr
   row = row or (vim.api.nvim_win_get_cursor(0)[1] - 1)
-  require("flemma.host").call("tool:diff", { bufnr = bufnr, row = row }, function(err, spec)
+  host.call("tool:diff", { bufnr = bufnr, row = row }, function(err, spec)
     if err then
       notify().warn("tool:diff: " .. tostring(err))
     elseif type(spec) == "table" then
@@ -284,11 +289,11 @@ function M.approve(buf)
     return
   end
   local spec = view.spec
-  if require("flemma.chat.guard").refuse(spec.bufnr) then
+  if guard.refuse(spec.bufnr) then
     return
   end
   local params = { bufnr = spec.bufnr, tool_id = spec.tool_id, before = spec.before, content = text_of(right) }
-  require("flemma.host").call("tool:diff-approve", params, function(err, answer)
+  host.call("tool:diff-approve", params, function(err, answer)
     if err then
       notify().warn("tool:diff: " .. tostring(err))
       return
@@ -318,7 +323,7 @@ function M.reject(buf)
     return
   end
   local spec = view.spec
-  if require("flemma.chat.guard").refuse(spec.bufnr) then
+  if guard.refuse(spec.bufnr) then
     return
   end
   vim.ui.input({ prompt = "Reason for rejecting (optional): " }, function(reason)
@@ -326,7 +331,7 @@ function M.reject(buf)
       return
     end
     local params = { bufnr = spec.bufnr, tool_id = spec.tool_id, reason = reason }
-    require("flemma.host").call("tool:diff-reject", params, function(err)
+    host.call("tool:diff-reject", params, function(err)
       if err then
         notify().warn("tool:diff: " .. tostring(err))
         return

@@ -4,6 +4,9 @@
 ---
 --- The host answers what each call found in its files (the undo store); the hunks are computed
 --- here with Neovim's own diff, on the files as they are now.
+local lazy = require("flemma.util.lazy")
+local host = lazy.require("flemma.host")
+local notify = lazy.require("flemma.notify")
 local M = {}
 
 M.TITLE = "Flemma review"
@@ -94,8 +97,7 @@ function M.run(args, ctx)
   elseif ctx and (ctx.range or 0) > 0 then
     scope = { first = ctx.line1, last = ctx.line2 }
   end
-  require("flemma.host").call("chat:review", { bufnr = bufnr, scope = scope }, function(err, answer)
-    local notify = require("flemma.notify")
+  host.call("chat:review", { bufnr = bufnr, scope = scope }, function(err, answer)
     if err then
       notify.warn("review: " .. tostring(err))
       return

@@ -2,6 +2,13 @@
 --- their tools as `mcp:<server>:<tool>`; this module sends the configuration along with Lua's
 --- tools and provides `:Flemma mcp:status`, `mcp:restart [server]`, `mcp:resources [server]` and
 --- `mcp:prompt <server> <name> [key=value …]` (docs/mcp.md).
+local lazy = require("flemma.util.lazy")
+local buffer = lazy.require("flemma.chat.buffer")
+local guard = lazy.require("flemma.chat.guard")
+local commands = lazy.require("flemma.commands")
+local config = lazy.require("flemma.config")
+local host = lazy.require("flemma.host")
+local notify = lazy.require("flemma.notify")
 local M = {}
 
 local H = {
@@ -15,7 +22,7 @@ local H = {
 ---@return table
 function M.payload()
   local ok, cfg = pcall(function()
-    return require("flemma.config").get().mcp
+    return config.get().mcp
   end)
   if not ok or type(cfg) ~= "table" then
     return { servers = vim.empty_dict() }
@@ -35,7 +42,7 @@ end
 ---@return string[]
 function M.server_names()
   local ok, cfg = pcall(function()
-    return require("flemma.config").get().mcp
+    return config.get().mcp
   end)
   local names = {}
   if ok and type(cfg) == "table" then
@@ -49,8 +56,7 @@ end
 
 --- `:Flemma mcp:status`: asks the host (without blocking) and shows its answer.
 function M.status()
-  require("flemma.host").call("mcp:status", vim.NIL, function(err, result)
-    local notify = require("flemma.notify")
+  host.call("mcp:status", vim.NIL, function(err, result)
     if err then
       notify.warn("mcp:status: " .. tostring(err))
       return
@@ -62,9 +68,9 @@ end
 --- `:Flemma mcp:restart [server]`.
 ---@param server string|nil
 function M.restart(server)
-  require("flemma.host").call("mcp:restart", { server = server or vim.NIL }, function(err)
+  host.call("mcp:restart", { server = server or vim.NIL }, function(err)
     if err then
-      require("flemma.notify").warn("mcp:restart: " .. tostring(err))
+      notify.warn("mcp:restart: " .. tostring(err))
     end
   end)
 end
@@ -78,8 +84,7 @@ end
 --- `:Flemma mcp:resources [server]`: asks the host (without blocking) and shows its answer.
 ---@param server string|nil
 function M.resources(server)
-  require("flemma.host").call("mcp:resources", { server = server or vim.NIL }, function(err, result)
-    local notify = require("flemma.notify")
+  host.call("mcp:resources", { server = server or vim.NIL }, function(err, result)
     if err then
       notify.warn("mcp:resources: " .. tostring(err))
       return
@@ -188,7 +193,6 @@ end
 --- locked (a reply streaming, tools running).
 ---@param args string[]
 function M.prompt(args)
-  local notify = require("flemma.notify")
   local bufnr = vim.api.nvim_get_current_buf()
   if vim.bo[bufnr].filetype ~= "chat" then
     notify.warn("mcp:prompt: run it in a chat buffer")
@@ -212,13 +216,12 @@ function M.prompt(args)
     end
     values[key] = value
   end
-  local buffer = require("flemma.chat.buffer")
   if buffer.is_locked(bufnr) then
-    notify.warn("mcp:prompt: nothing inserted: the chat is " .. require("flemma.chat.guard").message(bufnr))
+    notify.warn("mcp:prompt: nothing inserted: the chat is " .. guard.message(bufnr))
     return
   end
   local params = { server = server, name = name, args = next(values) and values or vim.empty_dict() }
-  require("flemma.host").call("mcp:prompt", params, function(err, result)
+  host.call("mcp:prompt", params, function(err, result)
     if err then
       notify.warn("mcp:prompt: " .. tostring(err))
       return
@@ -228,7 +231,7 @@ function M.prompt(args)
     end
     -- The chat may have become busy while the server answered.
     if buffer.is_locked(bufnr) then
-      notify.warn("mcp:prompt: nothing inserted: the chat is " .. require("flemma.chat.guard").message(bufnr))
+      notify.warn("mcp:prompt: nothing inserted: the chat is " .. guard.message(bufnr))
       return
     end
     local first, lines = H.insertion(bufnr, result.lines)
@@ -251,7 +254,6 @@ function M.bootstrap()
     return
   end
   H.registered = true
-  local commands = require("flemma.commands")
   commands.register("mcp:status", {
     desc = "Show the MCP servers: transport, state, tools, uptime, last error",
     run = function()

@@ -1,6 +1,10 @@
 --- flemma.tools.ui: what a running tool looks like in the buffer (an animated indicator at the
 --- end of its `**Tool Result:**` line, driven by a Lua timer), cursor moves after a result, and
 --- the preview lines of empty placeholders.
+local lazy = require("flemma.util.lazy")
+local sandbox = lazy.require("flemma.sandbox")
+local tools = lazy.require("flemma.tools")
+local preview = lazy.require("flemma.tools.preview")
 local M = {}
 
 local FRAMES = { "⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏" }
@@ -214,7 +218,7 @@ end
 function M.facts(params)
   local bufnr = params.bufnr
   local name = vim.api.nvim_buf_is_valid(bufnr) and vim.api.nvim_buf_get_name(bufnr) or ""
-  local override = require("flemma.sandbox").override()
+  local override = sandbox.override()
   return {
     cwd = vim.fn.getcwd(),
     filename = name ~= "" and vim.fn.fnamemodify(name, ":p") or vim.NIL,
@@ -236,7 +240,6 @@ function M.previews(params)
   if not vim.api.nvim_buf_is_valid(bufnr) then
     return
   end
-  local tools = require("flemma.tools")
   local items = {}
   for _, item in ipairs(params.items or {}) do
     local body = item.body
@@ -245,14 +248,14 @@ function M.previews(params)
       if input == vim.NIL or type(input) ~= "table" then
         input = {}
       end
-      local width = require("flemma.tools.preview").width(bufnr)
+      local width = preview.width(bufnr)
       body = tools.format_preview(item.name, input, math.max(10, width - #item.name - 2)) or body
     end
     if type(body) == "string" then
       items[#items + 1] = { row = item.row, name = item.name, body = body }
     end
   end
-  require("flemma.tools.preview").render(bufnr, items)
+  preview.render(bufnr, items)
 end
 
 return M

@@ -11,6 +11,9 @@ local highlight = require("flemma.ui.highlight")
 local fold = require("flemma.ui.fold")
 local turns = require("flemma.ui.turns")
 local window = require("flemma.ui.window")
+local lazy = require("flemma.util.lazy")
+local flemma_config = lazy.require("flemma.config")
+local log = lazy.require("flemma.host.log")
 
 local M = {}
 
@@ -25,7 +28,7 @@ local H = {
 local function config()
   if H.cfg == nil then
     local ok, cfg = pcall(function()
-      return require("flemma.config").get()
+      return flemma_config.get()
     end)
     M.configure(ok and cfg or {})
   end
@@ -142,7 +145,7 @@ local function on_line(_, _, bufnr, row)
   if not ok and not state.reported then
     state.reported = true
     vim.schedule(function()
-      require("flemma.host.log").write("error", "drawing chat buffer " .. bufnr .. " failed: " .. tostring(err))
+      log.write("error", "drawing chat buffer " .. bufnr .. " failed: " .. tostring(err))
     end)
   end
 end

@@ -12,6 +12,9 @@
 --- structure changed or a request started or ended; the column then reads them with a binary
 --- search per drawn row. Rows whose mark changed without their text changing (the rows above a
 --- new `@Assistant:` marker, a turn when its reply starts or ends) are redrawn on the next tick.
+local lazy = require("flemma.util.lazy")
+local flemma_chat_buffer = lazy.require("flemma.chat.buffer")
+local flemma_ui = lazy.require("flemma.ui")
 local M = {}
 
 local api = vim.api
@@ -145,8 +148,8 @@ local ui, buffer
 
 --- The buffer's turns now (worked out again when its structure or its request changed).
 local function current(bufnr)
-  ui = ui or require("flemma.ui")
-  buffer = buffer or require("flemma.chat.buffer")
+  ui = ui or flemma_ui
+  buffer = buffer or flemma_chat_buffer
   local structure = ui.structure(bufnr)
   if structure == nil then
     return nil
