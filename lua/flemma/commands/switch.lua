@@ -62,7 +62,7 @@ function H.pricing()
     return H.pricing_cache or nil
   end
   local source = debug.getinfo(1, "S").source:sub(2)
-  local root = vim.fn.fnamemodify(source, ":p:h:h:h")
+  local root = vim.fn.fnamemodify(source, ":p:h:h:h:h")
   local ok, data = pcall(function()
     return vim.json.decode(table.concat(vim.fn.readfile(root .. "/src/core/usage/pricing.json"), "\n"))
   end)
