@@ -3,6 +3,7 @@
 local lazy = require("flemma.util.lazy")
 local chat = lazy.require("flemma.chat")
 local buffer = lazy.require("flemma.chat.buffer")
+local guard = lazy.require("flemma.chat.guard")
 local editing = lazy.require("flemma.chat.editing")
 local lsp = lazy.require("flemma.chat.lsp")
 local recovery = lazy.require("flemma.chat.recovery")
@@ -98,6 +99,18 @@ function M.bootstrap()
     return
   end
   H.bootstrapped = true
+  -- The plugin put together: what one module says happened, others act on.
+  config.on_updated(function()
+    hooks.emit("config:updated", {})
+  end)
+  buffer.subscribe({
+    locked = function(bufnr)
+      guard.arm(bufnr)
+    end,
+    released = function(bufnr)
+      guard.disarm(bufnr)
+    end,
+  })
   pcall(H.ensure_helptags)
   vim.filetype.add({ extension = { chat = "chat" } })
   builtin.register()

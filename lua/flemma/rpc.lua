@@ -1,10 +1,9 @@
 --- flemma.rpc: the one entry point the host calls in Lua (`dispatch(method, params)`), and the
 --- bookkeeping of asynchronous calls from Lua to the host.
 local log = require("flemma.host.log")
+local pending = require("flemma.host.pending")
 
 local M = {}
-
-local H = { pending = {}, next_id = 0 }
 
 --- The configuration as plain data: a function becomes `{__function = true}`, and a table that
 --- is both a list and a map (`tools`) keeps its list part under `__list` (msgpack has no such
@@ -294,9 +293,9 @@ M.methods = {
   ["rpc.reply"] = function(params)
     -- Not `ok and result or error`: a `false` result is a result.
     if params.ok then
-      M.settle(params.id, true, params.result)
+      pending.settle(params.id, true, params.result)
     else
-      M.settle(params.id, false, params.error)
+      pending.settle(params.id, false, params.error)
     end
   end,
 }
@@ -327,68 +326,6 @@ function M.dispatch_many(list)
   for _, item in ipairs(list) do
     pcall(M.dispatch, item[1], item[2])
   end
-end
-
---- Register a pending call; returns its id. `callback(err, result)` runs exactly once: on the
---- answer, on timeout, or when the host goes away.
-function M.track(callback, timeout_ms, chan)
-  H.next_id = H.next_id + 1
-  local id = H.next_id
-  local entry = { callback = callback, chan = chan }
-  if timeout_ms and timeout_ms > 0 then
-    entry.timer = vim.defer_fn(function()
-      M.settle(id, false, string.format("no answer from the host after %d ms", timeout_ms))
-    end, timeout_ms)
-  end
-  H.pending[id] = entry
-  return id
-end
-
-function M.settle(id, ok, value)
-  local entry = H.pending[id]
-  if not entry then
-    return
-  end
-  H.pending[id] = nil
-  if entry.timer then
-    pcall(function()
-      entry.timer:stop()
-      entry.timer:close()
-    end)
-  end
-  local success, err
-  if ok then
-    success, err = pcall(entry.callback, nil, value)
-  else
-    success, err = pcall(entry.callback, value, nil)
-  end
-  if not success then
-    log.write("error", "rpc callback failed: " .. tostring(err))
-  end
-end
-
---- Fail every pending call sent on `chan` (that host exited).
-function M.fail_all(reason, chan)
-  local ids = vim.tbl_keys(H.pending)
-  table.sort(ids)
-  for _, id in ipairs(ids) do
-    if H.pending[id].chan == chan then
-      M.settle(id, false, reason)
-    end
-  end
-end
-
---- Calls queued while no host ran belong to the host that has just started.
-function M.adopt(chan)
-  for _, entry in pairs(H.pending) do
-    if entry.chan == nil then
-      entry.chan = chan
-    end
-  end
-end
-
-function M.pending_count()
-  return vim.tbl_count(H.pending)
 end
 
 return M

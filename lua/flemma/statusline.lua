@@ -430,4 +430,7 @@ function M.bootstrap()
   })
 end
 
+-- A lock taken or released changes what the statusline shows.
+buffer.subscribe({ changed = M.refresh })
+
 return M

@@ -6,7 +6,6 @@
 local log = require("flemma.host.log")
 local lazy = require("flemma.util.lazy")
 local flemma_chat_follow = lazy.require("flemma.chat.follow")
-local guard = lazy.require("flemma.chat.guard")
 
 local M = {}
 
@@ -27,22 +26,36 @@ local H = {
 --- window) for safety, though API edits are allowed there today.
 local RETRY_PATTERNS = { "E565", "E11:", "E523", "textlock" }
 
---- A lock taken or released changes what the statusline shows (when it is in use).
+--- Who hears of the locks, by event: `locked(bufnr)` (its first owner took it), `released(bufnr)`
+--- (its last owner let go), `changed(bufnr|nil)` (any lock taken or released; nil: every buffer's),
+--- `forgotten(bufnr)` (the buffer was wiped). The modules that show or keep per-buffer state
+--- register when they load (the statusline, the turn gutter, the bufferline indicator, the cut-off
+--- reply); the keys' guard is registered where the plugin is put together (flemma).
+H.listeners = { locked = {}, released = {}, changed = {}, forgotten = {} }
+
+---@param handlers table<"locked"|"released"|"changed"|"forgotten", fun(bufnr: integer|nil)>
+function M.subscribe(handlers)
+  for event, handler in pairs(handlers) do
+    local list = H.listeners[event]
+    if list == nil then
+      error("flemma.buffer.subscribe: unknown event '" .. tostring(event) .. "'", 2)
+    end
+    list[#list + 1] = handler
+  end
+end
+
+function H.tell(event, bufnr)
+  for _, handler in ipairs(H.listeners[event]) do
+    local ok, err = pcall(handler, bufnr)
+    if not ok then
+      log.write("error", string.format("buffer %s listener failed: %s", event, tostring(err)))
+    end
+  end
+end
+
+--- A lock taken or released changes what the statusline, the bufferline and the turn gutter show.
 function H.lock_changed(bufnr)
-  local statusline = package.loaded["flemma.statusline"]
-  if statusline then
-    statusline.refresh(bufnr)
-  end
-  -- The bufferline busy indicator shows the same state (flemma.integrations.bufferline).
-  local bufferline = package.loaded["flemma.integrations.bufferline"]
-  if bufferline then
-    bufferline.refresh()
-  end
-  -- The turn gutter marks a turn whose reply streams (flemma.ui.turns).
-  local ui = package.loaded["flemma.ui"]
-  if ui then
-    ui.lock_changed(bufnr)
-  end
+  H.tell("changed", bufnr)
 end
 
 local function is_retryable(err)
@@ -282,7 +295,7 @@ function M.lock(bufnr, owner)
   if not lock then
     lock = { owners = {}, modifiable = vim.bo[bufnr].modifiable }
     H.locks[bufnr] = lock
-    guard.arm(bufnr)
+    H.tell("locked", bufnr)
   end
   owner = owner or "host"
   if not lock.owners[owner] then
@@ -299,7 +312,7 @@ end
 local function released(bufnr)
   H.undo[bufnr] = nil
   flemma_chat_follow.settle(bufnr)
-  guard.disarm(bufnr)
+  H.tell("released", bufnr)
 end
 
 --- Release `owner`'s lock; the buffer becomes modifiable again when no owner is left.
@@ -370,10 +383,7 @@ end
 function M.forget(bufnr)
   H.anchors[bufnr] = nil
   H.rewritten[bufnr] = nil
-  local cutoff = package.loaded["flemma.chat.cutoff"]
-  if cutoff then
-    cutoff.forget(bufnr)
-  end
+  H.tell("forgotten", bufnr)
   if H.locks[bufnr] then
     H.locks[bufnr] = nil
     released(bufnr)

@@ -205,4 +205,13 @@ function M.forget(bufnr)
   H.replies[bufnr] = nil
 end
 
+-- A host that crashed while a reply streamed: its end is placed now (a stop we asked for ended
+-- the reply itself).
+host.on_exit(function(intended)
+  if not intended then
+    M.host_exited()
+  end
+end)
+buffer.subscribe({ forgotten = M.forget })
+
 return M

@@ -7,6 +7,7 @@
 ---   -- or, keeping the file icon and putting the indicator after the name:
 ---   name_formatter = require("flemma.integrations.bufferline").name_formatter,
 local lazy = require("flemma.util.lazy")
+local buffer = lazy.require("flemma.chat.buffer")
 local config = lazy.require("flemma.config")
 local statusline = lazy.require("flemma.statusline")
 local M = {}
@@ -124,5 +125,12 @@ end
 function M.define_highlight()
   pcall(vim.api.nvim_set_hl, 0, M.HIGHLIGHT, { link = "FlemmaStatuslineBusy", default = true })
 end
+
+-- The busy indicator shows whether a chat's buffer is locked.
+buffer.subscribe({
+  changed = function()
+    M.refresh()
+  end,
+})
 
 return M

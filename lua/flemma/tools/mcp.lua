@@ -289,4 +289,9 @@ function M.bootstrap()
   })
 end
 
+-- The servers go with the host: nothing to complete until the next host lists them.
+host.on_exit(function()
+  M.set_catalog(nil)
+end)
+
 return M
