@@ -2,6 +2,8 @@
 --- each buffer's message markers and parser diagnostics; markers become extmarks (so they follow
 --- edits until the next update), diagnostics go to vim.diagnostic. `]m`, `[m`, `im` and `am` read
 --- the messages of the buffer's line scan (flemma.ui.scan), which is current after every edit.
+local scan = require("flemma.ui.scan")
+
 local M = {}
 
 local H = {
@@ -250,7 +252,7 @@ function H.empty_prompt_row(bufnr)
       local line = lines[i]
       if line:find("%S") then
         local row = from + i - 1
-        if line:match("^@You:%s*$") and row + 1 < count then
+        if scan.role_marker(line) == "You" and row + 1 < count then
           return row + 1
         end
         return nil

@@ -9,6 +9,7 @@ local commands = lazy.require("flemma.commands")
 local config = lazy.require("flemma.config")
 local host = lazy.require("flemma.host")
 local notify = lazy.require("flemma.notify")
+local scan = lazy.require("flemma.ui.scan")
 local M = {}
 
 local H = {
@@ -166,7 +167,7 @@ function H.insertion(bufnr, lines)
   local out = {}
   local first
   local last_line = last >= 1 and vim.api.nvim_buf_get_lines(bufnr, last - 1, last, false)[1] or nil
-  if last_line and last_line:match("^@You:%s*$") and lines[1] == "@You:" then
+  if last_line and scan.role_marker(last_line) == "You" and scan.role_marker(lines[1]) == "You" then
     first = last - 1
   else
     first = last
@@ -177,7 +178,7 @@ function H.insertion(bufnr, lines)
   vim.list_extend(out, lines)
   local tail_role
   for i = #lines, 1, -1 do
-    tail_role = lines[i]:match("^@(%w+):%s*$")
+    tail_role = scan.role_marker(lines[i])
     if tail_role then
       break
     end

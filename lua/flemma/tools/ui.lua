@@ -1,9 +1,11 @@
 --- flemma.tools.ui: what a running tool looks like in the buffer (an animated indicator at the
 --- end of its `**Tool Result:**` line, driven by a Lua timer), cursor moves after a result, and
 --- the preview lines of empty placeholders.
+local scan = require("flemma.ui.scan")
 local lazy = require("flemma.util.lazy")
 local sandbox = lazy.require("flemma.sandbox")
 local tools = lazy.require("flemma.tools")
+local ui = lazy.require("flemma.ui")
 local preview = lazy.require("flemma.tools.preview")
 local M = {}
 
@@ -142,11 +144,7 @@ function M.spinner(params)
     local row = math.min(params.row or 0, vim.api.nvim_buf_line_count(bufnr) - 1)
     -- The host's row comes from its latest parse; results written since above the block may
     -- have moved it. The header is found again then.
-    local needle = "**Tool Result:** `" .. tool_id .. "`"
-    local line = vim.api.nvim_buf_get_lines(bufnr, row, row + 1, false)[1] or ""
-    if line:sub(1, #needle) ~= needle then
-      row = M.header_row(bufnr, tool_id) or row
-    end
+    row = M.header_row(bufnr, tool_id) or row
     local mark = vim.api.nvim_buf_set_extmark(bufnr, H.ns, row, 0, {})
     entry = { bufnr = bufnr, mark = mark, state = "running", started = vim.uv.now() }
     H.entries[k] = entry
@@ -187,14 +185,8 @@ end
 
 --- 0-based row of the `**Tool Result:**` header of `tool_id`, if present.
 function M.header_row(bufnr, tool_id)
-  local needle = "**Tool Result:** `" .. tool_id .. "`"
-  local lines = vim.api.nvim_buf_get_lines(bufnr, 0, -1, false)
-  for i, line in ipairs(lines) do
-    if line:sub(1, #needle) == needle then
-      return i - 1
-    end
-  end
-  return nil
+  local block = scan.tool_block(ui.read(bufnr), "tool_result", tool_id)
+  return block and block.row or nil
 end
 
 --- Host → Lua: move the cursor of the window showing the buffer (the current one first).

@@ -81,6 +81,11 @@ function M.structure(bufnr)
   return state and refresh(bufnr, state) or nil
 end
 
+--- The structure of any buffer: the one kept for a drawn chat, else a scan of its lines now.
+function M.read(bufnr)
+  return M.structure(bufnr) or scan.scan(all_lines(bufnr, 0))
+end
+
 --- Bring the folds of every window showing the buffer in line with its structure.
 local function sync_folds(bufnr)
   local state = H.buffers[bufnr]
