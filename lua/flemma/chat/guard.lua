@@ -262,9 +262,4 @@ function M.refuse(bufnr, row)
   return true
 end
 
---- Whether the guard holds the buffer's keys (for tests and :checkhealth).
-function M.armed(bufnr)
-  return H.armed[bufnr] ~= nil
-end
-
 return M

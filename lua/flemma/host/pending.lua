@@ -65,8 +65,4 @@ function M.adopt(chan)
   end
 end
 
-function M.pending_count()
-  return vim.tbl_count(H.pending)
-end
-
 return M

@@ -176,13 +176,6 @@ function M.spinner(params)
   end
 end
 
---- The indicator text currently shown for a tool (for tests and `:Flemma tool:list`).
-function M.status_text(bufnr, tool_id)
-  local entry = H.entries[key(bufnr, tool_id)]
-  local chunks = entry and text_for(entry)
-  return chunks and chunks[1][1] or nil
-end
-
 --- 0-based row of the `**Tool Result:**` header of `tool_id`, if present.
 function M.header_row(bufnr, tool_id)
   local block = scan.tool_block(ui.read(bufnr), "tool_result", tool_id)

@@ -19,7 +19,7 @@ local buffer = lazy.require("flemma.chat.buffer")
 local M = {}
 
 local H = {
-  buffers = {}, ---@type table<integer, { structure: table, dirty: integer|nil, scheduled: boolean, tick: integer }>
+  buffers = {}, ---@type table<integer, { structure: table, dirty: integer|nil, scheduled: boolean }>
   cfg = nil,
   provider = false,
   ruler = { enabled = true, char = "─" },
@@ -70,7 +70,6 @@ local function refresh(bufnr, state)
   state.structure = scan.rescan(state.structure, first, line_count, function(from)
     return all_lines(bufnr, from)
   end, first_line)
-  state.tick = state.tick + 1
   return state.structure
 end
 
@@ -210,7 +209,6 @@ function M.attach(bufnr)
     structure = scan.scan(all_lines(bufnr, 0)),
     dirty = nil,
     scheduled = false,
-    tick = 0,
   }
   H.buffers[bufnr] = state
   vim.api.nvim_buf_attach(bufnr, false, {
@@ -270,12 +268,6 @@ function M.toggle_fold()
     sync_folds(bufnr)
     fold.toggle_message(st)
   end
-end
-
---- Whether a buffer is drawn by flemma.ui, and how often it was scanned again (for tests).
-function M.state(bufnr)
-  local state = H.buffers[bufnr]
-  return state and { tick = state.tick } or nil
 end
 
 turns.read_structures(M.structure)
