@@ -1,7 +1,31 @@
---- flemma.rpc: the one entry point the host calls in Lua (`dispatch(method, params)`), and the
---- bookkeeping of asynchronous calls from Lua to the host.
+--- flemma.rpc: the one entry point the host calls in Lua (`dispatch(method, params)`): the table of
+--- host → Lua methods. The Lua → host calls waiting for an answer are kept by flemma.host.pending.
 local log = require("flemma.host.log")
 local pending = require("flemma.host.pending")
+local lazy = require("flemma.util.lazy")
+local chat = lazy.require("flemma.chat")
+local flemma_chat_autopilot = lazy.require("flemma.chat.autopilot")
+local buffer = lazy.require("flemma.chat.buffer")
+local compact = lazy.require("flemma.chat.compact")
+local cutoff = lazy.require("flemma.chat.cutoff")
+local editing = lazy.require("flemma.chat.editing")
+local flemma_chat_sink = lazy.require("flemma.chat.sink")
+local config = lazy.require("flemma.config")
+local flemma_config_trust = lazy.require("flemma.config.trust")
+local frontmatter = lazy.require("flemma.frontmatter")
+local hooks = lazy.require("flemma.hooks")
+local redact = lazy.require("flemma.host.redact")
+local notify = lazy.require("flemma.notify")
+local sandbox = lazy.require("flemma.sandbox")
+local secrets = lazy.require("flemma.secrets")
+local templating = lazy.require("flemma.templating")
+local tools = lazy.require("flemma.tools")
+local approval = lazy.require("flemma.tools.approval")
+local mcp = lazy.require("flemma.tools.mcp")
+local tools_ui = lazy.require("flemma.tools.ui")
+local attention = lazy.require("flemma.ui.attention")
+local progress = lazy.require("flemma.ui.progress")
+local usage = lazy.require("flemma.usage")
 
 local M = {}
 
@@ -38,9 +62,9 @@ local function snapshot()
     end
     return out
   end
-  local result = copy(require("flemma.config").get())
+  local result = copy(config.get())
   -- `:Flemma autopilot:enable|disable` beats the configuration.
-  local override = require("flemma.chat.autopilot").override()
+  local override = flemma_chat_autopilot.override()
   if override ~= nil and type(result.tools) == "table" then
     local autopilot = result.tools.autopilot
     if type(autopilot) ~= "table" then
@@ -55,7 +79,7 @@ end
 --- The configuration's generation, with the snapshot when `generation` (the one the host holds)
 --- is another.
 local function configuration(answer, generation)
-  local current = require("flemma.config").generation()
+  local current = config.generation()
   answer.generation = current
   if generation ~= current then
     answer.config = snapshot()
@@ -76,19 +100,19 @@ function M.context(params)
       env[name] = value
     end
   end
-  local trust = require("flemma.config.trust").state(params.bufnr, params.digest)
+  local trust = flemma_config_trust.state(params.bufnr, params.digest)
   local answer = configuration({
-    facts = require("flemma.tools.ui").facts(params),
+    facts = tools_ui.facts(params),
     env = env,
     trust = trust,
   }, params.generation)
   if params.origins then
-    answer.origins = require("flemma.config").origins()
+    answer.origins = config.origins()
   end
   if type(params.frontmatter) == "table" then
-    answer.frontmatter = require("flemma.frontmatter").evaluate(params.bufnr, params.frontmatter, trust)
+    answer.frontmatter = frontmatter.evaluate(params.bufnr, params.frontmatter, trust)
   else
-    require("flemma.frontmatter").clear(params.bufnr)
+    frontmatter.clear(params.bufnr)
   end
   return answer
 end
@@ -96,15 +120,15 @@ end
 --- Host → Lua methods, by name. Each receives the params table and returns a value or nil.
 M.methods = {
   ["hooks.emit"] = function(params)
-    require("flemma.hooks").emit(params.name, params.data)
+    hooks.emit(params.name, params.data)
   end,
   --- The host's write batch: every buffer's pending edits, then (`{batches, after}` form) the
   --- calls that were waiting for those edits, when no buffer asked to be retried.
   ["buffer.apply_batch"] = function(params)
     if params.batches == nil then
-      return require("flemma.chat.buffer").apply_batch(params)
+      return buffer.apply_batch(params)
     end
-    local results = require("flemma.chat.buffer").apply_batch(params.batches)
+    local results = buffer.apply_batch(params.batches)
     for _, result in ipairs(results) do
       if result.status == "retry" then
         return { results = results, after = vim.NIL }
@@ -119,29 +143,29 @@ M.methods = {
     return { results = results, after = after }
   end,
   ["buffer.lock"] = function(params)
-    return require("flemma.chat.buffer").lock(params.bufnr, params.owner)
+    return buffer.lock(params.bufnr, params.owner)
   end,
   ["buffer.unlock"] = function(params)
-    return require("flemma.chat.buffer").unlock(params.bufnr, params.owner)
+    return buffer.unlock(params.bufnr, params.owner)
   end,
   --- `editing.auto_write`: write the buffer (a reply or a batch of tool results is in it).
   ["buffer.write"] = function(params)
-    return require("flemma.chat.editing").write(params)
+    return editing.write(params)
   end,
   ["sink.create"] = function(params)
-    return require("flemma.chat.sink").create(params)
+    return flemma_chat_sink.create(params)
   end,
   ["sink.destroy"] = function(params)
-    return require("flemma.chat.sink").destroy(params)
+    return flemma_chat_sink.destroy(params)
   end,
   ["progress.start"] = function(params)
-    return require("flemma.ui.progress").start(params)
+    return progress.start(params)
   end,
   ["progress.update"] = function(params)
-    return require("flemma.ui.progress").update(params)
+    return progress.update(params)
   end,
   ["progress.stop"] = function(params)
-    return require("flemma.ui.progress").stop(params)
+    return progress.stop(params)
   end,
   --- `{generation, config?}`: the snapshot only when `params.generation` is not current.
   ["config.snapshot"] = function(params)
@@ -156,10 +180,10 @@ M.methods = {
   --- The editor side of a send starting, in one round trip: the progress indicator on the
   --- `@Assistant:` row, the sink (`sink:created`), then `request:sending`.
   ["send.begin"] = function(params)
-    require("flemma.ui.progress").start({ bufnr = params.bufnr, row = params.row })
-    require("flemma.chat.cutoff").begin(params.bufnr, params.row, params.from)
-    local sink = require("flemma.chat.sink").create({ name = params.sink_name })
-    require("flemma.hooks").emit("request:sending", { bufnr = params.bufnr })
+    progress.start({ bufnr = params.bufnr, row = params.row })
+    cutoff.begin(params.bufnr, params.row, params.from)
+    local sink = flemma_chat_sink.create({ name = params.sink_name })
+    hooks.emit("request:sending", { bufnr = params.bufnr })
     return sink
   end,
   --- The editor side of a send ending: progress off, sink destroyed (`sink:destroyed`), buffer
@@ -167,15 +191,15 @@ M.methods = {
   --- With `context` (the question of `editor.context`), answers it too: the tool loop's next step
   --- starts from it instead of asking again.
   ["send.finish"] = function(params)
-    require("flemma.ui.progress").stop({ bufnr = params.bufnr })
-    require("flemma.chat.cutoff").finish(params.bufnr)
+    progress.stop({ bufnr = params.bufnr })
+    cutoff.finish(params.bufnr)
     -- Deleting the sink buffer runs every BufDelete/BufWipeout listener: after the answer, which
     -- the host's next step waits for. Scheduled now, it still comes before `request:finished`.
     local sink = params.sink
     vim.schedule(function()
-      require("flemma.chat.sink").destroy({ bufnr = sink })
+      flemma_chat_sink.destroy({ bufnr = sink })
     end)
-    local unlocked = require("flemma.chat.buffer").unlock(params.bufnr, "request")
+    local unlocked = buffer.unlock(params.bufnr, "request")
     if type(params.context) == "table" then
       return { unlocked = unlocked, context = M.context(params.context) }
     end
@@ -193,102 +217,101 @@ M.methods = {
   end,
   --- The secret values the host knows (resolved credentials): the log redacts them too.
   ["log.secrets"] = function(params)
-    require("flemma.host.redact").set_known(params and params.values)
+    redact.set_known(params and params.values)
   end,
   ["frontmatter.diagnostics"] = function(params)
-    return require("flemma.frontmatter").show_diagnostics(params)
+    return frontmatter.show_diagnostics(params)
   end,
   ["trust.confirm"] = function(params)
-    return require("flemma.config.trust").confirm(params)
+    return flemma_config_trust.confirm(params)
   end,
   ["template.render"] = function(params)
-    return require("flemma.templating").render(params)
+    return templating.render(params)
   end,
   ["secrets.resolve"] = function(params)
-    return require("flemma.secrets").resolve(params)
+    return secrets.resolve(params)
   end,
   ["approval.resolve"] = function(params)
-    return require("flemma.tools.approval").resolve(params)
+    return approval.resolve(params)
   end,
   ["approval.config_decision"] = function(params)
-    return require("flemma.tools.approval").config_decision(params)
+    return approval.config_decision(params)
   end,
   ["autopilot.schedule"] = function(params)
-    return require("flemma.chat.autopilot").schedule(params)
+    return flemma_chat_autopilot.schedule(params)
   end,
   ["autopilot.cancel"] = function(params)
-    return require("flemma.chat.autopilot").cancel(params)
+    return flemma_chat_autopilot.cancel(params)
   end,
   ["tools.execute"] = function(params)
-    return require("flemma.tools").execute(params)
+    return tools.execute(params)
   end,
   ["tools.cancel"] = function(params)
-    return require("flemma.tools").cancel(params)
+    return tools.cancel(params)
   end,
   ["tools.require_approval"] = function(params)
-    return require("flemma.tools").require_approval(params)
+    return tools.require_approval(params)
   end,
   ["tools.format_rejected"] = function(params)
-    return require("flemma.tools").format_rejected(params)
+    return tools.format_rejected(params)
   end,
   ["tools.cmd_string"] = function(params)
-    return require("flemma.tools").cmd_string(params)
+    return tools.cmd_string(params)
   end,
   ["tools.format_cancelled"] = function(params)
-    return require("flemma.tools").format_cancelled(params)
+    return tools.format_cancelled(params)
   end,
   ["tools.facts"] = function(params)
-    return require("flemma.tools.ui").facts(params)
+    return tools_ui.facts(params)
   end,
   ["tools.spinner"] = function(params)
-    return require("flemma.tools.ui").spinner(params)
+    return tools_ui.spinner(params)
   end,
   ["tools.cursor"] = function(params)
-    return require("flemma.tools.ui").cursor(params)
+    return tools_ui.cursor(params)
   end,
   ["chat.step_ended"] = function(params)
-    return require("flemma.chat").step_ended(params)
+    return chat.step_ended(params)
   end,
   ["tools.previews"] = function(params)
-    return require("flemma.tools.ui").previews(params)
+    return tools_ui.previews(params)
   end,
   ["sandbox.available"] = function(params)
-    return require("flemma.sandbox").call_available(params)
+    return sandbox.call_available(params)
   end,
   ["sandbox.wrap"] = function(params)
-    return require("flemma.sandbox").call_wrap(params)
+    return sandbox.call_wrap(params)
   end,
   ["sandbox.load"] = function(params)
-    return require("flemma.sandbox").load(params)
+    return sandbox.load(params)
   end,
   ["chat.structure"] = function(params)
-    return require("flemma.chat").set_structure(params)
+    return chat.set_structure(params)
   end,
   ["usage.show"] = function(params)
-    return require("flemma.usage").show(params)
+    return usage.show(params)
   end,
   ["usage.confirm"] = function(params)
-    return require("flemma.usage").confirm(params)
+    return usage.confirm(params)
   end,
   ["notify"] = function(params)
-    local notify = require("flemma.notify")
     local level = params.level or "info"
     (notify[level] or notify.info)(params.message, type(params.key) == "string" and { key = params.key } or nil)
   end,
   ["notify.retract"] = function(params)
     if type(params.key) == "string" then
-      require("flemma.notify").retract(params.key)
+      notify.retract(params.key)
     end
   end,
   ["mcp.catalog"] = function(params)
-    require("flemma.tools.mcp").set_catalog(params.servers)
+    mcp.set_catalog(params.servers)
   end,
   --- `:Flemma compact` wrote the new chat: open it (`{opened, bufnr?}`).
   ["compact.open"] = function(params)
-    return require("flemma.chat.compact").open(params)
+    return compact.open(params)
   end,
   ["attention.signal"] = function(params)
-    require("flemma.ui.attention").signal(params)
+    attention.signal(params)
   end,
   ["rpc.reply"] = function(params)
     -- Not `ok and result or error`: a `false` result is a result.

@@ -88,11 +88,32 @@ export function luaModules(): Record<string, string> {
   );
 }
 
+/** `require("flemma…")` calls that do not stand on a line of their own at the top level. */
+export function innerRequires(text: string): string[] {
+  return text
+    .split('\n')
+    .map((line, index) => ({ code: line.replace(/--.*$/, ''), index }))
+    .filter(({ code }) => /(?<![.\w])require\s*\(?\s*["']flemma/.test(code) && /^\s/.test(code))
+    .map(({ code, index }) => `${String(index + 1)}: ${code.trim()}`);
+}
+
 describe('the Lua module graph', () => {
   it('of lua/ has no circle, lazy requires included', () => {
     const modules = luaModules();
     expect(Object.keys(modules).length).toBeGreaterThan(50);
     expect(circles(luaGraph(modules))).toEqual([]);
+  });
+
+  it('names its requires at the top of each file, not inside functions', () => {
+    const found = Object.entries(luaModules()).flatMap(([name, text]) =>
+      innerRequires(text).map((at) => `${name}:${at}`),
+    );
+    expect(found).toEqual([]);
+    expect(
+      innerRequires(
+        'local a = require("flemma.a")\nlocal function f()\n  return require("flemma.b")\nend',
+      ),
+    ).toEqual(['3: return require("flemma.b")']);
   });
 
   it('the check finds a circle, through a lazy require and a pcall too', () => {

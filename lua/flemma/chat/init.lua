@@ -3,6 +3,14 @@
 --- edits until the next update), diagnostics go to vim.diagnostic. `]m`, `[m`, `im` and `am` read
 --- the messages of the buffer's line scan (flemma.ui.scan), which is current after every edit.
 local scan = require("flemma.ui.scan")
+local lazy = require("flemma.util.lazy")
+local guard = lazy.require("flemma.chat.guard")
+local navigation = lazy.require("flemma.chat.navigation")
+local config = lazy.require("flemma.config")
+local host = lazy.require("flemma.host")
+local notify = lazy.require("flemma.notify")
+local diff = lazy.require("flemma.review.diff")
+local ui = lazy.require("flemma.ui")
 
 local M = {}
 
@@ -83,7 +91,7 @@ end
 --- The rows (0-based) of the buffer's role markers, in order, from its line scan.
 local function message_rows(bufnr)
   local rows = {}
-  local structure = require("flemma.ui").structure(bufnr)
+  local structure = ui.structure(bufnr)
   for _, message in ipairs(structure and structure.messages or {}) do
     rows[#rows + 1] = message.row
   end
@@ -174,10 +182,10 @@ end
 function M.send(bufnr)
   bufnr = bufnr or vim.api.nvim_get_current_buf()
   if vim.bo[bufnr].filetype ~= "chat" then
-    require("flemma.notify").warn("not a chat buffer")
+    notify.warn("not a chat buffer")
     return false
   end
-  return require("flemma.host").notify("chat:send", { bufnr = bufnr })
+  return host.notify("chat:send", { bufnr = bufnr })
 end
 
 --- `<C-]>`: the tool cycle (placeholders, approved tools, then the send). `ticket`: the step was
@@ -185,10 +193,10 @@ end
 function M.cycle(bufnr, ticket)
   bufnr = bufnr or vim.api.nvim_get_current_buf()
   if vim.bo[bufnr].filetype ~= "chat" then
-    require("flemma.notify").warn("not a chat buffer")
+    notify.warn("not a chat buffer")
     return false
   end
-  return require("flemma.host").notify("chat:cycle", { bufnr = bufnr, ticket = ticket })
+  return host.notify("chat:cycle", { bufnr = bufnr, ticket = ticket })
 end
 
 --- `<C-]>` in Insert mode: leave Insert mode, run the step on the next tick, and come back to
@@ -206,7 +214,7 @@ function M.cycle_from_insert(bufnr)
     local sent = M.cycle(bufnr, wait.ticket)
     -- Refused here (not a chat buffer, no host to send it to): back at once. A notification
     -- queued until the host is up keeps its wait.
-    if not sent and require("flemma.host").status().state ~= "waiting" then
+    if not sent and host.status().state ~= "waiting" then
       M.step_ended({ bufnr = bufnr, ticket = wait.ticket })
     end
   end)
@@ -267,23 +275,22 @@ end
 function M.execute_tool(bufnr)
   bufnr = bufnr or vim.api.nvim_get_current_buf()
   if vim.bo[bufnr].filetype ~= "chat" then
-    require("flemma.notify").warn("not a chat buffer")
+    notify.warn("not a chat buffer")
     return false
   end
   -- Not on a call in a reply still being written (its input may be half there).
-  if require("flemma.chat.guard").refuse(bufnr) then
+  if guard.refuse(bufnr) then
     return false
   end
   local row = vim.api.nvim_win_get_cursor(0)[1] - 1
-  return require("flemma.host").notify("tool:execute", { bufnr = bufnr, row = row })
+  return host.notify("tool:execute", { bufnr = bufnr, row = row })
 end
 
 --- Cancel the running request of a chat buffer.
 function M.cancel(bufnr)
   bufnr = bufnr or vim.api.nvim_get_current_buf()
-  local host = require("flemma.host")
   if not host.channel() then
-    require("flemma.notify").info("Nothing to cancel")
+    notify.info("Nothing to cancel")
     return false
   end
   return host.notify("chat:cancel", { bufnr = bufnr })
@@ -291,9 +298,9 @@ end
 
 --- Buffer-local keymaps for a chat buffer (from the `keymaps` options).
 function M.setup_buffer(bufnr)
-  require("flemma.ui").attach(bufnr)
+  ui.attach(bufnr)
   local ok, cfg = pcall(function()
-    return require("flemma.config").get().keymaps
+    return config.get().keymaps
   end)
   if not ok or type(cfg) ~= "table" or cfg.enabled == false then
     return
@@ -315,7 +322,7 @@ function M.setup_buffer(bufnr)
     M.execute_tool(bufnr)
   end, "run the tool call under the cursor")
   map("n", normal.tool_diff == nil and "gD" or normal.tool_diff, function()
-    require("flemma.review.diff").request(bufnr)
+    diff.request(bufnr)
   end, "show the pending file change under the cursor as a diff")
   map("n", normal.cancel or "<C-c>", function()
     M.cancel(bufnr)
@@ -338,18 +345,18 @@ function M.setup_buffer(bufnr)
   if type(toggle) == "string" and toggle ~= "" and not H.is_leader(toggle) then
     map("n", toggle, function()
       -- The message a reply is streaming into gets no fold before it is complete.
-      if require("flemma.chat.guard").refuse(bufnr, vim.api.nvim_win_get_cursor(0)[1] - 1) then
+      if guard.refuse(bufnr, vim.api.nvim_win_get_cursor(0)[1] - 1) then
         return
       end
-      require("flemma.ui").toggle_fold()
+      ui.toggle_fold()
     end, "toggle the fold of the message")
   end
   -- Navigation (docs/navigation.md): tool use <-> result, and `@./file` references.
   map("n", normal.goto_definition == nil and "gd" or normal.goto_definition, function()
-    require("flemma.chat.navigation").goto_definition()
+    navigation.goto_definition()
   end, "go to the matching tool result or use, or the referenced file")
   map("n", normal.goto_file == nil and "gf" or normal.goto_file, function()
-    require("flemma.chat.navigation").goto_file()
+    navigation.goto_file()
   end, "open the @./file reference under the cursor")
   local object = cfg.text_object
   if object == nil then
