@@ -1,5 +1,6 @@
 --- flemma: an AI workspace for Neovim. `setup(opts)` validates and applies the configuration;
 --- the filetype, the `:Flemma` command and the lazy host start exist even without it.
+local locks = require("flemma.chat.locks")
 local lazy = require("flemma.util.lazy")
 local chat = lazy.require("flemma.chat")
 local buffer = lazy.require("flemma.chat.buffer")
@@ -103,7 +104,7 @@ function M.bootstrap()
   config.on_updated(function()
     hooks.emit("config:updated", {})
   end)
-  buffer.subscribe({
+  locks.subscribe({
     locked = function(bufnr)
       guard.arm(bufnr)
     end,

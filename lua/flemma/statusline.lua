@@ -4,6 +4,7 @@
 --- `get()` runs on every redraw, so it answers from a per-buffer cache; the cache is dropped when
 --- something it shows changes (lifecycle events, buffer locks, configuration), and the statuslines
 --- are redrawn then.
+local locks = require("flemma.chat.locks")
 local lazy = require("flemma.util.lazy")
 local buffer = lazy.require("flemma.chat.buffer")
 local flemma_config = lazy.require("flemma.config")
@@ -431,6 +432,6 @@ function M.bootstrap()
 end
 
 -- A lock taken or released changes what the statusline shows.
-buffer.subscribe({ changed = M.refresh })
+locks.subscribe({ changed = M.refresh })
 
 return M

@@ -4,6 +4,7 @@
 --- refuses edits right now (textlock: an <expr> mapping or a completion source waiting while
 --- Neovim serves RPC). What the host writes during one lock is one undo step.
 local log = require("flemma.host.log")
+local locks = require("flemma.chat.locks")
 local lazy = require("flemma.util.lazy")
 local flemma_chat_follow = lazy.require("flemma.chat.follow")
 
@@ -26,36 +27,9 @@ local H = {
 --- window) for safety, though API edits are allowed there today.
 local RETRY_PATTERNS = { "E565", "E11:", "E523", "textlock" }
 
---- Who hears of the locks, by event: `locked(bufnr)` (its first owner took it), `released(bufnr)`
---- (its last owner let go), `changed(bufnr|nil)` (any lock taken or released; nil: every buffer's),
---- `forgotten(bufnr)` (the buffer was wiped). The modules that show or keep per-buffer state
---- register when they load (the statusline, the turn gutter, the bufferline indicator, the cut-off
---- reply); the keys' guard is registered where the plugin is put together (flemma).
-H.listeners = { locked = {}, released = {}, changed = {}, forgotten = {} }
-
----@param handlers table<"locked"|"released"|"changed"|"forgotten", fun(bufnr: integer|nil)>
-function M.subscribe(handlers)
-  for event, handler in pairs(handlers) do
-    local list = H.listeners[event]
-    if list == nil then
-      error("flemma.buffer.subscribe: unknown event '" .. tostring(event) .. "'", 2)
-    end
-    list[#list + 1] = handler
-  end
-end
-
-function H.tell(event, bufnr)
-  for _, handler in ipairs(H.listeners[event]) do
-    local ok, err = pcall(handler, bufnr)
-    if not ok then
-      log.write("error", string.format("buffer %s listener failed: %s", event, tostring(err)))
-    end
-  end
-end
-
 --- A lock taken or released changes what the statusline, the bufferline and the turn gutter show.
 function H.lock_changed(bufnr)
-  H.tell("changed", bufnr)
+  locks.tell("changed", bufnr)
 end
 
 local function is_retryable(err)
@@ -295,7 +269,7 @@ function M.lock(bufnr, owner)
   if not lock then
     lock = { owners = {}, modifiable = vim.bo[bufnr].modifiable }
     H.locks[bufnr] = lock
-    H.tell("locked", bufnr)
+    locks.tell("locked", bufnr)
   end
   owner = owner or "host"
   if not lock.owners[owner] then
@@ -312,7 +286,7 @@ end
 local function released(bufnr)
   H.undo[bufnr] = nil
   flemma_chat_follow.settle(bufnr)
-  H.tell("released", bufnr)
+  locks.tell("released", bufnr)
 end
 
 --- Release `owner`'s lock; the buffer becomes modifiable again when no owner is left.
@@ -383,7 +357,7 @@ end
 function M.forget(bufnr)
   H.anchors[bufnr] = nil
   H.rewritten[bufnr] = nil
-  H.tell("forgotten", bufnr)
+  locks.tell("forgotten", bufnr)
   if H.locks[bufnr] then
     H.locks[bufnr] = nil
     released(bufnr)

@@ -7,6 +7,7 @@
 --- the reply ended (an extmark) when the host answers, and joins the reply's undo step when
 --- nothing changed the buffer meanwhile.
 local notify = require("flemma.notify")
+local locks = require("flemma.chat.locks")
 local lazy = require("flemma.util.lazy")
 local buffer = lazy.require("flemma.chat.buffer")
 local recovery = lazy.require("flemma.chat.recovery")
@@ -212,6 +213,6 @@ host.on_exit(function(intended)
     M.host_exited()
   end
 end)
-buffer.subscribe({ forgotten = M.forget })
+locks.subscribe({ forgotten = M.forget })
 
 return M

@@ -7,7 +7,7 @@
 ---   -- or, keeping the file icon and putting the indicator after the name:
 ---   name_formatter = require("flemma.integrations.bufferline").name_formatter,
 local lazy = require("flemma.util.lazy")
-local buffer = lazy.require("flemma.chat.buffer")
+local locks = require("flemma.chat.locks")
 local config = lazy.require("flemma.config")
 local statusline = lazy.require("flemma.statusline")
 local M = {}
@@ -127,7 +127,7 @@ function M.define_highlight()
 end
 
 -- The busy indicator shows whether a chat's buffer is locked.
-buffer.subscribe({
+locks.subscribe({
   changed = function()
     M.refresh()
   end,

@@ -14,7 +14,7 @@ local window = require("flemma.ui.window")
 local lazy = require("flemma.util.lazy")
 local flemma_config = lazy.require("flemma.config")
 local log = lazy.require("flemma.host.log")
-local buffer = lazy.require("flemma.chat.buffer")
+local locks = require("flemma.chat.locks")
 
 local M = {}
 
@@ -272,6 +272,6 @@ end
 
 turns.read_structures(M.structure)
 -- The turn gutter marks a turn whose reply streams: a lock taken or released redraws it.
-buffer.subscribe({ changed = M.lock_changed })
+locks.subscribe({ changed = M.lock_changed })
 
 return M
