@@ -312,10 +312,10 @@ function M.complete(arglead, args)
   local candidates = {}
   if arglead:find("=") == nil and position <= 1 then
     candidates = M.providers()
-    local presets = config.get().presets or {}
-    for name in pairs(presets) do
-      candidates[#candidates + 1] = name
-    end
+    -- Sorted: a table's order is not the same from one Neovim to the next.
+    local presets = vim.tbl_keys(config.get().presets or {})
+    table.sort(presets)
+    vim.list_extend(candidates, presets)
   elseif position == 2 and args[1] and args[1]:sub(1, 1) ~= "$" then
     candidates = M.models(args[1])
   end
