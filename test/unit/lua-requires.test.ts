@@ -28,6 +28,12 @@ function moduleName(root: string, file: string): string {
     .join('.');
 }
 
+/** Every flemma module named in a require of `text` (comments left out). */
+export function requiredNames(text: string): string[] {
+  const code = text.replace(/--\[(=*)\[[\s\S]*?\]\1\]/g, '').replace(/--[^\n]*/g, '');
+  return [...code.matchAll(REQUIRE)].map((match) => match[1] ?? match[2] ?? '');
+}
+
 /** Each module with the flemma modules its text requires (comments left out). */
 export function luaGraph(modules: Record<string, string>): Graph {
   const graph: Graph = new Map();
@@ -104,6 +110,16 @@ describe('the Lua module graph', () => {
     expect(circles(luaGraph(modules))).toEqual([]);
   });
 
+  it('requires only modules that exist (a module that moved is required by its new name)', () => {
+    const modules = luaModules();
+    const missing = Object.entries(modules).flatMap(([name, text]) =>
+      requiredNames(text)
+        .filter((target) => !(target in modules))
+        .map((target) => `${name} → ${target}`),
+    );
+    expect(missing).toEqual([]);
+  });
+
   it('names its requires at the top of each file, not inside functions', () => {
     const found = Object.entries(luaModules()).flatMap(([name, text]) =>
       innerRequires(text).map((at) => `${name}:${at}`),
@@ -126,5 +142,8 @@ describe('the Lua module graph', () => {
     };
     expect(circles(luaGraph(modules))).toEqual([['flemma.a', 'flemma.b', 'flemma.c']]);
     expect(luaGraph(modules).get('flemma.e')).toEqual([]);
+    expect(requiredNames('local t = require("flemma.trust") -- require("flemma.x")')).toEqual([
+      'flemma.trust',
+    ]);
   });
 });
