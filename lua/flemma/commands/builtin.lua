@@ -1,13 +1,12 @@
 --- flemma.commands.builtin: the built-in `:Flemma` subcommands, as one table of data (name →
 --- `desc`, `run`, `complete`, `starts_host`; see flemma.commands.Spec), and the scratch views
---- some of them open. `register()` puts them in `flemma.commands` (once, at bootstrap), which
+--- some of them open. `flemma.commands` adds them to its registry when it is first read, and
 --- dispatches, completes, lists and suggests for them as for a user's own commands.
 local lazy = require("flemma.util.lazy")
 local flemma_chat = lazy.require("flemma.chat")
 local autopilot = lazy.require("flemma.chat.autopilot")
 local compact = lazy.require("flemma.chat.compact")
 local guard = lazy.require("flemma.chat.guard")
-local commands = lazy.require("flemma.commands")
 local switch = lazy.require("flemma.commands.switch")
 local host = lazy.require("flemma.host")
 local log = lazy.require("flemma.host.log")
@@ -425,13 +424,6 @@ M.commands = {
     end,
   },
 }
-
---- Put every built-in subcommand in the registry.
-function M.register()
-  for name, spec in pairs(M.commands) do
-    commands.register(name, spec)
-  end
-end
 
 --- The report of `:Flemma status` in a scratch buffer below (`q` closes it), reused when open.
 --- Messages that were shortened to fit the command line end it, in full.

@@ -3,6 +3,7 @@
 local notify = require("flemma.notify")
 local suggest = require("flemma.util.suggest")
 local lazy = require("flemma.util.lazy")
+local builtin = lazy.require("flemma.commands.builtin")
 local host = lazy.require("flemma.host")
 local log = lazy.require("flemma.host.log")
 
@@ -16,6 +17,7 @@ local M = {}
 
 local H = {
   commands = {}, ---@type table<string, flemma.commands.Spec>
+  builtin_added = false,
 }
 
 local NAME_PATTERN = "^[%w_%-]+$"
@@ -41,10 +43,26 @@ function M.register(name, spec)
   H.commands[name] = { run = spec.run, desc = spec.desc, complete = spec.complete, starts_host = spec.starts_host }
 end
 
+--- The built-in commands (flemma.commands.builtin) join the registry when it is first read, not
+--- at start-up; a command registered before then keeps its place, as it would have replaced the
+--- built-in one registered at start-up.
+function H.ensure()
+  if H.builtin_added then
+    return
+  end
+  H.builtin_added = true
+  for name, spec in pairs(builtin.commands) do
+    if H.commands[name] == nil then
+      M.register(name, spec)
+    end
+  end
+end
+
 --- Remove a command; returns whether it existed.
 ---@param name string
 ---@return boolean
 function M.unregister(name)
+  H.ensure()
   local existed = H.commands[name] ~= nil
   H.commands[name] = nil
   return existed
@@ -53,6 +71,7 @@ end
 --- Every registered command name, sorted.
 ---@return string[]
 function M.names()
+  H.ensure()
   local names = vim.tbl_keys(H.commands)
   table.sort(names)
   return names
@@ -63,6 +82,7 @@ end
 ---@param fargs string[]
 ---@param ctx table|nil
 function M.run(fargs, ctx)
+  H.ensure()
   fargs = fargs or {}
   ctx = ctx or {}
   local name = fargs[1]
@@ -100,6 +120,7 @@ end
 ---@param cursorpos integer
 ---@return string[]
 function M.complete(arglead, cmdline, cursorpos)
+  H.ensure()
   arglead = arglead or ""
   local args = H.arguments((cmdline or ""):sub(1, cursorpos or #(cmdline or "")))
   -- `args` holds the finished arguments; the one being typed is `arglead`.

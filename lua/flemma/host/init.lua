@@ -2,10 +2,10 @@
 --- over stdio). Lua never blocks on it: work goes out as notifications, answers come back as calls.
 local log = require("flemma.host.log")
 local notify = require("flemma.notify")
-local pending = require("flemma.host.pending")
 local lazy = require("flemma.util.lazy")
 local buffer = lazy.require("flemma.chat.buffer")
 local flemma_config = lazy.require("flemma.config")
+local pending = lazy.require("flemma.host.pending")
 local hooks = lazy.require("flemma.hooks")
 local progress = lazy.require("flemma.ui.progress")
 
