@@ -6,6 +6,11 @@
 --- host (or by the user's own reader) and their operations checked here, each with its option's
 --- trust class (`schema.trust`), so that the host applies in a file that is not trusted only what
 --- that file may change.
+local lazy = require("flemma.util.lazy")
+local schema = lazy.require("flemma.config.schema")
+local flemma_config_trust = lazy.require("flemma.config.trust")
+local restricted = lazy.require("flemma.util.restricted")
+local suggest = lazy.require("flemma.util.suggest")
 local M = {}
 
 local H = {
@@ -167,7 +172,6 @@ local TOP_ALIASES = {
 --- The schema node of an option path, its canonical path and its trust class (the deepest mark
 --- on the way, `schema.trust`; "needs_trust" when there is none), or nil and an error message.
 function H.lookup(path)
-  local schema = require("flemma.config.schema")
   local node = schema.options
   local canonical = {}
   local class = node.trust
@@ -206,7 +210,7 @@ function H.lookup(path)
           shown = "flemma.opt." .. table.concat(vim.list_extend(vim.deepcopy(canonical), { name }), ".")
         end
         local field = node.fields[name]
-        local guess = field == nil and require("flemma.util.suggest").closest(name, node:known_keys()) or nil
+        local guess = field == nil and suggest.closest(name, node:known_keys()) or nil
         -- An open object (`tools.<custom tool>`) takes other names, unless it is a likely typo.
         if field == nil and node.extra and guess == nil then
           field = node.extra
@@ -355,7 +359,6 @@ function M.run(code, first)
   end
   local variables = {}
   -- What frontmatter code may use: plain Lua helpers, no files, processes or editor state.
-  local restricted = require("flemma.util.restricted")
   local globals = restricted.globals({ vim = restricted.FRONTMATTER_VIM })
   globals.flemma = setmetatable({ opt = option({}, state) }, {
     __newindex = function()
@@ -396,7 +399,7 @@ function M.evaluate(bufnr, fm, trust)
   end
   if not trust.trusted then
     H.cache[bufnr] = nil
-    return { untrusted = require("flemma.trust").message(bufnr, trust, "frontmatter") }
+    return { untrusted = flemma_config_trust.message(bufnr, trust, "frontmatter") }
   end
   -- Run every time (a send, a step of the tool loop): the code may read the date or the
   -- environment. Functions it assigns are kept for the approval chain to call.

@@ -1,5 +1,11 @@
 --- flemma.health: `:checkhealth flemma`: Neovim, Node.js, the bundle's freshness, the host, the
 --- sandbox and provider credentials; every problem says how to fix it.
+local lazy = require("flemma.util.lazy")
+local config = lazy.require("flemma.config")
+local host = lazy.require("flemma.host")
+local log = lazy.require("flemma.host.log")
+local secrets = lazy.require("flemma.secrets")
+local mcp = lazy.require("flemma.tools.mcp")
 local M = {}
 
 --- Providers and the environment variables that hold their credentials, in the order the
@@ -23,7 +29,7 @@ local health = vim.health
 
 local function node_executable()
   local success, node = pcall(function()
-    return require("flemma.config").get().host.node
+    return config.get().host.node
   end)
   if success and type(node) == "string" and node ~= "" then
     return node
@@ -192,7 +198,6 @@ end
 --- Returns whether dist/host.js exists.
 function H.check_bundle()
   health.start("Bundle")
-  local host = require("flemma.host")
   local root = host.root()
   local bundle = host.bundle_path()
   if vim.fn.filereadable(bundle) == 0 then
@@ -243,7 +248,7 @@ end
 --- unless the directory is not writable.
 function H.check_help()
   health.start("Help")
-  local doc = vim.fs.joinpath(require("flemma.host").root(), "doc")
+  local doc = vim.fs.joinpath(host.root(), "doc")
   local found = #vim.fn.getcompletion("flemma-credentials", "help") > 0
   if found then
     health.ok(string.format(":help flemma opens (%s)", vim.fs.joinpath(doc, "tags")))
@@ -261,8 +266,7 @@ end
 --- Start the host if needed and time its answer to `host:info`.
 function H.check_host(can_start)
   health.start("Host")
-  local host = require("flemma.host")
-  local log_path = require("flemma.log").path()
+  local log_path = log.path()
   local running = host.channel() ~= nil
   if not running and not can_start then
     health.error("the host cannot start: fix the Node.js and Bundle problems above, then run :checkhealth flemma again")
@@ -333,7 +337,7 @@ end
 function H.check_sandbox()
   health.start("Sandbox")
   local ok_cfg, cfg = pcall(function()
-    return require("flemma.config").get().sandbox
+    return config.get().sandbox
   end)
   local configured = ok_cfg and cfg and cfg.backends and cfg.backends.bwrap and cfg.backends.bwrap.path or "bwrap"
   if ok_cfg and cfg and cfg.enabled == false then
@@ -396,7 +400,7 @@ function H.check_providers(providers)
     end
   end
   local others = {}
-  for _, resolver in ipairs(require("flemma.secrets").get_all()) do
+  for _, resolver in ipairs(secrets.get_all()) do
     if resolver.name ~= "environment" then
       others[#others + 1] = string.format("%s (%d)", resolver.name, resolver.priority)
     end
@@ -418,7 +422,6 @@ end
 --- The SDKs are loaded lazily on first use; this loads each once (as a first send would) and
 --- reports versions and load times, or what failed.
 function H.check_sdks()
-  local host = require("flemma.host")
   if not host.channel() then
     return
   end
@@ -435,7 +438,7 @@ function H.check_sdks()
         "the provider SDKs could not be loaded (%s): %s; log: %s",
         tostring(err or "no answer"),
         host.build_hint(),
-        require("flemma.log").path()
+        log.path()
       )
     )
     return
@@ -455,13 +458,12 @@ end
 --- MCP servers: each configured one's command (or URL), then what the host says about it.
 function H.check_mcp()
   health.start("MCP")
-  local mcp = require("flemma.mcp")
   local names = mcp.server_names()
   if #names == 0 then
     health.info("no MCP server is configured (mcp.servers)")
     return
   end
-  local servers = require("flemma.config").get().mcp.servers
+  local servers = config.get().mcp.servers
   for _, name in ipairs(names) do
     local server = servers[name]
     local command = server.command
@@ -471,7 +473,6 @@ function H.check_mcp()
       end
     end
   end
-  local host = require("flemma.host")
   if not host.channel() then
     return
   end

@@ -1,6 +1,6 @@
 --- flemma.hooks: lifecycle events. `domain:action` names are delivered to `hooks.on` subscribers
 --- (first, in registration order) and then as `User` autocmds with the derived pattern.
-local log = require("flemma.log")
+local log = require("flemma.host.log")
 local notify = require("flemma.notify")
 
 local M = {}

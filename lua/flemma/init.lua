@@ -1,5 +1,32 @@
 --- flemma: an AI workspace for Neovim. `setup(opts)` validates and applies the configuration;
 --- the filetype, the `:Flemma` command and the lazy host start exist even without it.
+local locks = require("flemma.chat.locks")
+local lazy = require("flemma.util.lazy")
+local chat = lazy.require("flemma.chat")
+local buffer = lazy.require("flemma.chat.buffer")
+local guard = lazy.require("flemma.chat.guard")
+local editing = lazy.require("flemma.chat.editing")
+local lsp = lazy.require("flemma.chat.lsp")
+local recovery = lazy.require("flemma.chat.recovery")
+local commands = lazy.require("flemma.commands")
+local config = lazy.require("flemma.config")
+local trust = lazy.require("flemma.config.trust")
+local frontmatter = lazy.require("flemma.frontmatter")
+local hooks = lazy.require("flemma.hooks")
+local host = lazy.require("flemma.host")
+local log = lazy.require("flemma.host.log")
+local editor_state = lazy.require("flemma.host.editor_state")
+local rebuild = lazy.require("flemma.host.rebuild")
+local integrations = lazy.require("flemma.integrations")
+local personalities = lazy.require("flemma.personalities")
+local secrets = lazy.require("flemma.secrets")
+local statusline = lazy.require("flemma.statusline")
+local tools = lazy.require("flemma.tools")
+local approval = lazy.require("flemma.tools.approval")
+local mcp = lazy.require("flemma.tools.mcp")
+local preview = lazy.require("flemma.tools.preview")
+local ui = lazy.require("flemma.ui")
+local attention = lazy.require("flemma.ui.attention")
 local M = {}
 
 local H = { bootstrapped = false }
@@ -7,21 +34,21 @@ local H = { bootstrapped = false }
 --- Configure the plugin. Raises an error naming the offending key when an option is invalid.
 ---@param opts table|nil
 function M.setup(opts)
-  require("flemma.config").setup(opts)
-  require("flemma.log").configure()
+  config.setup(opts)
+  log.configure()
   M.bootstrap()
-  require("flemma.tools").setup()
-  require("flemma.tools.preview").setup_highlights(require("flemma.config").get().highlights or {})
-  require("flemma.statusline").define_highlight()
-  require("flemma.ui").configure(require("flemma.config").get())
-  require("flemma.editing").configure()
-  require("flemma.integrations").apply()
+  tools.setup()
+  preview.setup_highlights(config.get().highlights or {})
+  statusline.define_highlight()
+  ui.configure(config.get())
+  editing.configure()
+  integrations.apply()
 end
 
 --- Ask the host to follow a chat buffer (starting the host if needed).
 function H.attach(bufnr)
   if vim.api.nvim_buf_is_valid(bufnr) and vim.bo[bufnr].filetype == "chat" then
-    require("flemma.host").notify("buffer:attach", { bufnr = bufnr })
+    host.notify("buffer:attach", { bufnr = bufnr })
   end
 end
 
@@ -73,21 +100,36 @@ function M.bootstrap()
     return
   end
   H.bootstrapped = true
+  -- The plugin put together: what one module says happened, others act on.
+  config.on_updated(function()
+    hooks.emit("config:updated", {})
+  end)
+  -- The host holds each buffer's settings until told they went stale.
+  config.on_changed(function()
+    editor_state.stale()
+  end)
+  locks.subscribe({
+    locked = function(bufnr)
+      guard.arm(bufnr)
+    end,
+    released = function(bufnr)
+      guard.disarm(bufnr)
+    end,
+  })
   pcall(H.ensure_helptags)
   vim.filetype.add({ extension = { chat = "chat" } })
-  require("flemma.command_list").register()
-  require("flemma.commands").setup()
-  require("flemma.tools").bootstrap()
-  require("flemma.mcp").bootstrap()
-  require("flemma.tools.approval").bootstrap()
-  require("flemma.statusline").bootstrap()
-  require("flemma.integrations").bootstrap()
-  require("flemma.secrets").bootstrap()
-  require("flemma.trust").bootstrap()
-  require("flemma.rebuild").bootstrap()
-  require("flemma.editing").bootstrap()
-  require("flemma.attention").bootstrap()
-  require("flemma.recovery").bootstrap()
+  commands.setup()
+  tools.bootstrap()
+  mcp.bootstrap()
+  approval.bootstrap()
+  statusline.bootstrap()
+  integrations.bootstrap()
+  secrets.bootstrap()
+  trust.bootstrap()
+  rebuild.bootstrap()
+  editing.bootstrap()
+  attention.bootstrap()
+  recovery.bootstrap()
   local group = vim.api.nvim_create_augroup("flemma", { clear = true })
   vim.api.nvim_create_autocmd("FileType", {
     group = group,
@@ -95,10 +137,10 @@ function M.bootstrap()
     desc = "Flemma: set up a chat buffer and let the host follow it",
     callback = function(ev)
       -- The prompt of an empty chat first, so that the buffer is drawn with it.
-      require("flemma.editing").setup_buffer(ev.buf)
-      require("flemma.trust").setup_buffer(ev.buf)
-      require("flemma.chat").setup_buffer(ev.buf)
-      require("flemma.lsp").setup_buffer(ev.buf)
+      editing.setup_buffer(ev.buf)
+      trust.setup_buffer(ev.buf)
+      chat.setup_buffer(ev.buf)
+      lsp.setup_buffer(ev.buf)
       -- Deferred: starting a process is not something to do inside the FileType event itself.
       vim.schedule(function()
         H.attach(ev.buf)
@@ -109,13 +151,12 @@ function M.bootstrap()
     group = group,
     desc = "Flemma: forget per-buffer state",
     callback = function(ev)
-      require("flemma.buffer").forget(ev.buf)
-      require("flemma.chat").forget(ev.buf)
-      require("flemma.ui").detach(ev.buf)
-      require("flemma.frontmatter").forget(ev.buf)
-      require("flemma.trust").forget(ev.buf)
-      require("flemma.personalities").forget(ev.buf)
-      local host = require("flemma.host")
+      buffer.forget(ev.buf)
+      chat.forget(ev.buf)
+      ui.detach(ev.buf)
+      frontmatter.forget(ev.buf)
+      trust.forget(ev.buf)
+      personalities.forget(ev.buf)
       if host.channel() then
         host.notify("buffer:detach", { bufnr = ev.buf })
       end
@@ -126,20 +167,20 @@ function M.bootstrap()
     desc = "Flemma: a chat written here keeps (or gets) its trust",
     callback = function(ev)
       if vim.bo[ev.buf].filetype == "chat" then
-        require("flemma.trust").on_write(ev.buf, ev.match)
+        trust.on_write(ev.buf, ev.match)
       end
-      require("flemma.trust").on_any_write(ev.buf)
+      trust.on_any_write(ev.buf)
     end,
   })
   vim.api.nvim_create_autocmd({ "BufReadPost", "FileChangedShellPost" }, {
     group = group,
     desc = "Flemma: a chat read from disk has its trust judged again",
     callback = function(ev)
-      require("flemma.trust").on_read(ev.buf)
+      trust.on_read(ev.buf)
     end,
   })
   -- A restarted host knows no buffer: hand it every chat buffer again.
-  require("flemma.hooks").on("host:started", function()
+  hooks.on("host:started", function()
     vim.schedule(function()
       for _, bufnr in ipairs(vim.api.nvim_list_bufs()) do
         if vim.api.nvim_buf_is_loaded(bufnr) and vim.bo[bufnr].filetype == "chat" then
@@ -152,7 +193,7 @@ function M.bootstrap()
     group = group,
     desc = "Flemma: stop the host quietly",
     callback = function()
-      require("flemma.host").stop()
+      host.stop()
     end,
   })
 end

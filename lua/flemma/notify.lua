@@ -7,6 +7,8 @@
 --- everything with a hit-enter prompt, so it is shortened there; the full text stays in
 --- `M.recent()` (`:Flemma status` lists it) and in the log. A message that stopped being true (an
 --- approval that was given) is taken back with `M.retract(key)`.
+local lazy = require("flemma.util.lazy")
+local log = lazy.require("flemma.host.log")
 local M = {}
 
 local PREFIX = "Flemma: "
@@ -108,7 +110,7 @@ local function fit(text, level)
   if #H.recent > RECENT_MAX then
     table.remove(H.recent, 1)
   end
-  require("flemma.log").write(level >= vim.log.levels.ERROR and "error" or "info", "message: " .. text)
+  log.write(level >= vim.log.levels.ERROR and "error" or "info", "message: " .. text)
   return M.shorten(text, room)
 end
 

@@ -6,6 +6,8 @@
 --- describes itself for this personality), `environment` (`cwd`, `file`, `filetype`,
 --- `git_branch`, `date`, `time`) and `context_files` (`{path, content}` of the project's
 --- instruction files).
+local lazy = require("flemma.util.lazy")
+local suggest = lazy.require("flemma.util.suggest")
 local M = {}
 
 local H = { registry = {}, frozen = {} }
@@ -113,7 +115,7 @@ end
 function M.render(name, bufnr, dir, tools)
   local personality = H.registry[name]
   if personality == nil then
-    local guess = require("flemma.util.suggest").closest(name, M.names())
+    local guess = suggest.closest(name, M.names())
     error(
       string.format("unknown personality '%s'%s", name, guess and string.format(" (did you mean '%s'?)", guess) or ""),
       0

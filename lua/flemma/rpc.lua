@@ -1,10 +1,34 @@
---- flemma.rpc: the one entry point the host calls in Lua (`dispatch(method, params)`), and the
---- bookkeeping of asynchronous calls from Lua to the host.
-local log = require("flemma.log")
+--- flemma.rpc: the one entry point the host calls in Lua (`dispatch(method, params)`): the table of
+--- host → Lua methods. The Lua → host calls waiting for an answer are kept by flemma.host.pending.
+local log = require("flemma.host.log")
+local pending = require("flemma.host.pending")
+local lazy = require("flemma.util.lazy")
+local chat = lazy.require("flemma.chat")
+local flemma_chat_autopilot = lazy.require("flemma.chat.autopilot")
+local buffer = lazy.require("flemma.chat.buffer")
+local compact = lazy.require("flemma.chat.compact")
+local cutoff = lazy.require("flemma.chat.cutoff")
+local editing = lazy.require("flemma.chat.editing")
+local editor_state = lazy.require("flemma.host.editor_state")
+local flemma_chat_sink = lazy.require("flemma.chat.sink")
+local config = lazy.require("flemma.config")
+local flemma_config_trust = lazy.require("flemma.config.trust")
+local frontmatter = lazy.require("flemma.frontmatter")
+local hooks = lazy.require("flemma.hooks")
+local redact = lazy.require("flemma.host.redact")
+local notify = lazy.require("flemma.notify")
+local sandbox = lazy.require("flemma.sandbox")
+local secrets = lazy.require("flemma.secrets")
+local templating = lazy.require("flemma.templating")
+local tools = lazy.require("flemma.tools")
+local approval = lazy.require("flemma.tools.approval")
+local mcp = lazy.require("flemma.tools.mcp")
+local tools_ui = lazy.require("flemma.tools.ui")
+local attention = lazy.require("flemma.ui.attention")
+local progress = lazy.require("flemma.ui.progress")
+local usage = lazy.require("flemma.usage")
 
 local M = {}
-
-local H = { pending = {}, next_id = 0 }
 
 --- The configuration as plain data: a function becomes `{__function = true}`, and a table that
 --- is both a list and a map (`tools`) keeps its list part under `__list` (msgpack has no such
@@ -39,9 +63,9 @@ local function snapshot()
     end
     return out
   end
-  local result = copy(require("flemma.config").get())
+  local result = copy(config.get())
   -- `:Flemma autopilot:enable|disable` beats the configuration.
-  local override = require("flemma.autopilot").override()
+  local override = flemma_chat_autopilot.override()
   if override ~= nil and type(result.tools) == "table" then
     local autopilot = result.tools.autopilot
     if type(autopilot) ~= "table" then
@@ -56,7 +80,7 @@ end
 --- The configuration's generation, with the snapshot when `generation` (the one the host holds)
 --- is another.
 local function configuration(answer, generation)
-  local current = require("flemma.config").generation()
+  local current = config.generation()
   answer.generation = current
   if generation ~= current then
     answer.config = snapshot()
@@ -70,22 +94,21 @@ end
 --- one runs here if the file is trusted; a JSON one's operations are checked, each with its trust
 --- class).
 function M.context(params)
-  local editor_state = require("flemma.editor_state")
   editor_state.asked(params.names)
   local env = editor_state.env()
-  local trust = require("flemma.trust").state(params.bufnr, params.digest)
+  local trust = flemma_config_trust.state(params.bufnr, params.digest)
   local answer = configuration({
-    facts = require("flemma.tools.ui").facts(params),
+    facts = editor_state.facts(params),
     env = env,
     trust = trust,
   }, params.generation)
   if params.origins then
-    answer.origins = require("flemma.config").origins()
+    answer.origins = config.origins()
   end
   if type(params.frontmatter) == "table" then
-    answer.frontmatter = require("flemma.frontmatter").evaluate(params.bufnr, params.frontmatter, trust)
+    answer.frontmatter = frontmatter.evaluate(params.bufnr, params.frontmatter, trust)
   else
-    require("flemma.frontmatter").clear(params.bufnr)
+    frontmatter.clear(params.bufnr)
   end
   return answer
 end
@@ -93,15 +116,15 @@ end
 --- Host → Lua methods, by name. Each receives the params table and returns a value or nil.
 M.methods = {
   ["hooks.emit"] = function(params)
-    require("flemma.hooks").emit(params.name, params.data)
+    hooks.emit(params.name, params.data)
   end,
   --- The host's write batch: every buffer's pending edits, then (`{batches, after}` form) the
   --- calls that were waiting for those edits, when no buffer asked to be retried.
   ["buffer.apply_batch"] = function(params)
     if params.batches == nil then
-      return require("flemma.buffer").apply_batch(params)
+      return buffer.apply_batch(params)
     end
-    local results = require("flemma.buffer").apply_batch(params.batches)
+    local results = buffer.apply_batch(params.batches)
     for _, result in ipairs(results) do
       if result.status == "retry" then
         return { results = results, after = vim.NIL }
@@ -116,29 +139,29 @@ M.methods = {
     return { results = results, after = after }
   end,
   ["buffer.lock"] = function(params)
-    return require("flemma.buffer").lock(params.bufnr, params.owner)
+    return buffer.lock(params.bufnr, params.owner)
   end,
   ["buffer.unlock"] = function(params)
-    return require("flemma.buffer").unlock(params.bufnr, params.owner)
+    return buffer.unlock(params.bufnr, params.owner)
   end,
   --- `editing.auto_write`: write the buffer (a reply or a batch of tool results is in it).
   ["buffer.write"] = function(params)
-    return require("flemma.editing").write(params)
+    return editing.write(params)
   end,
   ["sink.create"] = function(params)
-    return require("flemma.sink").create(params)
+    return flemma_chat_sink.create(params)
   end,
   ["sink.destroy"] = function(params)
-    return require("flemma.sink").destroy(params)
+    return flemma_chat_sink.destroy(params)
   end,
   ["progress.start"] = function(params)
-    return require("flemma.progress").start(params)
+    return progress.start(params)
   end,
   ["progress.update"] = function(params)
-    return require("flemma.progress").update(params)
+    return progress.update(params)
   end,
   ["progress.stop"] = function(params)
-    return require("flemma.progress").stop(params)
+    return progress.stop(params)
   end,
   --- `{generation, config?}`: the snapshot only when `params.generation` is not current.
   ["config.snapshot"] = function(params)
@@ -147,31 +170,31 @@ M.methods = {
   --- What the host keeps of a buffer, asked when it holds nothing or the frontmatter changed:
   --- the configuration, the editor's facts about the buffer, the values of the environment
   --- variables named in `names` (users may `:let $X = …`) and what the buffer's Lua frontmatter
-  --- sets. Later changes are pushed (`flemma.editor_state`).
+  --- sets. Later changes are pushed (`flemma.host.editor_state`).
   ["editor.context"] = function(params)
     return M.context(params)
   end,
   --- The editor side of a send starting, in one round trip: the progress indicator on the
   --- `@Assistant:` row, the sink (`sink:created`), then `request:sending`.
   ["send.begin"] = function(params)
-    require("flemma.progress").start({ bufnr = params.bufnr, row = params.row })
-    require("flemma.cutoff").begin(params.bufnr, params.row, params.from)
-    local sink = require("flemma.sink").create({ name = params.sink_name })
-    require("flemma.hooks").emit("request:sending", { bufnr = params.bufnr })
+    progress.start({ bufnr = params.bufnr, row = params.row })
+    cutoff.begin(params.bufnr, params.row, params.from)
+    local sink = flemma_chat_sink.create({ name = params.sink_name })
+    hooks.emit("request:sending", { bufnr = params.bufnr })
     return sink
   end,
   --- The editor side of a send ending: progress off, sink destroyed (`sink:destroyed`), buffer
   --- unlocked.
   ["send.finish"] = function(params)
-    require("flemma.progress").stop({ bufnr = params.bufnr })
-    require("flemma.cutoff").finish(params.bufnr)
+    progress.stop({ bufnr = params.bufnr })
+    cutoff.finish(params.bufnr)
     -- Deleting the sink buffer runs every BufDelete/BufWipeout listener: after the answer, which
     -- the host's next step waits for. Scheduled now, it still comes before `request:finished`.
     local sink = params.sink
     vim.schedule(function()
-      require("flemma.sink").destroy({ bufnr = sink })
+      flemma_chat_sink.destroy({ bufnr = sink })
     end)
-    return { unlocked = require("flemma.buffer").unlock(params.bufnr, "request") }
+    return { unlocked = buffer.unlock(params.bufnr, "request") }
   end,
   --- The first non-empty variable of `names` in Neovim's environment (users may `:let $X = …`).
   ["env.first"] = function(params)
@@ -185,113 +208,112 @@ M.methods = {
   end,
   --- The secret values the host knows (resolved credentials): the log redacts them too.
   ["log.secrets"] = function(params)
-    require("flemma.redact").set_known(params and params.values)
+    redact.set_known(params and params.values)
   end,
   ["frontmatter.diagnostics"] = function(params)
-    return require("flemma.frontmatter").show_diagnostics(params)
+    return frontmatter.show_diagnostics(params)
   end,
   ["trust.confirm"] = function(params)
-    return require("flemma.trust").confirm(params)
+    return flemma_config_trust.confirm(params)
   end,
   --- The host used its held decision for a tree with a new digest: a trusted buffer records it.
   ["trust.seen"] = function(params)
-    require("flemma.trust").state(params.bufnr, params.digest)
+    flemma_config_trust.state(params.bufnr, params.digest)
   end,
   ["template.render"] = function(params)
-    return require("flemma.templating").render(params)
+    return templating.render(params)
   end,
   ["secrets.resolve"] = function(params)
-    return require("flemma.secrets").resolve(params)
+    return secrets.resolve(params)
   end,
   ["approval.resolve"] = function(params)
-    return require("flemma.tools.approval").resolve(params)
+    return approval.resolve(params)
   end,
   ["approval.config_decision"] = function(params)
-    return require("flemma.tools.approval").config_decision(params)
+    return approval.config_decision(params)
   end,
   ["autopilot.watch"] = function(params)
-    return require("flemma.autopilot").watch(params)
+    return flemma_chat_autopilot.watch(params)
   end,
   ["autopilot.cancel"] = function(params)
-    return require("flemma.autopilot").cancel(params)
+    return flemma_chat_autopilot.cancel(params)
   end,
   ["tools.execute"] = function(params)
-    return require("flemma.tools").execute(params)
+    return tools.execute(params)
   end,
   ["tools.cancel"] = function(params)
-    return require("flemma.tools").cancel(params)
+    return tools.cancel(params)
   end,
   ["tools.require_approval"] = function(params)
-    return require("flemma.tools").require_approval(params)
+    return tools.require_approval(params)
   end,
   ["tools.format_rejected"] = function(params)
-    return require("flemma.tools").format_rejected(params)
+    return tools.format_rejected(params)
   end,
   ["tools.cmd_string"] = function(params)
-    return require("flemma.tools").cmd_string(params)
+    return tools.cmd_string(params)
   end,
   ["tools.format_cancelled"] = function(params)
-    return require("flemma.tools").format_cancelled(params)
+    return tools.format_cancelled(params)
   end,
   ["tools.facts"] = function(params)
-    return require("flemma.tools.ui").facts(params)
+    return editor_state.facts(params)
   end,
   ["tools.spinner"] = function(params)
-    return require("flemma.tools.ui").spinner(params)
+    return tools_ui.spinner(params)
   end,
   ["tools.cursor"] = function(params)
-    return require("flemma.tools.ui").cursor(params)
+    return tools_ui.cursor(params)
   end,
   ["chat.step_ended"] = function(params)
-    return require("flemma.chat").step_ended(params)
+    return chat.step_ended(params)
   end,
   ["tools.previews"] = function(params)
-    return require("flemma.tools.ui").previews(params)
+    return tools_ui.previews(params)
   end,
   ["sandbox.available"] = function(params)
-    return require("flemma.sandbox").call_available(params)
+    return sandbox.call_available(params)
   end,
   ["sandbox.wrap"] = function(params)
-    return require("flemma.sandbox").call_wrap(params)
+    return sandbox.call_wrap(params)
   end,
   ["sandbox.load"] = function(params)
-    return require("flemma.sandbox").load(params)
+    return sandbox.load(params)
   end,
   ["chat.structure"] = function(params)
-    return require("flemma.chat").set_structure(params)
+    return chat.set_structure(params)
   end,
   ["usage.show"] = function(params)
-    return require("flemma.usage").show(params)
+    return usage.show(params)
   end,
   ["usage.confirm"] = function(params)
-    return require("flemma.usage").confirm(params)
+    return usage.confirm(params)
   end,
   ["notify"] = function(params)
-    local notify = require("flemma.notify")
     local level = params.level or "info"
     (notify[level] or notify.info)(params.message, type(params.key) == "string" and { key = params.key } or nil)
   end,
   ["notify.retract"] = function(params)
     if type(params.key) == "string" then
-      require("flemma.notify").retract(params.key)
+      notify.retract(params.key)
     end
   end,
   ["mcp.catalog"] = function(params)
-    require("flemma.mcp").set_catalog(params.servers)
+    mcp.set_catalog(params.servers)
   end,
   --- `:Flemma compact` wrote the new chat: open it (`{opened, bufnr?}`).
   ["compact.open"] = function(params)
-    return require("flemma.compact").open(params)
+    return compact.open(params)
   end,
   ["attention.signal"] = function(params)
-    require("flemma.attention").signal(params)
+    attention.signal(params)
   end,
   ["rpc.reply"] = function(params)
     -- Not `ok and result or error`: a `false` result is a result.
     if params.ok then
-      M.settle(params.id, true, params.result)
+      pending.settle(params.id, true, params.result)
     else
-      M.settle(params.id, false, params.error)
+      pending.settle(params.id, false, params.error)
     end
   end,
 }
@@ -322,68 +344,6 @@ function M.dispatch_many(list)
   for _, item in ipairs(list) do
     pcall(M.dispatch, item[1], item[2])
   end
-end
-
---- Register a pending call; returns its id. `callback(err, result)` runs exactly once: on the
---- answer, on timeout, or when the host goes away.
-function M.track(callback, timeout_ms, chan)
-  H.next_id = H.next_id + 1
-  local id = H.next_id
-  local entry = { callback = callback, chan = chan }
-  if timeout_ms and timeout_ms > 0 then
-    entry.timer = vim.defer_fn(function()
-      M.settle(id, false, string.format("no answer from the host after %d ms", timeout_ms))
-    end, timeout_ms)
-  end
-  H.pending[id] = entry
-  return id
-end
-
-function M.settle(id, ok, value)
-  local entry = H.pending[id]
-  if not entry then
-    return
-  end
-  H.pending[id] = nil
-  if entry.timer then
-    pcall(function()
-      entry.timer:stop()
-      entry.timer:close()
-    end)
-  end
-  local success, err
-  if ok then
-    success, err = pcall(entry.callback, nil, value)
-  else
-    success, err = pcall(entry.callback, value, nil)
-  end
-  if not success then
-    log.write("error", "rpc callback failed: " .. tostring(err))
-  end
-end
-
---- Fail every pending call sent on `chan` (that host exited).
-function M.fail_all(reason, chan)
-  local ids = vim.tbl_keys(H.pending)
-  table.sort(ids)
-  for _, id in ipairs(ids) do
-    if H.pending[id].chan == chan then
-      M.settle(id, false, reason)
-    end
-  end
-end
-
---- Calls queued while no host ran belong to the host that has just started.
-function M.adopt(chan)
-  for _, entry in pairs(H.pending) do
-    if entry.chan == nil then
-      entry.chan = chan
-    end
-  end
-end
-
-function M.pending_count()
-  return vim.tbl_count(H.pending)
 end
 
 return M

@@ -3,6 +3,10 @@
 --- itself is applied by the host: it gets the list of Lua backends (`sandbox:define`, without
 --- functions) and calls back here to run their `available` and `wrap` (`sandbox.available`,
 --- `sandbox.wrap`), or to load a Lua module named by `sandbox.backend` (`sandbox.load`).
+local lazy = require("flemma.util.lazy")
+local config = lazy.require("flemma.config")
+local host = lazy.require("flemma.host")
+local notify = lazy.require("flemma.notify")
 local M = {}
 
 local H = {
@@ -40,21 +44,20 @@ end
 
 function M.enable()
   H.override = true
-  require("flemma.notify").info("sandbox enabled for this session")
-  require("flemma.config").record("runtime", "set", "sandbox.enabled", true, ":Flemma sandbox:enable")
+  notify.info("sandbox enabled for this session")
+  config.record("runtime", "set", "sandbox.enabled", true, ":Flemma sandbox:enable")
 end
 
 function M.disable()
   H.override = false
-  require("flemma.notify").warn("sandbox disabled for this session: tools can write anywhere you can")
-  require("flemma.config").record("runtime", "set", "sandbox.enabled", false, ":Flemma sandbox:disable")
+  notify.warn("sandbox disabled for this session: tools can write anywhere you can")
+  config.record("runtime", "set", "sandbox.enabled", false, ":Flemma sandbox:disable")
 end
 
 --- `:Flemma sandbox:status`: ask the host how the policy resolves for the current buffer.
 function M.status(bufnr)
   bufnr = bufnr or vim.api.nvim_get_current_buf()
-  require("flemma.host").call("sandbox:status", { bufnr = bufnr }, function(err, report)
-    local notify = require("flemma.notify")
+  host.call("sandbox:status", { bufnr = bufnr }, function(err, report)
     if err then
       notify.warn("sandbox status: " .. tostring(err))
       return

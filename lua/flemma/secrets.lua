@@ -4,6 +4,9 @@
 --- secret_tool and keychain at 50, gcloud at 25). Resolvers registered here stay in Neovim: the
 --- host learns their names and priorities (`secrets:define`) and calls them over RPC when the
 --- chain reaches them. Values never go to a log or a message.
+local lazy = require("flemma.util.lazy")
+local config = lazy.require("flemma.config")
+local host = lazy.require("flemma.host")
 local M = {}
 
 local BUILTINS = {
@@ -90,7 +93,6 @@ end
 ---@param kind string  e.g. "api_key"
 ---@param service string  e.g. "anthropic"
 function M.invalidate(kind, service)
-  local host = require("flemma.host")
   if host.channel() then
     host.notify("secrets:invalidate", { kind = kind, service = service })
   end
@@ -98,7 +100,6 @@ end
 
 --- Forget every cached credential.
 function M.invalidate_all()
-  local host = require("flemma.host")
   if host.channel() then
     host.notify("secrets:invalidate", { all = true })
   end
@@ -120,7 +121,7 @@ local function context(name, diagnostics)
   return {
     get_config = function()
       local ok, cfg = pcall(function()
-        return require("flemma.config").get().secrets
+        return config.get().secrets
       end)
       if not ok or type(cfg) ~= "table" or cfg[name] == nil then
         return nil

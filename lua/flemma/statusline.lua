@@ -4,6 +4,13 @@
 --- `get()` runs on every redraw, so it answers from a per-buffer cache; the cache is dropped when
 --- something it shows changes (lifecycle events, buffer locks, configuration), and the statuslines
 --- are redrawn then.
+local locks = require("flemma.chat.locks")
+local lazy = require("flemma.util.lazy")
+local buffer = lazy.require("flemma.chat.buffer")
+local flemma_config = lazy.require("flemma.config")
+local hooks = lazy.require("flemma.hooks")
+local log = lazy.require("flemma.host.log")
+local notify = lazy.require("flemma.notify")
 local M = {}
 
 local H = {
@@ -26,7 +33,7 @@ local BUSY_HL = "FlemmaStatuslineBusy"
 ---@param bufnr integer
 ---@return "request"|"tools"|nil
 function H.busy(bufnr)
-  local owners = require("flemma.buffer").lock_owners(bufnr)
+  local owners = buffer.lock_owners(bufnr)
   if not owners then
     return nil
   end
@@ -101,7 +108,7 @@ end
 ---@return table
 function M.variables(bufnr)
   bufnr = resolve(bufnr)
-  local config = require("flemma.config").get()
+  local config = flemma_config.get()
   local session, last, context = usage_figures(bufnr)
   local provider = config.provider
   local model = config.model
@@ -239,8 +246,8 @@ function H.report(err)
   end
   H.reported[message] = true
   vim.schedule(function()
-    require("flemma.log").write("warn", message)
-    require("flemma.notify").warn(message)
+    log.write("warn", message)
+    notify.warn(message)
   end)
 end
 
@@ -294,7 +301,7 @@ function M.get(bufnr, opts)
     return ""
   end
   local busy = H.busy(bufnr)
-  local config = require("flemma.config").get()
+  local config = flemma_config.get()
   local entry = H.cache[bufnr]
   if not entry or entry.busy ~= busy or entry.booting ~= H.booting or entry.config ~= config then
     local statusline = type(config.ui) == "table" and config.ui.statusline or nil
@@ -341,7 +348,7 @@ end
 --- `bootstrap()`, `setup()`, after every `:colorscheme` and when the lualine component loads.
 function M.define_highlight()
   local ok, value = pcall(function()
-    return require("flemma.config").get().highlights.busy
+    return flemma_config.get().highlights.busy
   end)
   value = ok and value or "DiagnosticWarn"
   if type(value) == "table" and (value.dark ~= nil or value.light ~= nil) then
@@ -374,7 +381,6 @@ function M.bootstrap()
     return
   end
   H.bootstrapped = true
-  local hooks = require("flemma.hooks")
   hooks.on("host:started", function()
     H.booting = true
     M.refresh()
@@ -388,7 +394,7 @@ function M.bootstrap()
     M.refresh()
   end)
   hooks.on("request:finished", function(data)
-    local config = require("flemma.config").get()
+    local config = flemma_config.get()
     if type(data.bufnr) == "number" then
       H.asked[data.bufnr] = { provider = config.provider, model = config.model }
     end
@@ -424,5 +430,8 @@ function M.bootstrap()
     end,
   })
 end
+
+-- A lock taken or released changes what the statusline shows.
+locks.subscribe({ changed = M.refresh })
 
 return M

@@ -1,6 +1,11 @@
 --- flemma.templating: renders the `{{ expression }}` and `{% code %}` parts of `@System:` and
 --- `@You:` messages, in Lua, with the buffer's frontmatter variables. The host sends the parts
 --- (already split, with their buffer lines); an error names the line.
+local lazy = require("flemma.util.lazy")
+local trust = lazy.require("flemma.config.trust")
+local frontmatter = lazy.require("flemma.frontmatter")
+local personalities = lazy.require("flemma.personalities")
+local restricted = lazy.require("flemma.util.restricted")
 local M = {}
 
 local H = {
@@ -153,11 +158,11 @@ function H.environment(variables, base_dir, stack, render)
   for key, value in pairs(variables or {}) do
     vars[key] = value
   end
-  local safe = require("flemma.util.restricted").globals()
+  local safe = restricted.globals()
   for _, populate in pairs(H.populators) do
     pcall(populate, safe)
   end
-  local env = require("flemma.util.restricted").environment(vars, safe, { strict = true })
+  local env = restricted.environment(vars, safe, { strict = true })
   --- `include(path)`: the file (relative to the chat's directory) rendered as a template.
   safe.include = function(path)
     if type(path) ~= "string" then
@@ -165,7 +170,7 @@ function H.environment(variables, base_dir, stack, render)
     end
     local personality = path:match("^urn:flemma:personality:(.+)$")
     if personality then
-      local ok, text = pcall(require("flemma.personalities").render, personality, render.bufnr, base_dir, render.tools)
+      local ok, text = pcall(personalities.render, personality, render.bufnr, base_dir, render.tools)
       if not ok then
         error(tostring(text), 2)
       end
@@ -190,8 +195,7 @@ function H.environment(variables, base_dir, stack, render)
     end
     local text = table.concat(lines, "\n")
     -- An included file is part of what the chat was trusted with (docs/security.md, "Trust").
-    local changed = render.bufnr
-      and require("flemma.trust").included(render.bufnr, vim.uv.fs_realpath(full) or full, text)
+    local changed = render.bufnr and trust.included(render.bufnr, vim.uv.fs_realpath(full) or full, text)
     if changed then
       render.untrusted = changed
       error(changed, 0)
@@ -217,8 +221,6 @@ end
 --- `flemma.trust.state`).
 function M.render(params)
   local bufnr = params.bufnr
-  local frontmatter = require("flemma.frontmatter")
-  local trust = require("flemma.trust")
   local state = trust.state(bufnr, params.digest)
   if not state.trusted then
     return { untrusted = trust.message(bufnr, state, "templates") }

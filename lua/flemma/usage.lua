@@ -2,6 +2,11 @@
 --- module keeps the latest one per buffer, its input against its model's context window, and the
 --- session's totals (`last()`, `context()`, `session()`), and shows the usage bar: a one-line
 --- floating window over the chat's window that goes away by itself.
+local lazy = require("flemma.util.lazy")
+local flemma_config = lazy.require("flemma.config")
+local hooks = lazy.require("flemma.hooks")
+local host = lazy.require("flemma.host")
+local notify = lazy.require("flemma.notify")
 local M = {}
 
 local H = {
@@ -144,7 +149,7 @@ end
 
 local function options()
   local ok, config = pcall(function()
-    return require("flemma.config").get().ui.usage
+    return flemma_config.get().ui.usage
   end)
   if ok and type(config) == "table" then
     return config
@@ -330,7 +335,7 @@ function H.subscribe()
   end
   H.subscribed = true
   -- A new host has a new session.
-  require("flemma.hooks").on("host:started", function()
+  hooks.on("host:started", function()
     H.session = { requests = 0, cost = 0, input_tokens = 0, output_tokens = 0 }
     H.last = {}
   end)
@@ -383,9 +388,9 @@ function M.confirm(params)
   vim.schedule(function()
     vim.ui.select({ yes, no }, { prompt = params.message }, function(choice)
       if choice == yes then
-        require("flemma.host").notify("chat:send", { bufnr = params.bufnr, over_limit = true })
+        host.notify("chat:send", { bufnr = params.bufnr, over_limit = true })
       else
-        require("flemma.notify").info("Not sent (limits.max_session_cost).")
+        notify.info("Not sent (limits.max_session_cost).")
       end
     end)
   end)
@@ -400,7 +405,7 @@ function M.recall(bufnr)
   bufnr = (bufnr == nil or bufnr == 0) and vim.api.nvim_get_current_buf() or bufnr
   local entry = H.last[bufnr]
   if not entry then
-    require("flemma.notify").info("No request of this buffer has completed yet")
+    notify.info("No request of this buffer has completed yet")
     return false
   end
   return H.render(bufnr, entry)

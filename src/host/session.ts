@@ -249,7 +249,7 @@ export class ChatSession {
 
   /**
    * The user may be needed: Lua decides whether to tell (not while the chat is the current
-   * buffer of a focused Neovim) and how (`attention.*`, lua/flemma/attention.lua).
+   * buffer of a focused Neovim) and how (`attention.*`, lua/flemma/ui/attention.lua).
    */
   attention(reason: 'approval' | 'finished' | 'failed', tools?: string[]): void {
     this.s.editor.lua.notify('attention.signal', {

@@ -348,7 +348,7 @@ async function s2Run(
   // The reply's last record goes to disk after the request's end (nothing waits for it).
   if (recovery)
     await driver.waitUntil(
-      `local file = require("flemma.recovery").record_file(vim.fn.fnamemodify(..., ":p"))
+      `local file = require("flemma.chat.recovery").record_file(vim.fn.fnamemodify(..., ":p"))
       local handle = io.open(file, "rb")
       if not handle then return false end
       local content = handle:read("*a")
@@ -357,7 +357,7 @@ async function s2Run(
       { args: [name], timeout: 10000 },
     );
   const record = await driver.lua<string | null>(
-    `local file = require("flemma.recovery").record_file(vim.fn.fnamemodify(..., ":p"))
+    `local file = require("flemma.chat.recovery").record_file(vim.fn.fnamemodify(..., ":p"))
     local handle = io.open(file, "rb")
     if not handle then return nil end
     local content = handle:read("*a")

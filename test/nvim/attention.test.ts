@@ -50,7 +50,7 @@ async function start(options = '{}'): Promise<{ d: Driver; f: FakeProvider }> {
 ${ECHO_TOOL}
 -- What the signal would write to a terminal, had this Neovim one.
 _G.attention_writes = {}
-local attention = require("flemma.attention")
+local attention = require("flemma.ui.attention")
 local write = attention.write
 attention.write = function(bytes)
   local written = write(bytes)
@@ -211,7 +211,7 @@ describe('the escape sequences', () => {
   it('builds OSC 777, OSC 9 and the bell, and wraps them for tmux', async () => {
     driver = await startDriver({});
     const seqs = await driver.lua<Record<string, string>>(`
-      local a = require("flemma.attention")
+      local a = require("flemma.ui.attention")
       return {
         osc777 = a.sequence("osc777", "a.chat: done"),
         osc9 = a.sequence("osc9", "a.chat: done"),
@@ -235,7 +235,7 @@ describe('the escape sequences', () => {
   it('picks the notification the terminal understands from its environment', async () => {
     driver = await startDriver({});
     const picks = await driver.lua<unknown[]>(`
-      local detect = require("flemma.attention").detect
+      local detect = require("flemma.ui.attention").detect
       return {
         detect({ TERM_PROGRAM = "iTerm.app" }) or false,
         detect({ TERM = "xterm-kitty" }) or false,

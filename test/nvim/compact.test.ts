@@ -308,7 +308,9 @@ describe(':Flemma compact', () => {
     const created = (finished.data as { new_bufnr: number }).new_bufnr;
     expect(created).not.toBe(buf);
     expect(await d.lua('return vim.api.nvim_get_current_buf()')).toBe(created);
-    expect(await d.lua('return require("flemma.trust").state(...).trusted', created)).toBe(true);
+    expect(await d.lua('return require("flemma.config.trust").state(...).trusted', created)).toBe(
+      true,
+    );
     // The next <C-]> continues the work from the new chat: its frontmatter runs, and the model
     // gets the summary as its own reply, then the message carried over.
     await d.press('<C-]>');

@@ -75,7 +75,7 @@ async function start(options: { home?: string; setup?: string } = {}): Promise<D
 /** The record file of the chat `name` (in the work directory). */
 function recordFile(d: Driver, name: string): Promise<string> {
   return d.lua<string>(
-    'return require("flemma.recovery").record_file(vim.fn.fnamemodify(..., ":p"))',
+    'return require("flemma.chat.recovery").record_file(vim.fn.fnamemodify(..., ":p"))',
     name,
   );
 }

@@ -42,14 +42,14 @@ describe('one redactor for every log line', () => {
     const d = driver;
     const texts = REDACTION_CORPUS.map((entry) => entry.text);
     const redacted = await d.lua<string[]>(
-      `local r = require("flemma.redact")
+      `local r = require("flemma.host.redact")
        return vim.tbl_map(r.text, ...)`,
       texts,
     );
     expect(redacted).toEqual(REDACTION_CORPUS.map((entry) => entry.redacted));
     // What the host tells it (`log.secrets`) is redacted from then on.
     const known = await d.lua<string>(
-      `local r = require("flemma.redact")
+      `local r = require("flemma.host.redact")
        local before = r.text("a known-to-host-value here")
        require("flemma.rpc").dispatch("log.secrets", { values = { "known-to-host-value" } })
        return before .. " | " .. r.text("a known-to-host-value here")`,

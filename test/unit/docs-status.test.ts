@@ -217,7 +217,7 @@ describe('docs/configuration.md', () => {
   });
 
   it('catches an option marked later that the code reads', () => {
-    expect(read('keymaps.normal.tool_execute')).toContain('lua/flemma/chat.lua');
+    expect(read('keymaps.normal.tool_execute')).toContain('lua/flemma/chat/init.lua');
     expect(read('ruler.char')).toContain('lua/flemma/ui/init.lua');
     expect(read('parameters.connect_timeout')).toEqual([]);
   });
@@ -229,9 +229,17 @@ describe('README.md', () => {
     const line = /\*\*`:Flemma` commands\*\*:([\s\S]*?);/.exec(readme)?.[1] ?? '';
     const listed = [...line.matchAll(/`([^`]+)`/g)].map((match) => match[1] ?? '');
     const lua = files(join(ROOT, 'lua'), '.lua').map((path) => readFileSync(path, 'utf8'));
-    const registered = lua.flatMap((text) =>
-      [...text.matchAll(/commands"?\)?\.register\("([\w:-]+)"/g)].map((match) => match[1] ?? ''),
-    );
+    const builtin = readFileSync(join(ROOT, 'lua/flemma/commands/builtin.lua'), 'utf8');
+    const table = builtin.slice(builtin.indexOf('M.commands = {'));
+    const registered = [
+      ...lua.flatMap((text) =>
+        [...text.matchAll(/commands"?\)?\.register\("([\w:-]+)"/g)].map((match) => match[1] ?? ''),
+      ),
+      // The built-in table: `name = {` or `["group:name"] = {` at its first level.
+      ...[...table.matchAll(/^ {2}(?:\["([\w:-]+)"\]|(\w+)) = \{/gm)].map(
+        (match) => match[1] ?? match[2] ?? '',
+      ),
+    ];
     expect(registered).toEqual(expect.arrayContaining(['send', 'status', 'autopilot:enable']));
     const unlisted = registered.filter(
       (name) => !listed.includes(name) && !listed.includes(`${name.split(':')[0] ?? ''}:*`),

@@ -144,7 +144,7 @@ describe('the install', () => {
   });
 
   it('names one build command in the not-built message, the README and the help', () => {
-    const host = readFileSync(join(ROOT, 'lua/flemma/host.lua'), 'utf8');
+    const host = readFileSync(join(ROOT, 'lua/flemma/host/init.lua'), 'utf8');
     const command = /M\.BUILD_COMMAND = "([^"]+)"/.exec(host)?.[1];
     expect(command).toBe('npm ci --omit=dev && npm run build');
     const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');

@@ -20,11 +20,37 @@ function M.generation()
   return H.generation
 end
 
+--- Who hears of a run-time change (`apply_runtime()`, `record()`): `fn()` each time. Registered where
+--- the plugin is put together (flemma: the `config:updated` event), so that this module, which
+--- most others read, depends on none of them.
+H.listeners = {} ---@type fun()[]
+
+---@param fn fun()
+function M.on_updated(fn)
+  H.listeners[#H.listeners + 1] = fn
+end
+
+H.change_listeners = {} ---@type fun()[]
+
+--- Call `fn()` each time the values change (a new generation: `setup`, a runtime switch), before
+--- anything reads them again. flemma.init wires the host's held settings to it.
+---@param fn fun()
+function M.on_changed(fn)
+  H.change_listeners[#H.change_listeners + 1] = fn
+end
+
+function H.updated()
+  for _, fn in ipairs(H.listeners) do
+    fn()
+  end
+end
+
 --- The values changed (also the autopilot switch, which the host's snapshot includes).
 function H.changed()
   H.generation = H.generation + 1
-  -- The host holds each buffer's settings until told they went stale.
-  require("flemma.editor_state").stale()
+  for _, fn in ipairs(H.change_listeners) do
+    fn()
+  end
 end
 
 --- A fresh, deep copy of every default value.
@@ -102,7 +128,7 @@ function M.apply_runtime(ops, source)
     }
   end
   H.changed()
-  require("flemma.hooks").emit("config:updated", {})
+  H.updated()
 end
 
 -- ---------------------------------------------------------------------------------------------
@@ -148,7 +174,7 @@ function M.record(layer, op, path, value, source)
   end
   log[#log + 1] = { op = op, path = path, value = value, source = source }
   H.changed()
-  require("flemma.hooks").emit("config:updated", {})
+  H.updated()
 end
 
 --- A copy of a layer's operation log (`setup` or `runtime`), oldest first.

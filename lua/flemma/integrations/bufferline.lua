@@ -6,6 +6,10 @@
 ---   get_element_icon = require("flemma.integrations.bufferline").get_element_icon,
 ---   -- or, keeping the file icon and putting the indicator after the name:
 ---   name_formatter = require("flemma.integrations.bufferline").name_formatter,
+local lazy = require("flemma.util.lazy")
+local locks = require("flemma.chat.locks")
+local config = lazy.require("flemma.config")
+local statusline = lazy.require("flemma.statusline")
 local M = {}
 
 local H = {
@@ -18,7 +22,7 @@ M.HIGHLIGHT = "FlemmaBufferlineBusy"
 
 local function icon()
   local ok, value = pcall(function()
-    return require("flemma.config").get().integrations.bufferline.icon
+    return config.get().integrations.bufferline.icon
   end)
   return ok and type(value) == "string" and value or "󰔟"
 end
@@ -28,7 +32,7 @@ local function is_chat(bufnr)
 end
 
 local function busy(bufnr)
-  local state = require("flemma.statusline").state(bufnr)
+  local state = statusline.state(bufnr)
   return state ~= nil
 end
 
@@ -121,5 +125,12 @@ end
 function M.define_highlight()
   pcall(vim.api.nvim_set_hl, 0, M.HIGHLIGHT, { link = "FlemmaStatuslineBusy", default = true })
 end
+
+-- The busy indicator shows whether a chat's buffer is locked.
+locks.subscribe({
+  changed = function()
+    M.refresh()
+  end,
+})
 
 return M

@@ -2,6 +2,9 @@
 --- nvim-web-devicons, from `integrations.devicons`. Registered whenever devicons is loaded: at
 --- start-up, when a plugin manager loads it later, on the first chat buffer; again after
 --- devicons rebuilt its tables (a 'background' change) and after `setup()`.
+local lazy = require("flemma.util.lazy")
+local flemma_config = lazy.require("flemma.config")
+local log = lazy.require("flemma.host.log")
 local M = {}
 
 local H = {
@@ -15,7 +18,7 @@ local COLOR, CTERM_COLOR = "#d7875f", "173"
 
 local function options()
   local ok, config = pcall(function()
-    return require("flemma.config").get().integrations.devicons
+    return flemma_config.get().integrations.devicons
   end)
   if ok and type(config) == "table" then
     return config
@@ -71,7 +74,7 @@ function M.register(opts)
     chat = { icon = config.icon, color = COLOR, cterm_color = CTERM_COLOR, name = M.NAME },
   })
   if not ok then
-    require("flemma.log").write("warn", "devicons: set_icon failed: " .. tostring(err))
+    log.write("warn", "devicons: set_icon failed: " .. tostring(err))
     return false
   end
   if type(mod.set_icon_by_filetype) == "function" then

@@ -5,22 +5,28 @@
 --- - nvim-treesitter-context: kept out of chat buffers (flemma.integrations.treesitter_context)
 --- Plugins may load after Flemma (lazy.nvim and others), so the work is redone when they may
 --- have appeared: at VimEnter, when lazy.nvim loads a plugin, when a chat buffer opens.
+local lazy = require("flemma.util.lazy")
+local hooks = lazy.require("flemma.hooks")
+local log = lazy.require("flemma.host.log")
+local bufferline = lazy.require("flemma.integrations.bufferline")
+local flemma_integrations_devicons = lazy.require("flemma.integrations.devicons")
+local flemma_integrations_treesitter_context = lazy.require("flemma.integrations.treesitter_context")
 local M = {}
 
 local H = { bootstrapped = false }
 
 local function devicons(load)
   local ok, err = pcall(function()
-    require("flemma.integrations.devicons").register({ load = load })
+    flemma_integrations_devicons.register({ load = load })
   end)
   if not ok then
-    require("flemma.log").write("warn", "integrations: devicons: " .. tostring(err))
+    log.write("warn", "integrations: devicons: " .. tostring(err))
   end
 end
 
 local function treesitter_context()
   pcall(function()
-    require("flemma.integrations.treesitter_context").ensure()
+    flemma_integrations_treesitter_context.ensure()
   end)
 end
 
@@ -28,8 +34,8 @@ end
 function M.apply()
   devicons(false)
   treesitter_context()
-  require("flemma.integrations.bufferline").define_highlight()
-  require("flemma.integrations.bufferline").refresh()
+  bufferline.define_highlight()
+  bufferline.refresh()
 end
 
 --- Autocmds that catch plugins loading late; run once from `flemma.bootstrap()`.
@@ -97,16 +103,15 @@ function M.bootstrap()
     group = group,
     desc = "Flemma: define FlemmaBufferlineBusy again",
     callback = function()
-      require("flemma.integrations.bufferline").define_highlight()
+      bufferline.define_highlight()
     end,
   })
-  require("flemma.integrations.bufferline").define_highlight()
+  bufferline.define_highlight()
   -- Busy state changes on these events besides the buffer locks (see flemma.buffer).
-  local hooks = require("flemma.hooks")
   local events = { "request:sending", "request:finished", "tool:executing", "tool:completed", "host:exited" }
   for _, name in ipairs(events) do
     hooks.on(name, function()
-      require("flemma.integrations.bufferline").refresh()
+      bufferline.refresh()
     end)
   end
 end

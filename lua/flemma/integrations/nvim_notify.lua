@@ -1,6 +1,8 @@
 --- flemma.integrations.nvim_notify: Flemma's messages through rcarriga/nvim-notify when it is
 --- installed: titled "Flemma", and a message with the same key as one still on screen replaces
 --- it in place instead of stacking a new window. Used by flemma.notify.
+local lazy = require("flemma.util.lazy")
+local flemma_config = lazy.require("flemma.config")
 local M = {}
 
 local H = {
@@ -12,7 +14,7 @@ local TITLE = "Flemma"
 
 local function options()
   local ok, config = pcall(function()
-    return require("flemma.config").get().integrations.nvim_notify
+    return flemma_config.get().integrations.nvim_notify
   end)
   if ok and type(config) == "table" then
     return config

@@ -5,6 +5,8 @@
 --- (false: do not). With `integrations.treesitter_context.enabled`, Flemma puts its own check in
 --- front of the configured `on_attach` (the user's still decides for every other buffer) before
 --- each `.chat` file is read. `on_attach` and `wrap()` are for configuring it by hand instead.
+local lazy = require("flemma.util.lazy")
+local flemma_config = lazy.require("flemma.config")
 local M = {}
 
 local H = {
@@ -54,7 +56,7 @@ end
 
 local function enabled()
   local ok, value = pcall(function()
-    return require("flemma.config").get().integrations.treesitter_context.enabled
+    return flemma_config.get().integrations.treesitter_context.enabled
   end)
   return not ok or value ~= false
 end

@@ -4,6 +4,12 @@
 --- side shows is what runs; the host rewrites the call in the chat to match), rejects (with an
 --- optional reason), or closes the tab (the call stays pending). The host reads the file and
 --- decides; this module only draws and sends (docs/tools.md, "Review").
+local lazy = require("flemma.util.lazy")
+local turn = lazy.require("flemma.chat.turn")
+local guard = lazy.require("flemma.chat.guard")
+local config = lazy.require("flemma.config")
+local host = lazy.require("flemma.host")
+local flemma_notify = lazy.require("flemma.notify")
 local M = {}
 
 ---@class flemma.review.DiffSpec
@@ -27,7 +33,7 @@ local H = {
 }
 
 local function notify()
-  return require("flemma.notify")
+  return flemma_notify
 end
 
 --- The lines of `text` and whether it ends with a line break.
@@ -89,7 +95,7 @@ end
 ---@return { approve: string|false, reject: string|false }
 local function keys()
   local ok, cfg = pcall(function()
-    return require("flemma.config").get().keymaps
+    return config.get().keymaps
   end)
   if not ok or type(cfg) ~= "table" or cfg.enabled == false then
     return { approve = false, reject = false }
@@ -265,7 +271,7 @@ end
 function M.request(bufnr, row)
   bufnr = (bufnr == nil or bufnr == 0) and vim.api.nvim_get_current_buf() or bufnr
   row = row or (vim.api.nvim_win_get_cursor(0)[1] - 1)
-  require("flemma.host").call("tool:diff", { bufnr = bufnr, row = row }, function(err, spec)
+  host.call("tool:diff", { bufnr = bufnr, row = row }, function(err, spec)
     if err then
       notify().warn("tool:diff: " .. tostring(err))
     elseif type(spec) == "table" then
@@ -284,13 +290,13 @@ function M.approve(buf)
     return
   end
   local spec = view.spec
-  if require("flemma.guard").refuse(spec.bufnr) then
+  if guard.refuse(spec.bufnr) then
     return
   end
   local params = { bufnr = spec.bufnr, tool_id = spec.tool_id, before = spec.before, content = text_of(right) }
   -- The call runs as `<M-CR>` runs it; the host says when it is over (flemma.chat.ticket).
-  params.ticket = require("flemma.chat").ticket(spec.bufnr)
-  require("flemma.host").call("tool:diff-approve", params, function(err, answer)
+  params.ticket = turn.ticket(spec.bufnr)
+  host.call("tool:diff-approve", params, function(err, answer)
     if err then
       notify().warn("tool:diff: " .. tostring(err))
       return
@@ -320,7 +326,7 @@ function M.reject(buf)
     return
   end
   local spec = view.spec
-  if require("flemma.guard").refuse(spec.bufnr) then
+  if guard.refuse(spec.bufnr) then
     return
   end
   vim.ui.input({ prompt = "Reason for rejecting (optional): " }, function(reason)
@@ -328,8 +334,8 @@ function M.reject(buf)
       return
     end
     local params = { bufnr = spec.bufnr, tool_id = spec.tool_id, reason = reason }
-    params.ticket = require("flemma.chat").ticket(spec.bufnr)
-    require("flemma.host").call("tool:diff-reject", params, function(err)
+    params.ticket = turn.ticket(spec.bufnr)
+    host.call("tool:diff-reject", params, function(err)
       if err then
         notify().warn("tool:diff: " .. tostring(err))
         return

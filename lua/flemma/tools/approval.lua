@@ -5,6 +5,12 @@
 --- priorities (`approval:define`) and calls `resolve` over RPC when the chain reaches them. The
 --- function form of `tools.auto_approve` (or a module path naming such a function or resolver)
 --- is evaluated here the same way.
+local lazy = require("flemma.util.lazy")
+local turn = lazy.require("flemma.chat.turn")
+local config = lazy.require("flemma.config")
+local frontmatter = lazy.require("flemma.frontmatter")
+local host = lazy.require("flemma.host")
+local notify = lazy.require("flemma.notify")
 local M = {}
 
 M.CONFIG = "urn:flemma:approval:config"
@@ -36,7 +42,7 @@ local registry = require("flemma.util.registry").new({
 --- The built-in resolvers (run by the host), as entries without a Lua `resolve`.
 local function builtins()
   local ok, tools = pcall(function()
-    return require("flemma.config").get().tools
+    return config.get().tools
   end)
   local list = {
     { name = M.CONFIG, priority = 100, description = "tools.auto_approve from the configuration", builtin = true },
@@ -233,13 +239,13 @@ function M.config_decision(params)
   if params.source == "frontmatter" then
     -- The function the buffer's frontmatter assigned (kept from its latest run).
     local bufnr = type(params.ctx) == "table" and params.ctx.bufnr or nil
-    fn = bufnr and require("flemma.frontmatter").function_for(bufnr, "tools.auto_approve")
+    fn = bufnr and frontmatter.function_for(bufnr, "tools.auto_approve")
     if not fn then
       return { error = "flemma.opt.tools.auto_approve: the frontmatter's function is gone (run the frontmatter again)" }
     end
   else
     local ok_cfg, tools = pcall(function()
-      return require("flemma.config").get().tools
+      return config.get().tools
     end)
     fn, err = approver(ok_cfg and tools and tools.auto_approve or nil)
   end
@@ -264,12 +270,12 @@ end
 -- result)` when given one, else reports a failure as a warning.
 
 local function host_call(method, params, callback)
-  require("flemma.host").ensure()
-  require("flemma.host").call(method, params, function(err, result)
+  host.ensure()
+  host.call(method, params, function(err, result)
     if callback then
       callback(err, result)
     elseif err then
-      require("flemma.notify").warn(method .. ": " .. tostring(err))
+      notify.warn(method .. ": " .. tostring(err))
     end
   end)
 end
@@ -287,7 +293,7 @@ end
 function M.approve_always(bufnr, row, callback)
   local params = cursor_params(bufnr, row)
   -- The loop goes on once nothing waits; the host says when (flemma.chat.ticket).
-  params.ticket = require("flemma.chat").ticket(params.bufnr)
+  params.ticket = turn.ticket(params.bufnr)
   host_call("tool:approve-always", params, callback)
 end
 
@@ -296,9 +302,9 @@ end
 function M.always(bufnr, callback)
   host_call("tool:always", cursor_params(bufnr, 0), callback or function(err, result)
     if err then
-      require("flemma.notify").warn("tool:always: " .. tostring(err))
+      notify.warn("tool:always: " .. tostring(err))
     else
-      require("flemma.notify").info(table.concat(result.lines, "\n"))
+      notify.info(table.concat(result.lines, "\n"))
     end
   end)
 end

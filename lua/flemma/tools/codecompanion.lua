@@ -23,7 +23,7 @@
 ---   says `Command timed out after <N>ms and was terminated`.
 --- - `handlers.setup(self)` runs before the first step (it may set `self.cmds`), `handlers.on_exit`
 ---   after the last, whatever happened.
-local log = require("flemma.log")
+local log = require("flemma.host.log")
 
 local M = {}
 

@@ -2,7 +2,9 @@
 --- of docs/tools.md, "The ExecutionContext": `path`, `sandbox`, `truncate`, `get_config`), and the coroutines its `execute` runs
 --- in, so that what the context asks the host reads like a plain function call inside a tool.
 local paths = require("flemma.util.path")
-
+local lazy = require("flemma.util.lazy")
+local config = lazy.require("flemma.config")
+local host = lazy.require("flemma.host")
 local M = {}
 
 local H = {
@@ -39,7 +41,6 @@ end
 --- Ask the host for a Lua tool: `callback(result, err)` when given; else, inside `execute`, the
 --- answer (the tool's coroutine waits for it); else an error that says to pass a callback.
 function H.ask(what, method, params, callback)
-  local host = require("flemma.host")
   if callback ~= nil then
     host.call(method, params, function(err, result)
       if result == vim.NIL then
@@ -123,7 +124,7 @@ function M.new(facts, tool_name)
   }
   local base = ctx.__dirname or ctx.cwd
   local sandbox = facts.sandbox or {}
-  local lazy = {
+  local on_demand = {
     path = function()
       return {
         resolve = function(p)
@@ -179,7 +180,7 @@ function M.new(facts, tool_name)
   }
   ctx.get_config = function()
     local ok, cfg = pcall(function()
-      return require("flemma.config").get().tools[tool_name]
+      return config.get().tools[tool_name]
     end)
     if not ok or type(cfg) ~= "table" then
       return nil
@@ -189,7 +190,7 @@ function M.new(facts, tool_name)
   -- The namespaces are built on first use.
   return setmetatable(ctx, {
     __index = function(t, key)
-      local make = lazy[key]
+      local make = on_demand[key]
       if make then
         local value = make()
         rawset(t, key, value)

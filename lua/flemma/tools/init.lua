@@ -3,7 +3,15 @@
 --- of docs/tools.md ("Registering tools from Lua") works: (name, definition), a module name (exporting `definitions` or
 --- `resolve`), an array of definitions, and asynchronous sources (a function, a `{ resolve,
 --- timeout }` table, or a module with `resolve`).
-local log = require("flemma.log")
+local log = require("flemma.host.log")
+local lazy = require("flemma.util.lazy")
+local config = lazy.require("flemma.config")
+local host = lazy.require("flemma.host")
+local notify = lazy.require("flemma.notify")
+local sandbox = lazy.require("flemma.sandbox")
+local codecompanion = lazy.require("flemma.tools.codecompanion")
+local context = lazy.require("flemma.tools.context")
+local mcp = lazy.require("flemma.tools.mcp")
 local paths = require("flemma.util.path")
 
 local M = {}
@@ -28,7 +36,7 @@ local NAME_PATTERN = "^[%w_%.:%-]+$"
 
 local function default_timeout()
   local ok, cfg = pcall(function()
-    return require("flemma.config").get().tools.default_timeout
+    return config.get().tools.default_timeout
   end)
   return (ok and type(cfg) == "number") and cfg or 30
 end
@@ -74,7 +82,6 @@ end
 
 local function define(name, def, level)
   -- A CodeCompanion tool table (`schema`, `cmds`, `output`, …) becomes a Flemma definition.
-  local codecompanion = require("flemma.tools.codecompanion")
   if codecompanion.is_codecompanion(def) then
     name, def = codecompanion.adapt(name, def)
   end
@@ -108,7 +115,7 @@ local function add_source(label, resolve, timeout)
       local message = string.format("tool source %s failed: %s", label, tostring(err))
       log.write("warn", message)
       vim.schedule(function()
-        require("flemma.notify").warn(message)
+        notify.warn(message)
       end)
     end
     registry:changed()
@@ -121,7 +128,7 @@ local function add_source(label, resolve, timeout)
     if not ok then
       log.write("warn", tostring(err))
       vim.schedule(function()
-        require("flemma.notify").warn(tostring(err))
+        notify.warn(tostring(err))
       end)
     end
   end
@@ -204,7 +211,7 @@ end
 
 local function js_modules()
   local ok, modules = pcall(function()
-    return require("flemma.config").get().tools.modules
+    return config.get().tools.modules
   end)
   local out = {}
   for _, name in ipairs(ok and modules or {}) do
@@ -220,7 +227,7 @@ end
 --- when `project = true`, skipped quietly when it does not exist) and the env allowlist.
 local function declarative()
   local ok, cfg = pcall(function()
-    return require("flemma.config").get().tools.declarative
+    return config.get().tools.declarative
   end)
   if not ok or type(cfg) ~= "table" then
     return nil
@@ -277,18 +284,18 @@ function M.payload()
     pending = H.pending,
     js_modules = js_modules(),
     declarative = declarative(),
-    mcp = require("flemma.mcp").payload(),
+    mcp = mcp.payload(),
   }
 end
 
 --- Register the Lua modules of `tools.modules` (JavaScript ones are loaded by the host).
 function M.setup()
-  local cfg = require("flemma.config").get().tools
+  local cfg = config.get().tools
   for _, name in ipairs(cfg.modules or {}) do
     if not (name:match("%.m?js$") or name:match("%.cjs$")) then
       local ok, err = pcall(M.register, name)
       if not ok then
-        require("flemma.notify").warn(tostring(err))
+        notify.warn(tostring(err))
       end
     end
   end
@@ -298,7 +305,7 @@ end
 --- Subscribe once: a (re)started host gets the whole set before anything else.
 function M.bootstrap()
   -- Sandbox backends defined in Lua travel with their own notification (`sandbox:define`).
-  require("flemma.sandbox").bootstrap()
+  sandbox.bootstrap()
   registry:follow_host()
 end
 
@@ -307,7 +314,7 @@ end
 
 --- The ExecutionContext a Lua tool receives (flemma.tools.context).
 function M.context(facts, tool_name)
-  return require("flemma.tools.context").new(facts, tool_name)
+  return context.new(facts, tool_name)
 end
 
 local function send_result(call_id, result)
@@ -316,7 +323,7 @@ local function send_result(call_id, result)
     result = result == nil and { success = false, error = "Tool returned no result" }
       or { success = true, output = tostring(result) }
   end
-  require("flemma.host").notify("tools:result", { call_id = call_id, result = result })
+  host.notify("tools:result", { call_id = call_id, result = result })
 end
 
 --- Run a Lua tool for the host: `execute(input, ctx)` returning a result, or (async tools, or
@@ -360,13 +367,7 @@ function M.execute(params)
       end
     end
     -- In a coroutine of its own, so that the context can wait for the host.
-    require("flemma.tools.context").run(
-      def.execute,
-      returned,
-      input,
-      ctx,
-      wants_callback and vim.schedule_wrap(callback) or nil
-    )
+    context.run(def.execute, returned, input, ctx, wants_callback and vim.schedule_wrap(callback) or nil)
   end)
 end
 

@@ -1,6 +1,12 @@
 --- flemma.tools.ui: what a running tool looks like in the buffer (an animated indicator at the
 --- end of its `**Tool Result:**` line, driven by a Lua timer), cursor moves after a result, and
 --- the preview lines of empty placeholders.
+local scan = require("flemma.ui.scan")
+local lazy = require("flemma.util.lazy")
+local turn = lazy.require("flemma.chat.turn")
+local tools = lazy.require("flemma.tools")
+local ui = lazy.require("flemma.ui")
+local preview = lazy.require("flemma.tools.preview")
 local M = {}
 
 local FRAMES = { "⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏" }
@@ -138,11 +144,7 @@ function M.spinner(params)
     local row = math.min(params.row or 0, vim.api.nvim_buf_line_count(bufnr) - 1)
     -- The host's row comes from its latest parse; results written since above the block may
     -- have moved it. The header is found again then.
-    local needle = "**Tool Result:** `" .. tool_id .. "`"
-    local line = vim.api.nvim_buf_get_lines(bufnr, row, row + 1, false)[1] or ""
-    if line:sub(1, #needle) ~= needle then
-      row = M.header_row(bufnr, tool_id) or row
-    end
+    row = M.header_row(bufnr, tool_id) or row
     local mark = vim.api.nvim_buf_set_extmark(bufnr, H.ns, row, 0, {})
     entry = { bufnr = bufnr, mark = mark, state = "running", started = vim.uv.now() }
     H.entries[k] = entry
@@ -174,23 +176,10 @@ function M.spinner(params)
   end
 end
 
---- The indicator text currently shown for a tool (for tests and `:Flemma tool:list`).
-function M.status_text(bufnr, tool_id)
-  local entry = H.entries[key(bufnr, tool_id)]
-  local chunks = entry and text_for(entry)
-  return chunks and chunks[1][1] or nil
-end
-
 --- 0-based row of the `**Tool Result:**` header of `tool_id`, if present.
 function M.header_row(bufnr, tool_id)
-  local needle = "**Tool Result:** `" .. tool_id .. "`"
-  local lines = vim.api.nvim_buf_get_lines(bufnr, 0, -1, false)
-  for i, line in ipairs(lines) do
-    if line:sub(1, #needle) == needle then
-      return i - 1
-    end
-  end
-  return nil
+  local block = scan.tool_block(ui.read(bufnr), "tool_result", tool_id)
+  return block and block.row or nil
 end
 
 --- Host → Lua: move the cursor of the window showing the buffer (the current one first).
@@ -209,27 +198,7 @@ function M.cursor(params)
   local row = math.max(0, math.min(params.row, vim.api.nvim_buf_line_count(bufnr) - 1))
   pcall(vim.api.nvim_win_set_cursor, win, { row + 1, 0 })
   -- The end of the turn moves a cursor that is still here (flemma.chat, "where the turn ends").
-  require("flemma.chat").placed(bufnr, row)
-end
-
---- Host → Lua: facts of the editor a tool call needs.
-function M.facts(params)
-  local bufnr = params.bufnr
-  local name = vim.api.nvim_buf_is_valid(bufnr) and vim.api.nvim_buf_get_name(bufnr) or ""
-  local override = require("flemma.sandbox").override()
-  return {
-    cwd = vim.fn.getcwd(),
-    filename = name ~= "" and vim.fn.fnamemodify(name, ":p") or vim.NIL,
-    sandbox_override = override == nil and vim.NIL or override,
-    -- Sensitive places: what runs when Neovim starts, and its servers (docs/approval.md).
-    editor_dirs = {
-      config = vim.fn.stdpath("config"),
-      data = vim.fn.stdpath("data"),
-      state = vim.fn.stdpath("state"),
-      cache = vim.fn.stdpath("cache"),
-    },
-    servers = vim.fn.serverlist(),
-  }
+  turn.placed(bufnr, row)
 end
 
 --- Host → Lua: the empty placeholders of a buffer and what their preview says.
@@ -238,7 +207,6 @@ function M.previews(params)
   if not vim.api.nvim_buf_is_valid(bufnr) then
     return
   end
-  local tools = require("flemma.tools")
   local items = {}
   for _, item in ipairs(params.items or {}) do
     local body = item.body
@@ -247,14 +215,14 @@ function M.previews(params)
       if input == vim.NIL or type(input) ~= "table" then
         input = {}
       end
-      local width = require("flemma.tools.preview").width(bufnr)
+      local width = preview.width(bufnr)
       body = tools.format_preview(item.name, input, math.max(10, width - #item.name - 2)) or body
     end
     if type(body) == "string" then
       items[#items + 1] = { row = item.row, name = item.name, body = body }
     end
   end
-  require("flemma.tools.preview").render(bufnr, items)
+  preview.render(bufnr, items)
 end
 
 return M

@@ -295,7 +295,7 @@ function M.text()
   local preview
   for i = 2, #lines do
     local text = vim.trim(lines[i])
-    if text ~= "" and not text:match("^```") and not text:match("^</?thinking") then
+    if text ~= "" and not scan.is_delimiter(text) then
       preview = text
       break
     end

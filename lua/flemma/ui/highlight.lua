@@ -265,7 +265,7 @@ end
 
 --- The status word (and the whole suffix) of a tool result header.
 local function tool_result_header(buf, row, line, block)
-  local title_end = #"**Tool Result:**"
+  local title_end = scan.TITLE_WIDTH.tool_result
   mark(buf, row, 0, title_end, "FlemmaToolResultTitle")
   local s, e = line:find("`[^`]+`", title_end + 1)
   if s then
@@ -360,7 +360,7 @@ function M.draw(buf, row, line, ctx)
     end
   elseif kind == "tool_use" then
     if row == block.row then
-      local title_end = #"**Tool Use:**"
+      local title_end = scan.TITLE_WIDTH.tool_use
       mark(buf, row, 0, title_end, "FlemmaToolUseTitle")
       local s, e = line:find("`[^`]+`", title_end + 1)
       if s then

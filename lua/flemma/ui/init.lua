@@ -11,11 +11,15 @@ local highlight = require("flemma.ui.highlight")
 local fold = require("flemma.ui.fold")
 local turns = require("flemma.ui.turns")
 local window = require("flemma.ui.window")
+local lazy = require("flemma.util.lazy")
+local flemma_config = lazy.require("flemma.config")
+local log = lazy.require("flemma.host.log")
+local locks = require("flemma.chat.locks")
 
 local M = {}
 
 local H = {
-  buffers = {}, ---@type table<integer, { structure: table, dirty: integer|nil, scheduled: boolean, tick: integer }>
+  buffers = {}, ---@type table<integer, { structure: table, dirty: integer|nil, scheduled: boolean }>
   cfg = nil,
   provider = false,
   ruler = { enabled = true, char = "─" },
@@ -25,7 +29,7 @@ local H = {
 local function config()
   if H.cfg == nil then
     local ok, cfg = pcall(function()
-      return require("flemma.config").get()
+      return flemma_config.get()
     end)
     M.configure(ok and cfg or {})
   end
@@ -66,7 +70,6 @@ local function refresh(bufnr, state)
   state.structure = scan.rescan(state.structure, first, line_count, function(from)
     return all_lines(bufnr, from)
   end, first_line)
-  state.tick = state.tick + 1
   return state.structure
 end
 
@@ -75,6 +78,11 @@ function M.structure(bufnr)
   bufnr = (bufnr == nil or bufnr == 0) and vim.api.nvim_get_current_buf() or bufnr
   local state = H.buffers[bufnr]
   return state and refresh(bufnr, state) or nil
+end
+
+--- The structure of any buffer: the one kept for a drawn chat, else a scan of its lines now.
+function M.read(bufnr)
+  return M.structure(bufnr) or scan.scan(all_lines(bufnr, 0))
 end
 
 --- Bring the folds of every window showing the buffer in line with its structure.
@@ -142,7 +150,7 @@ local function on_line(_, _, bufnr, row)
   if not ok and not state.reported then
     state.reported = true
     vim.schedule(function()
-      require("flemma.log").write("error", "drawing chat buffer " .. bufnr .. " failed: " .. tostring(err))
+      log.write("error", "drawing chat buffer " .. bufnr .. " failed: " .. tostring(err))
     end)
   end
 end
@@ -201,7 +209,6 @@ function M.attach(bufnr)
     structure = scan.scan(all_lines(bufnr, 0)),
     dirty = nil,
     scheduled = false,
-    tick = 0,
   }
   H.buffers[bufnr] = state
   vim.api.nvim_buf_attach(bufnr, false, {
@@ -263,10 +270,8 @@ function M.toggle_fold()
   end
 end
 
---- Whether a buffer is drawn by flemma.ui, and how often it was scanned again (for tests).
-function M.state(bufnr)
-  local state = H.buffers[bufnr]
-  return state and { tick = state.tick } or nil
-end
+turns.read_structures(M.structure)
+-- The turn gutter marks a turn whose reply streams: a lock taken or released redraws it.
+locks.subscribe({ changed = M.lock_changed })
 
 return M

@@ -33,6 +33,22 @@ local STATUS_ALIASES = {
 
 local BACKTICK, AT, STAR, LT = 96, 64, 42, 60
 
+--- The role a line marks when it is a message marker alone on its line (`@You:` → "You"), or nil.
+---@param line string
+---@return string|nil
+function M.role_marker(line)
+  return line:match("^@(%w+):%s*$")
+end
+
+--- The width of the title that opens a tool block's header (`**Tool Use:**`, `**Tool Result:**`).
+M.TITLE_WIDTH = { tool_use = #"**Tool Use:**", tool_result = #"**Tool Result:**" }
+
+--- Whether a line (trimmed) only delimits a block: a code fence or a thinking tag.
+---@param text string
+function M.is_delimiter(text)
+  return text:sub(1, 3) == "```" or text:match("^</?thinking") ~= nil
+end
+
 --- `^(`{3,})[^`]*$`: the tick count of a fence opener in message text.
 local function text_fence_open(line)
   local ticks, rest = line:match("^(```+)(.*)$")
@@ -254,7 +270,7 @@ local function scan_body(lines, base, messages, blocks)
         end
       end
     elseif first == AT and ticks == 0 then
-      local name = line:match("^@(%w+):%s*$")
+      local name = M.role_marker(line)
       if name then
         close(row - 1)
         role, start = name, row
@@ -325,7 +341,7 @@ function M.escaped(line)
     return false
   end
   local rest = line:match("^\\+(.*)$")
-  if rest:match("^@%w+:%s*$") or rest:match("^<!%-%-%s*flemma:") or rest:sub(1, 3) == "```" then
+  if M.role_marker(rest) or rest:match("^<!%-%-%s*flemma:") or rest:sub(1, 3) == "```" then
     return true
   end
   for _, prefix in ipairs(STRUCTURE_PREFIXES) do
@@ -334,6 +350,19 @@ function M.escaped(line)
     end
   end
   return false
+end
+
+--- The first block of `kind` (`tool_use` or `tool_result`) of the call `id`, or nil.
+---@param structure table
+---@param kind string
+---@param id string
+function M.tool_block(structure, kind, id)
+  for _, block in ipairs(structure.blocks) do
+    if block.kind == kind and block.id == id then
+      return block
+    end
+  end
+  return nil
 end
 
 --- The index of the last item of a row-sorted list whose `row` is at most `row`, or nil.

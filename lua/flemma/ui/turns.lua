@@ -12,6 +12,8 @@
 --- structure changed or a request started or ended; the column then reads them with a binary
 --- search per drawn row. Rows whose mark changed without their text changing (the rows above a
 --- new `@Assistant:` marker, a turn when its reply starts or ends) are redrawn on the next tick.
+local lazy = require("flemma.util.lazy")
+local buffer = lazy.require("flemma.chat.buffer")
 local M = {}
 
 local api = vim.api
@@ -140,14 +142,21 @@ local function same(a, b)
   return a.row == b.row and a.end_row == b.end_row and a.open == b.open
 end
 
---- flemma.ui and flemma.buffer, looked up once (they require this module).
-local ui, buffer
+--- Where the buffers' structures come from: flemma.ui, which draws with this module, hands its
+--- reader over when it loads (`M.read_structures`).
+---@type fun(bufnr: integer): table|nil
+function H.structure()
+  return nil
+end
+
+---@param reader fun(bufnr: integer): table|nil
+function M.read_structures(reader)
+  H.structure = reader
+end
 
 --- The buffer's turns now (worked out again when its structure or its request changed).
 local function current(bufnr)
-  ui = ui or require("flemma.ui")
-  buffer = buffer or require("flemma.buffer")
-  local structure = ui.structure(bufnr)
+  local structure = H.structure(bufnr)
   if structure == nil then
     return nil
   end

@@ -10,6 +10,9 @@
 ---   })
 ---   registry:set(name, entry)   -- add or replace, then sync
 ---   registry:follow_host()      -- once, at bootstrap: send the set to every host that starts
+local lazy = require("flemma.util.lazy")
+local hooks = lazy.require("flemma.hooks")
+local host = lazy.require("flemma.host")
 local M = {}
 
 ---@class flemma.util.Registry
@@ -73,7 +76,6 @@ end
 
 --- Send the whole set now, if a host runs.
 function Registry:send()
-  local host = require("flemma.host")
   if host.channel() then
     host.notify(self.method, self:payload())
   end
@@ -97,7 +99,7 @@ function Registry:follow_host()
     return
   end
   self.following = true
-  require("flemma.hooks").on("host:started", function()
+  hooks.on("host:started", function()
     self:send()
   end)
 end

@@ -1,7 +1,7 @@
 // The recovery record of a streamed reply (docs/context.md, "Recovery after a crash"): what a
 // chat would hold had the reply reached the file, kept beside Neovim's swap files while the
 // reply streams, so that a crash or a `:q!` loses at most the last second of it. Pure: the host
-// writes the record (src/host/recovery.ts), Lua offers and inserts it (lua/flemma/recovery.lua).
+// writes the record (src/host/recovery.ts), Lua offers and inserts it (lua/flemma/chat/recovery.lua).
 import { createHash } from 'node:crypto';
 import { abortedMarker, blockChunk } from './writer.js';
 

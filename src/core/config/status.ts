@@ -19,7 +19,7 @@ export interface StatusInput {
   autopilot: { state: string; iteration: number };
   /** The frontmatter's problem, if it has one. */
   problem?: string;
-  /** The buffer's trust decision: `why` as `lua/flemma/trust.lua` answers it. */
+  /** The buffer's trust decision: `why` as `lua/flemma/config/trust.lua` answers it. */
   trust: { trusted: boolean; why: string };
   /** What the file may not do because it is not trusted: options and file references. */
   refused: readonly { what: string; line: number }[];

@@ -13,7 +13,7 @@
 //
 // Decisions:
 // - Every rule is a literal prefix or name followed by a run of characters of a class, so that
-//   the JavaScript here and the Lua patterns in lua/flemma/redact.lua read the same file and
+//   the JavaScript here and the Lua patterns in lua/flemma/host/redact.lua read the same file and
 //   match the same text; neither side has rules of its own.
 // - Known values shorter than `min_known_length` are not replaced (they would mangle ordinary
 //   words); key-shaped strings and named values are replaced whatever their owner.

@@ -109,7 +109,7 @@ export interface EditorFacts {
 }
 
 /**
- * Lua's trust decision about a buffer (`lua/flemma/trust.lua`): `why` is `authored` (no file
+ * Lua's trust decision about a buffer (`lua/flemma/config/trust.lua`): `why` is `authored` (no file
  * yet, or written from scratch here), `allowed` (`:trust`), `untrusted` (never trusted),
  * `denied` (`:trust ++deny`) or `changed` (its frontmatter, templates or file references changed
  * outside this Neovim since it was trusted).

@@ -1,8 +1,11 @@
---- flemma.editor_state: what the host keeps of each chat buffer's editor side, pushed rather than
+--- flemma.host.editor_state: what the host keeps of each chat buffer's editor side, pushed rather than
 --- asked for (docs/architecture.md, "The message budget"). The host holds a buffer's settings
 --- (configuration with the frontmatter applied, trust, the editor's facts, the provider
 --- environment) from Lua's last `editor.context` answer; this module tells it when they went
 --- stale, and brings the environment and the facts as they are with each action of the user.
+local lazy = require("flemma.util.lazy")
+local host = lazy.require("flemma.host")
+local sandbox = lazy.require("flemma.sandbox")
 local M = {}
 
 local H = {
@@ -13,7 +16,6 @@ local H = {
 
 --- The host is running: tell it (a notification; nothing is started for it).
 local function push(params)
-  local host = require("flemma.host")
   if host.channel() then
     host.notify("editor:state", params)
   end
@@ -40,7 +42,7 @@ end
 
 --- What a user's action (`chat:cycle`, `chat:send`) carries: `{env, facts}` as they are now.
 function M.snapshot(bufnr)
-  return { env = M.env(), facts = require("flemma.tools.ui").facts({ bufnr = bufnr }) }
+  return { env = M.env(), facts = M.facts({ bufnr = bufnr }) }
 end
 
 --- The host asked `editor.context`: remember the names it reads, and follow what it cannot see.
@@ -52,7 +54,7 @@ function M.asked(names)
     return
   end
   H.autocmds = true
-  local group = vim.api.nvim_create_augroup("flemma.editor_state", { clear = true })
+  local group = vim.api.nvim_create_augroup("flemma.host.editor_state", { clear = true })
   vim.api.nvim_create_autocmd("DirChanged", {
     group = group,
     callback = function()
@@ -67,6 +69,26 @@ function M.asked(names)
       end
     end,
   })
+end
+
+--- Host → Lua: facts of the editor a tool call needs.
+function M.facts(params)
+  local bufnr = params.bufnr
+  local name = vim.api.nvim_buf_is_valid(bufnr) and vim.api.nvim_buf_get_name(bufnr) or ""
+  local override = sandbox.override()
+  return {
+    cwd = vim.fn.getcwd(),
+    filename = name ~= "" and vim.fn.fnamemodify(name, ":p") or vim.NIL,
+    sandbox_override = override == nil and vim.NIL or override,
+    -- Sensitive places: what runs when Neovim starts, and its servers (docs/approval.md).
+    editor_dirs = {
+      config = vim.fn.stdpath("config"),
+      data = vim.fn.stdpath("data"),
+      state = vim.fn.stdpath("state"),
+      cache = vim.fn.stdpath("cache"),
+    },
+    servers = vim.fn.serverlist(),
+  }
 end
 
 return M

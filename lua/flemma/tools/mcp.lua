@@ -2,6 +2,14 @@
 --- their tools as `mcp:<server>:<tool>`; this module sends the configuration along with Lua's
 --- tools and provides `:Flemma mcp:status`, `mcp:restart [server]`, `mcp:resources [server]` and
 --- `mcp:prompt <server> <name> [key=value …]` (docs/mcp.md).
+local lazy = require("flemma.util.lazy")
+local buffer = lazy.require("flemma.chat.buffer")
+local guard = lazy.require("flemma.chat.guard")
+local commands = lazy.require("flemma.commands")
+local config = lazy.require("flemma.config")
+local host = lazy.require("flemma.host")
+local notify = lazy.require("flemma.notify")
+local scan = lazy.require("flemma.ui.scan")
 local M = {}
 
 local H = {
@@ -15,7 +23,7 @@ local H = {
 ---@return table
 function M.payload()
   local ok, cfg = pcall(function()
-    return require("flemma.config").get().mcp
+    return config.get().mcp
   end)
   if not ok or type(cfg) ~= "table" then
     return { servers = vim.empty_dict() }
@@ -35,7 +43,7 @@ end
 ---@return string[]
 function M.server_names()
   local ok, cfg = pcall(function()
-    return require("flemma.config").get().mcp
+    return config.get().mcp
   end)
   local names = {}
   if ok and type(cfg) == "table" then
@@ -49,8 +57,7 @@ end
 
 --- `:Flemma mcp:status`: asks the host (without blocking) and shows its answer.
 function M.status()
-  require("flemma.host").call("mcp:status", vim.NIL, function(err, result)
-    local notify = require("flemma.notify")
+  host.call("mcp:status", vim.NIL, function(err, result)
     if err then
       notify.warn("mcp:status: " .. tostring(err))
       return
@@ -62,9 +69,9 @@ end
 --- `:Flemma mcp:restart [server]`.
 ---@param server string|nil
 function M.restart(server)
-  require("flemma.host").call("mcp:restart", { server = server or vim.NIL }, function(err)
+  host.call("mcp:restart", { server = server or vim.NIL }, function(err)
     if err then
-      require("flemma.notify").warn("mcp:restart: " .. tostring(err))
+      notify.warn("mcp:restart: " .. tostring(err))
     end
   end)
 end
@@ -78,8 +85,7 @@ end
 --- `:Flemma mcp:resources [server]`: asks the host (without blocking) and shows its answer.
 ---@param server string|nil
 function M.resources(server)
-  require("flemma.host").call("mcp:resources", { server = server or vim.NIL }, function(err, result)
-    local notify = require("flemma.notify")
+  host.call("mcp:resources", { server = server or vim.NIL }, function(err, result)
     if err then
       notify.warn("mcp:resources: " .. tostring(err))
       return
@@ -161,7 +167,7 @@ function H.insertion(bufnr, lines)
   local out = {}
   local first
   local last_line = last >= 1 and vim.api.nvim_buf_get_lines(bufnr, last - 1, last, false)[1] or nil
-  if last_line and last_line:match("^@You:%s*$") and lines[1] == "@You:" then
+  if last_line and scan.role_marker(last_line) == "You" and scan.role_marker(lines[1]) == "You" then
     first = last - 1
   else
     first = last
@@ -172,7 +178,7 @@ function H.insertion(bufnr, lines)
   vim.list_extend(out, lines)
   local tail_role
   for i = #lines, 1, -1 do
-    tail_role = lines[i]:match("^@(%w+):%s*$")
+    tail_role = scan.role_marker(lines[i])
     if tail_role then
       break
     end
@@ -188,7 +194,6 @@ end
 --- locked (a reply streaming, tools running).
 ---@param args string[]
 function M.prompt(args)
-  local notify = require("flemma.notify")
   local bufnr = vim.api.nvim_get_current_buf()
   if vim.bo[bufnr].filetype ~= "chat" then
     notify.warn("mcp:prompt: run it in a chat buffer")
@@ -212,13 +217,12 @@ function M.prompt(args)
     end
     values[key] = value
   end
-  local buffer = require("flemma.buffer")
   if buffer.is_locked(bufnr) then
-    notify.warn("mcp:prompt: nothing inserted: the chat is " .. require("flemma.guard").message(bufnr))
+    notify.warn("mcp:prompt: nothing inserted: the chat is " .. guard.message(bufnr))
     return
   end
   local params = { server = server, name = name, args = next(values) and values or vim.empty_dict() }
-  require("flemma.host").call("mcp:prompt", params, function(err, result)
+  host.call("mcp:prompt", params, function(err, result)
     if err then
       notify.warn("mcp:prompt: " .. tostring(err))
       return
@@ -228,7 +232,7 @@ function M.prompt(args)
     end
     -- The chat may have become busy while the server answered.
     if buffer.is_locked(bufnr) then
-      notify.warn("mcp:prompt: nothing inserted: the chat is " .. require("flemma.guard").message(bufnr))
+      notify.warn("mcp:prompt: nothing inserted: the chat is " .. guard.message(bufnr))
       return
     end
     local first, lines = H.insertion(bufnr, result.lines)
@@ -251,7 +255,6 @@ function M.bootstrap()
     return
   end
   H.registered = true
-  local commands = require("flemma.commands")
   commands.register("mcp:status", {
     desc = "Show the MCP servers: transport, state, tools, uptime, last error",
     run = function()
@@ -286,5 +289,10 @@ function M.bootstrap()
     end,
   })
 end
+
+-- The servers go with the host: nothing to complete until the next host lists them.
+host.on_exit(function()
+  M.set_catalog(nil)
+end)
 
 return M

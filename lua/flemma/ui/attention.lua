@@ -3,7 +3,11 @@
 --- current, or Neovim lost focus. One signal per event: the `User FlemmaAttention` autocmd (and
 --- `hooks.on("attention")`), then the terminal's own notification (OSC 777 / OSC 9, through tmux),
 --- else the bell, and `attention.command` when set (docs/ui.md, "Attention").
-local log = require("flemma.log")
+local log = require("flemma.host.log")
+local lazy = require("flemma.util.lazy")
+local flemma_config = lazy.require("flemma.config")
+local hooks = lazy.require("flemma.hooks")
+local notify = lazy.require("flemma.notify")
 
 local M = {}
 
@@ -168,14 +172,14 @@ local function run_command(command, data)
   end)
   if not ok then
     log.write("warn", "attention.command failed: " .. tostring(err))
-    require("flemma.notify").warn("attention.command failed: " .. tostring(err))
+    notify.warn("attention.command failed: " .. tostring(err))
   end
 end
 
 --- The host's signal (`attention.signal`): tell the user, unless they are watching the chat.
 ---@param params { bufnr: integer, reason: "approval"|"finished"|"failed", tools: string[]|nil }
 function M.signal(params)
-  local config = (require("flemma.config").get() or {}).attention or {}
+  local config = (flemma_config.get() or {}).attention or {}
   if config.enabled == false or type(params) ~= "table" then
     return
   end
@@ -186,7 +190,7 @@ function M.signal(params)
   local tools = type(params.tools) == "table" and params.tools or nil
   local message = M.message(params.reason, bufnr, tools)
   local data = { reason = params.reason, bufnr = bufnr, message = message }
-  require("flemma.hooks").emit("attention", data)
+  hooks.emit("attention", data)
   local kind = config.terminal
   if kind == "auto" then
     kind = M.detect(vim.fn.environ())

@@ -3,6 +3,11 @@
 --- 'updatetime' while a chat has focus (`manage_updatetime`), and the write the host asks for
 --- after a reply or a batch of tools (`auto_write`, decided by the host from the buffer's own
 --- configuration). The window options (`editing.conceal`) are flemma.ui.window's. See docs/ui.md.
+local lazy = require("flemma.util.lazy")
+local buffer = lazy.require("flemma.chat.buffer")
+local config = lazy.require("flemma.config")
+local log = lazy.require("flemma.host.log")
+local notify = lazy.require("flemma.notify")
 local M = {}
 
 --- The 'updatetime' while a chat has focus (ms): CursorHold and the swap file come quickly.
@@ -24,7 +29,7 @@ local H = {
 
 local function editing()
   local ok, cfg = pcall(function()
-    return require("flemma.config").get().editing
+    return config.get().editing
   end)
   return ok and type(cfg) == "table" and cfg or {}
 end
@@ -170,7 +175,7 @@ function M.bootstrap()
       local before = H.writing[ev.buf]
       H.writing[ev.buf] = nil
       if before then
-        require("flemma.buffer").wrote(ev.buf, before)
+        buffer.wrote(ev.buf, before)
       end
     end,
   })
@@ -202,7 +207,7 @@ function M.write(params)
       vim.cmd("silent noautocmd write!")
     end)
     vim.o.fsync = fsync
-    require("flemma.buffer").wrote(bufnr, tick)
+    buffer.wrote(bufnr, tick)
     return { written = ok }
   end
   local ok, err = pcall(vim.api.nvim_buf_call, bufnr, function()
@@ -223,11 +228,11 @@ function M.write(params)
     end
   end
   message = message:gsub("^Vim:", "")
-  require("flemma.log").write("warn", string.format("auto_write of buffer %d failed: %s", bufnr, message))
+  log.write("warn", string.format("auto_write of buffer %d failed: %s", bufnr, message))
   if not H.write_failed[bufnr] then
     H.write_failed[bufnr] = true
     local name = vim.fn.fnamemodify(vim.api.nvim_buf_get_name(bufnr), ":~:.")
-    require("flemma.notify").warn(string.format("auto_write: %s not written: %s", name, message))
+    notify.warn(string.format("auto_write: %s not written: %s", name, message))
   end
   return { written = false, error = message }
 end

@@ -2,21 +2,23 @@
 --- each buffer's message markers and parser diagnostics; markers become extmarks (so they follow
 --- edits until the next update), diagnostics go to vim.diagnostic. `]m`, `[m`, `im` and `am` read
 --- the messages of the buffer's line scan (flemma.ui.scan), which is current after every edit.
+local lazy = require("flemma.util.lazy")
+local guard = lazy.require("flemma.chat.guard")
+local navigation = lazy.require("flemma.chat.navigation")
+local config = lazy.require("flemma.config")
+local host = lazy.require("flemma.host")
+local notify = lazy.require("flemma.notify")
+local diff = lazy.require("flemma.review.diff")
+local editor_state = lazy.require("flemma.host.editor_state")
+local ui = lazy.require("flemma.ui")
+local turn = require("flemma.chat.turn")
+
 local M = {}
 
 local H = {
   ns_messages = vim.api.nvim_create_namespace("flemma.messages"),
   ns_diagnostics = vim.api.nvim_create_namespace("flemma.diagnostics"),
-  ns_pins = vim.api.nvim_create_namespace("flemma.step_pins"),
   roles = {}, ---@type table<integer, table<integer, string>>  extmark id -> role, per buffer
-  --- The user's last action that ends a turn, per buffer: its ticket, the window it came from,
-  --- whether from Insert mode, the changedtick, and a mark where its cursor stood.
-  ---@type table<integer, { ticket: integer, win: integer, insert: boolean, tick: integer, pin: integer|nil }>
-  resume = {},
-  --- Per buffer, the mark of the row Flemma last put its cursor on (`M.placed`).
-  ---@type table<integer, integer>
-  placed = {},
-  tickets = 0,
 }
 
 local SEVERITY = {
@@ -86,7 +88,7 @@ end
 --- The rows (0-based) of the buffer's role markers, in order, from its line scan.
 local function message_rows(bufnr)
   local rows = {}
-  local structure = require("flemma.ui").structure(bufnr)
+  local structure = ui.structure(bufnr)
   for _, message in ipairs(structure and structure.messages or {}) do
     rows[#rows + 1] = message.row
   end
@@ -172,51 +174,16 @@ function M.select(inner)
   return true
 end
 
---- A ticket for a user's action that ends a turn (`<C-]>`, `<M-CR>`, `:Flemma send`, approving or
---- rejecting): the host answers it with `chat.step_ended` once the user has the word again. It
---- remembers the window the action came from (the current one when it shows the chat), whether
---- from Insert mode, and where its cursor stood (a mark that follows edits). A newer ticket of
---- the buffer replaces an older one.
----@param bufnr integer
----@param insert boolean|nil
----@return integer
-function M.ticket(bufnr, insert)
-  H.forget_wait(bufnr)
-  H.tickets = H.tickets + 1
-  local win = vim.api.nvim_get_current_win()
-  if vim.api.nvim_win_get_buf(win) ~= bufnr then
-    -- From another tab (the diff tab's `ga`): the chat's window there.
-    win = vim.fn.win_findbuf(bufnr)[1] or -1
-  end
-  local wait =
-    { ticket = H.tickets, win = win, insert = insert == true, tick = vim.api.nvim_buf_get_changedtick(bufnr) }
-  if win ~= -1 then
-    local row = vim.api.nvim_win_get_cursor(win)[1] - 1
-    wait.pin = vim.api.nvim_buf_set_extmark(bufnr, H.ns_pins, row, 0, { right_gravity = false })
-  end
-  H.resume[bufnr] = wait
-  return wait.ticket
-end
-
---- Drop the buffer's waiting ticket (and its mark).
-function H.forget_wait(bufnr)
-  local wait = H.resume[bufnr]
-  H.resume[bufnr] = nil
-  if wait and wait.pin and vim.api.nvim_buf_is_valid(bufnr) then
-    pcall(vim.api.nvim_buf_del_extmark, bufnr, H.ns_pins, wait.pin)
-  end
-end
-
 --- Send the current chat buffer's conversation (`:Flemma send`).
 function M.send(bufnr)
   bufnr = bufnr or vim.api.nvim_get_current_buf()
   if vim.bo[bufnr].filetype ~= "chat" then
-    require("flemma.notify").warn("not a chat buffer")
+    notify.warn("not a chat buffer")
     return false
   end
-  -- The environment and the editor's facts as they are now (flemma.editor_state).
-  local state = require("flemma.editor_state").snapshot(bufnr)
-  return require("flemma.host").notify("chat:send", { bufnr = bufnr, ticket = M.ticket(bufnr), state = state })
+  -- The environment and the editor's facts as they are now (flemma.host.editor_state).
+  local state = editor_state.snapshot(bufnr)
+  return host.notify("chat:send", { bufnr = bufnr, ticket = turn.ticket(bufnr), state = state })
 end
 
 --- `<C-]>`: the tool cycle (placeholders, approved tools, then the send). `ticket`: the step's
@@ -224,14 +191,11 @@ end
 function M.cycle(bufnr, ticket)
   bufnr = bufnr or vim.api.nvim_get_current_buf()
   if vim.bo[bufnr].filetype ~= "chat" then
-    require("flemma.notify").warn("not a chat buffer")
+    notify.warn("not a chat buffer")
     return false
   end
-  local state = require("flemma.editor_state").snapshot(bufnr)
-  return require("flemma.host").notify(
-    "chat:cycle",
-    { bufnr = bufnr, ticket = ticket or M.ticket(bufnr), state = state }
-  )
+  local state = editor_state.snapshot(bufnr)
+  return host.notify("chat:cycle", { bufnr = bufnr, ticket = ticket or turn.ticket(bufnr), state = state })
 end
 
 --- Leave Insert mode and run `action(ticket)` on the next tick; the host's answer to the ticket
@@ -243,15 +207,20 @@ function H.from_insert(bufnr, action)
     if not vim.api.nvim_buf_is_valid(bufnr) then
       return
     end
-    local ticket = M.ticket(bufnr, true)
+    local ticket = turn.ticket(bufnr, true)
     local sent = action(ticket)
     -- Refused here (not a chat buffer, no host to send it to): back at once. A notification
     -- queued until the host is up keeps its wait.
-    if not sent and require("flemma.host").status().state ~= "waiting" then
-      M.step_ended({ bufnr = bufnr, ticket = ticket, outcome = "refused" })
+    if not sent and host.status().state ~= "waiting" then
+      turn.step_ended({ bufnr = bufnr, ticket = ticket, outcome = "refused" })
     end
   end)
 end
+
+--- The turn's end (flemma.chat.turn), for the host's `chat.step_ended` and the other modules.
+M.ticket = turn.ticket
+M.step_ended = turn.step_ended
+M.placed = turn.placed
 
 --- `<C-]>` in Insert mode: leave Insert mode, run the step on the next tick, and come back to
 --- Insert mode when the user has the word again (`M.step_ended`; docs/tools.md, "Insert mode").
@@ -268,140 +237,27 @@ function M.execute_from_insert(bufnr)
   end)
 end
 
---- Host → Lua (through `tools.cursor`): Flemma put the buffer's cursor on `row` (0-based); a
---- mark keeps the place through edits, so that the end of a turn knows the cursor is still there.
-function M.placed(bufnr, row)
-  H.placed[bufnr] = vim.api.nvim_buf_set_extmark(bufnr, H.ns_pins, row, 0, { id = H.placed[bufnr] })
-end
-
---- Whether the cursor of `win` stands where the action left it, so that it may be moved: on the
---- row it stood on when the action began, on the row Flemma last put it (`M.placed`: the call
---- that waits, a result's header), both marks following edits, or on the buffer's last line
---- (where following a reply puts it).
-function H.cursor_free(bufnr, win, wait)
-  local row = vim.api.nvim_win_get_cursor(win)[1] - 1
-  for _, id in pairs({ start = wait.pin, placed = H.placed[bufnr] }) do
-    local pos = vim.api.nvim_buf_get_extmark_by_id(bufnr, H.ns_pins, id, {})
-    if pos[1] == row then
-      return true
-    end
-  end
-  return row == vim.api.nvim_buf_line_count(bufnr) - 1
-end
-
---- Whether row (0-based) is in a `**Tool Use:**` or `**Tool Result:**` block.
-function H.in_tool_block(bufnr, row)
-  local structure = require("flemma.ui").structure(bufnr)
-  local block = structure and require("flemma.ui.scan").block_at(structure, row)
-  return block ~= nil and (block.kind == "tool_use" or block.kind == "tool_result")
-end
-
---- Where the cursor goes when the action is over: the first call that waits (`row` from the
---- host), else the line under an empty `@You:` that ends the buffer when the action wrote
---- something; nil to leave it.
-function H.target_row(bufnr, wait, params)
-  if params.outcome == "waiting" then
-    local row = params.row
-    return type(row) == "number" and row or nil
-  end
-  if vim.api.nvim_buf_get_changedtick(bufnr) ~= wait.tick then
-    return H.empty_prompt_row(bufnr)
-  end
-  return nil
-end
-
---- The outcomes after which Insert mode comes back (a failure, an approval stop or a stopped
---- chain leave the user in Normal mode, their message on screen).
-local RESUMES = { done = true, refused = true, cancelled = true }
-
---- Host → Lua: the action of `ticket` is over (`outcome`: done, refused, waiting, failed,
---- cancelled, stopped; `row`: the call that waits). The cursor of the window it came from goes
---- where the user goes on (`H.target_row`) unless they moved it elsewhere meanwhile
---- (`H.cursor_free`). From Insert mode, Insert mode comes back when the turn ended normally, the
---- user is still in that chat's window, in Normal mode, with a cursor the action placed outside
---- any tool block. Returns whether Insert mode comes back.
----@param params { bufnr: integer, ticket: integer, outcome: string|nil, row: integer|nil }
-function M.step_ended(params)
-  local bufnr = params.bufnr
-  local wait = H.resume[bufnr]
-  if wait == nil or wait.ticket ~= params.ticket then
-    return false
-  end
-  local win = wait.win
-  if not vim.api.nvim_win_is_valid(win) or vim.api.nvim_win_get_buf(win) ~= bufnr then
-    win = vim.fn.bufwinid(bufnr)
-  end
-  local free = win ~= -1 and H.cursor_free(bufnr, win, wait)
-  H.forget_wait(bufnr)
-  if not free then
-    return false
-  end
-  local target = H.target_row(bufnr, wait, params)
-  if target ~= nil then
-    local last = vim.api.nvim_buf_line_count(bufnr) - 1
-    pcall(vim.api.nvim_win_set_cursor, win, { math.min(target, last) + 1, 0 })
-  end
-  local mode = vim.api.nvim_get_mode()
-  if
-    not wait.insert
-    or not RESUMES[params.outcome or "done"]
-    or vim.api.nvim_get_current_win() ~= win
-    or mode.mode ~= "n"
-    or mode.blocking
-    or H.in_tool_block(bufnr, vim.api.nvim_win_get_cursor(win)[1] - 1)
-  then
-    return false
-  end
-  vim.cmd("startinsert!")
-  return true
-end
-
---- The row (0-based) to type in when the buffer ends with an empty `@You:` message (its marker,
---- then only blank lines): the line under the marker; nil otherwise.
-function H.empty_prompt_row(bufnr)
-  local count = vim.api.nvim_buf_line_count(bufnr)
-  local last = count - 1
-  -- A few lines at a time from the end: a long chat is not read whole.
-  while last >= 0 do
-    local from = math.max(0, last - 15)
-    local lines = vim.api.nvim_buf_get_lines(bufnr, from, last + 1, false)
-    for i = #lines, 1, -1 do
-      local line = lines[i]
-      if line:find("%S") then
-        local row = from + i - 1
-        if line:match("^@You:%s*$") and row + 1 < count then
-          return row + 1
-        end
-        return nil
-      end
-    end
-    last = from - 1
-  end
-  return nil
-end
-
 --- `<M-CR>` / `:Flemma tool:execute`: run the tool call under the cursor (`ticket`: Insert
 --- mode's own; without one, a ticket of Normal mode).
 function M.execute_tool(bufnr, ticket)
   bufnr = bufnr or vim.api.nvim_get_current_buf()
   if vim.bo[bufnr].filetype ~= "chat" then
-    require("flemma.notify").warn("not a chat buffer")
+    notify.warn("not a chat buffer")
     return false
   end
   -- Not on a call in a reply still being written (its input may be half there).
-  if require("flemma.guard").refuse(bufnr) then
+  if guard.refuse(bufnr) then
     return false
   end
   local row = vim.api.nvim_win_get_cursor(0)[1] - 1
-  return require("flemma.host").notify("tool:execute", { bufnr = bufnr, row = row, ticket = ticket or M.ticket(bufnr) })
+  return host.notify("tool:execute", { bufnr = bufnr, row = row, ticket = ticket or turn.ticket(bufnr) })
 end
 
 --- Cancel the running request of a chat buffer.
 function M.cancel(bufnr)
   bufnr = bufnr or vim.api.nvim_get_current_buf()
-  local host = require("flemma.host")
   if not host.channel() then
-    require("flemma.notify").info("Nothing to cancel")
+    notify.info("Nothing to cancel")
     return false
   end
   return host.notify("chat:cancel", { bufnr = bufnr })
@@ -409,9 +265,9 @@ end
 
 --- Buffer-local keymaps for a chat buffer (from the `keymaps` options).
 function M.setup_buffer(bufnr)
-  require("flemma.ui").attach(bufnr)
+  ui.attach(bufnr)
   local ok, cfg = pcall(function()
-    return require("flemma.config").get().keymaps
+    return config.get().keymaps
   end)
   if not ok or type(cfg) ~= "table" or cfg.enabled == false then
     return
@@ -436,7 +292,7 @@ function M.setup_buffer(bufnr)
     M.execute_from_insert(bufnr)
   end, "run the tool call under the cursor, then back to Insert mode")
   map("n", normal.tool_diff == nil and "gD" or normal.tool_diff, function()
-    require("flemma.review.diff").request(bufnr)
+    diff.request(bufnr)
   end, "show the pending file change under the cursor as a diff")
   map("n", normal.cancel or "<C-c>", function()
     M.cancel(bufnr)
@@ -459,18 +315,18 @@ function M.setup_buffer(bufnr)
   if type(toggle) == "string" and toggle ~= "" and not H.is_leader(toggle) then
     map("n", toggle, function()
       -- The message a reply is streaming into gets no fold before it is complete.
-      if require("flemma.guard").refuse(bufnr, vim.api.nvim_win_get_cursor(0)[1] - 1) then
+      if guard.refuse(bufnr, vim.api.nvim_win_get_cursor(0)[1] - 1) then
         return
       end
-      require("flemma.ui").toggle_fold()
+      ui.toggle_fold()
     end, "toggle the fold of the message")
   end
   -- Navigation (docs/navigation.md): tool use <-> result, and `@./file` references.
   map("n", normal.goto_definition == nil and "gd" or normal.goto_definition, function()
-    require("flemma.navigation").goto_definition()
+    navigation.goto_definition()
   end, "go to the matching tool result or use, or the referenced file")
   map("n", normal.goto_file == nil and "gf" or normal.goto_file, function()
-    require("flemma.navigation").goto_file()
+    navigation.goto_file()
   end, "open the @./file reference under the cursor")
   local object = cfg.text_object
   if object == nil then
@@ -501,8 +357,7 @@ end
 --- Forget a wiped buffer.
 function M.forget(bufnr)
   H.roles[bufnr] = nil
-  H.forget_wait(bufnr)
-  H.placed[bufnr] = nil
+  turn.forget(bufnr)
 end
 
 return M

@@ -1,5 +1,7 @@
 --- flemma.sink: hidden scratch buffers that receive a request's stream as it arrives, so that
 --- users can watch it (`:buffer flemma://sink/…`) or hook into it (`User FlemmaSinkCreated`).
+local lazy = require("flemma.util.lazy")
+local hooks = lazy.require("flemma.hooks")
 local M = {}
 
 local H = { counter = 0 }
@@ -13,7 +15,7 @@ function M.create(params)
   vim.bo[bufnr].bufhidden = "hide"
   vim.bo[bufnr].swapfile = false
   vim.bo[bufnr].undolevels = -1
-  require("flemma.hooks").emit("sink:created", { bufnr = bufnr, name = name })
+  hooks.emit("sink:created", { bufnr = bufnr, name = name })
   return { bufnr = bufnr, name = name }
 end
 
@@ -24,7 +26,7 @@ function M.destroy(params)
     return false
   end
   local name = vim.api.nvim_buf_get_name(bufnr)
-  require("flemma.hooks").emit("sink:destroyed", { bufnr = bufnr, name = name })
+  hooks.emit("sink:destroyed", { bufnr = bufnr, name = name })
   pcall(vim.api.nvim_buf_delete, bufnr, { force = true })
   return true
 end

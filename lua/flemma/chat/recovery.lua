@@ -5,6 +5,9 @@
 --- waits: the record is read in the background when a chat is read, and the offer is a message,
 --- never a prompt (a headless Neovim or a `-c` script must not hang on it).
 local notify = require("flemma.notify")
+local lazy = require("flemma.util.lazy")
+local buffer = lazy.require("flemma.chat.buffer")
+local commands = lazy.require("flemma.commands")
 
 local M = {}
 
@@ -213,7 +216,7 @@ function M.recover(action)
     notify.error(string.format("recover: %s cannot be used (%s); it is left in place", file, why))
     return
   end
-  if require("flemma.buffer").is_locked(bufnr) then
+  if buffer.is_locked(bufnr) then
     notify.warn("recover: a reply or a tool is writing to this chat; try again once it is done")
     return
   end
@@ -273,7 +276,7 @@ local function written(bufnr)
   if not is_chat(bufnr) or H.offered[bufnr] then
     return
   end
-  local owners = require("flemma.buffer").lock_owners(bufnr)
+  local owners = buffer.lock_owners(bufnr)
   if owners and owners.request then
     return
   end
@@ -307,7 +310,7 @@ function M.bootstrap()
       H.offered[ev.buf] = nil
     end,
   })
-  require("flemma.commands").register("recover", {
+  commands.register("recover", {
     desc = "Insert the reply kept from a crash or a :q! (`discard` deletes it)",
     starts_host = false,
     complete = function()

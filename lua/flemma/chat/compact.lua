@@ -1,13 +1,17 @@
 --- flemma.compact: `:Flemma compact` on the editor's side (docs/context.md, "Compaction"). The host
 --- asks the model for the summary and writes the new chat; Lua names the file it continues and
 --- opens the new one. The old buffer and its file are only read.
+local lazy = require("flemma.util.lazy")
+local trust = lazy.require("flemma.config.trust")
+local host = lazy.require("flemma.host")
+local log = lazy.require("flemma.host.log")
+local notify = lazy.require("flemma.notify")
 local M = {}
 
 --- `:Flemma compact`: a chat with a file goes to the host; one without a file is refused (the
 --- new chat is written beside the old one, and it has no place yet).
 function M.run(bufnr)
   bufnr = bufnr or vim.api.nvim_get_current_buf()
-  local notify = require("flemma.notify")
   if vim.bo[bufnr].filetype ~= "chat" then
     notify.warn("not a chat buffer")
     return false
@@ -17,7 +21,7 @@ function M.run(bufnr)
     notify.warn("compact: this chat has no file yet; write it (:w name.chat), then compact")
     return false
   end
-  return require("flemma.host").notify("chat:compact", {
+  return host.notify("chat:compact", {
     bufnr = bufnr,
     file = vim.fn.fnamemodify(name, ":p"),
     modified = vim.bo[bufnr].modified,
@@ -32,12 +36,12 @@ function M.open(params)
   local old = params.bufnr
   local trusted = false
   if vim.api.nvim_buf_is_valid(old) then
-    local ok, state = pcall(require("flemma.trust").state, old)
+    local ok, state = pcall(trust.state, old)
     trusted = ok and type(state) == "table" and state.trusted == true
   end
   local ok, err = pcall(vim.cmd.edit, vim.fn.fnameescape(params.path))
   if not ok then
-    require("flemma.log").write("warn", "compact: opening " .. params.path .. " failed: " .. tostring(err))
+    log.write("warn", "compact: opening " .. params.path .. " failed: " .. tostring(err))
     return { opened = false }
   end
   local new = vim.api.nvim_get_current_buf()

@@ -3,6 +3,9 @@
 --- (`buffer:definition`, `buffer:hover`; docs/navigation.md). The question goes out as a `call`
 --- and the answer comes back as a Lua call: Neovim never waits for it. The in-process language
 --- server (flemma.lsp) asks the same questions.
+local lazy = require("flemma.util.lazy")
+local host = lazy.require("flemma.host")
+local notify = lazy.require("flemma.notify")
 local M = {}
 
 --- The question about a position: the buffer, the 0-based row and byte column, and what its
@@ -23,14 +26,14 @@ end
 function M.definition(bufnr, row, col, files_only, callback)
   local params = M.position(bufnr, row, col)
   params.files_only = files_only or nil
-  require("flemma.host").call("buffer:definition", params, function(err, answer)
+  host.call("buffer:definition", params, function(err, answer)
     callback(err, answer ~= vim.NIL and answer or nil)
   end)
 end
 
 --- Ask the host what is at a position: `callback(err, markdown)` (nil when nothing is).
 function M.hover(bufnr, row, col, callback)
-  require("flemma.host").call("buffer:hover", M.position(bufnr, row, col), function(err, text)
+  host.call("buffer:hover", M.position(bufnr, row, col), function(err, text)
     callback(err, text ~= vim.NIL and text or nil)
   end)
 end
@@ -47,7 +50,7 @@ end
 function M.open(path)
   local ok, err = pcall(vim.cmd.edit, vim.fn.fnameescape(path))
   if not ok then
-    require("flemma.notify").warn(tostring(err):gsub("^Vim%(%a+%):", ""))
+    notify.warn(tostring(err):gsub("^Vim%(%a+%):", ""))
     return false
   end
   return true
@@ -64,7 +67,7 @@ local function ask_at_cursor(key, files_only, on_answer)
       return
     end
     if err then
-      require("flemma.notify").warn(key .. ": " .. tostring(err))
+      notify.warn(key .. ": " .. tostring(err))
       return
     end
     on_answer(answer)
@@ -77,7 +80,7 @@ function M.goto_definition()
     if answer == nil then
       return
     elseif answer.message then
-      require("flemma.notify").info(answer.message)
+      notify.info(answer.message)
     elseif answer.path then
       M.open(answer.path)
     else
@@ -106,7 +109,7 @@ function M.goto_file()
     if answer == nil then
       builtin_gf(count)
     elseif answer.message then
-      require("flemma.notify").warn(answer.message)
+      notify.warn(answer.message)
     else
       M.open(answer.path)
     end

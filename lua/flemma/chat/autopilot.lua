@@ -1,8 +1,13 @@
---- flemma.autopilot: the Lua half of autopilot. The host owns the state machine (idle, armed,
+--- flemma.chat.autopilot: the Lua half of autopilot. The host owns the state machine (idle, armed,
 --- paused, the turn counter) and the resume delay's timer; Lua owns what needs the editor: the
 --- runtime switch (`:Flemma autopilot:enable|disable`), and watching the buffer while a continue
 --- waits: a change to it cancels the continue (the user started typing, so the automatic
 --- continue would fight them), and so does `<C-c>`.
+local lazy = require("flemma.util.lazy")
+local config = lazy.require("flemma.config")
+local hooks = lazy.require("flemma.hooks")
+local host = lazy.require("flemma.host")
+local notify = lazy.require("flemma.notify")
 local M = {}
 
 local H = {
@@ -17,8 +22,8 @@ end
 
 function M.enable()
   H.override = true
-  require("flemma.notify").info("autopilot enabled for this session")
-  require("flemma.config").record("runtime", "set", "tools.autopilot.enabled", true, ":Flemma autopilot:enable")
+  notify.info("autopilot enabled for this session")
+  config.record("runtime", "set", "tools.autopilot.enabled", true, ":Flemma autopilot:enable")
 end
 
 function M.disable()
@@ -26,15 +31,14 @@ function M.disable()
   for bufnr in pairs(H.pending) do
     M.cancel({ bufnr = bufnr, quiet = true })
   end
-  require("flemma.notify").info("autopilot disabled for this session: <C-]> continues by hand")
-  require("flemma.config").record("runtime", "set", "tools.autopilot.enabled", false, ":Flemma autopilot:disable")
+  notify.info("autopilot disabled for this session: <C-]> continues by hand")
+  config.record("runtime", "set", "tools.autopilot.enabled", false, ":Flemma autopilot:disable")
 end
 
 --- `:Flemma autopilot:status`: the switch and, from the host, each buffer's state.
 function M.status(bufnr)
   bufnr = bufnr or vim.api.nvim_get_current_buf()
-  require("flemma.host").call("autopilot:status", { bufnr = bufnr }, function(err, report)
-    local notify = require("flemma.notify")
+  host.call("autopilot:status", { bufnr = bufnr }, function(err, report)
     if err then
       notify.warn("autopilot status: " .. tostring(err))
       return
@@ -72,8 +76,8 @@ function M.watch(params)
         H.pending[bufnr] = nil
       end
       vim.schedule(function()
-        require("flemma.hooks").emit("autopilot:resume-cancelled", { bufnr = bufnr })
-        require("flemma.host").notify("autopilot:cancelled", { bufnr = bufnr, token = token })
+        hooks.emit("autopilot:resume-cancelled", { bufnr = bufnr })
+        host.notify("autopilot:cancelled", { bufnr = bufnr, token = token })
       end)
       return true
     end,
@@ -90,10 +94,10 @@ function M.cancel(params)
   stop(entry)
   H.pending[params.bufnr] = nil
   if not params.quiet then
-    require("flemma.hooks").emit("autopilot:resume-cancelled", { bufnr = params.bufnr })
+    hooks.emit("autopilot:resume-cancelled", { bufnr = params.bufnr })
   end
   if not params.from_host then
-    require("flemma.host").notify("autopilot:cancelled", { bufnr = params.bufnr, token = entry.token })
+    host.notify("autopilot:cancelled", { bufnr = params.bufnr, token = entry.token })
   end
   return true
 end

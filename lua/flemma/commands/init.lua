@@ -2,6 +2,10 @@
 --- "did you mean" for typos. Command names use `:` between levels (`host:restart`, `log:open`).
 local notify = require("flemma.notify")
 local suggest = require("flemma.util.suggest")
+local lazy = require("flemma.util.lazy")
+local builtin = lazy.require("flemma.commands.builtin")
+local host = lazy.require("flemma.host")
+local log = lazy.require("flemma.host.log")
 
 local M = {}
 
@@ -13,6 +17,7 @@ local M = {}
 
 local H = {
   commands = {}, ---@type table<string, flemma.commands.Spec>
+  builtin_added = false,
 }
 
 local NAME_PATTERN = "^[%w_%-]+$"
@@ -38,10 +43,26 @@ function M.register(name, spec)
   H.commands[name] = { run = spec.run, desc = spec.desc, complete = spec.complete, starts_host = spec.starts_host }
 end
 
+--- The built-in commands (flemma.commands.builtin) join the registry when it is first read, not
+--- at start-up; a command registered before then keeps its place, as it would have replaced the
+--- built-in one registered at start-up.
+function H.ensure()
+  if H.builtin_added then
+    return
+  end
+  H.builtin_added = true
+  for name, spec in pairs(builtin.commands) do
+    if H.commands[name] == nil then
+      M.register(name, spec)
+    end
+  end
+end
+
 --- Remove a command; returns whether it existed.
 ---@param name string
 ---@return boolean
 function M.unregister(name)
+  H.ensure()
   local existed = H.commands[name] ~= nil
   H.commands[name] = nil
   return existed
@@ -50,6 +71,7 @@ end
 --- Every registered command name, sorted.
 ---@return string[]
 function M.names()
+  H.ensure()
   local names = vim.tbl_keys(H.commands)
   table.sort(names)
   return names
@@ -60,6 +82,7 @@ end
 ---@param fargs string[]
 ---@param ctx table|nil
 function M.run(fargs, ctx)
+  H.ensure()
   fargs = fargs or {}
   ctx = ctx or {}
   local name = fargs[1]
@@ -71,7 +94,7 @@ function M.run(fargs, ctx)
   if spec then
     if spec.starts_host ~= false then
       -- The host starts lazily: with the first chat buffer or the first :Flemma command.
-      require("flemma.host").ensure()
+      host.ensure()
     end
     H.call(name, spec, { unpack(fargs, 2) }, ctx)
     return
@@ -97,6 +120,7 @@ end
 ---@param cursorpos integer
 ---@return string[]
 function M.complete(arglead, cmdline, cursorpos)
+  H.ensure()
   arglead = arglead or ""
   local args = H.arguments((cmdline or ""):sub(1, cursorpos or #(cmdline or "")))
   -- `args` holds the finished arguments; the one being typed is `arglead`.
@@ -111,7 +135,7 @@ function M.complete(arglead, cmdline, cursorpos)
   end
   local ok, items = pcall(spec.complete, arglead, { unpack(args, 2) })
   if not ok then
-    require("flemma.log").write("warn", string.format("completion for '%s' failed: %s", args[1], tostring(items)))
+    log.write("warn", string.format("completion for '%s' failed: %s", args[1], tostring(items)))
     return {}
   end
   if type(items) ~= "table" then
@@ -153,7 +177,7 @@ function H.call(name, spec, args, ctx)
   if ok then
     return
   end
-  require("flemma.log").write("error", string.format(":Flemma %s failed: %s", name, trace or tostring(err)))
+  log.write("error", string.format(":Flemma %s failed: %s", name, trace or tostring(err)))
   notify.error(string.format("Flemma: %s: %s", name, H.clean_error(err)))
 end
 

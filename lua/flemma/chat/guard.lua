@@ -12,6 +12,11 @@
 --- - Flemma's own keys that act on a half-written message refuse while a reply streams
 ---   (`M.refuse`): the fold toggle on the message being written, running or approving a call.
 --- Moving, searching, yanking, folds elsewhere and `<C-c>` work as ever. See docs/ui.md.
+local lazy = require("flemma.util.lazy")
+local buffer = lazy.require("flemma.chat.buffer")
+local config = lazy.require("flemma.config")
+local notify = lazy.require("flemma.notify")
+local ui = lazy.require("flemma.ui")
 local M = {}
 
 local H = {
@@ -73,7 +78,7 @@ local INSERT_REFUSE = {
 --- The key that cancels, as the user has it.
 local function cancel_key()
   local ok, cfg = pcall(function()
-    return require("flemma.config").get().keymaps
+    return config.get().keymaps
   end)
   if not ok or type(cfg) ~= "table" or cfg.enabled == false then
     return ":Flemma cancel"
@@ -90,7 +95,7 @@ end
 
 --- The message: what is happening (from who holds the lock) and how to stop it; under 80 columns.
 function M.message(bufnr)
-  local owners = require("flemma.buffer").lock_owners(bufnr) or {}
+  local owners = buffer.lock_owners(bufnr) or {}
   local key = cancel_key()
   if owners.request then
     return string.format("read-only while the reply streams in (%s cancels it)", key)
@@ -111,7 +116,7 @@ local function say(bufnr)
   -- Scheduled: attempts arrive from InsertCharPre and <expr> mappings (textlock), and a
   -- notifier such as nvim-notify opens a window.
   vim.schedule(function()
-    require("flemma.notify").warn(M.message(bufnr), { key = "locked" })
+    notify.warn(M.message(bufnr), { key = "locked" })
   end)
 end
 
@@ -234,12 +239,12 @@ end
 ---@return boolean refused
 function M.refuse(bufnr, row)
   bufnr = (bufnr == nil or bufnr == 0) and vim.api.nvim_get_current_buf() or bufnr
-  local owners = require("flemma.buffer").lock_owners(bufnr)
+  local owners = buffer.lock_owners(bufnr)
   if not (owners and owners.request) then
     return false
   end
   if row ~= nil then
-    local st = require("flemma.ui").structure(bufnr)
+    local st = ui.structure(bufnr)
     local messages = st and st.messages or {}
     local last = messages[#messages]
     if last and row < last.row then
@@ -253,13 +258,8 @@ function M.refuse(bufnr, row)
   if armed then
     armed.said = true
   end
-  require("flemma.notify").warn(M.message(bufnr), { key = "locked" })
+  notify.warn(M.message(bufnr), { key = "locked" })
   return true
-end
-
---- Whether the guard holds the buffer's keys (for tests and :checkhealth).
-function M.armed(bufnr)
-  return H.armed[bufnr] ~= nil
 end
 
 return M

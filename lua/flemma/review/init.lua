@@ -4,6 +4,11 @@
 ---
 --- The host answers what each call found in its files (the undo store); the hunks are computed
 --- here with Neovim's own diff, on the files as they are now.
+local scan = require("flemma.ui.scan")
+local lazy = require("flemma.util.lazy")
+local host = lazy.require("flemma.host")
+local notify = lazy.require("flemma.notify")
+local ui = lazy.require("flemma.ui")
 local M = {}
 
 M.TITLE = "Flemma review"
@@ -94,8 +99,7 @@ function M.run(args, ctx)
   elseif ctx and (ctx.range or 0) > 0 then
     scope = { first = ctx.line1, last = ctx.line2 }
   end
-  require("flemma.host").call("chat:review", { bufnr = bufnr, scope = scope }, function(err, answer)
-    local notify = require("flemma.notify")
+  host.call("chat:review", { bufnr = bufnr, scope = scope }, function(err, answer)
     if err then
       notify.warn("review: " .. tostring(err))
       return
@@ -131,17 +135,9 @@ end
 
 --- The 0-based row of the result header of `tool_id` in `chat`, else of its tool use.
 function M.call_row(chat, tool_id)
-  local lines = vim.api.nvim_buf_get_lines(chat, 0, -1, false)
-  local use
-  for i, line in ipairs(lines) do
-    if vim.startswith(line, "**Tool Result:** `" .. tool_id .. "`") then
-      return i - 1
-    end
-    if not use and line:find("(`" .. tool_id .. "`)", 1, true) and vim.startswith(line, "**Tool Use:**") then
-      use = i - 1
-    end
-  end
-  return use
+  local structure = ui.read(chat)
+  local block = scan.tool_block(structure, "tool_result", tool_id) or scan.tool_block(structure, "tool_use", tool_id)
+  return block and block.row or nil
 end
 
 return M

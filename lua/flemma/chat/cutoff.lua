@@ -7,6 +7,12 @@
 --- the reply ended (an extmark) when the host answers, and joins the reply's undo step when
 --- nothing changed the buffer meanwhile.
 local notify = require("flemma.notify")
+local locks = require("flemma.chat.locks")
+local lazy = require("flemma.util.lazy")
+local buffer = lazy.require("flemma.chat.buffer")
+local recovery = lazy.require("flemma.chat.recovery")
+local host = lazy.require("flemma.host")
+local log = lazy.require("flemma.host.log")
 
 local M = {}
 
@@ -51,7 +57,7 @@ end
 --- Replace rows with the host's own applier, in the reply's undo step (the buffer is still locked).
 local function set_lines(bufnr, start, stop, lines, expect)
   local op = { op = "set_lines", start = start, ["end"] = stop, lines = lines, expect = expect or vim.NIL }
-  local result = require("flemma.buffer").apply_batch({ { bufnr = bufnr, tick = vim.NIL, ops = { op } } })[1]
+  local result = buffer.apply_batch({ { bufnr = bufnr, tick = vim.NIL, ops = { op } } })[1]
   return result and result.status == "ok" and result.done == 1 and result.conflicts == nil
 end
 
@@ -63,7 +69,7 @@ local function place(cut, ending)
   end
   local pos = vim.api.nvim_buf_get_extmark_by_id(bufnr, H.ns, cut.stop, {})
   pcall(vim.api.nvim_buf_del_extmark, bufnr, H.ns, cut.stop)
-  if not pos[1] or require("flemma.buffer").is_locked(bufnr) then
+  if not pos[1] or buffer.is_locked(bufnr) then
     return false
   end
   local modifiable = vim.bo[bufnr].modifiable
@@ -83,7 +89,7 @@ local STOPPED = "%s: the host stopped while the reply streamed"
 
 --- Ask the restarted host for the reply's ending (later: the host is being restarted).
 local function ask(cut, content)
-  require("flemma.host").call("chat:cut-off", { content = content }, function(err, answer)
+  host.call("chat:cut-off", { content = content }, function(err, answer)
     local name = name_of(cut.bufnr)
     if err or type(answer) ~= "table" or type(answer.ending) ~= "string" then
       pcall(vim.api.nvim_buf_del_extmark, cut.bufnr, H.ns, cut.stop)
@@ -92,7 +98,7 @@ local function ask(cut, content)
           STOPPED .. "; it is cut off where it ends, not marked as interrupted (the host did not answer: %s). Log: %s",
           name,
           tostring(err or "no answer"),
-          require("flemma.log").path()
+          log.path()
         )
       )
       return
@@ -110,7 +116,6 @@ end
 --- One reply whose host exited (the buffer still locked): marked now from the record, or later
 --- from the restarted host's answer. Returns what to ask the host, or nil.
 local function cut_off(bufnr, reply)
-  local buffer = require("flemma.buffer")
   local owners = buffer.lock_owners(bufnr)
   local pos = vim.api.nvim_buf_get_extmark_by_id(bufnr, H.ns, reply.mark, {})
   pcall(vim.api.nvim_buf_del_extmark, bufnr, H.ns, reply.mark)
@@ -137,7 +142,7 @@ local function cut_off(bufnr, reply)
     return nil
   end
   -- What the record holds beyond the chat, with its own ending (the same marker).
-  local step = require("flemma.recovery").continuation(bufnr)
+  local step = recovery.continuation(bufnr)
   if step and set_lines(bufnr, step.row, step.row + 1, step.lines) then
     local more = step.missing > 0
         and string.format(
@@ -180,7 +185,7 @@ function M.host_exited()
     if vim.api.nvim_buf_is_loaded(bufnr) then
       local ok, result = pcall(cut_off, bufnr, reply)
       if not ok then
-        require("flemma.log").write("error", string.format("marking the cut-off reply of buffer %d: %s", bufnr, result))
+        log.write("error", string.format("marking the cut-off reply of buffer %d: %s", bufnr, result))
       elseif result then
         asks[#asks + 1] = result
       end
@@ -200,5 +205,14 @@ end
 function M.forget(bufnr)
   H.replies[bufnr] = nil
 end
+
+-- A host that crashed while a reply streamed: its end is placed now (a stop we asked for ended
+-- the reply itself).
+host.on_exit(function(intended)
+  if not intended then
+    M.host_exited()
+  end
+end)
+locks.subscribe({ forgotten = M.forget })
 
 return M

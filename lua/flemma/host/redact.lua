@@ -16,7 +16,7 @@ local H = {
 
 local function root()
   local source = debug.getinfo(1, "S").source:sub(2)
-  return vim.fn.fnamemodify(source, ":p:h:h:h")
+  return vim.fn.fnamemodify(source, ":p:h:h:h:h")
 end
 
 --- A pattern item matching `text` literally.

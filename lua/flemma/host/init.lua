@@ -1,12 +1,18 @@
 --- flemma.host: starts, watches and restarts the TypeScript host (`node dist/host.js`, msgpack-RPC
 --- over stdio). Lua never blocks on it: work goes out as notifications, answers come back as calls.
-local log = require("flemma.log")
+local log = require("flemma.host.log")
 local notify = require("flemma.notify")
-local rpc = require("flemma.rpc")
+local lazy = require("flemma.util.lazy")
+local buffer = lazy.require("flemma.chat.buffer")
+local flemma_config = lazy.require("flemma.config")
+local pending = lazy.require("flemma.host.pending")
+local hooks = lazy.require("flemma.hooks")
+local progress = lazy.require("flemma.ui.progress")
 
 local M = {}
 
 local H = {
+  exit_listeners = {}, ---@type fun(intended: boolean)[]
   state = "stopped", ---@type "stopped"|"running"|"waiting"|"failed"
   job = nil, ---@type integer|nil
   pid = nil, ---@type integer|nil
@@ -27,7 +33,7 @@ local REPEAT_ERROR_AFTER_MS = 3000
 
 local function config()
   local ok, cfg = pcall(function()
-    return require("flemma.config").get().host
+    return flemma_config.get().host
   end)
   cfg = ok and type(cfg) == "table" and cfg or {}
   local restart = type(cfg.restart) == "table" and cfg.restart or {}
@@ -43,7 +49,7 @@ end
 --- The plugin's root directory (the one holding lua/, dist/, package.json).
 function M.root()
   local source = debug.getinfo(1, "S").source:sub(2)
-  return vim.fn.fnamemodify(source, ":p:h:h:h")
+  return vim.fn.fnamemodify(source, ":p:h:h:h:h")
 end
 
 function M.bundle_path()
@@ -113,7 +119,14 @@ local function on_stderr(_, data)
 end
 
 local function fire(name, data)
-  pcall(require("flemma.hooks").emit, name, data)
+  pcall(hooks.emit, name, data)
+end
+
+--- Run `listener(intended)` each time a host exits, before its buffers are unlocked: for the
+--- modules holding something the host owned (they register when loaded).
+---@param listener fun(intended: boolean)
+function M.on_exit(listener)
+  H.exit_listeners[#H.exit_listeners + 1] = listener
 end
 
 local function on_exit(job, code)
@@ -132,15 +145,17 @@ local function on_exit(job, code)
     end
   end
   H.last_exit = { code = code, pid = pid, at = now(), intended = intended or false }
-  rpc.fail_all(intended and "the host was stopped" or "the host exited", job)
-  if not intended then
-    -- A reply it was streaming gets the end it could not write (before the buffers are unlocked).
-    require("flemma.cutoff").host_exited()
+  pending.fail_all(intended and "the host was stopped" or "the host exited", job)
+  -- What went with the host (a reply it was streaming gets the end it could not write, the MCP
+  -- catalogue), said before the buffers are unlocked.
+  for _, listener in ipairs(H.exit_listeners) do
+    local ok, err = pcall(listener, intended or false)
+    if not ok then
+      log.write("error", "host exit listener failed: " .. tostring(err))
+    end
   end
-  local released = require("flemma.buffer").unlock_all()
-  require("flemma.progress").stop_all()
-  -- The servers went with the host: nothing to complete until the next host lists them.
-  require("flemma.mcp").set_catalog(nil)
+  local released = buffer.unlock_all()
+  progress.stop_all()
   log.write(intended and "info" or "error", string.format("host (pid %s) exited with code %d", tostring(pid), code))
   if not intended then
     H.crashes[#H.crashes + 1] = now()
@@ -207,7 +222,7 @@ function M.start()
   H.starts = H.starts + 1
   H.state = "running"
   log.write("info", string.format("host started (pid %d, channel %d)", H.pid, job))
-  rpc.adopt(job)
+  pending.adopt(job)
   fire("host:started", { pid = H.pid, channel = job })
   flush_queue()
   return job
@@ -298,9 +313,9 @@ function M.call(method, params, callback, timeout_ms)
     params = vim.NIL
   end
   local chan = M.ensure()
-  local id = rpc.track(callback, timeout_ms or 10000, chan)
+  local id = pending.track(callback, timeout_ms or 10000, chan)
   if not chan and H.state ~= "waiting" then
-    rpc.settle(id, false, "the host is not running")
+    pending.settle(id, false, "the host is not running")
     return
   end
   M.notify("call", id, method, params)

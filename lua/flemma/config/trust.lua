@@ -21,6 +21,11 @@
 --- not trusted, the host judges a placeholder whose status is still the recorded one as if it
 --- were pending; a status set in this Neovim (the host forgets the ids it rewrote or the user
 --- set, a status typed by hand differs) is honoured, and `:trust` honours them all.
+local lazy = require("flemma.util.lazy")
+local editor_state = lazy.require("flemma.host.editor_state")
+local host = lazy.require("flemma.host")
+local log = lazy.require("flemma.host.log")
+local scan = lazy.require("flemma.ui.scan")
 local M = {}
 
 local H = {
@@ -305,7 +310,7 @@ function H.on_trust(opts)
   H.session[bufnr] = opts.action == "allow" or nil
   if opts.action ~= "allow" or not before then
     -- The decision changed: the host's held one is stale (a trusted chat written again is not).
-    require("flemma.editor_state").stale(bufnr)
+    editor_state.stale(bufnr)
   end
   if opts.action ~= "allow" then
     H.set_authored(bufnr, nil)
@@ -318,7 +323,6 @@ function H.on_trust(opts)
     end
   end
   -- What the diagnostics say about the file's trust is stale now.
-  local host = require("flemma.host")
   if host.channel() then
     host.notify("buffer:trust", { bufnr = bufnr })
   end
@@ -338,7 +342,7 @@ function M.bootstrap()
     if results[1] and type(opts) == "table" then
       local ok, err = pcall(H.on_trust, opts)
       if not ok then
-        require("flemma.log").write("warn", "following :trust failed: " .. tostring(err))
+        log.write("warn", "following :trust failed: " .. tostring(err))
       end
     end
     return unpack(results)
@@ -349,7 +353,7 @@ end
 --- tool id, from one scan of its lines (flemma.ui.scan, the shim's reading of the grammar).
 function H.acting_statuses(bufnr)
   local recorded = {}
-  local structure = require("flemma.ui.scan").scan(vim.api.nvim_buf_get_lines(bufnr, 0, -1, false))
+  local structure = scan.scan(vim.api.nvim_buf_get_lines(bufnr, 0, -1, false))
   for _, block in ipairs(structure.blocks) do
     local status = block.kind == "tool_result" and block.status
     if status == "approved" or status == "denied" or status == "rejected" then
@@ -373,7 +377,7 @@ function M.on_read(bufnr)
   if H.is_chat(bufnr) then
     H.from_disk[bufnr] = H.acting_statuses(bufnr)
     -- The host's held decision is stale (`buffer:trust` says so for `:trust`).
-    require("flemma.editor_state").stale(bufnr)
+    editor_state.stale(bufnr)
   end
 end
 

@@ -5,6 +5,12 @@
 --- the host says nothing runs (`host:info`'s `busy`: a request, a tool, a background job, an
 --- automatic continue). dist/build-info.json, which the build writes last, is watched with a stat
 --- every two seconds while a host runs; nothing is watched while none does.
+local lazy = require("flemma.util.lazy")
+local buffer = lazy.require("flemma.chat.buffer")
+local hooks = lazy.require("flemma.hooks")
+local flemma_host = lazy.require("flemma.host")
+local log = lazy.require("flemma.host.log")
+local notify = lazy.require("flemma.notify")
 local M = {}
 
 local POLL_MS = 2000
@@ -22,7 +28,7 @@ local H = {
 }
 
 local function host()
-  return require("flemma.host")
+  return flemma_host
 end
 
 local function info_path()
@@ -48,7 +54,6 @@ local function close(handle)
 end
 
 local function any_locked()
-  local buffer = require("flemma.buffer")
   for _, bufnr in ipairs(vim.api.nvim_list_bufs()) do
     if buffer.is_locked(bufnr) then
       return true
@@ -69,7 +74,7 @@ end
 function H.wait(build)
   if H.told ~= build then
     H.told = build
-    require("flemma.notify").info(
+    notify.info(
       "Flemma was updated: the host restarts on the new build once the running request and tools "
         .. "are done (:Flemma host:restart restarts it now)",
       { key = "rebuild" }
@@ -80,10 +85,9 @@ end
 
 function H.restart()
   close(H.retry)
-  local log = require("flemma.log")
   log.write("info", "dist/ was rebuilt: restarting the host on the new build")
   if host().restart() then
-    require("flemma.notify").info(
+    notify.info(
       string.format("Flemma was updated: the host restarted on the new build (pid %d)", host().status().pid),
       { key = "rebuild" }
     )
@@ -150,7 +154,6 @@ function M.bootstrap()
     return
   end
   H.bootstrapped = true
-  local hooks = require("flemma.hooks")
   hooks.on("host:started", H.on_started)
   hooks.on("host:exited", H.on_exited)
 end

@@ -4,6 +4,9 @@
 --- `textDocument/hover` by asking the host through flemma.navigation, as `gd` does. One client
 --- serves every chat buffer; it attaches once Neovim is idle after a chat is opened, so opening a
 --- chat does not wait for `vim.lsp` to load.
+local lazy = require("flemma.util.lazy")
+local navigation = lazy.require("flemma.chat.navigation")
+local config = lazy.require("flemma.config")
 local M = {}
 
 local H = {
@@ -59,7 +62,7 @@ handlers["textDocument/definition"] = function(params, reply)
     return reply(nil, vim.NIL)
   end
   local position = params.position
-  require("flemma.navigation").definition(bufnr, position.line, position.character, false, function(err, answer)
+  navigation.definition(bufnr, position.line, position.character, false, function(err, answer)
     if err then
       return reply(host_error(err))
     end
@@ -83,7 +86,7 @@ handlers["textDocument/hover"] = function(params, reply)
     return reply(nil, vim.NIL)
   end
   local position = params.position
-  require("flemma.navigation").hover(bufnr, position.line, position.character, function(err, text)
+  navigation.hover(bufnr, position.line, position.character, function(err, text)
     if err then
       return reply(host_error(err))
     end
@@ -157,7 +160,7 @@ end
 --- Whether the option asks for the language server (without loading `vim.lsp`).
 function M.enabled()
   local ok, cfg = pcall(function()
-    return require("flemma.config").get().lsp
+    return config.get().lsp
   end)
   return ok and type(cfg) == "table" and cfg.enabled ~= false
 end

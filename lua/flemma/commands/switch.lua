@@ -6,6 +6,12 @@
 --- `parameters.<provider>.<key>`; `key=` clears one. A preset's `auto_approve` replaces
 --- `tools.auto_approve`. The change is a run-time layer over `setup()` (`:Flemma status` shows
 --- it), cached credentials are forgotten, and `config:updated` fires.
+local lazy = require("flemma.util.lazy")
+local config = lazy.require("flemma.config")
+local schema = lazy.require("flemma.config.schema")
+local notify = lazy.require("flemma.notify")
+local secrets = lazy.require("flemma.secrets")
+local suggest = lazy.require("flemma.util.suggest")
 local M = {}
 
 local H = {}
@@ -13,7 +19,7 @@ local H = {}
 local SOURCE = ":Flemma switch"
 
 function H.schema()
-  return require("flemma.config.schema").options
+  return schema.options
 end
 
 --- Parameter nodes: the general ones, and each provider's (a provider is an object with base_url).
@@ -56,7 +62,7 @@ function H.pricing()
     return H.pricing_cache or nil
   end
   local source = debug.getinfo(1, "S").source:sub(2)
-  local root = vim.fn.fnamemodify(source, ":p:h:h:h")
+  local root = vim.fn.fnamemodify(source, ":p:h:h:h:h")
   local ok, data = pcall(function()
     return vim.json.decode(table.concat(vim.fn.readfile(root .. "/src/core/usage/pricing.json"), "\n"))
   end)
@@ -97,7 +103,7 @@ end
 
 --- What a preset stands for: `{provider?, model?, parameters = {k = v}, auto_approve?}`.
 function H.preset(name)
-  local presets = require("flemma.config").get().presets or {}
+  local presets = config.get().presets or {}
   local preset = presets[name]
   if preset == nil then
     local names = vim.tbl_keys(presets)
@@ -165,9 +171,9 @@ function M.plan(args)
     target.parameters[pair.key] = pair.value
   end
   local general, providers = H.parameter_nodes()
-  local provider = target.provider or require("flemma.config").get().provider
+  local provider = target.provider or config.get().provider
   if providers[provider] == nil then
-    local suggestion = require("flemma.util.suggest").closest(provider, M.providers())
+    local suggestion = suggest.closest(provider, M.providers())
     return nil,
       string.format(
         "unknown provider '%s'%s (available: %s)",
@@ -195,7 +201,7 @@ function M.plan(args)
     else
       local known = vim.list_extend(vim.tbl_keys(general), vim.tbl_keys(providers[provider]))
       table.sort(known)
-      local suggestion = require("flemma.util.suggest").closest(key, known)
+      local suggestion = suggest.closest(key, known)
       return nil,
         string.format(
           "unknown parameter '%s' for %s%s",
@@ -220,7 +226,6 @@ end
 
 --- Apply a planned switch and say what it did.
 function M.run(args)
-  local notify = require("flemma.notify")
   if args == nil or #args == 0 then
     M.pick()
     return
@@ -230,10 +235,9 @@ function M.run(args)
     notify.error("switch: " .. err)
     return
   end
-  local config = require("flemma.config")
   config.apply_runtime(ops, SOURCE .. " " .. table.concat(args, " "))
   -- Another provider (or key) may need another credential: resolve afresh.
-  require("flemma.secrets").invalidate_all()
+  secrets.invalidate_all()
   local values = config.get()
   local parts = {}
   for _, op in ipairs(ops) do
@@ -257,7 +261,7 @@ end
 
 --- Warn when the model's input + output price (per million tokens) is above the threshold.
 function H.warn_price(provider, model)
-  local ui = require("flemma.config").get().ui or {}
+  local ui = config.get().ui or {}
   local pricing = ui.pricing or {}
   if pricing.enabled == false or model == nil then
     return
@@ -270,7 +274,7 @@ function H.warn_price(provider, model)
   end
   local threshold = pricing.high_cost_threshold or 30
   if price.input + price.output > threshold then
-    require("flemma.notify").warn(
+    notify.warn(
       string.format(
         "%s is expensive: $%.2f input + $%.2f output per million tokens\n(above ui.pricing.high_cost_threshold = %s)",
         model,
@@ -308,10 +312,10 @@ function M.complete(arglead, args)
   local candidates = {}
   if arglead:find("=") == nil and position <= 1 then
     candidates = M.providers()
-    local presets = require("flemma.config").get().presets or {}
-    for name in pairs(presets) do
-      candidates[#candidates + 1] = name
-    end
+    -- Sorted: a table's order is not the same from one Neovim to the next.
+    local presets = vim.tbl_keys(config.get().presets or {})
+    table.sort(presets)
+    vim.list_extend(candidates, presets)
   elseif position == 2 and args[1] and args[1]:sub(1, 1) ~= "$" then
     candidates = M.models(args[1])
   end
@@ -322,7 +326,7 @@ function M.complete(arglead, args)
       local preset = H.preset(provider)
       provider = preset and preset.provider
     end
-    provider = provider or require("flemma.config").get().provider
+    provider = provider or config.get().provider
     local keys = vim.tbl_keys(general)
     vim.list_extend(keys, vim.tbl_keys(providers[provider] or {}))
     table.sort(keys)
