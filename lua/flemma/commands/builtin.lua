@@ -85,7 +85,7 @@ local function calls(module, fn)
 end
 
 --- A `run` that asks the host `method` about the call under the cursor; a failure is a warning.
---- `ticket`: the action ends a turn, and the host says when (flemma.chat.ticket).
+--- `ticket`: the action ends a turn, and the host says when (flemma.chat.turn).
 local function on_call_under_cursor(method, ticket)
   return function()
     local params = { bufnr = vim.api.nvim_get_current_buf(), row = vim.api.nvim_win_get_cursor(0)[1] - 1 }

@@ -294,7 +294,7 @@ function M.approve(buf)
     return
   end
   local params = { bufnr = spec.bufnr, tool_id = spec.tool_id, before = spec.before, content = text_of(right) }
-  -- The call runs as `<M-CR>` runs it; the host says when it is over (flemma.chat.ticket).
+  -- The call runs as `<M-CR>` runs it; the host says when it is over (flemma.chat.turn).
   params.ticket = turn.ticket(spec.bufnr)
   host.call("tool:diff-approve", params, function(err, answer)
     if err then

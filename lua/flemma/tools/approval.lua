@@ -292,7 +292,7 @@ end
 --- (or tool and command) in the buffer. `callback(err, entry)` gets `{ tool, command? }`.
 function M.approve_always(bufnr, row, callback)
   local params = cursor_params(bufnr, row)
-  -- The loop goes on once nothing waits; the host says when (flemma.chat.ticket).
+  -- The loop goes on once nothing waits; the host says when (flemma.chat.turn).
   params.ticket = turn.ticket(params.bufnr)
   host_call("tool:approve-always", params, callback)
 end
