@@ -41,6 +41,34 @@ export default tseslint.config(
     },
   },
   {
+    // Size limits: no function over 80 lines and no file over 500, every line counted.
+    files: ['src/**/*.ts'],
+    // NOTE: until the issue-29 branches merge; these files are being rewritten elsewhere.
+    ignores: [
+      'src/host/session.ts',
+      'src/host/context.ts',
+      'src/host/editor-context.ts',
+      'src/host/actions.ts',
+      'src/core/loop/**',
+      'src/host/tools/executor.ts',
+      'src/host/tools/invoke.ts',
+      'src/host/tools/results.ts',
+      'src/host/tools/commands.ts',
+      'src/host/send/stream.ts',
+      'src/host/compact.ts',
+      'src/host/main.ts',
+      'src/host/warmup.ts',
+      'src/editor/protocol/**',
+    ],
+    rules: {
+      'max-lines-per-function': [
+        'error',
+        { max: 80, skipBlankLines: false, skipComments: false, IIFEs: true },
+      ],
+      'max-lines': ['error', { max: 500, skipBlankLines: false, skipComments: false }],
+    },
+  },
+  {
     // The core knows nothing of the editor: no Neovim client, no editor adapter, no host wiring.
     files: ['src/core/**/*.ts'],
     rules: {

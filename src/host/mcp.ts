@@ -70,6 +70,83 @@ export function sdkConnector(lookup: ReferenceLookup, log: (message: string) => 
   };
 }
 
+/** What a connection shares with its client's handlers: whether it is being closed. */
+interface Closing {
+  closing: boolean;
+}
+
+/** The client, told of list changes (the manager lists again itself, all pages). */
+function newClient(Client: Sdk['Client'], events: ConnectionEvents, state: Closing): Client {
+  const changed = (tell: () => void) => ({
+    autoRefresh: false,
+    onChanged: () => {
+      if (!state.closing) tell();
+    },
+  });
+  return new Client(
+    { name: 'flemma', version: HOST_VERSION },
+    {
+      capabilities: {},
+      // The SDK only debounces the notifications.
+      listChanged: {
+        tools: changed(() => events.toolsChanged?.()),
+        resources: changed(() => events.resourcesChanged?.()),
+        prompts: changed(() => events.promptsChanged?.()),
+      },
+    },
+  );
+}
+
+/** A server's transport: a process over stdio (its stderr's tail kept), or Streamable HTTP. */
+interface Transport {
+  transport: InstanceType<Sdk['StdioClientTransport']> | StreamableHTTPClientTransport;
+  http?: StreamableHTTPClientTransport;
+  pid: () => number | undefined;
+  /** The end of what a stdio server wrote to stderr. */
+  stderr: () => string;
+}
+
+async function openTransport(
+  sdkParts: Sdk,
+  server: McpServerConfig,
+  expand: (text: string) => Promise<string>,
+): Promise<Transport> {
+  const expandAll = async (map: Record<string, string>): Promise<Record<string, string>> => {
+    const out: Record<string, string> = {};
+    for (const [key, value] of Object.entries(map)) out[key] = await expand(value);
+    return out;
+  };
+  if (server.transport === 'stdio') {
+    const args: string[] = [];
+    for (const arg of server.args) args.push(await expand(arg));
+    const stdio = new sdkParts.StdioClientTransport({
+      command: await expand(server.command),
+      args,
+      env: await expandAll(server.env),
+      ...(server.cwd === undefined ? {} : { cwd: expandHome(await expand(server.cwd), homedir()) }),
+      // Kept (a server's last words explain why it stopped), never inherited: the host's
+      // stderr is not a place anyone reads.
+      stderr: 'pipe',
+    });
+    let stderr = '';
+    stdio.stderr?.on('data', (chunk: Buffer) => {
+      stderr = (stderr + chunk.toString('utf8')).slice(-STDERR_TAIL);
+    });
+    return { transport: stdio, pid: () => stdio.pid ?? undefined, stderr: () => stderr };
+  }
+  const http = new sdkParts.StreamableHTTPClientTransport(new URL(await expand(server.url)), {
+    requestInit: { headers: await expandAll(server.headers) },
+    // The manager reconnects (and re-lists the tools); the transport only reports.
+    reconnectionOptions: {
+      maxRetries: 0,
+      initialReconnectionDelay: 1000,
+      maxReconnectionDelay: 1000,
+      reconnectionDelayGrowFactor: 1,
+    },
+  });
+  return { transport: http, http, pid: () => undefined, stderr: () => '' };
+}
+
 async function connect(
   server: McpServerConfig,
   events: ConnectionEvents,
@@ -79,84 +156,20 @@ async function connect(
   log: (message: string) => void,
 ): Promise<McpConnection> {
   const expand = (text: string): Promise<string> => expandReferences(text, lookup, secrets);
-  const expandAll = async (map: Record<string, string>): Promise<Record<string, string>> => {
-    const out: Record<string, string> = {};
-    for (const [key, value] of Object.entries(map)) out[key] = await expand(value);
-    return out;
-  };
-  const { Client, StdioClientTransport, StreamableHTTPClientTransport } = await loadSdk();
-  const client = new Client(
-    { name: 'flemma', version: HOST_VERSION },
-    {
-      capabilities: {},
-      // The manager lists the tools, resources and prompts again itself (all pages) when the
-      // server says they changed; the SDK only debounces the notifications.
-      listChanged: {
-        tools: {
-          autoRefresh: false,
-          onChanged: () => {
-            if (!closing) events.toolsChanged?.();
-          },
-        },
-        resources: {
-          autoRefresh: false,
-          onChanged: () => {
-            if (!closing) events.resourcesChanged?.();
-          },
-        },
-        prompts: {
-          autoRefresh: false,
-          onChanged: () => {
-            if (!closing) events.promptsChanged?.();
-          },
-        },
-      },
-    },
-  );
-  let stderr = '';
-  let closing = false;
-  let pid: () => number | undefined = () => undefined;
-  let http: StreamableHTTPClientTransport | undefined;
-  let transport;
-  if (server.transport === 'stdio') {
-    const args: string[] = [];
-    for (const arg of server.args) args.push(await expand(arg));
-    const stdio = new StdioClientTransport({
-      command: await expand(server.command),
-      args,
-      env: await expandAll(server.env),
-      ...(server.cwd === undefined ? {} : { cwd: expandHome(await expand(server.cwd), homedir()) }),
-      // Kept (a server's last words explain why it stopped), never inherited: the host's
-      // stderr is not a place anyone reads.
-      stderr: 'pipe',
-    });
-    stdio.stderr?.on('data', (chunk: Buffer) => {
-      stderr = (stderr + chunk.toString('utf8')).slice(-STDERR_TAIL);
-    });
-    pid = () => stdio.pid ?? undefined;
-    transport = stdio;
-  } else {
-    http = new StreamableHTTPClientTransport(new URL(await expand(server.url)), {
-      requestInit: { headers: await expandAll(server.headers) },
-      // The manager reconnects (and re-lists the tools); the transport only reports.
-      reconnectionOptions: {
-        maxRetries: 0,
-        initialReconnectionDelay: 1000,
-        maxReconnectionDelay: 1000,
-        reconnectionDelayGrowFactor: 1,
-      },
-    });
-    transport = http;
-  }
+  const sdkParts = await loadSdk();
+  const state: Closing = { closing: false };
+  const client = newClient(sdkParts.Client, events, state);
+  const opened = await openTransport(sdkParts, server, expand);
   const lastWords = (): string => {
-    const lines = stderr
+    const lines = opened
+      .stderr()
       .trim()
       .split(/\r?\n/)
       .filter((line) => line.trim() !== '');
     return redact(lines.at(-1) ?? '', secrets);
   };
   client.onclose = () => {
-    if (closing) return;
+    if (state.closing) return;
     const words = lastWords();
     events.closed(
       server.transport === 'stdio'
@@ -167,14 +180,14 @@ async function connect(
   let connected = false;
   client.onerror = (error) => {
     // Errors while connecting are the attempt's own failure.
-    if (closing || !connected) return;
+    if (state.closing || !connected) return;
     log(`MCP server '${server.name}': transport error: ${redact(error.message, secrets)}`);
     events.error(new Error(redact(error.message, secrets)));
   };
   try {
-    await client.connect(transport, { signal, timeout: secondsMs(server.timeout) });
+    await client.connect(opened.transport, { signal, timeout: secondsMs(server.timeout) });
   } catch (error) {
-    closing = true;
+    state.closing = true;
     await client.close().catch(() => undefined);
     const words = lastWords();
     const message = errorText(error);
@@ -185,25 +198,34 @@ async function connect(
   if (info !== undefined) {
     log(`MCP server '${server.name}' is ${info.name} ${info.version}`);
   }
+  return connectionOf(client, opened, state);
+}
+
+/** Every page of a paginated list. */
+async function allPages<T>(
+  fetch: (cursor: string | undefined) => Promise<{ items: T[]; nextCursor?: string | undefined }>,
+): Promise<T[]> {
+  const items: T[] = [];
+  let cursor: string | undefined;
+  do {
+    const page = await fetch(cursor);
+    items.push(...page.items);
+    cursor = page.nextCursor;
+  } while (cursor !== undefined);
+  return items;
+}
+
+function params(cursor: string | undefined): { cursor?: string } {
+  return cursor === undefined ? {} : { cursor };
+}
+
+/** A connected client as the manager uses it. */
+function connectionOf(client: Client, opened: Transport, state: Closing): McpConnection {
   const caps = client.getServerCapabilities();
-  /** Every page of a paginated list. */
-  const allPages = async <T>(
-    fetch: (cursor: string | undefined) => Promise<{ items: T[]; nextCursor?: string | undefined }>,
-  ): Promise<T[]> => {
-    const items: T[] = [];
-    let cursor: string | undefined;
-    do {
-      const page = await fetch(cursor);
-      items.push(...page.items);
-      cursor = page.nextCursor;
-    } while (cursor !== undefined);
-    return items;
-  };
-  const params = (cursor: string | undefined): { cursor?: string } =>
-    cursor === undefined ? {} : { cursor };
+  const { http } = opened;
   return {
     get pid() {
-      return pid();
+      return opened.pid();
     },
     capabilities: {
       resources: caps?.resources !== undefined,
@@ -259,7 +281,7 @@ async function connect(
       await client.ping({ timeout: timeoutMs });
     },
     close: async () => {
-      closing = true;
+      state.closing = true;
       // An HTTP session is ended politely; a server that is gone does not hold this up.
       if (http !== undefined) {
         await http.terminateSession().catch(() => undefined);

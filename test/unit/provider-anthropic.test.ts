@@ -1,9 +1,7 @@
 // The Anthropic adapter: exact request bodies, and replies streamed by the real SDK from the fake.
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import {
-  TRUNCATED_WARNING,
-  createAnthropicAdapter,
-} from '../../src/core/provider/adapters/anthropic.js';
+import { createAnthropicAdapter } from '../../src/core/provider/adapters/anthropic.js';
+import { TRUNCATED_WARNING } from '../../src/core/provider/adapters/anthropic-events.js';
 import { SdkLoader } from '../../src/core/provider/sdk.js';
 import {
   ProviderError,

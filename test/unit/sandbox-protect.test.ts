@@ -8,11 +8,8 @@ import { join, resolve as resolvePath } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { type RunResult, runProcess } from '../../src/core/tools/process.js';
-import {
-  type SandboxPolicy,
-  bwrapArgv,
-  findExecutable,
-} from '../../src/core/tools/sandbox/backends.js';
+import type { SandboxPolicy } from '../../src/core/tools/sandbox/backends.js';
+import { bwrapArgv, findExecutable } from '../../src/core/tools/sandbox/bwrap.js';
 import { isScrubbed, scrubEnv, scrubbedNames } from '../../src/core/tools/sandbox/env.js';
 import { resolveSandbox } from '../../src/core/tools/sandbox/index.js';
 import { protection } from '../../src/core/tools/sandbox/protect.js';

@@ -23,16 +23,18 @@ import {
   type BackendSettings,
   BWRAP_PRIORITY,
   DEFAULT_BACKEND_PRIORITY,
-  type ProbeRunFn,
   type SandboxPolicy,
   SandboxBackendRegistry,
+  normalizeAvailability,
+  wrapCommand,
+} from '../../src/core/tools/sandbox/backends.js';
+import {
+  type ProbeRunFn,
   bwrapArgv,
   createBwrapBackend,
   createSandboxBackends,
   findExecutable,
-  normalizeAvailability,
-  wrapCommand,
-} from '../../src/core/tools/sandbox/backends.js';
+} from '../../src/core/tools/sandbox/bwrap.js';
 import {
   DEFAULT_RW_PATHS,
   type SandboxFacts,

@@ -4,7 +4,7 @@
 import { describe, expect, it } from 'vitest';
 import { Probes } from '../../src/core/tools/probes.js';
 import type { ToolDefinition } from '../../src/core/tools/registry.js';
-import { createSandboxBackends } from '../../src/core/tools/sandbox/backends.js';
+import { createSandboxBackends } from '../../src/core/tools/sandbox/index.js';
 import { SchemaValidator } from '../../src/core/tools/validate.js';
 import { IdleWatch, type IdleWarmupDeps, warmWhenIdle } from '../../src/host/warmup.js';
 

@@ -3,7 +3,7 @@
 import { beforeEach, describe, expect, it } from 'vitest';
 import { Probes } from '../../src/core/tools/probes.js';
 import type { ToolDefinition } from '../../src/core/tools/registry.js';
-import { createSandboxBackends } from '../../src/core/tools/sandbox/backends.js';
+import { createSandboxBackends } from '../../src/core/tools/sandbox/bwrap.js';
 import { SchemaValidator } from '../../src/core/tools/validate.js';
 import { type LoopWarmupInput, type WarmupServices, warmToolLoop } from '../../src/host/warmup.js';
 

@@ -169,27 +169,109 @@ function wordOf(raw: string, globOp: boolean): Word {
   return { text, expansion, glob };
 }
 
+/** One parse under way: the commands so far, the one being read, and the first problem found. */
+interface ParseState {
+  commands: string[];
+  simple: SimpleCommand[];
+  problem: string | undefined;
+  current: SimpleCommand;
+  assignmentsDone: boolean;
+  redirect: string | undefined;
+}
+
+/** Keeps the first problem found. */
+function flag(state: ParseState, why: string): void {
+  state.problem ??= why;
+}
+
+/** Ends the simple command being read (an empty one is dropped). */
+function endCommand(state: ParseState): void {
+  if (state.current.words.length > 0) {
+    state.simple.push(state.current);
+    state.commands.push(subjectOf(state.current.words));
+  }
+  state.current = { words: [], assignments: 0, redirects: [] };
+  state.assignmentsDone = false;
+}
+
+/** The word after a redirection operator: its target (a duplicated descriptor is none). */
+function takeRedirectTarget(state: ParseState, redirect: string, word: Word | undefined): void {
+  const target = word ?? plainWord('');
+  const dup = redirect === '>&' || redirect === '<&';
+  if (!(dup && /^(?:\d+|-)$/u.test(target.text))) {
+    state.current.redirects.push(target);
+    const writes = OUTPUT_REDIRECTS.has(redirect) || redirect === '>&';
+    if (writes && target.text !== '/dev/null') {
+      flag(state, `it writes to a file (${redirect} ${target.text})`);
+    }
+  }
+  state.redirect = undefined;
+}
+
+/** A word of the simple command being read: an assignment before its name, or one of its words. */
+function takeWord(state: ParseState, word: Word): void {
+  const { current } = state;
+  if (!state.assignmentsDone && ASSIGNMENT.test(word.text)) {
+    current.words.push(word);
+    current.assignments++;
+    return;
+  }
+  if (!state.assignmentsDone && word.expansion) {
+    flag(state, `its command name holds an expansion (${word.text})`);
+  }
+  if (!state.assignmentsDone && !word.glob && !word.expansion) {
+    // `! cmd` runs `cmd`; a reserved word opens or closes a compound command whose body's
+    // commands are still matched (`do rm x` is `rm x`), but the whole is not vouched for.
+    if (word.text === '!' && current.words.length === 0) return;
+    if (RESERVED.has(word.text) && current.words.length === 0) {
+      flag(state, `it has a compound command (${word.text})`);
+      return;
+    }
+  }
+  state.assignmentsDone = true;
+  current.words.push(word);
+}
+
+/** An operator: a separator, a subshell, a substitution or a here-document ends the command. */
+function takeOperator(state: ParseState, op: string): void {
+  if (SEPARATORS.has(op)) {
+    endCommand(state);
+  } else if (op === '(' || op === ')') {
+    flag(state, 'it has a subshell');
+    endCommand(state);
+  } else if (op === '<(' || op === '>(') {
+    flag(state, 'it has a process substitution');
+    endCommand(state);
+  } else if (op.startsWith('<<')) {
+    flag(state, 'it has a here-document');
+    endCommand(state);
+  } else {
+    state.redirect = op;
+  }
+}
+
+/** The word a `shell-quote` token stands for, if it is one. */
+function tokenWord(token: unknown): Word | undefined {
+  if (typeof token === 'string') return wordOf(token, false);
+  if (typeof token === 'object' && token !== null && 'pattern' in token) {
+    return wordOf(String(token.pattern), true);
+  }
+  return undefined;
+}
+
 /** Splits a command line into its simple commands (see the header for what counts). */
 export function parseCommand(text: string): ParsedCommand {
-  const commands: string[] = [];
-  const simple: SimpleCommand[] = [];
-  let problem = rawProblem(text);
-  let current: SimpleCommand = { words: [], assignments: 0, redirects: [] };
-  let assignmentsDone = false;
-  let redirect: string | undefined;
-  const end = (): void => {
-    if (current.words.length > 0) {
-      simple.push(current);
-      commands.push(subjectOf(current.words));
-    }
-    current = { words: [], assignments: 0, redirects: [] };
-    assignmentsDone = false;
+  const state: ParseState = {
+    commands: [],
+    simple: [],
+    problem: rawProblem(text),
+    current: { words: [], assignments: 0, redirects: [] },
+    assignmentsDone: false,
+    redirect: undefined,
   };
-  const flag = (why: string): void => {
-    problem ??= why;
-  };
-  if (problem !== undefined && /control character/u.test(problem)) {
-    return { commands, simple, problem };
+  const { commands, simple } = state;
+  if (state.problem !== undefined && /control character/u.test(state.problem)) {
+    return { commands, simple, problem: state.problem };
   }
   let tokens: unknown[];
   try {
@@ -198,67 +280,16 @@ export function parseCommand(text: string): ParsedCommand {
     return { commands, simple, problem: `it could not be parsed (${String(error)})` };
   }
   for (const token of tokens) {
-    const word =
-      typeof token === 'string'
-        ? wordOf(token, false)
-        : typeof token === 'object' && token !== null && 'pattern' in token
-          ? wordOf(String(token.pattern), true)
-          : undefined;
-    if (redirect !== undefined) {
-      const target = word ?? plainWord('');
-      const dup = redirect === '>&' || redirect === '<&';
-      if (!(dup && /^(?:\d+|-)$/u.test(target.text))) {
-        current.redirects.push(target);
-        const writes = OUTPUT_REDIRECTS.has(redirect) || redirect === '>&';
-        if (writes && target.text !== '/dev/null') {
-          flag(`it writes to a file (${redirect} ${target.text})`);
-        }
-      }
-      redirect = undefined;
-      continue;
-    }
-    if (word !== undefined) {
-      if (!assignmentsDone && ASSIGNMENT.test(word.text)) {
-        current.words.push(word);
-        current.assignments++;
-        continue;
-      }
-      if (!assignmentsDone && word.expansion) {
-        flag(`its command name holds an expansion (${word.text})`);
-      }
-      if (!assignmentsDone && !word.glob && !word.expansion) {
-        // `! cmd` runs `cmd`; a reserved word opens or closes a compound command whose body's
-        // commands are still matched (`do rm x` is `rm x`), but the whole is not vouched for.
-        if (word.text === '!' && current.words.length === 0) continue;
-        if (RESERVED.has(word.text) && current.words.length === 0) {
-          flag(`it has a compound command (${word.text})`);
-          continue;
-        }
-      }
-      assignmentsDone = true;
-      current.words.push(word);
-      continue;
-    }
-    if (typeof token !== 'object' || token === null) continue;
-    if ('comment' in token) continue;
-    const op = String((token as { op: unknown }).op);
-    if (SEPARATORS.has(op)) {
-      end();
-    } else if (op === '(' || op === ')') {
-      flag('it has a subshell');
-      end();
-    } else if (op === '<(' || op === '>(') {
-      flag('it has a process substitution');
-      end();
-    } else if (op.startsWith('<<')) {
-      flag('it has a here-document');
-      end();
-    } else {
-      redirect = op;
+    const word = tokenWord(token);
+    if (state.redirect !== undefined) takeRedirectTarget(state, state.redirect, word);
+    else if (word !== undefined) takeWord(state, word);
+    else if (typeof token === 'object' && token !== null && !('comment' in token)) {
+      takeOperator(state, String((token as { op: unknown }).op));
     }
   }
-  if (redirect !== undefined) flag(`a redirection (${redirect}) has no target`);
-  end();
-  if (commands.length === 0) flag('it has no command');
+  if (state.redirect !== undefined) flag(state, `a redirection (${state.redirect}) has no target`);
+  endCommand(state);
+  if (commands.length === 0) flag(state, 'it has no command');
+  const { problem } = state;
   return problem === undefined ? { commands, simple } : { commands, simple, problem };
 }

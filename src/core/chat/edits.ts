@@ -18,7 +18,8 @@
 // (that row is rewritten unchanged), so `expect` always names at least one row the insertion
 // depends on. A plan with several edits lists them bottom to top, without overlaps: each edit's
 // rows mean the same in the original buffer whether or not the edits before it were applied (or
-// refused), so they can be sent in order as they are.
+// refused), so they can be sent in order as they are. Applying, narrowing and ordering edits is
+// edit-rows.ts.
 
 import type {
   ChatDocument,
@@ -28,7 +29,7 @@ import type {
   ToolUseSegment,
 } from './ast.js';
 import { type DuplicateToolUse, toolUseIds } from './tool-ids.js';
-import { commonEnds } from '../util/common-ends.js';
+import { type Edit, bottomToTop } from './edit-rows.js';
 import {
   ChatWriteError,
   type ToolResultBlock,
@@ -37,13 +38,7 @@ import {
   toolResult,
 } from './writer.js';
 
-/** Replace rows [start, end) (0-based, end exclusive) with `lines` if they still read `expect`. */
-export interface Edit {
-  start: number;
-  end: number;
-  lines: string[];
-  expect: string[];
-}
+export { type Edit, applyEdits, bottomToTop, narrowEdit } from './edit-rows.js';
 
 /** A tool use that has no tool result (placeholder or finished) anywhere in the document. */
 export interface UnresolvedToolUse {
@@ -364,49 +359,6 @@ export function planUserSuppliedResult(
   return replaceBlock(lines, target, () => toolResult({ id, output: content, isError: false }));
 }
 
-/**
- * Apply edits in the order given, as the editor does: an edit whose rows do not hold `expect`
- * (or lie past the end) is skipped. Returns new lines; `lines` is not changed.
- */
-export function applyEdits(lines: readonly string[], edits: readonly Edit[]): string[] {
-  const out = [...lines];
-  for (const edit of edits) {
-    if (edit.start < 0 || edit.end < edit.start || edit.end > out.length) continue;
-    const current = out.slice(edit.start, edit.end);
-    if (!sameLines(current, edit.expect)) continue;
-    out.splice(edit.start, edit.end - edit.start, ...edit.lines);
-  }
-  return out;
-}
-
-/**
- * The same edit without the rows it leaves as they are at its start and its end, so that only the
- * rows that change are replaced: Neovim moves the extmarks of replaced rows (a preview line, a
- * message mark) to the first of them, and undo restores only what changed. At least one row of
- * `expect` stays, so an insertion still names the row it depends on.
- */
-export function narrowEdit(edit: Edit): Edit {
-  const { expect, lines } = edit;
-  let { head, tail } = commonEnds(expect, lines);
-  if (head + tail >= expect.length) {
-    // Nothing of `expect` would be left (an insertion, or no change): keep one row of it.
-    if (tail > 0) tail--;
-    else if (head > 0) head--;
-  }
-  if (head === 0 && tail === 0) return edit;
-  return {
-    start: edit.start + head,
-    end: edit.end - tail,
-    lines: lines.slice(head, lines.length - tail),
-    expect: expect.slice(head, expect.length - tail),
-  };
-}
-
-/** Edits planned against the same lines, ordered so that applying them in turn is correct. */
-export function bottomToTop(edits: readonly Edit[]): Edit[] {
-  return [...edits].sort((a, b) => b.start - a.start);
-}
-
 type InsertionKind = 'create' | 'after' | 'before';
 
 interface Insertion {
@@ -527,10 +479,6 @@ function abortMessageOf(message: Message): string | undefined {
 
 function hasContent(content: string): boolean {
   return content.trim() !== '';
-}
-
-function sameLines(a: readonly string[], b: readonly string[]): boolean {
-  return a.length === b.length && a.every((line, index) => line === b[index]);
 }
 
 // The writer refuses ids it cannot spell (a backtick, say); such a block is left unplanned.

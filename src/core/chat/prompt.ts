@@ -185,12 +185,19 @@ function span(line: number): Span {
   return { startLine: line, endLine: line };
 }
 
-/** Build the prompt of a document. */
-export function assemblePrompt(document: ChatDocument): Prompt {
-  const diagnostics: Diagnostic[] = [];
-  // Which result answers each tool use: the last finished one that comes after the use. A
-  // result before its use, or for an id no tool use has, answers nothing (the parser warns).
-  // A tool use that repeats an earlier one's id is known by its derived id (tool-ids.ts).
+/** The tool uses of a document (their name and order) and the result that answers each. */
+interface Answers {
+  ids: ToolUseIds;
+  uses: Map<string, { name: string; order: number }>;
+  answer: Map<string, Segment>;
+}
+
+/**
+ * Which result answers each tool use: the last finished one that comes after the use. A result
+ * before its use, or for an id no tool use has, answers nothing (the parser warns). A tool use
+ * that repeats an earlier one's id is known by its derived id (tool-ids.ts).
+ */
+function answersOf(document: ChatDocument): Answers {
   const ids = toolUseIds(document.messages);
   const uses = new Map<string, { name: string; order: number }>();
   const answer = new Map<string, Segment>();
@@ -209,102 +216,147 @@ export function assemblePrompt(document: ChatDocument): Prompt {
       }
     }
   }
-  const orderOf = (id: string): number => uses.get(id)?.order ?? Number.MAX_SAFE_INTEGER;
-  let system: ContentPart[] = [];
-  const messages: PromptMessage[] = [];
-  const pendingToolCalls: PendingToolCall[] = [];
-  let owed: ToolResultPart[] = [];
+  return { ids, uses, answer };
+}
 
-  /** A user message's parts: every tool result first, in the order of the tool uses. */
-  const userParts = (parts: UserPart[]): UserPart[] => {
-    const results = [...owed, ...parts.filter((part) => part.kind === 'tool_result')].sort(
-      (a, b) => orderOf(a.toolUseId) - orderOf(b.toolUseId),
-    );
-    owed = [];
-    return [...results, ...parts.filter((part) => part.kind !== 'tool_result')];
+/** The prompt being assembled, with the synthetic results owed to the next user message. */
+interface Assembly extends Answers {
+  diagnostics: Diagnostic[];
+  messages: PromptMessage[];
+  pendingToolCalls: PendingToolCall[];
+  owed: ToolResultPart[];
+}
+
+/** A user message's parts: every tool result first (the owed ones too), in tool-use order. */
+function userParts(assembly: Assembly, parts: UserPart[]): UserPart[] {
+  const orderOf = (id: string): number => assembly.uses.get(id)?.order ?? Number.MAX_SAFE_INTEGER;
+  const results = [...assembly.owed, ...parts.filter((part) => part.kind === 'tool_result')].sort(
+    (a, b) => orderOf(a.toolUseId) - orderOf(b.toolUseId),
+  );
+  assembly.owed = [];
+  return [...results, ...parts.filter((part) => part.kind !== 'tool_result')];
+}
+
+/** A tool use without a finished result: pending, warned about, and owed a synthetic error. */
+function oweResult(
+  assembly: Assembly,
+  segment: Extract<Segment, { kind: 'tool_use' }>,
+  aborted: boolean,
+): void {
+  const key = assembly.ids.keyOf(segment);
+  const call: PendingToolCall = {
+    id: key,
+    name: segment.name,
+    line: segment.span.startLine,
+    aborted,
   };
+  const duplicate = assembly.ids.duplicateOf(segment);
+  if (duplicate !== undefined) call.duplicateOf = duplicate;
+  assembly.pendingToolCalls.push(call);
+  assembly.diagnostics.push({
+    severity: 'warning',
+    code: 'tool-use-unresolved',
+    message: `Tool call '${segment.name}' (${key}) has no result; '${NO_RESULT_TEXT}' is sent as its error result`,
+    span: span(segment.span.startLine),
+  });
+  assembly.owed.push({
+    kind: 'tool_result',
+    toolUseId: key,
+    name: segment.name,
+    parts: [{ kind: 'text', text: NO_RESULT_TEXT }],
+    isError: true,
+    synthetic: true,
+  });
+}
 
+/** An `@Assistant:` message: the owed results go first, its unanswered tool uses are owed. */
+function addAssistant(assembly: Assembly, message: Message): void {
+  if (assembly.owed.length > 0) {
+    assembly.messages.push({
+      role: 'user',
+      parts: userParts(assembly, []),
+      line: message.span.startLine,
+    });
+  }
+  const parts = assistantParts(message, assembly.ids);
+  const aborted = endsAborted(message);
+  for (const segment of message.segments) {
+    if (segment.kind !== 'tool_use') continue;
+    if (assembly.answer.has(assembly.ids.keyOf(segment))) continue;
+    oweResult(assembly, segment, aborted);
+  }
+  if (parts.length > 0) {
+    assembly.messages.push({ role: 'assistant', parts, line: message.span.startLine });
+  }
+}
+
+/** The part of a tool result that answers its use. */
+function resultPart(
+  assembly: Assembly,
+  segment: Extract<Segment, { kind: 'tool_result' }>,
+): ToolResultPart {
+  return {
+    kind: 'tool_result',
+    toolUseId: segment.toolUseId,
+    name: assembly.uses.get(segment.toolUseId)?.name ?? '',
+    parts: [
+      ...segment.segments.flatMap((piece) => {
+        const part = contentPart(piece, false);
+        return part !== undefined && (part.kind === 'text' || part.kind === 'file_reference')
+          ? [part]
+          : [];
+      }),
+      ...(isUndone(segment.meta) ? [{ kind: 'text' as const, text: `\n\n${UNDONE_NOTE}` }] : []),
+    ],
+    isError: segment.isError,
+    synthetic: false,
+  };
+}
+
+/** A `@You:` message: its answering results and its content, trailing blank text dropped. */
+function addUser(assembly: Assembly, message: Message): void {
+  const parts: UserPart[] = [];
+  for (const segment of message.segments) {
+    if (segment.kind === 'tool_result') {
+      if (assembly.answer.get(segment.toolUseId) !== segment) continue;
+      parts.push(resultPart(assembly, segment));
+    } else {
+      const part = contentPart(segment);
+      if (part !== undefined) parts.push(part);
+    }
+  }
+  while (parts.length > 0 && isBlankText(parts[parts.length - 1] as { kind: string })) {
+    parts.pop();
+  }
+  const ordered = userParts(assembly, parts);
+  if (ordered.length > 0) {
+    assembly.messages.push({ role: 'user', parts: ordered, line: message.span.startLine });
+  }
+}
+
+/** Build the prompt of a document. */
+export function assemblePrompt(document: ChatDocument): Prompt {
+  const assembly: Assembly = {
+    ...answersOf(document),
+    diagnostics: [],
+    messages: [],
+    pendingToolCalls: [],
+    owed: [],
+  };
+  let system: ContentPart[] = [];
   for (const message of document.messages) {
     if (message.role === 'System') {
       system = message.segments.flatMap((segment) => contentPart(segment) ?? []);
     } else if (message.role === 'Assistant') {
-      if (owed.length > 0) {
-        messages.push({ role: 'user', parts: userParts([]), line: message.span.startLine });
-      }
-      const parts = assistantParts(message, ids);
-      const aborted = endsAborted(message);
-      for (const segment of message.segments) {
-        if (segment.kind !== 'tool_use') continue;
-        const key = ids.keyOf(segment);
-        if (answer.has(key)) continue;
-        const call: PendingToolCall = {
-          id: key,
-          name: segment.name,
-          line: segment.span.startLine,
-          aborted,
-        };
-        const duplicate = ids.duplicateOf(segment);
-        if (duplicate !== undefined) call.duplicateOf = duplicate;
-        pendingToolCalls.push(call);
-        diagnostics.push({
-          severity: 'warning',
-          code: 'tool-use-unresolved',
-          message: `Tool call '${segment.name}' (${key}) has no result; '${NO_RESULT_TEXT}' is sent as its error result`,
-          span: span(segment.span.startLine),
-        });
-        owed.push({
-          kind: 'tool_result',
-          toolUseId: key,
-          name: segment.name,
-          parts: [{ kind: 'text', text: NO_RESULT_TEXT }],
-          isError: true,
-          synthetic: true,
-        });
-      }
-      if (parts.length > 0) {
-        messages.push({ role: 'assistant', parts, line: message.span.startLine });
-      }
+      addAssistant(assembly, message);
     } else if (message.role === 'You') {
-      const parts: UserPart[] = [];
-      for (const segment of message.segments) {
-        if (segment.kind === 'tool_result') {
-          if (answer.get(segment.toolUseId) !== segment) continue;
-          parts.push({
-            kind: 'tool_result',
-            toolUseId: segment.toolUseId,
-            name: uses.get(segment.toolUseId)?.name ?? '',
-            parts: [
-              ...segment.segments.flatMap((piece) => {
-                const part = contentPart(piece, false);
-                return part !== undefined &&
-                  (part.kind === 'text' || part.kind === 'file_reference')
-                  ? [part]
-                  : [];
-              }),
-              ...(isUndone(segment.meta)
-                ? [{ kind: 'text' as const, text: `\n\n${UNDONE_NOTE}` }]
-                : []),
-            ],
-            isError: segment.isError,
-            synthetic: false,
-          });
-        } else {
-          const part = contentPart(segment);
-          if (part !== undefined) parts.push(part);
-        }
-      }
-      while (parts.length > 0 && isBlankText(parts[parts.length - 1] as { kind: string })) {
-        parts.pop();
-      }
-      const ordered = userParts(parts);
-      if (ordered.length > 0) {
-        messages.push({ role: 'user', parts: ordered, line: message.span.startLine });
-      }
+      addUser(assembly, message);
     }
     // Other roles are kept in the document but never sent.
   }
-  if (owed.length > 0) {
-    messages.push({ role: 'user', parts: userParts([]), line: document.lineCount });
+  const { messages, pendingToolCalls, diagnostics } = assembly;
+  if (assembly.owed.length > 0) {
+    messages.push({ role: 'user', parts: userParts(assembly, []), line: document.lineCount });
   }
   return { system, messages, pendingToolCalls, diagnostics };
 }

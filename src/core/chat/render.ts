@@ -88,34 +88,45 @@ function verbatim(parts: readonly (TextPart | FileReferencePart)[]): EvaluatedPa
 
 export class RenderError extends Error {}
 
+type PlannedRun = Run & { job?: number };
+type UserPart = Extract<Prompt['messages'][number], { role: 'user' }>['parts'][number];
+type Group = { tool: UserPart } | { plan: PlannedRun[] };
+
 /**
- * Render the prompt: every `@System:` / `@You:` message's templates (all in one call to the
- * renderer) and file references (read in order). Tool results and assistant turns are sent as
- * written. Throws a `RenderError` that names the line or the file.
+ * One rendering of a prompt: the template jobs, in the order they were planned, and every file
+ * read at once (and once), while the templates render.
  */
-export async function renderPrompt(prompt: Prompt, ports: RenderPorts): Promise<RenderedPrompt> {
-  const jobs: TemplateSegment[][] = [];
-  const plan = (parts: readonly ContentPart[]): (Run & { job?: number })[] =>
-    runsOf(parts).map((run) => {
+class PromptRender {
+  readonly jobs: TemplateSegment[][] = [];
+  private readonly reads = new Map<string, Promise<EvaluatedPart | EvaluatedPart[]>>();
+  private readonly readsReferences = new Map<string, boolean>();
+  private texts: string[] = [];
+
+  constructor(private readonly ports: RenderPorts) {}
+
+  /** The runs of `parts`, each templated one given its job. */
+  plan(parts: readonly ContentPart[]): PlannedRun[] {
+    return runsOf(parts).map((run) => {
       if (run.kind === 'run' && run.templated) {
-        jobs.push(run.segments);
-        return { ...run, job: jobs.length - 1 };
+        this.jobs.push(run.segments);
+        return { ...run, job: this.jobs.length - 1 };
       }
       return run;
     });
-  const systemPlan = plan(prompt.system);
-  // A user message's content parts are planned together (tool results cut them), so that a
-  // template spanning text parts stays one run.
-  const userPlans = prompt.messages.map((message) => {
-    if (message.role !== 'user') return undefined;
-    const groups: ({ tool: (typeof message.parts)[number] } | { plan: ReturnType<typeof plan> })[] =
-      [];
+  }
+
+  /**
+   * A user message's content parts are planned together (tool results cut them), so that a
+   * template spanning text parts stays one run.
+   */
+  planUser(parts: readonly UserPart[]): Group[] {
+    const groups: Group[] = [];
     let pending: ContentPart[] = [];
     const flush = (): void => {
-      if (pending.length > 0) groups.push({ plan: plan(pending) });
+      if (pending.length > 0) groups.push({ plan: this.plan(pending) });
       pending = [];
     };
-    for (const part of message.parts) {
+    for (const part of parts) {
       if (part.kind === 'tool_result') {
         flush();
         groups.push({ tool: part });
@@ -125,65 +136,59 @@ export async function renderPrompt(prompt: Prompt, ports: RenderPorts): Promise<
     }
     flush();
     return groups;
-  });
+  }
 
-  // Every file is read at once (and once), while the templates render.
-  const reads = new Map<string, Promise<EvaluatedPart | EvaluatedPart[]>>();
-  const read = (reference: FileReferencePart): Promise<EvaluatedPart | EvaluatedPart[]> => {
+  read(reference: FileReferencePart): Promise<EvaluatedPart | EvaluatedPart[]> {
     const key = `${reference.server ?? ''}\0${reference.path}\0${reference.mime ?? ''}`;
-    let pending = reads.get(key);
+    let pending = this.reads.get(key);
     if (pending === undefined) {
-      pending = ports.readReference(reference);
-      // Failures are reported where the reference is, below.
+      pending = this.ports.readReference(reference);
+      // Failures are reported where the reference is, in `realise`.
       pending.catch(() => undefined);
-      reads.set(key, pending);
+      this.reads.set(key, pending);
     }
     return pending;
-  };
-  const collect = (parts: readonly { kind: string }[], inResult = false): void => {
+  }
+
+  /** Starts reading the references among `parts` (in a result, an MCP reference is data). */
+  collect(parts: readonly { kind: string }[], inResult = false): void {
     for (const part of parts) {
       if (part.kind !== 'file_reference') continue;
       const reference = part as FileReferencePart;
-      if (!(inResult && reference.server !== undefined)) void read(reference);
+      if (!(inResult && reference.server !== undefined)) void this.read(reference);
     }
-  };
-  const readsReferences = new Map<string, boolean>();
-  const resultReads = (name: string): boolean => {
-    let reads = readsReferences.get(name);
+  }
+
+  resultReads(name: string): boolean {
+    let reads = this.readsReferences.get(name);
     if (reads === undefined) {
-      reads = ports.readsResultReferences(name);
-      readsReferences.set(name, reads);
+      reads = this.ports.readsResultReferences(name);
+      this.readsReferences.set(name, reads);
     }
     return reads;
-  };
-  // The templates are asked for first: the files are read while they render.
-  const rendering = jobs.length > 0 ? ports.renderTemplates(jobs) : undefined;
-  collect(prompt.system);
-  for (const message of prompt.messages) {
-    if (message.role !== 'user') continue;
-    for (const part of message.parts) {
-      if (part.kind !== 'tool_result') collect([part]);
-      else if (resultReads(part.name)) collect(part.parts, true);
-    }
   }
-  let texts: string[] = [];
-  if (rendering !== undefined) {
+
+  /** Renders the jobs (the files are read meanwhile) and keeps their texts. */
+  async render(rendering: ReturnType<RenderPorts['renderTemplates']> | undefined): Promise<void> {
+    if (rendering === undefined) return;
     const rendered = await rendering;
     if ('error' in rendered) throw new RenderError(rendered.error);
-    texts = rendered.texts;
+    this.texts = rendered.texts;
   }
-  const realise = async (runs: readonly (Run & { job?: number })[]): Promise<EvaluatedPart[]> => {
+
+  /** The parts planned runs give: rendered texts and the files read. */
+  async realise(runs: readonly PlannedRun[]): Promise<EvaluatedPart[]> {
     const parts: EvaluatedPart[] = [];
     let text = '';
     for (const run of runs) {
       if (run.kind === 'run') {
-        text += run.job === undefined ? plainText(run.segments) : (texts[run.job] ?? '');
+        text += run.job === undefined ? plainText(run.segments) : (this.texts[run.job] ?? '');
         continue;
       }
       if (text !== '') parts.push({ kind: 'text', text });
       text = '';
       try {
-        const got = await read(run);
+        const got = await this.read(run);
         if (Array.isArray(got)) parts.push(...got);
         else parts.push(got);
       } catch (error) {
@@ -193,9 +198,78 @@ export async function renderPrompt(prompt: Prompt, ports: RenderPorts): Promise<
     }
     if (text !== '') parts.push({ kind: 'text', text });
     return parts;
-  };
+  }
 
-  const systemParts = await realise(systemPlan);
+  /**
+   * A tool result: the file references of a `read` result are read (that is how an image comes
+   * back); any other tool's output is data, sent as written (`@~/.ssh/…` in a web page stays text).
+   */
+  async result(part: Extract<UserPart, { kind: 'tool_result' }>): Promise<EvaluatedPart[]> {
+    if (!this.resultReads(part.name)) return verbatim(part.parts);
+    return this.realise(
+      part.parts.map((piece: TextPart | FileReferencePart) =>
+        piece.kind === 'text' || piece.server !== undefined
+          ? {
+              kind: 'run' as const,
+              segments: [
+                {
+                  kind: 'text' as const,
+                  text: piece.kind === 'text' ? piece.text : `@${piece.raw}`,
+                },
+              ],
+              templated: false,
+            }
+          : piece,
+      ),
+    );
+  }
+
+  /** A user message from its groups. */
+  async user(groups: readonly Group[]): Promise<EvaluatedMessage> {
+    const parts: Extract<EvaluatedMessage, { role: 'user' }>['parts'] = [];
+    for (const group of groups) {
+      if (!('tool' in group)) {
+        parts.push(...(await this.realise(group.plan)));
+        continue;
+      }
+      const part = group.tool;
+      if (part.kind !== 'tool_result') continue;
+      parts.push({
+        kind: 'tool_result',
+        toolUseId: part.toolUseId,
+        name: part.name,
+        parts: await this.result(part),
+        isError: part.isError,
+        synthetic: part.synthetic,
+      });
+    }
+    return { role: 'user', parts };
+  }
+}
+
+/**
+ * Render the prompt: every `@System:` / `@You:` message's templates (all in one call to the
+ * renderer) and file references (read in order). Tool results and assistant turns are sent as
+ * written. Throws a `RenderError` that names the line or the file.
+ */
+export async function renderPrompt(prompt: Prompt, ports: RenderPorts): Promise<RenderedPrompt> {
+  const render = new PromptRender(ports);
+  const systemPlan = render.plan(prompt.system);
+  const userPlans = prompt.messages.map((message) =>
+    message.role === 'user' ? render.planUser(message.parts) : undefined,
+  );
+  // The templates are asked for first: the files are read while they render.
+  const rendering = render.jobs.length > 0 ? ports.renderTemplates(render.jobs) : undefined;
+  render.collect(prompt.system);
+  for (const message of prompt.messages) {
+    if (message.role !== 'user') continue;
+    for (const part of message.parts) {
+      if (part.kind !== 'tool_result') render.collect([part]);
+      else if (render.resultReads(part.name)) render.collect(part.parts, true);
+    }
+  }
+  await render.render(rendering);
+  const systemParts = await render.realise(systemPlan);
   const system = systemParts
     .map((part) => (part.kind === 'text' || part.kind === 'text_file' ? part.text : ''))
     .join('')
@@ -211,44 +285,7 @@ export async function renderPrompt(prompt: Prompt, ports: RenderPorts): Promise<
       });
       continue;
     }
-    const parts: Extract<EvaluatedMessage, { role: 'user' }>['parts'] = [];
-    for (const group of userPlans[index] ?? []) {
-      if ('tool' in group) {
-        const part = group.tool;
-        if (part.kind !== 'tool_result') continue;
-        // The file references of a `read` result are read: that is how an image comes back.
-        // Any other tool's output is data, sent as written (`@~/.ssh/…` in a web page stays text).
-        const inner = resultReads(part.name)
-          ? await realise(
-              part.parts.map((piece: TextPart | FileReferencePart) =>
-                piece.kind === 'text' || piece.server !== undefined
-                  ? {
-                      kind: 'run' as const,
-                      segments: [
-                        {
-                          kind: 'text' as const,
-                          text: piece.kind === 'text' ? piece.text : `@${piece.raw}`,
-                        },
-                      ],
-                      templated: false,
-                    }
-                  : piece,
-              ),
-            )
-          : verbatim(part.parts);
-        parts.push({
-          kind: 'tool_result',
-          toolUseId: part.toolUseId,
-          name: part.name,
-          parts: inner,
-          isError: part.isError,
-          synthetic: part.synthetic,
-        });
-      } else {
-        parts.push(...(await realise(group.plan)));
-      }
-    }
-    messages.push({ role: 'user', parts });
+    messages.push(await render.user(userPlans[index] ?? []));
   }
   return { system, messages };
 }

@@ -267,6 +267,117 @@ function narrowsSafely(
   }
 }
 
+/** A frontmatter being applied: the configuration so far and what the buffer sets apart. */
+interface Application {
+  out: Record<string, unknown>;
+  refused: RefusedOp[];
+  approval: FrontmatterApproval | undefined;
+  enabled: string[] | undefined;
+  tools: ToolNames;
+  trust: FrontmatterTrust;
+}
+
+/** Whether a change of one option is allowed here; a refused one is listed. */
+function allowed(state: Application, entry: ConfigOp, before: unknown, after: unknown): boolean {
+  if (state.trust.trusted || changeAllowed(trustClass(entry.trust), before, after)) return true;
+  state.refused.push({ key: `flemma.opt.${entry.path.join('.')}`, line: entry.line });
+  return false;
+}
+
+/** `flemma.opt.tools`: the enabled tools, known names only. Answers the problem, if any. */
+function applyTools(state: Application, entry: ConfigOp, where: string): string | undefined {
+  const { op, value } = entry;
+  const { tools } = state;
+  const current = listOf(state.out['tools']);
+  const start = state.enabled ?? (current.length > 0 ? (current as string[]) : [...tools.enabled]);
+  const items = op === 'set' ? listOf(value) : [value];
+  for (const item of items) {
+    if (typeof item !== 'string' || !tools.has(item)) {
+      if (op === 'remove' && typeof item === 'string' && start.includes(item)) continue;
+      const guess = typeof item === 'string' ? tools.suggest(item) : undefined;
+      return `${where}: unknown tool '${String(item)}' in flemma.opt.tools${guess === undefined ? '' : ` (did you mean '${guess}'?)`}`;
+    }
+  }
+  const next = applyGenericList(start, op, op === 'set' ? items : value) as string[];
+  if (allowed(state, entry, start, next)) state.enabled = next;
+  return undefined;
+}
+
+/** What the buffer approves before an operation: its own list, else the configuration's. */
+function approvalBase(state: Application): FrontmatterApproval {
+  const configured = isRecord(state.out['tools']) ? state.out['tools']['auto_approve'] : undefined;
+  return (
+    state.approval ??
+    (isRecord(configured) && configured['__function'] === true
+      ? { kind: 'function', assigned: false }
+      : {
+          kind: 'list',
+          assigned: false,
+          list: approveList(typeof configured === 'string' ? [configured] : listOf(configured)),
+        })
+  );
+}
+
+/** The approval an `auto_approve` operation gives, or the problem with it. */
+function nextApproval(
+  state: Application,
+  entry: ConfigOp,
+  where: string,
+): FrontmatterApproval | string {
+  const { op, value } = entry;
+  if (op === 'set') {
+    if (isRecord(value) && value['__function'] === true)
+      return { kind: 'function', assigned: true };
+    try {
+      const list = approveList(
+        typeof value === 'string' ? [value] : value,
+        'flemma.opt.tools.auto_approve',
+      );
+      return { kind: 'list', assigned: true, list };
+    } catch (error) {
+      return `${where}: ${(error as Error).message}`;
+    }
+  }
+  const before = approvalBase(state);
+  if (before.kind === 'function') {
+    return state.approval === undefined
+      ? `${where}: tools.auto_approve is a function in the configuration: :${op}() does not apply (assign a list instead)`
+      : `${where}: flemma.opt.tools.auto_approve is a function: :${op}() does not apply`;
+  }
+  const listOp: ListOp = { op, item: String(value) };
+  return { kind: 'list', list: applyListOps(before.list, [listOp]), assigned: before.assigned };
+}
+
+/** `flemma.opt.tools.auto_approve`: only narrowed in a file that is not trusted. */
+function applyApproval(state: Application, entry: ConfigOp, where: string): string | undefined {
+  const next = nextApproval(state, entry, where);
+  if (typeof next === 'string') return next;
+  const presets = isRecord(state.out['tools']) ? state.out['tools']['presets'] : undefined;
+  if (!state.trust.trusted && !narrowsSafely(() => approvalBase(state), next, presets)) {
+    state.refused.push({ key: 'flemma.opt.tools.auto_approve', line: entry.line });
+    return undefined;
+  }
+  state.approval = next;
+  return undefined;
+}
+
+/** Any other option: set, or changed as a list, in place. */
+function applyOption(state: Application, entry: ConfigOp): void {
+  const { path, op, value } = entry;
+  const before = valueAt(state.out, path);
+  const after = op === 'set' ? value : applyGenericList(listOf(before), op, value);
+  if (!allowed(state, entry, before, after)) return;
+  const parent = parentOf(state.out, path);
+  const last = path[path.length - 1] ?? '';
+  if (path.join('.') === 'tools.autopilot' && op === 'set' && typeof value === 'boolean') {
+    // `autopilot = false` switches it off and keeps its other settings.
+    const current = parent[last];
+    parent[last] = { ...(isRecord(current) ? current : {}), enabled: value };
+    return;
+  }
+  parent[last] = op === 'set' ? deepCopy(value) : after;
+}
+
 /**
  * Apply a frontmatter's operations over `config` (a snapshot, not changed). `flemma.opt.tools`
  * starts from the configuration's list, or every enabled tool when it sets none; names must be
@@ -281,107 +392,33 @@ export function applyFrontmatter(
   tools: ToolNames,
   trust: FrontmatterTrust,
 ): AppliedFrontmatter {
-  const out = deepCopy(config);
-  const refused: RefusedOp[] = [];
-  let approval: FrontmatterApproval | undefined;
-  let enabled: string[] | undefined;
-  const allowed = (entry: ConfigOp, before: unknown, after: unknown): boolean => {
-    if (trust.trusted || changeAllowed(trustClass(entry.trust), before, after)) return true;
-    refused.push({ key: `flemma.opt.${entry.path.join('.')}`, line: entry.line });
-    return false;
+  const state: Application = {
+    out: deepCopy(config),
+    refused: [],
+    approval: undefined,
+    enabled: undefined,
+    tools,
+    trust,
   };
-  const fail = (error: string): AppliedFrontmatter => ({ config: out, refused, error });
+  const { out, refused } = state;
   for (const entry of ops) {
-    const { path, op, value, line } = entry;
-    const where = `frontmatter line ${String(line)}`;
-    const key = path.join('.');
+    const { op, value } = entry;
+    const where = `frontmatter line ${String(entry.line)}`;
+    const key = entry.path.join('.');
+    let error: string | undefined;
     if (key === 'tools' && (op !== 'set' || Array.isArray(value) || isEmptyTable(value))) {
-      const current = listOf(out['tools']);
-      const start = enabled ?? (current.length > 0 ? (current as string[]) : [...tools.enabled]);
-      const items = op === 'set' ? listOf(value) : [value];
-      for (const item of items) {
-        if (typeof item !== 'string' || !tools.has(item)) {
-          if (op === 'remove' && typeof item === 'string' && start.includes(item)) continue;
-          const guess = typeof item === 'string' ? tools.suggest(item) : undefined;
-          return fail(
-            `${where}: unknown tool '${String(item)}' in flemma.opt.tools${guess === undefined ? '' : ` (did you mean '${guess}'?)`}`,
-          );
-        }
-      }
-      const next = applyGenericList(start, op, op === 'set' ? items : value) as string[];
-      if (allowed(entry, start, next)) enabled = next;
-      continue;
+      error = applyTools(state, entry, where);
+    } else if (key === 'tools.auto_approve') {
+      error = applyApproval(state, entry, where);
+    } else {
+      applyOption(state, entry);
     }
-    if (key === 'tools.auto_approve') {
-      // What the buffer approves before this operation: its own list, else the configuration's.
-      const configured = isRecord(out['tools']) ? out['tools']['auto_approve'] : undefined;
-      const base = (): FrontmatterApproval =>
-        approval ??
-        (isRecord(configured) && configured['__function'] === true
-          ? { kind: 'function', assigned: false }
-          : {
-              kind: 'list',
-              assigned: false,
-              list: approveList(typeof configured === 'string' ? [configured] : listOf(configured)),
-            });
-      let next: FrontmatterApproval;
-      if (op === 'set') {
-        if (isRecord(value) && value['__function'] === true) {
-          next = { kind: 'function', assigned: true };
-        } else {
-          try {
-            next = {
-              kind: 'list',
-              assigned: true,
-              list: approveList(
-                typeof value === 'string' ? [value] : value,
-                'flemma.opt.tools.auto_approve',
-              ),
-            };
-          } catch (error) {
-            return fail(`${where}: ${(error as Error).message}`);
-          }
-        }
-      } else {
-        const before = base();
-        if (before.kind === 'function') {
-          return fail(
-            approval === undefined
-              ? `${where}: tools.auto_approve is a function in the configuration: :${op}() does not apply (assign a list instead)`
-              : `${where}: flemma.opt.tools.auto_approve is a function: :${op}() does not apply`,
-          );
-        }
-        const listOp: ListOp = { op, item: String(value) };
-        next = {
-          kind: 'list',
-          list: applyListOps(before.list, [listOp]),
-          assigned: before.assigned,
-        };
-      }
-      const presets = isRecord(out['tools']) ? out['tools']['presets'] : undefined;
-      if (!trust.trusted && !narrowsSafely(base, next, presets)) {
-        refused.push({ key: 'flemma.opt.tools.auto_approve', line });
-        continue;
-      }
-      approval = next;
-      continue;
-    }
-    const before = valueAt(out, path);
-    const after = op === 'set' ? value : applyGenericList(listOf(before), op, value);
-    if (!allowed(entry, before, after)) continue;
-    const parent = parentOf(out, path);
-    const last = path[path.length - 1] ?? '';
-    if (key === 'tools.autopilot' && op === 'set' && typeof value === 'boolean') {
-      // `autopilot = false` switches it off and keeps its other settings.
-      const current = parent[last];
-      parent[last] = { ...(isRecord(current) ? current : {}), enabled: value };
-      continue;
-    }
-    parent[last] = op === 'set' ? deepCopy(value) : after;
+    if (error !== undefined) return { config: out, refused, error };
   }
-  if (enabled !== undefined) {
+  if (state.enabled !== undefined) {
     const section = isRecord(out['tools']) ? out['tools'] : {};
-    out['tools'] = { ...section, __list: enabled };
+    out['tools'] = { ...section, __list: state.enabled };
   }
+  const { approval } = state;
   return approval === undefined ? { config: out, refused } : { config: out, approval, refused };
 }

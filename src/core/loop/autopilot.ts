@@ -1,5 +1,5 @@
 // Autopilot of one conversation: chains the steps of `<C-]>` by itself while tools are approved
-// (behaviour §3.11). A state (`idle`, `armed`, `sending`, `paused`) and the number of consecutive
+// (docs/approval.md, "Autopilot"). A state (`idle`, `armed`, `sending`, `paused`) and the number of consecutive
 // tool-using turns.
 //
 // Decisions:

@@ -1,5 +1,5 @@
 // One step of the tool loop (`<C-]>`, or autopilot's continue), as decisions over ports
-// (seed 000, "The approval cycle"):
+// (docs/architecture.md, "The conversation loop"):
 //
 // - Phase 1: every tool use without a result gets a placeholder with the approval chain's
 //   decision. A pending one stops the step for the user. Approved calls start at once (their

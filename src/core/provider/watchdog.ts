@@ -152,6 +152,23 @@ async function unexpected(
 }
 
 /**
+ * Whether a chunk of a stream begins the reply: it has a line other than a comment (`: ping`).
+ * Called with the stream's chunks in order, until it answers true.
+ */
+function replyBegins(): (chunk: Uint8Array) => boolean {
+  /** Whether the next byte begins a line. */
+  let lineStart = true;
+  return (chunk) => {
+    for (const byte of chunk) {
+      const newline = byte === 0x0a || byte === 0x0d;
+      if (lineStart && !newline && byte !== 0x3a) return true;
+      lineStart = newline;
+    }
+    return false;
+  };
+}
+
+/**
  * The body of a stream, failing when a read waits `idleMs` without a byte. A read that fails
  * (the connection lost) fails with `lost(error, received)` instead, `received` saying whether
  * any of the reply had come: a line of the stream other than a comment (`: ping`, which servers
@@ -166,16 +183,7 @@ function watched(
 ): ReadableStream<Uint8Array> {
   const reader = source.getReader();
   let received = false;
-  /** Whether the next byte begins a line (only looked at until the reply begins). */
-  let lineStart = true;
-  const begins = (chunk: Uint8Array): boolean => {
-    for (const byte of chunk) {
-      const newline = byte === 0x0a || byte === 0x0d;
-      if (lineStart && !newline && byte !== 0x3a) return true;
-      lineStart = newline;
-    }
-    return false;
-  };
+  const begins = replyBegins();
   /** When the pending read began (undefined: none is pending). */
   let waitingSince: number | undefined;
   let timer: ReturnType<typeof setTimeout> | undefined;

@@ -82,6 +82,54 @@ function text(value: unknown): string {
   return '';
 }
 
+/**
+ * The child, leading its own process group, its output collected as text (its type is execa's,
+ * inferred from these options).
+ */
+function start(
+  execa: ExecaModule['execa'],
+  file: string,
+  args: readonly string[],
+  options: RunOptions,
+) {
+  return execa(file, args, {
+    cwd: options.cwd,
+    env: options.env ?? {},
+    extendEnv: options.extendEnv ?? true,
+    detached: true,
+    reject: false,
+    stripFinalNewline: false,
+    all: options.mergeStderr === true,
+    maxBuffer: 256 * 1024 * 1024,
+    ...(options.input === undefined ? { stdin: 'ignore' as const } : { input: options.input }),
+  });
+}
+
+type Child = ReturnType<typeof start>;
+
+/** How the child ended; one that never started (and was not stopped) says why. */
+function resultOf(
+  result: Awaited<Child>,
+  merge: boolean,
+  stopped: { timedOut: boolean; cancelled: boolean },
+): RunResult {
+  const failed = result.failed && result.exitCode === undefined && result.signal === undefined;
+  const base: RunResult = {
+    exitCode: result.exitCode ?? null,
+    signal: result.signal ?? null,
+    output: text(merge ? result.all : result.stdout),
+    stderr: text(result.stderr),
+    timedOut: stopped.timedOut,
+    cancelled: stopped.cancelled,
+  };
+  if (failed && !stopped.timedOut && !stopped.cancelled) {
+    const cause: unknown = result.cause;
+    const reason = cause instanceof Error ? cause.message : result.shortMessage;
+    return { ...base, startError: typeof reason === 'string' ? reason : 'failed to start' };
+  }
+  return base;
+}
+
 export async function runProcess(argv: readonly string[], options: RunOptions): Promise<RunResult> {
   const [file, ...args] = argv;
   const empty = { exitCode: null, signal: null, output: '', stderr: '' };
@@ -93,17 +141,7 @@ export async function runProcess(argv: readonly string[], options: RunOptions): 
   }
   const { execa } = await loadExeca();
   const merge = options.mergeStderr === true;
-  const child = execa(file, args, {
-    cwd: options.cwd,
-    env: options.env ?? {},
-    extendEnv: options.extendEnv ?? true,
-    detached: true,
-    reject: false,
-    stripFinalNewline: false,
-    all: merge,
-    maxBuffer: 256 * 1024 * 1024,
-    ...(options.input === undefined ? { stdin: 'ignore' as const } : { input: options.input }),
-  });
+  const child = start(execa, file, args, options);
 
   // Set from timer and abort callbacks.
   const stopped = { timedOut: false, cancelled: false };
@@ -146,24 +184,7 @@ export async function runProcess(argv: readonly string[], options: RunOptions): 
       : undefined;
 
   try {
-    const result = await child;
-    const failed = result.failed && result.exitCode === undefined && result.signal === undefined;
-    const output = text(merge ? result.all : result.stdout);
-    const stderr = text(result.stderr);
-    const base: RunResult = {
-      exitCode: result.exitCode ?? null,
-      signal: result.signal ?? null,
-      output,
-      stderr,
-      timedOut: stopped.timedOut,
-      cancelled: stopped.cancelled,
-    };
-    if (failed && !stopped.timedOut && !stopped.cancelled) {
-      const cause: unknown = result.cause;
-      const reason = cause instanceof Error ? cause.message : result.shortMessage;
-      return { ...base, startError: typeof reason === 'string' ? reason : 'failed to start' };
-    }
-    return base;
+    return resultOf(await child, merge, stopped);
   } finally {
     if (timer !== undefined) clearTimeout(timer);
     if (drainTimer !== undefined) clearTimeout(drainTimer);

@@ -69,6 +69,38 @@ export function testContext(init: Partial<ContextInit> = {}): ExecutionContext {
   );
 }
 
+/** The builder of a mocked tool's steps: each call says what the next calls answer. */
+function behaviourOn(list: Step[]): MockBehaviour {
+  let appending = false;
+  const set = (fn: Responder): MockBehaviour => {
+    const last = list[list.length - 1];
+    // A behaviour replaces an unlimited one; after `then` (or `times`) it is appended.
+    if (last !== undefined && last.remaining === -1 && !appending) list.pop();
+    list.push({ respond: fn, remaining: -1 });
+    appending = false;
+    return api;
+  };
+  const api: MockBehaviour = {
+    returns: (output) => set(() => ({ ok: true, output })),
+    fails: (error, options = {}) =>
+      set(() =>
+        options.retryable === true ? { ok: false, error, retryable: true } : { ok: false, error },
+      ),
+    handles: (fn) => set(fn),
+    times: (count) => {
+      const last = list[list.length - 1];
+      if (last !== undefined) last.remaining = Math.max(0, Math.floor(count));
+      appending = true;
+      return api;
+    },
+    get then() {
+      appending = true;
+      return api;
+    },
+  };
+  return api;
+}
+
 export function createMockTools(): MockTools {
   const steps = new Map<string, Step[]>();
   const recorded = new Map<string, Record<string, unknown>[]>();
@@ -95,34 +127,7 @@ export function createMockTools(): MockTools {
   const behaviour = (name: string): MockBehaviour => {
     const list = steps.get(name) ?? [];
     steps.set(name, list);
-    const set = (fn: Responder): MockBehaviour => {
-      const last = list[list.length - 1];
-      // A behaviour replaces an unlimited one; after `then` (or `times`) it is appended.
-      if (last !== undefined && last.remaining === -1 && !appending) list.pop();
-      list.push({ respond: fn, remaining: -1 });
-      appending = false;
-      return api;
-    };
-    let appending = false;
-    const api: MockBehaviour = {
-      returns: (output) => set(() => ({ ok: true, output })),
-      fails: (error, options = {}) =>
-        set(() =>
-          options.retryable === true ? { ok: false, error, retryable: true } : { ok: false, error },
-        ),
-      handles: (fn) => set(fn),
-      times: (count) => {
-        const last = list[list.length - 1];
-        if (last !== undefined) last.remaining = Math.max(0, Math.floor(count));
-        appending = true;
-        return api;
-      },
-      get then() {
-        appending = true;
-        return api;
-      },
-    };
-    return api;
+    return behaviourOn(list);
   };
 
   const definitionOf = (name: string): ToolDefinition => {

@@ -1,13 +1,10 @@
 // Building a request from a chat buffer: its prompt assembled and rendered (templates in Neovim,
 // file references read within what the buffer's trust allows), its provider, model, parameters,
 // credential and tools. The send streams what this builds; `:Flemma usage:estimate` counts it.
-import { homedir } from 'node:os';
 import { basename } from 'node:path';
 import type { Message } from '../../core/chat/ast.js';
 import { assemblePrompt, nothingNewToSend, type Prompt } from '../../core/chat/prompt.js';
-import { mcpReferenceRefusal, readReference } from '../../core/chat/references.js';
-import { resourceParts } from '../../core/chat/resource-parts.js';
-import { type RenderedPrompt, renderPrompt } from '../../core/chat/render.js';
+import type { RenderedPrompt } from '../../core/chat/render.js';
 import { budgetSettings, type ElisionSummary, summarize } from '../../core/context/budget.js';
 import { elide } from '../../core/context/elide.js';
 import { resolveThinking, type ThinkingParameters } from '../../core/provider/thinking.js';
@@ -18,7 +15,6 @@ import {
   type ProviderRequest,
   type ToolSpec,
 } from '../../core/provider/types.js';
-import { DEFAULT_STREAM_IDLE_MS } from '../../core/provider/watchdog.js';
 import {
   type ToolCalling,
   type XmlLibrary,
@@ -31,12 +27,12 @@ import { resolveMaxTokens } from '../../core/provider/limits.js';
 import type { Config } from '../../core/config/config.js';
 import type { DocumentState } from '../../editor/documents.js';
 import type { HostBase } from '../base.js';
-import { type BufferSettings, askBufferSettings, KNOWN_ENV } from '../buffer-settings.js';
-import { PROVIDERS, type ProviderParameters } from '../providers.js';
+import { type BufferSettings, askBufferSettings } from '../buffer-settings.js';
+import type { ProviderParameters } from '../providers.js';
 import type { ToolCatalogue } from '../tools/catalogue.js';
 import { trace } from '../../editor/trace.js';
-import { referenceScope } from '../trust-check.js';
-import { secondsMs } from '../../core/util/timer.js';
+import { connectProvider } from './connection.js';
+import { renderForRequest } from './render.js';
 
 /** A request ready to go (see `RequestBuilder.prepare`). */
 export interface PreparedRequest {
@@ -58,7 +54,7 @@ export interface PreparedRequest {
    * After the provider refused the credential (401): forget it and resolve it again; a new
    * adapter when that gives a different value, else undefined.
    */
-  reauthorize(): Promise<ProviderAdapter | undefined>;
+  reauthorize: () => Promise<ProviderAdapter | undefined>;
 }
 
 export interface RequestDeps {
@@ -158,15 +154,7 @@ export class RequestBuilder {
     if (state === undefined) return undefined;
     const prompt = assemblePrompt(state.document);
     // A summary (`:Flemma compact`) asks about the conversation as it is, whatever its end.
-    if (purpose === 'send' && !prompt.messages.some((message) => message.role === 'user')) {
-      ctx.notify.warn('Nothing to send: write a @You: message first.');
-      return undefined;
-    }
-    if (purpose === 'send' && nothingNewToSend(state.document, prompt)) {
-      // Sending would only repeat the conversation: nothing is written, nothing goes out.
-      ctx.notify.info('Nothing to send: the last @You: message is empty');
-      return undefined;
-    }
+    if (purpose === 'send' && !this.somethingToSend(state, prompt)) return undefined;
     const editor =
       context ??
       (await askBufferSettings(ctx.lua, bufnr, state.document, this.deps.catalogue.toolNames(), {
@@ -181,92 +169,19 @@ export class RequestBuilder {
     this.tellRefused(bufnr, editor);
     const config = editor.config;
     onConfig?.(config);
-    const env = editor.env;
-    const providerName = config.provider;
-    const entry = PROVIDERS[providerName];
-    const fail = (message: string): void => {
-      ctx.notify.error(`${providerName}: ${message}`);
-    };
-    if (entry === undefined) {
-      fail(`unknown provider (available: ${Object.keys(PROVIDERS).sort().join(', ')})`);
-      return undefined;
-    }
-    const parameters = config.parameters;
-    const specific = (parameters[providerName] ?? {}) as ProviderParameters;
-    const envValue = async (names: string[]): Promise<string | undefined> => {
-      if (names.every((name) => KNOWN_ENV.includes(name))) {
-        return names.map((name) => env[name]).find((value) => value !== undefined);
-      }
-      return (await ctx.lua.call('env.first', { names }))?.value;
-    };
-    const baseURL =
-      specific.base_url ??
-      (entry.baseUrlEnv === undefined ? undefined : await envValue([entry.baseUrlEnv]));
-    const missing = entry.missing?.({ parameters: specific, baseURL });
-    if (missing !== undefined) {
-      fail(missing);
-      return undefined;
-    }
-    const spec = entry.credential(specific);
-    const secretsConfig = config.secrets;
-    const resolveCredential = async (
-      quiet = false,
-    ): Promise<{ ok: true; value: string | undefined } | { ok: false }> => {
-      if (spec === undefined) return { ok: true, value: undefined };
-      const optional = entry.credentialOptional === true;
-      const found = await ctx.secrets.resolve(spec, {
-        env,
-        known: KNOWN_ENV,
-        ...(secretsConfig === undefined ? {} : { config: secretsConfig }),
-        quick: optional,
-      });
-      if (found.ok) return { ok: true, value: found.value };
-      if (optional) return { ok: true, value: undefined };
-      if (!quiet) fail(found.message);
-      return { ok: false };
-    };
-    const resolved = await resolveCredential();
-    if (!resolved.ok) return undefined;
-    const credential = resolved.value;
-    trace('send:env');
-    const model = config.model ?? entry.defaultModel;
-    if (model === undefined) {
-      fail('set the model to use (model = "…" in setup() or the frontmatter)');
-      return undefined;
-    }
-    const timeout = parameters.timeout;
-    // The stream watchdog (src/core/provider/watchdog.ts): the provider's own value wins.
-    const idle = [specific['stream_idle_timeout'], parameters['stream_idle_timeout']].find(
-      (value): value is number => typeof value === 'number' && value >= 1,
-    );
-    const connect = (value: string | undefined): ProviderAdapter =>
-      entry.create(
-        {
-          credential: value ?? '',
-          baseURL,
-          parameters: specific,
-          // NOTE: the send retries by itself (below), so that each attempt shows in the indicator.
-          maxRetries: 0,
-          // Clamped to what a timer takes (src/core/util/timer.ts): the schema bounds them too.
-          timeoutMs: secondsMs(timeout),
-          streamIdleMs: idle === undefined ? DEFAULT_STREAM_IDLE_MS : secondsMs(idle),
-        },
-        ctx.sdks,
-      );
-    const adapter = connect(credential);
-    /** After a 401: the credential again, past the cache; a new adapter when it changed. */
-    const reauthorize = async (): Promise<ProviderAdapter | undefined> => {
-      if (spec === undefined) return undefined;
-      ctx.secrets.invalidate(spec.kind, spec.service);
-      const again = await resolveCredential(true);
-      if (!again.ok || again.value === undefined || again.value === credential) return undefined;
-      return connect(again.value);
-    };
+    const connection = await connectProvider(ctx, config, editor.env);
+    if (connection === undefined) return undefined;
+    const { providerName, model, adapter, reauthorize } = connection;
     const tools = this.deps.catalogue.specsFor(config.tools.__list, config);
     let evaluated: RenderedPrompt;
     try {
       trace('send:render');
-      evaluated = await this.render(bufnr, prompt, editor, tools);
+      evaluated = await renderForRequest(ctx, this.deps.catalogue, {
+        bufnr,
+        prompt,
+        editor,
+        tools,
+      });
       trace('send:rendered');
     } catch (error) {
       // A template or a file reference failed: nothing is sent, the buffer stays as it is.
@@ -274,6 +189,47 @@ export class RequestBuilder {
       ctx.notify.error(message);
       return undefined;
     }
+    const { request, calling, xml, elision } = await this.assemble(
+      config,
+      { providerName, model },
+      evaluated,
+      tools,
+    );
+    const prepared: PreparedRequest = {
+      state,
+      editor,
+      config,
+      providerName,
+      model,
+      adapter,
+      request,
+      calling,
+      offered: tools.map((tool) => tool.name),
+      reauthorize,
+    };
+    if (xml !== undefined) prepared.xml = xml;
+    if (elision !== undefined) prepared.elision = elision;
+    return prepared;
+  }
+
+  /**
+   * The request itself: the system prompt with the tools' section, the tools offered (natively,
+   * or described in XML), the messages within `context.budget`, the parameters.
+   */
+  private async assemble(
+    config: Config,
+    target: { providerName: string; model: string },
+    evaluated: RenderedPrompt,
+    tools: ToolSpec[],
+  ): Promise<{
+    request: ProviderRequest;
+    calling: ToolCalling;
+    xml: XmlLibrary | undefined;
+    elision: ElisionSummary | undefined;
+  }> {
+    const { providerName, model } = target;
+    const parameters = config.parameters;
+    const specific = (parameters[providerName] ?? {}) as ProviderParameters;
     // The tools' own system prompts (CodeCompanion `system_prompt`), or in XML tool calling the
     // whole description of the tools and the format (docs/tools.md, "XML tool calling").
     const calling = callingMode(config.tools.calling, providerName, model);
@@ -319,23 +275,26 @@ export class RequestBuilder {
       request.maxTokens,
     );
     if (thinking !== undefined) request.thinking = thinking;
-    const prepared: PreparedRequest = {
-      state,
-      editor,
-      config,
-      providerName,
-      model,
-      adapter,
-      request,
-      calling,
-      offered: tools.map((tool) => tool.name),
-      reauthorize,
-    };
-    if (xml !== undefined) prepared.xml = xml;
-    if (elision !== undefined && budget !== undefined) {
-      prepared.elision = summarize(elision, budget.setting === null);
+    const summary =
+      elision === undefined || budget === undefined
+        ? undefined
+        : summarize(elision, budget.setting === null);
+    return { request, calling, xml, elision: summary };
+  }
+
+  /** Whether a send would bring the model anything; if not, the user is told. */
+  private somethingToSend(state: DocumentState, prompt: Prompt): boolean {
+    const ctx = this.deps.base;
+    if (!prompt.messages.some((message) => message.role === 'user')) {
+      ctx.notify.warn('Nothing to send: write a @You: message first.');
+      return false;
     }
-    return prepared;
+    if (nothingNewToSend(state.document, prompt)) {
+      // Sending would only repeat the conversation: nothing is written, nothing goes out.
+      ctx.notify.info('Nothing to send: the last @You: message is empty');
+      return false;
+    }
+    return true;
   }
 
   /**
@@ -355,73 +314,6 @@ export class RequestBuilder {
         ? (keys[0] ?? '').replace(/^flemma\.opt\./, '')
         : `${String(keys.length)} options`;
     this.deps.base.notify.warn(`${name}: ${what} not applied until :trust`);
-  }
-
-  /**
-   * Templates rendered in Neovim (one call for the whole prompt, with the frontmatter's
-   * variables) and file references read relative to the chat's directory.
-   */
-  private render(
-    bufnr: number,
-    prompt: Prompt,
-    editor: BufferSettings,
-    tools: readonly ToolSpec[],
-  ): Promise<RenderedPrompt> {
-    const ctx = this.deps.base;
-    // A file that is not trusted reads only inside its own directory tree.
-    const { baseDir, scope } = referenceScope(editor);
-    return renderPrompt(prompt, {
-      renderTemplates: async (jobs) => {
-        // A job with no `{% %}` needs only its expressions evaluated: their text stays here and
-        // the values are spliced in (a long chat's messages do not travel to Lua and back).
-        const spliced = jobs.map((segments) =>
-          segments.every((segment) => segment.kind !== 'code'),
-        );
-        trace('send:lua-render');
-        const answer = await ctx.lua.call('template.render', {
-          bufnr,
-          digest: editor.digest,
-          variables: editor.variables,
-          jobs: jobs.map((segments, index) =>
-            spliced[index] === true
-              ? { spliced: true, segments: segments.filter((segment) => segment.kind !== 'text') }
-              : { segments },
-          ),
-          // For personalities (`include("urn:flemma:personality:…")`).
-          tools: this.deps.catalogue.personalityTools(tools),
-        });
-        trace('send:lua-rendered');
-        if (answer.untrusted !== undefined) return { error: answer.untrusted };
-        if (answer.error !== undefined) return { error: `Template error: ${answer.error}` };
-        const results = answer.texts ?? [];
-        return {
-          texts: jobs.map((segments, index) => {
-            const result = results[index];
-            if (!Array.isArray(result)) return result ?? '';
-            let next = 0;
-            return segments
-              .map((segment) => (segment.kind === 'text' ? segment.text : (result[next++] ?? '')))
-              .join('');
-          }),
-        };
-      },
-      readReference: async (reference) => {
-        if (reference.server === undefined) {
-          return await readReference(reference, baseDir, homedir(), scope, ctx.references);
-        }
-        // `@mcp:<server>:<uri>`: read through the server, bounded by its timeout.
-        const { server, path: uri } = reference;
-        const refusal = mcpReferenceRefusal(server, scope);
-        if (refusal !== undefined) throw new Error(refusal);
-        const contents = await this.deps.catalogue.mcp.readResource(
-          server,
-          uri,
-          new AbortController().signal,
-        );
-        return resourceParts(server, uri, contents, reference.mime);
-      },
-      readsResultReferences: (name) => this.deps.catalogue.readsResultReferences(name),
-    });
   }
 
   /**

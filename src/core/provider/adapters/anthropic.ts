@@ -1,13 +1,13 @@
-// The Anthropic Messages adapter (docs/configuration.md, "Provider and request parameters"): an evaluated prompt becomes a Messages API
-// body, and the SDK's stream of raw events becomes ProviderEvents. The SDK itself is loaded only
-// when the first reply streams.
+// The Anthropic Messages adapter (docs/configuration.md, "Provider and request parameters"): an
+// evaluated prompt becomes a Messages API body, and the SDK's stream of raw events becomes
+// ProviderEvents (anthropic-events.ts). The SDK itself is loaded only when the first reply streams.
 import type Anthropic from '@anthropic-ai/sdk';
 import type { SdkLoader, SdkModule } from '../sdk.js';
 import { DEFAULT_STREAM_IDLE_MS, type Expected, globalFetch, guardFetch } from '../watchdog.js';
 import { carriedError, connectError, endpointOf, lostError, timeoutError } from '../transport.js';
-import { assertNever, newerThanSdk } from '../../util/never.js';
+import { assertNever } from '../../util/never.js';
+import { EventMapper } from './anthropic-events.js';
 import {
-  internalToolName,
   ProviderError,
   sortKeys,
   wireToolId,
@@ -21,7 +21,6 @@ import {
   type ProviderAdapter,
   type ProviderEvent,
   type ProviderRequest,
-  type Usage,
   errorForStatus,
   retryAfterMs,
 } from '../types.js';
@@ -33,8 +32,6 @@ const MIN_THINKING_BUDGET = 1024;
 
 /** Top-level keys sent last, in this order, so that the cacheable prefix stays byte-stable. */
 const TRAILING_KEYS = ['system', 'tools', 'messages'] as const;
-
-export const TRUNCATED_WARNING = 'Response truncated – model reached max output tokens';
 
 type Block = Record<string, unknown>;
 type CacheControl = { type: 'ephemeral' } | { type: 'ephemeral'; ttl: '1h' };
@@ -298,172 +295,15 @@ function toProviderError(
   return lostError(PROVIDER, where.endpoint, error, started);
 }
 
-interface OpenBlock {
-  type: string;
-  /** tool_use only */
-  id?: string;
-  name?: string;
-  json?: string;
-}
-
-/** Turns raw stream events into ProviderEvents; one per reply. */
-class EventMapper {
-  private readonly blocks = new Map<number, OpenBlock>();
-  private thinking = '';
-  private signature = '';
-  private sawThinking = false;
-  private readonly redacted: string[] = [];
-  private usage: Usage = { input: 0, output: 0 };
-  private stopReason = 'end_turn';
-  finished = false;
-
-  *map(event: Anthropic.RawMessageStreamEvent): Generator<ProviderEvent> {
-    switch (event.type) {
-      case 'message_start': {
-        const usage = event.message.usage;
-        this.usage = { input: usage.input_tokens, output: usage.output_tokens };
-        if (typeof usage.cache_read_input_tokens === 'number')
-          this.usage.cacheRead = usage.cache_read_input_tokens;
-        if (typeof usage.cache_creation_input_tokens === 'number')
-          this.usage.cacheCreation = usage.cache_creation_input_tokens;
-        break;
-      }
-      case 'content_block_start': {
-        const block = event.content_block;
-        switch (block.type) {
-          case 'text':
-            this.blocks.set(event.index, { type: 'text' });
-            if (block.text !== '') yield { type: 'text', text: block.text };
-            break;
-          case 'thinking':
-            this.blocks.set(event.index, { type: 'thinking' });
-            this.sawThinking = true;
-            this.thinking += block.thinking;
-            this.signature += block.signature;
-            break;
-          case 'redacted_thinking':
-            this.blocks.set(event.index, { type: 'redacted_thinking' });
-            this.redacted.push(block.data);
-            break;
-          case 'tool_use': {
-            const name = internalToolName(block.name);
-            this.blocks.set(event.index, { type: 'tool_use', id: block.id, name, json: '' });
-            yield { type: 'progress', phase: 'tool_input', characters: 0, toolName: name };
-            break;
-          }
-          case 'server_tool_use':
-          case 'web_search_tool_result':
-          case 'web_fetch_tool_result':
-          case 'code_execution_tool_result':
-          case 'bash_code_execution_tool_result':
-          case 'text_editor_code_execution_tool_result':
-          case 'tool_search_tool_result':
-          case 'container_upload':
-            // Server tools run at Anthropic; their blocks are not part of the reply's text.
-            this.blocks.set(event.index, { type: block.type });
-            break;
-          default:
-            newerThanSdk(block);
-            this.blocks.set(event.index, { type: (block as { type: string }).type });
-        }
-        break;
-      }
-      case 'content_block_delta': {
-        const delta = event.delta;
-        switch (delta.type) {
-          case 'text_delta':
-            if (delta.text !== '') yield { type: 'text', text: delta.text };
-            break;
-          case 'thinking_delta':
-            this.sawThinking = true;
-            this.thinking += delta.thinking;
-            yield { type: 'progress', phase: 'thinking', characters: this.thinking.length };
-            break;
-          case 'signature_delta':
-            this.signature += delta.signature;
-            break;
-          case 'input_json_delta': {
-            const open = this.blocks.get(event.index);
-            if (open?.type !== 'tool_use') break;
-            open.json = (open.json ?? '') + delta.partial_json;
-            yield {
-              type: 'progress',
-              phase: 'tool_input',
-              characters: open.json.length,
-              toolName: open.name ?? '',
-            };
-            break;
-          }
-          case 'citations_delta':
-            break;
-          default:
-            newerThanSdk(delta);
-        }
-        break;
-      }
-      case 'content_block_stop': {
-        const open = this.blocks.get(event.index);
-        this.blocks.delete(event.index);
-        if (open?.type === 'tool_use') yield* this.finishToolUse(open);
-        break;
-      }
-      case 'message_delta':
-        if (event.delta.stop_reason !== null) this.stopReason = event.delta.stop_reason;
-        this.usage.output = event.usage.output_tokens;
-        break;
-      case 'message_stop':
-        yield* this.finish();
-        break;
-      default:
-        newerThanSdk(event);
-    }
-  }
-
-  private *finishToolUse(open: OpenBlock): Generator<ProviderEvent> {
-    const json = (open.json ?? '').trim();
-    const name = open.name ?? '';
-    let input: unknown = {};
-    let invalid: string | undefined;
-    if (json !== '') {
-      try {
-        input = JSON.parse(json) as unknown;
-      } catch (error) {
-        invalid = error instanceof Error ? error.message : String(error);
-        yield {
-          type: 'warning',
-          message: `Could not parse the input of tool ${name} (${open.id ?? ''}); sent as {}`,
-        };
-      }
-    }
-    yield invalid === undefined
-      ? { type: 'tool_use', id: open.id ?? '', name, input }
-      : { type: 'tool_use', id: open.id ?? '', name, input, invalid };
-  }
-
-  private *finish(): Generator<ProviderEvent> {
-    this.finished = true;
-    if (this.sawThinking && (this.thinking !== '' || this.signature !== '')) {
-      yield this.signature === ''
-        ? { type: 'thinking', content: this.thinking }
-        : {
-            type: 'thinking',
-            content: this.thinking,
-            signature: { provider: PROVIDER, value: this.signature },
-          };
-    }
-    for (const data of this.redacted) yield { type: 'redacted_thinking', data };
-    yield { type: 'usage', usage: { ...this.usage } };
-    const reason = this.stopReason;
-    if (reason === 'refusal' || reason === 'sensitive') {
-      throw new ProviderError(PROVIDER, 'blocked', `Response blocked by Anthropic (${reason})`);
-    }
-    if (reason === 'max_tokens') yield { type: 'warning', message: TRUNCATED_WARNING };
-    yield { type: 'done', stopReason: reason };
-  }
-}
-
 /** Fields of a Messages body that only matter for generating, not for counting its tokens. */
 const GENERATION_FIELDS = ['max_tokens', 'stream', 'temperature'];
+
+/** How the adapter reaches the API: a client for streams or JSON answers, and where it points. */
+interface Clients {
+  loader: SdkLoader;
+  connection: ConnectionOptions;
+  clientOf: (sdk: AnthropicSdk, expect: Expected) => Anthropic;
+}
 
 export function createAnthropicAdapter(
   connection: ConnectionOptions,
@@ -482,71 +322,74 @@ export function createAnthropicAdapter(
       const guard = { provider: PROVIDER, expect, idleMs, secrets: [connection.apiKey] };
       return new sdk.default({ ...options, fetch: guardFetch(globalFetch, guard) });
     });
-
-  async function* stream(
-    request: ProviderRequest,
-    signal: AbortSignal,
-  ): AsyncGenerator<ProviderEvent> {
-    // NOTE: a function, so that the checks after each await are not narrowed away.
-    const aborted = (): boolean => signal.aborted;
-    if (aborted()) return;
-    const body = buildAnthropicBody(request);
-    const sdk = await loader.load('anthropic');
-    if (aborted()) return;
-    const client = clientOf(sdk, 'stream');
-    const where = { endpoint: endpointOf(client.baseURL), timeoutMs: connection.timeoutMs };
-
-    const mapper = new EventMapper();
-    let started = false;
-    try {
-      const events = await client.messages.create(
-        { ...body, stream: true } as unknown as Anthropic.MessageCreateParamsStreaming,
-        { signal },
-      );
-      for await (const event of events) {
-        started = true;
-        yield* mapper.map(event);
-        if (mapper.finished) break;
-      }
-    } catch (error) {
-      if (aborted() || error instanceof sdk.APIUserAbortError) return;
-      throw toProviderError(sdk, error, started, where);
-    }
-    if (aborted() || mapper.finished) return;
-    throw new ProviderError(
-      PROVIDER,
-      'connection',
-      'The stream ended before the reply was complete',
-      undefined,
-      !started,
-    );
-  }
-
-  /** `POST /v1/messages/count_tokens` with the request's body. */
-  async function countTokens(request: ProviderRequest, signal: AbortSignal): Promise<number> {
-    const body = Object.fromEntries(
-      Object.entries(buildAnthropicBody(request)).filter(
-        ([key]) => !GENERATION_FIELDS.includes(key),
-      ),
-    );
-    const sdk = await loader.load('anthropic');
-    const client = clientOf(sdk, 'json');
-    const where = { endpoint: endpointOf(client.baseURL), timeoutMs: connection.timeoutMs };
-    try {
-      const count = await client.messages.countTokens(
-        body as unknown as Anthropic.MessageCountTokensParams,
-        { signal },
-      );
-      return count.input_tokens;
-    } catch (error) {
-      throw toProviderError(sdk, error, false, where);
-    }
-  }
-
+  const clients: Clients = { loader, connection, clientOf };
   return {
     name: PROVIDER,
     buildBody: buildAnthropicBody,
-    stream,
-    countTokens,
+    stream: (request, signal) => streamReply(clients, request, signal),
+    countTokens: (request, signal) => countTokens(clients, request, signal),
   };
+}
+
+async function* streamReply(
+  { loader, connection, clientOf }: Clients,
+  request: ProviderRequest,
+  signal: AbortSignal,
+): AsyncGenerator<ProviderEvent> {
+  // NOTE: a function, so that the checks after each await are not narrowed away.
+  const aborted = (): boolean => signal.aborted;
+  if (aborted()) return;
+  const body = buildAnthropicBody(request);
+  const sdk = await loader.load('anthropic');
+  if (aborted()) return;
+  const client = clientOf(sdk, 'stream');
+  const where = { endpoint: endpointOf(client.baseURL), timeoutMs: connection.timeoutMs };
+
+  const mapper = new EventMapper();
+  let started = false;
+  try {
+    const events = await client.messages.create(
+      { ...body, stream: true } as unknown as Anthropic.MessageCreateParamsStreaming,
+      { signal },
+    );
+    for await (const event of events) {
+      started = true;
+      yield* mapper.map(event);
+      if (mapper.finished) break;
+    }
+  } catch (error) {
+    if (aborted() || error instanceof sdk.APIUserAbortError) return;
+    throw toProviderError(sdk, error, started, where);
+  }
+  if (aborted() || mapper.finished) return;
+  throw new ProviderError(
+    PROVIDER,
+    'connection',
+    'The stream ended before the reply was complete',
+    undefined,
+    !started,
+  );
+}
+
+/** `POST /v1/messages/count_tokens` with the request's body. */
+async function countTokens(
+  { loader, connection, clientOf }: Clients,
+  request: ProviderRequest,
+  signal: AbortSignal,
+): Promise<number> {
+  const body = Object.fromEntries(
+    Object.entries(buildAnthropicBody(request)).filter(([key]) => !GENERATION_FIELDS.includes(key)),
+  );
+  const sdk = await loader.load('anthropic');
+  const client = clientOf(sdk, 'json');
+  const where = { endpoint: endpointOf(client.baseURL), timeoutMs: connection.timeoutMs };
+  try {
+    const count = await client.messages.countTokens(
+      body as unknown as Anthropic.MessageCountTokensParams,
+      { signal },
+    );
+    return count.input_tokens;
+  } catch (error) {
+    throw toProviderError(sdk, error, false, where);
+  }
 }

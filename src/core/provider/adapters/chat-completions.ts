@@ -11,7 +11,6 @@
 // `<thinking openaicompatible:signature="reasoning_content">`. The value carries no secret; it
 // only has to survive the round trip.
 import type { APIError, OpenAI } from 'openai';
-import { randomUUID } from 'node:crypto';
 import type { SdkLoader, SdkModule } from '../sdk.js';
 import { DEFAULT_STREAM_IDLE_MS, type Expected, globalFetch, guardFetch } from '../watchdog.js';
 import {
@@ -23,9 +22,9 @@ import {
   timeoutError,
 } from '../transport.js';
 import { assertNever } from '../../util/never.js';
+import { type ReasoningField, ReplyState } from './chat-completions-events.js';
 import {
   ProviderError,
-  internalToolName,
   sortKeys,
   wireToolId,
   wireToolName,
@@ -36,12 +35,11 @@ import {
   type ProviderAdapter,
   type ProviderEvent,
   type ProviderRequest,
-  type Usage,
   errorForStatus,
   retryAfterMs,
 } from '../types.js';
 
-export type ReasoningField = 'reasoning_content' | 'reasoning';
+export type { ReasoningField };
 
 export interface ChatCompletionsOptions extends ConnectionOptions {
   /** Adapter (and error) name; `openai-compatible` by default. */
@@ -65,7 +63,6 @@ const DEFAULT_NAME = 'openai-compatible';
 const TRAILING_KEYS = ['tools', 'messages'];
 
 type OpenAIModule = SdkModule<'openai'>;
-type Chunk = OpenAI.ChatCompletionChunk;
 type StreamParams = OpenAI.ChatCompletionCreateParamsStreaming;
 
 /** The provider name a thinking signature of this adapter carries. */
@@ -74,47 +71,34 @@ export function signatureProvider(adapterName: string): string {
   return stripped === '' ? 'openaicompatible' : stripped;
 }
 
+/** One configured dialect: its name, its reasoning field, and how it writes tool results. */
+interface Dialect {
+  name: string;
+  field: ReasoningField;
+  signer: string;
+  names: boolean;
+}
+
+/** How the adapter reaches the server: a client for streams or JSON answers, and where. */
+type Connect = (
+  sdk: OpenAIModule,
+  model: string,
+  expect: Expected,
+) => { client: OpenAI; where: Where };
+
 export function createChatCompletionsAdapter(
   connection: ChatCompletionsOptions,
   loader: SdkLoader,
 ): ProviderAdapter {
   const name = connection.name ?? DEFAULT_NAME;
-  const field: ReasoningField = connection.reasoningField ?? 'reasoning_content';
-  const signer = signatureProvider(name);
-  const isNative = (signature: { provider: string } | undefined): boolean =>
-    signature !== undefined && (signature.provider === signer || signature.provider === name);
-
-  const buildBody = (request: ProviderRequest): Record<string, unknown> => {
-    const messages: unknown[] = [];
-    if (request.system.trim() !== '') messages.push({ role: 'system', content: request.system });
-    const foreign = request.thinking?.foreign ?? 'preserve';
-    const names = connection.toolResultNames === true;
-    for (const message of request.messages) {
-      messages.push(...convertMessage(message, { field, foreign, isNative, names }));
-    }
-    const body: Record<string, unknown> = {
-      model: request.model,
-      max_tokens: request.maxTokens,
-      stream: true,
-      stream_options: { include_usage: true },
-      messages,
-    };
-    if (request.temperature !== undefined) body['temperature'] = request.temperature;
-    if (request.tools.length > 0) {
-      body['tools'] = request.tools.map((tool) => ({
-        type: 'function',
-        function: {
-          name: wireToolName(tool.name),
-          description: tool.description,
-          parameters: tool.inputSchema,
-          ...(tool.strict === true ? { strict: true } : {}),
-        },
-      }));
-      body['tool_choice'] = 'auto';
-    }
-    return withTrailingKeys(sortKeys(body) as Record<string, unknown>);
+  const dialect: Dialect = {
+    name,
+    field: connection.reasoningField ?? 'reasoning_content',
+    signer: signatureProvider(name),
+    names: connection.toolResultNames === true,
   };
-
+  const buildBody = (request: ProviderRequest): Record<string, unknown> =>
+    buildChatBody(request, dialect);
   const options = {
     apiKey: connection.apiKey,
     // The SDK's logger writes to the console; the host's stdout is the RPC channel.
@@ -125,11 +109,7 @@ export function createChatCompletionsAdapter(
   };
   const idleMs = connection.streamIdleMs ?? DEFAULT_STREAM_IDLE_MS;
   /** A client for streams, or for JSON answers (the token count): each checks its answers. */
-  const connect = (
-    sdk: OpenAIModule,
-    model: string,
-    expect: Expected,
-  ): { client: OpenAI; where: Where } => {
+  const connect: Connect = (sdk, model, expect) => {
     const client = loader.client(`openai-chat/${expect}`, { ...options, idleMs, name }, () => {
       const guard = { provider: name, expect, idleMs, secrets: [connection.apiKey] };
       return new sdk.OpenAI({ ...options, fetch: guardFetch(globalFetch, guard) });
@@ -138,66 +118,111 @@ export function createChatCompletionsAdapter(
     if (connection.timeoutMs !== undefined) where.timeoutMs = connection.timeoutMs;
     return { client, where };
   };
-
-  async function* stream(
-    request: ProviderRequest,
-    signal: AbortSignal,
-  ): AsyncGenerator<ProviderEvent, void, undefined> {
-    // A function, so that the checks below are not narrowed away after the first one.
-    const aborted = (): boolean => signal.aborted;
-    const sdk = await loader.load('openai');
-    if (aborted()) return;
-    const { client, where } = connect(sdk, request.model, 'stream');
-    const body = buildBody(request) as unknown as StreamParams;
-    const state = new ReplyState(name, signer, field);
-    let received = false;
-    try {
-      const chunks = await client.chat.completions.create({ ...body }, { signal });
-      for await (const chunk of chunks) {
-        if (aborted()) return;
-        received = true;
-        yield* state.take(chunk);
-      }
-    } catch (error) {
-      if (aborted() || error instanceof sdk.APIUserAbortError) return;
-      throw toProviderError(error, where, received);
-    }
-    // The SDK ends an aborted stream without an error.
-    if (aborted()) return;
-    yield* state.finish();
-  }
-
-  /**
-   * Moonshot's `POST /v1/tokenizers/estimate-token-count` with the request's model and messages
-   * (other OpenAI-compatible servers have no counting endpoint).
-   */
-  async function countTokens(request: ProviderRequest, signal: AbortSignal): Promise<number> {
-    const sdk = await loader.load('openai');
-    const { client, where } = connect(sdk, request.model, 'json');
-    const body = buildBody(request);
-    try {
-      const answer = await client.post<{ data?: { total_tokens?: number } }>(
-        '/tokenizers/estimate-token-count',
-        { body: { model: body['model'], messages: body['messages'] }, signal },
-      );
-      const total = answer.data?.total_tokens;
-      if (typeof total !== 'number') {
-        throw new ProviderError(name, 'stream', 'the token count answer has no total_tokens');
-      }
-      return total;
-    } catch (error) {
-      if (error instanceof ProviderError) throw error;
-      throw toProviderError(error, where, false);
-    }
-  }
-
+  const stream = (request: ProviderRequest, signal: AbortSignal): AsyncGenerator<ProviderEvent> =>
+    streamReply(loader, connect, dialect, request, signal);
+  const countTokens = (request: ProviderRequest, signal: AbortSignal): Promise<number> =>
+    countTokensOf(loader, connect, dialect, request, signal);
   return name === 'moonshot'
     ? { name, buildBody, stream, countTokens }
     : { name, buildBody, stream };
 }
 
+async function* streamReply(
+  loader: SdkLoader,
+  connect: Connect,
+  dialect: Dialect,
+  request: ProviderRequest,
+  signal: AbortSignal,
+): AsyncGenerator<ProviderEvent, void, undefined> {
+  // A function, so that the checks below are not narrowed away after the first one.
+  const aborted = (): boolean => signal.aborted;
+  const sdk = await loader.load('openai');
+  if (aborted()) return;
+  const { client, where } = connect(sdk, request.model, 'stream');
+  const body = buildChatBody(request, dialect) as unknown as StreamParams;
+  const state = new ReplyState(dialect.name, dialect.signer, dialect.field);
+  let received = false;
+  try {
+    const chunks = await client.chat.completions.create({ ...body }, { signal });
+    for await (const chunk of chunks) {
+      if (aborted()) return;
+      received = true;
+      yield* state.take(chunk);
+    }
+  } catch (error) {
+    if (aborted() || error instanceof sdk.APIUserAbortError) return;
+    throw toProviderError(error, where, received);
+  }
+  // The SDK ends an aborted stream without an error.
+  if (aborted()) return;
+  yield* state.finish();
+}
+
+/**
+ * Moonshot's `POST /v1/tokenizers/estimate-token-count` with the request's model and messages
+ * (other OpenAI-compatible servers have no counting endpoint).
+ */
+async function countTokensOf(
+  loader: SdkLoader,
+  connect: Connect,
+  dialect: Dialect,
+  request: ProviderRequest,
+  signal: AbortSignal,
+): Promise<number> {
+  const sdk = await loader.load('openai');
+  const { client, where } = connect(sdk, request.model, 'json');
+  const body = buildChatBody(request, dialect);
+  try {
+    const answer = await client.post<{ data?: { total_tokens?: number } }>(
+      '/tokenizers/estimate-token-count',
+      { body: { model: body['model'], messages: body['messages'] }, signal },
+    );
+    const total = answer.data?.total_tokens;
+    if (typeof total !== 'number') {
+      throw new ProviderError(dialect.name, 'stream', 'the token count answer has no total_tokens');
+    }
+    return total;
+  } catch (error) {
+    if (error instanceof ProviderError) throw error;
+    throw toProviderError(error, where, false);
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Request body
+
+function buildChatBody(request: ProviderRequest, dialect: Dialect): Record<string, unknown> {
+  const { name, field, signer, names } = dialect;
+  const isNative = (signature: { provider: string } | undefined): boolean =>
+    signature !== undefined && (signature.provider === signer || signature.provider === name);
+  const messages: unknown[] = [];
+  if (request.system.trim() !== '') messages.push({ role: 'system', content: request.system });
+  const foreign = request.thinking?.foreign ?? 'preserve';
+  for (const message of request.messages) {
+    messages.push(...convertMessage(message, { field, foreign, isNative, names }));
+  }
+  const body: Record<string, unknown> = {
+    model: request.model,
+    max_tokens: request.maxTokens,
+    stream: true,
+    stream_options: { include_usage: true },
+    messages,
+  };
+  if (request.temperature !== undefined) body['temperature'] = request.temperature;
+  if (request.tools.length > 0) {
+    body['tools'] = request.tools.map((tool) => ({
+      type: 'function',
+      function: {
+        name: wireToolName(tool.name),
+        description: tool.description,
+        parameters: tool.inputSchema,
+        ...(tool.strict === true ? { strict: true } : {}),
+      },
+    }));
+    body['tool_choice'] = 'auto';
+  }
+  return withTrailingKeys(sortKeys(body) as Record<string, unknown>);
+}
 
 interface ConvertContext {
   field: ReasoningField;
@@ -325,153 +350,6 @@ function withTrailingKeys(body: Record<string, unknown>): Record<string, unknown
     if (key in body) out[key] = body[key];
   }
   return out;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Streaming
-
-interface PendingCall {
-  id: string;
-  wireName: string;
-  args: string;
-}
-
-/** What one reply has streamed so far; turns chunks into events. */
-class ReplyState {
-  private thinking = '';
-  private readonly calls: PendingCall[] = [];
-  /** The call each stream index currently feeds. */
-  private readonly byIndex = new Map<number, PendingCall>();
-  private finishReason: string | undefined;
-  private usage: Usage | undefined;
-  private flushed = false;
-
-  constructor(
-    private readonly name: string,
-    private readonly signer: string,
-    private readonly field: ReasoningField,
-  ) {}
-
-  *take(chunk: Chunk): Generator<ProviderEvent> {
-    if (chunk.usage != null) this.usage = toUsage(chunk.usage);
-    for (const choice of chunk.choices) {
-      if (choice.index !== 0) continue;
-      const delta = choice.delta as Chunk['choices'][number]['delta'] & Record<string, unknown>;
-      // Some servers send both fields with the same text: the first non-empty one counts.
-      const reasoning = [delta[this.field], delta['reasoning_content'], delta['reasoning']].find(
-        (value): value is string => typeof value === 'string' && value !== '',
-      );
-      if (reasoning !== undefined) {
-        this.thinking += reasoning;
-        yield { type: 'progress', phase: 'thinking', characters: this.thinking.length };
-      }
-      if (typeof delta.content === 'string' && delta.content !== '') {
-        yield { type: 'text', text: delta.content };
-      }
-      const toolCalls: LooseToolCall[] = delta.tool_calls ?? [];
-      for (const [position, call] of toolCalls.entries()) {
-        const pending = this.callFor(call.index ?? position, call.id ?? undefined);
-        if (call.function?.name) pending.wireName += call.function.name;
-        if (call.function?.arguments) pending.args += call.function.arguments;
-        yield {
-          type: 'progress',
-          phase: 'tool_input',
-          characters: pending.args.length,
-          toolName: internalToolName(pending.wireName),
-        };
-      }
-      if (choice.finish_reason != null) {
-        this.finishReason = choice.finish_reason;
-        yield* this.flush();
-      }
-    }
-  }
-
-  *finish(): Generator<ProviderEvent> {
-    yield* this.flush();
-    if (this.usage !== undefined) yield { type: 'usage', usage: this.usage };
-    if (this.finishReason === 'length') {
-      yield { type: 'warning', message: 'Response truncated – model reached max output tokens' };
-    } else if (this.finishReason === 'content_filter') {
-      yield { type: 'warning', message: `Response stopped by the content filter of ${this.name}` };
-    } else if (this.finishReason === undefined) {
-      yield {
-        type: 'warning',
-        message: 'The stream ended without a finish reason; the reply may be incomplete',
-      };
-    }
-    yield { type: 'done', stopReason: this.finishReason ?? 'unknown' };
-  }
-
-  private callFor(index: number, id: string | undefined): PendingCall {
-    const current = this.byIndex.get(index);
-    // Some servers reuse one index for calls that differ by id: a new id starts a new call.
-    if (current !== undefined && (id === undefined || id === '' || id === current.id)) {
-      return current;
-    }
-    const pending: PendingCall = {
-      id: id === undefined || id === '' ? `call_${randomUUID().replace(/-/g, '')}` : id,
-      wireName: '',
-      args: '',
-    };
-    this.calls.push(pending);
-    this.byIndex.set(index, pending);
-    return pending;
-  }
-
-  /** Tool uses in arrival order, then the thinking block; once per reply. */
-  private *flush(): Generator<ProviderEvent> {
-    if (this.flushed) return;
-    this.flushed = true;
-    for (const call of this.calls) {
-      const name = internalToolName(call.wireName);
-      let input: unknown = {};
-      let invalid: string | undefined;
-      if (call.args.trim() !== '') {
-        try {
-          input = JSON.parse(call.args) as unknown;
-        } catch (error) {
-          invalid = error instanceof Error ? error.message : String(error);
-          yield {
-            type: 'warning',
-            message: `Tool call '${name}' (${call.id}) had arguments that are not JSON; sent as {}`,
-          };
-        }
-      }
-      yield invalid === undefined
-        ? { type: 'tool_use', id: call.id, name, input }
-        : { type: 'tool_use', id: call.id, name, input, invalid };
-    }
-    if (this.thinking.trim() !== '') {
-      yield {
-        type: 'thinking',
-        content: this.thinking,
-        signature: { provider: this.signer, value: this.field },
-      };
-    }
-  }
-}
-
-/** A streamed tool call as servers really send it (some omit `index` or `id`). */
-interface LooseToolCall {
-  index?: number;
-  id?: string | null;
-  function?: { name?: string | null; arguments?: string | null };
-}
-
-function toUsage(raw: NonNullable<Chunk['usage']>): Usage {
-  // Moonshot reports cached tokens at the top level of `usage`.
-  const loose = raw as typeof raw & { cached_tokens?: unknown };
-  const cachedRaw = raw.prompt_tokens_details?.cached_tokens ?? loose.cached_tokens;
-  const cached = typeof cachedRaw === 'number' ? cachedRaw : 0;
-  const usage: Usage = {
-    input: Math.max(0, raw.prompt_tokens - cached),
-    output: raw.completion_tokens,
-  };
-  const thoughts = raw.completion_tokens_details?.reasoning_tokens;
-  if (typeof thoughts === 'number' && thoughts > 0) usage.thoughts = thoughts;
-  if (cached > 0) usage.cacheRead = cached;
-  return usage;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -1,14 +1,8 @@
 // The Gemini adapter (docs/configuration.md, "Provider and request parameters"), for both the Gemini API and Vertex AI through
 // `@google/genai`: a prompt becomes the SDK's generateContent parameters, and the streamed
-// response chunks become provider events. The SDK is loaded lazily, so only its types are
-// imported here.
-import { randomBytes } from 'node:crypto';
-import type {
-  GenerateContentParameters,
-  GenerateContentResponse,
-  GoogleGenAI,
-  GoogleGenAIOptions,
-} from '@google/genai';
+// response chunks become provider events (gemini-events.ts). The SDK is loaded lazily, so only
+// its types are imported here.
+import type { GenerateContentParameters, GoogleGenAI, GoogleGenAIOptions } from '@google/genai';
 import type { SdkLoader, SdkModule } from '../sdk.js';
 import {
   DEFAULT_STREAM_IDLE_MS,
@@ -19,9 +13,9 @@ import {
 } from '../watchdog.js';
 import { assertNever } from '../../util/never.js';
 import { carriedError, connectSdk, readSdkStream } from '../transport.js';
+import { ChunkReader } from './gemini-events.js';
 import {
   ProviderError,
-  internalToolName,
   sortedCopy,
   wireToolName,
   type EvaluatedMessage,
@@ -30,7 +24,6 @@ import {
   type ProviderAdapter,
   type ProviderEvent,
   type ProviderRequest,
-  type Usage,
   errorForStatus,
 } from '../types.js';
 
@@ -376,125 +369,6 @@ async function countTokens(
     if (error instanceof ProviderError) throw error;
     throw toProviderError(provider, sdk, error, false);
   }
-}
-
-/** Turns response chunks into provider events; throws ProviderError for a blocked reply. */
-class ChunkReader {
-  /** Whether any chunk arrived (a lost connection is then no longer safe to retry). */
-  started = false;
-  finished = false;
-  private thoughts = '';
-  private sawThoughts = false;
-  private signature = '';
-  private toolUses = 0;
-  private usage: Usage | undefined;
-
-  constructor(private readonly provider: string) {}
-
-  read(chunk: GenerateContentResponse): ProviderEvent[] {
-    this.started = true;
-    const out: ProviderEvent[] = [];
-    const candidate = chunk.candidates?.[0];
-    for (const part of candidate?.content?.parts ?? []) {
-      // An empty signature never replaces one already seen.
-      if (typeof part.thoughtSignature === 'string' && part.thoughtSignature !== '') {
-        this.signature = part.thoughtSignature;
-      }
-      if (part.functionCall !== undefined) {
-        out.push(
-          this.toolUse(part.functionCall.name ?? '', part.functionCall.id, part.functionCall.args),
-        );
-      } else if (typeof part.text === 'string') {
-        if (part.thought === true) {
-          this.sawThoughts = true;
-          this.thoughts += part.text;
-          out.push({ type: 'progress', phase: 'thinking', characters: this.thoughts.length });
-        } else if (/\S/.test(part.text)) {
-          out.push({ type: 'text', text: part.text });
-        }
-      }
-    }
-    if (chunk.usageMetadata !== undefined) this.usage = readUsage(chunk.usageMetadata);
-
-    const blocked = chunk.promptFeedback?.blockReason;
-    if (candidate === undefined && blocked !== undefined) {
-      throw new ProviderError(
-        this.provider,
-        'blocked',
-        `Prompt blocked by ${this.label()} (${blocked})`,
-      );
-    }
-    const reason = candidate?.finishReason;
-    if (reason !== undefined) out.push(...this.finish(reason));
-    return out;
-  }
-
-  private toolUse(wire: string, id: string | undefined, args: unknown): ProviderEvent {
-    this.toolUses += 1;
-    return {
-      type: 'tool_use',
-      id: id !== undefined && id !== '' ? id : syntheticId(wire),
-      name: internalToolName(wire),
-      input: args ?? {},
-    };
-  }
-
-  private finish(reason: string): ProviderEvent[] {
-    this.finished = true;
-    const out: ProviderEvent[] = [];
-    if (this.sawThoughts || this.signature !== '') {
-      out.push(
-        this.signature === ''
-          ? { type: 'thinking', content: this.thoughts }
-          : {
-              type: 'thinking',
-              content: this.thoughts,
-              signature: { provider: this.provider, value: this.signature },
-            },
-      );
-    }
-    if (this.usage !== undefined) out.push({ type: 'usage', usage: this.usage });
-    if (reason === 'STOP') {
-      out.push({ type: 'done', stopReason: this.toolUses > 0 ? 'tool_use' : 'end_turn' });
-      return out;
-    }
-    if (reason === 'MAX_TOKENS') {
-      out.push({
-        type: 'warning',
-        message: `${this.label()} response was truncated (maximum output tokens reached)`,
-      });
-      out.push({ type: 'done', stopReason: 'max_tokens' });
-      return out;
-    }
-    throw new ProviderError(
-      this.provider,
-      'blocked',
-      `Response blocked by ${this.label()} (${reason})`,
-    );
-  }
-
-  private label(): string {
-    return this.provider === 'vertex' ? 'Vertex AI' : 'Gemini';
-  }
-}
-
-/** Gemini calls usually carry no id: `urn:flemma:tool:<wire name>:<hex time><4 hex random>`. */
-function syntheticId(wire: string): string {
-  const time = Math.floor(Date.now() / 1000).toString(16);
-  return `urn:flemma:tool:${wire}:${time}${randomBytes(2).toString('hex')}`;
-}
-
-function readUsage(raw: NonNullable<GenerateContentResponse['usageMetadata']>): Usage {
-  const cached = raw.cachedContentTokenCount ?? 0;
-  const usage: Usage = {
-    input: (raw.promptTokenCount ?? 0) - cached,
-    output: raw.candidatesTokenCount ?? 0,
-  };
-  if (raw.thoughtsTokenCount !== undefined && raw.thoughtsTokenCount > 0) {
-    usage.thoughts = raw.thoughtsTokenCount;
-  }
-  if (cached > 0) usage.cacheRead = cached;
-  return usage;
 }
 
 // ---------------------------------------------------------------------------------------------

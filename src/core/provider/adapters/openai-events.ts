@@ -12,9 +12,24 @@ function encodeReasoning(item: unknown): string {
   return Buffer.from(JSON.stringify(item), 'utf8').toString('base64');
 }
 
+type EventOf<T extends ResponseStreamEvent['type']> = Extract<ResponseStreamEvent, { type: T }>;
+
 interface OpenCall {
   name: string;
   characters: number;
+}
+
+/** The failure a `response.failed` or `error` event reports. */
+function failure(event: EventOf<'response.failed' | 'error'>): ProviderError {
+  if (event.type === 'response.failed') {
+    return new ProviderError(
+      PROVIDER,
+      'stream',
+      event.response.error?.message ?? 'Response failed',
+    );
+  }
+  const text = event.code === null ? event.message : `${event.message} (code: ${event.code})`;
+  return new ProviderError(PROVIDER, 'stream', text);
 }
 
 /** Turns response events into provider events; throws ProviderError for failure events. */
@@ -34,99 +49,21 @@ export class EventReader {
       case 'response.output_text.delta':
         return event.delta === '' ? [] : [{ type: 'text', text: event.delta }];
 
-      case 'response.output_item.added': {
-        const item = event.item;
-        if (item.type === 'function_call') {
-          const call = { name: internalToolName(item.name), characters: 0 };
-          this.calls.set(event.output_index, call);
-          return [{ type: 'progress', phase: 'tool_input', characters: 0, toolName: call.name }];
-        }
-        if (item.type === 'reasoning') {
-          this.summary = '';
-          this.summaryPart = undefined;
-        }
-        return [];
-      }
-
-      case 'response.function_call_arguments.delta': {
-        const call = this.calls.get(event.output_index);
-        if (call === undefined) return [];
-        call.characters += event.delta.length;
-        return [
-          {
-            type: 'progress',
-            phase: 'tool_input',
-            characters: call.characters,
-            toolName: call.name,
-          },
-        ];
-      }
-
-      case 'response.reasoning_summary_text.delta': {
-        const part = `${event.output_index}:${event.summary_index}`;
-        if (this.summaryPart !== undefined && this.summaryPart !== part && this.summary !== '') {
-          this.summary += '\n\n';
-        }
-        this.summaryPart = part;
-        this.summary += event.delta;
-        return [{ type: 'progress', phase: 'thinking', characters: this.summary.length }];
-      }
-
-      case 'response.output_item.done': {
-        const item = event.item;
-        if (item.type === 'function_call') {
-          this.calls.delete(event.output_index);
-          this.toolUses += 1;
-          const out: ProviderEvent[] = [];
-          let input: unknown = {};
-          let invalid: string | undefined;
-          try {
-            input = JSON.parse(item.arguments === '' ? '{}' : item.arguments) as unknown;
-          } catch (error) {
-            invalid = error instanceof Error ? error.message : String(error);
-            out.push({
-              type: 'warning',
-              message: `OpenAI sent unparsable arguments for tool '${internalToolName(item.name)}' (${item.call_id}); using {}`,
-            });
-          }
-          out.push({
-            type: 'tool_use',
-            id: item.call_id,
-            name: internalToolName(item.name),
-            input,
-            ...(invalid === undefined ? {} : { invalid }),
-          });
-          return out;
-        }
-        if (item.type === 'reasoning') {
-          const parts = (item as { summary?: { text?: string }[] }).summary ?? [];
-          const fromItem = parts.map((p) => p.text ?? '').join('\n\n');
-          this.reasoning = { item, content: this.summary === '' ? fromItem : this.summary };
-        }
-        return [];
-      }
-
+      case 'response.output_item.added':
+        return this.itemAdded(event);
+      case 'response.function_call_arguments.delta':
+        return this.argumentsDelta(event);
+      case 'response.reasoning_summary_text.delta':
+        return this.summaryDelta(event);
+      case 'response.output_item.done':
+        return this.itemDone(event);
       case 'response.completed':
         return this.finish(event.response, undefined);
-
-      case 'response.incomplete': {
-        const reason = event.response.incomplete_details?.reason ?? 'unknown';
-        return this.finish(event.response, reason);
-      }
-
+      case 'response.incomplete':
+        return this.finish(event.response, event.response.incomplete_details?.reason ?? 'unknown');
       case 'response.failed':
-        throw new ProviderError(
-          PROVIDER,
-          'stream',
-          event.response.error?.message ?? 'Response failed',
-        );
-
       case 'error':
-        throw new ProviderError(
-          PROVIDER,
-          'stream',
-          event.code === null ? event.message : `${event.message} (code: ${event.code})`,
-        );
+        throw failure(event);
 
       // Events that change nothing here (the text and arguments arrive as deltas above; the
       // other kinds belong to features Flemma does not ask for).
@@ -180,6 +117,82 @@ export class EventReader {
         newerThanSdk(event);
         return [];
     }
+  }
+
+  /** An output item starts: a function call's progress begins, a reasoning item's summary. */
+  private itemAdded(event: EventOf<'response.output_item.added'>): ProviderEvent[] {
+    const item = event.item;
+    if (item.type === 'function_call') {
+      const call = { name: internalToolName(item.name), characters: 0 };
+      this.calls.set(event.output_index, call);
+      return [{ type: 'progress', phase: 'tool_input', characters: 0, toolName: call.name }];
+    }
+    if (item.type === 'reasoning') {
+      this.summary = '';
+      this.summaryPart = undefined;
+    }
+    return [];
+  }
+
+  private argumentsDelta(
+    event: EventOf<'response.function_call_arguments.delta'>,
+  ): ProviderEvent[] {
+    const call = this.calls.get(event.output_index);
+    if (call === undefined) return [];
+    call.characters += event.delta.length;
+    return [
+      { type: 'progress', phase: 'tool_input', characters: call.characters, toolName: call.name },
+    ];
+  }
+
+  /** Summary parts are joined by a blank line. */
+  private summaryDelta(event: EventOf<'response.reasoning_summary_text.delta'>): ProviderEvent[] {
+    const part = `${event.output_index}:${event.summary_index}`;
+    if (this.summaryPart !== undefined && this.summaryPart !== part && this.summary !== '') {
+      this.summary += '\n\n';
+    }
+    this.summaryPart = part;
+    this.summary += event.delta;
+    return [{ type: 'progress', phase: 'thinking', characters: this.summary.length }];
+  }
+
+  /** An output item ends: a function call is a tool use, a reasoning item is kept. */
+  private itemDone(event: EventOf<'response.output_item.done'>): ProviderEvent[] {
+    const item = event.item;
+    if (item.type === 'function_call') {
+      this.calls.delete(event.output_index);
+      return this.toolUse(item);
+    }
+    if (item.type === 'reasoning') {
+      const parts = (item as { summary?: { text?: string }[] }).summary ?? [];
+      const fromItem = parts.map((p) => p.text ?? '').join('\n\n');
+      this.reasoning = { item, content: this.summary === '' ? fromItem : this.summary };
+    }
+    return [];
+  }
+
+  private toolUse(item: OpenAI.Responses.ResponseFunctionToolCall): ProviderEvent[] {
+    this.toolUses += 1;
+    const out: ProviderEvent[] = [];
+    let input: unknown = {};
+    let invalid: string | undefined;
+    try {
+      input = JSON.parse(item.arguments === '' ? '{}' : item.arguments) as unknown;
+    } catch (error) {
+      invalid = error instanceof Error ? error.message : String(error);
+      out.push({
+        type: 'warning',
+        message: `OpenAI sent unparsable arguments for tool '${internalToolName(item.name)}' (${item.call_id}); using {}`,
+      });
+    }
+    out.push({
+      type: 'tool_use',
+      id: item.call_id,
+      name: internalToolName(item.name),
+      input,
+      ...(invalid === undefined ? {} : { invalid }),
+    });
+    return out;
   }
 
   private finish(

@@ -50,82 +50,105 @@ export interface Template {
 const NAME = /^[A-Za-z_][A-Za-z0-9_-]*$/;
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
+type IfNode = Extract<Node, { kind: 'if' }>;
+
+/** One parse of a template: the nodes so far, the open `{{if}}`s, the names read. */
+class Parser {
+  readonly root: Node[] = [];
+  readonly params = new Set<string>();
+  readonly env = new Set<string>();
+  private readonly stack: { node: IfNode; inElse: boolean }[] = [];
+  private text = '';
+
+  constructor(private readonly source: string) {}
+
+  parse(): void {
+    const { source } = this;
+    let i = 0;
+    while (i < source.length) {
+      if (source.startsWith('$${', i)) {
+        const close = source.indexOf('}', i + 3);
+        if (close === -1) throw new TemplateError(`unclosed '$\${' at offset ${i}`);
+        this.text += source.slice(i + 1, close + 1);
+        i = close + 1;
+      } else if (source.startsWith('${', i)) {
+        i = this.envRef(i);
+      } else if (source.startsWith('{{', i)) {
+        const close = source.indexOf('}}', i + 2);
+        if (close === -1) throw new TemplateError(`unclosed '{{' at offset ${i}`);
+        this.flush();
+        this.tag(source.slice(i + 2, close).trim());
+        i = close + 2;
+      } else {
+        this.text += source.charAt(i);
+        i += 1;
+      }
+    }
+    this.flush();
+    if (this.stack.length > 0) {
+      throw new TemplateError(
+        `'{{if ${this.stack[this.stack.length - 1]?.node.name ?? ''}}}' is never closed with '{{end}}'`,
+      );
+    }
+  }
+
+  /** Where the next node goes: the open `{{if}}`'s branch, or the top. */
+  private target(): Node[] {
+    const top = this.stack[this.stack.length - 1];
+    if (top === undefined) return this.root;
+    return top.inElse ? top.node.otherwise : top.node.then;
+  }
+
+  private flush(): void {
+    if (this.text !== '') this.target().push({ kind: 'text', text: this.text });
+    this.text = '';
+  }
+
+  /** `${NAME}` at `i`; answers where the text goes on. */
+  private envRef(i: number): number {
+    const close = this.source.indexOf('}', i + 2);
+    if (close === -1) throw new TemplateError(`unclosed '\${' at offset ${i}`);
+    const name = this.source.slice(i + 2, close).trim();
+    if (!ENV_NAME.test(name)) throw new TemplateError(`invalid environment variable '${name}'`);
+    this.flush();
+    this.env.add(name);
+    this.target().push({ kind: 'env', name });
+    return close + 1;
+  }
+
+  /** The inside of a `{{…}}`: `end`, `else`, `if p`, or a parameter with its filters. */
+  private tag(tag: string): void {
+    if (tag === 'end') {
+      if (this.stack.pop() === undefined) throw new TemplateError("'{{end}}' without '{{if …}}'");
+      return;
+    }
+    if (tag === 'else') {
+      const top = this.stack[this.stack.length - 1];
+      if (top === undefined || top.inElse) {
+        throw new TemplateError("'{{else}}' without '{{if …}}'");
+      }
+      top.inElse = true;
+      return;
+    }
+    const cond = /^if\s+(.*)$/s.exec(tag);
+    if (cond !== null) {
+      const name = (cond[1] ?? '').trim();
+      if (!NAME.test(name)) throw new TemplateError(`invalid condition '{{${tag}}}'`);
+      this.params.add(name);
+      const node: IfNode = { kind: 'if', name, then: [], otherwise: [] };
+      this.target().push(node);
+      this.stack.push({ node, inElse: false });
+      return;
+    }
+    this.target().push(parseParam(tag, this.params));
+  }
+}
+
 /** Parses `source`; throws a `TemplateError` that says what is wrong and where. */
 export function compileTemplate(source: string): Template {
-  const root: Node[] = [];
-  const stack: { node: Extract<Node, { kind: 'if' }>; inElse: boolean }[] = [];
-  const params = new Set<string>();
-  const env = new Set<string>();
-  const target = (): Node[] => {
-    const top = stack[stack.length - 1];
-    if (top === undefined) return root;
-    return top.inElse ? top.node.otherwise : top.node.then;
-  };
-  let text = '';
-  const flush = (): void => {
-    if (text !== '') target().push({ kind: 'text', text });
-    text = '';
-  };
-  let i = 0;
-  while (i < source.length) {
-    if (source.startsWith('$${', i)) {
-      const close = source.indexOf('}', i + 3);
-      if (close === -1) throw new TemplateError(`unclosed '$\${' at offset ${i}`);
-      text += source.slice(i + 1, close + 1);
-      i = close + 1;
-      continue;
-    }
-    if (source.startsWith('${', i)) {
-      const close = source.indexOf('}', i + 2);
-      if (close === -1) throw new TemplateError(`unclosed '\${' at offset ${i}`);
-      const name = source.slice(i + 2, close).trim();
-      if (!ENV_NAME.test(name)) throw new TemplateError(`invalid environment variable '${name}'`);
-      flush();
-      env.add(name);
-      target().push({ kind: 'env', name });
-      i = close + 1;
-      continue;
-    }
-    if (source.startsWith('{{', i)) {
-      const close = source.indexOf('}}', i + 2);
-      if (close === -1) throw new TemplateError(`unclosed '{{' at offset ${i}`);
-      const tag = source.slice(i + 2, close).trim();
-      flush();
-      i = close + 2;
-      if (tag === 'end') {
-        if (stack.pop() === undefined) throw new TemplateError("'{{end}}' without '{{if …}}'");
-        continue;
-      }
-      if (tag === 'else') {
-        const top = stack[stack.length - 1];
-        if (top === undefined || top.inElse) {
-          throw new TemplateError("'{{else}}' without '{{if …}}'");
-        }
-        top.inElse = true;
-        continue;
-      }
-      const cond = /^if\s+(.*)$/s.exec(tag);
-      if (cond !== null) {
-        const name = (cond[1] ?? '').trim();
-        if (!NAME.test(name)) throw new TemplateError(`invalid condition '{{${tag}}}'`);
-        params.add(name);
-        const node: Extract<Node, { kind: 'if' }> = { kind: 'if', name, then: [], otherwise: [] };
-        target().push(node);
-        stack.push({ node, inElse: false });
-        continue;
-      }
-      target().push(parseParam(tag, params));
-      continue;
-    }
-    text += source.charAt(i);
-    i += 1;
-  }
-  flush();
-  if (stack.length > 0) {
-    throw new TemplateError(
-      `'{{if ${stack[stack.length - 1]?.node.name ?? ''}}}' is never closed with '{{end}}'`,
-    );
-  }
+  const parser = new Parser(source);
+  parser.parse();
+  const { root } = parser;
   const only = root.length === 1 ? root[0] : undefined;
   const single =
     only?.kind === 'param'
@@ -135,8 +158,8 @@ export function compileTemplate(source: string): Template {
       : undefined;
   return {
     source,
-    params: [...params],
-    env: [...env],
+    params: [...parser.params],
+    env: [...parser.env],
     single,
     render: (values, options = {}) => renderNodes(root, values, options),
   };

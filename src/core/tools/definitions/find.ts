@@ -276,6 +276,74 @@ async function runGit(
   }
 }
 
+/** The directory to search: the working directory, or `path` when it is one. */
+async function searchDirOf(
+  ctx: ToolContext,
+  pathInput: string | undefined,
+): Promise<{ dir: string } | { error: string }> {
+  if (pathInput === undefined) return { dir: ctx.cwd };
+  const dir = resolveAgainst(ctx.cwd, pathInput, homedir());
+  try {
+    if (!(await stat(dir)).isDirectory()) return { error: `Not a directory: ${pathInput}` };
+  } catch {
+    return { error: `Directory not found: ${pathInput}` };
+  }
+  return { dir };
+}
+
+/** The backend the options fix, or the one found for the directory. */
+async function planOf(
+  options: FindToolOptions,
+  searchDir: string,
+  run: RunFn,
+  signal: AbortSignal,
+): Promise<FindPlan | null> {
+  if (options.backend === 'fd') return { backend: 'fd', command: options.fdCommand ?? 'fd' };
+  if (options.backend !== undefined) return { backend: options.backend };
+  return chooseFindPlan(searchDir, run, signal, options.probes);
+}
+
+/** The outcome of a search that found nothing: fine, or the program's failure. */
+function nothingFound(result: RunResult, plan: FindPlan): ToolOutcome {
+  const stderr = result.stderr.trim();
+  const fdFoundNothing = plan.backend === 'fd' && result.exitCode === 1 && stderr === '';
+  if (result.exitCode === 0 || fdFoundNothing) {
+    return { ok: true, output: 'No files found matching pattern.' };
+  }
+  if (stderr !== '') return { ok: false, error: stderr };
+  return {
+    ok: false,
+    error:
+      result.exitCode === null
+        ? 'Command was terminated by a signal'
+        : `Command exited with code ${result.exitCode}`,
+  };
+}
+
+/** The paths found, at most `limit`, cut to the output limit, with notes saying so. */
+async function listing(
+  results: readonly string[],
+  limit: number,
+  ctx: ToolContext,
+  options: FindToolOptions,
+): Promise<ToolOutcome> {
+  const limited = results.length > limit;
+  const text = (limited ? results.slice(0, limit) : results).join('\n');
+  const cut = await truncateListing(text, 'find', ctx.tool_id, options.fs);
+  const notes: string[] = [];
+  if (cut.truncated) {
+    const where =
+      cut.fullOutputPath === null
+        ? ' Full output could not be saved.'
+        : ` Full output: ${cut.fullOutputPath}`;
+    const { shownLines, totalLines } = cut.details;
+    notes.push(`[Showing ${shownLines} of ${totalLines} results (truncated). ${NARROW}${where}]`);
+  }
+  if (limited) notes.push(`[Results limited to ${limit} entries. ${NARROW}]`);
+  const body = cut.truncated ? cut.details.content : text;
+  return { ok: true, output: notes.length === 0 ? body : `${body}\n\n${notes.join('\n')}` };
+}
+
 async function executeFind(
   input: unknown,
   ctx: ToolContext,
@@ -285,24 +353,10 @@ async function executeFind(
   const pattern = stringField(fields, 'pattern');
   if (pattern === undefined) return { ok: false, error: 'No pattern provided' };
   const run = options.run ?? runProcess;
-
-  const pathInput = stringField(fields, 'path');
-  const searchDir =
-    pathInput === undefined ? ctx.cwd : resolveAgainst(ctx.cwd, pathInput, homedir());
-  if (pathInput !== undefined) {
-    try {
-      if (!(await stat(searchDir)).isDirectory()) {
-        return { ok: false, error: `Not a directory: ${pathInput}` };
-      }
-    } catch {
-      return { ok: false, error: `Directory not found: ${pathInput}` };
-    }
-  }
-
-  let plan: FindPlan | null;
-  if (options.backend === 'fd') plan = { backend: 'fd', command: options.fdCommand ?? 'fd' };
-  else if (options.backend !== undefined) plan = { backend: options.backend };
-  else plan = await chooseFindPlan(searchDir, run, ctx.signal, options.probes);
+  const searched = await searchDirOf(ctx, stringField(fields, 'path'));
+  if ('error' in searched) return { ok: false, error: searched.error };
+  const searchDir = searched.dir;
+  const plan = await planOf(options, searchDir, run, ctx.signal);
   if (plan === null) {
     return { ok: false, error: 'No file-finding program available (install fd, git or find)' };
   }
@@ -337,38 +391,8 @@ async function executeFind(
       ? { ok: false, error }
       : { ok: false, error, partialOutput: results.join('\n') };
   }
-  if (results.length === 0) {
-    const stderr = result.stderr.trim();
-    const fdFoundNothing = plan.backend === 'fd' && result.exitCode === 1 && stderr === '';
-    if (result.exitCode === 0 || fdFoundNothing) {
-      return { ok: true, output: 'No files found matching pattern.' };
-    }
-    if (stderr !== '') return { ok: false, error: stderr };
-    return {
-      ok: false,
-      error:
-        result.exitCode === null
-          ? 'Command was terminated by a signal'
-          : `Command exited with code ${result.exitCode}`,
-    };
-  }
-
-  const limit = positiveInt(fields['limit'], FIND_DEFAULT_LIMIT);
-  const limited = results.length > limit;
-  const text = (limited ? results.slice(0, limit) : results).join('\n');
-  const cut = await truncateListing(text, 'find', ctx.tool_id, options.fs);
-  const notes: string[] = [];
-  if (cut.truncated) {
-    const where =
-      cut.fullOutputPath === null
-        ? ' Full output could not be saved.'
-        : ` Full output: ${cut.fullOutputPath}`;
-    const { shownLines, totalLines } = cut.details;
-    notes.push(`[Showing ${shownLines} of ${totalLines} results (truncated). ${NARROW}${where}]`);
-  }
-  if (limited) notes.push(`[Results limited to ${limit} entries. ${NARROW}]`);
-  const body = cut.truncated ? cut.details.content : text;
-  return { ok: true, output: notes.length === 0 ? body : `${body}\n\n${notes.join('\n')}` };
+  if (results.length === 0) return nothingFound(result, plan);
+  return listing(results, positiveInt(fields['limit'], FIND_DEFAULT_LIMIT), ctx, options);
 }
 
 /** A find tool; `findTool` detects its backend on each call, tests can fix one. */

@@ -308,6 +308,28 @@ function describeFailure(result: RunResult): string {
   return `Search failed with ${code}${stderr === '' ? '' : `\n${stderr}`}`;
 }
 
+/**
+ * The matches in a program's output, sorted by path and line, their paths as shown. A glob with
+ * `/` is matched here, against the path below the searched directory.
+ */
+function matchesOf(
+  backend: GrepBackend,
+  output: string,
+  cwd: string,
+  target: string,
+  glob: string | undefined,
+): GrepMatch[] {
+  const pathFilter = glob?.includes('/') === true ? globMatcher(glob) : undefined;
+  const all: GrepMatch[] = [];
+  const parsed = backend === 'rg' ? parseRgJson(output) : parseGrepLines(output);
+  for (const match of parsed) {
+    const abs = resolvePath(cwd, match.path);
+    if (pathFilter !== undefined && !pathFilter(relative(target, abs))) continue;
+    all.push({ ...match, path: displayPath(cwd, abs) });
+  }
+  return all.sort((a, b) => compareCodeUnits(a.path, b.path) || a.line - b.line);
+}
+
 async function executeGrep(
   input: unknown,
   ctx: ToolContext,
@@ -357,16 +379,7 @@ async function executeGrep(
     return { ok: false, error: `Failed to start the search: ${result.startError}` };
   }
 
-  // A glob with `/` is matched here, against the path below the searched directory.
-  const pathFilter = glob?.includes('/') === true ? globMatcher(glob) : undefined;
-  const all: GrepMatch[] = [];
-  const parsed = backend === 'rg' ? parseRgJson(result.output) : parseGrepLines(result.output);
-  for (const match of parsed) {
-    const abs = resolvePath(ctx.cwd, match.path);
-    if (pathFilter !== undefined && !pathFilter(relative(target, abs))) continue;
-    all.push({ ...match, path: displayPath(ctx.cwd, abs) });
-  }
-  all.sort((a, b) => compareCodeUnits(a.path, b.path) || a.line - b.line);
+  const all = matchesOf(backend, result.output, ctx.cwd, target, glob);
   const limitReached = all.length > limit;
   const matches = limitReached ? all.slice(0, limit) : all;
 

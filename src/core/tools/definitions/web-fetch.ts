@@ -63,23 +63,36 @@ async function readCapped(
   return { bytes: Buffer.concat(chunks), truncated, read };
 }
 
-export async function webFetch(input: unknown, ctx: ToolContext): Promise<ToolOutcome> {
-  const args = isRecord(input) ? input : {};
-  const config = ctx.get_config() ?? {};
+/** A checked request: what to fetch, how, for how long and how much of it. */
+interface FetchRequest {
+  url: URL;
+  method: string;
+  headers: Record<string, string>;
+  body: string | undefined;
+  timeoutSec: number;
+  cap: number;
+}
+
+/** The call's arguments as a request (the tool's configuration gives the defaults), or why not. */
+function requestOf(
+  args: Record<string, unknown>,
+  config: Record<string, unknown>,
+  ctx: ToolContext,
+): FetchRequest | { error: string } {
   const rawUrl = args['url'];
-  if (typeof rawUrl !== 'string' || rawUrl === '') return { ok: false, error: 'url is required' };
+  if (typeof rawUrl !== 'string' || rawUrl === '') return { error: 'url is required' };
   let url: URL;
   try {
     url = new URL(rawUrl);
   } catch {
-    return { ok: false, error: `Not a valid URL: ${rawUrl}` };
+    return { error: `Not a valid URL: ${rawUrl}` };
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-    return { ok: false, error: `Only http and https URLs can be fetched, not ${url.protocol}` };
+    return { error: `Only http and https URLs can be fetched, not ${url.protocol}` };
   }
   const method = typeof args['method'] === 'string' ? args['method'].toUpperCase() : 'GET';
   if (!(METHODS as readonly string[]).includes(method)) {
-    return { ok: false, error: `Unsupported method ${method} (use ${METHODS.join(', ')})` };
+    return { error: `Unsupported method ${method} (use ${METHODS.join(', ')})` };
   }
   const headers: Record<string, string> = {};
   if (isRecord(args['headers'])) {
@@ -89,7 +102,7 @@ export async function webFetch(input: unknown, ctx: ToolContext): Promise<ToolOu
   }
   const body = typeof args['body'] === 'string' ? args['body'] : undefined;
   if (body !== undefined && (method === 'GET' || method === 'HEAD')) {
-    return { ok: false, error: `A ${method} request cannot have a body (use POST or PUT)` };
+    return { error: `A ${method} request cannot have a body (use POST or PUT)` };
   }
   const timeoutSec = positive(args['timeout'])
     ? args['timeout']
@@ -101,7 +114,39 @@ export async function webFetch(input: unknown, ctx: ToolContext): Promise<ToolOu
     : positive(config['max_bytes'])
       ? Math.floor(config['max_bytes'])
       : WEB_FETCH_MAX_BYTES;
+  return { url, method, headers, body, timeoutSec, cap };
+}
 
+/** The status line, the content type and the body (text, or what it is), cut at `cap`. */
+async function responseText(response: Response, method: string, cap: number): Promise<string> {
+  const type = response.headers.get('content-type') ?? '';
+  const head = `HTTP ${String(response.status)} ${response.statusText}`.trimEnd();
+  const { bytes, truncated, read } =
+    method === 'HEAD'
+      ? { bytes: new Uint8Array(), truncated: false, read: 0 }
+      : await readCapped(response, cap);
+  const lines = [head];
+  if (type !== '') lines.push(`content-type: ${type}`);
+  lines.push('');
+  if (textual(type)) {
+    lines.push(new TextDecoder('utf-8', { fatal: false }).decode(bytes));
+  } else {
+    lines.push(`(${type} body of ${String(read)}${truncated ? '+' : ''} bytes, not shown)`);
+  }
+  if (truncated) {
+    lines.push(
+      '',
+      `[truncated: the response is larger than ${String(cap)} bytes; ${String(read)} bytes read]`,
+    );
+  }
+  return lines.join('\n');
+}
+
+export async function webFetch(input: unknown, ctx: ToolContext): Promise<ToolOutcome> {
+  const args = isRecord(input) ? input : {};
+  const request = requestOf(args, ctx.get_config() ?? {}, ctx);
+  if ('error' in request) return { ok: false, error: request.error };
+  const { url, method, headers, body, timeoutSec, cap } = request;
   const controller = new AbortController();
   const flags = { timedOut: false };
   const timer = setTimeout(() => {
@@ -117,28 +162,11 @@ export async function webFetch(input: unknown, ctx: ToolContext): Promise<ToolOu
     const init: RequestInit = { method, headers, signal: controller.signal, redirect: 'follow' };
     if (body !== undefined) init.body = body;
     const response = await fetch(url, init);
-    const type = response.headers.get('content-type') ?? '';
-    const head = `HTTP ${String(response.status)} ${response.statusText}`.trimEnd();
-    const { bytes, truncated, read } =
-      method === 'HEAD'
-        ? { bytes: new Uint8Array(), truncated: false, read: 0 }
-        : await readCapped(response, cap);
-    const lines = [head];
-    if (type !== '') lines.push(`content-type: ${type}`);
-    lines.push('');
-    if (textual(type)) {
-      lines.push(new TextDecoder('utf-8', { fatal: false }).decode(bytes));
-    } else {
-      lines.push(`(${type} body of ${String(read)}${truncated ? '+' : ''} bytes, not shown)`);
+    const output = await responseText(response, method, cap);
+    if (!response.ok) {
+      const head = `HTTP ${String(response.status)} ${response.statusText}`.trimEnd();
+      return { ok: false, error: head, partialOutput: output };
     }
-    if (truncated) {
-      lines.push(
-        '',
-        `[truncated: the response is larger than ${String(cap)} bytes; ${String(read)} bytes read]`,
-      );
-    }
-    const output = lines.join('\n');
-    if (!response.ok) return { ok: false, error: head, partialOutput: output };
     return { ok: true, output };
   } catch (error) {
     if (flags.timedOut)

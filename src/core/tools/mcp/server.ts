@@ -3,7 +3,7 @@
 // resources and prompts again, reading a resource, getting a prompt.
 
 import { errorText, type McpCaller } from './bridge.js';
-import type { McpServerConfig } from './config.js';
+import { type McpServerConfig, describeTarget } from './config.js';
 import {
   type ServerLists,
   catalogEntry,
@@ -18,6 +18,7 @@ import type {
   McpPromptMessage,
   McpResourceContents,
   McpResourceListing,
+  McpServerStatus,
   McpState,
 } from './types.js';
 
@@ -67,6 +68,27 @@ export class ServerRecord {
       throw new Error(`MCP server '${this.name}' is not connected (${this.state}${why})`);
     }
     return conn;
+  }
+
+  /** The server as `:Flemma mcp:status` shows it, at `now`. */
+  status(now: number): McpServerStatus {
+    const status: McpServerStatus = {
+      name: this.name,
+      transport: this.config.transport,
+      target: describeTarget(this.config),
+      state: this.state,
+      tools: [...this.tools].sort(),
+      filtered: this.filtered,
+      attempts: this.attempts,
+    };
+    if (this.lastError !== undefined) status.lastError = this.lastError;
+    if (this.state === 'connected' && this.connectedAt !== undefined) {
+      status.uptimeMs = now - this.connectedAt;
+    }
+    if (this.state === 'reconnecting' && this.retryAt !== undefined) {
+      status.retryInMs = Math.max(0, this.retryAt - now);
+    }
+    return status;
   }
 
   catalogEntry(): McpCatalog[string] {

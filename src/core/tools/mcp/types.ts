@@ -150,3 +150,21 @@ export interface McpCatalog {
     resources: string[];
   };
 }
+
+export interface McpManagerOptions {
+  connect: McpConnect;
+  sink: McpToolSink;
+  /** A message for the user (`warn` for losses and failures, `info` for recoveries). */
+  notify(level: 'info' | 'warn', message: string): void;
+  /** Anything worth a log line (never a secret). */
+  log?(message: string): void;
+  /** A server connected and its tools are registered (`reconnected`: after a loss or failure). */
+  connected?(server: string, tools: number, reconnected: boolean): void;
+  /** A connected server went away (its tools are already unregistered). */
+  disconnected?(server: string, reason: string): void;
+  /** Called after every change of state or tools (readiness, previews, status). */
+  onChange?(): void;
+  /** How long a liveness check may wait for the server's answer (ms). */
+  pingTimeoutMs?: number;
+  now?: () => number;
+}

@@ -35,9 +35,16 @@ import {
   type SandboxBackendRegistry,
   type SandboxPolicy,
   isAutoSelection,
-  createSandboxBackends,
   wrapCommand,
 } from './backends.js';
+import { createSandboxBackends } from './bwrap.js';
+import {
+  type SandboxFacts,
+  type SandboxSettings,
+  enabledFrom,
+  parseSandboxSettings,
+  resolvePaths,
+} from './settings.js';
 import {
   type ModuleSelection,
   expandModulePath,
@@ -45,17 +52,8 @@ import {
   selectModuleBackend,
 } from './modules.js';
 import { scrubEnv } from './env.js';
-import { type PathEnv, PathVariableError, isPathWritable, resolveRwPaths } from './paths.js';
-import { type ProtectFacts, protection, scrubRules } from './protect.js';
-
-export interface SandboxFacts extends ProtectFacts {
-  /** The editor's working directory. */
-  cwd: string;
-  /** The chat file, or null for an unnamed buffer. */
-  filename: string | null;
-  /** The runtime override: true/false, or null when not set. */
-  sandbox_override: boolean | null;
-}
+import { type PathEnv, isPathWritable } from './paths.js';
+import { protection, scrubRules } from './protect.js';
 
 export interface SandboxState {
   access: SandboxAccess;
@@ -76,30 +74,6 @@ export interface SandboxState {
    */
   builtinBackend?: boolean;
 }
-
-export interface SandboxSettings {
-  enabled: boolean;
-  /** `auto`, `required` or a backend name. */
-  backend: string;
-  rw_paths: string[];
-  network: boolean;
-  allow_privileged: boolean;
-  /** Variables that stay in a command's environment although the scrub rules match them. */
-  env_allow: string[];
-  backends: Record<string, BackendSettings>;
-}
-
-/**
- * The writable paths when `rw_paths` is not set. Not the XDG data directory: Neovim runs what is in
- * `stdpath("data")/site/plugin` at its next start (issue 19).
- */
-export const DEFAULT_RW_PATHS: readonly string[] = [
-  'urn:flemma:cwd',
-  'urn:flemma:buffer:path',
-  '/tmp',
-  '${TMPDIR:-/tmp}',
-  '${XDG_CACHE_HOME:-~/.cache}',
-];
 
 /**
  * Turns a selection that names no registered backend (and no JavaScript file) into one: the name
@@ -124,71 +98,6 @@ export interface ResolveOptions {
   prefix?: boolean;
   /** Told the problems found while looking for the places (a search that stopped at its limit). */
   onWarning?: (text: string) => void;
-}
-
-type Table = Record<string, unknown>;
-
-/** An object as a table; arrays (Lua's empty table) and non-objects read as empty. */
-function tableOf(value: unknown): Table {
-  return value !== null && typeof value === 'object' && !Array.isArray(value)
-    ? (value as Table)
-    : {};
-}
-
-function booleanOr(value: unknown, fallback: boolean): boolean {
-  return typeof value === 'boolean' ? value : fallback;
-}
-
-function stringList(value: unknown): string[] {
-  if (!Array.isArray(value)) return [];
-  return (value as unknown[]).filter((item): item is string => typeof item === 'string');
-}
-
-/** The `sandbox` table as sent by Lua, with the documented defaults filled in. */
-export function parseSandboxSettings(raw: unknown): SandboxSettings {
-  const table = tableOf(raw);
-  const policy = tableOf(table['policy']);
-  const backend = table['backend'];
-  const rwPaths = policy['rw_paths'];
-  const backends: Record<string, BackendSettings> = {};
-  for (const [name, value] of Object.entries(tableOf(table['backends']))) {
-    backends[name] = tableOf(value);
-  }
-  return {
-    enabled: booleanOr(table['enabled'], true),
-    backend: typeof backend === 'string' && backend !== '' ? backend : 'auto',
-    rw_paths:
-      rwPaths === undefined || rwPaths === null ? [...DEFAULT_RW_PATHS] : stringList(rwPaths),
-    network: booleanOr(policy['network'], true),
-    allow_privileged: booleanOr(policy['allow_privileged'], false),
-    env_allow: stringList(policy['env_allow']),
-    backends,
-  };
-}
-
-function enabledFrom(settings: SandboxSettings, facts: SandboxFacts): boolean {
-  return facts.sandbox_override ?? settings.enabled;
-}
-
-interface RwResolution {
-  paths: string[];
-  error?: string;
-}
-
-function resolvePaths(
-  settings: SandboxSettings,
-  facts: SandboxFacts,
-  env: PathEnv,
-  home: string,
-): RwResolution {
-  try {
-    return { paths: resolveRwPaths(settings.rw_paths, facts, env, home) };
-  } catch (error) {
-    const message = error instanceof Error ? error.message : String(error);
-    const prefix =
-      error instanceof PathVariableError ? 'Invalid sandbox.policy.rw_paths' : 'Sandbox paths';
-    return { paths: [], error: `${prefix}: ${message}` };
-  }
 }
 
 /** Two distinct arguments, so a backend that joins the command into one string is noticed. */
@@ -252,6 +161,76 @@ function bareProbePolicy(rwPaths: string[], settings: SandboxSettings): SandboxP
   };
 }
 
+/** The whole policy, places and all, made once for a state when first needed. */
+function lazyPolicy(
+  settings: SandboxSettings,
+  facts: SandboxFacts,
+  paths: { env: PathEnv; home: string; rwPaths: string[] },
+  options: ResolveOptions,
+): () => SandboxPolicy {
+  let policy: SandboxPolicy | undefined;
+  return () => {
+    if (policy !== undefined) return policy;
+    const guarded = protection(facts, paths.env, paths.home, paths.rwPaths, {
+      sensitivePaths: options.sensitivePaths,
+      credentialEnv: options.credentialEnv,
+      envAllow: settings.env_allow,
+    });
+    for (const text of guarded.warnings) options.onWarning?.(text);
+    policy = {
+      rw_paths: paths.rwPaths,
+      network: settings.network,
+      allow_privileged: settings.allow_privileged,
+      hidden_paths: guarded.hidden_paths,
+      read_only_paths: guarded.read_only_paths,
+      env_unset: guarded.env_unset,
+    };
+    return policy;
+  };
+}
+
+type Active = { backend: SandboxBackend; settings: BackendSettings };
+
+/** The backend that wraps commands, or why there is none (an error, or a warning to show). */
+async function activeBackend(
+  settings: SandboxSettings,
+  registry: SandboxBackendRegistry,
+  where: { home: string; cwd: string },
+  options: ResolveOptions,
+): Promise<{ active?: Active; commandError?: string; warning?: string }> {
+  const resolution = await resolveSelection(settings, registry, where, options);
+  if (resolution.kind === 'error') return { commandError: resolution.error };
+  if (resolution.kind === 'none') {
+    // `auto` runs unsandboxed without a backend, but the user asked for a sandbox: say so.
+    return {
+      warning:
+        resolution.warning ??
+        `Sandbox is enabled but no backend is available (${resolution.reason}); bash, grep and find run unsandboxed. Install bubblewrap, or set sandbox.enabled = false.`,
+    };
+  }
+  return { active: { backend: resolution.backend, settings: resolution.settings } };
+}
+
+/**
+ * Wraps the sentinel: whether the backend wraps at all, and by which prefix. Without a prefix to
+ * hand out, the probe only asks whether the backend wraps: the places are left out of it and
+ * looked for when a command is wrapped.
+ */
+async function probePrefix(
+  active: Active,
+  policy: SandboxPolicy,
+  wantsPrefix: boolean,
+): Promise<{ commandError?: string; prefixError?: string; wrapPrefix?: string[] }> {
+  const probe = await wrapCommand(active.backend, SENTINEL, policy, active.settings);
+  if (!probe.ok) return { commandError: probe.error };
+  if (endsWithSentinel(probe.argv)) {
+    return wantsPrefix ? { wrapPrefix: probe.argv.slice(0, -SENTINEL.length) } : {};
+  }
+  return {
+    prefixError: `Sandbox backend '${active.backend.name}' does not wrap commands by prefix; Lua tools cannot use it`,
+  };
+}
+
 /** Resolves the sandbox for one tool call. */
 export async function resolveSandbox(
   rawSettings: unknown,
@@ -268,61 +247,29 @@ export async function resolveSandbox(
   const rw = resolvePaths(settings, facts, env, home);
   const rwPaths = rw.paths;
   const rules = scrubRules({ credentialEnv: options.credentialEnv, envAllow: settings.env_allow });
-  let policy: SandboxPolicy | undefined;
-  // The whole policy, places and all, made once for this state when first needed.
-  const fullPolicy = (): SandboxPolicy => {
-    if (policy !== undefined) return policy;
-    const guarded = protection(facts, env, home, rwPaths, {
-      sensitivePaths: options.sensitivePaths,
-      credentialEnv: options.credentialEnv,
-      envAllow: settings.env_allow,
-    });
-    for (const text of guarded.warnings) options.onWarning?.(text);
-    policy = {
-      rw_paths: rwPaths,
-      network: settings.network,
-      allow_privileged: settings.allow_privileged,
-      hidden_paths: guarded.hidden_paths,
-      read_only_paths: guarded.read_only_paths,
-      env_unset: guarded.env_unset,
-    };
-    return policy;
-  };
+  const fullPolicy = lazyPolicy(settings, facts, { env, home, rwPaths }, options);
   const wantsPrefix = options.prefix !== false;
 
   let commandError = rw.error;
   let prefixError: string | undefined;
   let warning: string | undefined;
-  let active: { backend: SandboxBackend; settings: BackendSettings } | undefined;
+  let active: Active | undefined;
   let wrapPrefix: string[] | undefined;
-
   if (commandError === undefined) {
-    const resolution = await resolveSelection(
+    ({ active, commandError, warning } = await activeBackend(
       settings,
       registry,
       { home, cwd: facts.cwd },
       options,
-    );
-    if (resolution.kind === 'error') commandError = resolution.error;
-    else if (resolution.kind === 'none') {
-      // `auto` runs unsandboxed without a backend, but the user asked for a sandbox: say so.
-      warning =
-        resolution.warning ??
-        `Sandbox is enabled but no backend is available (${resolution.reason}); bash, grep and find run unsandboxed. Install bubblewrap, or set sandbox.enabled = false.`;
-    } else active = { backend: resolution.backend, settings: resolution.settings };
+    ));
   }
   if (active !== undefined) {
-    // Without a prefix to hand out, the probe only asks whether the backend wraps at all: the
-    // places are left out of it and looked for when a command is wrapped.
     const probePolicy = wantsPrefix ? fullPolicy() : bareProbePolicy(rwPaths, settings);
-    const probe = await wrapCommand(active.backend, SENTINEL, probePolicy, active.settings);
-    if (!probe.ok) {
-      commandError = probe.error;
-    } else if (endsWithSentinel(probe.argv)) {
-      if (wantsPrefix) wrapPrefix = probe.argv.slice(0, -SENTINEL.length);
-    } else {
-      prefixError = `Sandbox backend '${active.backend.name}' does not wrap commands by prefix; Lua tools cannot use it`;
-    }
+    ({ commandError, prefixError, wrapPrefix } = await probePrefix(
+      active,
+      probePolicy,
+      wantsPrefix,
+    ));
   }
 
   const cwd = facts.cwd;
@@ -480,11 +427,16 @@ export {
   type SandboxBackend,
   type SandboxPolicy,
   SandboxBackendRegistry,
-  createBwrapBackend,
   normalizeAvailability,
-  createSandboxBackends,
   wrapCommand,
 } from './backends.js';
+export { createBwrapBackend, createSandboxBackends } from './bwrap.js';
+export {
+  DEFAULT_RW_PATHS,
+  type SandboxFacts,
+  type SandboxSettings,
+  parseSandboxSettings,
+} from './settings.js';
 export {
   type ModuleSelection,
   backendFromExports,
