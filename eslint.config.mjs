@@ -43,23 +43,6 @@ export default tseslint.config(
   {
     // Size limits: no function over 80 lines and no file over 500, every line counted.
     files: ['src/**/*.ts'],
-    // NOTE: until the issue-29 branches merge; these files are being rewritten elsewhere.
-    ignores: [
-      'src/host/session.ts',
-      'src/host/context.ts',
-      'src/host/editor-context.ts',
-      'src/host/actions.ts',
-      'src/core/loop/**',
-      'src/host/tools/executor.ts',
-      'src/host/tools/invoke.ts',
-      'src/host/tools/results.ts',
-      'src/host/tools/commands.ts',
-      'src/host/send/stream.ts',
-      'src/host/compact.ts',
-      'src/host/main.ts',
-      'src/host/warmup.ts',
-      'src/editor/protocol/**',
-    ],
     rules: {
       'max-lines-per-function': [
         'error',
@@ -130,14 +113,6 @@ export default tseslint.config(
     files: ['src/**/*.ts'],
     ignores: [
       'src/host/notifier.ts',
-      // NOTE: until the issue-29 branches merge: these files are rewritten on other branches,
-      // which convert their own calls.
-      'src/host/session.ts',
-      'src/host/context.ts',
-      'src/host/tools/executor.ts',
-      'src/host/tools/results.ts',
-      'src/host/tools/commands.ts',
-      'src/host/tools/invoke.ts',
     ],
     rules: {
       'no-restricted-syntax': [

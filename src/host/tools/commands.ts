@@ -105,7 +105,7 @@ export class ToolCommands {
     const { call } = found;
     const editor = await this.deps.loop.context(bufnr, state.document);
     if (editor.problem !== undefined) {
-      this.ctx.lua.notify('notify', { level: 'error', message: editor.problem });
+      this.ctx.notify.error(editor.problem);
       return;
     }
     const config = editor.config;
@@ -457,10 +457,10 @@ export class ToolCommands {
   }
 
   private warn(message: string): void {
-    this.ctx.lua.notify('notify', { level: 'warn', message });
+    this.ctx.notify.warn(message);
   }
 
   private info(message: string): void {
-    this.ctx.lua.notify('notify', { level: 'info', message });
+    this.ctx.notify.info(message);
   }
 }
