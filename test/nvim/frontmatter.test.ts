@@ -1,18 +1,11 @@
 // Per-buffer settings from a chat's frontmatter, end to end: Lua (trusted files only) and JSON,
 // reaching the provider's request while the global configuration stays as it was.
-import { afterEach, describe, expect, it } from 'vitest';
-import { type Driver, startDriver } from '../helpers/driver.js';
-import { type FakeProvider, type FakeStream, startFakeProvider } from '../helpers/fake-provider.js';
+import { describe, expect, it } from 'vitest';
+import { type Driver } from '../helpers/driver.js';
+import { launcher, type Session } from '../helpers/e2e.js';
+import { type FakeStream } from '../helpers/fake-provider.js';
 
-let driver: Driver | undefined;
-let fake: FakeProvider | undefined;
-
-afterEach(async () => {
-  await driver?.quit();
-  await fake?.close();
-  driver = undefined;
-  fake = undefined;
-});
+const launch = launcher();
 
 const START = {
   type: 'message_start',
@@ -50,18 +43,11 @@ async function anthropicText(stream: FakeStream, text: string): Promise<void> {
   await stream.end();
 }
 
-async function start(setup = '{}', extra = ''): Promise<{ d: Driver; f: FakeProvider }> {
-  fake = await startFakeProvider();
-  driver = await startDriver({
-    env: {
-      ANTHROPIC_API_KEY: 'sk-test-key',
-      ANTHROPIC_BASE_URL: fake.url,
-      OPENAI_API_KEY: 'sk-openai-test',
-      OPENAI_BASE_URL: `${fake.url}/v1`,
-    },
+function start(setup = '{}', extra = ''): Promise<Session> {
+  return launch({
+    env: (fake) => ({ OPENAI_API_KEY: 'sk-openai-test', OPENAI_BASE_URL: `${fake.url}/v1` }),
     setup: `require("flemma").setup(${setup})\n${extra}`,
   });
-  return { d: driver, f: fake };
 }
 
 /** `:trust` for the current buffer, as a user would after reviewing it. */

@@ -1,19 +1,11 @@
 // The send, end to end: a chat buffer, <C-]>, the real Anthropic SDK in the host talking to a
 // fake server on 127.0.0.1, and the reply streamed into the buffer.
 import { readFileSync } from 'node:fs';
-import { afterEach, describe, expect, it } from 'vitest';
-import { type Driver, startDriver } from '../helpers/driver.js';
-import { type FakeProvider, type FakeStream, startFakeProvider } from '../helpers/fake-provider.js';
+import { describe, expect, it } from 'vitest';
+import { launcher, type Session } from '../helpers/e2e.js';
+import { type FakeStream, startFakeProvider } from '../helpers/fake-provider.js';
 
-let driver: Driver | undefined;
-let fake: FakeProvider | undefined;
-
-afterEach(async () => {
-  await driver?.quit();
-  await fake?.close();
-  driver = undefined;
-  fake = undefined;
-});
+const launch = launcher();
 
 const START = {
   type: 'message_start',
@@ -55,13 +47,10 @@ async function finish(stream: FakeStream): Promise<void> {
   await stream.end();
 }
 
-async function setup(lines: string[]): Promise<{ d: Driver; f: FakeProvider; buf: number }> {
-  fake = await startFakeProvider();
-  driver = await startDriver({
-    env: { ANTHROPIC_API_KEY: 'sk-test-key', ANTHROPIC_BASE_URL: fake.url },
-  });
-  const buf = await driver.openChat('send.chat', lines);
-  return { d: driver, f: fake, buf };
+async function setup(lines: string[]): Promise<Session> {
+  const session = await launch();
+  session.buf = await session.d.openChat('send.chat', lines);
+  return session;
 }
 
 describe('sending a chat', () => {
@@ -193,7 +182,7 @@ describe('sending a chat', () => {
   });
 
   it('says which variable to set when there is no API key', async () => {
-    driver = await startDriver();
+    const { d: driver } = await launch({ key: false });
     await driver.openChat('nokey.chat', ['@You:', 'Hello']);
     await driver.press('<C-]>');
     const note = await driver.waitForNotification(/no credential for the Anthropic API key/);
@@ -235,7 +224,8 @@ describe('sending a chat', () => {
   it('names the host and port when nothing listens there, and leaves the buffer as it was', async () => {
     const closed = await startFakeProvider();
     await closed.close();
-    driver = await startDriver({
+    const { d: driver } = await launch({
+      key: false,
       env: { ANTHROPIC_API_KEY: 'sk-test-key', ANTHROPIC_BASE_URL: closed.url },
     });
     const buf = await driver.openChat('refused.chat', ['@You:', 'Hello']);
