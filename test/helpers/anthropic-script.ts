@@ -204,3 +204,8 @@ export async function textReply(stream: FakeStream, text: string): Promise<void>
   await textDeltas(stream, [text]);
   await endMessage(stream);
 }
+
+/** Sends one more text delta to the open block `index`. */
+export async function textDelta(stream: FakeStream, text: string, index = 0): Promise<void> {
+  await sendDeltas(stream, index, deltasOf({ kind: 'text', deltas: [text] }));
+}

@@ -44,6 +44,11 @@ export interface LaunchOptions extends Omit<DriverOptions, 'setup' | 'env'> {
   env?: Record<string, string> | ((fake: FakeProvider) => Record<string, string>);
   /** Files of the project (relative to the work directory), written before the setup runs. */
   files?: Record<string, string | Uint8Array>;
+  /**
+   * A fake provider to use instead of a new one (e.g. the same one for Neovim started again on
+   * the same `home`); the session leaves it running, its owner closes it.
+   */
+  provider?: FakeProvider;
   /** A chat to open once set up, then wait for the host (`FlemmaBootComplete`). */
   chat?: string[] | { name: string; lines: string[] };
 }
@@ -56,6 +61,8 @@ export class Session {
   constructor(
     readonly d: Driver,
     readonly f: FakeProvider,
+    /** Whether `close` stops the fake provider (not one the test brought). */
+    private readonly ownsProvider = true,
   ) {}
 
   /** Opens a chat file (written with `lines` first) and waits until the host has booted. */
@@ -121,7 +128,7 @@ export class Session {
     try {
       await this.d.quit();
     } finally {
-      await this.f.close();
+      if (this.ownsProvider) await this.f.close();
     }
   }
 }
@@ -145,7 +152,7 @@ function environment(options: LaunchOptions, fake: FakeProvider): Record<string,
   return { ...provider, ...extra };
 }
 
-const OWN_OPTIONS = ['config', 'lua', 'setup', 'key', 'env', 'files', 'chat'];
+const OWN_OPTIONS = ['config', 'lua', 'setup', 'key', 'env', 'files', 'chat', 'provider'];
 
 function driverOptions(options: LaunchOptions): DriverOptions {
   return Object.fromEntries(
@@ -155,7 +162,8 @@ function driverOptions(options: LaunchOptions): DriverOptions {
 
 /** Starts a session: the fake provider, Neovim, the project's files, the setup, the chat. */
 export async function launch(options: LaunchOptions = {}): Promise<Session> {
-  const fake = await startFakeProvider();
+  const fake = options.provider ?? (await startFakeProvider());
+  const ownsProvider = options.provider === undefined;
   let driver: Driver | undefined;
   try {
     driver = await startDriver({ ...driverOptions(options), env: environment(options, fake) });
@@ -163,7 +171,7 @@ export async function launch(options: LaunchOptions = {}): Promise<Session> {
       driver.writeFile(path, content);
     const setup = setupLua(options, fake);
     if (setup !== undefined) await driver.lua(setup);
-    const session = new Session(driver, fake);
+    const session = new Session(driver, fake, ownsProvider);
     const chat = options.chat;
     if (chat !== undefined) {
       const { name, lines } = Array.isArray(chat) ? { name: 'test.chat', lines: chat } : chat;
@@ -172,7 +180,7 @@ export async function launch(options: LaunchOptions = {}): Promise<Session> {
     return session;
   } catch (error) {
     await driver?.quit();
-    await fake.close();
+    if (ownsProvider) await fake.close();
     throw error;
   }
 }

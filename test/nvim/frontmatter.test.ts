@@ -1,47 +1,11 @@
 // Per-buffer settings from a chat's frontmatter, end to end: Lua (trusted files only) and JSON,
 // reaching the provider's request while the global configuration stays as it was.
+import { textReply as anthropicText } from '../helpers/anthropic-script.js';
 import { describe, expect, it } from 'vitest';
 import { type Driver } from '../helpers/driver.js';
 import { launcher, type Session } from '../helpers/e2e.js';
-import { type FakeStream } from '../helpers/fake-provider.js';
 
 const launch = launcher();
-
-const START = {
-  type: 'message_start',
-  message: {
-    id: 'msg_fake',
-    type: 'message',
-    role: 'assistant',
-    model: 'claude-sonnet-4-6',
-    content: [],
-    stop_reason: null,
-    stop_sequence: null,
-    usage: { input_tokens: 12, output_tokens: 1 },
-  },
-};
-
-async function anthropicText(stream: FakeStream, text: string): Promise<void> {
-  await stream.sse('message_start', START);
-  await stream.sse('content_block_start', {
-    type: 'content_block_start',
-    index: 0,
-    content_block: { type: 'text', text: '' },
-  });
-  await stream.sse('content_block_delta', {
-    type: 'content_block_delta',
-    index: 0,
-    delta: { type: 'text_delta', text },
-  });
-  await stream.sse('content_block_stop', { type: 'content_block_stop', index: 0 });
-  await stream.sse('message_delta', {
-    type: 'message_delta',
-    delta: { stop_reason: 'end_turn', stop_sequence: null },
-    usage: { output_tokens: 5 },
-  });
-  await stream.sse('message_stop', { type: 'message_stop' });
-  await stream.end();
-}
 
 function start(setup = '{}', extra = ''): Promise<Session> {
   return launch({

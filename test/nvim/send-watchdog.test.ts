@@ -2,19 +2,11 @@
 // each provider's real SDK against the fake server: a stream that goes quiet ends as a failed
 // request after `parameters.stream_idle_timeout`, keeping what arrived; an HTML page where a
 // stream was expected fails at once, summarised, and is not tried again.
-import { afterEach, describe, expect, it } from 'vitest';
-import { type Driver, startDriver } from '../helpers/driver.js';
-import { type FakeProvider, type FakeStream, startFakeProvider } from '../helpers/fake-provider.js';
+import { describe, expect, it } from 'vitest';
+import { launcher, type Session } from '../helpers/e2e.js';
+import { type FakeStream } from '../helpers/fake-provider.js';
 
-let driver: Driver | undefined;
-let fake: FakeProvider | undefined;
-
-afterEach(async () => {
-  await driver?.quit();
-  await fake?.close();
-  driver = undefined;
-  fake = undefined;
-});
+const launch = launcher();
 
 interface Case {
   provider: string;
@@ -123,15 +115,14 @@ const CASES: Case[] = [
 ];
 
 /** A Neovim whose provider is `c`'s at the fake server, with these general parameters. */
-async function start(c: Case, parameters: string): Promise<{ d: Driver; f: FakeProvider }> {
-  fake = await startFakeProvider();
+function start(c: Case, parameters: string): Promise<Session> {
   const model = c.model === undefined ? '' : `model = "${c.model}", `;
-  driver = await startDriver({
+  return launch({
+    key: false,
     env: c.env,
-    setup: `require("flemma").setup({ provider = "${c.provider}", ${model}parameters = {
-      ${parameters}, ${c.provider} = ${c.own(fake.url)} } })`,
+    config: (fake) => `{ provider = "${c.provider}", ${model}parameters = {
+      ${parameters}, ${c.provider} = ${c.own(fake.url)} } }`,
   });
-  return { d: driver, f: fake };
 }
 
 const HUGE = 'stream_idle_timeout = 100000, timeout = 100000';

@@ -1,18 +1,10 @@
 // Templates and file references, end to end: what the user wrote in `@System:` / `@You:` reaches
 // the provider rendered (`{{ }}`, `{% %}`, include) and with the referenced files read.
-import { afterEach, describe, expect, it } from 'vitest';
-import { type Driver, startDriver } from '../helpers/driver.js';
-import { type FakeProvider, type FakeStream, startFakeProvider } from '../helpers/fake-provider.js';
+import { describe, expect, it } from 'vitest';
+import { launcher, type Session } from '../helpers/e2e.js';
+import { type FakeStream } from '../helpers/fake-provider.js';
 
-let driver: Driver | undefined;
-let fake: FakeProvider | undefined;
-
-afterEach(async () => {
-  await driver?.quit();
-  await fake?.close();
-  driver = undefined;
-  fake = undefined;
-});
+const launch = launcher();
 
 async function reply(stream: FakeStream): Promise<void> {
   await stream.sse('message_start', {
@@ -48,12 +40,8 @@ async function reply(stream: FakeStream): Promise<void> {
   await stream.end();
 }
 
-async function start(): Promise<{ d: Driver; f: FakeProvider }> {
-  fake = await startFakeProvider();
-  driver = await startDriver({
-    env: { ANTHROPIC_API_KEY: 'sk-test-key', ANTHROPIC_BASE_URL: fake.url },
-  });
-  return { d: driver, f: fake };
+function start(): Promise<Session> {
+  return launch();
 }
 
 interface Body {

@@ -1,31 +1,26 @@
 // The turn gutter (`turns.*`): each exchange the user started is marked beside its rows in the
 // 'statuscolumn' of chat windows, follows edits, shows a streaming reply as an open turn, and
 // leaves other buffers' windows alone. Asserted on the screen of an attached UI.
-import { afterEach, describe, expect, it } from 'vitest';
-import { type Driver, startDriver } from '../helpers/driver.js';
-import { type FakeProvider, startFakeProvider } from '../helpers/fake-provider.js';
+import { describe, expect, it } from 'vitest';
+import { type Driver } from '../helpers/driver.js';
+import { launcher, type Session } from '../helpers/e2e.js';
 
-let driver: Driver | undefined;
-let fake: FakeProvider | undefined;
-
-afterEach(async () => {
-  await driver?.quit();
-  await fake?.close();
-  driver = undefined;
-  fake = undefined;
-});
+const launch = launcher();
 
 /** Every block open, so that each buffer line is one screen row. */
 const UNFOLDED =
   'editing = { auto_close = { thinking = false, tool_use = false, tool_result = false } }';
 
-async function start(options = '', env: Record<string, string> = {}): Promise<Driver> {
-  driver = await startDriver({
+function session(options = '', key: string | false = false): Promise<Session> {
+  return launch({
     setup: `require("flemma").setup({ ${UNFOLDED}, ${options} })`,
     ui: { width: 60, height: 40 },
-    env,
+    key,
   });
-  return driver;
+}
+
+async function start(options = ''): Promise<Driver> {
+  return (await session(options)).d;
 }
 
 /** The first `count` screen rows: each one's gutter (`width` cells) and the text after it. */
@@ -158,8 +153,7 @@ describe('the turn gutter', () => {
   });
 
   it('marks a streaming reply as an open turn until it is complete', async () => {
-    fake = await startFakeProvider();
-    const d = await start('', { ANTHROPIC_API_KEY: 'sk-test-key', ANTHROPIC_BASE_URL: fake.url });
+    const { d, f: fake } = await session('', 'sk-test-key');
     await d.openChat('s.chat', ['@You:', 'Tell me.']);
     expect((await gutter(d, 2)).map((row) => row[0])).toEqual([' ', ' ']);
     await d.press('<C-]>');
