@@ -63,23 +63,44 @@ async function closeBlock(s: FakeStream, index: number): Promise<void> {
   await s.sse('content_block_stop', { type: 'content_block_stop', index });
 }
 
-async function finishMessage(s: FakeStream, calls: boolean): Promise<void> {
+/** Token counts a reply reports: `message_start`'s usage, and the output tokens at its end. */
+export interface ScriptedUsage {
+  input?: number;
+  output?: number;
+  cacheRead?: number;
+  cacheWrite?: number;
+}
+
+function startEvent(usage: ScriptedUsage = {}): unknown {
+  const cache =
+    usage.cacheRead === undefined && usage.cacheWrite === undefined
+      ? {}
+      : {
+          cache_read_input_tokens: usage.cacheRead ?? 0,
+          cache_creation_input_tokens: usage.cacheWrite ?? 0,
+        };
+  const tokens = { input_tokens: usage.input ?? 12, output_tokens: 1, ...cache };
+  return { ...START, message: { ...START.message, usage: tokens } };
+}
+
+async function finishMessage(s: FakeStream, calls: boolean, output = 5): Promise<void> {
   await s.sse('message_delta', {
     type: 'message_delta',
     delta: { stop_reason: calls ? 'tool_use' : 'end_turn', stop_sequence: null },
-    usage: { output_tokens: 5 },
+    usage: { output_tokens: output },
   });
   await s.sse('message_stop', { type: 'message_stop' });
   await s.end();
 }
 
-/** Answers `request` with these blocks, in order, then ends the reply. */
+/** Answers `request` with these blocks, in order, then ends the reply (reporting `usage`). */
 export async function anthropicBlocks(
   request: FakeRequest,
   blocks: ScriptedBlock[],
+  usage?: ScriptedUsage,
 ): Promise<void> {
   const s = request.stream();
-  await s.sse('message_start', START);
+  await s.sse('message_start', startEvent(usage));
   for (const [index, block] of blocks.entries()) {
     await openBlock(s, index, block);
     await sendDeltas(s, index, deltasOf(block));
@@ -88,12 +109,20 @@ export async function anthropicBlocks(
   await finishMessage(
     s,
     blocks.some((block) => block.kind === 'tool_use'),
+    usage?.output,
   );
 }
 
-/** The blocks of a reply: its text (none when empty), then one `tool_use` block per call. */
-export function replyBlocks(text: string, calls: ScriptedCall[] = []): ScriptedBlock[] {
-  const blocks: ScriptedBlock[] = text === '' ? [] : [{ kind: 'text', deltas: [text] }];
+/**
+ * The blocks of a reply: its text (none when empty, unless `always`), then one `tool_use` block
+ * per call.
+ */
+export function replyBlocks(
+  text: string,
+  calls: ScriptedCall[] = [],
+  always = false,
+): ScriptedBlock[] {
+  const blocks: ScriptedBlock[] = text === '' && !always ? [] : [{ kind: 'text', deltas: [text] }];
   return [...blocks, ...calls.map((call): ScriptedBlock => ({ kind: 'tool_use', ...call }))];
 }
 
