@@ -4,6 +4,7 @@
 // `:Flemma mcp:status` as a user reads it; a send made during discovery waits for it.
 import type { ChildProcess } from 'node:child_process';
 import { afterEach, describe, expect, it } from 'vitest';
+import { MESSAGE_START } from '../helpers/anthropic-script.js';
 import { type Driver, startDriver } from '../helpers/driver.js';
 import {
   type FakeProvider,
@@ -32,20 +33,6 @@ afterEach(async () => {
   control = undefined;
 });
 
-const START = {
-  type: 'message_start',
-  message: {
-    id: 'msg_fake',
-    type: 'message',
-    role: 'assistant',
-    model: 'claude-sonnet-4-6',
-    content: [],
-    stop_reason: null,
-    stop_sequence: null,
-    usage: { input_tokens: 12, output_tokens: 1 },
-  },
-};
-
 interface Call {
   id: string;
   name: string;
@@ -55,7 +42,7 @@ interface Call {
 /** Streams a reply: a text block, then one tool_use block per call. */
 async function reply(request: FakeRequest, text: string, calls: Call[] = []): Promise<void> {
   const s = request.stream();
-  await s.sse('message_start', START);
+  await s.sse('message_start', MESSAGE_START);
   await s.sse('content_block_start', {
     type: 'content_block_start',
     index: 0,

@@ -6,6 +6,7 @@ import { mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { MESSAGE_START } from '../helpers/anthropic-script.js';
 import { type Driver, startDriver } from '../helpers/driver.js';
 import { type FakeProvider, startFakeProvider } from '../helpers/fake-provider.js';
 import { copyInstall } from '../helpers/install.js';
@@ -110,19 +111,7 @@ describe('a new build under a running Neovim', () => {
     await driver.press('<C-]>');
     const request = await fake.nextRequest({ path: '/v1/messages' });
     const stream = request.stream();
-    await stream.sse('message_start', {
-      type: 'message_start',
-      message: {
-        id: 'msg_fake',
-        type: 'message',
-        role: 'assistant',
-        model: 'claude-sonnet-4-6',
-        content: [],
-        stop_reason: null,
-        stop_sequence: null,
-        usage: { input_tokens: 12, output_tokens: 1 },
-      },
-    });
+    await stream.sse('message_start', MESSAGE_START);
     await stream.sse('content_block_start', {
       type: 'content_block_start',
       index: 0,

@@ -3,6 +3,7 @@
 // request after `parameters.stream_idle_timeout`, keeping what arrived; an HTML page where a
 // stream was expected fails at once, summarised, and is not tried again.
 import { describe, expect, it } from 'vitest';
+import { MESSAGE_START } from '../helpers/anthropic-script.js';
 import { launcher, type Session } from '../helpers/e2e.js';
 import { type FakeStream } from '../helpers/fake-provider.js';
 
@@ -29,19 +30,7 @@ const CASES: Case[] = [
     own: (url) => `{ base_url = "${url}" }`,
     path: /^\/v1\/messages/,
     begin: async (stream) => {
-      await stream.sse('message_start', {
-        type: 'message_start',
-        message: {
-          id: 'msg_fake',
-          type: 'message',
-          role: 'assistant',
-          model: 'claude-sonnet-4-6',
-          content: [],
-          stop_reason: null,
-          stop_sequence: null,
-          usage: { input_tokens: 12, output_tokens: 1 },
-        },
-      });
+      await stream.sse('message_start', MESSAGE_START);
       await stream.sse('content_block_start', {
         type: 'content_block_start',
         index: 0,

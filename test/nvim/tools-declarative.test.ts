@@ -9,6 +9,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { MESSAGE_START } from '../helpers/anthropic-script.js';
 import { type Driver, startDriver } from '../helpers/driver.js';
 import {
   type FakeProvider,
@@ -35,27 +36,13 @@ afterEach(async () => {
   dir = undefined;
 });
 
-const START = {
-  type: 'message_start',
-  message: {
-    id: 'msg_fake',
-    type: 'message',
-    role: 'assistant',
-    model: 'claude-sonnet-4-6',
-    content: [],
-    stop_reason: null,
-    stop_sequence: null,
-    usage: { input_tokens: 12, output_tokens: 1 },
-  },
-};
-
 async function reply(
   request: FakeRequest,
   text: string,
   call?: { id: string; name: string; input: Record<string, unknown> },
 ): Promise<void> {
   const s = request.stream();
-  await s.sse('message_start', START);
+  await s.sse('message_start', MESSAGE_START);
   await s.sse('content_block_start', {
     type: 'content_block_start',
     index: 0,

@@ -2,6 +2,7 @@
 // 'statuscolumn' of chat windows, follows edits, shows a streaming reply as an open turn, and
 // leaves other buffers' windows alone. Asserted on the screen of an attached UI.
 import { describe, expect, it } from 'vitest';
+import { MESSAGE_START } from '../helpers/anthropic-script.js';
 import { type Driver } from '../helpers/driver.js';
 import { launcher, type Session } from '../helpers/e2e.js';
 
@@ -163,19 +164,7 @@ describe('the turn gutter', () => {
     // Waiting for the first word: the question and the reply's marker are an open turn.
     expect((await gutter(d, 4)).map((row) => row[0])).toEqual(['╭', '┊', '┊', '╯']);
     const stream = request.stream();
-    await stream.sse('message_start', {
-      type: 'message_start',
-      message: {
-        id: 'msg_fake',
-        type: 'message',
-        role: 'assistant',
-        model: 'claude-sonnet-4-6',
-        content: [],
-        stop_reason: null,
-        stop_sequence: null,
-        usage: { input_tokens: 12, output_tokens: 1 },
-      },
-    });
+    await stream.sse('message_start', MESSAGE_START);
     await stream.sse('content_block_start', {
       type: 'content_block_start',
       index: 0,
