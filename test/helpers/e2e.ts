@@ -72,30 +72,41 @@ export class Session {
     return this.buf;
   }
 
+  /** The request `send` or `request` took and no reply answered yet. */
+  private unanswered: FakeRequest | undefined;
+
   /** Presses `<C-]>` (from the current mode) and returns the request it sent. */
   async send(keys = '<C-]>'): Promise<FakeRequest> {
     await this.d.press(keys);
     return this.request();
   }
 
-  /** The next request to the model's endpoint. */
-  request(): Promise<FakeRequest> {
-    return this.f.nextRequest({ path: MESSAGES });
+  /** The next request to the model's endpoint; the next `reply…` or `stream` answers it. */
+  async request(): Promise<FakeRequest> {
+    this.unanswered = await this.f.nextRequest({ path: MESSAGES });
+    return this.unanswered;
   }
 
-  /** Answers the next request with `text` and tool calls. */
+  /** The request taken and not answered yet, or else the next one. */
+  private async toAnswer(): Promise<FakeRequest> {
+    const request = this.unanswered ?? (await this.f.nextRequest({ path: MESSAGES }));
+    this.unanswered = undefined;
+    return request;
+  }
+
+  /** Answers the request (see `toAnswer`) with `text` and tool calls. */
   async reply(text: string, calls: ScriptedCall[] = []): Promise<void> {
-    await anthropicReply(await this.request(), text, calls);
+    await anthropicReply(await this.toAnswer(), text, calls);
   }
 
-  /** Answers the next request with these blocks (thinking, text in chunks, calls). */
+  /** Answers the request with these blocks (thinking, text in chunks, calls). */
   async replyBlocks(blocks: ScriptedBlock[]): Promise<void> {
-    await anthropicBlocks(await this.request(), blocks);
+    await anthropicBlocks(await this.toAnswer(), blocks);
   }
 
-  /** Answers the next request with a stream the test writes piece by piece. */
+  /** Answers the request with a stream the test writes piece by piece. */
   async stream(): Promise<ScriptedStream> {
-    return anthropicStream(await this.request());
+    return anthropicStream(await this.toAnswer());
   }
 
   /** Answers the next request and waits until the reply is written (`FlemmaRequestFinished`). */
