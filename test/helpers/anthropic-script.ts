@@ -206,6 +206,9 @@ export function lastUserContent(request: FakeRequest): Content {
 /** The `message_start` event's payload. */
 export const MESSAGE_START = START;
 
+/** A `message_start` payload reporting these token counts. */
+export const messageStart = startEvent;
+
 /** Opens text block `index` and sends these deltas (each a chunk of its own). */
 export async function textDeltas(stream: FakeStream, deltas: string[], index = 0): Promise<void> {
   await openBlock(stream, index, { kind: 'text', deltas: [] });

@@ -17,13 +17,28 @@ import { type FakeProvider, type FakeRequest, startFakeProvider } from './fake-p
 /** The Anthropic Messages endpoint the fake answers for the default provider. */
 export const MESSAGES = '/v1/messages';
 
-/** A Lua tool `echo_tool` that returns `echo: <text>` (registered with `lua: ECHO_TOOL`). */
-export const ECHO_TOOL = `require("flemma.tools").register("echo_tool", {
+/**
+ * Lua registering a tool `echo_tool` that returns `<prefix><text>`: `strict`, its schema requires
+ * `text` and nothing else; `more`, more fields of the definition (Lua, e.g. `format_preview = …,`).
+ */
+export function echoTool(
+  options: { strict?: boolean; prefix?: string; more?: string } = {},
+): string {
+  const strict =
+    options.strict === true ? 'required = { "text" }, additionalProperties = false,' : '';
+  const output =
+    options.prefix === '' ? 'input.text' : `"${options.prefix ?? 'echo: '}" .. input.text`;
+  return `require("flemma.tools").register("echo_tool", {
   name = "echo_tool",
   description = "Echo the text back",
-  input_schema = { type = "object", properties = { text = { type = "string" } } },
-  execute = function(input) return { success = true, output = "echo: " .. input.text } end,
+  input_schema = { type = "object", properties = { text = { type = "string" } }, ${strict} },
+  ${options.more ?? ''}
+  execute = function(input) return { success = true, output = ${output} } end,
 })`;
+}
+
+/** `echoTool()`: a tool `echo_tool` that returns `echo: <text>` (register it with `lua`). */
+export const ECHO_TOOL = echoTool();
 
 export interface LaunchOptions extends Omit<DriverOptions, 'setup' | 'env'> {
   /**

@@ -7,22 +7,12 @@ import {
   lastUserContent,
 } from '../helpers/anthropic-script.js';
 import { describe, expect, it } from 'vitest';
-import { launcher, type Session } from '../helpers/e2e.js';
+import { echoTool, launcher, type Session } from '../helpers/e2e.js';
 
 const launch = launcher();
 
 const ECHO_TOOL = `
-require("flemma.tools").register("echo_tool", {
-  name = "echo_tool",
-  description = "Echo the text back",
-  input_schema = {
-    type = "object",
-    properties = { text = { type = "string" } },
-    required = { "text" },
-    additionalProperties = false,
-  },
-  execute = function(input) return { success = true, output = "echo: " .. input.text } end,
-})
+${echoTool({ strict: true })}
 require("flemma.tools").register("danger", {
   name = "danger",
   description = "Never runs",

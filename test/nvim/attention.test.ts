@@ -5,22 +5,12 @@
 import { describe, expect, it } from 'vitest';
 import { anthropicReply } from '../helpers/anthropic-script.js';
 import { type Driver } from '../helpers/driver.js';
-import { launcher, type Session } from '../helpers/e2e.js';
+import { echoTool, launcher, type Session } from '../helpers/e2e.js';
 
 const launch = launcher();
 
 const ECHO_TOOL = `
-require("flemma.tools").register("echo_tool", {
-  name = "echo_tool",
-  description = "Echo the text back",
-  input_schema = {
-    type = "object",
-    properties = { text = { type = "string" } },
-    required = { "text" },
-    additionalProperties = false,
-  },
-  execute = function(input) return { success = true, output = "echo: " .. input.text } end,
-})`;
+${echoTool({ strict: true })}`;
 
 /** A terminal `attention.terminal = "auto"` knows nothing about, outside tmux. */
 const PLAIN_TERMINAL = {

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { anthropicBlocks } from '../helpers/anthropic-script.js';
 import { type Driver } from '../helpers/driver.js';
-import { launcher, type Session } from '../helpers/e2e.js';
+import { echoTool, launcher, type Session } from '../helpers/e2e.js';
 import { type FakeRequest } from '../helpers/fake-provider.js';
 
 const launch = launcher();
@@ -26,17 +26,7 @@ function bodyOf(request: FakeRequest): Body {
 }
 
 const ECHO_TOOL = `
-require("flemma.tools").register("echo_tool", {
-  name = "echo_tool",
-  description = "Echo the text back",
-  input_schema = {
-    type = "object",
-    properties = { text = { type = "string" } },
-    required = { "text" },
-    additionalProperties = false,
-  },
-  execute = function(input) return { success = true, output = input.text } end,
-})`;
+${echoTool({ strict: true, prefix: '' })}`;
 
 function setup(options: { tools?: string; ui?: boolean; lines?: string[] } = {}): Promise<Session> {
   return launch({
