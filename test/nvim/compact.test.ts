@@ -4,6 +4,7 @@
 import { readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { textDeltas, textDelta } from '../helpers/anthropic-script.js';
 import { DEFAULT_COMPACT_PROMPT } from '../../src/core/context/compact.js';
 import { type Driver } from '../helpers/driver.js';
 import { launcher } from '../helpers/e2e.js';
@@ -27,17 +28,9 @@ const START = {
 
 async function text(stream: FakeStream, deltas: string[]): Promise<void> {
   await stream.sse('message_start', START);
-  await stream.sse('content_block_start', {
-    type: 'content_block_start',
-    index: 0,
-    content_block: { type: 'text', text: '' },
-  });
+  await textDeltas(stream, []);
   for (const delta of deltas) {
-    await stream.sse('content_block_delta', {
-      type: 'content_block_delta',
-      index: 0,
-      delta: { type: 'text_delta', text: delta },
-    });
+    await textDelta(stream, delta);
   }
 }
 

@@ -4,7 +4,7 @@
 // `:Flemma mcp:status` as a user reads it; a send made during discovery waits for it.
 import type { ChildProcess } from 'node:child_process';
 import { afterEach, describe, expect, it } from 'vitest';
-import { MESSAGE_START } from '../helpers/anthropic-script.js';
+import { MESSAGE_START, textDeltas, textDelta } from '../helpers/anthropic-script.js';
 import { type Driver, startDriver } from '../helpers/driver.js';
 import {
   type FakeProvider,
@@ -43,16 +43,8 @@ interface Call {
 async function reply(request: FakeRequest, text: string, calls: Call[] = []): Promise<void> {
   const s = request.stream();
   await s.sse('message_start', MESSAGE_START);
-  await s.sse('content_block_start', {
-    type: 'content_block_start',
-    index: 0,
-    content_block: { type: 'text', text: '' },
-  });
-  await s.sse('content_block_delta', {
-    type: 'content_block_delta',
-    index: 0,
-    delta: { type: 'text_delta', text },
-  });
+  await textDeltas(s, []);
+  await textDelta(s, text);
   await s.sse('content_block_stop', { type: 'content_block_stop', index: 0 });
   for (const [i, call] of calls.entries()) {
     await s.sse('content_block_start', {

@@ -6,7 +6,7 @@ import { mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { MESSAGE_START } from '../helpers/anthropic-script.js';
+import { MESSAGE_START, textDeltas, textDelta, endMessage } from '../helpers/anthropic-script.js';
 import { type Driver, startDriver } from '../helpers/driver.js';
 import { type FakeProvider, startFakeProvider } from '../helpers/fake-provider.js';
 import { copyInstall } from '../helpers/install.js';
@@ -112,16 +112,8 @@ describe('a new build under a running Neovim', () => {
     const request = await fake.nextRequest({ path: '/v1/messages' });
     const stream = request.stream();
     await stream.sse('message_start', MESSAGE_START);
-    await stream.sse('content_block_start', {
-      type: 'content_block_start',
-      index: 0,
-      content_block: { type: 'text', text: '' },
-    });
-    await stream.sse('content_block_delta', {
-      type: 'content_block_delta',
-      index: 0,
-      delta: { type: 'text_delta', text: 'Half a reply' },
-    });
+    await textDeltas(stream, []);
+    await textDelta(stream, 'Half a reply');
     await driver.waitUntil(
       'return vim.tbl_contains(vim.api.nvim_buf_get_lines(0, 0, -1, false), "Half a reply")',
     );
@@ -134,19 +126,8 @@ describe('a new build under a running Neovim', () => {
     expect(await pidOf(driver)).toBe(first);
     expect(driver.eventsSeen('FlemmaHostStarted').slice(before)).toEqual([]);
 
-    await stream.sse('content_block_delta', {
-      type: 'content_block_delta',
-      index: 0,
-      delta: { type: 'text_delta', text: ', and the rest.' },
-    });
-    await stream.sse('content_block_stop', { type: 'content_block_stop', index: 0 });
-    await stream.sse('message_delta', {
-      type: 'message_delta',
-      delta: { stop_reason: 'end_turn', stop_sequence: null },
-      usage: { output_tokens: 5 },
-    });
-    await stream.sse('message_stop', { type: 'message_stop' });
-    await stream.end();
+    await textDelta(stream, ', and the rest.');
+    await endMessage(stream);
     const finished = await driver.waitForEvent('FlemmaRequestFinished');
     expect(finished.data['status']).toBe('completed');
     const started = await driver.waitForEvent('FlemmaHostStarted', { after: before });

@@ -4,7 +4,12 @@
 // No timing: each wait is on a state (the record or the file holding a chunk) or an event.
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
-import { endMessage as finish, textDelta, MESSAGE_START } from '../helpers/anthropic-script.js';
+import {
+  endMessage as finish,
+  textDelta,
+  MESSAGE_START,
+  textDeltas,
+} from '../helpers/anthropic-script.js';
 import { type Driver } from '../helpers/driver.js';
 import { launcher } from '../helpers/e2e.js';
 import { type FakeProvider, type FakeStream, startFakeProvider } from '../helpers/fake-provider.js';
@@ -71,11 +76,7 @@ async function streamChunks(d: Driver, n: number): Promise<{ stream: FakeStream;
   const request = await fake.nextRequest({ path: '/v1/messages' });
   const stream = request.stream();
   await stream.sse('message_start', MESSAGE_START);
-  await stream.sse('content_block_start', {
-    type: 'content_block_start',
-    index: 0,
-    content_block: { type: 'text', text: '' },
-  });
+  await textDeltas(stream, []);
   const sent: string[] = [];
   for (let i = 1; i <= n; i++) {
     sent.push(chunk(i));

@@ -3,7 +3,7 @@
 // request after `parameters.stream_idle_timeout`, keeping what arrived; an HTML page where a
 // stream was expected fails at once, summarised, and is not tried again.
 import { describe, expect, it } from 'vitest';
-import { MESSAGE_START } from '../helpers/anthropic-script.js';
+import { MESSAGE_START, textDeltas, textDelta } from '../helpers/anthropic-script.js';
 import { launcher, type Session } from '../helpers/e2e.js';
 import { type FakeStream } from '../helpers/fake-provider.js';
 
@@ -31,16 +31,8 @@ const CASES: Case[] = [
     path: /^\/v1\/messages/,
     begin: async (stream) => {
       await stream.sse('message_start', MESSAGE_START);
-      await stream.sse('content_block_start', {
-        type: 'content_block_start',
-        index: 0,
-        content_block: { type: 'text', text: '' },
-      });
-      await stream.sse('content_block_delta', {
-        type: 'content_block_delta',
-        index: 0,
-        delta: { type: 'text_delta', text: 'Half a rep' },
-      });
+      await textDeltas(stream, []);
+      await textDelta(stream, 'Half a rep');
     },
   },
   {

@@ -4,7 +4,7 @@
 // reaches the model as `output.rejected`'s text, and in XML tool calling the model's XML block
 // runs through the same cycle.
 import { describe, expect, it } from 'vitest';
-import { MESSAGE_START } from '../helpers/anthropic-script.js';
+import { MESSAGE_START, textDeltas, textDelta } from '../helpers/anthropic-script.js';
 import { type Driver } from '../helpers/driver.js';
 import { launcher, type Session } from '../helpers/e2e.js';
 import { type FakeRequest } from '../helpers/fake-provider.js';
@@ -26,17 +26,9 @@ async function reply(
 ): Promise<void> {
   const s = request.stream();
   await s.sse('message_start', MESSAGE_START);
-  await s.sse('content_block_start', {
-    type: 'content_block_start',
-    index: 0,
-    content_block: { type: 'text', text: '' },
-  });
+  await textDeltas(s, []);
   for (const chunk of typeof text === 'string' ? [text] : text) {
-    await s.sse('content_block_delta', {
-      type: 'content_block_delta',
-      index: 0,
-      delta: { type: 'text_delta', text: chunk },
-    });
+    await textDelta(s, chunk);
   }
   await s.sse('content_block_stop', { type: 'content_block_stop', index: 0 });
   for (const [i, call] of calls.entries()) {

@@ -9,7 +9,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { MESSAGE_START } from '../helpers/anthropic-script.js';
+import { MESSAGE_START, textDeltas, textDelta } from '../helpers/anthropic-script.js';
 import { type Driver, startDriver } from '../helpers/driver.js';
 import {
   type FakeProvider,
@@ -43,16 +43,8 @@ async function reply(
 ): Promise<void> {
   const s = request.stream();
   await s.sse('message_start', MESSAGE_START);
-  await s.sse('content_block_start', {
-    type: 'content_block_start',
-    index: 0,
-    content_block: { type: 'text', text: '' },
-  });
-  await s.sse('content_block_delta', {
-    type: 'content_block_delta',
-    index: 0,
-    delta: { type: 'text_delta', text },
-  });
+  await textDeltas(s, []);
+  await textDelta(s, text);
   await s.sse('content_block_stop', { type: 'content_block_stop', index: 0 });
   if (call !== undefined) {
     await s.sse('content_block_start', {

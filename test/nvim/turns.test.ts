@@ -2,7 +2,7 @@
 // 'statuscolumn' of chat windows, follows edits, shows a streaming reply as an open turn, and
 // leaves other buffers' windows alone. Asserted on the screen of an attached UI.
 import { describe, expect, it } from 'vitest';
-import { MESSAGE_START } from '../helpers/anthropic-script.js';
+import { MESSAGE_START, textDeltas, textDelta, endMessage } from '../helpers/anthropic-script.js';
 import { type Driver } from '../helpers/driver.js';
 import { launcher, type Session } from '../helpers/e2e.js';
 
@@ -165,27 +165,12 @@ describe('the turn gutter', () => {
     expect((await gutter(d, 4)).map((row) => row[0])).toEqual(['╭', '┊', '┊', '╯']);
     const stream = request.stream();
     await stream.sse('message_start', MESSAGE_START);
-    await stream.sse('content_block_start', {
-      type: 'content_block_start',
-      index: 0,
-      content_block: { type: 'text', text: '' },
-    });
-    await stream.sse('content_block_delta', {
-      type: 'content_block_delta',
-      index: 0,
-      delta: { type: 'text_delta', text: 'Once\nupon\na time' },
-    });
+    await textDeltas(stream, []);
+    await textDelta(stream, 'Once\nupon\na time');
     await d.waitUntil('return vim.api.nvim_buf_get_lines(0, -2, -1, false)[1] == "a time"');
     await d.afterScheduled();
     expect((await gutter(d, 7)).map((row) => row[0])).toEqual(['╭', '┊', '┊', '┊', '┊', '┊', '╯']);
-    await stream.sse('content_block_stop', { type: 'content_block_stop', index: 0 });
-    await stream.sse('message_delta', {
-      type: 'message_delta',
-      delta: { stop_reason: 'end_turn', stop_sequence: null },
-      usage: { output_tokens: 5 },
-    });
-    await stream.sse('message_stop', { type: 'message_stop' });
-    await stream.end();
+    await endMessage(stream);
     await d.waitForEvent('FlemmaRequestFinished');
     await d.afterScheduled();
     // Complete: closed marks, and the next prompt outside it.
