@@ -64,8 +64,11 @@ export interface LaunchOptions extends Omit<DriverOptions, 'setup' | 'env'> {
    * the same `home`); the session leaves it running, its owner closes it.
    */
   provider?: FakeProvider;
-  /** A chat to open once set up, then wait for the host (`FlemmaBootComplete`). */
-  chat?: string[] | { name: string; lines: string[] };
+  /**
+   * A chat to open once set up, then wait for the host (`FlemmaBootComplete`); with
+   * `boot: false`, return as soon as it is open (a test that looks at the start-up itself).
+   */
+  chat?: string[] | { name: string; lines: string[]; boot?: boolean };
 }
 
 /** One running session: the driver (`d`), the fake provider (`f`) and the user's verbs. */
@@ -81,9 +84,9 @@ export class Session {
   ) {}
 
   /** Opens a chat file (written with `lines` first) and waits until the host has booted. */
-  async open(name: string, lines?: string[]): Promise<number> {
+  async open(name: string, lines?: string[], boot = true): Promise<number> {
     this.buf = await this.d.openChat(name, lines);
-    await this.d.waitForEvent('FlemmaBootComplete');
+    if (boot) await this.d.waitForEvent('FlemmaBootComplete');
     return this.buf;
   }
 
@@ -200,8 +203,8 @@ export async function launch(options: LaunchOptions = {}): Promise<Session> {
     const session = new Session(driver, fake, ownsProvider);
     const chat = options.chat;
     if (chat !== undefined) {
-      const { name, lines } = Array.isArray(chat) ? { name: 'test.chat', lines: chat } : chat;
-      await session.open(name, lines);
+      const { name, lines, boot } = Array.isArray(chat) ? { name: 'test.chat', lines: chat } : chat;
+      await session.open(name, lines, boot ?? true);
     }
     return session;
   } catch (error) {

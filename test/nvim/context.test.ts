@@ -28,9 +28,7 @@ function setup(
   return launch({
     setup: `require("flemma").setup(${options.config ?? '{}'})`,
     ui: { width: options.width ?? 120, height: 30 },
-  }).then(async (session) => {
-    session.buf = await session.d.openChat('context.chat', options.lines ?? ['@You:', 'Hello']);
-    return session;
+    chat: { name: 'context.chat', lines: options.lines ?? ['@You:', 'Hello'], boot: false },
   });
 }
 
