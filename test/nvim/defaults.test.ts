@@ -215,11 +215,7 @@ describe('the defaults against a hostile model', () => {
     await d.press('<C-]>');
     await reply(await f.nextRequest({ path: '/v1/messages' }), 'Writing.', calls);
     // Every call finishes (written inside, or refused); wait for each completion in turn.
-    for (;;) {
-      const before = d.eventCount;
-      if (d.eventsSeen('FlemmaToolCompleted').length >= calls.length) break;
-      await d.waitForEvent('FlemmaToolCompleted', { after: before });
-    }
+    await d.waitForEventCount('FlemmaToolCompleted', calls.length);
     flipper.kill('SIGKILL');
     flipper = undefined;
     expect(readdirSync(outside)).toEqual([]);

@@ -168,11 +168,7 @@ describe('places that run code', () => {
     await d.press('<C-]>');
     await reply(await f.nextRequest({ path: '/v1/messages' }), 'Writing.', calls);
     // Every call finishes (written in the plain directory, or refused); wait for each in turn.
-    for (;;) {
-      const before = d.eventCount;
-      if (d.eventsSeen('FlemmaToolCompleted').length >= calls.length) break;
-      await d.waitForEvent('FlemmaToolCompleted', { after: before });
-    }
+    await d.waitForEventCount('FlemmaToolCompleted', calls.length);
     flipper.kill('SIGKILL');
     flipper = undefined;
     expect(readdirSync(hooks)).toEqual([]);
