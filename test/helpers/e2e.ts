@@ -40,6 +40,29 @@ export function echoTool(
 /** `echoTool()`: a tool `echo_tool` that returns `echo: <text>` (register it with `lua`). */
 export const ECHO_TOOL = echoTool();
 
+/** Lua registering `gated_tool`: it runs until the test calls `_G.finish_gated(text)` in Neovim. */
+export const GATED_TOOL = `require("flemma.tools").register("gated_tool", {
+  name = "gated_tool",
+  description = "Answers when the test says so",
+  input_schema = { type = "object", properties = {} },
+  execute = function(input, ctx, callback)
+    _G.finish_gated = function(text) callback({ success = true, output = text }) end
+  end,
+})`;
+
+/** A chat whose last message is a call of `gated_tool` (id `toolu_G`) with no result yet. */
+export const GATED_CHAT = [
+  '@You:',
+  'Work.',
+  '',
+  '@Assistant:',
+  '**Tool Use:** `gated_tool` (`toolu_G`)',
+  '',
+  '```json',
+  '{}',
+  '```',
+];
+
 export interface LaunchOptions extends Omit<DriverOptions, 'setup' | 'env'> {
   /**
    * The Lua table given to `require("flemma").setup(…)`, as Lua source (`'{}'` for the

@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { anthropicReply, anthropicStream } from '../helpers/anthropic-script.js';
 import { type Driver } from '../helpers/driver.js';
-import { launcher, type Session } from '../helpers/e2e.js';
+import { launcher, type Session, GATED_TOOL } from '../helpers/e2e.js';
 
 const launch = launcher();
 
@@ -37,14 +37,7 @@ tools.register("echo_tool", {
   input_schema = { type = "object", properties = { text = { type = "string" } } },
   execute = function(input) return { success = true, output = "echo: " .. input.text } end,
 })
-tools.register("gated_tool", {
-  name = "gated_tool",
-  description = "Answers when the test says so",
-  input_schema = { type = "object", properties = {} },
-  execute = function(input, ctx, callback)
-    _G.finish_gated = function(text) callback({ success = true, output = text }) end
-  end,
-})
+${GATED_TOOL}
 `;
 
 function start(options: string): Promise<Session> {

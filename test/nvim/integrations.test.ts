@@ -9,7 +9,13 @@ import { dirname, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { textReply as reply } from '../helpers/anthropic-script.js';
 import { type Driver } from '../helpers/driver.js';
-import { launcher, type LaunchOptions, type Session } from '../helpers/e2e.js';
+import {
+  launcher,
+  type LaunchOptions,
+  type Session,
+  GATED_TOOL,
+  GATED_CHAT,
+} from '../helpers/e2e.js';
 
 const dirs: string[] = [];
 
@@ -419,27 +425,10 @@ describe('bufferline.nvim', () => {
         get_element_icon = require("flemma.integrations.bufferline").get_element_icon,
       } })
       require("flemma").setup({ tools = { autopilot = false } })
-      require("flemma.tools").register("gated_tool", {
-        name = "gated_tool",
-        description = "Answers when the test says so",
-        input_schema = { type = "object", properties = {} },
-        execute = function(input, ctx, callback)
-          _G.finish_gated = function(text) callback({ success = true, output = text }) end
-        end,
-      })`,
+      ${GATED_TOOL}`,
       { rtp: [plugin({ 'lua/bufferline.lua': BUFFERLINE })], ui: { width: 100, height: 12 } },
     );
-    await d.openChat('tools.chat', [
-      '@You:',
-      'Work.',
-      '',
-      '@Assistant:',
-      '**Tool Use:** `gated_tool` (`toolu_G`)',
-      '',
-      '```json',
-      '{}',
-      '```',
-    ]);
+    await d.openChat('tools.chat', GATED_CHAT);
     await d.waitForEvent('FlemmaBootComplete');
     await until(d, '_G.bufferline_drawn == "· tools.chat"', 'tabline drawn idle');
     await d.command('normal! 6G');

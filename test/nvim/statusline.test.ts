@@ -7,7 +7,13 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { textReply as reply } from '../helpers/anthropic-script.js';
 import { type Driver } from '../helpers/driver.js';
-import { launcher, type LaunchOptions, type Session } from '../helpers/e2e.js';
+import {
+  launcher,
+  type LaunchOptions,
+  type Session,
+  GATED_TOOL,
+  GATED_CHAT,
+} from '../helpers/e2e.js';
 
 let stubDir: string | undefined;
 
@@ -139,25 +145,8 @@ describe('the statusline text', () => {
 
   it('shows running tools while they run', async () => {
     const d = await start(`require("flemma").setup({ tools = { autopilot = false } })
-      require("flemma.tools").register("gated_tool", {
-        name = "gated_tool",
-        description = "Answers when the test says so",
-        input_schema = { type = "object", properties = {} },
-        execute = function(input, ctx, callback)
-          _G.finish_gated = function(text) callback({ success = true, output = text }) end
-        end,
-      })`);
-    await d.openChat('tools.chat', [
-      '@You:',
-      'Work.',
-      '',
-      '@Assistant:',
-      '**Tool Use:** `gated_tool` (`toolu_G`)',
-      '',
-      '```json',
-      '{}',
-      '```',
-    ]);
+      ${GATED_TOOL}`);
+    await d.openChat('tools.chat', GATED_CHAT);
     await d.waitForEvent('FlemmaBootComplete');
     expect(await shown(d)).toBe('anthropic (high)');
     await d.command('normal! 6G');
