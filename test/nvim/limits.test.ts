@@ -6,6 +6,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { pendingCall } from '../helpers/chat-lines.js';
 import { anthropicReply } from '../helpers/anthropic-script.js';
 import { type Driver, startDriver } from '../helpers/driver.js';
 import { type FakeProvider, startFakeProvider } from '../helpers/fake-provider.js';
@@ -22,27 +23,6 @@ afterEach(async () => {
   if (home !== undefined) rmSync(home, { recursive: true, force: true });
   home = undefined;
 });
-
-function pendingCall(name: string, id: string, input: Record<string, unknown>): string[] {
-  return [
-    '@You:',
-    'Change it.',
-    '',
-    '@Assistant:',
-    `**Tool Use:** \`${name}\` (\`${id}\`)`,
-    '',
-    '```json',
-    JSON.stringify(input),
-    '```',
-    '',
-    '@You:',
-    '',
-    `**Tool Result:** \`${id}\``,
-    '',
-    '```flemma:tool status=pending',
-    '```',
-  ];
-}
 
 /** The preview lines of the current buffer, once one contains `needle`. */
 async function previewWith(d: Driver, needle: string): Promise<string> {
