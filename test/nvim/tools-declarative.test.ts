@@ -10,31 +10,25 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { MESSAGE_START, textDeltas, textDelta } from '../helpers/anthropic-script.js';
-import { type Driver, startDriver } from '../helpers/driver.js';
-import {
-  type FakeProvider,
-  type FakeRequest,
-  startFakeProvider,
-} from '../helpers/fake-provider.js';
+import { launcher } from '../helpers/e2e.js';
+import { type FakeRequest } from '../helpers/fake-provider.js';
 
-let driver: Driver | undefined;
-let fake: FakeProvider | undefined;
 let server: Server | undefined;
 let dir: string | undefined;
 
+// Declared before the launcher's: after hooks run last-declared first, so Neovim quits and
+// the fake provider stops before this runs.
 afterEach(async () => {
-  await driver?.quit();
-  await fake?.close();
   if (server !== undefined) {
     server.closeAllConnections();
     await new Promise((resolve) => server?.close(resolve));
   }
   if (dir !== undefined) await rm(dir, { recursive: true, force: true });
-  driver = undefined;
-  fake = undefined;
   server = undefined;
   dir = undefined;
 });
+
+const launch = launcher();
 
 async function reply(
   request: FakeRequest,
@@ -102,13 +96,8 @@ implementation:
       join(dir, 'bad.yaml'),
       'name: bad\ndescription: Bad\nimplementation: { type: ftp }\n',
     );
-    fake = await startFakeProvider();
-    driver = await startDriver({
-      env: {
-        ANTHROPIC_API_KEY: 'sk-test-key',
-        ANTHROPIC_BASE_URL: fake.url,
-        WEATHER_TOKEN: 'tok-1',
-      },
+    const { d: driver, f: fake } = await launch({
+      env: { WEATHER_TOKEN: 'tok-1' },
       setup: `require("flemma").setup({ tools = {
         auto_approve = { "$default", "weather" },
         declarative = { dirs = { ${JSON.stringify(dir)} }, env = { "WEATHER_TOKEN" } },
@@ -182,7 +171,8 @@ implementation:
       join(tools, 'save.yaml'),
       'name: save\ndescription: Save a file\nparams:\n  - { name: path, type: string, required: true }\n  - { name: content, type: string, required: true }\nimplementation: { type: file_write, mkdir: true }\n',
     );
-    driver = await startDriver({
+    const { d: driver } = await launch({
+      key: false,
       setup: `require("flemma").setup({
         tools = { autopilot = false, max_concurrent = 0, declarative = { dirs = { ${JSON.stringify(tools)} } } },
         sandbox = { roots = { { name = "ws", path = ${JSON.stringify(ws)} } } },
@@ -244,7 +234,8 @@ implementation:
   });
 
   it('V-24: a tool the buffer does not offer is refused at execution, with the offered list', async () => {
-    driver = await startDriver({
+    const { d: driver } = await launch({
+      key: false,
       setup: 'require("flemma").setup({ tools = { autopilot = false } })',
     });
     const d = driver;
