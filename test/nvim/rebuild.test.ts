@@ -7,22 +7,20 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { MESSAGE_START, textDeltas, textDelta, endMessage } from '../helpers/anthropic-script.js';
-import { type Driver, startDriver } from '../helpers/driver.js';
-import { type FakeProvider, startFakeProvider } from '../helpers/fake-provider.js';
+import { type Driver } from '../helpers/driver.js';
+import { launcher } from '../helpers/e2e.js';
 import { copyInstall } from '../helpers/install.js';
 
-let driver: Driver | undefined;
-let fake: FakeProvider | undefined;
 let plugin: string | undefined;
 
-afterEach(async () => {
-  await driver?.quit();
-  await fake?.close();
+// Declared before the launcher's: after hooks run last-declared first, so Neovim quits and
+// the fake provider stops before this runs.
+afterEach(() => {
   if (plugin !== undefined) rmSync(plugin, { recursive: true, force: true });
-  driver = undefined;
-  fake = undefined;
   plugin = undefined;
 });
+
+const launch = launcher();
 
 function install(options: { dist: boolean }): string {
   plugin = copyInstall(mkdtempSync(join(tmpdir(), 'flemma-plugin-')), options);
@@ -45,7 +43,11 @@ function pidOf(d: Driver): Promise<number | null> {
 describe('a plugin that is not built', () => {
   it('says to run :Lazy build flemma or the npm command, in the error and in :checkhealth', async () => {
     const dir = install({ dist: false });
-    driver = await startDriver({ plugin: dir, setup: 'require("flemma").setup({})' });
+    const { d: driver } = await launch({
+      key: false,
+      plugin: dir,
+      setup: 'require("flemma").setup({})',
+    });
     await driver.openChat('a.chat', ['@You:', 'Hi']);
     const note = await driver.waitForNotification(/the host is not built/);
     expect(note.message).toContain(`${join(dir, 'dist', 'host.js')} is missing`);
@@ -70,7 +72,11 @@ describe('a plugin that is not built', () => {
 describe('a new build under a running Neovim', () => {
   it('restarts an idle host on it, once, with a message', async () => {
     const dir = install({ dist: true });
-    driver = await startDriver({ plugin: dir, setup: 'require("flemma").setup({})' });
+    const { d: driver } = await launch({
+      key: false,
+      plugin: dir,
+      setup: 'require("flemma").setup({})',
+    });
     const buf = await driver.openChat('a.chat', ['@You:', 'Hi']);
     await driver.waitForEvent('FlemmaHostStarted');
     const first = await pidOf(driver);
@@ -100,11 +106,9 @@ describe('a new build under a running Neovim', () => {
   });
 
   it('waits for a streaming reply to end, then restarts', async () => {
-    fake = await startFakeProvider();
     const dir = install({ dist: true });
-    driver = await startDriver({
+    const { d: driver, f: fake } = await launch({
       plugin: dir,
-      env: { ANTHROPIC_API_KEY: 'sk-test-key', ANTHROPIC_BASE_URL: fake.url },
       setup: 'require("flemma").setup({})',
     });
     await driver.openChat('a.chat', ['@You:', 'Hi']);
