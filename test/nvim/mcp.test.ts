@@ -5,12 +5,9 @@
 import type { ChildProcess } from 'node:child_process';
 import { afterEach, describe, expect, it } from 'vitest';
 import { MESSAGE_START, textDeltas, textDelta } from '../helpers/anthropic-script.js';
-import { type Driver, startDriver } from '../helpers/driver.js';
-import {
-  type FakeProvider,
-  type FakeRequest,
-  startFakeProvider,
-} from '../helpers/fake-provider.js';
+import { type Driver } from '../helpers/driver.js';
+import { launcher } from '../helpers/e2e.js';
+import { type FakeRequest } from '../helpers/fake-provider.js';
 import {
   MCP_FIXTURE,
   type McpControl,
@@ -18,20 +15,18 @@ import {
   startMcpControl,
 } from '../helpers/mcp-fixture.js';
 
-let driver: Driver | undefined;
-let fake: FakeProvider | undefined;
 let control: McpControl | undefined;
 const children: ChildProcess[] = [];
 
+// Declared before the launcher's: after hooks run last-declared first, so Neovim quits and
+// the fake provider stops before this runs.
 afterEach(async () => {
-  await driver?.quit();
-  await fake?.close();
   for (const child of children.splice(0)) child.kill();
   await control?.close();
-  driver = undefined;
-  fake = undefined;
   control = undefined;
 });
+
+const launch = launcher();
 
 interface Call {
   id: string;
@@ -105,10 +100,8 @@ async function appendUserMessage(d: Driver, text: string): Promise<void> {
 
 describe('MCP servers', () => {
   it('stdio: a server tool runs in a <C-]> cycle, its result is in the buffer and the follow-up; the server exits and comes back', async () => {
-    fake = await startFakeProvider();
     control = await startMcpControl();
-    driver = await startDriver({
-      env: { ANTHROPIC_API_KEY: 'sk-test-key', ANTHROPIC_BASE_URL: fake.url },
+    const { d: driver, f: fake } = await launch({
       setup: `require("flemma").setup({
         tools = { auto_approve = { "mcp:local:echo" } },
         mcp = {
@@ -204,13 +197,13 @@ describe('MCP servers', () => {
     // Neovim quits: the host stops its server (one that would outlive its client), no process
     // is left behind.
     await d.quit();
-    driver = undefined;
     await second.exited;
   });
 
   it('an MCP tool gets the preview line, the approval placeholder and the output truncation of any tool', async () => {
     control = await startMcpControl();
-    driver = await startDriver({
+    const { d: driver } = await launch({
+      key: false,
       setup: `require("flemma").setup({
         tools = { autopilot = false },
         mcp = { servers = { ["local"] = {
@@ -253,17 +246,12 @@ describe('MCP servers', () => {
   });
 
   it('Streamable HTTP: approval as for any tool, a header from ${ENV}, and while the server is down the next request omits its tools (F-18)', async () => {
-    fake = await startFakeProvider();
     control = await startMcpControl();
     const token = 'tok-secret-4242';
     children.push(spawnHttpFixture(control, 0, { MCP_FIXTURE_TOKEN: token }));
     const server = await control.next();
-    driver = await startDriver({
-      env: {
-        ANTHROPIC_API_KEY: 'sk-test-key',
-        ANTHROPIC_BASE_URL: fake.url,
-        MCP_TEST_TOKEN: token,
-      },
+    const { d: driver, f: fake } = await launch({
+      env: { MCP_TEST_TOKEN: token },
       setup: `require("flemma").setup({
         tools = { autopilot = false },
         mcp = {
@@ -377,10 +365,8 @@ describe('MCP servers', () => {
   });
 
   it('a send made during discovery waits for the server, then goes out with its tools', async () => {
-    fake = await startFakeProvider();
     control = await startMcpControl();
-    driver = await startDriver({
-      env: { ANTHROPIC_API_KEY: 'sk-test-key', ANTHROPIC_BASE_URL: fake.url },
+    const { d: driver, f: fake } = await launch({
       setup: `require("flemma").setup({
         mcp = { servers = { slow = {
           command = ${lua(process.execPath)},
@@ -407,7 +393,8 @@ describe('MCP servers', () => {
 
   it('mcp:restart completes server names; an unknown one is a clear error', async () => {
     control = await startMcpControl();
-    driver = await startDriver({
+    const { d: driver } = await launch({
+      key: false,
       setup: `require("flemma").setup({
         mcp = { servers = {
           alpha = { command = ${lua(process.execPath)}, args = { ${lua(MCP_FIXTURE)} },
