@@ -71,8 +71,11 @@ export interface LaunchOptions extends Omit<DriverOptions, 'setup' | 'env'> {
   config?: string | ((fake: FakeProvider) => string);
   /** Lua run after the setup, e.g. registering a tool the test uses (`ECHO_TOOL`). */
   lua?: string;
-  /** The whole start-up Lua instead of `config` and `lua`, for a file that sets up its own way. */
-  setup?: string;
+  /**
+   * The whole start-up Lua instead of `config` and `lua`, for a file that sets up its own way
+   * (or a function of the fake provider).
+   */
+  setup?: string | ((fake: FakeProvider) => string);
   /**
    * The API key Anthropic gets (with the fake's URL as `ANTHROPIC_BASE_URL`); `false`: no
    * provider environment at all (the test brings its own in `env`, a function of the fake).
@@ -186,6 +189,7 @@ export class Session {
 }
 
 function setupLua(options: LaunchOptions, fake: FakeProvider): string | undefined {
+  if (typeof options.setup === 'function') return options.setup(fake);
   if (options.setup !== undefined) return options.setup;
   const config = typeof options.config === 'function' ? options.config(fake) : options.config;
   const parts = [
