@@ -349,6 +349,15 @@ export class Driver {
     if (!ran) throw new Error('timed out after 10000 ms waiting for the scheduled callbacks');
   }
 
+  /** Wait until `count` `User` autocmds with this pattern were seen in all (earlier ones count). */
+  async waitForEventCount(pattern: string, count: number): Promise<void> {
+    for (;;) {
+      const before = this.eventCount;
+      if (this.eventsSeen(pattern).length >= count) return;
+      await this.waitForEvent(pattern, { after: before });
+    }
+  }
+
   /** How many events were seen so far (pass as `after` to wait only for newer ones). */
   get eventCount(): number {
     return this.events.length;

@@ -3,81 +3,15 @@
 // `:Flemma tool:yolo`, `<C-c>` and `:Flemma tool:cancel-pending`, and we look at what the model
 // gets back.
 import { existsSync } from 'node:fs';
-import { afterEach, describe, expect, it } from 'vitest';
-import { type Driver, startDriver } from '../helpers/driver.js';
 import {
-  type FakeProvider,
-  type FakeRequest,
-  startFakeProvider,
-} from '../helpers/fake-provider.js';
+  anthropicReply as reply,
+  type ScriptedCall,
+  lastUserContent,
+} from '../helpers/anthropic-script.js';
+import { describe, expect, it } from 'vitest';
+import { launcher, type Session } from '../helpers/e2e.js';
 
-let driver: Driver | undefined;
-let fake: FakeProvider | undefined;
-
-afterEach(async () => {
-  await driver?.quit();
-  await fake?.close();
-  driver = undefined;
-  fake = undefined;
-});
-
-const START = {
-  type: 'message_start',
-  message: {
-    id: 'msg_fake',
-    type: 'message',
-    role: 'assistant',
-    model: 'claude-sonnet-4-6',
-    content: [],
-    stop_reason: null,
-    stop_sequence: null,
-    usage: { input_tokens: 12, output_tokens: 1 },
-  },
-};
-
-interface Call {
-  id: string;
-  name: string;
-  input: Record<string, unknown>;
-}
-
-/** Streams a reply: a text block, then one tool_use block per call. */
-async function reply(request: FakeRequest, text: string, calls: Call[] = []): Promise<void> {
-  const s = request.stream();
-  await s.sse('message_start', START);
-  await s.sse('content_block_start', {
-    type: 'content_block_start',
-    index: 0,
-    content_block: { type: 'text', text: '' },
-  });
-  await s.sse('content_block_delta', {
-    type: 'content_block_delta',
-    index: 0,
-    delta: { type: 'text_delta', text },
-  });
-  await s.sse('content_block_stop', { type: 'content_block_stop', index: 0 });
-  for (const [i, call] of calls.entries()) {
-    const index = i + 1;
-    await s.sse('content_block_start', {
-      type: 'content_block_start',
-      index,
-      content_block: { type: 'tool_use', id: call.id, name: call.name, input: {} },
-    });
-    await s.sse('content_block_delta', {
-      type: 'content_block_delta',
-      index,
-      delta: { type: 'input_json_delta', partial_json: JSON.stringify(call.input) },
-    });
-    await s.sse('content_block_stop', { type: 'content_block_stop', index });
-  }
-  await s.sse('message_delta', {
-    type: 'message_delta',
-    delta: { stop_reason: calls.length > 0 ? 'tool_use' : 'end_turn', stop_sequence: null },
-    usage: { output_tokens: 5 },
-  });
-  await s.sse('message_stop', { type: 'message_stop' });
-  await s.end();
-}
+const launch = launcher();
 
 // Two plain Lua tools and a CodeCompanion-style one with its own cancellation text.
 const TOOLS = `
@@ -102,27 +36,13 @@ require("flemma.tools").register("cc_tool", {
   opts = { requires_approval = true },
 })`;
 
-async function setup(
-  tools: string,
-  lines: string[] = ['@You:', 'Go.'],
-): Promise<{ d: Driver; f: FakeProvider; buf: number }> {
-  fake = await startFakeProvider();
-  driver = await startDriver({
-    env: { ANTHROPIC_API_KEY: 'sk-test-key', ANTHROPIC_BASE_URL: fake.url },
-    setup: `require("flemma").setup({ tools = ${tools} })
-${TOOLS}`,
+function setup(tools: string, lines: string[] = ['@You:', 'Go.']): Promise<Session> {
+  return launch({
+    config: `{ tools = ${tools} }`,
+    lua: TOOLS,
+    files: { 'notes.txt': 'remember the milk\n' },
+    chat: { name: 'a.chat', lines },
   });
-  driver.writeFile('notes.txt', 'remember the milk\n');
-  const buf = await driver.openChat('a.chat', lines);
-  await driver.waitForEvent('FlemmaBootComplete');
-  return { d: driver, f: fake, buf };
-}
-
-type Message = { role: string; content: { type: string; [key: string]: unknown }[] };
-
-function lastUserContent(request: FakeRequest): Message['content'] {
-  const messages = (request.body as { messages: Message[] }).messages;
-  return messages[messages.length - 1]?.content ?? [];
 }
 
 /** The fence line of a placeholder (1-based), by tool id. */
@@ -131,12 +51,12 @@ function fenceOf(lines: string[], id: string): string | undefined {
   return header < 0 ? undefined : lines[header + 2];
 }
 
-const read = (id: string, path = 'notes.txt'): Call => ({
+const read = (id: string, path = 'notes.txt'): ScriptedCall => ({
   id,
   name: 'read',
   input: { label: 'notes', path, offset: null, limit: null },
 });
-const bash = (id: string, command: string): Call => ({
+const bash = (id: string, command: string): ScriptedCall => ({
   id,
   name: 'bash',
   input: { label: command, command, timeout: null },

@@ -1,94 +1,18 @@
 // The approval cycle end to end: a scripted fake Anthropic server asks for tools, the approval
 // chain writes the placeholders, the user approves or rejects by editing the fence, <C-]> runs
 // and sends, and autopilot chains the turns by itself.
-import { afterEach, describe, expect, it } from 'vitest';
-import { type Driver, startDriver } from '../helpers/driver.js';
 import {
-  type FakeProvider,
-  type FakeRequest,
-  startFakeProvider,
-} from '../helpers/fake-provider.js';
+  anthropicReply as reply,
+  type ScriptedCall,
+  lastUserContent,
+} from '../helpers/anthropic-script.js';
+import { describe, expect, it } from 'vitest';
+import { echoTool, launcher, type Session } from '../helpers/e2e.js';
 
-let driver: Driver | undefined;
-let fake: FakeProvider | undefined;
-
-afterEach(async () => {
-  await driver?.quit();
-  await fake?.close();
-  driver = undefined;
-  fake = undefined;
-});
-
-const START = {
-  type: 'message_start',
-  message: {
-    id: 'msg_fake',
-    type: 'message',
-    role: 'assistant',
-    model: 'claude-sonnet-4-6',
-    content: [],
-    stop_reason: null,
-    stop_sequence: null,
-    usage: { input_tokens: 12, output_tokens: 1 },
-  },
-};
-
-interface Call {
-  id: string;
-  name: string;
-  input: Record<string, unknown>;
-}
-
-/** Streams a reply: a text block, then one tool_use block per call. */
-async function reply(request: FakeRequest, text: string, calls: Call[] = []): Promise<void> {
-  const s = request.stream();
-  await s.sse('message_start', START);
-  await s.sse('content_block_start', {
-    type: 'content_block_start',
-    index: 0,
-    content_block: { type: 'text', text: '' },
-  });
-  await s.sse('content_block_delta', {
-    type: 'content_block_delta',
-    index: 0,
-    delta: { type: 'text_delta', text },
-  });
-  await s.sse('content_block_stop', { type: 'content_block_stop', index: 0 });
-  for (const [i, call] of calls.entries()) {
-    const index = i + 1;
-    await s.sse('content_block_start', {
-      type: 'content_block_start',
-      index,
-      content_block: { type: 'tool_use', id: call.id, name: call.name, input: {} },
-    });
-    await s.sse('content_block_delta', {
-      type: 'content_block_delta',
-      index,
-      delta: { type: 'input_json_delta', partial_json: JSON.stringify(call.input) },
-    });
-    await s.sse('content_block_stop', { type: 'content_block_stop', index });
-  }
-  await s.sse('message_delta', {
-    type: 'message_delta',
-    delta: { stop_reason: calls.length > 0 ? 'tool_use' : 'end_turn', stop_sequence: null },
-    usage: { output_tokens: 5 },
-  });
-  await s.sse('message_stop', { type: 'message_stop' });
-  await s.end();
-}
+const launch = launcher();
 
 const ECHO_TOOL = `
-require("flemma.tools").register("echo_tool", {
-  name = "echo_tool",
-  description = "Echo the text back",
-  input_schema = {
-    type = "object",
-    properties = { text = { type = "string" } },
-    required = { "text" },
-    additionalProperties = false,
-  },
-  execute = function(input) return { success = true, output = "echo: " .. input.text } end,
-})
+${echoTool({ strict: true })}
 require("flemma.tools").register("danger", {
   name = "danger",
   description = "Never runs",
@@ -96,27 +20,13 @@ require("flemma.tools").register("danger", {
   execute = function() _G.danger_ran = true; return { success = true, output = "ran" } end,
 })`;
 
-async function setup(options: {
-  tools?: string;
-  lines?: string[];
-}): Promise<{ d: Driver; f: FakeProvider; buf: number }> {
-  fake = await startFakeProvider();
-  driver = await startDriver({
-    env: { ANTHROPIC_API_KEY: 'sk-test-key', ANTHROPIC_BASE_URL: fake.url },
-    setup: `require("flemma").setup({ tools = ${options.tools ?? '{}'} })
-${ECHO_TOOL}`,
+function setup(options: { tools?: string; lines?: string[] }): Promise<Session> {
+  return launch({
+    config: `{ tools = ${options.tools ?? '{}'} }`,
+    lua: ECHO_TOOL,
+    files: { 'notes.txt': 'remember the milk\n' },
+    chat: { name: 'approval.chat', lines: options.lines ?? ['@You:', 'Go.'] },
   });
-  driver.writeFile('notes.txt', 'remember the milk\n');
-  const buf = await driver.openChat('approval.chat', options.lines ?? ['@You:', 'Go.']);
-  await driver.waitForEvent('FlemmaBootComplete');
-  return { d: driver, f: fake, buf };
-}
-
-type Message = { role: string; content: { type: string; [key: string]: unknown }[] };
-
-function lastUserContent(request: FakeRequest): Message['content'] {
-  const messages = (request.body as { messages: Message[] }).messages;
-  return messages[messages.length - 1]?.content ?? [];
 }
 
 /** The 1-based line numbers of a placeholder's fence, by tool id. */
@@ -516,7 +426,7 @@ describe('resolvers registered from Lua', () => {
 });
 
 describe('autopilot', () => {
-  const readCall = (n: number): Call => ({
+  const readCall = (n: number): ScriptedCall => ({
     id: `toolu_${String(n)}`,
     name: 'read',
     input: { label: 'n', path: 'notes.txt', offset: null, limit: null },

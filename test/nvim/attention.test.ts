@@ -2,32 +2,15 @@
 // call that waits for approval, a finished turn and a failed request, only when the chat is not
 // the current buffer or Neovim lost focus; and nothing is written to a terminal that is not there
 // (this Neovim is headless, its only UI is the test's over RPC).
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { anthropicReply } from '../helpers/anthropic-script.js';
-import { type Driver, startDriver } from '../helpers/driver.js';
-import { type FakeProvider, startFakeProvider } from '../helpers/fake-provider.js';
+import { type Driver } from '../helpers/driver.js';
+import { echoTool, launcher, type Session } from '../helpers/e2e.js';
 
-let driver: Driver | undefined;
-const fakes: FakeProvider[] = [];
-
-afterEach(async () => {
-  await driver?.quit();
-  driver = undefined;
-  for (const fake of fakes.splice(0)) await fake.close();
-});
+const launch = launcher();
 
 const ECHO_TOOL = `
-require("flemma.tools").register("echo_tool", {
-  name = "echo_tool",
-  description = "Echo the text back",
-  input_schema = {
-    type = "object",
-    properties = { text = { type = "string" } },
-    required = { "text" },
-    additionalProperties = false,
-  },
-  execute = function(input) return { success = true, output = "echo: " .. input.text } end,
-})`;
+${echoTool({ strict: true })}`;
 
 /** A terminal `attention.terminal = "auto"` knows nothing about, outside tmux. */
 const PLAIN_TERMINAL = {
@@ -40,12 +23,11 @@ const PLAIN_TERMINAL = {
   TMUX: '',
 };
 
-async function start(options = '{}'): Promise<{ d: Driver; f: FakeProvider }> {
-  const f = await startFakeProvider();
-  fakes.push(f);
-  driver = await startDriver({
+function start(options = '{}'): Promise<Session> {
+  return launch({
     ui: { width: 80, height: 24 },
-    env: { ANTHROPIC_API_KEY: 'sk-ant-test-key', ANTHROPIC_BASE_URL: f.url, ...PLAIN_TERMINAL },
+    key: 'sk-ant-test-key',
+    env: PLAIN_TERMINAL,
     setup: `require("flemma").setup(${options})
 ${ECHO_TOOL}
 -- What the signal would write to a terminal, had this Neovim one.
@@ -58,7 +40,6 @@ attention.write = function(bytes)
   return written
 end`,
   });
-  return { d: driver, f };
 }
 
 /** Opens a chat that asks something, and sends it; the request is left to the test. */
@@ -209,7 +190,7 @@ describe('User FlemmaAttention', () => {
 
 describe('the escape sequences', () => {
   it('builds OSC 777, OSC 9 and the bell, and wraps them for tmux', async () => {
-    driver = await startDriver({});
+    const { d: driver } = await launch({ key: false });
     const seqs = await driver.lua<Record<string, string>>(`
       local a = require("flemma.ui.attention")
       return {
@@ -233,7 +214,7 @@ describe('the escape sequences', () => {
   });
 
   it('picks the notification the terminal understands from its environment', async () => {
-    driver = await startDriver({});
+    const { d: driver } = await launch({ key: false });
     const picks = await driver.lua<unknown[]>(`
       local detect = require("flemma.ui.attention").detect
       return {

@@ -5,28 +5,20 @@
 // model; the calls go through the real approval chain.
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { anthropicReply as reply, type ScriptedCall as Call } from '../helpers/anthropic-script.js';
-import { type Driver, startDriver } from '../helpers/driver.js';
-import { type FakeProvider, startFakeProvider } from '../helpers/fake-provider.js';
+import { type Driver } from '../helpers/driver.js';
+import { launcher } from '../helpers/e2e.js';
+import { type FakeProvider } from '../helpers/fake-provider.js';
 
-let driver: Driver | undefined;
-let fake: FakeProvider | undefined;
-
-afterEach(async () => {
-  await driver?.quit();
-  await fake?.close();
-  driver = undefined;
-  fake = undefined;
-});
+const launch = launcher();
 
 async function setup(
   options: string,
   head: string[] = [],
 ): Promise<{ d: Driver; f: FakeProvider; buf: number }> {
-  fake = await startFakeProvider();
-  driver = await startDriver({
-    env: { ANTHROPIC_API_KEY: 'sk-ant-test-key', ANTHROPIC_BASE_URL: fake.url },
+  const { d: driver, f: fake } = await launch({
+    key: 'sk-ant-test-key',
     setup: `require("flemma").setup(${options})`,
   });
   const buf = await driver.openChat('rules.chat', [...head, '@You:', 'Go.']);

@@ -3,20 +3,14 @@
 // which is opened, and the old file is left exactly as it was. Cancel and errors leave nothing.
 import { readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { textDeltas, textDelta } from '../helpers/anthropic-script.js';
 import { DEFAULT_COMPACT_PROMPT } from '../../src/core/context/compact.js';
-import { type Driver, startDriver } from '../helpers/driver.js';
-import { type FakeProvider, type FakeStream, startFakeProvider } from '../helpers/fake-provider.js';
+import { type Driver } from '../helpers/driver.js';
+import { launcher } from '../helpers/e2e.js';
+import { type FakeProvider, type FakeStream } from '../helpers/fake-provider.js';
 
-let driver: Driver | undefined;
-let fake: FakeProvider | undefined;
-
-afterEach(async () => {
-  await driver?.quit();
-  await fake?.close();
-  driver = undefined;
-  fake = undefined;
-});
+const launch = launcher();
 
 const START = {
   type: 'message_start',
@@ -34,17 +28,9 @@ const START = {
 
 async function text(stream: FakeStream, deltas: string[]): Promise<void> {
   await stream.sse('message_start', START);
-  await stream.sse('content_block_start', {
-    type: 'content_block_start',
-    index: 0,
-    content_block: { type: 'text', text: '' },
-  });
+  await textDeltas(stream, []);
   for (const delta of deltas) {
-    await stream.sse('content_block_delta', {
-      type: 'content_block_delta',
-      index: 0,
-      delta: { type: 'text_delta', text: delta },
-    });
+    await textDelta(stream, delta);
   }
 }
 
@@ -81,12 +67,9 @@ const CHAT = [
 async function setup(
   lines = CHAT,
 ): Promise<{ d: Driver; f: FakeProvider; buf: number; file: string }> {
-  fake = await startFakeProvider();
-  driver = await startDriver({
-    env: { ANTHROPIC_API_KEY: 'sk-test-key', ANTHROPIC_BASE_URL: fake.url },
-  });
-  const buf = await driver.openChat('notes.chat', lines);
-  return { d: driver, f: fake, buf, file: join(driver.home, 'work', 'notes.chat') };
+  const { d, f } = await launch();
+  const buf = await d.openChat('notes.chat', lines);
+  return { d, f, buf, file: join(d.home, 'work', 'notes.chat') };
 }
 
 function workFiles(d: Driver): string[] {
@@ -232,14 +215,10 @@ describe(':Flemma compact', () => {
   });
 
   it('says so when the new file cannot be written, and leaves no temporary file', async () => {
-    fake = await startFakeProvider();
-    driver = await startDriver({
-      env: { ANTHROPIC_API_KEY: 'sk-test-key', ANTHROPIC_BASE_URL: fake.url },
-    });
-    const d = driver;
+    const { d, f } = await launch();
     const buf = await d.openChat('gone/notes.chat', CHAT);
     await d.press(':Flemma compact<CR>');
-    const stream = (await fake.nextRequest({ path: '/v1/messages' })).stream();
+    const stream = (await f.nextRequest({ path: '/v1/messages' })).stream();
     await text(stream, ['Summary.']);
     // The chat's directory goes away before the summary is complete: there is nowhere to write.
     rmSync(join(d.home, 'work', 'gone'), { recursive: true });
@@ -384,11 +363,7 @@ describe(':Flemma compact', () => {
   });
 
   it('refuses a chat with no file, and one whose tool call waits for its result', async () => {
-    fake = await startFakeProvider();
-    driver = await startDriver({
-      env: { ANTHROPIC_API_KEY: 'sk-test-key', ANTHROPIC_BASE_URL: fake.url },
-    });
-    const d = driver;
+    const { d, f } = await launch();
     await d.command('enew');
     await d.command('setfiletype chat');
     await d.lua('vim.api.nvim_buf_set_lines(0, 0, -1, false, { "@You:", "Hello" })');
@@ -413,7 +388,7 @@ describe(':Flemma compact', () => {
     ]);
     await d.press(':Flemma compact<CR>');
     await d.waitForNotification(/compact: bash \(line 5\) waits for its result/);
-    expect(fake.requests).toHaveLength(0);
+    expect(f.requests).toHaveLength(0);
     expect(workFiles(d)).toEqual(['tools.chat']);
   });
 });

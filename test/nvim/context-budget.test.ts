@@ -2,27 +2,18 @@
 // budget reaches the provider with its old large tool results as stubs, the buffer and the file
 // as they were, and `:Flemma status` listing what was elided.
 import { readFileSync } from 'node:fs';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ELIDE_DEFAULTS } from '../../src/core/context/budget.js';
 import { estimateText } from '../../src/core/context/estimate.js';
 import { anthropicMessages, anthropicReply } from '../helpers/anthropic-script.js';
-import { type Driver, startDriver } from '../helpers/driver.js';
-import { type FakeProvider, startFakeProvider } from '../helpers/fake-provider.js';
+import { type Driver } from '../helpers/driver.js';
+import { launcher } from '../helpers/e2e.js';
+import { type FakeProvider } from '../helpers/fake-provider.js';
 
-let driver: Driver | undefined;
-let fake: FakeProvider | undefined;
-
-afterEach(async () => {
-  await driver?.quit();
-  await fake?.close();
-  driver = undefined;
-  fake = undefined;
-});
+const launch = launcher();
 
 async function start(setup: string): Promise<{ d: Driver; f: FakeProvider }> {
-  fake = await startFakeProvider();
-  driver = await startDriver({
-    env: { ANTHROPIC_API_KEY: 'sk-test-key', ANTHROPIC_BASE_URL: fake.url },
+  const { d: driver, f: fake } = await launch({
     setup: `require("flemma").setup(${setup})`,
   });
   return { d: driver, f: fake };

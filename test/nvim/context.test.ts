@@ -3,80 +3,33 @@
 // tokens against the model's window; `:Flemma context` estimates the next request without sending
 // it; a send whose request nears the window warns first (once per crossing), and one below it
 // does not.
-import { afterEach, describe, expect, it } from 'vitest';
-import { type Driver, startDriver } from '../helpers/driver.js';
-import {
-  type FakeProvider,
-  type FakeRequest,
-  startFakeProvider,
-} from '../helpers/fake-provider.js';
+import { describe, expect, it } from 'vitest';
+import { anthropicBlocks, replyBlocks } from '../helpers/anthropic-script.js';
+import { type Driver } from '../helpers/driver.js';
+import { launcher, type Session } from '../helpers/e2e.js';
+import { type FakeProvider, type FakeRequest } from '../helpers/fake-provider.js';
 
-let driver: Driver | undefined;
-let fake: FakeProvider | undefined;
-
-afterEach(async () => {
-  await driver?.quit();
-  await fake?.close();
-  driver = undefined;
-  fake = undefined;
-});
+const launch = launcher();
 
 /** Streams a text reply whose usage reports these input tokens (uncached, cache read, cache write). */
-async function reply(
+function reply(
   request: FakeRequest,
   text: string,
   input = { uncached: 2000, cacheRead: 6000, cacheWrite: 1000 },
 ): Promise<void> {
-  const s = request.stream();
-  await s.sse('message_start', {
-    type: 'message_start',
-    message: {
-      id: 'msg_fake',
-      type: 'message',
-      role: 'assistant',
-      model: 'claude-sonnet-4-6',
-      content: [],
-      stop_reason: null,
-      stop_sequence: null,
-      usage: {
-        input_tokens: input.uncached,
-        output_tokens: 1,
-        cache_read_input_tokens: input.cacheRead,
-        cache_creation_input_tokens: input.cacheWrite,
-      },
-    },
-  });
-  await s.sse('content_block_start', {
-    type: 'content_block_start',
-    index: 0,
-    content_block: { type: 'text', text: '' },
-  });
-  await s.sse('content_block_delta', {
-    type: 'content_block_delta',
-    index: 0,
-    delta: { type: 'text_delta', text },
-  });
-  await s.sse('content_block_stop', { type: 'content_block_stop', index: 0 });
-  await s.sse('message_delta', {
-    type: 'message_delta',
-    delta: { stop_reason: 'end_turn', stop_sequence: null },
-    usage: { output_tokens: 410 },
-  });
-  await s.sse('message_stop', { type: 'message_stop' });
-  await s.end();
+  const { uncached, cacheRead, cacheWrite } = input;
+  const usage = { input: uncached, cacheRead, cacheWrite, output: 410 };
+  return anthropicBlocks(request, replyBlocks(text, [], true), usage);
 }
 
-async function setup(
+function setup(
   options: { config?: string; lines?: string[]; width?: number } = {},
-): Promise<{ d: Driver; f: FakeProvider; buf: number }> {
-  fake = await startFakeProvider();
-  driver = await startDriver({
-    env: { ANTHROPIC_API_KEY: 'sk-test-key', ANTHROPIC_BASE_URL: fake.url },
+): Promise<Session> {
+  return launch({
     setup: `require("flemma").setup(${options.config ?? '{}'})`,
     ui: { width: options.width ?? 120, height: 30 },
+    chat: { name: 'context.chat', lines: options.lines ?? ['@You:', 'Hello'], boot: false },
   });
-  const buf = await driver.openChat('context.chat', options.lines ?? ['@You:', 'Hello']);
-  return { d: driver, f: fake, buf };
 }
 
 /** The text of the usage bar, once it shows. */

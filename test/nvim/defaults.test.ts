@@ -7,24 +7,19 @@ import { mkdirSync, readdirSync, realpathSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { anthropicReply as reply, type ScriptedCall as Call } from '../helpers/anthropic-script.js';
-import { type Driver, startDriver } from '../helpers/driver.js';
-import {
-  type FakeProvider,
-  type FakeRequest,
-  startFakeProvider,
-} from '../helpers/fake-provider.js';
+import { type Driver } from '../helpers/driver.js';
+import { launcher } from '../helpers/e2e.js';
+import { type FakeProvider, type FakeRequest } from '../helpers/fake-provider.js';
 
-let driver: Driver | undefined;
-let fake: FakeProvider | undefined;
 let flipper: ChildProcess | undefined;
 
-afterEach(async () => {
+// Declared after the launcher's: after hooks run last-declared first, so the flipper is killed
+// before Neovim quits.
+const launch = launcher();
+
+afterEach(() => {
   flipper?.kill('SIGKILL');
   flipper = undefined;
-  await driver?.quit();
-  await fake?.close();
-  driver = undefined;
-  fake = undefined;
 });
 
 const KEY = 'sk-ant-test-0123456789-SECRET';
@@ -32,9 +27,9 @@ const KEY = 'sk-ant-test-0123456789-SECRET';
 async function setup(
   options: { setup?: string; env?: Record<string, string> } = {},
 ): Promise<{ d: Driver; f: FakeProvider; buf: number }> {
-  fake = await startFakeProvider();
-  driver = await startDriver({
-    env: { ANTHROPIC_API_KEY: KEY, ANTHROPIC_BASE_URL: fake.url, ...options.env },
+  const { d: driver, f: fake } = await launch({
+    key: KEY,
+    env: { ...options.env },
     setup: options.setup ?? 'require("flemma").setup({})',
   });
   const buf = await driver.openChat('hostile.chat', ['@You:', 'Go.']);
@@ -220,11 +215,7 @@ describe('the defaults against a hostile model', () => {
     await d.press('<C-]>');
     await reply(await f.nextRequest({ path: '/v1/messages' }), 'Writing.', calls);
     // Every call finishes (written inside, or refused); wait for each completion in turn.
-    for (;;) {
-      const before = d.eventCount;
-      if (d.eventsSeen('FlemmaToolCompleted').length >= calls.length) break;
-      await d.waitForEvent('FlemmaToolCompleted', { after: before });
-    }
+    await d.waitForEventCount('FlemmaToolCompleted', calls.length);
     flipper.kill('SIGKILL');
     flipper = undefined;
     expect(readdirSync(outside)).toEqual([]);

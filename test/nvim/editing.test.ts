@@ -2,31 +2,25 @@
 // conceal in chat windows only, a short 'updatetime' while a chat has focus, and the write after
 // each reply and each batch of tool results (decided per buffer, frontmatter and trust included).
 import { readFileSync } from 'node:fs';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { anthropicReply } from '../helpers/anthropic-script.js';
-import { type Driver, startDriver } from '../helpers/driver.js';
-import { type FakeProvider, startFakeProvider } from '../helpers/fake-provider.js';
+import { type Driver } from '../helpers/driver.js';
+import { launcher } from '../helpers/e2e.js';
+import { type FakeProvider } from '../helpers/fake-provider.js';
 
-let driver: Driver | undefined;
-let fake: FakeProvider | undefined;
-
-afterEach(async () => {
-  await driver?.quit();
-  await fake?.close();
-  driver = undefined;
-  fake = undefined;
-});
+const launch = launcher();
 
 /** Neovim with the user's own settings (`before`, run before setup) and Flemma's options. */
 async function start(options = '{}', before = ''): Promise<Driver> {
-  driver = await startDriver({ setup: `${before}\nrequire("flemma").setup(${options})` });
-  return driver;
+  const session = await launch({
+    key: false,
+    setup: `${before}\nrequire("flemma").setup(${options})`,
+  });
+  return session.d;
 }
 
 async function startWithProvider(options = '{}'): Promise<{ d: Driver; f: FakeProvider }> {
-  fake = await startFakeProvider();
-  driver = await startDriver({
-    env: { ANTHROPIC_API_KEY: 'sk-test-key', ANTHROPIC_BASE_URL: fake.url },
+  const { d: driver, f: fake } = await launch({
     setup: `require("flemma").setup(${options})`,
   });
   return { d: driver, f: fake };

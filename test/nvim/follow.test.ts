@@ -1,20 +1,13 @@
 // Following a reply (docs/ui.md, "Following a reply"): a window at the end of a chat follows what
 // the host writes there, like `tail -f`; a window scrolled away stays where it is and shows a
 // hint, and `G` makes it follow again. The same for tool results.
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { type ScriptedStream, anthropicStream } from '../helpers/anthropic-script.js';
-import { type Driver, startDriver } from '../helpers/driver.js';
-import { type FakeProvider, startFakeProvider } from '../helpers/fake-provider.js';
+import { type Driver } from '../helpers/driver.js';
+import { launcher } from '../helpers/e2e.js';
+import { type FakeProvider } from '../helpers/fake-provider.js';
 
-let driver: Driver | undefined;
-let fake: FakeProvider | undefined;
-
-afterEach(async () => {
-  await driver?.quit();
-  await fake?.close();
-  driver = undefined;
-  fake = undefined;
-});
+const launch = launcher();
 
 /** A chat longer than the window: a question of `count` lines. */
 function longChat(count: number): string[] {
@@ -28,9 +21,7 @@ async function setup(
   lines: string[],
   setupLua = '',
 ): Promise<{ d: Driver; f: FakeProvider; buf: number }> {
-  fake = await startFakeProvider();
-  driver = await startDriver({
-    env: { ANTHROPIC_API_KEY: 'sk-test-key', ANTHROPIC_BASE_URL: fake.url },
+  const { d: driver, f: fake } = await launch({
     ui: { width: 80, height: 24 },
     setup: setupLua,
   });

@@ -1,67 +1,17 @@
 // Per-buffer settings from a chat's frontmatter, end to end: Lua (trusted files only) and JSON,
 // reaching the provider's request while the global configuration stays as it was.
-import { afterEach, describe, expect, it } from 'vitest';
-import { type Driver, startDriver } from '../helpers/driver.js';
-import { type FakeProvider, type FakeStream, startFakeProvider } from '../helpers/fake-provider.js';
+import { textReply as anthropicText } from '../helpers/anthropic-script.js';
+import { describe, expect, it } from 'vitest';
+import { type Driver } from '../helpers/driver.js';
+import { launcher, type Session } from '../helpers/e2e.js';
 
-let driver: Driver | undefined;
-let fake: FakeProvider | undefined;
+const launch = launcher();
 
-afterEach(async () => {
-  await driver?.quit();
-  await fake?.close();
-  driver = undefined;
-  fake = undefined;
-});
-
-const START = {
-  type: 'message_start',
-  message: {
-    id: 'msg_fake',
-    type: 'message',
-    role: 'assistant',
-    model: 'claude-sonnet-4-6',
-    content: [],
-    stop_reason: null,
-    stop_sequence: null,
-    usage: { input_tokens: 12, output_tokens: 1 },
-  },
-};
-
-async function anthropicText(stream: FakeStream, text: string): Promise<void> {
-  await stream.sse('message_start', START);
-  await stream.sse('content_block_start', {
-    type: 'content_block_start',
-    index: 0,
-    content_block: { type: 'text', text: '' },
-  });
-  await stream.sse('content_block_delta', {
-    type: 'content_block_delta',
-    index: 0,
-    delta: { type: 'text_delta', text },
-  });
-  await stream.sse('content_block_stop', { type: 'content_block_stop', index: 0 });
-  await stream.sse('message_delta', {
-    type: 'message_delta',
-    delta: { stop_reason: 'end_turn', stop_sequence: null },
-    usage: { output_tokens: 5 },
-  });
-  await stream.sse('message_stop', { type: 'message_stop' });
-  await stream.end();
-}
-
-async function start(setup = '{}', extra = ''): Promise<{ d: Driver; f: FakeProvider }> {
-  fake = await startFakeProvider();
-  driver = await startDriver({
-    env: {
-      ANTHROPIC_API_KEY: 'sk-test-key',
-      ANTHROPIC_BASE_URL: fake.url,
-      OPENAI_API_KEY: 'sk-openai-test',
-      OPENAI_BASE_URL: `${fake.url}/v1`,
-    },
+function start(setup = '{}', extra = ''): Promise<Session> {
+  return launch({
+    env: (fake) => ({ OPENAI_API_KEY: 'sk-openai-test', OPENAI_BASE_URL: `${fake.url}/v1` }),
     setup: `require("flemma").setup(${setup})\n${extra}`,
   });
-  return { d: driver, f: fake };
 }
 
 /** `:trust` for the current buffer, as a user would after reviewing it. */

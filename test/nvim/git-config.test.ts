@@ -9,21 +9,20 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type ScriptedCall, anthropicReply } from '../helpers/anthropic-script.js';
-import { type Driver, startDriver } from '../helpers/driver.js';
-import { type FakeProvider, startFakeProvider } from '../helpers/fake-provider.js';
+import { type Driver } from '../helpers/driver.js';
+import { launcher, type Session } from '../helpers/e2e.js';
+import { type FakeProvider } from '../helpers/fake-provider.js';
 
-let driver: Driver | undefined;
-let fake: FakeProvider | undefined;
 let home: string | undefined;
 
-afterEach(async () => {
-  await driver?.quit();
-  driver = undefined;
-  await fake?.close();
-  fake = undefined;
+// Declared before the launcher's: after hooks run last-declared first, so Neovim quits and
+// the fake provider stops before this runs.
+afterEach(() => {
   if (home !== undefined) rmSync(home, { recursive: true, force: true });
   home = undefined;
 });
+
+const launch = launcher();
 
 const SETUP = 'require("flemma").setup({ tools = { autopilot = false } })';
 const MARKED = 'changed during the turn (git status; by a command, exact change unknown)';
@@ -52,19 +51,8 @@ function git(work: string, ...args: string[]): string {
 /** A shell command that leaves `marker` behind; git goes on as if the monitor failed. */
 const touching = (marker: string): string => `touch ${marker}; false`;
 
-async function start(
-  env: Record<string, string> = {},
-  setup = SETUP,
-): Promise<{ d: Driver; f: FakeProvider }> {
-  const f = await startFakeProvider();
-  fake = f;
-  const d = await startDriver({
-    home: home ?? '',
-    env: { ANTHROPIC_API_KEY: 'sk-ant-test-key', ANTHROPIC_BASE_URL: f.url, ...env },
-    setup,
-  });
-  driver = d;
-  return { d, f };
+async function start(env: Record<string, string> = {}, setup = SETUP): Promise<Session> {
+  return launch({ home: home ?? '', key: 'sk-ant-test-key', env, setup });
 }
 
 /**

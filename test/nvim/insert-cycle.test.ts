@@ -2,20 +2,12 @@
 // the user has the word again (the reply finished, the placeholders are written, the tools are
 // done, the chain of autopilot stopped, or the step was refused), but only in the chat's window
 // and from Normal mode. The fake Anthropic server answers the sends.
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { anthropicReply, anthropicStream } from '../helpers/anthropic-script.js';
-import { type Driver, startDriver } from '../helpers/driver.js';
-import { type FakeProvider, startFakeProvider } from '../helpers/fake-provider.js';
+import { type Driver } from '../helpers/driver.js';
+import { launcher, type Session, GATED_TOOL } from '../helpers/e2e.js';
 
-let driver: Driver | undefined;
-let fake: FakeProvider | undefined;
-
-afterEach(async () => {
-  await driver?.quit();
-  await fake?.close();
-  driver = undefined;
-  fake = undefined;
-});
+const launch = launcher();
 
 // The test's own witness of the host's answer: a `User TestStepEnded` event once Lua handled it,
 // and when it asked for Insert mode, once Insert mode has begun (`startinsert` takes effect when
@@ -45,23 +37,14 @@ tools.register("echo_tool", {
   input_schema = { type = "object", properties = { text = { type = "string" } } },
   execute = function(input) return { success = true, output = "echo: " .. input.text } end,
 })
-tools.register("gated_tool", {
-  name = "gated_tool",
-  description = "Answers when the test says so",
-  input_schema = { type = "object", properties = {} },
-  execute = function(input, ctx, callback)
-    _G.finish_gated = function(text) callback({ success = true, output = text }) end
-  end,
-})
+${GATED_TOOL}
 `;
 
-async function start(options: string): Promise<{ d: Driver; f: FakeProvider }> {
-  fake = await startFakeProvider();
-  driver = await startDriver({
-    env: { ANTHROPIC_API_KEY: 'sk-ant-test-key', ANTHROPIC_BASE_URL: fake.url },
+function start(options: string): Promise<Session> {
+  return launch({
+    key: 'sk-ant-test-key',
     setup: `require("flemma").setup(${options})\n${TOOLS}\n${WITNESS}`,
   });
-  return { d: driver, f: fake };
 }
 
 function toolUse(name: string, id: string, input: string): string[] {

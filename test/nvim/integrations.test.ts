@@ -7,19 +7,25 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { type Driver, type DriverOptions, startDriver } from '../helpers/driver.js';
-import { type FakeProvider, type FakeStream, startFakeProvider } from '../helpers/fake-provider.js';
+import { textReply as reply } from '../helpers/anthropic-script.js';
+import { type Driver } from '../helpers/driver.js';
+import {
+  launcher,
+  type LaunchOptions,
+  type Session,
+  GATED_TOOL,
+  GATED_CHAT,
+} from '../helpers/e2e.js';
 
-const drivers: Driver[] = [];
-let fake: FakeProvider | undefined;
 const dirs: string[] = [];
 
-afterEach(async () => {
-  for (const d of drivers.splice(0)) await d.quit();
-  await fake?.close();
+// Declared before the launcher's: after hooks run last-declared first, so Neovim has quit before
+// the stub plugins' directories are removed.
+afterEach(() => {
   for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
-  fake = undefined;
 });
+
+const launch = launcher();
 
 /** A directory for the runtimepath holding `files` (relative path → content). */
 function plugin(files: Record<string, string>): string {
@@ -32,10 +38,13 @@ function plugin(files: Record<string, string>): string {
   return dir;
 }
 
-async function start(setup: string, options: DriverOptions = {}): Promise<Driver> {
-  const d = await startDriver({ ...options, setup });
-  drivers.push(d);
-  return d;
+/** Neovim with `setup` run at start-up (and no provider unless `options.key` says one). */
+function session(setup: string, options: LaunchOptions = {}): Promise<Session> {
+  return launch({ key: false, ...options, setup });
+}
+
+async function start(setup: string, options: LaunchOptions = {}): Promise<Driver> {
+  return (await session(setup, options)).d;
 }
 
 /** Wait (in Neovim) until a Lua expression is true; fails the test with `what` otherwise. */
@@ -44,42 +53,6 @@ async function until(d: Driver, expression: string, what: string): Promise<void>
     `return vim.wait(5000, function() return (${expression}) == true end, 5)`,
   );
   expect(ok, what).toBe(true);
-}
-
-const START = {
-  type: 'message_start',
-  message: {
-    id: 'msg_fake',
-    type: 'message',
-    role: 'assistant',
-    model: 'claude-sonnet-4-6',
-    content: [],
-    stop_reason: null,
-    stop_sequence: null,
-    usage: { input_tokens: 12, output_tokens: 1 },
-  },
-};
-
-async function reply(stream: FakeStream, text: string): Promise<void> {
-  await stream.sse('message_start', START);
-  await stream.sse('content_block_start', {
-    type: 'content_block_start',
-    index: 0,
-    content_block: { type: 'text', text: '' },
-  });
-  await stream.sse('content_block_delta', {
-    type: 'content_block_delta',
-    index: 0,
-    delta: { type: 'text_delta', text },
-  });
-  await stream.sse('content_block_stop', { type: 'content_block_stop', index: 0 });
-  await stream.sse('message_delta', {
-    type: 'message_delta',
-    delta: { stop_reason: 'end_turn', stop_sequence: null },
-    usage: { output_tokens: 5 },
-  });
-  await stream.sse('message_stop', { type: 'message_stop' });
-  await stream.end();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -382,8 +355,7 @@ return M
 
 describe('bufferline.nvim', () => {
   it('shows the busy icon on a chat tab while its request streams, and not after', async () => {
-    fake = await startFakeProvider();
-    const d = await start(
+    const { d, f: fake } = await session(
       `local flemma_bufferline = require("flemma.integrations.bufferline")
       require("bufferline").setup({ options = {
         get_element_icon = flemma_bufferline.get_element_icon,
@@ -392,7 +364,7 @@ describe('bufferline.nvim', () => {
       require("flemma").setup({ model = "claude-sonnet-4-6", integrations = { bufferline = { icon = "B" } } })`,
       {
         rtp: [plugin({ 'lua/bufferline.lua': BUFFERLINE })],
-        env: { ANTHROPIC_API_KEY: 'sk-test-key', ANTHROPIC_BASE_URL: fake.url },
+        key: 'sk-test-key',
         ui: { width: 100, height: 12 },
       },
     );
@@ -453,27 +425,10 @@ describe('bufferline.nvim', () => {
         get_element_icon = require("flemma.integrations.bufferline").get_element_icon,
       } })
       require("flemma").setup({ tools = { autopilot = false } })
-      require("flemma.tools").register("gated_tool", {
-        name = "gated_tool",
-        description = "Answers when the test says so",
-        input_schema = { type = "object", properties = {} },
-        execute = function(input, ctx, callback)
-          _G.finish_gated = function(text) callback({ success = true, output = text }) end
-        end,
-      })`,
+      ${GATED_TOOL}`,
       { rtp: [plugin({ 'lua/bufferline.lua': BUFFERLINE })], ui: { width: 100, height: 12 } },
     );
-    await d.openChat('tools.chat', [
-      '@You:',
-      'Work.',
-      '',
-      '@Assistant:',
-      '**Tool Use:** `gated_tool` (`toolu_G`)',
-      '',
-      '```json',
-      '{}',
-      '```',
-    ]);
+    await d.openChat('tools.chat', GATED_CHAT);
     await d.waitForEvent('FlemmaBootComplete');
     await until(d, '_G.bufferline_drawn == "· tools.chat"', 'tabline drawn idle');
     await d.command('normal! 6G');
@@ -591,14 +546,13 @@ describe('nvim-treesitter-context', () => {
 
 describe('without any of these plugins', () => {
   it('a chat works, messages go through vim.notify, and nothing fails', async () => {
-    fake = await startFakeProvider();
-    const d = await start(
+    const { d, f: fake } = await session(
       `require("flemma").setup({
         model = "claude-sonnet-4-6",
         integrations = { nvim_notify = { icon = "∴" }, bufferline = { icon = "B" } },
       })`,
       {
-        env: { ANTHROPIC_API_KEY: 'sk-test-key', ANTHROPIC_BASE_URL: fake.url },
+        key: 'sk-test-key',
         ui: { width: 80, height: 12 },
       },
     );

@@ -6,43 +6,21 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { pendingCall } from '../helpers/chat-lines.js';
 import { anthropicReply } from '../helpers/anthropic-script.js';
-import { type Driver, startDriver } from '../helpers/driver.js';
-import { type FakeProvider, startFakeProvider } from '../helpers/fake-provider.js';
+import { type Driver } from '../helpers/driver.js';
+import { launcher, type Session } from '../helpers/e2e.js';
 
-let driver: Driver | undefined;
-let fake: FakeProvider | undefined;
 let home: string | undefined;
 
-afterEach(async () => {
-  await driver?.quit();
-  driver = undefined;
-  await fake?.close();
-  fake = undefined;
+// Declared before the launcher's: after hooks run last-declared first, so Neovim quits and the
+// fake provider stops before the private directory goes.
+afterEach(() => {
   if (home !== undefined) rmSync(home, { recursive: true, force: true });
   home = undefined;
 });
 
-function pendingCall(name: string, id: string, input: Record<string, unknown>): string[] {
-  return [
-    '@You:',
-    'Change it.',
-    '',
-    '@Assistant:',
-    `**Tool Use:** \`${name}\` (\`${id}\`)`,
-    '',
-    '```json',
-    JSON.stringify(input),
-    '```',
-    '',
-    '@You:',
-    '',
-    `**Tool Result:** \`${id}\``,
-    '',
-    '```flemma:tool status=pending',
-    '```',
-  ];
-}
+const launch = launcher();
 
 /** The preview lines of the current buffer, once one contains `needle`. */
 async function previewWith(d: Driver, needle: string): Promise<string> {
@@ -61,7 +39,7 @@ async function pressDiff(d: Driver): Promise<void> {
 
 describe('a pending call that names something other than a regular file', () => {
   it('an edit of /dev/zero: the preview and gD say what it is, and the host stays responsive', async () => {
-    driver = await startDriver();
+    const { d: driver } = await launch({ key: false });
     const d = driver;
     await d.openChat(
       'zero.chat',
@@ -97,7 +75,7 @@ describe('a pending call that names something other than a regular file', () => 
   });
 
   it('a write to a FIFO: the preview and gD do not hang on it', async () => {
-    driver = await startDriver();
+    const { d: driver } = await launch({ key: false });
     const d = driver;
     execFileSync('mkfifo', [join(d.home, 'work', 'pipe')]);
     await d.openChat(
@@ -120,8 +98,7 @@ describe('a write whose undo record cannot be written', () => {
   it('waits for approval with the reason; approved, it runs and tool:undo says why there is no record', async () => {
     // Neovim's state directory is a tmpfs of 64 KiB (bubblewrap), filled below: a real ENOSPC.
     home = mkdtempSync(join(tmpdir(), 'flemma-e2e-full-'));
-    fake = await startFakeProvider();
-    driver = await startDriver({
+    const { d: driver, f: fake } = await launch({
       home,
       wrap: [
         'bwrap',
@@ -134,7 +111,6 @@ describe('a write whose undo record cannot be written', () => {
         join(home, 'state'),
         '--',
       ],
-      env: { ANTHROPIC_API_KEY: 'sk-test-key', ANTHROPIC_BASE_URL: fake.url },
       setup: 'require("flemma").setup({ tools = { autopilot = false } })',
     });
     const d = driver;
@@ -199,13 +175,8 @@ describe('a write whose undo record cannot be written', () => {
 });
 
 describe('a timeout beyond what a timer takes', () => {
-  async function startWith(setup: string): Promise<{ d: Driver; f: FakeProvider }> {
-    fake = await startFakeProvider();
-    driver = await startDriver({
-      env: { ANTHROPIC_API_KEY: 'sk-test-key', ANTHROPIC_BASE_URL: fake.url },
-      setup,
-    });
-    return { d: driver, f: fake };
+  function startWith(setup: string): Promise<Session> {
+    return launch({ setup });
   }
 
   it('setup() refuses parameters.timeout = 999999999 with its range, and a send still works', async () => {

@@ -1,20 +1,12 @@
 // A chat buffer is locked while Flemma writes into it (docs/ui.md, "While a reply streams"):
 // typing in it says so once, without a run of E21/E35 errors, and changes nothing; Flemma's own
 // keys do not act on the message still being written; everything is as before once it ends.
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { type ScriptedStream, anthropicStream } from '../helpers/anthropic-script.js';
-import { type Driver, startDriver } from '../helpers/driver.js';
-import { type FakeProvider, startFakeProvider } from '../helpers/fake-provider.js';
+import { type Driver } from '../helpers/driver.js';
+import { launcher } from '../helpers/e2e.js';
 
-let driver: Driver | undefined;
-let fake: FakeProvider | undefined;
-
-afterEach(async () => {
-  await driver?.quit();
-  await fake?.close();
-  driver = undefined;
-  fake = undefined;
-});
+const launch = launcher();
 
 const LOCKED = /^Flemma: read-only while the reply streams in \(<C-c> cancels it\)$/;
 
@@ -22,9 +14,7 @@ async function streaming(
   lines: string[],
   setupLua = '',
 ): Promise<{ d: Driver; s: ScriptedStream; buf: number }> {
-  fake = await startFakeProvider();
-  driver = await startDriver({
-    env: { ANTHROPIC_API_KEY: 'sk-test-key', ANTHROPIC_BASE_URL: fake.url },
+  const { d: driver, f: fake } = await launch({
     ui: { width: 100, height: 30 },
     setup: setupLua,
   });
@@ -80,10 +70,7 @@ describe('a locked chat buffer', () => {
   });
 
   it("puts the buffer's own mappings of those keys back", async () => {
-    fake = await startFakeProvider();
-    driver = await startDriver({
-      env: { ANTHROPIC_API_KEY: 'sk-test-key', ANTHROPIC_BASE_URL: fake.url },
-    });
+    const { d: driver, f: fake } = await launch();
     const d = driver;
     const buf = await d.openChat('maps.chat', ['@You:', 'Hi']);
     await d.lua(

@@ -5,12 +5,9 @@
 // inserting a prompt as chat text; a server that changes its lists is followed.
 import { afterEach, describe, expect, it } from 'vitest';
 import { anthropicMessages, anthropicReply } from '../helpers/anthropic-script.js';
-import { type Driver, startDriver } from '../helpers/driver.js';
-import {
-  type FakeProvider,
-  type FakeRequest,
-  startFakeProvider,
-} from '../helpers/fake-provider.js';
+import { type Driver } from '../helpers/driver.js';
+import { launcher } from '../helpers/e2e.js';
+import { type FakeProvider, type FakeRequest } from '../helpers/fake-provider.js';
 import {
   type FixtureProcess,
   MCP_FIXTURE,
@@ -18,18 +15,16 @@ import {
   startMcpControl,
 } from '../helpers/mcp-fixture.js';
 
-let driver: Driver | undefined;
-let fake: FakeProvider | undefined;
 let control: McpControl | undefined;
 
+// Declared before the launcher's: after hooks run last-declared first, so Neovim quits and
+// the fake provider stops before this runs.
 afterEach(async () => {
-  await driver?.quit();
-  await fake?.close();
   await control?.close();
-  driver = undefined;
-  fake = undefined;
   control = undefined;
 });
+
+const launch = launcher();
 
 const lua = (value: string): string => JSON.stringify(value);
 
@@ -42,23 +37,22 @@ const PIXEL =
  * serves (the host, and with it the server, starts with the first chat buffer).
  */
 async function start(): Promise<{ d: Driver; f: FakeProvider; server: Promise<FixtureProcess> }> {
-  fake = await startFakeProvider();
-  control = await startMcpControl();
-  driver = await startDriver({
-    env: { ANTHROPIC_API_KEY: 'sk-test-key', ANTHROPIC_BASE_URL: fake.url },
+  const fixture = await startMcpControl();
+  control = fixture;
+  const { d, f } = await launch({
     setup: `require("flemma").setup({
       mcp = {
         servers = {
           ["local"] = {
             command = ${lua(process.execPath)},
             args = { ${lua(MCP_FIXTURE)} },
-            env = { MCP_FIXTURE_CONTROL = "${String(control.port)}" },
+            env = { MCP_FIXTURE_CONTROL = "${String(fixture.port)}" },
           },
         },
       },
     })`,
   });
-  return { d: driver, f: fake, server: control.next() };
+  return { d, f, server: fixture.next() };
 }
 
 async function next(d: Driver, f: FakeProvider): Promise<FakeRequest> {

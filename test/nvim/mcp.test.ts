@@ -4,12 +4,10 @@
 // `:Flemma mcp:status` as a user reads it; a send made during discovery waits for it.
 import type { ChildProcess } from 'node:child_process';
 import { afterEach, describe, expect, it } from 'vitest';
-import { type Driver, startDriver } from '../helpers/driver.js';
-import {
-  type FakeProvider,
-  type FakeRequest,
-  startFakeProvider,
-} from '../helpers/fake-provider.js';
+import { MESSAGE_START, textDeltas, textDelta } from '../helpers/anthropic-script.js';
+import { type Driver } from '../helpers/driver.js';
+import { launcher } from '../helpers/e2e.js';
+import { type FakeRequest } from '../helpers/fake-provider.js';
 import {
   MCP_FIXTURE,
   type McpControl,
@@ -17,34 +15,18 @@ import {
   startMcpControl,
 } from '../helpers/mcp-fixture.js';
 
-let driver: Driver | undefined;
-let fake: FakeProvider | undefined;
 let control: McpControl | undefined;
 const children: ChildProcess[] = [];
 
+// Declared before the launcher's: after hooks run last-declared first, so Neovim quits and
+// the fake provider stops before this runs.
 afterEach(async () => {
-  await driver?.quit();
-  await fake?.close();
   for (const child of children.splice(0)) child.kill();
   await control?.close();
-  driver = undefined;
-  fake = undefined;
   control = undefined;
 });
 
-const START = {
-  type: 'message_start',
-  message: {
-    id: 'msg_fake',
-    type: 'message',
-    role: 'assistant',
-    model: 'claude-sonnet-4-6',
-    content: [],
-    stop_reason: null,
-    stop_sequence: null,
-    usage: { input_tokens: 12, output_tokens: 1 },
-  },
-};
+const launch = launcher();
 
 interface Call {
   id: string;
@@ -55,17 +37,9 @@ interface Call {
 /** Streams a reply: a text block, then one tool_use block per call. */
 async function reply(request: FakeRequest, text: string, calls: Call[] = []): Promise<void> {
   const s = request.stream();
-  await s.sse('message_start', START);
-  await s.sse('content_block_start', {
-    type: 'content_block_start',
-    index: 0,
-    content_block: { type: 'text', text: '' },
-  });
-  await s.sse('content_block_delta', {
-    type: 'content_block_delta',
-    index: 0,
-    delta: { type: 'text_delta', text },
-  });
+  await s.sse('message_start', MESSAGE_START);
+  await textDeltas(s, []);
+  await textDelta(s, text);
   await s.sse('content_block_stop', { type: 'content_block_stop', index: 0 });
   for (const [i, call] of calls.entries()) {
     await s.sse('content_block_start', {
@@ -126,10 +100,8 @@ async function appendUserMessage(d: Driver, text: string): Promise<void> {
 
 describe('MCP servers', () => {
   it('stdio: a server tool runs in a <C-]> cycle, its result is in the buffer and the follow-up; the server exits and comes back', async () => {
-    fake = await startFakeProvider();
     control = await startMcpControl();
-    driver = await startDriver({
-      env: { ANTHROPIC_API_KEY: 'sk-test-key', ANTHROPIC_BASE_URL: fake.url },
+    const { d: driver, f: fake } = await launch({
       setup: `require("flemma").setup({
         tools = { auto_approve = { "mcp:local:echo" } },
         mcp = {
@@ -225,13 +197,13 @@ describe('MCP servers', () => {
     // Neovim quits: the host stops its server (one that would outlive its client), no process
     // is left behind.
     await d.quit();
-    driver = undefined;
     await second.exited;
   });
 
   it('an MCP tool gets the preview line, the approval placeholder and the output truncation of any tool', async () => {
     control = await startMcpControl();
-    driver = await startDriver({
+    const { d: driver } = await launch({
+      key: false,
       setup: `require("flemma").setup({
         tools = { autopilot = false },
         mcp = { servers = { ["local"] = {
@@ -274,17 +246,12 @@ describe('MCP servers', () => {
   });
 
   it('Streamable HTTP: approval as for any tool, a header from ${ENV}, and while the server is down the next request omits its tools (F-18)', async () => {
-    fake = await startFakeProvider();
     control = await startMcpControl();
     const token = 'tok-secret-4242';
     children.push(spawnHttpFixture(control, 0, { MCP_FIXTURE_TOKEN: token }));
     const server = await control.next();
-    driver = await startDriver({
-      env: {
-        ANTHROPIC_API_KEY: 'sk-test-key',
-        ANTHROPIC_BASE_URL: fake.url,
-        MCP_TEST_TOKEN: token,
-      },
+    const { d: driver, f: fake } = await launch({
+      env: { MCP_TEST_TOKEN: token },
       setup: `require("flemma").setup({
         tools = { autopilot = false },
         mcp = {
@@ -398,10 +365,8 @@ describe('MCP servers', () => {
   });
 
   it('a send made during discovery waits for the server, then goes out with its tools', async () => {
-    fake = await startFakeProvider();
     control = await startMcpControl();
-    driver = await startDriver({
-      env: { ANTHROPIC_API_KEY: 'sk-test-key', ANTHROPIC_BASE_URL: fake.url },
+    const { d: driver, f: fake } = await launch({
       setup: `require("flemma").setup({
         mcp = { servers = { slow = {
           command = ${lua(process.execPath)},
@@ -428,7 +393,8 @@ describe('MCP servers', () => {
 
   it('mcp:restart completes server names; an unknown one is a clear error', async () => {
     control = await startMcpControl();
-    driver = await startDriver({
+    const { d: driver } = await launch({
+      key: false,
       setup: `require("flemma").setup({
         mcp = { servers = {
           alpha = { command = ${lua(process.execPath)}, args = { ${lua(MCP_FIXTURE)} },

@@ -4,39 +4,24 @@
 // each frontmatter language.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { anthropicReply } from '../helpers/anthropic-script.js';
-import { type Driver, startDriver } from '../helpers/driver.js';
-import { type FakeProvider, startFakeProvider } from '../helpers/fake-provider.js';
+import { type Driver } from '../helpers/driver.js';
+import { ECHO_TOOL, launcher, type Session } from '../helpers/e2e.js';
 
-let driver: Driver | undefined;
-let fake: FakeProvider | undefined;
-
-afterEach(async () => {
-  await driver?.quit();
-  await fake?.close();
-  driver = undefined;
-  fake = undefined;
-});
+const launch = launcher();
 
 const WIDTH = 80;
 const HEIGHT = 24;
 
-async function start(): Promise<{ d: Driver; f: FakeProvider }> {
-  fake = await startFakeProvider();
-  driver = await startDriver({
+function start(): Promise<Session> {
+  return launch({
     ui: { width: WIDTH, height: HEIGHT },
-    env: { ANTHROPIC_API_KEY: 'sk-ant-test-key', ANTHROPIC_BASE_URL: fake.url },
+    key: 'sk-ant-test-key',
     setup: `vim.o.cmdheight = 1
 require("flemma").setup({ tools = { autopilot = false } })
-require("flemma.tools").register("echo_tool", {
-  name = "echo_tool",
-  description = "Echo the text back",
-  input_schema = { type = "object", properties = { text = { type = "string" } } },
-  execute = function(input) return { success = true, output = "echo: " .. input.text } end,
-})`,
+${ECHO_TOOL}`,
   });
-  return { d: driver, f: fake };
 }
 
 /**

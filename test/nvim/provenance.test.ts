@@ -2,105 +2,20 @@
 // thinking, a tool's output or a compaction summary that forges a role marker, a tool block or an
 // approved placeholder writes no structure into the chat. The escape shows nothing on screen,
 // survives a save and reopen, and the next request carries the model's text as it wrote it.
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
-import { type Driver, startDriver } from '../helpers/driver.js';
-import {
-  type FakeProvider,
-  type FakeRequest,
-  type FakeStream,
-  startFakeProvider,
-} from '../helpers/fake-provider.js';
+import { describe, expect, it } from 'vitest';
+import { anthropicBlocks } from '../helpers/anthropic-script.js';
+import { type Driver } from '../helpers/driver.js';
+import { echoTool, launcher, type Session } from '../helpers/e2e.js';
+import { type FakeRequest } from '../helpers/fake-provider.js';
 
-let driver: Driver | undefined;
-let fake: FakeProvider | undefined;
-
-afterEach(async () => {
-  await driver?.quit();
-  await fake?.close();
-  driver = undefined;
-  fake = undefined;
-});
+const launch = launcher();
 
 const KEY_MARKER = 'PRIVATE-KEY-MARKER-7f3a';
 
-const START = {
-  type: 'message_start',
-  message: {
-    id: 'msg_fake',
-    type: 'message',
-    role: 'assistant',
-    model: 'claude-sonnet-4-6',
-    content: [],
-    stop_reason: null,
-    stop_sequence: null,
-    usage: { input_tokens: 12, output_tokens: 1 },
-  },
-};
-
-type Block =
-  | { kind: 'text'; deltas: string[] }
-  | { kind: 'thinking'; text: string; signature: string }
-  | { kind: 'tool_use'; id: string; name: string; input: Record<string, unknown> };
-
 /** Streams a reply of `blocks`; each text delta is a chunk of its own. */
-async function reply(request: FakeRequest, blocks: Block[]): Promise<void> {
-  const s: FakeStream = request.stream();
-  await s.sse('message_start', START);
-  for (const [index, block] of blocks.entries()) {
-    if (block.kind === 'text') {
-      await s.sse('content_block_start', {
-        type: 'content_block_start',
-        index,
-        content_block: { type: 'text', text: '' },
-      });
-      for (const text of block.deltas) {
-        await s.sse('content_block_delta', {
-          type: 'content_block_delta',
-          index,
-          delta: { type: 'text_delta', text },
-        });
-      }
-    } else if (block.kind === 'thinking') {
-      await s.sse('content_block_start', {
-        type: 'content_block_start',
-        index,
-        content_block: { type: 'thinking', thinking: '', signature: '' },
-      });
-      await s.sse('content_block_delta', {
-        type: 'content_block_delta',
-        index,
-        delta: { type: 'thinking_delta', thinking: block.text },
-      });
-      await s.sse('content_block_delta', {
-        type: 'content_block_delta',
-        index,
-        delta: { type: 'signature_delta', signature: block.signature },
-      });
-    } else {
-      await s.sse('content_block_start', {
-        type: 'content_block_start',
-        index,
-        content_block: { type: 'tool_use', id: block.id, name: block.name, input: {} },
-      });
-      await s.sse('content_block_delta', {
-        type: 'content_block_delta',
-        index,
-        delta: { type: 'input_json_delta', partial_json: JSON.stringify(block.input) },
-      });
-    }
-    await s.sse('content_block_stop', { type: 'content_block_stop', index });
-  }
-  const calls = blocks.some((block) => block.kind === 'tool_use');
-  await s.sse('message_delta', {
-    type: 'message_delta',
-    delta: { stop_reason: calls ? 'tool_use' : 'end_turn', stop_sequence: null },
-    usage: { output_tokens: 5 },
-  });
-  await s.sse('message_stop', { type: 'message_stop' });
-  await s.end();
-}
+const reply = anthropicBlocks;
 
 interface Body {
   messages: { role: string; content: { type: string; [key: string]: unknown }[] }[];
@@ -111,34 +26,17 @@ function bodyOf(request: FakeRequest): Body {
 }
 
 const ECHO_TOOL = `
-require("flemma.tools").register("echo_tool", {
-  name = "echo_tool",
-  description = "Echo the text back",
-  input_schema = {
-    type = "object",
-    properties = { text = { type = "string" } },
-    required = { "text" },
-    additionalProperties = false,
-  },
-  execute = function(input) return { success = true, output = input.text } end,
-})`;
+${echoTool({ strict: true, prefix: '' })}`;
 
-async function setup(
-  options: { tools?: string; ui?: boolean; lines?: string[] } = {},
-): Promise<{ d: Driver; f: FakeProvider; buf: number }> {
-  fake = await startFakeProvider();
-  driver = await startDriver({
-    env: { ANTHROPIC_API_KEY: 'sk-test-key', ANTHROPIC_BASE_URL: fake.url },
-    setup: `require("flemma").setup({ tools = ${options.tools ?? '{}'} })
-${ECHO_TOOL}`,
+function setup(options: { tools?: string; ui?: boolean; lines?: string[] } = {}): Promise<Session> {
+  return launch({
+    config: `{ tools = ${options.tools ?? '{}'} }`,
+    lua: ECHO_TOOL,
     ...(options.ui === true ? { ui: { width: 90, height: 30 } } : {}),
+    // A private key the forged reference would read (in HOME, beside the work directory).
+    files: { '../.ssh/id_rsa': `-----BEGIN KEY-----\n${KEY_MARKER}\n` },
+    chat: { name: 'forge.chat', lines: options.lines ?? ['@You:', 'Hi.'] },
   });
-  // A private key the forged reference would read.
-  mkdirSync(join(driver.home, '.ssh'), { recursive: true });
-  writeFileSync(join(driver.home, '.ssh', 'id_rsa'), `-----BEGIN KEY-----\n${KEY_MARKER}\n`);
-  const buf = await driver.openChat('forge.chat', options.lines ?? ['@You:', 'Hi.']);
-  await driver.waitForEvent('FlemmaBootComplete');
-  return { d: driver, f: fake, buf };
 }
 
 /** Types `text` as the next message (in the empty `@You:` at the end) and sends with <C-]>. */

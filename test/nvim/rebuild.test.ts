@@ -6,22 +6,21 @@ import { mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { type Driver, startDriver } from '../helpers/driver.js';
-import { type FakeProvider, startFakeProvider } from '../helpers/fake-provider.js';
+import { MESSAGE_START, textDeltas, textDelta, endMessage } from '../helpers/anthropic-script.js';
+import { type Driver } from '../helpers/driver.js';
+import { launcher } from '../helpers/e2e.js';
 import { copyInstall } from '../helpers/install.js';
 
-let driver: Driver | undefined;
-let fake: FakeProvider | undefined;
 let plugin: string | undefined;
 
-afterEach(async () => {
-  await driver?.quit();
-  await fake?.close();
+// Declared before the launcher's: after hooks run last-declared first, so Neovim quits and
+// the fake provider stops before this runs.
+afterEach(() => {
   if (plugin !== undefined) rmSync(plugin, { recursive: true, force: true });
-  driver = undefined;
-  fake = undefined;
   plugin = undefined;
 });
+
+const launch = launcher();
 
 function install(options: { dist: boolean }): string {
   plugin = copyInstall(mkdtempSync(join(tmpdir(), 'flemma-plugin-')), options);
@@ -44,7 +43,11 @@ function pidOf(d: Driver): Promise<number | null> {
 describe('a plugin that is not built', () => {
   it('says to run :Lazy build flemma or the npm command, in the error and in :checkhealth', async () => {
     const dir = install({ dist: false });
-    driver = await startDriver({ plugin: dir, setup: 'require("flemma").setup({})' });
+    const { d: driver } = await launch({
+      key: false,
+      plugin: dir,
+      setup: 'require("flemma").setup({})',
+    });
     await driver.openChat('a.chat', ['@You:', 'Hi']);
     const note = await driver.waitForNotification(/the host is not built/);
     expect(note.message).toContain(`${join(dir, 'dist', 'host.js')} is missing`);
@@ -69,7 +72,11 @@ describe('a plugin that is not built', () => {
 describe('a new build under a running Neovim', () => {
   it('restarts an idle host on it, once, with a message', async () => {
     const dir = install({ dist: true });
-    driver = await startDriver({ plugin: dir, setup: 'require("flemma").setup({})' });
+    const { d: driver } = await launch({
+      key: false,
+      plugin: dir,
+      setup: 'require("flemma").setup({})',
+    });
     const buf = await driver.openChat('a.chat', ['@You:', 'Hi']);
     await driver.waitForEvent('FlemmaHostStarted');
     const first = await pidOf(driver);
@@ -99,40 +106,18 @@ describe('a new build under a running Neovim', () => {
   });
 
   it('waits for a streaming reply to end, then restarts', async () => {
-    fake = await startFakeProvider();
     const dir = install({ dist: true });
-    driver = await startDriver({
+    const { d: driver, f: fake } = await launch({
       plugin: dir,
-      env: { ANTHROPIC_API_KEY: 'sk-test-key', ANTHROPIC_BASE_URL: fake.url },
       setup: 'require("flemma").setup({})',
     });
     await driver.openChat('a.chat', ['@You:', 'Hi']);
     await driver.press('<C-]>');
     const request = await fake.nextRequest({ path: '/v1/messages' });
     const stream = request.stream();
-    await stream.sse('message_start', {
-      type: 'message_start',
-      message: {
-        id: 'msg_fake',
-        type: 'message',
-        role: 'assistant',
-        model: 'claude-sonnet-4-6',
-        content: [],
-        stop_reason: null,
-        stop_sequence: null,
-        usage: { input_tokens: 12, output_tokens: 1 },
-      },
-    });
-    await stream.sse('content_block_start', {
-      type: 'content_block_start',
-      index: 0,
-      content_block: { type: 'text', text: '' },
-    });
-    await stream.sse('content_block_delta', {
-      type: 'content_block_delta',
-      index: 0,
-      delta: { type: 'text_delta', text: 'Half a reply' },
-    });
+    await stream.sse('message_start', MESSAGE_START);
+    await textDeltas(stream, []);
+    await textDelta(stream, 'Half a reply');
     await driver.waitUntil(
       'return vim.tbl_contains(vim.api.nvim_buf_get_lines(0, 0, -1, false), "Half a reply")',
     );
@@ -145,19 +130,8 @@ describe('a new build under a running Neovim', () => {
     expect(await pidOf(driver)).toBe(first);
     expect(driver.eventsSeen('FlemmaHostStarted').slice(before)).toEqual([]);
 
-    await stream.sse('content_block_delta', {
-      type: 'content_block_delta',
-      index: 0,
-      delta: { type: 'text_delta', text: ', and the rest.' },
-    });
-    await stream.sse('content_block_stop', { type: 'content_block_stop', index: 0 });
-    await stream.sse('message_delta', {
-      type: 'message_delta',
-      delta: { stop_reason: 'end_turn', stop_sequence: null },
-      usage: { output_tokens: 5 },
-    });
-    await stream.sse('message_stop', { type: 'message_stop' });
-    await stream.end();
+    await textDelta(stream, ', and the rest.');
+    await endMessage(stream);
     const finished = await driver.waitForEvent('FlemmaRequestFinished');
     expect(finished.data['status']).toBe('completed');
     const started = await driver.waitForEvent('FlemmaHostStarted', { after: before });

@@ -4,33 +4,28 @@
 // No timing: each wait is on a state (the record or the file holding a chunk) or an event.
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
-import { type Driver, startDriver } from '../helpers/driver.js';
+import {
+  endMessage as finish,
+  textDelta,
+  MESSAGE_START,
+  textDeltas,
+} from '../helpers/anthropic-script.js';
+import { type Driver } from '../helpers/driver.js';
+import { launcher } from '../helpers/e2e.js';
 import { type FakeProvider, type FakeStream, startFakeProvider } from '../helpers/fake-provider.js';
 
-const drivers: Driver[] = [];
 const homes: string[] = [];
 let fake: FakeProvider | undefined;
 
+// Declared before the launcher's: after hooks run last-declared first, so every Neovim has quit
+// before its directory is removed and the shared fake provider stops.
 afterEach(async () => {
-  for (const d of drivers.splice(0)) await d.quit();
   for (const home of homes.splice(0)) rmSync(home, { recursive: true, force: true });
   await fake?.close();
   fake = undefined;
 });
 
-const START = {
-  type: 'message_start',
-  message: {
-    id: 'msg_fake',
-    type: 'message',
-    role: 'assistant',
-    model: 'claude-sonnet-4-6',
-    content: [],
-    stop_reason: null,
-    stop_sequence: null,
-    usage: { input_tokens: 12, output_tokens: 1 },
-  },
-};
+const launch = launcher();
 
 const CHAT = ['@You:', 'Tell me a long story'];
 const MARKER =
@@ -41,33 +36,13 @@ function chunk(n: number): string {
   return `chunk ${String(n).padStart(2, '0')} of the story\n`;
 }
 
-async function delta(stream: FakeStream, text: string): Promise<void> {
-  await stream.sse('content_block_delta', {
-    type: 'content_block_delta',
-    index: 0,
-    delta: { type: 'text_delta', text },
-  });
-}
-
-async function finish(stream: FakeStream): Promise<void> {
-  await stream.sse('content_block_stop', { type: 'content_block_stop', index: 0 });
-  await stream.sse('message_delta', {
-    type: 'message_delta',
-    delta: { stop_reason: 'end_turn', stop_sequence: null },
-    usage: { output_tokens: 5 },
-  });
-  await stream.sse('message_stop', { type: 'message_stop' });
-  await stream.end();
-}
-
 async function start(options: { home?: string; setup?: string } = {}): Promise<Driver> {
   fake ??= await startFakeProvider();
-  const d = await startDriver({
-    env: { ANTHROPIC_API_KEY: 'sk-test-key', ANTHROPIC_BASE_URL: fake.url },
+  const { d } = await launch({
+    provider: fake,
     ...(options.home === undefined ? {} : { home: options.home }),
     ...(options.setup === undefined ? {} : { setup: options.setup }),
   });
-  drivers.push(d);
   if (options.home === undefined) homes.push(d.home);
   return d;
 }
@@ -100,16 +75,12 @@ async function streamChunks(d: Driver, n: number): Promise<{ stream: FakeStream;
   await d.press('<C-]>');
   const request = await fake.nextRequest({ path: '/v1/messages' });
   const stream = request.stream();
-  await stream.sse('message_start', START);
-  await stream.sse('content_block_start', {
-    type: 'content_block_start',
-    index: 0,
-    content_block: { type: 'text', text: '' },
-  });
+  await stream.sse('message_start', MESSAGE_START);
+  await textDeltas(stream, []);
   const sent: string[] = [];
   for (let i = 1; i <= n; i++) {
     sent.push(chunk(i));
-    await delta(stream, chunk(i));
+    await textDelta(stream, chunk(i));
   }
   return { stream, sent };
 }
@@ -150,7 +121,7 @@ describe('recovery after a crash', () => {
     await waitForFileText(d, record, chunk(6).trimEnd());
     // More arrives after the state seen: it may or may not be kept.
     sent.push(chunk(7));
-    await delta(stream, chunk(7));
+    await textDelta(stream, chunk(7));
     const exited = d.waitForEvent('FlemmaHostExited');
     process.kill(await hostPid(d), 'SIGKILL');
     await exited;

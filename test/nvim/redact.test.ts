@@ -4,25 +4,13 @@
 // does. The shim's Lua redaction gives what the host's gives on the same corpus.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { anthropicReply } from '../helpers/anthropic-script.js';
-import { type Driver, startDriver } from '../helpers/driver.js';
-import {
-  type FakeProvider,
-  type FakeRequest,
-  startFakeProvider,
-} from '../helpers/fake-provider.js';
+import { launcher } from '../helpers/e2e.js';
+import { type FakeRequest } from '../helpers/fake-provider.js';
 import { REDACTION_CORPUS } from '../helpers/redaction-corpus.js';
 
-let driver: Driver | undefined;
-let fake: FakeProvider | undefined;
-
-afterEach(async () => {
-  await driver?.quit();
-  await fake?.close();
-  driver = undefined;
-  fake = undefined;
-});
+const launch = launcher();
 
 /** Key-shaped, and distinctive enough that finding it anywhere means it leaked. */
 const KEY = 'sk-ant-api03-FlemmaLogProbe_7f3c9a1e5b2d8064-QwErTy';
@@ -38,8 +26,7 @@ function replyWithBash(request: FakeRequest, id: string, command: string): Promi
 
 describe('one redactor for every log line', () => {
   it('the shim redacts the corpus exactly as the host does, and the values the host sends it', async () => {
-    driver = await startDriver();
-    const d = driver;
+    const { d } = await launch({ key: false });
     const texts = REDACTION_CORPUS.map((entry) => entry.text);
     const redacted = await d.lua<string[]>(
       `local r = require("flemma.host.redact")
@@ -58,16 +45,7 @@ describe('one redactor for every log line', () => {
   });
 
   it('with every logging option on, the key reaches neither the log nor the audit file', async () => {
-    fake = await startFakeProvider();
-    driver = await startDriver({
-      env: {
-        ANTHROPIC_API_KEY: KEY,
-        ANTHROPIC_BASE_URL: fake.url,
-        FLEMMA_PROBE_TOKEN: OPAQUE,
-      },
-    });
-    const d = driver;
-    const f = fake;
+    const { d, f } = await launch({ key: KEY, env: { FLEMMA_PROBE_TOKEN: OPAQUE } });
     await d.lua(
       `require("flemma").setup({
          logging = { enabled = true, level = "TRACE" },

@@ -4,6 +4,7 @@ import { mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { pendingCall } from '../helpers/chat-lines.js';
 import { type Driver, startDriver } from '../helpers/driver.js';
 
 let driver: Driver | undefined;
@@ -16,27 +17,6 @@ afterEach(async () => {
   if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
   dir = undefined;
 });
-
-function pendingCall(name: string, id: string, input: Record<string, unknown>): string[] {
-  return [
-    '@You:',
-    'Change it.',
-    '',
-    '@Assistant:',
-    `**Tool Use:** \`${name}\` (\`${id}\`)`,
-    '',
-    '```json',
-    JSON.stringify(input),
-    '```',
-    '',
-    '@You:',
-    '',
-    `**Tool Result:** \`${id}\``,
-    '',
-    '```flemma:tool status=pending',
-    '```',
-  ];
-}
 
 /** A file of the working directory, as Neovim's side reads it. */
 function fileText(d: Driver, path: string): Promise<string> {

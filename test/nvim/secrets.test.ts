@@ -2,57 +2,15 @@
 // refused key is resolved again once, and a missing one is explained resolver by resolver. No
 // value ever reaches a buffer, a message or the log.
 import { readFileSync } from 'node:fs';
-import { afterEach, describe, expect, it } from 'vitest';
-import { type Driver, startDriver } from '../helpers/driver.js';
-import {
-  type FakeProvider,
-  type FakeRequest,
-  startFakeProvider,
-} from '../helpers/fake-provider.js';
+import { describe, expect, it } from 'vitest';
+import { anthropicBlocks, replyBlocks } from '../helpers/anthropic-script.js';
+import { launcher, type Session } from '../helpers/e2e.js';
+import { type FakeRequest } from '../helpers/fake-provider.js';
 
-let driver: Driver | undefined;
-let fake: FakeProvider | undefined;
+const launch = launcher();
 
-afterEach(async () => {
-  await driver?.quit();
-  await fake?.close();
-  driver = undefined;
-  fake = undefined;
-});
-
-async function reply(request: FakeRequest, text: string): Promise<void> {
-  const s = request.stream();
-  await s.sse('message_start', {
-    type: 'message_start',
-    message: {
-      id: 'msg_fake',
-      type: 'message',
-      role: 'assistant',
-      model: 'claude-sonnet-4-6',
-      content: [],
-      stop_reason: null,
-      stop_sequence: null,
-      usage: { input_tokens: 3, output_tokens: 1 },
-    },
-  });
-  await s.sse('content_block_start', {
-    type: 'content_block_start',
-    index: 0,
-    content_block: { type: 'text', text: '' },
-  });
-  await s.sse('content_block_delta', {
-    type: 'content_block_delta',
-    index: 0,
-    delta: { type: 'text_delta', text },
-  });
-  await s.sse('content_block_stop', { type: 'content_block_stop', index: 0 });
-  await s.sse('message_delta', {
-    type: 'message_delta',
-    delta: { stop_reason: 'end_turn', stop_sequence: null },
-    usage: { output_tokens: 2 },
-  });
-  await s.sse('message_stop', { type: 'message_stop' });
-  await s.end();
+function reply(request: FakeRequest, text: string): Promise<void> {
+  return anthropicBlocks(request, replyBlocks(text, [], true), { input: 3, output: 2 });
 }
 
 /** A vault resolver: hands out `_G.vault_keys` one after the other (a key being rotated). */
@@ -80,17 +38,17 @@ require("flemma.secrets").register("vault", {
   end,
 })`;
 
-async function setup(keys: string[]): Promise<{ d: Driver; f: FakeProvider; buf: number }> {
-  fake = await startFakeProvider();
+async function setup(keys: string[]): Promise<Session> {
   // No ANTHROPIC_API_KEY: the driver's environment has none.
-  driver = await startDriver({
-    env: { ANTHROPIC_BASE_URL: fake.url },
+  const session = await launch({
+    key: false,
+    env: (fake) => ({ ANTHROPIC_BASE_URL: fake.url }),
     setup: `require("flemma").setup({ secrets = { vault = { mount = "kv/team" } } })
 _G.vault_keys = vim.json.decode('${JSON.stringify(keys)}')
 ${VAULT}`,
   });
-  const buf = await driver.openChat('secrets.chat', ['@You:', 'Hello']);
-  return { d: driver, f: fake, buf };
+  session.buf = await session.d.openChat('secrets.chat', ['@You:', 'Hello']);
+  return session;
 }
 
 describe('credentials', () => {

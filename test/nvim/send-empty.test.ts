@@ -1,34 +1,14 @@
 // Sending nothing new: `<C-]>` (or `:Flemma send`) on a chat whose last `@You:` holds only
 // whitespace says so and sends nothing, leaving the buffer as it was; the tool loop is not held
 // up by an empty `@You:` (a call still gets its placeholder, runs, and its result goes back).
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { anthropicMessages, anthropicReply } from '../helpers/anthropic-script.js';
-import { type Driver, startDriver } from '../helpers/driver.js';
-import { type FakeProvider, startFakeProvider } from '../helpers/fake-provider.js';
+import { ECHO_TOOL, launcher, type Session } from '../helpers/e2e.js';
 
-let driver: Driver | undefined;
-let fake: FakeProvider | undefined;
+const launch = launcher();
 
-afterEach(async () => {
-  await driver?.quit();
-  await fake?.close();
-  driver = undefined;
-  fake = undefined;
-});
-
-async function start(tools = '{}'): Promise<{ d: Driver; f: FakeProvider }> {
-  fake = await startFakeProvider();
-  driver = await startDriver({
-    env: { ANTHROPIC_API_KEY: 'sk-ant-test-key', ANTHROPIC_BASE_URL: fake.url },
-    setup: `require("flemma").setup({ tools = ${tools} })
-require("flemma.tools").register("echo_tool", {
-  name = "echo_tool",
-  description = "Echo the text back",
-  input_schema = { type = "object", properties = { text = { type = "string" } } },
-  execute = function(input) return { success = true, output = "echo: " .. input.text } end,
-})`,
-  });
-  return { d: driver, f: fake };
+function start(tools = '{}'): Promise<Session> {
+  return launch({ key: 'sk-ant-test-key', config: `{ tools = ${tools} }`, lua: ECHO_TOOL });
 }
 
 const NOTHING = /^Flemma: Nothing to send: the last @You: message is empty$/;

@@ -1,18 +1,10 @@
 // The send through each provider's real SDK, against the fake server: the reply lands in the
 // buffer the same way whichever provider streams it.
-import { afterEach, describe, expect, it } from 'vitest';
-import { type Driver, startDriver } from '../helpers/driver.js';
-import { type FakeProvider, type FakeStream, startFakeProvider } from '../helpers/fake-provider.js';
+import { describe, expect, it } from 'vitest';
+import { launcher } from '../helpers/e2e.js';
+import { type FakeStream } from '../helpers/fake-provider.js';
 
-let driver: Driver | undefined;
-let fake: FakeProvider | undefined;
-
-afterEach(async () => {
-  await driver?.quit();
-  await fake?.close();
-  driver = undefined;
-  fake = undefined;
-});
+const launch = launcher();
 
 interface Case {
   provider: string;
@@ -112,10 +104,10 @@ const CASES: Case[] = [
 
 describe.each(CASES)('sending through $provider', (c) => {
   it('streams the reply into the buffer', async () => {
-    fake = await startFakeProvider();
-    driver = await startDriver({
+    const { d: driver, f: fake } = await launch({
+      key: false,
       env: c.env,
-      setup: `require("flemma").setup(${c.setup(fake.url)})`,
+      setup: (fake) => `require("flemma").setup(${c.setup(fake.url)})`,
     });
     const buf = await driver.openChat('p.chat', ['@You:', 'Hello']);
     await driver.press('<C-]>');
@@ -154,7 +146,11 @@ describe('a provider that is not ready', () => {
   ])(
     '%s says what is missing, and the buffer is unchanged',
     async (_name, options, env, message) => {
-      driver = await startDriver({ env, setup: `require("flemma").setup(${options})` });
+      const { d: driver } = await launch({
+        key: false,
+        env,
+        setup: `require("flemma").setup(${options})`,
+      });
       await driver.openChat('n.chat', ['@You:', 'Hello']);
       await driver.press('<C-]>');
       await driver.waitForNotification(message);
@@ -165,7 +161,8 @@ describe('a provider that is not ready', () => {
 
 describe('the offline demo provider', () => {
   it('streams a labelled, scripted reply with a tool call, without any key or network', async () => {
-    driver = await startDriver({
+    const { d: driver } = await launch({
+      key: false,
       setup: `require("flemma").setup({ provider = "demo", parameters = { demo = { delay_ms = 0 } } })`,
     });
     const buf = await driver.openChat('demo.chat', ['@You:', 'What can you do?']);
@@ -249,10 +246,11 @@ describe('what a replayed tool cycle looks like on the wire', () => {
   ];
 
   it('Moonshot gets the tool name in each tool message', async () => {
-    fake = await startFakeProvider();
-    driver = await startDriver({
+    const { d: driver, f: fake } = await launch({
+      key: false,
       env: { MOONSHOT_API_KEY: 'sk-moonshot-test' },
-      setup: `require("flemma").setup({ provider = "moonshot", parameters = { moonshot = { base_url = "${fake.url}/v1" } } })`,
+      setup: (fake) =>
+        `require("flemma").setup({ provider = "moonshot", parameters = { moonshot = { base_url = "${fake.url}/v1" } } })`,
     });
     await driver.openChat('m.chat', CYCLE);
     await driver.press('<C-]>');
@@ -282,10 +280,11 @@ describe('what a replayed tool cycle looks like on the wire', () => {
   ])(
     'OpenAI gets the assistant items with their ids and phases %s',
     async (_when, option, expected) => {
-      fake = await startFakeProvider();
-      driver = await startDriver({
+      const { d: driver, f: fake } = await launch({
+        key: false,
         env: { OPENAI_API_KEY: 'sk-openai-test' },
-        setup: `require("flemma").setup({ provider = "openai", parameters = { openai = { ${option}base_url = "${fake.url}/v1" } } })`,
+        setup: (fake) =>
+          `require("flemma").setup({ provider = "openai", parameters = { openai = { ${option}base_url = "${fake.url}/v1" } } })`,
       });
       await driver.openChat('o.chat', CYCLE);
       await driver.press('<C-]>');
@@ -317,9 +316,8 @@ describe('the output limit a send asks for', () => {
       1234,
     ],
   ])('is %s', async (_what, options, expected) => {
-    fake = await startFakeProvider();
-    driver = await startDriver({
-      env: { ANTHROPIC_API_KEY: 'sk-ant-test', ANTHROPIC_BASE_URL: fake.url },
+    const { d: driver, f: fake } = await launch({
+      key: 'sk-ant-test',
       setup: `require("flemma").setup({ ${options}provider = "anthropic" })`,
     });
     await driver.openChat('l.chat', ['@You:', 'Hello']);

@@ -2,19 +2,12 @@
 // each provider's real SDK against the fake server: a stream that goes quiet ends as a failed
 // request after `parameters.stream_idle_timeout`, keeping what arrived; an HTML page where a
 // stream was expected fails at once, summarised, and is not tried again.
-import { afterEach, describe, expect, it } from 'vitest';
-import { type Driver, startDriver } from '../helpers/driver.js';
-import { type FakeProvider, type FakeStream, startFakeProvider } from '../helpers/fake-provider.js';
+import { describe, expect, it } from 'vitest';
+import { MESSAGE_START, textDeltas, textDelta } from '../helpers/anthropic-script.js';
+import { launcher, type Session } from '../helpers/e2e.js';
+import { type FakeStream } from '../helpers/fake-provider.js';
 
-let driver: Driver | undefined;
-let fake: FakeProvider | undefined;
-
-afterEach(async () => {
-  await driver?.quit();
-  await fake?.close();
-  driver = undefined;
-  fake = undefined;
-});
+const launch = launcher();
 
 interface Case {
   provider: string;
@@ -37,29 +30,9 @@ const CASES: Case[] = [
     own: (url) => `{ base_url = "${url}" }`,
     path: /^\/v1\/messages/,
     begin: async (stream) => {
-      await stream.sse('message_start', {
-        type: 'message_start',
-        message: {
-          id: 'msg_fake',
-          type: 'message',
-          role: 'assistant',
-          model: 'claude-sonnet-4-6',
-          content: [],
-          stop_reason: null,
-          stop_sequence: null,
-          usage: { input_tokens: 12, output_tokens: 1 },
-        },
-      });
-      await stream.sse('content_block_start', {
-        type: 'content_block_start',
-        index: 0,
-        content_block: { type: 'text', text: '' },
-      });
-      await stream.sse('content_block_delta', {
-        type: 'content_block_delta',
-        index: 0,
-        delta: { type: 'text_delta', text: 'Half a rep' },
-      });
+      await stream.sse('message_start', MESSAGE_START);
+      await textDeltas(stream, []);
+      await textDelta(stream, 'Half a rep');
     },
   },
   {
@@ -123,15 +96,14 @@ const CASES: Case[] = [
 ];
 
 /** A Neovim whose provider is `c`'s at the fake server, with these general parameters. */
-async function start(c: Case, parameters: string): Promise<{ d: Driver; f: FakeProvider }> {
-  fake = await startFakeProvider();
+function start(c: Case, parameters: string): Promise<Session> {
   const model = c.model === undefined ? '' : `model = "${c.model}", `;
-  driver = await startDriver({
+  return launch({
+    key: false,
     env: c.env,
-    setup: `require("flemma").setup({ provider = "${c.provider}", ${model}parameters = {
-      ${parameters}, ${c.provider} = ${c.own(fake.url)} } })`,
+    config: (fake) => `{ provider = "${c.provider}", ${model}parameters = {
+      ${parameters}, ${c.provider} = ${c.own(fake.url)} } }`,
   });
-  return { d: driver, f: fake };
 }
 
 const HUGE = 'stream_idle_timeout = 100000, timeout = 100000';

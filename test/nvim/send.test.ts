@@ -1,67 +1,21 @@
 // The send, end to end: a chat buffer, <C-]>, the real Anthropic SDK in the host talking to a
 // fake server on 127.0.0.1, and the reply streamed into the buffer.
 import { readFileSync } from 'node:fs';
-import { afterEach, describe, expect, it } from 'vitest';
-import { type Driver, startDriver } from '../helpers/driver.js';
-import { type FakeProvider, type FakeStream, startFakeProvider } from '../helpers/fake-provider.js';
+import {
+  endMessage as finish,
+  textDeltas as textBlock,
+  MESSAGE_START,
+} from '../helpers/anthropic-script.js';
+import { describe, expect, it } from 'vitest';
+import { launcher, type Session } from '../helpers/e2e.js';
+import { startFakeProvider } from '../helpers/fake-provider.js';
 
-let driver: Driver | undefined;
-let fake: FakeProvider | undefined;
+const launch = launcher();
 
-afterEach(async () => {
-  await driver?.quit();
-  await fake?.close();
-  driver = undefined;
-  fake = undefined;
-});
-
-const START = {
-  type: 'message_start',
-  message: {
-    id: 'msg_fake',
-    type: 'message',
-    role: 'assistant',
-    model: 'claude-sonnet-4-6',
-    content: [],
-    stop_reason: null,
-    stop_sequence: null,
-    usage: { input_tokens: 12, output_tokens: 1 },
-  },
-};
-
-async function textBlock(stream: FakeStream, deltas: string[]): Promise<void> {
-  await stream.sse('content_block_start', {
-    type: 'content_block_start',
-    index: 0,
-    content_block: { type: 'text', text: '' },
-  });
-  for (const text of deltas) {
-    await stream.sse('content_block_delta', {
-      type: 'content_block_delta',
-      index: 0,
-      delta: { type: 'text_delta', text },
-    });
-  }
-}
-
-async function finish(stream: FakeStream): Promise<void> {
-  await stream.sse('content_block_stop', { type: 'content_block_stop', index: 0 });
-  await stream.sse('message_delta', {
-    type: 'message_delta',
-    delta: { stop_reason: 'end_turn', stop_sequence: null },
-    usage: { output_tokens: 5 },
-  });
-  await stream.sse('message_stop', { type: 'message_stop' });
-  await stream.end();
-}
-
-async function setup(lines: string[]): Promise<{ d: Driver; f: FakeProvider; buf: number }> {
-  fake = await startFakeProvider();
-  driver = await startDriver({
-    env: { ANTHROPIC_API_KEY: 'sk-test-key', ANTHROPIC_BASE_URL: fake.url },
-  });
-  const buf = await driver.openChat('send.chat', lines);
-  return { d: driver, f: fake, buf };
+async function setup(lines: string[]): Promise<Session> {
+  const session = await launch();
+  session.buf = await session.d.openChat('send.chat', lines);
+  return session;
 }
 
 describe('sending a chat', () => {
@@ -70,7 +24,7 @@ describe('sending a chat', () => {
     await d.press('<C-]>');
     const request = await f.nextRequest({ path: '/v1/messages' });
     const stream = request.stream();
-    await stream.sse('message_start', START);
+    await stream.sse('message_start', MESSAGE_START);
     // Deltas close together: the label's updates are paced to one per 100 ms.
     await textBlock(stream, ['one ', 'two ', 'three ', 'four']);
     // The stream now pauses; the count of every delta so far must reach the screen.
@@ -108,7 +62,7 @@ describe('sending a chat', () => {
     await d.waitForEvent('FlemmaRequestSending');
     expect(await d.lua('return vim.bo[...].modifiable', buf)).toBe(false);
     const stream = request.stream();
-    await stream.sse('message_start', START);
+    await stream.sse('message_start', MESSAGE_START);
     await textBlock(stream, ['Hi', ' there', '!\nHow can I help?']);
     await finish(stream);
     const finished = await d.waitForEvent('FlemmaRequestFinished');
@@ -145,7 +99,7 @@ describe('sending a chat', () => {
     await d.command('Flemma send');
     const request = await f.nextRequest({ path: '/v1/messages' });
     const stream = request.stream();
-    await stream.sse('message_start', START);
+    await stream.sse('message_start', MESSAGE_START);
     await textBlock(stream, ['Once upon', ' a time']);
     // Wait until the text is in the buffer, then cancel as a user would.
     await d.lua(
@@ -193,7 +147,7 @@ describe('sending a chat', () => {
   });
 
   it('says which variable to set when there is no API key', async () => {
-    driver = await startDriver();
+    const { d: driver } = await launch({ key: false });
     await driver.openChat('nokey.chat', ['@You:', 'Hello']);
     await driver.press('<C-]>');
     const note = await driver.waitForNotification(/no credential for the Anthropic API key/);
@@ -211,7 +165,7 @@ describe('sending a chat', () => {
     await d.press('<C-]>');
     const request = await f.nextRequest({ path: '/v1/messages' });
     const stream = request.stream();
-    await stream.sse('message_start', START);
+    await stream.sse('message_start', MESSAGE_START);
     await textBlock(stream, ['Half an ans']);
     await d.lua(
       `local bufnr = ...
@@ -235,7 +189,8 @@ describe('sending a chat', () => {
   it('names the host and port when nothing listens there, and leaves the buffer as it was', async () => {
     const closed = await startFakeProvider();
     await closed.close();
-    driver = await startDriver({
+    const { d: driver } = await launch({
+      key: false,
       env: { ANTHROPIC_API_KEY: 'sk-test-key', ANTHROPIC_BASE_URL: closed.url },
     });
     const buf = await driver.openChat('refused.chat', ['@You:', 'Hello']);
@@ -254,7 +209,7 @@ describe('sending a chat', () => {
     const { d, f, buf } = await setup(['@You:', 'Hi']);
     await d.press('<C-]>');
     const stream = (await f.nextRequest({ path: '/v1/messages' })).stream();
-    await stream.sse('message_start', START);
+    await stream.sse('message_start', MESSAGE_START);
     await textBlock(stream, ['Hello.']);
     await finish(stream);
     const idle = await d.waitForEvent('FlemmaConversationIdle');
@@ -276,7 +231,7 @@ describe('sending a chat', () => {
     );
     await d.press('<C-]>');
     const first = (await f.nextRequest({ path: '/v1/messages' })).stream();
-    await first.sse('message_start', START);
+    await first.sse('message_start', MESSAGE_START);
     await textBlock(first, ['One.']);
     await finish(first);
     const second = await f.nextRequest({ path: '/v1/messages' });
@@ -360,7 +315,7 @@ describe('sending a chat', () => {
       },
     );
     const second = (await f.nextRequest({ path: '/v1/messages' })).stream();
-    await second.sse('message_start', START);
+    await second.sse('message_start', MESSAGE_START);
     await textBlock(second, ['Made it.']);
     await finish(second);
     const finished = await d.waitForEvent('FlemmaRequestFinished');
@@ -416,7 +371,7 @@ describe('sending a chat', () => {
     const created = await d.waitForEvent('FlemmaSinkCreated');
     expect(String(created.data['name'])).toMatch(/^flemma:\/\/sink\/request\/\d+#\d+$/);
     const stream = (await f.nextRequest({ path: '/v1/messages' })).stream();
-    await stream.sse('message_start', START);
+    await stream.sse('message_start', MESSAGE_START);
     await textBlock(stream, ['Hi', '!']);
     await finish(stream);
     const destroyed = await d.waitForEvent('FlemmaSinkDestroyed');

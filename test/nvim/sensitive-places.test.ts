@@ -14,26 +14,24 @@ import {
   anthropicReply as reply,
   type ScriptedCall as Call,
 } from '../helpers/anthropic-script.js';
-import { type Driver, startDriver } from '../helpers/driver.js';
-import { type FakeProvider, startFakeProvider } from '../helpers/fake-provider.js';
+import { type Driver } from '../helpers/driver.js';
+import { launcher } from '../helpers/e2e.js';
+import { type FakeProvider } from '../helpers/fake-provider.js';
 
-let driver: Driver | undefined;
-let fake: FakeProvider | undefined;
 let flipper: ChildProcess | undefined;
 
-afterEach(async () => {
+// Declared after the launcher's: after hooks run last-declared first, so the flipper is killed
+// before Neovim quits.
+const launch = launcher();
+
+afterEach(() => {
   flipper?.kill('SIGKILL');
   flipper = undefined;
-  await driver?.quit();
-  await fake?.close();
-  driver = undefined;
-  fake = undefined;
 });
 
 async function setup(): Promise<{ d: Driver; f: FakeProvider; buf: number }> {
-  fake = await startFakeProvider();
-  driver = await startDriver({
-    env: { ANTHROPIC_API_KEY: 'sk-ant-test-key', ANTHROPIC_BASE_URL: fake.url },
+  const { d: driver, f: fake } = await launch({
+    key: 'sk-ant-test-key',
     setup: 'require("flemma").setup({})',
   });
   const buf = await driver.openChat('hostile.chat', ['@You:', 'Go.']);
@@ -170,11 +168,7 @@ describe('places that run code', () => {
     await d.press('<C-]>');
     await reply(await f.nextRequest({ path: '/v1/messages' }), 'Writing.', calls);
     // Every call finishes (written in the plain directory, or refused); wait for each in turn.
-    for (;;) {
-      const before = d.eventCount;
-      if (d.eventsSeen('FlemmaToolCompleted').length >= calls.length) break;
-      await d.waitForEvent('FlemmaToolCompleted', { after: before });
-    }
+    await d.waitForEventCount('FlemmaToolCompleted', calls.length);
     flipper.kill('SIGKILL');
     flipper = undefined;
     expect(readdirSync(hooks)).toEqual([]);

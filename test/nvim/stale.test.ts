@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type Driver, startDriver } from '../helpers/driver.js';
+import { echoTool } from '../helpers/e2e.js';
 import type { Screen } from '../helpers/screen.js';
 
 let driver: Driver | undefined;
@@ -22,18 +23,7 @@ const WIDTH = 80;
 const HEIGHT = 24;
 
 const ECHO_TOOL = `
-require("flemma.tools").register("echo_tool", {
-  name = "echo_tool",
-  description = "Echo the text back",
-  input_schema = {
-    type = "object",
-    properties = { text = { type = "string" } },
-    required = { "text" },
-    additionalProperties = false,
-  },
-  format_preview = function(input) return '"' .. input.text .. '"' end,
-  execute = function(input) return { success = true, output = "echo: " .. input.text } end,
-})`;
+${echoTool({ strict: true, more: `format_preview = function(input) return '"' .. input.text .. '"' end,` })}`;
 
 /**
  * Like nvim-notify: `notify(message, level, opts)` shows the message in a floating window (given

@@ -5,21 +5,26 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { type Driver, type DriverOptions, startDriver } from '../helpers/driver.js';
-import { type FakeProvider, type FakeStream, startFakeProvider } from '../helpers/fake-provider.js';
+import { textReply as reply } from '../helpers/anthropic-script.js';
+import { type Driver } from '../helpers/driver.js';
+import {
+  launcher,
+  type LaunchOptions,
+  type Session,
+  GATED_TOOL,
+  GATED_CHAT,
+} from '../helpers/e2e.js';
 
-let driver: Driver | undefined;
-let fake: FakeProvider | undefined;
 let stubDir: string | undefined;
 
-afterEach(async () => {
-  await driver?.quit();
-  await fake?.close();
+// Declared before the launcher's: after hooks run last-declared first, so Neovim has quit before
+// the stub's directory is removed.
+afterEach(() => {
   if (stubDir !== undefined) rmSync(stubDir, { recursive: true, force: true });
-  driver = undefined;
-  fake = undefined;
   stubDir = undefined;
 });
+
+const launch = launcher();
 
 /**
  * A plain 'statusline' showing Flemma's text. Every evaluation (each redraw, with a UI attached)
@@ -41,9 +46,13 @@ end
 vim.o.statusline = "%{v:lua.Drawn()}"
 `;
 
-async function start(setup: string, options: DriverOptions = {}): Promise<Driver> {
-  driver = await startDriver({ ...options, setup: `${setup}\n${STATUSLINE}` });
-  return driver;
+/** Neovim with `setup` and the statusline (and no provider unless `options.key` says one). */
+function session(setup: string, options: LaunchOptions = {}): Promise<Session> {
+  return launch({ key: false, ...options, setup: `${setup}\n${STATUSLINE}` });
+}
+
+async function start(setup: string, options: LaunchOptions = {}): Promise<Driver> {
+  return (await session(setup, options)).d;
 }
 
 /** The current window's statusline as the user sees it. */
@@ -64,42 +73,6 @@ async function drawn(d: Driver, text: string, present = true): Promise<string> {
     match: (e) => has(e.data['text']),
   });
   return String(event.data['text']);
-}
-
-const START = {
-  type: 'message_start',
-  message: {
-    id: 'msg_fake',
-    type: 'message',
-    role: 'assistant',
-    model: 'claude-sonnet-4-6',
-    content: [],
-    stop_reason: null,
-    stop_sequence: null,
-    usage: { input_tokens: 12, output_tokens: 1 },
-  },
-};
-
-async function reply(stream: FakeStream, text: string): Promise<void> {
-  await stream.sse('message_start', START);
-  await stream.sse('content_block_start', {
-    type: 'content_block_start',
-    index: 0,
-    content_block: { type: 'text', text: '' },
-  });
-  await stream.sse('content_block_delta', {
-    type: 'content_block_delta',
-    index: 0,
-    delta: { type: 'text_delta', text },
-  });
-  await stream.sse('content_block_stop', { type: 'content_block_stop', index: 0 });
-  await stream.sse('message_delta', {
-    type: 'message_delta',
-    delta: { stop_reason: 'end_turn', stop_sequence: null },
-    usage: { output_tokens: 5 },
-  });
-  await stream.sse('message_stop', { type: 'message_stop' });
-  await stream.end();
 }
 
 /** A tool source that keeps the host booting until `_G.finish_source()`. */
@@ -144,11 +117,13 @@ describe('the statusline text', () => {
   });
 
   it('shows a streaming request while it runs, and not after it finished', async () => {
-    fake = await startFakeProvider();
-    const d = await start('require("flemma").setup({ model = "claude-sonnet-4-6" })', {
-      env: { ANTHROPIC_API_KEY: 'sk-test-key', ANTHROPIC_BASE_URL: fake.url },
-      ui: { width: 80, height: 10 },
-    });
+    const { d, f: fake } = await session(
+      'require("flemma").setup({ model = "claude-sonnet-4-6" })',
+      {
+        key: 'sk-test-key',
+        ui: { width: 80, height: 10 },
+      },
+    );
     await d.openChat('send.chat', ['@You:', 'Hello']);
     await d.waitForEvent('FlemmaBootComplete');
     expect(await drawn(d, 'claude-sonnet-4-6 (high)')).toBe('claude-sonnet-4-6 (high)');
@@ -170,25 +145,8 @@ describe('the statusline text', () => {
 
   it('shows running tools while they run', async () => {
     const d = await start(`require("flemma").setup({ tools = { autopilot = false } })
-      require("flemma.tools").register("gated_tool", {
-        name = "gated_tool",
-        description = "Answers when the test says so",
-        input_schema = { type = "object", properties = {} },
-        execute = function(input, ctx, callback)
-          _G.finish_gated = function(text) callback({ success = true, output = text }) end
-        end,
-      })`);
-    await d.openChat('tools.chat', [
-      '@You:',
-      'Work.',
-      '',
-      '@Assistant:',
-      '**Tool Use:** `gated_tool` (`toolu_G`)',
-      '',
-      '```json',
-      '{}',
-      '```',
-    ]);
+      ${GATED_TOOL}`);
+    await d.openChat('tools.chat', GATED_CHAT);
     await d.waitForEvent('FlemmaBootComplete');
     expect(await shown(d)).toBe('anthropic (high)');
     await d.command('normal! 6G');
@@ -238,8 +196,7 @@ describe('ui.statusline.format', () => {
   });
 
   it('reads the session figures and the last request from flemma.usage', async () => {
-    fake = await startFakeProvider();
-    const d = await start(
+    const { d, f: fake } = await session(
       `require("flemma").setup({ model = "claude-sonnet-4-6", parameters = { openai = { thinking = "low" } } })
       -- A stand-in for the usage module, answering what the test puts in these globals.
       _G.usage_figures = { requests = 0, cost = 0 }
@@ -247,7 +204,7 @@ describe('ui.statusline.format', () => {
         session = function() return _G.usage_figures end,
         last = function(bufnr) return _G.usage_last end,
       }, { __index = function() return function() end end })`,
-      { env: { ANTHROPIC_API_KEY: 'sk-test-key', ANTHROPIC_BASE_URL: fake.url } },
+      { key: 'sk-test-key' },
     );
     await d.openChat('usage.chat', ['@You:', 'Hi']);
     await d.waitForEvent('FlemmaBootComplete');

@@ -1,22 +1,11 @@
 // `:Flemma switch`: another provider, model and parameters for the next request, directly or
 // through a named preset, with completion.
-import { afterEach, describe, expect, it } from 'vitest';
-import { type Driver, startDriver } from '../helpers/driver.js';
-import {
-  type FakeProvider,
-  type FakeRequest,
-  startFakeProvider,
-} from '../helpers/fake-provider.js';
+import { describe, expect, it } from 'vitest';
+import { type Driver } from '../helpers/driver.js';
+import { launcher } from '../helpers/e2e.js';
+import { type FakeProvider, type FakeRequest } from '../helpers/fake-provider.js';
 
-let driver: Driver | undefined;
-let fake: FakeProvider | undefined;
-
-afterEach(async () => {
-  await driver?.quit();
-  await fake?.close();
-  driver = undefined;
-  fake = undefined;
-});
+const launch = launcher();
 
 let sequence = 0;
 const event = (type: string, fields: Record<string, unknown> = {}): Record<string, unknown> => ({
@@ -56,14 +45,9 @@ const PRESETS = `presets = {
 }`;
 
 async function setup(): Promise<{ d: Driver; f: FakeProvider; buf: number }> {
-  fake = await startFakeProvider();
-  driver = await startDriver({
-    env: {
-      ANTHROPIC_API_KEY: 'sk-ant',
-      ANTHROPIC_BASE_URL: fake.url,
-      OPENAI_API_KEY: 'sk-openai',
-      OPENAI_BASE_URL: `${fake.url}/v1`,
-    },
+  const { d: driver, f: fake } = await launch({
+    key: 'sk-ant',
+    env: (fake) => ({ OPENAI_API_KEY: 'sk-openai', OPENAI_BASE_URL: `${fake.url}/v1` }),
     setup: `require("flemma").setup({ ${PRESETS} })`,
   });
   const buf = await driver.openChat('switch.chat', ['@You:', 'Hello']);

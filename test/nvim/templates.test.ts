@@ -1,59 +1,21 @@
 // Templates and file references, end to end: what the user wrote in `@System:` / `@You:` reaches
 // the provider rendered (`{{ }}`, `{% %}`, include) and with the referenced files read.
-import { afterEach, describe, expect, it } from 'vitest';
-import { type Driver, startDriver } from '../helpers/driver.js';
-import { type FakeProvider, type FakeStream, startFakeProvider } from '../helpers/fake-provider.js';
+import { describe, expect, it } from 'vitest';
+import { messageStart, textDeltas, textDelta, endMessage } from '../helpers/anthropic-script.js';
+import { launcher, type Session } from '../helpers/e2e.js';
+import { type FakeStream } from '../helpers/fake-provider.js';
 
-let driver: Driver | undefined;
-let fake: FakeProvider | undefined;
-
-afterEach(async () => {
-  await driver?.quit();
-  await fake?.close();
-  driver = undefined;
-  fake = undefined;
-});
+const launch = launcher();
 
 async function reply(stream: FakeStream): Promise<void> {
-  await stream.sse('message_start', {
-    type: 'message_start',
-    message: {
-      id: 'msg_fake',
-      type: 'message',
-      role: 'assistant',
-      model: 'claude-sonnet-4-6',
-      content: [],
-      stop_reason: null,
-      stop_sequence: null,
-      usage: { input_tokens: 1, output_tokens: 1 },
-    },
-  });
-  await stream.sse('content_block_start', {
-    type: 'content_block_start',
-    index: 0,
-    content_block: { type: 'text', text: '' },
-  });
-  await stream.sse('content_block_delta', {
-    type: 'content_block_delta',
-    index: 0,
-    delta: { type: 'text_delta', text: 'ok' },
-  });
-  await stream.sse('content_block_stop', { type: 'content_block_stop', index: 0 });
-  await stream.sse('message_delta', {
-    type: 'message_delta',
-    delta: { stop_reason: 'end_turn', stop_sequence: null },
-    usage: { output_tokens: 1 },
-  });
-  await stream.sse('message_stop', { type: 'message_stop' });
-  await stream.end();
+  await stream.sse('message_start', messageStart({ input: 1 }));
+  await textDeltas(stream, []);
+  await textDelta(stream, 'ok');
+  await endMessage(stream, { outputTokens: 1 });
 }
 
-async function start(): Promise<{ d: Driver; f: FakeProvider }> {
-  fake = await startFakeProvider();
-  driver = await startDriver({
-    env: { ANTHROPIC_API_KEY: 'sk-test-key', ANTHROPIC_BASE_URL: fake.url },
-  });
-  return { d: driver, f: fake };
+function start(): Promise<Session> {
+  return launch();
 }
 
 interface Body {

@@ -3,37 +3,13 @@
 // approval chain asks their `requires_approval`, previews show `output.prompt`, a rejection
 // reaches the model as `output.rejected`'s text, and in XML tool calling the model's XML block
 // runs through the same cycle.
-import { afterEach, describe, expect, it } from 'vitest';
-import { type Driver, startDriver } from '../helpers/driver.js';
-import {
-  type FakeProvider,
-  type FakeRequest,
-  startFakeProvider,
-} from '../helpers/fake-provider.js';
+import { describe, expect, it } from 'vitest';
+import { MESSAGE_START, textDeltas, textDelta } from '../helpers/anthropic-script.js';
+import { type Driver } from '../helpers/driver.js';
+import { launcher, type Session } from '../helpers/e2e.js';
+import { type FakeRequest } from '../helpers/fake-provider.js';
 
-let driver: Driver | undefined;
-let fake: FakeProvider | undefined;
-
-afterEach(async () => {
-  await driver?.quit();
-  await fake?.close();
-  driver = undefined;
-  fake = undefined;
-});
-
-const START = {
-  type: 'message_start',
-  message: {
-    id: 'msg_fake',
-    type: 'message',
-    role: 'assistant',
-    model: 'claude-sonnet-4-6',
-    content: [],
-    stop_reason: null,
-    stop_sequence: null,
-    usage: { input_tokens: 12, output_tokens: 1 },
-  },
-};
+const launch = launcher();
 
 interface Call {
   id: string;
@@ -49,18 +25,10 @@ async function reply(
   calls: Call[] = [],
 ): Promise<void> {
   const s = request.stream();
-  await s.sse('message_start', START);
-  await s.sse('content_block_start', {
-    type: 'content_block_start',
-    index: 0,
-    content_block: { type: 'text', text: '' },
-  });
+  await s.sse('message_start', MESSAGE_START);
+  await textDeltas(s, []);
   for (const chunk of typeof text === 'string' ? [text] : text) {
-    await s.sse('content_block_delta', {
-      type: 'content_block_delta',
-      index: 0,
-      delta: { type: 'text_delta', text: chunk },
-    });
+    await textDelta(s, chunk);
   }
   await s.sse('content_block_stop', { type: 'content_block_stop', index: 0 });
   for (const [i, call] of calls.entries()) {
@@ -179,16 +147,12 @@ async function setup(options: {
   tools?: string;
   lines?: string[];
   define: string;
-}): Promise<{ d: Driver; f: FakeProvider; buf: number }> {
-  fake = await startFakeProvider();
-  driver = await startDriver({
-    env: { ANTHROPIC_API_KEY: 'sk-test-key', ANTHROPIC_BASE_URL: fake.url },
-    setup: `require("flemma").setup({ tools = ${options.tools ?? '{}'} })
-${options.define}`,
+}): Promise<Session> {
+  return launch({
+    config: `{ tools = ${options.tools ?? '{}'} }`,
+    lua: options.define,
+    chat: { name: 'cc.chat', lines: options.lines ?? ['@You:', 'Go.'] },
   });
-  const buf = await driver.openChat('cc.chat', options.lines ?? ['@You:', 'Go.']);
-  await driver.waitForEvent('FlemmaBootComplete');
-  return { d: driver, f: fake, buf };
 }
 
 type Message = { role: string; content: { type: string; [key: string]: unknown }[] | string };
@@ -423,7 +387,7 @@ async function runTool(
 
 describe('the cmds runner', () => {
   it('C-03: a failing command stops the chain; the error has the exit code and stderr; output.error once', async () => {
-    driver = await startDriver();
+    const { d: driver } = await launch({ key: false });
     const marker = `${driver.home}/work/should-not-exist`;
     const { result, log } = await runTool(
       driver,
@@ -446,7 +410,7 @@ describe('the cmds runner', () => {
   });
 
   it('C-04: opts.timeout (ms) stops a slow command', async () => {
-    driver = await startDriver();
+    const { d: driver } = await launch({ key: false });
     // The command outlasts the test: only the timeout can end it.
     const { result } = await runTool(
       driver,
@@ -460,7 +424,7 @@ describe('the cmds runner', () => {
   });
 
   it('C-01/C-02: a synchronous function, an asynchronous one answering twice, output.success per step', async () => {
-    driver = await startDriver();
+    const { d: driver } = await launch({ key: false });
     const { result, log } = await runTool(
       driver,
       `{
@@ -482,7 +446,7 @@ describe('the cmds runner', () => {
   });
 
   it('output.success and output.error may give the text; ${var} env() does not define is an error', async () => {
-    driver = await startDriver();
+    const { d: driver } = await launch({ key: false });
     const ok = await runTool(
       driver,
       `{ cmds = { { "echo", "\${a}" } }, env = function(args) return { a = args.x } end,
@@ -509,7 +473,7 @@ describe('the cmds runner', () => {
   });
 
   it('C-13: requires_approval as a function gets the input and a context with path helpers', async () => {
-    driver = await startDriver();
+    const { d: driver } = await launch({ key: false });
     const answers = await driver.lua<unknown[]>(`
       local tools = require("flemma.tools")
       tools.register("reader", {

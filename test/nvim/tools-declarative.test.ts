@@ -9,45 +9,26 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { type Driver, startDriver } from '../helpers/driver.js';
-import {
-  type FakeProvider,
-  type FakeRequest,
-  startFakeProvider,
-} from '../helpers/fake-provider.js';
+import { MESSAGE_START, textDeltas, textDelta } from '../helpers/anthropic-script.js';
+import { launcher } from '../helpers/e2e.js';
+import { type FakeRequest } from '../helpers/fake-provider.js';
 
-let driver: Driver | undefined;
-let fake: FakeProvider | undefined;
 let server: Server | undefined;
 let dir: string | undefined;
 
+// Declared before the launcher's: after hooks run last-declared first, so Neovim quits and
+// the fake provider stops before this runs.
 afterEach(async () => {
-  await driver?.quit();
-  await fake?.close();
   if (server !== undefined) {
     server.closeAllConnections();
     await new Promise((resolve) => server?.close(resolve));
   }
   if (dir !== undefined) await rm(dir, { recursive: true, force: true });
-  driver = undefined;
-  fake = undefined;
   server = undefined;
   dir = undefined;
 });
 
-const START = {
-  type: 'message_start',
-  message: {
-    id: 'msg_fake',
-    type: 'message',
-    role: 'assistant',
-    model: 'claude-sonnet-4-6',
-    content: [],
-    stop_reason: null,
-    stop_sequence: null,
-    usage: { input_tokens: 12, output_tokens: 1 },
-  },
-};
+const launch = launcher();
 
 async function reply(
   request: FakeRequest,
@@ -55,17 +36,9 @@ async function reply(
   call?: { id: string; name: string; input: Record<string, unknown> },
 ): Promise<void> {
   const s = request.stream();
-  await s.sse('message_start', START);
-  await s.sse('content_block_start', {
-    type: 'content_block_start',
-    index: 0,
-    content_block: { type: 'text', text: '' },
-  });
-  await s.sse('content_block_delta', {
-    type: 'content_block_delta',
-    index: 0,
-    delta: { type: 'text_delta', text },
-  });
+  await s.sse('message_start', MESSAGE_START);
+  await textDeltas(s, []);
+  await textDelta(s, text);
   await s.sse('content_block_stop', { type: 'content_block_stop', index: 0 });
   if (call !== undefined) {
     await s.sse('content_block_start', {
@@ -123,13 +96,8 @@ implementation:
       join(dir, 'bad.yaml'),
       'name: bad\ndescription: Bad\nimplementation: { type: ftp }\n',
     );
-    fake = await startFakeProvider();
-    driver = await startDriver({
-      env: {
-        ANTHROPIC_API_KEY: 'sk-test-key',
-        ANTHROPIC_BASE_URL: fake.url,
-        WEATHER_TOKEN: 'tok-1',
-      },
+    const { d: driver, f: fake } = await launch({
+      env: { WEATHER_TOKEN: 'tok-1' },
       setup: `require("flemma").setup({ tools = {
         auto_approve = { "$default", "weather" },
         declarative = { dirs = { ${JSON.stringify(dir)} }, env = { "WEATHER_TOKEN" } },
@@ -203,7 +171,8 @@ implementation:
       join(tools, 'save.yaml'),
       'name: save\ndescription: Save a file\nparams:\n  - { name: path, type: string, required: true }\n  - { name: content, type: string, required: true }\nimplementation: { type: file_write, mkdir: true }\n',
     );
-    driver = await startDriver({
+    const { d: driver } = await launch({
+      key: false,
       setup: `require("flemma").setup({
         tools = { autopilot = false, max_concurrent = 0, declarative = { dirs = { ${JSON.stringify(tools)} } } },
         sandbox = { roots = { { name = "ws", path = ${JSON.stringify(ws)} } } },
@@ -265,7 +234,8 @@ implementation:
   });
 
   it('V-24: a tool the buffer does not offer is refused at execution, with the offered list', async () => {
-    driver = await startDriver({
+    const { d: driver } = await launch({
+      key: false,
       setup: 'require("flemma").setup({ tools = { autopilot = false } })',
     });
     const d = driver;

@@ -2,24 +2,13 @@
 // one's line; <C-]> runs only the first, answers the second with a "duplicate tool id" error
 // result under a derived id, and the request never carries two tool uses with one id, through
 // Anthropic (a model's mistake, streamed) and OpenAI (a hand edit). The rules: tool-ids.ts.
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { anthropicReply } from '../helpers/anthropic-script.js';
-import { type Driver, startDriver } from '../helpers/driver.js';
-import {
-  type FakeProvider,
-  type FakeRequest,
-  startFakeProvider,
-} from '../helpers/fake-provider.js';
+import { type Driver } from '../helpers/driver.js';
+import { launcher } from '../helpers/e2e.js';
+import { type FakeRequest } from '../helpers/fake-provider.js';
 
-let driver: Driver | undefined;
-let fake: FakeProvider | undefined;
-
-afterEach(async () => {
-  await driver?.quit();
-  await fake?.close();
-  driver = undefined;
-  fake = undefined;
-});
+const launch = launcher();
 
 const TOOLS = '{ "calculator", autopilot = false, auto_approve = { "calculator" } }';
 const DUPLICATE_TEXT =
@@ -82,9 +71,7 @@ async function runTheCycle(
 
 describe('two tool uses with the same id', () => {
   it('Anthropic: the repeat gets a diagnostic and an error result, and is sent under its own id', async () => {
-    fake = await startFakeProvider();
-    driver = await startDriver({
-      env: { ANTHROPIC_API_KEY: 'sk-test-key', ANTHROPIC_BASE_URL: fake.url },
+    const { d: driver, f: fake } = await launch({
       setup: `require("flemma").setup({ tools = ${TOOLS} })`,
     });
     const d = driver;
@@ -128,10 +115,11 @@ describe('two tool uses with the same id', () => {
   });
 
   it('OpenAI: a hand-edited chat with a repeated id sends one call per id, each with its output', async () => {
-    fake = await startFakeProvider();
-    driver = await startDriver({
+    const { d: driver, f: fake } = await launch({
+      key: false,
       env: { OPENAI_API_KEY: 'sk-openai-test' },
-      setup: `require("flemma").setup({ provider = "openai", parameters = { openai = { base_url = "${fake.url}/v1" } }, tools = ${TOOLS} })`,
+      config: (fake) =>
+        `{ provider = "openai", parameters = { openai = { base_url = "${fake.url}/v1" } }, tools = ${TOOLS} }`,
     });
     const d = driver;
     const use = (expression: string): string[] => [

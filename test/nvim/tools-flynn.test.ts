@@ -8,21 +8,16 @@
 import { createServer, type Server } from 'node:http';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { anthropicReply as reply } from '../helpers/anthropic-script.js';
 import { afterEach, describe, expect, it } from 'vitest';
-import { type Driver, startDriver } from '../helpers/driver.js';
-import {
-  type FakeProvider,
-  type FakeRequest,
-  startFakeProvider,
-} from '../helpers/fake-provider.js';
+import { launcher, type Session } from '../helpers/e2e.js';
+import { type FakeRequest } from '../helpers/fake-provider.js';
 
-let driver: Driver | undefined;
-let fake: FakeProvider | undefined;
 let server: Server | undefined;
 
+// Declared before the launcher's: after hooks run last-declared first, so Neovim and the fake
+// provider stop before this server does.
 afterEach(async () => {
-  await driver?.quit();
-  await fake?.close();
   await new Promise<void>((resolve) => {
     if (server === undefined) resolve();
     else
@@ -30,68 +25,10 @@ afterEach(async () => {
         resolve();
       });
   });
-  driver = undefined;
-  fake = undefined;
   server = undefined;
 });
 
-const START = {
-  type: 'message_start',
-  message: {
-    id: 'msg_fake',
-    type: 'message',
-    role: 'assistant',
-    model: 'claude-sonnet-4-6',
-    content: [],
-    stop_reason: null,
-    stop_sequence: null,
-    usage: { input_tokens: 12, output_tokens: 1 },
-  },
-};
-
-interface Call {
-  id: string;
-  name: string;
-  input: Record<string, unknown>;
-}
-
-/** Streams an Anthropic reply: a text block, then one tool_use block per call. */
-async function reply(request: FakeRequest, text: string, calls: Call[] = []): Promise<void> {
-  const s = request.stream();
-  await s.sse('message_start', START);
-  await s.sse('content_block_start', {
-    type: 'content_block_start',
-    index: 0,
-    content_block: { type: 'text', text: '' },
-  });
-  await s.sse('content_block_delta', {
-    type: 'content_block_delta',
-    index: 0,
-    delta: { type: 'text_delta', text },
-  });
-  await s.sse('content_block_stop', { type: 'content_block_stop', index: 0 });
-  for (const [i, call] of calls.entries()) {
-    const index = i + 1;
-    await s.sse('content_block_start', {
-      type: 'content_block_start',
-      index,
-      content_block: { type: 'tool_use', id: call.id, name: call.name, input: {} },
-    });
-    await s.sse('content_block_delta', {
-      type: 'content_block_delta',
-      index,
-      delta: { type: 'input_json_delta', partial_json: JSON.stringify(call.input) },
-    });
-    await s.sse('content_block_stop', { type: 'content_block_stop', index });
-  }
-  await s.sse('message_delta', {
-    type: 'message_delta',
-    delta: { stop_reason: calls.length > 0 ? 'tool_use' : 'end_turn', stop_sequence: null },
-    usage: { output_tokens: 5 },
-  });
-  await s.sse('message_stop', { type: 'message_stop' });
-  await s.end();
-}
+const launch = launcher();
 
 type Block = { type: string; [key: string]: unknown };
 type Body = { tools?: { name: string }[]; messages: { role: string; content: Block[] | string }[] };
@@ -106,12 +43,9 @@ function blocks(request: FakeRequest): Block[] {
   );
 }
 
-async function start(tools: string, envFake = true): Promise<{ d: Driver; f: FakeProvider }> {
-  fake = await startFakeProvider();
-  driver = await startDriver({
-    env: envFake ? { ANTHROPIC_API_KEY: 'sk-test-key', ANTHROPIC_BASE_URL: fake.url } : {},
-  });
-  const d = driver;
+async function start(tools: string, envFake = true): Promise<Session> {
+  const session = await launch(envFake ? {} : { key: false });
+  const d = session.d;
   const notes = d.writeFile(
     'js/notes.mjs',
     `export const tool = {
@@ -124,7 +58,7 @@ async function start(tools: string, envFake = true): Promise<{ d: Driver; f: Fak
   await d.lua(
     `require("flemma").setup({ tools = vim.tbl_extend("force", { autopilot = false, modules = { "${notes}" } }, ${tools}) })`,
   );
-  return { d, f: fake };
+  return session;
 }
 
 describe('tool policy end to end', () => {

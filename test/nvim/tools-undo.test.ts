@@ -4,17 +4,12 @@
 import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { anthropicReply } from '../helpers/anthropic-script.js';
-import { type Driver, startDriver } from '../helpers/driver.js';
-import { type FakeProvider, startFakeProvider } from '../helpers/fake-provider.js';
+import { type Driver } from '../helpers/driver.js';
+import { launcher } from '../helpers/e2e.js';
 
-let driver: Driver | undefined;
-
-afterEach(async () => {
-  await driver?.quit();
-  driver = undefined;
-});
+const launch = launcher();
 
 function toolUse(name: string, id: string, input: unknown): string[] {
   return [`**Tool Use:** \`${name}\` (\`${id}\`)`, '', '```json', JSON.stringify(input), '```'];
@@ -48,7 +43,7 @@ async function undo(d: Driver, id: string): Promise<void> {
 
 describe(':Flemma tool:undo', () => {
   it('restores what an edit changed and removes what a write created, and marks each result', async () => {
-    driver = await startDriver({ setup: SETUP });
+    const { d: driver } = await launch({ key: false, setup: SETUP });
     const d = driver;
     const notes = d.writeFile('notes.txt', 'one\ntwo\nthree\n');
     await runCalls(d, [
@@ -95,7 +90,7 @@ describe(':Flemma tool:undo', () => {
   });
 
   it('refuses when the file changed since the call, and leaves file and result alone', async () => {
-    driver = await startDriver({ setup: SETUP });
+    const { d: driver } = await launch({ key: false, setup: SETUP });
     const d = driver;
     const notes = d.writeFile('notes.txt', 'alpha\nbeta\n');
     await runCalls(d, [
@@ -151,7 +146,8 @@ async function quickfix(d: Driver): Promise<{ title: string; items: QfItem[] }> 
 
 describe(':Flemma tool:undo and the sandbox', () => {
   it('writes through the policy in force: a path it no longer allows is refused', async () => {
-    driver = await startDriver({
+    const { d: driver } = await launch({
+      key: false,
       setup: `require("flemma").setup({
         tools = { autopilot = false },
         sandbox = { policy = { rw_paths = { "urn:flemma:cwd" } } },
@@ -186,7 +182,8 @@ describe(':Flemma tool:undo and the sandbox', () => {
 
 describe('tools.undo', () => {
   it('enabled = false keeps nothing, and the undo says so', async () => {
-    driver = await startDriver({
+    const { d: driver } = await launch({
+      key: false,
       setup:
         'require("flemma").setup({ tools = { autopilot = false, undo = { enabled = false } } })',
     });
@@ -217,7 +214,7 @@ describe(':Flemma review', () => {
   ];
 
   it('lists one entry per hunk of the last turn, of a range, or of the whole chat; undo works from an entry', async () => {
-    driver = await startDriver({ setup: SETUP });
+    const { d: driver } = await launch({ key: false, setup: SETUP });
     const d = driver;
     const list = d.writeFile('list.txt', 'a\nb\nc\nd\ne\nf\n');
     d.writeFile('other.txt', 'keep\n');
@@ -301,19 +298,8 @@ describe(':Flemma review', () => {
 });
 
 describe(':Flemma review in a git repository', () => {
-  let fake: FakeProvider | undefined;
-
-  afterEach(async () => {
-    await fake?.close();
-    fake = undefined;
-  });
-
   it('also lists the files git status shows changed during the turn, marked as such', async () => {
-    fake = await startFakeProvider();
-    driver = await startDriver({
-      env: { ANTHROPIC_API_KEY: 'sk-ant-test-key', ANTHROPIC_BASE_URL: fake.url },
-      setup: SETUP,
-    });
+    const { d: driver, f: fake } = await launch({ key: 'sk-ant-test-key', setup: SETUP });
     const d = driver;
     const tracked = d.writeFile('tracked.txt', 'one\n');
     const work = dirname(tracked);

@@ -8,23 +8,25 @@ import { homedir, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { anthropicMessages, anthropicReply } from '../helpers/anthropic-script.js';
-import { type Driver, ROOT, startDriver } from '../helpers/driver.js';
+import { type Driver, ROOT } from '../helpers/driver.js';
+import { launcher } from '../helpers/e2e.js';
 import {
   type FakeProvider,
   type FakeRequest,
   startFakeProvider,
 } from '../helpers/fake-provider.js';
 
-let driver: Driver | undefined;
 const fakes: FakeProvider[] = [];
 const dirs: string[] = [];
 
+// Declared before the launcher's: after hooks run last-declared first, so Neovim quits before
+// the other fake providers stop and the directories go.
 afterEach(async () => {
-  await driver?.quit();
-  driver = undefined;
   for (const fake of fakes.splice(0)) await fake.close();
   for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
 });
+
+const launch = launcher();
 
 /**
  * A directory outside every path the sandbox may write (the test's home, the checkout and the
@@ -47,14 +49,14 @@ async function start(
   setup = '{}',
   env: Record<string, string> = {},
 ): Promise<{ d: Driver; f: FakeProvider; evil: FakeProvider }> {
-  const f = await startFakeProvider();
   const evil = await startFakeProvider();
-  fakes.push(f, evil);
-  driver = await startDriver({
-    env: { ANTHROPIC_API_KEY: 'sk-ant-test-key', ANTHROPIC_BASE_URL: f.url, ...env },
+  fakes.push(evil);
+  const { d, f } = await launch({
+    key: 'sk-ant-test-key',
+    env,
     setup: `require("flemma").setup(${setup})`,
   });
-  return { d: driver, f, evil };
+  return { d, f, evil };
 }
 
 type Item = { lnum: number; message: string };
@@ -378,8 +380,6 @@ describe.each(['json', 'yaml'] as const)(
   'an untrusted %s frontmatter that names programs',
   (language) => {
     it('does not run a credential helper it names; after :trust it does', async () => {
-      const fake = await startFakeProvider();
-      fakes.push(fake);
       const out = outsideDir();
       const marker = join(out, 'helper-ran');
       const helper = join(out, 'gcloud.sh');
@@ -389,8 +389,9 @@ describe.each(['json', 'yaml'] as const)(
       // The user's own gcloud (configured, so that whatever gcloud this machine has stays out).
       const own = join(out, 'no-gcloud.sh');
       writeFileSync(own, '#!/bin/sh\nexit 1\n', { mode: 0o755 });
-      driver = await startDriver({
-        env: { GOOGLE_VERTEX_BASE_URL: fake.url, METADATA_SERVER_DETECTION: 'none' },
+      const { d: driver, f: fake } = await launch({
+        key: false,
+        env: (fake) => ({ GOOGLE_VERTEX_BASE_URL: fake.url, METADATA_SERVER_DETECTION: 'none' }),
         setup: `require("flemma").setup({
         parameters = { vertex = { project_id = "proj" } },
         secrets = { gcloud = { path = "${own}" } },
@@ -714,7 +715,7 @@ describe('the option classes', () => {
   }
 
   it('docs/security.md lists every option with its class as the schema has it', async () => {
-    driver = await startDriver({});
+    const { d: driver } = await launch({ key: false });
     const classes = await driver.lua<[string, unknown][]>(
       'return dofile(...).option_classes()',
       COVERAGE,
@@ -728,7 +729,7 @@ describe('the option classes', () => {
   });
 
   it('an option without a class needs trust', async () => {
-    driver = await startDriver({});
+    const { d: driver } = await launch({ key: false });
     const cls = await driver.lua(`
       local schema = require("flemma.config.schema")
       schema.options.fields.tools.fields.zz_new = schema.boolean(true)

@@ -1,31 +1,27 @@
 // The turn gutter (`turns.*`): each exchange the user started is marked beside its rows in the
 // 'statuscolumn' of chat windows, follows edits, shows a streaming reply as an open turn, and
 // leaves other buffers' windows alone. Asserted on the screen of an attached UI.
-import { afterEach, describe, expect, it } from 'vitest';
-import { type Driver, startDriver } from '../helpers/driver.js';
-import { type FakeProvider, startFakeProvider } from '../helpers/fake-provider.js';
+import { describe, expect, it } from 'vitest';
+import { MESSAGE_START, textDeltas, textDelta, endMessage } from '../helpers/anthropic-script.js';
+import { type Driver } from '../helpers/driver.js';
+import { launcher, type Session } from '../helpers/e2e.js';
 
-let driver: Driver | undefined;
-let fake: FakeProvider | undefined;
-
-afterEach(async () => {
-  await driver?.quit();
-  await fake?.close();
-  driver = undefined;
-  fake = undefined;
-});
+const launch = launcher();
 
 /** Every block open, so that each buffer line is one screen row. */
 const UNFOLDED =
   'editing = { auto_close = { thinking = false, tool_use = false, tool_result = false } }';
 
-async function start(options = '', env: Record<string, string> = {}): Promise<Driver> {
-  driver = await startDriver({
+function session(options = '', key: string | false = false): Promise<Session> {
+  return launch({
     setup: `require("flemma").setup({ ${UNFOLDED}, ${options} })`,
     ui: { width: 60, height: 40 },
-    env,
+    key,
   });
-  return driver;
+}
+
+async function start(options = ''): Promise<Driver> {
+  return (await session(options)).d;
 }
 
 /** The first `count` screen rows: each one's gutter (`width` cells) and the text after it. */
@@ -158,8 +154,7 @@ describe('the turn gutter', () => {
   });
 
   it('marks a streaming reply as an open turn until it is complete', async () => {
-    fake = await startFakeProvider();
-    const d = await start('', { ANTHROPIC_API_KEY: 'sk-test-key', ANTHROPIC_BASE_URL: fake.url });
+    const { d, f: fake } = await session('', 'sk-test-key');
     await d.openChat('s.chat', ['@You:', 'Tell me.']);
     expect((await gutter(d, 2)).map((row) => row[0])).toEqual([' ', ' ']);
     await d.press('<C-]>');
@@ -169,40 +164,13 @@ describe('the turn gutter', () => {
     // Waiting for the first word: the question and the reply's marker are an open turn.
     expect((await gutter(d, 4)).map((row) => row[0])).toEqual(['╭', '┊', '┊', '╯']);
     const stream = request.stream();
-    await stream.sse('message_start', {
-      type: 'message_start',
-      message: {
-        id: 'msg_fake',
-        type: 'message',
-        role: 'assistant',
-        model: 'claude-sonnet-4-6',
-        content: [],
-        stop_reason: null,
-        stop_sequence: null,
-        usage: { input_tokens: 12, output_tokens: 1 },
-      },
-    });
-    await stream.sse('content_block_start', {
-      type: 'content_block_start',
-      index: 0,
-      content_block: { type: 'text', text: '' },
-    });
-    await stream.sse('content_block_delta', {
-      type: 'content_block_delta',
-      index: 0,
-      delta: { type: 'text_delta', text: 'Once\nupon\na time' },
-    });
+    await stream.sse('message_start', MESSAGE_START);
+    await textDeltas(stream, []);
+    await textDelta(stream, 'Once\nupon\na time');
     await d.waitUntil('return vim.api.nvim_buf_get_lines(0, -2, -1, false)[1] == "a time"');
     await d.afterScheduled();
     expect((await gutter(d, 7)).map((row) => row[0])).toEqual(['╭', '┊', '┊', '┊', '┊', '┊', '╯']);
-    await stream.sse('content_block_stop', { type: 'content_block_stop', index: 0 });
-    await stream.sse('message_delta', {
-      type: 'message_delta',
-      delta: { stop_reason: 'end_turn', stop_sequence: null },
-      usage: { output_tokens: 5 },
-    });
-    await stream.sse('message_stop', { type: 'message_stop' });
-    await stream.end();
+    await endMessage(stream);
     await d.waitForEvent('FlemmaRequestFinished');
     await d.afterScheduled();
     // Complete: closed marks, and the next prompt outside it.

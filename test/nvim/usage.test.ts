@@ -1,23 +1,13 @@
 // Usage and cost end to end: a fake Anthropic server reports token counts, the host prices the
 // request, the usage bar shows it over the chat, `request:finished` carries the record, the
 // estimate counts tokens with the provider, and the spend cap asks before sending.
-import { afterEach, describe, expect, it } from 'vitest';
-import { type Driver, startDriver } from '../helpers/driver.js';
-import {
-  type FakeProvider,
-  type FakeRequest,
-  startFakeProvider,
-} from '../helpers/fake-provider.js';
+import { describe, expect, it } from 'vitest';
+import { anthropicBlocks, replyBlocks, type ScriptedCall } from '../helpers/anthropic-script.js';
+import { type Driver } from '../helpers/driver.js';
+import { launcher, type Session } from '../helpers/e2e.js';
+import { type FakeRequest } from '../helpers/fake-provider.js';
 
-let driver: Driver | undefined;
-let fake: FakeProvider | undefined;
-
-afterEach(async () => {
-  await driver?.quit();
-  await fake?.close();
-  driver = undefined;
-  fake = undefined;
-});
+const launch = launcher();
 
 interface Tokens {
   input: number;
@@ -34,75 +24,25 @@ interface Tokens {
 const TOKENS: Tokens = { input: 2000, output: 410, cacheRead: 6000, cacheCreation: 1000 };
 
 /** Streams a reply with these token counts: a text block, then tool calls if any. */
-async function reply(
+function reply(
   request: FakeRequest,
   text: string,
   tokens: Tokens = TOKENS,
-  calls: { id: string; name: string; input: unknown }[] = [],
+  calls: ScriptedCall[] = [],
 ): Promise<void> {
-  const s = request.stream();
-  await s.sse('message_start', {
-    type: 'message_start',
-    message: {
-      id: 'msg_fake',
-      type: 'message',
-      role: 'assistant',
-      model: 'claude-sonnet-4-6',
-      content: [],
-      stop_reason: null,
-      stop_sequence: null,
-      usage: {
-        input_tokens: tokens.input,
-        output_tokens: 1,
-        cache_read_input_tokens: tokens.cacheRead ?? 0,
-        cache_creation_input_tokens: tokens.cacheCreation ?? 0,
-      },
-    },
-  });
-  await s.sse('content_block_start', {
-    type: 'content_block_start',
-    index: 0,
-    content_block: { type: 'text', text: '' },
-  });
-  await s.sse('content_block_delta', {
-    type: 'content_block_delta',
-    index: 0,
-    delta: { type: 'text_delta', text },
-  });
-  await s.sse('content_block_stop', { type: 'content_block_stop', index: 0 });
-  for (const [i, call] of calls.entries()) {
-    await s.sse('content_block_start', {
-      type: 'content_block_start',
-      index: i + 1,
-      content_block: { type: 'tool_use', id: call.id, name: call.name, input: {} },
-    });
-    await s.sse('content_block_delta', {
-      type: 'content_block_delta',
-      index: i + 1,
-      delta: { type: 'input_json_delta', partial_json: JSON.stringify(call.input) },
-    });
-    await s.sse('content_block_stop', { type: 'content_block_stop', index: i + 1 });
-  }
-  await s.sse('message_delta', {
-    type: 'message_delta',
-    delta: { stop_reason: calls.length > 0 ? 'tool_use' : 'end_turn', stop_sequence: null },
-    usage: { output_tokens: tokens.output },
-  });
-  await s.sse('message_stop', { type: 'message_stop' });
-  await s.end();
+  const { input, output, cacheRead, cacheCreation } = tokens;
+  const usage = { input, output, cacheRead: cacheRead ?? 0, cacheWrite: cacheCreation ?? 0 };
+  return anthropicBlocks(request, replyBlocks(text, calls, true), usage);
 }
 
-async function setup(
+function setup(
   options: { config?: string; width?: number; lines?: string[] } = {},
-): Promise<{ d: Driver; f: FakeProvider; buf: number }> {
-  fake = await startFakeProvider();
-  driver = await startDriver({
-    env: { ANTHROPIC_API_KEY: 'sk-test-key', ANTHROPIC_BASE_URL: fake.url },
+): Promise<Session> {
+  return launch({
     setup: `require("flemma").setup(${options.config ?? '{}'})`,
     ui: { width: options.width ?? 120, height: 30 },
+    chat: { name: 'usage.chat', lines: options.lines ?? ['@You:', 'Hello'], boot: false },
   });
-  const buf = await driver.openChat('usage.chat', options.lines ?? ['@You:', 'Hello']);
-  return { d: driver, f: fake, buf };
 }
 
 /** The text of the usage bar as the user sees it (a floating window), or null when none shows. */
@@ -373,7 +313,7 @@ describe('the spend cap (limits.max_session_cost)', () => {
 
   it('stops autopilot, with a warning saying why', async () => {
     const { d, f, buf } = await setup({ config: '{ limits = { max_session_cost = 0.01 } }' });
-    driver?.writeFile('notes.txt', 'remember the milk\n');
+    d.writeFile('notes.txt', 'remember the milk\n');
     await d.waitForEvent('FlemmaBootComplete');
     await d.press('<C-]>');
     await reply(await f.nextRequest({ path: '/v1/messages' }), 'Reading.', TOKENS, [
