@@ -111,6 +111,8 @@ function createTools(
   const luaTools = new LuaTools(base);
   const catalogue: ToolCatalogue = new ToolCatalogue(base, luaTools, () => {
     previews.refresh();
+    // A frontmatter's tool names were judged against the set of tools: judged again.
+    states.stale();
   });
   const previews: Previews = new Previews(base, catalogue, states);
   const approval = new ApprovalService(base, catalogue.registry, (call, paths, config, facts) =>
