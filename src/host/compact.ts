@@ -8,6 +8,7 @@ import { link, rename, rm } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { assemblePrompt } from '../core/chat/prompt.js';
 import {
+  type CarriedParts,
   carriedParts,
   compactedChat,
   compactPrompt,
@@ -24,7 +25,7 @@ import {
 import { ProgressThrottle, withRetries } from '../core/provider/retry.js';
 import { pathExists, writeSynced } from '../core/util/files.js';
 import type { HostBase } from './base.js';
-import type { RequestBuilder } from './send/request.js';
+import type { PreparedRequest, RequestBuilder } from './send/request.js';
 import type { UsageTracker } from './usage.js';
 
 /** How a compaction ended; undefined when it never asked the model (it said why). */
@@ -42,6 +43,17 @@ export interface CompactDeps {
   base: Pick<HostBase, 'lua' | 'notify' | 'documents' | 'hooks' | 'logger'>;
   requests: Pick<RequestBuilder, 'prepare'>;
   usage: Pick<UsageTracker, 'begin' | 'finish'>;
+}
+
+/** How the summary and its writing went (`Compactor.write`). */
+interface Outcome {
+  status: CompactStatus;
+  /** The new chat's path; undefined when none was written. */
+  written: string | undefined;
+  /** Why it failed (when it errored). */
+  failure: string | undefined;
+  /** The model's warnings (a reply cut at the output limit). */
+  warnings: string[];
 }
 
 /** How many names `writeContinuation` tries before it gives up. */
@@ -103,13 +115,33 @@ export class Compactor {
     target: CompactTarget,
     controller: AbortController,
   ): Promise<CompactStatus | undefined> {
-    const { base } = this.deps;
-    const state = await base.documents.attach(bufnr);
-    if (state === undefined) return undefined;
+    if (!(await this.ready(bufnr))) return undefined;
+    const prepared = await this.deps.requests.prepare(bufnr, undefined, undefined, 'summary');
+    // The reason (a frontmatter error, no credential, …) was told.
+    if (prepared === undefined) return undefined;
+    if (controller.signal.aborted) return this.cancelled(bufnr);
+    const request = summaryRequest(prepared.request, compactPrompt(prepared.config.data));
+    const parts = carriedParts(prepared.state.document, prepared.state.lines);
+    const outcome = await this.write(bufnr, target, controller, prepared, request, parts);
+    const { status, written, warnings } = outcome;
+    if (status === 'cancelled') return this.cancelled(bufnr);
+    if (written === undefined) {
+      this.tell('error', `compact failed, nothing written: ${outcome.failure ?? 'unknown error'}`);
+      this.deps.base.hooks.post('compact:finished', { bufnr, status });
+      return status;
+    }
+    await this.announce(bufnr, target, written, parts, warnings);
+    return status;
+  }
+
+  /** Whether the chat can be compacted: it has messages, and no tool call waits for its result. */
+  private async ready(bufnr: number): Promise<boolean> {
+    const state = await this.deps.base.documents.attach(bufnr);
+    if (state === undefined) return false;
     const prompt = assemblePrompt(state.document);
     if (prompt.messages.length === 0) {
       this.tell('warn', 'compact: nothing to compact yet');
-      return undefined;
+      return false;
     }
     const waiting = waitingCall(prompt.pendingToolCalls);
     if (waiting !== undefined) {
@@ -118,14 +150,24 @@ export class Compactor {
         'warn',
         `compact: ${waiting.name} (line ${String(waiting.line)}) waits for its result: run or reject it first`,
       );
-      return undefined;
+      return false;
     }
-    const prepared = await this.deps.requests.prepare(bufnr, undefined, undefined, 'summary');
-    // The reason (a frontmatter error, no credential, …) was told.
-    if (prepared === undefined) return undefined;
-    if (controller.signal.aborted) return this.cancelled(bufnr);
-    const request = summaryRequest(prepared.request, compactPrompt(prepared.config.data));
-    const parts = carriedParts(prepared.state.document, prepared.state.lines);
+    return true;
+  }
+
+  /**
+   * The summary asked for (the indicator on meanwhile) and the new chat written beside the old
+   * one: how it went, the new file (undefined when none was written), why it failed.
+   */
+  private async write(
+    bufnr: number,
+    target: CompactTarget,
+    controller: AbortController,
+    prepared: PreparedRequest,
+    request: ProviderRequest,
+    parts: CarriedParts,
+  ): Promise<Outcome> {
+    const { base } = this.deps;
     const meter = this.deps.usage.begin(bufnr, prepared);
     const row = Math.max(prepared.state.lines.length - 1, 0);
     await base.lua.call('progress.start', { bufnr, row });
@@ -172,12 +214,18 @@ export class Compactor {
       await base.lua.call('progress.stop', { bufnr }).catch(() => false);
       this.deps.usage.finish(bufnr, status === 'completed');
     }
-    if (status === 'cancelled') return this.cancelled(bufnr);
-    if (written === undefined) {
-      this.tell('error', `compact failed, nothing written: ${failure ?? 'unknown error'}`);
-      base.hooks.post('compact:finished', { bufnr, status });
-      return status;
-    }
+    return { status, written, failure, warnings };
+  }
+
+  /** The new chat opened in the window, the user told what was done, `compact:finished` posted. */
+  private async announce(
+    bufnr: number,
+    target: CompactTarget,
+    written: string,
+    parts: CarriedParts,
+    warnings: string[],
+  ): Promise<void> {
+    const { base } = this.deps;
     // The file is written whatever happens to the window (an error there only means no `:edit`).
     const opened: { opened: boolean; bufnr?: number } = await base.lua
       .call('compact.open', { bufnr, path: written })
@@ -199,11 +247,10 @@ export class Compactor {
     this.tell(target.modified || warnings.length > 0 ? 'warn' : 'info', notes.join('; '));
     base.hooks.post('compact:finished', {
       bufnr,
-      status,
+      status: 'completed',
       file: written,
       ...(opened.bufnr === undefined ? {} : { new_bufnr: opened.bufnr }),
     });
-    return status;
   }
 
   private cancelled(bufnr: number): CompactStatus {

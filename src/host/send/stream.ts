@@ -17,6 +17,7 @@ import type { BufferSettings } from '../buffer-settings.js';
 import type { ToolCatalogue } from '../tools/catalogue.js';
 import type { Verdicts } from '../tools/verdicts.js';
 import { trace } from '../../editor/trace.js';
+import type { BufferWriter } from '../../editor/writequeue.js';
 import type { SendOptions, UsageTracker } from '../usage.js';
 import { toolLoopWarmup } from '../warmup.js';
 import type { Config } from '../../core/config/config.js';
@@ -93,6 +94,29 @@ export interface StreamDeps {
   replyStarted?(bufnr: number): void;
   /** Keeps a streaming reply on disk (`context.recovery`). */
   recovery?: Pick<RecoveryService, 'begin' | 'end'>;
+}
+
+/** A reply on its way into a chat buffer: where it goes, what keeps it, where it started. */
+interface Reply {
+  bufnr: number;
+  writer: BufferWriter;
+  /** The writer's stream of the reply. */
+  stream: string;
+  /** The chat's last row and its line, as the send found them (the opening replaced it). */
+  lastRow: number;
+  lastLine: string;
+  /** The row of the `@Assistant:` marker. */
+  markerRow: number;
+  record: ReplyRecord | undefined;
+  layout: ReplyLayout;
+  /** The hidden buffer the request's events go to, as JSON lines. */
+  sink: number;
+  sinkWriter: BufferWriter;
+  sinkTap: SinkTap;
+  /** A piece of the reply to the buffer and, when the chat has a record, to that too. */
+  put: (text: string) => void;
+  /** An event of the reply as it arrives: the warm-up, the sink, the usage meter. */
+  observe: (event: ProviderEvent) => void;
 }
 
 export class Streamer {
@@ -206,11 +230,27 @@ export class Streamer {
       progress.close();
     }
   }
+  /** Stream the reply into the buffer: open it, receive it (with retries), end it. */
   private async stream(
     bufnr: number,
     prepared: PreparedRequest,
     controller: AbortController,
   ): Promise<SendStatus> {
+    const { reply, first } = await this.open(bufnr, prepared, controller);
+    const status = await this.receive(reply, prepared, controller, first);
+    await this.end(reply, status);
+    await this.finish(reply);
+    return status;
+  }
+  /**
+   * The start of a reply: the buffer locked, the `@Assistant:` marker, the request issued, the
+   * warm-up of the tool loop; the reply once the editor's side of the start is in.
+   */
+  private async open(
+    bufnr: number,
+    prepared: PreparedRequest,
+    controller: AbortController,
+  ): Promise<{ reply: Reply; first: AsyncIterable<ProviderEvent> }> {
     const lines = prepared.state.lines;
     const ctx = this.deps.base;
     const writer = ctx.writes.buffer(bufnr);
@@ -238,19 +278,7 @@ export class Streamer {
     });
     ctx.writes.sendNow();
     trace('send:http');
-    // The request exactly as it is handed to the adapter, whatever its building left out; after
-    // the editor's side of the start went out (the estimate costs ~0.2 ms a megabyte of chat).
-    this.deps.meter.beforeSend(bufnr, prepared);
-    const first = primed(this.events(prepared, prepared.adapter, controller.signal));
-    // Once the reply streams, what a first tool call needs gets ready (src/host/warmup.ts).
-    const warm = toolLoopWarmup(
-      {
-        tools: prepared.offered.flatMap((name) => this.deps.catalogue.registry.get(name) ?? []),
-        sandbox: prepared.config.sandbox,
-        sandboxOverride: prepared.editor.facts.sandbox_override,
-      },
-      ctx,
-    );
+    const { first, warm } = this.issue(bufnr, prepared, controller);
     let sink: { bufnr: number };
     try {
       sink = await begun;
@@ -264,27 +292,79 @@ export class Streamer {
       sinkWriter.append(line + '\n');
     });
     const layout = new ReplyLayout();
-    // Each piece of the reply goes to the buffer and, when the chat has a record, to that too.
-    const put = (text: string): void => {
-      if (text !== '') writer.append(text, stream);
-      record?.append(text, layout.text, layout.owed);
-    };
     let replying = false;
+    const reply: Reply = {
+      bufnr,
+      writer,
+      stream,
+      lastRow,
+      lastLine,
+      markerRow,
+      record,
+      layout,
+      sink: sink.bufnr,
+      sinkWriter,
+      sinkTap,
+      put: (text) => {
+        if (text !== '') writer.append(text, stream);
+        record?.append(text, layout.text, layout.owed);
+      },
+      observe: (event) => {
+        if (!replying) {
+          replying = true;
+          this.deps.replyStarted?.(bufnr);
+        }
+        warm(event);
+        sinkTap.push(event);
+        meter.observe(event);
+      },
+    };
+    return { reply, first };
+  }
+  /**
+   * The request issued (its first attempt, consumed later) and the warm-up of the tool loop that
+   * follows the reply's events.
+   */
+  private issue(
+    bufnr: number,
+    prepared: PreparedRequest,
+    controller: AbortController,
+  ): { first: AsyncIterable<ProviderEvent>; warm: (event: ProviderEvent) => void } {
+    // The request exactly as it is handed to the adapter, whatever its building left out; after
+    // the editor's side of the start went out (the estimate costs ~0.2 ms a megabyte of chat).
+    this.deps.meter.beforeSend(bufnr, prepared);
+    const first = primed(this.events(prepared, prepared.adapter, controller.signal));
+    // Once the reply streams, what a first tool call needs gets ready (src/host/warmup.ts).
+    const warm = toolLoopWarmup(
+      {
+        tools: prepared.offered.flatMap((name) => this.deps.catalogue.registry.get(name) ?? []),
+        sandbox: prepared.config.sandbox,
+        sandboxOverride: prepared.editor.facts.sandbox_override,
+      },
+      this.deps.base,
+    );
+    return { first, warm };
+  }
+  /**
+   * The reply's events into the buffer, the request tried again while nothing arrived (a
+   * credential resolved again after a 401); how it went. A failure keeps what arrived, marked
+   * as interrupted.
+   */
+  private async receive(
+    reply: Reply,
+    prepared: PreparedRequest,
+    controller: AbortController,
+    first: AsyncIterable<ProviderEvent>,
+  ): Promise<SendStatus> {
+    const ctx = this.deps.base;
+    const { bufnr, layout, put } = reply;
     let status: SendStatus = 'completed';
     try {
       let pending: AsyncIterable<ProviderEvent> | undefined = first;
       const attempt = async (adapter: ProviderAdapter): Promise<void> => {
         const events = pending ?? this.events(prepared, adapter, controller.signal);
         pending = undefined;
-        await this.consume(bufnr, events, layout, put, (event) => {
-          if (!replying) {
-            replying = true;
-            this.deps.replyStarted?.(bufnr);
-          }
-          warm(event);
-          sinkTap.push(event);
-          meter.observe(event);
-        });
+        await this.consume(bufnr, events, layout, put, reply.observe);
         trace('send:streamed');
       };
       const { signal } = controller;
@@ -318,34 +398,42 @@ export class Streamer {
         put(layout.interrupt());
       }
     }
+    return status;
+  }
+  /** The reply's end in the buffer; a send that got nothing leaves the buffer as it was. */
+  private async end(reply: Reply, status: SendStatus): Promise<void> {
+    const { bufnr, writer, layout, lastRow, lastLine, markerRow: row } = reply;
     if (layout.hasContent) {
-      put(layout.close());
+      reply.put(layout.close());
     } else if (status !== 'completed') {
       // Nothing arrived: leave the buffer as it was before the send.
       await writer.flushed();
-      const current = await ctx.documents.parsed(bufnr);
-      const row = markerRow;
+      const current = await this.deps.base.documents.parsed(bufnr);
       if (current?.lines[row] === '@Assistant:') {
         await writer.setLines(lastRow, row + 1, [lastLine], current.lines.slice(lastRow, row + 1));
       }
     } else {
-      ctx.notify.warn('Request completed but no response was received.');
-      writer.append(layout.close(), stream);
+      this.deps.base.notify.warn('Request completed but no response was received.');
+      writer.append(layout.close(), reply.stream);
     }
-    writer.closeStream(stream);
+  }
+  /** The streams closed, the record ended, and the editor's side of the end (`send.finish`). */
+  private async finish(reply: Reply): Promise<void> {
+    const ctx = this.deps.base;
+    const { bufnr, record, sink } = reply;
+    reply.writer.closeStream(reply.stream);
     if (record !== undefined) this.deps.recovery?.end(bufnr, record);
-    sinkTap.flush();
+    reply.sinkTap.flush();
     // An open stream keeps every write paced by frames.
-    sinkWriter.closeStream();
+    reply.sinkWriter.closeStream();
     trace('send:closing');
     // The editor's side of the end runs once the last text is in, in the same round trip; the
     // next step starts from the settings the host holds (src/host/editor-state.ts).
-    const finishing = ctx.writes.callAfterWrites('send.finish', { bufnr, sink: sink.bufnr });
+    const finishing = ctx.writes.callAfterWrites('send.finish', { bufnr, sink });
     // The next step (the tool loop's) waits for it: it goes now, not on the next tick.
     ctx.writes.sendNow();
     await finishing;
-    ctx.writes.forget(sink.bufnr);
-    return status;
+    ctx.writes.forget(sink);
   }
 }
 
