@@ -66,7 +66,7 @@ export interface CommandLoop {
 }
 
 export interface CommandDeps {
-  base: HostBase;
+  base: Pick<HostBase, 'config' | 'documents' | 'lua' | 'notify' | 'sandboxBackends'>;
   catalogue: Pick<ToolCatalogue, 'registry' | 'specsFor' | 'readsResultReferences'>;
   executor: Pick<ToolExecutor, 'isRunning' | 'isCallRunning' | 'hasQueue'>;
   verdicts: Pick<Verdicts, 'cancellation'>;
@@ -80,7 +80,7 @@ export interface CommandDeps {
 export class ToolCommands {
   constructor(private readonly deps: CommandDeps) {}
 
-  private get ctx(): HostBase {
+  private get ctx(): CommandDeps['base'] {
     return this.deps.base;
   }
 
