@@ -591,3 +591,35 @@ describe('<M-CR>: the call under the cursor, as a step of the loop', () => {
     expect(world.started).toEqual([[{ id: 'toolu_B', name: 'bash', input: {} }]]);
   });
 });
+
+describe('a decision on a call takes its turn in the queue', () => {
+  it('runs after a step queued before it, and not behind a running request', async () => {
+    const world = new World([...REPLY, ...use('bash', 'toolu_B')]);
+    world.verdicts.set('bash', 'pending');
+    const order: string[] = [];
+    const step = world.conversation.step(true).then(() => order.push('step'));
+    const decided = world.conversation.decision(() => {
+      order.push(world.text().includes('status=pending') ? 'decision saw the placeholder' : '?');
+      return Promise.resolve(1);
+    });
+    expect(await decided).toBe(1);
+    await step;
+    expect(order).toEqual(['step', 'decision saw the placeholder']);
+
+    world.requestRunning = true;
+    let ran = false;
+    await world.conversation.decision(() => {
+      ran = true;
+      return Promise.resolve();
+    });
+    expect(ran).toBe(true);
+  });
+
+  it('a failing decision rejects, and the queue goes on', async () => {
+    const world = new World([...REPLY, '', '@You:', 'More.']);
+    await expect(
+      world.conversation.decision(() => Promise.reject(new Error('edit refused'))),
+    ).rejects.toThrow('edit refused');
+    expect(await world.conversation.step(true)).toBe('sent');
+  });
+});
