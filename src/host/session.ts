@@ -1,7 +1,8 @@
 // The conversation of one chat buffer, as the host runs it: the one owner of the buffer's loop
-// (the core `Conversation`: the steps of `<C-]>`, autopilot) and of its busy state (a request, a
-// tool, a pending continue), wired to the host's services through the loop's ports. The send,
-// the cancel and autopilot's answers from Lua all come here.
+// (the core `Conversation`: the steps of `<C-]>` and `<M-CR>` in one queue, autopilot) and of its
+// busy state (a request, a tool, a pending continue), wired to the host's services through the
+// loop's ports. The send, the decisions on calls (commands, the diff), the cancel, compaction and
+// autopilot's answers from Lua all come here.
 import type { ChatDocument } from '../core/chat/ast.js';
 import { type AutopilotSettings, autopilotSettings } from '../core/loop/autopilot.js';
 import { Conversation } from '../core/loop/conversation.js';
