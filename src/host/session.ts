@@ -220,10 +220,12 @@ export class ChatSession {
 
   /**
    * `:Flemma compact`: the summary is this buffer's request while it runs, so that `<C-c>`
-   * cancels it and no send or tool starts beside it.
+   * cancels it and no send or tool starts beside it (a step refuses, as during any request). It
+   * does not wait in the loop's queue: it starts only when the loop is idle (no step runs or
+   * waits, nothing runs, autopilot does not go on).
    */
   async compact(target: CompactTarget): Promise<CompactStatus | undefined> {
-    if (this.busy) {
+    if (!this.conversation.idle) {
       this.s.editor.notify.warn(
         'compact: the chat is busy (a request or a tool runs); wait or <C-c> first',
       );
