@@ -194,13 +194,17 @@ export const actions: { readonly [M in LuaToHostMethod]: Action<M> } = {
    * cursor; once nothing waits, the loop goes on (`ChatSession.decided`).
    */
   'tool:approve': async (ctx, { bufnr, row, ticket }) => {
-    await ctx.commands.setStatusAt(bufnr, row ?? 0, 'approved');
-    await ctx.sessions.of(bufnr).decided(ticket ?? undefined);
+    await ctx.sessions
+      .of(bufnr)
+      .decide(ticket ?? undefined, () => ctx.commands.setStatusAt(bufnr, row ?? 0, 'approved'));
     return null;
   },
   'tool:reject': async (ctx, { bufnr, row, message, ticket }) => {
-    await ctx.commands.setStatusAt(bufnr, row ?? 0, 'rejected', message);
-    await ctx.sessions.of(bufnr).decided(ticket ?? undefined);
+    await ctx.sessions
+      .of(bufnr)
+      .decide(ticket ?? undefined, () =>
+        ctx.commands.setStatusAt(bufnr, row ?? 0, 'rejected', message),
+      );
     return null;
   },
   /** `:Flemma tool:diff` and the decisions of its tab (docs/tools.md, "Review"). */
@@ -214,20 +218,23 @@ export const actions: { readonly [M in LuaToHostMethod]: Action<M> } = {
     return ran ?? ctx.diffReview.open(bufnr, row);
   },
   // The answer closes the diff at once; `ticket` is answered once the call it ran is over.
-  'tool:diff-approve': async (ctx, { bufnr, tool_id, before, content, ticket }) => {
-    const answer = await ctx.diffReview.approve(bufnr, tool_id, before, content);
-    void ctx.sessions.of(bufnr).act(ticket ?? undefined, () => ctx.diffReview.settled(bufnr));
-    return answer;
-  },
-  'tool:diff-reject': async (ctx, { bufnr, tool_id, reason, ticket }) => {
-    const answer = await ctx.diffReview.reject(bufnr, tool_id, reason);
-    void ctx.sessions.of(bufnr).act(ticket ?? undefined, () => ctx.diffReview.settled(bufnr));
-    return answer;
-  },
+  'tool:diff-approve': (ctx, { bufnr, tool_id, before, content, ticket }) =>
+    ctx.sessions.of(bufnr).fromDiff(
+      ticket ?? undefined,
+      () => ctx.diffReview.approve(bufnr, tool_id, before, content),
+      () => ctx.diffReview.settled(bufnr),
+    ),
+  'tool:diff-reject': (ctx, { bufnr, tool_id, reason, ticket }) =>
+    ctx.sessions.of(bufnr).fromDiff(
+      ticket ?? undefined,
+      () => ctx.diffReview.reject(bufnr, tool_id, reason),
+      () => ctx.diffReview.settled(bufnr),
+    ),
   /** `:Flemma tool:approve-always`: approve the call at the cursor and remember it for the buffer. */
   'tool:approve-always': async (ctx, { bufnr, row, ticket }) => {
-    const entry = await ctx.commands.approveAlwaysAt(bufnr, row ?? 0);
-    await ctx.sessions.of(bufnr).decided(ticket ?? undefined);
+    const entry = await ctx.sessions
+      .of(bufnr)
+      .decide(ticket ?? undefined, () => ctx.commands.approveAlwaysAt(bufnr, row ?? 0));
     return entry ?? null;
   },
   /** `:Flemma tool:always`: the buffer's "always" approvals and YOLO state. */
@@ -243,7 +250,7 @@ export const actions: { readonly [M in LuaToHostMethod]: Action<M> } = {
   'tool:yolo': async (ctx, { bufnr, mode }) => ({ yolo: await ctx.commands.setYolo(bufnr, mode) }),
   /** `:Flemma tool:cancel-pending`: every call waiting in the buffer gets a cancelled result. */
   'tool:cancel-pending': async (ctx, { bufnr }) => {
-    const cancelled = await ctx.commands.cancelPending(bufnr);
+    const cancelled = await ctx.sessions.of(bufnr).cancelPending();
     if (cancelled === 0) {
       ctx.notify.info('No tool call is waiting');
     }
@@ -292,11 +299,8 @@ export const actions: { readonly [M in LuaToHostMethod]: Action<M> } = {
   'tool:execute': (ctx, params) => {
     const { bufnr } = params;
     const row = params.row ?? 0;
-    void ctx.sessions.of(bufnr).act(params.ticket ?? undefined, () =>
-      ctx.commands.executeAt(bufnr, row).catch((error: unknown) => {
-        ctx.logger.error(`executing the tool at row ${String(row)} failed`, error);
-      }),
-    );
+    // A step of the buffer's loop: it never fails (its errors are logged by the session).
+    void ctx.sessions.of(bufnr).runCall(params.ticket ?? undefined, row);
     return null;
   },
   'tool:cancel': async (ctx, { bufnr, row }) => {

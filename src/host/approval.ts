@@ -109,7 +109,7 @@ export class ApprovalService {
   private readonly undoProblems = new Map<string, string>();
 
   constructor(
-    private readonly ctx: HostBase,
+    private readonly ctx: Pick<HostBase, 'logger' | 'lua' | 'notify' | 'sandboxBackends'>,
     private readonly registry: ToolRegistry,
     private readonly undoProbe?: UndoProbe,
   ) {}

@@ -56,7 +56,7 @@ export interface SessionServices {
   editor: SessionEditor;
   /** Each buffer's settings as the host holds them (pushed by Lua, asked only when stale). */
   states: Pick<EditorStates, 'get' | 'pushed' | 'confirmed'>;
-  executor: Pick<ToolExecutor, 'isRunning' | 'dispatch' | 'cancelOldest'>;
+  executor: Pick<ToolExecutor, 'isRunning' | 'dispatch' | 'execute' | 'cancelOldest'>;
   results: Pick<ResultWriter, 'fresh' | 'applyEdits' | 'placeWhileRunning'>;
   verdicts: Pick<Verdicts, 'early' | 'resolution'>;
   approval: Pick<ApprovalService, 'decide' | 'remember' | 'undoProblem'>;
@@ -159,6 +159,17 @@ function toolPort(session: LoopOwner, s: SessionServices): StepPorts<StepSetting
         use.unconfirmed === undefined ? decided : unconfirmedNote(decided, use.unconfirmed),
       );
       return statusOf(decided.decision);
+    },
+    run: (call, context, rerun) => {
+      trace('tools:run');
+      executor
+        .execute(bufnr, call.id, call.name, call.input, context.config, {
+          replaceFinished: rerun,
+          facts: context.facts,
+        })
+        .catch((error: unknown) => {
+          s.editor.logger.error(`executing ${call.name} (${call.id}) failed`, error);
+        });
     },
     start: (calls, context, user) => {
       trace('tools:dispatch');

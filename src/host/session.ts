@@ -1,11 +1,11 @@
 // The conversation of one chat buffer, as the host runs it: the one owner of the buffer's loop
-// (the core `Conversation`: the steps of `<C-]>`, autopilot) and of its busy state (a request, a
-// tool, a pending continue), wired to the host's services through the loop's ports. The send,
-// the cancel and autopilot's answers from Lua all come here.
+// (the core `Conversation`: the steps of `<C-]>` and `<M-CR>` in one queue, autopilot) and of its
+// busy state (a request, a tool, a pending continue), wired to the host's services through the
+// loop's ports. The send, the decisions on calls (commands, the diff), the cancel, compaction and
+// autopilot's answers from Lua all come here.
 import type { ChatDocument } from '../core/chat/ast.js';
 import { type AutopilotSettings, autopilotSettings } from '../core/loop/autopilot.js';
 import { Conversation } from '../core/loop/conversation.js';
-import { BUSY_REQUEST } from '../core/loop/cycle.js';
 import type { ConversationPorts } from '../core/loop/conversation.js';
 import {
   type LoopEvents,
@@ -105,12 +105,47 @@ export class ChatSession {
   }
 
   /**
-   * The user decided on a call (`:Flemma tool:approve`, `tool:reject`, `tool:approve-always`):
-   * while a call still waits, the answer points at the first one; once none does, the loop goes
-   * on as `<M-CR>` would (an automatic step: approved calls run, rejected ones get their result,
-   * and autopilot sends when it is on). Nothing is sent that autopilot would not send.
+   * `<M-CR>` / `:Flemma tool:execute`: the call under the cursor (0-based `row`) runs as a step
+   * of the loop (src/core/loop/call.ts); `ticket` is answered once it and what it started are
+   * over.
    */
-  async decided(ticket: number | undefined): Promise<void> {
+  runCall(ticket: number | undefined, row: number): Promise<void> {
+    return this.act(ticket, () => this.conversation.runCallAt(row));
+  }
+
+  /**
+   * A decision taken in the diff view (`tool:diff-approve`, `tool:diff-reject`): `change` in its
+   * turn among the steps; `ticket` is answered once the call it ran (`settled`) is over. The
+   * answer closes the diff at once.
+   */
+  async fromDiff<T>(
+    ticket: number | undefined,
+    change: () => Promise<T>,
+    settled: () => Promise<unknown>,
+  ): Promise<T> {
+    const answer = await this.conversation.decision(change);
+    void this.act(ticket, settled);
+    return answer;
+  }
+
+  /**
+   * The user decided on a call (`:Flemma tool:approve`, `tool:reject`, `tool:approve-always`,
+   * the diff's approve and reject): `change` rewrites the buffer in its turn among the steps;
+   * then, with a `ticket`, the loop goes on as `decided` says.
+   */
+  async decide<T>(ticket: number | undefined, change: () => Promise<T>): Promise<T> {
+    const answer = await this.conversation.decision(change);
+    await this.decided(ticket);
+    return answer;
+  }
+
+  /**
+   * After a decision: while a call still waits, the answer points at the first one; once none
+   * does, the loop goes on as `<M-CR>` would (an automatic step: approved calls run, rejected
+   * ones get their result, and autopilot sends when it is on). Nothing is sent that autopilot
+   * would not send.
+   */
+  private async decided(ticket: number | undefined): Promise<void> {
     this.turnEnd.expect(ticket);
     const state = await this.s.results.fresh(this.bufnr);
     const first = state === undefined ? undefined : waitingBlocks(state.document)[0];
@@ -144,13 +179,9 @@ export class ChatSession {
    * without them the send takes the held ones.
    */
   async send(context?: BufferSettings, options: SendOptions = {}): Promise<SendStatus | undefined> {
-    const { editor } = this.s;
-    if (this.s.executor.isRunning(this.bufnr)) {
-      editor.notify.warn('Cannot send while tool execution is in progress.');
-      return undefined;
-    }
-    if (this.request !== undefined) {
-      editor.notify.warn(BUSY_REQUEST);
+    const busy = this.conversation.refusal();
+    if (busy !== undefined) {
+      this.s.editor.notify.warn(busy);
       return undefined;
     }
     const controller = new AbortController();
@@ -189,10 +220,12 @@ export class ChatSession {
 
   /**
    * `:Flemma compact`: the summary is this buffer's request while it runs, so that `<C-c>`
-   * cancels it and no send or tool starts beside it.
+   * cancels it and no send or tool starts beside it (a step refuses, as during any request). It
+   * does not wait in the loop's queue: it starts only when the loop is idle (no step runs or
+   * waits, nothing runs, autopilot does not go on).
    */
   async compact(target: CompactTarget): Promise<CompactStatus | undefined> {
-    if (this.busy) {
+    if (!this.conversation.idle) {
       this.s.editor.notify.warn(
         'compact: the chat is busy (a request or a tool runs); wait or <C-c> first',
       );
@@ -272,7 +305,7 @@ export class ChatSession {
       return true;
     }
     // Nothing ran: autopilot goes on after the waiting calls are cancelled, as after a rejection.
-    if ((await this.s.cancelPending(this.bufnr)) > 0) return true;
+    if ((await this.cancelPending()) > 0) return true;
     this.stopped();
     this.s.editor.notify.info('Nothing to cancel');
     return false;
@@ -285,15 +318,26 @@ export class ChatSession {
     await this.resolved(autopilotSettings(config.tools));
   }
 
-  /** Calls of the buffer were answered without running (a command): autopilot may go on. */
-  async resolved(settings: AutopilotSettings): Promise<void> {
-    await this.conversation.toolsFinished(settings);
-    this.handBackIfIdle();
+  /**
+   * `:Flemma tool:cancel-pending` (and `<C-c>` when nothing runs): the calls waiting for the
+   * user get their cancelled result (`ToolCommands.cancelPending`); autopilot then goes on as
+   * after a rejection. How many were cancelled.
+   */
+  async cancelPending(): Promise<number> {
+    const count = await this.conversation.decision(() => this.s.cancelPending(this.bufnr));
+    if (count === 0) return 0;
+    const state = await this.s.results.fresh(this.bufnr);
+    if (state === undefined) return count;
+    const settings = autopilotSettings((await this.settings(state.document)).config.tools);
+    this.conversation.autopilot.rearmIfPaused(settings);
+    await this.resolved(settings);
+    return count;
   }
 
-  /** `<M-CR>` while autopilot is paused: it goes on once the call the user ran is done. */
-  rearmIfPaused(settings: AutopilotSettings): void {
-    this.conversation.autopilot.rearmIfPaused(settings);
+  /** Calls of the buffer were answered without running: autopilot may go on. */
+  private async resolved(settings: AutopilotSettings): Promise<void> {
+    await this.conversation.toolsFinished(settings);
+    this.handBackIfIdle();
   }
 
   /** Lua saw an edit (or `<C-c>`) while a continue waited: it does not happen. */

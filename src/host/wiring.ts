@@ -97,7 +97,6 @@ function createBase(nvim: Neovim, logger: FileLogger, logFile: string | undefine
 
 /** What the tool services ask of the buffers' loops (answered by the sessions). */
 interface LoopQueries {
-  requestRunning(bufnr: number): boolean;
   autopilotArmed(bufnr: number): boolean;
 }
 
@@ -148,7 +147,6 @@ function createTools(
     results,
     undo,
     gate: (call, config, facts) => approval.writeGate(call, config, facts),
-    requestRunning: (bufnr) => loops.requestRunning(bufnr),
     truncateFs: nodeTruncateFs,
     home: homedir(),
     env: process.env,
@@ -204,10 +202,6 @@ function createCommands(base: HostBase, tools: Tools, send: Send, sessions: Sess
     contextLines: (bufnr, config) => send.meter.statusLines(bufnr, config),
     loop: {
       context: (bufnr, document, options) => sessions.of(bufnr).settings(document, options),
-      rearmIfPaused: (bufnr, settings) => {
-        sessions.of(bufnr).rearmIfPaused(settings);
-      },
-      toolsFinished: (bufnr, settings) => sessions.of(bufnr).resolved(settings),
       autopilot: (bufnr) => sessions.get(bufnr)?.autopilot ?? { state: 'idle', iteration: 0 },
       elision: (bufnr) => send.requests.lastElision(bufnr),
     },
@@ -216,6 +210,7 @@ function createCommands(base: HostBase, tools: Tools, send: Send, sessions: Sess
     base,
     catalogue,
     commands,
+    runCall: (bufnr, row) => sessions.of(bufnr).runCall(undefined, row),
     results,
     changes: previews.changes,
   });
@@ -236,7 +231,6 @@ export function createHost(nvim: Neovim, logger: FileLogger, logFile: string | u
     tools: () => tools.catalogue.toolNames(),
   });
   const tools: Tools = createTools(base, states, events, {
-    requestRunning: (bufnr) => sessions.get(bufnr)?.requestRunning ?? false,
     autopilotArmed: (bufnr) => sessions.get(bufnr)?.autopilot.armed ?? false,
   });
   const send = createSend(base, memo, tools, events);

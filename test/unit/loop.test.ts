@@ -7,7 +7,7 @@ import { parseLines } from '../../src/core/chat/parser.js';
 import { type Edit, applyEdits, planPlaceholders, planResult } from '../../src/core/chat/edits.js';
 import type { AutopilotSettings } from '../../src/core/loop/autopilot.js';
 import { Conversation } from '../../src/core/loop/conversation.js';
-import { BUSY_REQUEST, BUSY_TOOLS } from '../../src/core/loop/cycle.js';
+import { BUSY_CALL, BUSY_REQUEST, BUSY_TOOLS } from '../../src/core/loop/cycle.js';
 import type { StepSettings, ToolCall, Verdict } from '../../src/core/loop/ports.js';
 
 const ON: AutopilotSettings = { enabled: true, maxTurns: 3, resumeDelay: 0 };
@@ -87,6 +87,10 @@ class World {
       tools: {
         running: () => this.running.size > 0,
         decide: (call) => Promise.resolve(this.verdicts.get(call.name) ?? 'pending'),
+        run: (call, _context, rerun) => {
+          this.startCalls([call]);
+          if (rerun) this.log.push('rerun');
+        },
         start: (calls) => {
           this.startCalls(calls);
         },
@@ -518,6 +522,73 @@ describe('how a step ends (<C-]> from Insert mode waits for the user to have the
     expect(world.sends).toEqual([{ user: false }]);
     expect(world.conversation.idle).toBe(true);
     expect(world.settled).toBe(1);
+  });
+});
+
+describe('<M-CR>: the call under the cursor, as a step of the loop', () => {
+  /** 0-based row of the tool use header of `id`. */
+  function rowOf(world: World, id: string): number {
+    return world.lines.findIndex((line) => line.includes(`(\`${id}\`)`));
+  }
+
+  it('runs a pending call (the user’s approval) and rearms a paused autopilot', async () => {
+    const world = new World([...REPLY, ...use('bash', 'toolu_B')]);
+    world.verdicts.set('bash', 'pending');
+    world.settings = ON;
+    expect(await world.conversation.step(true)).toBe('waiting');
+    expect(world.conversation.autopilot.state).toBe('idle');
+    world.conversation.autopilot.arm(ON);
+    world.conversation.autopilot.pause();
+    expect(await world.conversation.runCallAt(rowOf(world, 'toolu_B'))).toBe('started');
+    expect(world.started).toEqual([[{ id: 'toolu_B', name: 'bash', input: {} }]]);
+    expect(world.conversation.autopilot.state).toBe('armed');
+  });
+
+  it('answers a rejected call with the error result Phase 2 writes, and runs nothing', async () => {
+    const world = new World([
+      ...REPLY,
+      ...use('bash', 'toolu_B'),
+      '',
+      '@You:',
+      ...held('toolu_B', 'rejected'),
+    ]);
+    await world.conversation.runCallAt(rowOf(world, 'toolu_B'));
+    expect(world.started).toEqual([]);
+    expect(world.text()).toContain('rejected: bash');
+    expect(world.text()).not.toContain('```flemma:tool');
+  });
+
+  it('runs a finished call again, replacing its result', async () => {
+    const world = new World([...REPLY, ...use('read', 'toolu_A')]);
+    world.verdicts.set('read', 'approved');
+    await world.conversation.step(true);
+    world.finish('toolu_A', 'first');
+    await world.conversation.runCallAt(rowOf(world, 'toolu_A'));
+    expect(world.started.length).toBe(2);
+    expect(world.log.at(-1)).toBe('rerun');
+  });
+
+  it('is refused while a request runs, and says where no call is', async () => {
+    const world = new World([...REPLY, ...use('bash', 'toolu_B')]);
+    world.requestRunning = true;
+    expect(await world.conversation.runCallAt(rowOf(world, 'toolu_B'))).toBe('refused');
+    world.requestRunning = false;
+    expect(await world.conversation.runCallAt(0)).toBe('refused');
+    expect(world.warnings).toEqual([BUSY_CALL, 'No tool call found in message']);
+    expect(world.started).toEqual([]);
+  });
+
+  it('waits for a step queued before it', async () => {
+    const world = new World([...REPLY, ...use('read', 'toolu_A'), ...use('bash', 'toolu_B')]);
+    world.verdicts.set('read', 'approved');
+    world.verdicts.set('bash', 'pending');
+    const step = world.conversation.step(true);
+    const call = world.conversation.runCallAt(rowOf(world, 'toolu_B'));
+    expect(await step).toBe('waiting');
+    expect(await call).toBe('started');
+    // The step wrote the placeholders first; the call ran the pending one.
+    expect(world.log[0]).toBe('edit');
+    expect(world.started).toEqual([[{ id: 'toolu_B', name: 'bash', input: {} }]]);
   });
 });
 

@@ -146,14 +146,12 @@ it('a read-only built-in starts at once; a tool that may change files waits for 
   expect(fake.journal.of('inject').length).toBe(2);
 });
 
-it('starts nothing while a request of the buffer runs, or for a tool it does not know', async () => {
+// A call while a request runs is refused by the loop (test/unit/loop.test.ts, "<M-CR>").
+it('starts nothing for a tool it does not know', async () => {
   const { fake, executor } = executorWith([quickTool('calc')]);
-  fake.deps.requestRunning = (bufnr) => bufnr === 1;
   const options = { replaceFinished: false, facts: FACTS };
-  await executor.execute(1, 't', 'calc', {}, config(), options);
   await executor.execute(2, 'u', 'cal', {}, config(), options);
   expect(fake.journal.of('notify')).toEqual([
-    'notify warn Cannot execute tool while API request is in flight',
     "notify warn Unknown tool: cal (did you mean 'calc'?)",
   ]);
   expect(fake.journal.of('inject')).toEqual([]);

@@ -4,7 +4,8 @@
 // or a tool runs, or autopilot is about to go on). The decisions of a step are in `cycle.ts`; the
 // world is behind the ports (`ports.ts`), so all of it runs in unit tests with fakes.
 import { Autopilot, type AutopilotPorts, type AutopilotSettings } from './autopilot.js';
-import { runStep, type StepOutcome, type StepPorts } from './cycle.js';
+import { runCallAt } from './call.js';
+import { BUSY_CALL, runStep, sendRefusal, type StepOutcome, type StepPorts } from './cycle.js';
 import type { StepSettings } from './ports.js';
 
 export interface ConversationPorts<C extends StepSettings> extends StepPorts<C> {
@@ -19,7 +20,7 @@ export interface ConversationPorts<C extends StepSettings> extends StepPorts<C> 
 export class Conversation<C extends StepSettings> {
   readonly autopilot: Autopilot;
   private queue: Promise<unknown> = Promise.resolve();
-  private queued = 0;
+  private pending = 0;
 
   constructor(private readonly ports: ConversationPorts<C>) {
     this.autopilot = new Autopilot({
@@ -39,19 +40,58 @@ export class Conversation<C extends StepSettings> {
    * with how it ended (a step that failed counts as `refused`).
    */
   step(user: boolean): Promise<StepOutcome> {
-    this.queued += 1;
-    const settled = this.queue
-      .then(() => runStep(this.ports, this.autopilot, user))
-      .catch((error: unknown): StepOutcome => {
-        this.ports.failed(error);
-        return 'refused';
-      })
-      .finally(() => {
-        this.queued -= 1;
-        if (this.idle) this.ports.settled?.();
-      });
-    this.queue = settled;
-    return settled;
+    return this.queued(() => this.guarded(runStep(this.ports, this.autopilot, user)));
+  }
+
+  /**
+   * `<M-CR>`: the call under the cursor (0-based `row`), as a step of its own (`call.ts`). While
+   * a request runs (a step's send holds the queue until its reply ends) it is refused at once.
+   */
+  runCallAt(row: number): Promise<StepOutcome> {
+    if (this.ports.provider.running()) {
+      this.ports.editor.warn(BUSY_CALL);
+      return Promise.resolve('refused');
+    }
+    return this.queued(() => this.guarded(runCallAt(this.ports, this.autopilot, row)));
+  }
+
+  /**
+   * A change of the user's to the buffer's calls (a decision from a command or the diff), in
+   * its turn among the steps: no step reads the buffer halfway through it. While a request
+   * runs it does not wait for the reply (a step's send holds the queue). Rejects when the change
+   * does (the queue goes on).
+   */
+  decision<T>(change: () => Promise<T>): Promise<T> {
+    return this.ports.provider.running() ? change() : this.queued(change);
+  }
+
+  /**
+   * Why a send cannot start now (a request or a tool runs), or undefined: the one busy rule
+   * of the loop (`sendRefusal`); `busy` adds autopilot's pending continue.
+   */
+  refusal(): string | undefined {
+    return sendRefusal(this.ports);
+  }
+
+  /** A step that failed is logged, and counts as `refused`. */
+  private async guarded(step: Promise<StepOutcome>): Promise<StepOutcome> {
+    try {
+      return await step;
+    } catch (error) {
+      this.ports.failed(error);
+      return 'refused';
+    }
+  }
+
+  /** Runs `task` after every task queued before it; the queue goes on whatever it does. */
+  private queued<T>(task: () => Promise<T>): Promise<T> {
+    this.pending += 1;
+    const run = this.queue.then(task).finally(() => {
+      this.pending -= 1;
+      if (this.idle) this.ports.settled?.();
+    });
+    this.queue = run.catch(() => undefined);
+    return run;
   }
 
   /** No step runs or waits to run, nothing runs, and autopilot does not go on: the user has it. */
@@ -61,7 +101,7 @@ export class Conversation<C extends StepSettings> {
 
   /** A step runs or waits to run. */
   get stepping(): boolean {
-    return this.queued > 0;
+    return this.pending > 0;
   }
 
   /** A request or a tool runs, or autopilot is about to go on. */

@@ -48,6 +48,18 @@ export interface StepPorts<C extends StepSettings> {
 // Short enough for an 80-column command line ("Flemma: " included), as every usual message.
 export const BUSY_REQUEST = 'A request is already in progress (<C-c> cancels it)';
 export const BUSY_TOOLS = 'Cannot send while tool execution is in progress.';
+export const BUSY_CALL = 'Cannot execute tool while API request is in flight';
+
+/**
+ * Why a send cannot start now, or undefined: a request of the buffer runs, or a tool does. The
+ * one busy rule of the loop (Phase 3, `:Flemma send`); `Conversation.busy` adds autopilot's
+ * pending continue.
+ */
+export function sendRefusal<C extends StepSettings>(ports: StepPorts<C>): string | undefined {
+  if (ports.provider.running()) return BUSY_REQUEST;
+  if (ports.tools.running()) return BUSY_TOOLS;
+  return undefined;
+}
 
 /**
  * How a step ended, for whoever waits on the step the user started (Insert mode's `<C-]>` comes
@@ -190,10 +202,10 @@ function placeholderStatuses(doc: ChatDocument): Map<string, string> {
 }
 
 /** The error results of the blocks that will not run (denied, rejected, aborted). */
-async function resolutionEdits<C extends StepSettings>(
+export async function resolutionEdits<C extends StepSettings>(
   tools: StepPorts<C>['tools'],
   state: LoopState,
-  groups: ReturnType<typeof classifyToolBlocks>,
+  groups: Pick<ReturnType<typeof classifyToolBlocks>, 'denied' | 'rejected' | 'aborted'>,
   context: C,
 ): Promise<Edit[]> {
   const edits: Edit[] = [];
@@ -270,8 +282,9 @@ async function phaseTwo<C extends StepSettings>(
       return 'started';
     }
   }
-  if (tools.running()) {
-    if (user) editor.warn(BUSY_TOOLS);
+  const busy = sendRefusal(ports);
+  if (busy !== undefined) {
+    if (user) editor.warn(busy);
     pilot.settle();
     return 'refused';
   }

@@ -82,6 +82,11 @@ export interface ToolPort<C extends StepSettings> {
    * (`duplicateOf`) is denied whatever the answer.
    */
   decide(use: ChainCall, context: C): Promise<Verdict>;
+  /**
+   * Run the one call the user asked for (`<M-CR>`), not throttled: its placeholder is written
+   * first when it has none; `rerun`: its finished result is replaced. Started, not awaited.
+   */
+  run(call: ToolCall, context: C, rerun: boolean): void;
   /** Start the approved calls (at most `max_concurrent` at a time; results land by themselves). */
   start(calls: readonly ToolCall[], context: C, user: boolean): void;
   /**

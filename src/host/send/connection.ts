@@ -23,7 +23,7 @@ export interface ProviderConnection {
 
 /** The base URL a provider reads from the environment, if it reads one and it is set. */
 async function baseUrlFromEnv(
-  ctx: HostBase,
+  ctx: Pick<HostBase, 'lua' | 'notify' | 'sdks' | 'secrets'>,
   name: string | undefined,
   env: BufferSettings['env'],
 ): Promise<string | undefined> {
@@ -35,7 +35,7 @@ async function baseUrlFromEnv(
 
 /** The connection `config` asks for, or undefined after telling the user why there is none. */
 export async function connectProvider(
-  ctx: HostBase,
+  ctx: Pick<HostBase, 'lua' | 'notify' | 'sdks' | 'secrets'>,
   config: Config,
   env: BufferSettings['env'],
 ): Promise<ProviderConnection | undefined> {

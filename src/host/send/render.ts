@@ -24,7 +24,7 @@ export type RenderCatalogue = Pick<
  * variables) and file references read relative to the chat's directory.
  */
 export function renderForRequest(
-  ctx: HostBase,
+  ctx: Pick<HostBase, 'lua' | 'references'>,
   catalogue: RenderCatalogue,
   what: { bufnr: number; prompt: Prompt; editor: BufferSettings; tools: readonly ToolSpec[] },
 ): Promise<RenderedPrompt> {

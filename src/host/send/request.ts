@@ -58,7 +58,18 @@ export interface PreparedRequest {
 }
 
 export interface RequestDeps {
-  base: HostBase;
+  base: Pick<
+    HostBase,
+    | 'config'
+    | 'documents'
+    | 'hooks'
+    | 'logger'
+    | 'lua'
+    | 'notify'
+    | 'references'
+    | 'sdks'
+    | 'secrets'
+  >;
   catalogue: Pick<
     ToolCatalogue,
     | 'specsFor'

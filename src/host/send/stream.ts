@@ -81,7 +81,17 @@ function primed<T>(source: AsyncIterable<T>): AsyncIterable<T> {
 }
 
 export interface StreamDeps {
-  base: HostBase;
+  base: Pick<
+    HostBase,
+    | 'documents'
+    | 'logger'
+    | 'lua'
+    | 'notify'
+    | 'writes'
+    | 'validator'
+    | 'sandboxBackends'
+    | 'probes'
+  >;
   requests: Pick<RequestBuilder, 'prepare' | 'sent'>;
   usage: Pick<UsageTracker, 'allows' | 'begin'>;
   /** The context meter: the warning when a request nears its model's window. */

@@ -48,7 +48,19 @@ export class ToolCatalogue {
   private readonly warned = new Set<string>();
 
   constructor(
-    private readonly ctx: HostBase,
+    private readonly ctx: Pick<
+      HostBase,
+      | 'config'
+      | 'hooks'
+      | 'logger'
+      | 'lua'
+      | 'notify'
+      | 'secrets'
+      | 'validator'
+      | 'sandboxBackends'
+      | 'processes'
+      | 'probes'
+    >,
     private readonly lua: LuaTools,
     /** The set of tools changed (previews follow). */
     private readonly changed: () => void,

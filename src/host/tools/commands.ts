@@ -1,5 +1,5 @@
-// The commands that act on one tool call or on a buffer's calls: `<M-CR>` (run the call under
-// the cursor), `tool:approve`/`reject`/`approve-always`/`forget-always`/`yolo`/`cancel-pending`,
+// The commands that act on one tool call or on a buffer's calls (`<M-CR>` is the session's,
+// src/core/loop/call.ts): `tool:approve`/`reject`/`approve-always`/`forget-always`/`yolo`/`cancel-pending`,
 // `tool:why`, and the reports `:Flemma status` and `:Flemma sandbox:status`.
 import { homedir } from 'node:os';
 import { relative } from 'node:path';
@@ -10,7 +10,6 @@ import {
   classifyToolBlocks,
   planPlaceholders,
   planResult,
-  resolutionText,
 } from '../../core/chat/edits.js';
 import { placeholder } from '../../core/chat/writer.js';
 import { type AlwaysEntry, alwaysEntryFor, describeEntry } from '../../core/approval/session.js';
@@ -18,7 +17,6 @@ import { layerOf, type StatusInput, statusLines } from '../../core/config/status
 import { approvalOps, policyLines } from '../../core/approval/explain.js';
 import { presetTable } from '../../core/approval/presets.js';
 import { budgetLines, budgetSettings, type ElisionSummary } from '../../core/context/budget.js';
-import { type AutopilotSettings, autopilotSettings } from '../../core/loop/autopilot.js';
 import { toolCallAt } from '../../core/tools/locate.js';
 import type { ApprovalService } from '../approval.js';
 import type { HostBase } from '../base.js';
@@ -62,21 +60,17 @@ export interface CommandLoop {
     document: ChatDocument,
     options?: SettingsOptions,
   ): Promise<BufferSettings>;
-  /** A paused autopilot goes on once the call the user ran is done. */
-  rearmIfPaused(bufnr: number, settings: AutopilotSettings): void;
-  /** Calls of the buffer were resolved: autopilot may go on. */
-  toolsFinished(bufnr: number, settings: AutopilotSettings): Promise<void>;
   autopilot(bufnr: number): { state: string; iteration: number };
   /** What `context.budget` made of the buffer's last request (`RequestBuilder.lastElision`). */
   elision(bufnr: number): ElisionSummary | undefined;
 }
 
 export interface CommandDeps {
-  base: HostBase;
+  base: Pick<HostBase, 'config' | 'documents' | 'lua' | 'notify' | 'sandboxBackends'>;
   catalogue: Pick<ToolCatalogue, 'registry' | 'specsFor' | 'readsResultReferences'>;
-  executor: Pick<ToolExecutor, 'execute' | 'isRunning' | 'isCallRunning' | 'hasQueue'>;
-  verdicts: Pick<Verdicts, 'rejection' | 'cancellation' | 'preresolved'>;
-  results: Pick<ResultWriter, 'fresh' | 'applyEdits' | 'inject'>;
+  executor: Pick<ToolExecutor, 'isRunning' | 'isCallRunning' | 'hasQueue'>;
+  verdicts: Pick<Verdicts, 'cancellation'>;
+  results: Pick<ResultWriter, 'fresh' | 'applyEdits'>;
   approval: Pick<ApprovalService, 'session' | 'decide' | 'resolvers' | 'outcome'>;
   loop: CommandLoop;
   /** The context meter's lines of `:Flemma status` (src/host/meter.ts). */
@@ -86,54 +80,12 @@ export interface CommandDeps {
 export class ToolCommands {
   constructor(private readonly deps: CommandDeps) {}
 
-  private get ctx(): HostBase {
+  private get ctx(): CommandDeps['base'] {
     return this.deps.base;
   }
 
   // ---------------------------------------------------------------------------------------------
   // Commands
-
-  /** `<M-CR>` / `:Flemma tool:execute`: the call under the cursor (0-based `row`). */
-  async executeAt(bufnr: number, row: number): Promise<void> {
-    const state = await this.ctx.documents.attach(bufnr);
-    if (state === undefined) return;
-    const found = toolCallAt(state.document, row + 1);
-    if (!found.ok) {
-      this.warn(found.error);
-      return;
-    }
-    const { call } = found;
-    const editor = await this.deps.loop.context(bufnr, state.document);
-    if (editor.problem !== undefined) {
-      this.ctx.notify.error(editor.problem);
-      return;
-    }
-    const config = editor.config;
-    const settings = autopilotSettings(config.tools);
-    // A paused autopilot goes on once this tool is done.
-    this.deps.loop.rearmIfPaused(bufnr, settings);
-    const status = call.result?.placeholder?.status;
-    if (status === 'rejected' || status === 'denied' || status === 'aborted') {
-      const text =
-        status === 'rejected'
-          ? await this.deps.verdicts.rejection(
-              bufnr,
-              call.id,
-              call.name,
-              call.input,
-              call.result?.content ?? '',
-            )
-          : (this.deps.verdicts.preresolved(call.id) ??
-            resolutionText(status, call.result?.content ?? ''));
-      await this.deps.results.inject(bufnr, call.id, { ok: false, error: text }, false);
-      await this.deps.loop.toolsFinished(bufnr, settings);
-      return;
-    }
-    await this.deps.executor.execute(bufnr, call.id, call.name, call.input, config, {
-      replaceFinished: call.result !== undefined && call.result.placeholder === undefined,
-      facts: editor.facts,
-    });
-  }
 
   /**
    * `:Flemma tool:approve` / `tool:reject [message]`: rewrite the status of the placeholder of
@@ -311,8 +263,8 @@ export class ToolCommands {
   /**
    * `:Flemma tool:cancel-pending` (and `<C-c>` when nothing runs): every call waiting in the
    * buffer — pending, or approved but held back by a pending one — gets the error result
-   * `The user cancelled the execution of the <name> tool`; none of them runs. Autopilot then
-   * goes on as after a rejection. Returns how many were cancelled.
+   * `The user cancelled the execution of the <name> tool`; none of them runs. Returns how many
+   * were cancelled (the session, `ChatSession.cancelPending`, lets autopilot go on).
    */
   async cancelPending(bufnr: number): Promise<number> {
     const state = await this.deps.results.fresh(bufnr);
@@ -338,9 +290,6 @@ export class ToolCommands {
     if (edits.length === 0) return 0;
     await this.deps.results.applyEdits(bufnr, bottomToTop(edits));
     this.info(`Cancelled ${String(edits.length)} waiting tool call(s)`);
-    const settings = autopilotSettings(await this.bufferTools(bufnr));
-    this.deps.loop.rearmIfPaused(bufnr, settings);
-    await this.deps.loop.toolsFinished(bufnr, settings);
     return edits.length;
   }
 

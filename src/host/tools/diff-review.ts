@@ -27,7 +27,9 @@ import type { ResultWriter } from './results.js';
 export interface DiffReviewDeps {
   base: Pick<HostBase, 'lua' | 'notify' | 'documents'>;
   catalogue: Pick<ToolCatalogue, 'isBuiltin'>;
-  commands: Pick<ToolCommands, 'executeAt' | 'setStatusAt'>;
+  commands: Pick<ToolCommands, 'setStatusAt'>;
+  /** `<M-CR>` on the call at 0-based `row`, as the buffer's session runs it. */
+  runCall(bufnr: number, row: number): Promise<unknown>;
   results: Pick<ResultWriter, 'fresh' | 'applyEdits'>;
   changes: Pick<FileChanges, 'firstSeen'>;
 }
@@ -215,9 +217,12 @@ export class DiffReview {
   }
 
   private run(bufnr: number, row: number): void {
-    const running = this.deps.commands.executeAt(bufnr, row).catch((error: unknown) => {
-      this.warn(`Cannot run the call: ${error instanceof Error ? error.message : String(error)}`);
-    });
+    const running = this.deps.runCall(bufnr, row).then(
+      () => undefined,
+      (error: unknown) => {
+        this.warn(`Cannot run the call: ${error instanceof Error ? error.message : String(error)}`);
+      },
+    );
     this.runs.set(bufnr, running);
   }
 

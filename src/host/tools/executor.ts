@@ -67,8 +67,6 @@ export interface ExecutorDeps {
   undo?: Pick<UndoService, 'record' | 'limits' | 'noted'>;
   /** The sensitive places a call may not write (ApprovalService.writeGate). */
   gate?: (call: ToolCall, config: Config, facts: EditorFacts) => WriteGate;
-  /** A request of the buffer runs: no call starts then (`<M-CR>` during a reply). */
-  requestRunning?: (bufnr: number) => boolean;
   /** Where a cut output's whole text is saved (`nodeTruncateFs`). */
   truncateFs: TruncateFs;
   home: string;
@@ -256,10 +254,6 @@ export class ToolExecutor {
     config: Config,
     options: ExecuteOptions,
   ): Promise<void> {
-    if (this.deps.requestRunning?.(bufnr) === true) {
-      this.deps.notify.warn('Cannot execute tool while API request is in flight');
-      return;
-    }
     if (this.runs.has(id)) {
       this.deps.notify.warn(`Tool ${id} is already running`);
       return;

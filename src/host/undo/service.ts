@@ -82,7 +82,10 @@ export class UndoService {
   private readonly unrecorded = new Map<string, string>();
 
   constructor(
-    private readonly base: HostBase,
+    private readonly base: Pick<
+      HostBase,
+      'documents' | 'logger' | 'lua' | 'notify' | 'sandboxBackends'
+    >,
     private readonly results: Pick<ResultWriter, 'fresh' | 'applyEdits'>,
     /** The buffer's configuration and facts, as a tool call would get them. */
     private readonly context: (bufnr: number, document: ChatDocument) => Promise<BufferSettings>,
