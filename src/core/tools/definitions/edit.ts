@@ -24,7 +24,7 @@ import type { ToolContext, ToolDefinition, ToolOutcome } from '../registry.js';
 import { SandboxViolation } from '../sandbox/roots.js';
 import { FileReadError, TOOL_READ_LIMIT_BYTES, readHandle } from '../../util/bounded-read.js';
 import { builtinTool, needing, stringField, textOf } from './builtin.js';
-import { reasonOf, sandboxDenial, toolPath } from './write.js';
+import { reasonOf, writablePath } from './write.js';
 
 /** How many times `needle` occurs in `haystack`, overlapping occurrences included. */
 export function countOccurrences(haystack: string, needle: string): number {
@@ -46,11 +46,9 @@ async function executeEdit(
   const newText = fields['newText'];
   if (typeof newText !== 'string') return { ok: false, error: 'No newText provided' };
 
-  const where = await toolPath(ctx, path, true);
+  const where = await writablePath(ctx, path, 'edit');
   if (!where.ok) return where;
   const abs = where.abs;
-  const denial = sandboxDenial(ctx, abs, path, 'edit');
-  if (denial !== undefined) return { ok: false, error: denial };
 
   try {
     if (!(await stat(abs)).isFile()) return { ok: false, error: `Not a regular file: ${path}` };

@@ -28,7 +28,7 @@ import { builtinTool, needing, textOf } from './builtin.js';
  * The refusal for changing `abs` when the sandbox is enabled and its policy does not allow writing
  * there; undefined when the change may go ahead. `verb` names the tool's action (`write`, `edit`).
  */
-export function sandboxDenial(
+function sandboxDenial(
   ctx: ToolContext,
   abs: string,
   path: string,
@@ -56,6 +56,21 @@ export async function toolPath(
   }
 }
 
+/**
+ * The absolute path a `write` or `edit` call changes (`toolPath` for writing), or the error result:
+ * the path cannot be resolved, or the sandbox's policy does not allow writing there.
+ */
+export async function writablePath(
+  ctx: ToolContext,
+  path: string,
+  verb: string,
+): Promise<{ ok: true; abs: string } | { ok: false; error: string }> {
+  const where = await toolPath(ctx, path, true);
+  if (!where.ok) return where;
+  const denial = sandboxDenial(ctx, where.abs, path, verb);
+  return denial === undefined ? where : { ok: false, error: denial };
+}
+
 /** The message of a thrown error, or the thrown value as text. */
 export function reasonOf(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
@@ -69,11 +84,9 @@ async function executeWrite(
   const content = fields['content'];
   if (typeof content !== 'string') return { ok: false, error: 'No content provided' };
 
-  const where = await toolPath(ctx, path, true);
+  const where = await writablePath(ctx, path, 'write');
   if (!where.ok) return where;
   const abs = where.abs;
-  const denial = sandboxDenial(ctx, abs, path, 'write');
-  if (denial !== undefined) return { ok: false, error: denial };
 
   try {
     const { handle } = await ctx.sandbox.open_for_write(abs, { mkdir: true });
