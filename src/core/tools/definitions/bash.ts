@@ -36,7 +36,7 @@ import {
   truncateForResult,
 } from '../truncate.js';
 import { type RunFn } from './ls.js';
-import { builtinTool, fieldsOf, textOf } from './builtin.js';
+import { builtinTool, optional, fieldsOf, textOf } from './builtin.js';
 
 /** The shell used when `tools.bash.shell` is not set. */
 export const BASH_DEFAULT_SHELL = 'bash';
@@ -183,12 +183,11 @@ export function createBashTool(options: BashToolOptions = {}): ToolDefinition {
         type: 'string',
         description: 'The shell command to run; several lines form a script.',
       },
-      timeout: {
-        type: ['number', 'null'],
-        description:
-          'Seconds to let the command run before it is stopped (null: the configured ' +
+      timeout: optional(
+        'number',
+        'Seconds to let the command run before it is stopped (null: the configured ' +
           'default, normally 30).',
-      },
+      ),
     },
     async: true,
     canAutoApproveIfSandboxed: true,

@@ -37,6 +37,17 @@ export function builtinTool({ why, properties, detail, ...rest }: BuiltinSpec): 
 }
 
 /**
+ * A property the call may leave unset: strict mode makes every property required, so an optional
+ * one is written as nullable (null: the default).
+ */
+export function optional(
+  type: 'string' | 'number',
+  description: string,
+): { type: [string, 'null']; description: string } {
+  return { type: [type, 'null'], description };
+}
+
+/**
  * An `execute` that first takes the non-empty string field `key` from the input (a call without
  * it fails with "No <key> provided") and hands it to `run` with the input's fields.
  */

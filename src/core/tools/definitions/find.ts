@@ -51,7 +51,7 @@ import {
   searchArgument,
   timeoutSeconds,
 } from './ls.js';
-import { builtinTool, needing, stringField, textOf } from './builtin.js';
+import { builtinTool, optional, needing, stringField, textOf } from './builtin.js';
 
 /** Files reported when the call gives no `limit`. */
 export const FIND_DEFAULT_LIMIT = 500;
@@ -408,14 +408,8 @@ export function createFindTool(options: FindToolOptions = {}): ToolDefinition {
         type: 'string',
         description: 'Glob to match, e.g. "*.lua" or "src/**/*.tsx".',
       },
-      path: {
-        type: ['string', 'null'],
-        description: 'Directory to search (default: the working directory).',
-      },
-      limit: {
-        type: ['number', 'null'],
-        description: `The most paths to return (default ${FIND_DEFAULT_LIMIT}).`,
-      },
+      path: optional('string', 'Directory to search (default: the working directory).'),
+      limit: optional('number', `The most paths to return (default ${FIND_DEFAULT_LIMIT}).`),
     },
     async: true,
     label: 'Find files',

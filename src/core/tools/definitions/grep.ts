@@ -54,7 +54,7 @@ import {
   searchArgument,
   timeoutSeconds,
 } from './ls.js';
-import { builtinTool, needing, fieldsOf, stringField, textOf } from './builtin.js';
+import { builtinTool, optional, needing, fieldsOf, stringField, textOf } from './builtin.js';
 
 /** Matches reported when the call gives no `limit`. */
 export const GREP_DEFAULT_LIMIT = 100;
@@ -413,20 +413,13 @@ export function createGrepTool(options: GrepToolOptions = {}): ToolDefinition {
     why: 'are searching, e.g. "find callers of init"',
     properties: {
       pattern: { type: 'string', description: 'The regular expression to look for.' },
-      path: {
-        type: ['string', 'null'],
-        description: 'Directory or file to search (default: the working directory).',
-      },
-      glob: {
-        type: ['string', 'null'],
-        description:
-          'Only search files matching this glob, e.g. "*.ts", "*.{c,h}" or "src/**/*.lua" ' +
+      path: optional('string', 'Directory or file to search (default: the working directory).'),
+      glob: optional(
+        'string',
+        'Only search files matching this glob, e.g. "*.ts", "*.{c,h}" or "src/**/*.lua" ' +
           '(a glob with / matches the path below the searched directory).',
-      },
-      limit: {
-        type: ['number', 'null'],
-        description: `The most matches to report (default ${GREP_DEFAULT_LIMIT}).`,
-      },
+      ),
+      limit: optional('number', `The most matches to report (default ${GREP_DEFAULT_LIMIT}).`),
     },
     async: true,
     label: 'Search file contents',

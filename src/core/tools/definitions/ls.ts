@@ -28,7 +28,7 @@ import { resolveAgainst } from '../context.js';
 import type { runProcess } from '../process.js';
 import type { ToolContext, ToolDefinition, ToolOutcome } from '../registry.js';
 import { MAX_BYTES, MAX_LINES, type TruncateFs, truncateListing } from '../truncate.js';
-import { builtinTool, needing, textOf } from './builtin.js';
+import { builtinTool, optional, needing, textOf } from './builtin.js';
 
 /** Deepest recursion `max_depth` may ask for. */
 export const LS_MAX_DEPTH = 10;
@@ -290,14 +290,11 @@ export function createLsTool(options: LsToolOptions = {}): ToolDefinition {
         type: 'string',
         description: 'The directory to list, absolute or relative to the working directory.',
       },
-      max_depth: {
-        type: ['number', 'null'],
-        description: `How many levels to descend (default 1 = this directory only, max ${LS_MAX_DEPTH}).`,
-      },
-      limit: {
-        type: ['number', 'null'],
-        description: `The most entries to list (default ${LS_DEFAULT_LIMIT}).`,
-      },
+      max_depth: optional(
+        'number',
+        `How many levels to descend (default 1 = this directory only, max ${LS_MAX_DEPTH}).`,
+      ),
+      limit: optional('number', `The most entries to list (default ${LS_DEFAULT_LIMIT}).`),
     },
     label: 'List directory',
     execute: needing('path', (path, fields, ctx) => executeLs(path, fields, ctx, options)),

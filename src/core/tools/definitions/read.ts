@@ -46,7 +46,7 @@ import {
   truncateForResult,
 } from '../truncate.js';
 import { escapes, positiveInt } from './ls.js';
-import { builtinTool, needing, textOf } from './builtin.js';
+import { builtinTool, optional, needing, textOf } from './builtin.js';
 import { toolPath } from './write.js';
 
 /** How much of a file with an unknown extension is inspected for NUL bytes. */
@@ -370,14 +370,11 @@ export function createReadTool(options: ReadToolOptions = {}): ToolDefinition {
         description:
           "The file to read: absolute, `~/`-relative, or relative to the chat file's directory.",
       },
-      offset: {
-        type: ['number', 'null'],
-        description: 'The first line to return, counting from 1 (null: the start of the file).',
-      },
-      limit: {
-        type: ['number', 'null'],
-        description: 'The most lines to return (null: up to the output limits).',
-      },
+      offset: optional(
+        'number',
+        'The first line to return, counting from 1 (null: the start of the file).',
+      ),
+      limit: optional('number', 'The most lines to return (null: up to the output limits).'),
     },
     label: 'Read file',
     // An image or a PDF comes back as a reference, read when the result is sent.
