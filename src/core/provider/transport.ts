@@ -206,6 +206,34 @@ export function carriedError(error: unknown): ProviderError | undefined {
   return undefined;
 }
 
+/** The connection errors of a Stainless-generated SDK (Anthropic's, OpenAI's). */
+export interface StainlessErrors {
+  APIConnectionTimeoutError: abstract new (...args: never[]) => Error;
+  APIConnectionError: abstract new (...args: never[]) => Error;
+}
+
+/**
+ * The failure of a request a Stainless SDK got no answer to: the guard's own failure (a connection
+ * that failed, a stall, an answer that is not one), which arrives as it is or as the cause of the
+ * SDK's connection error, a timeout, or a failed connection; undefined for any other error.
+ */
+export function unansweredError(
+  sdk: StainlessErrors,
+  error: unknown,
+  where: { provider: string; endpoint: string; timeoutMs: number | undefined },
+): ProviderError | undefined {
+  const carried = carriedError(error);
+  if (carried !== undefined) return carried;
+  if (error instanceof sdk.APIConnectionTimeoutError) {
+    return timeoutError(where.provider, where.endpoint, where.timeoutMs);
+  }
+  if (error instanceof sdk.APIConnectionError) {
+    const cause = (error as { cause?: unknown }).cause;
+    return connectError(where.provider, where.endpoint, cause ?? error);
+  }
+  return undefined;
+}
+
 /** `connect()`, whose failure is the provider's error: "the <sdk> failed to load: …". */
 export async function connectSdk<T>(
   provider: string,
