@@ -22,7 +22,7 @@ import {
   type ProviderEvent,
   type ProviderRequest,
   errorForStatus,
-  retryAfterMs,
+  waitingAsAsked,
 } from '../types.js';
 
 const PROVIDER = 'anthropic';
@@ -279,9 +279,7 @@ function toProviderError(
       return new ProviderError(PROVIDER, 'stream', text);
     }
     const failure = errorForStatus(PROVIDER, status, error.apiMessage ?? error.message);
-    const wait = retryAfterMs(error.headers);
-    if (wait !== undefined) failure.retryAfterMs = wait;
-    return failure;
+    return waitingAsAsked(failure, error.headers);
   }
   // Anything else while reading the body (a reset socket, `terminated`) is a lost connection.
   return lostError(PROVIDER, where.endpoint, error, started);

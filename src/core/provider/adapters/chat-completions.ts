@@ -29,7 +29,7 @@ import {
   type ProviderEvent,
   type ProviderRequest,
   errorForStatus,
-  retryAfterMs,
+  waitingAsAsked,
 } from '../types.js';
 
 export type { ReasoningField };
@@ -358,11 +358,7 @@ interface Where {
 
 function toProviderError(error: unknown, where: Where, received: boolean): ProviderError {
   const failure = mapError(error, where, received);
-  if (error instanceof where.sdk.APIError) {
-    const wait = retryAfterMs(error.headers);
-    if (wait !== undefined) failure.retryAfterMs = wait;
-  }
-  return failure;
+  return error instanceof where.sdk.APIError ? waitingAsAsked(failure, error.headers) : failure;
 }
 
 function mapError(error: unknown, where: Where, received: boolean): ProviderError {

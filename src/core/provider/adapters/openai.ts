@@ -21,7 +21,7 @@ import {
   type ProviderEvent,
   type ProviderRequest,
   errorForStatus,
-  retryAfterMs,
+  waitingAsAsked,
 } from '../types.js';
 
 /** Top-level keys moved to the end of the body, in this order, so the prompt prefix stays stable. */
@@ -374,11 +374,7 @@ function apiMessage(error: { message: string; error: unknown }): string {
 
 function toProviderError(connected: Client, error: unknown, started: boolean): ProviderError {
   const failure = mapError(connected, error, started);
-  if (error instanceof connected.sdk.APIError) {
-    const wait = retryAfterMs(error.headers);
-    if (wait !== undefined) failure.retryAfterMs = wait;
-  }
-  return failure;
+  return error instanceof connected.sdk.APIError ? waitingAsAsked(failure, error.headers) : failure;
 }
 
 function mapError(connected: Client, error: unknown, started: boolean): ProviderError {
