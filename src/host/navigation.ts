@@ -37,29 +37,29 @@ function placeOf(params: NavigationParams): NavigationPlace {
   return { baseDir, home: homedir(), probe };
 }
 
+/** `read` over the buffer's tree at the params' place; null for a buffer the host cannot follow. */
+async function atPlace<R>(
+  buffers: FollowedBuffers,
+  params: NavigationParams,
+  read: (state: DocumentState, place: NavigationPlace) => R,
+): Promise<R | null> {
+  const state = await buffers.attach(params.bufnr);
+  return state === undefined ? null : read(state, placeOf(params));
+}
+
 /** `buffer:definition`: where `gd` (or `gf`) leads; null for a buffer the host cannot follow. */
-export async function definition(
+export function definition(
   buffers: FollowedBuffers,
   params: NavigationParams,
 ): Promise<DefinitionResult> {
-  const state = await buffers.attach(params.bufnr);
-  if (state === undefined) return null;
-  return definitionAt(
-    state.document,
-    state.lines,
-    params.row,
-    params.col,
-    placeOf(params),
-    params.files_only,
+  return atPlace(buffers, params, (state, place) =>
+    definitionAt(state.document, state.lines, params.row, params.col, place, params.files_only),
   );
 }
 
 /** `buffer:hover`: what is under the position, as Markdown. */
-export async function hover(
-  buffers: FollowedBuffers,
-  params: NavigationParams,
-): Promise<HoverResult> {
-  const state = await buffers.attach(params.bufnr);
-  if (state === undefined) return null;
-  return hoverAt(state.document, state.lines, params.row, params.col, placeOf(params));
+export function hover(buffers: FollowedBuffers, params: NavigationParams): Promise<HoverResult> {
+  return atPlace(buffers, params, (state, place) =>
+    hoverAt(state.document, state.lines, params.row, params.col, place),
+  );
 }

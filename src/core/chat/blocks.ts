@@ -152,6 +152,29 @@ export function readThinking(
   return undefined;
 }
 
+/**
+ * The block fence after a tool header (`readBlockFence`), or, when it is missing or not closed,
+ * undefined after the warning (`<code>-missing-fence`, `<code>-unclosed-fence`) with its message.
+ */
+function fencedBlock(
+  lines: readonly string[],
+  i: number,
+  to: number,
+  sink: Sink,
+  warn: { code: 'tool-use' | 'tool-result'; missing: string; unclosed: string },
+): { result?: BlockFence; next: number } {
+  const { result, next } = readBlockFence(lines, i, to);
+  if (result === 'missing') {
+    sink('warning', `${warn.code}-missing-fence`, warn.missing, lineSpan(i + 1, i + 1));
+    return { next };
+  }
+  if (result === 'unclosed') {
+    sink('warning', `${warn.code}-unclosed-fence`, warn.unclosed, lineSpan(i + 1, to + 1));
+    return { next };
+  }
+  return { result, next };
+}
+
 export function readToolUse(
   lines: readonly string[],
   i: number,
@@ -162,25 +185,12 @@ export function readToolUse(
   if (header === null) return undefined;
   const name = header[1] ?? '';
   const id = header[2] ?? '';
-  const { result, next } = readBlockFence(lines, i, to);
-  if (result === 'missing') {
-    sink(
-      'warning',
-      'tool-use-missing-fence',
-      `Tool use '${name}' (${id}) requires a fenced code block with JSON input`,
-      lineSpan(i + 1, i + 1),
-    );
-    return { next };
-  }
-  if (result === 'unclosed') {
-    sink(
-      'warning',
-      'tool-use-unclosed-fence',
-      `Unclosed fenced code block in tool use '${name}' (${id}) (missing closing fence)`,
-      lineSpan(i + 1, to + 1),
-    );
-    return { next };
-  }
+  const { result, next } = fencedBlock(lines, i, to, sink, {
+    code: 'tool-use',
+    missing: `Tool use '${name}' (${id}) requires a fenced code block with JSON input`,
+    unclosed: `Unclosed fenced code block in tool use '${name}' (${id}) (missing closing fence)`,
+  });
+  if (result === undefined) return { next };
   const span = lineSpan(i + 1, result.fence.closeLine);
   const language = result.fence.language.toLowerCase();
   if (language !== '' && language !== 'json') {
@@ -259,25 +269,12 @@ export function readToolResult(
 ): { segment?: ToolResultSegment; next: number } {
   const suffixText = SUFFIX.exec(rest);
   const suffix = suffixText === null ? {} : parseModeline(suffixText[1] ?? '');
-  const { result, next } = readBlockFence(lines, i, to);
-  if (result === 'missing') {
-    sink(
-      'warning',
-      'tool-result-missing-fence',
-      `Tool result for ${id} requires a fenced code block`,
-      lineSpan(i + 1, i + 1),
-    );
-    return { next };
-  }
-  if (result === 'unclosed') {
-    sink(
-      'warning',
-      'tool-result-unclosed-fence',
-      `Unclosed fenced code block in tool result for ${id} (missing closing fence)`,
-      lineSpan(i + 1, to + 1),
-    );
-    return { next };
-  }
+  const { result, next } = fencedBlock(lines, i, to, sink, {
+    code: 'tool-result',
+    missing: `Tool result for ${id} requires a fenced code block`,
+    unclosed: `Unclosed fenced code block in tool result for ${id} (missing closing fence)`,
+  });
+  if (result === undefined) return { next };
   const span = lineSpan(i + 1, result.fence.closeLine);
   let placeholder: Placeholder | undefined;
   if (result.fence.language === 'flemma:tool') {

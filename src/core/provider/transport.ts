@@ -84,86 +84,77 @@ const TLS_REASONS: Readonly<Record<string, string>> = {
     'the server does not speak TLS there (an http:// address written as https://?)',
 };
 
+const connection = (message: string, retryable = true): Reading => ({
+  kind: 'connection',
+  message,
+  retryable,
+});
+const timeout = (message: string): Reading => ({ kind: 'timeout', message, retryable: true });
+
+/** What the system error codes that mean the same wherever they happen say. */
+const READINGS: Readonly<Record<string, Reading>> = {
+  ENOTFOUND: connection(
+    'host not found: the name does not resolve (DNS). Check the base URL and the network.',
+    false,
+  ),
+  EAI_AGAIN: connection('the name could not be resolved for now (DNS did not answer)'),
+  // NOTE: worded without "timed out": the Anthropic and OpenAI SDKs take an error whose text
+  // says so for their own timeout and drop it, with this message.
+  UND_ERR_CONNECT_TIMEOUT: timeout(
+    'could not connect in time: the host did not answer the connection',
+  ),
+  ETIMEDOUT: timeout('could not connect in time: the host did not answer the connection'),
+  UND_ERR_HEADERS_TIMEOUT: timeout(
+    'no answer in time: the connection was made, the answer never began',
+  ),
+  ECONNRESET: connection('the connection was reset'),
+  UND_ERR_SOCKET: connection('the server closed the connection before answering'),
+  EPIPE: connection('the server closed the connection before answering'),
+  EHOSTUNREACH: connection('the host is unreachable'),
+  ENETUNREACH: connection('the network is unreachable'),
+  ENETDOWN: connection('the network is unreachable'),
+};
+
 /** What a failed connection attempt means, from its system error code. */
 function reading(code: string | undefined, error: unknown, endpoint: string): Reading {
   const tls = code === undefined ? undefined : TLS_REASONS[code];
-  if (tls !== undefined)
-    return { kind: 'connection', message: `TLS failed: ${tls}`, retryable: false };
-  switch (code) {
-    case 'ECONNREFUSED':
-      return {
-        kind: 'connection',
-        message: isLoopback(endpoint)
-          ? 'connection refused: nothing is listening there. Is the local server running?'
-          : 'connection refused: nothing is listening there',
-        retryable: true,
-      };
-    case 'ENOTFOUND':
-      return {
-        kind: 'connection',
-        message:
-          'host not found: the name does not resolve (DNS). Check the base URL and the network.',
-        retryable: false,
-      };
-    case 'EAI_AGAIN':
-      return {
-        kind: 'connection',
-        message: 'the name could not be resolved for now (DNS did not answer)',
-        retryable: true,
-      };
-    case 'UND_ERR_CONNECT_TIMEOUT':
-    case 'ETIMEDOUT':
-      // NOTE: worded without "timed out": the Anthropic and OpenAI SDKs take an error whose text
-      // says so for their own timeout and drop it, with this message.
-      return {
-        kind: 'timeout',
-        message: 'could not connect in time: the host did not answer the connection',
-        retryable: true,
-      };
-    case 'UND_ERR_HEADERS_TIMEOUT':
-      return {
-        kind: 'timeout',
-        message: 'no answer in time: the connection was made, the answer never began',
-        retryable: true,
-      };
-    case 'ECONNRESET':
-      return { kind: 'connection', message: 'the connection was reset', retryable: true };
-    case 'UND_ERR_SOCKET':
-    case 'EPIPE':
-      return {
-        kind: 'connection',
-        message: 'the server closed the connection before answering',
-        retryable: true,
-      };
-    case 'EHOSTUNREACH':
-      return { kind: 'connection', message: 'the host is unreachable', retryable: true };
-    case 'ENETUNREACH':
-    case 'ENETDOWN':
-      return { kind: 'connection', message: 'the network is unreachable', retryable: true };
-    default:
-      if (code !== undefined && /^(ERR_SSL_|ERR_TLS_|CERT_|EPROTO$)/.test(code)) {
-        return {
-          kind: 'connection',
-          message: `TLS failed: ${innermost(error)}`,
-          retryable: false,
-        };
-      }
-      return {
-        kind: 'connection',
-        message: `could not connect: ${innermost(error)}`,
-        retryable: true,
-      };
+  if (tls !== undefined) return connection(`TLS failed: ${tls}`, false);
+  if (code === 'ECONNREFUSED') {
+    return connection(
+      isLoopback(endpoint)
+        ? 'connection refused: nothing is listening there. Is the local server running?'
+        : 'connection refused: nothing is listening there',
+    );
   }
+  const known = code === undefined ? undefined : READINGS[code];
+  if (known !== undefined) return { ...known };
+  if (code !== undefined && /^(ERR_SSL_|ERR_TLS_|CERT_|EPROTO$)/.test(code)) {
+    return connection(`TLS failed: ${innermost(error)}`, false);
+  }
+  return connection(`could not connect: ${innermost(error)}`);
+}
+
+/**
+ * A transport failure at `endpoint`, with the error that caused it kept for the log (not
+ * enumerable: the message is what the user reads).
+ */
+function failedAt(
+  endpoint: string,
+  failure: ProviderError,
+  caused?: { by: unknown },
+): ProviderError {
+  failure.endpoint = endpoint;
+  if (caused !== undefined) {
+    Object.defineProperty(failure, 'cause', { value: caused.by, enumerable: false });
+  }
+  return failure;
 }
 
 /** The failure of a request that got no answer at all (`fetch` itself failed). */
 export function connectError(provider: string, endpoint: string, error: unknown): ProviderError {
   const read = reading(causeCode(error), error, endpoint);
   const failure = new ProviderError(provider, read.kind, read.message, undefined, read.retryable);
-  failure.endpoint = endpoint;
-  // Kept for the log; the message above is what the user reads.
-  Object.defineProperty(failure, 'cause', { value: error, enumerable: false });
-  return failure;
+  return failedAt(endpoint, failure, { by: error });
 }
 
 /** The failure of an answer whose body broke off; `received`: some of it had arrived. */
@@ -180,16 +171,15 @@ export function lostError(
       : code === 'UND_ERR_SOCKET' || /other side closed|terminated/.test(innermost(error))
         ? 'the server closed it'
         : innermost(error);
+  const lost = `the connection was lost ${received ? 'mid-reply' : 'before the reply began'}`;
   const failure = new ProviderError(
     provider,
     'connection',
-    `the connection was lost ${received ? 'mid-reply' : 'before the reply began'} (${why})`,
+    `${lost} (${why})`,
     undefined,
     !received,
   );
-  failure.endpoint = endpoint;
-  Object.defineProperty(failure, 'cause', { value: error, enumerable: false });
-  return failure;
+  return failedAt(endpoint, failure, { by: error });
 }
 
 /** The failure of a request that got no answer within `timeoutMs` (`parameters.timeout`). */
@@ -200,15 +190,8 @@ export function timeoutError(
 ): ProviderError {
   const within =
     timeoutMs === undefined ? 'in time' : `within ${String(Math.round(timeoutMs / 100) / 10)} s`;
-  const failure = new ProviderError(
-    provider,
-    'timeout',
-    `no answer ${within} (parameters.timeout)`,
-    undefined,
-    true,
-  );
-  failure.endpoint = endpoint;
-  return failure;
+  const message = `no answer ${within} (parameters.timeout)`;
+  return failedAt(endpoint, new ProviderError(provider, 'timeout', message, undefined, true));
 }
 
 /**
@@ -219,6 +202,34 @@ export function carriedError(error: unknown): ProviderError | undefined {
   for (let e: unknown = error, depth = 0; e instanceof Error && depth < 6; depth++) {
     if (e instanceof ProviderError) return e;
     e = e.cause;
+  }
+  return undefined;
+}
+
+/** The connection errors of a Stainless-generated SDK (Anthropic's, OpenAI's). */
+export interface StainlessErrors {
+  APIConnectionTimeoutError: abstract new (...args: never[]) => Error;
+  APIConnectionError: abstract new (...args: never[]) => Error;
+}
+
+/**
+ * The failure of a request a Stainless SDK got no answer to: the guard's own failure (a connection
+ * that failed, a stall, an answer that is not one), which arrives as it is or as the cause of the
+ * SDK's connection error, a timeout, or a failed connection; undefined for any other error.
+ */
+export function unansweredError(
+  sdk: StainlessErrors,
+  error: unknown,
+  where: { provider: string; endpoint: string; timeoutMs: number | undefined },
+): ProviderError | undefined {
+  const carried = carriedError(error);
+  if (carried !== undefined) return carried;
+  if (error instanceof sdk.APIConnectionTimeoutError) {
+    return timeoutError(where.provider, where.endpoint, where.timeoutMs);
+  }
+  if (error instanceof sdk.APIConnectionError) {
+    const cause = (error as { cause?: unknown }).cause;
+    return connectError(where.provider, where.endpoint, cause ?? error);
   }
   return undefined;
 }

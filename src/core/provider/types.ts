@@ -219,6 +219,13 @@ export function retryAfterMs(headers: unknown, now: number = Date.now()): number
   return Number.isNaN(date) ? undefined : Math.max(0, date - now);
 }
 
+/** `failure`, with the wait the answer's `headers` ask for (`retryAfterMs`) when they ask one. */
+export function waitingAsAsked(failure: ProviderError, headers: unknown): ProviderError {
+  const wait = retryAfterMs(headers);
+  if (wait !== undefined) failure.retryAfterMs = wait;
+  return failure;
+}
+
 /** Tool names on the wire: `:` is not allowed by every provider, so it travels as `__`. */
 export function wireToolName(name: string): string {
   return name.replace(/:/g, '__');

@@ -54,72 +54,70 @@ export function environmentResolver(ports: SecretsPorts): CredentialResolver {
   };
 }
 
-/** GNOME Keyring and friends: `secret-tool lookup service <service> key <kind>`. */
-export function secretToolResolver(ports: SecretsPorts): CredentialResolver {
+/** A keyring reached through one program, looked up under each of `keyringKinds`. */
+interface Keyring {
+  name: string;
+  /** The `process.platform` it runs on, and that platform's name for the diagnostic. */
+  platform: string;
+  platformName: string;
+  program: string;
+  args(service: string, kind: string): string[];
+  /** How to store the missing entry, for the diagnostic. */
+  storeHint(spec: CredentialSpec): string;
+}
+
+function keyringResolver(ports: SecretsPorts, keyring: Keyring): CredentialResolver {
   return {
-    name: 'secret_tool',
+    name: keyring.name,
     priority: 50,
     supports(_spec, ctx) {
-      if (ports.platform !== 'linux') {
-        ctx.diagnostic('only on Linux');
+      if (ports.platform !== keyring.platform) {
+        ctx.diagnostic(`only on ${keyring.platformName}`);
         return false;
       }
       return true;
     },
     async resolve(spec, ctx) {
       for (const kind of keyringKinds(spec)) {
-        const result = await ports.run(
-          'secret-tool',
-          ['lookup', 'service', spec.service, 'key', kind],
-          { timeoutMs: 10_000 },
-        );
+        const result = await ports.run(keyring.program, keyring.args(spec.service, kind), {
+          timeoutMs: 10_000,
+        });
         if (result === undefined) {
-          ctx.diagnostic('secret-tool not found on PATH');
+          ctx.diagnostic(`${keyring.program} not found on PATH`);
           return undefined;
         }
         const value = result.stdout.trim();
         if (result.code === 0 && value !== '') return { value };
       }
-      ctx.diagnostic(
-        `no entry (secret-tool store --label='${spec.description}' service ${spec.service} key ${spec.kind})`,
-      );
+      ctx.diagnostic(`no entry (${keyring.storeHint(spec)})`);
       return undefined;
     },
   };
 }
 
+/** GNOME Keyring and friends: `secret-tool lookup service <service> key <kind>`. */
+export function secretToolResolver(ports: SecretsPorts): CredentialResolver {
+  return keyringResolver(ports, {
+    name: 'secret_tool',
+    platform: 'linux',
+    platformName: 'Linux',
+    program: 'secret-tool',
+    args: (service, kind) => ['lookup', 'service', service, 'key', kind],
+    storeHint: (spec) =>
+      `secret-tool store --label='${spec.description}' service ${spec.service} key ${spec.kind}`,
+  });
+}
+
 /** The macOS Keychain: `security find-generic-password -s <service> -a <kind> -w`. */
 export function keychainResolver(ports: SecretsPorts): CredentialResolver {
-  return {
+  return keyringResolver(ports, {
     name: 'keychain',
-    priority: 50,
-    supports(_spec, ctx) {
-      if (ports.platform !== 'darwin') {
-        ctx.diagnostic('only on macOS');
-        return false;
-      }
-      return true;
-    },
-    async resolve(spec, ctx) {
-      for (const kind of keyringKinds(spec)) {
-        const result = await ports.run(
-          'security',
-          ['find-generic-password', '-s', spec.service, '-a', kind, '-w'],
-          { timeoutMs: 10_000 },
-        );
-        if (result === undefined) {
-          ctx.diagnostic('security not found on PATH');
-          return undefined;
-        }
-        const value = result.stdout.trim();
-        if (result.code === 0 && value !== '') return { value };
-      }
-      ctx.diagnostic(
-        `no entry (security add-generic-password -s ${spec.service} -a ${spec.kind} -w)`,
-      );
-      return undefined;
-    },
-  };
+    platform: 'darwin',
+    platformName: 'macOS',
+    program: 'security',
+    args: (service, kind) => ['find-generic-password', '-s', service, '-a', kind, '-w'],
+    storeHint: (spec) => `security add-generic-password -s ${spec.service} -a ${spec.kind} -w`,
+  });
 }
 
 /** Whether `text` is a Google service-account key file's JSON. */

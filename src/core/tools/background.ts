@@ -12,7 +12,7 @@
 // - A process may be started from any buffer and seen from any buffer (its `bufnr` is shown);
 //   `list(bufnr)` gives one buffer's.
 
-import { loadExeca } from './process.js';
+import { childOptions, loadExeca } from './process.js';
 
 export interface StartRequest {
   bufnr: number;
@@ -89,11 +89,7 @@ export class ProcessManager {
     }
     const { execa } = await loadExeca();
     const child = execa(file, args, {
-      cwd: request.cwd,
-      env: request.env ?? {},
-      extendEnv: request.extendEnv ?? true,
-      detached: true,
-      reject: false,
+      ...childOptions(request),
       buffer: false,
       stdin: 'ignore',
       all: true,

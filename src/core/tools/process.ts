@@ -83,6 +83,21 @@ function text(value: unknown): string {
 }
 
 /**
+ * What every child Flemma starts is given: its directory, `env` on top of the host's environment
+ * (unless `extendEnv` is false), its own process group, and a result instead of an exception when
+ * it fails.
+ */
+export function childOptions(where: Pick<RunOptions, 'cwd' | 'env' | 'extendEnv'>) {
+  return {
+    cwd: where.cwd,
+    env: where.env ?? {},
+    extendEnv: where.extendEnv ?? true,
+    detached: true,
+    reject: false,
+  } as const;
+}
+
+/**
  * The child, leading its own process group, its output collected as text (its type is execa's,
  * inferred from these options).
  */
@@ -93,11 +108,7 @@ function start(
   options: RunOptions,
 ) {
   return execa(file, args, {
-    cwd: options.cwd,
-    env: options.env ?? {},
-    extendEnv: options.extendEnv ?? true,
-    detached: true,
-    reject: false,
+    ...childOptions(options),
     stripFinalNewline: false,
     all: options.mergeStderr === true,
     maxBuffer: 256 * 1024 * 1024,

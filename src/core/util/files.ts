@@ -1,4 +1,5 @@
 // Small file operations more than one place needs.
+import { type Stats, statSync } from 'node:fs';
 import { lstat, open } from 'node:fs/promises';
 
 /** Something (a file, a directory, a link, even a dangling one) stands at `path`. */
@@ -8,6 +9,15 @@ export async function pathExists(path: string): Promise<boolean> {
     return true;
   } catch {
     return false;
+  }
+}
+
+/** What stands at `path` (links followed), or undefined when nothing can be seen there. */
+export function statIfAny(path: string): Stats | undefined {
+  try {
+    return statSync(path);
+  } catch {
+    return undefined;
   }
 }
 

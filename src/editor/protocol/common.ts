@@ -18,6 +18,20 @@ export interface Doc {
   readonly section?: string;
 }
 
+/** A call's entry in a protocol table: its documentation and how its params are read. */
+export interface CallSpec<P> extends Doc {
+  readonly kind: 'call';
+  readonly decode: (raw: unknown) => P;
+}
+
+/** An action's params (or a part of them) as a table, or an `ActionError`. */
+export function record(raw: unknown): Record<string, unknown> {
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
+    throw new ActionError(`expected a table, got ${JSON.stringify(raw)}`);
+  }
+  return raw as Record<string, unknown>;
+}
+
 /** `raw[key]` when `raw` is a table, else undefined. */
 export function field(raw: unknown, key: string): unknown {
   return typeof raw === 'object' && raw !== null

@@ -1,6 +1,6 @@
 // Lua → host actions of the review of file changes (`:Flemma tool:diff` and the decisions taken
 // in its tab), kept apart from the other actions; `LuaToHost` and `LUA_TO_HOST` include them.
-import { ActionError, type Doc, type Method } from './common.js';
+import { ActionError, type CallSpec, type Method, record } from './common.js';
 
 /** What the diff tab shows: the file now (`before`) and what the call would leave (`after`). */
 export interface DiffSpec {
@@ -42,18 +42,6 @@ export interface ReviewActions {
   'tool:diff-reject': Method<Call & { reason: string | undefined }, DiffAnswer>;
 }
 
-interface Spec<M extends keyof ReviewActions> extends Doc {
-  readonly kind: 'call';
-  readonly decode: (raw: unknown) => ReviewActions[M]['params'];
-}
-
-function record(raw: unknown): Record<string, unknown> {
-  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
-    throw new ActionError(`expected a table, got ${JSON.stringify(raw)}`);
-  }
-  return raw as Record<string, unknown>;
-}
-
 function integer(raw: unknown, key: string): number {
   const value = record(raw)[key];
   if (typeof value !== 'number' || !Number.isInteger(value) || value < 0) {
@@ -79,7 +67,9 @@ const call = (raw: unknown): Call => {
   };
 };
 
-export const REVIEW_ACTIONS: { readonly [M in keyof ReviewActions]: Spec<M> } = {
+export const REVIEW_ACTIONS: {
+  readonly [M in keyof ReviewActions]: CallSpec<ReviewActions[M]['params']>;
+} = {
   'tool:diff': {
     kind: 'call',
     params: '`{bufnr, row}`',

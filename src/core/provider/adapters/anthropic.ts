@@ -4,7 +4,7 @@
 import type Anthropic from '@anthropic-ai/sdk';
 import type { SdkLoader, SdkModule } from '../sdk.js';
 import { DEFAULT_STREAM_IDLE_MS, type Expected, globalFetch, guardFetch } from '../watchdog.js';
-import { carriedError, connectError, endpointOf, lostError, timeoutError } from '../transport.js';
+import { endpointOf, lostError, unansweredError } from '../transport.js';
 import { assertNever } from '../../util/never.js';
 import { EventMapper } from './anthropic-events.js';
 import {
@@ -22,7 +22,7 @@ import {
   type ProviderEvent,
   type ProviderRequest,
   errorForStatus,
-  retryAfterMs,
+  waitingAsAsked,
 } from '../types.js';
 
 const PROVIDER = 'anthropic';
@@ -269,16 +269,8 @@ function toProviderError(
   started: boolean,
   where: Where,
 ): ProviderError {
-  // The guard's own failures (a connection that failed, a stall, an answer that is not one)
-  // arrive as they are, or as the cause of the SDK's connection error.
-  const carried = carriedError(error);
-  if (carried !== undefined) return carried;
-  if (error instanceof sdk.APIConnectionTimeoutError) {
-    return timeoutError(PROVIDER, where.endpoint, where.timeoutMs);
-  }
-  if (error instanceof sdk.APIConnectionError) {
-    return connectError(PROVIDER, where.endpoint, error.cause ?? error);
-  }
+  const unanswered = unansweredError(sdk, error, { provider: PROVIDER, ...where });
+  if (unanswered !== undefined) return unanswered;
   if (error instanceof sdk.APIError) {
     const status: unknown = error.status;
     if (typeof status !== 'number') {
@@ -287,9 +279,7 @@ function toProviderError(
       return new ProviderError(PROVIDER, 'stream', text);
     }
     const failure = errorForStatus(PROVIDER, status, error.apiMessage ?? error.message);
-    const wait = retryAfterMs(error.headers);
-    if (wait !== undefined) failure.retryAfterMs = wait;
-    return failure;
+    return waitingAsAsked(failure, error.headers);
   }
   // Anything else while reading the body (a reset socket, `terminated`) is a lost connection.
   return lostError(PROVIDER, where.endpoint, error, started);

@@ -13,14 +13,7 @@
 import type { APIError, OpenAI } from 'openai';
 import type { SdkLoader, SdkModule } from '../sdk.js';
 import { DEFAULT_STREAM_IDLE_MS, type Expected, globalFetch, guardFetch } from '../watchdog.js';
-import {
-  carriedError,
-  connectError,
-  endpointOf,
-  lostError,
-  shownUrl,
-  timeoutError,
-} from '../transport.js';
+import { endpointOf, lostError, shownUrl, unansweredError } from '../transport.js';
 import { assertNever } from '../../util/never.js';
 import { type ReasoningField, ReplyState } from './chat-completions-events.js';
 import {
@@ -36,7 +29,7 @@ import {
   type ProviderEvent,
   type ProviderRequest,
   errorForStatus,
-  retryAfterMs,
+  waitingAsAsked,
 } from '../types.js';
 
 export type { ReasoningField };
@@ -365,26 +358,15 @@ interface Where {
 
 function toProviderError(error: unknown, where: Where, received: boolean): ProviderError {
   const failure = mapError(error, where, received);
-  if (error instanceof where.sdk.APIError) {
-    const wait = retryAfterMs(error.headers);
-    if (wait !== undefined) failure.retryAfterMs = wait;
-  }
-  return failure;
+  return error instanceof where.sdk.APIError ? waitingAsAsked(failure, error.headers) : failure;
 }
 
 function mapError(error: unknown, where: Where, received: boolean): ProviderError {
   const { name, baseURL, model, sdk } = where;
   const endpoint = endpointOf(baseURL);
-  // The guard's own failures (a connection that failed, a stall, an answer that is not one)
-  // arrive as they are, or as the cause of the SDK's connection error.
-  const carried = carriedError(error);
-  if (carried !== undefined) return carried;
-  if (error instanceof sdk.APIConnectionTimeoutError) {
-    return timeoutError(name, endpoint, where.timeoutMs);
-  }
-  if (error instanceof sdk.APIConnectionError) {
-    return connectError(name, endpoint, (error as { cause?: unknown }).cause ?? error);
-  }
+  const timeoutMs = where.timeoutMs;
+  const unanswered = unansweredError(sdk, error, { provider: name, endpoint, timeoutMs });
+  if (unanswered !== undefined) return unanswered;
   if (error instanceof sdk.APIError) {
     const apiError = error as APIError;
     const message = apiErrorMessage(apiError);

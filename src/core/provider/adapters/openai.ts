@@ -5,15 +5,7 @@ import type OpenAI from 'openai';
 import type { ResponseCreateParamsStreaming } from 'openai/resources/responses/responses';
 import type { SdkLoader, SdkModule } from '../sdk.js';
 import { DEFAULT_STREAM_IDLE_MS, type Expected, globalFetch, guardFetch } from '../watchdog.js';
-import {
-  carriedError,
-  connectError,
-  connectSdk,
-  readSdkStream,
-  endpointOf,
-  lostError,
-  timeoutError,
-} from '../transport.js';
+import { connectSdk, readSdkStream, endpointOf, lostError, unansweredError } from '../transport.js';
 import { assertNever } from '../../util/never.js';
 import { EventReader, PROVIDER } from './openai-events.js';
 import {
@@ -29,7 +21,7 @@ import {
   type ProviderEvent,
   type ProviderRequest,
   errorForStatus,
-  retryAfterMs,
+  waitingAsAsked,
 } from '../types.js';
 
 /** Top-level keys moved to the end of the body, in this order, so the prompt prefix stays stable. */
@@ -382,26 +374,15 @@ function apiMessage(error: { message: string; error: unknown }): string {
 
 function toProviderError(connected: Client, error: unknown, started: boolean): ProviderError {
   const failure = mapError(connected, error, started);
-  if (error instanceof connected.sdk.APIError) {
-    const wait = retryAfterMs(error.headers);
-    if (wait !== undefined) failure.retryAfterMs = wait;
-  }
-  return failure;
+  return error instanceof connected.sdk.APIError ? waitingAsAsked(failure, error.headers) : failure;
 }
 
 function mapError(connected: Client, error: unknown, started: boolean): ProviderError {
   const { sdk } = connected;
   const endpoint = endpointOf(connected.client.baseURL);
-  // The guard's own failures (a connection that failed, a stall, an answer that is not one)
-  // arrive as they are, or as the cause of the SDK's connection error.
-  const carried = carriedError(error);
-  if (carried !== undefined) return carried;
-  if (error instanceof sdk.APIConnectionTimeoutError) {
-    return timeoutError(PROVIDER, endpoint, connected.timeoutMs);
-  }
-  if (error instanceof sdk.APIConnectionError) {
-    return connectError(PROVIDER, endpoint, (error as { cause?: unknown }).cause ?? error);
-  }
+  const timeoutMs = connected.timeoutMs;
+  const unanswered = unansweredError(sdk, error, { provider: PROVIDER, endpoint, timeoutMs });
+  if (unanswered !== undefined) return unanswered;
   if (error instanceof sdk.APIError) {
     const status = error.status as number | undefined;
     const message = apiMessage(error);

@@ -35,7 +35,8 @@ import {
   nodeTruncateFs,
   truncateForResult,
 } from '../truncate.js';
-import { type RunFn, fieldsOf, labelOf, textOf } from './ls.js';
+import { type RunFn } from './ls.js';
+import { builtinTool, optional, fieldsOf, textOf } from './builtin.js';
 
 /** The shell used when `tools.bash.shell` is not set. */
 export const BASH_DEFAULT_SHELL = 'bash';
@@ -166,7 +167,7 @@ export function commandSummary(command: string): string {
 
 /** A bash tool; `bashTool` is the one the host registers, tests can swap the runner. */
 export function createBashTool(options: BashToolOptions = {}): ToolDefinition {
-  return {
+  return builtinTool({
     name: 'bash',
     description:
       'Run a shell command (bash -c) in the working directory and return its output, with stderr ' +
@@ -176,28 +177,18 @@ export function createBashTool(options: BashToolOptions = {}): ToolDefinition {
       'output is saved to a file whose path is given. The command and everything it started are ' +
       'stopped when the timeout expires. Prefer the read, write, edit, grep, find and ls tools ' +
       'for file work.',
-    inputSchema: {
-      type: 'object',
-      properties: {
-        label: {
-          type: 'string',
-          description: 'A few words saying why you run the command, e.g. "run the unit tests".',
-        },
-        command: {
-          type: 'string',
-          description: 'The shell command to run; several lines form a script.',
-        },
-        timeout: {
-          type: ['number', 'null'],
-          description:
-            'Seconds to let the command run before it is stopped (null: the configured ' +
-            'default, normally 30).',
-        },
+    why: 'run the command, e.g. "run the unit tests"',
+    properties: {
+      command: {
+        type: 'string',
+        description: 'The shell command to run; several lines form a script.',
       },
-      required: ['command', 'label', 'timeout'],
-      additionalProperties: false,
+      timeout: optional(
+        'number',
+        'Seconds to let the command run before it is stopped (null: the configured ' +
+          'default, normally 30).',
+      ),
     },
-    strict: true,
     async: true,
     canAutoApproveIfSandboxed: true,
     // "Always" is per command, and YOLO mode still asks (docs/approval.md).
@@ -209,11 +200,8 @@ export function createBashTool(options: BashToolOptions = {}): ToolDefinition {
     },
     label: 'Run shell command',
     execute: (input, ctx) => executeBash(input, ctx, options),
-    formatPreview: (input) => {
-      const command = textOf(input, 'command');
-      return { detail: `$ ${commandSummary(command)}`, label: labelOf(input) };
-    },
-  };
+    detail: (input) => `$ ${commandSummary(textOf(input, 'command'))}`,
+  });
 }
 
 function asCommand(input: unknown): string {

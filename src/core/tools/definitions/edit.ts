@@ -23,8 +23,8 @@ import { type FileHandle, stat } from 'node:fs/promises';
 import type { ToolContext, ToolDefinition, ToolOutcome } from '../registry.js';
 import { SandboxViolation } from '../sandbox/roots.js';
 import { FileReadError, TOOL_READ_LIMIT_BYTES, readHandle } from '../../util/bounded-read.js';
-import { fieldsOf, labelOf, stringField, textOf } from './ls.js';
-import { reasonOf, sandboxDenial, toolPath } from './write.js';
+import { builtinTool, needing, stringField, textOf } from './builtin.js';
+import { reasonOf, writablePath } from './write.js';
 
 /** How many times `needle` occurs in `haystack`, overlapping occurrences included. */
 export function countOccurrences(haystack: string, needle: string): number {
@@ -36,20 +36,19 @@ export function countOccurrences(haystack: string, needle: string): number {
   return count;
 }
 
-async function executeEdit(input: unknown, ctx: ToolContext): Promise<ToolOutcome> {
-  const fields = fieldsOf(input);
-  const path = stringField(fields, 'path');
-  if (path === undefined) return { ok: false, error: 'No path provided' };
+async function executeEdit(
+  path: string,
+  fields: Record<string, unknown>,
+  ctx: ToolContext,
+): Promise<ToolOutcome> {
   const oldText = stringField(fields, 'oldText');
   if (oldText === undefined) return { ok: false, error: 'No oldText provided' };
   const newText = fields['newText'];
   if (typeof newText !== 'string') return { ok: false, error: 'No newText provided' };
 
-  const where = await toolPath(ctx, path, true);
+  const where = await writablePath(ctx, path, 'edit');
   if (!where.ok) return where;
   const abs = where.abs;
-  const denial = sandboxDenial(ctx, abs, path, 'edit');
-  if (denial !== undefined) return { ok: false, error: denial };
 
   try {
     if (!(await stat(abs)).isFile()) return { ok: false, error: `Not a regular file: ${path}` };
@@ -123,42 +122,30 @@ async function editThrough(
   return { ok: true, output: `Successfully replaced text in ${path}.` };
 }
 
-export const editTool: ToolDefinition = {
+export const editTool: ToolDefinition = builtinTool({
   name: 'edit',
   description:
     'Edit a file by replacing one exact piece of text. oldText must appear exactly once in the ' +
     'file, matching character for character (whitespace, indentation and newlines included); ' +
     'include a few surrounding lines when a short snippet is not unique. To make several ' +
     'changes, call edit once per change.',
-  inputSchema: {
-    type: 'object',
-    properties: {
-      label: {
-        type: 'string',
-        description: 'A few words saying why you edit the file, e.g. "fix the off-by-one".',
-      },
-      path: {
-        type: 'string',
-        description:
-          "The file to edit: absolute, `~/`-relative, or relative to the chat file's directory.",
-      },
-      oldText: {
-        type: 'string',
-        description: 'The text to replace, copied exactly from the file; it must be unique there.',
-      },
-      newText: {
-        type: 'string',
-        description: 'The text to put in its place (empty to delete it).',
-      },
+  why: 'edit the file, e.g. "fix the off-by-one"',
+  properties: {
+    path: {
+      type: 'string',
+      description:
+        "The file to edit: absolute, `~/`-relative, or relative to the chat file's directory.",
     },
-    required: ['label', 'newText', 'oldText', 'path'],
-    additionalProperties: false,
+    oldText: {
+      type: 'string',
+      description: 'The text to replace, copied exactly from the file; it must be unique there.',
+    },
+    newText: {
+      type: 'string',
+      description: 'The text to put in its place (empty to delete it).',
+    },
   },
-  strict: true,
   label: 'Edit file',
-  execute: executeEdit,
-  formatPreview: (input) => {
-    const detail = [textOf(input, 'path')];
-    return { detail, label: labelOf(input) };
-  },
-};
+  execute: needing('path', executeEdit),
+  detail: (input) => [textOf(input, 'path')],
+});

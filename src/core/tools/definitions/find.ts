@@ -46,15 +46,12 @@ import {
   displayPath,
   escapes,
   excludesFrom,
-  fieldsOf,
   onPath,
   positiveInt,
   searchArgument,
-  stringField,
   timeoutSeconds,
-  labelOf,
-  textOf,
 } from './ls.js';
+import { builtinTool, optional, needing, stringField, textOf } from './builtin.js';
 
 /** Files reported when the call gives no `limit`. */
 export const FIND_DEFAULT_LIMIT = 500;
@@ -345,13 +342,11 @@ async function listing(
 }
 
 async function executeFind(
-  input: unknown,
+  pattern: string,
+  fields: Record<string, unknown>,
   ctx: ToolContext,
   options: FindToolOptions,
 ): Promise<ToolOutcome> {
-  const fields = fieldsOf(input);
-  const pattern = stringField(fields, 'pattern');
-  if (pattern === undefined) return { ok: false, error: 'No pattern provided' };
   const run = options.run ?? runProcess;
   const searched = await searchDirOf(ctx, stringField(fields, 'path'));
   if ('error' in searched) return { ok: false, error: searched.error };
@@ -397,7 +392,7 @@ async function executeFind(
 
 /** A find tool; `findTool` detects its backend on each call, tests can fix one. */
 export function createFindTool(options: FindToolOptions = {}): ToolDefinition {
-  return {
+  return builtinTool({
     name: 'find',
     description:
       'Find files by glob pattern (fd, git ls-files or find, whichever is available). A ' +
@@ -407,40 +402,27 @@ export function createFindTool(options: FindToolOptions = {}): ToolDefinition {
       `directory, one per line, at most limit (default ${FIND_DEFAULT_LIMIT}); the output is cut ` +
       `at ${MAX_LINES} lines or ${MAX_BYTES / 1024}KB. Commonly ignored directories such as ` +
       'node_modules and .git are skipped.',
-    inputSchema: {
-      type: 'object',
-      properties: {
-        label: {
-          type: 'string',
-          description: 'A few words saying why you are looking, e.g. "locate the test files".',
-        },
-        pattern: {
-          type: 'string',
-          description: 'Glob to match, e.g. "*.lua" or "src/**/*.tsx".',
-        },
-        path: {
-          type: ['string', 'null'],
-          description: 'Directory to search (default: the working directory).',
-        },
-        limit: {
-          type: ['number', 'null'],
-          description: `The most paths to return (default ${FIND_DEFAULT_LIMIT}).`,
-        },
+    why: 'are looking, e.g. "locate the test files"',
+    properties: {
+      pattern: {
+        type: 'string',
+        description: 'Glob to match, e.g. "*.lua" or "src/**/*.tsx".',
       },
-      required: ['label', 'limit', 'path', 'pattern'],
-      additionalProperties: false,
+      path: optional('string', 'Directory to search (default: the working directory).'),
+      limit: optional('number', `The most paths to return (default ${FIND_DEFAULT_LIMIT}).`),
     },
-    strict: true,
     async: true,
     label: 'Find files',
-    execute: (input, ctx) => executeFind(input, ctx, options),
-    formatPreview: (input) => {
+    execute: needing('pattern', (pattern, fields, ctx) =>
+      executeFind(pattern, fields, ctx, options),
+    ),
+    detail: (input) => {
       const detail = [textOf(input, 'pattern')];
       const path = input['path'];
       if (typeof path === 'string' && path !== '') detail.push(`in ${path}`);
-      return { detail, label: labelOf(input) };
+      return detail;
     },
-  };
+  });
 }
 
 export const findTool: ToolDefinition = createFindTool();

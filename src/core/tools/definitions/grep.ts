@@ -49,15 +49,12 @@ import {
   compareCodeUnits,
   displayPath,
   excludesFrom,
-  fieldsOf,
   onPath,
   positiveInt,
   searchArgument,
-  stringField,
   timeoutSeconds,
-  labelOf,
-  textOf,
 } from './ls.js';
+import { builtinTool, optional, needing, fieldsOf, stringField, textOf } from './builtin.js';
 
 /** Matches reported when the call gives no `limit`. */
 export const GREP_DEFAULT_LIMIT = 100;
@@ -331,13 +328,11 @@ function matchesOf(
 }
 
 async function executeGrep(
-  input: unknown,
+  pattern: string,
+  fields: Record<string, unknown>,
   ctx: ToolContext,
   options: GrepToolOptions,
 ): Promise<ToolOutcome> {
-  const fields = fieldsOf(input);
-  const pattern = stringField(fields, 'pattern');
-  if (pattern === undefined) return { ok: false, error: 'No pattern provided' };
   const run = options.run ?? runProcess;
 
   const pathInput = stringField(fields, 'path');
@@ -406,7 +401,7 @@ async function executeGrep(
  * processes.
  */
 export function createGrepTool(options: GrepToolOptions = {}): ToolDefinition {
-  return {
+  return builtinTool({
     name: 'grep',
     description:
       'Search the contents of files for a regular expression (ripgrep when installed, else ' +
@@ -415,46 +410,32 @@ export function createGrepTool(options: GrepToolOptions = {}): ToolDefinition {
       `cut at ${GREP_MAX_LINE_BYTES} bytes. Stops after limit matches (default ` +
       `${GREP_DEFAULT_LIMIT}); the output is cut at ${MAX_LINES} lines or ${MAX_BYTES / 1024}KB. ` +
       'Commonly ignored directories such as node_modules and .git are skipped.',
-    inputSchema: {
-      type: 'object',
-      properties: {
-        label: {
-          type: 'string',
-          description: 'A few words saying why you are searching, e.g. "find callers of init".',
-        },
-        pattern: { type: 'string', description: 'The regular expression to look for.' },
-        path: {
-          type: ['string', 'null'],
-          description: 'Directory or file to search (default: the working directory).',
-        },
-        glob: {
-          type: ['string', 'null'],
-          description:
-            'Only search files matching this glob, e.g. "*.ts", "*.{c,h}" or "src/**/*.lua" ' +
-            '(a glob with / matches the path below the searched directory).',
-        },
-        limit: {
-          type: ['number', 'null'],
-          description: `The most matches to report (default ${GREP_DEFAULT_LIMIT}).`,
-        },
-      },
-      required: ['glob', 'label', 'limit', 'path', 'pattern'],
-      additionalProperties: false,
+    why: 'are searching, e.g. "find callers of init"',
+    properties: {
+      pattern: { type: 'string', description: 'The regular expression to look for.' },
+      path: optional('string', 'Directory or file to search (default: the working directory).'),
+      glob: optional(
+        'string',
+        'Only search files matching this glob, e.g. "*.ts", "*.{c,h}" or "src/**/*.lua" ' +
+          '(a glob with / matches the path below the searched directory).',
+      ),
+      limit: optional('number', `The most matches to report (default ${GREP_DEFAULT_LIMIT}).`),
     },
-    strict: true,
     async: true,
     label: 'Search file contents',
-    execute: (input, ctx) => executeGrep(input, ctx, options),
-    formatPreview: (input) => {
+    execute: needing('pattern', (pattern, fields, ctx) =>
+      executeGrep(pattern, fields, ctx, options),
+    ),
+    detail: (input) => {
       const pattern = textOf(input, 'pattern');
       const detail = [`/${pattern}/`];
       for (const key of ['path', 'glob']) {
         const value = input[key];
         if (typeof value === 'string' && value !== '') detail.push(value);
       }
-      return { detail, label: labelOf(input) };
+      return detail;
     },
-  };
+  });
 }
 
 export const grepTool: ToolDefinition = createGrepTool();

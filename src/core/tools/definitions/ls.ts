@@ -1,6 +1,6 @@
 // The `ls` tool: lists a directory (optionally a few levels deep) using only Node's fs, so it
 // works the same with or without a sandbox backend and needs no external program. This module
-// also holds the small helpers grep and find share (input fields, excludes, paths, PATH lookup);
+// also holds the small helpers grep and find share (excludes, paths, PATH lookup);
 // find imports from here and grep imports from both, so there is no import cycle.
 //
 // Decisions:
@@ -28,6 +28,7 @@ import { resolveAgainst } from '../context.js';
 import type { runProcess } from '../process.js';
 import type { ToolContext, ToolDefinition, ToolOutcome } from '../registry.js';
 import { MAX_BYTES, MAX_LINES, type TruncateFs, truncateListing } from '../truncate.js';
+import { builtinTool, optional, needing, textOf } from './builtin.js';
 
 /** Deepest recursion `max_depth` may ask for. */
 export const LS_MAX_DEPTH = 10;
@@ -87,31 +88,6 @@ export function timeoutSeconds(ctx: ToolContext): number {
 export function positiveInt(value: unknown, fallback: number): number {
   if (typeof value !== 'number' || !Number.isFinite(value)) return fallback;
   return Math.max(1, Math.floor(value));
-}
-
-/** Input fields as a record; anything that is not an object reads as empty. */
-export function fieldsOf(input: unknown): Record<string, unknown> {
-  return typeof input === 'object' && input !== null && !Array.isArray(input)
-    ? (input as Record<string, unknown>)
-    : {};
-}
-
-/** A string field, or undefined when absent, null, not a string, or empty. */
-export function stringField(fields: Record<string, unknown>, key: string): string | undefined {
-  const value = fields[key];
-  return typeof value === 'string' && value !== '' ? value : undefined;
-}
-
-/** A call's `label`, for its preview (any string), or undefined. */
-export function labelOf(input: Record<string, unknown>): string | undefined {
-  const label = input['label'];
-  return typeof label === 'string' ? label : undefined;
-}
-
-/** A string field for a preview: the string, or '' when it is not one. */
-export function textOf(input: Record<string, unknown>, key: string): string {
-  const value = input[key];
-  return typeof value === 'string' ? value : '';
 }
 
 /** Case-insensitive order with a code-unit tie-break, so the result never depends on the locale. */
@@ -260,13 +236,11 @@ function messageOf(err: unknown): string {
 }
 
 async function executeLs(
-  input: unknown,
+  path: string,
+  fields: Record<string, unknown>,
   ctx: ToolContext,
   options: LsToolOptions,
 ): Promise<ToolOutcome> {
-  const fields = fieldsOf(input);
-  const path = stringField(fields, 'path');
-  if (path === undefined) return { ok: false, error: 'No path provided' };
   const target = resolveAgainst(ctx.cwd, path, homedir());
 
   try {
@@ -301,7 +275,7 @@ async function executeLs(
 
 /** An ls tool; `lsTool` is the one the host registers, tests may pass options. */
 export function createLsTool(options: LsToolOptions = {}): ToolDefinition {
-  return {
+  return builtinTool({
     name: 'ls',
     description:
       'List the contents of a directory. Directories come first (ending in /), then files, ' +
@@ -310,39 +284,27 @@ export function createLsTool(options: LsToolOptions = {}): ToolDefinition {
       `most ${LS_MAX_DEPTH} levels); commonly ignored directories such as node_modules and .git ` +
       `are shown but not expanded. Lists at most limit entries (default ${LS_DEFAULT_LIMIT}); ` +
       `the listing is cut at ${MAX_LINES} lines or ${MAX_BYTES / 1024}KB.`,
-    inputSchema: {
-      type: 'object',
-      properties: {
-        label: {
-          type: 'string',
-          description: 'A few words saying why you are listing, e.g. "look at the project layout".',
-        },
-        path: {
-          type: 'string',
-          description: 'The directory to list, absolute or relative to the working directory.',
-        },
-        max_depth: {
-          type: ['number', 'null'],
-          description: `How many levels to descend (default 1 = this directory only, max ${LS_MAX_DEPTH}).`,
-        },
-        limit: {
-          type: ['number', 'null'],
-          description: `The most entries to list (default ${LS_DEFAULT_LIMIT}).`,
-        },
+    why: 'are listing, e.g. "look at the project layout"',
+    properties: {
+      path: {
+        type: 'string',
+        description: 'The directory to list, absolute or relative to the working directory.',
       },
-      required: ['label', 'limit', 'max_depth', 'path'],
-      additionalProperties: false,
+      max_depth: optional(
+        'number',
+        `How many levels to descend (default 1 = this directory only, max ${LS_MAX_DEPTH}).`,
+      ),
+      limit: optional('number', `The most entries to list (default ${LS_DEFAULT_LIMIT}).`),
     },
-    strict: true,
     label: 'List directory',
-    execute: (input, ctx) => executeLs(input, ctx, options),
-    formatPreview: (input) => {
+    execute: needing('path', (path, fields, ctx) => executeLs(path, fields, ctx, options)),
+    detail: (input) => {
       const detail = [textOf(input, 'path')];
       const depth = effectiveDepth(input['max_depth']);
       if (depth > 1) detail.push(`depth=${depth}`);
-      return { detail, label: labelOf(input) };
+      return detail;
     },
-  };
+  });
 }
 
 export const lsTool: ToolDefinition = createLsTool();

@@ -45,7 +45,8 @@ import {
   nodeTruncateFs,
   truncateForResult,
 } from '../truncate.js';
-import { escapes, fieldsOf, labelOf, positiveInt, stringField, textOf } from './ls.js';
+import { escapes, positiveInt } from './ls.js';
+import { builtinTool, optional, needing, textOf } from './builtin.js';
 import { toolPath } from './write.js';
 
 /** How much of a file with an unknown extension is inspected for NUL bytes. */
@@ -281,13 +282,11 @@ export interface ReadToolOptions {
 const SYNC_READ_BYTES = 64 * 1024;
 
 async function executeRead(
-  input: unknown,
+  path: string,
+  fields: Record<string, unknown>,
   ctx: ToolContext,
   options: ReadToolOptions,
 ): Promise<ToolOutcome> {
-  const fields = fieldsOf(input);
-  const path = stringField(fields, 'path');
-  if (path === undefined) return { ok: false, error: 'No path provided' };
   const where = await toolPath(ctx, path, false);
   if (!where.ok) return where;
   const abs = where.abs;
@@ -356,7 +355,7 @@ async function executeRead(
 
 /** A read tool; `readTool` is the one the host registers. */
 export function createReadTool(options: ReadToolOptions = {}): ToolDefinition {
-  return {
+  return builtinTool({
     name: 'read',
     description:
       'Read a file. Text files come back as their lines, at most the first ' +
@@ -364,36 +363,24 @@ export function createReadTool(options: ReadToolOptions = {}): ToolDefinition {
       'to read a large file in parts (the output says which offset continues). Images, PDFs and ' +
       'other binary files come back as a file reference, and images and PDFs are then attached ' +
       'for you to see.',
-    inputSchema: {
-      type: 'object',
-      properties: {
-        label: {
-          type: 'string',
-          description: 'A few words saying why you read the file, e.g. "check the config".',
-        },
-        path: {
-          type: 'string',
-          description:
-            "The file to read: absolute, `~/`-relative, or relative to the chat file's directory.",
-        },
-        offset: {
-          type: ['number', 'null'],
-          description: 'The first line to return, counting from 1 (null: the start of the file).',
-        },
-        limit: {
-          type: ['number', 'null'],
-          description: 'The most lines to return (null: up to the output limits).',
-        },
+    why: 'read the file, e.g. "check the config"',
+    properties: {
+      path: {
+        type: 'string',
+        description:
+          "The file to read: absolute, `~/`-relative, or relative to the chat file's directory.",
       },
-      required: ['label', 'limit', 'offset', 'path'],
-      additionalProperties: false,
+      offset: optional(
+        'number',
+        'The first line to return, counting from 1 (null: the start of the file).',
+      ),
+      limit: optional('number', 'The most lines to return (null: up to the output limits).'),
     },
-    strict: true,
     label: 'Read file',
     // An image or a PDF comes back as a reference, read when the result is sent.
     templateToolResult: true,
-    execute: (input, ctx) => executeRead(input, ctx, options),
-    formatPreview: (input) => {
+    execute: needing('path', (path, fields, ctx) => executeRead(path, fields, ctx, options)),
+    detail: (input) => {
       const detail = [textOf(input, 'path')];
       const offset = input['offset'];
       const limit = input['limit'];
@@ -402,9 +389,9 @@ export function createReadTool(options: ReadToolOptions = {}): ToolDefinition {
       if (hasOffset || hasLimit) {
         detail.push(`+${hasOffset ? offset : 0}${hasLimit ? `,${limit}` : ''}`);
       }
-      return { detail, label: labelOf(input) };
+      return detail;
     },
-  };
+  });
 }
 
 export const readTool: ToolDefinition = createReadTool();

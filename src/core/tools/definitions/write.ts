@@ -22,13 +22,13 @@
 import type { ToolContext, ToolDefinition, ToolOutcome } from '../registry.js';
 import { SandboxViolation } from '../sandbox/roots.js';
 import { formatSize } from '../truncate.js';
-import { fieldsOf, labelOf, stringField, textOf } from './ls.js';
+import { builtinTool, needing, textOf } from './builtin.js';
 
 /**
  * The refusal for changing `abs` when the sandbox is enabled and its policy does not allow writing
  * there; undefined when the change may go ahead. `verb` names the tool's action (`write`, `edit`).
  */
-export function sandboxDenial(
+function sandboxDenial(
   ctx: ToolContext,
   abs: string,
   path: string,
@@ -56,23 +56,37 @@ export async function toolPath(
   }
 }
 
+/**
+ * The absolute path a `write` or `edit` call changes (`toolPath` for writing), or the error result:
+ * the path cannot be resolved, or the sandbox's policy does not allow writing there.
+ */
+export async function writablePath(
+  ctx: ToolContext,
+  path: string,
+  verb: string,
+): Promise<{ ok: true; abs: string } | { ok: false; error: string }> {
+  const where = await toolPath(ctx, path, true);
+  if (!where.ok) return where;
+  const denial = sandboxDenial(ctx, where.abs, path, verb);
+  return denial === undefined ? where : { ok: false, error: denial };
+}
+
 /** The message of a thrown error, or the thrown value as text. */
 export function reasonOf(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
 
-async function executeWrite(input: unknown, ctx: ToolContext): Promise<ToolOutcome> {
-  const fields = fieldsOf(input);
-  const path = stringField(fields, 'path');
-  if (path === undefined) return { ok: false, error: 'No path provided' };
+async function executeWrite(
+  path: string,
+  fields: Record<string, unknown>,
+  ctx: ToolContext,
+): Promise<ToolOutcome> {
   const content = fields['content'];
   if (typeof content !== 'string') return { ok: false, error: 'No content provided' };
 
-  const where = await toolPath(ctx, path, true);
+  const where = await writablePath(ctx, path, 'write');
   if (!where.ok) return where;
   const abs = where.abs;
-  const denial = sandboxDenial(ctx, abs, path, 'write');
-  if (denial !== undefined) return { ok: false, error: denial };
 
   try {
     const { handle } = await ctx.sandbox.open_for_write(abs, { mkdir: true });
@@ -91,40 +105,31 @@ async function executeWrite(input: unknown, ctx: ToolContext): Promise<ToolOutco
   };
 }
 
-export const writeTool: ToolDefinition = {
+export const writeTool: ToolDefinition = builtinTool({
   name: 'write',
   description:
     'Write a file, replacing it completely if it exists; missing parent directories are ' +
     'created. Use edit to change part of an existing file instead of rewriting all of it.',
-  inputSchema: {
-    type: 'object',
-    properties: {
-      label: {
-        type: 'string',
-        description: 'A few words saying why you write the file, e.g. "add the test fixture".',
-      },
-      path: {
-        type: 'string',
-        description:
-          "The file to write: absolute, `~/`-relative, or relative to the chat file's directory.",
-      },
-      content: {
-        type: 'string',
-        description: 'The complete new content of the file.',
-      },
+  why: 'write the file, e.g. "add the test fixture"',
+  properties: {
+    path: {
+      type: 'string',
+      description:
+        "The file to write: absolute, `~/`-relative, or relative to the chat file's directory.",
     },
-    required: ['content', 'label', 'path'],
-    additionalProperties: false,
+    content: {
+      type: 'string',
+      description: 'The complete new content of the file.',
+    },
   },
-  strict: true,
   label: 'Write file',
-  execute: executeWrite,
-  formatPreview: (input) => {
+  execute: needing('path', executeWrite),
+  detail: (input) => {
     const detail = [textOf(input, 'path')];
     const content = input['content'];
     if (typeof content === 'string') {
       detail.push(`(${formatSize(Buffer.byteLength(content, 'utf8'))})`);
     }
-    return { detail, label: labelOf(input) };
+    return detail;
   },
-};
+});

@@ -14,10 +14,11 @@
 //   (bound read-only over themselves, inside an rw bind), then `--unsetenv` for each scrubbed
 //   name. Places that vanished since the policy was resolved are left out, like rw paths.
 
-import { constants, existsSync, statSync } from 'node:fs';
+import { constants, existsSync } from 'node:fs';
 import { access, stat } from 'node:fs/promises';
 import { delimiter, isAbsolute, join, resolve as resolvePath } from 'node:path';
 
+import { statIfAny } from '../../util/files.js';
 import { type RunResult, runProcess } from '../process.js';
 import {
   BWRAP_PRIORITY,
@@ -67,11 +68,7 @@ export function bwrapExtraArgs(settings: BackendSettings): string[] {
 }
 
 function isDirectorySync(path: string): boolean {
-  try {
-    return statSync(path).isDirectory();
-  } catch {
-    return false;
-  }
+  return statIfAny(path)?.isDirectory() === true;
 }
 
 /** The bwrap command line for `argv` under `policy`. */

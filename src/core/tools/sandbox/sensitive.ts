@@ -32,9 +32,9 @@
 //   later, outside the sandbox). Build scripts stay writable: the user runs them on purpose, like
 //   any source file, and `npm install` must be able to rewrite package.json.
 
-import { statSync } from 'node:fs';
 import { dirname, join, resolve as resolvePath } from 'node:path';
 
+import { statIfAny } from '../../util/files.js';
 import { isGlob, pathGlobSource } from '../../util/glob.js';
 import { PathExpansionError, expandPath } from '../../util/expand-path.js';
 import { type PathEnv, resolveReal } from './paths.js';
@@ -319,19 +319,11 @@ export function sensitiveEntries(
 }
 
 function isDir(path: string): boolean {
-  try {
-    return statSync(path).isDirectory();
-  } catch {
-    return false;
-  }
+  return statIfAny(path)?.isDirectory() === true;
 }
 
 function isFile(path: string): boolean {
-  try {
-    return statSync(path).isFile();
-  } catch {
-    return false;
-  }
+  return statIfAny(path)?.isFile() === true;
 }
 
 /**
