@@ -111,9 +111,7 @@ export default tseslint.config(
     // One notifier: a message to the user goes through `base.notify` (the Notifier port), which
     // src/host/notifier.ts alone turns into Lua's `notify`.
     files: ['src/**/*.ts'],
-    ignores: [
-      'src/host/notifier.ts',
-    ],
+    ignores: ['src/host/notifier.ts'],
     rules: {
       'no-restricted-syntax': [
         'error',
