@@ -4,21 +4,22 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ROOT, startDriver, type Driver } from '../helpers/driver.js';
+import { ROOT, type Driver } from '../helpers/driver.js';
+import { neovimLauncher } from '../helpers/e2e.js';
 
 let driver: Driver | undefined;
 let dir: string | undefined;
 
 afterEach(async () => {
-  await driver?.quit();
-  driver = undefined;
   if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
   dir = undefined;
 });
 
+const launch = neovimLauncher();
+
 /** Neovim set up as `npm run demo` sets it up (the init file it passes with `-u`). */
 function startDemo(env: Record<string, string>): Promise<Driver> {
-  return startDriver({
+  return launch({
     env: { FLEMMA_ROOT: ROOT, FLEMMA_DEMO_PROVIDER: 'demo', ...env },
     setup: `dofile(${JSON.stringify(join(ROOT, 'scripts/demo/init.lua'))})`,
   });

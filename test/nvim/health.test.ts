@@ -14,17 +14,18 @@ import {
 import { tmpdir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { type Driver, ROOT, startDriver } from '../helpers/driver.js';
+import { type Driver, ROOT } from '../helpers/driver.js';
+import { neovimLauncher } from '../helpers/e2e.js';
 
 let driver: Driver | undefined;
 let fixture: string | undefined;
 
 afterEach(async () => {
-  await driver?.quit();
-  driver = undefined;
   if (fixture !== undefined) rmSync(fixture, { recursive: true, force: true });
   fixture = undefined;
 });
+
+const launch = neovimLauncher();
 
 const SECTIONS = ['Neovim', 'Node.js', 'Bundle', 'Help', 'Host', 'Sandbox', 'Providers'];
 
@@ -84,7 +85,7 @@ function nodeSourceHash(root: string): string {
 
 describe(':checkhealth flemma', () => {
   it('reports every section, OK on a working machine, and never a credential value', async () => {
-    driver = await startDriver({ env: { ANTHROPIC_API_KEY: 'sk-test-SECRET-123' } });
+    driver = await launch({ env: { ANTHROPIC_API_KEY: 'sk-test-SECRET-123' } });
     const lines = await checkhealth(driver);
     const report = lines.join('\n');
 
@@ -131,7 +132,7 @@ describe(':checkhealth flemma', () => {
   });
 
   it('reports a missing Node.js as an error that names host.node', async () => {
-    driver = await startDriver({
+    driver = await launch({
       setup: 'require("flemma.config").setup({ host = { node = "/nonexistent/node" } })',
     });
     const lines = await checkhealth(driver);
@@ -150,7 +151,7 @@ describe(':checkhealth flemma', () => {
   });
 
   it('computes the same source fingerprint as scripts/source-hash.mjs', async () => {
-    const d = await startDriver();
+    const d = await launch();
     driver = d;
     const luaHash = (root: string): Promise<string> =>
       d.lua<string>('return (require("flemma.health").source_hash(...))', root);

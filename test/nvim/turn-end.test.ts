@@ -4,20 +4,13 @@
 // is over, or on the first call that waits; Insert mode comes back only after a normal end, so
 // that an error or "Approval needed" stays on screen. The approve commands go on once nothing
 // waits. The fake Anthropic server answers the sends.
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { anthropicMessages, anthropicReply } from '../helpers/anthropic-script.js';
-import { type Driver, startDriver } from '../helpers/driver.js';
-import { type FakeProvider, startFakeProvider } from '../helpers/fake-provider.js';
+import { type Driver } from '../helpers/driver.js';
+import { type Session, launcher } from '../helpers/e2e.js';
+import { type FakeProvider } from '../helpers/fake-provider.js';
 
-let driver: Driver | undefined;
-let fake: FakeProvider | undefined;
-
-afterEach(async () => {
-  await driver?.quit();
-  await fake?.close();
-  driver = undefined;
-  fake = undefined;
-});
+const launch = launcher();
 
 // The test's witness of the host's answer: `User TestStepEnded` once Lua handled it (and, when
 // Insert mode comes back, once it has begun).
@@ -47,17 +40,13 @@ require("flemma.tools").register("echo_tool", {
 })
 `;
 
-async function start(
-  options: string,
-  ui?: { width: number; height: number },
-): Promise<{ d: Driver; f: FakeProvider }> {
-  fake = await startFakeProvider();
-  driver = await startDriver({
-    env: { ANTHROPIC_API_KEY: 'sk-ant-test-key', ANTHROPIC_BASE_URL: fake.url },
-    setup: `require("flemma").setup(${options})\n${WITNESS}`,
+function start(options: string, ui?: { width: number; height: number }): Promise<Session> {
+  return launch({
+    key: 'sk-ant-test-key',
+    config: options,
+    lua: WITNESS,
     ...(ui === undefined ? {} : { ui }),
   });
-  return { d: driver, f: fake };
 }
 
 function toolUse(id: string, text: string): string[] {
