@@ -10,7 +10,7 @@ import { neovimLauncher } from '../helpers/e2e.js';
 let driver: Driver | undefined;
 let dir: string | undefined;
 
-afterEach(async () => {
+afterEach(() => {
   if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
   dir = undefined;
 });

@@ -20,7 +20,7 @@ import { neovimLauncher } from '../helpers/e2e.js';
 let driver: Driver | undefined;
 let fixture: string | undefined;
 
-afterEach(async () => {
+afterEach(() => {
   if (fixture !== undefined) rmSync(fixture, { recursive: true, force: true });
   fixture = undefined;
 });

@@ -22,7 +22,7 @@ import { copyInstall } from '../helpers/install.js';
 let driver: Driver | undefined;
 let data: string | undefined;
 
-afterEach(async () => {
+afterEach(() => {
   if (data !== undefined) rmSync(data, { recursive: true, force: true });
   data = undefined;
 });

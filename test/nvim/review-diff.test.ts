@@ -12,7 +12,7 @@ let driver: Driver | undefined;
 
 let dir: string | undefined;
 
-afterEach(async () => {
+afterEach(() => {
   if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
   dir = undefined;
 });
