@@ -2,29 +2,15 @@
 // without their values, a missing Node.js as an error naming host.node, and the Lua source
 // fingerprint equal to the one scripts/source-hash.mjs writes into dist/build-info.json.
 import { execFileSync } from 'node:child_process';
-import {
-  accessSync,
-  constants,
-  mkdirSync,
-  mkdtempSync,
-  rmSync,
-  symlinkSync,
-  writeFileSync,
-} from 'node:fs';
-import { tmpdir } from 'node:os';
+import { accessSync, constants, mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { delimiter, dirname, join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { type Driver, ROOT } from '../helpers/driver.js';
 import { neovimLauncher } from '../helpers/e2e.js';
+import { tempDirs } from '../helpers/temp.js';
 
 let driver: Driver | undefined;
-let fixture: string | undefined;
-
-afterEach(() => {
-  if (fixture !== undefined) rmSync(fixture, { recursive: true, force: true });
-  fixture = undefined;
-});
-
+const temp = tempDirs();
 const launch = neovimLauncher();
 
 const SECTIONS = ['Neovim', 'Node.js', 'Bundle', 'Help', 'Host', 'Sandbox', 'Providers'];
@@ -158,7 +144,7 @@ describe(':checkhealth flemma', () => {
     expect(await luaHash(ROOT)).toBe(nodeSourceHash(ROOT));
 
     // Nested and look-alike names (byte order), a NUL byte, non-ASCII, symlinks (not counted).
-    fixture = mkdtempSync(join(tmpdir(), 'flemma-hash-'));
+    const fixture = temp('flemma-hash-');
     const files: Record<string, string> = {
       'package.json': '{}\n',
       'src/a.ts': 'a\n',

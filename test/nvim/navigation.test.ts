@@ -5,47 +5,11 @@
 import { describe, expect, it } from 'vitest';
 import { type Driver } from '../helpers/driver.js';
 import { neovimLauncher } from '../helpers/e2e.js';
+import { NAVIGATION_CHAT } from '../helpers/chat-lines.js';
 
 let driver: Driver | undefined;
 
 const launch = neovimLauncher();
-
-// Line numbers (1-based) are noted where the tests use them.
-const CHAT = [
-  '@You:', // 1
-  'Compare @./notes.md, with @../shared/style.md.', // 2
-  '',
-  '@Assistant:', // 4
-  "I'll read both.",
-  '',
-  '**Tool Use:** `read` (`toolu_01Read`)', // 7
-  '',
-  '```json',
-  '{', // 10
-  '  "path": "notes.md"',
-  '}',
-  '```',
-  '',
-  '**Tool Use:** `bash` (`toolu_02Bash`)', // 15
-  '',
-  '```json',
-  '{"command":"ls"}',
-  '```',
-  '',
-  'An example, not a call:',
-  '',
-  '````markdown',
-  '**Tool Result:** `toolu_01Read`', // 24: inside a fence, not a result
-  '````',
-  '',
-  '@You:', // 27
-  '**Tool Result:** `toolu_01Read`', // 28
-  '',
-  '```',
-  'These are my notes.',
-  '```',
-  '',
-];
 
 /** Open the chat at `project/chats/talk.chat` while Neovim's current directory is `work/`. */
 async function openProjectChat(d: Driver): Promise<number> {
@@ -53,7 +17,7 @@ async function openProjectChat(d: Driver): Promise<number> {
   d.writeFile('project/shared/style.md', 'the style guide\n');
   // Decoys where a cwd-relative lookup would land.
   d.writeFile('notes.md', 'notes in the current directory\n');
-  return d.openChat('project/chats/talk.chat', CHAT);
+  return d.openChat('project/chats/talk.chat', NAVIGATION_CHAT);
 }
 
 async function cursor(d: Driver): Promise<[number, number]> {

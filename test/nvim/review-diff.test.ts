@@ -1,22 +1,16 @@
 // Reviewing a pending file change before approving it: the preview of a pending `write` or `edit`
 // shows the file and the lines it would add and remove, read from the file as it is now.
-import { mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { realpathSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { pendingCall } from '../helpers/chat-lines.js';
 import { type Driver } from '../helpers/driver.js';
 import { neovimLauncher } from '../helpers/e2e.js';
+import { tempDirs } from '../helpers/temp.js';
 
 let driver: Driver | undefined;
 
-let dir: string | undefined;
-
-afterEach(() => {
-  if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
-  dir = undefined;
-});
-
+const temp = tempDirs();
 const launch = neovimLauncher();
 
 /** A file of the working directory, as Neovim's side reads it. */
@@ -104,7 +98,7 @@ async function openDiff(d: Driver): Promise<void> {
 
 describe('the preview of a declarative file_write', () => {
   it('counts the lines the call would write against the file', async () => {
-    dir = realpathSync(mkdtempSync(join(tmpdir(), 'flemma-review-')));
+    const dir = realpathSync(temp('flemma-review-'));
     writeFileSync(
       join(dir, 'save.yaml'),
       'name: save\ndescription: Save a file\nparams:\n  - { name: path, type: string, required: true }\n  - { name: content, type: string, required: true }\nimplementation: { type: file_write }\n',

@@ -5,22 +5,16 @@
 // (`wire:answer`), every batch of notifications (`wire:notify`) and every Lua → host message
 // (`wire:in`). The step asks Neovim nothing before its calls start, and from the last call's
 // return to the follow-up leaving at most one round trip completes (the results' write).
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { anthropicReply } from '../helpers/anthropic-script.js';
 import { type Driver } from '../helpers/driver.js';
 import { launcher } from '../helpers/e2e.js';
+import { tempDirs } from '../helpers/temp.js';
 import { type FakeProvider } from '../helpers/fake-provider.js';
 
-let dir: string | undefined;
-
-afterEach(() => {
-  if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
-  dir = undefined;
-});
-
+const temp = tempDirs();
 const launch = launcher();
 
 /** The trace's labels in order (each line is `<ms> <label>`). */
@@ -95,7 +89,7 @@ const WRITES = ['buffer.apply_batch', 'chat.structure'];
 
 /** A Neovim whose host traces the wire, with 8 small files to read; the trace's path. */
 async function start(): Promise<{ d: Driver; f: FakeProvider; file: string }> {
-  dir = mkdtempSync(join(tmpdir(), 'flemma-wire-'));
+  const dir = temp('flemma-wire-');
   const file = join(dir, 'trace.log');
   const { d, f } = await launch({ key: 'sk-test', env: { FLEMMA_TRACE: file }, config: '{}' });
   for (let i = 1; i <= 8; i++) d.writeFile(`file${String(i)}.txt`, `file ${String(i)}\n`);
