@@ -1,20 +1,12 @@
 // The fake provider, proven through the real Anthropic and OpenAI SDKs and through plain fetch.
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { startFakeProvider, type FakeProvider } from '../helpers/fake-provider.js';
+import { describe, expect, it } from 'vitest';
+import { fakeProviderHooks } from '../helpers/fake-provider-hooks.js';
 
 const KEY = 'sk-test-dummy';
 
-let fake: FakeProvider;
-
-beforeEach(async () => {
-  fake = await startFakeProvider();
-});
-
-afterEach(async () => {
-  await fake.close();
-});
+const fake = fakeProviderHooks();
 
 function anthropic(maxRetries = 0): Anthropic {
   return new Anthropic({ apiKey: KEY, baseURL: fake.url, maxRetries });

@@ -1,5 +1,5 @@
 // The Anthropic adapter: exact request bodies, and replies streamed by the real SDK from the fake.
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createAnthropicAdapter } from '../../src/core/provider/adapters/anthropic.js';
 import { TRUNCATED_WARNING } from '../../src/core/provider/adapters/anthropic-events.js';
 import { SdkLoader } from '../../src/core/provider/sdk.js';
@@ -9,7 +9,7 @@ import {
   type ProviderEvent,
   type ProviderRequest,
 } from '../../src/core/provider/types.js';
-import { startFakeProvider, type FakeProvider } from '../helpers/fake-provider.js';
+import { fakeProviderHooks } from '../helpers/fake-provider-hooks.js';
 
 const KEY = 'sk-test-dummy';
 const loader = new SdkLoader();
@@ -352,15 +352,7 @@ describe('anthropic request body', () => {
 // ---------------------------------------------------------------------------------------------
 // Streaming through the real SDK
 
-let fake: FakeProvider;
-
-beforeEach(async () => {
-  fake = await startFakeProvider();
-});
-
-afterEach(async () => {
-  await fake.close();
-});
+const fake = fakeProviderHooks();
 
 function adapter(maxRetries = 0): ProviderAdapter {
   return createAnthropicAdapter({ apiKey: KEY, baseURL: fake.url, maxRetries }, loader);

@@ -1,5 +1,5 @@
 // The Gemini/Vertex adapter, driven through the real @google/genai SDK against the fake provider.
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createGeminiAdapter } from '../../src/core/provider/adapters/gemini.js';
 import { SdkLoader } from '../../src/core/provider/sdk.js';
 import {
@@ -9,26 +9,16 @@ import {
   type ProviderEvent,
   type ProviderRequest,
 } from '../../src/core/provider/types.js';
-import {
-  startFakeProvider,
-  type FakeProvider,
-  type FakeRequest,
-} from '../helpers/fake-provider.js';
+import { type FakeRequest } from '../helpers/fake-provider.js';
+import { fakeProviderHooks } from '../helpers/fake-provider-hooks.js';
 
 const MODEL = 'gemini-3.1-pro-preview';
 const GEMINI_PATH = `/v1beta/models/${MODEL}:streamGenerateContent`;
 const SYNTHETIC_ID = /^urn:flemma:tool:[A-Za-z0-9_]+:[0-9a-f]+$/;
 
-let fake: FakeProvider;
 const loader = new SdkLoader();
 
-beforeAll(async () => {
-  fake = await startFakeProvider();
-});
-
-afterAll(async () => {
-  await fake.close();
-});
+const fake = fakeProviderHooks('all');
 
 beforeEach(() => {
   // The SDK reads these; the tests pass everything explicitly.

@@ -1,6 +1,6 @@
 // Counting a request's input tokens through each provider's official SDK, against the fake
 // provider: the endpoint, the body (the request's own, without its generation fields), the answer.
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createAnthropicAdapter } from '../../src/core/provider/adapters/anthropic.js';
 import { createChatCompletionsAdapter } from '../../src/core/provider/adapters/chat-completions.js';
 import { createGeminiAdapter } from '../../src/core/provider/adapters/gemini.js';
@@ -11,18 +11,11 @@ import {
   type ProviderAdapter,
   type ProviderRequest,
 } from '../../src/core/provider/types.js';
-import { type FakeProvider, startFakeProvider } from '../helpers/fake-provider.js';
+import { fakeProviderHooks } from '../helpers/fake-provider-hooks.js';
 
-let fake: FakeProvider;
 const loader = new SdkLoader();
 
-beforeAll(async () => {
-  fake = await startFakeProvider();
-});
-
-afterAll(async () => {
-  await fake.close();
-});
+const fake = fakeProviderHooks('all');
 
 beforeEach(() => {
   // The SDKs read these; the tests pass everything explicitly.

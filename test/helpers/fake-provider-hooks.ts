@@ -1,0 +1,26 @@
+// The fake provider of a unit test file: started and closed by the file's hooks.
+import { afterAll, afterEach, beforeAll, beforeEach } from 'vitest';
+import { type FakeProvider, startFakeProvider } from './fake-provider.js';
+
+/**
+ * A fake provider started before each test (`'each'`, the default) or once for the file
+ * (`'all'`), and closed after. Call it at the top level of the file; the object it returns
+ * stands for the one running.
+ */
+export function fakeProviderHooks(scope: 'each' | 'all' = 'each'): FakeProvider {
+  let current: FakeProvider | undefined;
+  (scope === 'each' ? beforeEach : beforeAll)(async () => {
+    current = await startFakeProvider();
+  });
+  (scope === 'each' ? afterEach : afterAll)(async () => {
+    await current?.close();
+    current = undefined;
+  });
+  return new Proxy({} as FakeProvider, {
+    get(_target, key) {
+      if (current === undefined) throw new Error('the fake provider runs only in a test');
+      const value: unknown = Reflect.get(current, key);
+      return typeof value === 'function' ? (value as () => unknown).bind(current) : value;
+    },
+  });
+}
