@@ -1,5 +1,5 @@
 // The fake provider of a unit test file: started and closed by the file's hooks.
-import { afterAll, afterEach, beforeAll, beforeEach } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, vi } from 'vitest';
 import { type FakeProvider, startFakeProvider } from './fake-provider.js';
 
 /**
@@ -22,5 +22,31 @@ export function fakeProviderHooks(scope: 'each' | 'all' = 'each'): FakeProvider 
       const value: unknown = Reflect.get(current, key);
       return typeof value === 'function' ? (value as () => unknown).bind(current) : value;
     },
+  });
+}
+
+/** What Google's SDK reads from the environment (keys, endpoints, Vertex AI's project). */
+export const GOOGLE_SDK_ENV = [
+  'GEMINI_API_KEY',
+  'GOOGLE_API_KEY',
+  'GOOGLE_GEMINI_BASE_URL',
+  'GOOGLE_VERTEX_BASE_URL',
+  'GOOGLE_CLOUD_PROJECT',
+  'GOOGLE_CLOUD_LOCATION',
+  'GOOGLE_GENAI_USE_VERTEXAI',
+  'GOOGLE_APPLICATION_CREDENTIALS',
+];
+
+/**
+ * The SDKs read these names from the environment; the tests pass everything explicitly, so each
+ * test runs with them unset (and no metadata server looked for), restored after.
+ */
+export function sdkEnvHooks(names: readonly string[]): void {
+  beforeEach(() => {
+    for (const name of names) vi.stubEnv(name, undefined);
+    vi.stubEnv('METADATA_SERVER_DETECTION', 'none');
+  });
+  afterEach(() => {
+    vi.unstubAllEnvs();
   });
 }

@@ -1,5 +1,5 @@
 // The Gemini/Vertex adapter, driven through the real @google/genai SDK against the fake provider.
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createGeminiAdapter } from '../../src/core/provider/adapters/gemini.js';
 import { SdkLoader } from '../../src/core/provider/sdk.js';
 import {
@@ -10,7 +10,7 @@ import {
   type ProviderRequest,
 } from '../../src/core/provider/types.js';
 import { type FakeRequest } from '../helpers/fake-provider.js';
-import { fakeProviderHooks } from '../helpers/fake-provider-hooks.js';
+import { GOOGLE_SDK_ENV, fakeProviderHooks, sdkEnvHooks } from '../helpers/fake-provider-hooks.js';
 
 const MODEL = 'gemini-3.1-pro-preview';
 const GEMINI_PATH = `/v1beta/models/${MODEL}:streamGenerateContent`;
@@ -20,26 +20,7 @@ const loader = new SdkLoader();
 
 const fake = fakeProviderHooks('all');
 
-beforeEach(() => {
-  // The SDK reads these; the tests pass everything explicitly.
-  for (const name of [
-    'GEMINI_API_KEY',
-    'GOOGLE_API_KEY',
-    'GOOGLE_GEMINI_BASE_URL',
-    'GOOGLE_VERTEX_BASE_URL',
-    'GOOGLE_CLOUD_PROJECT',
-    'GOOGLE_CLOUD_LOCATION',
-    'GOOGLE_GENAI_USE_VERTEXAI',
-    'GOOGLE_APPLICATION_CREDENTIALS',
-  ]) {
-    vi.stubEnv(name, undefined);
-  }
-  vi.stubEnv('METADATA_SERVER_DETECTION', 'none');
-});
-
-afterEach(() => {
-  vi.unstubAllEnvs();
-});
+sdkEnvHooks(GOOGLE_SDK_ENV);
 
 function gemini(maxRetries = 0): ProviderAdapter {
   return createGeminiAdapter({ apiKey: 'test-key', baseURL: fake.url, maxRetries }, loader);
