@@ -231,6 +231,17 @@ function driverOptions(options: LaunchOptions): DriverOptions {
   );
 }
 
+/** `:Flemma status`, and the lines of its report buffer (`flemma://status`) once written. */
+export async function statusLines(d: Driver): Promise<string[]> {
+  await d.command('Flemma status');
+  await d.waitUntil(
+    'local b = vim.fn.bufnr("flemma://status") return b ~= -1 and vim.api.nvim_buf_line_count(b) > 1',
+  );
+  return d.lua<string[]>(
+    'return vim.api.nvim_buf_get_lines(vim.fn.bufnr("flemma://status"), 0, -1, false)',
+  );
+}
+
 /** Starts a session: the fake provider, Neovim, the project's files, the setup, the chat. */
 export async function launch(options: LaunchOptions = {}): Promise<Session> {
   const fake =

@@ -3,8 +3,7 @@
 // came from, what a preset expands to, the resolvers the frontmatter's own list puts aside, and
 // the model a request would use (docs/approval.md, "What status and why show").
 import { describe, expect, it } from 'vitest';
-import { type Driver } from '../helpers/driver.js';
-import { type Session, launcher } from '../helpers/e2e.js';
+import { type Session, launcher, statusLines } from '../helpers/e2e.js';
 
 const launch = launcher();
 
@@ -18,16 +17,6 @@ async function trusted(name: string, lines: string[]): Promise<Session> {
   await t.d.command('trust');
   await t.d.waitForEvent('FlemmaBootComplete');
   return t;
-}
-
-async function statusLines(d: Driver): Promise<string[]> {
-  await d.command('Flemma status');
-  await d.waitUntil(
-    'local b = vim.fn.bufnr("flemma://status") return b ~= -1 and vim.api.nvim_buf_line_count(b) > 1',
-  );
-  return d.lua<string[]>(
-    'return vim.api.nvim_buf_get_lines(vim.fn.bufnr("flemma://status"), 0, -1, false)',
-  );
 }
 
 describe('the approval policy the buffer uses', () => {

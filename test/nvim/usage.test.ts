@@ -6,6 +6,7 @@ import { anthropicBlocks, replyBlocks, type ScriptedCall } from '../helpers/anth
 import { type Driver } from '../helpers/driver.js';
 import { launcher, type Session } from '../helpers/e2e.js';
 import { type FakeRequest } from '../helpers/fake-provider.js';
+import { SONNET_RECORD } from '../helpers/usage.js';
 
 const launch = launcher();
 
@@ -109,18 +110,7 @@ describe('after a reply', () => {
       bufnr: buf,
       status: 'completed',
       request: {
-        provider: 'anthropic',
-        model: 'claude-sonnet-4-6',
-        input_tokens: 2000,
-        output_tokens: 410,
-        thoughts_tokens: 0,
-        cache_read_input_tokens: 6000,
-        cache_creation_input_tokens: 1000,
-        input_price: 3,
-        output_price: 15,
-        cache_read_price: 0.3,
-        cache_write_price: 3.75,
-        output_has_thoughts: true,
+        ...SONNET_RECORD,
         filepath: path,
         bufnr: buf,
         started_at: expect.any(Number) as number,
