@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { largeChat } from '../bench/corpus.js';
 import { type Driver } from '../helpers/driver.js';
 import { neovimLauncher } from '../helpers/e2e.js';
+import { toolUse } from '../helpers/chat-lines.js';
 
 let driver: Driver | undefined;
 
@@ -28,17 +29,9 @@ const CHAT = [
   '## Plan',
   'I will use `read` on **notes.md**.',
   '',
-  '**Tool Use:** `read` (`toolu_1`)',
+  ...toolUse('read', 'toolu_1', '{"path":"notes.md"}'),
   '',
-  '```json',
-  '{"path":"notes.md"}',
-  '```',
-  '',
-  '**Tool Use:** `bash` (`toolu_2`)',
-  '',
-  '```json',
-  '{"command":"ls"}',
-  '```',
+  ...toolUse('bash', 'toolu_2', '{"command":"ls"}'),
   '',
   '@You:',
   '**Tool Result:** `toolu_1` (error)',
