@@ -40,6 +40,32 @@ export function echoTool(
 /** `echoTool()`: a tool `echo_tool` that returns `echo: <text>` (register it with `lua`). */
 export const ECHO_TOOL = echoTool();
 
+/**
+ * Lua wrapping `chat.step_ended`, the test's witness of the host's answer to a step: a
+ * `User TestStepEnded` event (data `resumed`, `outcome`) once Lua handled it, and when it asked
+ * for Insert mode, once Insert mode has begun (`startinsert` takes effect when the handler has
+ * returned).
+ */
+export const STEP_WITNESS = `
+local chat = require("flemma.chat")
+local step_ended = chat.step_ended
+chat.step_ended = function(params)
+  local resumed = step_ended(params)
+  local function witness()
+    vim.api.nvim_exec_autocmds("User", {
+      pattern = "TestStepEnded",
+      data = { resumed = resumed, outcome = params.outcome },
+    })
+  end
+  if resumed then
+    vim.api.nvim_create_autocmd("InsertEnter", { once = true, callback = function() vim.schedule(witness) end })
+  else
+    vim.schedule(witness)
+  end
+  return resumed
+end
+`;
+
 /** Lua registering `gated_tool`: it runs until the test calls `_G.finish_gated(text)` in Neovim. */
 export const GATED_TOOL = `require("flemma.tools").register("gated_tool", {
   name = "gated_tool",

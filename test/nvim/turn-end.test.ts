@@ -7,38 +7,13 @@
 import { describe, expect, it } from 'vitest';
 import { anthropicMessages, anthropicReply } from '../helpers/anthropic-script.js';
 import { type Driver } from '../helpers/driver.js';
-import { type Session, launcher } from '../helpers/e2e.js';
+import { type Session, launcher, ECHO_TOOL, STEP_WITNESS } from '../helpers/e2e.js';
 import { type FakeProvider } from '../helpers/fake-provider.js';
 
 const launch = launcher();
 
-// The test's witness of the host's answer: `User TestStepEnded` once Lua handled it (and, when
-// Insert mode comes back, once it has begun).
-const WITNESS = `
-local chat = require("flemma.chat")
-local step_ended = chat.step_ended
-chat.step_ended = function(params)
-  local resumed = step_ended(params)
-  local function witness()
-    vim.api.nvim_exec_autocmds("User", {
-      pattern = "TestStepEnded",
-      data = { resumed = resumed, outcome = params.outcome },
-    })
-  end
-  if resumed then
-    vim.api.nvim_create_autocmd("InsertEnter", { once = true, callback = function() vim.schedule(witness) end })
-  else
-    vim.schedule(witness)
-  end
-  return resumed
-end
-require("flemma.tools").register("echo_tool", {
-  name = "echo_tool",
-  description = "Echo the text back",
-  input_schema = { type = "object", properties = { text = { type = "string" } } },
-  execute = function(input) return { success = true, output = "echo: " .. input.text } end,
-})
-`;
+// The test's witness of the host's answer (`User TestStepEnded`), and `echo_tool`.
+const WITNESS = `${STEP_WITNESS}\n${ECHO_TOOL}`;
 
 function start(options: string, ui?: { width: number; height: number }): Promise<Session> {
   return launch({
