@@ -10,20 +10,13 @@ import {
   type ProviderRequest,
 } from '../../src/core/provider/types.js';
 import { fakeProviderHooks } from '../helpers/fake-provider-hooks.js';
+import { helloRequest } from '../helpers/provider-request.js';
 
 const KEY = 'sk-test-dummy';
 const loader = new SdkLoader();
 
 function prompt(overrides: Partial<ProviderRequest> = {}): ProviderRequest {
-  return {
-    model: 'claude-test',
-    system: '',
-    messages: [{ role: 'user', parts: [{ kind: 'text', text: 'Hello' }] }],
-    tools: [],
-    maxTokens: 4000,
-    cacheRetention: 'none',
-    ...overrides,
-  };
+  return helloRequest('claude-test', 4000, overrides);
 }
 
 const offline = createAnthropicAdapter({ apiKey: KEY }, loader);

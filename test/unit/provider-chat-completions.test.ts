@@ -12,6 +12,7 @@ import {
 } from '../../src/core/provider/types.js';
 import { startFakeProvider } from '../helpers/fake-provider.js';
 import { fakeProviderHooks } from '../helpers/fake-provider-hooks.js';
+import { helloRequest } from '../helpers/provider-request.js';
 
 /** The JSON parser's own message for `text` (V8 words it differently from one Node to the next). */
 function jsonParseError(text: string): string {
@@ -38,15 +39,7 @@ function adapter(
 }
 
 function prompt(overrides: Partial<ProviderRequest> = {}): ProviderRequest {
-  return {
-    model: 'qwen3:8b',
-    system: '',
-    messages: [{ role: 'user', parts: [{ kind: 'text', text: 'Hello' }] }],
-    tools: [],
-    maxTokens: 1024,
-    cacheRetention: 'none',
-    ...overrides,
-  };
+  return helloRequest('qwen3:8b', 1024, overrides);
 }
 
 function chunk(delta: object, finishReason: string | null = null): object {

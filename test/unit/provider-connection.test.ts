@@ -15,6 +15,7 @@ import {
 } from '../../src/core/provider/types.js';
 import { startFakeProvider } from '../helpers/fake-provider.js';
 import { fakeProviderHooks } from '../helpers/fake-provider-hooks.js';
+import { helloRequest } from '../helpers/provider-request.js';
 
 const KEY = 'sk-connection-test-key';
 const loader = new SdkLoader();
@@ -63,14 +64,7 @@ const PROVIDERS: [string, (root: string, setup: Setup) => ProviderAdapter][] = [
 ];
 
 function prompt(): ProviderRequest {
-  return {
-    model: 'some-model',
-    system: '',
-    messages: [{ role: 'user', parts: [{ kind: 'text', text: 'Hello' }] }],
-    tools: [],
-    maxTokens: 100,
-    cacheRetention: 'none',
-  };
+  return helloRequest('some-model', 100);
 }
 
 async function failure(adapter: ProviderAdapter): Promise<ProviderError> {

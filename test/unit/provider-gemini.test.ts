@@ -11,6 +11,7 @@ import {
 } from '../../src/core/provider/types.js';
 import { type FakeRequest } from '../helpers/fake-provider.js';
 import { GOOGLE_SDK_ENV, fakeProviderHooks, sdkEnvHooks } from '../helpers/fake-provider-hooks.js';
+import { helloRequest } from '../helpers/provider-request.js';
 
 const MODEL = 'gemini-3.1-pro-preview';
 const GEMINI_PATH = `/v1beta/models/${MODEL}:streamGenerateContent`;
@@ -27,15 +28,7 @@ function gemini(maxRetries = 0): ProviderAdapter {
 }
 
 function request(overrides: Partial<ProviderRequest> = {}): ProviderRequest {
-  return {
-    model: MODEL,
-    system: '',
-    messages: [{ role: 'user', parts: [{ kind: 'text', text: 'Hello' }] }],
-    tools: [],
-    maxTokens: 1000,
-    cacheRetention: 'short',
-    ...overrides,
-  };
+  return helloRequest(MODEL, 1000, { cacheRetention: 'short', ...overrides });
 }
 
 interface Outcome {

@@ -10,6 +10,7 @@ import {
   type ProviderRequest,
 } from '../../src/core/provider/types.js';
 import { fakeProviderHooks } from '../helpers/fake-provider-hooks.js';
+import { helloRequest } from '../helpers/provider-request.js';
 
 const KEY = 'sk-test-dummy';
 
@@ -26,15 +27,7 @@ function adapter(maxRetries = 0): ProviderAdapter {
 const offline = createOpenAIAdapter({ apiKey: KEY }, new SdkLoader());
 
 function request(overrides: Partial<ProviderRequest> = {}): ProviderRequest {
-  return {
-    model: 'gpt-test',
-    system: '',
-    messages: [{ role: 'user', parts: [{ kind: 'text', text: 'Hello' }] }],
-    tools: [],
-    maxTokens: 1024,
-    cacheRetention: 'none',
-    ...overrides,
-  };
+  return helloRequest('gpt-test', 1024, overrides);
 }
 
 async function run(

@@ -16,6 +16,7 @@ import {
 import { type Fetch, type GuardOptions, guardFetch } from '../../src/core/provider/watchdog.js';
 import { retryDelay } from '../../src/core/provider/retry.js';
 import { fakeProviderHooks } from '../helpers/fake-provider-hooks.js';
+import { helloRequest } from '../helpers/provider-request.js';
 
 const encoder = new TextEncoder();
 
@@ -323,14 +324,7 @@ afterEach(() => {
   vi.unstubAllEnvs();
 });
 
-const REQUEST: ProviderRequest = {
-  model: 'm',
-  system: '',
-  messages: [{ role: 'user', parts: [{ kind: 'text', text: 'Hello' }] }],
-  tools: [],
-  maxTokens: 100,
-  cacheRetention: 'none',
-};
+const REQUEST: ProviderRequest = helloRequest('m', 100);
 
 const IDLE_MS = 300;
 
