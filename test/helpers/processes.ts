@@ -1,7 +1,7 @@
 // Named-pipe handshakes and process liveness, for the tests that run real programs: the command
 // writes a line to the pipe once it has reached the point under test, and the test acts when
 // that line arrives.
-import { execFileSync } from 'node:child_process';
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import {
   closeSync,
   constants,
@@ -72,4 +72,31 @@ export async function waitForExit(pid: number, ms = 3000): Promise<void> {
     if (Date.now() > deadline) throw new Error(`process ${pid} is still running`);
     await new Promise((resolve) => setTimeout(resolve, 5));
   }
+}
+
+/**
+ * A process that swaps the symlink `link` between `a` and `b` as fast as it goes (a new link
+ * under a temporary name, renamed over the old one, so the link always exists); it writes a line
+ * to its stdout once it is flipping. The caller kills it.
+ */
+export function linkFlipper(link: string, a: string, b: string): ChildProcess {
+  return spawn(
+    process.execPath,
+    [
+      '-e',
+      `const fs = require('node:fs');
+        const [link, a, b] = process.argv.slice(1);
+        // As fast as it goes: a new link under a temporary name, renamed over the old one (so the
+        // link always exists), pointing alternately inside and outside.
+        for (let n = 0; ; n++) {
+          const tmp = link + '.' + (n % 2);
+          try { fs.symlinkSync(n % 2 ? a : b, tmp); fs.renameSync(tmp, link); } catch {}
+          if (n === 1) fs.writeSync(1, 'flipping\\n');
+        }`,
+      link,
+      a,
+      b,
+    ],
+    { stdio: ['ignore', 'pipe', 'ignore'] },
+  );
 }

@@ -24,6 +24,7 @@ import { writeTool } from '../../src/core/tools/definitions/write.js';
 import type { ToolContext, ToolDefinition, ToolOutcome } from '../../src/core/tools/registry.js';
 import { WriteRefused, canOpenBeneath, openBeneath } from '../../src/core/tools/sandbox/beneath.js';
 import { isPathWritable } from '../../src/core/tools/sandbox/paths.js';
+import { linkFlipper } from '../helpers/processes.js';
 
 let root: string;
 let flipper: ChildProcess | undefined;
@@ -173,25 +174,7 @@ describe('the write and edit tools through open_for_write', () => {
     const base = dir('race', 'project');
     const inside = dir('race', 'project', 'inside');
     const outside = dir('race', 'outside');
-    flipper = spawn(
-      process.execPath,
-      [
-        '-e',
-        `const fs = require('node:fs');
-        const [link, a, b] = process.argv.slice(1);
-        // As fast as it goes: a new link under a temporary name, renamed over the old one (so the
-        // link always exists), pointing alternately inside and outside.
-        for (let n = 0; ; n++) {
-          const tmp = link + '.' + (n % 2);
-          try { fs.symlinkSync(n % 2 ? a : b, tmp); fs.renameSync(tmp, link); } catch {}
-          if (n === 1) fs.writeSync(1, 'flipping\\n');
-        }`,
-        join(base, 'flip'),
-        inside,
-        outside,
-      ],
-      { stdio: ['ignore', 'pipe', 'ignore'] },
-    );
+    flipper = linkFlipper(join(base, 'flip'), inside, outside);
     // The link exists (and flips) before the first write.
     await once(flipper.stdout ?? process.stdin, 'data');
     const ctx = context(base, base);
