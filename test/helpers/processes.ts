@@ -10,7 +10,9 @@ import {
   openSync,
   readFileSync,
 } from 'node:fs';
+import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
+import type { RunResult } from '../../src/core/tools/process.js';
 
 /** A named pipe `fifo` in the directory `dir`. */
 export function makeFifo(dir: string): string {
@@ -99,4 +101,30 @@ export function linkFlipper(link: string, a: string, b: string): ChildProcess {
     ],
     { stdio: ['ignore', 'pipe', 'ignore'] },
   );
+}
+
+/** What a process that ran and exited 0 without a word gives back. */
+export const RUN_OK: RunResult = {
+  exitCode: 0,
+  signal: null,
+  output: '',
+  stderr: '',
+  timedOut: false,
+  cancelled: false,
+};
+
+/**
+ * After a test that ran real programs: kills what is left of `pids` (emptying it), unblocks the
+ * pipe `fifo` in `dir` if a reader still waits on it, and removes `dir`.
+ */
+export async function cleanUpRuns(pids: number[], dir: string): Promise<void> {
+  for (const pid of pids.splice(0)) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // Already gone.
+    }
+  }
+  releaseFifo(join(dir, 'fifo'));
+  await rm(dir, { recursive: true, force: true });
 }

@@ -6,7 +6,7 @@
 // nothing signals it to the test.
 import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync, realpathSync } from 'node:fs';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -27,7 +27,14 @@ import {
   ToolRegistry,
 } from '../../src/core/tools/registry.js';
 import type { TruncateFs } from '../../src/core/tools/truncate.js';
-import { firstLine, isAlive, makeFifo, releaseFifo, waitForExit } from '../helpers/processes.js';
+import {
+  RUN_OK,
+  cleanUpRuns,
+  firstLine,
+  isAlive,
+  makeFifo,
+  waitForExit,
+} from '../helpers/processes.js';
 
 let dir: string;
 let overflowDir: string;
@@ -47,15 +54,7 @@ beforeEach(async () => {
 });
 
 afterEach(async () => {
-  for (const pid of pidsToKill.splice(0)) {
-    try {
-      process.kill(pid, 'SIGKILL');
-    } catch {
-      // Already gone.
-    }
-  }
-  releaseFifo(join(dir, 'fifo'));
-  await rm(dir, { recursive: true, force: true });
+  await cleanUpRuns(pidsToKill, dir);
 });
 
 type Extra = Partial<Omit<ContextInit, 'bufnr' | 'cwd' | 'toolId'>> & { toolId?: string };
@@ -78,15 +77,7 @@ function recordingRunner(result: Partial<RunResult> = {}) {
   const calls: { argv: readonly string[]; options: RunOptions }[] = [];
   const runFn = (argv: readonly string[], options: RunOptions): Promise<RunResult> => {
     calls.push({ argv, options });
-    return Promise.resolve({
-      exitCode: 0,
-      signal: null,
-      output: '',
-      stderr: '',
-      timedOut: false,
-      cancelled: false,
-      ...result,
-    });
+    return Promise.resolve({ ...RUN_OK, ...result });
   };
   return { calls, runFn };
 }

@@ -6,13 +6,13 @@
 // machine is. Only the death of a process the test did not start has no event to wait on; for
 // that `waitForExit` polls briefly.
 import { existsSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 
 import { runProcess } from '../../src/core/tools/process.js';
-import { firstLine, isAlive, makeFifo, releaseFifo, waitForExit } from '../helpers/processes.js';
+import { cleanUpRuns, firstLine, isAlive, makeFifo, waitForExit } from '../helpers/processes.js';
 
 let dir: string;
 const pidsToKill: number[] = [];
@@ -22,15 +22,7 @@ beforeEach(async () => {
 });
 
 afterEach(async () => {
-  for (const pid of pidsToKill.splice(0)) {
-    try {
-      process.kill(pid, 'SIGKILL');
-    } catch {
-      // Already gone.
-    }
-  }
-  releaseFifo(join(dir, 'fifo'));
-  await rm(dir, { recursive: true, force: true });
+  await cleanUpRuns(pidsToKill, dir);
 });
 
 describe('runProcess: finished programs', () => {
