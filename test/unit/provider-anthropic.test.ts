@@ -11,6 +11,7 @@ import {
 } from '../../src/core/provider/types.js';
 import { fakeProviderHooks } from '../helpers/fake-provider-hooks.js';
 import { helloRequest } from '../helpers/provider-request.js';
+import { startOfMessage } from '../helpers/anthropic-script.js';
 
 const KEY = 'sk-test-dummy';
 const loader = new SdkLoader();
@@ -357,19 +358,10 @@ interface Scripted {
 }
 
 function messageStart(usage: Record<string, number> = {}): Scripted {
-  return {
-    type: 'message_start',
-    message: {
-      id: 'msg_fake',
-      type: 'message',
-      role: 'assistant',
-      model: 'claude-test',
-      content: [],
-      stop_reason: null,
-      stop_sequence: null,
-      usage: { input_tokens: 12, output_tokens: 1, ...usage },
-    },
-  };
+  return startOfMessage({
+    model: 'claude-test',
+    usage: { input_tokens: 12, output_tokens: 1, ...usage },
+  });
 }
 
 function messageEnd(stopReason: string, outputTokens = 9): Scripted[] {
