@@ -67,3 +67,16 @@ export const NAVIGATION_CHAT = [
 export function toolUse(name: string, id: string, input: string): string[] {
   return [`**Tool Use:** \`${name}\` (\`${id}\`)`, '', '```json', input, '```'];
 }
+
+/** A call of `bash` (`t1`, input `{}`) and, in the next `@You:`, its result `ok`: no blank lines. */
+export const BASH_ROUND = [
+  '**Tool Use:** `bash` (`t1`)',
+  '```json',
+  '{}',
+  '```',
+  '@You:',
+  '**Tool Result:** `t1`',
+  '```',
+  'ok',
+  '```',
+];
