@@ -63,8 +63,8 @@ export const NAVIGATION_CHAT = [
   '',
 ];
 
-/** The lines of the model's call of `name` (id `id`) with `input` (JSON text). */
-export function toolUse(name: string, id: string, input: string): string[] {
+/** The lines of the model's call of `name` (id `id`) with `input` (JSON text, `{}` by default). */
+export function toolUse(name: string, id: string, input = '{}'): string[] {
   return [`**Tool Use:** \`${name}\` (\`${id}\`)`, '', '```json', input, '```'];
 }
 
