@@ -18,6 +18,7 @@ import { join } from 'node:path';
 import { afterEach, expect, it } from 'vitest';
 import { anthropicMessages } from '../helpers/anthropic-script.js';
 import { launcher } from '../helpers/e2e.js';
+import { trackedRepository } from '../helpers/git.js';
 
 let home: string | undefined;
 
@@ -32,14 +33,6 @@ afterEach(() => {
   // The held git goes on (and ends) whatever the test found, before Neovim quits.
   if (home !== undefined) writeFileSync(join(home, 'gate-open'), '');
 });
-
-function git(work: string, ...args: string[]): void {
-  execFileSync('git', ['-c', 'user.email=t@example.com', '-c', 'user.name=t', ...args], {
-    cwd: work,
-    env: { ...process.env, HOME: home ?? '' },
-    stdio: 'ignore',
-  });
-}
 
 /**
  * A `git` that, once `gate-armed` exists, writes its pid to `git-held` and waits for
@@ -73,12 +66,7 @@ function alive(pid: number): boolean {
 
 it('a read runs and its result is written while the turn’s git note still waits', async () => {
   home = mkdtempSync(join(tmpdir(), 'flemma-e2e-'));
-  const work = join(home, 'work');
-  mkdirSync(work);
-  git(work, 'init', '-q');
-  writeFileSync(join(work, 'tracked.txt'), 'the tracked line\n');
-  git(work, 'add', 'tracked.txt');
-  git(work, 'commit', '-q', '-m', 'start');
+  trackedRepository(home, 'the tracked line\n');
   const bin = heldGit(home);
   const t = await launch({
     home,
