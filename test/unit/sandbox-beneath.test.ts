@@ -3,20 +3,9 @@
 // process while 150 writes land.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import {
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  readFileSync,
-  readdirSync,
-  realpathSync,
-  rmSync,
-  symlinkSync,
-  writeFileSync,
-} from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readFileSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 
 import { createExecutionContext, noSandbox } from '../../src/core/tools/context.js';
 import { editTool } from '../../src/core/tools/definitions/edit.js';
@@ -25,28 +14,16 @@ import type { ToolContext, ToolDefinition, ToolOutcome } from '../../src/core/to
 import { WriteRefused, canOpenBeneath, openBeneath } from '../../src/core/tools/sandbox/beneath.js';
 import { isPathWritable } from '../../src/core/tools/sandbox/paths.js';
 import { linkFlipper } from '../helpers/processes.js';
+import { fileTempDir } from '../helpers/temp.js';
 
-let root: string;
 let flipper: ChildProcess | undefined;
-
-beforeAll(() => {
-  root = realpathSync(mkdtempSync(join(tmpdir(), 'flemma-beneath-')));
-});
 
 afterEach(() => {
   flipper?.kill('SIGKILL');
   flipper = undefined;
 });
 
-afterAll(() => {
-  rmSync(root, { recursive: true, force: true });
-});
-
-function dir(...parts: string[]): string {
-  const path = join(root, ...parts);
-  mkdirSync(path, { recursive: true });
-  return path;
-}
+const dir = fileTempDir('flemma-beneath-');
 
 const under =
   (allowed: string) =>
@@ -68,7 +45,7 @@ function context(base: string, writable: string): ToolContext {
         is_path_writable: (path) => isPathWritable(path, [writable]),
       },
     },
-    root,
+    dir(),
   );
 }
 
