@@ -1,18 +1,10 @@
 // The Anthropic streaming replies the benchmarks' fake server sends.
+import { startOfMessage } from '../helpers/anthropic-script.js';
 
-export const MESSAGE_START = {
-  type: 'message_start',
-  message: {
-    id: 'msg_bench',
-    type: 'message',
-    role: 'assistant',
-    model: 'claude-sonnet-4-6',
-    content: [],
-    stop_reason: null,
-    stop_sequence: null,
-    usage: { input_tokens: 10, output_tokens: 1 },
-  },
-};
+export const MESSAGE_START = startOfMessage({
+  id: 'msg_bench',
+  usage: { input_tokens: 10, output_tokens: 1 },
+});
 
 function sse(event: string, data: unknown): string {
   return `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;

@@ -14,19 +14,29 @@ export type ScriptedBlock =
   | { kind: 'thinking'; text: string; signature: string }
   | ({ kind: 'tool_use' } & ScriptedCall);
 
-const START = {
-  type: 'message_start',
-  message: {
-    id: 'msg_fake',
-    type: 'message',
-    role: 'assistant',
-    model: 'claude-sonnet-4-6',
-    content: [],
-    stop_reason: null,
-    stop_sequence: null,
-    usage: { input_tokens: 12, output_tokens: 1 },
-  },
-};
+/**
+ * A `message_start` event: message `id` of `model`, with no content yet and `usage` (12 tokens in
+ * and 1 out unless given).
+ */
+export function startOfMessage(
+  options: { id?: string; model?: string; usage?: Record<string, number> } = {},
+) {
+  return {
+    type: 'message_start',
+    message: {
+      id: options.id ?? 'msg_fake',
+      type: 'message',
+      role: 'assistant',
+      model: options.model ?? 'claude-sonnet-4-6',
+      content: [],
+      stop_reason: null,
+      stop_sequence: null,
+      usage: options.usage ?? { input_tokens: 12, output_tokens: 1 },
+    },
+  };
+}
+
+const START = startOfMessage();
 
 const CONTENT_START: Record<ScriptedBlock['kind'], (block: ScriptedBlock) => unknown> = {
   text: () => ({ type: 'text', text: '' }),

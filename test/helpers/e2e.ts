@@ -40,6 +40,32 @@ export function echoTool(
 /** `echoTool()`: a tool `echo_tool` that returns `echo: <text>` (register it with `lua`). */
 export const ECHO_TOOL = echoTool();
 
+/**
+ * Lua wrapping `chat.step_ended`, the test's witness of the host's answer to a step: a
+ * `User TestStepEnded` event (data `resumed`, `outcome`) once Lua handled it, and when it asked
+ * for Insert mode, once Insert mode has begun (`startinsert` takes effect when the handler has
+ * returned).
+ */
+export const STEP_WITNESS = `
+local chat = require("flemma.chat")
+local step_ended = chat.step_ended
+chat.step_ended = function(params)
+  local resumed = step_ended(params)
+  local function witness()
+    vim.api.nvim_exec_autocmds("User", {
+      pattern = "TestStepEnded",
+      data = { resumed = resumed, outcome = params.outcome },
+    })
+  end
+  if resumed then
+    vim.api.nvim_create_autocmd("InsertEnter", { once = true, callback = function() vim.schedule(witness) end })
+  else
+    vim.schedule(witness)
+  end
+  return resumed
+end
+`;
+
 /** Lua registering `gated_tool`: it runs until the test calls `_G.finish_gated(text)` in Neovim. */
 export const GATED_TOOL = `require("flemma.tools").register("gated_tool", {
   name = "gated_tool",
@@ -87,9 +113,10 @@ export interface LaunchOptions extends Omit<DriverOptions, 'setup' | 'env'> {
   files?: Record<string, string | Uint8Array>;
   /**
    * A fake provider to use instead of a new one (e.g. the same one for Neovim started again on
-   * the same `home`); the session leaves it running, its owner closes it.
+   * the same `home`); the session leaves it running, its owner closes it. `false`: no fake
+   * provider and no provider environment (a test of Neovim alone; `f` throws).
    */
-  provider?: FakeProvider;
+  provider?: FakeProvider | false;
   /**
    * A chat to open once set up, then wait for the host (`FlemmaBootComplete`); with
    * `boot: false`, return as soon as it is open (a test that looks at the start-up itself).
@@ -104,10 +131,16 @@ export class Session {
 
   constructor(
     readonly d: Driver,
-    readonly f: FakeProvider,
+    private readonly fake: FakeProvider | undefined,
     /** Whether `close` stops the fake provider (not one the test brought). */
     private readonly ownsProvider = true,
   ) {}
+
+  /** The fake provider (a session started with `provider: false` has none). */
+  get f(): FakeProvider {
+    if (this.fake === undefined) throw new Error('this session has no fake provider');
+    return this.fake;
+  }
 
   /** Opens a chat file (written with `lines` first) and waits until the host has booted. */
   async open(name: string, lines?: string[], boot = true): Promise<number> {
@@ -183,15 +216,20 @@ export class Session {
     try {
       await this.d.quit();
     } finally {
-      if (this.ownsProvider) await this.f.close();
+      if (this.ownsProvider) await this.fake?.close();
     }
   }
 }
 
-function setupLua(options: LaunchOptions, fake: FakeProvider): string | undefined {
-  if (typeof options.setup === 'function') return options.setup(fake);
+function need(fake: FakeProvider | undefined): FakeProvider {
+  if (fake === undefined) throw new Error('an option is a function of the fake provider: none');
+  return fake;
+}
+
+function setupLua(options: LaunchOptions, fake: FakeProvider | undefined): string | undefined {
+  if (typeof options.setup === 'function') return options.setup(need(fake));
   if (options.setup !== undefined) return options.setup;
-  const config = typeof options.config === 'function' ? options.config(fake) : options.config;
+  const config = typeof options.config === 'function' ? options.config(need(fake)) : options.config;
   const parts = [
     config === undefined ? '' : `require("flemma").setup(${config})`,
     options.lua ?? '',
@@ -199,12 +237,15 @@ function setupLua(options: LaunchOptions, fake: FakeProvider): string | undefine
   return parts.length === 0 ? undefined : parts.join('\n');
 }
 
-function environment(options: LaunchOptions, fake: FakeProvider): Record<string, string> {
+function environment(
+  options: LaunchOptions,
+  fake: FakeProvider | undefined,
+): Record<string, string> {
   const provider =
-    options.key === false
+    options.key === false || fake === undefined
       ? {}
       : { ANTHROPIC_API_KEY: options.key ?? 'sk-test-key', ANTHROPIC_BASE_URL: fake.url };
-  const extra = typeof options.env === 'function' ? options.env(fake) : (options.env ?? {});
+  const extra = typeof options.env === 'function' ? options.env(need(fake)) : (options.env ?? {});
   return { ...provider, ...extra };
 }
 
@@ -216,9 +257,21 @@ function driverOptions(options: LaunchOptions): DriverOptions {
   );
 }
 
+/** `:Flemma status`, and the lines of its report buffer (`flemma://status`) once written. */
+export async function statusLines(d: Driver): Promise<string[]> {
+  await d.command('Flemma status');
+  await d.waitUntil(
+    'local b = vim.fn.bufnr("flemma://status") return b ~= -1 and vim.api.nvim_buf_line_count(b) > 1',
+  );
+  return d.lua<string[]>(
+    'return vim.api.nvim_buf_get_lines(vim.fn.bufnr("flemma://status"), 0, -1, false)',
+  );
+}
+
 /** Starts a session: the fake provider, Neovim, the project's files, the setup, the chat. */
 export async function launch(options: LaunchOptions = {}): Promise<Session> {
-  const fake = options.provider ?? (await startFakeProvider());
+  const fake =
+    options.provider === false ? undefined : (options.provider ?? (await startFakeProvider()));
   const ownsProvider = options.provider === undefined;
   let driver: Driver | undefined;
   try {
@@ -236,7 +289,7 @@ export async function launch(options: LaunchOptions = {}): Promise<Session> {
     return session;
   } catch (error) {
     await driver?.quit();
-    if (ownsProvider) await fake.close();
+    if (ownsProvider) await fake?.close();
     throw error;
   }
 }
@@ -268,4 +321,13 @@ export function launcher(): (options?: LaunchOptions) => Promise<Session> {
     running.push(session);
     return session;
   };
+}
+
+/**
+ * `launcher()` for a test of Neovim alone (no fake provider, no provider environment): the
+ * `launch` it returns resolves with the driver; each Neovim quits after its test.
+ */
+export function neovimLauncher(): (options?: LaunchOptions) => Promise<Driver> {
+  const launchSession = launcher();
+  return async (options = {}) => (await launchSession({ ...options, provider: false })).d;
 }

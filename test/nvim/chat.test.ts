@@ -1,12 +1,10 @@
-import { afterEach, describe, expect, it } from 'vitest';
-import { type Driver, startDriver } from '../helpers/driver.js';
+import { describe, expect, it } from 'vitest';
+import { type Driver } from '../helpers/driver.js';
+import { neovimLauncher } from '../helpers/e2e.js';
 
 let driver: Driver | undefined;
 
-afterEach(async () => {
-  await driver?.quit();
-  driver = undefined;
-});
+const launch = neovimLauncher();
 
 const CHAT = [
   '@System:',
@@ -64,7 +62,7 @@ async function marks(d: Driver, bufnr: number, count: number): Promise<number[]>
 
 describe('a chat buffer in Neovim', () => {
   it('is parsed by the host, which marks each message and shows parser diagnostics', async () => {
-    driver = await startDriver();
+    driver = await launch();
     const buf = await driver.openChat('calc.chat', CHAT);
     expect(await marks(driver, buf, 4)).toEqual([0, 3, 6, 15]);
     const parsed = await tree(driver, buf);
@@ -78,7 +76,7 @@ describe('a chat buffer in Neovim', () => {
   });
 
   it('follows edits without blocking: fixing the JSON clears the diagnostic, a new message gets a mark', async () => {
-    driver = await startDriver();
+    driver = await launch();
     const buf = await driver.openChat('edit.chat', CHAT);
     await marks(driver, buf, 4);
     await driver.press('13GA}<Esc>');
@@ -102,7 +100,7 @@ describe('a chat buffer in Neovim', () => {
   });
 
   it(']m and [m move between messages; im and am select one', async () => {
-    driver = await startDriver();
+    driver = await launch();
     const buf = await driver.openChat('nav.chat', CHAT);
     await marks(driver, buf, 4);
     await driver.press('gg');
@@ -135,7 +133,7 @@ describe('a chat buffer in Neovim', () => {
   });
 
   it('follows the buffer across :edit! of a file changed on disk, and after a host restart', async () => {
-    driver = await startDriver();
+    driver = await launch();
     const buf = await driver.openChat('reload.chat', CHAT);
     await marks(driver, buf, 4);
     driver.writeFile('reload.chat', [...CHAT, '', '@Assistant:', 'Done.'].join('\n') + '\n');

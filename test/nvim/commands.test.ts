@@ -1,12 +1,15 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { type Driver, startDriver } from '../helpers/driver.js';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { type Driver } from '../helpers/driver.js';
+import { neovimLauncher } from '../helpers/e2e.js';
 
 let driver: Driver;
 
 const ERROR = 4;
 
+const launch = neovimLauncher();
+
 beforeEach(async () => {
-  driver = await startDriver();
+  driver = await launch();
   // Commands of our own, so these tests do not depend on what other modules register.
   await driver.lua(`
     local commands = require("flemma.commands")
@@ -20,10 +23,6 @@ beforeEach(async () => {
       run = function() error("something broke") end,
     })
     commands.register("plain", { desc = "A top-level command", run = function() vim.g.plain_ran = true end })`);
-});
-
-afterEach(async () => {
-  await driver.quit();
 });
 
 /**

@@ -1,11 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Driver, startDriver } from '../helpers/driver.js';
+import { type Driver } from '../helpers/driver.js';
+import { launch } from '../helpers/e2e.js';
 
 // One Neovim for the whole file: every case below reads or resets the config module itself.
 let driver: Driver;
 
 beforeAll(async () => {
-  driver = await startDriver();
+  driver = (await launch({ provider: false })).d;
 });
 
 afterAll(async () => {

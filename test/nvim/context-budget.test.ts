@@ -7,7 +7,7 @@ import { ELIDE_DEFAULTS } from '../../src/core/context/budget.js';
 import { estimateText } from '../../src/core/context/estimate.js';
 import { anthropicMessages, anthropicReply } from '../helpers/anthropic-script.js';
 import { type Driver } from '../helpers/driver.js';
-import { launcher } from '../helpers/e2e.js';
+import { launcher, statusLines } from '../helpers/e2e.js';
 import { type FakeProvider } from '../helpers/fake-provider.js';
 
 const launch = launcher();
@@ -62,16 +62,6 @@ function results(request: Parameters<typeof anthropicMessages>[0]): Map<string, 
     }
   }
   return out;
-}
-
-async function statusLines(d: Driver): Promise<string[]> {
-  await d.command('Flemma status');
-  await d.waitUntil(
-    'local b = vim.fn.bufnr("flemma://status") return b ~= -1 and vim.api.nvim_buf_line_count(b) > 1',
-  );
-  return d.lua<string[]>(
-    'return vim.api.nvim_buf_get_lines(vim.fn.bufnr("flemma://status"), 0, -1, false)',
-  );
 }
 
 describe('a send over context.budget', () => {

@@ -8,6 +8,7 @@ import { anthropicBlocks, replyBlocks } from '../helpers/anthropic-script.js';
 import { type Driver } from '../helpers/driver.js';
 import { launcher, type Session } from '../helpers/e2e.js';
 import { type FakeProvider, type FakeRequest } from '../helpers/fake-provider.js';
+import { usageBar } from '../helpers/usage.js';
 
 const launch = launcher();
 
@@ -34,17 +35,7 @@ function setup(
 
 /** The text of the usage bar, once it shows. */
 async function bar(d: Driver): Promise<string> {
-  return d.lua<string>(`
-    local function find()
-      for _, win in ipairs(vim.api.nvim_list_wins()) do
-        local buf = vim.api.nvim_win_get_buf(win)
-        if vim.api.nvim_win_get_config(win).relative ~= "" and vim.bo[buf].filetype == "flemma_usage" then
-          return vim.api.nvim_buf_get_lines(buf, 0, -1, false)[1]
-        end
-      end
-    end
-    vim.wait(5000, function() return find() ~= nil end, 10)
-    return find() or ""`);
+  return (await usageBar(d)) ?? '';
 }
 
 /** The lines of a report buffer (`flemma://status`, `flemma://context`), once it is shown. */

@@ -1,7 +1,7 @@
 // Safe defaults against a hostile model (issue 19): under the default settings a model cannot turn
 // auto-approval into code execution or a leak. A scripted fake Anthropic server plays the model;
 // the calls it asks for go through the real approval chain, the real tools and real bubblewrap.
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdirSync, readdirSync, realpathSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -10,6 +10,7 @@ import { anthropicReply as reply, type ScriptedCall as Call } from '../helpers/a
 import { type Driver } from '../helpers/driver.js';
 import { launcher } from '../helpers/e2e.js';
 import { type FakeProvider, type FakeRequest } from '../helpers/fake-provider.js';
+import { linkFlipper } from '../helpers/processes.js';
 
 let flipper: ChildProcess | undefined;
 
@@ -188,25 +189,7 @@ describe('the defaults against a hostile model', () => {
     mkdirSync(outside);
     // A separate process swaps work/flip between the two directories for as long as the test
     // runs (an atomic rename each time, so the link always exists).
-    flipper = spawn(
-      process.execPath,
-      [
-        '-e',
-        `const fs = require('node:fs');
-        const [link, a, b] = process.argv.slice(1);
-        // As fast as it goes: a new link under a temporary name, renamed over the old one (so the
-        // link always exists), pointing alternately inside and outside.
-        for (let n = 0; ; n++) {
-          const tmp = link + '.' + (n % 2);
-          try { fs.symlinkSync(n % 2 ? a : b, tmp); fs.renameSync(tmp, link); } catch {}
-          if (n === 1) fs.writeSync(1, 'flipping\\n');
-        }`,
-        join(work, 'flip'),
-        inside,
-        outside,
-      ],
-      { stdio: ['ignore', 'pipe', 'ignore'] },
-    );
+    flipper = linkFlipper(join(work, 'flip'), inside, outside);
     // The link exists (and flips) before the first write.
     await once(flipper.stdout ?? process.stdin, 'data');
     const calls = Array.from({ length: 150 }, (_, i) =>

@@ -1,24 +1,19 @@
 // `npm run demo` as a newcomer runs it: Neovim with scripts/demo/init.lua, the demo chat, the
 // offline provider at its own pace. Its log is its own, and a send leaves no warning in it.
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
-import { ROOT, startDriver, type Driver } from '../helpers/driver.js';
+import { describe, expect, it } from 'vitest';
+import { ROOT, type Driver } from '../helpers/driver.js';
+import { neovimLauncher } from '../helpers/e2e.js';
+import { tempDirs } from '../helpers/temp.js';
 
 let driver: Driver | undefined;
-let dir: string | undefined;
-
-afterEach(async () => {
-  await driver?.quit();
-  driver = undefined;
-  if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
-  dir = undefined;
-});
+const temp = tempDirs();
+const launch = neovimLauncher();
 
 /** Neovim set up as `npm run demo` sets it up (the init file it passes with `-u`). */
 function startDemo(env: Record<string, string>): Promise<Driver> {
-  return startDriver({
+  return launch({
     env: { FLEMMA_ROOT: ROOT, FLEMMA_DEMO_PROVIDER: 'demo', ...env },
     setup: `dofile(${JSON.stringify(join(ROOT, 'scripts/demo/init.lua'))})`,
   });
@@ -28,7 +23,7 @@ const DEMO_CHAT = readFileSync(join(ROOT, 'scripts/demo/demo.chat'), 'utf8').spl
 
 describe('the demo', () => {
   it('logs to the file npm run demo names, and a paced send leaves no listener warning there', async () => {
-    dir = mkdtempSync(join(tmpdir(), 'flemma-demo-log-'));
+    const dir = temp('flemma-demo-log-');
     const log = join(dir, 'flemma.log');
     driver = await startDemo({ FLEMMA_DEMO_LOG: log });
     const buf = await driver.openChat('demo.chat', DEMO_CHAT);

@@ -2,52 +2,38 @@
 // directory (it was a file named `~user` in the chat's directory), and the Lua side expands
 // configuration paths by the same rules as the host (lua/flemma/util/path.lua and
 // src/core/util/expand-path.ts agree, case by case).
-import { writeFileSync } from 'node:fs';
 import { userInfo } from 'node:os';
-import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { expandPath } from '../../src/core/util/expand-path.js';
-import { anthropicMessages, anthropicReply as reply } from '../helpers/anthropic-script.js';
-import { type Driver, startDriver } from '../helpers/driver.js';
-import { type FakeProvider, startFakeProvider } from '../helpers/fake-provider.js';
+import { anthropicMessages } from '../helpers/anthropic-script.js';
+import { launcher } from '../helpers/e2e.js';
 
-let driver: Driver | undefined;
-let fake: FakeProvider | undefined;
-
-afterEach(async () => {
-  await driver?.quit();
-  await fake?.close();
-  driver = undefined;
-  fake = undefined;
-});
+const launch = launcher();
 
 describe('path expansion', () => {
   it("a read of ~user/… reads the file in that user's home directory", async () => {
-    fake = await startFakeProvider();
-    driver = await startDriver({
-      env: { ANTHROPIC_API_KEY: 'sk-ant-test-key', ANTHROPIC_BASE_URL: fake.url },
-      setup: 'require("flemma").setup({})',
-    });
-    const d = driver;
-    await d.openChat('home.chat', ['@You:', 'Read my note.']);
-    await d.waitForEvent('FlemmaBootComplete');
     // HOME is the driver's private directory; the project (`work/`) lies in it.
-    writeFileSync(join(d.home, 'work', 'note.txt'), 'the note in my home\n');
+    const t = await launch({
+      key: 'sk-ant-test-key',
+      config: '{}',
+      files: { 'note.txt': 'the note in my home\n' },
+      chat: { name: 'home.chat', lines: ['@You:', 'Read my note.'] },
+    });
     const path = `~${userInfo().username}/work/note.txt`;
-    await d.press('<C-]>');
-    await reply(await fake.nextRequest({ path: '/v1/messages' }), 'Reading.', [
+    await t.send();
+    await t.reply('Reading.', [
       { id: 'toolu_home', name: 'read', input: { label: 'x', path, offset: null, limit: null } },
     ]);
-    const followUp = await fake.nextRequest({ path: '/v1/messages' });
+    const followUp = await t.request();
     const results = anthropicMessages(followUp).flatMap((m) =>
       m.content.filter((c) => c.type === 'tool_result'),
     );
     expect(JSON.stringify(results)).toContain('the note in my home');
-    await reply(followUp, 'Done.');
+    await t.reply('Done.');
   });
 
   it('the Lua side expands as the host does', async () => {
-    driver = await startDriver();
+    const { d: driver } = await launch({ provider: false });
     const env = { SET: '/set', EMPTY: '' };
     const cases = [
       '~',

@@ -3,7 +3,7 @@
 import { textReply as anthropicText } from '../helpers/anthropic-script.js';
 import { describe, expect, it } from 'vitest';
 import { type Driver } from '../helpers/driver.js';
-import { launcher, type Session } from '../helpers/e2e.js';
+import { launcher, type Session, statusLines } from '../helpers/e2e.js';
 
 const launch = launcher();
 
@@ -237,13 +237,7 @@ describe(':Flemma status', () => {
     expect(await d.lua('return require("flemma.config").log("setup")')).toEqual([
       { op: 'set', path: 'parameters.max_tokens', value: 3000 },
     ]);
-    await d.command('Flemma status');
-    await d.waitUntil(
-      'local b = vim.fn.bufnr("flemma://status") return b ~= -1 and vim.api.nvim_buf_line_count(b) > 1',
-    );
-    const lines = await d.lua<string[]>(
-      'return vim.api.nvim_buf_get_lines(vim.fn.bufnr("flemma://status"), 0, -1, false)',
-    );
+    const lines = await statusLines(d);
     expect(lines).toContain('provider: "anthropic"  (default)');
     expect(lines).toContain('model: "claude-opus-4-6"  (frontmatter line 2)');
     expect(lines).toContain('  max_tokens = 3000  (setup)');

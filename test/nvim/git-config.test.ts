@@ -3,8 +3,7 @@
 // `core.fsmonitor` command or a filter driver the repository's config names, however that config
 // got there — a `write` the user approved, a sandboxed `bash`, or shipped with the directory — nor
 // one `GIT_CONFIG_*` in Neovim's environment names.
-import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -12,6 +11,7 @@ import { type ScriptedCall, anthropicReply } from '../helpers/anthropic-script.j
 import { type Driver } from '../helpers/driver.js';
 import { launcher, type Session } from '../helpers/e2e.js';
 import { type FakeProvider } from '../helpers/fake-provider.js';
+import { gitIn, trackedRepository } from '../helpers/git.js';
 
 let home: string | undefined;
 
@@ -30,22 +30,11 @@ const MARKED = 'changed during the turn (git status; by a command, exact change 
 /** A private directory for Neovim (the driver's `home`), its `work/` a git repository. */
 function repository(): { home: string; work: string } {
   home = mkdtempSync(join(tmpdir(), 'flemma-e2e-'));
-  const work = join(home, 'work');
-  mkdirSync(work);
-  git(work, 'init', '-q');
-  writeFileSync(join(work, 'tracked.txt'), 'one\n');
-  git(work, 'add', 'tracked.txt');
-  git(work, 'commit', '-q', '-m', 'start');
-  return { home, work };
+  return { home, work: trackedRepository(home, 'one\n') };
 }
 
 function git(work: string, ...args: string[]): string {
-  return execFileSync('git', ['-c', 'user.email=t@example.com', '-c', 'user.name=t', ...args], {
-    cwd: work,
-    encoding: 'utf8',
-    env: { ...process.env, HOME: home ?? '' },
-    stdio: ['ignore', 'pipe', 'ignore'],
-  });
+  return gitIn(home ?? '', work, ...args);
 }
 
 /** A shell command that leaves `marker` behind; git goes on as if the monitor failed. */

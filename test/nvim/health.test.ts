@@ -2,29 +2,16 @@
 // without their values, a missing Node.js as an error naming host.node, and the Lua source
 // fingerprint equal to the one scripts/source-hash.mjs writes into dist/build-info.json.
 import { execFileSync } from 'node:child_process';
-import {
-  accessSync,
-  constants,
-  mkdirSync,
-  mkdtempSync,
-  rmSync,
-  symlinkSync,
-  writeFileSync,
-} from 'node:fs';
-import { tmpdir } from 'node:os';
+import { accessSync, constants, mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { delimiter, dirname, join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
-import { type Driver, ROOT, startDriver } from '../helpers/driver.js';
+import { describe, expect, it } from 'vitest';
+import { type Driver, ROOT } from '../helpers/driver.js';
+import { neovimLauncher } from '../helpers/e2e.js';
+import { tempDirs } from '../helpers/temp.js';
 
 let driver: Driver | undefined;
-let fixture: string | undefined;
-
-afterEach(async () => {
-  await driver?.quit();
-  driver = undefined;
-  if (fixture !== undefined) rmSync(fixture, { recursive: true, force: true });
-  fixture = undefined;
-});
+const temp = tempDirs();
+const launch = neovimLauncher();
 
 const SECTIONS = ['Neovim', 'Node.js', 'Bundle', 'Help', 'Host', 'Sandbox', 'Providers'];
 
@@ -84,7 +71,7 @@ function nodeSourceHash(root: string): string {
 
 describe(':checkhealth flemma', () => {
   it('reports every section, OK on a working machine, and never a credential value', async () => {
-    driver = await startDriver({ env: { ANTHROPIC_API_KEY: 'sk-test-SECRET-123' } });
+    driver = await launch({ env: { ANTHROPIC_API_KEY: 'sk-test-SECRET-123' } });
     const lines = await checkhealth(driver);
     const report = lines.join('\n');
 
@@ -131,7 +118,7 @@ describe(':checkhealth flemma', () => {
   });
 
   it('reports a missing Node.js as an error that names host.node', async () => {
-    driver = await startDriver({
+    driver = await launch({
       setup: 'require("flemma.config").setup({ host = { node = "/nonexistent/node" } })',
     });
     const lines = await checkhealth(driver);
@@ -150,14 +137,14 @@ describe(':checkhealth flemma', () => {
   });
 
   it('computes the same source fingerprint as scripts/source-hash.mjs', async () => {
-    const d = await startDriver();
+    const d = await launch();
     driver = d;
     const luaHash = (root: string): Promise<string> =>
       d.lua<string>('return (require("flemma.health").source_hash(...))', root);
     expect(await luaHash(ROOT)).toBe(nodeSourceHash(ROOT));
 
     // Nested and look-alike names (byte order), a NUL byte, non-ASCII, symlinks (not counted).
-    fixture = mkdtempSync(join(tmpdir(), 'flemma-hash-'));
+    const fixture = temp('flemma-hash-');
     const files: Record<string, string> = {
       'package.json': '{}\n',
       'src/a.ts': 'a\n',

@@ -5,8 +5,9 @@
 // file"). The checks themselves are shown to fail on an undocumented command and option.
 import { copyFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { type Driver, ROOT, startDriver } from '../helpers/driver.js';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { type Driver, ROOT } from '../helpers/driver.js';
+import { neovimLauncher } from '../helpers/e2e.js';
 
 const HELP_FILE = join(ROOT, 'doc', 'flemma.txt');
 const COVERAGE = join(ROOT, 'test', 'helpers', 'doc-coverage.lua');
@@ -22,16 +23,14 @@ let driver: Driver;
 /** A runtime directory holding a copy of the help file, so the checkout gets no `doc/tags`. */
 let runtime: string;
 
+const launch = neovimLauncher();
+
 beforeEach(async () => {
-  driver = await startDriver({ setup: 'require("flemma").setup({})' });
+  driver = await launch({ setup: 'require("flemma").setup({})' });
   runtime = join(driver.home, 'runtime');
   mkdirSync(join(runtime, 'doc'), { recursive: true });
   copyFileSync(HELP_FILE, join(runtime, 'doc', 'flemma.txt'));
   await driver.lua('vim.opt.rtp:prepend(...)', runtime);
-});
-
-afterEach(async () => {
-  await driver.quit();
 });
 
 /** `:helptags {dir}`; returns the error it raised, or null. */

@@ -2,42 +2,30 @@
 // not track it), and Neovim does not run `:helptags` for packages. The plugin makes the tags on
 // first load (and again when the help file is newer), the build writes the same file
 // (scripts/helptags.mjs), and `:checkhealth flemma` says whether the help opens.
-import {
-  mkdirSync,
-  mkdtempSync,
-  readFileSync,
-  rmSync,
-  statSync,
-  utimesSync,
-  writeFileSync,
-} from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, readFileSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { helptagsText } from '../../scripts/helptags.mjs';
-import { type Driver, ROOT, startDriver } from '../helpers/driver.js';
+import { type Driver, ROOT } from '../helpers/driver.js';
+import { neovimLauncher } from '../helpers/e2e.js';
+import { tempDirs } from '../helpers/temp.js';
 import { copyInstall } from '../helpers/install.js';
 
 let driver: Driver | undefined;
 let data: string | undefined;
-
-afterEach(async () => {
-  await driver?.quit();
-  driver = undefined;
-  if (data !== undefined) rmSync(data, { recursive: true, force: true });
-  data = undefined;
-});
+const temp = tempDirs();
+const launch = neovimLauncher();
 
 /** The README's install by hand: a clone in `site/pack/flemma/start/flemma` of the data directory. */
 function installByHand(): string {
-  data = mkdtempSync(join(tmpdir(), 'flemma-install-'));
+  data = temp('flemma-install-');
   const plugin = join(data, 'nvim', 'site', 'pack', 'flemma', 'start', 'flemma');
   mkdirSync(plugin, { recursive: true });
   return copyInstall(plugin);
 }
 
 function startInstalled(): Promise<Driver> {
-  return startDriver({ installed: true, env: { XDG_DATA_HOME: data ?? '' } });
+  return launch({ installed: true, env: { XDG_DATA_HOME: data ?? '' } });
 }
 
 /** `:help {tag}` as typed; the help window's file and cursor line, and the last error. */
@@ -92,7 +80,7 @@ describe(':help flemma after an install by hand', () => {
   });
 
   it("writes doc/tags in the build as Neovim's :helptags does", async () => {
-    driver = await startDriver();
+    driver = await launch();
     const dir = join(driver.home, 'doc');
     mkdirSync(dir);
     writeFileSync(join(dir, 'flemma.txt'), readFileSync(join(ROOT, 'doc', 'flemma.txt')));

@@ -1,19 +1,17 @@
 import { readFileSync } from 'node:fs';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { HookEmitter } from '../../src/editor/hooks.js';
 import { LuaBridge, rpcPortOf } from '../../src/editor/lua.js';
-import { type Driver, startDriver } from '../helpers/driver.js';
+import { type Driver } from '../helpers/driver.js';
+import { neovimLauncher } from '../helpers/e2e.js';
 
 let driver: Driver | undefined;
 
-afterEach(async () => {
-  await driver?.quit();
-  driver = undefined;
-});
+const launch = neovimLauncher();
 
 describe('the hooks bus', () => {
   it('runs hooks.on subscribers first, in order, then the User autocmd with ev.data', async () => {
-    driver = await startDriver();
+    driver = await launch();
     const order = await driver.lua<string[]>(`
       local hooks = require("flemma.hooks")
       local order = {}
@@ -30,7 +28,7 @@ describe('the hooks bus', () => {
   });
 
   it('derives patterns with hyphens and always passes a table, even with no payload', async () => {
-    driver = await startDriver();
+    driver = await launch();
     const seen = await driver.lua<Record<string, string>>(`
       local hooks = require("flemma.hooks")
       local seen = {}
@@ -55,7 +53,7 @@ describe('the hooks bus', () => {
   });
 
   it('unsubscribes with handle:off()', async () => {
-    driver = await startDriver();
+    driver = await launch();
     const calls = await driver.lua<[number, boolean, boolean, number]>(`
       local hooks = require("flemma.hooks")
       local calls = 0
@@ -69,7 +67,7 @@ describe('the hooks bus', () => {
   });
 
   it('catches and logs a failing subscriber or autocmd; the rest still run', async () => {
-    driver = await startDriver();
+    driver = await launch();
     const ran = await driver.lua<string[]>(`
       local hooks = require("flemma.hooks")
       local ran = {}
@@ -102,7 +100,7 @@ describe('the hooks bus', () => {
   });
 
   it('delivers events fired from the host side through the editor adapter', async () => {
-    driver = await startDriver();
+    driver = await launch();
     await driver.lua(`
       _G.received = {}
       require("flemma.hooks").on("request:finished", function(data) table.insert(_G.received, data.status) end)

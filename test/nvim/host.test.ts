@@ -1,14 +1,12 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
-import { type Driver, ROOT, startDriver } from '../helpers/driver.js';
+import { describe, expect, it } from 'vitest';
+import { type Driver, ROOT } from '../helpers/driver.js';
+import { neovimLauncher } from '../helpers/e2e.js';
 
 let driver: Driver | undefined;
 
-afterEach(async () => {
-  await driver?.quit();
-  driver = undefined;
-});
+const launch = neovimLauncher();
 
 async function hostPid(d: Driver): Promise<number> {
   return d.lua<number>(`
@@ -18,7 +16,7 @@ async function hostPid(d: Driver): Promise<number> {
 
 describe('the host process', () => {
   it('starts lazily with the first chat buffer and answers', async () => {
-    driver = await startDriver();
+    driver = await launch();
     const before = await driver.lua<{ state: string }>('return require("flemma.host").status()');
     expect(before.state).toBe('stopped');
     const started = driver.waitForEvent('FlemmaHostStarted');
@@ -31,7 +29,7 @@ describe('the host process', () => {
   });
 
   it('starts lazily with the first :Flemma command that needs it, and not before', async () => {
-    driver = await startDriver();
+    driver = await launch();
     await driver.command('Flemma log:level warn');
     await driver.command('Flemma');
     expect(await driver.lua('return require("flemma.host").status().state')).toBe('stopped');
@@ -44,7 +42,7 @@ describe('the host process', () => {
   });
 
   it('keeps the RPC channel intact when a library writes to stdout', async () => {
-    driver = await startDriver({
+    driver = await launch({
       env: { NODE_OPTIONS: `--require ${join(ROOT, 'test/fixtures/stray-stdout.cjs')}` },
     });
     await driver.openChat();
@@ -69,7 +67,7 @@ describe('the host process', () => {
   });
 
   it('survives SIGKILL: buffer unlocked, one message naming the log, a new host on next use', async () => {
-    driver = await startDriver();
+    driver = await launch();
     const buf = await driver.openChat('crash.chat', ['@You:', 'text']);
     await driver.waitForEvent('FlemmaHostStarted');
     const firstPid = await hostPid(driver);
@@ -109,7 +107,7 @@ describe('the host process', () => {
   });
 
   it('restarts with backoff after crashes and gives up after host.restart.max_attempts', async () => {
-    driver = await startDriver({
+    driver = await launch({
       setup: `require("flemma").setup({ host = { restart = { max_attempts = 2, window_ms = 60000, backoff_ms = 300 } } })`,
     });
     await driver.openChat();
@@ -154,7 +152,7 @@ describe('the host process', () => {
   });
 
   it('rotates a log that grew past its limit when the host starts', async () => {
-    driver = await startDriver();
+    driver = await launch();
     const path = await driver.lua<string>(`
       local log = require("flemma.log")
       log.MAX_BYTES = 1000
@@ -170,7 +168,7 @@ describe('the host process', () => {
   });
 
   it(':Flemma log:open opens the log file, which holds the host lines', async () => {
-    driver = await startDriver();
+    driver = await launch();
     await driver.openChat();
     await driver.waitForEvent('FlemmaHostStarted');
     await hostPid(driver);
@@ -183,7 +181,7 @@ describe('the host process', () => {
   });
 
   it(':Flemma host:restart replaces the host quietly; the old one exits as intended', async () => {
-    driver = await startDriver();
+    driver = await launch();
     await driver.openChat();
     await driver.waitForEvent('FlemmaHostStarted');
     const oldPid = await hostPid(driver);
@@ -197,7 +195,7 @@ describe('the host process', () => {
   });
 
   it('writes both sides to logging.path, verbosely when logging.enabled', async () => {
-    driver = await startDriver();
+    driver = await launch();
     const path = `${driver.home}/custom/flemma-test.log`;
     await driver.lua(
       `vim.fn.mkdir(vim.fs.dirname(...), "p")
@@ -215,7 +213,7 @@ describe('the host process', () => {
   });
 
   it('keeps a log level set with :Flemma log:level for hosts started later', async () => {
-    driver = await startDriver();
+    driver = await launch();
     await driver.command('Flemma log:level debug');
     await driver.openChat();
     await driver.waitForEvent('FlemmaHostStarted');
@@ -228,7 +226,7 @@ describe('the host process', () => {
   });
 
   it('reports a host that cannot start once per action, naming the fix', async () => {
-    driver = await startDriver({
+    driver = await launch({
       setup: `require("flemma").setup({ host = { node = "/nonexistent/node" } })`,
     });
     const before = driver.notificationCount;

@@ -5,50 +5,20 @@
 import { describe, expect, it } from 'vitest';
 import { anthropicReply, anthropicStream } from '../helpers/anthropic-script.js';
 import { type Driver } from '../helpers/driver.js';
-import { launcher, type Session, GATED_TOOL } from '../helpers/e2e.js';
+import { launcher, type Session, GATED_TOOL, ECHO_TOOL, STEP_WITNESS } from '../helpers/e2e.js';
+import { toolUse } from '../helpers/chat-lines.js';
 
 const launch = launcher();
 
-// The test's own witness of the host's answer: a `User TestStepEnded` event once Lua handled it,
-// and when it asked for Insert mode, once Insert mode has begun (`startinsert` takes effect when
-// the handler has returned).
-const WITNESS = `
-local chat = require("flemma.chat")
-local step_ended = chat.step_ended
-chat.step_ended = function(params)
-  local resumed = step_ended(params)
-  local function witness()
-    vim.api.nvim_exec_autocmds("User", { pattern = "TestStepEnded", data = { resumed = resumed } })
-  end
-  if resumed then
-    vim.api.nvim_create_autocmd("InsertEnter", { once = true, callback = function() vim.schedule(witness) end })
-  else
-    vim.schedule(witness)
-  end
-  return resumed
-end
-`;
-
-const TOOLS = `
-local tools = require("flemma.tools")
-tools.register("echo_tool", {
-  name = "echo_tool",
-  description = "Echo the text back",
-  input_schema = { type = "object", properties = { text = { type = "string" } } },
-  execute = function(input) return { success = true, output = "echo: " .. input.text } end,
-})
-${GATED_TOOL}
-`;
+// The test's own witness of the host's answer (`User TestStepEnded`), and the tools.
+const WITNESS = STEP_WITNESS;
+const TOOLS = `${ECHO_TOOL}\n${GATED_TOOL}`;
 
 function start(options: string): Promise<Session> {
   return launch({
     key: 'sk-ant-test-key',
     setup: `require("flemma").setup(${options})\n${TOOLS}\n${WITNESS}`,
   });
-}
-
-function toolUse(name: string, id: string, input: string): string[] {
-  return [`**Tool Use:** \`${name}\` (\`${id}\`)`, '', '```json', input, '```'];
 }
 
 async function cursor(d: Driver): Promise<[number, number]> {

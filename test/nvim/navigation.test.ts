@@ -2,52 +2,14 @@
 // on `@./file` references resolved from the chat's directory, and the in-process language
 // server's definition and hover. The keys and the server ask the host, which holds the parsed
 // tree; the answer arrives as a Lua call, so each check waits for its effect.
-import { afterEach, describe, expect, it } from 'vitest';
-import { type Driver, startDriver } from '../helpers/driver.js';
+import { describe, expect, it } from 'vitest';
+import { type Driver } from '../helpers/driver.js';
+import { neovimLauncher } from '../helpers/e2e.js';
+import { NAVIGATION_CHAT } from '../helpers/chat-lines.js';
 
 let driver: Driver | undefined;
 
-afterEach(async () => {
-  await driver?.quit();
-  driver = undefined;
-});
-
-// Line numbers (1-based) are noted where the tests use them.
-const CHAT = [
-  '@You:', // 1
-  'Compare @./notes.md, with @../shared/style.md.', // 2
-  '',
-  '@Assistant:', // 4
-  "I'll read both.",
-  '',
-  '**Tool Use:** `read` (`toolu_01Read`)', // 7
-  '',
-  '```json',
-  '{', // 10
-  '  "path": "notes.md"',
-  '}',
-  '```',
-  '',
-  '**Tool Use:** `bash` (`toolu_02Bash`)', // 15
-  '',
-  '```json',
-  '{"command":"ls"}',
-  '```',
-  '',
-  'An example, not a call:',
-  '',
-  '````markdown',
-  '**Tool Result:** `toolu_01Read`', // 24: inside a fence, not a result
-  '````',
-  '',
-  '@You:', // 27
-  '**Tool Result:** `toolu_01Read`', // 28
-  '',
-  '```',
-  'These are my notes.',
-  '```',
-  '',
-];
+const launch = neovimLauncher();
 
 /** Open the chat at `project/chats/talk.chat` while Neovim's current directory is `work/`. */
 async function openProjectChat(d: Driver): Promise<number> {
@@ -55,7 +17,7 @@ async function openProjectChat(d: Driver): Promise<number> {
   d.writeFile('project/shared/style.md', 'the style guide\n');
   // Decoys where a cwd-relative lookup would land.
   d.writeFile('notes.md', 'notes in the current directory\n');
-  return d.openChat('project/chats/talk.chat', CHAT);
+  return d.openChat('project/chats/talk.chat', NAVIGATION_CHAT);
 }
 
 async function cursor(d: Driver): Promise<[number, number]> {
@@ -134,7 +96,7 @@ async function lspRequest<T>(
 
 describe('navigation in a chat buffer', () => {
   it('gd goes from a tool use (its header or its JSON) to the result, and back', async () => {
-    driver = await startDriver();
+    driver = await launch();
     await openProjectChat(driver);
     await setCursor(driver, 7, 5);
     await driver.press('gd');
@@ -151,7 +113,7 @@ describe('navigation in a chat buffer', () => {
   });
 
   it('gd on a tool use without a result, or on plain text, says so briefly and stays', async () => {
-    driver = await startDriver();
+    driver = await launch();
     await openProjectChat(driver);
     await setCursor(driver, 18, 2);
     const before = driver.notificationCount;
@@ -169,7 +131,7 @@ describe('navigation in a chat buffer', () => {
   });
 
   it('gf opens @./ and @../ references relative to the chat, not the current directory', async () => {
-    driver = await startDriver();
+    driver = await launch();
     const chat = await openProjectChat(driver);
     expect(await driver.lua('return vim.fn.getcwd()')).toBe(`${driver.home}/work`);
     await setCursor(driver, 2, 12); // on `notes.md` of `@./notes.md,`
@@ -190,7 +152,7 @@ describe('navigation in a chat buffer', () => {
   });
 
   it("gf elsewhere is Neovim's own gf", async () => {
-    driver = await startDriver();
+    driver = await launch();
     driver.writeFile('plain.txt', 'plain\n');
     await driver.openChat('own.chat', ['@You:', 'see plain.txt']);
     await setCursor(driver, 2, 6);
@@ -200,7 +162,7 @@ describe('navigation in a chat buffer', () => {
   });
 
   it("gf on a missing file says so; Neovim's own gf reports its error as it always does", async () => {
-    driver = await startDriver();
+    driver = await launch();
     await driver.openChat('missing.chat', ['@You:', 'see @./gone.md and nowhere.txt']);
     const before = driver.notificationCount;
     await setCursor(driver, 2, 6);
@@ -221,7 +183,7 @@ describe('navigation in a chat buffer', () => {
   });
 
   it('gd right after an edit answers from the edited text', async () => {
-    driver = await startDriver();
+    driver = await launch();
     const buf = await openProjectChat(driver);
     // A result for the bash call, typed at the end; gd at once from the call.
     await driver.press('G');
@@ -235,7 +197,7 @@ describe('navigation in a chat buffer', () => {
   });
 
   it('gd with the host stopped starts it and jumps once it answers', async () => {
-    driver = await startDriver();
+    driver = await launch();
     await openProjectChat(driver);
     await driver.waitForEvent('FlemmaHostStarted');
     const stopped = driver.eventCount;
@@ -250,7 +212,7 @@ describe('navigation in a chat buffer', () => {
   });
 
   it('the language server answers definition and hover, leaves <C-]> alone, and stops cleanly', async () => {
-    driver = await startDriver();
+    driver = await launch();
     const buf = await openProjectChat(driver);
     expect(await lspAttached(driver, buf)).toBe(true);
 
@@ -311,7 +273,7 @@ describe('navigation in a chat buffer', () => {
   });
 
   it('Neovim with the language server running exits at once, with status 0', async () => {
-    driver = await startDriver();
+    driver = await launch();
     const buf = await openProjectChat(driver);
     expect(await lspAttached(driver, buf)).toBe(true);
     const exited = new Promise<{ code: number | null; signal: string | null }>((resolve) => {
@@ -325,7 +287,7 @@ describe('navigation in a chat buffer', () => {
   });
 
   it('lsp.enabled = false starts no server; keymaps can be renamed or turned off', async () => {
-    driver = await startDriver({
+    driver = await launch({
       setup: `require("flemma").setup({
         lsp = { enabled = false },
         keymaps = { normal = { goto_definition = "<leader>j", goto_file = false } },

@@ -2,44 +2,26 @@
 // configuration's `tools.auto_approve` with the frontmatter's operations applied, where each part
 // came from, what a preset expands to, the resolvers the frontmatter's own list puts aside, and
 // the model a request would use (docs/approval.md, "What status and why show").
-import { afterEach, describe, expect, it } from 'vitest';
-import { anthropicReply } from '../helpers/anthropic-script.js';
-import { type Driver, startDriver } from '../helpers/driver.js';
-import { type FakeProvider, startFakeProvider } from '../helpers/fake-provider.js';
+import { describe, expect, it } from 'vitest';
+import { type Session, launcher, statusLines } from '../helpers/e2e.js';
 
-let driver: Driver | undefined;
-let fake: FakeProvider | undefined;
+const launch = launcher();
 
-afterEach(async () => {
-  await driver?.quit();
-  await fake?.close();
-  driver = undefined;
-  fake = undefined;
-});
-
-async function start(): Promise<{ d: Driver; f: FakeProvider }> {
-  fake = await startFakeProvider();
-  driver = await startDriver({
-    env: { ANTHROPIC_API_KEY: 'sk-ant-test-key', ANTHROPIC_BASE_URL: fake.url },
-    setup: 'require("flemma").setup({})',
+/** A chat opened and trusted (its frontmatter runs), once the host has booted it. */
+async function trusted(name: string, lines: string[]): Promise<Session> {
+  const t = await launch({
+    key: 'sk-ant-test-key',
+    config: '{}',
+    chat: { name, lines, boot: false },
   });
-  return { d: driver, f: fake };
-}
-
-async function statusLines(d: Driver): Promise<string[]> {
-  await d.command('Flemma status');
-  await d.waitUntil(
-    'local b = vim.fn.bufnr("flemma://status") return b ~= -1 and vim.api.nvim_buf_line_count(b) > 1',
-  );
-  return d.lua<string[]>(
-    'return vim.api.nvim_buf_get_lines(vim.fn.bufnr("flemma://status"), 0, -1, false)',
-  );
+  await t.d.command('trust');
+  await t.d.waitForEvent('FlemmaBootComplete');
+  return t;
 }
 
 describe('the approval policy the buffer uses', () => {
   it(':Flemma status shows the merged list with its origins, and the model in use', async () => {
-    const { d } = await start();
-    await d.openChat('edited.chat', [
+    const { d } = await trusted('edited.chat', [
       '```lua',
       'flemma.opt.tools.auto_approve:append("bash")',
       'flemma.opt.tools.auto_approve:remove("write")',
@@ -47,8 +29,6 @@ describe('the approval policy the buffer uses', () => {
       '@You:',
       'Hello',
     ]);
-    await d.command('trust');
-    await d.waitForEvent('FlemmaBootComplete');
     const lines = await statusLines(d);
     expect(lines).toContain('model: "claude-sonnet-4-6"  (the provider\'s default)');
     expect(lines).toContain('  tools.auto_approve: ["$default","bash"]');
@@ -59,20 +39,16 @@ describe('the approval policy the buffer uses', () => {
   });
 
   it(':Flemma tool:why says the frontmatter list put the config and sandbox resolvers aside', async () => {
-    const { d, f } = await start();
-    await d.openChat('assigned.chat', [
+    const t = await trusted('assigned.chat', [
       '```lua',
       'flemma.opt.tools.auto_approve = { "read" }',
       '```',
       '@You:',
       'List the files.',
     ]);
-    await d.command('trust');
-    await d.waitForEvent('FlemmaBootComplete');
-    await d.press('G<C-]>');
-    await anthropicReply(await f.nextRequest({ path: '/v1/messages' }), 'Listing.', [
-      { id: 'toolu_B', name: 'bash', input: { command: 'ls' } },
-    ]);
+    const { d } = t;
+    await t.send('G<C-]>');
+    await t.reply('Listing.', [{ id: 'toolu_B', name: 'bash', input: { command: 'ls' } }]);
     await d.waitForEvent('FlemmaApprovalNeeded');
     const lines = await d.lines();
     await d.command(`call cursor(${String(lines.indexOf('**Tool Result:** `toolu_B`') + 1)}, 1)`);

@@ -4,12 +4,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CONFIG_DEFAULTS } from '../../src/core/config/config.js';
 import { HOST_TO_LUA, LUA_TO_HOST } from '../../src/editor/protocol/index.js';
-import { type Driver, startDriver } from '../helpers/driver.js';
+import { type Driver } from '../helpers/driver.js';
+import { launch } from '../helpers/e2e.js';
 
 let driver: Driver;
 
 beforeAll(async () => {
-  driver = await startDriver({ setup: 'require("flemma").setup({})' });
+  driver = (await launch({ provider: false, setup: 'require("flemma").setup({})' })).d;
 });
 
 afterAll(async () => {

@@ -2,15 +2,13 @@
 // goes out in one notification per tick after changes, only while a host runs, and again to every
 // host that starts; tools, sandbox backends, approval and credential resolvers and frontmatter
 // languages all keep their sets in one.
-import { afterEach, describe, expect, it } from 'vitest';
-import { type Driver, startDriver } from '../helpers/driver.js';
+import { describe, expect, it } from 'vitest';
+import { type Driver } from '../helpers/driver.js';
+import { neovimLauncher } from '../helpers/e2e.js';
 
 let driver: Driver | undefined;
 
-afterEach(async () => {
-  await driver?.quit();
-  driver = undefined;
-});
+const launch = neovimLauncher();
 
 /** Record every notification Lua sends to the host (method and params) in `_G.sent`. */
 const RECORD = `
@@ -38,7 +36,7 @@ async function sent(d: Driver, method: string, count: number): Promise<unknown[]
 
 describe('a registry synced to the host', () => {
   it('sends the whole set once per tick of changes, only while a host runs', async () => {
-    driver = await startDriver({ setup: RECORD });
+    driver = await launch({ setup: RECORD });
     const d = driver;
     // No host yet: changes are kept, nothing is sent (and no host starts).
     await d.lua(
@@ -72,7 +70,7 @@ describe('a registry synced to the host', () => {
   });
 
   it('every registry reaches a host that starts, before the buffers are handed to it', async () => {
-    driver = await startDriver({
+    driver = await launch({
       setup: `${RECORD}
       require("flemma").setup({})
       require("flemma.secrets").register("vault", { resolve = function() end })

@@ -1,22 +1,17 @@
 // Reviewing a pending file change before approving it: the preview of a pending `write` or `edit`
 // shows the file and the lines it would add and remove, read from the file as it is now.
-import { mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { realpathSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { pendingCall } from '../helpers/chat-lines.js';
-import { type Driver, startDriver } from '../helpers/driver.js';
+import { type Driver } from '../helpers/driver.js';
+import { neovimLauncher } from '../helpers/e2e.js';
+import { tempDirs } from '../helpers/temp.js';
 
 let driver: Driver | undefined;
 
-let dir: string | undefined;
-
-afterEach(async () => {
-  await driver?.quit();
-  driver = undefined;
-  if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
-  dir = undefined;
-});
+const temp = tempDirs();
+const launch = neovimLauncher();
 
 /** A file of the working directory, as Neovim's side reads it. */
 function fileText(d: Driver, path: string): Promise<string> {
@@ -37,7 +32,7 @@ async function previewWith(d: Driver, needle: string): Promise<string> {
 
 describe('the preview of a pending file change', () => {
   it('an edit shows its file and +N −M, and follows the file on disk', async () => {
-    driver = await startDriver();
+    driver = await launch();
     const d = driver;
     d.writeFile('notes.txt', 'one\ntwo\nthree\nfour\n');
     await d.openChat(
@@ -57,7 +52,7 @@ describe('the preview of a pending file change', () => {
   });
 
   it('a write counts a missing file as empty', async () => {
-    driver = await startDriver();
+    driver = await launch();
     const d = driver;
     await d.openChat(
       'write.chat',
@@ -103,12 +98,12 @@ async function openDiff(d: Driver): Promise<void> {
 
 describe('the preview of a declarative file_write', () => {
   it('counts the lines the call would write against the file', async () => {
-    dir = realpathSync(mkdtempSync(join(tmpdir(), 'flemma-review-')));
+    const dir = realpathSync(temp('flemma-review-'));
     writeFileSync(
       join(dir, 'save.yaml'),
       'name: save\ndescription: Save a file\nparams:\n  - { name: path, type: string, required: true }\n  - { name: content, type: string, required: true }\nimplementation: { type: file_write }\n',
     );
-    driver = await startDriver({
+    driver = await launch({
       setup: `require("flemma").setup({ tools = { declarative = { dirs = { ${JSON.stringify(dir)} } } } })`,
     });
     const d = driver;
@@ -123,7 +118,7 @@ describe('the preview of a declarative file_write', () => {
 
 describe(':Flemma tool:diff', () => {
   it('opens the file and the proposal side by side in diff mode', async () => {
-    driver = await startDriver();
+    driver = await launch();
     const d = driver;
     d.writeFile('notes.txt', 'one\ntwo\nthree\n');
     await d.openChat('diff.chat', pendingCall('edit', 'toolu_D1', EDIT));
@@ -144,7 +139,7 @@ describe(':Flemma tool:diff', () => {
   });
 
   it('approving runs exactly what the proposed side shows and rewrites the call', async () => {
-    driver = await startDriver();
+    driver = await launch();
     const d = driver;
     d.writeFile('notes.txt', 'one\ntwo\nthree\n');
     await d.openChat('approve.chat', pendingCall('edit', 'toolu_D2', EDIT));
@@ -163,7 +158,7 @@ describe(':Flemma tool:diff', () => {
   });
 
   it('rejecting asks for a reason, which the error result carries', async () => {
-    driver = await startDriver();
+    driver = await launch();
     const d = driver;
     d.writeFile('notes.txt', 'one\ntwo\n');
     await d.openChat(
@@ -187,7 +182,7 @@ describe(':Flemma tool:diff', () => {
   });
 
   it('flags a file changed on disk, and approving re-diffs instead of running', async () => {
-    driver = await startDriver();
+    driver = await launch();
     const d = driver;
     d.writeFile('notes.txt', 'one\ntwo\nthree\n');
     const chatBuf = await d.openChat('stale.chat', pendingCall('edit', 'toolu_D4', EDIT));
@@ -211,7 +206,7 @@ describe(':Flemma tool:diff', () => {
   });
 
   it('approving from the diff writes no further than the sandbox lets the call', async () => {
-    driver = await startDriver({
+    driver = await launch({
       setup: `require("flemma").setup({
         tools = { autopilot = false },
         sandbox = { policy = { rw_paths = { "urn:flemma:cwd" } } },

@@ -1,16 +1,14 @@
-import { afterEach, describe, expect, it } from 'vitest';
-import { type Driver, ROOT, startDriver } from '../helpers/driver.js';
+import { describe, expect, it } from 'vitest';
+import { type Driver, ROOT } from '../helpers/driver.js';
+import { neovimLauncher } from '../helpers/e2e.js';
 
 let driver: Driver | undefined;
 
-afterEach(async () => {
-  await driver?.quit();
-  driver = undefined;
-});
+const launch = neovimLauncher();
 
 describe('the remote-plugin route (rplugin/node/flemma)', () => {
   it('registers with the classic Node host and answers through the same dispatch table', async () => {
-    driver = await startDriver();
+    driver = await launch();
     const info = await driver.lua<{ pid: number; version: string; actions: string[] }>(
       `local root = ...
       vim.g.node_host_prog = root .. "/node_modules/neovim/bin/cli.js"

@@ -1,15 +1,13 @@
 // Custom sandbox backends end to end: backends registered from Lua (selected by name, loaded as a
 // Lua module) and from a JavaScript file, used by the bash tool on <M-CR>, by a Lua tool's
 // `ctx.sandbox.wrap_command`, and listed by `:Flemma sandbox:status`.
-import { afterEach, describe, expect, it } from 'vitest';
-import { type Driver, startDriver } from '../helpers/driver.js';
+import { describe, expect, it } from 'vitest';
+import { type Driver } from '../helpers/driver.js';
+import { neovimLauncher } from '../helpers/e2e.js';
 
 let driver: Driver | undefined;
 
-afterEach(async () => {
-  await driver?.quit();
-  driver = undefined;
-});
+const launch = neovimLauncher();
 
 /** A Lua backend whose wrap prefixes `env FLEMMA_WRAPPED=<value>`, remembering what it got. */
 function luaBackend(options: { available?: string; wrap?: string; value?: string } = {}): string {
@@ -65,7 +63,7 @@ async function runBash(d: Driver, command: string): Promise<{ status: unknown; t
 
 describe('sandbox backends registered from Lua', () => {
   it('a backend selected by name wraps bash, and gets the policy and its settings', async () => {
-    driver = await startDriver({
+    driver = await launch({
       setup: setup(
         '{ backend = "mine", backends = { mine = { flavour = "strict" } }, policy = { rw_paths = { "urn:flemma:cwd" }, network = false } }',
         luaBackend(),
@@ -97,7 +95,7 @@ describe('sandbox backends registered from Lua', () => {
   });
 
   it('a Lua tool gets the backend as a wrap prefix through ctx.sandbox.wrap_command', async () => {
-    driver = await startDriver({
+    driver = await launch({
       setup: setup(
         '{ backend = "mine" }',
         `${luaBackend()}
@@ -132,7 +130,7 @@ require("flemma.tools").register("wrap_probe", {
   });
 
   it('an explicit backend that is not available makes bash fail with a clear error', async () => {
-    driver = await startDriver({
+    driver = await launch({
       setup: setup(
         '{ backend = "mine" }',
         luaBackend({ available: 'function() return false, "no firejail here" end' }),
@@ -145,7 +143,7 @@ require("flemma.tools").register("wrap_probe", {
   });
 
   it('a backend that raises is unavailable with the error, and a raising wrap fails the call', async () => {
-    driver = await startDriver({
+    driver = await launch({
       setup: setup(
         '{ backend = "mine" }',
         luaBackend({ available: 'function() error("probe exploded") end' }),
@@ -156,7 +154,7 @@ require("flemma.tools").register("wrap_probe", {
     expect(first.text).toMatch(/Sandbox backend 'mine' is not available: .*probe exploded/);
     await driver.quit();
 
-    driver = await startDriver({
+    driver = await launch({
       setup: setup(
         '{ backend = "mine" }',
         luaBackend({ wrap: 'function() error("wrap exploded") end' }),
@@ -169,7 +167,7 @@ require("flemma.tools").register("wrap_probe", {
   });
 
   it(':Flemma sandbox:status lists Lua backends, and an unregistered one disappears', async () => {
-    driver = await startDriver({
+    driver = await launch({
       setup: setup(
         '{ backend = "auto" }',
         `${luaBackend()}
@@ -198,7 +196,7 @@ require("flemma.sandbox").register_backend({
   });
 
   it('register_backend refuses invalid definitions with a clear error', async () => {
-    driver = await startDriver({ setup: 'require("flemma").setup({})' });
+    driver = await launch({ setup: 'require("flemma").setup({})' });
     const errors = await driver.lua<string[]>(`
 local sandbox = require("flemma.sandbox")
 local function try(def)
@@ -231,7 +229,7 @@ return {
 
 describe('sandbox backends from modules', () => {
   it('a Lua module named by sandbox.backend is required on first use and its backend used', async () => {
-    const d = await startDriver({
+    const d = await launch({
       setup: setup('{ backend = "my_sandbox.backend" }'),
     });
     driver = d;
@@ -255,7 +253,7 @@ describe('sandbox backends from modules', () => {
   });
 
   it('a JavaScript file named by sandbox.backend is imported by the host (~ expanded)', async () => {
-    const d = await startDriver({ setup: setup('{ backend = "~/work/js/wrapper.mjs" }') });
+    const d = await launch({ setup: setup('{ backend = "~/work/js/wrapper.mjs" }') });
     driver = d;
     d.writeFile(
       'js/wrapper.mjs',
@@ -277,7 +275,7 @@ describe('sandbox backends from modules', () => {
   });
 
   it('a JavaScript tool module may bring sandbox backends along', async () => {
-    const d = await startDriver({
+    const d = await launch({
       setup: setup('{ backend = "tool_mod_backend" }').replace(
         'tools = { autopilot = false }',
         'tools = { autopilot = false, modules = { "~/work/js/tools.mjs" } }',

@@ -9,6 +9,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { type Driver, startDriver } from '../helpers/driver.js';
 import { echoTool } from '../helpers/e2e.js';
 import type { Screen } from '../helpers/screen.js';
+import { toolUse } from '../helpers/chat-lines.js';
 
 let driver: Driver | undefined;
 const dirs: string[] = [];
@@ -55,10 +56,6 @@ function M.notify(message, level, opts)
 end
 function M.dismiss() end
 return setmetatable(M, { __call = function(_, ...) return M.notify(...) end })`;
-
-function toolUse(name: string, id: string, input: string): string[] {
-  return [`**Tool Use:** \`${name}\` (\`${id}\`)`, '', '```json', input, '```'];
-}
 
 /** A chat whose last reply asks for `echo_tool`, with no result yet. */
 const ASKS = [

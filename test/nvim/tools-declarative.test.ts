@@ -12,6 +12,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { MESSAGE_START, textDeltas, textDelta } from '../helpers/anthropic-script.js';
 import { launcher } from '../helpers/e2e.js';
 import { type FakeRequest } from '../helpers/fake-provider.js';
+import { closeServer } from '../helpers/http.js';
+import { toolUse } from '../helpers/chat-lines.js';
 
 let server: Server | undefined;
 let dir: string | undefined;
@@ -19,10 +21,7 @@ let dir: string | undefined;
 // Declared before the launcher's: after hooks run last-declared first, so Neovim quits and
 // the fake provider stops before this runs.
 afterEach(async () => {
-  if (server !== undefined) {
-    server.closeAllConnections();
-    await new Promise((resolve) => server?.close(resolve));
-  }
+  await closeServer(server);
   if (dir !== undefined) await rm(dir, { recursive: true, force: true });
   server = undefined;
   dir = undefined;
@@ -180,11 +179,7 @@ implementation:
     });
     const d = driver;
     const use = (name: string, id: string, input: unknown): string[] => [
-      `**Tool Use:** \`${name}\` (\`${id}\`)`,
-      '',
-      '```json',
-      JSON.stringify(input),
-      '```',
+      ...toolUse(name, id, JSON.stringify(input)),
       '',
     ];
     const result = (id: string): string[] => [

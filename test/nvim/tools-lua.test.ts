@@ -3,7 +3,8 @@
 // (`ctx.truncate`, `ctx.sandbox.is_path_writable`). One Neovim for the file; every case makes its
 // own buffers and windows and puts options back.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { type Driver, startDriver } from '../helpers/driver.js';
+import { type Driver } from '../helpers/driver.js';
+import { launch } from '../helpers/e2e.js';
 import { fitPreview } from '../../src/core/tools/preview.js';
 import {
   MAX_BYTES,
@@ -18,7 +19,7 @@ import {
 let driver: Driver;
 
 beforeAll(async () => {
-  driver = await startDriver();
+  driver = (await launch({ provider: false })).d;
 });
 
 afterAll(async () => {

@@ -16,32 +16,23 @@ import {
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, expect, it } from 'vitest';
-import { anthropicMessages, anthropicReply } from '../helpers/anthropic-script.js';
-import { type Driver, startDriver } from '../helpers/driver.js';
-import { type FakeProvider, startFakeProvider } from '../helpers/fake-provider.js';
+import { anthropicMessages } from '../helpers/anthropic-script.js';
+import { launcher } from '../helpers/e2e.js';
+import { trackedRepository } from '../helpers/git.js';
 
-let driver: Driver | undefined;
-let fake: FakeProvider | undefined;
 let home: string | undefined;
 
-afterEach(async () => {
-  // The held git goes on (and ends) whatever the test found.
-  if (home !== undefined) writeFileSync(join(home, 'gate-open'), '');
-  await driver?.quit();
-  driver = undefined;
-  await fake?.close();
-  fake = undefined;
+afterEach(() => {
   if (home !== undefined) rmSync(home, { recursive: true, force: true });
   home = undefined;
 });
 
-function git(work: string, ...args: string[]): void {
-  execFileSync('git', ['-c', 'user.email=t@example.com', '-c', 'user.name=t', ...args], {
-    cwd: work,
-    env: { ...process.env, HOME: home ?? '' },
-    stdio: 'ignore',
-  });
-}
+const launch = launcher();
+
+afterEach(() => {
+  // The held git goes on (and ends) whatever the test found, before Neovim quits.
+  if (home !== undefined) writeFileSync(join(home, 'gate-open'), '');
+});
 
 /**
  * A `git` that, once `gate-armed` exists, writes its pid to `git-held` and waits for
@@ -75,31 +66,20 @@ function alive(pid: number): boolean {
 
 it('a read runs and its result is written while the turn’s git note still waits', async () => {
   home = mkdtempSync(join(tmpdir(), 'flemma-e2e-'));
-  const work = join(home, 'work');
-  mkdirSync(work);
-  git(work, 'init', '-q');
-  writeFileSync(join(work, 'tracked.txt'), 'the tracked line\n');
-  git(work, 'add', 'tracked.txt');
-  git(work, 'commit', '-q', '-m', 'start');
+  trackedRepository(home, 'the tracked line\n');
   const bin = heldGit(home);
-  fake = await startFakeProvider();
-  const d = await startDriver({
+  const t = await launch({
     home,
-    env: {
-      ANTHROPIC_API_KEY: 'sk-ant-test-key',
-      ANTHROPIC_BASE_URL: fake.url,
-      PATH: `${bin}:${process.env['PATH'] ?? ''}`,
-    },
-    setup: 'require("flemma").setup({})',
+    key: 'sk-ant-test-key',
+    env: { PATH: `${bin}:${process.env['PATH'] ?? ''}` },
+    config: '{}',
+    chat: { name: 'read.chat', lines: ['@You:', 'Read tracked.txt.'] },
   });
-  driver = d;
-  await d.openChat('read.chat', ['@You:', 'Read tracked.txt.']);
-  await d.waitForEvent('FlemmaBootComplete');
+  const { d } = t;
   // From here git waits: the note the reply's start takes cannot finish.
   writeFileSync(join(home, 'gate-armed'), '');
-  await d.press('<C-]>');
-  const request = await fake.nextRequest({ path: '/v1/messages' });
-  await anthropicReply(request, '', [
+  await t.send();
+  await t.reply('', [
     {
       id: 'toolu_R1',
       name: 'read',
@@ -112,10 +92,10 @@ it('a read runs and its result is written while the turn’s git note still wait
   const held = Number(readFileSync(join(home, 'git-held'), 'utf8').trim());
   expect(alive(held)).toBe(true);
   expect(existsSync(join(home, 'gate-open'))).toBe(false);
-  const followUp = await fake.nextRequest({ path: '/v1/messages' });
+  const followUp = await t.request();
   expect(JSON.stringify(anthropicMessages(followUp))).toContain('the tracked line');
   writeFileSync(join(home, 'gate-open'), '');
-  await anthropicReply(followUp, 'Read.');
+  await t.reply('Read.');
   await d.waitForEvent('FlemmaRequestFinished', {
     match: (event) => event.data['status'] === 'completed',
     after: d.eventCount - 1,

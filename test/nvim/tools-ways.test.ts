@@ -3,15 +3,13 @@
 // `.chat` file's approved placeholder.
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
-import { type Driver, ROOT, startDriver } from '../helpers/driver.js';
+import { describe, expect, it } from 'vitest';
+import { type Driver, ROOT } from '../helpers/driver.js';
+import { neovimLauncher } from '../helpers/e2e.js';
 
 let driver: Driver | undefined;
 
-afterEach(async () => {
-  await driver?.quit();
-  driver = undefined;
-});
+const launch = neovimLauncher();
 
 /** The first fenced block under each `### ` heading of the section. */
 function examples(): Map<string, string> {
@@ -62,7 +60,7 @@ async function run(
   setup: string,
   options: { tool?: string; files?: Record<string, string>; waitFor?: string } = {},
 ): Promise<string[]> {
-  driver = await startDriver();
+  driver = await launch();
   const d = driver;
   d.writeFile('notes.txt', 'three little words\n');
   for (const [path, content] of Object.entries(options.files ?? {})) d.writeFile(path, content);

@@ -1,14 +1,12 @@
 // Tools end to end: tools registered from Lua in the user's config, run from their placeholders
 // by <C-]> and <M-CR>, with the spinner, cancellation, previews and the execution context.
-import { afterEach, describe, expect, it } from 'vitest';
-import { type Driver, startDriver } from '../helpers/driver.js';
+import { describe, expect, it } from 'vitest';
+import { type Driver } from '../helpers/driver.js';
+import { neovimLauncher } from '../helpers/e2e.js';
 
 let driver: Driver | undefined;
 
-afterEach(async () => {
-  await driver?.quit();
-  driver = undefined;
-});
+const launch = neovimLauncher();
 
 const ECHO_TOOL = `
 local tools = require("flemma.tools")
@@ -99,7 +97,7 @@ function toolUse(name: string, id: string, input: string): string[] {
 
 describe('tools registered from Lua', () => {
   it('run from an approved placeholder on <C-]> and the result replaces it', async () => {
-    driver = await startDriver({ setup: setupCode() });
+    driver = await launch({ setup: setupCode() });
     const d = driver;
     await d.openChat('run.chat', [
       '@You:',
@@ -133,7 +131,7 @@ describe('tools registered from Lua', () => {
   });
 
   it('<M-CR> runs the call under the cursor, writing a result block where there was none', async () => {
-    driver = await startDriver({ setup: setupCode() });
+    driver = await launch({ setup: setupCode() });
     const d = driver;
     await d.openChat('mcr.chat', [
       '@You:',
@@ -167,7 +165,7 @@ describe('tools registered from Lua', () => {
   });
 
   it('an invalid input becomes an error result that tells the model what was wrong', async () => {
-    driver = await startDriver({ setup: setupCode() });
+    driver = await launch({ setup: setupCode() });
     const d = driver;
     await d.openChat('invalid.chat', [
       '@You:',
@@ -187,7 +185,7 @@ describe('tools registered from Lua', () => {
   });
 
   it('an async tool shows the spinner, locks the buffer, and <C-c> cancels it', async () => {
-    driver = await startDriver({ setup: setupCode() });
+    driver = await launch({ setup: setupCode() });
     const d = driver;
     await d.openChat('slow.chat', [
       '@You:',
@@ -229,7 +227,7 @@ describe('tools registered from Lua', () => {
   });
 
   it('a pending placeholder shows a preview line that goes once the result arrives', async () => {
-    driver = await startDriver({ setup: setupCode() });
+    driver = await launch({ setup: setupCode() });
     const d = driver;
     await d.openChat('preview.chat', [
       '@You:',
@@ -261,7 +259,7 @@ describe('tools registered from Lua', () => {
   });
 
   it('gives Lua tools the execution context of docs/tools.md', async () => {
-    driver = await startDriver({ setup: setupCode() });
+    driver = await launch({ setup: setupCode() });
     const d = driver;
     const buf = await d.openChat('ctx.chat', [
       '@You:',
@@ -301,7 +299,7 @@ describe('tools registered from Lua', () => {
 
 describe('background jobs', () => {
   it(':Flemma tool:background unlocks the buffer; the result lands in the block when done', async () => {
-    driver = await startDriver({ setup: setupCode() });
+    driver = await launch({ setup: setupCode() });
     const d = driver;
     await d.openChat('bg.chat', [
       '@You:',
@@ -353,7 +351,7 @@ describe('background jobs', () => {
 
 describe('tool sources', () => {
   it('a send while async sources load waits, then goes out by itself; boot:complete follows', async () => {
-    driver = await startDriver({
+    driver = await launch({
       setup: setupCode(`
         require("flemma.tools").register({
           timeout = 20,
@@ -380,7 +378,7 @@ describe('tool sources', () => {
   });
 
   it('a throwing resolve and a source that never finishes are reported and do not block', async () => {
-    driver = await startDriver({
+    driver = await launch({
       setup: setupCode(`
         local tools = require("flemma.tools")
         tools.register(function(register, done) error("cannot list tools") end)
@@ -396,7 +394,7 @@ describe('tool sources', () => {
   });
 
   it('registers every form: module with definitions, module with resolve, a list', async () => {
-    const d = await startDriver({ setup: 'require("flemma").setup({})' });
+    const d = await launch({ setup: 'require("flemma").setup({})' });
     driver = d;
     d.writeFile(
       'rtp/lua/my_tools/defs.lua',
@@ -440,7 +438,7 @@ describe('built-in tools', () => {
   })`;
 
   it('bash runs in bubblewrap: it can write in the project directory and nowhere else', async () => {
-    driver = await startDriver({ setup: sandboxed });
+    driver = await launch({ setup: sandboxed });
     const d = driver;
     const outsideFile = d.writeFile('../outside/existing.txt', 'untouched\n');
     const outsideDir = outsideFile.slice(0, outsideFile.lastIndexOf('/'));
@@ -475,7 +473,7 @@ describe('built-in tools', () => {
   });
 
   it('write refuses a path outside the writable directories, and :Flemma sandbox:disable lifts it', async () => {
-    driver = await startDriver({ setup: sandboxed });
+    driver = await launch({ setup: sandboxed });
     const d = driver;
     const outsideFile = d.writeFile('../outside/keep.txt', 'keep\n');
     const input = JSON.stringify({
@@ -509,7 +507,7 @@ describe('built-in tools', () => {
   });
 
   it('a long bash output is cut, with the full output saved to the file the result names', async () => {
-    driver = await startDriver({
+    driver = await launch({
       setup: 'require("flemma").setup({ tools = { autopilot = false } })',
     });
     const d = driver;
@@ -535,7 +533,7 @@ describe('built-in tools', () => {
   });
 
   it('a bash preview shows the command and label, and the sandbox status is reported', async () => {
-    driver = await startDriver({ setup: sandboxed });
+    driver = await launch({ setup: sandboxed });
     const d = driver;
     const input = JSON.stringify({ label: 'running tests', command: 'make test', timeout: null });
     await d.openChat('bashpreview.chat', [
@@ -563,7 +561,7 @@ describe('built-in tools', () => {
 
 describe('JavaScript tool modules', () => {
   it('loads a module named in tools.modules and runs its tool in the host', async () => {
-    const d = await startDriver();
+    const d = await launch();
     driver = d;
     const path = d.writeFile(
       'js/upper.mjs',

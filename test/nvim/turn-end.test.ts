@@ -4,60 +4,24 @@
 // is over, or on the first call that waits; Insert mode comes back only after a normal end, so
 // that an error or "Approval needed" stays on screen. The approve commands go on once nothing
 // waits. The fake Anthropic server answers the sends.
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { anthropicMessages, anthropicReply } from '../helpers/anthropic-script.js';
-import { type Driver, startDriver } from '../helpers/driver.js';
-import { type FakeProvider, startFakeProvider } from '../helpers/fake-provider.js';
+import { type Driver } from '../helpers/driver.js';
+import { type Session, launcher, ECHO_TOOL, STEP_WITNESS } from '../helpers/e2e.js';
+import { type FakeProvider } from '../helpers/fake-provider.js';
 
-let driver: Driver | undefined;
-let fake: FakeProvider | undefined;
+const launch = launcher();
 
-afterEach(async () => {
-  await driver?.quit();
-  await fake?.close();
-  driver = undefined;
-  fake = undefined;
-});
+// The test's witness of the host's answer (`User TestStepEnded`), and `echo_tool`.
+const WITNESS = `${STEP_WITNESS}\n${ECHO_TOOL}`;
 
-// The test's witness of the host's answer: `User TestStepEnded` once Lua handled it (and, when
-// Insert mode comes back, once it has begun).
-const WITNESS = `
-local chat = require("flemma.chat")
-local step_ended = chat.step_ended
-chat.step_ended = function(params)
-  local resumed = step_ended(params)
-  local function witness()
-    vim.api.nvim_exec_autocmds("User", {
-      pattern = "TestStepEnded",
-      data = { resumed = resumed, outcome = params.outcome },
-    })
-  end
-  if resumed then
-    vim.api.nvim_create_autocmd("InsertEnter", { once = true, callback = function() vim.schedule(witness) end })
-  else
-    vim.schedule(witness)
-  end
-  return resumed
-end
-require("flemma.tools").register("echo_tool", {
-  name = "echo_tool",
-  description = "Echo the text back",
-  input_schema = { type = "object", properties = { text = { type = "string" } } },
-  execute = function(input) return { success = true, output = "echo: " .. input.text } end,
-})
-`;
-
-async function start(
-  options: string,
-  ui?: { width: number; height: number },
-): Promise<{ d: Driver; f: FakeProvider }> {
-  fake = await startFakeProvider();
-  driver = await startDriver({
-    env: { ANTHROPIC_API_KEY: 'sk-ant-test-key', ANTHROPIC_BASE_URL: fake.url },
-    setup: `require("flemma").setup(${options})\n${WITNESS}`,
+function start(options: string, ui?: { width: number; height: number }): Promise<Session> {
+  return launch({
+    key: 'sk-ant-test-key',
+    config: options,
+    lua: WITNESS,
     ...(ui === undefined ? {} : { ui }),
   });
-  return { d: driver, f: fake };
 }
 
 function toolUse(id: string, text: string): string[] {

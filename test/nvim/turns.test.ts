@@ -5,6 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { MESSAGE_START, textDeltas, textDelta, endMessage } from '../helpers/anthropic-script.js';
 import { type Driver } from '../helpers/driver.js';
 import { launcher, type Session } from '../helpers/e2e.js';
+import { toolUse } from '../helpers/chat-lines.js';
 
 const launch = launcher();
 
@@ -62,11 +63,7 @@ const CONVERSATION = [
   '@You:',
   'List the files.',
   '@Assistant:',
-  '**Tool Use:** `bash` (`t1`)',
-  '',
-  '```json',
-  '{"command":"ls"}',
-  '```',
+  ...toolUse('bash', 't1', '{"command":"ls"}'),
   '',
   '@You:',
   '**Tool Result:** `t1`',

@@ -8,7 +8,8 @@ import { isDeepStrictEqual } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseLines } from '../../src/core/chat/parser.js';
 import { largeChat } from '../bench/corpus.js';
-import { type Driver, ROOT, startDriver } from '../helpers/driver.js';
+import { type Driver, ROOT } from '../helpers/driver.js';
+import { launch } from '../helpers/e2e.js';
 
 interface Outline {
   messages: { role: string; row: number; end_row: number }[];
@@ -74,7 +75,7 @@ _G.__flemma_outline = outline
 let driver: Driver;
 
 beforeAll(async () => {
-  driver = await startDriver();
+  driver = (await launch({ provider: false })).d;
   await driver.lua(LUA_OUTLINE);
 });
 

@@ -1,15 +1,14 @@
 // What a chat buffer looks like: highlight groups on screen, folds, the fold toggle, rulers,
 // and a large chat staying responsive. Asserted on the screen of an attached UI.
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { largeChat } from '../bench/corpus.js';
-import { type Driver, startDriver } from '../helpers/driver.js';
+import { type Driver } from '../helpers/driver.js';
+import { neovimLauncher } from '../helpers/e2e.js';
+import { toolUse } from '../helpers/chat-lines.js';
 
 let driver: Driver | undefined;
 
-afterEach(async () => {
-  await driver?.quit();
-  driver = undefined;
-});
+const launch = neovimLauncher();
 
 const CHAT = [
   '```lua',
@@ -30,17 +29,9 @@ const CHAT = [
   '## Plan',
   'I will use `read` on **notes.md**.',
   '',
-  '**Tool Use:** `read` (`toolu_1`)',
+  ...toolUse('read', 'toolu_1', '{"path":"notes.md"}'),
   '',
-  '```json',
-  '{"path":"notes.md"}',
-  '```',
-  '',
-  '**Tool Use:** `bash` (`toolu_2`)',
-  '',
-  '```json',
-  '{"command":"ls"}',
-  '```',
+  ...toolUse('bash', 'toolu_2', '{"command":"ls"}'),
   '',
   '@You:',
   '**Tool Result:** `toolu_1` (error)',
@@ -62,7 +53,7 @@ const SETUP = 'require("flemma").setup({})';
 const NO_GUTTER = 'require("flemma").setup({ turns = { enabled = false } })';
 
 async function open(lines: string[] = CHAT): Promise<Driver> {
-  driver = await startDriver({ setup: NO_GUTTER, ui: { width: 100, height: 60 } });
+  driver = await launch({ setup: NO_GUTTER, ui: { width: 100, height: 60 } });
   await driver.openChat('ui.chat', lines);
   return driver;
 }
@@ -157,7 +148,7 @@ describe('highlighting', () => {
   });
 
   it('follows highlights.* and defines the groups again after a colorscheme change', async () => {
-    driver = await startDriver({
+    driver = await launch({
       setup: `require("flemma").setup({ highlights = {
         tool_result_pending = "#ff0000",
         system = "NoSuchGroup,Title",
@@ -292,7 +283,7 @@ describe('folding', () => {
 
 describe('a large chat', () => {
   it('opens highlighted and folded, and can be moved through', async () => {
-    driver = await startDriver({ setup: SETUP, ui: { width: 120, height: 40 } });
+    driver = await launch({ setup: SETUP, ui: { width: 120, height: 40 } });
     const d = driver;
     const lines = largeChat(1024 * 1024, 400);
     d.writeFile('large.chat', lines.join('\n') + '\n');

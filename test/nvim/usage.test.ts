@@ -3,9 +3,9 @@
 // estimate counts tokens with the provider, and the spend cap asks before sending.
 import { describe, expect, it } from 'vitest';
 import { anthropicBlocks, replyBlocks, type ScriptedCall } from '../helpers/anthropic-script.js';
-import { type Driver } from '../helpers/driver.js';
 import { launcher, type Session } from '../helpers/e2e.js';
 import { type FakeRequest } from '../helpers/fake-provider.js';
+import { SONNET_RECORD, usageBar as bar } from '../helpers/usage.js';
 
 const launch = launcher();
 
@@ -43,29 +43,6 @@ function setup(
     ui: { width: options.width ?? 120, height: 30 },
     chat: { name: 'usage.chat', lines: options.lines ?? ['@You:', 'Hello'], boot: false },
   });
-}
-
-/** The text of the usage bar as the user sees it (a floating window), or null when none shows. */
-async function bar(d: Driver, wait: 'shown' | 'gone' | 'now' = 'shown'): Promise<string | null> {
-  const text = await d.lua<string | null>(
-    `local wait = ...
-    local function find()
-      for _, win in ipairs(vim.api.nvim_list_wins()) do
-        local buf = vim.api.nvim_win_get_buf(win)
-        if vim.api.nvim_win_get_config(win).relative ~= "" and vim.bo[buf].filetype == "flemma_usage" then
-          return vim.api.nvim_buf_get_lines(buf, 0, -1, false)[1]
-        end
-      end
-    end
-    if wait == "shown" then
-      vim.wait(5000, function() return find() ~= nil end, 10)
-    elseif wait == "gone" then
-      vim.wait(5000, function() return find() == nil end, 10)
-    end
-    return find() or vim.NIL`,
-    wait,
-  );
-  return text;
 }
 
 // `/ 200k (4%)`: the context meter, the input against claude-sonnet-4-6's window.
@@ -109,18 +86,7 @@ describe('after a reply', () => {
       bufnr: buf,
       status: 'completed',
       request: {
-        provider: 'anthropic',
-        model: 'claude-sonnet-4-6',
-        input_tokens: 2000,
-        output_tokens: 410,
-        thoughts_tokens: 0,
-        cache_read_input_tokens: 6000,
-        cache_creation_input_tokens: 1000,
-        input_price: 3,
-        output_price: 15,
-        cache_read_price: 0.3,
-        cache_write_price: 3.75,
-        output_has_thoughts: true,
+        ...SONNET_RECORD,
         filepath: path,
         bufnr: buf,
         started_at: expect.any(Number) as number,

@@ -5,26 +5,17 @@
 // (`wire:answer`), every batch of notifications (`wire:notify`) and every Lua → host message
 // (`wire:in`). The step asks Neovim nothing before its calls start, and from the last call's
 // return to the follow-up leaving at most one round trip completes (the results' write).
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { anthropicReply } from '../helpers/anthropic-script.js';
-import { type Driver, startDriver } from '../helpers/driver.js';
-import { type FakeProvider, startFakeProvider } from '../helpers/fake-provider.js';
+import { type Driver } from '../helpers/driver.js';
+import { launcher } from '../helpers/e2e.js';
+import { tempDirs } from '../helpers/temp.js';
+import { type FakeProvider } from '../helpers/fake-provider.js';
 
-let driver: Driver | undefined;
-let fake: FakeProvider | undefined;
-let dir: string | undefined;
-
-afterEach(async () => {
-  await driver?.quit();
-  await fake?.close();
-  if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
-  driver = undefined;
-  fake = undefined;
-  dir = undefined;
-});
+const temp = tempDirs();
+const launch = launcher();
 
 /** The trace's labels in order (each line is `<ms> <label>`). */
 function labels(file: string): string[] {
@@ -98,21 +89,16 @@ const WRITES = ['buffer.apply_batch', 'chat.structure'];
 
 /** A Neovim whose host traces the wire, with 8 small files to read; the trace's path. */
 async function start(): Promise<{ d: Driver; f: FakeProvider; file: string }> {
-  dir = mkdtempSync(join(tmpdir(), 'flemma-wire-'));
+  const dir = temp('flemma-wire-');
   const file = join(dir, 'trace.log');
-  fake = await startFakeProvider();
-  driver = await startDriver({
-    env: { ANTHROPIC_API_KEY: 'sk-test', ANTHROPIC_BASE_URL: fake.url, FLEMMA_TRACE: file },
-    setup: 'require("flemma").setup({})',
-  });
-  for (let i = 1; i <= 8; i++) driver.writeFile(`file${String(i)}.txt`, `file ${String(i)}\n`);
-  return { d: driver, f: fake, file };
+  const { d, f } = await launch({ key: 'sk-test', env: { FLEMMA_TRACE: file }, config: '{}' });
+  for (let i = 1; i <= 8; i++) d.writeFile(`file${String(i)}.txt`, `file ${String(i)}\n`);
+  return { d, f, file };
 }
 
 /** The reply asks for 8 reads: autopilot's step places, runs and sends them. */
 async function measure(): Promise<Budget> {
-  const { file } = await start();
-  if (driver === undefined || fake === undefined) throw new Error('not started');
+  const { d: driver, f: fake, file } = await start();
   await driver.openChat('wire.chat', ['@You:', 'Read the files.']);
   await driver.waitForEvent('FlemmaBootComplete', { timeout: 20000 });
   await driver.press('<C-]>');

@@ -1,15 +1,13 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { LuaBridge, rpcPortOf } from '../../src/editor/lua.js';
 import { WriteScheduler } from '../../src/editor/writequeue.js';
-import { type Driver, startDriver } from '../helpers/driver.js';
+import { type Driver } from '../helpers/driver.js';
+import { neovimLauncher } from '../helpers/e2e.js';
 import { type WriteCounter, countWrites } from '../helpers/write-counter.js';
 
 let driver: Driver | undefined;
 
-afterEach(async () => {
-  await driver?.quit();
-  driver = undefined;
-});
+const launch = neovimLauncher();
 
 /** The editor adapter, connected to the test's Neovim like the host is. */
 function adapter(d: Driver): WriteScheduler {
@@ -26,7 +24,7 @@ const tick = (): Promise<void> => new Promise((resolve) => setImmediate(resolve)
 
 describe('the frame-batched write queue in Neovim', () => {
   it('streams thousands of chunks into a chat buffer in a few batches', async () => {
-    driver = await startDriver();
+    driver = await launch();
     const buf = await driver.openChat('stream.chat', ['@You:', 'Hi', '', '@Assistant:']);
     const { writes, count } = counted(driver);
     const writer = writes.buffer(buf);
@@ -47,7 +45,7 @@ describe('the frame-batched write queue in Neovim', () => {
   });
 
   it("never moves the user's cursor, even at the end of the buffer", async () => {
-    driver = await startDriver();
+    driver = await launch();
     const buf = await driver.openChat('cursor.chat', ['@You:', 'question', '@Assistant:', 'ans']);
     await driver.command('split');
     await driver.lua('vim.api.nvim_win_set_cursor(0, {1, 2})');
@@ -76,7 +74,7 @@ describe('the frame-batched write queue in Neovim', () => {
   });
 
   it('keeps what the user types meanwhile: above, and after the stream', async () => {
-    driver = await startDriver();
+    driver = await launch();
     const buf = await driver.openChat('typing.chat', ['@You:', 'q', '@Assistant:', '']);
     const writes = adapter(driver);
     const writer = writes.buffer(buf);
@@ -105,7 +103,7 @@ describe('the frame-batched write queue in Neovim', () => {
   });
 
   it('refuses to replace lines the user changed since the host read them', async () => {
-    driver = await startDriver();
+    driver = await launch();
     const buf = await driver.openChat('conflict.chat', ['@You:', 'placeholder', 'end']);
     const writer = adapter(driver).buffer(buf);
     await driver.press('2GccThe user rewrote this<Esc>');
@@ -117,7 +115,7 @@ describe('the frame-batched write queue in Neovim', () => {
   });
 
   it('retries while Neovim refuses edits (textlock), then writes everything in order', async () => {
-    driver = await startDriver();
+    driver = await launch();
     const buf = await driver.openChat('textlock.chat', ['@Assistant:', '']);
     // An <expr> mapping that waits (as completion plugins do) holds textlock while Neovim keeps
     // serving RPC requests: every edit made meanwhile fails with E565.
@@ -140,7 +138,7 @@ describe('the frame-batched write queue in Neovim', () => {
   });
 
   it('writes into a locked buffer and leaves it locked', async () => {
-    driver = await startDriver();
+    driver = await launch();
     const buf = await driver.openChat('locked.chat', ['@Assistant:', '']);
     await driver.lua('require("flemma.buffer").lock(..., "request")', buf);
     const writer = adapter(driver).buffer(buf);

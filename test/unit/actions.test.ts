@@ -7,6 +7,7 @@ import { SdkLoader } from '../../src/core/provider/sdk.js';
 import { actions, dispatch } from '../../src/host/actions.js';
 import type { Host } from '../../src/host/wiring.js';
 import { createFileLogger } from '../../src/host/log.js';
+import { BASH_ROUND } from '../helpers/chat-lines.js';
 
 /** The busy state `host:info` reports: a session's and the running tools. */
 function work(busySessions = false, tools: unknown[] = []): Pick<Host, 'sessions' | 'executor'> {
@@ -78,20 +79,7 @@ describe('the host dispatch table', () => {
 });
 
 describe('navigation questions (buffer:definition, buffer:hover)', () => {
-  const CHAT = [
-    '@You:',
-    'see @./notes.md and @./gone.md',
-    '@Assistant:',
-    '**Tool Use:** `bash` (`t1`)',
-    '```json',
-    '{}',
-    '```',
-    '@You:',
-    '**Tool Result:** `t1`',
-    '```',
-    'ok',
-    '```',
-  ];
+  const CHAT = ['@You:', 'see @./notes.md and @./gone.md', '@Assistant:', ...BASH_ROUND];
 
   /** A context whose only part is a document store following buffer 3 with `CHAT`. */
   function withChat(): { ctx: Host; attached: number[] } {

@@ -25,19 +25,14 @@ import {
   unresolvedToolUses,
 } from '../../src/core/chat/edits.js';
 import { parseLines } from '../../src/core/chat/parser.js';
+import { toolUse } from '../helpers/chat-lines.js';
 
 const T3 = '```';
 const T4 = '````';
 const T5 = '`````';
 
 // Buffer fixtures, spelled out by hand so the tests do not depend on the writer they check.
-const use = (name: string, id: string, input = '{}'): string[] => [
-  `**Tool Use:** \`${name}\` (\`${id}\`)`,
-  '',
-  `${T3}json`,
-  input,
-  T3,
-];
+const use = toolUse;
 const seed = (id: string, status: PlaceholderStatus, ...body: string[]): string[] => [
   `**Tool Result:** \`${id}\``,
   '',

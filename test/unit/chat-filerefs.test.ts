@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import type { FileReferenceSegment, Span, TextSegment } from '../../src/core/chat/ast.js';
 import { splitFileReferences } from '../../src/core/chat/filerefs.js';
 import { scanTemplate } from '../../src/core/chat/template.js';
+import { mulberry32 } from '../helpers/random.js';
 
 const encoder = new TextEncoder();
 
@@ -293,17 +294,6 @@ describe('splitFileReferences: URL decoding', () => {
 });
 
 describe('splitFileReferences: property', () => {
-  /** A small deterministic generator so failures reproduce. */
-  function mulberry32(seed: number): () => number {
-    let state = seed >>> 0;
-    return () => {
-      state = (state + 0x6d2b79f5) >>> 0;
-      let t = state;
-      t = Math.imul(t ^ (t >>> 15), t | 1);
-      t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-      return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-    };
-  }
   // prettier-ignore
   const alphabet = [
     '{', '}', '%', '-', "'", '"', '[', ']', '=', '@', '.', '/', '~', ';', '\n', ' ', '\t', 'a',

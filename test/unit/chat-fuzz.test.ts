@@ -5,18 +5,7 @@ import { describe, expect, it } from 'vitest';
 import type { ChatDocument, Span } from '../../src/core/chat/ast.js';
 import { parseLines, reparse } from '../../src/core/chat/parser.js';
 import { assemblePrompt } from '../../src/core/chat/prompt.js';
-
-/** A small deterministic PRNG (mulberry32), so that a failure can be replayed from its seed. */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { mulberry32 as random } from '../helpers/random.js';
 
 const PIECES = [
   '@You:',

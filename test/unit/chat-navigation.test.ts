@@ -13,43 +13,7 @@ import {
   referenceAt,
 } from '../../src/core/chat/navigation.js';
 import { parseLines, splitLines } from '../../src/core/chat/parser.js';
-
-// Line numbers (1-based) are noted where the tests use them.
-const CHAT = [
-  '@You:', // 1
-  'Compare @./notes.md, with @../shared/style.md.', // 2
-  '',
-  '@Assistant:', // 4
-  "I'll read both.",
-  '',
-  '**Tool Use:** `read` (`toolu_01Read`)', // 7
-  '',
-  '```json',
-  '{', // 10
-  '  "path": "notes.md"',
-  '}',
-  '```',
-  '',
-  '**Tool Use:** `bash` (`toolu_02Bash`)', // 15
-  '',
-  '```json',
-  '{"command":"ls"}',
-  '```',
-  '',
-  'An example, not a call:',
-  '',
-  '````markdown',
-  '**Tool Result:** `toolu_01Read`', // 24: inside a fence, not a result
-  '````',
-  '',
-  '@You:', // 27
-  '**Tool Result:** `toolu_01Read`', // 28
-  '',
-  '```',
-  'These are my notes.',
-  '```',
-  '',
-];
+import { NAVIGATION_CHAT } from '../helpers/chat-lines.js';
 
 const FILES: Record<string, 'directory' | { size: number }> = {
   '/project/chats/notes.md': { size: 23 },
@@ -74,19 +38,21 @@ function hover(lines: string[], line: number, col: number) {
 
 describe('gd between tool uses and results', () => {
   it('goes from a tool use (header, blank line or JSON) to its result, and back to the header', () => {
-    for (const line of [7, 8, 9, 11, 13]) expect(definition(CHAT, line, 3)).toEqual({ row: 27 });
-    for (const line of [28, 29, 31, 32]) expect(definition(CHAT, line, 0)).toEqual({ row: 6 });
+    for (const line of [7, 8, 9, 11, 13])
+      expect(definition(NAVIGATION_CHAT, line, 3)).toEqual({ row: 27 });
+    for (const line of [28, 29, 31, 32])
+      expect(definition(NAVIGATION_CHAT, line, 0)).toEqual({ row: 6 });
   });
 
   it('says why when there is nothing to go to', () => {
-    expect(definition(CHAT, 18, 2)).toEqual({
+    expect(definition(NAVIGATION_CHAT, 18, 2)).toEqual({
       message: 'No result for tool use toolu_02Bash (bash) yet',
     });
     const nothing = NOTHING;
     // A header inside a fence is an example; prose, markers and the frontmatter are nothing.
-    expect(definition(CHAT, 24, 3)).toEqual(nothing);
-    expect(definition(CHAT, 5, 0)).toEqual(nothing);
-    expect(definition(CHAT, 4, 0)).toEqual(nothing);
+    expect(definition(NAVIGATION_CHAT, 24, 3)).toEqual(nothing);
+    expect(definition(NAVIGATION_CHAT, 5, 0)).toEqual(nothing);
+    expect(definition(NAVIGATION_CHAT, 4, 0)).toEqual(nothing);
     const orphan = ['@You:', '**Tool Result:** `toolu_gone`', '', '```', 'x', '```'];
     expect(definition(orphan, 2, 0)).toEqual({
       message: 'No tool use with id toolu_gone in this chat',
@@ -208,8 +174,8 @@ describe('references under the cursor', () => {
   });
 
   it('gf opens the file the host would read, relative to the chat, and says when it is missing', () => {
-    expect(definition(CHAT, 2, 12, true)).toEqual({ path: '/project/chats/notes.md' });
-    expect(definition(CHAT, 2, 44, true)).toEqual({
+    expect(definition(NAVIGATION_CHAT, 2, 12, true)).toEqual({ path: '/project/chats/notes.md' });
+    expect(definition(NAVIGATION_CHAT, 2, 44, true)).toEqual({
       message: '@../shared/style.md: no such file: /project/shared/style.md',
     });
     expect(definition(['@You:', 'see @~/todo.md'], 2, 6, true)).toEqual({
@@ -219,32 +185,34 @@ describe('references under the cursor', () => {
       message: 'parts/x.md: no such file: /project/chats/parts/x.md',
     });
     // Nothing under the cursor: Neovim's own gf.
-    expect(definition(CHAT, 2, 2, true)).toBeNull();
-    expect(definition(CHAT, 7, 2, true)).toBeNull();
+    expect(definition(NAVIGATION_CHAT, 2, 2, true)).toBeNull();
+    expect(definition(NAVIGATION_CHAT, 7, 2, true)).toBeNull();
     // gd opens references too.
-    expect(definition(CHAT, 2, 12)).toEqual({ path: '/project/chats/notes.md' });
+    expect(definition(NAVIGATION_CHAT, 2, 12)).toEqual({ path: '/project/chats/notes.md' });
   });
 });
 
 describe('hover', () => {
   it('describes tool blocks, references and the message around the cursor', () => {
-    expect(hover(CHAT, 28, 5)).toBe(
+    expect(hover(NAVIGATION_CHAT, 28, 5)).toBe(
       [
         '**Tool result** for `read` (`toolu_01Read`): finished',
         'Tool use on line 7',
         '@You: message 3 of 3, lines 27–32',
       ].join('\n\n'),
     );
-    expect(hover(CHAT, 15, 0)).toBe(
+    expect(hover(NAVIGATION_CHAT, 15, 0)).toBe(
       [
         '**Tool use** `bash` (`toolu_02Bash`)',
         'No result yet',
         '@Assistant: message 2 of 3, lines 4–25',
       ].join('\n\n'),
     );
-    expect(hover(CHAT, 7, 0)).toContain('Result on line 28: finished');
-    expect(hover(CHAT, 5, 0)).toBe('@Assistant: message 2 of 3, lines 4–25');
-    expect(hover(CHAT, 2, 12)).toBe('**@./notes.md**\n\n`/project/chats/notes.md` (23 bytes)');
+    expect(hover(NAVIGATION_CHAT, 7, 0)).toContain('Result on line 28: finished');
+    expect(hover(NAVIGATION_CHAT, 5, 0)).toBe('@Assistant: message 2 of 3, lines 4–25');
+    expect(hover(NAVIGATION_CHAT, 2, 12)).toBe(
+      '**@./notes.md**\n\n`/project/chats/notes.md` (23 bytes)',
+    );
     expect(hover(['@You:', '@./parts and @./none.md'], 2, 3)).toBe(
       '**@./parts**\n\n`/project/chats/parts` (a directory)',
     );

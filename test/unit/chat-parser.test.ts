@@ -7,6 +7,7 @@ import type {
   ToolUseSegment,
 } from '../../src/core/chat/ast.js';
 import { parseChat, parseLines, reparse } from '../../src/core/chat/parser.js';
+import { BASH_ROUND } from '../helpers/chat-lines.js';
 
 const doc = (...lines: string[]): ChatDocument => parseLines(lines);
 const roles = (d: ChatDocument): string[] => d.messages.map((m) => m.role);
@@ -480,15 +481,7 @@ describe('reparse', () => {
     'one',
     '@Assistant:',
     'reply',
-    '**Tool Use:** `bash` (`t1`)',
-    '```json',
-    '{}',
-    '```',
-    '@You:',
-    '**Tool Result:** `t1`',
-    '```',
-    'ok',
-    '```',
+    ...BASH_ROUND,
     '@Assistant:',
     'Streaming',
   ];

@@ -2,6 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Span } from '../../src/core/chat/ast.js';
 import { scanTemplate, type TemplateSegment } from '../../src/core/chat/template.js';
+import { mulberry32 } from '../helpers/random.js';
 
 const encoder = new TextEncoder();
 
@@ -369,17 +370,6 @@ describe('scanTemplate: degenerate input', () => {
 });
 
 describe('scanTemplate: property', () => {
-  /** A small deterministic generator so failures reproduce. */
-  function mulberry32(seed: number): () => number {
-    let state = seed >>> 0;
-    return () => {
-      state = (state + 0x6d2b79f5) >>> 0;
-      let t = state;
-      t = Math.imul(t ^ (t >>> 15), t | 1);
-      t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-      return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-    };
-  }
   // prettier-ignore
   const alphabet = [
     '{', '}', '%', '-', "'", '"', '[', ']', '=', '@', '.', '/', '~', ';', '\n', '\\', ' ', 'a',

@@ -13,15 +13,10 @@ import { parseLines } from '../../src/core/chat/parser.js';
 import { assemblePrompt } from '../../src/core/chat/prompt.js';
 import { duplicateToolIdText, toolUseIds } from '../../src/core/chat/tool-ids.js';
 import { toolCallAt } from '../../src/core/tools/locate.js';
+import { toolUse } from '../helpers/chat-lines.js';
 
 const T3 = '```';
-const use = (name: string, id: string, input = '{}'): string[] => [
-  `**Tool Use:** \`${name}\` (\`${id}\`)`,
-  '',
-  `${T3}json`,
-  input,
-  T3,
-];
+const use = toolUse;
 const result = (id: string, text: string, suffix = ''): string[] => [
   `**Tool Result:** \`${id}\`${suffix}`,
   '',

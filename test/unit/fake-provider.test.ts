@@ -1,20 +1,13 @@
 // The fake provider, proven through the real Anthropic and OpenAI SDKs and through plain fetch.
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { startFakeProvider, type FakeProvider } from '../helpers/fake-provider.js';
+import { describe, expect, it } from 'vitest';
+import { fakeProviderHooks } from '../helpers/fake-provider-hooks.js';
+import { startOfMessage } from '../helpers/anthropic-script.js';
 
 const KEY = 'sk-test-dummy';
 
-let fake: FakeProvider;
-
-beforeEach(async () => {
-  fake = await startFakeProvider();
-});
-
-afterEach(async () => {
-  await fake.close();
-});
+const fake = fakeProviderHooks();
 
 function anthropic(maxRetries = 0): Anthropic {
   return new Anthropic({ apiKey: KEY, baseURL: fake.url, maxRetries });
@@ -38,19 +31,7 @@ interface ScriptedEvent {
 /** The Anthropic event sequence for one text block made of `deltas`. */
 function anthropicEvents(deltas: string[]): ScriptedEvent[] {
   return [
-    {
-      type: 'message_start',
-      message: {
-        id: 'msg_fake',
-        type: 'message',
-        role: 'assistant',
-        model: 'claude-test',
-        content: [],
-        stop_reason: null,
-        stop_sequence: null,
-        usage: { input_tokens: 3, output_tokens: 1 },
-      },
-    },
+    startOfMessage({ model: 'claude-test', usage: { input_tokens: 3, output_tokens: 1 } }),
     { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } },
     ...deltas.map((text) => ({
       type: 'content_block_delta',

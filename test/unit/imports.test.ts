@@ -5,8 +5,7 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ROOT } from '../helpers/paths.js';
-
-type Graph = Map<string, string[]>;
+import { type Graph, circles } from '../helpers/graph.js';
 
 const IMPORT = /(?:^|\n)\s*(?:import|export)\s[^'"]*?from\s+['"](\.[^'"]+)['"]/g;
 const DYNAMIC = /import\(\s*['"](\.[^'"]+)['"]\s*\)/g;
@@ -32,44 +31,6 @@ function graphOf(files: Record<string, string>): Graph {
     graph.set(file, [...deps]);
   }
   return graph;
-}
-
-/** The strongly connected components with more than one file (Tarjan). */
-function circles(graph: Graph): string[][] {
-  let counter = 0;
-  const index = new Map<string, number>();
-  const low = new Map<string, number>();
-  const stack: string[] = [];
-  const onStack = new Set<string>();
-  const found: string[][] = [];
-  const visit = (node: string): void => {
-    index.set(node, counter);
-    low.set(node, counter);
-    counter += 1;
-    stack.push(node);
-    onStack.add(node);
-    for (const next of graph.get(node) ?? []) {
-      if (!index.has(next)) {
-        visit(next);
-        low.set(node, Math.min(low.get(node) ?? 0, low.get(next) ?? 0));
-      } else if (onStack.has(next)) {
-        low.set(node, Math.min(low.get(node) ?? 0, index.get(next) ?? 0));
-      }
-    }
-    if (low.get(node) === index.get(node)) {
-      const component: string[] = [];
-      for (;;) {
-        const member = stack.pop();
-        if (member === undefined) break;
-        onStack.delete(member);
-        component.push(member);
-        if (member === node) break;
-      }
-      if (component.length > 1) found.push(component.sort());
-    }
-  };
-  for (const node of graph.keys()) if (!index.has(node)) visit(node);
-  return found;
 }
 
 describe('the import graph', () => {

@@ -1,5 +1,5 @@
 // The Anthropic adapter: exact request bodies, and replies streamed by the real SDK from the fake.
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createAnthropicAdapter } from '../../src/core/provider/adapters/anthropic.js';
 import { TRUNCATED_WARNING } from '../../src/core/provider/adapters/anthropic-events.js';
 import { SdkLoader } from '../../src/core/provider/sdk.js';
@@ -9,21 +9,15 @@ import {
   type ProviderEvent,
   type ProviderRequest,
 } from '../../src/core/provider/types.js';
-import { startFakeProvider, type FakeProvider } from '../helpers/fake-provider.js';
+import { fakeProviderHooks } from '../helpers/fake-provider-hooks.js';
+import { helloRequest } from '../helpers/provider-request.js';
+import { startOfMessage } from '../helpers/anthropic-script.js';
 
 const KEY = 'sk-test-dummy';
 const loader = new SdkLoader();
 
 function prompt(overrides: Partial<ProviderRequest> = {}): ProviderRequest {
-  return {
-    model: 'claude-test',
-    system: '',
-    messages: [{ role: 'user', parts: [{ kind: 'text', text: 'Hello' }] }],
-    tools: [],
-    maxTokens: 4000,
-    cacheRetention: 'none',
-    ...overrides,
-  };
+  return helloRequest('claude-test', 4000, overrides);
 }
 
 const offline = createAnthropicAdapter({ apiKey: KEY }, loader);
@@ -352,15 +346,7 @@ describe('anthropic request body', () => {
 // ---------------------------------------------------------------------------------------------
 // Streaming through the real SDK
 
-let fake: FakeProvider;
-
-beforeEach(async () => {
-  fake = await startFakeProvider();
-});
-
-afterEach(async () => {
-  await fake.close();
-});
+const fake = fakeProviderHooks();
 
 function adapter(maxRetries = 0): ProviderAdapter {
   return createAnthropicAdapter({ apiKey: KEY, baseURL: fake.url, maxRetries }, loader);
@@ -372,19 +358,10 @@ interface Scripted {
 }
 
 function messageStart(usage: Record<string, number> = {}): Scripted {
-  return {
-    type: 'message_start',
-    message: {
-      id: 'msg_fake',
-      type: 'message',
-      role: 'assistant',
-      model: 'claude-test',
-      content: [],
-      stop_reason: null,
-      stop_sequence: null,
-      usage: { input_tokens: 12, output_tokens: 1, ...usage },
-    },
-  };
+  return startOfMessage({
+    model: 'claude-test',
+    usage: { input_tokens: 12, output_tokens: 1, ...usage },
+  });
 }
 
 function messageEnd(stopReason: string, outputTokens = 9): Scripted[] {

@@ -1,6 +1,6 @@
 // The OpenAI-compatible Chat Completions adapter: exact request bodies, and streams through the
 // real OpenAI SDK against the fake provider.
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { thinking as thinkingLines } from '../../src/core/chat/writer.js';
 import { createChatCompletionsAdapter } from '../../src/core/provider/adapters/chat-completions.js';
 import { SdkLoader } from '../../src/core/provider/sdk.js';
@@ -10,7 +10,9 @@ import {
   type ProviderEvent,
   type ProviderRequest,
 } from '../../src/core/provider/types.js';
-import { startFakeProvider, type FakeProvider } from '../helpers/fake-provider.js';
+import { startFakeProvider } from '../helpers/fake-provider.js';
+import { fakeProviderHooks } from '../helpers/fake-provider-hooks.js';
+import { helloRequest } from '../helpers/provider-request.js';
 
 /** The JSON parser's own message for `text` (V8 words it differently from one Node to the next). */
 function jsonParseError(text: string): string {
@@ -25,15 +27,7 @@ function jsonParseError(text: string): string {
 const KEY = 'sk-local-dummy';
 const loader = new SdkLoader();
 
-let fake: FakeProvider;
-
-beforeEach(async () => {
-  fake = await startFakeProvider();
-});
-
-afterEach(async () => {
-  await fake.close();
-});
+const fake = fakeProviderHooks();
 
 function adapter(
   options: { maxRetries?: number; name?: string; reasoningField?: 'reasoning' } = {},
@@ -45,15 +39,7 @@ function adapter(
 }
 
 function prompt(overrides: Partial<ProviderRequest> = {}): ProviderRequest {
-  return {
-    model: 'qwen3:8b',
-    system: '',
-    messages: [{ role: 'user', parts: [{ kind: 'text', text: 'Hello' }] }],
-    tools: [],
-    maxTokens: 1024,
-    cacheRetention: 'none',
-    ...overrides,
-  };
+  return helloRequest('qwen3:8b', 1024, overrides);
 }
 
 function chunk(delta: object, finishReason: string | null = null): object {

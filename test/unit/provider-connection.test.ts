@@ -2,7 +2,7 @@
 // port it tried, the cause in plain words, and never the key or the path. Each adapter goes
 // through its real SDK to the fake server (or to a closed port, a name that does not resolve,
 // TLS spoken to a server that speaks none).
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createAnthropicAdapter } from '../../src/core/provider/adapters/anthropic.js';
 import { createChatCompletionsAdapter } from '../../src/core/provider/adapters/chat-completions.js';
 import { createGeminiAdapter } from '../../src/core/provider/adapters/gemini.js';
@@ -13,7 +13,9 @@ import {
   type ProviderAdapter,
   type ProviderRequest,
 } from '../../src/core/provider/types.js';
-import { startFakeProvider, type FakeProvider } from '../helpers/fake-provider.js';
+import { startFakeProvider } from '../helpers/fake-provider.js';
+import { fakeProviderHooks } from '../helpers/fake-provider-hooks.js';
+import { helloRequest } from '../helpers/provider-request.js';
 
 const KEY = 'sk-connection-test-key';
 const loader = new SdkLoader();
@@ -62,14 +64,7 @@ const PROVIDERS: [string, (root: string, setup: Setup) => ProviderAdapter][] = [
 ];
 
 function prompt(): ProviderRequest {
-  return {
-    model: 'some-model',
-    system: '',
-    messages: [{ role: 'user', parts: [{ kind: 'text', text: 'Hello' }] }],
-    tools: [],
-    maxTokens: 100,
-    cacheRetention: 'none',
-  };
+  return helloRequest('some-model', 100);
 }
 
 async function failure(adapter: ProviderAdapter): Promise<ProviderError> {
@@ -84,15 +79,7 @@ async function failure(adapter: ProviderAdapter): Promise<ProviderError> {
   throw new Error('the stream ended without failing');
 }
 
-let fake: FakeProvider;
-
-beforeEach(async () => {
-  fake = await startFakeProvider();
-});
-
-afterEach(async () => {
-  await fake.close();
-});
+const fake = fakeProviderHooks();
 
 describe.each(PROVIDERS)('%s, when the connection fails', (name, make) => {
   it('says the connection was refused, and where', async () => {

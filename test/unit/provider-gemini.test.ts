@@ -1,5 +1,5 @@
 // The Gemini/Vertex adapter, driven through the real @google/genai SDK against the fake provider.
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createGeminiAdapter } from '../../src/core/provider/adapters/gemini.js';
 import { SdkLoader } from '../../src/core/provider/sdk.js';
 import {
@@ -9,62 +9,26 @@ import {
   type ProviderEvent,
   type ProviderRequest,
 } from '../../src/core/provider/types.js';
-import {
-  startFakeProvider,
-  type FakeProvider,
-  type FakeRequest,
-} from '../helpers/fake-provider.js';
+import { type FakeRequest } from '../helpers/fake-provider.js';
+import { GOOGLE_SDK_ENV, fakeProviderHooks, sdkEnvHooks } from '../helpers/fake-provider-hooks.js';
+import { helloRequest } from '../helpers/provider-request.js';
 
 const MODEL = 'gemini-3.1-pro-preview';
 const GEMINI_PATH = `/v1beta/models/${MODEL}:streamGenerateContent`;
 const SYNTHETIC_ID = /^urn:flemma:tool:[A-Za-z0-9_]+:[0-9a-f]+$/;
 
-let fake: FakeProvider;
 const loader = new SdkLoader();
 
-beforeAll(async () => {
-  fake = await startFakeProvider();
-});
+const fake = fakeProviderHooks('all');
 
-afterAll(async () => {
-  await fake.close();
-});
-
-beforeEach(() => {
-  // The SDK reads these; the tests pass everything explicitly.
-  for (const name of [
-    'GEMINI_API_KEY',
-    'GOOGLE_API_KEY',
-    'GOOGLE_GEMINI_BASE_URL',
-    'GOOGLE_VERTEX_BASE_URL',
-    'GOOGLE_CLOUD_PROJECT',
-    'GOOGLE_CLOUD_LOCATION',
-    'GOOGLE_GENAI_USE_VERTEXAI',
-    'GOOGLE_APPLICATION_CREDENTIALS',
-  ]) {
-    vi.stubEnv(name, undefined);
-  }
-  vi.stubEnv('METADATA_SERVER_DETECTION', 'none');
-});
-
-afterEach(() => {
-  vi.unstubAllEnvs();
-});
+sdkEnvHooks(GOOGLE_SDK_ENV);
 
 function gemini(maxRetries = 0): ProviderAdapter {
   return createGeminiAdapter({ apiKey: 'test-key', baseURL: fake.url, maxRetries }, loader);
 }
 
 function request(overrides: Partial<ProviderRequest> = {}): ProviderRequest {
-  return {
-    model: MODEL,
-    system: '',
-    messages: [{ role: 'user', parts: [{ kind: 'text', text: 'Hello' }] }],
-    tools: [],
-    maxTokens: 1000,
-    cacheRetention: 'short',
-    ...overrides,
-  };
+  return helloRequest(MODEL, 1000, { cacheRetention: 'short', ...overrides });
 }
 
 interface Outcome {

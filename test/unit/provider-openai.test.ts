@@ -1,5 +1,5 @@
 // The OpenAI Responses adapter: exact request bodies, and the real SDK streaming from the fake.
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createOpenAIAdapter } from '../../src/core/provider/adapters/openai.js';
 import { SdkLoader } from '../../src/core/provider/sdk.js';
 import {
@@ -9,19 +9,12 @@ import {
   type ProviderEvent,
   type ProviderRequest,
 } from '../../src/core/provider/types.js';
-import { startFakeProvider, type FakeProvider } from '../helpers/fake-provider.js';
+import { fakeProviderHooks } from '../helpers/fake-provider-hooks.js';
+import { helloRequest } from '../helpers/provider-request.js';
 
 const KEY = 'sk-test-dummy';
 
-let fake: FakeProvider;
-
-beforeEach(async () => {
-  fake = await startFakeProvider();
-});
-
-afterEach(async () => {
-  await fake.close();
-});
+const fake = fakeProviderHooks();
 
 function adapter(maxRetries = 0): ProviderAdapter {
   return createOpenAIAdapter(
@@ -34,15 +27,7 @@ function adapter(maxRetries = 0): ProviderAdapter {
 const offline = createOpenAIAdapter({ apiKey: KEY }, new SdkLoader());
 
 function request(overrides: Partial<ProviderRequest> = {}): ProviderRequest {
-  return {
-    model: 'gpt-test',
-    system: '',
-    messages: [{ role: 'user', parts: [{ kind: 'text', text: 'Hello' }] }],
-    tools: [],
-    maxTokens: 1024,
-    cacheRetention: 'none',
-    ...overrides,
-  };
+  return helloRequest('gpt-test', 1024, overrides);
 }
 
 async function run(

@@ -3,20 +3,9 @@
 // process while 150 writes land.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import {
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  readFileSync,
-  readdirSync,
-  realpathSync,
-  rmSync,
-  symlinkSync,
-  writeFileSync,
-} from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readFileSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 
 import { createExecutionContext, noSandbox } from '../../src/core/tools/context.js';
 import { editTool } from '../../src/core/tools/definitions/edit.js';
@@ -24,28 +13,17 @@ import { writeTool } from '../../src/core/tools/definitions/write.js';
 import type { ToolContext, ToolDefinition, ToolOutcome } from '../../src/core/tools/registry.js';
 import { WriteRefused, canOpenBeneath, openBeneath } from '../../src/core/tools/sandbox/beneath.js';
 import { isPathWritable } from '../../src/core/tools/sandbox/paths.js';
+import { linkFlipper } from '../helpers/processes.js';
+import { fileTempDir } from '../helpers/temp.js';
 
-let root: string;
 let flipper: ChildProcess | undefined;
-
-beforeAll(() => {
-  root = realpathSync(mkdtempSync(join(tmpdir(), 'flemma-beneath-')));
-});
 
 afterEach(() => {
   flipper?.kill('SIGKILL');
   flipper = undefined;
 });
 
-afterAll(() => {
-  rmSync(root, { recursive: true, force: true });
-});
-
-function dir(...parts: string[]): string {
-  const path = join(root, ...parts);
-  mkdirSync(path, { recursive: true });
-  return path;
-}
+const dir = fileTempDir('flemma-beneath-');
 
 const under =
   (allowed: string) =>
@@ -67,7 +45,7 @@ function context(base: string, writable: string): ToolContext {
         is_path_writable: (path) => isPathWritable(path, [writable]),
       },
     },
-    root,
+    dir(),
   );
 }
 
@@ -173,25 +151,7 @@ describe('the write and edit tools through open_for_write', () => {
     const base = dir('race', 'project');
     const inside = dir('race', 'project', 'inside');
     const outside = dir('race', 'outside');
-    flipper = spawn(
-      process.execPath,
-      [
-        '-e',
-        `const fs = require('node:fs');
-        const [link, a, b] = process.argv.slice(1);
-        // As fast as it goes: a new link under a temporary name, renamed over the old one (so the
-        // link always exists), pointing alternately inside and outside.
-        for (let n = 0; ; n++) {
-          const tmp = link + '.' + (n % 2);
-          try { fs.symlinkSync(n % 2 ? a : b, tmp); fs.renameSync(tmp, link); } catch {}
-          if (n === 1) fs.writeSync(1, 'flipping\\n');
-        }`,
-        join(base, 'flip'),
-        inside,
-        outside,
-      ],
-      { stdio: ['ignore', 'pipe', 'ignore'] },
-    );
+    flipper = linkFlipper(join(base, 'flip'), inside, outside);
     // The link exists (and flips) before the first write.
     await once(flipper.stdout ?? process.stdin, 'data');
     const ctx = context(base, base);

@@ -1,11 +1,10 @@
 // What the sandbox keeps from commands (issue 19): the sensitive places (the built-in list and
 // tools.sensitive_paths), the session sockets, the scrubbed environment, the bwrap command line
 // they turn into, and (where bubblewrap is installed) real runs that show they hold.
-import { mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, realpathSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join, resolve as resolvePath } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 
 import { type RunResult, runProcess } from '../../src/core/tools/process.js';
 import type { SandboxPolicy } from '../../src/core/tools/sandbox/backends.js';
@@ -22,28 +21,17 @@ import {
   sensitiveEntries,
 } from '../../src/core/tools/sandbox/sensitive.js';
 import { sandboxPlaces, sessionPlaces } from '../../src/core/tools/sandbox/sensitive-places.js';
+import { fileTempDir } from '../helpers/temp.js';
 
-let root: string;
+const dir = fileTempDir('flemma-protect-');
 let home: string;
 let project: string;
 
 beforeAll(() => {
-  root = realpathSync(mkdtempSync(join(tmpdir(), 'flemma-protect-')));
-  home = join(root, 'home');
+  home = join(dir(), 'home');
   project = join(home, 'project');
   mkdirSync(project, { recursive: true });
 });
-
-afterAll(() => {
-  rmSync(root, { recursive: true, force: true });
-});
-
-/** A fresh directory under the test root. */
-function dir(...parts: string[]): string {
-  const path = join(root, ...parts);
-  mkdirSync(path, { recursive: true });
-  return path;
-}
 
 const editorDirs = () => ({
   config: join(home, '.config', 'nvim'),

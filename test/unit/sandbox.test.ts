@@ -61,6 +61,7 @@ import {
   sandboxFor,
   sandboxStatusFor,
 } from '../../src/host/sandbox.js';
+import { RUN_OK } from '../helpers/processes.js';
 
 let root: string;
 let home: string;
@@ -341,14 +342,7 @@ describe('bwrap command line', () => {
 });
 
 describe('bwrap availability', () => {
-  const ok: RunResult = {
-    exitCode: 0,
-    signal: null,
-    output: '',
-    stderr: '',
-    timedOut: false,
-    cancelled: false,
-  };
+  const ok: RunResult = RUN_OK;
 
   it('needs Linux', async () => {
     const backend = createBwrapBackend({ platform: 'darwin' });

@@ -1,19 +1,9 @@
 // The sensitive places at the moment of the write (issue 28): `sensitiveGate` and the write and
 // edit tools through `ctx.sandbox.open_for_write` with the sandbox off, against a link into
 // `.git/hooks`, a place the user approved, and a file the open itself created.
-import {
-  mkdirSync,
-  mkdtempSync,
-  readFileSync,
-  readdirSync,
-  realpathSync,
-  rmSync,
-  symlinkSync,
-  writeFileSync,
-} from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, readFileSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 
 import { createExecutionContext } from '../../src/core/tools/context.js';
 import { editTool } from '../../src/core/tools/definitions/edit.js';
@@ -21,21 +11,14 @@ import { writeTool } from '../../src/core/tools/definitions/write.js';
 import type { ToolContext, ToolDefinition, ToolOutcome } from '../../src/core/tools/registry.js';
 import { sensitiveGate } from '../../src/core/tools/sandbox/gate.js';
 import { sensitiveEntries } from '../../src/core/tools/sandbox/sensitive.js';
+import { fileTempDir } from '../helpers/temp.js';
 
-let root: string;
-
-beforeAll(() => {
-  root = realpathSync(mkdtempSync(join(tmpdir(), 'flemma-gate-')));
-});
-
-afterAll(() => {
-  rmSync(root, { recursive: true, force: true });
-});
+const root = fileTempDir('flemma-gate-');
 
 const { entries } = sensitiveEntries(undefined, { home: '/nonexistent-home', env: {} });
 
 function project(name: string): string {
-  const p = join(root, name);
+  const p = join(root(), name);
   mkdirSync(join(p, '.git', 'hooks'), { recursive: true });
   mkdirSync(join(p, 'plain'));
   symlinkSync(join(p, '.git', 'hooks'), join(p, 'sw'));

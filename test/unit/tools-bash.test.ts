@@ -5,16 +5,8 @@
 // test does not depend on timing. The death of a background child is polled for briefly, as
 // nothing signals it to the test.
 import { execFileSync } from 'node:child_process';
-import {
-  closeSync,
-  constants,
-  createReadStream,
-  existsSync,
-  openSync,
-  readFileSync,
-  realpathSync,
-} from 'node:fs';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { existsSync, readFileSync, realpathSync } from 'node:fs';
+import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -35,6 +27,14 @@ import {
   ToolRegistry,
 } from '../../src/core/tools/registry.js';
 import type { TruncateFs } from '../../src/core/tools/truncate.js';
+import {
+  RUN_OK,
+  cleanUpRuns,
+  firstLine,
+  isAlive,
+  makeFifo,
+  waitForExit,
+} from '../helpers/processes.js';
 
 let dir: string;
 let overflowDir: string;
@@ -54,15 +54,7 @@ beforeEach(async () => {
 });
 
 afterEach(async () => {
-  for (const pid of pidsToKill.splice(0)) {
-    try {
-      process.kill(pid, 'SIGKILL');
-    } catch {
-      // Already gone.
-    }
-  }
-  releaseFifo(join(dir, 'fifo'));
-  await rm(dir, { recursive: true, force: true });
+  await cleanUpRuns(pidsToKill, dir);
 });
 
 type Extra = Partial<Omit<ContextInit, 'bufnr' | 'cwd' | 'toolId'>> & { toolId?: string };
@@ -80,77 +72,12 @@ function run(input: unknown, ctx: ToolContext = context(), def = tool): Promise<
 
 const call = (command: unknown, timeout: unknown = null) => ({ label: 'test', command, timeout });
 
-function makeFifo(): string {
-  const path = join(dir, 'fifo');
-  execFileSync('mkfifo', [path]);
-  return path;
-}
-
-function releaseFifo(path: string): void {
-  if (!existsSync(path)) return;
-  try {
-    closeSync(openSync(path, constants.O_WRONLY | constants.O_NONBLOCK));
-  } catch {
-    // No reader waiting.
-  }
-}
-
-function firstLine(path: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const stream = createReadStream(path, { encoding: 'utf8' });
-    let buffered = '';
-    stream.on('data', (chunk) => {
-      buffered += String(chunk);
-      const end = buffered.indexOf('\n');
-      if (end !== -1) {
-        stream.destroy();
-        resolve(buffered.slice(0, end));
-      }
-    });
-    stream.on('end', () => {
-      resolve(buffered);
-    });
-    stream.on('error', reject);
-  });
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-  } catch {
-    return false;
-  }
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const state = stat.slice(stat.lastIndexOf(')') + 2).charAt(0);
-    return state !== 'Z' && state !== 'X';
-  } catch {
-    return false;
-  }
-}
-
-async function waitForExit(pid: number, ms = 3000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (isAlive(pid)) {
-    if (Date.now() > deadline) throw new Error(`process ${pid} is still running`);
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
-}
-
 /** A runner that records what it was asked to run and answers with `result`. */
 function recordingRunner(result: Partial<RunResult> = {}) {
   const calls: { argv: readonly string[]; options: RunOptions }[] = [];
   const runFn = (argv: readonly string[], options: RunOptions): Promise<RunResult> => {
     calls.push({ argv, options });
-    return Promise.resolve({
-      exitCode: 0,
-      signal: null,
-      output: '',
-      stderr: '',
-      timedOut: false,
-      cancelled: false,
-      ...result,
-    });
+    return Promise.resolve({ ...RUN_OK, ...result });
   };
   return { calls, runFn };
 }
@@ -247,7 +174,7 @@ describe('bash: timeout and cancel', () => {
   });
 
   it('is cancelled through the context signal, and the process tree is stopped', async () => {
-    const fifo = makeFifo();
+    const fifo = makeFifo(dir);
     const controller = new AbortController();
     const ctx = context({ signal: controller.signal, config: { env: { FIFO: fifo } } });
     const running = run(call('sleep 30 & echo $! > "$FIFO"; wait'), ctx);
@@ -260,7 +187,7 @@ describe('bash: timeout and cancel', () => {
   });
 
   it('F-14: the timeout middleware answers at 100 ms, aborts the signal, and no process is left', async () => {
-    const fifo = makeFifo();
+    const fifo = makeFifo(dir);
     const ctx = context({ config: { env: { FIFO: fifo } } });
     const handler = compose([timeoutMiddleware(100)], (c) => run(c.input, c.ctx));
     // The command would run for longer than the test may: only the timeout can end it.

@@ -9,6 +9,7 @@ import {
 } from '../../src/core/tools/definitions/calculator.js';
 import { createExecutionContext } from '../../src/core/tools/context.js';
 import type { ToolContext, ToolDefinition } from '../../src/core/tools/registry.js';
+import { mulberry32 as rng } from '../helpers/random.js';
 
 const ctx = (signal: AbortSignal = new AbortController().signal): ToolContext =>
   createExecutionContext({ bufnr: 1, cwd: '/tmp', timeout: 30, toolId: 't1', signal }, '/root');
@@ -151,17 +152,6 @@ type T =
   | { k: 'neg'; a: T }
   | { k: 'op'; op: '+' | '-' | '*' | '/' | '%' | '**'; a: T; b: T }
   | { k: 'fn'; name: 'sqrt' | 'abs' | 'max' | 'min' | 'floor'; args: T[] };
-
-function rng(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function gen(rand: () => number, depth: number): T {
   const r = rand();

@@ -25,15 +25,13 @@ import { createBuiltinTools } from '../../src/core/tools/builtins.js';
 import { ProcessManager } from '../../src/core/tools/background.js';
 import { Probes } from '../../src/core/tools/probes.js';
 import { createMockTools, testContext } from '../../src/core/tools/testing.js';
+import { closeServer } from '../helpers/http.js';
 
 let server: Server | undefined;
 let dir: string | undefined;
 
 afterEach(async () => {
-  if (server !== undefined) {
-    server.closeAllConnections();
-    await new Promise((resolve) => server?.close(resolve));
-  }
+  await closeServer(server);
   server = undefined;
   if (dir !== undefined) await rm(dir, { recursive: true, force: true });
   dir = undefined;

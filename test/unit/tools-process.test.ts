@@ -5,21 +5,14 @@
 // point under test, and the test acts when that line arrives, so nothing depends on how fast the
 // machine is. Only the death of a process the test did not start has no event to wait on; for
 // that `waitForExit` polls briefly.
-import { execFileSync } from 'node:child_process';
-import {
-  closeSync,
-  constants,
-  createReadStream,
-  existsSync,
-  openSync,
-  readFileSync,
-} from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 
 import { runProcess } from '../../src/core/tools/process.js';
+import { cleanUpRuns, firstLine, isAlive, makeFifo, waitForExit } from '../helpers/processes.js';
 
 let dir: string;
 const pidsToKill: number[] = [];
@@ -29,78 +22,8 @@ beforeEach(async () => {
 });
 
 afterEach(async () => {
-  for (const pid of pidsToKill.splice(0)) {
-    try {
-      process.kill(pid, 'SIGKILL');
-    } catch {
-      // Already gone.
-    }
-  }
-  releaseFifo(join(dir, 'fifo'));
-  await rm(dir, { recursive: true, force: true });
+  await cleanUpRuns(pidsToKill, dir);
 });
-
-/** A named pipe in the test directory. */
-function makeFifo(): string {
-  const path = join(dir, 'fifo');
-  execFileSync('mkfifo', [path]);
-  return path;
-}
-
-/** Unblocks a reader still waiting for a writer (a test that failed before the handshake). */
-function releaseFifo(path: string): void {
-  if (!existsSync(path)) return;
-  try {
-    closeSync(openSync(path, constants.O_WRONLY | constants.O_NONBLOCK));
-  } catch {
-    // No reader waiting.
-  }
-}
-
-/** The first line written to the pipe at `path`. */
-function firstLine(path: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const stream = createReadStream(path, { encoding: 'utf8' });
-    let buffered = '';
-    stream.on('data', (chunk) => {
-      buffered += String(chunk);
-      const end = buffered.indexOf('\n');
-      if (end !== -1) {
-        stream.destroy();
-        resolve(buffered.slice(0, end));
-      }
-    });
-    stream.on('end', () => {
-      resolve(buffered);
-    });
-    stream.on('error', reject);
-  });
-}
-
-/** `true` while `pid` names a process that has not exited (a zombie counts as exited). */
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-  } catch {
-    return false;
-  }
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const state = stat.slice(stat.lastIndexOf(')') + 2).charAt(0);
-    return state !== 'Z' && state !== 'X';
-  } catch {
-    return false;
-  }
-}
-
-/** Resolves once `pid` has exited; rejects if it is still running after `ms`. */
-async function waitForExit(pid: number, ms = 3000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (isAlive(pid)) {
-    if (Date.now() > deadline) throw new Error(`process ${pid} is still running`);
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
-}
 
 describe('runProcess: finished programs', () => {
   it('reports the exit code and stdout', async () => {
@@ -195,7 +118,7 @@ describe('runProcess: stopping', () => {
   });
 
   it('stops the group when the signal is aborted', async () => {
-    const fifo = makeFifo();
+    const fifo = makeFifo(dir);
     const controller = new AbortController();
     const running = runProcess(['sh', '-c', 'sleep 30 & echo $! > "$FIFO"; wait'], {
       cwd: dir,
@@ -229,7 +152,7 @@ describe('runProcess: stopping', () => {
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
     const kill = vi.spyOn(process, 'kill');
     try {
-      const fifo = makeFifo();
+      const fifo = makeFifo(dir);
       const controller = new AbortController();
       const running = runProcess(['sh', '-c', `trap '' TERM; echo $$ > "$FIFO"; sleep 30`], {
         cwd: dir,
@@ -260,7 +183,7 @@ describe('runProcess: stopping', () => {
   });
 
   it('does not wait for the grace period when SIGTERM is obeyed', async () => {
-    const fifo = makeFifo();
+    const fifo = makeFifo(dir);
     const controller = new AbortController();
     const running = runProcess(['sh', '-c', 'echo ready > "$FIFO"; sleep 30'], {
       cwd: dir,

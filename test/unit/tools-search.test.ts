@@ -47,6 +47,7 @@ import {
 import { type RunOptions, type RunResult, runProcess } from '../../src/core/tools/process.js';
 import type { ToolContext, ToolDefinition, ToolOutcome } from '../../src/core/tools/registry.js';
 import { HEAD_CUT_MARKER, type TruncateFs } from '../../src/core/tools/truncate.js';
+import { RUN_OK } from '../helpers/processes.js';
 
 // ---------------------------------------------------------------------------------------------
 // Fixtures
@@ -140,15 +141,7 @@ function fakeRun(result: Partial<RunResult>): RunFn & { calls: RunCall[] } {
   const calls: RunCall[] = [];
   const fn = (argv: readonly string[], options: RunOptions): Promise<RunResult> => {
     calls.push({ argv, options });
-    return Promise.resolve({
-      exitCode: 0,
-      signal: null,
-      output: '',
-      stderr: '',
-      timedOut: false,
-      cancelled: false,
-      ...result,
-    });
+    return Promise.resolve({ ...RUN_OK, ...result });
   };
   return Object.assign(fn, { calls });
 }

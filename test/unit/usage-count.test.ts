@@ -1,6 +1,6 @@
 // Counting a request's input tokens through each provider's official SDK, against the fake
 // provider: the endpoint, the body (the request's own, without its generation fields), the answer.
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createAnthropicAdapter } from '../../src/core/provider/adapters/anthropic.js';
 import { createChatCompletionsAdapter } from '../../src/core/provider/adapters/chat-completions.js';
 import { createGeminiAdapter } from '../../src/core/provider/adapters/gemini.js';
@@ -11,43 +11,19 @@ import {
   type ProviderAdapter,
   type ProviderRequest,
 } from '../../src/core/provider/types.js';
-import { type FakeProvider, startFakeProvider } from '../helpers/fake-provider.js';
+import { GOOGLE_SDK_ENV, fakeProviderHooks, sdkEnvHooks } from '../helpers/fake-provider-hooks.js';
 
-let fake: FakeProvider;
 const loader = new SdkLoader();
 
-beforeAll(async () => {
-  fake = await startFakeProvider();
-});
+const fake = fakeProviderHooks('all');
 
-afterAll(async () => {
-  await fake.close();
-});
-
-beforeEach(() => {
-  // The SDKs read these; the tests pass everything explicitly.
-  for (const name of [
-    'ANTHROPIC_API_KEY',
-    'ANTHROPIC_BASE_URL',
-    'OPENAI_API_KEY',
-    'OPENAI_BASE_URL',
-    'GEMINI_API_KEY',
-    'GOOGLE_API_KEY',
-    'GOOGLE_GEMINI_BASE_URL',
-    'GOOGLE_VERTEX_BASE_URL',
-    'GOOGLE_CLOUD_PROJECT',
-    'GOOGLE_CLOUD_LOCATION',
-    'GOOGLE_GENAI_USE_VERTEXAI',
-    'GOOGLE_APPLICATION_CREDENTIALS',
-  ]) {
-    vi.stubEnv(name, undefined);
-  }
-  vi.stubEnv('METADATA_SERVER_DETECTION', 'none');
-});
-
-afterEach(() => {
-  vi.unstubAllEnvs();
-});
+sdkEnvHooks([
+  'ANTHROPIC_API_KEY',
+  'ANTHROPIC_BASE_URL',
+  'OPENAI_API_KEY',
+  'OPENAI_BASE_URL',
+  ...GOOGLE_SDK_ENV,
+]);
 
 function request(model: string): ProviderRequest {
   return {

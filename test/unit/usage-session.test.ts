@@ -1,6 +1,7 @@
 // The session's records and totals (docs/usage.md, "The session").
 import { describe, expect, it } from 'vitest';
 import { makeRecord, Session } from '../../src/core/usage/session.js';
+import { SONNET_RECORD } from '../helpers/usage.js';
 
 const STARTED = Date.UTC(2026, 10, 23, 12, 0, 0);
 
@@ -16,18 +17,7 @@ describe('a request record', () => {
       completedAt: STARTED + 1500,
     });
     expect(record).toEqual({
-      provider: 'anthropic',
-      model: 'claude-sonnet-4-6',
-      input_tokens: 2000,
-      output_tokens: 410,
-      thoughts_tokens: 0,
-      cache_read_input_tokens: 6000,
-      cache_creation_input_tokens: 1000,
-      input_price: 3,
-      output_price: 15,
-      cache_read_price: 0.3,
-      cache_write_price: 3.75,
-      output_has_thoughts: true,
+      ...SONNET_RECORD,
       filepath: '/work/notes.chat',
       bufnr: 3,
       started_at: STARTED / 1000,

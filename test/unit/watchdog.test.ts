@@ -1,7 +1,7 @@
 // The stream watchdog and the answer check (src/core/provider/watchdog.ts, summary.ts): first
 // on their own, with answers made here and a fake clock; then below each provider's real SDK,
 // against the fake server.
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createAnthropicAdapter } from '../../src/core/provider/adapters/anthropic.js';
 import { createChatCompletionsAdapter } from '../../src/core/provider/adapters/chat-completions.js';
 import { createGeminiAdapter } from '../../src/core/provider/adapters/gemini.js';
@@ -15,7 +15,8 @@ import {
 } from '../../src/core/provider/types.js';
 import { type Fetch, type GuardOptions, guardFetch } from '../../src/core/provider/watchdog.js';
 import { retryDelay } from '../../src/core/provider/retry.js';
-import { type FakeProvider, startFakeProvider } from '../helpers/fake-provider.js';
+import { fakeProviderHooks } from '../helpers/fake-provider-hooks.js';
+import { helloRequest } from '../helpers/provider-request.js';
 
 const encoder = new TextEncoder();
 
@@ -312,15 +313,8 @@ describe('the stream watchdog', () => {
 // Below each SDK
 
 const loader = new SdkLoader();
-let fake: FakeProvider;
 
-beforeAll(async () => {
-  fake = await startFakeProvider();
-});
-
-afterAll(async () => {
-  await fake.close();
-});
+const fake = fakeProviderHooks('all');
 
 beforeEach(() => {
   vi.stubEnv('METADATA_SERVER_DETECTION', 'none');
@@ -330,14 +324,7 @@ afterEach(() => {
   vi.unstubAllEnvs();
 });
 
-const REQUEST: ProviderRequest = {
-  model: 'm',
-  system: '',
-  messages: [{ role: 'user', parts: [{ kind: 'text', text: 'Hello' }] }],
-  tools: [],
-  maxTokens: 100,
-  cacheRetention: 'none',
-};
+const REQUEST: ProviderRequest = helloRequest('m', 100);
 
 const IDLE_MS = 300;
 
