@@ -32,6 +32,7 @@
 //   later, outside the sandbox). Build scripts stay writable: the user runs them on purpose, like
 //   any source file, and `npm install` must be able to rewrite package.json.
 
+import { lstatSync } from 'node:fs';
 import { dirname, join, resolve as resolvePath } from 'node:path';
 
 import { statIfAny } from '../../util/files.js';
@@ -225,13 +226,49 @@ function compile(pattern: string, caseless: boolean): RegExp {
   return new RegExp(`(?:^|/)${pathGlobSource(pattern)}(?:/.*)?$`, flags);
 }
 
+/**
+ * Whether each place looked at is a symbolic link (`true`), something else (`false`), or cannot
+ * be seen (`undefined`): one list of entries looks at `~` once, not once per entry.
+ */
+type LinkLooks = Map<string, boolean | undefined>;
+
+function isLink(path: string, looks: LinkLooks): boolean | undefined {
+  if (looks.has(path)) return looks.get(path);
+  let link: boolean | undefined;
+  try {
+    link = lstatSync(path, { throwIfNoEntry: false })?.isSymbolicLink();
+  } catch {
+    link = undefined;
+  }
+  looks.set(path, link);
+  return link;
+}
+
+/**
+ * `prefix` (absolute, normalized) with symlinks resolved. Looked at now, on every list made: a
+ * link created since the last one still counts. Most places are not there or are plain: their
+ * components are looked at one by one (no link before the first one missing means the place is
+ * where it is written), and only a place reached through a link is resolved in full.
+ */
+function realPrefix(prefix: string, looks: LinkLooks): string {
+  let at = '';
+  for (const part of prefix.split('/')) {
+    if (part === '') continue;
+    at = `${at}/${part}`;
+    const link = isLink(at, looks);
+    if (link === undefined) return prefix;
+    if (link) return resolveReal(prefix);
+  }
+  return prefix;
+}
+
 /** An absolute pattern at its real location: the part before the first glob, symlinks resolved. */
-function realPattern(pattern: string): string {
+function realPattern(pattern: string, looks: LinkLooks): string {
   const parts = pattern.split('/');
   const firstGlob = parts.findIndex((part) => isGlob(part));
   const literal = firstGlob === -1 ? parts : parts.slice(0, firstGlob);
   const prefix = literal.join('/') || '/';
-  const real = resolveReal(prefix);
+  const real = realPrefix(prefix, looks);
   return firstGlob === -1 ? real : join(real, ...parts.slice(firstGlob));
 }
 
@@ -251,12 +288,13 @@ function entry(
   source: SensitiveSource,
   options: EntryOptions,
   cache: Map<string, RegExp> | undefined,
+  looks: LinkLooks,
 ): SensitiveEntry {
   const caseless = options.caseless === true;
   const written = compiledOnce(pattern, caseless, cache);
   let real: RegExp | undefined;
   if (pattern.startsWith('/')) {
-    const at = realPattern(pattern);
+    const at = realPattern(pattern, looks);
     if (at !== pattern) real = compiledOnce(at, caseless, cache);
   }
   return {
@@ -278,6 +316,7 @@ export function sensitiveEntries(
 ): { entries: SensitiveEntry[]; warnings: string[] } {
   const entries: SensitiveEntry[] = [];
   const warnings: string[] = [];
+  const looks: LinkLooks = new Map();
   for (const item of BUILTIN_SENSITIVE) {
     const pattern = expandEntry(item.spec, facts.env, facts.home);
     if (pattern === undefined) continue;
@@ -286,15 +325,14 @@ export function sensitiveEntries(
       writeOnly: item.writeOnly,
       caseless: PROJECT_SPECS.has(item.spec),
     };
-    entries.push(entry(item.spec, pattern, 'built-in', options, facts.compiled));
+    entries.push(entry(item.spec, pattern, 'built-in', options, facts.compiled, looks));
   }
   for (const name of EDITOR_DIRS) {
     const dir = facts.editorDirs?.[name];
     if (typeof dir === 'string' && dir.startsWith('/')) {
       const path = resolvePath(dir);
-      entries.push(
-        entry(`stdpath("${name}")`, path, 'built-in', { sandbox: 'hide' }, facts.compiled),
-      );
+      const options = { sandbox: 'hide' as const };
+      entries.push(entry(`stdpath("${name}")`, path, 'built-in', options, facts.compiled, looks));
     }
   }
   // An empty Lua table may arrive as an object.
@@ -312,7 +350,8 @@ export function sensitiveEntries(
     const pattern = expandEntry(item.trim(), facts.env, facts.home);
     if (pattern !== undefined) {
       const options = { sandbox: 'hide' as const };
-      entries.push(entry(item.trim(), pattern, 'tools.sensitive_paths', options, facts.compiled));
+      const source = 'tools.sensitive_paths';
+      entries.push(entry(item.trim(), pattern, source, options, facts.compiled, looks));
     }
   });
   return { entries, warnings };
