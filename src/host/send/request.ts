@@ -161,8 +161,12 @@ export class RequestBuilder {
     purpose: 'send' | 'summary' = 'send',
   ): Promise<PreparedRequest | undefined> {
     const ctx = this.deps.base;
-    const state = await ctx.documents.attach(bufnr);
-    if (state === undefined) return undefined;
+    // A buffer reloaded (`:e!`) while the send was on its way is followed again: one more try.
+    const state = (await ctx.documents.attach(bufnr)) ?? (await ctx.documents.attach(bufnr));
+    if (state === undefined) {
+      if (purpose === 'send') ctx.notify.warn('Nothing sent: the chat buffer is not loaded');
+      return undefined;
+    }
     const prompt = assemblePrompt(state.document);
     // A summary (`:Flemma compact`) asks about the conversation as it is, whatever its end.
     if (purpose === 'send' && !this.somethingToSend(state, prompt)) return undefined;
