@@ -7,7 +7,7 @@
 // wrapper (`carriedError`), and the user reads what failed and where.
 //
 // Where is `host:port`, never the path or the query (which may hold a key) nor any user info.
-import { ProviderError } from './types.js';
+import { ProviderError, errorForStatus, waitingAsAsked } from './types.js';
 
 /** `host:port` of a URL, the port spelled out (`api.anthropic.com:443`). */
 export function endpointOf(input: string | URL | Request): string {
@@ -281,4 +281,56 @@ export async function* readSdkStream<T, E>(
   }
   if (aborted()) return;
   throw new ProviderError(provider, 'stream', early);
+}
+
+/** An API error of a Stainless SDK (Anthropic, OpenAI): an answer with a status, or an error event. */
+export interface StainlessApiError extends Error {
+  status?: unknown;
+  headers?: unknown;
+}
+
+/** How an adapter reads its SDK's failures into a ProviderError (`sdkFailure`). */
+export interface FailureReading<E extends StainlessApiError> {
+  provider: string;
+  endpoint: string;
+  timeoutMs: number | undefined;
+  /** Some of the reply had arrived. */
+  received: boolean;
+  /** The text of an API error: the service's own message when it gave one. */
+  message: (error: E) => string;
+  /** An error event inside the stream (an API error without a status). */
+  inStream: (message: string) => ProviderError;
+  /** The text for a status, where the adapter adds to the service's message. */
+  forStatus?: (status: number, message: string) => string;
+  /** A chunk that is not JSON, where the SDK reports it as a SyntaxError. */
+  unreadable?: (error: SyntaxError) => ProviderError;
+}
+
+/**
+ * A Stainless SDK's failure as a ProviderError: no answer (`unansweredError`), an API error (its
+ * status's kind, with the wait its headers ask for), an unreadable chunk, else the connection
+ * lost while the body was read.
+ */
+export function sdkFailure<E extends StainlessApiError>(
+  sdk: StainlessErrors & { APIError: abstract new (...args: never[]) => E },
+  error: unknown,
+  reading: FailureReading<E>,
+): ProviderError {
+  const unanswered = unansweredError(sdk, error, reading);
+  if (unanswered !== undefined) return unanswered;
+  if (error instanceof sdk.APIError) {
+    const message = reading.message(error);
+    const status = error.status;
+    const failure =
+      typeof status === 'number'
+        ? errorForStatus(reading.provider, status, reading.forStatus?.(status, message) ?? message)
+        : reading.inStream(message);
+    return waitingAsAsked(failure, error.headers);
+  }
+  if (error instanceof SyntaxError && reading.unreadable !== undefined) {
+    return reading.unreadable(error);
+  }
+  if (error instanceof Error)
+    return lostError(reading.provider, reading.endpoint, error, reading.received);
+  return new ProviderError(reading.provider, 'unknown', String(error));
 }

@@ -25,6 +25,16 @@ import type {
   LuaWritableParams,
 } from './wire.js';
 
+/** One row of `:Flemma tool:list`: a running call. */
+export interface RunListing {
+  id: string;
+  name: string;
+  bufnr: number;
+  age_ms: number;
+  background: boolean;
+  job_id: number | null;
+}
+
 export interface ToolActions {
   'tools:define': Method<
     {
@@ -45,17 +55,7 @@ export interface ToolActions {
   'tool:cancel': Method<At, { cancelled: boolean }>;
   'tool:cancel-all': Method<null, { cancelled: number }>;
   'tool:background': Method<At, { moved: boolean }>;
-  'tool:list': Method<
-    null,
-    {
-      id: string;
-      name: string;
-      bufnr: number;
-      age_ms: number;
-      background: boolean;
-      job_id: number | null;
-    }[]
-  >;
+  'tool:list': Method<null, RunListing[]>;
   'tool:why': Method<At, { text: string }>;
   'tool:undo': Method<At, { ok: boolean; message: string }>;
   'chat:review': Method<Buf & { scope: ReviewScope }, { calls: ReviewCall[]; git: string[] }>;

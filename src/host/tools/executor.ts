@@ -43,7 +43,8 @@ import {
   prepareCall,
 } from './prepare.js';
 import { type ResultWriter, resultHeaderRow } from './results.js';
-import { type ExecutorEvents, type RunListing, RunTable, type Running } from './runs.js';
+import { type ExecutorEvents, RunTable, type Running } from './runs.js';
+import type { RunListing } from '../../editor/protocol/tools.js';
 import { type SettleContext, Settler } from './settle.js';
 
 export type { ExecutorEvents, Running } from './runs.js';

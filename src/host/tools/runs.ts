@@ -1,6 +1,7 @@
 // The calls the executor runs, per buffer: what a cancel, `:Flemma tool:background`,
 // `tools.max_concurrent` and `:Flemma tool:list` read; and the events the executor emits.
 import type { Config } from '../../core/config/config.js';
+import type { RunListing } from '../../editor/protocol/tools.js';
 
 /** What the executor says happened (one subscriber: the wiring, which tells the session). */
 export interface ExecutorEvents {
@@ -25,16 +26,6 @@ export interface Running {
   cancelled: boolean;
   /** The tool returned; its result is being written. It no longer takes a `max_concurrent` slot. */
   returned?: boolean;
-}
-
-/** One row of `:Flemma tool:list`. */
-export interface RunListing {
-  id: string;
-  name: string;
-  bufnr: number;
-  age_ms: number;
-  background: boolean;
-  job_id: number | null;
 }
 
 /** The running calls of every buffer, by call id. */

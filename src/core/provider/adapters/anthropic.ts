@@ -3,8 +3,9 @@
 // ProviderEvents (anthropic-events.ts). The SDK itself is loaded only when the first reply streams.
 import type Anthropic from '@anthropic-ai/sdk';
 import type { SdkLoader, SdkModule } from '../sdk.js';
-import { DEFAULT_STREAM_IDLE_MS, type Expected, globalFetch, guardFetch } from '../watchdog.js';
-import { endpointOf, lostError, unansweredError } from '../transport.js';
+import type { Expected } from '../watchdog.js';
+import { guardedClient, sdkOptions } from './client.js';
+import { endpointOf, sdkFailure } from '../transport.js';
 import { assertNever } from '../../util/never.js';
 import { EventMapper } from './anthropic-events.js';
 import {
@@ -21,8 +22,6 @@ import {
   type ProviderAdapter,
   type ProviderEvent,
   type ProviderRequest,
-  errorForStatus,
-  waitingAsAsked,
 } from '../types.js';
 
 const PROVIDER = 'anthropic';
@@ -269,20 +268,19 @@ function toProviderError(
   started: boolean,
   where: Where,
 ): ProviderError {
-  const unanswered = unansweredError(sdk, error, { provider: PROVIDER, ...where });
-  if (unanswered !== undefined) return unanswered;
-  if (error instanceof sdk.APIError) {
-    const status: unknown = error.status;
-    if (typeof status !== 'number') {
-      // An `event: error` inside a 200 stream.
-      const text = apiErrorText(error.type, error.apiMessage) ?? error.message;
-      return new ProviderError(PROVIDER, 'stream', text);
-    }
-    const failure = errorForStatus(PROVIDER, status, error.apiMessage ?? error.message);
-    return waitingAsAsked(failure, error.headers);
-  }
   // Anything else while reading the body (a reset socket, `terminated`) is a lost connection.
-  return lostError(PROVIDER, where.endpoint, error, started);
+  return sdkFailure(sdk, error, {
+    provider: PROVIDER,
+    ...where,
+    received: started,
+    message: (apiError) => {
+      const { status, type, apiMessage } = apiError;
+      // No status: an `event: error` inside a 200 stream, whose type says what it was.
+      if (typeof status !== 'number') return apiErrorText(type, apiMessage) ?? apiError.message;
+      return apiMessage ?? apiError.message;
+    },
+    inStream: (message) => new ProviderError(PROVIDER, 'stream', message),
+  });
 }
 
 /** Fields of a Messages body that only matter for generating, not for counting its tokens. */
@@ -299,19 +297,18 @@ export function createAnthropicAdapter(
   connection: ConnectionOptions,
   loader: SdkLoader,
 ): ProviderAdapter {
-  const options = {
-    apiKey: connection.apiKey,
-    ...(connection.baseURL === undefined ? {} : { baseURL: connection.baseURL }),
-    ...(connection.maxRetries === undefined ? {} : { maxRetries: connection.maxRetries }),
-    ...(connection.timeoutMs === undefined ? {} : { timeout: connection.timeoutMs }),
+  const options = sdkOptions(connection);
+  const spec = {
+    loader,
+    provider: PROVIDER,
+    kind: 'anthropic',
+    options,
+    streamIdleMs: connection.streamIdleMs,
+    secrets: [connection.apiKey],
   };
-  const idleMs = connection.streamIdleMs ?? DEFAULT_STREAM_IDLE_MS;
   /** A client for streams, or for JSON answers (the token count): each checks its answers. */
   const clientOf = (sdk: AnthropicSdk, expect: Expected): Anthropic =>
-    loader.client(`anthropic/${expect}`, { ...options, idleMs }, () => {
-      const guard = { provider: PROVIDER, expect, idleMs, secrets: [connection.apiKey] };
-      return new sdk.default({ ...options, fetch: guardFetch(globalFetch, guard) });
-    });
+    guardedClient(spec, expect, (fetch) => new sdk.default({ ...options, fetch }));
   const clients: Clients = { loader, connection, clientOf };
   return {
     name: PROVIDER,

@@ -12,8 +12,9 @@
 // only has to survive the round trip.
 import type { APIError, OpenAI } from 'openai';
 import type { SdkLoader, SdkModule } from '../sdk.js';
-import { DEFAULT_STREAM_IDLE_MS, type Expected, globalFetch, guardFetch } from '../watchdog.js';
-import { endpointOf, lostError, shownUrl, unansweredError } from '../transport.js';
+import type { Expected } from '../watchdog.js';
+import { guardedClient, sdkOptions } from './client.js';
+import { endpointOf, sdkFailure, shownUrl } from '../transport.js';
 import { assertNever } from '../../util/never.js';
 import { type ReasoningField, ReplyState } from './chat-completions-events.js';
 import {
@@ -28,8 +29,6 @@ import {
   type ProviderAdapter,
   type ProviderEvent,
   type ProviderRequest,
-  errorForStatus,
-  waitingAsAsked,
 } from '../types.js';
 
 export type { ReasoningField };
@@ -92,21 +91,19 @@ export function createChatCompletionsAdapter(
   };
   const buildBody = (request: ProviderRequest): Record<string, unknown> =>
     buildChatBody(request, dialect);
-  const options = {
-    apiKey: connection.apiKey,
-    // The SDK's logger writes to the console; the host's stdout is the RPC channel.
-    logLevel: 'off' as const,
-    ...(connection.baseURL === undefined ? {} : { baseURL: connection.baseURL }),
-    ...(connection.maxRetries === undefined ? {} : { maxRetries: connection.maxRetries }),
-    ...(connection.timeoutMs === undefined ? {} : { timeout: connection.timeoutMs }),
+  // The SDK's logger writes to the console; the host's stdout is the RPC channel.
+  const options = { ...sdkOptions(connection), logLevel: 'off' as const };
+  const spec = {
+    loader,
+    provider: name,
+    kind: 'openai-chat',
+    options: { ...options, name },
+    streamIdleMs: connection.streamIdleMs,
+    secrets: [connection.apiKey],
   };
-  const idleMs = connection.streamIdleMs ?? DEFAULT_STREAM_IDLE_MS;
   /** A client for streams, or for JSON answers (the token count): each checks its answers. */
   const connect: Connect = (sdk, model, expect) => {
-    const client = loader.client(`openai-chat/${expect}`, { ...options, idleMs, name }, () => {
-      const guard = { provider: name, expect, idleMs, secrets: [connection.apiKey] };
-      return new sdk.OpenAI({ ...options, fetch: guardFetch(globalFetch, guard) });
-    });
+    const client = guardedClient(spec, expect, (fetch) => new sdk.OpenAI({ ...options, fetch }));
     const where: Where = { name, baseURL: client.baseURL, model, sdk };
     if (connection.timeoutMs !== undefined) where.timeoutMs = connection.timeoutMs;
     return { client, where };
@@ -357,40 +354,32 @@ interface Where {
 }
 
 function toProviderError(error: unknown, where: Where, received: boolean): ProviderError {
-  const failure = mapError(error, where, received);
-  return error instanceof where.sdk.APIError ? waitingAsAsked(failure, error.headers) : failure;
-}
-
-function mapError(error: unknown, where: Where, received: boolean): ProviderError {
   const { name, baseURL, model, sdk } = where;
-  const endpoint = endpointOf(baseURL);
-  const timeoutMs = where.timeoutMs;
-  const unanswered = unansweredError(sdk, error, { provider: name, endpoint, timeoutMs });
-  if (unanswered !== undefined) return unanswered;
-  if (error instanceof sdk.APIError) {
-    const apiError = error as APIError;
-    const message = apiErrorMessage(apiError);
-    const status = apiError.status;
-    if (status === undefined) {
-      // An error object inside the stream (`data: {"error": …}`).
-      return new ProviderError(name, 'stream', message, undefined, !received);
-    }
+  return sdkFailure(sdk, error, {
+    provider: name,
+    endpoint: endpointOf(baseURL),
+    timeoutMs: where.timeoutMs,
+    received,
+    message: apiErrorMessage,
+    // An error object inside the stream (`data: {"error": …}`).
+    inStream: (message) => new ProviderError(name, 'stream', message, undefined, !received),
     // A 404 from a compatible server usually means the model is not there.
-    const text =
+    forStatus: (status, message) =>
       status === 404
         ? `${message} (the model '${model}' may not exist on ${shownUrl(baseURL)})`
-        : message;
-    return errorForStatus(name, status, text);
-  }
-  if (error instanceof SyntaxError) {
+        : message,
     // A chunk that is not JSON: the stream itself is broken.
-    const message = received
-      ? `the reply broke off: ${describeCauses(error)}`
-      : `the stream failed before any data: ${describeCauses(error)}`;
-    return new ProviderError(name, 'stream', message, undefined, !received);
-  }
-  if (error instanceof Error) return lostError(name, endpoint, error, received);
-  return new ProviderError(name, 'unknown', String(error));
+    unreadable: (syntax) => {
+      const broke = received ? 'the reply broke off' : 'the stream failed before any data';
+      return new ProviderError(
+        name,
+        'stream',
+        `${broke}: ${describeCauses(syntax)}`,
+        undefined,
+        !received,
+      );
+    },
+  });
 }
 
 function apiErrorMessage(error: APIError): string {

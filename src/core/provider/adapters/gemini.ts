@@ -4,13 +4,8 @@
 // its types are imported here.
 import type { GenerateContentParameters, GoogleGenAI, GoogleGenAIOptions } from '@google/genai';
 import type { SdkLoader, SdkModule } from '../sdk.js';
-import {
-  DEFAULT_STREAM_IDLE_MS,
-  type Expected,
-  type Fetch,
-  globalFetch,
-  guardFetch,
-} from '../watchdog.js';
+import type { Expected, Fetch } from '../watchdog.js';
+import { guardedClient } from './client.js';
 import { assertNever } from '../../util/never.js';
 import { carriedError, connectSdk, readSdkStream } from '../transport.js';
 import { ChunkReader } from './gemini-events.js';
@@ -87,6 +82,17 @@ export function createGeminiAdapter(
 ): ProviderAdapter {
   const name = options.vertex === undefined ? 'gemini' : 'vertex';
   const clients = new Map<Expected, Promise<Connected>>();
+  const spec = {
+    loader,
+    provider: name,
+    kind: 'genai',
+    options,
+    streamIdleMs: options.streamIdleMs,
+    secrets: [options.apiKey ?? '', options.accessToken ?? ''],
+    // The SDK's own timeout ends in a bare abort: the guard keeps time instead, and says which
+    // endpoint did not answer.
+    ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
+  };
 
   /** A client for streams, or for JSON answers (the token count): each checks its answers. */
   const connect = (expect: Expected): Promise<Connected> => {
@@ -96,18 +102,11 @@ export function createGeminiAdapter(
         sdk,
         // Keyed by the plain options (the access token included), not by the SDK's options,
         // which hold an auth client object.
-        client: loader.client(`genai/${expect}`, options, () => {
-          const guard = {
-            provider: name,
-            expect,
-            idleMs: options.streamIdleMs ?? DEFAULT_STREAM_IDLE_MS,
-            secrets: [options.apiKey ?? '', options.accessToken ?? ''],
-            // The SDK's own timeout ends in a bare abort: the guard keeps time instead, and
-            // says which endpoint did not answer.
-            ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
-          };
-          return new sdk.GoogleGenAI(clientOptions(options, guardFetch(globalFetch, guard)));
-        }),
+        client: guardedClient(
+          spec,
+          expect,
+          (fetch) => new sdk.GoogleGenAI(clientOptions(options, fetch)),
+        ),
       }));
       clients.set(expect, connected);
       // A failed load may succeed on the next send.

@@ -4,8 +4,9 @@
 import type OpenAI from 'openai';
 import type { ResponseCreateParamsStreaming } from 'openai/resources/responses/responses';
 import type { SdkLoader, SdkModule } from '../sdk.js';
-import { DEFAULT_STREAM_IDLE_MS, type Expected, globalFetch, guardFetch } from '../watchdog.js';
-import { connectSdk, readSdkStream, endpointOf, lostError, unansweredError } from '../transport.js';
+import type { Expected } from '../watchdog.js';
+import { guardedClient, sdkOptions } from './client.js';
+import { connectSdk, readSdkStream, endpointOf, sdkFailure } from '../transport.js';
 import { assertNever } from '../../util/never.js';
 import { EventReader, PROVIDER } from './openai-events.js';
 import {
@@ -20,8 +21,6 @@ import {
   type ProviderAdapter,
   type ProviderEvent,
   type ProviderRequest,
-  errorForStatus,
-  waitingAsAsked,
 } from '../types.js';
 
 /** Top-level keys moved to the end of the body, in this order, so the prompt prefix stays stable. */
@@ -56,14 +55,15 @@ export function createOpenAIAdapter(connection: OpenAIOptions, loader: SdkLoader
   const shape: BodyOptions = { phase: connection.phase ?? true };
   type Connected = Client;
   const clients = new Map<Expected, Promise<Connected>>();
-  const idleMs = connection.streamIdleMs ?? DEFAULT_STREAM_IDLE_MS;
-  const options = {
-    apiKey: connection.apiKey,
-    ...(connection.baseURL === undefined ? {} : { baseURL: connection.baseURL }),
-    ...(connection.maxRetries === undefined ? {} : { maxRetries: connection.maxRetries }),
-    ...(connection.timeoutMs === undefined ? {} : { timeout: connection.timeoutMs }),
-    // The SDK logs through `console`; the host reports failures itself.
-    logLevel: 'off' as const,
+  // The SDK logs through `console`; the host reports failures itself.
+  const options = { ...sdkOptions(connection), logLevel: 'off' as const };
+  const spec = {
+    loader,
+    provider: PROVIDER,
+    kind: 'openai',
+    options,
+    streamIdleMs: connection.streamIdleMs,
+    secrets: [connection.apiKey],
   };
 
   /** A client for streams, or for JSON answers (the token count): each checks its answers. */
@@ -72,10 +72,7 @@ export function createOpenAIAdapter(connection: OpenAIOptions, loader: SdkLoader
     if (client === undefined) {
       client = loader.load('openai').then((sdk) => ({
         sdk,
-        client: loader.client(`openai/${expect}`, { ...options, idleMs }, () => {
-          const guard = { provider: PROVIDER, expect, idleMs, secrets: [connection.apiKey] };
-          return new sdk.OpenAI({ ...options, fetch: guardFetch(globalFetch, guard) });
-        }),
+        client: guardedClient(spec, expect, (fetch) => new sdk.OpenAI({ ...options, fetch })),
         timeoutMs: connection.timeoutMs,
       }));
       clients.set(expect, client);
@@ -373,26 +370,16 @@ function apiMessage(error: { message: string; error: unknown }): string {
 }
 
 function toProviderError(connected: Client, error: unknown, started: boolean): ProviderError {
-  const failure = mapError(connected, error, started);
-  return error instanceof connected.sdk.APIError ? waitingAsAsked(failure, error.headers) : failure;
-}
-
-function mapError(connected: Client, error: unknown, started: boolean): ProviderError {
-  const { sdk } = connected;
-  const endpoint = endpointOf(connected.client.baseURL);
-  const timeoutMs = connected.timeoutMs;
-  const unanswered = unansweredError(sdk, error, { provider: PROVIDER, endpoint, timeoutMs });
-  if (unanswered !== undefined) return unanswered;
-  if (error instanceof sdk.APIError) {
-    const status = error.status as number | undefined;
-    const message = apiMessage(error);
+  // Anything but an answer is the transport failing, e.g. the connection dropping mid-stream.
+  return sdkFailure(connected.sdk, error, {
+    provider: PROVIDER,
+    endpoint: endpointOf(connected.client.baseURL),
+    timeoutMs: connected.timeoutMs,
+    received: started,
+    message: apiMessage,
     // No status: the error arrived inside the stream.
-    if (status === undefined) return new ProviderError(PROVIDER, 'stream', message);
-    return errorForStatus(PROVIDER, status, message);
-  }
-  if (error instanceof SyntaxError) {
-    return new ProviderError(PROVIDER, 'stream', `unreadable event: ${error.message}`);
-  }
-  // Anything else is the transport failing, e.g. the connection dropping mid-stream.
-  return lostError(PROVIDER, endpoint, error, started);
+    inStream: (message) => new ProviderError(PROVIDER, 'stream', message),
+    unreadable: (syntax) =>
+      new ProviderError(PROVIDER, 'stream', `unreadable event: ${syntax.message}`),
+  });
 }

@@ -86,80 +86,66 @@ const FILE_SCHEMA = {
   },
 };
 
+/**
+ * The schema of one implementation: a closed object whose `type` (already checked against the
+ * known types) comes with the fields that type takes; `required` names those it cannot do without.
+ */
+function implementation(
+  required: string[],
+  properties: Record<string, unknown>,
+): Record<string, unknown> {
+  return {
+    type: 'object',
+    required: ['type', ...required],
+    additionalProperties: false,
+    properties: { type: {}, ...properties },
+  };
+}
+
 const IMPLEMENTATION_SCHEMAS: Record<ImplementationType, Record<string, unknown>> = {
-  http: {
-    type: 'object',
-    required: ['type', 'url'],
-    additionalProperties: false,
-    properties: {
-      type: {},
-      method: { enum: [...HTTP_METHODS] },
-      url: { type: 'string', minLength: 1 },
-      headers: STRING_MAP,
-      query: STRING_MAP,
-      body: { type: ['string', 'object', 'array'] },
-      timeout: DURATION,
-      retry: {
-        type: 'object',
-        additionalProperties: false,
-        properties: { attempts: { type: 'integer', minimum: 1 }, backoff: DURATION },
-      },
+  http: implementation(['url'], {
+    method: { enum: [...HTTP_METHODS] },
+    url: { type: 'string', minLength: 1 },
+    headers: STRING_MAP,
+    query: STRING_MAP,
+    body: { type: ['string', 'object', 'array'] },
+    timeout: DURATION,
+    retry: {
+      type: 'object',
+      additionalProperties: false,
+      properties: { attempts: { type: 'integer', minimum: 1 }, backoff: DURATION },
     },
-  },
-  exec: {
-    type: 'object',
-    required: ['type', 'command'],
-    additionalProperties: false,
-    properties: {
-      type: {},
-      command: {
-        anyOf: [
-          { type: 'string', minLength: 1 },
-          { type: 'array', minItems: 1, items: { type: 'string' } },
-        ],
-      },
-      timeout: DURATION,
-      cwd: { type: 'string' },
-      env: {
-        anyOf: [
-          STRING_MAP,
-          { type: 'array', items: { type: 'string', pattern: '^[A-Za-z_][A-Za-z0-9_]*$' } },
-        ],
-      },
+  }),
+  exec: implementation(['command'], {
+    command: {
+      anyOf: [
+        { type: 'string', minLength: 1 },
+        { type: 'array', minItems: 1, items: { type: 'string' } },
+      ],
     },
-  },
-  file_read: {
-    type: 'object',
-    required: ['type'],
-    additionalProperties: false,
-    properties: {
-      type: {},
-      path: { type: 'string' },
-      encoding: { enum: ['utf-8', 'utf8', 'base64'] },
+    timeout: DURATION,
+    cwd: { type: 'string' },
+    env: {
+      anyOf: [
+        STRING_MAP,
+        { type: 'array', items: { type: 'string', pattern: '^[A-Za-z_][A-Za-z0-9_]*$' } },
+      ],
     },
-  },
-  file_write: {
-    type: 'object',
-    required: ['type'],
-    additionalProperties: false,
-    properties: {
-      type: {},
-      path: { type: 'string' },
-      content: { type: 'string' },
-      mode: { type: ['string', 'integer'] },
-      mkdir: { type: 'boolean' },
-    },
-  },
-  builtin: {
-    type: 'object',
-    required: ['type', 'function'],
-    additionalProperties: false,
-    properties: {
-      type: {},
-      function: { type: 'string', minLength: 1 },
-      args: { type: 'object' },
-    },
-  },
+  }),
+  file_read: implementation([], {
+    path: { type: 'string' },
+    encoding: { enum: ['utf-8', 'utf8', 'base64'] },
+  }),
+  file_write: implementation([], {
+    path: { type: 'string' },
+    content: { type: 'string' },
+    mode: { type: ['string', 'integer'] },
+    mkdir: { type: 'boolean' },
+  }),
+  builtin: implementation(['function'], {
+    function: { type: 'string', minLength: 1 },
+    args: { type: 'object' },
+  }),
 };
 
 /** A duration in ms: a number is seconds, a string has a unit (`50ms`, `30s`, `2m`, `1h`). */
