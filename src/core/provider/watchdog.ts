@@ -48,21 +48,8 @@ export interface GuardOptions {
   timeoutMs?: number;
 }
 
-/**
- * The global `fetch`, looked up when called (Node's own, undici). A request body the SDK made a
- * string of (its JSON) goes as the string's UTF-8 bytes, with the content type it named: undici
- * would measure a string and then encode it, two passes over a long chat's megabyte (~3 ms on a
- * quiet machine when it holds a character beyond Latin-1), where `Buffer.from` makes one.
- */
-export const globalFetch: Fetch = (input, init) =>
-  fetch(input, typeof init?.body === 'string' ? withBytes(init, init.body) : init);
-
-function withBytes(init: RequestInit, body: string): RequestInit {
-  const headers = new Headers(init.headers);
-  // Without a content type undici would have named a string's: keep it so.
-  if (!headers.has('content-type')) headers.set('content-type', 'text/plain;charset=UTF-8');
-  return { ...init, headers, body: Buffer.from(body, 'utf8') };
-}
+/** The global `fetch`, looked up when called (Node's own, undici). */
+export const globalFetch: Fetch = (input, init) => fetch(input, init);
 
 /** The default of `parameters.stream_idle_timeout`, in ms. */
 export const DEFAULT_STREAM_IDLE_MS = 60_000;
