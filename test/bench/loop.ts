@@ -9,6 +9,10 @@ import { anthropicReply, anthropicToolReply } from './sse.js';
 
 const BENCH_RTP = join(ROOT, 'test/bench');
 
+/** The driver's setup: the host started with `FLEMMA_BENCH_NODE` when set (to profile it). */
+export const BENCH_HOST_SETUP =
+  'require("flemma").setup({ host = { node = os.getenv("FLEMMA_BENCH_NODE") or "node" } })';
+
 /** A trace mark next to the host's (`FLEMMA_TRACE`), to place the bench's own moments. */
 export function benchMark(label: string): void {
   const file = process.env['FLEMMA_TRACE'];
@@ -74,8 +78,7 @@ async function startLoopDriver(fake: FakeProvider, loop: LoopCase): Promise<Driv
     ui: { width: 120, height: 40 },
     events: ['FlemmaBootComplete', 'FlemmaRequestFinished'],
     env: { ANTHROPIC_API_KEY: 'sk-bench', ANTHROPIC_BASE_URL: fake.url },
-    setup:
-      'require("flemma").setup({ host = { node = os.getenv("FLEMMA_BENCH_NODE") or "node" } })',
+    setup: BENCH_HOST_SETUP,
   });
   for (const [name, text] of Object.entries(loop.files)) driver.writeFile(name, text);
   await driver.openChat('loop.chat', ['@You:', 'Do it.']);

@@ -16,7 +16,7 @@ import { type FakeProvider, startFakeProvider } from '../helpers/fake-provider.j
 import { type Driver, ROOT, startDriver } from '../helpers/driver.js';
 import { type Lane, median, percentile, report } from './report.js';
 import { anthropicReply, anthropicReplyStart } from './sse.js';
-import { benchMark, firstToolLoopBenchmark, toolLoopBenchmark } from './loop.js';
+import { BENCH_HOST_SETUP, benchMark, firstToolLoopBenchmark, toolLoopBenchmark } from './loop.js';
 
 const lanes = JSON.parse(process.env['FLEMMA_BENCH_NVIMS'] ?? '[]') as Lane[];
 const BENCH_RTP = join(ROOT, 'test/bench');
@@ -399,6 +399,7 @@ async function sendBenchmarks(lane: Lane): Promise<void> {
     rtp: [BENCH_RTP],
     ui: { width: 120, height: 40 },
     env: { ANTHROPIC_API_KEY: 'sk-bench', ANTHROPIC_BASE_URL: fake.url },
+    setup: BENCH_HOST_SETUP,
   });
   try {
     const lines = largeChat(1024 * 1024, 400);

@@ -1,5 +1,6 @@
 // Templates and file references, end to end: what the user wrote in `@System:` / `@You:` reaches
 // the provider rendered (`{{ }}`, `{% %}`, include) and with the referenced files read.
+import { utimesSync, writeFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { messageStart, textDeltas, textDelta, endMessage } from '../helpers/anthropic-script.js';
 import { launcher, type Session } from '../helpers/e2e.js';
@@ -213,6 +214,33 @@ describe('file references', () => {
     expect(content[4]?.text).toBe('.');
     await reply(request.stream());
     await d.waitForEvent('FlemmaRequestFinished');
+  });
+
+  it('are read again at each send: an edit between two sends is in the second request', async () => {
+    const { d, f } = await start();
+    const path = d.writeFile('notes.txt', 'The lamp is blue.\n');
+    // A modification time in whole seconds, which the edit below can put back exactly.
+    const mtime = new Date('2020-01-01T00:00:00Z');
+    utimesSync(path, mtime, mtime);
+    const buf = await d.openChat('again.chat', ['@You:', 'Read @./notes.txt']);
+    await d.command('Flemma send');
+    const first = await f.nextRequest({ path: '/v1/messages' });
+    expect(lastUserText(first.body as Body)).toContain('The lamp is blue.');
+    await reply(first.stream());
+    await d.waitForEvent('FlemmaRequestFinished');
+    // The same size, and the modification time put back (as `cp -p` or `touch -d` leave it).
+    writeFileSync(path, 'The lamp is gray.\n');
+    utimesSync(path, mtime, mtime);
+    await d.lua(
+      'vim.api.nvim_buf_set_lines(..., -1, -1, false, { "Read @./notes.txt again" })',
+      buf,
+    );
+    await d.command('Flemma send');
+    const second = await f.nextRequest({ path: '/v1/messages' });
+    expect(lastUserText(second.body as Body)).toContain('The lamp is gray.');
+    const after = d.eventCount;
+    await reply(second.stream());
+    await d.waitForEvent('FlemmaRequestFinished', { after });
   });
 
   it('a missing file is an error that names it, and nothing is sent', async () => {

@@ -1,12 +1,19 @@
 // Rendering a prompt: templates go to the renderer port in one call, file references to the
 // reader port, in order; trimming; errors name the line.
-import { mkdirSync, mkdtempSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  mkdirSync,
+  mkdtempSync,
+  renameSync,
+  symlinkSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parseLines } from '../../src/core/chat/parser.js';
 import { assemblePrompt } from '../../src/core/chat/prompt.js';
-import { readReference, referencePath } from '../../src/core/chat/references.js';
+import { ReferenceCache, readReference, referencePath } from '../../src/core/chat/references.js';
 import { RenderError, type RenderPorts, renderPrompt } from '../../src/core/chat/render.js';
 
 function prompt(lines: string[]): ReturnType<typeof assemblePrompt> {
@@ -249,5 +256,28 @@ describe('readReference', () => {
     expect(await readReference(ref('./link.md'), chats, root)).toMatchObject({
       text: 'outside\n',
     });
+  });
+
+  it('keeps an unchanged file; one edited (its modification time put back) or replaced is read again', async () => {
+    const cache = new ReferenceCache();
+    const path = join(dir, 'kept.md');
+    writeFileSync(path, 'one\n');
+    // A modification time in whole seconds, which the edits below can put back exactly.
+    const mtime = new Date('2020-01-01T00:00:00Z');
+    utimesSync(path, mtime, mtime);
+    const read = () => readReference(ref('./kept.md'), dir, '/h', {}, cache);
+    const first = await read();
+    expect(first).toMatchObject({ text: 'one\n' });
+    // Unchanged: the part read before.
+    expect(await read()).toBe(first);
+    // Edited to the same size, its modification time set back as `cp -p` or `touch -d` would.
+    writeFileSync(path, 'two\n');
+    utimesSync(path, mtime, mtime);
+    expect(await read()).toMatchObject({ text: 'two\n' });
+    // Replaced by another file (renamed over it) of the same size and modification time.
+    writeFileSync(join(dir, 'kept.tmp'), 'six\n');
+    utimesSync(join(dir, 'kept.tmp'), mtime, mtime);
+    renameSync(join(dir, 'kept.tmp'), path);
+    expect(await read()).toMatchObject({ text: 'six\n' });
   });
 });

@@ -19,6 +19,7 @@ local H = {
   ns_messages = vim.api.nvim_create_namespace("flemma.messages"),
   ns_diagnostics = vim.api.nvim_create_namespace("flemma.diagnostics"),
   roles = {}, ---@type table<integer, table<integer, string>>  extmark id -> role, per buffer
+  diagnosed = {}, ---@type table<integer, true>  buffers whose last structure had diagnostics
 }
 
 local SEVERITY = {
@@ -27,13 +28,37 @@ local SEVERITY = {
   info = vim.diagnostic.severity.INFO,
 }
 
---- The marker rows (0-based) currently in the buffer, in order.
-local function marker_rows(bufnr)
-  local rows = {}
-  for _, mark in ipairs(vim.api.nvim_buf_get_extmarks(bufnr, H.ns_messages, 0, -1, {})) do
-    rows[#rows + 1] = mark[2]
+--- Marks at the markers' rows (those inside the buffer). The marks there already are kept when
+--- they stand at the first rows wanted, in order (they move with edits by themselves, and a reply
+--- adds markers after them): only the new ones are made; otherwise all are made again.
+local function place_marks(bufnr, markers, line_count)
+  local wanted = {}
+  for _, marker in ipairs(markers) do
+    if marker.row < line_count then
+      wanted[#wanted + 1] = marker
+    end
   end
-  return rows
+  local marks = vim.api.nvim_buf_get_extmarks(bufnr, H.ns_messages, 0, -1, {})
+  local kept = #marks <= #wanted
+  for i = 1, kept and #marks or 0 do
+    if marks[i][2] ~= wanted[i].row then
+      kept = false
+      break
+    end
+  end
+  local roles = {}
+  if kept then
+    for i, mark in ipairs(marks) do
+      roles[mark[1]] = wanted[i].role
+    end
+  else
+    vim.api.nvim_buf_clear_namespace(bufnr, H.ns_messages, 0, -1)
+  end
+  for i = (kept and #marks or 0) + 1, #wanted do
+    local id = vim.api.nvim_buf_set_extmark(bufnr, H.ns_messages, wanted[i].row, 0, { right_gravity = false })
+    roles[id] = wanted[i].role
+  end
+  H.roles[bufnr] = roles
 end
 
 --- Host → Lua: a buffer's structure after a parse.
@@ -44,24 +69,7 @@ function M.set_structure(params)
     return false
   end
   local line_count = vim.api.nvim_buf_line_count(bufnr)
-  local wanted = {}
-  for _, marker in ipairs(params.markers) do
-    if marker.row < line_count then
-      wanted[#wanted + 1] = marker.row
-    end
-  end
-  -- Rebuild the marks only when they differ (they move with edits by themselves).
-  if not vim.deep_equal(wanted, marker_rows(bufnr)) then
-    vim.api.nvim_buf_clear_namespace(bufnr, H.ns_messages, 0, -1)
-    local roles = {}
-    for _, marker in ipairs(params.markers) do
-      if marker.row < line_count then
-        local id = vim.api.nvim_buf_set_extmark(bufnr, H.ns_messages, marker.row, 0, { right_gravity = false })
-        roles[id] = marker.role
-      end
-    end
-    H.roles[bufnr] = roles
-  end
+  place_marks(bufnr, params.markers, line_count)
   local items = {}
   for _, diagnostic in ipairs(params.diagnostics) do
     items[#items + 1] = {
@@ -74,7 +82,12 @@ function M.set_structure(params)
       source = "flemma",
     }
   end
-  vim.diagnostic.set(H.ns_diagnostics, bufnr, items)
+  -- None now and none before: nothing to tell vim.diagnostic (each `set` redraws and fires
+  -- DiagnosticChanged; a long chat's structure comes after every reply and edit).
+  if #items > 0 or H.diagnosed[bufnr] then
+    vim.diagnostic.set(H.ns_diagnostics, bufnr, items)
+    H.diagnosed[bufnr] = #items > 0 or nil
+  end
   return true
 end
 
@@ -357,6 +370,7 @@ end
 --- Forget a wiped buffer.
 function M.forget(bufnr)
   H.roles[bufnr] = nil
+  H.diagnosed[bufnr] = nil
   turn.forget(bufnr)
 end
 

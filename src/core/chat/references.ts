@@ -86,27 +86,49 @@ export function mcpReferenceRefusal(server: string, scope: ReferenceScope): stri
   return `not read: this chat file is not trusted and it reads from the MCP server '${server}' (:trust reads it)`;
 }
 
-/** A file read before, kept while its size and modification time stay the same. */
-interface Cached {
+/**
+ * What says a file is the one read before, unchanged: the same file (device and inode: not one
+ * renamed over it), the same size, modification time and status change time (the last moves
+ * with every write and cannot be set back, as a modification time can: `touch -d`, `cp -p`).
+ */
+export interface FileVersion {
+  dev: number;
+  ino: number;
   size: number;
   mtimeMs: number;
+  ctimeMs: number;
+}
+
+/** A file read before, kept while it is the same version. */
+interface Cached {
+  version: FileVersion;
   mime: string;
   part: EvaluatedPart;
+}
+
+function sameVersion(a: FileVersion, b: FileVersion): boolean {
+  return (
+    a.ino === b.ino &&
+    a.dev === b.dev &&
+    a.size === b.size &&
+    a.mtimeMs === b.mtimeMs &&
+    a.ctimeMs === b.ctimeMs
+  );
 }
 
 const MAX_CACHED = 512;
 
 /**
  * Files already read, by path and `;type=` (a long chat references the same files every send),
- * each kept while its size and modification time stay the same; the oldest go beyond 512. The
- * host keeps one for its lifetime.
+ * each kept while it is the same version (`FileVersion`: looked at again at every send, so an
+ * edited file is read again); the oldest go beyond 512. The host keeps one for its lifetime.
  */
 export class ReferenceCache {
   readonly #entries = new Map<string, Cached>();
 
-  get(key: string, size: number, mtimeMs: number): EvaluatedPart | undefined {
+  get(key: string, version: FileVersion): EvaluatedPart | undefined {
     const hit = this.#entries.get(key);
-    return hit !== undefined && hit.size === size && hit.mtimeMs === mtimeMs ? hit.part : undefined;
+    return hit !== undefined && sameVersion(hit.version, version) ? hit.part : undefined;
   }
 
   set(key: string, entry: Cached): void {
@@ -133,13 +155,12 @@ export async function readReference(
   const refusal = referenceRefusal(reference.path, baseDir, scope);
   if (refusal !== undefined) throw new Error(refusal);
   const path = referencePath(reference.path, baseDir, home);
-  let size: number;
-  let mtimeMs: number;
+  let version: FileVersion;
   try {
     const info = statSync(path);
     if (!info.isFile()) throw new Error(`${path} is not a file`);
-    size = info.size;
-    mtimeMs = info.mtimeMs;
+    const { dev, ino, size, mtimeMs, ctimeMs } = info;
+    version = { dev, ino, size, mtimeMs, ctimeMs };
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     if (code === 'ENOENT') throw new Error(`no such file: ${path}`);
@@ -147,8 +168,9 @@ export async function readReference(
     throw error;
   }
   const key = `${path}\0${reference.mime ?? ''}`;
-  const hit = cache?.get(key, size, mtimeMs);
+  const hit = cache?.get(key, version);
   if (hit !== undefined) return hit;
+  const size = version.size;
   const mime = reference.mime ?? detectMime(path);
   const filename = basename(path);
   let part: EvaluatedPart;
@@ -174,7 +196,7 @@ export async function readReference(
   } else {
     part = { kind: 'unsupported_file', filename };
   }
-  cache?.set(key, { size, mtimeMs, mime, part });
+  cache?.set(key, { version, mime, part });
   return part;
 }
 

@@ -378,7 +378,14 @@ function toApiNames(
   apiName: (name: string) => string,
 ): EvaluatedMessage[] {
   return messages.map((message) => {
-    if (!message.parts.some((part) => part.kind === 'tool_use' || part.kind === 'tool_result')) {
+    // Most tools' names are their API names already: such a message is sent as it is.
+    if (
+      !message.parts.some(
+        (part) =>
+          (part.kind === 'tool_use' || part.kind === 'tool_result') &&
+          apiName(part.name) !== part.name,
+      )
+    ) {
       return message;
     }
     return {

@@ -340,10 +340,12 @@ export class Streamer {
     prepared: PreparedRequest,
     controller: AbortController,
   ): { first: AsyncIterable<ProviderEvent>; warm: (event: ProviderEvent) => void } {
-    // The request exactly as it is handed to the adapter, whatever its building left out; after
-    // the editor's side of the start went out (the estimate costs ~0.2 ms a megabyte of chat).
-    this.deps.meter.beforeSend(bufnr, prepared);
     const first = primed(this.events(prepared, prepared.adapter, controller.signal));
+    // The request exactly as it is handed to the adapter, whatever its building left out; once
+    // the request is on its way (the estimate reads the whole chat again, ~1 ms a megabyte).
+    setImmediate(() => {
+      this.deps.meter.beforeSend(bufnr, prepared);
+    });
     // Once the reply streams, what a first tool call needs gets ready (src/host/warmup.ts).
     const warm = toolLoopWarmup(
       {
