@@ -181,6 +181,12 @@ export const actions: { readonly [M in LuaToHostMethod]: Action<M> } = {
     ctx.notify.info(text);
     return { text };
   },
+  /** `:Flemma tool:output`: what the call under the cursor printed (so far). */
+  'tool:output': async (ctx, { bufnr, row }) => {
+    const answer = await ctx.executor.outputAt(bufnr, row);
+    if ('message' in answer) ctx.notify.info(answer.message);
+    return answer;
+  },
   /** `:Flemma review`: the calls of a turn, a range or the chat that changed files. */
   'chat:review': (ctx, { bufnr, scope }) => ctx.undo.review(bufnr, scope),
   /** `:Flemma tool:undo`: put back the files the call under the cursor changed. */

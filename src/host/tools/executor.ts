@@ -34,6 +34,7 @@ import type { UndoService } from '../undo/service.js';
 import { auditCall } from './audit-file.js';
 import type { ToolCatalogue } from './catalogue.js';
 import { type InvokePorts, invokeCall } from './invoke.js';
+import { LiveOutput, type ToolOutputAnswer } from './live-output.js';
 import { CANCELLED_TEXT, type LuaTools } from './lua-tools.js';
 import {
   type CallRef,
@@ -101,6 +102,8 @@ export class ToolExecutor {
   /** What the executor says happened: a buffer's calls settled, a call was cancelled. */
   readonly events = new Emitter<ExecutorEvents>();
   private readonly runs = new RunTable();
+  /** What running calls print: the view under their blocks, `:Flemma tool:output`. */
+  private readonly live: LiveOutput;
   private readonly settler: Settler;
   /**
    * Approved calls of a buffer throttled by `tools.max_concurrent`, waiting for a slot. The
@@ -114,6 +117,7 @@ export class ToolExecutor {
   private readonly invoke: InvokePorts;
 
   constructor(private readonly deps: ExecutorDeps) {
+    this.live = new LiveOutput(deps.editor);
     this.prepare = {
       catalogue: deps.catalogue,
       sandbox: deps.sandbox,
@@ -205,6 +209,8 @@ export class ToolExecutor {
 
   private cancelRun(run: Running): void {
     run.cancelled = true;
+    // What it printed leaves at once; its result follows once it has stopped.
+    this.live.end(run.id);
     this.events.emit('cancelled', { bufnr: run.bufnr });
     run.controller.abort(new Error(CANCELLED_TEXT));
   }
@@ -215,6 +221,15 @@ export class ToolExecutor {
     const state = await this.deps.results.fresh(bufnr);
     const found = state === undefined ? undefined : toolCallAt(state.document, row + 1);
     return found?.ok === true ? this.runs.get(found.call.id) : undefined;
+  }
+
+  /** `:Flemma tool:output`: what the call under the cursor printed (so far, while it runs). */
+  async outputAt(bufnr: number, row: number | null): Promise<ToolOutputAnswer> {
+    const state = await this.deps.results.fresh(bufnr);
+    if (state === undefined) return { message: 'Not a chat buffer' };
+    const found = toolCallAt(state.document, (row ?? 0) + 1);
+    if (!found.ok) return { message: found.error };
+    return this.live.show(found.call, this.deps.truncateFs.tmpdir());
   }
 
   /** `:Flemma tool:background`: move the call at the cursor (or the oldest) to the background. */
@@ -292,7 +307,16 @@ export class ToolExecutor {
       deps.editor.notify('buffer.lock', { bufnr: call.bufnr, owner: 'tools' });
       const placed = this.place(run, config, options.placeholder === true);
       const { signal } = run.controller;
-      const prepared = await prepareCall(call, def, config, options.facts, signal, this.prepare);
+      const output = this.live.begin(call.bufnr, call.id, config.toolOutputLines);
+      const prepared = await prepareCall(
+        call,
+        def,
+        config,
+        options.facts,
+        signal,
+        this.prepare,
+        output,
+      );
       const invoked = await invokeCall(call, prepared, run, config.tools, this.invoke, () => {
         void this.toBackground(run);
       });
@@ -407,6 +431,7 @@ export class ToolExecutor {
   /** The run is over: its sandbox facts dropped, the buffer unlocked when nothing else runs. */
   private release(run: Running): void {
     if (!this.runs.end(run)) return;
+    this.live.end(run.id);
     this.deps.lua.setSandbox(run.id, undefined);
     this.unlockIfIdle(run.bufnr);
   }

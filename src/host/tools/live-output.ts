@@ -1,0 +1,148 @@
+// What running calls print, as it comes (docs/tools.md, "Watching a command run"): the tail of
+// each call's output, and the live view under its block in Neovim, at most one `tools.output`
+// notification per buffer per frame. `:Flemma tool:output` reads the tail of a running call, or
+// the whole output the truncation saved once it ended.
+//
+// Decisions:
+// - A chunk costs the host a concatenation and a flag (OutputTail.push); the lines are found and
+//   cleaned once per frame, only for calls that printed something since the last one.
+// - Notifications made in one turn of the event loop travel together (rpc.md), so the view goes
+//   with whatever else the host sends in that frame; Lua draws it and owns nothing else.
+// - A call whose view was never drawn (it printed nothing, or ended within its first frame) sends
+//   nothing when it ends: the view costs a quick call no message.
+import { open } from 'node:fs/promises';
+import { displayLine, OutputTail } from '../../core/tools/output-tail.js';
+import { formatSize, overflowPath } from '../../core/tools/truncate.js';
+import type { LuaBridge } from '../../editor/lua.js';
+
+/** One frame: the view is drawn at most this often. */
+export const FRAME_MS = 16;
+
+/** At most this much of a saved output is shown by `:Flemma tool:output` (its end). */
+const SHOW_MAX_BYTES = 8 * 1024 * 1024;
+
+interface Live {
+  bufnr: number;
+  id: string;
+  lines: number;
+  tail: OutputTail;
+  /** Printed since the view was last drawn. */
+  dirty: boolean;
+  /** The view was drawn: its end clears it. */
+  shown: boolean;
+}
+
+/** What `:Flemma tool:output` opens (`lines`), or why there is nothing to open (`message`). */
+export type ToolOutputAnswer = { lines: string[] } | { message: string };
+
+/** Lines of untrusted text as a scratch buffer may hold them. */
+function cleanLines(text: string): string[] {
+  return text
+    .trimEnd()
+    .split('\n')
+    .map((line) => displayLine(line, Number.POSITIVE_INFINITY));
+}
+
+/** The end of the file at `path` (at most `max` bytes) and its size; undefined when absent. */
+async function readEnd(
+  path: string,
+  max: number,
+): Promise<{ text: string; size: number } | undefined> {
+  let handle;
+  try {
+    handle = await open(path, 'r');
+  } catch {
+    return undefined;
+  }
+  try {
+    const { size } = await handle.stat();
+    const length = Math.min(size, max);
+    const buffer = Buffer.alloc(length);
+    await handle.read(buffer, 0, length, size - length);
+    return { text: buffer.toString('utf8'), size };
+  } finally {
+    await handle.close();
+  }
+}
+
+export class LiveOutput {
+  private readonly calls = new Map<string, Live>();
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(private readonly editor: Pick<LuaBridge, 'notify'>) {}
+
+  /**
+   * Follow call `id`'s output, `lines` of it shown under its block (none when 0; its tail is kept
+   * for `:Flemma tool:output` all the same): the sink the tool gets as `ctx.output`.
+   */
+  begin(bufnr: number, id: string, lines: number): (text: string) => void {
+    const live: Live = { bufnr, id, lines, tail: new OutputTail(), dirty: false, shown: false };
+    this.calls.set(id, live);
+    return (text) => {
+      if (text === '' || this.calls.get(id) !== live) return;
+      live.tail.push(text);
+      if (live.lines <= 0) return;
+      live.dirty = true;
+      this.timer ??= setTimeout(() => {
+        this.flush();
+      }, FRAME_MS);
+    };
+  }
+
+  /** The call ended (its result written, cancelled, failed): its view goes. */
+  end(id: string): void {
+    const live = this.calls.get(id);
+    if (live === undefined) return;
+    this.calls.delete(id);
+    if (live.shown) {
+      this.editor.notify('tools.output', {
+        bufnr: live.bufnr,
+        outputs: [{ tool_id: id, lines: [] }],
+      });
+    }
+  }
+
+  /** One frame: the view of every call that printed since the last, one notification a buffer. */
+  private flush(): void {
+    this.timer = undefined;
+    const buffers = new Map<number, { tool_id: string; lines: string[] }[]>();
+    for (const live of this.calls.values()) {
+      if (!live.dirty) continue;
+      live.dirty = false;
+      live.shown = true;
+      const outputs = buffers.get(live.bufnr) ?? [];
+      outputs.push({ tool_id: live.id, lines: live.tail.lastLines(live.lines) });
+      buffers.set(live.bufnr, outputs);
+    }
+    for (const [bufnr, outputs] of buffers) this.editor.notify('tools.output', { bufnr, outputs });
+  }
+
+  /**
+   * `:Flemma tool:output` for call `id`: what it printed so far while it runs, else the whole
+   * output the truncation saved in `dir` (a result that was not cut holds all of it).
+   */
+  async show(call: { id: string; name: string }, dir: string): Promise<ToolOutputAnswer> {
+    const what = `${call.name} (${call.id})`;
+    const live = this.calls.get(call.id);
+    if (live !== undefined) {
+      const { text, dropped } = live.tail.snapshot();
+      if (text === '') return { message: `${what} runs and has shown no output yet` };
+      const head =
+        dropped > 0
+          ? `${what} runs; its last ${formatSize(text.length)} so far (${formatSize(dropped)} before them are not kept while it runs):`
+          : `${what} runs; its output so far:`;
+      return { lines: [head, '', ...cleanLines(text)] };
+    }
+    const saved = await readEnd(overflowPath(call.name, call.id, dir), SHOW_MAX_BYTES);
+    if (saved === undefined) {
+      return {
+        message: `${what} is not running, and its result holds all of its output (none was saved)`,
+      };
+    }
+    const head =
+      saved.size > SHOW_MAX_BYTES
+        ? `${what}: the last ${formatSize(SHOW_MAX_BYTES)} of its output (${formatSize(saved.size)}, saved in ${overflowPath(call.name, call.id, dir)}):`
+        : `${what}: its whole output (saved in ${overflowPath(call.name, call.id, dir)}):`;
+    return { lines: [head, '', ...cleanLines(saved.text)] };
+  }
+}
