@@ -70,6 +70,20 @@ describe('runProcess: finished programs', () => {
     expect(/^x+$/.test(result.output)).toBe(true);
   });
 
+  it.each([false, true])(
+    'hands the output to onOutput as it comes, UTF-8 whole across chunks (merged: %s)',
+    async (mergeStderr) => {
+      const chunks: string[] = [];
+      const result = await runProcess(
+        ['sh', '-c', "head -c 2000000 /dev/zero | tr '\\0' x | sed 's/x/é/g'; echo end >&2"],
+        { cwd: dir, mergeStderr, onOutput: (text) => chunks.push(text) },
+      );
+      expect(chunks.length).toBeGreaterThan(1);
+      expect(chunks.join('')).toBe(result.output);
+      expect(result.output.startsWith('é'.repeat(1000))).toBe(true);
+    },
+  );
+
   it('leaves background children alone after a normal exit', async () => {
     const result = await runProcess(['sh', '-c', 'sleep 30 >/dev/null 2>&1 & echo $!'], {
       cwd: dir,

@@ -34,7 +34,6 @@ import type { UndoService } from '../undo/service.js';
 import { auditCall } from './audit-file.js';
 import type { ToolCatalogue } from './catalogue.js';
 import { type InvokePorts, invokeCall } from './invoke.js';
-import { LiveOutput, type ToolOutputAnswer } from './live-output.js';
 import { CANCELLED_TEXT, type LuaTools } from './lua-tools.js';
 import {
   type CallRef,
@@ -102,8 +101,6 @@ export class ToolExecutor {
   /** What the executor says happened: a buffer's calls settled, a call was cancelled. */
   readonly events = new Emitter<ExecutorEvents>();
   private readonly runs = new RunTable();
-  /** What running calls print: the view under their blocks, `:Flemma tool:output`. */
-  private readonly live: LiveOutput;
   private readonly settler: Settler;
   /**
    * Approved calls of a buffer throttled by `tools.max_concurrent`, waiting for a slot. The
@@ -117,7 +114,6 @@ export class ToolExecutor {
   private readonly invoke: InvokePorts;
 
   constructor(private readonly deps: ExecutorDeps) {
-    this.live = new LiveOutput(deps.editor);
     this.prepare = {
       catalogue: deps.catalogue,
       sandbox: deps.sandbox,
@@ -210,7 +206,7 @@ export class ToolExecutor {
   private cancelRun(run: Running): void {
     run.cancelled = true;
     // What it printed leaves at once; its result follows once it has stopped.
-    this.live.end(run.id);
+    this.events.emit('stopped', { id: run.id });
     this.events.emit('cancelled', { bufnr: run.bufnr });
     run.controller.abort(new Error(CANCELLED_TEXT));
   }
@@ -221,15 +217,6 @@ export class ToolExecutor {
     const state = await this.deps.results.fresh(bufnr);
     const found = state === undefined ? undefined : toolCallAt(state.document, row + 1);
     return found?.ok === true ? this.runs.get(found.call.id) : undefined;
-  }
-
-  /** `:Flemma tool:output`: what the call under the cursor printed (so far, while it runs). */
-  async outputAt(bufnr: number, row: number | null): Promise<ToolOutputAnswer> {
-    const state = await this.deps.results.fresh(bufnr);
-    if (state === undefined) return { message: 'Not a chat buffer' };
-    const found = toolCallAt(state.document, (row ?? 0) + 1);
-    if (!found.ok) return { message: found.error };
-    return this.live.show(found.call, this.deps.truncateFs.tmpdir());
   }
 
   /** `:Flemma tool:background`: move the call at the cursor (or the oldest) to the background. */
@@ -307,7 +294,12 @@ export class ToolExecutor {
       deps.editor.notify('buffer.lock', { bufnr: call.bufnr, owner: 'tools' });
       const placed = this.place(run, config, options.placeholder === true);
       const { signal } = run.controller;
-      const output = this.live.begin(call.bufnr, call.id, config.toolOutputLines);
+      const lines = config.toolOutputLines;
+      // What it prints goes out while it is the call's run and not cancelled.
+      const output = (text: string): void => {
+        if (!this.runs.current(run) || run.cancelled) return;
+        this.events.emit('output', { bufnr: call.bufnr, id: call.id, text, lines });
+      };
       const prepared = await prepareCall(
         call,
         def,
@@ -431,7 +423,7 @@ export class ToolExecutor {
   /** The run is over: its sandbox facts dropped, the buffer unlocked when nothing else runs. */
   private release(run: Running): void {
     if (!this.runs.end(run)) return;
-    this.live.end(run.id);
+    this.events.emit('stopped', { id: run.id });
     this.deps.lua.setSandbox(run.id, undefined);
     this.unlockIfIdle(run.bufnr);
   }

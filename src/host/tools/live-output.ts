@@ -12,8 +12,11 @@
 //   nothing when it ends: the view costs a quick call no message.
 import { open } from 'node:fs/promises';
 import { displayLine, OutputTail } from '../../core/tools/output-tail.js';
+import { toolCallAt } from '../../core/tools/locate.js';
 import { formatSize, overflowPath } from '../../core/tools/truncate.js';
 import type { LuaBridge } from '../../editor/lua.js';
+import type { ToolExecutor } from './executor.js';
+import type { ResultWriter } from './results.js';
 
 /** One frame: the view is drawn at most this often. */
 export const FRAME_MS = 16;
@@ -72,25 +75,26 @@ export class LiveOutput {
   constructor(private readonly editor: Pick<LuaBridge, 'notify'>) {}
 
   /**
-   * Follow call `id`'s output, `lines` of it shown under its block (none when 0; its tail is kept
-   * for `:Flemma tool:output` all the same): the sink the tool gets as `ctx.output`.
+   * Running call `id` printed `text`; `lines` of its output show under its block (none when 0:
+   * its tail is kept for `:Flemma tool:output` all the same).
    */
-  begin(bufnr: number, id: string, lines: number): (text: string) => void {
-    const live: Live = { bufnr, id, lines, tail: new OutputTail(), dirty: false, shown: false };
-    this.calls.set(id, live);
-    return (text) => {
-      if (text === '' || this.calls.get(id) !== live) return;
-      live.tail.push(text);
-      if (live.lines <= 0) return;
-      live.dirty = true;
-      this.timer ??= setTimeout(() => {
-        this.flush();
-      }, FRAME_MS);
-    };
-  }
+  readonly push = (output: { bufnr: number; id: string; text: string; lines: number }): void => {
+    const { bufnr, id, text, lines } = output;
+    let live = this.calls.get(id);
+    if (live === undefined) {
+      live = { bufnr, id, lines, tail: new OutputTail(), dirty: false, shown: false };
+      this.calls.set(id, live);
+    }
+    live.tail.push(text);
+    if (lines <= 0) return;
+    live.dirty = true;
+    this.timer ??= setTimeout(() => {
+      this.flush();
+    }, FRAME_MS);
+  };
 
-  /** The call ended (its result written, cancelled, failed): its view goes. */
-  end(id: string): void {
+  /** The call stopped running (its result written, or cancelled): its view goes. */
+  readonly end = ({ id }: { id: string }): void => {
     const live = this.calls.get(id);
     if (live === undefined) return;
     this.calls.delete(id);
@@ -100,7 +104,7 @@ export class LiveOutput {
         outputs: [{ tool_id: id, lines: [] }],
       });
     }
-  }
+  };
 
   /** One frame: the view of every call that printed since the last, one notification a buffer. */
   private flush(): void {
@@ -121,12 +125,17 @@ export class LiveOutput {
    * `:Flemma tool:output` for call `id`: what it printed so far while it runs, else the whole
    * output the truncation saved in `dir` (a result that was not cut holds all of it).
    */
-  async show(call: { id: string; name: string }, dir: string): Promise<ToolOutputAnswer> {
+  async show(
+    call: { id: string; name: string },
+    running: boolean,
+    dir: string,
+  ): Promise<ToolOutputAnswer> {
     const what = `${call.name} (${call.id})`;
     const live = this.calls.get(call.id);
+    if (running && live === undefined)
+      return { message: `${what} runs and has printed nothing yet` };
     if (live !== undefined) {
       const { text, dropped } = live.tail.snapshot();
-      if (text === '') return { message: `${what} runs and has shown no output yet` };
       const head =
         dropped > 0
           ? `${what} runs; its last ${formatSize(text.length)} so far (${formatSize(dropped)} before them are not kept while it runs):`
@@ -145,4 +154,22 @@ export class LiveOutput {
         : `${what}: its whole output (saved in ${overflowPath(call.name, call.id, dir)}):`;
     return { lines: [head, '', ...cleanLines(saved.text)] };
   }
+}
+
+/** `:Flemma tool:output`: what the call under the cursor (0-based `row`) printed; `dir`, where outputs are saved. */
+export async function outputAt(
+  host: {
+    results: Pick<ResultWriter, 'fresh'>;
+    executor: Pick<ToolExecutor, 'isCallRunning'>;
+    liveOutput: LiveOutput;
+  },
+  bufnr: number,
+  row: number,
+  dir: string,
+): Promise<ToolOutputAnswer> {
+  const state = await host.results.fresh(bufnr);
+  if (state === undefined) return { message: 'Not a chat buffer' };
+  const found = toolCallAt(state.document, row + 1);
+  if (!found.ok) return { message: found.error };
+  return host.liveOutput.show(found.call, host.executor.isCallRunning(found.call.id), dir);
 }
