@@ -48,6 +48,15 @@ describe('OutputTail', () => {
     );
     expect(tail.lastLines(2)).toEqual(['line 998', 'line 999']);
   });
+
+  it('keeps bytes: a character split between chunks is whole, one cut off at the start is left out', () => {
+    const tail = new OutputTail(7);
+    const bytes = Buffer.from('aé\nüb\nc€', 'utf8');
+    for (const byte of bytes) tail.push(Uint8Array.of(byte));
+    // 7 of the 12 bytes kept, from the second byte of 'ü' (left out); '€' came in 3 chunks.
+    expect(tail.snapshot()).toEqual({ text: 'b\nc€', dropped: 5 });
+    expect(tail.lastLines(5)).toEqual(['b', 'c€']);
+  });
 });
 
 describe('LiveOutput', () => {
@@ -70,10 +79,10 @@ describe('LiveOutput', () => {
 
   it('sends at most one notification per buffer per frame, with the last lines of each call', () => {
     for (let i = 1; i <= 1000; i++) {
-      live.push({ bufnr: 1, id: 'a', text: `a${String(i)}\n`, lines: 2 });
-      live.push({ bufnr: 1, id: 'b', text: `b${String(i)}\n`, lines: 1 });
+      live.push({ bufnr: 1, id: 'a', chunk: `a${String(i)}\n`, lines: 2 });
+      live.push({ bufnr: 1, id: 'b', chunk: `b${String(i)}\n`, lines: 1 });
     }
-    live.push({ bufnr: 2, id: 'c', text: 'c\n', lines: 3 });
+    live.push({ bufnr: 2, id: 'c', chunk: 'c\n', lines: 3 });
     expect(sent).toEqual([]);
     vi.advanceTimersByTime(FRAME_MS);
     expect(sent).toEqual([
@@ -95,11 +104,11 @@ describe('LiveOutput', () => {
   });
 
   it('clears a view that was drawn when its call stops, and sends nothing for one never drawn', () => {
-    live.push({ bufnr: 1, id: 'quick', text: 'x\n', lines: 5 });
+    live.push({ bufnr: 1, id: 'quick', chunk: 'x\n', lines: 5 });
     live.end({ id: 'quick' });
     vi.advanceTimersByTime(FRAME_MS);
     expect(sent).toEqual([]);
-    live.push({ bufnr: 1, id: 'slow', text: 'y\n', lines: 5 });
+    live.push({ bufnr: 1, id: 'slow', chunk: 'y\n', lines: 5 });
     vi.advanceTimersByTime(FRAME_MS);
     live.end({ id: 'slow' });
     expect(sent.at(-1)).toEqual({
@@ -109,7 +118,7 @@ describe('LiveOutput', () => {
   });
 
   it('draws nothing with 0 lines, and still keeps what the call printed for tool:output', async () => {
-    live.push({ bufnr: 1, id: 'off', text: 'kept\n', lines: 0 });
+    live.push({ bufnr: 1, id: 'off', chunk: 'kept\n', lines: 0 });
     vi.advanceTimersByTime(FRAME_MS);
     expect(sent).toEqual([]);
     expect(await live.show({ id: 'off', name: 'bash' }, true, tmpdir())).toEqual({

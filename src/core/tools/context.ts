@@ -108,10 +108,10 @@ export interface ExecutionContext {
   /** Aborted when the user cancels the tool or its timeout fires. */
   readonly signal: AbortSignal;
   /**
-   * Shows output the tool produced so far under its block while it runs (docs/tools.md,
-   * "Watching a command run"); absent when nothing shows it (`ui.tool_output.lines = 0`).
+   * Shows output the tool produced (text, or bytes taken as UTF-8) under its block while it runs
+   * (docs/tools.md, "Watching a command run").
    */
-  readonly output?: (text: string) => void;
+  readonly output?: (chunk: string | Uint8Array) => void;
 }
 
 export const truncateAccess: TruncateAccess = {
@@ -153,7 +153,7 @@ export interface ContextInit {
   /** The sensitive places this call may not write (checked as each file is opened). */
   gate?: WriteGate | undefined;
   /** Where output the tool produces as it runs goes (the live view under its block). */
-  output?: ((text: string) => void) | undefined;
+  output?: ((chunk: string | Uint8Array) => void) | undefined;
 }
 
 /** What a file held before a call first opened it for writing. */

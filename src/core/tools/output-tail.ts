@@ -2,18 +2,19 @@
 // (docs/tools.md, "Watching a command run").
 //
 // Decisions:
-// - Memory is bounded: only the last `keep` characters are kept (the whole output of a finished
-//   call is the file the truncation saved). A chunk costs one concatenation; the text is cut back
-//   to `keep` only once it is twice as long, so the cost stays linear in what was printed.
-// - Formatting happens only when the view is drawn (at most once a frame): the last lines are
-//   found from the end, and only those are made safe to show.
+// - Memory is bounded: only the last `keep` bytes are kept (the whole output of a finished call
+//   is the file the truncation saved), in one buffer of twice that size made on the first output.
+//   A chunk costs a copy of its bytes, no string; the kept part is moved down only once the
+//   buffer is full, so the cost stays linear in what was printed.
+// - Decoding and formatting happen only when the view is drawn (at most once a frame): the last
+//   lines are found from the end, and only those are decoded and made safe to show.
 // - The output is untrusted and shown as virtual text, never interpreted: escape sequences (CSI,
 //   OSC, the two-character ones), control characters (C0, DEL, C1) and the bidirectional
 //   overrides are removed, a tab becomes spaces, and a line rewritten with `\r` (a progress bar)
 //   shows what it says last, as a terminal would.
 
-/** Characters kept of a running call's output (as the result keeps, 50 KB, with room). */
-export const TAIL_KEEP_CHARS = 64 * 1024;
+/** Bytes kept of a running call's output (as the result keeps, 50 KB, with room). */
+export const TAIL_KEEP_BYTES = 64 * 1024;
 /** A shown line is cut to this many characters. */
 export const LIVE_LINE_CHARS = 240;
 
@@ -33,36 +34,66 @@ export function displayLine(raw: string, max = LIVE_LINE_CHARS): string {
   return line.length > max ? `${line.slice(0, max - 1)}…` : line;
 }
 
-/** The tail of one call's output. */
+/** The tail of one call's output, as the bytes it printed. */
 export class OutputTail {
-  private text = '';
+  /** Twice `keep`, made on the first output: what arrives is copied in, the oldest moved out. */
+  private bytes: Buffer | undefined;
+  private used = 0;
   private total = 0;
 
-  constructor(private readonly keep = TAIL_KEEP_CHARS) {}
+  constructor(private readonly keep = TAIL_KEEP_BYTES) {}
 
-  /** More output arrived. */
-  push(chunk: string): void {
-    this.text += chunk;
-    this.total += chunk.length;
-    if (this.text.length > this.keep * 2) this.text = this.text.slice(-this.keep);
+  /** More output arrived (a JavaScript tool's text is taken as UTF-8). */
+  push(chunk: string | Uint8Array): void {
+    const data = typeof chunk === 'string' ? Buffer.from(chunk, 'utf8') : chunk;
+    this.total += data.length;
+    const bytes = (this.bytes ??= Buffer.alloc(this.keep * 2));
+    if (data.length >= this.keep) {
+      bytes.set(data.subarray(data.length - this.keep));
+      this.used = this.keep;
+      return;
+    }
+    if (this.used + data.length > bytes.length) {
+      const retain = Math.min(this.used, this.keep - data.length);
+      bytes.copyWithin(0, this.used - retain, this.used);
+      this.used = retain;
+    }
+    bytes.set(data, this.used);
+    this.used += data.length;
   }
 
-  /** The kept text (its start cut when more was printed) and how many characters came before. */
+  /** The kept bytes from `from` on, decoded; a character cut at the start is left out. */
+  private decode(from: number): string {
+    if (this.bytes === undefined) return '';
+    let start = from;
+    // UTF-8 continuation bytes (10xxxxxx) belong to a character that began before.
+    while (start < this.used && start < from + 3 && ((this.bytes[start] ?? 0) & 0xc0) === 0x80) {
+      start += 1;
+    }
+    return this.bytes.toString('utf8', start, this.used);
+  }
+
+  /** The kept text (its start cut when more was printed) and how many bytes came before it. */
   snapshot(): { text: string; dropped: number } {
-    const text = this.text.length > this.keep ? this.text.slice(-this.keep) : this.text;
-    return { text, dropped: this.total - text.length };
+    const from = Math.max(0, this.used - this.keep);
+    return { text: this.decode(from), dropped: this.total - (this.used - from) };
   }
 
   /** The last `count` lines, made safe to show; blank lines at the end are left out. */
   lastLines(count: number): string[] {
-    const lines: string[] = [];
-    let end = this.text.length;
-    while (lines.length < count && end > 0) {
-      const start = this.text.lastIndexOf('\n', end - 1);
-      const line = displayLine(this.text.slice(start + 1, end));
-      end = Math.max(start, 0);
-      if (lines.length > 0 || line.trim() !== '') lines.unshift(line);
+    if (this.bytes === undefined || count <= 0) return [];
+    // Only the end is decoded: from the newline before the last `count` lines that show text
+    // (a few more newlines make room for blank lines at the end).
+    const floor = Math.max(0, this.used - this.keep);
+    let from = this.used;
+    for (let found = 0; found <= count + 2 && from > floor; found += 1) {
+      const at = this.bytes.lastIndexOf(0x0a, from - 1);
+      from = at < floor ? floor : at;
     }
-    return lines;
+    const lines = this.decode(from)
+      .split('\n')
+      .map((line) => displayLine(line));
+    while (lines.length > 0 && (lines.at(-1) ?? '').trim() === '') lines.pop();
+    return lines.slice(-count);
   }
 }

@@ -33,10 +33,11 @@ export interface RunOptions {
    */
   drainMs?: number;
   /**
-   * Called with the output as it arrives (stdout, or both streams with `mergeStderr`), decoded as
-   * UTF-8 across chunk boundaries; the whole output still comes in the result.
+   * Called with the output as it arrives (stdout, or both streams with `mergeStderr`), as the
+   * bytes read (not decoded: a character may span two chunks); the whole output still comes in
+   * the result.
    */
-  onOutput?: (text: string) => void;
+  onOutput?: (chunk: Uint8Array | string) => void;
 }
 
 export interface RunResult {
@@ -126,12 +127,13 @@ function start(
 type Child = ReturnType<typeof start>;
 
 /** Hands the child's output to `onOutput` as it comes (besides execa, which collects it). */
-function follow(child: Child, merge: boolean, onOutput: (text: string) => void): void {
-  const decoder = new TextDecoder();
+function follow(
+  child: Child,
+  merge: boolean,
+  onOutput: (chunk: Uint8Array | string) => void,
+): void {
   const stream = merge ? child.all : child.stdout;
-  stream?.on('data', (chunk: Uint8Array | string) => {
-    onOutput(typeof chunk === 'string' ? chunk : decoder.decode(chunk, { stream: true }));
-  });
+  stream?.on('data', onOutput);
 }
 
 /** How the child ended; one that never started (and was not stopped) says why. */

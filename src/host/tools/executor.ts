@@ -296,9 +296,9 @@ export class ToolExecutor {
       const { signal } = run.controller;
       const lines = config.toolOutputLines;
       // What it prints goes out while it is the call's run and not cancelled.
-      const output = (text: string): void => {
+      const output = (chunk: string | Uint8Array): void => {
         if (!this.runs.current(run) || run.cancelled) return;
-        this.events.emit('output', { bufnr: call.bufnr, id: call.id, text, lines });
+        this.events.emit('output', { bufnr: call.bufnr, id: call.id, chunk, lines });
       };
       const prepared = await prepareCall(
         call,

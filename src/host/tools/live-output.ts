@@ -75,17 +75,22 @@ export class LiveOutput {
   constructor(private readonly editor: Pick<LuaBridge, 'notify'>) {}
 
   /**
-   * Running call `id` printed `text`; `lines` of its output show under its block (none when 0:
+   * Running call `id` printed `chunk`; `lines` of its output show under its block (none when 0:
    * its tail is kept for `:Flemma tool:output` all the same).
    */
-  readonly push = (output: { bufnr: number; id: string; text: string; lines: number }): void => {
-    const { bufnr, id, text, lines } = output;
+  readonly push = (output: {
+    bufnr: number;
+    id: string;
+    chunk: string | Uint8Array;
+    lines: number;
+  }): void => {
+    const { bufnr, id, chunk, lines } = output;
     let live = this.calls.get(id);
     if (live === undefined) {
       live = { bufnr, id, lines, tail: new OutputTail(), dirty: false, shown: false };
       this.calls.set(id, live);
     }
-    live.tail.push(text);
+    live.tail.push(chunk);
     if (lines <= 0) return;
     live.dirty = true;
     this.timer ??= setTimeout(() => {
@@ -138,7 +143,7 @@ export class LiveOutput {
       const { text, dropped } = live.tail.snapshot();
       const head =
         dropped > 0
-          ? `${what} runs; its last ${formatSize(text.length)} so far (${formatSize(dropped)} before them are not kept while it runs):`
+          ? `${what} runs; its last ${formatSize(Buffer.byteLength(text))} so far (${formatSize(dropped)} before them are not kept while it runs):`
           : `${what} runs; its output so far:`;
       return { lines: [head, '', ...cleanLines(text)] };
     }

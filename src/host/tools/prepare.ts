@@ -115,7 +115,7 @@ export async function prepareCall(
   facts: EditorFacts,
   signal: AbortSignal,
   ports: PreparePorts,
-  output?: (text: string) => void,
+  output?: (chunk: string | Uint8Array) => void,
 ): Promise<PreparedCall> {
   const tools = config.tools;
   const builtin = ports.catalogue.originOf(def.name) === 'builtin';

@@ -12,10 +12,10 @@ export interface ExecutorEvents {
   /** A call of the buffer was cancelled (its autopilot stops). */
   cancelled: { bufnr: number };
   /**
-   * A running call printed `text` (`ctx.output`: bash's output as it comes); `lines`, how many of
-   * its last lines show under its block (`ui.tool_output.lines`).
+   * A running call printed `chunk` (`ctx.output`: bash's output as it comes, its bytes); `lines`,
+   * how many of its last lines show under its block (`ui.tool_output.lines`).
    */
-  output: { bufnr: number; id: string; text: string; lines: number };
+  output: { bufnr: number; id: string; chunk: string | Uint8Array; lines: number };
   /** A call stopped running: its result is written, or it was cancelled (its result follows). */
   stopped: { id: string };
 }
