@@ -3,6 +3,8 @@
 --- (`tools.output`), already cleaned of escapes and control characters; they are drawn as
 --- `virt_lines`, never part of the text, and go when the call ends, is cancelled or the host goes.
 local scan = require("flemma.ui.scan")
+-- Defines the highlights of a running tool, `FlemmaToolOutput` among them.
+require("flemma.tools.ui")
 local lazy = require("flemma.util.lazy")
 local host = lazy.require("flemma.host")
 local ui = lazy.require("flemma.ui")
@@ -12,15 +14,6 @@ local H = {
   ns = vim.api.nvim_create_namespace("flemma.tool_output"),
   marks = {}, ---@type table<integer, table<string, integer>> bufnr → tool id → extmark id
 }
-
-local function define_highlights()
-  vim.api.nvim_set_hl(0, "FlemmaToolOutput", { link = "Comment", default = true })
-end
-define_highlights()
-vim.api.nvim_create_autocmd("ColorScheme", {
-  group = vim.api.nvim_create_augroup("flemma.tool_output", { clear = true }),
-  callback = define_highlights,
-})
 
 local function clear(bufnr, tool_id)
   local marks = H.marks[bufnr]
