@@ -94,6 +94,33 @@ describe('a running command shows what it printed', () => {
     expect(await d.extmarks('flemma.tool_output')).toEqual([]);
   });
 
+  it("lines that arrive before the call's placeholder is written wait for it", async () => {
+    const d = await setup();
+    const bufnr = await d.openChat('early.chat', [
+      '@You:',
+      'Run it.',
+      '',
+      '@Assistant:',
+      '**Tool Use:** `bash` (`toolu_E`)',
+      '',
+      '```json',
+      '{"command":"true"}',
+      '```',
+    ]);
+    // What the host sends when a command prints before `<M-CR>`'s placeholder is in the buffer.
+    await d.lua(
+      'require("flemma.tools.output").show({ bufnr = ..., outputs = { { tool_id = "toolu_E", lines = { "early" } } } })',
+      bufnr,
+    );
+    expect(await d.extmarks('flemma.tool_output')).toEqual([]);
+    await d.lua(
+      'vim.api.nvim_buf_set_lines(0, -1, -1, false, { "", "@You:", "", "**Tool Result:** `toolu_E`", "", "```flemma:tool status=approved", "```" })',
+    );
+    const marks = await d.waitForExtmarks('flemma.tool_output');
+    expect(shown(marks)).toEqual(['  │ early']);
+    expect(marks[0]?.[1]).toBe((await d.lines()).length - 1);
+  });
+
   it(':Flemma tool:output opens the whole saved output of a call whose result was cut', async () => {
     const d = await setup();
     await runBash(d, 'seq 1 5000');

@@ -13,9 +13,17 @@ local M = {}
 local H = {
   ns = vim.api.nvim_create_namespace("flemma.tool_output"),
   marks = {}, ---@type table<integer, table<string, integer>> bufnr → tool id → extmark id
+  --- Lines waiting for their call's placeholder to be in the buffer, by `bufnr:tool_id`.
+  waiting = {}, ---@type table<string, string[]>
 }
 
+-- A placeholder the call still needs (`<M-CR>` on a bare tool use) is written while it runs:
+-- lines that came first wait for it, looked for again every 20 ms for at most a second.
+local RETRY_MS = 20
+local RETRIES = 50
+
 local function clear(bufnr, tool_id)
+  H.waiting[bufnr .. ":" .. tool_id] = nil
   local marks = H.marks[bufnr]
   local mark = marks and marks[tool_id]
   if not mark then
@@ -34,11 +42,27 @@ local function block_end(bufnr, tool_id)
   return block and (block.end_row or block.row) or nil
 end
 
-local function draw(bufnr, tool_id, lines)
-  local row = block_end(bufnr, tool_id)
-  if not row then
+local function draw(bufnr, tool_id, lines, tries)
+  local key = bufnr .. ":" .. tool_id
+  if not vim.api.nvim_buf_is_valid(bufnr) then
+    H.waiting[key] = nil
     return
   end
+  local row = block_end(bufnr, tool_id)
+  if not row then
+    H.waiting[key] = lines
+    tries = (tries or 0) + 1
+    if tries <= RETRIES then
+      vim.defer_fn(function()
+        -- Newer lines (or the end of the call) replace these.
+        if H.waiting[key] == lines then
+          draw(bufnr, tool_id, lines, tries)
+        end
+      end, RETRY_MS)
+    end
+    return
+  end
+  H.waiting[key] = nil
   local virt = {}
   for i, line in ipairs(lines) do
     virt[i] = { { "  │ " .. line, "FlemmaToolOutput" } }
@@ -77,6 +101,7 @@ host.on_exit(function()
     end
   end
   H.marks = {}
+  H.waiting = {}
 end)
 
 return M
