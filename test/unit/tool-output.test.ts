@@ -31,7 +31,7 @@ describe('displayLine', () => {
 describe('OutputTail', () => {
   it('gives the last lines, leaving out blank ones at the end', () => {
     const tail = new OutputTail();
-    for (const chunk of ['one\ntw', 'o\nthree\n', '\n\n']) tail.push(chunk);
+    for (const chunk of ['\none\ntw', 'o\nthree\n', '\n \r\n\t\n\n\n\n\n\n\n']) tail.push(chunk);
     expect(tail.lastLines(2)).toEqual(['two', 'three']);
     expect(tail.lastLines(5)).toEqual(['one', 'two', 'three']);
     expect(tail.lastLines(0)).toEqual([]);

@@ -34,6 +34,9 @@ export function displayLine(raw: string, max = LIVE_LINE_CHARS): string {
   return line.length > max ? `${line.slice(0, max - 1)}…` : line;
 }
 
+/** Bytes of a blank end of output: newline, carriage return, space, tab. */
+const BLANK = new Set([0x0a, 0x0d, 0x20, 0x09]);
+
 /** The tail of one call's output, as the bytes it printed. */
 export class OutputTail {
   /** Twice `keep`, made on the first output: what arrives is copied in, the oldest moved out. */
@@ -62,15 +65,15 @@ export class OutputTail {
     this.used += data.length;
   }
 
-  /** The kept bytes from `from` on, decoded; a character cut at the start is left out. */
-  private decode(from: number): string {
+  /** The kept bytes from `from` to `end`, decoded; a character cut at the start is left out. */
+  private decode(from: number, end = this.used): string {
     if (this.bytes === undefined) return '';
     let start = from;
     // UTF-8 continuation bytes (10xxxxxx) belong to a character that began before.
-    while (start < this.used && start < from + 3 && ((this.bytes[start] ?? 0) & 0xc0) === 0x80) {
+    while (start < end && start < from + 3 && ((this.bytes[start] ?? 0) & 0xc0) === 0x80) {
       start += 1;
     }
-    return this.bytes.toString('utf8', start, this.used);
+    return this.bytes.toString('utf8', start, end);
   }
 
   /** The kept text (its start cut when more was printed) and how many bytes came before it. */
@@ -81,19 +84,20 @@ export class OutputTail {
 
   /** The last `count` lines, made safe to show; blank lines at the end are left out. */
   lastLines(count: number): string[] {
-    if (this.bytes === undefined || count <= 0) return [];
-    // Only the end is decoded: from the newline before the last `count` lines that show text
-    // (a few more newlines make room for blank lines at the end).
+    const bytes = this.bytes;
+    if (bytes === undefined || count <= 0) return [];
     const floor = Math.max(0, this.used - this.keep);
-    let from = this.used;
-    for (let found = 0; found <= count + 2 && from > floor; found += 1) {
-      const at = this.bytes.lastIndexOf(0x0a, from - 1);
-      from = at < floor ? floor : at;
+    let end = this.used;
+    while (end > floor && BLANK.has(bytes[end - 1] ?? 0)) end -= 1;
+    // Only the end is decoded: back from it to the newline before the last `count` lines.
+    let from = end;
+    for (let found = 0; found < count && from > floor; found += 1) {
+      from = Math.max(floor, bytes.lastIndexOf(0x0a, from - 1));
     }
-    const lines = this.decode(from)
+    if (from === end) return [];
+    const start = bytes[from] === 0x0a ? from + 1 : from;
+    return this.decode(start, end)
       .split('\n')
       .map((line) => displayLine(line));
-    while (lines.length > 0 && (lines.at(-1) ?? '').trim() === '') lines.pop();
-    return lines.slice(-count);
   }
 }
