@@ -34,8 +34,10 @@ export function displayLine(raw: string, max = LIVE_LINE_CHARS): string {
   return line.length > max ? `${line.slice(0, max - 1)}…` : line;
 }
 
-/** Bytes of a blank end of output: newline, carriage return, space, tab. */
-const BLANK = new Set([0x0a, 0x0d, 0x20, 0x09]);
+/** A byte of a blank end of output: newline, carriage return, space, tab. */
+function isBlank(byte: number | undefined): boolean {
+  return byte === 0x0a || byte === 0x0d || byte === 0x20 || byte === 0x09;
+}
 
 /** The tail of one call's output, as the bytes it printed. */
 export class OutputTail {
@@ -88,7 +90,7 @@ export class OutputTail {
     if (bytes === undefined || count <= 0) return [];
     const floor = Math.max(0, this.used - this.keep);
     let end = this.used;
-    while (end > floor && BLANK.has(bytes[end - 1] ?? 0)) end -= 1;
+    while (end > floor && isBlank(bytes[end - 1])) end -= 1;
     // Only the end is decoded: back from it to the newline before the last `count` lines.
     let from = end;
     for (let found = 0; found < count && from > floor; found += 1) {
