@@ -23,6 +23,7 @@ local templating = lazy.require("flemma.templating")
 local tools = lazy.require("flemma.tools")
 local approval = lazy.require("flemma.tools.approval")
 local mcp = lazy.require("flemma.tools.mcp")
+local tools_output = lazy.require("flemma.tools.output")
 local tools_ui = lazy.require("flemma.tools.ui")
 local attention = lazy.require("flemma.ui.attention")
 local progress = lazy.require("flemma.ui.progress")
@@ -264,6 +265,9 @@ M.methods = {
   end,
   ["tools.cursor"] = function(params)
     return tools_ui.cursor(params)
+  end,
+  ["tools.output"] = function(params)
+    return tools_output.show(params)
   end,
   ["chat.step_ended"] = function(params)
     return chat.step_ended(params)

@@ -17,6 +17,8 @@ import {
 } from '../editor/protocol/index.js';
 import type { HostInfo } from '../editor/protocol/wire.js';
 import { trace } from '../editor/trace.js';
+import { nodeTruncateFs } from '../core/tools/truncate.js';
+import { outputAt } from './tools/live-output.js';
 
 export { ActionError };
 export type { HostInfo };
@@ -180,6 +182,12 @@ export const actions: { readonly [M in LuaToHostMethod]: Action<M> } = {
     const text = await ctx.commands.why(bufnr, row ?? 0);
     ctx.notify.info(text);
     return { text };
+  },
+  /** `:Flemma tool:output`: what the call under the cursor printed (so far). */
+  'tool:output': async (ctx, { bufnr, row }) => {
+    const answer = await outputAt(ctx, bufnr, row ?? 0, nodeTruncateFs.tmpdir());
+    if ('message' in answer) ctx.notify.info(answer.message);
+    return answer;
   },
   /** `:Flemma review`: the calls of a turn, a range or the chat that changed files. */
   'chat:review': (ctx, { bufnr, scope }) => ctx.undo.review(bufnr, scope),

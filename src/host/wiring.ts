@@ -32,6 +32,7 @@ import { ToolCatalogue } from './tools/catalogue.js';
 import { ToolCommands } from './tools/commands.js';
 import { DiffReview } from './tools/diff-review.js';
 import { ToolExecutor } from './tools/executor.js';
+import { LiveOutput } from './tools/live-output.js';
 import { sandboxResolver } from './tools/prepare.js';
 import { nodeTruncateFs } from '../core/tools/truncate.js';
 import { LuaTools } from './tools/lua-tools.js';
@@ -53,6 +54,10 @@ export interface Host extends HostBase {
   readonly catalogue: ToolCatalogue;
   readonly luaTools: LuaTools;
   readonly executor: ToolExecutor;
+  /** The results of calls, written in their placeholders' place. */
+  readonly results: ResultWriter;
+  /** What running calls print: the view under their blocks, `:Flemma tool:output`. */
+  readonly liveOutput: LiveOutput;
   readonly commands: ToolCommands;
   readonly diffReview: DiffReview;
   readonly undo: UndoService;
@@ -151,7 +156,9 @@ function createTools(
     home: homedir(),
     env: process.env,
   });
-  return { luaTools, catalogue, previews, approval, verdicts, results, undo, executor };
+  // What running calls print: the view under their blocks, `:Flemma tool:output`.
+  const liveOutput = new LiveOutput(base.lua);
+  return { luaTools, catalogue, previews, approval, verdicts, results, undo, executor, liveOutput };
 }
 
 type Tools = ReturnType<typeof createTools>;
@@ -268,6 +275,9 @@ export function createHost(nvim: Neovim, logger: FileLogger, logFile: string | u
     cancelled: ({ bufnr }) => {
       sessions.get(bufnr)?.stopped();
     },
+    // What running calls print, to the view under their blocks.
+    output: tools.liveOutput.push,
+    stopped: tools.liveOutput.end,
   });
   const { commands, diffReview } = createCommands(base, tools, send, sessions);
   const trust = new TrustChecker({

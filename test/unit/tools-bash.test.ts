@@ -173,6 +173,16 @@ describe('bash: timeout and cancel', () => {
     expect(calls.map((c) => c.options.timeoutMs)).toEqual([12000, 4000]);
   });
 
+  it('hands what the command prints to ctx.output as it comes, and still returns all of it', async () => {
+    const chunks: Buffer[] = [];
+    const output = (chunk: string | Uint8Array): void => {
+      chunks.push(Buffer.from(chunk));
+    };
+    const result = await run(call('echo one; echo two >&2'), context({ output }));
+    expect(result).toEqual({ ok: true, output: 'one\ntwo' });
+    expect(Buffer.concat(chunks).toString('utf8')).toBe('one\ntwo\n');
+  });
+
   it('is cancelled through the context signal, and the process tree is stopped', async () => {
     const fifo = makeFifo(dir);
     const controller = new AbortController();

@@ -18,6 +18,8 @@ function executorWith(...args: Parameters<typeof fakePorts>) {
       settled.push(payload);
     },
     cancelled: ({ bufnr }) => events.push(`cancelled ${String(bufnr)}`),
+    output: () => undefined,
+    stopped: () => undefined,
   });
   return { fake, executor, events, settled };
 }

@@ -70,6 +70,20 @@ describe('runProcess: finished programs', () => {
     expect(/^x+$/.test(result.output)).toBe(true);
   });
 
+  it.each([false, true])(
+    'hands the output to onOutput as it comes, as its bytes (merged: %s)',
+    async (mergeStderr) => {
+      const chunks: Buffer[] = [];
+      const result = await runProcess(
+        ['sh', '-c', "head -c 2000000 /dev/zero | tr '\\0' x | sed 's/x/é/g'; echo end >&2"],
+        { cwd: dir, mergeStderr, onOutput: (chunk) => chunks.push(Buffer.from(chunk)) },
+      );
+      expect(chunks.length).toBeGreaterThan(1);
+      expect(Buffer.concat(chunks).toString('utf8')).toBe(result.output);
+      expect(result.output.startsWith('é'.repeat(1000))).toBe(true);
+    },
+  );
+
   it('leaves background children alone after a normal exit', async () => {
     const result = await runProcess(['sh', '-c', 'sleep 30 >/dev/null 2>&1 & echo $!'], {
       cwd: dir,

@@ -28,6 +28,8 @@ function harness(options: { builtin?: string[]; injected?: boolean } = {}): Harn
   emitter.subscribe({
     settled: ({ bufnr }) => events.push(`settled ${String(bufnr)}`),
     cancelled: ({ bufnr }) => events.push(`cancelled ${String(bufnr)}`),
+    output: () => undefined,
+    stopped: () => undefined,
   });
   const results: SettlePorts['results'] = {
     inject: (bufnr, id, outcome, replace) => {

@@ -233,6 +233,19 @@ function H.tool_list()
   end)
 end
 
+--- `:Flemma tool:output`: what the call under the cursor printed so far (or its saved output).
+function H.tool_output()
+  local params = { bufnr = vim.api.nvim_get_current_buf(), row = vim.api.nvim_win_get_cursor(0)[1] - 1 }
+  -- The host says why there is nothing to show.
+  host.call("tool:output", params, function(err, answer)
+    if err then
+      notify.warn("tool:output: " .. tostring(err))
+    elseif answer and answer.lines then
+      H.show_lines("flemma://tool-output", answer.lines)
+    end
+  end)
+end
+
 function H.usage_estimate()
   -- The host shows the count (or why there is none); only a failed call is reported here.
   host.call("usage:estimate", { bufnr = vim.api.nvim_get_current_buf() }, function(err)
@@ -384,6 +397,10 @@ M.commands = {
   },
   ["autopilot:status"] = { desc = "Show autopilot's state in this buffer", run = calls(autopilot, "status") },
   ["tool:list"] = { desc = "List the running tools", run = H.tool_list },
+  ["tool:output"] = {
+    desc = "Show what the tool call under the cursor printed so far (or its whole saved output) in a scratch buffer",
+    run = H.tool_output,
+  },
   ["sandbox:enable"] = {
     starts_host = false,
     desc = "Enable the sandbox for this session",

@@ -25,6 +25,8 @@ local function define_highlights()
   vim.api.nvim_set_hl(0, "FlemmaToolRunning", { link = "DiagnosticInfo", default = true })
   vim.api.nvim_set_hl(0, "FlemmaToolSuccess", { link = "DiagnosticOk", default = true })
   vim.api.nvim_set_hl(0, "FlemmaToolError", { link = "DiagnosticError", default = true })
+  -- What a running tool printed, under its block (flemma.tools.output).
+  vim.api.nvim_set_hl(0, "FlemmaToolOutput", { link = "Comment", default = true })
 end
 define_highlights()
 vim.api.nvim_create_autocmd("ColorScheme", {

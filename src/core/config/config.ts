@@ -72,6 +72,8 @@ export interface Config {
   /** `editing.auto_write`: write the buffer after each reply and each batch of tool results. */
   readonly autoWrite: boolean;
   readonly context: ContextConfig;
+  /** `ui.tool_output.lines`: lines of a running call's output shown under its block (0: none). */
+  readonly toolOutputLines: number;
 }
 
 /** The schema's defaults of the options `Config` types (`lua/flemma/config/options/`). */
@@ -89,6 +91,7 @@ export const CONFIG_DEFAULTS = {
   },
   editing: { auto_write: false },
   context: { warn_at: '80%', recovery: true },
+  ui: { tool_output: { lines: 5 } },
 } as const;
 
 function isRecord(value: unknown): value is Record<string, unknown> {
@@ -201,6 +204,15 @@ export function parseConfig(raw: unknown): Config {
     ...(typeof limit === 'number' ? { maxSessionCost: limit } : {}),
     autoWrite: typeof autoWrite === 'boolean' ? autoWrite : CONFIG_DEFAULTS.editing.auto_write,
     context: context(data),
+    toolOutputLines: Math.max(
+      0,
+      Math.floor(
+        number(
+          section(section(data, 'ui'), 'tool_output')['lines'],
+          CONFIG_DEFAULTS.ui.tool_output.lines,
+        ),
+      ),
+    ),
   };
   return deepFreeze(config);
 }

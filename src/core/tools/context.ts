@@ -107,6 +107,11 @@ export interface ExecutionContext {
   get_config(): Record<string, unknown> | undefined;
   /** Aborted when the user cancels the tool or its timeout fires. */
   readonly signal: AbortSignal;
+  /**
+   * Shows output the tool produced (text, or bytes taken as UTF-8) under its block while it runs
+   * (docs/tools.md, "Watching a command run").
+   */
+  readonly output?: (chunk: string | Uint8Array) => void;
 }
 
 export const truncateAccess: TruncateAccess = {
@@ -147,6 +152,8 @@ export interface ContextInit {
   journal?: WriteJournal | undefined;
   /** The sensitive places this call may not write (checked as each file is opened). */
   gate?: WriteGate | undefined;
+  /** Where output the tool produces as it runs goes (the live view under its block). */
+  output?: ((chunk: string | Uint8Array) => void) | undefined;
 }
 
 /** What a file held before a call first opened it for writing. */
@@ -230,6 +237,7 @@ export function createExecutionContext(init: ContextInit, home: string): Executi
     get_config: () =>
       config === undefined ? undefined : structuredClone<Record<string, unknown>>(config),
     signal: init.signal ?? new AbortController().signal,
+    ...(init.output === undefined ? {} : { output: init.output }),
   };
 }
 

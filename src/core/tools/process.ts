@@ -7,6 +7,8 @@
 // - The function never throws: a program that cannot start comes back as `startError`.
 // - stdout and stderr are collected as strings; `mergeStderr` interleaves them into `output` in
 //   the order they arrived (execa's `all`).
+// - `onOutput` sees the output as it comes (the live view under a running call's block); it only
+//   listens, execa still collects the whole output for the result.
 // - execa is loaded on first use with import(): it costs ~100 ms to load, and a host that never
 //   runs a tool should not pay for it at start-up.
 
@@ -30,6 +32,12 @@ export interface RunOptions {
    * write before giving up on them (they keep running; their later output is lost).
    */
   drainMs?: number;
+  /**
+   * Called with the output as it arrives (stdout, or both streams with `mergeStderr`), as the
+   * bytes read (not decoded: a character may span two chunks); the whole output still comes in
+   * the result.
+   */
+  onOutput?: (chunk: Uint8Array | string) => void;
 }
 
 export interface RunResult {
@@ -118,6 +126,16 @@ function start(
 
 type Child = ReturnType<typeof start>;
 
+/** Hands the child's output to `onOutput` as it comes (besides execa, which collects it). */
+function follow(
+  child: Child,
+  merge: boolean,
+  onOutput: (chunk: Uint8Array | string) => void,
+): void {
+  const stream = merge ? child.all : child.stdout;
+  stream?.on('data', onOutput);
+}
+
 /** How the child ended; one that never started (and was not stopped) says why. */
 function resultOf(
   result: Awaited<Child>,
@@ -153,6 +171,7 @@ export async function runProcess(argv: readonly string[], options: RunOptions): 
   const { execa } = await loadExeca();
   const merge = options.mergeStderr === true;
   const child = start(execa, file, args, options);
+  if (options.onOutput !== undefined) follow(child, merge, options.onOutput);
 
   // Set from timer and abort callbacks.
   const stopped = { timedOut: false, cancelled: false };

@@ -102,6 +102,8 @@ export interface HostToLua {
     null
   >;
   'tools.cursor': Method<{ bufnr: number; row: number }, null>;
+  /** The last lines running calls printed (no lines: the call's view goes). */
+  'tools.output': Method<{ bufnr: number; outputs: { tool_id: string; lines: string[] }[] }, null>;
   /** The step `<C-]>` started in Insert mode is over: the user has the word again. */
   /** The user's action with `ticket` is over: how it ended, and the row of a call that waits. */
   'chat.step_ended': Method<
@@ -370,6 +372,12 @@ export const HOST_TO_LUA = {
   'tools.cursor': {
     kind: 'notification',
     params: '`{bufnr, row}`',
+    answer: '`nil`',
+    section: 'tools',
+  },
+  'tools.output': {
+    kind: 'notification',
+    params: '`{bufnr, outputs = {{tool_id, lines}, …}}`',
     answer: '`nil`',
     section: 'tools',
   },

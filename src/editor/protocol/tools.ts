@@ -57,6 +57,7 @@ export interface ToolActions {
   'tool:background': Method<At, { moved: boolean }>;
   'tool:list': Method<null, RunListing[]>;
   'tool:why': Method<At, { text: string }>;
+  'tool:output': Method<At, { lines: string[] } | { message: string }>;
   'tool:undo': Method<At, { ok: boolean; message: string }>;
   'chat:review': Method<Buf & { scope: ReviewScope }, { calls: ReviewCall[]; git: string[] }>;
   'tool:approve': Method<At & Ticket, null>;
@@ -226,6 +227,13 @@ export const TOOL_ACTIONS: { readonly [M in keyof ToolActions]: Spec<M> } = {
     kind: 'call',
     params: '`{bufnr, row}`',
     answer: '`{text}`',
+    section: 'commands',
+    decode: at,
+  },
+  'tool:output': {
+    kind: 'call',
+    params: '`{bufnr, row}`',
+    answer: '`{lines}` or `{message}`',
     section: 'commands',
     decode: at,
   },

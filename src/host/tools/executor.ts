@@ -206,6 +206,8 @@ export class ToolExecutor {
 
   private cancelRun(run: Running): void {
     run.cancelled = true;
+    // What it printed leaves at once; its result follows once it has stopped.
+    this.events.emit('stopped', { id: run.id });
     this.events.emit('cancelled', { bufnr: run.bufnr });
     run.controller.abort(new Error(CANCELLED_TEXT));
   }
@@ -293,7 +295,21 @@ export class ToolExecutor {
       deps.editor.notify('buffer.lock', { bufnr: call.bufnr, owner: 'tools' });
       const placed = this.place(run, config, options.placeholder === true);
       const { signal } = run.controller;
-      const prepared = await prepareCall(call, def, config, options.facts, signal, this.prepare);
+      const lines = config.toolOutputLines;
+      // What it prints goes out while it is the call's run and not cancelled.
+      const output = (chunk: string | Uint8Array): void => {
+        if (!this.runs.current(run) || run.cancelled) return;
+        this.events.emit('output', { bufnr: call.bufnr, id: call.id, chunk, lines });
+      };
+      const prepared = await prepareCall(
+        call,
+        def,
+        config,
+        options.facts,
+        signal,
+        this.prepare,
+        output,
+      );
       const invoked = await invokeCall(call, prepared, run, config.tools, this.invoke, () => {
         void this.toBackground(run);
       });
@@ -408,6 +424,7 @@ export class ToolExecutor {
   /** The run is over: its sandbox facts dropped, the buffer unlocked when nothing else runs. */
   private release(run: Running): void {
     if (!this.runs.end(run)) return;
+    this.events.emit('stopped', { id: run.id });
     this.deps.lua.setSandbox(run.id, undefined);
     this.unlockIfIdle(run.bufnr);
   }

@@ -115,6 +115,7 @@ export async function prepareCall(
   facts: EditorFacts,
   signal: AbortSignal,
   ports: PreparePorts,
+  output?: (chunk: string | Uint8Array) => void,
 ): Promise<PreparedCall> {
   const tools = config.tools;
   const builtin = ports.catalogue.originOf(def.name) === 'builtin';
@@ -151,6 +152,7 @@ export async function prepareCall(
       roots: sandbox.enabled ? roots : undefined,
       journal,
       gate: lazyGate(call, config, facts, ports.gate),
+      output,
     },
     ports.home,
   );

@@ -12,6 +12,13 @@ export interface ExecutorEvents {
   settled: { bufnr: number; config: Config };
   /** A call of the buffer was cancelled (its autopilot stops). */
   cancelled: { bufnr: number };
+  /**
+   * A running call printed `chunk` (`ctx.output`: bash's output as it comes, its bytes); `lines`,
+   * how many of its last lines show under its block (`ui.tool_output.lines`).
+   */
+  output: { bufnr: number; id: string; chunk: string | Uint8Array; lines: number };
+  /** A call stopped running: its result is written, or it was cancelled (its result follows). */
+  stopped: { id: string };
 }
 
 export interface Running {

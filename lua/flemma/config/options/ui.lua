@@ -154,6 +154,10 @@ M.ui = S.object({
     position = S.enum(POSITIONS, "bottom left"),
     highlight = S.string("StatusLine"),
   })),
+  -- Lines of a running tool's output shown under its block (0: none); only drawing, safe anywhere.
+  tool_output = safe(S.object({
+    lines = S.integer(5, { min = 0, max = 50 }),
+  })),
   pricing = safe(S.object({
     enabled = S.boolean(true),
     high_cost_threshold = S.number(30, { min = 0 }),

@@ -21,6 +21,8 @@
 //   (that is where errors and summaries are) and the full text is saved to a temp file.
 //   Everything here is linear in the output size: a command printing megabytes costs one trim, one
 //   split and one file write.
+// - The output is handed to `ctx.output` as it comes, when something shows it (the live view
+//   under the call's block); the result is still made from the whole output.
 // - A whitespace-only command counts as no command.
 // - A process ended by a signal nobody here sent (say `kill -9 $$`) is reported as such, with
 //   its output, like a non-zero exit.
@@ -154,6 +156,7 @@ async function executeBash(
     extendEnv: false,
     signal: ctx.signal,
     timeoutMs: timeoutSeconds * 1000,
+    ...(ctx.output === undefined ? {} : { onOutput: ctx.output }),
   });
   return bashOutcome(result, timeoutSeconds, ctx, options.truncateFs ?? nodeTruncateFs);
 }
