@@ -255,6 +255,38 @@ function H.context()
   end, 90000)
 end
 
+--- One line of `:Flemma keys`: modes, key, what it does.
+local function key_line(modes, lhs, desc)
+  modes = type(modes) == "table" and table.concat(modes, " ") or modes
+  return string.format("  %-4s %-10s %s", modes, lhs, desc)
+end
+
+--- `:Flemma keys`: the keys Flemma maps in a chat buffer and in a diff tab, as configured.
+function H.keys()
+  local lines = { "chat buffer (keymaps.normal, keymaps.insert, keymaps.text_object):" }
+  local bindings = flemma_chat.bindings(vim.api.nvim_get_current_buf())
+  if not bindings then
+    lines[#lines + 1] = "  none: keymaps.enabled is false"
+  end
+  for _, b in ipairs(bindings or {}) do
+    lines[#lines + 1] = key_line(b.modes, b.lhs, b.desc .. (b.wait and " (waits for longer maps)" or ""))
+  end
+  lines[#lines + 1] = "diff tab of a pending write or edit, :Flemma tool:diff (keymaps.diff):"
+  local k = diff.keys()
+  for _, entry in ipairs({ { k.approve, diff.APPROVE }, { k.reject, diff.REJECT } }) do
+    if entry[1] then
+      lines[#lines + 1] = key_line("n", entry[1], entry[2])
+    end
+  end
+  vim.list_extend(lines, {
+    "reports (flemma://status, flemma://context, flemma://keys, ...):",
+    key_line("n", "q", "close"),
+    "",
+    "Every key acts at once (nowait) unless marked. :help flemma-keymaps",
+  })
+  scratch.show("flemma://keys", lines)
+end
+
 function H.host_restart()
   if host.restart() then
     notify.info("host restarted (pid " .. tostring(host.status().pid) .. ")")
@@ -408,6 +440,11 @@ M.commands = {
   context = {
     desc = "Estimate this buffer's next request against the model's context window, with what it is made of (nothing is sent)",
     run = H.context,
+  },
+  keys = {
+    starts_host = false,
+    desc = "List the keys Flemma maps in a chat buffer and in a diff tab",
+    run = H.keys,
   },
   ["host:status"] = { desc = "Show the host process: pid, uptime, version, crashes, log file", run = H.host_status },
   ["host:restart"] = { starts_host = false, desc = "Restart the host process now", run = H.host_restart },
