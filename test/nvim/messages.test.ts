@@ -118,6 +118,55 @@ describe('on an 80-column command line', () => {
   });
 });
 
+describe('a message about work in progress', () => {
+  it('"Executing 1/2 tools" leaves the command line when the tools have ended', async () => {
+    const { d } = await launch({
+      ui: { width: WIDTH, height: HEIGHT },
+      key: 'sk-ant-test-key',
+      setup: `vim.o.cmdheight = 1
+require("flemma").setup({ tools = { autopilot = false, max_concurrent = 1, auto_approve = { "wait_tool" } } })
+_G.waiting = {}
+require("flemma.tools").register("wait_tool", {
+  name = "wait_tool",
+  description = "Answers when the test says so",
+  input_schema = { type = "object", properties = {} },
+  execute = function(input, ctx, callback)
+    table.insert(_G.waiting, function() callback({ success = true, output = "done" }) end)
+  end,
+})`,
+    });
+    const call = (id: string): string[] => [
+      `**Tool Use:** \`wait_tool\` (\`${id}\`)`,
+      '',
+      '```json',
+      '{}',
+      '```',
+      '',
+    ];
+    await d.openChat('busy.chat', [
+      '@You:',
+      'Work.',
+      '',
+      '@Assistant:',
+      ...call('toolu_1'),
+      ...call('toolu_2'),
+    ]);
+    await d.waitForEvent('FlemmaBootComplete');
+    const mark = d.notificationCount;
+    await d.press('<C-]>');
+    expect(await shown(d, /Executing/, mark)).toBe(
+      'Flemma: Executing 1/2 tools (max_concurrent=1)',
+    );
+    for (const n of [1, 2]) {
+      await d.waitUntil(`return #_G.waiting == ${String(n)}`);
+      await d.lua(`_G.waiting[${String(n)}]()`);
+    }
+    await d.waitForScreen((screen) => !screen.row(HEIGHT - 1).includes('Executing'), {
+      what: 'the command line without the message',
+    });
+  });
+});
+
 describe('the trust messages', () => {
   const TEMPLATE = ['@You:', 'Hello {{ name }}.'];
   const cases: [string, string[], RegExp][] = [
