@@ -451,8 +451,11 @@ export class Driver {
     await exited;
   }
 
-  /** Quit Neovim and remove the private directory (unless `keepHome`, or the test brought it). */
-  async quit(options: { keepHome?: boolean } = {}): Promise<void> {
+  /**
+   * Quit Neovim (with `options.command`, default `qa!`) and remove the private directory (unless
+   * `keepHome`, or the test brought it).
+   */
+  async quit(options: { keepHome?: boolean; command?: string } = {}): Promise<void> {
     const exited = new Promise<void>((resolvePromise) => {
       if (this.proc.exitCode !== null || this.proc.signalCode !== null) resolvePromise();
       else
@@ -461,7 +464,7 @@ export class Driver {
         });
     });
     try {
-      this.nvim.notify('nvim_command', ['qa!']);
+      this.nvim.notify('nvim_command', [options.command ?? 'qa!']);
     } catch {
       // Already gone.
     }
