@@ -116,15 +116,7 @@ export class Driver {
     for (const [key, value] of Object.entries(process.env)) {
       if (value !== undefined && !SCRUBBED_ENV.includes(key)) env[key] = value;
     }
-    Object.assign(env, {
-      HOME: home,
-      XDG_CONFIG_HOME: join(home, 'config'),
-      XDG_DATA_HOME: join(home, 'data'),
-      XDG_STATE_HOME: join(home, 'state'),
-      XDG_CACHE_HOME: join(home, 'cache'),
-      XDG_RUNTIME_DIR: join(home, 'run'),
-    });
-    Object.assign(env, options.env ?? {});
+    Object.assign(env, homeEnv(home), options.env ?? {});
     const extra = process.env['FLEMMA_TEST_RTP']?.split(',').filter((dir) => dir !== '') ?? [];
     const rtp = [options.plugin ?? ROOT, ...(options.rtp ?? []), ...extra]
       .map((dir) => dir.replace(/[\\, ]/g, '\\$&'))
@@ -475,6 +467,18 @@ export class Driver {
       rmSync(this.home, { recursive: true, force: true });
     }
   }
+}
+
+/** `HOME` and the XDG directories of a private home (its `config`, `data`, … subdirectories). */
+export function homeEnv(home: string): Record<string, string> {
+  return {
+    HOME: home,
+    XDG_CONFIG_HOME: join(home, 'config'),
+    XDG_DATA_HOME: join(home, 'data'),
+    XDG_STATE_HOME: join(home, 'state'),
+    XDG_CACHE_HOME: join(home, 'cache'),
+    XDG_RUNTIME_DIR: join(home, 'run'),
+  };
 }
 
 export function startDriver(options: DriverOptions = {}): Promise<Driver> {

@@ -7,7 +7,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ROOT, nvimBinary } from './driver.js';
+import { ROOT, homeEnv, nvimBinary } from './driver.js';
 
 /** Polls `check` until it returns a value; fails after 10 s saying what it waited for. */
 export async function until<T>(what: string, check: () => T | undefined): Promise<T> {
@@ -71,15 +71,7 @@ export function startTui(options: TuiOptions): Tui {
     if (value !== undefined && !/^(NVIM|NVIM_LISTEN_ADDRESS|TMUX|TMUX_PANE|.*_API_KEY)$/.test(key))
       env[key] = value;
   }
-  Object.assign(env, {
-    HOME: home,
-    XDG_CONFIG_HOME: join(home, 'config'),
-    XDG_DATA_HOME: join(home, 'data'),
-    XDG_STATE_HOME: join(home, 'state'),
-    XDG_CACHE_HOME: join(home, 'cache'),
-    XDG_RUNTIME_DIR: join(home, 'run'),
-    ...options.env,
-  });
+  Object.assign(env, homeEnv(home), options.env);
   const tmux = (...args: string[]): string =>
     execFileSync('tmux', ['-L', socket, ...args], { env, encoding: 'utf8' });
   const nvim = [

@@ -6,6 +6,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { anthropicReply } from '../helpers/anthropic-script.js';
+import { toolUse } from '../helpers/chat-lines.js';
 import { type Driver } from '../helpers/driver.js';
 import { ECHO_TOOL, launcher, type Session } from '../helpers/e2e.js';
 
@@ -135,21 +136,14 @@ require("flemma.tools").register("wait_tool", {
   end,
 })`,
     });
-    const call = (id: string): string[] => [
-      `**Tool Use:** \`wait_tool\` (\`${id}\`)`,
-      '',
-      '```json',
-      '{}',
-      '```',
-      '',
-    ];
     await d.openChat('busy.chat', [
       '@You:',
       'Work.',
       '',
       '@Assistant:',
-      ...call('toolu_1'),
-      ...call('toolu_2'),
+      ...toolUse('wait_tool', 'toolu_1'),
+      '',
+      ...toolUse('wait_tool', 'toolu_2'),
     ]);
     await d.waitForEvent('FlemmaBootComplete');
     const mark = d.notificationCount;
