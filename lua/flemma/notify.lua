@@ -3,13 +3,19 @@
 --- prefix, and a message replaces the one of the same key still on screen (see
 --- flemma.integrations.nvim_notify); otherwise through `vim.notify`.
 ---
---- On Neovim's own command line a message wider than the line (`v:echospace`) would stop
---- everything with a hit-enter prompt, so it is shortened there; the full text stays in
---- `M.recent()` (`:Flemma status` lists it) and in the log. A message that stopped being true (an
+--- On Neovim's own command line a message wider than the line (`v:echospace`), or of several
+--- lines, would stop everything with a hit-enter prompt, so it is shortened to one line there; the
+--- full text stays in `M.recent()` (`:Flemma status` lists it) and in the log. A report the user
+--- asked for (`opts.report`) opens in a scratch buffer instead (flemma.ui.scratch). A message that stopped being true (an
 --- approval that was given) is taken back with `M.retract(key)`.
 local lazy = require("flemma.util.lazy")
 local log = lazy.require("flemma.host.log")
+local scratch = lazy.require("flemma.ui.scratch")
 local M = {}
+
+---@class flemma.notify.Options
+---@field key string|nil
+---@field report boolean|nil
 
 local PREFIX = "Flemma: "
 local ELLIPSIS = "…"
@@ -95,26 +101,36 @@ function M.shorten(text, width)
   return front .. " " .. ELLIPSIS .. " " .. back
 end
 
---- The text to show on the command line: as is when it fits, else shortened and kept in full.
-local function fit(text, level)
-  -- A report of several lines (`:Flemma tool:list`) is asked for, and is shown as a list, as
-  -- `:ls` is.
-  if text:find("\n", 1, true) then
-    return text
-  end
-  local room = math.max(vim.v.echospace, 20)
-  if vim.api.nvim_strwidth(text) <= room then
-    return text
-  end
+--- Keeps the full text of a message shortened on the command line (`:Flemma status`, the log).
+local function keep(text, level)
   H.recent[#H.recent + 1] = { time = os.time(), level = level, text = text }
   if #H.recent > RECENT_MAX then
     table.remove(H.recent, 1)
   end
   log.write(level >= vim.log.levels.ERROR and "error" or "info", "message: " .. text)
+end
+
+--- The text to show on the command line: one line that fits (a message of several lines, or one
+--- wider than the line, would stop everything with a hit-enter prompt). A shortened message is
+--- kept in full.
+local function fit(text, level)
+  local room = math.max(vim.v.echospace, 20)
+  local first, rest = text:match("^([^\n]*)\n(.*)$")
+  if first then
+    keep(text, level)
+    local more = select(2, rest:gsub("\n", "")) + 1
+    -- The end says where the rest is: shortening cuts the middle.
+    local hint = string.format(" (+%d line%s: :Flemma status)", more, more == 1 and "" or "s")
+    return M.shorten(first, math.max(room - vim.api.nvim_strwidth(hint), 20)) .. hint
+  end
+  if vim.api.nvim_strwidth(text) <= room then
+    return text
+  end
+  keep(text, level)
   return M.shorten(text, room)
 end
 
-local function deliver(text, level, key)
+local function deliver(text, level, key, report)
   local ok, nvim_notify = pcall(require, "flemma.integrations.nvim_notify")
   local mod = ok and nvim_notify.module() or nil
   if mod then
@@ -124,6 +140,12 @@ local function deliver(text, level, key)
     end
   end
   if on_command_line() then
+    if report and (text:find("\n", 1, true) or vim.api.nvim_strwidth(text) > vim.v.echospace) then
+      -- A report the user asked for, too big for the command line: read in a buffer instead.
+      local body = text:sub(1, #PREFIX) == PREFIX and text:sub(#PREFIX + 1) or text
+      scratch.show("flemma://" .. (key or "report"), vim.split(body, "\n", { plain = true }))
+      return
+    end
     text = fit(text, level)
     H.shown = { key = key, text = text }
   end
@@ -145,27 +167,31 @@ end
 local function send(level, message, opts)
   local text = message:match("^Flemma") and message or (PREFIX .. message)
   local key = type(opts) == "table" and type(opts.key) == "string" and opts.key or nil
+  local report = type(opts) == "table" and opts.report == true
   later_if_fast(function()
-    deliver(text, level, key)
+    deliver(text, level, key, report)
   end)
 end
 
 --- `opts.key`: messages with the same key replace each other while one is on screen (with
 --- nvim-notify, or a notifier that honours `id`), e.g. the report of a command run again.
+--- `opts.report`: the user asked for this message (`:Flemma host:status`); on the command line,
+--- when it does not fit on one line, it opens in the scratch buffer `flemma://<key>` (like
+--- `:Flemma status`) instead. Any other message is shortened to one line there.
 ---@param message string
----@param opts { key: string|nil }|nil
+---@param opts flemma.notify.Options|nil
 function M.info(message, opts)
   send(vim.log.levels.INFO, message, opts)
 end
 
 ---@param message string
----@param opts { key: string|nil }|nil
+---@param opts flemma.notify.Options|nil
 function M.warn(message, opts)
   send(vim.log.levels.WARN, message, opts)
 end
 
 ---@param message string
----@param opts { key: string|nil }|nil
+---@param opts flemma.notify.Options|nil
 function M.error(message, opts)
   send(vim.log.levels.ERROR, message, opts)
 end

@@ -295,7 +295,8 @@ M.methods = {
   end,
   ["notify"] = function(params)
     local level = params.level or "info"
-    (notify[level] or notify.info)(params.message, type(params.key) == "string" and { key = params.key } or nil)
+    local opts = { key = type(params.key) == "string" and params.key or nil, report = params.report == true }
+    (notify[level] or notify.info)(params.message, opts)
   end,
   ["notify.retract"] = function(params)
     if type(params.key) == "string" then

@@ -62,7 +62,7 @@ function M.status(bufnr)
       notify.warn("sandbox status: " .. tostring(err))
       return
     end
-    notify.info(table.concat(report.lines or {}, "\n"), { key = "sandbox:status" })
+    notify.info(table.concat(report.lines or {}, "\n"), { key = "sandbox:status", report = true })
   end)
 end
 

@@ -317,9 +317,11 @@ function M.get(bufnr, opts)
 end
 
 --- Drop the cached text of one buffer (or of all) and redraw the statuslines soon. Call it after
---- changing something a function format reads.
+--- changing something a function format reads. `force`: redraw even when no statusline shows
+--- Flemma's text (see the lock's release below).
 ---@param bufnr integer|nil
-function M.refresh(bufnr)
+---@param force boolean|nil
+function M.refresh(bufnr, force)
   if bufnr then
     H.cache[bufnr] = nil
   else
@@ -328,7 +330,7 @@ function M.refresh(bufnr)
   -- NOTE: no redraw until some statusline has asked for the text. A forced redraw is real work
   -- in Neovim's main loop, and a <C-c> typed while it runs is taken as an interrupt and dropped
   -- (the cancel key would be lost right as a request starts).
-  if H.redraw_pending or not H.shown then
+  if H.redraw_pending or not (H.shown or force) then
     return
   end
   H.redraw_pending = true
@@ -431,7 +433,14 @@ function M.bootstrap()
   })
 end
 
--- A lock taken or released changes what the statusline shows.
-locks.subscribe({ changed = M.refresh })
+-- A lock taken or released changes what the statusline shows. A release also makes the buffer
+-- modifiable again, which any statusline may show (Neovim's own `%m`: "[+-]" while locked, "[+]"
+-- after); released from a callback (a host that crashed), Neovim 0.12 does not redraw it by itself.
+locks.subscribe({
+  changed = M.refresh,
+  released = function(bufnr)
+    M.refresh(bufnr, true)
+  end,
+})
 
 return M

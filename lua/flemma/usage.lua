@@ -1,7 +1,8 @@
 --- flemma.usage: what requests cost. The host sends each completed request (`usage.show`); this
 --- module keeps the latest one per buffer, its input against its model's context window, and the
 --- session's totals (`last()`, `context()`, `session()`), and shows the usage bar: a one-line
---- floating window over the chat's window that goes away by itself.
+--- floating window over the chat's window, never over the cursor's line, that goes at the next key
+--- typed or after `ui.usage.timeout`.
 local lazy = require("flemma.util.lazy")
 local flemma_config = lazy.require("flemma.config")
 local hooks = lazy.require("flemma.hooks")
@@ -11,12 +12,16 @@ local M = {}
 
 local H = {
   ns = vim.api.nvim_create_namespace("flemma.usage"),
+  --- The `vim.on_key` listener of the bars shown.
+  key_ns = vim.api.nvim_create_namespace("flemma.usage.keys"),
+  --- Bars drawn so far (each bar remembers its number as `render`).
+  renders = 0,
   --- Per buffer: its latest request, the session's totals as they were then, and the request's
   --- input against its model's context window (the context meter; nil from an older host).
   ---@type table<integer, { request: table, session: table, min_cache_tokens: integer|nil, context: table|nil }>
   last = {},
   session = { requests = 0, cost = 0, input_tokens = 0, output_tokens = 0 },
-  ---@type table<integer, { win: integer, buf: integer, target: integer, timer: uv.uv_timer_t|nil, group: integer }>
+  ---@type table<integer, { win: integer, buf: integer, target: integer, timer: uv.uv_timer_t|nil, group: integer, render: integer }>
   bars = {},
   subscribed = false,
 }
@@ -189,6 +194,33 @@ local function window_of(bufnr)
   return nil
 end
 
+--- The 0-based screen row of the cursor in `win`.
+function H.cursor_row(win)
+  return vim.api.nvim_win_call(win, vim.fn.winline) - 1
+end
+
+--- Every bar goes at the next key the user types (a bar says what a request cost; the text under
+--- it is what the user came for).
+function H.dismiss_on_key()
+  vim.on_key(function(_, typed)
+    if typed == "" then
+      -- A key of a mapping's expansion, not one typed.
+      return
+    end
+    vim.on_key(nil, H.key_ns)
+    -- Scheduled (no window closes inside the key's handling): by then, the keys typed after it
+    -- may have shown a bar again (`:Flemma usage:recall`), which stays.
+    local upto = H.renders
+    vim.schedule(function()
+      for bufnr, bar in pairs(H.bars) do
+        if bar.render <= upto then
+          M.dismiss(bufnr)
+        end
+      end
+    end)
+  end, H.key_ns)
+end
+
 --- Close the bar of a buffer, if one is shown.
 function M.dismiss(bufnr)
   local bar = H.bars[bufnr]
@@ -196,6 +228,9 @@ function M.dismiss(bufnr)
     return false
   end
   H.bars[bufnr] = nil
+  if next(H.bars) == nil then
+    vim.on_key(nil, H.key_ns)
+  end
   if bar.timer then
     pcall(function()
       bar.timer:stop()
@@ -238,6 +273,10 @@ function H.render(bufnr, entry)
   local position = opts.position or "top"
   local height = vim.api.nvim_win_get_height(target)
   local row = position:match("^bottom") and math.max(height - 1, 0) or 0
+  -- Never over the line the cursor is on: the other edge of the window then.
+  if row == H.cursor_row(target) then
+    row = row == 0 and math.max(height - 1, 0) or 0
+  end
   local col = math.floor((win_width - width) / 2)
   if position:match("left$") then
     col = 0
@@ -309,7 +348,19 @@ function H.render(bufnr, entry)
         M.dismiss(bufnr)
       end,
     })
+    -- The cursor moved under it (a result written, the reply followed): it goes.
+    vim.api.nvim_create_autocmd({ "CursorMoved", "CursorMovedI", "WinScrolled" }, {
+      group = bar.group,
+      callback = function()
+        if vim.api.nvim_win_is_valid(bar.win) and vim.api.nvim_win_get_config(bar.win).row == H.cursor_row(target) then
+          M.dismiss(bufnr)
+        end
+      end,
+    })
   end
+  H.renders = H.renders + 1
+  bar.render = H.renders
+  H.dismiss_on_key()
   local timeout = tonumber(opts.timeout) or 0
   if timeout > 0 then
     local timer = vim.uv.new_timer()

@@ -180,7 +180,7 @@ export const actions: { readonly [M in LuaToHostMethod]: Action<M> } = {
   /** `:Flemma tool:why`: the resolver that decided the call under the cursor. */
   'tool:why': async (ctx, { bufnr, row }) => {
     const text = await ctx.commands.why(bufnr, row ?? 0);
-    ctx.notify.info(text);
+    ctx.notify.info(text, { key: 'tool:why', report: true });
     return { text };
   },
   /** `:Flemma tool:output`: what the call under the cursor printed (so far). */

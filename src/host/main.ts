@@ -1,6 +1,6 @@
 // Host entry: guard stdout, attach to Neovim over stdio, route every request and notification
 // through the dispatch table, and exit when Neovim goes away.
-import { rpcWriter, guardConsole } from './stdio-guard.js';
+import { rpcWriter, guardConsole, onChannelClosed } from './stdio-guard.js';
 import { connect } from '../editor/client.js';
 import { hostLogger } from './log.js';
 import { dispatch } from './actions.js';
@@ -119,9 +119,17 @@ nvim.on('notification', (method: string, args: unknown[]) => {
   });
 });
 
-nvim.on('disconnect', () => {
-  hostLogger.info('Neovim disconnected; exiting');
+/** Neovim went away (it quit, or died): the host ends with it, which is no error. */
+function neovimGone(why: string): void {
+  hostLogger.info(`${why}; exiting`);
   // A reply streaming when Neovim died: what arrived since the record's last write.
   ctx.recovery.flushSync();
   process.exit(0);
+}
+nvim.on('disconnect', () => {
+  neovimGone('Neovim disconnected');
+});
+// Neovim closed the channel before the host read the end of its stdin: a write found it gone.
+onChannelClosed(() => {
+  neovimGone('Neovim closed the channel');
 });

@@ -22,6 +22,25 @@ export const rpcWriter = new Writable({
   },
 });
 
+/** Who hears that Neovim closed its end of the channel; `closed` once it has. */
+const channel = { listeners: [] as (() => void)[], closed: false };
+
+/**
+ * Calls `listener` once Neovim has closed its end of the channel: a write to stdout failed with
+ * EPIPE (Neovim quit while the host still had something to say, such as the end of a cancelled
+ * tool). That is how a host ends, not an error.
+ */
+export function onChannelClosed(listener: () => void): void {
+  if (channel.closed) listener();
+  else channel.listeners.push(listener);
+}
+
+stdout.on('error', (error: NodeJS.ErrnoException) => {
+  if (error.code !== 'EPIPE' && error.code !== 'ERR_STREAM_DESTROYED') throw error;
+  channel.closed = true;
+  for (const listener of channel.listeners.splice(0)) listener();
+});
+
 function divert(chunk: unknown): void {
   const text =
     typeof chunk === 'string'

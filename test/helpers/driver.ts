@@ -116,15 +116,7 @@ export class Driver {
     for (const [key, value] of Object.entries(process.env)) {
       if (value !== undefined && !SCRUBBED_ENV.includes(key)) env[key] = value;
     }
-    Object.assign(env, {
-      HOME: home,
-      XDG_CONFIG_HOME: join(home, 'config'),
-      XDG_DATA_HOME: join(home, 'data'),
-      XDG_STATE_HOME: join(home, 'state'),
-      XDG_CACHE_HOME: join(home, 'cache'),
-      XDG_RUNTIME_DIR: join(home, 'run'),
-    });
-    Object.assign(env, options.env ?? {});
+    Object.assign(env, homeEnv(home), options.env ?? {});
     const extra = process.env['FLEMMA_TEST_RTP']?.split(',').filter((dir) => dir !== '') ?? [];
     const rtp = [options.plugin ?? ROOT, ...(options.rtp ?? []), ...extra]
       .map((dir) => dir.replace(/[\\, ]/g, '\\$&'))
@@ -451,8 +443,11 @@ export class Driver {
     await exited;
   }
 
-  /** Quit Neovim and remove the private directory (unless `keepHome`, or the test brought it). */
-  async quit(options: { keepHome?: boolean } = {}): Promise<void> {
+  /**
+   * Quit Neovim (with `options.command`, default `qa!`) and remove the private directory (unless
+   * `keepHome`, or the test brought it).
+   */
+  async quit(options: { keepHome?: boolean; command?: string } = {}): Promise<void> {
     const exited = new Promise<void>((resolvePromise) => {
       if (this.proc.exitCode !== null || this.proc.signalCode !== null) resolvePromise();
       else
@@ -461,7 +456,7 @@ export class Driver {
         });
     });
     try {
-      this.nvim.notify('nvim_command', ['qa!']);
+      this.nvim.notify('nvim_command', [options.command ?? 'qa!']);
     } catch {
       // Already gone.
     }
@@ -472,6 +467,18 @@ export class Driver {
       rmSync(this.home, { recursive: true, force: true });
     }
   }
+}
+
+/** `HOME` and the XDG directories of a private home (its `config`, `data`, … subdirectories). */
+export function homeEnv(home: string): Record<string, string> {
+  return {
+    HOME: home,
+    XDG_CONFIG_HOME: join(home, 'config'),
+    XDG_DATA_HOME: join(home, 'data'),
+    XDG_STATE_HOME: join(home, 'state'),
+    XDG_CACHE_HOME: join(home, 'cache'),
+    XDG_RUNTIME_DIR: join(home, 'run'),
+  };
 }
 
 export function startDriver(options: DriverOptions = {}): Promise<Driver> {

@@ -20,7 +20,7 @@ export function copyInstall(dest: string, options: { dist?: boolean } = {}): str
     .filter((path) => path !== '' && existsSync(join(ROOT, path)));
   for (const path of files) {
     mkdirSync(dirname(join(dest, path)), { recursive: true });
-    cpSync(join(ROOT, path), join(dest, path));
+    cpSync(join(ROOT, path), join(dest, path), { verbatimSymlinks: true });
   }
   if (options.dist === true) {
     cpSync(join(ROOT, 'dist'), join(dest, 'dist'), {

@@ -79,6 +79,30 @@ describe(':help flemma after an install by hand', () => {
     expect(shown.line).toContain('*flemma-zz-added*');
   });
 
+  it("answers :help flemma with the README's lazy.nvim spec before the plugin loads", async () => {
+    // Where lazy.nvim clones it, off the runtimepath until it loads, with the tags lazy.nvim
+    // makes after the clone (`:helptags` of its doc/).
+    const plugin = copyInstall(join(temp('flemma-lazy-'), 'lazy', 'flemma'));
+    driver = await launch({ plugin: temp('flemma-empty-') });
+    await driver.command(`helptags ${join(plugin, 'doc')}`);
+    // The spec as the README writes it; lazy.nvim runs its `init` at start-up.
+    const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+    const spec = /### lazy\.nvim\s+```lua\n([\s\S]*?)\n```/.exec(readme)?.[1];
+    expect(spec).toBeDefined();
+    await driver.lua(
+      `local spec, dir = ...
+      assert(load("return " .. spec))().init({ dir = dir, name = "flemma" })`,
+      spec,
+      plugin,
+    );
+    const shown = await help(driver, 'flemma-credentials');
+    expect(shown.error).toBe('');
+    expect(shown.file).toBe('flemma.txt');
+    expect(shown.line).toContain('*flemma-credentials*');
+    // Flemma itself is not loaded.
+    expect(await driver.lua('return { vim.g.loaded_flemma, package.loaded.flemma }')).toEqual([]);
+  });
+
   it("writes doc/tags in the build as Neovim's :helptags does", async () => {
     driver = await launch();
     const dir = join(driver.home, 'doc');

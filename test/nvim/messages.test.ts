@@ -6,6 +6,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { anthropicReply } from '../helpers/anthropic-script.js';
+import { toolUse } from '../helpers/chat-lines.js';
 import { type Driver } from '../helpers/driver.js';
 import { ECHO_TOOL, launcher, type Session } from '../helpers/e2e.js';
 
@@ -115,6 +116,48 @@ describe('on an 80-column command line', () => {
     expect(status[at + 1]).toContain(detail);
     const log = readFileSync(join(d.home, 'state', 'nvim', 'flemma.log'), 'utf8');
     expect(log).toContain(detail);
+  });
+});
+
+describe('a message about work in progress', () => {
+  it('"Executing 1/2 tools" leaves the command line when the tools have ended', async () => {
+    const { d } = await launch({
+      ui: { width: WIDTH, height: HEIGHT },
+      key: 'sk-ant-test-key',
+      setup: `vim.o.cmdheight = 1
+require("flemma").setup({ tools = { autopilot = false, max_concurrent = 1, auto_approve = { "wait_tool" } } })
+_G.waiting = {}
+require("flemma.tools").register("wait_tool", {
+  name = "wait_tool",
+  description = "Answers when the test says so",
+  input_schema = { type = "object", properties = {} },
+  execute = function(input, ctx, callback)
+    table.insert(_G.waiting, function() callback({ success = true, output = "done" }) end)
+  end,
+})`,
+    });
+    await d.openChat('busy.chat', [
+      '@You:',
+      'Work.',
+      '',
+      '@Assistant:',
+      ...toolUse('wait_tool', 'toolu_1'),
+      '',
+      ...toolUse('wait_tool', 'toolu_2'),
+    ]);
+    await d.waitForEvent('FlemmaBootComplete');
+    const mark = d.notificationCount;
+    await d.press('<C-]>');
+    expect(await shown(d, /Executing/, mark)).toBe(
+      'Flemma: Executing 1/2 tools (max_concurrent=1)',
+    );
+    for (const n of [1, 2]) {
+      await d.waitUntil(`return #_G.waiting == ${String(n)}`);
+      await d.lua(`_G.waiting[${String(n)}]()`);
+    }
+    await d.waitForScreen((screen) => !screen.row(HEIGHT - 1).includes('Executing'), {
+      what: 'the command line without the message',
+    });
   });
 });
 

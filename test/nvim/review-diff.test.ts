@@ -157,7 +157,7 @@ describe(':Flemma tool:diff', () => {
     expect(chat).not.toContain('status=pending');
   });
 
-  it('rejecting asks for a reason, which the error result carries', async () => {
+  it('rejecting (gr, at once) asks for a reason, which the error result carries', async () => {
     driver = await launch();
     const d = driver;
     d.writeFile('notes.txt', 'one\ntwo\n');
@@ -169,16 +169,46 @@ describe(':Flemma tool:diff', () => {
     await d.lua(
       'vim.ui.input = function(opts, cb) _G.prompt = opts.prompt; cb("keep my notes") end',
     );
+    // `gr` is the start of Neovim's own `grn`, `grr`, … (0.11+): it must not wait for them, even
+    // with a 'timeoutlen' of an hour. The prompt was asked before any further key.
+    await d.command('set timeoutlen=3600000');
     await d.press('gr');
+    expect(await d.lua('return _G.prompt')).toContain('Reason');
     await d.waitUntil('return #vim.api.nvim_list_tabpages() == 1');
     await d.waitUntil(
       'return table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), "\\n"):find("(error)", 1, true) ~= nil',
     );
-    expect(await d.lua('return _G.prompt')).toContain('Reason');
     const chat = (await d.lines()).join('\n');
     expect(chat).toContain('**Tool Result:** `toolu_D3` (error)');
     expect(chat).toContain('keep my notes');
     expect(await fileText(d, 'notes.txt')).toBe('one\ntwo\n');
+  });
+
+  it(':Flemma keys lists the keys of a chat and of a diff tab, as configured', async () => {
+    driver = await launch({
+      setup: 'require("flemma").setup({ keymaps = { diff = { reject = "gX" } } })',
+    });
+    const d = driver;
+    await d.openChat('keys.chat', ['@You:', 'Hello']);
+    await d.command('Flemma keys');
+    const lines = await d.lua<string[]>(
+      'return vim.api.nvim_buf_get_lines(vim.fn.bufnr("flemma://keys"), 0, -1, false)',
+    );
+    expect(lines).toContain('  n    <C-]>      run approved tools, or send');
+    expect(lines).toContain(
+      '  n    <Space>    toggle the fold of the message (waits for longer maps)',
+    );
+    expect(lines).toContain('  n    ga         approve what the proposed side shows');
+    expect(lines).toContain('  n    gX         reject the call (asks for a reason)');
+    // The chat's maps are `nowait`, the fold toggle's is not.
+    const nowait = await d.lua<Record<string, number>>(
+      `local out = {}
+      for _, map in ipairs(vim.api.nvim_buf_get_keymap(vim.fn.bufnr("keys.chat"), "n")) do
+        out[map.lhs] = map.nowait
+      end
+      return out`,
+    );
+    expect(nowait).toMatchObject({ gd: 1, gD: 1, ']m': 1, ' ': 0 });
   });
 
   it('flags a file changed on disk, and approving re-diffs instead of running', async () => {

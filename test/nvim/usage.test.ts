@@ -113,9 +113,9 @@ describe('after a reply', () => {
     expect(await bar(d)).toBe(FULL_BAR);
     const first = await d.lua<{ win: number; buf: number }>('return require("flemma.usage").bar()');
     const before = d.eventCount;
-    await d.press('GA');
-    await d.type('Again');
-    await d.press('<Esc><C-]>');
+    // Sent again without a key typed (a key would take the bar away).
+    await d.lua('vim.api.nvim_buf_set_lines(0, -1, -1, false, { "Again" })');
+    await d.command('Flemma send');
     // 500×3 = 1500 µ$ and 100×15 = 1500 µ$: $0.0030; the session $0.0207 over 9.5k in, 510 out.
     await reply(await f.nextRequest({ path: '/v1/messages' }), 'Two.', { input: 500, output: 100 });
     await d.waitForEvent('FlemmaRequestFinished', { after: before });

@@ -92,19 +92,27 @@ it('runs at most max_concurrent calls of a buffer, the rest as slots free up, an
   expect(tool.started).toEqual(['a', 'b']);
   expect(executor.hasQueue(7)).toBe(true);
   expect(executor.busy(7)).toBe(true);
-  expect(fake.journal.of('notify')).toEqual(['notify info Executing 2/3 tools (max_concurrent=2)']);
+  const key = { key: 'tools:throttled:7' };
+  expect(fake.journal.of('notify')).toEqual([
+    `notify info Executing 2/3 tools (max_concurrent=2) ${JSON.stringify(key)}`,
+  ]);
   tool.release('a');
   await tool.startedCount(3);
   expect(executor.hasQueue(7)).toBe(false);
   tool.release('b');
   await turn();
   expect(events).toEqual([]);
+  expect(fake.journal.of('lua notify.retract')).toEqual([]);
   tool.release('c');
   await turn();
   expect(events).toEqual(['settled 7']);
   expect(settled[0]?.config).toBe(used);
   expect(executor.isRunning(7)).toBe(false);
   expect(fake.journal.of('inject').length).toBe(3);
+  // The message is taken back once the tools have ended, not before.
+  expect(fake.journal.of('lua notify.retract')).toEqual([
+    `lua notify.retract ${JSON.stringify(key)}`,
+  ]);
 });
 
 it('says a cancel as an event, and the result says the call was cancelled', async () => {

@@ -43,7 +43,7 @@ function M.status(bufnr)
       notify.warn("autopilot status: " .. tostring(err))
       return
     end
-    notify.info(table.concat(report.lines or {}, "\n"), { key = "autopilot:status" })
+    notify.info(table.concat(report.lines or {}, "\n"), { key = "autopilot:status", report = true })
   end)
 end
 

@@ -276,20 +276,24 @@ function M.cancel(bufnr)
   return host.notify("chat:cancel", { bufnr = bufnr })
 end
 
---- Buffer-local keymaps for a chat buffer (from the `keymaps` options).
-function M.setup_buffer(bufnr)
-  ui.attach(bufnr)
+--- The buffer-local keymaps of a chat buffer (from the `keymaps` options), each
+--- `{ modes, lhs, rhs, desc, wait }`; nil when keymaps are off. `wait`: the map waits for a longer
+--- one (the fold toggle: a user's own `<Space>…` maps keep working); every other is `nowait`, so
+--- that a built-in or plugin map sharing its prefix (`gd…`, `]m…`) does not make it wait
+--- 'timeoutlen'.
+function M.bindings(bufnr)
   local ok, cfg = pcall(function()
     return config.get().keymaps
   end)
   if not ok or type(cfg) ~= "table" or cfg.enabled == false then
-    return
+    return nil
   end
   local normal = cfg.normal or {}
   local insert = cfg.insert or {}
-  local function map(modes, lhs, rhs, desc)
+  local list = {}
+  local function map(modes, lhs, rhs, desc, wait)
     if type(lhs) == "string" and lhs ~= "" then
-      vim.keymap.set(modes, lhs, rhs, { buffer = bufnr, silent = true, desc = "Flemma: " .. desc })
+      list[#list + 1] = { modes = modes, lhs = lhs, rhs = rhs, desc = desc, wait = wait == true }
     end
   end
   map("n", normal.send or "<C-]>", function()
@@ -325,14 +329,14 @@ function M.setup_buffer(bufnr)
     toggle = "<Space>"
   end
   -- Not mapped when it is the leader key: that would swallow every leader mapping.
-  if type(toggle) == "string" and toggle ~= "" and not H.is_leader(toggle) then
+  if type(toggle) == "string" and not H.is_leader(toggle) then
     map("n", toggle, function()
       -- The message a reply is streaming into gets no fold before it is complete.
       if guard.refuse(bufnr, vim.api.nvim_win_get_cursor(0)[1] - 1) then
         return
       end
       ui.toggle_fold()
-    end, "toggle the fold of the message")
+    end, "toggle the fold of the message", true)
   end
   -- Navigation (docs/navigation.md): tool use <-> result, and `@./file` references.
   map("n", normal.goto_definition == nil and "gd" or normal.goto_definition, function()
@@ -352,6 +356,20 @@ function M.setup_buffer(bufnr)
     map({ "o", "x" }, "a" .. object, function()
       M.select(false)
     end, "around message")
+  end
+  return list
+end
+
+--- Buffer-local keymaps for a chat buffer (`M.bindings`).
+function M.setup_buffer(bufnr)
+  ui.attach(bufnr)
+  for _, b in ipairs(M.bindings(bufnr) or {}) do
+    vim.keymap.set(
+      b.modes,
+      b.lhs,
+      b.rhs,
+      { buffer = bufnr, silent = true, nowait = not b.wait, desc = "Flemma: " .. b.desc }
+    )
   end
 end
 

@@ -15,6 +15,7 @@ local notify = lazy.require("flemma.notify")
 local review = lazy.require("flemma.review")
 local diff = lazy.require("flemma.review.diff")
 local sandbox = lazy.require("flemma.sandbox")
+local scratch = lazy.require("flemma.ui.scratch")
 local approval = lazy.require("flemma.tools.approval")
 local usage = lazy.require("flemma.usage")
 local M = {}
@@ -70,9 +71,9 @@ function H.host_status()
     end
     lines[#lines + 1] = "  log: " .. status.log
     if err then
-      notify.warn(table.concat(lines, "\n"), { key = "host:status" })
+      notify.warn(table.concat(lines, "\n"), { key = "host:status", report = true })
     else
-      notify.info(table.concat(lines, "\n"), { key = "host:status" })
+      notify.info(table.concat(lines, "\n"), { key = "host:status", report = true })
     end
   end, 5000)
 end
@@ -215,7 +216,7 @@ function H.tool_list()
       return
     end
     if #list == 0 then
-      notify.info("No tool is running", { key = "tool:list" })
+      notify.info("No tool is running", { key = "tool:list", report = true })
       return
     end
     local lines = {}
@@ -229,7 +230,7 @@ function H.tool_list()
         run.background and string.format(" [background job %d]", run.job_id) or ""
       )
     end
-    notify.info(table.concat(lines, "\n"), { key = "tool:list" })
+    notify.info(table.concat(lines, "\n"), { key = "tool:list", report = true })
   end)
 end
 
@@ -262,9 +263,41 @@ function H.context()
     if err then
       notify.warn("context: " .. tostring(err))
     elseif type(result) == "table" and type(result.lines) == "table" then
-      H.show_lines("flemma://context", result.lines)
+      scratch.show("flemma://context", result.lines)
     end
   end, 90000)
+end
+
+--- One line of `:Flemma keys`: modes, key, what it does.
+local function key_line(modes, lhs, desc)
+  modes = type(modes) == "table" and table.concat(modes, " ") or modes
+  return string.format("  %-4s %-10s %s", modes, lhs, desc)
+end
+
+--- `:Flemma keys`: the keys Flemma maps in a chat buffer and in a diff tab, as configured.
+function H.keys()
+  local lines = { "chat buffer (keymaps.normal, keymaps.insert, keymaps.text_object):" }
+  local bindings = flemma_chat.bindings(vim.api.nvim_get_current_buf())
+  if not bindings then
+    lines[#lines + 1] = "  none: keymaps.enabled is false"
+  end
+  for _, b in ipairs(bindings or {}) do
+    lines[#lines + 1] = key_line(b.modes, b.lhs, b.desc .. (b.wait and " (waits for longer maps)" or ""))
+  end
+  lines[#lines + 1] = "diff tab of a pending write or edit, :Flemma tool:diff (keymaps.diff):"
+  local k = diff.keys()
+  for _, entry in ipairs({ { k.approve, diff.APPROVE }, { k.reject, diff.REJECT } }) do
+    if entry[1] then
+      lines[#lines + 1] = key_line("n", entry[1], entry[2])
+    end
+  end
+  vim.list_extend(lines, {
+    "reports (flemma://status, flemma://context, flemma://keys, ...):",
+    key_line("n", "q", "close"),
+    "",
+    "Every key acts at once (nowait) unless marked. :help flemma-keymaps",
+  })
+  scratch.show("flemma://keys", lines)
 end
 
 function H.host_restart()
@@ -425,6 +458,11 @@ M.commands = {
     desc = "Estimate this buffer's next request against the model's context window, with what it is made of (nothing is sent)",
     run = H.context,
   },
+  keys = {
+    starts_host = false,
+    desc = "List the keys Flemma maps in a chat buffer and in a diff tab",
+    run = H.keys,
+  },
   ["host:status"] = { desc = "Show the host process: pid, uptime, version, crashes, log file", run = H.host_status },
   ["host:restart"] = { starts_host = false, desc = "Restart the host process now", run = H.host_restart },
   ["host:stop"] = {
@@ -456,31 +494,11 @@ function H.show_status(lines)
     lines = vim.list_extend({}, lines)
     vim.list_extend(lines, { "", "messages shortened on the command line, in full:" })
     for _, item in ipairs(recent) do
-      lines[#lines + 1] = string.format("  %s %s", os.date("%H:%M:%S", item.time), item.text)
+      local text = item.text:gsub("\n", "\n           ")
+      vim.list_extend(lines, vim.split(string.format("  %s %s", os.date("%H:%M:%S", item.time), text), "\n"))
     end
   end
-  H.show_lines("flemma://status", lines)
-end
-
---- Show `lines` in the scratch buffer `name` (made once, closed with `q`), in a split below.
-function H.show_lines(name, lines)
-  local buf = vim.fn.bufnr(name)
-  if buf == -1 or not vim.api.nvim_buf_is_valid(buf) then
-    buf = vim.api.nvim_create_buf(false, true)
-    vim.api.nvim_buf_set_name(buf, name)
-    vim.bo[buf].bufhidden = "wipe"
-    vim.keymap.set("n", "q", "<Cmd>close<CR>", { buffer = buf, nowait = true, desc = "Close" })
-  end
-  vim.bo[buf].modifiable = true
-  vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
-  vim.bo[buf].modifiable = false
-  local win = vim.fn.bufwinid(buf)
-  if win == -1 then
-    vim.cmd(string.format("botright %dsplit", math.min(#lines + 1, math.floor(vim.o.lines / 2))))
-    vim.api.nvim_win_set_buf(0, buf)
-  else
-    vim.api.nvim_set_current_win(win)
-  end
+  scratch.show("flemma://status", lines)
 end
 
 return M

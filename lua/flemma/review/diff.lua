@@ -12,6 +12,10 @@ local host = lazy.require("flemma.host")
 local flemma_notify = lazy.require("flemma.notify")
 local M = {}
 
+--- What the keys of a deciding diff tab do (their `desc`, and `:Flemma keys`).
+M.APPROVE = "approve what the proposed side shows"
+M.REJECT = "reject the call (asks for a reason)"
+
 ---@class flemma.review.DiffSpec
 ---@field bufnr integer the chat buffer
 ---@field tool_id string
@@ -93,7 +97,9 @@ end
 
 --- The keys of the diff tab (`keymaps.diff`), `false` or "" meaning none.
 ---@return { approve: string|false, reject: string|false }
-local function keys()
+--- The keys of a diff tab that decides (`keymaps.diff`): `{ approve, reject }`, each a key or
+--- false.
+function M.keys()
   local ok, cfg = pcall(function()
     return config.get().keymaps
   end)
@@ -126,7 +132,7 @@ local function winbars(view, right)
   end
   local right_bar = right_label .. escape(spec.path)
   if view.decide then
-    local k = keys()
+    local k = M.keys()
     local parts = {}
     if k.approve then
       parts[#parts + 1] = escape(k.approve) .. " approve"
@@ -248,17 +254,19 @@ function M.open(spec, opts)
   })
 
   if decide then
-    local k = keys()
+    local k = M.keys()
+    -- `nowait`: `gr` is the start of Neovim's own `grn`, `grr`, `gra`, `gri` (0.11+), and `ga` of
+    -- common align plugins' maps; it acts at once instead of after 'timeoutlen'.
     for _, buf in ipairs({ left, right }) do
       if k.approve then
         vim.keymap.set("n", k.approve, function()
           M.approve(buf)
-        end, { buffer = buf, silent = true, desc = "Flemma: approve what the proposed side shows" })
+        end, { buffer = buf, silent = true, nowait = true, desc = "Flemma: " .. M.APPROVE })
       end
       if k.reject then
         vim.keymap.set("n", k.reject, function()
           M.reject(buf)
-        end, { buffer = buf, silent = true, desc = "Flemma: reject the call (asks for a reason)" })
+        end, { buffer = buf, silent = true, nowait = true, desc = "Flemma: " .. M.REJECT })
       end
     end
   end

@@ -304,7 +304,7 @@ function M.always(bufnr, callback)
     if err then
       notify.warn("tool:always: " .. tostring(err))
     else
-      notify.info(table.concat(result.lines, "\n"))
+      notify.info(table.concat(result.lines, "\n"), { key = "tool:always", report = true })
     end
   end)
 end

@@ -62,7 +62,7 @@ function M.status()
       notify.warn("mcp:status: " .. tostring(err))
       return
     end
-    notify.info(table.concat(result.lines, "\n"), { key = "mcp:status" })
+    notify.info(table.concat(result.lines, "\n"), { key = "mcp:status", report = true })
   end)
 end
 
@@ -90,7 +90,7 @@ function M.resources(server)
       notify.warn("mcp:resources: " .. tostring(err))
       return
     end
-    notify.info(table.concat(result.lines, "\n"), { key = "mcp:resources" })
+    notify.info(table.concat(result.lines, "\n"), { key = "mcp:resources", report = true })
   end)
 end
 

@@ -5,6 +5,11 @@
 export interface NotifyOptions {
   /** A message with a key replaces the earlier one of the same key (one line per subject). */
   key?: string;
+  /**
+   * The user asked for this message (`:Flemma tool:why`): on Neovim's command line, when it does
+   * not fit on one line, it opens in a scratch buffer instead of being shortened.
+   */
+  report?: boolean;
 }
 
 export interface Notifier {

@@ -150,7 +150,10 @@ export interface HostToLua {
     null
   >;
   'usage.confirm': Method<{ bufnr: number; cost: number; limit: number; message: string }, null>;
-  notify: Method<{ message: string; level?: 'info' | 'warn' | 'error'; key?: string }, null>;
+  notify: Method<
+    { message: string; level?: 'info' | 'warn' | 'error'; key?: string; report?: boolean },
+    null
+  >;
   'notify.retract': Method<{ key: string }, null>;
   'mcp.catalog': Method<{ servers: McpCatalog }, null>;
   'attention.signal': Method<
@@ -431,7 +434,7 @@ export const HOST_TO_LUA = {
   },
   notify: {
     kind: 'notification',
-    params: '`{message, level?, key?}`',
+    params: '`{message, level?, key?, report?}`',
     answer: '`nil`',
     section: 'notify',
   },

@@ -30,6 +30,7 @@ import type { HookEmitter } from '../../editor/hooks.js';
 import type { LuaBridge } from '../../editor/lua.js';
 import type { EditorFacts } from '../buffer-settings.js';
 import type { FileLogger } from '../log.js';
+import { retractNotice } from '../notifier.js';
 import type { UndoService } from '../undo/service.js';
 import { auditCall } from './audit-file.js';
 import type { ToolCatalogue } from './catalogue.js';
@@ -110,6 +111,8 @@ export class ToolExecutor {
    */
   private readonly draining = new Map<number, Throttled[]>();
   private readonly warned = new Set<string>();
+  /** Buffers whose "Executing 2/3 tools" message is shown, to take back when their tools end. */
+  private readonly throttled = new Set<number>();
   /** The ports of the first two parts (the third is the `settler`). */
   private readonly prepare: PreparePorts;
   private readonly invoke: InvokePorts;
@@ -390,8 +393,11 @@ export class ToolExecutor {
     if (later.length > 0) {
       this.draining.set(bufnr, [...(this.draining.get(bufnr) ?? []), ...later]);
       if (user) {
+        // Taken back when the buffer's tools have ended (`unlockIfIdle`).
+        this.throttled.add(bufnr);
         this.deps.notify.info(
           `Executing ${now.length}/${waiting.length} tools (max_concurrent=${limit})`,
+          { key: throttledKey(bufnr) },
         );
       }
     }
@@ -439,5 +445,12 @@ export class ToolExecutor {
   private unlockIfIdle(bufnr: number): void {
     if (this.runs.in(bufnr).length > 0) return;
     this.deps.editor.notify('buffer.unlock', { bufnr, owner: 'tools' });
+    if (this.draining.has(bufnr) || !this.throttled.delete(bufnr)) return;
+    retractNotice(this.deps.editor, throttledKey(bufnr));
   }
+}
+
+/** The key of a buffer's "Executing 2/3 tools (max_concurrent=2)". */
+function throttledKey(bufnr: number): string {
+  return `tools:throttled:${String(bufnr)}`;
 }
