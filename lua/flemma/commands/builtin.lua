@@ -242,7 +242,7 @@ function H.tool_output()
     if err then
       notify.warn("tool:output: " .. tostring(err))
     elseif answer and answer.lines then
-      H.show_lines("flemma://tool-output", answer.lines)
+      scratch.show("flemma://tool-output", answer.lines)
     end
   end)
 end
