@@ -84,6 +84,24 @@ describe('a running command shows what it printed', () => {
     expect(await d.extmarks('flemma.tool_output', bufnr)).toEqual([]);
   });
 
+  it(':Flemma tool:output opens the whole output so far, beyond what the view reads', async () => {
+    const d = await setup();
+    // 20,000 numbered lines (108,894 bytes: more than the view's 64 KB tail), then the gate.
+    await runBash(d, `seq 1 20000 && ${GATED}`);
+    await waitForRed(d);
+    await d.command('Flemma tool:output');
+    await d.waitUntil('return vim.fn.bufnr("flemma://tool-output") ~= -1');
+    const scratch = await d.lua<string[]>(
+      'return vim.api.nvim_buf_get_lines(vim.fn.bufnr("flemma://tool-output"), 0, -1, false)',
+    );
+    expect(scratch.slice(0, 4)).toEqual(['bash (toolu_W) runs; its output so far:', '', '1', '2']);
+    expect(scratch.slice(-3)).toEqual(['20000', 'first line', 'red']);
+    expect(scratch).toHaveLength(20004);
+    await d.command('close');
+    await writeFile(join(d.home, 'work', 'gate'), 'go\n');
+    await d.waitForEvent('FlemmaToolCompleted');
+  });
+
   it('goes as <C-c> cancels the call', async () => {
     const d = await setup();
     await runBash(d, GATED);

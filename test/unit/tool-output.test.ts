@@ -38,10 +38,13 @@ describe('OutputTail', () => {
   });
 
   it('keeps a bounded tail of a long output and says how much came before it', () => {
-    const tail = new OutputTail(100);
+    const tail = new OutputTail(100, 100);
     for (let i = 0; i < 1000; i++) tail.push(`line ${String(i)}\n`);
     const { text, dropped } = tail.snapshot();
-    expect(text.length).toBe(100);
+    // Whole chunks go: at least 100 bytes stay, less than one more line.
+    expect(text.length).toBeGreaterThanOrEqual(100);
+    expect(text.length).toBeLessThan(109);
+    expect(text.startsWith('line ')).toBe(true);
     expect(text.endsWith('line 999\n')).toBe(true);
     expect(dropped + text.length).toBe(
       Array.from({ length: 1000 }, (_, i) => `line ${String(i)}\n`).join('').length,
@@ -49,8 +52,16 @@ describe('OutputTail', () => {
     expect(tail.lastLines(2)).toEqual(['line 998', 'line 999']);
   });
 
+  it('shows the whole output so far, not only the end the live view reads', () => {
+    const tail = new OutputTail(100);
+    const lines = Array.from({ length: 1000 }, (_, i) => `line ${String(i)}\n`);
+    for (const line of lines) tail.push(line);
+    expect(tail.snapshot()).toEqual({ text: lines.join(''), dropped: 0 });
+    expect(tail.lastLines(1)).toEqual(['line 999']);
+  });
+
   it('keeps bytes: a character split between chunks is whole, one cut off at the start is left out', () => {
-    const tail = new OutputTail(7);
+    const tail = new OutputTail(7, 7);
     const bytes = Buffer.from('aé\nüb\nc€', 'utf8');
     for (const byte of bytes) tail.push(Uint8Array.of(byte));
     // 7 of the 12 bytes kept, from the second byte of 'ü' (left out); '€' came in 3 chunks.

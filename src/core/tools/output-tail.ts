@@ -2,10 +2,13 @@
 // (docs/tools.md, "Watching a command run").
 //
 // Decisions:
-// - Memory is bounded: only the last `keep` bytes are kept (the whole output of a finished call
-//   is the file the truncation saved), in one buffer of twice that size made on the first output.
-//   A chunk costs a copy of its bytes, no string; the kept part is moved down only once the
-//   buffer is full, so the cost stays linear in what was printed.
+// - Memory is bounded. The live view reads the last `keep` bytes, kept in one buffer of twice
+//   that size made on the first output: a chunk costs a copy of its bytes, no string; the kept
+//   part is moved down only once the buffer is full, so the cost stays linear in what was
+//   printed. `:Flemma tool:output` reads the whole output so far: the chunks themselves, as the
+//   program's reader made them (no copy: the runner holds the same ones until the call ends),
+//   up to `WHOLE_KEEP_BYTES`, beyond which the oldest go (the end is what is shown, as for a
+//   saved output).
 // - Decoding and formatting happen only when the view is drawn (at most once a frame): the last
 //   lines are found from the end, and only those are decoded and made safe to show.
 // - The output is untrusted and shown as virtual text, never interpreted: escape sequences (CSI,
@@ -15,6 +18,8 @@
 
 /** Bytes kept of a running call's output (as the result keeps, 50 KB, with room). */
 export const TAIL_KEEP_BYTES = 64 * 1024;
+/** Bytes of a running call's output `:Flemma tool:output` can show (its end beyond that). */
+export const WHOLE_KEEP_BYTES = 8 * 1024 * 1024;
 /** A shown line is cut to this many characters. */
 export const LIVE_LINE_CHARS = 240;
 
@@ -45,13 +50,20 @@ export class OutputTail {
   private bytes: Buffer | undefined;
   private used = 0;
   private total = 0;
+  /** The output as it came, its oldest chunks gone beyond `wholeKeep`. */
+  private readonly chunks: Uint8Array[] = [];
+  private chunkBytes = 0;
 
-  constructor(private readonly keep = TAIL_KEEP_BYTES) {}
+  constructor(
+    private readonly keep = TAIL_KEEP_BYTES,
+    private readonly wholeKeep = WHOLE_KEEP_BYTES,
+  ) {}
 
   /** More output arrived (a JavaScript tool's text is taken as UTF-8). */
   push(chunk: string | Uint8Array): void {
     const data = typeof chunk === 'string' ? Buffer.from(chunk, 'utf8') : chunk;
     this.total += data.length;
+    this.keepWhole(data);
     const bytes = (this.bytes ??= Buffer.alloc(this.keep * 2));
     if (data.length >= this.keep) {
       bytes.set(data.subarray(data.length - this.keep));
@@ -67,6 +79,17 @@ export class OutputTail {
     this.used += data.length;
   }
 
+  private keepWhole(data: Uint8Array): void {
+    this.chunks.push(data);
+    this.chunkBytes += data.length;
+    while (
+      this.chunks.length > 1 &&
+      this.chunkBytes - (this.chunks[0]?.length ?? 0) >= this.wholeKeep
+    ) {
+      this.chunkBytes -= this.chunks.shift()?.length ?? 0;
+    }
+  }
+
   /** The kept bytes from `from` to `end`, decoded; a character cut at the start is left out. */
   private decode(from: number, end = this.used): string {
     if (this.bytes === undefined) return '';
@@ -78,10 +101,18 @@ export class OutputTail {
     return this.bytes.toString('utf8', start, end);
   }
 
-  /** The kept text (its start cut when more was printed) and how many bytes came before it. */
+  /**
+   * The output so far (its start cut beyond `wholeKeep`, a character cut there left out) and how
+   * many bytes came before it.
+   */
   snapshot(): { text: string; dropped: number } {
-    const from = Math.max(0, this.used - this.keep);
-    return { text: this.decode(from), dropped: this.total - (this.used - from) };
+    const whole = Buffer.concat(this.chunks, this.chunkBytes);
+    let start = 0;
+    if (this.chunkBytes < this.total) {
+      // UTF-8 continuation bytes (10xxxxxx) belong to a character that began before.
+      while (start < 3 && ((whole[start] ?? 0) & 0xc0) === 0x80) start += 1;
+    }
+    return { text: whole.toString('utf8', start), dropped: this.total - this.chunkBytes };
   }
 
   /** The last `count` lines, made safe to show; blank lines at the end are left out. */
