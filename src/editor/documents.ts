@@ -46,8 +46,6 @@ interface Entry {
   listener: (...args: unknown[]) => void;
   /** Neovim's detach event for this attachment. */
   onDetach: () => void;
-  /** Neovim ended the attachment (a reload, an unload). */
-  ended: boolean;
   waiters: (() => void)[];
 }
 
@@ -81,13 +79,6 @@ export class DocumentStore {
 
   /** Start following a buffer (again, after a reload); resolves with its current tree. */
   async attach(bufnr: number): Promise<DocumentState | undefined> {
-    const state = await this.follow(bufnr);
-    // A reload (`:e!`) detaches the buffer; one that came while we waited for its lines ended
-    // this attachment, and the buffer, read again, is followed anew (an unloaded one is not).
-    return state === 'ended' ? nothingIfEnded(await this.follow(bufnr)) : state;
-  }
-
-  private async follow(bufnr: number): Promise<DocumentState | 'ended' | undefined> {
     // Neovim answers our `nvim_buf_detach` after its detach event, and the client applies that
     // event to whatever follows the buffer then (it drops every listener of the buffer): a new
     // attachment made before the answer would be ended by the old one's event, its lines lost.
@@ -97,8 +88,8 @@ export class DocumentStore {
     // NOTE: changes received but not parsed yet (a burst is parsed on the next tick) must be in
     // the tree a caller gets: a send right after typing reads what was typed.
     if (existing?.state !== undefined) return this.parsed(bufnr);
-    const entry = existing ?? this.follower(bufnr);
     if (existing === undefined) {
+      const entry = this.follower(bufnr);
       trace('doc:attach');
       const attached = (await this.nvim.request('nvim_buf_attach', [bufnr, true, {}])) as boolean;
       if (!attached) {
@@ -106,8 +97,7 @@ export class DocumentStore {
         return undefined;
       }
     }
-    const state = await this.parsed(bufnr);
-    return state === undefined && entry.ended ? 'ended' : state;
+    return this.parsed(bufnr);
   }
 
   /** A new entry for a buffer, its listeners on the client; Neovim is asked by the caller. */
@@ -124,11 +114,8 @@ export class DocumentStore {
       },
       onDetach: () => {
         // Only this attachment's end ends this entry.
-        if (this.entries.get(bufnr) !== entry) return;
-        entry.ended = true;
-        this.forget(bufnr);
+        if (this.entries.get(bufnr) === entry) this.forget(bufnr);
       },
-      ended: false,
       waiters: [],
     };
     this.entries.set(bufnr, entry);
@@ -342,10 +329,6 @@ export class DocumentStore {
       },
     );
   }
-}
-
-function nothingIfEnded(state: DocumentState | 'ended' | undefined): DocumentState | undefined {
-  return state === 'ended' ? undefined : state;
 }
 
 /** Message markers and diagnostics of a parsed buffer, in Neovim's 0-based rows. */
