@@ -44,6 +44,8 @@ interface Entry {
   /** When the structure last went out (performance.now()). */
   publishedAt: number;
   listener: (...args: unknown[]) => void;
+  /** Neovim's detach event for this attachment. */
+  onDetach: () => void;
   waiters: (() => void)[];
 }
 
@@ -60,6 +62,8 @@ export interface DocumentStoreOptions {
 
 export class DocumentStore {
   private readonly entries = new Map<number, Entry>();
+  /** Buffers whose `nvim_buf_detach` is not answered yet. */
+  private readonly detaching = new Map<number, Promise<void>>();
   private readonly logger: Logger;
   private readonly publishDelayMs: number;
   private readonly listeners: ((state: DocumentState) => void)[] = [];
@@ -75,49 +79,64 @@ export class DocumentStore {
 
   /** Start following a buffer (again, after a reload); resolves with its current tree. */
   async attach(bufnr: number): Promise<DocumentState | undefined> {
+    // Neovim answers our `nvim_buf_detach` after its detach event, and the client applies that
+    // event to whatever follows the buffer then (it drops every listener of the buffer): a new
+    // attachment made before the answer would be ended by the old one's event, its lines lost.
+    const detaching = this.detaching.get(bufnr);
+    if (detaching !== undefined) await detaching;
     const existing = this.entries.get(bufnr);
     // NOTE: changes received but not parsed yet (a burst is parsed on the next tick) must be in
     // the tree a caller gets: a send right after typing reads what was typed.
     if (existing?.state !== undefined) return this.parsed(bufnr);
     if (existing === undefined) {
-      const entry: Entry = {
-        state: undefined,
-        dirtyFrom: Infinity,
-        parseTimer: undefined,
-        published: undefined,
-        publishTimer: undefined,
-        publishedAt: 0,
-        listener: (...args: unknown[]) => {
-          this.onLines(bufnr, args);
-        },
-        waiters: [],
-      };
-      this.entries.set(bufnr, entry);
-      // NOTE: the client routes `nvim_buf_lines_event` by buffer number only.
-      const handle = { data: bufnr } as unknown as NvimBuffer;
-      this.nvim.attachBuffer(handle, 'lines', entry.listener);
-      this.nvim.attachBuffer(handle, 'detach', () => {
-        this.forget(bufnr);
-      });
+      const entry = this.follower(bufnr);
       trace('doc:attach');
       const attached = (await this.nvim.request('nvim_buf_attach', [bufnr, true, {}])) as boolean;
       if (!attached) {
-        this.forget(bufnr);
+        if (this.entries.get(bufnr) === entry) this.forget(bufnr);
         return undefined;
       }
     }
     return this.parsed(bufnr);
   }
 
+  /** A new entry for a buffer, its listeners on the client; Neovim is asked by the caller. */
+  private follower(bufnr: number): Entry {
+    const entry: Entry = {
+      state: undefined,
+      dirtyFrom: Infinity,
+      parseTimer: undefined,
+      published: undefined,
+      publishTimer: undefined,
+      publishedAt: 0,
+      listener: (...args: unknown[]) => {
+        this.onLines(bufnr, args);
+      },
+      onDetach: () => {
+        // Only this attachment's end ends this entry.
+        if (this.entries.get(bufnr) === entry) this.forget(bufnr);
+      },
+      waiters: [],
+    };
+    this.entries.set(bufnr, entry);
+    // NOTE: the client routes `nvim_buf_lines_event` by buffer number only.
+    const handle = { data: bufnr } as unknown as NvimBuffer;
+    this.nvim.attachBuffer(handle, 'lines', entry.listener);
+    this.nvim.attachBuffer(handle, 'detach', entry.onDetach);
+    return entry;
+  }
+
   /** Stop following a buffer. */
   async detach(bufnr: number): Promise<void> {
     if (!this.entries.has(bufnr)) return;
     this.forget(bufnr);
-    try {
-      await this.nvim.request('nvim_buf_detach', [bufnr]);
-    } catch {
-      // The buffer is gone already.
-    }
+    const done = this.nvim.request('nvim_buf_detach', [bufnr]).then(
+      () => undefined,
+      () => undefined, // The buffer is gone already.
+    );
+    this.detaching.set(bufnr, done);
+    await done;
+    if (this.detaching.get(bufnr) === done) this.detaching.delete(bufnr);
   }
 
   get(bufnr: number): DocumentState | undefined {
@@ -200,7 +219,9 @@ export class DocumentStore {
     if (entry.parseTimer !== undefined) clearImmediate(entry.parseTimer);
     if (entry.publishTimer !== undefined) clearTimeout(entry.publishTimer);
     this.entries.delete(bufnr);
-    this.nvim.detachBuffer({ data: bufnr } as unknown as NvimBuffer, 'lines', entry.listener);
+    const handle = { data: bufnr } as unknown as NvimBuffer;
+    this.nvim.detachBuffer(handle, 'lines', entry.listener);
+    this.nvim.detachBuffer(handle, 'detach', entry.onDetach);
     for (const waiter of entry.waiters) waiter();
   }
 

@@ -635,6 +635,29 @@ describe('trust follows the code', () => {
     expect(await temperature(d, f)).toBe(0.6);
   });
 
+  it('a new chat written with :w and read back while the host is busy still sends', async () => {
+    const { d, f } = await start();
+    await d.openChat('first.chat', ['@You:', 'Hi']);
+    await d.waitForEvent('FlemmaBootComplete');
+    // A busy machine's order, made certain: the host, stopped, reads at once the attach of the
+    // new chat, the detach that `:w named.chat` causes (Neovim names an unnamed buffer by wiping
+    // it) and the attach after `:e!`, before Neovim answers any of them.
+    const pid = await d.lua<number>(
+      'return vim.rpcrequest(require("flemma.host").ensure(), "ping").pid',
+    );
+    process.kill(pid, 'SIGSTOP');
+    try {
+      await d.command('enew');
+      await d.command('setfiletype chat');
+      await setLines(d, ['```lua', 'flemma.opt.temperature = 0.6', '```', '@You:', 'Hi']);
+      await d.command('write named.chat');
+      await d.command('edit! named.chat');
+    } finally {
+      process.kill(pid, 'SIGCONT');
+    }
+    expect(await temperature(d, f)).toBe(0.6);
+  });
+
   it('a file a trusted chat includes is part of what was trusted: changed outside, it asks again', async () => {
     const { d, f } = await start();
     const part = d.writeFile('part.md', 'PART-ONE');

@@ -161,8 +161,7 @@ export class RequestBuilder {
     purpose: 'send' | 'summary' = 'send',
   ): Promise<PreparedRequest | undefined> {
     const ctx = this.deps.base;
-    // A buffer reloaded (`:e!`) while the send was on its way is followed again: one more try.
-    const state = (await ctx.documents.attach(bufnr)) ?? (await ctx.documents.attach(bufnr));
+    const state = await ctx.documents.attach(bufnr);
     if (state === undefined) {
       if (purpose === 'send') ctx.notify.warn('Nothing sent: the chat buffer is not loaded');
       return undefined;
