@@ -124,7 +124,7 @@ describe('the meter after a reply', () => {
     // Another model for the next requests: the figure is still the last request's, against the
     // window of the model it went to; the status says the window of the model in use now.
     await d.press(':Flemma switch anthropic claude-opus-4-6<CR>');
-    await d.waitUntil('return require("flemma.config").get().model == "claude-opus-4-6"');
+    await d.waitUntil('return require("flemma.config").get(0).model == "claude-opus-4-6"');
     expect(await d.lua('return require("flemma.usage").context(...).model', buf)).toBe(
       'claude-sonnet-4-6',
     );

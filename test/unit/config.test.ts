@@ -164,4 +164,35 @@ describe('the editor context and the configuration', () => {
     // The global configuration is not changed.
     expect(store.held()?.config.model).toBe('global');
   });
+
+  it("applies the chat's own switch over the global configuration, under its frontmatter", async () => {
+    const store = new ConfigStore();
+    const question = await settingsQuestion(1, undefined, { config: store });
+    question.params.frontmatter = { code: 'flemma.opt.model = "x"', line: 1 };
+    const context = resolveSettings(
+      question,
+      answer({
+        generation: 1,
+        config: { provider: 'anthropic', model: 'global', parameters: { temperature: 0.5 } },
+        switched: [
+          { path: ['model'], value: 'switched' },
+          { path: ['parameters', 'temperature'] },
+          { path: ['parameters', 'openai', 'reasoning_summary'], value: 'detailed' },
+          { path: ['provider'], value: 'openai' },
+        ],
+        frontmatter: { ops: [{ path: ['model'], op: 'set', value: 'pinned', line: 2 }] },
+      }),
+    );
+    expect(context.config.provider).toBe('openai');
+    expect(context.config.model).toBe('pinned');
+    expect(context.config.data['parameters']).toEqual({
+      openai: { reasoning_summary: 'detailed' },
+    });
+    // The global configuration is not changed.
+    expect(store.held()?.config.data).toEqual({
+      provider: 'anthropic',
+      model: 'global',
+      parameters: { temperature: 0.5 },
+    });
+  });
 });
