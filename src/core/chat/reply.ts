@@ -156,7 +156,7 @@ export class ReplyLayout {
     this.afterThinking = true;
     const text = (opening ? '\n' : '') + inserted;
     return {
-      row: before.split("\n").length - 1,
+      row: before.split('\n').length - 1,
       lines: text.slice(0, -1).split('\n'),
       at: offset,
       text,
