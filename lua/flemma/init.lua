@@ -108,6 +108,9 @@ function M.bootstrap()
   config.on_changed(function()
     editor_state.stale()
   end)
+  config.on_chat_changed(function(bufnr)
+    editor_state.stale(bufnr)
+  end)
   locks.subscribe({
     locked = function(bufnr)
       guard.arm(bufnr)
@@ -160,6 +163,13 @@ function M.bootstrap()
       if host.channel() then
         host.notify("buffer:detach", { bufnr = ev.buf })
       end
+    end,
+  })
+  vim.api.nvim_create_autocmd({ "BufDelete", "BufWipeout" }, {
+    group = group,
+    desc = "Flemma: a chat's own :Flemma switch goes with its buffer (kept across :e)",
+    callback = function(ev)
+      config.forget_chat(ev.buf)
     end,
   })
   vim.api.nvim_create_autocmd("BufWritePost", {

@@ -91,9 +91,9 @@ end
 
 --- `editor.context`: the configuration (when the host's generation is not current), the editor's
 --- facts about the buffer, the non-blank environment variables among `names`, the buffer's trust
---- decision (for the tree whose digest is `digest`), and what the buffer's frontmatter sets (a Lua
---- one runs here if the file is trusted; a JSON one's operations are checked, each with its trust
---- class).
+--- decision (for the tree whose digest is `digest`), the chat's own `:Flemma switch` (`switched`)
+--- and what the buffer's frontmatter sets (a Lua one runs here if the file is trusted; a JSON
+--- one's operations are checked, each with its trust class).
 function M.context(params)
   editor_state.asked(params.names)
   local env = editor_state.env()
@@ -104,7 +104,12 @@ function M.context(params)
     trust = trust,
   }, params.generation)
   if params.origins then
-    answer.origins = config.origins()
+    answer.origins = config.origins(params.bufnr)
+  end
+  -- The chat's own `:Flemma switch`, which the host applies under the frontmatter.
+  local switched = config.chat_ops(params.bufnr)
+  if #switched > 0 then
+    answer.switched = switched
   end
   if type(params.frontmatter) == "table" then
     answer.frontmatter = frontmatter.evaluate(params.bufnr, params.frontmatter, trust)

@@ -108,7 +108,8 @@ end
 ---@return table
 function M.variables(bufnr)
   bufnr = resolve(bufnr)
-  local config = flemma_config.get()
+  -- The chat's own `:Flemma switch` included.
+  local config = flemma_config.get(bufnr)
   local session, last, context = usage_figures(bufnr)
   local provider = config.provider
   local model = config.model
@@ -396,8 +397,8 @@ function M.bootstrap()
     M.refresh()
   end)
   hooks.on("request:finished", function(data)
-    local config = flemma_config.get()
     if type(data.bufnr) == "number" then
+      local config = flemma_config.get(data.bufnr)
       H.asked[data.bufnr] = { provider = config.provider, model = config.model }
     end
   end)

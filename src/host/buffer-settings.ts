@@ -26,6 +26,7 @@ import {
   type YamlParser,
   yamlFrontmatter,
 } from '../core/config/frontmatter.js';
+import { applySwitched } from '../core/config/switched.js';
 import { type RefusedOp, trustDigest } from '../core/config/trust.js';
 import { PROVIDERS } from './providers.js';
 
@@ -162,10 +163,15 @@ export function resolveSettings(
   if (!trust.trusted && typeof placeholders === 'object' && !Array.isArray(placeholders)) {
     trust.placeholders = placeholders;
   }
-  const config =
+  const global =
     question.store === undefined
       ? parseConfig(answer.config)
       : question.store.accept(answer, question.asked);
+  // The chat's own `:Flemma switch` is over the global values, under the frontmatter.
+  const config =
+    answer.switched === undefined || answer.switched.length === 0
+      ? global
+      : parseConfig(applySwitched(global.data, answer.switched));
   // NOTE: an empty Lua table arrives as an array (or an empty object).
   const context: BufferSettings = {
     config,

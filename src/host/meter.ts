@@ -66,7 +66,7 @@ export class ContextMeter {
   async report(
     bufnr: number,
   ): Promise<{ lines: string[]; tokens: number; window: number; percent: number } | null> {
-    const prepared = await this.deps.requests.prepare(bufnr, undefined);
+    const prepared = await this.deps.requests.prepare(bufnr, undefined, undefined, 'estimate');
     if (prepared === undefined) return null;
     const { config, providerName: provider, model, request } = prepared;
     const window = contextWindow(provider, model, config.context.window);
@@ -78,6 +78,7 @@ export class ContextMeter {
       provider,
       model,
       warnAt: config.context.warnAt,
+      ...(prepared.betweenTurns === undefined ? {} : { betweenTurns: prepared.betweenTurns }),
       ...(last === undefined
         ? {}
         : { last: { tokens: last.tokens, window: last.window, model: last.model } }),

@@ -109,8 +109,18 @@ export class ReplyRecord {
    */
   append(text: string, content: string, owed = ''): void {
     if ((text === '' && owed === this.owed) || this.complete) return;
+    this.changed(this.reply + text, content, owed);
+  }
+
+  /** A block inserted `at` characters into the reply (thinking written where it happened). */
+  insert(at: number, text: string, content: string, owed = ''): void {
+    if (this.complete) return;
+    this.changed(this.reply.slice(0, at) + text + this.reply.slice(at), content, owed);
+  }
+
+  private changed(reply: string, content: string, owed: string): void {
     this.ready ??= this.prepare();
-    this.reply += text;
+    this.reply = reply;
     this.content = content;
     this.owed = owed;
     this.dirty = true;

@@ -124,7 +124,7 @@ describe('the meter after a reply', () => {
     // Another model for the next requests: the figure is still the last request's, against the
     // window of the model it went to; the status says the window of the model in use now.
     await d.press(':Flemma switch anthropic claude-opus-4-6<CR>');
-    await d.waitUntil('return require("flemma.config").get().model == "claude-opus-4-6"');
+    await d.waitUntil('return require("flemma.config").get(0).model == "claude-opus-4-6"');
     expect(await d.lua('return require("flemma.usage").context(...).model', buf)).toBe(
       'claude-sonnet-4-6',
     );
@@ -198,6 +198,34 @@ describe(':Flemma context', () => {
     expect(f.requests).toEqual([]);
     expect(await d.lines(buf)).toEqual(CHAT);
     expect(await d.lua('return vim.bo[...].modified', buf)).toBe(false);
+  });
+
+  it.each([
+    [
+      'between turns (the last @You: is empty), the chat so far',
+      ['@You:', 'What is 15 * 7?', '', '@Assistant:', '105.', '', '@You:', ''],
+      'Between turns: the chat so far, without the empty @You: message at its end.',
+      2,
+    ],
+    [
+      'before the first message, the system prompt and tools',
+      ['@System:', 'Be brief.', '', '@You:', ''],
+      'No message yet: the system prompt and the tools only.',
+      0,
+    ],
+  ])('answers %s, and says so', async (_what, chat, note, messages) => {
+    const { d, f, buf } = await setup({ lines: chat });
+    await d.press(':Flemma context<CR>');
+    const lines = await report(d, 'flemma://context');
+    expect(lines[0]).toMatch(/^Next request ≈ \S+ \/ 200k \(\d+%\) tokens, claude-sonnet-4-6/);
+    expect(lines[2]).toBe(note);
+    const count = `${String(messages)} message${messages === 1 ? '' : 's'}`;
+    expect(lines.some((line) => new RegExp(`^ {2}messages +\\S+ {2}${count}$`).test(line))).toBe(
+      true,
+    );
+    expect(d.notifications().filter((n) => /Nothing to send/.test(n.message))).toEqual([]);
+    expect(f.requests).toEqual([]);
+    expect(await d.lines(buf)).toEqual(chat);
   });
 });
 

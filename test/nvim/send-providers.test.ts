@@ -174,7 +174,15 @@ describe('the offline demo provider', () => {
     await driver.waitForEvent('FlemmaApprovalNeeded');
     const pending = await driver.lines(buf);
     expect(pending[3]).toBe('@Assistant:');
-    expect(pending[4]).toMatch(/^\[Offline demo provider: this reply is scripted\./);
+    // Its thinking first, where it happened, then the labelled text.
+    expect(pending.slice(4, 8)).toEqual([
+      '',
+      '<thinking>',
+      'This is the demo provider: the reasoning of a real model would appear here.',
+      '</thinking>',
+    ]);
+    expect(pending[8]).toBe('');
+    expect(pending[9]).toMatch(/^\[Offline demo provider: this reply is scripted\./);
     expect(
       pending.some((line) => /^\*\*Tool Use:\*\* `calculator` \(`demo_\w+`\)$/.test(line)),
     ).toBe(true);

@@ -211,6 +211,33 @@ describe('folding', () => {
     expect(groupsOf(d, /^<thinking>/, '(4 lines)')).toContain('FlemmaFoldMeta');
   });
 
+  it('a thinking block folds to its first words, never its signature or opaque data', async () => {
+    const d = await open([
+      '@You:',
+      'Hi',
+      '',
+      '@Assistant:',
+      '<thinking anthropic:signature="EqQBCkgIBxAC' + 'x'.repeat(300) + '">',
+      '',
+      'First words of the thinking.',
+      'More of it.',
+      '</thinking>',
+      '<thinking redacted>',
+      'b3BhcXVlIGRhdGE=',
+      '</thinking>',
+      '',
+      'Hello.',
+      '',
+      '@You:',
+      'Thanks',
+    ]);
+    await d.waitUntil('return vim.fn.foldclosed(5) == 5 and vim.fn.foldclosed(10) == 10');
+    expect(await d.lua('return { vim.fn.foldtextresult(5), vim.fn.foldtextresult(10) }')).toEqual([
+      '<thinking> First words of the thinking. (5 lines)',
+      '<thinking redacted> (3 lines)',
+    ]);
+  });
+
   it('<Space> toggles the fold of the message under the cursor, the last one too', async () => {
     const d = await open();
     await d.command('call cursor(5, 1)'); // "Be brief."

@@ -211,6 +211,22 @@ describe(':Flemma usage:estimate', () => {
     expect(await d.lines(buf)).toEqual(['@System:', 'Be brief.', '', '@You:', 'How long is this?']);
   });
 
+  it('counts the chat so far between turns (the last @You: is empty), and says so', async () => {
+    const chat = ['@You:', 'Hi.', '', '@Assistant:', 'Hello.', '', '@You:', ''];
+    const { d, f } = await setup({ lines: chat });
+    await d.press(':Flemma usage:estimate<CR>');
+    const request = await f.nextRequest({ path: '/v1/messages/count_tokens' });
+    expect((request.body as { messages: { role: string }[] }).messages.map((m) => m.role)).toEqual([
+      'user',
+      'assistant',
+    ]);
+    await request.respond(200, { input_tokens: 20 });
+    const note = await d.waitForNotification(/Next request/);
+    expect(note.message).toBe(
+      'Flemma: Next request: 20 input tokens, ≈ $0.0001 (claude-sonnet-4-6, the chat so far)',
+    );
+  });
+
   it('reports a failed count once, without the key', async () => {
     const { d, f } = await setup();
     await d.press(':Flemma usage:estimate<CR>');

@@ -221,6 +221,8 @@ describe('thinking is sent back byte for byte', () => {
       content,
       signature: { provider: 'anthropic', value: 'sig' },
     });
+    // The first block of a reply is appended (nothing was written above which it could go).
+    if (typeof out !== 'string') throw new Error('a first block is appended');
     const document = parseChat(`@You:\nHi\n\n@Assistant:${out}${layout.close()}`);
     expect(document.messages.map((m) => m.role)).toEqual(['You', 'Assistant', 'You']);
     const prompt = assemblePrompt(document);

@@ -1,6 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { parseLines } from '../../src/core/chat/parser.js';
-import { INTERRUPTED_MESSAGE, ReplyLayout, openingLines } from '../../src/core/chat/reply.js';
+import {
+  INTERRUPTED_MESSAGE,
+  type ReplyEdit,
+  ReplyLayout,
+  openingLines,
+} from '../../src/core/chat/reply.js';
 import type { ProviderEvent } from '../../src/core/provider/types.js';
 
 /** A buffer as the send writes it: the opening replaces the last line, then appends at the end. */
@@ -10,9 +15,15 @@ function stream(
   end: 'close' | 'interrupt' = 'close',
 ): string[] {
   const lines = [...before.slice(0, -1), ...openingLines(before.at(-1) ?? '')];
+  const marker = lines.length - 1;
   const layout = new ReplyLayout();
-  const append = (text: string): void => {
-    const parts = text.split('\n');
+  const append = (edit: ReplyEdit): void => {
+    if (typeof edit !== 'string') {
+      // A thinking block goes where it happened (the send's `setLines` at the marker's row + row).
+      lines.splice(marker + edit.row, 0, ...edit.lines);
+      return;
+    }
+    const parts = edit.split('\n');
     lines[lines.length - 1] = (lines[lines.length - 1] ?? '') + (parts[0] ?? '');
     lines.push(...parts.slice(1));
   };
@@ -59,6 +70,83 @@ describe('the layout of a streamed reply (docs/chat-format.md §12)', () => {
       '@You:',
       '',
     ]);
+  });
+
+  const THINKING: ProviderEvent = { type: 'progress', phase: 'thinking', characters: 10 };
+  const SIGNED: ProviderEvent = {
+    type: 'thinking',
+    content: 'Simple arithmetic.',
+    signature: { provider: 'anthropic', value: 'Ev0B' },
+  };
+  const SIGNED_LINES = [
+    '<thinking anthropic:signature="Ev0B">',
+    'Simple arithmetic.',
+    '</thinking>',
+  ];
+  const USE: ProviderEvent = { type: 'tool_use', id: 'toolu_01', name: 'read', input: {} };
+  const USE_LINES = ['**Tool Use:** `read` (`toolu_01`)', '', '```json', '{}', '```'];
+
+  it.each<[string, ProviderEvent[], string[]]>([
+    [
+      'before the text it preceded',
+      [THINKING, text('2 + 2 equals 4.'), SIGNED],
+      ['', ...SIGNED_LINES, '', '2 + 2 equals 4.'],
+    ],
+    [
+      'before a tool use, a redacted block directly under it',
+      [THINKING, USE, SIGNED, { type: 'redacted_thinking', data: 'opaque' }],
+      ['', ...SIGNED_LINES, '<thinking redacted>', 'opaque', '</thinking>', '', ...USE_LINES],
+    ],
+    [
+      'between a tool use and the text after it',
+      [USE, THINKING, text('Then this.'), SIGNED],
+      ['', ...USE_LINES, '', ...SIGNED_LINES, '', 'Then this.'],
+    ],
+    [
+      'between two tool uses',
+      [USE, THINKING, { ...USE, id: 'toolu_02' }, SIGNED],
+      [
+        '',
+        ...USE_LINES,
+        '',
+        ...SIGNED_LINES,
+        '',
+        ...USE_LINES.with(0, '**Tool Use:** `read` (`toolu_02`)'),
+      ],
+    ],
+    [
+      'at the end when nothing followed it',
+      [text('Hi.\n'), THINKING, SIGNED],
+      ['Hi.', '', ...SIGNED_LINES],
+    ],
+    [
+      'after the text when it is not known where it began (no progress)',
+      [text('2 + 2 equals 4.'), SIGNED],
+      ['2 + 2 equals 4.', '', ...SIGNED_LINES],
+    ],
+    [
+      'after the text when it began in the middle of a line',
+      [text('2 + 2'), THINKING, text(' equals 4.'), SIGNED],
+      ['2 + 2 equals 4.', '', ...SIGNED_LINES],
+    ],
+  ])('writes thinking %s', (_what, events, reply) => {
+    const lines = stream(['@You:', '2+2?'], events);
+    expect(lines).toEqual(['@You:', '2+2?', '', '@Assistant:', ...reply, '', '@You:', '']);
+    expect(parseLines(lines).diagnostics).toEqual([]);
+  });
+
+  it('keeps what it wrote as the buffer holds it, after a thinking block went above', () => {
+    const layout = new ReplyLayout();
+    let written = '';
+    for (const event of [THINKING, text('Four.'), SIGNED]) {
+      const edit = layout.push(event);
+      written =
+        typeof edit === 'string'
+          ? written + edit
+          : written.slice(0, edit.at) + edit.text + written.slice(edit.at);
+    }
+    expect(written).toBe(`\n\n${SIGNED_LINES.join('\n')}\n\nFour.`);
+    expect(`\n\n${layout.text}`).toBe(written);
   });
 
   it('writes thinking after the text, as a signed block', () => {

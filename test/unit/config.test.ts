@@ -3,7 +3,11 @@
 import { describe, expect, it } from 'vitest';
 import { CONFIG_DEFAULTS, parseConfig } from '../../src/core/config/config.js';
 import { ConfigStore } from '../../src/host/config.js';
-import { settingsQuestion, resolveSettings } from '../../src/host/buffer-settings.js';
+import {
+  type BufferSettings,
+  settingsQuestion,
+  resolveSettings,
+} from '../../src/host/buffer-settings.js';
 import type { ContextAnswer } from '../../src/editor/protocol/wire.js';
 import type { LuaCaller } from '../../src/host/sandbox.js';
 
@@ -129,6 +133,16 @@ describe('ConfigStore', () => {
   });
 });
 
+/** Buffer 1's settings (its frontmatter is Lua) from Lua's answer of generation 1. */
+async function withLuaFrontmatter(
+  store: ConfigStore,
+  extra: Partial<ContextAnswer>,
+): Promise<BufferSettings> {
+  const question = await settingsQuestion(1, undefined, { config: store });
+  question.params.frontmatter = { code: 'flemma.opt.model = "x"', line: 1 };
+  return resolveSettings(question, answer({ generation: 1, ...extra }));
+}
+
 describe('the editor context and the configuration', () => {
   it('asks with the generation held, and uses that configuration when Lua sends none', async () => {
     const store = new ConfigStore();
@@ -143,25 +157,44 @@ describe('the editor context and the configuration', () => {
 
   it("applies a frontmatter's operations over the data and parses the result", async () => {
     const store = new ConfigStore();
-    const question = await settingsQuestion(1, undefined, { config: store });
-    question.params.frontmatter = { code: 'flemma.opt.model = "x"', line: 1 };
-    const context = resolveSettings(
-      question,
-      answer({
-        generation: 1,
-        config: { model: 'global', tools: { max_concurrent: 4 } },
-        frontmatter: {
-          ops: [
-            { path: ['model'], op: 'set', value: 'local', line: 2 },
-            { path: ['tools', 'max_concurrent'], op: 'set', value: 1, line: 3 },
-          ],
-        },
-      }),
-    );
+    const context = await withLuaFrontmatter(store, {
+      config: { model: 'global', tools: { max_concurrent: 4 } },
+      frontmatter: {
+        ops: [
+          { path: ['model'], op: 'set', value: 'local', line: 2 },
+          { path: ['tools', 'max_concurrent'], op: 'set', value: 1, line: 3 },
+        ],
+      },
+    });
     expect(context.config.model).toBe('local');
     expect(context.config.tools.max_concurrent).toBe(1);
     expect(context.config.data['model']).toBe('local');
     // The global configuration is not changed.
     expect(store.held()?.config.model).toBe('global');
+  });
+
+  it("applies the chat's own switch over the global configuration, under its frontmatter", async () => {
+    const store = new ConfigStore();
+    const context = await withLuaFrontmatter(store, {
+      config: { provider: 'anthropic', model: 'global', parameters: { temperature: 0.5 } },
+      switched: [
+        { path: ['model'], value: 'switched' },
+        { path: ['parameters', 'temperature'] },
+        { path: ['parameters', 'openai', 'reasoning_summary'], value: 'detailed' },
+        { path: ['provider'], value: 'openai' },
+      ],
+      frontmatter: { ops: [{ path: ['model'], op: 'set', value: 'pinned', line: 2 }] },
+    });
+    expect(context.config.provider).toBe('openai');
+    expect(context.config.model).toBe('pinned');
+    expect(context.config.data['parameters']).toEqual({
+      openai: { reasoning_summary: 'detailed' },
+    });
+    // The global configuration is not changed.
+    expect(store.held()?.config.data).toEqual({
+      provider: 'anthropic',
+      model: 'global',
+      parameters: { temperature: 0.5 },
+    });
   });
 });

@@ -467,7 +467,10 @@ describe('anthropic streaming', () => {
       ...messageEnd('max_tokens'),
     ]);
     expect(events).toEqual([
+      // Each thinking block's start says where the thinking began (the layout writes it there).
+      { type: 'progress', phase: 'thinking', characters: 0 },
       { type: 'progress', phase: 'thinking', characters: 7 },
+      { type: 'progress', phase: 'thinking', characters: 13 },
       { type: 'progress', phase: 'thinking', characters: 13 },
       { type: 'text', text: 'Answer' },
       {

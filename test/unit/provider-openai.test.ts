@@ -469,6 +469,8 @@ describe('OpenAI streaming through the SDK', () => {
     const { events, error } = await pending;
     expect(error).toBeUndefined();
     expect(events.filter((e) => e.type === 'progress')).toEqual([
+      // The reasoning item's start says where the thinking began (the layout writes it there).
+      { type: 'progress', phase: 'thinking', characters: 0 },
       { type: 'progress', phase: 'thinking', characters: 2 },
       { type: 'progress', phase: 'thinking', characters: 5 },
       { type: 'progress', phase: 'thinking', characters: 13 },

@@ -137,13 +137,16 @@ describe('the writer', () => {
     expect(read().complete).toBe(false);
     expect(read().ending).toBe(cutOffEnding('One two three'));
 
+    // A thinking block written where it began, above the text (`ReplyLayout`'s insert).
+    const content = '<thinking>\nHm.\n</thinking>\n\nOne two three';
+    record.insert(1, '\n<thinking>\nHm.\n</thinking>\n\n', content);
     // The end: written now, whatever the pace, and settled before the reply is over.
     timers.at = 1100;
-    record.append('\n\n@You:\n', 'One two three');
+    record.append('\n\n@You:\n', content);
     service.end(1, record);
     await service.settled(1);
     expect(read()).toMatchObject({
-      reply: '\nOne two three\n\n@You:\n',
+      reply: '\n\n<thinking>\nHm.\n</thinking>\n\nOne two three\n\n@You:\n',
       complete: true,
       ending: '',
     });

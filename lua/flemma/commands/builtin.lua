@@ -410,9 +410,9 @@ M.commands = {
   },
   switch = {
     starts_host = false,
-    desc = "Switch provider, model and parameters: switch <provider|$preset> [model] [key=value …]",
-    run = function(args)
-      switch.run(args)
+    desc = "Switch this chat's provider, model and parameters: switch <provider|$preset> [model] [key=value …]; switch! or switch global: every chat",
+    run = function(args, ctx)
+      switch.run(args, ctx)
     end,
     complete = function(arglead, args)
       return switch.complete(arglead, args)

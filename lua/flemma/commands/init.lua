@@ -90,6 +90,7 @@ function M.run(fargs, ctx)
     H.show_overview()
     return
   end
+  name, ctx = H.bang(name, ctx)
   local spec = H.commands[name]
   if spec then
     if spec.starts_host ~= false then
@@ -129,7 +130,7 @@ function M.complete(arglead, cmdline, cursorpos)
       return vim.startswith(name, arglead)
     end, M.names())
   end
-  local spec = H.commands[args[1]]
+  local spec = H.commands[(H.bang(args[1], {}))]
   if not spec or not spec.complete then
     return {}
   end
@@ -150,12 +151,25 @@ function M.complete(arglead, cmdline, cursorpos)
   return result
 end
 
+--- `switch!` is `switch` with `ctx.bang` set (as `:Flemma! switch` is), when `switch` is a command.
+---@return string name
+---@return table ctx
+function H.bang(name, ctx)
+  local base = name:match("^(.+)!$")
+  if base == nil or H.commands[base] == nil then
+    return name, ctx
+  end
+  return base, vim.tbl_extend("force", ctx, { bang = true })
+end
+
 --- Create the `:Flemma` user command (safe to call more than once: it replaces itself).
 function M.setup()
   vim.api.nvim_create_user_command("Flemma", function(opts)
     M.run(opts.fargs, opts)
   end, {
     nargs = "*",
+    -- `:Flemma! switch` (or `:Flemma switch!`): the command's wider form, where it has one.
+    bang = true,
     -- A range is for the commands that take one (`:'<,'>Flemma review`); the others ignore it.
     range = true,
     complete = function(arglead, cmdline, cursorpos)

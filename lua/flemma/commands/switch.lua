@@ -1,11 +1,13 @@
---- flemma.switch: `:Flemma switch` — change the provider, the model and parameters for the rest
---- of the session, directly or through a named preset (`presets = { ["$fast"] = … }`).
+--- flemma.switch: `:Flemma switch` — change the provider, the model and parameters of the current
+--- chat, or with `:Flemma switch!` / `:Flemma switch global` of every chat, directly or through a
+--- named preset (`presets = { ["$fast"] = … }`).
 ---
 --- `switch <provider> [model] [key=value …]` and `switch $preset [model] [key=value …]`. General
 --- parameters (`max_tokens`, `temperature`, `thinking`, …) go to `parameters.<key>`, others to
 --- `parameters.<provider>.<key>`; `key=` clears one. A preset's `auto_approve` replaces
---- `tools.auto_approve`. The change is a run-time layer over `setup()` (`:Flemma status` shows
---- it), cached credentials are forgotten, and `config:updated` fires.
+--- `tools.auto_approve`. A chat's switch is its own layer over the global values, under its
+--- frontmatter (flemma.config `apply_chat`); a global one is a run-time layer over `setup()`.
+--- `:Flemma status` shows either; cached credentials are forgotten, and `config:updated` fires.
 local lazy = require("flemma.util.lazy")
 local config = lazy.require("flemma.config")
 local schema = lazy.require("flemma.config.schema")
@@ -140,7 +142,8 @@ function H.preset(name)
 end
 
 --- The operations a switch makes: `{ path = {…}, value = v|vim.NIL }`, or nil and an error.
-function M.plan(args)
+--- `bufnr`: the chat switched (its own switch names the provider parameters are checked for).
+function M.plan(args, bufnr)
   local positional, params = H.split(args or {})
   local target = { parameters = {} }
   local first = positional[1]
@@ -171,7 +174,7 @@ function M.plan(args)
     target.parameters[pair.key] = pair.value
   end
   local general, providers = H.parameter_nodes()
-  local provider = target.provider or config.get().provider
+  local provider = target.provider or config.get(bufnr).provider
   if providers[provider] == nil then
     local suggestion = suggest.closest(provider, M.providers())
     return nil,
@@ -224,21 +227,43 @@ function M.plan(args)
   return ops
 end
 
---- Apply a planned switch and say what it did.
-function M.run(args)
-  if args == nil or #args == 0 then
-    M.pick()
+--- Which chats a switch is for: `bufnr` (the current chat), or nil for every chat (`switch!`,
+--- `switch global …`, or no chat in the current window); and the arguments after `global`.
+function H.scope(args, ctx)
+  local global = (ctx and ctx.bang) == true
+  if args[1] == "global" then
+    global = true
+    args = { unpack(args, 2) }
+  end
+  local bufnr = vim.api.nvim_get_current_buf()
+  if global or vim.bo[bufnr].filetype ~= "chat" then
+    return nil, args
+  end
+  return bufnr, args
+end
+
+--- Apply a planned switch and say what it did, and for which chats.
+function M.run(args, ctx)
+  local bufnr
+  bufnr, args = H.scope(args or {}, ctx)
+  if #args == 0 then
+    M.pick(bufnr)
     return
   end
-  local ops, err = M.plan(args)
+  local ops, err = M.plan(args, bufnr)
   if not ops then
     notify.error("switch: " .. err)
     return
   end
-  config.apply_runtime(ops, SOURCE .. " " .. table.concat(args, " "))
+  local source = SOURCE .. (bufnr == nil and "! " or " ") .. table.concat(args, " ")
+  if bufnr == nil then
+    config.apply_runtime(ops, source)
+  else
+    config.apply_chat(bufnr, ops, source)
+  end
   -- Another provider (or key) may need another credential: resolve afresh.
   secrets.invalidate_all()
-  local values = config.get()
+  local values = config.get(bufnr)
   local parts = {}
   for _, op in ipairs(ops) do
     local path = table.concat(op.path, ".")
@@ -250,7 +275,8 @@ function M.run(args)
   end
   notify.info(
     string.format(
-      "switched to %s %s%s",
+      "switched %s to %s %s%s",
+      bufnr == nil and "every chat" or "this chat",
       values.provider,
       values.model or "(its default model)",
       #parts > 0 and (" · " .. table.concat(parts, ", ")) or ""
@@ -286,20 +312,26 @@ function H.warn_price(provider, model)
   end
 end
 
---- No arguments: pick a provider, then a model.
-function M.pick()
+--- No arguments: pick a provider, then a model, for chat `bufnr` (nil: every chat).
+function M.pick(bufnr)
+  local function run(args)
+    if bufnr == nil then
+      table.insert(args, 1, "global")
+    end
+    M.run(args)
+  end
   vim.ui.select(M.providers(), { prompt = "Provider" }, function(provider)
     if not provider then
       return
     end
     local models = M.models(provider)
     if #models == 0 then
-      M.run({ provider })
+      run({ provider })
       return
     end
     vim.ui.select(models, { prompt = "Model (" .. provider .. ")" }, function(model)
       if model then
-        M.run({ provider, model })
+        run({ provider, model })
       end
     end)
   end)
@@ -308,6 +340,12 @@ end
 --- Completion: providers and presets, then models, then `key=` for the provider's parameters.
 function M.complete(arglead, args)
   -- `args` are the finished arguments; `arglead` is the one being typed.
+  local first = args[1] == nil
+  local bufnr = vim.api.nvim_get_current_buf()
+  if args[1] == "global" then
+    args = { unpack(args, 2) }
+    bufnr = nil
+  end
   local position = #args + 1
   local candidates = {}
   if arglead:find("=") == nil and position <= 1 then
@@ -316,6 +354,9 @@ function M.complete(arglead, args)
     local presets = vim.tbl_keys(config.get().presets or {})
     table.sort(presets)
     vim.list_extend(candidates, presets)
+    if first then
+      candidates[#candidates + 1] = "global"
+    end
   elseif position == 2 and args[1] and args[1]:sub(1, 1) ~= "$" then
     candidates = M.models(args[1])
   end
@@ -326,9 +367,10 @@ function M.complete(arglead, args)
       local preset = H.preset(provider)
       provider = preset and preset.provider
     end
-    provider = provider or config.get().provider
-    local keys = vim.tbl_keys(general)
-    vim.list_extend(keys, vim.tbl_keys(providers[provider] or {}))
+    provider = provider or config.get(bufnr).provider
+    -- Once each: a provider has its own `max_tokens`, `temperature`, `thinking`, … as well.
+    local set = vim.tbl_extend("force", {}, general, providers[provider] or {})
+    local keys = vim.tbl_keys(set)
     table.sort(keys)
     for _, key in ipairs(keys) do
       candidates[#candidates + 1] = key .. "="

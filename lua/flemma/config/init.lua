@@ -111,12 +111,17 @@ end
 --- Run-time changes that `setup()` keeps: `{ path = {…}, value = v|vim.NIL }`, oldest first.
 H.runtime_values = {}
 
---- Apply already-validated run-time changes (`:Flemma switch`) over the current values, record
---- them in the runtime log as `source`, and fire `config:updated` once.
+--- Apply already-validated run-time changes (`:Flemma switch!`) over the current values, record
+--- them in the runtime log as `source`, and fire `config:updated` once. They are for every chat:
+--- a chat's own switch of the same options gives way to them.
 ---@param ops { path: string[], value: any }[]
 ---@param source string
 function M.apply_runtime(ops, source)
   for _, op in ipairs(ops) do
+    local key = table.concat(op.path, ".")
+    for _, layer in pairs(H.chats) do
+      layer[key] = nil
+    end
     H.assign(M.values, op.path, op.value)
     H.runtime_values[#H.runtime_values + 1] = { path = op.path, value = op.value }
     local value = op.value == vim.NIL and nil or op.value
@@ -129,6 +134,69 @@ function M.apply_runtime(ops, source)
   end
   H.changed()
   H.updated()
+end
+
+-- ---------------------------------------------------------------------------------------------
+-- A chat's own switch (`:Flemma switch` in a chat buffer, docs/credentials.md): per buffer, the
+-- options it set over the global values, by dotted path (`{ path, value, source }`; the latest
+-- switch of an option wins). The host applies them under the buffer's frontmatter, which still
+-- wins. They live as long as the buffer (`forget_chat` when it is deleted) and are never written
+-- to the file.
+
+H.chats = {} ---@type table<integer, table<string, { path: string[], value: any, source: string }>>
+
+--- The layer of chat `bufnr` (0: the current buffer), or nil.
+function H.chat(bufnr)
+  if bufnr == 0 then
+    bufnr = vim.api.nvim_get_current_buf()
+  end
+  return bufnr ~= nil and H.chats[bufnr] or nil
+end
+
+--- Who hears that a chat's own switch changed: `fn(bufnr)` (flemma: the host's held settings).
+H.chat_listeners = {} ---@type fun(bufnr: integer)[]
+
+---@param fn fun(bufnr: integer)
+function M.on_chat_changed(fn)
+  H.chat_listeners[#H.chat_listeners + 1] = fn
+end
+
+--- Apply already-validated changes (`:Flemma switch`) to chat `bufnr` only, as `source`; fires
+--- `config:updated` once.
+---@param bufnr integer
+---@param ops { path: string[], value: any }[]
+---@param source string
+function M.apply_chat(bufnr, ops, source)
+  local layer = H.chats[bufnr] or {}
+  H.chats[bufnr] = layer
+  for _, op in ipairs(ops) do
+    layer[table.concat(op.path, ".")] = { path = op.path, value = op.value, source = source }
+  end
+  for _, fn in ipairs(H.chat_listeners) do
+    fn(bufnr)
+  end
+  H.updated()
+end
+
+--- The options chat `bufnr`'s own switch set, as `{ path, value }` (vim.NIL clears), sorted by
+--- path so that a table comes before the options under it.
+---@param bufnr integer
+---@return { path: string[], value: any }[]
+function M.chat_ops(bufnr)
+  local layer = H.chat(bufnr) or {}
+  local keys = vim.tbl_keys(layer)
+  table.sort(keys)
+  local out = {}
+  for _, key in ipairs(keys) do
+    out[#out + 1] = { path = vim.deepcopy(layer[key].path), value = vim.deepcopy(layer[key].value) }
+  end
+  return out
+end
+
+--- Chat `bufnr` was deleted: its own switch goes with it.
+---@param bufnr integer
+function M.forget_chat(bufnr)
+  H.chats[bufnr] = nil
 end
 
 -- ---------------------------------------------------------------------------------------------
@@ -182,10 +250,20 @@ function M.log(layer)
   return vim.deepcopy(H.logs[layer] or {})
 end
 
---- The current option values (the defaults until `setup()` succeeds).
+--- The current option values (the defaults until `setup()` succeeds); with `bufnr` (0: the
+--- current buffer), with that chat's own switch applied (its frontmatter is the host's).
+---@param bufnr integer|nil
 ---@return table
-function M.get()
-  return M.values
+function M.get(bufnr)
+  local layer = H.chat(bufnr)
+  if layer == nil or next(layer) == nil then
+    return M.values
+  end
+  local values = vim.deepcopy(M.values)
+  for _, op in ipairs(M.chat_ops(bufnr)) do
+    H.assign(values, op.path, op.value)
+  end
+  return values
 end
 
 --- Alias-resolved copy of `opts` after validation, or nil and the error message.
@@ -216,15 +294,20 @@ function H.apply(normalized)
 end
 
 --- Where each option set above the defaults came from, by dotted path, from the layers'
---- operation logs: "setup", or "runtime (<command>)"; the latest layer wins.
+--- operation logs: "setup", "runtime (<command>)", or with `bufnr` "this chat (<command>)" for
+--- that chat's own switch; the latest layer wins.
+---@param bufnr integer|nil
 ---@return table<string, string>
-function M.origins()
+function M.origins(bufnr)
   local out = {}
   for _, op in ipairs(H.logs.setup) do
     out[op.path] = "setup"
   end
   for _, op in ipairs(H.logs.runtime) do
     out[op.path] = op.source and ("runtime (" .. op.source .. ")") or "runtime"
+  end
+  for key, op in pairs(H.chat(bufnr) or {}) do
+    out[key] = "this chat (" .. op.source .. ")"
   end
   return out
 end

@@ -293,7 +293,11 @@ function M.text()
   local head = lines[1] or ""
   local count = last - lnum + 1
   local preview
-  for i = 2, #lines do
+  -- A thinking block shows its first words, never its provider's signature (nor a redacted
+  -- block's opaque data).
+  local label, opaque = scan.thinking_label(head)
+  head = label or head
+  for i = 2, opaque and 0 or #lines do
     local text = vim.trim(lines[i])
     if text ~= "" and not scan.is_delimiter(text) then
       preview = text

@@ -133,6 +133,21 @@ local function thinking_open(line)
   return nil
 end
 
+--- How a thinking block's opening line is shown where room is short (a fold): `<thinking>`
+--- without its provider's signature, `<thinking redacted>`; nil for a line that opens none.
+---@param line string
+---@return string|nil label
+---@return boolean|nil redacted  the block's content is opaque (no preview of it)
+function M.thinking_label(line)
+  local form = thinking_open(line)
+  if form == "plain" or form == "signed" then
+    return "<thinking>", false
+  elseif form == "redacted" then
+    return "<thinking redacted>", true
+  end
+  return nil
+end
+
 --- The blocks of one message (rows `from`..`to`), appended to `out`.
 local function message_blocks(lines, offset, role, from, to, msg, out)
   local i = from

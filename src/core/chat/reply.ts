@@ -17,9 +17,34 @@ export function openingLines(lastLine: string): string[] {
   return lastLine.trim() === '' ? [lastLine, '@Assistant:'] : [lastLine, '', '@Assistant:'];
 }
 
+/**
+ * A thinking block that arrived after what followed it (adapters hand thinking over whole, when
+ * the reply ends or its signature is known) goes back where the thinking happened: `lines` are
+ * inserted before the row `row` rows under the `@Assistant:` marker's, which is `at` characters
+ * into everything written after the marker so far (`text`: the same lines as one string).
+ */
+export interface ReplyInsert {
+  row: number;
+  lines: string[];
+  at: number;
+  text: string;
+}
+
+/** What one event writes: text appended at the reply's end, or a block inserted above it. */
+export type ReplyEdit = string | ReplyInsert;
+
 export class ReplyLayout {
   /** Everything appended after the `@Assistant:` line so far (without its leading newline). */
   private content = '';
+  /** The newlines written before `content` (one before text, two before a block). */
+  private lead = '';
+  /**
+   * Where in `content` the thinking being streamed began (a line's start), while its block has
+   * not been written; `afterThinking`: a thinking block was just put there (a redacted one that
+   * follows sits directly under it).
+   */
+  private thinkingAt: number | undefined;
+  private afterThinking = false;
   /** The escape of the reply's text (it may hold back the start of a line). */
   private readonly escaper = new TextEscaper();
   /** Text or a block came: whitespace is no longer dropped. */
@@ -43,8 +68,13 @@ export class ReplyLayout {
     return this.escaper.ending();
   }
 
-  /** The text to append for one event (`''` when the event writes nothing). */
-  push(event: ProviderEvent): string {
+  /**
+   * What one event writes: the text to append (`''` when it writes nothing), or a thinking block
+   * to insert where the thinking happened, above what was written after it.
+   */
+  push(event: Exclude<ProviderEvent, { type: 'thinking' | 'redacted_thinking' }>): string;
+  push(event: ProviderEvent): ReplyEdit;
+  push(event: ProviderEvent): ReplyEdit {
     switch (event.type) {
       case 'text':
         return this.appendText(event.text);
@@ -54,15 +84,17 @@ export class ReplyLayout {
             ? { content: event.content }
             : { content: event.content, signature: event.signature },
         );
-        return this.appendBlock(lines);
+        return this.placeThinking(lines);
       }
       case 'redacted_thinking':
-        return this.appendBlock(writer.thinking({ content: event.data, redacted: true }));
+        return this.placeThinking(writer.thinking({ content: event.data, redacted: true }));
       case 'tool_use':
         return this.appendBlock(
           writer.toolUse({ name: event.name, id: event.id, input: event.input }),
         );
       case 'progress':
+        if (event.phase === 'thinking') this.thinkingStarts();
+        return '';
       case 'usage':
       case 'warning':
       case 'done':
@@ -84,6 +116,53 @@ export class ReplyLayout {
     return owed + (this.content.endsWith('\n') ? '\n@You:\n' : '\n\n@You:\n');
   }
 
+  /**
+   * Thinking streams (a progress event): remember where it began, when that is a line's start
+   * (the reply's, or after a block); in the middle of a line its block is appended at the end.
+   */
+  private thinkingStarts(): void {
+    if (this.thinkingAt !== undefined || this.escaper.holding) return;
+    this.afterThinking = false;
+    if (this.content === '' || this.content.endsWith('\n')) this.thinkingAt = this.content.length;
+  }
+
+  /**
+   * A thinking block where its thinking began: inserted above what was written since (with a
+   * blank line on each side, or directly under the thinking block it follows when redacted),
+   * else appended as any block.
+   */
+  private placeThinking(lines: string[]): ReplyEdit {
+    const at = this.thinkingAt;
+    if (lines.length === 0) return '';
+    if (at === undefined || at >= this.content.length) {
+      this.thinkingAt = undefined;
+      this.afterThinking = false;
+      return this.appendBlock(lines);
+    }
+    const block = lines.join('\n') + '\n';
+    // What goes in `content` at `at`: the block, and where it starts there.
+    let inserted: string;
+    let start: number;
+    if (this.afterThinking) [inserted, start] = [block, at];
+    else if (at === 0) [inserted, start] = [block + '\n', 0];
+    else [inserted, start] = ['\n' + block + (this.content[at] === '\n' ? '' : '\n'), at + 1];
+    // A reply that began with text now begins with a block: one blank line under the marker.
+    const opening = at === 0 && !this.afterThinking && this.lead === '\n';
+    const offset = this.lead.length + at;
+    const before = (this.lead + this.content).slice(0, offset);
+    this.content = this.content.slice(0, at) + inserted + this.content.slice(at);
+    if (opening) this.lead = '\n\n';
+    this.thinkingAt = start + block.length;
+    this.afterThinking = true;
+    const text = (opening ? '\n' : '') + inserted;
+    return {
+      row: before.split('\n').length - 1,
+      lines: text.slice(0, -1).split('\n'),
+      at: offset,
+      text,
+    };
+  }
+
   private appendText(text: string): string {
     if (!this.started) {
       // Whitespace before the first real content is dropped, and the reply starts on the line
@@ -92,6 +171,7 @@ export class ReplyLayout {
       this.started = true;
       const start = this.escaper.push(text.replace(/^(?:[ \t]*\r?\n)+/, ''));
       this.content = start;
+      this.lead = '\n';
       return '\n' + start;
     }
     const out = this.escaper.push(text);
@@ -114,6 +194,7 @@ export class ReplyLayout {
       // A block that opens the reply sits one blank line under the marker.
       const block = lines.join('\n') + '\n';
       this.content = block;
+      this.lead = '\n\n';
       return '\n\n' + block;
     }
     const chunk = writer.blockChunk(this.content, lines);

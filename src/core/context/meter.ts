@@ -191,7 +191,18 @@ export interface ContextReportInput {
   warnAt: number | false;
   /** The buffer's last completed request, when there is one. */
   last?: { tokens: number; window: number; model: string };
+  /**
+   * Between turns: the chat ends with an empty `@You:` (`empty`) or has no message yet (`none`);
+   * the estimate is of the conversation so far.
+   */
+  betweenTurns?: 'empty' | 'none';
 }
+
+/** The line that says an estimate is of the conversation so far (see `betweenTurns`). */
+const BETWEEN_TURNS = {
+  empty: 'Between turns: the chat so far, without the empty @You: message at its end.',
+  none: 'No message yet: the system prompt and the tools only.',
+} as const;
 
 /** `:Flemma context`: the next request's estimate against the window, and what it is made of. */
 export function contextReport(input: ContextReportInput): string[] {
@@ -202,6 +213,7 @@ export function contextReport(input: ContextReportInput): string[] {
   const lines = [
     `Next request ≈ ${meterText(b.total, window.tokens)} tokens, ${input.model} (${input.provider})`,
     `  window: ${formatTokens(window.tokens)} from ${windowSource(window.source)}`,
+    ...(input.betweenTurns === undefined ? [] : [BETWEEN_TURNS[input.betweenTurns]]),
     '',
     row('system prompt', b.system),
     row('tool definitions', b.tools, plural(b.toolCount, 'tool')),

@@ -243,7 +243,7 @@ export const HOST_TO_LUA = {
   'editor.context': {
     kind: 'request',
     params: '`{bufnr, names, generation?, digest?, frontmatter?}`',
-    answer: '`{generation, config?, facts, env, trust, frontmatter?}`',
+    answer: '`{generation, config?, facts, env, trust, switched?, frontmatter?}`',
     section: 'editorcontext',
   },
   'send.begin': {

@@ -3,6 +3,7 @@
 import type { Diagnostic } from '../../core/chat/ast.js';
 import type { ConfigOp } from '../../core/config/frontmatter.js';
 import type { ConfigData } from '../../core/config/config.js';
+import type { SwitchedOption } from '../../core/config/switched.js';
 import type { PersonalityPart } from '../../core/tools/registry.js';
 import type { DirectorySource } from '../../core/tools/declarative/index.js';
 import type { EditorDirs } from '../../core/tools/sandbox/sensitive.js';
@@ -157,6 +158,8 @@ export interface ContextAnswer {
   frontmatter?: FrontmatterAnswer;
   origins?: Record<string, string> | unknown[];
   trust?: Partial<TrustState>;
+  /** The chat's own `:Flemma switch`: the options it set, applied under the frontmatter. */
+  switched?: SwitchedOption[];
 }
 
 /** Lua's answer to `config.snapshot`. */

@@ -51,6 +51,11 @@ export interface PreparedRequest {
   /** What `context.budget` made of the request (absent without a budget). */
   elision?: ElisionSummary;
   /**
+   * Built for an estimate between turns (the chat ends with an empty `@You:`, or has no
+   * message yet): the conversation so far, as the next request would hold it.
+   */
+  betweenTurns?: 'empty' | 'none';
+  /**
    * After the provider refused the credential (401): forget it and resolve it again; a new
    * adapter when that gives a different value, else undefined.
    */
@@ -151,14 +156,15 @@ export class RequestBuilder {
   /**
    * Everything a request needs, as the send would make it: the buffer's prompt rendered, its
    * provider and model, the credential, the adapter and the request. Undefined (after telling
-   * the user why) when it cannot be made. `:Flemma usage:estimate` uses it too, and
-   * `:Flemma compact` (`purpose` `summary`: a chat with nothing new to send may be summarised).
+   * the user why) when it cannot be made. `:Flemma compact` uses it too (`purpose` `summary`: a
+   * chat with nothing new to send may be summarised), and `:Flemma context` and
+   * `:Flemma usage:estimate` (`purpose` `estimate`: between turns, the conversation so far).
    */
   async prepare(
     bufnr: number,
     context: BufferSettings | undefined,
     onConfig?: (config: Config) => void,
-    purpose: 'send' | 'summary' = 'send',
+    purpose: 'send' | 'summary' | 'estimate' = 'send',
   ): Promise<PreparedRequest | undefined> {
     const ctx = this.deps.base;
     const state = await ctx.documents.attach(bufnr);
@@ -169,6 +175,7 @@ export class RequestBuilder {
     const prompt = assemblePrompt(state.document);
     // A summary (`:Flemma compact`) asks about the conversation as it is, whatever its end.
     if (purpose === 'send' && !this.somethingToSend(state, prompt)) return undefined;
+    const betweenTurns = purpose === 'estimate' ? waitsForUser(state, prompt) : undefined;
     const editor =
       context ??
       (await askBufferSettings(ctx.lua, bufnr, state.document, this.deps.catalogue.toolNames(), {
@@ -223,6 +230,7 @@ export class RequestBuilder {
     };
     if (xml !== undefined) prepared.xml = xml;
     if (elision !== undefined) prepared.elision = elision;
+    if (betweenTurns !== undefined) prepared.betweenTurns = betweenTurns;
     return prepared;
   }
 
@@ -338,8 +346,13 @@ export class RequestBuilder {
     bufnr: number,
   ): Promise<{ input_tokens: number; cost?: number; provider: string; model: string } | null> {
     const ctx = this.deps.base;
-    const prepared = await this.prepare(bufnr, undefined);
+    const prepared = await this.prepare(bufnr, undefined, undefined, 'estimate');
     if (prepared === undefined) return null;
+    if (prepared.betweenTurns === 'none') {
+      // Providers count a conversation; `:Flemma context` estimates the system prompt and tools.
+      ctx.notify.warn('Nothing to count: write a @You: message first.');
+      return null;
+    }
     const { adapter, providerName: provider, model } = prepared;
     if (adapter.countTokens === undefined) {
       ctx.notify.warn(
@@ -362,13 +375,22 @@ export class RequestBuilder {
     ctx.notify.info(
       `Next request: ${tokens.toLocaleString('en-US')} input tokens` +
         (cost === undefined ? '' : `, ≈ ${dollars(cost)}`) +
-        ` (${model})`,
+        ` (${model}${prepared.betweenTurns === undefined ? '' : ', the chat so far'})`,
     );
     ctx.hooks.post('usage:estimated', { bufnr, provider, model, input_tokens: tokens });
     return cost === undefined
       ? { input_tokens: tokens, provider, model }
       : { input_tokens: tokens, cost, provider, model };
   }
+}
+
+/**
+ * Where an estimate stands when a send would have nothing to send: `empty` when the chat ends
+ * with an empty `@You:` after a reply, `none` when it has no message yet; else undefined.
+ */
+function waitsForUser(state: DocumentState, prompt: Prompt): 'empty' | 'none' | undefined {
+  if (!prompt.messages.some((message) => message.role === 'user')) return 'none';
+  return nothingNewToSend(state.document, prompt) ? 'empty' : undefined;
 }
 
 /** The messages with every tool name as the provider sees it. */

@@ -4,7 +4,7 @@
 // errors that leave the buffer as it was (or keep what arrived, marked as interrupted).
 import { randomBytes } from 'node:crypto';
 import type { Message } from '../../core/chat/ast.js';
-import { ReplyLayout, openingLines } from '../../core/chat/reply.js';
+import { type ReplyEdit, ReplyLayout, openingLines } from '../../core/chat/reply.js';
 import {
   type ProviderAdapter,
   ProviderError,
@@ -25,6 +25,26 @@ import type { LuaParams } from '../../editor/protocol/index.js';
 import type { PreparedRequest, RequestBuilder } from './request.js';
 import { type RecoveryService, type ReplyRecord, recoveryDir } from '../recovery.js';
 import type { ContextMeter } from '../meter.js';
+
+/**
+ * One edit of a reply to its buffer and its record: text appended at the stream's end, or a
+ * thinking block inserted where it happened (the buffer is locked while the reply streams: its
+ * rows under the marker are the reply's own).
+ */
+function putEdit(
+  reply: Pick<Reply, 'writer' | 'stream' | 'markerRow' | 'layout' | 'record'>,
+  edit: ReplyEdit,
+): void {
+  const { writer, layout, record } = reply;
+  if (typeof edit !== 'string') {
+    const row = reply.markerRow + edit.row;
+    void writer.setLines(row, row, edit.lines);
+    record?.insert(edit.at, edit.text, layout.text, layout.owed);
+    return;
+  }
+  if (edit !== '') writer.append(edit, reply.stream);
+  record?.append(edit, layout.text, layout.owed);
+}
 
 /** What the progress indicator shows (`progress.update`). */
 type Progress = LuaParams<'progress.update'>;
@@ -123,8 +143,11 @@ interface Reply {
   sink: number;
   sinkWriter: BufferWriter;
   sinkTap: SinkTap;
-  /** A piece of the reply to the buffer and, when the chat has a record, to that too. */
-  put: (text: string) => void;
+  /**
+   * A piece of the reply to the buffer and, when the chat has a record, to that too: appended,
+   * or a thinking block inserted where it happened (`ReplyLayout.push`).
+   */
+  put: (edit: ReplyEdit) => void;
   /** An event of the reply as it arrives: the warm-up, the sink, the usage meter. */
   observe: (event: ProviderEvent) => void;
 }
@@ -212,7 +235,7 @@ export class Streamer {
     bufnr: number,
     events: AsyncIterable<ProviderEvent>,
     layout: ReplyLayout,
-    put: (text: string) => void,
+    put: (edit: ReplyEdit) => void,
     tap: (event: ProviderEvent) => void,
   ): Promise<void> {
     const ctx = this.deps.base;
@@ -315,9 +338,8 @@ export class Streamer {
       sink: sink.bufnr,
       sinkWriter,
       sinkTap,
-      put: (text) => {
-        if (text !== '') writer.append(text, stream);
-        record?.append(text, layout.text, layout.owed);
+      put: (edit) => {
+        putEdit({ writer, stream, markerRow, layout, record }, edit);
       },
       observe: (event) => {
         if (!replying) {

@@ -78,10 +78,13 @@ export class EventMapper {
         this.sawThinking = true;
         this.thinking += block.thinking;
         this.signature += block.signature;
+        // Where the thinking began: its block is written there once complete (reply.ts).
+        yield { type: 'progress', phase: 'thinking', characters: this.thinking.length };
         break;
       case 'redacted_thinking':
         this.blocks.set(event.index, { type: 'redacted_thinking' });
         this.redacted.push(block.data);
+        yield { type: 'progress', phase: 'thinking', characters: this.thinking.length };
         break;
       case 'tool_use': {
         const name = internalToolName(block.name);

@@ -130,6 +130,8 @@ export class EventReader {
     if (item.type === 'reasoning') {
       this.summary = '';
       this.summaryPart = undefined;
+      // Where the reasoning began: its block is written there once complete (reply.ts).
+      return [{ type: 'progress', phase: 'thinking', characters: 0 }];
     }
     return [];
   }
