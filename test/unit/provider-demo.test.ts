@@ -13,6 +13,7 @@ import type {
   ProviderEvent,
   ProviderRequest,
 } from '../../src/core/provider/types.js';
+import { toolUsePart } from '../helpers/evaluated-parts.js';
 
 function request(messages: EvaluatedMessage[]): ProviderRequest {
   return { model: 'demo', system: '', messages, tools: [], maxTokens: 100, cacheRetention: 'none' };
@@ -25,10 +26,7 @@ const user = (text: string): EvaluatedMessage => ({
 
 const call = (id: string, expression: string): EvaluatedMessage => ({
   role: 'assistant',
-  parts: [
-    { kind: 'text', text: 'Here is a call:' },
-    { kind: 'tool_use', id, name: 'calculator', input: { expression } },
-  ],
+  parts: [{ kind: 'text', text: 'Here is a call:' }, toolUsePart(id, 'calculator', { expression })],
 });
 
 function result(id: string, text: string, extra: Partial<EvaluatedToolResult> = {}) {

@@ -12,6 +12,7 @@ import {
   toolsSystemSection,
   xmlMessages,
 } from '../../src/core/tools/xml.js';
+import { toolResultPart, toolUsePart } from '../helpers/evaluated-parts.js';
 
 let lib: XmlLibrary;
 
@@ -280,33 +281,14 @@ describe('messages for a model without tool calling', () => {
           role: 'assistant',
           parts: [
             { kind: 'text', text: 'Calculating.' },
-            {
-              kind: 'tool_use',
-              id: 'xml_1',
-              name: 'calculator',
-              input: { num1: 100, tags: ['a'] },
-            },
+            toolUsePart('xml_1', 'calculator', { num1: 100, tags: ['a'] }),
           ],
         },
         {
           role: 'user',
           parts: [
-            {
-              kind: 'tool_result',
-              toolUseId: 'xml_1',
-              name: 'calculator',
-              parts: [{ kind: 'text', text: '5000' }],
-              isError: false,
-              synthetic: false,
-            },
-            {
-              kind: 'tool_result',
-              toolUseId: 'xml_2',
-              name: 'notes',
-              parts: [{ kind: 'text', text: 'boom' }],
-              isError: true,
-              synthetic: false,
-            },
+            toolResultPart('xml_1', 'calculator', '5000'),
+            toolResultPart('xml_2', 'notes', 'boom', { isError: true }),
             { kind: 'text', text: 'Thanks' },
           ],
         },
