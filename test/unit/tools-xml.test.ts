@@ -182,6 +182,11 @@ function extract(chunks: string[]): ProviderEvent[] {
   return out;
 }
 
+/** The text of the text events, joined. */
+function textOf(events: ProviderEvent[]): string {
+  return events.map((e) => (e.type === 'text' ? e.text : '')).join('');
+}
+
 /** Text events joined, other events kept. */
 function merged(events: ProviderEvent[]): ProviderEvent[] {
   const out: ProviderEvent[] = [];
@@ -246,12 +251,7 @@ describe('the stream extractor', () => {
     expect(warning?.type === 'warning' ? warning.message : '').toMatch(
       /XML tool call could not be read .*kept as text/,
     );
-    expect(
-      events
-        .filter((e) => e.type === 'text')
-        .map((e) => e.text)
-        .join(''),
-    ).toBe(broken);
+    expect(textOf(events)).toBe(broken);
     expect(events.some((e) => e.type === 'tool_use')).toBe(false);
   });
 
@@ -264,12 +264,7 @@ describe('the stream extractor', () => {
     ]);
     const cut = 'X\n```xml\n<tool name="calculator"><num1>1</nu';
     const events = extract([cut]);
-    expect(
-      events
-        .filter((e) => e.type === 'text')
-        .map((e) => e.text)
-        .join(''),
-    ).toBe(cut);
+    expect(textOf(events)).toBe(cut);
   });
 });
 
