@@ -192,34 +192,30 @@ describe('anthropic request body', () => {
       assistant,
       { role: 'assistant', parts: [{ kind: 'text', text: '  \n' }] },
     ];
-    const preserve = offline.buildBody(
-      prompt({ messages, thinking: { level: 'high', budget: 2048, foreign: 'preserve' } }),
-    );
-    expect(preserve['messages']).toEqual([
-      { role: 'user', content: [{ type: 'text', text: 'Q' }] },
+    const sent = (foreign: 'preserve' | 'drop') =>
+      offline.buildBody(prompt({ messages, thinking: { level: 'high', budget: 2048, foreign } }))[
+        'messages'
+      ];
+    const question = { role: 'user', content: [{ type: 'text', text: 'Q' }] };
+    // Anthropic's own thinking goes back as it came, whatever `foreign` says.
+    const own = [
+      { type: 'thinking', thinking: 'mine', signature: 'sig==' },
+      { type: 'redacted_thinking', data: 'ZW5j' },
+    ];
+    expect(sent('preserve')).toEqual([
+      question,
       {
         role: 'assistant',
         content: [
-          { type: 'thinking', thinking: 'mine', signature: 'sig==' },
-          { type: 'redacted_thinking', data: 'ZW5j' },
+          ...own,
           { type: 'text', text: '<thinking>\nopenai thought\n\ngemini thought\n</thinking>' },
           { type: 'text', text: 'Answer.' },
         ],
       },
     ]);
-    const drop = offline.buildBody(
-      prompt({ messages, thinking: { level: 'high', budget: 2048, foreign: 'drop' } }),
-    );
-    expect(drop['messages']).toEqual([
-      { role: 'user', content: [{ type: 'text', text: 'Q' }] },
-      {
-        role: 'assistant',
-        content: [
-          { type: 'thinking', thinking: 'mine', signature: 'sig==' },
-          { type: 'redacted_thinking', data: 'ZW5j' },
-          { type: 'text', text: 'Answer.' },
-        ],
-      },
+    expect(sent('drop')).toEqual([
+      question,
+      { role: 'assistant', content: [...own, { type: 'text', text: 'Answer.' }] },
     ]);
   });
 
