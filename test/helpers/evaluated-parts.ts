@@ -1,7 +1,9 @@
 // Parts of an evaluated prompt (src/core/provider/types.ts) written on one line each, so that a
 // test's turn with several tool calls and results reads as the conversation it stands for.
 import type {
+  EvaluatedMessage,
   EvaluatedPart,
+  EvaluatedThinking,
   EvaluatedToolResult,
   EvaluatedToolUse,
 } from '../../src/core/provider/types.js';
@@ -39,4 +41,18 @@ export function toolResultPart(
     isError: flags.isError ?? false,
     synthetic: flags.synthetic ?? false,
   };
+}
+
+/** A message of the user made of `parts`. */
+export function userMessage(
+  ...parts: (EvaluatedPart | EvaluatedToolResult)[]
+): EvaluatedMessage & { role: 'user' } {
+  return { role: 'user', parts };
+}
+
+/** A message of the model made of `parts`. */
+export function assistantMessage(
+  ...parts: (EvaluatedPart | EvaluatedThinking | EvaluatedToolUse)[]
+): EvaluatedMessage & { role: 'assistant' } {
+  return { role: 'assistant', parts };
 }

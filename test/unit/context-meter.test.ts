@@ -13,7 +13,13 @@ import { estimateRequest } from '../../src/core/context/estimate.js';
 import { parseChat } from '../../src/core/chat/parser.js';
 import { parseConfig } from '../../src/core/config/config.js';
 import type { EvaluatedMessage, ProviderRequest } from '../../src/core/provider/types.js';
-import { toolResultPart, toolUsePart } from '../helpers/evaluated-parts.js';
+import {
+  assistantMessage,
+  textPart,
+  toolResultPart,
+  toolUsePart,
+  userMessage,
+} from '../helpers/evaluated-parts.js';
 
 describe('the meter’s figures', () => {
   it('writes tokens as the usage bar does', () => {
@@ -159,22 +165,16 @@ describe('the breakdown of :Flemma context', () => {
     'Thanks.',
   ];
   const messages: EvaluatedMessage[] = [
-    { role: 'user', parts: [{ kind: 'text', text: 'Read both files.' }] },
-    {
-      role: 'assistant',
-      parts: [
-        toolUsePart('toolu_a', 'read', { path: 'a.ts' }),
-        toolUsePart('toolu_b', 'read', { path: 'b.ts' }),
-      ],
-    },
-    {
-      role: 'user',
-      parts: [
-        toolResultPart('toolu_a', 'read', 'x'.repeat(700)),
-        toolResultPart('toolu_b', 'read', 'y'.repeat(35_000)),
-        { kind: 'text', text: 'Thanks.' },
-      ],
-    },
+    userMessage(textPart('Read both files.')),
+    assistantMessage(
+      toolUsePart('toolu_a', 'read', { path: 'a.ts' }),
+      toolUsePart('toolu_b', 'read', { path: 'b.ts' }),
+    ),
+    userMessage(
+      toolResultPart('toolu_a', 'read', 'x'.repeat(700)),
+      toolResultPart('toolu_b', 'read', 'y'.repeat(35_000)),
+      textPart('Thanks.'),
+    ),
   ];
   const request: Pick<ProviderRequest, 'system' | 'messages' | 'tools'> = {
     system: 'Be brief.',
