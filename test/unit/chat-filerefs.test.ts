@@ -4,6 +4,7 @@ import type { FileReferenceSegment, Span, TextSegment } from '../../src/core/cha
 import { splitFileReferences } from '../../src/core/chat/filerefs.js';
 import { scanTemplate } from '../../src/core/chat/template.js';
 import { mulberry32 } from '../helpers/random.js';
+import { expectSpansTile } from '../helpers/span-tiling.js';
 
 const encoder = new TextEncoder();
 
@@ -306,26 +307,18 @@ describe('splitFileReferences: property', () => {
     origin: { line: number; col: number },
     parts: ReturnType<typeof splitFileReferences>,
   ): void {
-    let cursor = 0;
-    let rebuilt = '';
-    for (const part of parts) {
-      const { startLine, startCol, endLine, endCol } = part.span;
-      if (startCol === undefined || endCol === undefined) throw new Error('span without columns');
-      const from = offsetOf(value, origin, startLine, startCol);
-      const to = offsetOf(value, origin, endLine, endCol);
-      expect(from).toBe(cursor);
-      expect(to).toBeGreaterThan(from);
-      const slice = value.slice(from, to);
-      if (part.kind === 'text') expect(slice).toBe(part.value);
-      else {
-        expect(slice).toBe(`@${part.raw}`);
-        expect(part.path.length).toBeGreaterThan(0);
-      }
-      rebuilt += slice;
-      cursor = to;
-    }
-    expect(cursor).toBe(value.length);
-    expect(rebuilt).toBe(value);
+    expectSpansTile(
+      value,
+      parts,
+      (line, col) => offsetOf(value, origin, line, col),
+      (slice, part) => {
+        if (part.kind === 'text') expect(slice).toBe(part.value);
+        else {
+          expect(slice).toBe(`@${part.raw}`);
+          expect(part.path.length).toBeGreaterThan(0);
+        }
+      },
+    );
   }
 
   it('tiles every random input exactly with ordered spans', () => {

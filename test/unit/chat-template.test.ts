@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import type { Span } from '../../src/core/chat/ast.js';
 import { scanTemplate, type TemplateSegment } from '../../src/core/chat/template.js';
 import { mulberry32 } from '../helpers/random.js';
+import { expectSpansTile as expectTiling } from '../helpers/span-tiling.js';
 
 const encoder = new TextEncoder();
 
@@ -35,27 +36,19 @@ function expectSpansTile(
   origin: { line: number; col: number },
   segments: TemplateSegment[],
 ): void {
-  let cursor = 0;
-  let rebuilt = '';
-  for (const segment of segments) {
-    const { startLine, startCol, endLine, endCol } = segment.span;
-    if (startCol === undefined || endCol === undefined) throw new Error('span without columns');
-    const from = offsetOf(text, origin, startLine, startCol);
-    const to = offsetOf(text, origin, endLine, endCol);
-    expect(from).toBe(cursor);
-    expect(to).toBeGreaterThan(from);
-    const slice = text.slice(from, to);
-    if (segment.kind === 'text') expect(slice).toBe(segment.value);
-    else {
-      expect(slice.startsWith(segment.kind === 'expression' ? '{{' : '{%')).toBe(true);
-      expect(slice.endsWith(segment.kind === 'expression' ? '}}' : '%}')).toBe(true);
-      expect(slice).toContain(segment.code);
-    }
-    rebuilt += slice;
-    cursor = to;
-  }
-  expect(cursor).toBe(text.length);
-  expect(rebuilt).toBe(text);
+  expectTiling(
+    text,
+    segments,
+    (line, col) => offsetOf(text, origin, line, col),
+    (slice, segment) => {
+      if (segment.kind === 'text') expect(slice).toBe(segment.value);
+      else {
+        expect(slice.startsWith(segment.kind === 'expression' ? '{{' : '{%')).toBe(true);
+        expect(slice.endsWith(segment.kind === 'expression' ? '}}' : '%}')).toBe(true);
+        expect(slice).toContain(segment.code);
+      }
+    },
+  );
 }
 
 const at1 = { line: 1, col: 0 };
