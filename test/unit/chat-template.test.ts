@@ -1,9 +1,9 @@
 // Template scanning: tags, Lua-aware closers, trim markers and exact byte spans.
 import { describe, expect, it } from 'vitest';
-import type { Span } from '../../src/core/chat/ast.js';
+import type { Span, TextSegment } from '../../src/core/chat/ast.js';
 import { scanTemplate, type TemplateSegment } from '../../src/core/chat/template.js';
 import { mulberry32 } from '../helpers/random.js';
-import { expectSpansTile as expectTiling } from '../helpers/span-tiling.js';
+import { expectSpansTile, randomText } from '../helpers/span-tiling.js';
 
 const encoder = new TextEncoder();
 
@@ -30,25 +30,11 @@ function offsetOf(text: string, origin: { line: number; col: number }, line: num
   return offset + i;
 }
 
-/** Checks that the spans tile the text in order and that each segment matches its slice. */
-function expectSpansTile(
-  text: string,
-  origin: { line: number; col: number },
-  segments: TemplateSegment[],
-): void {
-  expectTiling(
-    text,
-    segments,
-    (line, col) => offsetOf(text, origin, line, col),
-    (slice, segment) => {
-      if (segment.kind === 'text') expect(slice).toBe(segment.value);
-      else {
-        expect(slice.startsWith(segment.kind === 'expression' ? '{{' : '{%')).toBe(true);
-        expect(slice.endsWith(segment.kind === 'expression' ? '}}' : '%}')).toBe(true);
-        expect(slice).toContain(segment.code);
-      }
-    },
-  );
+/** Checks the slice of an expression or code tag: its delimiters around its code. */
+function expectTagSlice(slice: string, tag: Exclude<TemplateSegment, TextSegment>): void {
+  expect(slice.startsWith(tag.kind === 'expression' ? '{{' : '{%')).toBe(true);
+  expect(slice.endsWith(tag.kind === 'expression' ? '}}' : '%}')).toBe(true);
+  expect(slice).toContain(tag.code);
 }
 
 const at1 = { line: 1, col: 0 };
@@ -292,7 +278,7 @@ describe('scanTemplate: large input', () => {
       'text',
       'expression',
     ]);
-    expectSpansTile(text, at1, segments);
+    expectSpansTile(text, at1, segments, offsetOf, expectTagSlice);
   });
 });
 
@@ -333,14 +319,10 @@ describe('scanTemplate: property', () => {
   it('tiles every random input exactly with ordered spans', () => {
     const random = mulberry32(0x5eed);
     for (let run = 0; run < 2000; run++) {
-      const length = Math.floor(random() * 40);
-      let text = '';
-      for (let k = 0; k < length; k++)
-        text += alphabet[Math.floor(random() * alphabet.length)] ?? '';
-      const origin = { line: 1 + Math.floor(random() * 50), col: Math.floor(random() * 20) };
+      const { text, origin } = randomText(random, alphabet, 40);
       let segments: TemplateSegment[] = [];
       expect(() => (segments = scanTemplate(text, origin)), JSON.stringify(text)).not.toThrow();
-      expectSpansTile(text, origin, segments);
+      expectSpansTile(text, origin, segments, offsetOf, expectTagSlice);
     }
   });
 });
