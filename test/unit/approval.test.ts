@@ -58,6 +58,11 @@ const list = (items: string[], removed: string[] = []): AutoApproveSetting => ({
 
 const sorted = (set: ReadonlySet<string>): string[] => [...set].sort();
 
+/** A decision and the resolver that made it (null: none did). */
+const decided = (decision: Decision, resolver: string | null) => ({ decision, resolver });
+
+/** What `$default` approves, sorted. */
+const DEFAULT_APPROVED = ['edit', 'find', 'grep', 'ls', 'read', 'write'];
 describe('ApprovalChain: registry', () => {
   it('defaults the priority to 50 and the description to empty', () => {
     const chain = new ApprovalChain();
@@ -309,10 +314,7 @@ describe('ApprovalChain: decide', () => {
       },
     });
     chain.register('second', { priority: 70, resolve: () => 'approve' });
-    expect(await chain.decide(call('x'))).toMatchObject({
-      decision: 'approve',
-      resolver: 'second',
-    });
+    expect(await chain.decide(call('x'))).toMatchObject(decided('approve', 'second'));
     expect(await chain.decide(call('x'))).toMatchObject({ decision: 'deny', resolver: 'late' });
   });
 
@@ -362,14 +364,7 @@ describe('presets', () => {
       deny: [],
     });
     expect(sorted(expand(['$readonly']).approve)).toEqual(['find', 'grep', 'ls', 'read']);
-    expect(sorted(expand(['$default']).approve)).toEqual([
-      'edit',
-      'find',
-      'grep',
-      'ls',
-      'read',
-      'write',
-    ]);
+    expect(sorted(expand(['$default']).approve)).toEqual(DEFAULT_APPROVED);
     expect(expand(['$default']).approve.has('bash')).toBe(false);
     expect(expand(['$default']).warnings).toEqual([]);
   });
@@ -404,14 +399,7 @@ describe('presets', () => {
     const user = { $readonly: { approve: ['read'] } };
     expect(sorted(expand(['$readonly'], [], user).approve)).toEqual(['read']);
     // $default lists its own tools: overriding $readonly does not change it.
-    expect(sorted(expand(['$default'], [], user).approve)).toEqual([
-      'edit',
-      'find',
-      'grep',
-      'ls',
-      'read',
-      'write',
-    ]);
+    expect(sorted(expand(['$default'], [], user).approve)).toEqual(DEFAULT_APPROVED);
     const denyOnly = { $default: { deny: ['write'] } };
     const e = expand(['$default'], [], denyOnly);
     expect(sorted(e.approve)).toEqual([]);
@@ -585,18 +573,13 @@ describe('built-in resolvers', () => {
     built.chain.register('policy', {
       resolve: (c) => (c.toolName === 'bash' ? 'deny' : undefined),
     });
-    expect(await built.chain.decide(call('bash'), {})).toMatchObject({
-      decision: 'deny',
-      resolver: 'policy',
-    });
-    expect(await built.chain.decide(call('write'), {})).toMatchObject({
-      decision: 'approve',
-      resolver: CATCH_ALL_RESOLVER,
-    });
-    expect(await built.chain.decide(call('read'), {})).toMatchObject({
-      decision: 'approve',
-      resolver: CONFIG_RESOLVER,
-    });
+    expect(await built.chain.decide(call('bash'), {})).toMatchObject(decided('deny', 'policy'));
+    expect(await built.chain.decide(call('write'), {})).toMatchObject(
+      decided('approve', CATCH_ALL_RESOLVER),
+    );
+    expect(await built.chain.decide(call('read'), {})).toMatchObject(
+      decided('approve', CONFIG_RESOLVER),
+    );
   });
 
   it('adds third-party resolvers at priority 50 unless they say otherwise', async () => {
@@ -605,32 +588,19 @@ describe('built-in resolvers', () => {
       ['override', { resolve: (c) => (c.toolName === 'read' ? 'deny' : undefined), priority: 200 }],
     ]);
     expect(chain.get('third:party')?.priority).toBe(50);
-    expect(await chain.decide(call('read'), {})).toMatchObject({
-      decision: 'deny',
-      resolver: 'override',
-    });
-    expect(await chain.decide(call('write'), {})).toMatchObject({
-      decision: 'approve',
-      resolver: CONFIG_RESOLVER,
-    });
-    expect(await chain.decide(call('bash'), {})).toMatchObject({
-      decision: 'deny',
-      resolver: 'third:party',
-    });
+    expect(await chain.decide(call('read'), {})).toMatchObject(decided('deny', 'override'));
+    expect(await chain.decide(call('write'), {})).toMatchObject(
+      decided('approve', CONFIG_RESOLVER),
+    );
+    expect(await chain.decide(call('bash'), {})).toMatchObject(decided('deny', 'third:party'));
   });
 
   it('decides the default configuration: $default approved, bash pending', async () => {
     const config: ApprovalConfig = { autoApprove: list(['$default']) };
     for (const tool of ['read', 'write', 'edit', 'ls', 'grep', 'find']) {
-      expect(await decide(config, tool)).toMatchObject({
-        decision: 'approve',
-        resolver: CONFIG_RESOLVER,
-      });
+      expect(await decide(config, tool)).toMatchObject(decided('approve', CONFIG_RESOLVER));
     }
-    expect(await decide(config, 'bash')).toMatchObject({
-      decision: 'require_approval',
-      resolver: null,
-    });
+    expect(await decide(config, 'bash')).toMatchObject(decided('require_approval', null));
   });
 
   it('reports unknown presets and bad user presets once, when building', () => {
@@ -653,14 +623,8 @@ describe('built-in resolvers', () => {
       },
       requireApproval: false,
     };
-    expect(await decide(config, 'bash')).toMatchObject({
-      decision: 'deny',
-      resolver: CONFIG_RESOLVER,
-    });
-    expect(await decide(config, 'edit')).toMatchObject({
-      decision: 'approve',
-      resolver: CONFIG_RESOLVER,
-    });
+    expect(await decide(config, 'bash')).toMatchObject(decided('deny', CONFIG_RESOLVER));
+    expect(await decide(config, 'edit')).toMatchObject(decided('approve', CONFIG_RESOLVER));
   });
 
   describe('function form', () => {
@@ -743,14 +707,8 @@ describe('built-in resolvers', () => {
         },
         requireApproval: false,
       };
-      expect(await decide(config, 'bash')).toMatchObject({
-        decision: 'deny',
-        resolver: 'my.policy',
-      });
-      expect(await decide(config, 'read')).toMatchObject({
-        decision: 'approve',
-        resolver: CATCH_ALL_RESOLVER,
-      });
+      expect(await decide(config, 'bash')).toMatchObject(decided('deny', 'my.policy'));
+      expect(await decide(config, 'read')).toMatchObject(decided('approve', CATCH_ALL_RESOLVER));
     });
 
     it('skips a module that answers like the function form (a boolean)', async () => {
@@ -779,18 +737,15 @@ describe('built-in resolvers', () => {
         { op: 'append', item: 'bash' },
       ]);
       const context: ApprovalContext = { frontmatter: { kind: 'list', list: effective } };
-      expect(await decide(global, 'write', context)).toMatchObject({
-        decision: 'require_approval',
-        resolver: null,
-      });
-      expect(await decide(global, 'bash', context)).toMatchObject({
-        decision: 'approve',
-        resolver: FRONTMATTER_RESOLVER,
-      });
-      expect(await decide(global, 'edit', context)).toMatchObject({
-        decision: 'approve',
-        resolver: FRONTMATTER_RESOLVER,
-      });
+      expect(await decide(global, 'write', context)).toMatchObject(
+        decided('require_approval', null),
+      );
+      expect(await decide(global, 'bash', context)).toMatchObject(
+        decided('approve', FRONTMATTER_RESOLVER),
+      );
+      expect(await decide(global, 'edit', context)).toMatchObject(
+        decided('approve', FRONTMATTER_RESOLVER),
+      );
     });
 
     it('an empty buffer list approves nothing', async () => {
@@ -805,18 +760,13 @@ describe('built-in resolvers', () => {
       const context: ApprovalContext = {
         frontmatter: { kind: 'function', fn: (name) => (name === 'calculator' ? true : null) },
       };
-      expect(await chain.decide(call('calculator'), context)).toMatchObject({
-        decision: 'approve',
-        resolver: FRONTMATTER_RESOLVER,
-      });
-      expect(await chain.decide(call('read'), context)).toMatchObject({
-        decision: 'require_approval',
-        resolver: null,
-      });
-      expect(await chain.decide(call('write'), context)).toMatchObject({
-        decision: 'deny',
-        resolver: 'third',
-      });
+      expect(await chain.decide(call('calculator'), context)).toMatchObject(
+        decided('approve', FRONTMATTER_RESOLVER),
+      );
+      expect(await chain.decide(call('read'), context)).toMatchObject(
+        decided('require_approval', null),
+      );
+      expect(await chain.decide(call('write'), context)).toMatchObject(decided('deny', 'third'));
     });
 
     it("notes unknown presets of the buffer's list on each decision", async () => {
@@ -833,10 +783,9 @@ describe('built-in resolvers', () => {
     const active: ApprovalHooks = { tools: sandboxTools, sandboxActive: () => true };
 
     it('approves a sandbox-capable tool when the sandbox is active', async () => {
-      expect(await decide(base, 'bash', {}, active)).toMatchObject({
-        decision: 'approve',
-        resolver: SANDBOX_RESOLVER,
-      });
+      expect(await decide(base, 'bash', {}, active)).toMatchObject(
+        decided('approve', SANDBOX_RESOLVER),
+      );
     });
 
     it('asks about the sandbox for the call’s buffer, asynchronously', async () => {
@@ -943,17 +892,15 @@ describe('built-in resolvers', () => {
         autoApprove: list(['$default', '$no-bash']),
         presets: { '$no-bash': { deny: ['bash'] } },
       };
-      expect(await decide(denying, 'bash', {}, active)).toMatchObject({
-        decision: 'deny',
-        resolver: CONFIG_RESOLVER,
-      });
+      expect(await decide(denying, 'bash', {}, active)).toMatchObject(
+        decided('deny', CONFIG_RESOLVER),
+      );
       const { chain } = buildChain(base, active, [
         ['community', { resolve: () => 'require_approval' }],
       ]);
-      expect(await chain.decide(call('bash'), {})).toMatchObject({
-        decision: 'require_approval',
-        resolver: 'community',
-      });
+      expect(await chain.decide(call('bash'), {})).toMatchObject(
+        decided('require_approval', 'community'),
+      );
     });
 
     it('is skipped and reported when asking about the sandbox fails', async () => {

@@ -4,6 +4,7 @@ import type { FileReferenceSegment, Span, TextSegment } from '../../src/core/cha
 import { splitFileReferences } from '../../src/core/chat/filerefs.js';
 import { scanTemplate } from '../../src/core/chat/template.js';
 import { mulberry32 } from '../helpers/random.js';
+import { expectSpansTile, randomText } from '../helpers/span-tiling.js';
 
 const encoder = new TextEncoder();
 
@@ -300,48 +301,22 @@ describe('splitFileReferences: property', () => {
     '_', ')', '+', '%C3', '%A9', 'é', '🙂', '日', '\ud83d', '\ude42', '@./', '@../', '@//', '@~/', ';type=', '{{', '}}',
   ];
 
-  /** Checks that the parts tile `value` in order and that each part matches its slice. */
-  function expectPartsTile(
-    value: string,
-    origin: { line: number; col: number },
-    parts: ReturnType<typeof splitFileReferences>,
-  ): void {
-    let cursor = 0;
-    let rebuilt = '';
-    for (const part of parts) {
-      const { startLine, startCol, endLine, endCol } = part.span;
-      if (startCol === undefined || endCol === undefined) throw new Error('span without columns');
-      const from = offsetOf(value, origin, startLine, startCol);
-      const to = offsetOf(value, origin, endLine, endCol);
-      expect(from).toBe(cursor);
-      expect(to).toBeGreaterThan(from);
-      const slice = value.slice(from, to);
-      if (part.kind === 'text') expect(slice).toBe(part.value);
-      else {
-        expect(slice).toBe(`@${part.raw}`);
-        expect(part.path.length).toBeGreaterThan(0);
-      }
-      rebuilt += slice;
-      cursor = to;
-    }
-    expect(cursor).toBe(value.length);
-    expect(rebuilt).toBe(value);
+  /** Checks the slice of a file reference: `@` and the reference as written. */
+  function expectReferenceSlice(slice: string, reference: FileReferenceSegment): void {
+    expect(slice).toBe(`@${reference.raw}`);
+    expect(reference.path.length).toBeGreaterThan(0);
   }
 
   it('tiles every random input exactly with ordered spans', () => {
     const random = mulberry32(0xf11e);
     for (let run = 0; run < 2000; run++) {
-      const length = Math.floor(random() * 30);
-      let value = '';
-      for (let k = 0; k < length; k++)
-        value += alphabet[Math.floor(random() * alphabet.length)] ?? '';
-      const origin = { line: 1 + Math.floor(random() * 50), col: Math.floor(random() * 20) };
+      const { text: value, origin } = randomText(random, alphabet, 30);
       const label = JSON.stringify(value);
 
       let parts: ReturnType<typeof splitFileReferences> = [];
       const segment = textAt(value, origin.line, origin.col);
       expect(() => (parts = splitFileReferences(segment)), label).not.toThrow();
-      if (value.length > 0) expectPartsTile(value, origin, parts);
+      if (value.length > 0) expectSpansTile(value, origin, parts, offsetOf, expectReferenceSlice);
 
       // Through the template scanner first, as the parser does: the text pieces still land
       // exactly where they were.
@@ -353,7 +328,7 @@ describe('splitFileReferences: property', () => {
         const from = offsetOf(value, origin, startLine, startCol ?? 0);
         const start = positionOf(value, origin, from);
         const pieceParts = splitFileReferences(piece);
-        expectPartsTile(piece.value, start, pieceParts);
+        expectSpansTile(piece.value, start, pieceParts, offsetOf, expectReferenceSlice);
       }
     }
   });

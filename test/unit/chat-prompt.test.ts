@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { parseLines } from '../../src/core/chat/parser.js';
 import { NO_RESULT_TEXT, assemblePrompt, nothingNewToSend } from '../../src/core/chat/prompt.js';
+import { toolResultPart, toolUsePart } from '../helpers/evaluated-parts.js';
 
 const prompt = (...lines: string[]) => assemblePrompt(parseLines(lines));
 
@@ -83,18 +84,11 @@ describe('prompt assembly (docs/chat-format.md §11)', () => {
           redacted: false,
           signature: { provider: 'anthropic', value: 'sig' },
         },
-        { kind: 'tool_use', id: 't1', name: 'calculator', input: { expression: '15 * 7' } },
+        toolUsePart('t1', 'calculator', { expression: '15 * 7' }),
       ],
     });
     expect(p.messages[2]?.parts).toEqual([
-      {
-        kind: 'tool_result',
-        toolUseId: 't1',
-        name: 'calculator',
-        parts: [{ kind: 'text', text: 'Division by zero' }],
-        isError: true,
-        synthetic: false,
-      },
+      toolResultPart('t1', 'calculator', 'Division by zero', { isError: true }),
       { kind: 'text', text: 'Try again?' },
     ]);
     expect(p.pendingToolCalls).toEqual([]);
@@ -126,22 +120,8 @@ describe('prompt assembly (docs/chat-format.md §11)', () => {
       role: 'user',
       line: 10,
       parts: [
-        {
-          kind: 'tool_result',
-          toolUseId: 't1',
-          name: 'calculator',
-          parts: [{ kind: 'text', text: NO_RESULT_TEXT }],
-          isError: true,
-          synthetic: true,
-        },
-        {
-          kind: 'tool_result',
-          toolUseId: 't2',
-          name: 'read',
-          parts: [{ kind: 'text', text: NO_RESULT_TEXT }],
-          isError: true,
-          synthetic: true,
-        },
+        toolResultPart('t1', 'calculator', NO_RESULT_TEXT, { isError: true, synthetic: true }),
+        toolResultPart('t2', 'read', NO_RESULT_TEXT, { isError: true, synthetic: true }),
         { kind: 'text', text: 'Go on.' },
       ],
     });
@@ -220,16 +200,7 @@ describe('prompt assembly (docs/chat-format.md §11)', () => {
       'orphan',
       '```',
     );
-    expect(twice.messages[1]?.parts).toEqual([
-      {
-        kind: 'tool_result',
-        toolUseId: 't1',
-        name: 'calculator',
-        parts: [{ kind: 'text', text: 'second' }],
-        isError: false,
-        synthetic: false,
-      },
-    ]);
+    expect(twice.messages[1]?.parts).toEqual([toolResultPart('t1', 'calculator', 'second')]);
   });
 
   it('puts the results first, in the order of the tool uses', () => {

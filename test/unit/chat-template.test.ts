@@ -1,8 +1,9 @@
 // Template scanning: tags, Lua-aware closers, trim markers and exact byte spans.
 import { describe, expect, it } from 'vitest';
-import type { Span } from '../../src/core/chat/ast.js';
+import type { Span, TextSegment } from '../../src/core/chat/ast.js';
 import { scanTemplate, type TemplateSegment } from '../../src/core/chat/template.js';
 import { mulberry32 } from '../helpers/random.js';
+import { expectSpansTile, randomText } from '../helpers/span-tiling.js';
 
 const encoder = new TextEncoder();
 
@@ -29,36 +30,29 @@ function offsetOf(text: string, origin: { line: number; col: number }, line: num
   return offset + i;
 }
 
-/** Checks that the spans tile the text in order and that each segment matches its slice. */
-function expectSpansTile(
-  text: string,
-  origin: { line: number; col: number },
-  segments: TemplateSegment[],
-): void {
-  let cursor = 0;
-  let rebuilt = '';
-  for (const segment of segments) {
-    const { startLine, startCol, endLine, endCol } = segment.span;
-    if (startCol === undefined || endCol === undefined) throw new Error('span without columns');
-    const from = offsetOf(text, origin, startLine, startCol);
-    const to = offsetOf(text, origin, endLine, endCol);
-    expect(from).toBe(cursor);
-    expect(to).toBeGreaterThan(from);
-    const slice = text.slice(from, to);
-    if (segment.kind === 'text') expect(slice).toBe(segment.value);
-    else {
-      expect(slice.startsWith(segment.kind === 'expression' ? '{{' : '{%')).toBe(true);
-      expect(slice.endsWith(segment.kind === 'expression' ? '}}' : '%}')).toBe(true);
-      expect(slice).toContain(segment.code);
-    }
-    rebuilt += slice;
-    cursor = to;
-  }
-  expect(cursor).toBe(text.length);
-  expect(rebuilt).toBe(text);
+/** Checks the slice of an expression or code tag: its delimiters around its code. */
+function expectTagSlice(slice: string, tag: Exclude<TemplateSegment, TextSegment>): void {
+  expect(slice.startsWith(tag.kind === 'expression' ? '{{' : '{%')).toBe(true);
+  expect(slice.endsWith(tag.kind === 'expression' ? '}}' : '%}')).toBe(true);
+  expect(slice).toContain(tag.code);
 }
 
 const at1 = { line: 1, col: 0 };
+
+// The segments scanTemplate returns, one call each: text, and expression and code tags (trim
+// markers off unless given).
+const textSeg = (value: string, at: Span) => ({ kind: 'text', value, span: at });
+const tagSeg =
+  (kind: 'expression' | 'code') =>
+  (code: string, at: Span, trimBefore = false, trimAfter = false) => ({
+    kind,
+    code,
+    trimBefore,
+    trimAfter,
+    span: at,
+  });
+const exprSeg = tagSeg('expression');
+const codeSeg = tagSeg('code');
 
 describe('scanTemplate: plain text', () => {
   it('returns nothing for empty text', () => {
@@ -67,56 +61,40 @@ describe('scanTemplate: plain text', () => {
 
   it('returns text without tags as one segment', () => {
     expect(scanTemplate('hello', { line: 3, col: 0 })).toEqual([
-      { kind: 'text', value: 'hello', span: span(3, 0, 3, 5) },
+      textSeg('hello', span(3, 0, 3, 5)),
     ]);
   });
 
   it('measures multi-line text in bytes, offsetting only the first line by the origin', () => {
     expect(scanTemplate('ab\ncdé', { line: 2, col: 4 })).toEqual([
-      { kind: 'text', value: 'ab\ncdé', span: span(2, 4, 3, 4) },
+      textSeg('ab\ncdé', span(2, 4, 3, 4)),
     ]);
   });
 
   it('ends a span that stops after a newline at column 0 of the next line', () => {
-    expect(scanTemplate('abc\n', at1)).toEqual([
-      { kind: 'text', value: 'abc\n', span: span(1, 0, 2, 0) },
-    ]);
+    expect(scanTemplate('abc\n', at1)).toEqual([textSeg('abc\n', span(1, 0, 2, 0))]);
   });
 
   it('keeps lone braces and stray closers as text', () => {
     const text = '{ a } {x} }} %} {';
-    expect(scanTemplate(text, at1)).toEqual([
-      { kind: 'text', value: text, span: span(1, 0, 1, 17) },
-    ]);
+    expect(scanTemplate(text, at1)).toEqual([textSeg(text, span(1, 0, 1, 17))]);
   });
 });
 
 describe('scanTemplate: tags', () => {
   it('splits an expression out of surrounding text', () => {
     expect(scanTemplate('Hi {{ name }}!', at1)).toEqual([
-      { kind: 'text', value: 'Hi ', span: span(1, 0, 1, 3) },
-      {
-        kind: 'expression',
-        code: 'name',
-        trimBefore: false,
-        trimAfter: false,
-        span: span(1, 3, 1, 13),
-      },
-      { kind: 'text', value: '!', span: span(1, 13, 1, 14) },
+      textSeg('Hi ', span(1, 0, 1, 3)),
+      exprSeg('name', span(1, 3, 1, 13)),
+      textSeg('!', span(1, 13, 1, 14)),
     ]);
   });
 
   it('recognises code tags', () => {
     expect(scanTemplate('{% for i = 1, 3 do %}x{% end %}', at1)).toEqual([
-      {
-        kind: 'code',
-        code: 'for i = 1, 3 do',
-        trimBefore: false,
-        trimAfter: false,
-        span: span(1, 0, 1, 21),
-      },
-      { kind: 'text', value: 'x', span: span(1, 21, 1, 22) },
-      { kind: 'code', code: 'end', trimBefore: false, trimAfter: false, span: span(1, 22, 1, 31) },
+      codeSeg('for i = 1, 3 do', span(1, 0, 1, 21)),
+      textSeg('x', span(1, 21, 1, 22)),
+      codeSeg('end', span(1, 22, 1, 31)),
     ]);
   });
 
@@ -141,18 +119,12 @@ describe('scanTemplate: tags', () => {
 
   it('records trim markers without trimming the text', () => {
     expect(scanTemplate('a \n{{- x -}}\n b', at1)).toEqual([
-      { kind: 'text', value: 'a \n', span: span(1, 0, 2, 0) },
-      { kind: 'expression', code: 'x', trimBefore: true, trimAfter: true, span: span(2, 0, 2, 9) },
-      { kind: 'text', value: '\n b', span: span(2, 9, 3, 2) },
+      textSeg('a \n', span(1, 0, 2, 0)),
+      exprSeg('x', span(2, 0, 2, 9), true, true),
+      textSeg('\n b', span(2, 9, 3, 2)),
     ]);
     expect(scanTemplate('{%- if a then -%}', at1)).toEqual([
-      {
-        kind: 'code',
-        code: 'if a then',
-        trimBefore: true,
-        trimAfter: true,
-        span: span(1, 0, 1, 17),
-      },
+      codeSeg('if a then', span(1, 0, 1, 17), true, true),
     ]);
   });
 
@@ -177,52 +149,28 @@ describe('scanTemplate: tags', () => {
 
   it('handles tags at the start and end of lines', () => {
     expect(scanTemplate('x {{ a }}\n{{ b }} y', at1)).toEqual([
-      { kind: 'text', value: 'x ', span: span(1, 0, 1, 2) },
-      {
-        kind: 'expression',
-        code: 'a',
-        trimBefore: false,
-        trimAfter: false,
-        span: span(1, 2, 1, 9),
-      },
-      { kind: 'text', value: '\n', span: span(1, 9, 2, 0) },
-      {
-        kind: 'expression',
-        code: 'b',
-        trimBefore: false,
-        trimAfter: false,
-        span: span(2, 0, 2, 7),
-      },
-      { kind: 'text', value: ' y', span: span(2, 7, 2, 9) },
+      textSeg('x ', span(1, 0, 1, 2)),
+      exprSeg('a', span(1, 2, 1, 9)),
+      textSeg('\n', span(1, 9, 2, 0)),
+      exprSeg('b', span(2, 0, 2, 7)),
+      textSeg(' y', span(2, 7, 2, 9)),
     ]);
   });
 
   it('spans multi-line tags', () => {
     const origin = { line: 5, col: 2 };
     expect(scanTemplate('a\n{{\n x \n}}\nb', origin)).toEqual([
-      { kind: 'text', value: 'a\n', span: span(5, 2, 6, 0) },
-      {
-        kind: 'expression',
-        code: 'x',
-        trimBefore: false,
-        trimAfter: false,
-        span: span(6, 0, 8, 2),
-      },
-      { kind: 'text', value: '\nb', span: span(8, 2, 9, 1) },
+      textSeg('a\n', span(5, 2, 6, 0)),
+      exprSeg('x', span(6, 0, 8, 2)),
+      textSeg('\nb', span(8, 2, 9, 1)),
     ]);
   });
 
   it('counts UTF-8 bytes before, inside and after tags', () => {
     expect(scanTemplate('é🙂 {{ "ü" }}ñ', { line: 1, col: 3 })).toEqual([
-      { kind: 'text', value: 'é🙂 ', span: span(1, 3, 1, 10) },
-      {
-        kind: 'expression',
-        code: '"ü"',
-        trimBefore: false,
-        trimAfter: false,
-        span: span(1, 10, 1, 20),
-      },
-      { kind: 'text', value: 'ñ', span: span(1, 20, 1, 22) },
+      textSeg('é🙂 ', span(1, 3, 1, 10)),
+      exprSeg('"ü"', span(1, 10, 1, 20)),
+      textSeg('ñ', span(1, 20, 1, 22)),
     ]);
   });
 });
@@ -275,30 +223,24 @@ describe('scanTemplate: Lua-aware closers', () => {
 describe('scanTemplate: unclosed openers', () => {
   it('turns everything from an unclosed opener on into one text segment', () => {
     expect(scanTemplate('before {{ x', at1)).toEqual([
-      { kind: 'text', value: 'before ', span: span(1, 0, 1, 7) },
-      { kind: 'text', value: '{{ x', span: span(1, 7, 1, 11) },
+      textSeg('before ', span(1, 0, 1, 7)),
+      textSeg('{{ x', span(1, 7, 1, 11)),
     ]);
   });
 
   it('keeps earlier tags and stops at the unclosed one', () => {
     const segments = scanTemplate('a {{ x }} b {% y\nz {{ w }}', at1);
     expect(segments).toEqual([
-      { kind: 'text', value: 'a ', span: span(1, 0, 1, 2) },
-      {
-        kind: 'expression',
-        code: 'x',
-        trimBefore: false,
-        trimAfter: false,
-        span: span(1, 2, 1, 9),
-      },
-      { kind: 'text', value: ' b ', span: span(1, 9, 1, 12) },
-      { kind: 'text', value: '{% y\nz {{ w }}', span: span(1, 12, 2, 9) },
+      textSeg('a ', span(1, 0, 1, 2)),
+      exprSeg('x', span(1, 2, 1, 9)),
+      textSeg(' b ', span(1, 9, 1, 12)),
+      textSeg('{% y\nz {{ w }}', span(1, 12, 2, 9)),
     ]);
   });
 
   it('treats an unterminated string or long string as swallowing the closer', () => {
     expect(scanTemplate('{{ "x }} {{ y }}', at1)).toEqual([
-      { kind: 'text', value: '{{ "x }} {{ y }}', span: span(1, 0, 1, 16) },
+      textSeg('{{ "x }} {{ y }}', span(1, 0, 1, 16)),
     ]);
     expect(scanTemplate('{% [[ %}', at1)).toMatchObject([{ kind: 'text', value: '{% [[ %}' }]);
     expect(scanTemplate('{{ --[[ }}', at1)).toMatchObject([{ kind: 'text', value: '{{ --[[ }}' }]);
@@ -306,12 +248,10 @@ describe('scanTemplate: unclosed openers', () => {
 
   it('treats an opener at the very end as text', () => {
     expect(scanTemplate('x {{', at1)).toEqual([
-      { kind: 'text', value: 'x ', span: span(1, 0, 1, 2) },
-      { kind: 'text', value: '{{', span: span(1, 2, 1, 4) },
+      textSeg('x ', span(1, 0, 1, 2)),
+      textSeg('{{', span(1, 2, 1, 4)),
     ]);
-    expect(scanTemplate('x {', at1)).toEqual([
-      { kind: 'text', value: 'x {', span: span(1, 0, 1, 3) },
-    ]);
+    expect(scanTemplate('x {', at1)).toEqual([textSeg('x {', span(1, 0, 1, 3))]);
   });
 });
 
@@ -338,7 +278,7 @@ describe('scanTemplate: large input', () => {
       'text',
       'expression',
     ]);
-    expectSpansTile(text, at1, segments);
+    expectSpansTile(text, at1, segments, offsetOf, expectTagSlice);
   });
 });
 
@@ -379,14 +319,10 @@ describe('scanTemplate: property', () => {
   it('tiles every random input exactly with ordered spans', () => {
     const random = mulberry32(0x5eed);
     for (let run = 0; run < 2000; run++) {
-      const length = Math.floor(random() * 40);
-      let text = '';
-      for (let k = 0; k < length; k++)
-        text += alphabet[Math.floor(random() * alphabet.length)] ?? '';
-      const origin = { line: 1 + Math.floor(random() * 50), col: Math.floor(random() * 20) };
+      const { text, origin } = randomText(random, alphabet, 40);
       let segments: TemplateSegment[] = [];
       expect(() => (segments = scanTemplate(text, origin)), JSON.stringify(text)).not.toThrow();
-      expectSpansTile(text, origin, segments);
+      expectSpansTile(text, origin, segments, offsetOf, expectTagSlice);
     }
   });
 });

@@ -18,6 +18,7 @@ import {
 } from '../../src/core/context/compact.js';
 import type { ProviderRequest } from '../../src/core/provider/types.js';
 import { writeContinuation } from '../../src/host/compact.js';
+import { toolUse } from '../helpers/chat-lines.js';
 
 function parts(lines: string[]): ReturnType<typeof carriedParts> {
   return carriedParts(parse(lines.join('\n')), lines);
@@ -114,17 +115,11 @@ describe('what the new chat carries over', () => {
   });
 
   it('stops at a tool call that waits for its result, not at an interrupted one', () => {
+    const asked = ['@You:', 'go', '@Assistant:', ...toolUse('bash', 't1')];
     const waiting = assemblePrompt(
       parse(
         [
-          '@You:',
-          'go',
-          '@Assistant:',
-          '**Tool Use:** `bash` (`t1`)',
-          '',
-          '```json',
-          '{}',
-          '```',
+          ...asked,
           '@You:',
           '**Tool Result:** `t1`',
           '',
@@ -136,18 +131,7 @@ describe('what the new chat carries over', () => {
     expect(waitingCall(waiting.pendingToolCalls)?.name).toBe('bash');
     const interrupted = assemblePrompt(
       parse(
-        [
-          '@You:',
-          'go',
-          '@Assistant:',
-          '**Tool Use:** `bash` (`t1`)',
-          '',
-          '```json',
-          '{}',
-          '```',
-          '',
-          '<!-- flemma:aborted: Response interrupted by the user. -->',
-        ].join('\n'),
+        [...asked, '', '<!-- flemma:aborted: Response interrupted by the user. -->'].join('\n'),
       ),
     );
     expect(waitingCall(interrupted.pendingToolCalls)).toBeUndefined();

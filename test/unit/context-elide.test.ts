@@ -17,6 +17,7 @@ import type {
   ProviderRequest,
   ToolSpec,
 } from '../../src/core/provider/types.js';
+import { toolResultPart, toolUsePart } from '../helpers/evaluated-parts.js';
 
 const KB = 1024;
 const TOOLS: ToolSpec[] = [
@@ -53,22 +54,18 @@ function chat(rounds: Round[], last = 'What now?'): EvaluatedMessage[] {
       role: 'assistant',
       parts: [
         { kind: 'text', text: `Step ${String(index)}.` },
-        { kind: 'tool_use', id, name, input: round.input ?? { path: `src/f${String(index)}.ts` } },
+        toolUsePart(id, name, round.input ?? { path: `src/f${String(index)}.ts` }),
       ],
     });
     out.push({
       role: 'user',
       parts: [
-        {
-          kind: 'tool_result',
-          toolUseId: id,
+        toolResultPart(
+          id,
           name,
-          parts: round.parts ?? [
-            { kind: 'text', text: text(round.bytes ?? 20 * KB, String(index % 10)) },
-          ],
-          isError: round.isError ?? false,
-          synthetic: false,
-        },
+          round.parts ?? [{ kind: 'text', text: text(round.bytes ?? 20 * KB, String(index % 10)) }],
+          { isError: round.isError ?? false },
+        ),
       ],
     });
   });
@@ -148,14 +145,14 @@ describe('elision under a budget', () => {
     const results = result.messages.flatMap((message) =>
       message.role === 'user' ? message.parts.filter((part) => part.kind === 'tool_result') : [],
     );
-    expect(results[2]).toEqual({
-      kind: 'tool_result',
-      toolUseId: 'toolu_002',
-      name: 'grep',
-      parts: [{ kind: 'text', text: '[result of grep . elided: 30 KB; the chat file has it]' }],
-      isError: true,
-      synthetic: false,
-    });
+    expect(results[2]).toEqual(
+      toolResultPart(
+        'toolu_002',
+        'grep',
+        '[result of grep . elided: 30 KB; the chat file has it]',
+        { isError: true },
+      ),
+    );
   });
 
   it('counts images and PDFs in results', () => {
@@ -221,32 +218,23 @@ describe('elision under a budget', () => {
       {
         role: 'assistant',
         parts: [
-          { kind: 'tool_use', id: 'p1', name: 'read', input: { path: 'a.ts' } },
-          { kind: 'tool_use', id: 'p2', name: 'bash', input: { command: 'ls' } },
+          toolUsePart('p1', 'read', { path: 'a.ts' }),
+          toolUsePart('p2', 'bash', { command: 'ls' }),
         ],
       },
       {
         role: 'user',
         parts: [
-          {
-            kind: 'tool_result',
-            toolUseId: 'p1',
-            name: 'read',
-            parts: [{ kind: 'text', text: text(30 * KB) }],
-            isError: false,
-            synthetic: false,
-          },
-          {
-            kind: 'tool_result',
-            toolUseId: 'p2',
-            name: 'bash',
-            parts: [
+          toolResultPart('p1', 'read', text(30 * KB)),
+          toolResultPart(
+            'p2',
+            'bash',
+            [
               { kind: 'text', text: text(10 * KB) },
               { kind: 'image', mimeType: 'image/png', data: 'A'.repeat(20_000), filename: 'x.png' },
             ],
-            isError: true,
-            synthetic: false,
-          },
+            { isError: true },
+          ),
         ],
       },
     ];

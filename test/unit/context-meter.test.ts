@@ -13,6 +13,13 @@ import { estimateRequest } from '../../src/core/context/estimate.js';
 import { parseChat } from '../../src/core/chat/parser.js';
 import { parseConfig } from '../../src/core/config/config.js';
 import type { EvaluatedMessage, ProviderRequest } from '../../src/core/provider/types.js';
+import {
+  assistantMessage,
+  textPart,
+  toolResultPart,
+  toolUsePart,
+  userMessage,
+} from '../helpers/evaluated-parts.js';
 
 describe('the meter’s figures', () => {
   it('writes tokens as the usage bar does', () => {
@@ -158,36 +165,16 @@ describe('the breakdown of :Flemma context', () => {
     'Thanks.',
   ];
   const messages: EvaluatedMessage[] = [
-    { role: 'user', parts: [{ kind: 'text', text: 'Read both files.' }] },
-    {
-      role: 'assistant',
-      parts: [
-        { kind: 'tool_use', id: 'toolu_a', name: 'read', input: { path: 'a.ts' } },
-        { kind: 'tool_use', id: 'toolu_b', name: 'read', input: { path: 'b.ts' } },
-      ],
-    },
-    {
-      role: 'user',
-      parts: [
-        {
-          kind: 'tool_result',
-          toolUseId: 'toolu_a',
-          name: 'read',
-          parts: [{ kind: 'text', text: 'x'.repeat(700) }],
-          isError: false,
-          synthetic: false,
-        },
-        {
-          kind: 'tool_result',
-          toolUseId: 'toolu_b',
-          name: 'read',
-          parts: [{ kind: 'text', text: 'y'.repeat(35_000) }],
-          isError: false,
-          synthetic: false,
-        },
-        { kind: 'text', text: 'Thanks.' },
-      ],
-    },
+    userMessage(textPart('Read both files.')),
+    assistantMessage(
+      toolUsePart('toolu_a', 'read', { path: 'a.ts' }),
+      toolUsePart('toolu_b', 'read', { path: 'b.ts' }),
+    ),
+    userMessage(
+      toolResultPart('toolu_a', 'read', 'x'.repeat(700)),
+      toolResultPart('toolu_b', 'read', 'y'.repeat(35_000)),
+      textPart('Thanks.'),
+    ),
   ];
   const request: Pick<ProviderRequest, 'system' | 'messages' | 'tools'> = {
     system: 'Be brief.',

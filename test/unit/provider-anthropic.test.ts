@@ -12,6 +12,7 @@ import {
 import { fakeProviderHooks } from '../helpers/fake-provider-hooks.js';
 import { helloRequest } from '../helpers/provider-request.js';
 import { startOfMessage } from '../helpers/anthropic-script.js';
+import { toolResultPart, toolUsePart } from '../helpers/evaluated-parts.js';
 
 const KEY = 'sk-test-dummy';
 const loader = new SdkLoader();
@@ -53,48 +54,24 @@ describe('anthropic request body', () => {
           {
             role: 'assistant',
             parts: [
-              { kind: 'tool_use', id: 'toolu_01', name: 'bash', input: { command: 'ls' } },
+              toolUsePart('toolu_01', 'bash', { command: 'ls' }),
               { kind: 'text', text: '  Running.\n' },
-              {
-                kind: 'tool_use',
-                id: 'urn:flemma:tool:calc:1',
-                name: 'mcp:slack:post',
-                input: { b: 1, a: 2 },
-              },
-              { kind: 'tool_use', id: 'toolu_03', name: 'read', input: {} },
+              toolUsePart('urn:flemma:tool:calc:1', 'mcp:slack:post', { b: 1, a: 2 }),
+              toolUsePart('toolu_03', 'read'),
             ],
           },
           {
             role: 'user',
             parts: [
               { kind: 'text', text: '   \n' },
-              {
-                kind: 'tool_result',
-                toolUseId: 'toolu_01',
-                name: 'bash',
-                parts: [
-                  { kind: 'text', text: 'a.txt\n' },
-                  { kind: 'text', text: 'b.txt' },
-                ],
-                isError: false,
-                synthetic: false,
-              },
-              {
-                kind: 'tool_result',
-                toolUseId: 'urn:flemma:tool:calc:1',
-                name: 'mcp:slack:post',
-                parts: [{ kind: 'text', text: 'channel not found' }],
+              toolResultPart('toolu_01', 'bash', ['a.txt\n', 'b.txt']),
+              toolResultPart('urn:flemma:tool:calc:1', 'mcp:slack:post', 'channel not found', {
                 isError: true,
-                synthetic: false,
-              },
-              {
-                kind: 'tool_result',
-                toolUseId: 'toolu_03',
-                name: 'read',
-                parts: [{ kind: 'text', text: 'No result provided' }],
+              }),
+              toolResultPart('toolu_03', 'read', 'No result provided', {
                 isError: true,
                 synthetic: true,
-              },
+              }),
               { kind: 'text', text: 'Thanks' },
             ],
           },
@@ -148,18 +125,11 @@ describe('anthropic request body', () => {
           {
             role: 'user',
             parts: [
-              {
-                kind: 'tool_result',
-                toolUseId: 'toolu_01',
-                name: 'read',
-                parts: [
-                  { kind: 'text', text: 'see:' },
-                  { kind: 'image', mimeType: 'image/png', data: 'iVBO', filename: '/a/x.png' },
-                  { kind: 'unsupported_file', filename: '/a/x.bin' },
-                ],
-                isError: false,
-                synthetic: false,
-              },
+              toolResultPart('toolu_01', 'read', [
+                { kind: 'text', text: 'see:' },
+                { kind: 'image', mimeType: 'image/png', data: 'iVBO', filename: '/a/x.png' },
+                { kind: 'unsupported_file', filename: '/a/x.bin' },
+              ]),
               { kind: 'text', text: 'Look ' },
               { kind: 'pdf', mimeType: 'application/pdf', data: 'JVBE', filename: '/d/r.pdf' },
               { kind: 'text_file', mimeType: 'text/plain', text: 'notes', filename: '/d/n.txt' },
@@ -222,34 +192,30 @@ describe('anthropic request body', () => {
       assistant,
       { role: 'assistant', parts: [{ kind: 'text', text: '  \n' }] },
     ];
-    const preserve = offline.buildBody(
-      prompt({ messages, thinking: { level: 'high', budget: 2048, foreign: 'preserve' } }),
-    );
-    expect(preserve['messages']).toEqual([
-      { role: 'user', content: [{ type: 'text', text: 'Q' }] },
+    const sent = (foreign: 'preserve' | 'drop') =>
+      offline.buildBody(prompt({ messages, thinking: { level: 'high', budget: 2048, foreign } }))[
+        'messages'
+      ];
+    const question = { role: 'user', content: [{ type: 'text', text: 'Q' }] };
+    // Anthropic's own thinking goes back as it came, whatever `foreign` says.
+    const own = [
+      { type: 'thinking', thinking: 'mine', signature: 'sig==' },
+      { type: 'redacted_thinking', data: 'ZW5j' },
+    ];
+    expect(sent('preserve')).toEqual([
+      question,
       {
         role: 'assistant',
         content: [
-          { type: 'thinking', thinking: 'mine', signature: 'sig==' },
-          { type: 'redacted_thinking', data: 'ZW5j' },
+          ...own,
           { type: 'text', text: '<thinking>\nopenai thought\n\ngemini thought\n</thinking>' },
           { type: 'text', text: 'Answer.' },
         ],
       },
     ]);
-    const drop = offline.buildBody(
-      prompt({ messages, thinking: { level: 'high', budget: 2048, foreign: 'drop' } }),
-    );
-    expect(drop['messages']).toEqual([
-      { role: 'user', content: [{ type: 'text', text: 'Q' }] },
-      {
-        role: 'assistant',
-        content: [
-          { type: 'thinking', thinking: 'mine', signature: 'sig==' },
-          { type: 'redacted_thinking', data: 'ZW5j' },
-          { type: 'text', text: 'Answer.' },
-        ],
-      },
+    expect(sent('drop')).toEqual([
+      question,
+      { role: 'assistant', content: [...own, { type: 'text', text: 'Answer.' }] },
     ]);
   });
 
@@ -332,7 +298,7 @@ describe('anthropic request body', () => {
           { role: 'user', parts: [{ kind: 'text', text: 'Hi' }] },
           {
             role: 'assistant',
-            parts: [{ kind: 'tool_use', id: 't1', name: 'z', input: { y: 1, x: { b: 2, a: 1 } } }],
+            parts: [toolUsePart('t1', 'z', { y: 1, x: { b: 2, a: 1 } })],
           },
         ],
       });

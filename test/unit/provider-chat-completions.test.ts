@@ -13,6 +13,7 @@ import {
 import { startFakeProvider } from '../helpers/fake-provider.js';
 import { fakeProviderHooks } from '../helpers/fake-provider-hooks.js';
 import { helloRequest } from '../helpers/provider-request.js';
+import { toolResultPart, toolUsePart } from '../helpers/evaluated-parts.js';
 
 /** The JSON parser's own message for `text` (V8 words it differently from one Node to the next). */
 function jsonParseError(text: string): string {
@@ -124,47 +125,23 @@ describe('chat completions request body', () => {
             role: 'assistant',
             parts: [
               { kind: 'text', text: '  Checking both.\n' },
-              { kind: 'tool_use', id: 'call_1', name: 'calculator', input: { expr: '2+2' } },
-              {
-                kind: 'tool_use',
-                id: 'urn:flemma:tool:now:9',
-                name: 'mcp:weather:now',
-                input: { city: 'Oslo' },
-              },
-              { kind: 'tool_use', id: 'call_3', name: 'bash', input: { command: 'ls' } },
+              toolUsePart('call_1', 'calculator', { expr: '2+2' }),
+              toolUsePart('urn:flemma:tool:now:9', 'mcp:weather:now', { city: 'Oslo' }),
+              toolUsePart('call_3', 'bash', { command: 'ls' }),
             ],
           },
           {
             role: 'user',
             parts: [
               { kind: 'text', text: 'Thanks' },
-              {
-                kind: 'tool_result',
-                toolUseId: 'call_1',
-                name: 'calculator',
-                parts: [
-                  { kind: 'text', text: '4' },
-                  { kind: 'text', text: '.0' },
-                ],
-                isError: false,
-                synthetic: false,
-              },
-              {
-                kind: 'tool_result',
-                toolUseId: 'urn:flemma:tool:now:9',
-                name: 'mcp:weather:now',
-                parts: [{ kind: 'text', text: 'upstream timeout' }],
+              toolResultPart('call_1', 'calculator', ['4', '.0']),
+              toolResultPart('urn:flemma:tool:now:9', 'mcp:weather:now', 'upstream timeout', {
                 isError: true,
-                synthetic: false,
-              },
-              {
-                kind: 'tool_result',
-                toolUseId: 'call_3',
-                name: 'bash',
-                parts: [{ kind: 'text', text: 'No result provided' }],
+              }),
+              toolResultPart('call_3', 'bash', 'No result provided', {
                 isError: true,
                 synthetic: true,
-              },
+              }),
             ],
           },
         ],
@@ -250,20 +227,11 @@ describe('chat completions request body', () => {
       { role: 'user', parts: [{ kind: 'text', text: 'Weather?' }] },
       {
         role: 'assistant',
-        parts: [{ kind: 'tool_use', id: 'call_1', name: 'mcp:weather:now', input: {} }],
+        parts: [toolUsePart('call_1', 'mcp:weather:now')],
       },
       {
         role: 'user',
-        parts: [
-          {
-            kind: 'tool_result',
-            toolUseId: 'call_1',
-            name: 'mcp:weather:now',
-            parts: [{ kind: 'text', text: 'Sunny' }],
-            isError: false,
-            synthetic: false,
-          },
-        ],
+        parts: [toolResultPart('call_1', 'mcp:weather:now', 'Sunny')],
       },
     ];
     const named = createChatCompletionsAdapter(

@@ -13,6 +13,7 @@ import type {
   ProviderEvent,
   ProviderRequest,
 } from '../../src/core/provider/types.js';
+import { toolUsePart } from '../helpers/evaluated-parts.js';
 
 function request(messages: EvaluatedMessage[]): ProviderRequest {
   return { model: 'demo', system: '', messages, tools: [], maxTokens: 100, cacheRetention: 'none' };
@@ -25,10 +26,7 @@ const user = (text: string): EvaluatedMessage => ({
 
 const call = (id: string, expression: string): EvaluatedMessage => ({
   role: 'assistant',
-  parts: [
-    { kind: 'text', text: 'Here is a call:' },
-    { kind: 'tool_use', id, name: 'calculator', input: { expression } },
-  ],
+  parts: [{ kind: 'text', text: 'Here is a call:' }, toolUsePart(id, 'calculator', { expression })],
 });
 
 function result(id: string, text: string, extra: Partial<EvaluatedToolResult> = {}) {
@@ -48,6 +46,19 @@ const text = (events: ProviderEvent[]): string =>
 const toolUses = (events: ProviderEvent[]) => events.filter((event) => event.type === 'tool_use');
 const stop = (events: ProviderEvent[]) => events.find((event) => event.type === 'done');
 const ids = () => 'demo_1';
+/** The script's reply once the first question's call `6 * 7` got `answer`, then `later`. */
+const afterCall = (answer: EvaluatedToolResult, ...later: EvaluatedMessage[]): ProviderEvent[] =>
+  demoScript(
+    request([user('Hi'), call('demo_1', '6 * 7'), { role: 'user', parts: [answer] }, ...later]),
+    ids,
+  );
+/** The script's reply to `question`, asked after one finished calculator cycle. */
+const afterOneCycle = (question: string): ProviderEvent[] =>
+  afterCall(
+    result('demo_1', '42'),
+    { role: 'assistant', parts: [{ kind: 'text', text: 'It is 42.' }] },
+    user(question),
+  );
 
 describe('the demo script', () => {
   it('answers a first question with a calculator call', () => {
@@ -60,14 +71,7 @@ describe('the demo script', () => {
   });
 
   it('reports the tool result it is sent, with its value', () => {
-    const events = demoScript(
-      request([
-        user('Hi'),
-        call('demo_1', '6 * 7'),
-        { role: 'user', parts: [result('demo_1', '42')] },
-      ]),
-      ids,
-    );
+    const events = afterCall(result('demo_1', '42'));
     expect(text(events)).toContain('The calculator tool returned "42".');
     expect(text(events)).toContain('the whole tool cycle');
     expect(toolUses(events)).toEqual([]);
@@ -75,47 +79,20 @@ describe('the demo script', () => {
   });
 
   it('says a rejected or failed call gave no result, instead of pointing at one', () => {
-    const rejected = demoScript(
-      request([
-        user('Hi'),
-        call('demo_1', '6 * 7'),
-        {
-          role: 'user',
-          parts: [result('demo_1', 'The user rejected this call', { isError: true })],
-        },
-      ]),
-      ids,
-    );
+    const rejected = afterCall(result('demo_1', 'The user rejected this call', { isError: true }));
     expect(text(rejected)).toContain(
       'The calculator call did not give a result: "The user rejected this call".',
     );
     expect(text(rejected)).not.toContain('whole tool cycle');
-    const never = demoScript(
-      request([
-        user('Hi'),
-        call('demo_1', '6 * 7'),
-        {
-          role: 'user',
-          parts: [result('demo_1', 'No result provided', { isError: true, synthetic: true })],
-        },
-      ]),
-      ids,
+    const never = afterCall(
+      result('demo_1', 'No result provided', { isError: true, synthetic: true }),
     );
     expect(text(never)).toContain('The calculator call has no result: it never ran');
   });
 
   it('answers a later question without a tool as a plain reply, not as a tool result', () => {
     // The conversation had a tool cycle before; the new question has nothing to do with it.
-    const events = demoScript(
-      request([
-        user('Hi'),
-        call('demo_1', '6 * 7'),
-        { role: 'user', parts: [result('demo_1', '42')] },
-        { role: 'assistant', parts: [{ kind: 'text', text: 'It is 42.' }] },
-        user('And what is your name?'),
-      ]),
-      ids,
-    );
+    const events = afterOneCycle('And what is your name?');
     expect(text(events)).toContain('You asked: "And what is your name?"');
     expect(text(events)).not.toMatch(/tool result|returned/);
     expect(toolUses(events)).toEqual([]);
@@ -123,16 +100,7 @@ describe('the demo script', () => {
   });
 
   it('computes the arithmetic a later question asks for', () => {
-    const events = demoScript(
-      request([
-        user('Hi'),
-        call('demo_1', '6 * 7'),
-        { role: 'user', parts: [result('demo_1', '42')] },
-        { role: 'assistant', parts: [{ kind: 'text', text: 'It is 42.' }] },
-        user('and what is 12 * (3 + 4)?'),
-      ]),
-      ids,
-    );
+    const events = afterOneCycle('and what is 12 * (3 + 4)?');
     expect(toolUses(events)).toEqual([
       { type: 'tool_use', id: 'demo_1', name: 'calculator', input: { expression: '12 * (3 + 4)' } },
     ]);

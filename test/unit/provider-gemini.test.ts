@@ -12,6 +12,7 @@ import {
 import { type FakeRequest } from '../helpers/fake-provider.js';
 import { GOOGLE_SDK_ENV, fakeProviderHooks, sdkEnvHooks } from '../helpers/fake-provider-hooks.js';
 import { helloRequest } from '../helpers/provider-request.js';
+import { toolResultPart, toolUsePart } from '../helpers/evaluated-parts.js';
 
 const MODEL = 'gemini-3.1-pro-preview';
 const GEMINI_PATH = `/v1beta/models/${MODEL}:streamGenerateContent`;
@@ -129,40 +130,21 @@ describe('request bodies', () => {
             role: 'assistant',
             parts: [
               { kind: 'text', text: '\nOn it.\n' },
-              {
-                kind: 'tool_use',
-                id: 'urn:flemma:tool:calculator:1',
-                name: 'calculator',
-                input: { expression: '15 * 7' },
-              },
-              {
-                kind: 'tool_use',
-                id: 'urn:flemma:tool:mcp__slack__post:2',
-                name: 'mcp:slack:post',
-                input: { text: 'hi' },
-              },
+              toolUsePart('urn:flemma:tool:calculator:1', 'calculator', { expression: '15 * 7' }),
+              toolUsePart('urn:flemma:tool:mcp__slack__post:2', 'mcp:slack:post', { text: 'hi' }),
             ],
           },
           {
             role: 'user',
             parts: [
               { kind: 'text', text: 'Here you go.' },
-              {
-                kind: 'tool_result',
-                toolUseId: 'urn:flemma:tool:calculator:1',
-                name: 'calculator',
-                parts: [{ kind: 'text', text: '105' }],
-                isError: false,
-                synthetic: false,
-              },
-              {
-                kind: 'tool_result',
-                toolUseId: 'urn:flemma:tool:mcp__slack__post:2',
-                name: 'mcp:slack:post',
-                parts: [{ kind: 'text', text: 'channel not found' }],
-                isError: true,
-                synthetic: false,
-              },
+              toolResultPart('urn:flemma:tool:calculator:1', 'calculator', '105'),
+              toolResultPart(
+                'urn:flemma:tool:mcp__slack__post:2',
+                'mcp:slack:post',
+                'channel not found',
+                { isError: true },
+              ),
             ],
           },
         ],
@@ -235,8 +217,8 @@ describe('request bodies', () => {
             role: 'assistant',
             parts: [
               { kind: 'text', text: 'Calling.' },
-              { kind: 'tool_use', id: 'a', name: 'calculator', input: {} },
-              { kind: 'tool_use', id: 'b', name: 'calculator', input: { x: 1 } },
+              toolUsePart('a', 'calculator'),
+              toolUsePart('b', 'calculator', { x: 1 }),
               signed('SIG1'),
             ],
           },
@@ -360,14 +342,7 @@ describe('request bodies', () => {
           { role: 'user', parts: [{ kind: 'text', text: 'Hi' }] },
           {
             role: 'assistant',
-            parts: [
-              {
-                kind: 'tool_use',
-                id: 'x',
-                name: 'calculator',
-                input: flip ? { b: '2', a: 1 } : { a: 1, b: '2' },
-              },
-            ],
+            parts: [toolUsePart('x', 'calculator', flip ? { b: '2', a: 1 } : { a: 1, b: '2' })],
           },
         ],
         thinking: { level: 'low', budget: 2048, foreign: 'preserve' },

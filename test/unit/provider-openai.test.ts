@@ -11,6 +11,7 @@ import {
 } from '../../src/core/provider/types.js';
 import { fakeProviderHooks } from '../helpers/fake-provider-hooks.js';
 import { helloRequest } from '../helpers/provider-request.js';
+import { toolResultPart, toolUsePart } from '../helpers/evaluated-parts.js';
 
 const KEY = 'sk-test-dummy';
 
@@ -145,43 +146,22 @@ describe('OpenAI request bodies', () => {
         parts: [
           { kind: 'text', text: 'Reading ' },
           { kind: 'text', text: 'first.\n' },
-          { kind: 'tool_use', id: 'call_1', name: 'mcp:fs:read', input: { path: 'a.txt' } },
+          toolUsePart('call_1', 'mcp:fs:read', { path: 'a.txt' }),
           { kind: 'text', text: '  Then listing.  ' },
-          { kind: 'tool_use', id: 'urn:flemma:tool:bash:2', name: 'bash', input: { cmd: 'ls' } },
-          { kind: 'tool_use', id: 'call_3', name: 'grep', input: {} },
+          toolUsePart('urn:flemma:tool:bash:2', 'bash', { cmd: 'ls' }),
+          toolUsePart('call_3', 'grep'),
         ],
       },
       {
         role: 'user',
         parts: [
           { kind: 'text', text: 'Here you go.' },
-          {
-            kind: 'tool_result',
-            toolUseId: 'call_1',
-            name: 'mcp:fs:read',
-            parts: [
-              { kind: 'text', text: 'line 1\n' },
-              { kind: 'text', text: 'line 2' },
-            ],
-            isError: false,
-            synthetic: false,
-          },
-          {
-            kind: 'tool_result',
-            toolUseId: 'urn:flemma:tool:bash:2',
-            name: 'bash',
-            parts: [],
-            isError: true,
-            synthetic: false,
-          },
-          {
-            kind: 'tool_result',
-            toolUseId: 'call_3',
-            name: 'grep',
-            parts: [{ kind: 'text', text: 'No result provided' }],
+          toolResultPart('call_1', 'mcp:fs:read', ['line 1\n', 'line 2']),
+          toolResultPart('urn:flemma:tool:bash:2', 'bash', [], { isError: true }),
+          toolResultPart('call_3', 'grep', 'No result provided', {
             isError: true,
             synthetic: true,
-          },
+          }),
         ],
       },
     ];
@@ -243,23 +223,11 @@ describe('OpenAI request bodies', () => {
       { role: 'user', parts: [{ kind: 'text', text: 'List the files.' }] },
       {
         role: 'assistant',
-        parts: [
-          { kind: 'text', text: 'Listing.' },
-          { kind: 'tool_use', id: 'call_1', name: 'bash', input: { cmd: 'ls' } },
-        ],
+        parts: [{ kind: 'text', text: 'Listing.' }, toolUsePart('call_1', 'bash', { cmd: 'ls' })],
       },
       {
         role: 'user',
-        parts: [
-          {
-            kind: 'tool_result',
-            toolUseId: 'call_1',
-            name: 'bash',
-            parts: [{ kind: 'text', text: 'a.txt' }],
-            isError: false,
-            synthetic: false,
-          },
-        ],
+        parts: [toolResultPart('call_1', 'bash', 'a.txt')],
       },
       { role: 'assistant', parts: [{ kind: 'text', text: 'There is a.txt.' }] },
       { role: 'user', parts: [{ kind: 'text', text: 'Thanks.' }] },

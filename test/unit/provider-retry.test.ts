@@ -104,10 +104,15 @@ describe('ProgressThrottle', () => {
     vi.useRealTimers();
   });
 
-  it('shows at most one update per 100 ms and the latest held back at the window end', () => {
+  /** A throttle on fake timers, and the updates it has shown. */
+  function throttled() {
     vi.useFakeTimers();
     const shown: number[] = [];
-    const throttle = new ProgressThrottle<number>((n) => shown.push(n));
+    return { shown, throttle: new ProgressThrottle<number>((n) => shown.push(n)) };
+  }
+
+  it('shows at most one update per 100 ms and the latest held back at the window end', () => {
+    const { shown, throttle } = throttled();
     throttle.push(1);
     throttle.push(2);
     throttle.push(3);
@@ -120,9 +125,7 @@ describe('ProgressThrottle', () => {
   });
 
   it('close drops what is held back', () => {
-    vi.useFakeTimers();
-    const shown: number[] = [];
-    const throttle = new ProgressThrottle<number>((n) => shown.push(n));
+    const { shown, throttle } = throttled();
     throttle.push(1);
     throttle.push(2);
     throttle.close();

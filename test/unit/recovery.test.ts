@@ -94,21 +94,36 @@ function manualTimers(): RecoveryTimers & {
   return timers;
 }
 
+/**
+ * A recovery service on manual timers in a fresh directory, and the record it began for buffer
+ * `bufnr` of the chat `path` (`@You:` "Hi"), with the path of the record's file.
+ */
+function begun(bufnr: number, path: string) {
+  const dir = mkdtempSync(join(tmpdir(), 'flemma-recovery-'));
+  dirs.push(dir);
+  const timers = manualTimers();
+  const service = new RecoveryService(silentLogger, timers);
+  const record = service.begin({
+    bufnr,
+    dir,
+    path,
+    lines: ['@You:', 'Hi'],
+    openingTail: ['', '@Assistant:'],
+  });
+  return { dir, timers, service, path, record, file: join(dir, recordName(path)) };
+}
+
+/** Runs the record's first scheduled write and waits for its file. */
+async function firstWrite(timers: ReturnType<typeof manualTimers>, file: string): Promise<void> {
+  timers.scheduled[0]?.fn();
+  await vi.waitFor(() => {
+    expect(existsSync(file)).toBe(true);
+  });
+}
+
 describe('the writer', () => {
   it('writes at once, then at most once a second, atomically; the end at once', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'flemma-recovery-'));
-    dirs.push(dir);
-    const timers = manualTimers();
-    const service = new RecoveryService(silentLogger, timers);
-    const path = '/work/story.chat';
-    const file = join(dir, recordName(path));
-    const record = service.begin({
-      bufnr: 1,
-      dir,
-      path,
-      lines: ['@You:', 'Hi'],
-      openingTail: ['', '@Assistant:'],
-    });
+    const { dir, timers, service, path, record, file } = begun(1, '/work/story.chat');
     const read = (): { reply: string; complete: boolean; ending: string } =>
       JSON.parse(readFileSync(file, 'utf8')) as {
         reply: string;
@@ -118,10 +133,7 @@ describe('the writer', () => {
 
     record.append('\nOne', 'One');
     expect(timers.scheduled.map((entry) => entry.ms)).toEqual([0]);
-    timers.scheduled[0]?.fn();
-    await vi.waitFor(() => {
-      expect(existsSync(file)).toBe(true);
-    });
+    await firstWrite(timers, file);
     expect(read().reply).toBe('\nOne');
 
     // 200 ms later: the next write waits for the rest of the second, and more text joins it.
@@ -155,55 +167,27 @@ describe('the writer', () => {
   });
 
   it('writes synchronously what a write in flight would have written when Neovim goes away', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'flemma-recovery-'));
-    dirs.push(dir);
-    const timers = manualTimers();
-    const service = new RecoveryService(silentLogger, timers);
-    const path = '/work/sync.chat';
-    const record = service.begin({
-      bufnr: 2,
-      dir,
-      path,
-      lines: ['@You:', 'Hi'],
-      openingTail: ['', '@Assistant:'],
-    });
+    const { timers, service, record, file } = begun(2, '/work/sync.chat');
     record.append('\nAll of it', 'All of it');
     // The base is ready once the record had its first look at the directory.
-    timers.scheduled[0]?.fn();
-    await vi.waitFor(() => {
-      expect(existsSync(join(dir, recordName(path)))).toBe(true);
-    });
+    await firstWrite(timers, file);
     timers.at = 100;
     record.append(' and more', 'All of it and more');
     service.flushSync();
-    const written = JSON.parse(readFileSync(join(dir, recordName(path)), 'utf8')) as {
+    const written = JSON.parse(readFileSync(file, 'utf8')) as {
       reply: string;
     };
     expect(written.reply).toBe('\nAll of it and more');
   });
 
   it('keeps what the escape holds back: a crash writes it, escaped, before the marker', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'flemma-recovery-'));
-    dirs.push(dir);
-    const timers = manualTimers();
-    const service = new RecoveryService(silentLogger, timers);
-    const path = '/work/held.chat';
-    const record = service.begin({
-      bufnr: 3,
-      dir,
-      path,
-      lines: ['@You:', 'Hi'],
-      openingTail: ['', '@Assistant:'],
-    });
+    const { timers, service, record, file } = begun(3, '/work/held.chat');
     record.append('\nSure.\n', 'Sure.\n');
-    timers.scheduled[0]?.fn();
-    await vi.waitFor(() => {
-      expect(existsSync(join(dir, recordName(path)))).toBe(true);
-    });
+    await firstWrite(timers, file);
     // `@You:` arrived but its line has not ended: nothing is written to the buffer yet.
     record.append('', 'Sure.\n', '\\@You:');
     service.flushSync();
-    const written = JSON.parse(readFileSync(join(dir, recordName(path)), 'utf8')) as {
+    const written = JSON.parse(readFileSync(file, 'utf8')) as {
       reply: string;
       ending: string;
     };

@@ -62,31 +62,33 @@ describe('sensitive entries', () => {
     expect(warnings).toEqual([]);
     const label = (path: string): string | undefined =>
       findSensitive([path], entries)?.label ?? undefined;
-    expect(label('/home/u/.ssh')).toBe('~/.ssh');
-    expect(label('/home/u/.ssh/id_ed25519')).toBe('~/.ssh');
-    expect(label('/home/u/.sshx')).toBeUndefined();
-    expect(label('/home/u/.aws/credentials')).toBe('~/.aws');
-    expect(label('/home/u/.config/gcloud/application_default_credentials.json')).toBe(
-      '~/.config/gcloud',
-    );
-    expect(label('/home/u/.netrc')).toBe('~/.netrc');
-    expect(label('/home/u/.bashrc')).toBe('~/.bashrc');
-    expect(label('/home/u/.config/fish/config.fish')).toBe('${XDG_CONFIG_HOME:-~/.config}/fish');
-    expect(label('/work/p/.env')).toBe('.env*');
-    expect(label('/work/p/app/.env.local')).toBe('.env*');
-    expect(label('/work/p/.envrc')).toBe('.env*');
-    expect(label('/work/p/environment.md')).toBeUndefined();
-    expect(label('/proc/1234/environ')).toBe('/proc/*/environ');
-    expect(label('/proc/self/task/7/environ')).toBe('/proc/*/task/*/environ');
-    expect(label('/work/p/.git/hooks/pre-commit')).toBe('.git');
-    expect(label('/work/p/sub/.git/config')).toBe('.git');
-    expect(label('/work/p/.git/HEAD')).toBe('.git');
-    expect(label('/work/p/.nvim.lua')).toBe('.nvim.lua');
-    expect(label(join(home, '.local/share/nvim/site/plugin/x.lua'))).toBe('stdpath("data")');
-    expect(label(join(home, '.config/nvim/init.lua'))).toBe('stdpath("config")');
-    expect(label(join(home, '.cache/nvim/luac/x'))).toBe('stdpath("cache")');
-    expect(label(join(home, '.cache/pip/x'))).toBeUndefined();
-    expect(label('/work/p/src/main.ts')).toBeUndefined();
+    // Each path and the label of the place it is in (undefined: none).
+    const cases: [string, string | undefined][] = [
+      ['/home/u/.ssh', '~/.ssh'],
+      ['/home/u/.ssh/id_ed25519', '~/.ssh'],
+      ['/home/u/.sshx', undefined],
+      ['/home/u/.aws/credentials', '~/.aws'],
+      ['/home/u/.config/gcloud/application_default_credentials.json', '~/.config/gcloud'],
+      ['/home/u/.netrc', '~/.netrc'],
+      ['/home/u/.bashrc', '~/.bashrc'],
+      ['/home/u/.config/fish/config.fish', '${XDG_CONFIG_HOME:-~/.config}/fish'],
+      ['/work/p/.env', '.env*'],
+      ['/work/p/app/.env.local', '.env*'],
+      ['/work/p/.envrc', '.env*'],
+      ['/work/p/environment.md', undefined],
+      ['/proc/1234/environ', '/proc/*/environ'],
+      ['/proc/self/task/7/environ', '/proc/*/task/*/environ'],
+      ['/work/p/.git/hooks/pre-commit', '.git'],
+      ['/work/p/sub/.git/config', '.git'],
+      ['/work/p/.git/HEAD', '.git'],
+      ['/work/p/.nvim.lua', '.nvim.lua'],
+      [join(home, '.local/share/nvim/site/plugin/x.lua'), 'stdpath("data")'],
+      [join(home, '.config/nvim/init.lua'), 'stdpath("config")'],
+      [join(home, '.cache/nvim/luac/x'), 'stdpath("cache")'],
+      [join(home, '.cache/pip/x'), undefined],
+      ['/work/p/src/main.ts', undefined],
+    ];
+    for (const [input, expected] of cases) expect(label(input), input).toBe(expected);
   });
 
   it('cover all of .git in any spelling and the code-running places; build scripts on write', () => {

@@ -269,23 +269,18 @@ describe('bwrap command line', () => {
     env_unset: [],
     ...over,
   });
+  // What every command line of policy() mounts: the root read-only, the rw paths writable.
+  const MOUNTS = [
+    ...['--ro-bind', '/', '/'],
+    ...['--bind', '/home/u/p', '/home/u/p'],
+    ...['--bind', '/tmp', '/tmp'],
+    ...['--dev', '/dev', '--proc', '/proc'],
+  ];
 
   it('with network', () => {
     expect(bwrapArgv(['bash', '-c', 'ls'], policy(), {}, yes)).toEqual([
       'bwrap',
-      '--ro-bind',
-      '/',
-      '/',
-      '--bind',
-      '/home/u/p',
-      '/home/u/p',
-      '--bind',
-      '/tmp',
-      '/tmp',
-      '--dev',
-      '/dev',
-      '--proc',
-      '/proc',
+      ...MOUNTS,
       '--unshare-user',
       '--unshare-pid',
       '--unshare-uts',
@@ -305,19 +300,7 @@ describe('bwrap command line', () => {
       bwrapArgv(['true'], policy({ network: false, allow_privileged: true }), settings, yes),
     ).toEqual([
       '/opt/bin/bwrap',
-      '--ro-bind',
-      '/',
-      '/',
-      '--bind',
-      '/home/u/p',
-      '/home/u/p',
-      '--bind',
-      '/tmp',
-      '/tmp',
-      '--dev',
-      '/dev',
-      '--proc',
-      '/proc',
+      ...MOUNTS,
       '--unshare-pid',
       '--unshare-uts',
       '--unshare-ipc',
@@ -523,26 +506,12 @@ describe('resolveSandbox', () => {
 
   it('lets the runtime override beat the configuration, both ways', async () => {
     const registry = registryWith(fakeBackend('p', { ok: true }));
-    const on = await resolveSandbox(
-      { enabled: false },
-      factsFor({ sandbox_override: true }),
-      {},
-      home,
-      {
-        registry,
-      },
-    );
+    const overridden = (enabled: boolean, sandbox_override: boolean) =>
+      resolveSandbox({ enabled }, factsFor({ sandbox_override }), {}, home, { registry });
+    const on = await overridden(false, true);
     expect(on.enabled).toBe(true);
     expect(on.access.enabled).toBe(true);
-    const off = await resolveSandbox(
-      { enabled: true },
-      factsFor({ sandbox_override: false }),
-      {},
-      home,
-      {
-        registry,
-      },
-    );
+    const off = await overridden(true, false);
     expect(off.enabled).toBe(false);
   });
 
@@ -997,29 +966,19 @@ export const backend = {
       if (selection === 'throws') return Promise.reject(new Error('no Neovim'));
       return Promise.resolve(undefined);
     };
-    const loaded = await resolveSandbox({ backend: 'my.module' }, factsFor(), {}, home, {
-      registry,
-      loadNamed,
-    });
+    const withLoader = (backend: string) =>
+      resolveSandbox({ backend }, factsFor(), {}, home, { registry, loadNamed });
+    const loaded = await withLoader('my.module');
     expect(loaded.backend).toBe('from-lua');
-    const broken = await resolveSandbox({ backend: 'broken.module' }, factsFor(), {}, home, {
-      registry,
-      loadNamed,
-    });
+    const broken = await withLoader('broken.module');
     expect(broken.wrapError).toBe('it broke');
-    const throws = await resolveSandbox({ backend: 'throws' }, factsFor(), {}, home, {
-      registry,
-      loadNamed,
-    });
+    const throws = await withLoader('throws');
     expect(throws.wrapError).toBe("Sandbox backend 'throws' could not be loaded: no Neovim");
-    const unknown = await resolveSandbox({ backend: 'nope' }, factsFor(), {}, home, {
-      registry,
-      loadNamed,
-    });
+    const unknown = await withLoader('nope');
     expect(unknown.wrapError).toMatch(/^Sandbox backend 'nope' is not available: no backend/);
     // Registered names and auto never reach the loader.
-    await resolveSandbox({ backend: 'from-lua' }, factsFor(), {}, home, { registry, loadNamed });
-    await resolveSandbox({ backend: 'auto' }, factsFor(), {}, home, { registry, loadNamed });
+    await withLoader('from-lua');
+    await withLoader('auto');
     expect(asked).toEqual(['my.module', 'broken.module', 'throws', 'nope']);
   });
 

@@ -92,6 +92,15 @@ function ports(
   };
 }
 
+/** A chain of the built-in resolvers over `fake` ports. */
+function builtinChain(fake: Parameters<typeof builtinResolvers>[0]): CredentialChain {
+  const chain = new CredentialChain();
+  for (const resolver of builtinResolvers(fake)) chain.register(resolver);
+  return chain;
+}
+
+/** What the chain answers when `resolver` found `value`. */
+const resolvedBy = (value: string, resolver: string) => ({ ok: true, value, resolver });
 describe('the credential chain', () => {
   it('asks resolvers by priority (ties by name); the first value wins', async () => {
     const chain = new CredentialChain();
@@ -101,11 +110,7 @@ describe('the credential chain', () => {
     const high = fixed('high', 100, undefined);
     for (const entry of [low, b, a, high]) chain.register(entry.resolver);
     expect(chain.list().map((r) => r.name)).toEqual(['high', 'a', 'b', 'low']);
-    expect(await chain.resolve(ANTHROPIC)).toEqual({
-      ok: true,
-      value: 'from-a',
-      resolver: 'a',
-    });
+    expect(await chain.resolve(ANTHROPIC)).toEqual(resolvedBy('from-a', 'a'));
     expect(high.calls).toHaveLength(1);
     expect(b.calls).toHaveLength(0);
     expect(low.calls).toHaveLength(0);
@@ -131,32 +136,36 @@ describe('the credential chain', () => {
 
   it('expires a value after ttl × ttl_scale; a resolver ttl wins over the credential ttl; 0 is never cached', async () => {
     let now = 1_000_000;
-    const chain = new CredentialChain(() => now);
+    /** A chain on the test's clock that holds only `entry`. */
+    const chainOf = (entry: ReturnType<typeof fixed>): CredentialChain => {
+      const chain = new CredentialChain(() => now);
+      chain.register(entry.resolver);
+      return chain;
+    };
+    /** Moves the clock on by `ms`, then asks `chain` for `spec`. */
+    const resolveAfter = async (ms: number, chain: CredentialChain, spec: CredentialSpec) => {
+      now += ms;
+      await chain.resolve(spec);
+    };
     const token = fixed('token', 50, 'tok');
-    chain.register(token.resolver);
+    const chain = chainOf(token);
     await chain.resolve(VERTEX);
     // 3600 s × 0.925 = 3330 s.
-    now += 3329 * 1000;
-    await chain.resolve(VERTEX);
+    await resolveAfter(3329 * 1000, chain, VERTEX);
     expect(token.calls).toHaveLength(1);
-    now += 2000;
-    await chain.resolve(VERTEX);
+    await resolveAfter(2000, chain, VERTEX);
     expect(token.calls).toHaveLength(2);
 
-    const short = new CredentialChain(() => now);
     const own = fixed('own', 50, 'x', 100);
-    short.register(own.resolver);
+    const short = chainOf(own);
     await short.resolve(VERTEX);
-    now += 92 * 1000;
-    await short.resolve(VERTEX);
+    await resolveAfter(92 * 1000, short, VERTEX);
     expect(own.calls).toHaveLength(1);
-    now += 1000; // 100 × 0.925 = 92.5 s
-    await short.resolve(VERTEX);
+    await resolveAfter(1000, short, VERTEX); // 100 × 0.925 = 92.5 s
     expect(own.calls).toHaveLength(2);
 
-    const never = new CredentialChain(() => now);
     const env = fixed('env', 50, 'e', 0);
-    never.register(env.resolver);
+    const never = chainOf(env);
     await never.resolve(ANTHROPIC);
     await never.resolve(ANTHROPIC);
     expect(env.calls).toHaveLength(2);
@@ -196,8 +205,7 @@ describe('the credential chain', () => {
   });
 
   it('lists every resolver and its reason when nothing resolves', async () => {
-    const chain = new CredentialChain();
-    for (const resolver of builtinResolvers(ports({ platform: 'linux' }))) chain.register(resolver);
+    const chain = builtinChain(ports({ platform: 'linux' }));
     const failed = await chain.resolve(ANTHROPIC);
     expect(failed.ok).toBe(false);
     if (failed.ok) return;
@@ -215,17 +223,10 @@ describe('the credential chain', () => {
 describe('the built-in resolvers', () => {
   it('environment: {SERVICE}_{KIND}, then the aliases; empty values do not count', async () => {
     expect(environmentVariables(VERTEX)).toEqual(['VERTEX_ACCESS_TOKEN', 'VERTEX_AI_ACCESS_TOKEN']);
-    const chain = new CredentialChain();
-    for (const resolver of builtinResolvers(
+    const chain = builtinChain(
       ports({ env: { VERTEX_ACCESS_TOKEN: '', VERTEX_AI_ACCESS_TOKEN: 'from-alias' } }),
-    )) {
-      chain.register(resolver);
-    }
-    expect(await chain.resolve(VERTEX)).toEqual({
-      ok: true,
-      value: 'from-alias',
-      resolver: 'environment',
-    });
+    );
+    expect(await chain.resolve(VERTEX)).toEqual(resolvedBy('from-alias', 'environment'));
   });
 
   it('secret_tool: looks up service and kind, then the legacy "api" key', async () => {
@@ -234,13 +235,8 @@ describe('the built-in resolvers', () => {
         'secret-tool': (args) => (args[4] === 'api' ? 'legacy-key\n' : 1),
       },
     });
-    const chain = new CredentialChain();
-    for (const resolver of builtinResolvers(fake)) chain.register(resolver);
-    expect(await chain.resolve(ANTHROPIC)).toEqual({
-      ok: true,
-      value: 'legacy-key',
-      resolver: 'secret_tool',
-    });
+    const chain = builtinChain(fake);
+    expect(await chain.resolve(ANTHROPIC)).toEqual(resolvedBy('legacy-key', 'secret_tool'));
     expect(fake.ran.map((r) => r.args.join(' '))).toEqual([
       'lookup service anthropic key api_key',
       'lookup service anthropic key api',
@@ -252,8 +248,7 @@ describe('the built-in resolvers', () => {
       platform: 'darwin',
       programs: { security: () => 'mac-key' },
     });
-    const chain = new CredentialChain();
-    for (const resolver of builtinResolvers(fake)) chain.register(resolver);
+    const chain = builtinChain(fake);
     expect(await chain.resolve(ANTHROPIC)).toMatchObject({
       value: 'mac-key',
       resolver: 'keychain',
@@ -274,13 +269,8 @@ describe('the built-in resolvers', () => {
       },
       config: (name) => (name === 'gcloud' ? { path: '/opt/gcloud' } : undefined),
     });
-    const chain = new CredentialChain();
-    for (const resolver of builtinResolvers(fake)) chain.register(resolver);
-    expect(await chain.resolve(VERTEX)).toEqual({
-      ok: true,
-      value: 'sa-token',
-      resolver: 'gcloud',
-    });
+    const chain = builtinChain(fake);
+    expect(await chain.resolve(VERTEX)).toEqual(resolvedBy('sa-token', 'gcloud'));
     const call = fake.ran.find((r) => r.file === '/opt/gcloud');
     expect(call?.args).toEqual(['auth', 'print-access-token']);
     expect(call?.env?.['GOOGLE_APPLICATION_CREDENTIALS']).toMatch(/^\/tmp\/fake-/);

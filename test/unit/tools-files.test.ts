@@ -100,6 +100,13 @@ function sandboxAllowing(writable: string, enabled = true): SandboxAccess {
   };
 }
 
+/** A strict schema that takes no other keys and requires exactly `required` (sorted). */
+function expectStrictSchema(def: ToolDefinition, required: string[]): void {
+  expect(def.strict).toBe(true);
+  expect(def.inputSchema['additionalProperties']).toBe(false);
+  expect([...(def.inputSchema['required'] as string[])].sort()).toEqual(required);
+}
+
 const numbered = (from: number, to: number) =>
   Array.from({ length: to - from + 1 }, (_, i) => `line ${from + i}`);
 
@@ -429,13 +436,7 @@ describe('write', () => {
   });
 
   it('has the wire schema of the built-in and previews path and size', () => {
-    expect(writeTool.strict).toBe(true);
-    expect(writeTool.inputSchema['additionalProperties']).toBe(false);
-    expect([...(writeTool.inputSchema['required'] as string[])].sort()).toEqual([
-      'content',
-      'label',
-      'path',
-    ]);
+    expectStrictSchema(writeTool, ['content', 'label', 'path']);
     const preview = (input: Record<string, unknown>) => writeTool.formatPreview?.(input, 80);
     expect(preview({ path: 'out.txt', content: 'x'.repeat(2355), label: 'log' })).toEqual({
       detail: ['out.txt', '(2.3KB)'],
@@ -541,14 +542,7 @@ describe('edit', () => {
   });
 
   it('has the wire schema of the built-in and previews the path', () => {
-    expect(editTool.strict).toBe(true);
-    expect(editTool.inputSchema['additionalProperties']).toBe(false);
-    expect([...(editTool.inputSchema['required'] as string[])].sort()).toEqual([
-      'label',
-      'newText',
-      'oldText',
-      'path',
-    ]);
+    expectStrictSchema(editTool, ['label', 'newText', 'oldText', 'path']);
     expect(editTool.formatPreview?.({ path: 'config.lua', label: 'fix typo' }, 80)).toEqual({
       detail: ['config.lua'],
       label: 'fix typo',

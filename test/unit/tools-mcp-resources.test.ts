@@ -19,8 +19,9 @@ import type {
   McpPromptInfo,
   McpResourceInfo,
 } from '../../src/core/tools/mcp/types.js';
-import type { McpServerConfig } from '../../src/core/tools/mcp/config.js';
+import { STDIO } from '../helpers/mcp-config.js';
 import { ToolRegistry } from '../../src/core/tools/registry.js';
+import { toolUse } from '../helpers/chat-lines.js';
 
 const text = (value: string): TextSegment => ({
   kind: 'text',
@@ -28,6 +29,23 @@ const text = (value: string): TextSegment => ({
   span: { startLine: 1, endLine: 1, startCol: 0 },
 });
 
+/** A chat where the user asks `question`, the model calls `read`, and its result is `result`. */
+function readRound(question: string, result: string): string {
+  return [
+    '@You:',
+    question,
+    '',
+    '@Assistant:',
+    ...toolUse('read', 'toolu_1', '{"path": "a"}'),
+    '',
+    '@You:',
+    '**Tool Result:** `toolu_1`',
+    '',
+    '```',
+    result,
+    '```',
+  ].join('\n');
+}
 describe('@mcp:<server>:<uri> references', () => {
   it('are found like file references: URI kept as written, trailing punctuation left out, ;type= at the end', () => {
     const parts = splitFileReferences(
@@ -60,26 +78,7 @@ describe('@mcp:<server>:<uri> references', () => {
   });
 
   it('are refused in a file that is not trusted (in messages; in tool results they are data)', () => {
-    const doc = parseChat(
-      [
-        '@You:',
-        'Read @mcp:docs:docs://readme',
-        '',
-        '@Assistant:',
-        '**Tool Use:** `read` (`toolu_1`)',
-        '',
-        '```json',
-        '{"path": "a"}',
-        '```',
-        '',
-        '@You:',
-        '**Tool Result:** `toolu_1`',
-        '',
-        '```',
-        '@mcp:docs:docs://secret',
-        '```',
-      ].join('\n'),
-    );
+    const doc = parseChat(readRound('Read @mcp:docs:docs://readme', '@mcp:docs:docs://secret'));
     const scope = { confineTo: '/work/chats' };
     expect(refusedReferences(doc, '/work/chats', scope, () => true)).toEqual([
       {
@@ -93,24 +92,7 @@ describe('@mcp:<server>:<uri> references', () => {
 
   it('are read through the port in messages, and sent as written in a result of a tool that reads references', async () => {
     const doc = parseChat(
-      [
-        '@You:',
-        'Read @mcp:docs:docs://readme and @./a.md',
-        '',
-        '@Assistant:',
-        '**Tool Use:** `read` (`toolu_1`)',
-        '',
-        '```json',
-        '{"path": "a"}',
-        '```',
-        '',
-        '@You:',
-        '**Tool Result:** `toolu_1`',
-        '',
-        '```',
-        'see @mcp:docs:docs://other',
-        '```',
-      ].join('\n'),
+      readRound('Read @mcp:docs:docs://readme and @./a.md', 'see @mcp:docs:docs://other'),
     );
     const read: string[] = [];
     const rendered = await renderPrompt(assemblePrompt(doc), {
@@ -331,16 +313,7 @@ describe('the MCP manager and lists that change', () => {
     const until = async (test: () => boolean): Promise<void> => {
       while (!test()) await new Promise<void>((resolve) => waiters.push(resolve));
     };
-    const config = {
-      name: 'docs',
-      transport: 'stdio',
-      command: 'fake',
-      args: [],
-      env: {},
-      include: [],
-      exclude: [],
-      timeout: 5,
-    } as McpServerConfig;
+    const config = STDIO('docs');
     manager.configure({
       servers: [config],
       disabled: [],
@@ -413,16 +386,7 @@ describe('the MCP manager and lists that change', () => {
             })
           : Promise.reject(new Error('spawn nope ENOENT')),
     });
-    const config = {
-      name: 'down',
-      transport: 'stdio',
-      command: 'nope',
-      args: [],
-      env: {},
-      include: [],
-      exclude: [],
-      timeout: 5,
-    } as McpServerConfig;
+    const config = STDIO('down', { command: 'nope' });
     const reconnect = { maxAttempts: 0, initialDelayMs: 1, maxDelayMs: 1 };
     manager.configure({ servers: [config], disabled: [], reconnect, problems: [] });
     await ready();

@@ -25,6 +25,7 @@ import {
   McpManager,
 } from '../../src/core/tools/mcp/manager.js';
 import { mcpStatusLines } from '../../src/core/tools/mcp/status.js';
+import { STDIO } from '../helpers/mcp-config.js';
 
 const READ_FILE: McpToolInfo = {
   name: 'read_file',
@@ -317,19 +318,6 @@ function fakeServer(tools: string[]): FakeServer {
     closed: 0,
   };
 }
-
-const STDIO = (name: string, extra: Partial<McpServerConfig> = {}): McpServerConfig =>
-  ({
-    name,
-    transport: 'stdio',
-    command: 'fake',
-    args: [],
-    env: {},
-    include: [],
-    exclude: [],
-    timeout: 5,
-    ...extra,
-  }) as McpServerConfig;
 
 function harness(
   servers: Record<string, FakeServer>,

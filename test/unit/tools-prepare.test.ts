@@ -26,6 +26,17 @@ function defOf(fake: ReturnType<typeof fakePorts>, name: string): ToolDefinition
   return def;
 }
 
+/** prepareCall for a call of the fake's tool `name`, under `used` and the FACTS. */
+function prepareNamed(
+  fake: ReturnType<typeof fakePorts>,
+  name: string,
+  signal: AbortSignal,
+  ports: PreparePorts = portsOf(fake),
+  used = config(),
+) {
+  return prepareCall(call(name), defOf(fake, name), used, FACTS, signal, ports);
+}
+
 describe('checkCall', () => {
   const fake = fakePorts([
     quickTool('calc'),
@@ -68,24 +79,10 @@ it('a read-only built-in does not wait for the turn’s git note; other tools do
   const fake = fakePorts([quickTool('read'), quickTool('edit')], { builtin: ['read', 'edit'] });
   fake.note = gate();
   const signal = new AbortController().signal;
-  const read = await prepareCall(
-    call('read'),
-    defOf(fake, 'read'),
-    config(),
-    FACTS,
-    signal,
-    portsOf(fake),
-  );
+  const read = await prepareNamed(fake, 'read', signal);
   expect(read.execCtx.tool_id).toBe('t');
   let edited = false;
-  const edit = prepareCall(
-    call('edit'),
-    defOf(fake, 'edit'),
-    config(),
-    FACTS,
-    signal,
-    portsOf(fake),
-  ).then(() => {
+  const edit = prepareNamed(fake, 'edit', signal).then(() => {
     edited = true;
   });
   await new Promise<void>((resolve) => setImmediate(resolve));
@@ -104,7 +101,7 @@ it('gives the call its sandbox (a warning once), its cwd and an undo journal', a
   const ports = portsOf(fake, warned);
   const used = config({ calc: { cwd: '~/project' } });
   const signal = new AbortController().signal;
-  const prepared = await prepareCall(call('calc'), defOf(fake, 'calc'), used, FACTS, signal, ports);
+  const prepared = await prepareNamed(fake, 'calc', signal, ports, used);
   expect(prepared.execCtx.cwd).toBe('/home/u/project');
   expect(prepared.execCtx.signal).toBe(signal);
   expect(prepared.execCtx.__filename).toBe('/work/a.chat');
@@ -119,14 +116,7 @@ it('a cwd that does not expand warns and falls back to Neovim’s; undo off keep
   const warned: string[] = [];
   const used = config({ calc: { cwd: 'urn:nowhere' } });
   const signal = new AbortController().signal;
-  const prepared = await prepareCall(
-    call('calc'),
-    defOf(fake, 'calc'),
-    used,
-    FACTS,
-    signal,
-    portsOf(fake, warned),
-  );
+  const prepared = await prepareNamed(fake, 'calc', signal, portsOf(fake, warned), used);
   expect(prepared.execCtx.cwd).toBe('/work');
   expect(warned.length).toBe(1);
   expect(warned[0]).toContain('urn:nowhere');
@@ -144,14 +134,7 @@ it('builds the write gate only when a write first asks it', async () => {
     },
   };
   const signal = new AbortController().signal;
-  const prepared = await prepareCall(
-    call('calc'),
-    defOf(fake, 'calc'),
-    config(),
-    FACTS,
-    signal,
-    ports,
-  );
+  const prepared = await prepareNamed(fake, 'calc', signal, ports);
   expect(built).toEqual([]);
   const dir = mkdtempSync(join(tmpdir(), 'flemma-gate-'));
   try {

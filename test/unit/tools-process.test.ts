@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 
-import { runProcess } from '../../src/core/tools/process.js';
+import { type RunOptions, runProcess } from '../../src/core/tools/process.js';
 import { cleanUpRuns, firstLine, isAlive, makeFifo, waitForExit } from '../helpers/processes.js';
 
 let dir: string;
@@ -116,6 +116,19 @@ describe('runProcess: programs that cannot start', () => {
 });
 
 describe('runProcess: stopping', () => {
+  /** `script` run under sh with a fresh fifo in $FIFO and an abort signal, with `options`. */
+  function abortable(script: string, options: Partial<RunOptions> = {}) {
+    const fifo = makeFifo(dir);
+    const controller = new AbortController();
+    const running = runProcess(['sh', '-c', script], {
+      cwd: dir,
+      env: { FIFO: fifo },
+      signal: controller.signal,
+      ...options,
+    });
+    return { fifo, controller, running };
+  }
+
   it('stops the whole process group when the timeout expires', async () => {
     const result = await runProcess(['sh', '-c', 'sleep 30 & echo $!; wait'], {
       cwd: dir,
@@ -132,13 +145,7 @@ describe('runProcess: stopping', () => {
   });
 
   it('stops the group when the signal is aborted', async () => {
-    const fifo = makeFifo(dir);
-    const controller = new AbortController();
-    const running = runProcess(['sh', '-c', 'sleep 30 & echo $! > "$FIFO"; wait'], {
-      cwd: dir,
-      env: { FIFO: fifo },
-      signal: controller.signal,
-    });
+    const { fifo, controller, running } = abortable('sleep 30 & echo $! > "$FIFO"; wait');
     const child = Number(await firstLine(fifo));
     pidsToKill.push(child);
     expect(isAlive(child)).toBe(true);
@@ -166,12 +173,7 @@ describe('runProcess: stopping', () => {
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
     const kill = vi.spyOn(process, 'kill');
     try {
-      const fifo = makeFifo(dir);
-      const controller = new AbortController();
-      const running = runProcess(['sh', '-c', `trap '' TERM; echo $$ > "$FIFO"; sleep 30`], {
-        cwd: dir,
-        env: { FIFO: fifo },
-        signal: controller.signal,
+      const { fifo, controller, running } = abortable(`trap '' TERM; echo $$ > "$FIFO"; sleep 30`, {
         killGraceMs: 300,
       });
       const shell = Number(await firstLine(fifo));
@@ -197,12 +199,7 @@ describe('runProcess: stopping', () => {
   });
 
   it('does not wait for the grace period when SIGTERM is obeyed', async () => {
-    const fifo = makeFifo(dir);
-    const controller = new AbortController();
-    const running = runProcess(['sh', '-c', 'echo ready > "$FIFO"; sleep 30'], {
-      cwd: dir,
-      env: { FIFO: fifo },
-      signal: controller.signal,
+    const { fifo, controller, running } = abortable('echo ready > "$FIFO"; sleep 30', {
       killGraceMs: 20_000,
     });
     await firstLine(fifo);

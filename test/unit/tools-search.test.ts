@@ -189,36 +189,19 @@ function matchLines(output: string): string[] {
 describe('definitions', () => {
   const schemaOf = (def: ToolDefinition) => def.inputSchema;
 
+  // The inputs grep and find share: a label, a pattern, where to look and how many at most.
+  const search = {
+    label: 'string',
+    limit: ['number', 'null'],
+    path: ['string', 'null'],
+    pattern: 'string',
+  };
   it.each([
-    [
-      grepTool,
-      {
-        glob: ['string', 'null'],
-        label: 'string',
-        limit: ['number', 'null'],
-        path: ['string', 'null'],
-        pattern: 'string',
-      },
-      true,
-    ],
-    [
-      findTool,
-      {
-        label: 'string',
-        limit: ['number', 'null'],
-        path: ['string', 'null'],
-        pattern: 'string',
-      },
-      true,
-    ],
+    [grepTool, { ...search, glob: ['string', 'null'] }, true],
+    [findTool, search, true],
     [
       lsTool,
-      {
-        label: 'string',
-        limit: ['number', 'null'],
-        max_depth: ['number', 'null'],
-        path: 'string',
-      },
+      { label: 'string', limit: ['number', 'null'], max_depth: ['number', 'null'], path: 'string' },
       false,
     ],
   ] as const)('%# has the specified schema and flags', (def, types, isAsync) => {

@@ -164,20 +164,16 @@ it('says nothing while another call of the buffer runs; no cursor when the resul
 it('cuts a long output of a tool that is not built in, saving the whole of it; a built-in’s is kept', async () => {
   const long = Array.from({ length: 3000 }, (_, i) => `line ${String(i)}`).join('\n');
   const h = harness({ builtin: ['bash'] });
-  await h.settler.settle(
-    call('c', 'mine'),
-    running('c'),
-    prepared('mine'),
-    outcome({ ok: true, output: long }),
-    context(),
-  );
-  await h.settler.settle(
-    call('d', 'bash'),
-    running('d'),
-    prepared('bash'),
-    outcome({ ok: true, output: long }),
-    context(),
-  );
+  const settleLong = (id: string, name: string) =>
+    h.settler.settle(
+      call(id, name),
+      running(id),
+      prepared(name),
+      outcome({ ok: true, output: long }),
+      context(),
+    );
+  await settleLong('c', 'mine');
+  await settleLong('d', 'bash');
   const [cut, kept] = h.journal.of('inject');
   expect(cut?.length).toBeLessThan(long.length);
   expect(cut).toContain('line 0');

@@ -12,6 +12,7 @@ import {
   toolsSystemSection,
   xmlMessages,
 } from '../../src/core/tools/xml.js';
+import { toolResultPart, toolUsePart } from '../helpers/evaluated-parts.js';
 
 let lib: XmlLibrary;
 
@@ -181,6 +182,11 @@ function extract(chunks: string[]): ProviderEvent[] {
   return out;
 }
 
+/** The text of the text events, joined. */
+function textOf(events: ProviderEvent[]): string {
+  return events.map((e) => (e.type === 'text' ? e.text : '')).join('');
+}
+
 /** Text events joined, other events kept. */
 function merged(events: ProviderEvent[]): ProviderEvent[] {
   const out: ProviderEvent[] = [];
@@ -245,12 +251,7 @@ describe('the stream extractor', () => {
     expect(warning?.type === 'warning' ? warning.message : '').toMatch(
       /XML tool call could not be read .*kept as text/,
     );
-    expect(
-      events
-        .filter((e) => e.type === 'text')
-        .map((e) => e.text)
-        .join(''),
-    ).toBe(broken);
+    expect(textOf(events)).toBe(broken);
     expect(events.some((e) => e.type === 'tool_use')).toBe(false);
   });
 
@@ -263,12 +264,7 @@ describe('the stream extractor', () => {
     ]);
     const cut = 'X\n```xml\n<tool name="calculator"><num1>1</nu';
     const events = extract([cut]);
-    expect(
-      events
-        .filter((e) => e.type === 'text')
-        .map((e) => e.text)
-        .join(''),
-    ).toBe(cut);
+    expect(textOf(events)).toBe(cut);
   });
 });
 
@@ -280,33 +276,14 @@ describe('messages for a model without tool calling', () => {
           role: 'assistant',
           parts: [
             { kind: 'text', text: 'Calculating.' },
-            {
-              kind: 'tool_use',
-              id: 'xml_1',
-              name: 'calculator',
-              input: { num1: 100, tags: ['a'] },
-            },
+            toolUsePart('xml_1', 'calculator', { num1: 100, tags: ['a'] }),
           ],
         },
         {
           role: 'user',
           parts: [
-            {
-              kind: 'tool_result',
-              toolUseId: 'xml_1',
-              name: 'calculator',
-              parts: [{ kind: 'text', text: '5000' }],
-              isError: false,
-              synthetic: false,
-            },
-            {
-              kind: 'tool_result',
-              toolUseId: 'xml_2',
-              name: 'notes',
-              parts: [{ kind: 'text', text: 'boom' }],
-              isError: true,
-              synthetic: false,
-            },
+            toolResultPart('xml_1', 'calculator', '5000'),
+            toolResultPart('xml_2', 'notes', 'boom', { isError: true }),
             { kind: 'text', text: 'Thanks' },
           ],
         },

@@ -44,6 +44,11 @@ function request(model: string): ProviderRequest {
   };
 }
 
+/** Options that point an adapter at the fake (`path` after its URL) with `apiKey`, no retries. */
+function toFake(apiKey: string, path = '') {
+  return { apiKey, baseURL: `${fake.url}${path}`, maxRetries: 0 };
+}
+
 async function count(adapter: ProviderAdapter, req: ProviderRequest): Promise<number> {
   if (adapter.countTokens === undefined) throw new Error(`${adapter.name} cannot count`);
   return adapter.countTokens(req, new AbortController().signal);
@@ -51,10 +56,7 @@ async function count(adapter: ProviderAdapter, req: ProviderRequest): Promise<nu
 
 describe('counting input tokens', () => {
   it('anthropic: POST /v1/messages/count_tokens without max_tokens, stream, temperature', async () => {
-    const adapter = createAnthropicAdapter(
-      { apiKey: 'sk-ant-test', baseURL: fake.url, maxRetries: 0 },
-      loader,
-    );
+    const adapter = createAnthropicAdapter(toFake('sk-ant-test'), loader);
     const req = request('claude-sonnet-4-6');
     const counted = count(adapter, req);
     const received = await fake.nextRequest({ path: '/v1/messages/count_tokens' });
@@ -71,10 +73,7 @@ describe('counting input tokens', () => {
   });
 
   it('anthropic: a refusal is a ProviderError', async () => {
-    const adapter = createAnthropicAdapter(
-      { apiKey: 'sk-ant-test', baseURL: fake.url, maxRetries: 0 },
-      loader,
-    );
+    const adapter = createAnthropicAdapter(toFake('sk-ant-test'), loader);
     const counted = count(adapter, request('claude-sonnet-4-6'));
     const received = await fake.nextRequest({ path: '/v1/messages/count_tokens' });
     await received.respond(401, {
@@ -89,10 +88,7 @@ describe('counting input tokens', () => {
   });
 
   it('openai: POST /v1/responses/input_tokens without the generation fields', async () => {
-    const adapter = createOpenAIAdapter(
-      { apiKey: 'sk-openai-test', baseURL: `${fake.url}/v1`, maxRetries: 0 },
-      loader,
-    );
+    const adapter = createOpenAIAdapter(toFake('sk-openai-test', '/v1'), loader);
     const req = request('gpt-5.4');
     req.thinking = { level: 'high', effort: 'high', foreign: 'drop' };
     const counted = count(adapter, req);
@@ -123,10 +119,7 @@ describe('counting input tokens', () => {
   });
 
   it('gemini: models.countTokens with the system instruction as a leading turn', async () => {
-    const adapter = createGeminiAdapter(
-      { apiKey: 'gemini-test', baseURL: fake.url, maxRetries: 0 },
-      loader,
-    );
+    const adapter = createGeminiAdapter(toFake('gemini-test'), loader);
     const counted = count(adapter, request('gemini-2.5-flash'));
     const received = await fake.nextRequest({ path: /:countTokens/ });
     expect(received.path).toBe('/v1beta/models/gemini-2.5-flash:countTokens');
@@ -169,7 +162,7 @@ describe('counting input tokens', () => {
 
   it('moonshot: POST /v1/tokenizers/estimate-token-count with the model and messages', async () => {
     const adapter = createChatCompletionsAdapter(
-      { apiKey: 'sk-moon', baseURL: `${fake.url}/v1`, maxRetries: 0, name: 'moonshot' },
+      { ...toFake('sk-moon', '/v1'), name: 'moonshot' },
       loader,
     );
     const counted = count(adapter, request('kimi-k2.6'));

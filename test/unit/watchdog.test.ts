@@ -20,6 +20,16 @@ import { helloRequest } from '../helpers/provider-request.js';
 
 const encoder = new TextEncoder();
 
+/** Every test of the enclosing block runs on fake timers. */
+function useFakeClock(): void {
+  beforeEach(() => {
+    vi.useFakeTimers();
+  });
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+}
+
 /** An answer whose body the test writes (`push`, `end`), and whether it was cancelled. */
 function answer(status: number, headers: Record<string, string>) {
   let body!: ReadableStreamDefaultController<Uint8Array>;
@@ -183,12 +193,7 @@ describe('the answer check', () => {
   });
 
   describe('with a fake clock', () => {
-    beforeEach(() => {
-      vi.useFakeTimers();
-    });
-    afterEach(() => {
-      vi.useRealTimers();
-    });
+    useFakeClock();
 
     it('waits at most 2 s (or the idle timeout) for a page that says nothing', async () => {
       const page = answer(200, { 'content-type': 'text/html' });
@@ -229,12 +234,7 @@ describe('the answer check', () => {
 });
 
 describe('the stream watchdog', () => {
-  beforeEach(() => {
-    vi.useFakeTimers();
-  });
-  afterEach(() => {
-    vi.useRealTimers();
-  });
+  useFakeClock();
 
   it('fails a read that waits the idle timeout without a byte, and closes the answer', async () => {
     const reply = answer(200, STREAM);

@@ -100,11 +100,16 @@ function fakeLua(
   };
 }
 
+/** A write scheduler on a manual clock, over a fake Lua side that applies every batch. */
+function scheduler() {
+  const clock = new ManualClock();
+  const lua = fakeLua(clock);
+  return { clock, lua, writes: new WriteScheduler(lua.bridge, { clock }) };
+}
+
 describe('WriteScheduler', () => {
   it('coalesces appends made in one tick into a single RPC and a single op', async () => {
-    const clock = new ManualClock();
-    const lua = fakeLua(clock);
-    const writes = new WriteScheduler(lua.bridge, { clock });
+    const { clock, lua, writes } = scheduler();
     const buffer = writes.buffer(1);
     for (let i = 0; i < 1000; i++) buffer.append(i % 10 === 9 ? 'x\n' : 'x');
     const done = buffer.flushed();
@@ -116,9 +121,7 @@ describe('WriteScheduler', () => {
   });
 
   it('sends at most one RPC per 16 ms frame, with one batch in flight, for all buffers', async () => {
-    const clock = new ManualClock();
-    const lua = fakeLua(clock);
-    const writes = new WriteScheduler(lua.bridge, { clock });
+    const { clock, lua, writes } = scheduler();
     for (let ms = 0; ms < 100; ms += 2) {
       writes.buffer(1).append('a');
       writes.buffer(2).append('b');
@@ -157,10 +160,8 @@ describe('WriteScheduler', () => {
   });
 
   it('refuses a line replacement whose rows the user changed, and reports the conflict', async () => {
-    const clock = new ManualClock();
-    const lua = fakeLua(clock);
+    const { clock, lua, writes } = scheduler();
     lua.buffers.set(1, ['@You:', 'pending', 'tail']);
-    const writes = new WriteScheduler(lua.bridge, { clock });
     const buffer = writes.buffer(1);
     const stale = buffer.setLines(1, 2, ['result'], ['what the host saw']);
     const fresh = buffer.setLines(2, 3, ['new tail'], ['tail']);
@@ -173,9 +174,7 @@ describe('WriteScheduler', () => {
   });
 
   it('settles everything as gone when the buffer was wiped', async () => {
-    const clock = new ManualClock();
-    const lua = fakeLua(clock);
-    const writes = new WriteScheduler(lua.bridge, { clock });
+    const { clock, writes } = scheduler();
     const buffer = writes.buffer(7);
     buffer.append('lost');
     const replaced = buffer.setLines(0, 1, ['x']);
@@ -187,9 +186,7 @@ describe('WriteScheduler', () => {
   });
 
   it('sendNow sends what is queued in the same tick, but keeps a stream to its frames', async () => {
-    const clock = new ManualClock();
-    const lua = fakeLua(clock);
-    const writes = new WriteScheduler(lua.bridge, { clock });
+    const { clock, lua, writes } = scheduler();
     const buffer = writes.buffer(1);
     void buffer.setLines(0, 1, ['now'], ['']);
     writes.sendNow();
@@ -209,9 +206,7 @@ describe('WriteScheduler', () => {
   });
 
   it('passes the changedtick Neovim reported back with the next batch', async () => {
-    const clock = new ManualClock();
-    const lua = fakeLua(clock);
-    const writes = new WriteScheduler(lua.bridge, { clock });
+    const { clock, lua, writes } = scheduler();
     const buffer = writes.buffer(1);
     buffer.append('a');
     await clock.advance(0);
