@@ -6,7 +6,9 @@
 //   SIGKILL after a grace period if anything in it is still alive.
 // - The function never throws: a program that cannot start comes back as `startError`.
 // - stdout and stderr are collected as strings; `mergeStderr` interleaves them into `output` in
-//   the order they arrived (execa's `all`).
+//   the order they arrived (execa's `all`). With `bytes`, the output is kept as it came
+//   (`RunResult.bytes`): a command printing megabytes is then cut and saved without decoding it
+//   all (bash, src/core/tools/truncate.ts).
 // - execa is loaded on first use with import(): it costs ~100 ms to load, and a host that never
 //   runs a tool should not pay for it at start-up.
 
@@ -30,6 +32,8 @@ export interface RunOptions {
    * write before giving up on them (they keep running; their later output is lost).
    */
   drainMs?: number;
+  /** Keep the output as bytes (`RunResult.bytes`, `output` then empty) instead of decoding it. */
+  bytes?: boolean;
 }
 
 export interface RunResult {
@@ -37,8 +41,10 @@ export interface RunResult {
   exitCode: number | null;
   /** The signal that ended the process, if one did. */
   signal: string | null;
-  /** stdout, or stdout and stderr interleaved with `mergeStderr`. */
+  /** stdout, or stdout and stderr interleaved with `mergeStderr` (empty with `bytes`). */
   output: string;
+  /** With `bytes`: the output as the program wrote it (what `output` would decode). */
+  bytes?: Uint8Array;
   stderr: string;
   timedOut: boolean;
   cancelled: boolean;
@@ -112,6 +118,7 @@ function start(
     stripFinalNewline: false,
     all: options.mergeStderr === true,
     maxBuffer: 256 * 1024 * 1024,
+    encoding: options.bytes === true ? ('buffer' as const) : ('utf8' as const),
     ...(options.input === undefined ? { stdin: 'ignore' as const } : { input: options.input }),
   });
 }
@@ -125,10 +132,11 @@ function resultOf(
   stopped: { timedOut: boolean; cancelled: boolean },
 ): RunResult {
   const failed = result.failed && result.exitCode === undefined && result.signal === undefined;
+  const output = merge ? result.all : result.stdout;
   const base: RunResult = {
     exitCode: result.exitCode ?? null,
     signal: result.signal ?? null,
-    output: text(merge ? result.all : result.stdout),
+    ...(output instanceof Uint8Array ? { output: '', bytes: output } : { output: text(output) }),
     stderr: text(result.stderr),
     timedOut: stopped.timedOut,
     cancelled: stopped.cancelled,

@@ -19,8 +19,8 @@
 //   (`tools.default_timeout`). Values that are not positive numbers are skipped.
 // - Trailing whitespace is removed from the output, then the END is kept when it is too long
 //   (that is where errors and summaries are) and the full text is saved to a temp file.
-//   Everything here is linear in the output size: a command printing megabytes costs one trim, one
-//   split and one file write.
+//   The output is kept as bytes: a command printing megabytes of UTF-8 costs a scan of them, the
+//   decoding of the end that is kept and one file write from the bytes (truncate.ts).
 // - A whitespace-only command counts as no command.
 // - A process ended by a signal nobody here sent (say `kill -9 $$`) is reported as such, with
 //   its output, like a non-zero exit.
@@ -34,6 +34,7 @@ import {
   type TruncateFs,
   nodeTruncateFs,
   truncateForResult,
+  truncateOutputTail,
 } from '../truncate.js';
 import { type RunFn } from './ls.js';
 import { builtinTool, optional, fieldsOf, textOf } from './builtin.js';
@@ -88,14 +89,12 @@ function withTrailer(text: string, suffix: string): string {
   return text === '' ? suffix : `${text}\n\n${suffix}`;
 }
 
-async function shownOutput(raw: string, ctx: ToolContext, fs: TruncateFs): Promise<string> {
-  const trimmed = raw.trimEnd();
-  if (trimmed === '') return '';
-  const cut = await truncateForResult(
-    trimmed,
-    { source: 'bash', id: ctx.tool_id, mode: 'tail' },
-    fs,
-  );
+async function shownOutput(result: RunResult, ctx: ToolContext, fs: TruncateFs): Promise<string> {
+  const where = { source: 'bash', id: ctx.tool_id };
+  const cut =
+    result.bytes === undefined
+      ? await truncateForResult(result.output.trimEnd(), { ...where, mode: 'tail' }, fs)
+      : await truncateOutputTail(result.bytes, where, fs);
   return cut.text;
 }
 
@@ -110,7 +109,7 @@ export async function bashOutcome(
   if (result.startError !== undefined) {
     return { ok: false, error: `Failed to start job: ${result.startError}` };
   }
-  const output = await shownOutput(result.output, ctx, fs);
+  const output = await shownOutput(result, ctx, fs);
   if (result.timedOut) {
     return {
       ok: false,
@@ -154,6 +153,7 @@ async function executeBash(
     extendEnv: false,
     signal: ctx.signal,
     timeoutMs: timeoutSeconds * 1000,
+    bytes: true,
   });
   return bashOutcome(result, timeoutSeconds, ctx, options.truncateFs ?? nodeTruncateFs);
 }
