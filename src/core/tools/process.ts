@@ -6,9 +6,11 @@
 //   SIGKILL after a grace period if anything in it is still alive.
 // - The function never throws: a program that cannot start comes back as `startError`.
 // - stdout and stderr are collected as strings; `mergeStderr` interleaves them into `output` in
-//   the order they arrived (execa's `all`). With `bytes`, the output is kept as it came
+//   the order they arrived (execa's `all`). With `bytes`, stdout is kept as it came
 //   (`RunResult.bytes`): a command printing megabytes is then cut and saved without decoding it
-//   all (bash, src/core/tools/truncate.ts).
+//   all (bash, src/core/tools/truncate.ts). Its chunks are gathered here and joined once at the
+//   end (execa's own byte buffer grows by copying, which cost more than decoding); past
+//   `MAX_BUFFER` the stream is dropped, as execa does at its `maxBuffer`.
 // - execa is loaded on first use with import(): it costs ~100 ms to load, and a host that never
 //   runs a tool should not pay for it at start-up.
 
@@ -32,7 +34,7 @@ export interface RunOptions {
    * write before giving up on them (they keep running; their later output is lost).
    */
   drainMs?: number;
-  /** Keep the output as bytes (`RunResult.bytes`, `output` then empty) instead of decoding it. */
+  /** Keep stdout as bytes (`RunResult.bytes`, `output` then empty) instead of decoding it; not with `mergeStderr`. */
   bytes?: boolean;
 }
 
@@ -53,6 +55,8 @@ export interface RunResult {
 }
 
 const DEFAULT_KILL_GRACE_MS = 2000;
+/** The most output kept of one stream. */
+const MAX_BUFFER = 256 * 1024 * 1024;
 const DEFAULT_DRAIN_MS = 200;
 
 type ExecaModule = typeof import('execa');
@@ -117,26 +121,45 @@ function start(
     ...childOptions(options),
     stripFinalNewline: false,
     all: options.mergeStderr === true,
-    maxBuffer: 256 * 1024 * 1024,
-    encoding: options.bytes === true ? ('buffer' as const) : ('utf8' as const),
+    maxBuffer: MAX_BUFFER,
+    // With `bytes`, stdout is read by `gather` instead.
+    buffer: { stdout: options.bytes !== true },
     ...(options.input === undefined ? { stdin: 'ignore' as const } : { input: options.input }),
   });
 }
 
 type Child = ReturnType<typeof start>;
 
+/** Gathers what `stream` gives (up to `MAX_BUFFER`); the function joins it once it ended. */
+function gather(stream: NodeJS.ReadableStream & { destroy(): void }): () => Uint8Array {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  stream.on('data', (chunk: Buffer) => {
+    if (size + chunk.length > MAX_BUFFER) {
+      chunks.push(chunk.subarray(0, MAX_BUFFER - size));
+      size = MAX_BUFFER;
+      stream.destroy();
+      return;
+    }
+    chunks.push(chunk);
+    size += chunk.length;
+  });
+  return () => Buffer.concat(chunks, size);
+}
+
 /** How the child ended; one that never started (and was not stopped) says why. */
 function resultOf(
   result: Awaited<Child>,
   merge: boolean,
   stopped: { timedOut: boolean; cancelled: boolean },
+  bytes: Uint8Array | undefined,
 ): RunResult {
   const failed = result.failed && result.exitCode === undefined && result.signal === undefined;
   const output = merge ? result.all : result.stdout;
   const base: RunResult = {
     exitCode: result.exitCode ?? null,
     signal: result.signal ?? null,
-    ...(output instanceof Uint8Array ? { output: '', bytes: output } : { output: text(output) }),
+    ...(bytes === undefined ? { output: text(output) } : { output: '', bytes }),
     stderr: text(result.stderr),
     timedOut: stopped.timedOut,
     cancelled: stopped.cancelled,
@@ -161,6 +184,7 @@ export async function runProcess(argv: readonly string[], options: RunOptions): 
   const { execa } = await loadExeca();
   const merge = options.mergeStderr === true;
   const child = start(execa, file, args, options);
+  const gathered = options.bytes === true ? gather(child.stdout) : undefined;
 
   // Set from timer and abort callbacks.
   const stopped = { timedOut: false, cancelled: false };
@@ -203,7 +227,8 @@ export async function runProcess(argv: readonly string[], options: RunOptions): 
       : undefined;
 
   try {
-    return resultOf(await child, merge, stopped);
+    const result = await child;
+    return resultOf(result, merge, stopped, gathered?.());
   } finally {
     if (timer !== undefined) clearTimeout(timer);
     if (drainTimer !== undefined) clearTimeout(drainTimer);
