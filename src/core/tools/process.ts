@@ -34,7 +34,10 @@ export interface RunOptions {
    * write before giving up on them (they keep running; their later output is lost).
    */
   drainMs?: number;
-  /** Keep stdout as bytes (`RunResult.bytes`, `output` then empty) instead of decoding it; not with `mergeStderr`. */
+  /**
+   * Keep stdout as bytes (`RunResult.bytes`, `output` then empty) instead of decoding it; not
+   * with `mergeStderr`.
+   */
   bytes?: boolean;
 }
 
