@@ -211,7 +211,7 @@ export function fakePorts(
   const placements = new Map<string, (row: number | undefined) => void>();
   const truncateFs: TruncateFs = {
     writeFile: (path, data) => {
-      journal.saved.push({ path, data });
+      journal.saved.push({ path, data: Buffer.from(data).toString() });
       return Promise.resolve();
     },
     tmpdir: () => '/tmp',

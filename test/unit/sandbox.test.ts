@@ -748,6 +748,15 @@ describe.skipIf(!bwrapInstalled)('real bubblewrap', () => {
   it("the host's registry probes bwrap successfully here", async () => {
     expect(await createSandboxBackends().availability('bwrap', {})).toEqual({ ok: true });
   });
+
+  it("probes bwrap once for the warm-up's settings and the loop's (Lua's defaults filled in)", () => {
+    const registry = createSandboxBackends();
+    const warmUp = registry.availability('bwrap', {});
+    expect(registry.availability('bwrap', { path: 'bwrap', extra_args: [] })).toBe(warmUp);
+    expect(registry.availability('bwrap', { extra_args: ['--unshare-net'] })).toBe(warmUp);
+    // Another program is probed on its own.
+    expect(registry.availability('bwrap', { path: '/nowhere/bwrap' })).not.toBe(warmUp);
+  });
 });
 
 describe('custom backends', () => {

@@ -521,7 +521,7 @@ describe('audit entries and truncation (F-15, F-19)', () => {
       { source: 'big', id: 'toolu_big', mode: 'head' },
       {
         writeFile: (path, data) => {
-          files.set(path, data);
+          files.set(path, Buffer.from(data).toString());
           return Promise.resolve();
         },
         tmpdir: () => '/tmp',

@@ -61,13 +61,18 @@ describe('runProcess: finished programs', () => {
     expect(result.output).toBe(`${dir}\nset:${process.env['PATH'] ?? ''}\nfrom stdin`);
   });
 
-  it('collects 5 MB of output whole', async () => {
-    const result = await runProcess(['sh', '-c', "head -c 5000000 /dev/zero | tr '\\0' x"], {
-      cwd: dir,
-    });
+  it.each([false, true])('collects 5 MB of output whole (bytes: %s)', async (bytes) => {
+    const result = await runProcess(
+      ['sh', '-c', "head -c 5000000 /dev/zero | tr '\\0' x; echo apart >&2"],
+      { cwd: dir, bytes },
+    );
     expect(result.exitCode).toBe(0);
-    expect(result.output.length).toBe(5_000_000);
-    expect(/^x+$/.test(result.output)).toBe(true);
+    // With `bytes`, stdout comes as it was written, and stderr still as text.
+    const output = bytes ? Buffer.from(result.bytes ?? []).toString('latin1') : result.output;
+    expect(result.output).toBe(bytes ? '' : output);
+    expect(output.length).toBe(5_000_000);
+    expect(/^x+$/.test(output)).toBe(true);
+    expect(result.stderr).toBe('apart\n');
   });
 
   it.each([false, true])(

@@ -125,7 +125,7 @@ function memoryFs(): TruncateFs & { saved: Map<string, string> } {
     saved,
     tmpdir: () => '/fake-tmp',
     writeFile: (path, data) => {
-      saved.set(path, data);
+      saved.set(path, Buffer.from(data).toString());
       return Promise.resolve();
     },
   };

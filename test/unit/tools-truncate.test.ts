@@ -12,6 +12,7 @@ import {
   overflowPath,
   truncateForResult,
   truncateHead,
+  truncateOutputTail,
   truncateTail,
   type TruncateFs,
 } from '../../src/core/tools/truncate.js';
@@ -40,9 +41,9 @@ class FakeFs implements TruncateFs {
   tmpdir(): string {
     return this.dir;
   }
-  writeFile(path: string, data: string): Promise<void> {
+  writeFile(path: string, data: string | Uint8Array): Promise<void> {
     if (this.fail) return Promise.reject(new Error(`EACCES: permission denied, open '${path}'`));
-    this.files.set(path, data);
+    this.files.set(path, Buffer.from(data).toString());
     return Promise.resolve();
   }
 }
@@ -375,6 +376,45 @@ describe('truncateForResult', () => {
     );
     expect(out.text).toBe('c\n\n[Showing lines 3-3 of 3. Full output: /t/flemma_bash_1.txt]');
   });
+});
+
+describe('truncateOutputTail (a program output as bytes)', () => {
+  const where = { source: 'bash', id: 'toolu_bytes' };
+  const big = filler(MAX_BYTES * 3, 97);
+  const cases: [string, Buffer, { maxLines?: number; maxBytes?: number }?][] = [
+    ['empty', Buffer.alloc(0)],
+    ['only whitespace', Buffer.from(' \n\t\r\n')],
+    ['small, trailing newlines', Buffer.from('a\nb\n\n')],
+    ['megabytes of ASCII lines', Buffer.from(`${big}\n\n  `)],
+    ['over the line limit only', Buffer.from(`${numbered(2500)}\n`)],
+    ['lines over the line limit and the byte limit', Buffer.from(`${numbered(30_000)}\n`)],
+    ['one line over the byte limit', Buffer.from('z'.repeat(MAX_BYTES * 2))],
+    ['a long last line after short ones', Buffer.from(`a\nb\n${'q'.repeat(MAX_BYTES + 7)}`)],
+    ['multi-byte text cut inside a character', Buffer.from(`${'é€😀\n'.repeat(9000)}tail`)],
+    ['multi-byte single line', Buffer.from('€'.repeat(MAX_BYTES))],
+    [
+      'a line exactly at the window start',
+      Buffer.from(`${'w'.repeat(100)}\n${'v'.repeat(MAX_BYTES)}`),
+    ],
+    ['a byte-order mark', Buffer.from(`\uFEFF${big}`)],
+    ['bytes that are not UTF-8', Buffer.concat([Buffer.from(big), Buffer.from([0xff, 0x41])])],
+    ['Unicode whitespace at the end', Buffer.from(`${big}\u00A0\u3000 \n`)],
+    ['a non-ASCII last character', Buffer.from(`${big}é`)],
+    ['custom limits', Buffer.from(`${numbered(500)}\n`), { maxLines: 7, maxBytes: 40 }],
+    ['no lines allowed', Buffer.from(big), { maxLines: 0 }],
+  ];
+  it.each(cases)(
+    '%s: the same result and saved file as for the decoded, trimmed text',
+    async (_, data, limits = {}) => {
+      const asText = new FakeFs();
+      const asBytes = new FakeFs();
+      const text = new TextDecoder().decode(data).trimEnd();
+      const expected = await truncateForResult(text, { ...where, ...limits, mode: 'tail' }, asText);
+      const actual = await truncateOutputTail(data, { ...where, ...limits }, asBytes);
+      expect(actual).toEqual(expected);
+      expect(asBytes.files).toEqual(asText.files);
+    },
+  );
 });
 
 describe('overflow file name', () => {

@@ -6,9 +6,13 @@
 //   SIGKILL after a grace period if anything in it is still alive.
 // - The function never throws: a program that cannot start comes back as `startError`.
 // - stdout and stderr are collected as strings; `mergeStderr` interleaves them into `output` in
-//   the order they arrived (execa's `all`).
+//   the order they arrived (execa's `all`). With `bytes`, stdout is kept as it came
+//   (`RunResult.bytes`): a command printing megabytes is then cut and saved without decoding it
+//   all (bash, src/core/tools/truncate.ts). Its chunks are gathered here and joined once at the
+//   end (execa's own byte buffer grows by copying, which cost more than decoding); past
+//   `MAX_BUFFER` the stream is dropped, as execa does at its `maxBuffer`.
 // - `onOutput` sees the output as it comes (the live view under a running call's block); it only
-//   listens, execa still collects the whole output for the result.
+//   listens, the whole output is still collected for the result.
 // - execa is loaded on first use with import(): it costs ~100 ms to load, and a host that never
 //   runs a tool should not pay for it at start-up.
 
@@ -38,6 +42,11 @@ export interface RunOptions {
    * the result.
    */
   onOutput?: (chunk: Uint8Array | string) => void;
+  /**
+   * Keep stdout as bytes (`RunResult.bytes`, `output` then empty) instead of decoding it; not
+   * with `mergeStderr`.
+   */
+  bytes?: boolean;
 }
 
 export interface RunResult {
@@ -45,8 +54,10 @@ export interface RunResult {
   exitCode: number | null;
   /** The signal that ended the process, if one did. */
   signal: string | null;
-  /** stdout, or stdout and stderr interleaved with `mergeStderr`. */
+  /** stdout, or stdout and stderr interleaved with `mergeStderr` (empty with `bytes`). */
   output: string;
+  /** With `bytes`: the output as the program wrote it (what `output` would decode). */
+  bytes?: Uint8Array;
   stderr: string;
   timedOut: boolean;
   cancelled: boolean;
@@ -55,6 +66,8 @@ export interface RunResult {
 }
 
 const DEFAULT_KILL_GRACE_MS = 2000;
+/** The most output kept of one stream. */
+const MAX_BUFFER = 256 * 1024 * 1024;
 const DEFAULT_DRAIN_MS = 200;
 
 type ExecaModule = typeof import('execa');
@@ -119,7 +132,9 @@ function start(
     ...childOptions(options),
     stripFinalNewline: false,
     all: options.mergeStderr === true,
-    maxBuffer: 256 * 1024 * 1024,
+    maxBuffer: MAX_BUFFER,
+    // With `bytes`, stdout is read by `gather` instead.
+    buffer: { stdout: options.bytes !== true },
     ...(options.input === undefined ? { stdin: 'ignore' as const } : { input: options.input }),
   });
 }
@@ -136,17 +151,36 @@ function follow(
   stream?.on('data', onOutput);
 }
 
+/** Gathers what `stream` gives (up to `MAX_BUFFER`); the function joins it once it ended. */
+function gather(stream: NodeJS.ReadableStream & { destroy(): void }): () => Uint8Array {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  stream.on('data', (chunk: Buffer) => {
+    if (size + chunk.length > MAX_BUFFER) {
+      chunks.push(chunk.subarray(0, MAX_BUFFER - size));
+      size = MAX_BUFFER;
+      stream.destroy();
+      return;
+    }
+    chunks.push(chunk);
+    size += chunk.length;
+  });
+  return () => Buffer.concat(chunks, size);
+}
+
 /** How the child ended; one that never started (and was not stopped) says why. */
 function resultOf(
   result: Awaited<Child>,
   merge: boolean,
   stopped: { timedOut: boolean; cancelled: boolean },
+  bytes: Uint8Array | undefined,
 ): RunResult {
   const failed = result.failed && result.exitCode === undefined && result.signal === undefined;
+  const output = merge ? result.all : result.stdout;
   const base: RunResult = {
     exitCode: result.exitCode ?? null,
     signal: result.signal ?? null,
-    output: text(merge ? result.all : result.stdout),
+    ...(bytes === undefined ? { output: text(output) } : { output: '', bytes }),
     stderr: text(result.stderr),
     timedOut: stopped.timedOut,
     cancelled: stopped.cancelled,
@@ -172,6 +206,7 @@ export async function runProcess(argv: readonly string[], options: RunOptions): 
   const merge = options.mergeStderr === true;
   const child = start(execa, file, args, options);
   if (options.onOutput !== undefined) follow(child, merge, options.onOutput);
+  const gathered = options.bytes === true ? gather(child.stdout) : undefined;
 
   // Set from timer and abort callbacks.
   const stopped = { timedOut: false, cancelled: false };
@@ -214,7 +249,8 @@ export async function runProcess(argv: readonly string[], options: RunOptions): 
       : undefined;
 
   try {
-    return resultOf(await child, merge, stopped);
+    const result = await child;
+    return resultOf(result, merge, stopped, gathered?.());
   } finally {
     if (timer !== undefined) clearTimeout(timer);
     if (drainTimer !== undefined) clearTimeout(drainTimer);

@@ -22,9 +22,16 @@
 //     `[Showing lines <a>-<b> of <total> (50.0KB limit).<where>]`   byte limit hit
 //     `[Output too large: <size> in a single line, exceeds 50.0KB limit; showing the first <kept>.<where>]`
 //     `[Showing last <kept> of line <n>.<where>]`                   tail, last line cut
+// - A program's output may come as bytes (`truncateOutputTail`, bash): it is cut as the text they
+//   decode to, trailing whitespace removed (`trimEnd`), would be. Megabytes of valid UTF-8 are not
+//   made into text for that: only the end that can be kept is decoded (all kept lines lie in the
+//   last MAX_BYTES bytes), the lines are counted on the bytes, and the full output is saved from
+//   them (the same bytes the text would give). Anything else (a small output, bytes that are not
+//   UTF-8, a byte-order mark, whitespace beyond ASCII at the end) is decoded whole, as before.
 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { isUtf8 } from 'node:buffer';
 import { writeFile } from 'node:fs/promises';
 
 export const MAX_LINES = 2000;
@@ -193,7 +200,7 @@ export function truncateTail(text: string, limits: TruncateLimits = {}): Truncat
 
 /** The filesystem operations truncateForResult needs; inject a fake in tests. */
 export interface TruncateFs {
-  writeFile(path: string, data: string): Promise<void>;
+  writeFile(path: string, data: string | Uint8Array): Promise<void>;
   tmpdir(): string;
 }
 
@@ -274,19 +281,93 @@ export async function truncateForResult(
   if (!details.truncated) {
     return { text, truncated: false, fullOutputPath: null, details };
   }
+  return saved(details, text, options, fs);
+}
 
+/** A cut output: `full` saved, and the kept content followed by the notice. */
+async function saved(
+  details: TruncationResult,
+  full: string | Uint8Array,
+  options: TruncateForResultOptions,
+  fs: TruncateFs,
+): Promise<TruncatedOutput> {
   let savedTo: string | null = null;
   try {
     const path = overflowPath(options.source, options.id, fs.tmpdir());
-    await fs.writeFile(path, text);
+    await fs.writeFile(path, full);
     savedTo = path;
   } catch {
     savedTo = null;
   }
 
-  const line = notice(details, options.mode, limitsOf(limits).maxBytes, savedTo);
+  const line = notice(details, options.mode, limitsOf(options).maxBytes, savedTo);
   const out = details.content === '' ? line : `${details.content}\n\n${line}`;
   return { text: out, truncated: true, fullOutputPath: savedTo, details };
+}
+
+const NEWLINE = 0x0a;
+
+/** Whether `byte` is whitespace to `trimEnd` (tab, line feed, vertical tab, form feed, CR, space). */
+const isAsciiSpace = (byte: number | undefined): boolean =>
+  byte === 0x20 || (byte !== undefined && byte >= 0x09 && byte <= 0x0d);
+
+/**
+ * Where the text of `bytes` ends once `trimEnd` removed its trailing whitespace; undefined when
+ * the bytes alone do not tell (a character beyond ASCII comes first, which may be whitespace).
+ */
+function trimmedEnd(bytes: Uint8Array): number | undefined {
+  let end = bytes.length;
+  while (end > 0 && isAsciiSpace(bytes[end - 1])) end -= 1;
+  return end > 0 && (bytes[end - 1] ?? 0) >= 0x80 ? undefined : end;
+}
+
+/** Whether `bytes` start with UTF-8's byte-order mark (which decoding drops). */
+const hasBom = (bytes: Uint8Array): boolean =>
+  bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf;
+
+/** The lines of `body` (which does not end with a newline), and where its last line starts. */
+function countLines(body: Buffer): { lines: number; lastStart: number } {
+  let lines = 1;
+  let lastStart = 0;
+  for (let at = body.indexOf(NEWLINE); at !== -1; at = body.indexOf(NEWLINE, at + 1)) {
+    lines += 1;
+    lastStart = at + 1;
+  }
+  return { lines, lastStart };
+}
+
+/**
+ * `truncateForResult` in tail mode of the text `bytes` decode to (UTF-8), trailing whitespace
+ * removed: the same result, without decoding megabytes (see the conventions above).
+ */
+export async function truncateOutputTail(
+  bytes: Uint8Array,
+  options: Omit<TruncateForResultOptions, 'mode'>,
+  fs: TruncateFs,
+): Promise<TruncatedOutput> {
+  const tail: TruncateForResultOptions = { ...options, mode: 'tail' };
+  const { maxLines, maxBytes } = limitsOf(options);
+  const end = trimmedEnd(bytes);
+  if (end === undefined || end <= maxBytes || hasBom(bytes) || !isUtf8(bytes)) {
+    return truncateForResult(new TextDecoder().decode(bytes).trimEnd(), tail, fs);
+  }
+  const body = Buffer.from(bytes.buffer, bytes.byteOffset, end);
+  // The last `maxBytes` + 1 bytes hold every line that can be kept, and a line more that cannot
+  // (complete or not), so the window is cut as the whole would be; it starts on a character.
+  let start = end - maxBytes - 1;
+  while (start > 0 && isContinuation(body[start])) start -= 1;
+  const window = truncateTail(body.subarray(start).toString('utf8'), { maxLines, maxBytes });
+  const { lines, lastStart } = countLines(body);
+  const details: TruncationResult = {
+    ...window,
+    totalLines: lines,
+    totalBytes: end,
+    cutLine:
+      window.cutLine === null
+        ? null
+        : { ...window.cutLine, line: lines, lineBytes: end - lastStart },
+  };
+  return saved(details, body, tail, fs);
 }
 
 /**

@@ -19,8 +19,8 @@
 //   (`tools.default_timeout`). Values that are not positive numbers are skipped.
 // - Trailing whitespace is removed from the output, then the END is kept when it is too long
 //   (that is where errors and summaries are) and the full text is saved to a temp file.
-//   Everything here is linear in the output size: a command printing megabytes costs one trim, one
-//   split and one file write.
+//   The output is kept as bytes: a command printing megabytes of UTF-8 costs a scan of them, the
+//   decoding of the end that is kept and one file write from the bytes (truncate.ts).
 // - The output is handed to `ctx.output` as it comes, when something shows it (the live view
 //   under the call's block); the result is still made from the whole output.
 // - A whitespace-only command counts as no command.
@@ -36,6 +36,7 @@ import {
   type TruncateFs,
   nodeTruncateFs,
   truncateForResult,
+  truncateOutputTail,
 } from '../truncate.js';
 import { type RunFn } from './ls.js';
 import { builtinTool, optional, fieldsOf, textOf } from './builtin.js';
@@ -90,14 +91,12 @@ function withTrailer(text: string, suffix: string): string {
   return text === '' ? suffix : `${text}\n\n${suffix}`;
 }
 
-async function shownOutput(raw: string, ctx: ToolContext, fs: TruncateFs): Promise<string> {
-  const trimmed = raw.trimEnd();
-  if (trimmed === '') return '';
-  const cut = await truncateForResult(
-    trimmed,
-    { source: 'bash', id: ctx.tool_id, mode: 'tail' },
-    fs,
-  );
+async function shownOutput(result: RunResult, ctx: ToolContext, fs: TruncateFs): Promise<string> {
+  const where = { source: 'bash', id: ctx.tool_id };
+  const cut =
+    result.bytes === undefined
+      ? await truncateForResult(result.output.trimEnd(), { ...where, mode: 'tail' }, fs)
+      : await truncateOutputTail(result.bytes, where, fs);
   return cut.text;
 }
 
@@ -112,7 +111,7 @@ export async function bashOutcome(
   if (result.startError !== undefined) {
     return { ok: false, error: `Failed to start job: ${result.startError}` };
   }
-  const output = await shownOutput(result.output, ctx, fs);
+  const output = await shownOutput(result, ctx, fs);
   if (result.timedOut) {
     return {
       ok: false,
@@ -157,6 +156,7 @@ async function executeBash(
     signal: ctx.signal,
     timeoutMs: timeoutSeconds * 1000,
     ...(ctx.output === undefined ? {} : { onOutput: ctx.output }),
+    bytes: true,
   });
   return bashOutcome(result, timeoutSeconds, ctx, options.truncateFs ?? nodeTruncateFs);
 }

@@ -13,7 +13,10 @@
 // - Availability answers are cached per backend and per settings content, and the whole cache is
 //   dropped when the registry changes. So "cached until the registry or the backends config
 //   changes" holds without the registry having to watch the configuration. The cached value is
-//   the promise, so concurrent callers share one probe.
+//   the promise, so concurrent callers share one probe. A built-in backend may say which part of
+//   its settings its probe reads (`RegisterOptions.probeKey`; bwrap: the program): the host's
+//   warm-up probes with the defaults it knows (`{}`), the loop with Lua's (`path`, `extra_args`
+//   filled in), and both then share the one probe.
 // - `auto` and `required` take the first available backend; when there is none the caller runs
 //   commands unsandboxed, and `required` additionally gets a warning text to show once. An
 //   explicit name must be registered and available, otherwise resolution is an error the tool
@@ -82,6 +85,11 @@ export interface BackendDefinition {
 export interface RegisterOptions {
   /** The backend ships with Flemma: others replace it only with `replace: true`. */
   builtin?: boolean;
+  /**
+   * What of its settings the backend's `available` reads, as a cache key (default: all of them):
+   * settings that differ elsewhere share one probe.
+   */
+  probeKey?: (settings: BackendSettings) => string;
 }
 
 export type Wrapped = { ok: true; argv: string[] } | { ok: false; error: string };
@@ -201,6 +209,8 @@ export class SandboxBackendRegistry {
   private readonly entries = new Map<string, SandboxBackend>();
   private readonly builtins = new Map<string, SandboxBackend>();
   private readonly cache = new Map<string, Promise<Availability>>();
+  /** The backends registered with a `probeKey`. */
+  private readonly probeKeys = new Map<SandboxBackend, (settings: BackendSettings) => string>();
   /** Module path → the name of the backend it registered here (`selectModuleBackend`). */
   private readonly modules = new Map<string, string>();
   private changes = 0;
@@ -247,6 +257,7 @@ export class SandboxBackendRegistry {
       wrap: (argv, policy, settings) => definition.wrap(argv, policy, settings),
     };
     if (options.builtin === true) this.builtins.set(name, backend);
+    if (options.probeKey !== undefined) this.probeKeys.set(backend, options.probeKey);
     this.entries.set(name, backend);
     this.changed();
     return backend;
@@ -318,7 +329,8 @@ export class SandboxBackendRegistry {
     if (backend === undefined) {
       return Promise.resolve({ ok: false, error: 'no backend of that name is registered' });
     }
-    const key = `${name}\u0000${stableJson(settings)}`;
+    const probeKey = this.probeKeys.get(backend);
+    const key = `${name}\u0000${probeKey === undefined ? stableJson(settings) : probeKey(settings)}`;
     let answer = this.cache.get(key);
     if (answer === undefined) {
       answer = (async (): Promise<Availability> => {

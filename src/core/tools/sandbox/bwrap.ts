@@ -193,6 +193,8 @@ export function createBwrapBackend(options: BwrapOptions = {}): SandboxBackend {
 /** A registry with bwrap registered: the host makes one and keeps it for its lifetime. */
 export function createSandboxBackends(): SandboxBackendRegistry {
   const registry = new SandboxBackendRegistry();
-  registry.register(createBwrapBackend(), { builtin: true });
+  // Its probe reads only the program (`path`): the default settings with and without Lua's
+  // defaults filled in share it.
+  registry.register(createBwrapBackend(), { builtin: true, probeKey: bwrapProgram });
   return registry;
 }
