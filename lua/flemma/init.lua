@@ -46,6 +46,25 @@ function M.setup(opts)
 end
 
 --- Ask the host to follow a chat buffer (starting the host if needed).
+--- Whether `bufnr` is (still) a loaded chat buffer.
+function H.still_chat(bufnr)
+  return vim.api.nvim_buf_is_valid(bufnr) and vim.api.nvim_buf_is_loaded(bufnr) and vim.bo[bufnr].filetype == "chat"
+end
+
+--- Forget what is kept of a buffer that is gone (or no longer a chat), and tell the host.
+function H.forget(bufnr)
+  buffer.forget(bufnr)
+  chat.forget(bufnr)
+  ui.detach(bufnr)
+  frontmatter.forget(bufnr)
+  trust.forget(bufnr)
+  personalities.forget(bufnr)
+  config.forget_chat(bufnr)
+  if host.channel() then
+    host.notify("buffer:detach", { bufnr = bufnr })
+  end
+end
+
 function H.attach(bufnr)
   if vim.api.nvim_buf_is_valid(bufnr) and vim.bo[bufnr].filetype == "chat" then
     host.notify("buffer:attach", { bufnr = bufnr })
@@ -154,18 +173,17 @@ function M.bootstrap()
     group = group,
     desc = "Flemma: forget per-buffer state",
     callback = function(ev)
-      buffer.forget(ev.buf)
-      chat.forget(ev.buf)
-      ui.detach(ev.buf)
-      frontmatter.forget(ev.buf)
-      trust.forget(ev.buf)
-      personalities.forget(ev.buf)
-      if host.channel() then
-        host.notify("buffer:detach", { bufnr = ev.buf })
-      end
+      -- `:w name` in a buffer without a name sends BufWipeout for that buffer, which stays (now
+      -- named, still a chat): look once the command is over, and forget only a buffer that is
+      -- gone or is no longer a chat (an empty one `:enew` took over).
+      vim.schedule(function()
+        if not H.still_chat(ev.buf) then
+          H.forget(ev.buf)
+        end
+      end)
     end,
   })
-  vim.api.nvim_create_autocmd({ "BufDelete", "BufWipeout" }, {
+  vim.api.nvim_create_autocmd("BufDelete", {
     group = group,
     desc = "Flemma: a chat's own :Flemma switch goes with its buffer (kept across :e)",
     callback = function(ev)

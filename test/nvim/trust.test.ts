@@ -640,8 +640,8 @@ describe('trust follows the code', () => {
     await d.openChat('first.chat', ['@You:', 'Hi']);
     await d.waitForEvent('FlemmaBootComplete');
     // A busy machine's order, made certain: the host, stopped, reads at once the attach of the
-    // new chat, the detach that `:w named.chat` causes (Neovim names an unnamed buffer by wiping
-    // it) and the attach after `:e!`, before Neovim answers any of them.
+    // new chat, what `:w named.chat` sends (Neovim names an unnamed buffer by a BufWipeout of it)
+    // and the attach after `:e!`, before Neovim answers any of them.
     const pid = await d.lua<number>(
       'return vim.rpcrequest(require("flemma.host").ensure(), "ping").pid',
     );
