@@ -174,9 +174,7 @@ export const actions: { readonly [M in LuaToHostMethod]: Action<M> } = {
     return null;
   },
   /** `:Flemma status [verbose]`: the buffer's settings, each with the layer that set it. */
-  'chat:status': async (ctx, { bufnr, verbose }) => ({
-    lines: await ctx.commands.status(bufnr, verbose),
-  }),
+  'chat:status': (ctx, { bufnr, verbose }) => ctx.commands.status(bufnr, verbose),
   /** `:Flemma tool:why`: the resolver that decided the call under the cursor. */
   'tool:why': async (ctx, { bufnr, row }) => {
     const text = await ctx.commands.why(bufnr, row ?? 0);

@@ -112,7 +112,12 @@ describe('a switch belongs to its chat', () => {
       '@You:',
       'Hello',
     ]);
+    await d.waitForEvent('FlemmaBootComplete');
     await d.command('Flemma switch anthropic claude-opus-4-6 temperature=0.2');
+    // The switch says that the frontmatter keeps the model (behaviour.md: "This buffer uses …").
+    expect((await d.waitForNotification(/switched/)).message).toBe(
+      "Flemma: switched this chat to anthropic claude-opus-4-6 · temperature=0.2; this buffer uses 'claude-haiku-4-5' (frontmatter line 2)",
+    );
     const request = await sendFrom(d, f, buf);
     expect(request.body).toMatchObject({ model: 'claude-haiku-4-5', temperature: 0.2 });
   });

@@ -11,6 +11,7 @@
 local lazy = require("flemma.util.lazy")
 local config = lazy.require("flemma.config")
 local schema = lazy.require("flemma.config.schema")
+local host = lazy.require("flemma.host")
 local notify = lazy.require("flemma.notify")
 local secrets = lazy.require("flemma.secrets")
 local suggest = lazy.require("flemma.util.suggest")
@@ -273,16 +274,54 @@ function M.run(args, ctx)
         .. (op.value == vim.NIL and "(default)" or vim.inspect(op.value))
     end
   end
-  notify.info(
-    string.format(
-      "switched %s to %s %s%s",
-      bufnr == nil and "every chat" or "this chat",
-      values.provider,
-      values.model or "(its default model)",
-      #parts > 0 and (" · " .. table.concat(parts, ", ")) or ""
-    )
+  local message = string.format(
+    "switched %s to %s %s%s",
+    bufnr == nil and "every chat" or "this chat",
+    values.provider,
+    values.model or "(its default model)",
+    #parts > 0 and (" · " .. table.concat(parts, ", ")) or ""
   )
+  H.tell(message, ops, bufnr or H.current_chat())
   H.warn_price(values.provider, values.model)
+end
+
+--- The current buffer when it is a chat.
+function H.current_chat()
+  local bufnr = vim.api.nvim_get_current_buf()
+  return vim.bo[bufnr].filetype == "chat" and bufnr or nil
+end
+
+--- What the switch set that chat `bufnr`'s frontmatter sets otherwise (the frontmatter wins):
+--- `this buffer uses '<value>' (frontmatter line N)` for each, from the host's `used`.
+function H.overridden(ops, used)
+  local notes = {}
+  for _, op in ipairs(ops) do
+    local key = #op.path == 1 and op.path[1] or nil
+    local setting = key and used[key]
+    if type(setting) == "table" and tostring(setting.layer):match("^frontmatter") and setting.value ~= op.value then
+      notes[#notes + 1] = string.format("this buffer uses '%s' (%s)", tostring(setting.value), setting.layer)
+    end
+  end
+  return notes
+end
+
+--- Say what the switch did; where chat `bufnr`'s frontmatter overrides it, say that instead of
+--- staying silent (the host knows what the frontmatter applies; it is asked only while running).
+function H.tell(message, ops, bufnr)
+  if bufnr == nil or not host.channel() then
+    notify.info(message)
+    return
+  end
+  host.call("chat:status", { bufnr = bufnr }, function(err, answer)
+    local notes = (not err and type(answer) == "table" and type(answer.used) == "table")
+        and H.overridden(ops, answer.used)
+      or {}
+    if #notes == 0 then
+      notify.info(message)
+    else
+      notify.warn(message .. "; " .. table.concat(notes, ", "))
+    end
+  end)
 end
 
 --- Warn when the model's input + output price (per million tokens) is above the threshold.

@@ -12,7 +12,13 @@ import { MCP_ACTIONS, type McpActions } from './mcp.js';
 import { type PushedState, pushedOf } from './pushed.js';
 import { REVIEW_ACTIONS, type ReviewActions } from './review.js';
 import { TOOL_ACTIONS, type ToolActions } from './tools.js';
-import type { HostInfo, LuaResolverSpec, LuaSecretsSpec, NavigationParams } from './wire.js';
+import type {
+  HostInfo,
+  LuaResolverSpec,
+  LuaSecretsSpec,
+  NavigationParams,
+  StatusAnswer,
+} from './wire.js';
 
 /** How Lua sends an action: `vim.rpcrequest` (only `ping`), `host.call`, `host.notify`. */
 export type LuaToHostKind = 'request' | 'call' | 'notification' | 'notification or call';
@@ -45,7 +51,7 @@ export interface LuaToHost extends ToolActions, ReviewActions, McpActions, Conve
    * configuration's generation, a trust decision, the working directory, the buffer's name.
    */
   'editor:state': Method<{ bufnr?: number; stale: boolean }, null>;
-  'chat:status': Method<Buf & { verbose: boolean }, { lines: string[] }>;
+  'chat:status': Method<Buf & { verbose: boolean }, StatusAnswer>;
   'approval:define': Method<{ resolvers: LuaResolverSpec[] }, null>;
   'autopilot:cancelled': Method<Buf & { token: number }, null>;
   'autopilot:status': Method<Buf, { lines: string[]; state: string; iteration: number }>;
@@ -217,7 +223,8 @@ export const LUA_TO_HOST: { readonly [M in LuaToHostMethod]: LuaToHostSpec<M> } 
   'chat:status': {
     kind: 'call',
     params: '`{bufnr, verbose?}`',
-    answer: '`{lines}`',
+    answer:
+      '`{lines, used}` (`used`: the `provider` and `model` the buffer uses, each `{value, layer}`)',
     section: 'commands',
     decode: (raw) => ({ bufnr: bufnrOf(raw), verbose: field(raw, 'verbose') === true }),
   },

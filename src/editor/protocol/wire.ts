@@ -305,3 +305,16 @@ export interface LuaTruncateFacts {
   head_cut_marker: string;
   tail_cut_marker: string;
 }
+
+/** Where a setting of a buffer comes from: its value and its layer (`frontmatter line 3`, …). */
+export interface UsedSetting<T> {
+  value: T;
+  layer: string;
+}
+
+/** `chat:status`'s answer: the report, and the provider and model the buffer uses. */
+export interface StatusAnswer {
+  lines: string[];
+  /** Absent when the buffer is not a chat. */
+  used?: { provider: UsedSetting<string>; model: UsedSetting<string | null> };
+}

@@ -14,6 +14,7 @@ import {
 import { placeholder } from '../../core/chat/writer.js';
 import { type AlwaysEntry, alwaysEntryFor, describeEntry } from '../../core/approval/session.js';
 import { layerOf, type StatusInput, statusLines } from '../../core/config/status.js';
+import type { StatusAnswer } from '../../editor/protocol/wire.js';
 import { approvalOps, policyLines } from '../../core/approval/explain.js';
 import { presetTable } from '../../core/approval/presets.js';
 import { budgetLines, budgetSettings, type ElisionSummary } from '../../core/context/budget.js';
@@ -353,10 +354,14 @@ export class ToolCommands {
     );
   }
 
-  /** `:Flemma status [verbose]`: the buffer's resolved settings and where each came from. */
-  async status(bufnr: number, verbose: boolean): Promise<string[]> {
+  /**
+   * `:Flemma status [verbose]`: the buffer's resolved settings and where each came from; and the
+   * provider and model it uses, with their layers (`:Flemma switch` says when its frontmatter
+   * overrides the switch).
+   */
+  async status(bufnr: number, verbose: boolean): Promise<StatusAnswer> {
     const state = await this.ctx.documents.attach(bufnr);
-    if (state === undefined) return [`Buffer ${String(bufnr)} is not a chat buffer`];
+    if (state === undefined) return { lines: [`Buffer ${String(bufnr)} is not a chat buffer`] };
     const editor = await this.deps.loop.context(bufnr, state.document, { origins: true });
     const config = editor.config;
     const sandbox = await sandboxStatusFor(
@@ -402,7 +407,14 @@ export class ToolCommands {
     if (editor.problem !== undefined) input.problem = editor.problem;
     const context = this.deps.contextLines?.(bufnr, config);
     if (context !== undefined) input.context = context;
-    return statusLines(input);
+    const layer = (path: string): string => layerOf(path, input.origins, input.ops);
+    return {
+      lines: statusLines(input),
+      used: {
+        provider: { value: config.provider, layer: layer('provider') },
+        model: { value: statusModel, layer: layer('model') },
+      },
+    };
   }
 
   private warn(message: string): void {
