@@ -89,6 +89,18 @@ export function nvimBinary(): string {
   return bin;
 }
 
+/** `HOME` and the XDG directories of a private home (`config`, `data`, … below it). */
+export function homeEnvironment(home: string): Record<string, string> {
+  return {
+    HOME: home,
+    XDG_CONFIG_HOME: join(home, 'config'),
+    XDG_DATA_HOME: join(home, 'data'),
+    XDG_STATE_HOME: join(home, 'state'),
+    XDG_CACHE_HOME: join(home, 'cache'),
+    XDG_RUNTIME_DIR: join(home, 'run'),
+  };
+}
+
 export class Driver {
   /** What the attached UI shows (with the `ui` option). */
   readonly screen = new Screen();
@@ -116,14 +128,7 @@ export class Driver {
     for (const [key, value] of Object.entries(process.env)) {
       if (value !== undefined && !SCRUBBED_ENV.includes(key)) env[key] = value;
     }
-    Object.assign(env, {
-      HOME: home,
-      XDG_CONFIG_HOME: join(home, 'config'),
-      XDG_DATA_HOME: join(home, 'data'),
-      XDG_STATE_HOME: join(home, 'state'),
-      XDG_CACHE_HOME: join(home, 'cache'),
-      XDG_RUNTIME_DIR: join(home, 'run'),
-    });
+    Object.assign(env, homeEnvironment(home));
     Object.assign(env, options.env ?? {});
     const extra = process.env['FLEMMA_TEST_RTP']?.split(',').filter((dir) => dir !== '') ?? [];
     const rtp = [options.plugin ?? ROOT, ...(options.rtp ?? []), ...extra]

@@ -257,6 +257,27 @@ function driverOptions(options: LaunchOptions): DriverOptions {
   );
 }
 
+/** Opens a chat file (written with `lines`) and waits until the host has booted; its buffer. */
+export async function openBooted(d: Driver, name: string, lines: string[]): Promise<number> {
+  const buf = await d.openChat(name, lines);
+  await d.waitForEvent('FlemmaBootComplete');
+  return buf;
+}
+
+/** Puts the cursor on line `row` and presses `<M-CR>`: the call there runs. */
+export async function runCallAt(d: Driver, row: number): Promise<void> {
+  await d.command(`normal! ${String(row)}G`);
+  await d.press('<M-CR>');
+}
+
+/** Waits until the last line of `buf` reads `text` (a stream's text has reached it). */
+export function waitForLastLine(d: Driver, buf: number, text: string): Promise<void> {
+  return d.waitUntil(
+    'local bufnr, text = ... return vim.api.nvim_buf_get_lines(bufnr, -2, -1, false)[1] == text',
+    { args: [buf, text] },
+  );
+}
+
 /** `:Flemma status`, and the lines of its report buffer (`flemma://status`) once written. */
 export async function statusLines(d: Driver): Promise<string[]> {
   await d.command('Flemma status');

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { anthropicReply } from '../helpers/anthropic-script.js';
-import { ROOT, nvimBinary } from '../helpers/driver.js';
+import { ROOT, homeEnvironment, nvimBinary } from '../helpers/driver.js';
 import { type FakeProvider, startFakeProvider } from '../helpers/fake-provider.js';
 
 const cleanups: (() => Promise<void> | void)[] = [];
@@ -59,12 +59,7 @@ function startTui(fake: FakeProvider, withTmuxVar: boolean): Tui {
       env[key] = value;
   }
   Object.assign(env, {
-    HOME: home,
-    XDG_CONFIG_HOME: join(home, 'config'),
-    XDG_DATA_HOME: join(home, 'data'),
-    XDG_STATE_HOME: join(home, 'state'),
-    XDG_CACHE_HOME: join(home, 'cache'),
-    XDG_RUNTIME_DIR: join(home, 'run'),
+    ...homeEnvironment(home),
     ANTHROPIC_API_KEY: 'sk-ant-test-key',
     ANTHROPIC_BASE_URL: fake.url,
   });
