@@ -119,3 +119,10 @@ export function placeholder(id: string, status: string): string[] {
 export function toolResult(id: string, output: string[], error = false): string[] {
   return [`**Tool Result:** \`${id}\`${error ? ' (error)' : ''}`, '', '```', ...output, '```'];
 }
+
+/** The 1-based line number of the fence of the result block of `id` in `lines`. */
+export function fenceLineOf(lines: string[], id: string): number {
+  const header = lines.indexOf(`**Tool Result:** \`${id}\``);
+  if (header < 0) throw new Error(`no result block for ${id}`);
+  return header + 3;
+}

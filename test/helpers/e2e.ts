@@ -11,6 +11,7 @@ import {
   type ScriptedCall,
   type ScriptedStream,
 } from './anthropic-script.js';
+import { fenceLineOf } from './chat-lines.js';
 import { type Driver, type DriverOptions, type UserEvent, startDriver } from './driver.js';
 import { type FakeProvider, type FakeRequest, startFakeProvider } from './fake-provider.js';
 
@@ -275,6 +276,35 @@ export function waitForLastLine(d: Driver, buf: number, text: string): Promise<v
   return d.waitUntil(
     'local bufnr, text = ... return vim.api.nvim_buf_get_lines(bufnr, -2, -1, false)[1] == text',
     { args: [buf, text] },
+  );
+}
+
+/**
+ * `<C-]>`, and the model answers with `text` and `calls`; `<C-]>` again writes their placeholders
+ * and stops for approval. Resolves with the chat's lines then.
+ */
+export async function untilApproval(
+  d: Driver,
+  f: FakeProvider,
+  text: string,
+  calls: ScriptedCall[],
+): Promise<string[]> {
+  await d.press('<C-]>');
+  await anthropicReply(await f.nextRequest({ path: MESSAGES }), text, calls);
+  await d.waitForEvent('FlemmaRequestFinished');
+  await d.press('<C-]>');
+  await d.waitForEvent('FlemmaApprovalNeeded');
+  return d.lines();
+}
+
+/** Rewrites the fence line of the result block of `id` (the current buffer) into `replacement`. */
+export async function editFence(d: Driver, id: string, ...replacement: string[]): Promise<void> {
+  const fence = fenceLineOf(await d.lines(), id);
+  await d.lua(
+    'local first, last, lines = ... vim.api.nvim_buf_set_lines(0, first, last, false, lines)',
+    fence - 1,
+    fence,
+    replacement,
   );
 }
 
