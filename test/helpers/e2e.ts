@@ -259,7 +259,7 @@ function driverOptions(options: LaunchOptions): DriverOptions {
 }
 
 /** Opens a chat file (written with `lines`) and waits until the host has booted; its buffer. */
-export async function openBooted(d: Driver, name: string, lines: string[]): Promise<number> {
+export async function openBooted(d: Driver, name: string, lines?: string[]): Promise<number> {
   const buf = await d.openChat(name, lines);
   await d.waitForEvent('FlemmaBootComplete');
   return buf;
