@@ -11,6 +11,7 @@ import { fenceLineOf } from '../helpers/chat-lines.js';
 import {
   echoTool,
   editFence,
+  finishGated,
   GATED_TOOL,
   launcher,
   type Session,
@@ -213,8 +214,7 @@ describe('the approval cycle', () => {
       '```flemma:tool status=approved',
       '```',
     ]);
-    await d.lua('vim.wait(5000, function() return _G.finish_gated ~= nil end)');
-    await d.lua('_G.finish_gated("done at last")');
+    await finishGated(d, 'done at last');
     const follow = await f.nextRequest({ path: '/v1/messages' });
     expect(lastUserContent(follow).map((c) => [c['tool_use_id'], c['content']])).toEqual([
       ['toolu_Q', 'remember the milk'],

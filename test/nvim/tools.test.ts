@@ -3,7 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import { callChat, toolResult } from '../helpers/chat-lines.js';
 import { type Driver } from '../helpers/driver.js';
-import { GATED_TOOL, neovimLauncher, openBooted, runCallAt } from '../helpers/e2e.js';
+import { GATED_TOOL, neovimLauncher, openBooted, runCallAt, finishGated } from '../helpers/e2e.js';
 
 const launch = neovimLauncher();
 
@@ -245,10 +245,7 @@ describe('background jobs', () => {
     // The user goes on writing meanwhile.
     await d.lua('vim.api.nvim_buf_set_lines(0, 1, 2, false, { "Work, please." })');
     // The tool's execute has run in Lua (the host may still have been loading its validator).
-    expect(
-      await d.lua('return vim.wait(5000, function() return _G.finish_gated ~= nil end, 5)'),
-    ).toBe(true);
-    await d.lua('_G.finish_gated("finished late")');
+    await finishGated(d, 'finished late');
     const completed = await d.waitForEvent('FlemmaJobCompleted');
     expect(completed.data).toMatchObject({ tool_id: 'toolu_G', success: true, active_count: 0 });
     const lines = await d.lines();
