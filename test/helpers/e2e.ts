@@ -308,6 +308,29 @@ export async function editFence(d: Driver, id: string, ...replacement: string[])
   );
 }
 
+/** Once `gated_tool` (`GATED_TOOL`) runs, makes it answer with `text`. */
+export async function finishGated(d: Driver, text: string): Promise<void> {
+  await d.waitUntil('return _G.finish_gated ~= nil');
+  await d.lua('_G.finish_gated(...)', text);
+}
+
+/**
+ * Opens the chat `name` holding `lines` in the session's Neovim, `:trust`s it with `trust`, waits
+ * for the host's boot with `boot`, then `:Flemma send`. Resolves with its buffer (`s.buf` too).
+ */
+export async function sendChat(
+  s: Session,
+  name: string,
+  lines: string[],
+  steps: { trust?: boolean; boot?: boolean } = {},
+): Promise<number> {
+  s.buf = await s.d.openChat(name, lines);
+  if (steps.trust === true) await s.d.command('trust');
+  if (steps.boot === true) await s.d.waitForEvent('FlemmaBootComplete');
+  await s.d.command('Flemma send');
+  return s.buf;
+}
+
 /** `:Flemma status`, and the lines of its report buffer (`flemma://status`) once written. */
 export async function statusLines(d: Driver): Promise<string[]> {
   await d.command('Flemma status');

@@ -2,7 +2,7 @@
 // the provider rendered (`{{ }}`, `{% %}`, include) and with the referenced files read.
 import { describe, expect, it } from 'vitest';
 import { messageStart, textDeltas, textDelta, endMessage } from '../helpers/anthropic-script.js';
-import { launcher, type Session } from '../helpers/e2e.js';
+import { launcher, sendChat, type Session } from '../helpers/e2e.js';
 import { type FakeStream } from '../helpers/fake-provider.js';
 
 const launch = launcher();
@@ -14,21 +14,14 @@ async function reply(stream: FakeStream): Promise<void> {
   await endMessage(stream, { outputTokens: 1 });
 }
 
-/**
- * Neovim with the project's `files` and the chat `name` holding `lines`, trusted with `trust`
- * (once the host has booted, with `boot`), then `:Flemma send`. The session, `buf` the chat.
- */
-async function sendChat(
+/** Neovim with the project's `files`; then the chat, sent as `sendChat` does. The session. */
+async function sent(
   name: string,
   lines: string[],
   options: { files?: Record<string, string | Uint8Array>; trust?: boolean; boot?: boolean } = {},
 ): Promise<Session> {
   const session = await launch({ files: options.files ?? {} });
-  const d = session.d;
-  session.buf = await d.openChat(name, lines);
-  if (options.trust === true) await d.command('trust');
-  if (options.boot === true) await d.waitForEvent('FlemmaBootComplete');
-  await d.command('Flemma send');
+  await sendChat(session, name, lines, options);
   return session;
 }
 
@@ -51,7 +44,7 @@ const PNG = Buffer.from(
 
 describe('templates', () => {
   it('render frontmatter variables, loops and trimming into the request', async () => {
-    const { d, f } = await sendChat(
+    const { d, f } = await sent(
       'tpl.chat',
       [
         '```lua',
@@ -78,7 +71,7 @@ describe('templates', () => {
   });
 
   it('include() renders another file, and a cycle is an error', async () => {
-    const { d, f } = await sendChat(
+    const { d, f } = await sent(
       'inc.chat',
       ['```json', '{ "name": "Ana" }', '```', '@You:', '{{ include("parts/greeting.md") }}'],
       {
@@ -104,7 +97,7 @@ describe('templates', () => {
   });
 
   it('templates and the Lua frontmatter run in the restricted environment each always had', async () => {
-    const { d, f } = await sendChat(
+    const { d, f } = await sent(
       'env.chat',
       [
         '```lua',
@@ -136,7 +129,7 @@ describe('templates', () => {
 
   it('an undefined variable is an error naming its line, and nothing is sent', async () => {
     const lines = ['@You:', 'Hello', '{{ nobody }}'];
-    const { d, f, buf } = await sendChat('undef.chat', lines, { trust: true });
+    const { d, f, buf } = await sent('undef.chat', lines, { trust: true });
     const note = await d.waitForNotification(/undefined variable 'nobody'/);
     expect(note.message).toContain('line 3');
     expect(f.requests).toHaveLength(0);
@@ -144,7 +137,7 @@ describe('templates', () => {
   });
 
   it('do not run in an untrusted file', async () => {
-    const { d, f } = await sendChat('untrusted-tpl.chat', ['@You:', '{{ 1 + 1 }}']);
+    const { d, f } = await sent('untrusted-tpl.chat', ['@You:', '{{ 1 + 1 }}']);
     const note = await d.waitForNotification(/to run its templates/);
     expect(note.message).toContain(':trust');
     expect(f.requests).toHaveLength(0);
@@ -153,7 +146,7 @@ describe('templates', () => {
 
 describe('personalities', () => {
   it('coding-assistant lists the request’s tools, the environment and the project’s instructions, the same every turn', async () => {
-    const { d, f } = await sendChat(
+    const { d, f } = await sent(
       'persona.chat',
       ['@System:', '{{ include("urn:flemma:personality:coding-assistant") }}', '@You:', 'Hello'],
       {
@@ -187,7 +180,7 @@ describe('personalities', () => {
   });
 
   it('an unknown personality is an error with a suggestion', async () => {
-    const { d, f } = await sendChat(
+    const { d, f } = await sent(
       'persona-typo.chat',
       ['@System:', '{{ include("urn:flemma:personality:coding-asistant") }}', '@You:', 'Hello'],
       { trust: true },
@@ -201,7 +194,7 @@ describe('personalities', () => {
 
 describe('file references', () => {
   it('inline a text file and attach a PNG as an image part', async () => {
-    const { d, f } = await sendChat(
+    const { d, f } = await sent(
       'refs.chat',
       ['@You:', 'Read @./notes.txt and look at @./pic.png.'],
       { files: { 'notes.txt': 'The lamp is blue.\n', 'pic.png': PNG } },
@@ -223,7 +216,7 @@ describe('file references', () => {
 
   it('a missing file is an error that names it, and nothing is sent', async () => {
     const lines = ['@You:', 'See @./missing.md please'];
-    const { d, f, buf } = await sendChat('missing.chat', lines);
+    const { d, f, buf } = await sent('missing.chat', lines);
     const note = await d.waitForNotification(/missing\.md/);
     expect(note.message).toMatch(/line 2: @\.\/missing\.md: no such file/);
     expect(f.requests).toHaveLength(0);
