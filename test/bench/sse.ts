@@ -30,19 +30,7 @@ export function anthropicReplyStart(deltas: string[]): string {
 
 /** The Anthropic SSE text of a reply made of `deltas`. */
 export function anthropicReply(deltas: string[]): string {
-  let out = sse('message_start', MESSAGE_START);
-  out += sse('content_block_start', {
-    type: 'content_block_start',
-    index: 0,
-    content_block: { type: 'text', text: '' },
-  });
-  for (const text of deltas) {
-    out += sse('content_block_delta', {
-      type: 'content_block_delta',
-      index: 0,
-      delta: { type: 'text_delta', text },
-    });
-  }
+  let out = anthropicReplyStart(deltas);
   out += sse('content_block_stop', { type: 'content_block_stop', index: 0 });
   out += sse('message_delta', {
     type: 'message_delta',
