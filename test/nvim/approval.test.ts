@@ -7,7 +7,7 @@ import {
   lastUserContent,
 } from '../helpers/anthropic-script.js';
 import { describe, expect, it } from 'vitest';
-import { fenceLineOf } from '../helpers/chat-lines.js';
+import { fenceLineOf, toolResult } from '../helpers/chat-lines.js';
 import {
   echoTool,
   editFence,
@@ -294,13 +294,7 @@ describe('the approval cycle', () => {
     lines = await d.lines();
     // The pending block became an ordinary result; the approved one is untouched.
     const header = lines.indexOf('**Tool Result:** `toolu_P`');
-    expect(lines.slice(header, header + 5)).toEqual([
-      '**Tool Result:** `toolu_P`',
-      '',
-      '```',
-      'I ran it myself: 42',
-      '```',
-    ]);
+    expect(lines.slice(header, header + 5)).toEqual(toolResult('toolu_P', ['I ran it myself: 42']));
     expect(lines).toContain('my own output');
     expect(f.requests).toHaveLength(1);
   });

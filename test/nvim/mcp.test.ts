@@ -14,6 +14,7 @@ import {
   spawnHttpFixture,
   startMcpControl,
 } from '../helpers/mcp-fixture.js';
+import { toolResult } from '../helpers/chat-lines.js';
 
 let control: McpControl | undefined;
 const children: ChildProcess[] = [];
@@ -148,13 +149,7 @@ describe('MCP servers', () => {
     const lines = await d.lines(buf);
     const header = lines.indexOf('**Tool Result:** `toolu_M1`');
     expect(header).toBeGreaterThan(0);
-    expect(lines.slice(header, header + 5)).toEqual([
-      '**Tool Result:** `toolu_M1`',
-      '',
-      '```',
-      'echo: hi',
-      '```',
-    ]);
+    expect(lines.slice(header, header + 5)).toEqual(toolResult('toolu_M1', ['echo: hi']));
     const done = d.eventCount;
     await reply(follow, 'Done.');
     await d.waitForEvent('FlemmaRequestFinished', { after: done });

@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { MESSAGE_START, textDeltas, textDelta } from '../helpers/anthropic-script.js';
 import { type Driver } from '../helpers/driver.js';
-import { fenceLineOf } from '../helpers/chat-lines.js';
+import { fenceLineOf, toolResult } from '../helpers/chat-lines.js';
 import { editFence, launcher, type Session } from '../helpers/e2e.js';
 import { type FakeRequest } from '../helpers/fake-provider.js';
 
@@ -194,14 +194,9 @@ describe('CodeCompanion-style tools', () => {
     const lines = await d.lines(buf);
     const header = lines.indexOf('**Tool Result:** `toolu_G`');
     expect(header).toBeGreaterThan(0);
-    expect(lines.slice(header, header + 6)).toEqual([
-      '**Tool Result:** `toolu_G`',
-      '',
-      '```',
-      'hello, Ada',
-      'from Ada',
-      '```',
-    ]);
+    expect(lines.slice(header, header + 6)).toEqual(
+      toolResult('toolu_G', ['hello, Ada', 'from Ada']),
+    );
     expect(await d.lua('return _G.cc_log')).toEqual([
       'setup Ada',
       'success 1',
@@ -259,7 +254,7 @@ describe('CodeCompanion-style tools', () => {
     // 100 * 50, through both functions, success called after each; the rejected one never ran.
     lines = await d.lines(buf);
     const a = lines.indexOf('**Tool Result:** `toolu_A`');
-    expect(lines.slice(a, a + 5)).toEqual(['**Tool Result:** `toolu_A`', '', '```', '5000', '```']);
+    expect(lines.slice(a, a + 5)).toEqual(toolResult('toolu_A', ['5000']));
     expect(await d.lua('return _G.cc_success')).toBe(2);
     expect(await d.lua('return _G.cc_ran')).toEqual([100]);
     await d.press('<C-]>');
