@@ -405,12 +405,8 @@ describe('autopilot', () => {
       ]);
     }
     const last = await f.nextRequest({ path: '/v1/messages' });
-    expect(lastUserContent(last)).toEqual([
-      expect.objectContaining({
-        type: 'tool_result',
-        tool_use_id: 'toolu_5',
-        content: 'remember the milk',
-      }),
+    expect(lastUserContent(last)).toMatchObject([
+      { type: 'tool_result', tool_use_id: 'toolu_5', content: 'remember the milk' },
     ]);
     const before = d.eventCount;
     await reply(last, 'All done.');
