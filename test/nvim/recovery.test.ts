@@ -112,6 +112,23 @@ async function reopen(home: string, setup?: string): Promise<{ d: Driver; buf: n
   return { d, buf };
 }
 
+/**
+ * `:Flemma recover` in the Neovim started `again`: the chat, then the reply cut where it was
+ * interrupted (a prefix of the `sent` chunks, at least `chunks` of them) and the marker.
+ */
+async function recovered(
+  again: { d: Driver; buf: number },
+  sent: string[],
+  chunks: number,
+): Promise<void> {
+  await again.d.command('Flemma recover');
+  const lines = await again.d.lines(again.buf);
+  expect(lines.slice(0, 4)).toEqual([...CHAT, '', '@Assistant:']);
+  const { text, after } = replyText(lines);
+  expectPrefixOfSent(text, sent, chunks);
+  expect(after).toEqual([MARKER, '', '@You:', '']);
+}
+
 describe('recovery after a crash', () => {
   it('keeps a reply whose host was killed mid-stream; :Flemma recover inserts it, one undo step', async () => {
     const d = await start();
@@ -131,12 +148,7 @@ describe('recovery after a crash', () => {
 
     const again = await reopen(d.home);
     expect(await again.d.lines(again.buf)).toEqual(CHAT);
-    await again.d.command('Flemma recover');
-    const lines = await again.d.lines(again.buf);
-    expect(lines.slice(0, 4)).toEqual([...CHAT, '', '@Assistant:']);
-    const { text, after } = replyText(lines);
-    expectPrefixOfSent(text, sent, 6);
-    expect(after).toEqual([MARKER, '', '@You:', '']);
+    await recovered(again, sent, 6);
     // One undo step takes it all back; nothing the user wrote changed.
     await again.d.press('u');
     expect(await again.d.lines(again.buf)).toEqual(CHAT);
@@ -151,12 +163,7 @@ describe('recovery after a crash', () => {
     await d.kill();
 
     const again = await reopen(d.home);
-    await again.d.command('Flemma recover');
-    const lines = await again.d.lines(again.buf);
-    expect(lines.slice(0, 4)).toEqual([...CHAT, '', '@Assistant:']);
-    const { text, after } = replyText(lines);
-    expectPrefixOfSent(text, sent, 4);
-    expect(after).toEqual([MARKER, '', '@You:', '']);
+    await recovered(again, sent, 4);
     // Written, the chat holds the reply and the record goes.
     await again.d.command('write');
     await again.d.waitUntil('return vim.uv.fs_stat(...) == nil', { args: [record] });
