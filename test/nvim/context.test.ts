@@ -71,6 +71,19 @@ async function ask(d: Driver, text: string): Promise<void> {
   await d.press('<Esc>');
 }
 
+/**
+ * `:Flemma status` reports the last request's context as `figure` of claude-sonnet-4-6's window
+ * (the model it went to), and the `window` line.
+ */
+async function statusShows(d: Driver, figure: string, window: string): Promise<void> {
+  await d.press(':Flemma status<CR>');
+  const lines = await report(d, 'flemma://status');
+  expect(lines).toContain(
+    `context: last request ${figure} of claude-sonnet-4-6's window (as the provider counted its input)`,
+  );
+  expect(lines).toContain(window);
+}
+
 describe('the meter after a reply', () => {
   it('shows all the input the provider counted against the model’s window, in the bar, :Flemma status and the statusline', async () => {
     const { d, f, buf } = await setup();
@@ -97,12 +110,11 @@ describe('the meter after a reply', () => {
     expect(await d.lua('return require("flemma.statusline").get(...)', buf)).toBe(
       'claude-sonnet-4-6 (high) · 1 req $0.02 · 9k / 200k (4%)',
     );
-    await d.press(':Flemma status<CR>');
-    const lines = await report(d, 'flemma://status');
-    expect(lines).toContain(
-      "context: last request 9k / 200k (4%) of claude-sonnet-4-6's window (as the provider counted its input)",
+    await statusShows(
+      d,
+      '9k / 200k (4%)',
+      '  window of claude-sonnet-4-6: 200k (from the model table)',
     );
-    expect(lines).toContain('  window of claude-sonnet-4-6: 200k (from the model table)');
   });
 
   it('follows context.window, colours the bar past warn_at, and stays with the model the request went to', async () => {
@@ -128,12 +140,11 @@ describe('the meter after a reply', () => {
     expect(await d.lua('return require("flemma.usage").context(...).model', buf)).toBe(
       'claude-sonnet-4-6',
     );
-    await d.press(':Flemma status<CR>');
-    const lines = await report(d, 'flemma://status');
-    expect(lines).toContain(
-      "context: last request 9k / 10k (90%) of claude-sonnet-4-6's window (as the provider counted its input)",
+    await statusShows(
+      d,
+      '9k / 10k (90%)',
+      '  window of claude-opus-4-6: 10k (from context.window)',
     );
-    expect(lines).toContain('  window of claude-opus-4-6: 10k (from context.window)');
     expect(await d.lua('return require("flemma.statusline").get(...)', buf)).toMatch(
       / · 9k \/ 10k \(90%\)$/,
     );
