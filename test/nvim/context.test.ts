@@ -5,7 +5,7 @@
 // does not.
 import { describe, expect, it } from 'vitest';
 import { anthropicBlocks, replyBlocks } from '../helpers/anthropic-script.js';
-import { type Driver } from '../helpers/driver.js';
+import { type Driver, type Notification } from '../helpers/driver.js';
 import { launcher, type Session } from '../helpers/e2e.js';
 import { type FakeProvider, type FakeRequest } from '../helpers/fake-provider.js';
 import { usageBar } from '../helpers/usage.js';
@@ -240,14 +240,21 @@ describe('the warning before a send', () => {
   /** Wide enough for the whole warning on the command line (a narrower one shortens it). */
   const WIDTH = 180;
 
-  it('warns at warn_at with the figures and what to do, once per crossing, and the send still goes', async () => {
+  /** The long chat sent with a context window of `window` tokens; the warning it gave. */
+  async function warned(
+    window: number,
+  ): Promise<{ d: Driver; f: FakeProvider; note: Notification }> {
     const { d, f } = await setup({
-      config: '{ context = { window = 110000 } }',
+      config: `{ context = { window = ${String(window)} } }`,
       lines: LONG,
       width: WIDTH,
     });
     await sendAndReply(d, f);
-    const note = await d.waitForNotification(WARNING);
+    return { d, f, note: await d.waitForNotification(WARNING) };
+  }
+
+  it('warns at warn_at with the figures and what to do, once per crossing, and the send still goes', async () => {
+    const { d, f, note } = await warned(110000);
     expect(note.message).toMatch(
       /^Flemma: Context ≈ 10\d(\.\d)?k \/ 110k \(9\d%\) of claude-sonnet-4-6's window\. Make room: :Flemma compact, or context\.budget\.$/,
     );
@@ -258,13 +265,7 @@ describe('the warning before a send', () => {
   });
 
   it('says the provider will likely refuse a request over the window', async () => {
-    const { d, f } = await setup({
-      config: '{ context = { window = 50000 } }',
-      lines: LONG,
-      width: WIDTH,
-    });
-    await sendAndReply(d, f);
-    const note = await d.waitForNotification(WARNING);
+    const { note } = await warned(50000);
     expect(note.message).toMatch(
       /^Flemma: Context ≈ 10\d(\.\d)?k \/ 50k \(2\d\d%\) of claude-sonnet-4-6's window: the provider will likely refuse it\. Make room: :Flemma compact, or context\.budget\.$/,
     );

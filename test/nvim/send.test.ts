@@ -338,10 +338,10 @@ describe('sending a chat', () => {
   });
 
   it('never writes the API key to the log, the buffer or a message, even when a request fails', async () => {
-    const { d, f, buf } = await setup(['@You:', 'Hello']);
+    const session = await setup(['@You:', 'Hello']);
+    const { d, buf } = session;
     await d.command('Flemma log:level debug');
-    await d.press('<C-]>');
-    const request = await f.nextRequest({ path: '/v1/messages' });
+    const request = await session.send();
     expect(request.apiKey()).toBe('sk-test-key');
     await anthropicError(request, 401, 'authentication_error', 'invalid x-api-key');
     await d.waitForEvent('FlemmaRequestFinished');

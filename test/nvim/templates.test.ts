@@ -3,7 +3,8 @@
 import { describe, expect, it } from 'vitest';
 import { messageStart, textDeltas, textDelta, endMessage } from '../helpers/anthropic-script.js';
 import { launcher, sendChat, type Session } from '../helpers/e2e.js';
-import { type FakeStream } from '../helpers/fake-provider.js';
+import { type Driver } from '../helpers/driver.js';
+import { type FakeProvider, type FakeStream } from '../helpers/fake-provider.js';
 
 const launch = launcher();
 
@@ -23,6 +24,17 @@ async function sent(
   const session = await launch({ files: options.files ?? {} });
   await sendChat(session, name, lines, options);
   return session;
+}
+
+/** Nothing was sent: the message matching `pattern` says why, with each of `parts`. */
+async function refused(
+  { d, f }: { d: Driver; f: FakeProvider },
+  pattern: RegExp,
+  ...parts: string[]
+): Promise<void> {
+  const note = await d.waitForNotification(pattern);
+  for (const part of parts) expect(note.message).toContain(part);
+  expect(f.requests).toHaveLength(0);
 }
 
 interface Body {
@@ -130,17 +142,13 @@ describe('templates', () => {
   it('an undefined variable is an error naming its line, and nothing is sent', async () => {
     const lines = ['@You:', 'Hello', '{{ nobody }}'];
     const { d, f, buf } = await sent('undef.chat', lines, { trust: true });
-    const note = await d.waitForNotification(/undefined variable 'nobody'/);
-    expect(note.message).toContain('line 3');
-    expect(f.requests).toHaveLength(0);
+    await refused({ d, f }, /undefined variable 'nobody'/, 'line 3');
     expect(await d.lines(buf)).toEqual(lines);
   });
 
   it('do not run in an untrusted file', async () => {
     const { d, f } = await sent('untrusted-tpl.chat', ['@You:', '{{ 1 + 1 }}']);
-    const note = await d.waitForNotification(/to run its templates/);
-    expect(note.message).toContain(':trust');
-    expect(f.requests).toHaveLength(0);
+    await refused({ d, f }, /to run its templates/, ':trust');
   });
 });
 
@@ -185,10 +193,7 @@ describe('personalities', () => {
       ['@System:', '{{ include("urn:flemma:personality:coding-asistant") }}', '@You:', 'Hello'],
       { trust: true },
     );
-    const note = await d.waitForNotification(/unknown personality/);
-    expect(note.message).toContain("did you mean 'coding-assistant'");
-    expect(note.message).toContain('line 2');
-    expect(f.requests).toHaveLength(0);
+    await refused({ d, f }, /unknown personality/, "did you mean 'coding-assistant'", 'line 2');
   });
 });
 
