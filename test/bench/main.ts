@@ -22,6 +22,17 @@ const lanes = JSON.parse(process.env['FLEMMA_BENCH_NVIMS'] ?? '[]') as Lane[];
 const BENCH_RTP = join(ROOT, 'test/bench');
 
 /** Waits (at most 10 s) until the host's code cache (src/host/boot.ts) is on disk. */
+/** Waits until the chat `buf` has its `expected` message marks (the host has parsed it). */
+async function messagesMarked(driver: Driver, buf: number, expected: number): Promise<void> {
+  await driver.lua(
+    `local bufnr, expected = ...
+    local ns = vim.api.nvim_create_namespace("flemma.messages")
+    vim.wait(10000, function() return #vim.api.nvim_buf_get_extmarks(bufnr, ns, 0, -1, {}) == expected end, 5)`,
+    buf,
+    expected,
+  );
+}
+
 async function codeCacheWritten(): Promise<void> {
   const dir = join(ROOT, 'dist/.cache');
   for (let waited = 0; waited < 200; waited++) {
@@ -413,13 +424,7 @@ async function sendBenchmarks(lane: Lane): Promise<void> {
     const buf = await driver.openChat('s1.chat', lines);
     await driver.command('trust');
     const expected = parseLines(lines).messages.length;
-    await driver.lua(
-      `local bufnr, expected = ...
-      local ns = vim.api.nvim_create_namespace("flemma.messages")
-      vim.wait(10000, function() return #vim.api.nvim_buf_get_extmarks(bufnr, ns, 0, -1, {}) == expected end, 5)`,
-      buf,
-      expected,
-    );
+    await messagesMarked(driver, buf, expected);
     const s1: number[] = [];
     for (let run = 0; run < 17; run++) {
       const after = driver.eventCount;
@@ -648,13 +653,7 @@ async function navigation(lane: Lane): Promise<void> {
     );
     const buf = await driver.openChat('nav.chat', lines);
     const expected = document.messages.length;
-    await driver.lua(
-      `local bufnr, expected = ...
-      local ns = vim.api.nvim_create_namespace("flemma.messages")
-      vim.wait(10000, function() return #vim.api.nvim_buf_get_extmarks(bufnr, ns, 0, -1, {}) == expected end, 5)`,
-      buf,
-      expected,
-    );
+    await messagesMarked(driver, buf, expected);
     const press = async (keys: string): Promise<number> => {
       const after = driver.eventCount;
       await driver.lua('require("flemma_bench").navigate_async(...)', keys);

@@ -10,6 +10,16 @@ function sse(event: string, data: unknown): string {
   return `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
 }
 
+/** The end of a message: its stop reason and output tokens, then `message_stop`. */
+function messageEnd(stopReason: string, outputTokens: number): string {
+  const delta = sse('message_delta', {
+    type: 'message_delta',
+    delta: { stop_reason: stopReason, stop_sequence: null },
+    usage: { output_tokens: outputTokens },
+  });
+  return delta + sse('message_stop', { type: 'message_stop' });
+}
+
 /** The start of a text reply that is never finished (for cancelling it). */
 export function anthropicReplyStart(deltas: string[]): string {
   let out = sse('message_start', MESSAGE_START);
@@ -30,27 +40,9 @@ export function anthropicReplyStart(deltas: string[]): string {
 
 /** The Anthropic SSE text of a reply made of `deltas`. */
 export function anthropicReply(deltas: string[]): string {
-  let out = sse('message_start', MESSAGE_START);
-  out += sse('content_block_start', {
-    type: 'content_block_start',
-    index: 0,
-    content_block: { type: 'text', text: '' },
-  });
-  for (const text of deltas) {
-    out += sse('content_block_delta', {
-      type: 'content_block_delta',
-      index: 0,
-      delta: { type: 'text_delta', text },
-    });
-  }
+  let out = anthropicReplyStart(deltas);
   out += sse('content_block_stop', { type: 'content_block_stop', index: 0 });
-  out += sse('message_delta', {
-    type: 'message_delta',
-    delta: { stop_reason: 'end_turn', stop_sequence: null },
-    usage: { output_tokens: deltas.length },
-  });
-  out += sse('message_stop', { type: 'message_stop' });
-  return out;
+  return out + messageEnd('end_turn', deltas.length);
 }
 
 /** A reply that asks for `calls` in parallel (stop reason `tool_use`). */
@@ -69,11 +61,5 @@ export function anthropicToolReply(calls: { id: string; name: string; input: unk
     });
     out += sse('content_block_stop', { type: 'content_block_stop', index });
   });
-  out += sse('message_delta', {
-    type: 'message_delta',
-    delta: { stop_reason: 'tool_use', stop_sequence: null },
-    usage: { output_tokens: calls.length },
-  });
-  out += sse('message_stop', { type: 'message_stop' });
-  return out;
+  return out + messageEnd('tool_use', calls.length);
 }

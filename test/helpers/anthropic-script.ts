@@ -1,6 +1,7 @@
 // Scripted Anthropic replies for the fake provider, in the Messages API's streaming events: text
 // (in one chunk or several), thinking blocks with their signature, and `tool_use` calls.
 import type { FakeRequest, FakeStream } from './fake-provider.js';
+import type { OutgoingHttpHeaders } from 'node:http';
 
 export interface ScriptedCall {
   id: string;
@@ -250,4 +251,23 @@ export async function textReply(stream: FakeStream, text: string): Promise<void>
 /** Sends one more text delta to the open block `index`. */
 export async function textDelta(stream: FakeStream, text: string, index = 0): Promise<void> {
   await sendDeltas(stream, index, deltasOf({ kind: 'text', deltas: [text] }));
+}
+
+/** Answers `request` with an Anthropic error: its HTTP `status`, the error's `type` and `message`. */
+export function anthropicError(
+  request: FakeRequest,
+  status: number,
+  type: string,
+  message: string,
+  headers?: OutgoingHttpHeaders,
+): Promise<void> {
+  return request.respond(status, { type: 'error', error: { type, message } }, headers);
+}
+
+/** Starts the stream that answers `request`: the message's start, then text with these deltas. */
+export async function streamText(request: FakeRequest, deltas: string[]): Promise<FakeStream> {
+  const stream = request.stream();
+  await stream.sse('message_start', START);
+  await textDeltas(stream, deltas);
+  return stream;
 }

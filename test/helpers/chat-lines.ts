@@ -80,3 +80,49 @@ export const BASH_ROUND = [
   'ok',
   '```',
 ];
+
+/** A call of the model: the tool's name, the call's id and its input (JSON text, `{}` if none). */
+export type Call = [name: string, id: string, input?: string];
+
+/**
+ * A chat where the user asks `question` and the model answers with `calls`, a blank line between
+ * them; with `status`, the user's turn that follows holds a result placeholder per call, in
+ * order, its fence saying that status (`approved`, `pending`, …).
+ */
+export function callChat(question: string, calls: Call[], status?: string): string[] {
+  const between = <T>(blocks: T[][], gap: T): T[] =>
+    blocks.flatMap((block, index) => (index === 0 ? block : [gap, ...block]));
+  const uses = between(
+    calls.map(([name, id, input]) => toolUse(name, id, input)),
+    '',
+  );
+  const results = between(
+    calls.map(([, id]) => placeholder(id, status ?? '')),
+    '',
+  );
+  return [
+    '@You:',
+    question,
+    '',
+    '@Assistant:',
+    ...uses,
+    ...(status === undefined ? [] : ['', '@You:', '', ...results]),
+  ];
+}
+
+/** A result placeholder of the call `id`: its header and an empty fence saying `status`. */
+export function placeholder(id: string, status: string): string[] {
+  return [`**Tool Result:** \`${id}\``, '', `\`\`\`flemma:tool status=${status}`, '```'];
+}
+
+/** A result as Flemma writes it: the header of `id` (marked ` (error)` with `error`), the output. */
+export function toolResult(id: string, output: string[], error = false): string[] {
+  return [`**Tool Result:** \`${id}\`${error ? ' (error)' : ''}`, '', '```', ...output, '```'];
+}
+
+/** The 1-based line number of the fence of the result block of `id` in `lines`. */
+export function fenceLineOf(lines: string[], id: string): number {
+  const header = lines.indexOf(`**Tool Result:** \`${id}\``);
+  if (header < 0) throw new Error(`no result block for ${id}`);
+  return header + 3;
+}

@@ -11,6 +11,7 @@ import {
   type ScriptedCall,
   type ScriptedStream,
 } from './anthropic-script.js';
+import { fenceLineOf } from './chat-lines.js';
 import { type Driver, type DriverOptions, type UserEvent, startDriver } from './driver.js';
 import { type FakeProvider, type FakeRequest, startFakeProvider } from './fake-provider.js';
 
@@ -255,6 +256,79 @@ function driverOptions(options: LaunchOptions): DriverOptions {
   return Object.fromEntries(
     Object.entries(options).filter(([name]) => !OWN_OPTIONS.includes(name)),
   );
+}
+
+/** Opens a chat file (written with `lines`) and waits until the host has booted; its buffer. */
+export async function openBooted(d: Driver, name: string, lines?: string[]): Promise<number> {
+  const buf = await d.openChat(name, lines);
+  await d.waitForEvent('FlemmaBootComplete');
+  return buf;
+}
+
+/** Puts the cursor on line `row` and presses `<M-CR>`: the call there runs. */
+export async function runCallAt(d: Driver, row: number): Promise<void> {
+  await d.command(`normal! ${String(row)}G`);
+  await d.press('<M-CR>');
+}
+
+/** Waits until the last line of `buf` reads `text` (a stream's text has reached it). */
+export function waitForLastLine(d: Driver, buf: number, text: string): Promise<void> {
+  return d.waitUntil(
+    'local bufnr, text = ... return vim.api.nvim_buf_get_lines(bufnr, -2, -1, false)[1] == text',
+    { args: [buf, text] },
+  );
+}
+
+/**
+ * `<C-]>`, and the model answers with `text` and `calls`; `<C-]>` again writes their placeholders
+ * and stops for approval. Resolves with the chat's lines then.
+ */
+export async function untilApproval(
+  d: Driver,
+  f: FakeProvider,
+  text: string,
+  calls: ScriptedCall[],
+): Promise<string[]> {
+  await d.press('<C-]>');
+  await anthropicReply(await f.nextRequest({ path: MESSAGES }), text, calls);
+  await d.waitForEvent('FlemmaRequestFinished');
+  await d.press('<C-]>');
+  await d.waitForEvent('FlemmaApprovalNeeded');
+  return d.lines();
+}
+
+/** Rewrites the fence line of the result block of `id` (the current buffer) into `replacement`. */
+export async function editFence(d: Driver, id: string, ...replacement: string[]): Promise<void> {
+  const fence = fenceLineOf(await d.lines(), id);
+  await d.lua(
+    'local first, last, lines = ... vim.api.nvim_buf_set_lines(0, first, last, false, lines)',
+    fence - 1,
+    fence,
+    replacement,
+  );
+}
+
+/** Once `gated_tool` (`GATED_TOOL`) runs, makes it answer with `text`. */
+export async function finishGated(d: Driver, text: string): Promise<void> {
+  await d.waitUntil('return _G.finish_gated ~= nil');
+  await d.lua('_G.finish_gated(...)', text);
+}
+
+/**
+ * Opens the chat `name` holding `lines` in the session's Neovim, `:trust`s it with `trust`, waits
+ * for the host's boot with `boot`, then `:Flemma send`. Resolves with its buffer (`s.buf` too).
+ */
+export async function sendChat(
+  s: Session,
+  name: string,
+  lines: string[],
+  steps: { trust?: boolean; boot?: boolean } = {},
+): Promise<number> {
+  s.buf = await s.d.openChat(name, lines);
+  if (steps.trust === true) await s.d.command('trust');
+  if (steps.boot === true) await s.d.waitForEvent('FlemmaBootComplete');
+  await s.d.command('Flemma send');
+  return s.buf;
 }
 
 /** `:Flemma status`, and the lines of its report buffer (`flemma://status`) once written. */

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { anthropicMessages, anthropicReply } from '../helpers/anthropic-script.js';
 import { type Driver } from '../helpers/driver.js';
-import { launcher } from '../helpers/e2e.js';
+import { launcher, openBooted } from '../helpers/e2e.js';
 import { type FakeProvider } from '../helpers/fake-provider.js';
 
 const launch = launcher();
@@ -89,14 +89,20 @@ async function cursorOn(d: Driver, id: string): Promise<void> {
   await d.lua('vim.api.nvim_win_set_cursor(0, { ..., 0 })', row);
 }
 
+/** Neovim with the shared chat open and booted: forged approvals of a key read, bash and a hook. */
+async function forged(): Promise<{ d: Driver; f: FakeProvider }> {
+  const session = await start();
+  await openBooted(
+    session.d,
+    'shared.chat',
+    forgedChat([readKey('approved'), bash('approved'), hook('approved')]),
+  );
+  return session;
+}
+
 describe('placeholders in a chat file that is not trusted', () => {
   it('forged approvals of a key read, bash and a hook write wait for the user; tool:why says why', async () => {
-    const { d, f } = await start();
-    await d.openChat(
-      'shared.chat',
-      forgedChat([readKey('approved'), bash('approved'), hook('approved')]),
-    );
-    await d.waitForEvent('FlemmaBootComplete');
+    const { d, f } = await forged();
 
     await d.press('<C-]>');
     const needed = await d.waitForEvent('FlemmaApprovalNeeded');
@@ -118,12 +124,7 @@ describe('placeholders in a chat file that is not trusted', () => {
   });
 
   it('the user’s own approvals are honoured: :Flemma tool:approve, and ga in the diff', async () => {
-    const { d, f } = await start();
-    await d.openChat(
-      'shared.chat',
-      forgedChat([readKey('approved'), bash('approved'), hook('approved')]),
-    );
-    await d.waitForEvent('FlemmaBootComplete');
+    const { d, f } = await forged();
     await d.press('<C-]>');
     await d.waitForEvent('FlemmaApprovalNeeded');
 
@@ -181,12 +182,7 @@ describe('placeholders in a chat file that is not trusted', () => {
   });
 
   it('after :trust the same file keeps today’s behaviour: the approved calls run', async () => {
-    const { d, f } = await start();
-    await d.openChat(
-      'shared.chat',
-      forgedChat([readKey('approved'), bash('approved'), hook('approved')]),
-    );
-    await d.waitForEvent('FlemmaBootComplete');
+    const { d, f } = await forged();
     await d.command('trust');
     await d.press('<C-]>');
     while (d.eventsSeen('FlemmaToolCompleted').length < 3) {

@@ -7,7 +7,16 @@ import {
   lastUserContent,
 } from '../helpers/anthropic-script.js';
 import { describe, expect, it } from 'vitest';
-import { echoTool, launcher, type Session } from '../helpers/e2e.js';
+import { fenceLineOf, toolResult } from '../helpers/chat-lines.js';
+import {
+  echoTool,
+  editFence,
+  finishGated,
+  GATED_TOOL,
+  launcher,
+  type Session,
+  untilApproval,
+} from '../helpers/e2e.js';
 
 const launch = launcher();
 
@@ -27,13 +36,6 @@ function setup(options: { tools?: string; lines?: string[] }): Promise<Session> 
     files: { 'notes.txt': 'remember the milk\n' },
     chat: { name: 'approval.chat', lines: options.lines ?? ['@You:', 'Go.'] },
   });
-}
-
-/** The 1-based line numbers of a placeholder's fence, by tool id. */
-function fenceLineOf(lines: string[], id: string): number {
-  const header = lines.indexOf(`**Tool Result:** \`${id}\``);
-  if (header < 0) throw new Error(`no result block for ${id}`);
-  return header + 3;
 }
 
 describe('the approval cycle', () => {
@@ -69,10 +71,7 @@ describe('the approval cycle', () => {
     expect(d.eventsSeen('FlemmaToolExecuting')).toHaveLength(0);
 
     // The user approves by editing the fence, then presses <C-]>.
-    const fence = fenceLineOf(lines, 'toolu_E');
-    await d.lua(
-      `vim.api.nvim_buf_set_lines(0, ${fence - 1}, ${fence}, false, { "\`\`\`flemma:tool status=approved" })`,
-    );
+    await editFence(d, 'toolu_E', '```flemma:tool status=approved');
     await d.press('<C-]>');
     const follow = await f.nextRequest({ path: '/v1/messages' });
     const content = lastUserContent(follow);
@@ -175,16 +174,8 @@ describe('the approval cycle', () => {
 
   it('a slow call started with a quick one gets its placeholder and spinner while it runs', async () => {
     const { d, f, buf } = await setup({});
-    await d.lua(`
-      require("flemma.tools").register("gated", {
-        name = "gated",
-        description = "Answers when the test says so",
-        input_schema = { type = "object", properties = {} },
-        execute = function(_, _, callback)
-          _G.finish_gated = function(text) callback({ success = true, output = text }) end
-        end,
-      })
-      require("flemma").setup({ tools = { auto_approve = { "$default", "gated" } } })`);
+    await d.lua(`${GATED_TOOL}
+      require("flemma").setup({ tools = { auto_approve = { "$default", "gated_tool" } } })`);
     await d.press('<C-]>');
     await reply(await f.nextRequest({ path: '/v1/messages' }), 'One quick, one slow.', [
       {
@@ -192,7 +183,7 @@ describe('the approval cycle', () => {
         name: 'read',
         input: { label: 'n', path: 'notes.txt', offset: null, limit: null },
       },
-      { id: 'toolu_S', name: 'gated', input: {} },
+      { id: 'toolu_S', name: 'gated_tool', input: {} },
     ]);
     // The slow call shows the spinner on its placeholder's header (a Lua timer animates it).
     const spinnerRow = async (): Promise<number | undefined> => {
@@ -223,8 +214,7 @@ describe('the approval cycle', () => {
       '```flemma:tool status=approved',
       '```',
     ]);
-    await d.lua('vim.wait(5000, function() return _G.finish_gated ~= nil end)');
-    await d.lua('_G.finish_gated("done at last")');
+    await finishGated(d, 'done at last');
     const follow = await f.nextRequest({ path: '/v1/messages' });
     expect(lastUserContent(follow).map((c) => [c['tool_use_id'], c['content']])).toEqual([
       ['toolu_Q', 'remember the milk'],
@@ -266,18 +256,10 @@ describe('the approval cycle', () => {
 
   it('a rejection with a message reaches the model as that message', async () => {
     const { d, f } = await setup({ tools: '{ autopilot = false }' });
-    await d.press('<C-]>');
-    await reply(await f.nextRequest({ path: '/v1/messages' }), 'Risky.', [
+    await untilApproval(d, f, 'Risky.', [
       { id: 'toolu_X', name: 'echo_tool', input: { text: 'x' } },
     ]);
-    await d.waitForEvent('FlemmaRequestFinished');
-    await d.press('<C-]>');
-    await d.waitForEvent('FlemmaApprovalNeeded');
-    const lines = await d.lines();
-    const fence = fenceLineOf(lines, 'toolu_X');
-    await d.lua(
-      `vim.api.nvim_buf_set_lines(0, ${fence - 1}, ${fence}, false, { "\`\`\`flemma:tool status=rejected", "Not today, thanks." })`,
-    );
+    await editFence(d, 'toolu_X', '```flemma:tool status=rejected', 'Not today, thanks.');
     await d.press('<C-]>');
     const follow = await f.nextRequest({ path: '/v1/messages' });
     expect(lastUserContent(follow)[0]).toMatchObject({
@@ -295,22 +277,14 @@ describe('the approval cycle', () => {
 
   it('text typed into a pending block is sent as the result; an edited approved block is not run', async () => {
     const { d, f } = await setup({ tools: '{ autopilot = false }' });
-    await d.press('<C-]>');
-    await reply(await f.nextRequest({ path: '/v1/messages' }), 'Two.', [
+    await untilApproval(d, f, 'Two.', [
       { id: 'toolu_P', name: 'echo_tool', input: { text: 'p' } },
       { id: 'toolu_A', name: 'echo_tool', input: { text: 'a' } },
     ]);
-    await d.waitForEvent('FlemmaRequestFinished');
-    await d.press('<C-]>');
-    await d.waitForEvent('FlemmaApprovalNeeded');
-    let lines = await d.lines();
     // toolu_A: approved, but with content of the user's: protected.
-    let fence = fenceLineOf(lines, 'toolu_A');
-    await d.lua(
-      `vim.api.nvim_buf_set_lines(0, ${fence - 1}, ${fence}, false, { "\`\`\`flemma:tool status=approved", "my own output" })`,
-    );
-    lines = await d.lines();
-    fence = fenceLineOf(lines, 'toolu_P');
+    await editFence(d, 'toolu_A', '```flemma:tool status=approved', 'my own output');
+    let lines = await d.lines();
+    const fence = fenceLineOf(lines, 'toolu_P');
     await d.lua(
       `vim.api.nvim_buf_set_lines(0, ${fence}, ${fence}, false, { "I ran it myself: 42" })`,
     );
@@ -320,21 +294,14 @@ describe('the approval cycle', () => {
     lines = await d.lines();
     // The pending block became an ordinary result; the approved one is untouched.
     const header = lines.indexOf('**Tool Result:** `toolu_P`');
-    expect(lines.slice(header, header + 5)).toEqual([
-      '**Tool Result:** `toolu_P`',
-      '',
-      '```',
-      'I ran it myself: 42',
-      '```',
-    ]);
+    expect(lines.slice(header, header + 5)).toEqual(toolResult('toolu_P', ['I ran it myself: 42']));
     expect(lines).toContain('my own output');
     expect(f.requests).toHaveLength(1);
   });
 
   it(':Flemma tool:approve rewrites the status and :Flemma tool:why names the resolver', async () => {
     const { d, f } = await setup({ tools: '{ autopilot = false }' });
-    await d.press('<C-]>');
-    await reply(await f.nextRequest({ path: '/v1/messages' }), 'One.', [
+    await untilApproval(d, f, 'One.', [
       {
         id: 'toolu_W',
         name: 'read',
@@ -342,9 +309,6 @@ describe('the approval cycle', () => {
       },
       { id: 'toolu_Q', name: 'echo_tool', input: { text: 'q' } },
     ]);
-    await d.waitForEvent('FlemmaRequestFinished');
-    await d.press('<C-]>');
-    await d.waitForEvent('FlemmaApprovalNeeded');
     // The cursor is on toolu_Q's block (pending).
     await d.press(':Flemma tool:why<CR>');
     await d.waitForNotification(/echo_tool \(toolu_Q\): require_approval — no resolver decided/);
@@ -441,12 +405,8 @@ describe('autopilot', () => {
       ]);
     }
     const last = await f.nextRequest({ path: '/v1/messages' });
-    expect(lastUserContent(last)).toEqual([
-      expect.objectContaining({
-        type: 'tool_result',
-        tool_use_id: 'toolu_5',
-        content: 'remember the milk',
-      }),
+    expect(lastUserContent(last)).toMatchObject([
+      { type: 'tool_result', tool_use_id: 'toolu_5', content: 'remember the milk' },
     ]);
     const before = d.eventCount;
     await reply(last, 'All done.');

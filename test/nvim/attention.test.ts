@@ -3,7 +3,7 @@
 // the current buffer or Neovim lost focus; and nothing is written to a terminal that is not there
 // (this Neovim is headless, its only UI is the test's over RPC).
 import { describe, expect, it } from 'vitest';
-import { anthropicReply } from '../helpers/anthropic-script.js';
+import { anthropicError, anthropicReply } from '../helpers/anthropic-script.js';
 import { type Driver } from '../helpers/driver.js';
 import { echoTool, launcher, type Session } from '../helpers/e2e.js';
 
@@ -58,6 +58,11 @@ function attentions(d: Driver): Record<string, unknown>[] {
   return d.eventsSeen('FlemmaAttention').map((event) => event.data);
 }
 
+/** The next `User FlemmaAttention` carries `data`. */
+async function expectAttention(d: Driver, data: Record<string, unknown>): Promise<void> {
+  expect((await d.waitForEvent('FlemmaAttention')).data).toEqual(data);
+}
+
 describe('User FlemmaAttention', () => {
   it('fires when a turn finishes in a chat that is not current, and not in the current one', async () => {
     const { d, f } = await start();
@@ -70,8 +75,7 @@ describe('User FlemmaAttention', () => {
     const request = await f.nextRequest();
     await elsewhere(d);
     await anthropicReply(request, 'Here too.');
-    const event = await d.waitForEvent('FlemmaAttention');
-    expect(event.data).toEqual({
+    await expectAttention(d, {
       reason: 'finished',
       bufnr: away,
       message: 'away.chat: the reply is finished',
@@ -134,22 +138,13 @@ describe('User FlemmaAttention', () => {
   it('fires when a request fails in a chat that is not current, not when it is', async () => {
     const { d, f } = await start();
     await send(d, 'watched.chat');
-    await (
-      await f.nextRequest()
-    ).respondError(400, {
-      type: 'error',
-      error: { type: 'invalid_request_error', message: 'bad request' },
-    });
+    await anthropicError(await f.nextRequest(), 400, 'invalid_request_error', 'bad request');
     await d.waitForEvent('FlemmaRequestFinished');
     const away = await send(d, 'fails.chat');
     const request = await f.nextRequest();
     await elsewhere(d);
-    await request.respondError(400, {
-      type: 'error',
-      error: { type: 'invalid_request_error', message: 'bad request' },
-    });
-    const event = await d.waitForEvent('FlemmaAttention');
-    expect(event.data).toEqual({
+    await anthropicError(request, 400, 'invalid_request_error', 'bad request');
+    await expectAttention(d, {
       reason: 'failed',
       bufnr: away,
       message: 'fails.chat: the request failed',

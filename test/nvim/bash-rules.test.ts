@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { anthropicReply as reply, type ScriptedCall as Call } from '../helpers/anthropic-script.js';
 import { type Driver } from '../helpers/driver.js';
-import { launcher } from '../helpers/e2e.js';
+import { launcher, untilApproval } from '../helpers/e2e.js';
 import { type FakeProvider } from '../helpers/fake-provider.js';
 
 const launch = launcher();
@@ -40,13 +40,8 @@ function statusOf(lines: string[], id: string): string | undefined {
 }
 
 /** Sends, answers with `calls`, and runs Phase 1 (autopilot is off): the placeholders are written. */
-async function ask(d: Driver, f: FakeProvider, calls: Call[]): Promise<string[]> {
-  await d.press('<C-]>');
-  await reply(await f.nextRequest({ path: '/v1/messages' }), 'Running.', calls);
-  await d.waitForEvent('FlemmaRequestFinished');
-  await d.press('<C-]>');
-  await d.waitForEvent('FlemmaApprovalNeeded');
-  return d.lines();
+function ask(d: Driver, f: FakeProvider, calls: Call[]): Promise<string[]> {
+  return untilApproval(d, f, 'Running.', calls);
 }
 
 async function why(d: Driver, id: string): Promise<string> {
@@ -67,9 +62,11 @@ describe('command rules for bash', () => {
       bash('toolu_H', 'ls && rm -rf ~'),
       bash('toolu_S', 'echo $(rm -rf ~)'),
     ]);
-    expect(statusOf(lines, 'toolu_A')).toBe('approved');
-    expect(statusOf(lines, 'toolu_H')).toBe('pending');
-    expect(statusOf(lines, 'toolu_S')).toBe('pending');
+    expect(['toolu_A', 'toolu_H', 'toolu_S'].map((id) => statusOf(lines, id))).toEqual([
+      'approved',
+      'pending',
+      'pending',
+    ]);
     const allowed = await why(d, 'toolu_A');
     expect(allowed).toMatch(/bash \(toolu_A\): approve — urn:flemma:approval:bash-rules/);
     expect(allowed).toContain('allowed by tools.bash.allow "ls *", "echo *"');
@@ -106,9 +103,11 @@ describe('command rules for bash', () => {
       bash('toolu_L', 'echo hi; rm -f notes.txt'),
     ]);
     // Without a deny match the sandbox approves bash as before.
-    expect(statusOf(lines, 'toolu_E')).toBe('approved');
-    expect(statusOf(lines, 'toolu_D')).toBe('pending');
-    expect(statusOf(lines, 'toolu_L')).toBe('pending');
+    expect(['toolu_E', 'toolu_D', 'toolu_L'].map((id) => statusOf(lines, id))).toEqual([
+      'approved',
+      'pending',
+      'pending',
+    ]);
     const denied = await why(d, 'toolu_L');
     expect(denied).toMatch(/bash \(toolu_L\): require_approval — urn:flemma:approval:bash-deny/);
     expect(denied).toContain('`rm -f notes.txt` matches the deny rule "rm *"');
@@ -129,9 +128,11 @@ describe('command rules for bash', () => {
       bash('toolu_P', 'git push --force'),
       bash('toolu_C', 'cat notes.txt'),
     ]);
-    expect(statusOf(lines, 'toolu_G')).toBe('approved');
-    expect(statusOf(lines, 'toolu_P')).toBe('pending');
-    expect(statusOf(lines, 'toolu_C')).toBe('pending');
+    expect(['toolu_G', 'toolu_P', 'toolu_C'].map((id) => statusOf(lines, id))).toEqual([
+      'approved',
+      'pending',
+      'pending',
+    ]);
     expect(await why(d, 'toolu_P')).toContain('matches the deny rule "git push*"');
     const diagnostics = await d.lua<string[]>(
       `local ns = vim.api.nvim_create_namespace("flemma.frontmatter")

@@ -2,8 +2,6 @@ import { describe, expect, it } from 'vitest';
 import { type Driver } from '../helpers/driver.js';
 import { neovimLauncher } from '../helpers/e2e.js';
 
-let driver: Driver | undefined;
-
 const launch = neovimLauncher();
 
 const CHAT = [
@@ -62,7 +60,7 @@ async function marks(d: Driver, bufnr: number, count: number): Promise<number[]>
 
 describe('a chat buffer in Neovim', () => {
   it('is parsed by the host, which marks each message and shows parser diagnostics', async () => {
-    driver = await launch();
+    const driver = await launch();
     const buf = await driver.openChat('calc.chat', CHAT);
     expect(await marks(driver, buf, 4)).toEqual([0, 3, 6, 15]);
     const parsed = await tree(driver, buf);
@@ -76,7 +74,7 @@ describe('a chat buffer in Neovim', () => {
   });
 
   it('follows edits without blocking: fixing the JSON clears the diagnostic, a new message gets a mark', async () => {
-    driver = await launch();
+    const driver = await launch();
     const buf = await driver.openChat('edit.chat', CHAT);
     await marks(driver, buf, 4);
     await driver.press('13GA}<Esc>');
@@ -100,26 +98,27 @@ describe('a chat buffer in Neovim', () => {
   });
 
   it(']m and [m move between messages; im and am select one', async () => {
-    driver = await launch();
+    const driver = await launch();
     const buf = await driver.openChat('nav.chat', CHAT);
     await marks(driver, buf, 4);
     await driver.press('gg');
     const d = driver;
     const cursor = async (): Promise<number> =>
       (await d.lua<[number, number]>('return vim.api.nvim_win_get_cursor(0)'))[0];
-    await driver.press(']m');
-    expect(await cursor()).toBe(5);
-    await driver.press(']m');
-    expect(await cursor()).toBe(8);
-    // A count past the last message goes as far as it can, as Vim's own motions do.
-    await driver.press('2]m');
-    expect(await cursor()).toBe(17);
-    await driver.press(']m');
-    expect(await cursor()).toBe(17);
-    await driver.press('[m');
-    expect(await cursor()).toBe(8);
-    await driver.press('[m[m');
-    expect(await cursor()).toBe(2);
+    // Each motion in turn, and the line it lands on. A count past the last message goes as far
+    // as it can, as Vim's own motions do.
+    const moves: [string, number][] = [
+      [']m', 5],
+      [']m', 8],
+      ['2]m', 17],
+      [']m', 17],
+      ['[m', 8],
+      ['[m[m', 2],
+    ];
+    for (const [keys, row] of moves) {
+      await driver.press(keys);
+      expect(await cursor()).toBe(row);
+    }
 
     await driver.press('8G"ayim');
     expect(await driver.lua('return vim.fn.getreg("a")')).toBe(CHAT.slice(7, 14).join('\n') + '\n');
@@ -133,7 +132,7 @@ describe('a chat buffer in Neovim', () => {
   });
 
   it('follows the buffer across :edit! of a file changed on disk, and after a host restart', async () => {
-    driver = await launch();
+    const driver = await launch();
     const buf = await driver.openChat('reload.chat', CHAT);
     await marks(driver, buf, 4);
     driver.writeFile('reload.chat', [...CHAT, '', '@Assistant:', 'Done.'].join('\n') + '\n');

@@ -5,7 +5,7 @@
 // does not.
 import { describe, expect, it } from 'vitest';
 import { anthropicBlocks, replyBlocks } from '../helpers/anthropic-script.js';
-import { type Driver } from '../helpers/driver.js';
+import { type Driver, type Notification } from '../helpers/driver.js';
 import { launcher, type Session } from '../helpers/e2e.js';
 import { type FakeProvider, type FakeRequest } from '../helpers/fake-provider.js';
 import { usageBar } from '../helpers/usage.js';
@@ -71,6 +71,19 @@ async function ask(d: Driver, text: string): Promise<void> {
   await d.press('<Esc>');
 }
 
+/**
+ * `:Flemma status` reports the last request's context as `figure` of claude-sonnet-4-6's window
+ * (the model it went to), and the `window` line.
+ */
+async function statusShows(d: Driver, figure: string, window: string): Promise<void> {
+  await d.press(':Flemma status<CR>');
+  const lines = await report(d, 'flemma://status');
+  expect(lines).toContain(
+    `context: last request ${figure} of claude-sonnet-4-6's window (as the provider counted its input)`,
+  );
+  expect(lines).toContain(window);
+}
+
 describe('the meter after a reply', () => {
   it('shows all the input the provider counted against the model’s window, in the bar, :Flemma status and the statusline', async () => {
     const { d, f, buf } = await setup();
@@ -97,12 +110,11 @@ describe('the meter after a reply', () => {
     expect(await d.lua('return require("flemma.statusline").get(...)', buf)).toBe(
       'claude-sonnet-4-6 (high) · 1 req $0.02 · 9k / 200k (4%)',
     );
-    await d.press(':Flemma status<CR>');
-    const lines = await report(d, 'flemma://status');
-    expect(lines).toContain(
-      "context: last request 9k / 200k (4%) of claude-sonnet-4-6's window (as the provider counted its input)",
+    await statusShows(
+      d,
+      '9k / 200k (4%)',
+      '  window of claude-sonnet-4-6: 200k (from the model table)',
     );
-    expect(lines).toContain('  window of claude-sonnet-4-6: 200k (from the model table)');
   });
 
   it('follows context.window, colours the bar past warn_at, and stays with the model the request went to', async () => {
@@ -128,12 +140,11 @@ describe('the meter after a reply', () => {
     expect(await d.lua('return require("flemma.usage").context(...).model', buf)).toBe(
       'claude-sonnet-4-6',
     );
-    await d.press(':Flemma status<CR>');
-    const lines = await report(d, 'flemma://status');
-    expect(lines).toContain(
-      "context: last request 9k / 10k (90%) of claude-sonnet-4-6's window (as the provider counted its input)",
+    await statusShows(
+      d,
+      '9k / 10k (90%)',
+      '  window of claude-opus-4-6: 10k (from context.window)',
     );
-    expect(lines).toContain('  window of claude-opus-4-6: 10k (from context.window)');
     expect(await d.lua('return require("flemma.statusline").get(...)', buf)).toMatch(
       / · 9k \/ 10k \(90%\)$/,
     );
@@ -257,14 +268,21 @@ describe('the warning before a send', () => {
   /** Wide enough for the whole warning on the command line (a narrower one shortens it). */
   const WIDTH = 180;
 
-  it('warns at warn_at with the figures and what to do, once per crossing, and the send still goes', async () => {
+  /** The long chat sent with a context window of `window` tokens; the warning it gave. */
+  async function warned(
+    window: number,
+  ): Promise<{ d: Driver; f: FakeProvider; note: Notification }> {
     const { d, f } = await setup({
-      config: '{ context = { window = 110000 } }',
+      config: `{ context = { window = ${String(window)} } }`,
       lines: LONG,
       width: WIDTH,
     });
     await sendAndReply(d, f);
-    const note = await d.waitForNotification(WARNING);
+    return { d, f, note: await d.waitForNotification(WARNING) };
+  }
+
+  it('warns at warn_at with the figures and what to do, once per crossing, and the send still goes', async () => {
+    const { d, f, note } = await warned(110000);
     expect(note.message).toMatch(
       /^Flemma: Context ≈ 10\d(\.\d)?k \/ 110k \(9\d%\) of claude-sonnet-4-6's window\. Make room: :Flemma compact, or context\.budget\.$/,
     );
@@ -275,13 +293,7 @@ describe('the warning before a send', () => {
   });
 
   it('says the provider will likely refuse a request over the window', async () => {
-    const { d, f } = await setup({
-      config: '{ context = { window = 50000 } }',
-      lines: LONG,
-      width: WIDTH,
-    });
-    await sendAndReply(d, f);
-    const note = await d.waitForNotification(WARNING);
+    const { note } = await warned(50000);
     expect(note.message).toMatch(
       /^Flemma: Context ≈ 10\d(\.\d)?k \/ 50k \(2\d\d%\) of claude-sonnet-4-6's window: the provider will likely refuse it\. Make room: :Flemma compact, or context\.budget\.$/,
     );

@@ -95,6 +95,11 @@ describe('editing.disable_textwidth', () => {
 describe('editing.conceal', () => {
   const conceal = (d: Driver): Promise<[number, string]> =>
     d.lua('return { vim.wo.conceallevel, vim.wo.concealcursor }');
+  /** Runs the Ex `commands` in turn; the conceal options of the current window then. */
+  const concealAfter = async (d: Driver, ...commands: string[]): Promise<[number, string]> => {
+    for (const command of commands) await d.command(command);
+    return conceal(d);
+  };
 
   it("sets the chat window's conceal options and gives other buffers the window's own", async () => {
     const d = await start('{}', 'vim.o.conceallevel = 1');
@@ -103,22 +108,15 @@ describe('editing.conceal', () => {
     await d.openChat('c.chat', ['@You:', 'Hi']);
     expect(await conceal(d)).toEqual([2, 'nv']);
     // Another buffer in the same window: the user's values.
-    await d.command('edit notes.txt');
-    expect(await conceal(d)).toEqual([1, '']);
+    expect(await concealAfter(d, 'edit notes.txt')).toEqual([1, '']);
     // Back to the chat: its values again, and a change the user made to them stays.
-    await d.command('buffer c.chat');
-    expect(await conceal(d)).toEqual([2, 'nv']);
-    await d.command('setlocal conceallevel=0');
-    await d.command('edit notes.txt');
-    await d.command('buffer c.chat');
-    expect(await conceal(d)).toEqual([0, 'nv']);
+    expect(await concealAfter(d, 'buffer c.chat')).toEqual([2, 'nv']);
+    const changed = ['setlocal conceallevel=0', 'edit notes.txt', 'buffer c.chat'];
+    expect(await concealAfter(d, ...changed)).toEqual([0, 'nv']);
     // A window split off to edit another file has the user's values; the chat shown in a new
     // window gets the chat's.
-    await d.command('split other.txt');
-    expect(await conceal(d)).toEqual([1, '']);
-    await d.command('enew');
-    await d.command('buffer c.chat');
-    expect((await conceal(d))[1]).toBe('nv');
+    expect(await concealAfter(d, 'split other.txt')).toEqual([1, '']);
+    expect((await concealAfter(d, 'enew', 'buffer c.chat'))[1]).toBe('nv');
   });
 
   it('takes any spec: level and cursor flags', async () => {
@@ -131,10 +129,10 @@ describe('editing.conceal', () => {
     const d = await start('{ editing = { conceal = false } }', 'vim.o.conceallevel = 1');
     await d.openChat('c.chat', ['@You:', 'Hi']);
     expect(await conceal(d)).toEqual([1, '']);
-    await d.lua('require("flemma").setup({ editing = { conceal = "3" } })');
-    expect(await conceal(d)).toEqual([3, '']);
-    await d.lua('require("flemma").setup({ editing = { conceal = false } })');
-    expect(await conceal(d)).toEqual([1, '']);
+    const setup = (conceal: string): string =>
+      `lua require("flemma").setup({ editing = { conceal = ${conceal} } })`;
+    expect(await concealAfter(d, setup('"3"'))).toEqual([3, '']);
+    expect(await concealAfter(d, setup('false'))).toEqual([1, '']);
   });
 });
 

@@ -4,7 +4,8 @@
 import { describe, expect, it } from 'vitest';
 import { type ScriptedStream, anthropicStream } from '../helpers/anthropic-script.js';
 import { type Driver } from '../helpers/driver.js';
-import { launcher } from '../helpers/e2e.js';
+import { callChat, placeholder, toolResult, toolUse } from '../helpers/chat-lines.js';
+import { finishGated, GATED_TOOL, launcher } from '../helpers/e2e.js';
 import { type FakeProvider } from '../helpers/fake-provider.js';
 
 const launch = launcher();
@@ -186,41 +187,29 @@ describe('following a reply', () => {
   });
 });
 
-const GATE_TOOL = `
-require("flemma.tools").register("gate_tool", {
-  name = "gate_tool",
-  description = "Answers when the test says so",
-  input_schema = { type = "object", properties = {} },
-  execute = function(input, ctx, callback)
-    _G.finish_gate = function(text) callback({ success = true, output = text }) end
-  end,
-})`;
+/** Neovim with `gated_tool`, no autopilot, the cursor left where it is; `chat` open and booted. */
+async function gated(chat: string[]): Promise<{ d: Driver; buf: number }> {
+  const { d, buf } = await setup(
+    chat,
+    `require("flemma").setup({ tools = { autopilot = false, cursor_after_result = "stay" } })
+    ${GATED_TOOL}`,
+  );
+  await d.waitForEvent('FlemmaBootComplete');
+  return { d, buf };
+}
 
 describe('following tool results', () => {
   it('a window at the end shows the result written below it; one scrolled away gets the hint', async () => {
-    const chat = [
+    const { d, buf } = await gated([
       ...longChat(60),
       '',
       '@Assistant:',
-      '**Tool Use:** `gate_tool` (`toolu_G`)',
-      '',
-      '```json',
-      '{}',
-      '```',
+      ...toolUse('gated_tool', 'toolu_G'),
       '',
       '@You:',
       '',
-      '**Tool Result:** `toolu_G`',
-      '',
-      '```flemma:tool status=approved',
-      '```',
-    ];
-    const { d, buf } = await setup(
-      chat,
-      `require("flemma").setup({ tools = { autopilot = false, cursor_after_result = "stay" } })
-      ${GATE_TOOL}`,
-    );
-    await d.waitForEvent('FlemmaBootComplete');
+      ...placeholder('toolu_G', 'approved'),
+    ]);
     // The chat is the user's: its `approved` stands (in a file not trusted the chain judges it).
     await d.command('trust');
     await d.press('G');
@@ -233,9 +222,8 @@ describe('following tool results', () => {
       return win`,
     );
     await d.press('<C-]>');
-    await d.waitUntil('return _G.finish_gate ~= nil');
     const output = Array.from({ length: 30 }, (_, i) => `result line ${String(i + 1)}`).join('\n');
-    await d.lua('_G.finish_gate(...)', output);
+    await finishGated(d, output);
     await d.waitForEvent('FlemmaToolCompleted');
     await d.waitUntil(
       `return vim.fn.getline("$") == "\`\`\`" and vim.fn.search("result line 30", "n") > 0`,
@@ -252,38 +240,19 @@ describe('following tool results', () => {
   });
 
   it('a result written where the window looks gets no hint, the end staying where it is', async () => {
-    const chat = [
-      '@You:',
-      'Run it.',
-      '',
-      '@Assistant:',
-      '**Tool Use:** `gate_tool` (`toolu_M`)',
-      '',
-      '```json',
-      '{}',
-      '```',
+    const { d, buf } = await gated([
+      ...callChat('Run it.', [['gated_tool', 'toolu_M']]),
       '',
       '@You:',
       '',
-      '**Tool Result:** `toolu_M`',
-      '',
-      '```',
-      'old output',
-      '```',
+      ...toolResult('toolu_M', ['old output']),
       '',
       ...longChat(60).slice(1),
-    ];
-    const { d, buf } = await setup(
-      chat,
-      `require("flemma").setup({ tools = { autopilot = false, cursor_after_result = "stay" } })
-      ${GATE_TOOL}`,
-    );
-    await d.waitForEvent('FlemmaBootComplete');
+    ]);
     await d.press('5G');
     const win = await d.lua<number>('return vim.api.nvim_get_current_win()');
     await d.press('<M-CR>');
-    await d.waitUntil('return _G.finish_gate ~= nil');
-    await d.lua('_G.finish_gate(...)', 'new output');
+    await finishGated(d, 'new output');
     await d.waitForEvent('FlemmaToolCompleted');
     await d.waitUntil('return vim.fn.search("new output", "n") > 0');
     expect(await d.lua('return vim.bo[...].modifiable', buf)).toBe(true);

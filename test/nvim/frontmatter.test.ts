@@ -3,7 +3,7 @@
 import { textReply as anthropicText } from '../helpers/anthropic-script.js';
 import { describe, expect, it } from 'vitest';
 import { type Driver } from '../helpers/driver.js';
-import { launcher, type Session, statusLines } from '../helpers/e2e.js';
+import { launcher, sendChat, type Session, statusLines } from '../helpers/e2e.js';
 
 const launch = launcher();
 
@@ -27,18 +27,22 @@ interface AnthropicBody {
 
 describe('Lua frontmatter', () => {
   it('switches provider and model for this buffer while the global configuration is unchanged', async () => {
-    const { d, f } = await start();
-    const buf = await d.openChat('switch.chat', [
-      '```lua',
-      'flemma.opt.provider = "openai"',
-      'flemma.opt.model = "gpt-frontmatter"',
-      'flemma.opt.temperature = 0.3',
-      '```',
-      '@You:',
-      'Hello',
-    ]);
-    await trust(d);
-    await d.command('Flemma send');
+    const session = await start();
+    await sendChat(
+      session,
+      'switch.chat',
+      [
+        '```lua',
+        'flemma.opt.provider = "openai"',
+        'flemma.opt.model = "gpt-frontmatter"',
+        'flemma.opt.temperature = 0.3',
+        '```',
+        '@You:',
+        'Hello',
+      ],
+      { trust: true },
+    );
+    const { d, f, buf } = session;
     const request = await f.nextRequest({ path: /^\/v1\/responses/ });
     const body = request.body as { model: string; temperature?: number };
     expect(body.model).toBe('gpt-frontmatter');
@@ -50,17 +54,14 @@ describe('Lua frontmatter', () => {
   });
 
   it('removes a tool from the request with flemma.opt.tools:remove', async () => {
-    const { d, f } = await start();
-    await d.openChat('tools.chat', [
-      '```lua',
-      'flemma.opt.tools:remove("bash")',
-      '```',
-      '@You:',
-      'Hello',
-    ]);
-    await trust(d);
-    await d.waitForEvent('FlemmaBootComplete');
-    await d.command('Flemma send');
+    const session = await start();
+    await sendChat(
+      session,
+      'tools.chat',
+      ['```lua', 'flemma.opt.tools:remove("bash")', '```', '@You:', 'Hello'],
+      { trust: true, boot: true },
+    );
+    const { d, f } = session;
     const request = await f.nextRequest({ path: '/v1/messages' });
     const names = ((request.body as AnthropicBody).tools ?? []).map((tool) => tool.name);
     expect(names).not.toContain('bash');
@@ -70,12 +71,10 @@ describe('Lua frontmatter', () => {
   });
 
   it('says "did you mean" for a misspelled tool, names the line, and sends nothing', async () => {
-    const { d, f } = await start();
     const lines = ['```lua', 'flemma.opt.tools:remove("bsh")', '```', '@You:', 'Hello'];
-    const buf = await d.openChat('typo.chat', lines);
-    await trust(d);
-    await d.waitForEvent('FlemmaBootComplete');
-    await d.command('Flemma send');
+    const session = await start();
+    await sendChat(session, 'typo.chat', lines, { trust: true, boot: true });
+    const { d, f, buf } = session;
     const note = await d.waitForNotification(/did you mean 'bash'/);
     expect(note.message).toContain('frontmatter line 2');
     expect(f.requests).toHaveLength(0);
@@ -83,11 +82,10 @@ describe('Lua frontmatter', () => {
   });
 
   it('reports an error in the code with its buffer line', async () => {
-    const { d, f } = await start();
     const lines = ['```lua', 'local x = 1', 'flemma.opt.temperature = "hot"', '```', '@You:', 'Hi'];
-    const buf = await d.openChat('bad.chat', lines);
-    await trust(d);
-    await d.command('Flemma send');
+    const session = await start();
+    await sendChat(session, 'bad.chat', lines, { trust: true });
+    const { d, f, buf } = session;
     const note = await d.waitForNotification(/frontmatter line 3/);
     expect(note.message).toMatch(/temperature/);
     expect(f.requests).toHaveLength(0);
@@ -95,10 +93,10 @@ describe('Lua frontmatter', () => {
   });
 
   it('does not run an untrusted file, says how to trust it, and runs it once trusted', async () => {
-    const { d, f } = await start();
     const lines = ['```lua', 'flemma.opt.temperature = 0.7', '```', '@You:', 'Hello'];
-    const buf = await d.openChat('untrusted.chat', lines);
-    await d.command('Flemma send');
+    const session = await start();
+    await sendChat(session, 'untrusted.chat', lines);
+    const { d, f, buf } = session;
     const note = await d.waitForNotification(/:trust to run its Lua frontmatter/);
     expect(note.message).toContain('untrusted.chat');
     expect(f.requests).toHaveLength(0);
@@ -180,9 +178,9 @@ describe('YAML and custom frontmatter languages', () => {
   });
 
   it('names the line of a YAML error', async () => {
-    const { d, f } = await start();
-    await d.openChat('yaml-bad.chat', ['```yaml', 'a: 1', 'b: [1, 2', '```', '@You:', 'Hi']);
-    await d.command('Flemma send');
+    const session = await start();
+    await sendChat(session, 'yaml-bad.chat', ['```yaml', 'a: 1', 'b: [1, 2', '```', '@You:', 'Hi']);
+    const { d, f } = session;
     const note = await d.waitForNotification(/invalid YAML/);
     expect(note.message).toMatch(/frontmatter line [2-4]: invalid YAML/);
     expect(f.requests).toHaveLength(0);
@@ -287,22 +285,26 @@ describe('checking the frontmatter while editing', () => {
 
 describe('JSON frontmatter', () => {
   it('sets options under "flemma" with operators, and needs no trust', async () => {
-    const { d, f } = await start();
-    await d.openChat('json.chat', [
-      '```json',
-      '{',
-      '  "customer": "Ana",',
-      '  "flemma": {',
-      '    "parameters": { "temperature": 0.4 },',
-      '    "tools": { "$remove": ["bash", "write"] }',
-      '  }',
-      '}',
-      '```',
-      '@You:',
-      'Hello',
-    ]);
-    await d.waitForEvent('FlemmaBootComplete');
-    await d.command('Flemma send');
+    const session = await start();
+    await sendChat(
+      session,
+      'json.chat',
+      [
+        '```json',
+        '{',
+        '  "customer": "Ana",',
+        '  "flemma": {',
+        '    "parameters": { "temperature": 0.4 },',
+        '    "tools": { "$remove": ["bash", "write"] }',
+        '  }',
+        '}',
+        '```',
+        '@You:',
+        'Hello',
+      ],
+      { boot: true },
+    );
+    const { d, f } = session;
     const request = await f.nextRequest({ path: '/v1/messages' });
     const body = request.body as AnthropicBody;
     expect(body.temperature).toBe(0.4);
@@ -315,7 +317,6 @@ describe('JSON frontmatter', () => {
   });
 
   it('names the line of an unknown option', async () => {
-    const { d, f } = await start();
     const lines = [
       '```json',
       '{',
@@ -327,8 +328,9 @@ describe('JSON frontmatter', () => {
       '@You:',
       'Hi',
     ];
-    await d.openChat('json-bad.chat', lines);
-    await d.command('Flemma send');
+    const session = await start();
+    await sendChat(session, 'json-bad.chat', lines);
+    const { d, f } = session;
     const note = await d.waitForNotification(/frontmatter line 4/);
     expect(note.message).toContain("did you mean 'temperature'");
     expect(f.requests).toHaveLength(0);

@@ -84,6 +84,13 @@ async function turnAndReview(
     return out`);
 }
 
+/** The config's program has not run (no `marker`); it is live: plain git in `work` runs it. */
+function notRunButLive(work: string, marker: string): void {
+  expect(existsSync(marker)).toBe(false);
+  git(work, 'status', '--porcelain');
+  expect(existsSync(marker)).toBe(true);
+}
+
 describe('git runs none of the repository’s programs', () => {
   it('an fsmonitor a write the user approved put into .git/config', async () => {
     const { home: dir, work } = repository();
@@ -103,10 +110,7 @@ describe('git runs none of the repository’s programs', () => {
     ]);
     expect(readFileSync(join(work, '.git', 'config'), 'utf8')).toContain('fsmonitor');
     expect(entries).toContain(`made.txt: ${MARKED}`);
-    expect(existsSync(marker)).toBe(false);
-    // The config is live: plain git does run it.
-    git(work, 'status', '--porcelain');
-    expect(existsSync(marker)).toBe(true);
+    notRunButLive(work, marker);
   });
 
   it('an fsmonitor a sandboxed bash put in a git directory of its own (.git/commondir)', async () => {
@@ -125,9 +129,7 @@ describe('git runs none of the repository’s programs', () => {
       { id: 'toolu_B1', name: 'bash', input: { label: 'tune git', command, timeout: null } },
     ]);
     expect(entries).toContain(`made.txt: ${MARKED}`);
-    expect(existsSync(marker)).toBe(false);
-    git(work, 'status', '--porcelain');
-    expect(existsSync(marker)).toBe(true);
+    notRunButLive(work, marker);
   });
 
   it('an fsmonitor and a clean filter shipped in the directory before Neovim started', async () => {

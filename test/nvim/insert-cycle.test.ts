@@ -3,10 +3,22 @@
 // done, the chain of autopilot stopped, or the step was refused), but only in the chat's window
 // and from Normal mode. The fake Anthropic server answers the sends.
 import { describe, expect, it } from 'vitest';
-import { anthropicReply, anthropicStream } from '../helpers/anthropic-script.js';
+import {
+  anthropicReply,
+  anthropicStream,
+  type ScriptedStream,
+} from '../helpers/anthropic-script.js';
+import { type FakeProvider, type FakeRequest } from '../helpers/fake-provider.js';
 import { type Driver } from '../helpers/driver.js';
-import { launcher, type Session, GATED_TOOL, ECHO_TOOL, STEP_WITNESS } from '../helpers/e2e.js';
-import { toolUse } from '../helpers/chat-lines.js';
+import {
+  launcher,
+  openBooted,
+  type Session,
+  GATED_TOOL,
+  ECHO_TOOL,
+  STEP_WITNESS,
+} from '../helpers/e2e.js';
+import { callChat, toolResult } from '../helpers/chat-lines.js';
 
 const launch = launcher();
 
@@ -14,11 +26,54 @@ const launch = launcher();
 const WITNESS = STEP_WITNESS;
 const TOOLS = `${ECHO_TOOL}\n${GATED_TOOL}`;
 
-function start(options: string): Promise<Session> {
+function start(options: string, chat?: { name: string; lines: string[] }): Promise<Session> {
   return launch({
     key: 'sk-ant-test-key',
     setup: `require("flemma").setup(${options})\n${TOOLS}\n${WITNESS}`,
+    ...(chat === undefined ? {} : { chat }),
   });
+}
+
+interface Pressed {
+  d: Driver;
+  f: FakeProvider;
+  buf: number;
+  /** The event count before the keys. */
+  seen: number;
+}
+
+/** Neovim set up with `options` and the chat `name` holding `lines`; `keys` pressed there. */
+async function pressed(
+  options: string,
+  name: string,
+  lines: string[],
+  keys = 'GA<C-]>',
+): Promise<Pressed> {
+  const session = await start(options, { name, lines });
+  const seen = session.d.eventCount;
+  await session.d.press(keys);
+  return { d: session.d, f: session.f, buf: session.buf, seen };
+}
+
+/** `pressed` with `GA<C-]>`, and the request it sent. */
+async function sentFromInsert(
+  options: string,
+  name: string,
+  lines: string[],
+): Promise<Pressed & { request: FakeRequest }> {
+  const keys = await pressed(options, name, lines);
+  return { ...keys, request: await keys.f.nextRequest({ path: '/v1/messages' }) };
+}
+
+/** `sentFromInsert` on a chat asking `Hello`, answered by a stream that has sent `text` so far. */
+async function streamingFromInsert(
+  name: string,
+  text: string,
+): Promise<{ d: Driver; buf: number; seen: number; stream: ScriptedStream }> {
+  const { d, buf, seen, request } = await sentFromInsert('{}', name, ['@You:', 'Hello']);
+  const stream = await anthropicStream(request);
+  await stream.text(text);
+  return { d, buf, seen, stream };
 }
 
 async function cursor(d: Driver): Promise<[number, number]> {
@@ -60,14 +115,7 @@ describe('<C-]> in Insert mode', () => {
   });
 
   it('comes back after the reply was cancelled (<C-c>)', async () => {
-    const { d, f } = await start('{}');
-    const buf = await d.openChat('cancel.chat', ['@You:', 'Hello']);
-    await d.waitForEvent('FlemmaBootComplete');
-    const seen = d.eventCount;
-    await d.press('GA<C-]>');
-    const request = await f.nextRequest({ path: '/v1/messages' });
-    const stream = await anthropicStream(request);
-    await stream.text('Partial');
+    const { d, buf, seen } = await streamingFromInsert('cancel.chat', 'Partial');
     await d.waitUntil(
       'return table.concat(vim.api.nvim_buf_get_lines(..., 0, -1, false), "\\n"):find("Partial", 1, true) ~= nil',
       { args: [buf] },
@@ -81,20 +129,12 @@ describe('<C-]> in Insert mode', () => {
   });
 
   it('stays in Normal mode, on the call, when the placeholders wait for approval', async () => {
-    const { d, f } = await start('{ tools = { autopilot = false } }');
-    const buf = await d.openChat('pending.chat', [
-      '@You:',
-      'Echo hi.',
-      '',
-      '@Assistant:',
-      ...toolUse('echo_tool', 'toolu_01', '{"text":"hi"}'),
+    const { d, f, buf, seen } = await pressed('{ tools = { autopilot = false } }', 'pending.chat', [
+      ...callChat('Echo hi.', [['echo_tool', 'toolu_01', '{"text":"hi"}']]),
       '',
       '@You:',
       '',
     ]);
-    await d.waitForEvent('FlemmaBootComplete');
-    const seen = d.eventCount;
-    await d.press('GA<C-]>');
     // The "Approval needed" message stays on screen: no `-- INSERT --` over it.
     expect(await stepEnded(d, seen)).toBe(false);
     expect(await d.mode()).toBe('n');
@@ -108,21 +148,11 @@ describe('<C-]> in Insert mode', () => {
 
   it('answers when the approved tools are done, not before, in Normal mode on the result', async () => {
     const { d } = await start('{ tools = { autopilot = false } }');
-    const buf = await d.openChat('tools.chat', [
-      '@You:',
-      'Wait.',
-      '',
-      '@Assistant:',
-      ...toolUse('gated_tool', 'toolu_G', '{}'),
-      '',
-      '@You:',
-      '',
-      '**Tool Result:** `toolu_G`',
-      '',
-      '```flemma:tool status=approved',
-      '```',
-    ]);
-    await d.waitForEvent('FlemmaBootComplete');
+    const buf = await openBooted(
+      d,
+      'tools.chat',
+      callChat('Wait.', [['gated_tool', 'toolu_G']], 'approved'),
+    );
     // The chat is the user's: its `approved` stands (in a file not trusted the chain judges it).
     await d.command('trust');
     const seen = d.eventCount;
@@ -138,22 +168,20 @@ describe('<C-]> in Insert mode', () => {
     expect(await d.mode()).toBe('n');
     const done = await d.lines(buf);
     expect((await cursor(d))[0]).toBe(done.indexOf('**Tool Result:** `toolu_G`') + 1);
-    expect((await d.lines(buf)).slice(-5)).toEqual([
-      '**Tool Result:** `toolu_G`',
-      '',
-      '```',
-      'done',
-      '```',
-    ]);
+    expect((await d.lines(buf)).slice(-5)).toEqual(toolResult('toolu_G', ['done']));
   });
 
   it('with autopilot, comes back when the chain stops, not after its first step', async () => {
-    const { d, f } = await start('{ tools = { auto_approve = { "echo_tool" } } }');
-    const buf = await d.openChat('chain.chat', ['@You:', 'Echo twice.']);
-    await d.waitForEvent('FlemmaBootComplete');
-    const seen = d.eventCount;
-    await d.press('GA<C-]>');
-    const first = await f.nextRequest({ path: '/v1/messages' });
+    const {
+      d,
+      f,
+      buf,
+      seen,
+      request: first,
+    } = await sentFromInsert('{ tools = { auto_approve = { "echo_tool" } } }', 'chain.chat', [
+      '@You:',
+      'Echo twice.',
+    ]);
     await anthropicReply(first, 'Echoing.', [
       { id: 'toolu_E', name: 'echo_tool', input: { text: 'hi' } },
     ]);
@@ -171,12 +199,10 @@ describe('<C-]> in Insert mode', () => {
   });
 
   it('with autopilot, answers in Normal mode when the chain pauses at a call that waits', async () => {
-    const { d, f } = await start('{}');
-    const buf = await d.openChat('pause.chat', ['@You:', 'Echo.']);
-    await d.waitForEvent('FlemmaBootComplete');
-    const seen = d.eventCount;
-    await d.press('GA<C-]>');
-    const request = await f.nextRequest({ path: '/v1/messages' });
+    const { d, f, buf, seen, request } = await sentFromInsert('{}', 'pause.chat', [
+      '@You:',
+      'Echo.',
+    ]);
     await anthropicReply(request, 'Echoing.', [
       { id: 'toolu_P', name: 'echo_tool', input: { text: 'hi' } },
     ]);
@@ -189,20 +215,12 @@ describe('<C-]> in Insert mode', () => {
   });
 
   it('comes back at once when there is nothing to send, with the key mapped elsewhere', async () => {
-    const { d, f } = await start('{ keymaps = { insert = { send = "<C-s>" } } }');
-    const buf = await d.openChat('nothing.chat', [
-      '@You:',
-      'Hi.',
-      '',
-      '@Assistant:',
-      'Hello.',
-      '',
-      '@You:',
-      '',
-    ]);
-    await d.waitForEvent('FlemmaBootComplete');
-    const seen = d.eventCount;
-    await d.press('GA<C-s>');
+    const { d, f, buf, seen } = await pressed(
+      '{ keymaps = { insert = { send = "<C-s>" } } }',
+      'nothing.chat',
+      ['@You:', 'Hi.', '', '@Assistant:', 'Hello.', '', '@You:', ''],
+      'GA<C-s>',
+    );
     expect(await stepEnded(d, seen)).toBe(true);
     await d.waitForNotification(/Nothing to send/);
     expect(await d.mode()).toBe('i');
@@ -212,15 +230,8 @@ describe('<C-]> in Insert mode', () => {
   });
 
   it('stays in Normal mode when the user went to another window meanwhile', async () => {
-    const { d, f } = await start('{}');
-    const buf = await d.openChat('moved.chat', ['@You:', 'Hello']);
-    await d.waitForEvent('FlemmaBootComplete');
+    const { d, buf, seen, stream } = await streamingFromInsert('moved.chat', 'Hi.');
     const chatWin = await d.lua<number>('return vim.api.nvim_get_current_win()');
-    const seen = d.eventCount;
-    await d.press('GA<C-]>');
-    const request = await f.nextRequest({ path: '/v1/messages' });
-    const stream = await anthropicStream(request);
-    await stream.text('Hi.');
     await d.command('new');
     const other = await d.lua<number>('return vim.api.nvim_get_current_win()');
     expect(other).not.toBe(chatWin);
@@ -232,14 +243,7 @@ describe('<C-]> in Insert mode', () => {
   });
 
   it('stays in Visual mode when the user started it meanwhile', async () => {
-    const { d, f } = await start('{}');
-    await d.openChat('visual.chat', ['@You:', 'Hello']);
-    await d.waitForEvent('FlemmaBootComplete');
-    const seen = d.eventCount;
-    await d.press('GA<C-]>');
-    const request = await f.nextRequest({ path: '/v1/messages' });
-    const stream = await anthropicStream(request);
-    await stream.text('Hi.');
+    const { d, seen, stream } = await streamingFromInsert('visual.chat', 'Hi.');
     await d.press('gg');
     await d.press('v');
     expect(await d.mode()).toBe('v');
@@ -249,14 +253,7 @@ describe('<C-]> in Insert mode', () => {
   });
 
   it('leaves a command line being typed alone', async () => {
-    const { d, f } = await start('{}');
-    const buf = await d.openChat('cmdline.chat', ['@You:', 'Hello']);
-    await d.waitForEvent('FlemmaBootComplete');
-    const seen = d.eventCount;
-    await d.press('GA<C-]>');
-    const request = await f.nextRequest({ path: '/v1/messages' });
-    const stream = await anthropicStream(request);
-    await stream.text('Hi.');
+    const { d, buf, seen, stream } = await streamingFromInsert('cmdline.chat', 'Hi.');
     await d.press(':echo');
     expect(await d.mode()).toBe('c');
     await stream.finish();

@@ -9,6 +9,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { pendingCall } from '../helpers/chat-lines.js';
 import { anthropicReply } from '../helpers/anthropic-script.js';
 import { type Driver } from '../helpers/driver.js';
+import { type FakeProvider } from '../helpers/fake-provider.js';
 import { launcher, type Session } from '../helpers/e2e.js';
 
 let home: string | undefined;
@@ -174,6 +175,21 @@ describe('a write whose undo record cannot be written', () => {
   });
 });
 
+/** `:Flemma send` on the chat `name` asking `Hello`: the reply `text` is written, completed. */
+async function sendsAndCompletes(
+  d: Driver,
+  f: FakeProvider,
+  name: string,
+  text: string,
+): Promise<void> {
+  await d.openChat(name, ['@You:', 'Hello']);
+  await d.waitForEvent('FlemmaBootComplete');
+  await d.command('Flemma send');
+  await anthropicReply(await f.nextRequest({ path: '/v1/messages' }), text);
+  const done = await d.waitForEvent('FlemmaRequestFinished');
+  expect(done.data['status']).toBe('completed');
+}
+
 describe('a timeout beyond what a timer takes', () => {
   function startWith(setup: string): Promise<Session> {
     return launch({ setup });
@@ -187,12 +203,7 @@ describe('a timeout beyond what a timer takes', () => {
     expect(err).toBe(
       "flemma.setup: option 'parameters.timeout' must be an integer between 1 and 2147483 (seconds), got number 999999999",
     );
-    await d.openChat('send.chat', ['@You:', 'Hello']);
-    await d.waitForEvent('FlemmaBootComplete');
-    await d.command('Flemma send');
-    await anthropicReply(await f.nextRequest({ path: '/v1/messages' }), 'Hi there.');
-    const done = await d.waitForEvent('FlemmaRequestFinished');
-    expect(done.data['status']).toBe('completed');
+    await sendsAndCompletes(d, f, 'send.chat', 'Hi there.');
     expect(await d.lines()).toContain('Hi there.');
   });
 
@@ -220,11 +231,6 @@ describe('a timeout beyond what a timer takes', () => {
     const { d, f } = await startWith(
       'require("flemma").setup({ parameters = { timeout = 2147483, stream_idle_timeout = 2147483 } })',
     );
-    await d.openChat('max.chat', ['@You:', 'Hello']);
-    await d.waitForEvent('FlemmaBootComplete');
-    await d.command('Flemma send');
-    await anthropicReply(await f.nextRequest({ path: '/v1/messages' }), 'In time.');
-    const done = await d.waitForEvent('FlemmaRequestFinished');
-    expect(done.data['status']).toBe('completed');
+    await sendsAndCompletes(d, f, 'max.chat', 'In time.');
   });
 });

@@ -32,6 +32,15 @@ async function errors(d: Driver): Promise<string[]> {
   return (await d.commandOutput('messages')).split('\n').filter((line) => /E\d+:/.test(line));
 }
 
+/** The messages shown since the `notes`th, once what was scheduled has run. */
+async function messagesSince(d: Driver, notes: number): Promise<string[]> {
+  await d.afterScheduled();
+  return d
+    .notifications()
+    .slice(notes)
+    .map((note) => note.message);
+}
+
 describe('a locked chat buffer', () => {
   it('says once that it is read-only, whatever is typed, and changes nothing', async () => {
     const { d, s, buf } = await streaming(['@You:', 'What is the answer?']);
@@ -116,13 +125,7 @@ describe('a locked chat buffer', () => {
     await d.press('<Space>');
     expect(await d.lua('return vim.fn.foldclosed(".")')).toBe(-1);
     expect(await d.lua('return vim.fn.foldlevel(".")')).toBe(0);
-    await d.afterScheduled();
-    expect(
-      d
-        .notifications()
-        .slice(notes)
-        .map((note) => note.message),
-    ).toEqual([expect.stringMatching(LOCKED)]);
+    expect(await messagesSince(d, notes)).toEqual([expect.stringMatching(LOCKED)]);
     // On a complete message: folded as ever.
     await d.press('gg');
     await d.press('<Space>');
@@ -147,13 +150,7 @@ describe('a locked chat buffer', () => {
     await d.waitUntil('return vim.fn.getline("$") == "More text after the call. The end."');
     const after = await d.lines(buf);
     expect(after.filter((line) => line.startsWith('**Tool Result:**'))).toEqual([]);
-    await d.afterScheduled();
-    expect(
-      d
-        .notifications()
-        .slice(notes)
-        .map((note) => note.message),
-    ).toEqual([expect.stringMatching(LOCKED)]);
+    expect(await messagesSince(d, notes)).toEqual([expect.stringMatching(LOCKED)]);
     await s.finish();
     await d.waitForEvent('FlemmaRequestFinished');
   });

@@ -4,7 +4,7 @@
 // `:Flemma mcp:status` as a user reads it; a send made during discovery waits for it.
 import type { ChildProcess } from 'node:child_process';
 import { afterEach, describe, expect, it } from 'vitest';
-import { MESSAGE_START, textDeltas, textDelta } from '../helpers/anthropic-script.js';
+import { anthropicReply as reply } from '../helpers/anthropic-script.js';
 import { type Driver } from '../helpers/driver.js';
 import { launcher } from '../helpers/e2e.js';
 import { type FakeRequest } from '../helpers/fake-provider.js';
@@ -14,6 +14,7 @@ import {
   spawnHttpFixture,
   startMcpControl,
 } from '../helpers/mcp-fixture.js';
+import { toolResult } from '../helpers/chat-lines.js';
 
 let control: McpControl | undefined;
 const children: ChildProcess[] = [];
@@ -27,41 +28,6 @@ afterEach(async () => {
 });
 
 const launch = launcher();
-
-interface Call {
-  id: string;
-  name: string;
-  input: Record<string, unknown>;
-}
-
-/** Streams a reply: a text block, then one tool_use block per call. */
-async function reply(request: FakeRequest, text: string, calls: Call[] = []): Promise<void> {
-  const s = request.stream();
-  await s.sse('message_start', MESSAGE_START);
-  await textDeltas(s, []);
-  await textDelta(s, text);
-  await s.sse('content_block_stop', { type: 'content_block_stop', index: 0 });
-  for (const [i, call] of calls.entries()) {
-    await s.sse('content_block_start', {
-      type: 'content_block_start',
-      index: i + 1,
-      content_block: { type: 'tool_use', id: call.id, name: call.name, input: {} },
-    });
-    await s.sse('content_block_delta', {
-      type: 'content_block_delta',
-      index: i + 1,
-      delta: { type: 'input_json_delta', partial_json: JSON.stringify(call.input) },
-    });
-    await s.sse('content_block_stop', { type: 'content_block_stop', index: i + 1 });
-  }
-  await s.sse('message_delta', {
-    type: 'message_delta',
-    delta: { stop_reason: calls.length > 0 ? 'tool_use' : 'end_turn', stop_sequence: null },
-    usage: { output_tokens: 5 },
-  });
-  await s.sse('message_stop', { type: 'message_stop' });
-  await s.end();
-}
 
 type ToolSpec = { name: string; description: string; input_schema: Record<string, unknown> };
 type Message = { role: string; content: { type: string; [key: string]: unknown }[] };
@@ -138,23 +104,13 @@ describe('MCP servers', () => {
 
     // Autopilot runs the auto-approved call and sends its result.
     const follow = await fake.nextRequest({ path: '/v1/messages' });
-    expect(lastUserContent(follow)).toEqual([
-      expect.objectContaining({
-        type: 'tool_result',
-        tool_use_id: 'toolu_M1',
-        content: 'echo: hi',
-      }),
+    expect(lastUserContent(follow)).toMatchObject([
+      { type: 'tool_result', tool_use_id: 'toolu_M1', content: 'echo: hi' },
     ]);
     const lines = await d.lines(buf);
     const header = lines.indexOf('**Tool Result:** `toolu_M1`');
     expect(header).toBeGreaterThan(0);
-    expect(lines.slice(header, header + 5)).toEqual([
-      '**Tool Result:** `toolu_M1`',
-      '',
-      '```',
-      'echo: hi',
-      '```',
-    ]);
+    expect(lines.slice(header, header + 5)).toEqual(toolResult('toolu_M1', ['echo: hi']));
     const done = d.eventCount;
     await reply(follow, 'Done.');
     await d.waitForEvent('FlemmaRequestFinished', { after: done });

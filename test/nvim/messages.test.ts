@@ -15,13 +15,15 @@ const launch = launcher();
 const WIDTH = 80;
 const HEIGHT = 24;
 
-function start(): Promise<Session> {
+/** Neovim with a UI and `echo_tool`; with `name`, that chat asking `Go.` open and booted. */
+function start(name?: string): Promise<Session> {
   return launch({
     ui: { width: WIDTH, height: HEIGHT },
     key: 'sk-ant-test-key',
     setup: `vim.o.cmdheight = 1
 require("flemma").setup({ tools = { autopilot = false } })
 ${ECHO_TOOL}`,
+    ...(name === undefined ? {} : { chat: { name, lines: ['@You:', 'Go.'] } }),
   });
 }
 
@@ -46,9 +48,7 @@ async function shown(d: Driver, pattern: RegExp, after: number): Promise<string>
 
 describe('on an 80-column command line', () => {
   it('the messages of a tool loop and of a busy request fit whole', async () => {
-    const { d, f } = await start();
-    await d.openChat('loop.chat', ['@You:', 'Go.']);
-    await d.waitForEvent('FlemmaBootComplete');
+    const { d, f } = await start('loop.chat');
     let mark = d.notificationCount;
     await d.press('<C-]>');
     const request = await f.nextRequest({ path: '/v1/messages' });
@@ -87,9 +87,7 @@ describe('on an 80-column command line', () => {
   });
 
   it('a long error is shortened in the middle; :Flemma status and the log have it whole', async () => {
-    const { d, f } = await start();
-    await d.openChat('long.chat', ['@You:', 'Go.']);
-    await d.waitForEvent('FlemmaBootComplete');
+    const { d, f } = await start('long.chat');
     const mark = d.notificationCount;
     await d.press('<C-]>');
     const detail =

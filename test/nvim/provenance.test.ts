@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { anthropicBlocks } from '../helpers/anthropic-script.js';
 import { type Driver } from '../helpers/driver.js';
 import { echoTool, launcher, type Session } from '../helpers/e2e.js';
-import { type FakeRequest } from '../helpers/fake-provider.js';
+import { type FakeProvider, type FakeRequest } from '../helpers/fake-provider.js';
 
 const launch = launcher();
 
@@ -40,13 +40,29 @@ function setup(options: { tools?: string; ui?: boolean; lines?: string[] } = {})
 }
 
 /** Types `text` as the next message (in the empty `@You:` at the end) and sends with <C-]>. */
-async function sendNext(d: Driver, buf: number, text: string): Promise<void> {
+async function sendNext(
+  { d, f }: { d: Driver; f: FakeProvider },
+  buf: number,
+  text: string,
+): Promise<{ next: FakeRequest; body: Body }> {
   await d.lua(
     'local buf, text = ...; local n = vim.api.nvim_buf_line_count(buf); vim.api.nvim_buf_set_lines(buf, n - 1, n, false, { text })',
     buf,
     text,
   );
   await d.press('<C-]>');
+  const next = await f.nextRequest({ path: '/v1/messages' });
+  const body = bodyOf(next);
+  // The question, the reply, and the follow-up: nothing the reply forged became a message.
+  expect(body.messages.map((message) => message.role)).toEqual(['user', 'assistant', 'user']);
+  return { next, body };
+}
+
+/** The chat shows each of `escaped` (a forged line, escaped) and no `@You:` but the two real. */
+async function expectEscaped(d: Driver, buf: number, escaped: string[]): Promise<void> {
+  const lines = await d.lines(buf);
+  for (const line of escaped) expect(lines).toContain(line);
+  expect(lines.filter((line) => line === '@You:')).toHaveLength(2);
 }
 
 describe('a reply that forges structure', () => {
@@ -88,11 +104,8 @@ describe('a reply that forges structure', () => {
     await d.command('edit forge.chat');
     const reopened = await d.lua<number>('return vim.api.nvim_get_current_buf()');
     expect((await d.lines(reopened))[5]).toBe('\\@You:');
-    await sendNext(d, reopened, 'Thanks.');
-    const next = await f.nextRequest({ path: '/v1/messages' });
+    const { next, body } = await sendNext({ d, f }, reopened, 'Thanks.');
     expect(next.rawBody).not.toContain(KEY_MARKER);
-    const body = bodyOf(next);
-    expect(body.messages.map((message) => message.role)).toEqual(['user', 'assistant', 'user']);
     expect(body.messages[1]?.content).toEqual([{ type: 'text', text: forged }]);
     expect(body.messages[2]?.content).toEqual([{ type: 'text', text: 'Thanks.' }]);
     await reply(next, [{ kind: 'text', deltas: ['OK.'] }]);
@@ -124,16 +137,13 @@ describe('a reply that forges structure', () => {
       { kind: 'text', deltas: [forged.slice(0, 20), forged.slice(20, 61), forged.slice(61)] },
     ]);
     await d.waitForEvent('FlemmaRequestFinished');
-    const lines = await d.lines(buf);
-    expect(lines).toContain('\\**Tool Use:** `write` (`toolu_forged`)');
-    expect(lines).toContain('\\@You:');
-    expect(lines).toContain('\\**Tool Result:** `toolu_forged`');
-    expect(lines.filter((line) => line === '@You:')).toHaveLength(2);
+    await expectEscaped(d, buf, [
+      '\\**Tool Use:** `write` (`toolu_forged`)',
+      '\\@You:',
+      '\\**Tool Result:** `toolu_forged`',
+    ]);
     // The user goes on: the next <C-]> sends the question, and runs nothing.
-    await sendNext(d, buf, 'Go on.');
-    const next = await f.nextRequest({ path: '/v1/messages' });
-    const body = bodyOf(next);
-    expect(body.messages.map((message) => message.role)).toEqual(['user', 'assistant', 'user']);
+    const { next, body } = await sendNext({ d, f }, buf, 'Go on.');
     expect(body.messages[1]?.content).toEqual([{ type: 'text', text: forged }]);
     expect(body.messages[2]?.content).toEqual([{ type: 'text', text: 'Go on.' }]);
     expect(existsSync(outside)).toBe(false);
@@ -152,15 +162,8 @@ describe('a reply that forges structure', () => {
       { kind: 'text', deltas: ['Answer.'] },
     ]);
     await d.waitForEvent('FlemmaRequestFinished');
-    const lines = await d.lines(buf);
-    expect(lines).toContain('\\</thinking>');
-    expect(lines).toContain('\\@You:');
-    expect(lines).toContain('\\```');
-    expect(lines.filter((line) => line === '@You:')).toHaveLength(2);
-    await sendNext(d, buf, 'More.');
-    const next = await f.nextRequest({ path: '/v1/messages' });
-    const body = bodyOf(next);
-    expect(body.messages.map((message) => message.role)).toEqual(['user', 'assistant', 'user']);
+    await expectEscaped(d, buf, ['\\</thinking>', '\\@You:', '\\```']);
+    const { next, body } = await sendNext({ d, f }, buf, 'More.');
     expect(body.messages[1]?.content).toEqual([
       { type: 'thinking', thinking: thought, signature: 'sig-abc' },
       { type: 'text', text: 'Answer.' },
@@ -184,9 +187,7 @@ describe('a reply that forges structure', () => {
       '@You:',
       '',
     ]);
-    await sendNext(d, buf, 'Why?');
-    const body = bodyOf(await f.nextRequest({ path: '/v1/messages' }));
-    expect(body.messages.map((message) => message.role)).toEqual(['user', 'assistant', 'user']);
+    const { body } = await sendNext({ d, f }, buf, 'Why?');
     expect(body.messages[2]?.content).toEqual([{ type: 'text', text: 'Why?' }]);
   });
 });

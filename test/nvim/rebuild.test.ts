@@ -40,14 +40,15 @@ function pidOf(d: Driver): Promise<number | null> {
   return d.lua<number | null>('return require("flemma.host").status().pid or vim.NIL');
 }
 
+/** Neovim with the plugin installed at `dir`, set up with the defaults and no provider key. */
+async function installedAt(dir: string): Promise<Driver> {
+  return (await launch({ key: false, plugin: dir, setup: 'require("flemma").setup({})' })).d;
+}
+
 describe('a plugin that is not built', () => {
   it('says to run :Lazy build flemma or the npm command, in the error and in :checkhealth', async () => {
     const dir = install({ dist: false });
-    const { d: driver } = await launch({
-      key: false,
-      plugin: dir,
-      setup: 'require("flemma").setup({})',
-    });
+    const driver = await installedAt(dir);
     await driver.openChat('a.chat', ['@You:', 'Hi']);
     const note = await driver.waitForNotification(/the host is not built/);
     expect(note.message).toContain(`${join(dir, 'dist', 'host.js')} is missing`);
@@ -72,11 +73,7 @@ describe('a plugin that is not built', () => {
 describe('a new build under a running Neovim', () => {
   it('restarts an idle host on it, once, with a message', async () => {
     const dir = install({ dist: true });
-    const { d: driver } = await launch({
-      key: false,
-      plugin: dir,
-      setup: 'require("flemma").setup({})',
-    });
+    const driver = await installedAt(dir);
     const buf = await driver.openChat('a.chat', ['@You:', 'Hi']);
     await driver.waitForEvent('FlemmaHostStarted');
     const first = await pidOf(driver);

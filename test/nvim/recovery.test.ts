@@ -10,7 +10,7 @@ import {
   MESSAGE_START,
   textDeltas,
 } from '../helpers/anthropic-script.js';
-import { type Driver } from '../helpers/driver.js';
+import { type Driver, type Notification } from '../helpers/driver.js';
 import { launcher } from '../helpers/e2e.js';
 import { type FakeProvider, type FakeStream, startFakeProvider } from '../helpers/fake-provider.js';
 
@@ -112,12 +112,45 @@ async function reopen(home: string, setup?: string): Promise<{ d: Driver; buf: n
   return { d, buf };
 }
 
+/**
+ * `:Flemma recover` in the Neovim started `again`: the chat, then the reply cut where it was
+ * interrupted (a prefix of the `sent` chunks, at least `chunks` of them) and the marker.
+ */
+async function recovered(
+  again: { d: Driver; buf: number },
+  sent: string[],
+  chunks: number,
+): Promise<void> {
+  await again.d.command('Flemma recover');
+  const lines = await again.d.lines(again.buf);
+  expect(lines.slice(0, 4)).toEqual([...CHAT, '', '@Assistant:']);
+  const { text, after } = replyText(lines);
+  expectPrefixOfSent(text, sent, chunks);
+  expect(after).toEqual([MARKER, '', '@You:', '']);
+}
+
+/** Neovim with the story chat open, its record's path, and `<C-]>` streaming `count` chunks. */
+async function streaming(
+  count: number,
+): Promise<{ d: Driver; record: string } & Awaited<ReturnType<typeof streamChunks>>> {
+  const d = await start();
+  await d.openChat('story.chat', CHAT);
+  const record = await recordFile(d, 'story.chat');
+  return { d, record, ...(await streamChunks(d, count)) };
+}
+
+/** Kills the host while the reply streams; what Flemma says about it. */
+async function hostKilledMidReply(d: Driver): Promise<Notification> {
+  const notes = d.notificationCount;
+  const exited = d.waitForEvent('FlemmaHostExited');
+  process.kill(await hostPid(d), 'SIGKILL');
+  await exited;
+  return d.waitForNotification(/the host stopped while the reply streamed/, { after: notes });
+}
+
 describe('recovery after a crash', () => {
   it('keeps a reply whose host was killed mid-stream; :Flemma recover inserts it, one undo step', async () => {
-    const d = await start();
-    await d.openChat('story.chat', CHAT);
-    const record = await recordFile(d, 'story.chat');
-    const { sent, stream } = await streamChunks(d, 6);
+    const { d, record, sent, stream } = await streaming(6);
     await waitForFileText(d, record, chunk(6).trimEnd());
     // More arrives after the state seen: it may or may not be kept.
     sent.push(chunk(7));
@@ -131,42 +164,26 @@ describe('recovery after a crash', () => {
 
     const again = await reopen(d.home);
     expect(await again.d.lines(again.buf)).toEqual(CHAT);
-    await again.d.command('Flemma recover');
-    const lines = await again.d.lines(again.buf);
-    expect(lines.slice(0, 4)).toEqual([...CHAT, '', '@Assistant:']);
-    const { text, after } = replyText(lines);
-    expectPrefixOfSent(text, sent, 6);
-    expect(after).toEqual([MARKER, '', '@You:', '']);
+    await recovered(again, sent, 6);
     // One undo step takes it all back; nothing the user wrote changed.
     await again.d.press('u');
     expect(await again.d.lines(again.buf)).toEqual(CHAT);
   });
 
   it('keeps a reply whose Neovim was killed mid-stream', async () => {
-    const d = await start();
-    await d.openChat('story.chat', CHAT);
-    const record = await recordFile(d, 'story.chat');
-    const { sent } = await streamChunks(d, 4);
+    const { d, record, sent } = await streaming(4);
     await waitForFileText(d, record, chunk(4).trimEnd());
     await d.kill();
 
     const again = await reopen(d.home);
-    await again.d.command('Flemma recover');
-    const lines = await again.d.lines(again.buf);
-    expect(lines.slice(0, 4)).toEqual([...CHAT, '', '@Assistant:']);
-    const { text, after } = replyText(lines);
-    expectPrefixOfSent(text, sent, 4);
-    expect(after).toEqual([MARKER, '', '@You:', '']);
+    await recovered(again, sent, 4);
     // Written, the chat holds the reply and the record goes.
     await again.d.command('write');
     await again.d.waitUntil('return vim.uv.fs_stat(...) == nil', { args: [record] });
   });
 
   it('offers a finished reply quit with :q! before it was written, without a marker', async () => {
-    const d = await start();
-    await d.openChat('story.chat', CHAT);
-    const record = await recordFile(d, 'story.chat');
-    const { stream } = await streamChunks(d, 2);
+    const { d, record, stream } = await streaming(2);
     await finish(stream);
     await d.waitForEvent('FlemmaRequestFinished');
     // The finished reply's record is on disk (it goes there after the event, or at the latest
@@ -185,10 +202,7 @@ describe('recovery after a crash', () => {
   });
 
   it('offers nothing after a normal save', async () => {
-    const d = await start();
-    await d.openChat('story.chat', CHAT);
-    const record = await recordFile(d, 'story.chat');
-    const { stream } = await streamChunks(d, 2);
+    const { d, record, stream } = await streaming(2);
     await finish(stream);
     await d.waitForEvent('FlemmaRequestFinished');
     // The reply's last record goes to disk after the event (nothing waits for it).
@@ -247,10 +261,7 @@ describe('recovery after a crash', () => {
   });
 
   it('puts the reply at the end, and says so, when the chat changed since', async () => {
-    const d = await start();
-    await d.openChat('story.chat', CHAT);
-    const record = await recordFile(d, 'story.chat');
-    const { sent } = await streamChunks(d, 3);
+    const { d, record, sent } = await streaming(3);
     await waitForFileText(d, record, chunk(3).trimEnd());
     await d.kill();
     // Meanwhile, the file was edited elsewhere.
@@ -267,10 +278,7 @@ describe('recovery after a crash', () => {
   });
 
   it(':Flemma recover discard deletes the record', async () => {
-    const d = await start();
-    await d.openChat('story.chat', CHAT);
-    const record = await recordFile(d, 'story.chat');
-    await streamChunks(d, 2);
+    const { d, record } = await streaming(2);
     await waitForFileText(d, record, chunk(2).trimEnd());
     await d.kill();
 
@@ -308,10 +316,7 @@ describe('a host that stops while a reply streams', () => {
   }
 
   it('puts back from the record what had not reached the chat yet, and says so', async () => {
-    const d = await start();
-    await d.openChat('story.chat', CHAT);
-    const record = await recordFile(d, 'story.chat');
-    await streamChunks(d, 2);
+    const { d, record } = await streaming(2);
     await waitForFileText(d, record, chunk(2).trimEnd());
     await d.waitUntil('return vim.fn.search(..., "n") > 0', { args: [chunk(2).trimEnd()] });
     // The host had recorded chunk 3 and died before it reached the buffer (nothing more streams,
@@ -320,13 +325,7 @@ describe('a host that stops while a reply streams', () => {
     expect(kept.reply.endsWith(chunk(2))).toBe(true);
     kept.reply += chunk(3);
     writeFileSync(record, JSON.stringify(kept));
-    const notes = d.notificationCount;
-    const exited = d.waitForEvent('FlemmaHostExited');
-    process.kill(await hostPid(d), 'SIGKILL');
-    await exited;
-    const note = await d.waitForNotification(/the host stopped while the reply streamed/, {
-      after: notes,
-    });
+    const note = await hostKilledMidReply(d);
     expect(note.message).toMatch(/bytes that had not reached the chat, from its recovery record/);
     expect(note.message).toContain(':Flemma recover');
     expect(await d.lines()).toEqual(cutOff(3));
@@ -341,13 +340,7 @@ describe('a host that stops while a reply streams', () => {
     await d.press('<C-]>');
     await fake?.nextRequest({ path: '/v1/messages' });
     await d.waitUntil('return vim.fn.getline("$") == "@Assistant:"');
-    const notes = d.notificationCount;
-    const exited = d.waitForEvent('FlemmaHostExited');
-    process.kill(await hostPid(d), 'SIGKILL');
-    await exited;
-    const note = await d.waitForNotification(/the host stopped while the reply streamed/, {
-      after: notes,
-    });
+    const note = await hostKilledMidReply(d);
     expect(note.message).toMatch(/before any of it arrived; the chat is as it was/);
     expect(await d.lines()).toEqual(CHAT);
   });

@@ -8,8 +8,6 @@ import { type Driver } from '../helpers/driver.js';
 import { neovimLauncher } from '../helpers/e2e.js';
 import { tempDirs } from '../helpers/temp.js';
 
-let driver: Driver | undefined;
-
 const temp = tempDirs();
 const launch = neovimLauncher();
 
@@ -30,11 +28,14 @@ async function previewWith(d: Driver, needle: string): Promise<string> {
   return JSON.stringify(marks.map((mark) => mark[3]['virt_lines']));
 }
 
+/** Neovim with `notes.txt` holding `text` in its working directory. */
+function withNotes(text: string): Promise<Driver> {
+  return launch({ files: { 'notes.txt': text } });
+}
+
 describe('the preview of a pending file change', () => {
   it('an edit shows its file and +N −M, and follows the file on disk', async () => {
-    driver = await launch();
-    const d = driver;
-    d.writeFile('notes.txt', 'one\ntwo\nthree\nfour\n');
+    const d = await withNotes('one\ntwo\nthree\nfour\n');
     await d.openChat(
       'edit.chat',
       pendingCall('edit', 'toolu_E1', {
@@ -52,8 +53,7 @@ describe('the preview of a pending file change', () => {
   });
 
   it('a write counts a missing file as empty', async () => {
-    driver = await launch();
-    const d = driver;
+    const d = await launch();
     await d.openChat(
       'write.chat',
       pendingCall('write', 'toolu_W1', { label: 'new', path: 'sub/new.txt', content: 'a\nb\nc\n' }),
@@ -103,10 +103,9 @@ describe('the preview of a declarative file_write', () => {
       join(dir, 'save.yaml'),
       'name: save\ndescription: Save a file\nparams:\n  - { name: path, type: string, required: true }\n  - { name: content, type: string, required: true }\nimplementation: { type: file_write }\n',
     );
-    driver = await launch({
+    const d = await launch({
       setup: `require("flemma").setup({ tools = { declarative = { dirs = { ${JSON.stringify(dir)} } } } })`,
     });
-    const d = driver;
     d.writeFile('notes.txt', 'one\ntwo\n');
     await d.openChat(
       'decl.chat',
@@ -118,9 +117,7 @@ describe('the preview of a declarative file_write', () => {
 
 describe(':Flemma tool:diff', () => {
   it('opens the file and the proposal side by side in diff mode', async () => {
-    driver = await launch();
-    const d = driver;
-    d.writeFile('notes.txt', 'one\ntwo\nthree\n');
+    const d = await withNotes('one\ntwo\nthree\n');
     await d.openChat('diff.chat', pendingCall('edit', 'toolu_D1', EDIT));
     await openDiff(d);
     const wins = await diffTab(d);
@@ -139,9 +136,7 @@ describe(':Flemma tool:diff', () => {
   });
 
   it('approving runs exactly what the proposed side shows and rewrites the call', async () => {
-    driver = await launch();
-    const d = driver;
-    d.writeFile('notes.txt', 'one\ntwo\nthree\n');
+    const d = await withNotes('one\ntwo\nthree\n');
     await d.openChat('approve.chat', pendingCall('edit', 'toolu_D2', EDIT));
     await openDiff(d);
     // The user changes the proposal: the third line too.
@@ -158,9 +153,7 @@ describe(':Flemma tool:diff', () => {
   });
 
   it('rejecting (gr, at once) asks for a reason, which the error result carries', async () => {
-    driver = await launch();
-    const d = driver;
-    d.writeFile('notes.txt', 'one\ntwo\n');
+    const d = await withNotes('one\ntwo\n');
     await d.openChat(
       'reject.chat',
       pendingCall('write', 'toolu_D3', { label: 'x', path: 'notes.txt', content: 'gone\n' }),
@@ -185,10 +178,9 @@ describe(':Flemma tool:diff', () => {
   });
 
   it(':Flemma keys lists the keys of a chat and of a diff tab, as configured', async () => {
-    driver = await launch({
+    const d = await launch({
       setup: 'require("flemma").setup({ keymaps = { diff = { reject = "gX" } } })',
     });
-    const d = driver;
     await d.openChat('keys.chat', ['@You:', 'Hello']);
     await d.command('Flemma keys');
     const lines = await d.lua<string[]>(
@@ -212,9 +204,7 @@ describe(':Flemma tool:diff', () => {
   });
 
   it('flags a file changed on disk, and approving re-diffs instead of running', async () => {
-    driver = await launch();
-    const d = driver;
-    d.writeFile('notes.txt', 'one\ntwo\nthree\n');
+    const d = await withNotes('one\ntwo\nthree\n');
     const chatBuf = await d.openChat('stale.chat', pendingCall('edit', 'toolu_D4', EDIT));
     await previewWith(d, '+1 −1');
     // Changed after the call was first previewed: the diff says so when it opens.
@@ -236,13 +226,12 @@ describe(':Flemma tool:diff', () => {
   });
 
   it('approving from the diff writes no further than the sandbox lets the call', async () => {
-    driver = await launch({
+    const d = await launch({
       setup: `require("flemma").setup({
         tools = { autopilot = false },
         sandbox = { policy = { rw_paths = { "urn:flemma:cwd" } } },
       })`,
     });
-    const d = driver;
     d.writeFile('../outside/notes.txt', 'one\ntwo\nthree\n');
     await d.openChat(
       'sandbox.chat',

@@ -61,6 +61,15 @@ async function runBash(d: Driver, command: string): Promise<{ status: unknown; t
   return { status: done.data['status'], text: (await d.lines()).join('\n') };
 }
 
+/** Runs `echo ran` under the Lua backend `mine` made with `backend`; its status and the chat. */
+async function echoUnder(backend: {
+  available?: string;
+  wrap?: string;
+}): Promise<{ status: unknown; text: string }> {
+  driver = await launch({ setup: setup('{ backend = "mine" }', luaBackend(backend)) });
+  return runBash(driver, 'echo ran');
+}
+
 describe('sandbox backends registered from Lua', () => {
   it('a backend selected by name wraps bash, and gets the policy and its settings', async () => {
     driver = await launch({
@@ -130,37 +139,21 @@ require("flemma.tools").register("wrap_probe", {
   });
 
   it('an explicit backend that is not available makes bash fail with a clear error', async () => {
-    driver = await launch({
-      setup: setup(
-        '{ backend = "mine" }',
-        luaBackend({ available: 'function() return false, "no firejail here" end' }),
-      ),
+    const { status, text } = await echoUnder({
+      available: 'function() return false, "no firejail here" end',
     });
-    const { status, text } = await runBash(driver, 'echo ran');
     expect(status).toBe('error');
     expect(text).toContain("Sandbox backend 'mine' is not available: no firejail here");
     expect(text).not.toContain('\nran\n');
   });
 
   it('a backend that raises is unavailable with the error, and a raising wrap fails the call', async () => {
-    driver = await launch({
-      setup: setup(
-        '{ backend = "mine" }',
-        luaBackend({ available: 'function() error("probe exploded") end' }),
-      ),
-    });
-    const first = await runBash(driver, 'echo ran');
+    const first = await echoUnder({ available: 'function() error("probe exploded") end' });
     expect(first.status).toBe('error');
     expect(first.text).toMatch(/Sandbox backend 'mine' is not available: .*probe exploded/);
-    await driver.quit();
+    await driver?.quit();
 
-    driver = await launch({
-      setup: setup(
-        '{ backend = "mine" }',
-        luaBackend({ wrap: 'function() error("wrap exploded") end' }),
-      ),
-    });
-    const second = await runBash(driver, 'echo ran');
+    const second = await echoUnder({ wrap: 'function() error("wrap exploded") end' });
     expect(second.status).toBe('error');
     expect(second.text).toMatch(/Sandbox backend 'mine' failed: .*wrap exploded/);
     expect(second.text).not.toContain('\nran\n');

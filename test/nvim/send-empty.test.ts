@@ -2,13 +2,20 @@
 // whitespace says so and sends nothing, leaving the buffer as it was; the tool loop is not held
 // up by an empty `@You:` (a call still gets its placeholder, runs, and its result goes back).
 import { describe, expect, it } from 'vitest';
-import { anthropicMessages, anthropicReply } from '../helpers/anthropic-script.js';
+import { anthropicMessages } from '../helpers/anthropic-script.js';
+import { callChat } from '../helpers/chat-lines.js';
 import { ECHO_TOOL, launcher, type Session } from '../helpers/e2e.js';
 
 const launch = launcher();
 
-function start(tools = '{}'): Promise<Session> {
-  return launch({ key: 'sk-ant-test-key', config: `{ tools = ${tools} }`, lua: ECHO_TOOL });
+/** Neovim with `echo_tool` and these `tools` options; the chat `name` holding `lines`, booted. */
+function start(name: string, lines: string[], tools = '{}'): Promise<Session> {
+  return launch({
+    key: 'sk-ant-test-key',
+    config: `{ tools = ${tools} }`,
+    lua: ECHO_TOOL,
+    chat: { name, lines },
+  });
 }
 
 const NOTHING = /^Flemma: Nothing to send: the last @You: message is empty$/;
@@ -21,10 +28,7 @@ describe('an empty trailing @You:', () => {
     ['<C-]>', ['@You:', '   ', '\t', '']],
     [':Flemma send', ['@You:']],
   ])('%s says there is nothing to send and leaves the buffer (%j)', async (how, tail) => {
-    const { d, f } = await start();
-    const lines = [...ANSWERED, ...tail];
-    const buf = await d.openChat('empty.chat', lines);
-    await d.waitForEvent('FlemmaBootComplete');
+    const { d, f, buf } = await start('empty.chat', [...ANSWERED, ...tail]);
     const before = await d.lines(buf);
     if (how === '<C-]>') await d.press('<C-]>');
     else await d.command('Flemma send');
@@ -38,78 +42,49 @@ describe('an empty trailing @You:', () => {
   });
 
   it('two empty @You: messages after the reply: nothing new either', async () => {
-    const { d, f } = await start();
-    await d.openChat('two.chat', [...ANSWERED, '@You:', '', '@You:', ' ']);
-    await d.waitForEvent('FlemmaBootComplete');
+    const { d, f } = await start('two.chat', [...ANSWERED, '@You:', '', '@You:', ' ']);
     await d.press('<C-]>');
     expect((await d.waitForNotification(/Nothing to send/)).message).toMatch(NOTHING);
     expect(f.requests).toHaveLength(0);
   });
 
   it('a question under it is sent as usual', async () => {
-    const { d, f } = await start();
-    await d.openChat('asked.chat', [...ANSWERED, '@You:', 'And now?']);
-    await d.waitForEvent('FlemmaBootComplete');
-    await d.press('<C-]>');
-    const request = await f.nextRequest({ path: '/v1/messages' });
+    const session = await start('asked.chat', [...ANSWERED, '@You:', 'And now?']);
+    const request = await session.send();
     expect(anthropicMessages(request).at(-1)?.content).toEqual([
       { type: 'text', text: 'And now?' },
     ]);
-    await anthropicReply(request, 'Now this.');
-    await d.waitForEvent('FlemmaRequestFinished');
+    await session.replyAndWait('Now this.');
   });
 
   it('does not hold up the tool loop: the call runs and its result goes back', async () => {
-    const { d, f } = await start('{ auto_approve = { "echo_tool" } }');
-    const buf = await d.openChat('loop.chat', [
-      '@You:',
-      'Echo.',
-      '',
-      '@Assistant:',
-      '**Tool Use:** `echo_tool` (`toolu_E`)',
-      '',
-      '```json',
-      '{"text":"x"}',
-      '```',
-      '',
-      '@You:',
-      '  ',
-    ]);
-    await d.waitForEvent('FlemmaBootComplete');
-    await d.press('<C-]>');
+    const session = await start(
+      'loop.chat',
+      [...callChat('Echo.', [['echo_tool', 'toolu_E', '{"text":"x"}']]), '', '@You:', '  '],
+      '{ auto_approve = { "echo_tool" } }',
+    );
+    const { d, buf } = session;
     // Approved by the configuration, run, and sent back by autopilot.
-    const request = await f.nextRequest({ path: '/v1/messages' });
+    const request = await session.send();
     expect(anthropicMessages(request).at(-1)?.content).toEqual([
       { type: 'tool_result', tool_use_id: 'toolu_E', content: 'echo: x' },
     ]);
-    await anthropicReply(request, 'Done.');
-    await d.waitForEvent('FlemmaRequestFinished');
+    await session.replyAndWait('Done.');
     expect((await d.lines(buf)).slice(-4)).toEqual(['Done.', '', '@You:', '']);
     expect(d.notifications().filter((note) => /Nothing to send/.test(note.message))).toEqual([]);
   });
 
   it(':Flemma send after an unanswered call sends its error result', async () => {
-    const { d, f } = await start();
-    await d.openChat('unanswered.chat', [
-      '@You:',
-      'Echo.',
-      '',
-      '@Assistant:',
-      '**Tool Use:** `echo_tool` (`toolu_U`)',
-      '',
-      '```json',
-      '{"text":"x"}',
-      '```',
+    const session = await start('unanswered.chat', [
+      ...callChat('Echo.', [['echo_tool', 'toolu_U', '{"text":"x"}']]),
       '',
       '@You:',
       '',
     ]);
-    await d.waitForEvent('FlemmaBootComplete');
-    await d.command('Flemma send');
-    const request = await f.nextRequest({ path: '/v1/messages' });
+    await session.d.command('Flemma send');
+    const request = await session.request();
     const last = anthropicMessages(request).at(-1)?.content ?? [];
     expect(last[0]).toMatchObject({ type: 'tool_result', tool_use_id: 'toolu_U', is_error: true });
-    await anthropicReply(request, 'Ok.');
-    await d.waitForEvent('FlemmaRequestFinished');
+    await session.replyAndWait('Ok.');
   });
 });

@@ -3,6 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import { launcher } from '../helpers/e2e.js';
 import { type FakeStream } from '../helpers/fake-provider.js';
+import { responsesEvent, responsesResponse } from '../helpers/openai-script.js';
 
 const launch = launcher();
 
@@ -16,22 +17,7 @@ interface Case {
   text: string;
 }
 
-let sequence = 0;
-const responsesEvent = (
-  type: string,
-  fields: Record<string, unknown> = {},
-): Record<string, unknown> => ({
-  type,
-  sequence_number: ++sequence,
-  ...fields,
-});
-const response = (status: string): Record<string, unknown> => ({
-  id: 'resp_1',
-  object: 'response',
-  model: 'gpt-5.4',
-  status,
-  output: [],
-});
+const response = (status: string): Record<string, unknown> => responsesResponse(status, 'gpt-5.4');
 const completionChunk = (delta: object, finish: string | null = null): object => ({
   id: 'chatcmpl-fake',
   object: 'chat.completion.chunk',

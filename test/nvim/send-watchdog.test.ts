@@ -5,7 +5,8 @@
 import { describe, expect, it } from 'vitest';
 import { MESSAGE_START, textDeltas, textDelta } from '../helpers/anthropic-script.js';
 import { launcher, type Session } from '../helpers/e2e.js';
-import { type FakeStream } from '../helpers/fake-provider.js';
+import { type Driver } from '../helpers/driver.js';
+import { type FakeProvider, type FakeRequest, type FakeStream } from '../helpers/fake-provider.js';
 
 const launch = launcher();
 
@@ -106,6 +107,18 @@ function start(c: Case, parameters: string): Promise<Session> {
   });
 }
 
+/** `<C-]>` on the chat `name` asking `Hello` (Neovim as `start` sets it up); the request sent. */
+async function sent(
+  c: Case,
+  parameters: string,
+  name: string,
+): Promise<{ d: Driver; f: FakeProvider; buf: number; request: FakeRequest }> {
+  const { d, f } = await start(c, parameters);
+  const buf = await d.openChat(name, ['@You:', 'Hello']);
+  await d.press('<C-]>');
+  return { d, f, buf, request: await f.nextRequest({ path: c.path }) };
+}
+
 const HUGE = 'stream_idle_timeout = 100000, timeout = 100000';
 
 const PAGE =
@@ -115,10 +128,11 @@ const PAGE =
 
 describe.each(CASES)('through $provider', (c) => {
   it('a stream that stalls ends as failed: the reply so far kept and marked, the buffer unlocked', async () => {
-    const { d, f } = await start(c, 'stream_idle_timeout = 1, timeout = 100000');
-    const buf = await d.openChat('stall.chat', ['@You:', 'Hello']);
-    await d.press('<C-]>');
-    const request = await f.nextRequest({ path: c.path });
+    const { d, f, buf, request } = await sent(
+      c,
+      'stream_idle_timeout = 1, timeout = 100000',
+      'stall.chat',
+    );
     const stream = request.stream();
     await c.begin(stream);
     await d.lua(
@@ -155,10 +169,7 @@ describe.each(CASES)('through $provider', (c) => {
 
   it('an HTML page where a stream was expected fails at once, summarised, without a retry', async () => {
     // Timeouts far beyond the test's own: passing means the page was refused at once.
-    const { d, f } = await start(c, HUGE);
-    const buf = await d.openChat('page.chat', ['@You:', 'Hello']);
-    await d.press('<C-]>');
-    const request = await f.nextRequest({ path: c.path });
+    const { d, f, buf, request } = await sent(c, HUGE, 'page.chat');
     const page = request.begin(200, { 'content-type': 'text/html; charset=utf-8' });
     // The page never ends, as a captive portal's may not.
     await page.write(PAGE);
@@ -179,10 +190,12 @@ describe('answers that cannot succeed', () => {
   const anthropic = CASES[0] as Case;
 
   it('a stream that stalls before its first byte leaves the buffer as it was, without a retry', async () => {
-    const { d, f } = await start(anthropic, 'stream_idle_timeout = 1, timeout = 100000');
-    const buf = await d.openChat('quiet.chat', ['@You:', 'Hello']);
-    await d.press('<C-]>');
-    const stream = (await f.nextRequest({ path: anthropic.path })).stream();
+    const { d, f, buf, request } = await sent(
+      anthropic,
+      'stream_idle_timeout = 1, timeout = 100000',
+      'quiet.chat',
+    );
+    const stream = request.stream();
     const finished = await d.waitForEvent('FlemmaRequestFinished');
     expect(finished.data).toEqual({ bufnr: buf, status: 'errored' });
     expect(await d.lines(buf)).toEqual(['@You:', 'Hello']);
@@ -200,10 +213,7 @@ describe('answers that cannot succeed', () => {
   });
 
   it('an HTML error page (a 503 from a proxy) is summarised, never shown raw, and not retried', async () => {
-    const { d, f } = await start(anthropic, HUGE);
-    const buf = await d.openChat('proxy.chat', ['@You:', 'Hello']);
-    await d.press('<C-]>');
-    const request = await f.nextRequest({ path: anthropic.path });
+    const { d, f, buf, request } = await sent(anthropic, HUGE, 'proxy.chat');
     await request.respond(
       503,
       '<html><body><center><h1>503 Service Temporarily Unavailable</h1></center><hr>' +
@@ -221,10 +231,7 @@ describe('answers that cannot succeed', () => {
   });
 
   it('a JSON answer where a stream was asked for fails at once, and the key is never shown', async () => {
-    const { d, f } = await start(anthropic, HUGE);
-    const buf = await d.openChat('json.chat', ['@You:', 'Hello']);
-    await d.press('<C-]>');
-    const request = await f.nextRequest({ path: anthropic.path });
+    const { d, f, buf, request } = await sent(anthropic, HUGE, 'json.chat');
     await request.respond(200, { note: 'echoing your key sk-ant-secret-key', streaming: false });
     const finished = await d.waitForEvent('FlemmaRequestFinished');
     expect(finished.data).toEqual({ bufnr: buf, status: 'errored' });

@@ -1,14 +1,15 @@
 // The send, end to end: a chat buffer, <C-]>, the real Anthropic SDK in the host talking to a
 // fake server on 127.0.0.1, and the reply streamed into the buffer.
 import { readFileSync } from 'node:fs';
-import {
-  endMessage as finish,
-  textDeltas as textBlock,
-  MESSAGE_START,
-} from '../helpers/anthropic-script.js';
+import { anthropicError, endMessage as finish, streamText } from '../helpers/anthropic-script.js';
 import { describe, expect, it } from 'vitest';
-import { launcher, type Session } from '../helpers/e2e.js';
-import { startFakeProvider } from '../helpers/fake-provider.js';
+import { launcher, type Session, waitForLastLine } from '../helpers/e2e.js';
+import { type Driver } from '../helpers/driver.js';
+import {
+  type FakeProvider,
+  type FakeRequest,
+  startFakeProvider,
+} from '../helpers/fake-provider.js';
 
 const launch = launcher();
 
@@ -18,15 +19,20 @@ async function setup(lines: string[]): Promise<Session> {
   return session;
 }
 
+/** `<C-]>` on `send.chat` holding `lines`; the session's parts and the request it sent. */
+async function sent(
+  lines: string[],
+): Promise<{ d: Driver; f: FakeProvider; buf: number; request: FakeRequest }> {
+  const session = await setup(lines);
+  const request = await session.send();
+  return { d: session.d, f: session.f, buf: session.buf, request };
+}
+
 describe('sending a chat', () => {
   it('shows the whole character count while a stream pauses', async () => {
-    const { d, f, buf } = await setup(['@You:', 'Hello']);
-    await d.press('<C-]>');
-    const request = await f.nextRequest({ path: '/v1/messages' });
-    const stream = request.stream();
-    await stream.sse('message_start', MESSAGE_START);
+    const { d, request, buf } = await sent(['@You:', 'Hello']);
     // Deltas close together: the label's updates are paced to one per 100 ms.
-    await textBlock(stream, ['one ', 'two ', 'three ', 'four']);
+    const stream = await streamText(request, ['one ', 'two ', 'three ', 'four']);
     // The stream now pauses; the count of every delta so far must reach the screen.
     const shown = await d.lua<boolean>(
       `local buf = ...
@@ -47,9 +53,7 @@ describe('sending a chat', () => {
   });
 
   it('streams the reply under @Assistant: and appends the next @You: prompt', async () => {
-    const { d, f, buf } = await setup(['@System:', 'Be brief.', '', '@You:', 'Hello']);
-    await d.press('<C-]>');
-    const request = await f.nextRequest({ path: '/v1/messages' });
+    const { d, request, buf } = await sent(['@System:', 'Be brief.', '', '@You:', 'Hello']);
     expect(request.apiKey()).toBe('sk-test-key');
     expect(request.body).toMatchObject({
       model: 'claude-sonnet-4-6',
@@ -61,10 +65,7 @@ describe('sending a chat', () => {
     });
     await d.waitForEvent('FlemmaRequestSending');
     expect(await d.lua('return vim.bo[...].modifiable', buf)).toBe(false);
-    const stream = request.stream();
-    await stream.sse('message_start', MESSAGE_START);
-    await textBlock(stream, ['Hi', ' there', '!\nHow can I help?']);
-    await finish(stream);
+    await finish(await streamText(request, ['Hi', ' there', '!\nHow can I help?']));
     const finished = await d.waitForEvent('FlemmaRequestFinished');
     // The session's record of the request comes along (test/nvim/usage.test.ts has the details).
     expect(finished.data).toEqual({
@@ -97,18 +98,12 @@ describe('sending a chat', () => {
   it('cancels with <C-c>: keeps what arrived, marks the reply interrupted, unlocks', async () => {
     const { d, f, buf } = await setup(['@You:', 'Tell me a long story']);
     await d.command('Flemma send');
-    const request = await f.nextRequest({ path: '/v1/messages' });
-    const stream = request.stream();
-    await stream.sse('message_start', MESSAGE_START);
-    await textBlock(stream, ['Once upon', ' a time']);
+    const stream = await streamText(await f.nextRequest({ path: '/v1/messages' }), [
+      'Once upon',
+      ' a time',
+    ]);
     // Wait until the text is in the buffer, then cancel as a user would.
-    await d.lua(
-      `local bufnr = ...
-      vim.wait(5000, function()
-        return vim.api.nvim_buf_get_lines(bufnr, -2, -1, false)[1] == "Once upon a time"
-      end, 5)`,
-      buf,
-    );
+    await waitForLastLine(d, buf, 'Once upon a time');
     await d.press('<C-c>');
     const finished = await d.waitForEvent('FlemmaRequestFinished');
     expect(finished.data).toEqual({ bufnr: buf, status: 'cancelled' });
@@ -129,13 +124,8 @@ describe('sending a chat', () => {
   });
 
   it('reports a failed request once and leaves the buffer as it was', async () => {
-    const { d, f, buf } = await setup(['@You:', 'Hello']);
-    await d.press('<C-]>');
-    const request = await f.nextRequest({ path: '/v1/messages' });
-    await request.respond(401, {
-      type: 'error',
-      error: { type: 'authentication_error', message: 'invalid x-api-key' },
-    });
+    const { d, request, buf } = await sent(['@You:', 'Hello']);
+    await anthropicError(request, 401, 'authentication_error', 'invalid x-api-key');
     const finished = await d.waitForEvent('FlemmaRequestFinished');
     expect(finished.data).toEqual({ bufnr: buf, status: 'errored' });
     const errors = d.notifications().filter((note) => note.level === 4);
@@ -161,19 +151,9 @@ describe('sending a chat', () => {
   });
 
   it('keeps a reply cut by a lost connection, marked as interrupted, and says why', async () => {
-    const { d, f, buf } = await setup(['@You:', 'Hello']);
-    await d.press('<C-]>');
-    const request = await f.nextRequest({ path: '/v1/messages' });
-    const stream = request.stream();
-    await stream.sse('message_start', MESSAGE_START);
-    await textBlock(stream, ['Half an ans']);
-    await d.lua(
-      `local bufnr = ...
-      vim.wait(5000, function()
-        return vim.api.nvim_buf_get_lines(bufnr, -2, -1, false)[1] == "Half an ans"
-      end, 5)`,
-      buf,
-    );
+    const { d, f, request, buf } = await sent(['@You:', 'Hello']);
+    const stream = await streamText(request, ['Half an ans']);
+    await waitForLastLine(d, buf, 'Half an ans');
     stream.drop();
     const finished = await d.waitForEvent('FlemmaRequestFinished');
     expect(finished.data).toEqual({ bufnr: buf, status: 'errored' });
@@ -206,12 +186,8 @@ describe('sending a chat', () => {
   });
 
   it('fires conversation:idle after a completed reply', async () => {
-    const { d, f, buf } = await setup(['@You:', 'Hi']);
-    await d.press('<C-]>');
-    const stream = (await f.nextRequest({ path: '/v1/messages' })).stream();
-    await stream.sse('message_start', MESSAGE_START);
-    await textBlock(stream, ['Hello.']);
-    await finish(stream);
+    const { d, request, buf } = await sent(['@You:', 'Hi']);
+    await finish(await streamText(request, ['Hello.']));
     const idle = await d.waitForEvent('FlemmaConversationIdle');
     expect(idle.data).toEqual({ bufnr: buf });
   });
@@ -230,21 +206,15 @@ describe('sending a chat', () => {
       buf,
     );
     await d.press('<C-]>');
-    const first = (await f.nextRequest({ path: '/v1/messages' })).stream();
-    await first.sse('message_start', MESSAGE_START);
-    await textBlock(first, ['One.']);
-    await finish(first);
+    await finish(await streamText(await f.nextRequest({ path: '/v1/messages' }), ['One.']));
     const second = await f.nextRequest({ path: '/v1/messages' });
     expect(second.rawBody).toContain('Second');
     expect(d.notifications().filter((n) => /already in progress/.test(n.message))).toEqual([]);
-    await second.respond(500, {
-      type: 'error',
-      error: { type: 'api_error', message: 'stop here' },
-    });
+    await anthropicError(second, 500, 'api_error', 'stop here');
   });
 
   it('replays a second turn: signed thinking to its provider, the tool use and its result', async () => {
-    const { d, f } = await setup([
+    const { d, request } = await sent([
       '@You:',
       'What is 15 * 7?',
       '',
@@ -270,8 +240,6 @@ describe('sending a chat', () => {
       '',
       'Thanks!',
     ]);
-    await d.press('<C-]>');
-    const request = await f.nextRequest({ path: '/v1/messages' });
     expect((request.body as { messages: unknown[] }).messages).toEqual([
       { role: 'user', content: [{ type: 'text', text: 'What is 15 * 7?' }] },
       {
@@ -296,28 +264,14 @@ describe('sending a chat', () => {
       },
     ]);
     // Not retryable, so that the request ends here.
-    await request.respond(400, {
-      type: 'error',
-      error: { type: 'invalid_request_error', message: 'enough' },
-    });
+    await anthropicError(request, 400, 'invalid_request_error', 'enough');
     await d.waitForEvent('FlemmaRequestFinished');
   });
 
   it('retries a 429 (honouring retry-after) and then streams the reply', async () => {
-    const { d, f, buf } = await setup(['@You:', 'Hello']);
-    await d.press('<C-]>');
-    const first = await f.nextRequest({ path: '/v1/messages' });
-    await first.respond(
-      429,
-      { type: 'error', error: { type: 'rate_limit_error', message: 'slow down' } },
-      {
-        'retry-after': '0',
-      },
-    );
-    const second = (await f.nextRequest({ path: '/v1/messages' })).stream();
-    await second.sse('message_start', MESSAGE_START);
-    await textBlock(second, ['Made it.']);
-    await finish(second);
+    const { d, f, request, buf } = await sent(['@You:', 'Hello']);
+    await anthropicError(request, 429, 'rate_limit_error', 'slow down', { 'retry-after': '0' });
+    await finish(await streamText(await f.nextRequest({ path: '/v1/messages' }), ['Made it.']));
     const finished = await d.waitForEvent('FlemmaRequestFinished');
     expect(finished.data).toMatchObject({ bufnr: buf, status: 'completed' });
     expect(await d.lines(buf)).toEqual([
@@ -338,13 +292,7 @@ describe('sending a chat', () => {
     await d.press('<C-]>');
     for (let attempt = 1; attempt <= 3; attempt++) {
       const request = await f.nextRequest({ path: '/v1/messages' });
-      await request.respond(
-        529,
-        { type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } },
-        {
-          'retry-after': '0',
-        },
-      );
+      await anthropicError(request, 529, 'overloaded_error', 'Overloaded', { 'retry-after': '0' });
     }
     const finished = await d.waitForEvent('FlemmaRequestFinished');
     expect(finished.data).toEqual({ bufnr: buf, status: 'errored' });
@@ -370,10 +318,7 @@ describe('sending a chat', () => {
     await d.press('<C-]>');
     const created = await d.waitForEvent('FlemmaSinkCreated');
     expect(String(created.data['name'])).toMatch(/^flemma:\/\/sink\/request\/\d+#\d+$/);
-    const stream = (await f.nextRequest({ path: '/v1/messages' })).stream();
-    await stream.sse('message_start', MESSAGE_START);
-    await textBlock(stream, ['Hi', '!']);
-    await finish(stream);
+    await finish(await streamText(await f.nextRequest({ path: '/v1/messages' }), ['Hi', '!']));
     const destroyed = await d.waitForEvent('FlemmaSinkDestroyed');
     expect(destroyed.data['bufnr']).toBe(created.data['bufnr']);
     await d.waitForEvent('FlemmaRequestFinished');
@@ -393,15 +338,12 @@ describe('sending a chat', () => {
   });
 
   it('never writes the API key to the log, the buffer or a message, even when a request fails', async () => {
-    const { d, f, buf } = await setup(['@You:', 'Hello']);
+    const session = await setup(['@You:', 'Hello']);
+    const { d, buf } = session;
     await d.command('Flemma log:level debug');
-    await d.press('<C-]>');
-    const request = await f.nextRequest({ path: '/v1/messages' });
+    const request = await session.send();
     expect(request.apiKey()).toBe('sk-test-key');
-    await request.respond(401, {
-      type: 'error',
-      error: { type: 'authentication_error', message: 'invalid x-api-key' },
-    });
+    await anthropicError(request, 401, 'authentication_error', 'invalid x-api-key');
     await d.waitForEvent('FlemmaRequestFinished');
     const log = readFileSync(await d.lua<string>('return require("flemma.log").path()'), 'utf8');
     expect(log).toContain('send failed');

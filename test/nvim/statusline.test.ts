@@ -13,6 +13,7 @@ import {
   type Session,
   GATED_TOOL,
   GATED_CHAT,
+  finishGated,
 } from '../helpers/e2e.js';
 
 let stubDir: string | undefined;
@@ -153,10 +154,7 @@ describe('the statusline text', () => {
     await d.press('<M-CR>');
     await d.waitForEvent('FlemmaToolExecuting');
     expect(await shown(d)).toBe('anthropic (high) · tools…');
-    expect(
-      await d.lua('return vim.wait(5000, function() return _G.finish_gated ~= nil end, 5)'),
-    ).toBe(true);
-    await d.lua('_G.finish_gated("done")');
+    await finishGated(d, 'done');
     await d.waitForEvent('FlemmaToolCompleted');
     expect(await shown(d)).toBe('anthropic (high)');
   });

@@ -5,22 +5,12 @@ import { anthropicReply } from '../helpers/anthropic-script.js';
 import { type Driver } from '../helpers/driver.js';
 import { launcher } from '../helpers/e2e.js';
 import { type FakeProvider, type FakeRequest } from '../helpers/fake-provider.js';
+import { responsesEvent, responsesResponse } from '../helpers/openai-script.js';
 
 const launch = launcher();
 
-let sequence = 0;
-const event = (type: string, fields: Record<string, unknown> = {}): Record<string, unknown> => ({
-  type,
-  sequence_number: ++sequence,
-  ...fields,
-});
-const response = (status: string): Record<string, unknown> => ({
-  id: 'resp_1',
-  object: 'response',
-  model: 'gpt-5',
-  status,
-  output: [],
-});
+const event = responsesEvent;
+const response = (status: string): Record<string, unknown> => responsesResponse(status, 'gpt-5');
 
 /** A short OpenAI Responses stream. */
 async function openaiReply(request: FakeRequest, text: string): Promise<void> {

@@ -3,8 +3,9 @@
 import { utimesSync, writeFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { messageStart, textDeltas, textDelta, endMessage } from '../helpers/anthropic-script.js';
-import { launcher, type Session } from '../helpers/e2e.js';
-import { type FakeStream } from '../helpers/fake-provider.js';
+import { launcher, sendChat, type Session } from '../helpers/e2e.js';
+import { type Driver } from '../helpers/driver.js';
+import { type FakeProvider, type FakeStream } from '../helpers/fake-provider.js';
 
 const launch = launcher();
 
@@ -15,8 +16,26 @@ async function reply(stream: FakeStream): Promise<void> {
   await endMessage(stream, { outputTokens: 1 });
 }
 
-function start(): Promise<Session> {
-  return launch();
+/** Neovim with the project's `files`; then the chat, sent as `sendChat` does. The session. */
+async function sent(
+  name: string,
+  lines: string[],
+  options: { files?: Record<string, string | Uint8Array>; trust?: boolean; boot?: boolean } = {},
+): Promise<Session> {
+  const session = await launch({ files: options.files ?? {} });
+  await sendChat(session, name, lines, options);
+  return session;
+}
+
+/** Nothing was sent: the message matching `pattern` says why, with each of `parts`. */
+async function refused(
+  { d, f }: { d: Driver; f: FakeProvider },
+  pattern: RegExp,
+  ...parts: string[]
+): Promise<void> {
+  const note = await d.waitForNotification(pattern);
+  for (const part of parts) expect(note.message).toContain(part);
+  expect(f.requests).toHaveLength(0);
 }
 
 interface Body {
@@ -38,23 +57,24 @@ const PNG = Buffer.from(
 
 describe('templates', () => {
   it('render frontmatter variables, loops and trimming into the request', async () => {
-    const { d, f } = await start();
-    await d.openChat('tpl.chat', [
-      '```lua',
-      'customer = "Ana"',
-      'items = { "lamp", "desk" }',
-      '```',
-      '@System:',
-      'You help {{ customer }}.',
-      '@You:',
-      'Items:',
-      '{% for i, item in ipairs(items) do -%}',
-      '- {{ i }}. {{ item }}',
-      '{% end -%}',
-      'Total: {{ #items }}',
-    ]);
-    await d.command('trust');
-    await d.command('Flemma send');
+    const { d, f } = await sent(
+      'tpl.chat',
+      [
+        '```lua',
+        'customer = "Ana"',
+        'items = { "lamp", "desk" }',
+        '```',
+        '@System:',
+        'You help {{ customer }}.',
+        '@You:',
+        'Items:',
+        '{% for i, item in ipairs(items) do -%}',
+        '- {{ i }}. {{ item }}',
+        '{% end -%}',
+        'Total: {{ #items }}',
+      ],
+      { trust: true },
+    );
     const request = await f.nextRequest({ path: '/v1/messages' });
     const body = request.body as Body;
     expect(JSON.stringify(body.system)).toContain('You help Ana.');
@@ -64,18 +84,17 @@ describe('templates', () => {
   });
 
   it('include() renders another file, and a cycle is an error', async () => {
-    const { d, f } = await start();
-    d.writeFile('parts/greeting.md', 'Hello {{ name }}!');
-    d.writeFile('parts/loop.md', '{{ include("loop.md") }}');
-    await d.openChat('inc.chat', [
-      '```json',
-      '{ "name": "Ana" }',
-      '```',
-      '@You:',
-      '{{ include("parts/greeting.md") }}',
-    ]);
-    await d.command('trust');
-    await d.command('Flemma send');
+    const { d, f } = await sent(
+      'inc.chat',
+      ['```json', '{ "name": "Ana" }', '```', '@You:', '{{ include("parts/greeting.md") }}'],
+      {
+        files: {
+          'parts/greeting.md': 'Hello {{ name }}!',
+          'parts/loop.md': '{{ include("loop.md") }}',
+        },
+        trust: true,
+      },
+    );
     const request = await f.nextRequest({ path: '/v1/messages' });
     expect(lastUserText(request.body as Body)).toBe('Hello Ana!');
     await reply(request.stream());
@@ -91,21 +110,22 @@ describe('templates', () => {
   });
 
   it('templates and the Lua frontmatter run in the restricted environment each always had', async () => {
-    const { d, f } = await start();
-    await d.openChat('env.chat', [
-      '```lua',
-      'fm = table.concat({ type(assert), type(io), type(require), type(vim.tbl_map),',
-      '  type(vim.deepcopy), type(vim.fn), type(os.date), type(os.execute), type(string.upper) }, " ")',
-      'string.upper = nil',
-      '```',
-      '@You:',
-      '{{ fm }}',
-      '{{ table.concat({ type(vim.inspect), type(vim.json.encode), type(vim.tbl_map), type(vim.deepcopy),',
-      '  type(os.getenv), type(os.remove), type(string.upper), type(select) }, " ") }}',
-      '{% string.format = nil %}{{ select(2, pcall(function() return io end)) }}',
-    ]);
-    await d.command('trust');
-    await d.command('Flemma send');
+    const { d, f } = await sent(
+      'env.chat',
+      [
+        '```lua',
+        'fm = table.concat({ type(assert), type(io), type(require), type(vim.tbl_map),',
+        '  type(vim.deepcopy), type(vim.fn), type(os.date), type(os.execute), type(string.upper) }, " ")',
+        'string.upper = nil',
+        '```',
+        '@You:',
+        '{{ fm }}',
+        '{{ table.concat({ type(vim.inspect), type(vim.json.encode), type(vim.tbl_map), type(vim.deepcopy),',
+        '  type(os.getenv), type(os.remove), type(string.upper), type(select) }, " ") }}',
+        '{% string.format = nil %}{{ select(2, pcall(function() return io end)) }}',
+      ],
+      { trust: true },
+    );
     const request = await f.nextRequest({ path: '/v1/messages' });
     const [fm, template, undefinedName] = lastUserText(request.body as Body).split('\n');
     expect(fm).toBe('function nil nil function function nil function nil function');
@@ -121,41 +141,32 @@ describe('templates', () => {
   });
 
   it('an undefined variable is an error naming its line, and nothing is sent', async () => {
-    const { d, f } = await start();
     const lines = ['@You:', 'Hello', '{{ nobody }}'];
-    const buf = await d.openChat('undef.chat', lines);
-    await d.command('trust');
-    await d.command('Flemma send');
-    const note = await d.waitForNotification(/undefined variable 'nobody'/);
-    expect(note.message).toContain('line 3');
-    expect(f.requests).toHaveLength(0);
+    const { d, f, buf } = await sent('undef.chat', lines, { trust: true });
+    await refused({ d, f }, /undefined variable 'nobody'/, 'line 3');
     expect(await d.lines(buf)).toEqual(lines);
   });
 
   it('do not run in an untrusted file', async () => {
-    const { d, f } = await start();
-    await d.openChat('untrusted-tpl.chat', ['@You:', '{{ 1 + 1 }}']);
-    await d.command('Flemma send');
-    const note = await d.waitForNotification(/to run its templates/);
-    expect(note.message).toContain(':trust');
-    expect(f.requests).toHaveLength(0);
+    const { d, f } = await sent('untrusted-tpl.chat', ['@You:', '{{ 1 + 1 }}']);
+    await refused({ d, f }, /to run its templates/, ':trust');
   });
 });
 
 describe('personalities', () => {
   it('coding-assistant lists the request’s tools, the environment and the project’s instructions, the same every turn', async () => {
-    const { d, f } = await start();
-    d.writeFile('AGENTS.md', 'Run npm test before you finish.');
-    d.writeFile('CLAUDE.md', 'Run npm test before you finish.');
-    await d.openChat('persona.chat', [
-      '@System:',
-      '{{ include("urn:flemma:personality:coding-assistant") }}',
-      '@You:',
-      'Hello',
-    ]);
-    await d.command('trust');
-    await d.waitForEvent('FlemmaBootComplete');
-    await d.command('Flemma send');
+    const { d, f } = await sent(
+      'persona.chat',
+      ['@System:', '{{ include("urn:flemma:personality:coding-assistant") }}', '@You:', 'Hello'],
+      {
+        files: {
+          'AGENTS.md': 'Run npm test before you finish.',
+          'CLAUDE.md': 'Run npm test before you finish.',
+        },
+        trust: true,
+        boot: true,
+      },
+    );
     const first = await f.nextRequest({ path: '/v1/messages' });
     const system = JSON.stringify((first.body as Body).system);
     expect(system).toContain('## Available tools');
@@ -178,29 +189,22 @@ describe('personalities', () => {
   });
 
   it('an unknown personality is an error with a suggestion', async () => {
-    const { d, f } = await start();
-    await d.openChat('persona-typo.chat', [
-      '@System:',
-      '{{ include("urn:flemma:personality:coding-asistant") }}',
-      '@You:',
-      'Hello',
-    ]);
-    await d.command('trust');
-    await d.command('Flemma send');
-    const note = await d.waitForNotification(/unknown personality/);
-    expect(note.message).toContain("did you mean 'coding-assistant'");
-    expect(note.message).toContain('line 2');
-    expect(f.requests).toHaveLength(0);
+    const { d, f } = await sent(
+      'persona-typo.chat',
+      ['@System:', '{{ include("urn:flemma:personality:coding-asistant") }}', '@You:', 'Hello'],
+      { trust: true },
+    );
+    await refused({ d, f }, /unknown personality/, "did you mean 'coding-assistant'", 'line 2');
   });
 });
 
 describe('file references', () => {
   it('inline a text file and attach a PNG as an image part', async () => {
-    const { d, f } = await start();
-    d.writeFile('notes.txt', 'The lamp is blue.\n');
-    d.writeFile('pic.png', PNG);
-    await d.openChat('refs.chat', ['@You:', 'Read @./notes.txt and look at @./pic.png.']);
-    await d.command('Flemma send');
+    const { d, f } = await sent(
+      'refs.chat',
+      ['@You:', 'Read @./notes.txt and look at @./pic.png.'],
+      { files: { 'notes.txt': 'The lamp is blue.\n', 'pic.png': PNG } },
+    );
     const request = await f.nextRequest({ path: '/v1/messages' });
     const body = request.body as Body;
     const content = body.messages[body.messages.length - 1]?.content ?? [];
@@ -217,7 +221,7 @@ describe('file references', () => {
   });
 
   it('are read again at each send: an edit between two sends is in the second request', async () => {
-    const { d, f } = await start();
+    const { d, f } = await launch();
     const path = d.writeFile('notes.txt', 'The lamp is blue.\n');
     // A modification time in whole seconds, which the edit below can put back exactly.
     const mtime = new Date('2020-01-01T00:00:00Z');
@@ -244,10 +248,8 @@ describe('file references', () => {
   });
 
   it('a missing file is an error that names it, and nothing is sent', async () => {
-    const { d, f } = await start();
     const lines = ['@You:', 'See @./missing.md please'];
-    const buf = await d.openChat('missing.chat', lines);
-    await d.command('Flemma send');
+    const { d, f, buf } = await sent('missing.chat', lines);
     const note = await d.waitForNotification(/missing\.md/);
     expect(note.message).toMatch(/line 2: @\.\/missing\.md: no such file/);
     expect(f.requests).toHaveLength(0);

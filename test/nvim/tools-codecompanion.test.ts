@@ -6,7 +6,8 @@
 import { describe, expect, it } from 'vitest';
 import { MESSAGE_START, textDeltas, textDelta } from '../helpers/anthropic-script.js';
 import { type Driver } from '../helpers/driver.js';
-import { launcher, type Session } from '../helpers/e2e.js';
+import { fenceLineOf, toolResult } from '../helpers/chat-lines.js';
+import { editFence, launcher, type Session } from '../helpers/e2e.js';
 import { type FakeRequest } from '../helpers/fake-provider.js';
 
 const launch = launcher();
@@ -170,13 +171,6 @@ function systemText(request: FakeRequest): string {
   return Array.isArray(system) ? system.map((block: { text: string }) => block.text).join('') : '';
 }
 
-/** The 1-based line number of a placeholder's fence, by tool id. */
-function fenceLineOf(lines: string[], id: string): number {
-  const header = lines.indexOf(`**Tool Result:** \`${id}\``);
-  if (header < 0) throw new Error(`no result block for ${id}`);
-  return header + 3;
-}
-
 describe('CodeCompanion-style tools', () => {
   it('a command-based tool with ${var} from env() runs through <C-]>, its output in the result', async () => {
     const { d, f, buf } = await setup({ tools: '{ autopilot = false }', define: GREET_TOOL });
@@ -200,14 +194,9 @@ describe('CodeCompanion-style tools', () => {
     const lines = await d.lines(buf);
     const header = lines.indexOf('**Tool Result:** `toolu_G`');
     expect(header).toBeGreaterThan(0);
-    expect(lines.slice(header, header + 6)).toEqual([
-      '**Tool Result:** `toolu_G`',
-      '',
-      '```',
-      'hello, Ada',
-      'from Ada',
-      '```',
-    ]);
+    expect(lines.slice(header, header + 6)).toEqual(
+      toolResult('toolu_G', ['hello, Ada', 'from Ada']),
+    );
     expect(await d.lua('return _G.cc_log')).toEqual([
       'setup Ada',
       'success 1',
@@ -258,17 +247,14 @@ describe('CodeCompanion-style tools', () => {
     expect(await d.lua('return _G.cc_ran')).toEqual([]);
 
     // The user rejects the pending call with a reason; <C-]> resolves it and runs the approved one.
-    const fence = fenceLineOf(lines, 'toolu_B');
-    await d.lua(
-      `vim.api.nvim_buf_set_lines(0, ${fence - 1}, ${fence}, false, { "\`\`\`flemma:tool status=rejected", "too risky" })`,
-    );
+    await editFence(d, 'toolu_B', '```flemma:tool status=rejected', 'too risky');
     before = d.eventCount;
     await d.press('<C-]>');
     await d.waitForEvent('FlemmaToolCompleted', { after: before });
     // 100 * 50, through both functions, success called after each; the rejected one never ran.
     lines = await d.lines(buf);
     const a = lines.indexOf('**Tool Result:** `toolu_A`');
-    expect(lines.slice(a, a + 5)).toEqual(['**Tool Result:** `toolu_A`', '', '```', '5000', '```']);
+    expect(lines.slice(a, a + 5)).toEqual(toolResult('toolu_A', ['5000']));
     expect(await d.lua('return _G.cc_success')).toBe(2);
     expect(await d.lua('return _G.cc_ran')).toEqual([100]);
     await d.press('<C-]>');

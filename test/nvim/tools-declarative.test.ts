@@ -13,7 +13,7 @@ import { MESSAGE_START, textDeltas, textDelta } from '../helpers/anthropic-scrip
 import { launcher } from '../helpers/e2e.js';
 import { type FakeRequest } from '../helpers/fake-provider.js';
 import { closeServer } from '../helpers/http.js';
-import { toolUse } from '../helpers/chat-lines.js';
+import { toolUse, toolResult } from '../helpers/chat-lines.js';
 
 let server: Server | undefined;
 let dir: string | undefined;
@@ -143,13 +143,7 @@ implementation:
     await d.waitForEvent('FlemmaRequestFinished', { after: before });
     const lines = await d.lines(buf);
     const header = lines.indexOf('**Tool Result:** `toolu_W`');
-    expect(lines.slice(header, header + 5)).toEqual([
-      '**Tool Result:** `toolu_W`',
-      '',
-      '```',
-      'sunny in Paris',
-      '```',
-    ]);
+    expect(lines.slice(header, header + 5)).toEqual(toolResult('toolu_W', ['sunny in Paris']));
     // The token never reached the buffer.
     expect(lines.join('\n')).not.toContain('tok-1');
   });

@@ -7,6 +7,7 @@ import { anthropicReply } from '../helpers/anthropic-script.js';
 import { type Driver } from '../helpers/driver.js';
 import { launcher } from '../helpers/e2e.js';
 import { type FakeRequest } from '../helpers/fake-provider.js';
+import { toolResult } from '../helpers/chat-lines.js';
 
 const launch = launcher();
 
@@ -90,13 +91,9 @@ describe('two tool uses with the same id', () => {
     const after = await d.lines(buf);
     const at = after.indexOf('**Tool Result:** `SAME_1_dup2` (error)');
     expect(at).toBeGreaterThan(0);
-    expect(after.slice(at, at + 5)).toEqual([
-      '**Tool Result:** `SAME_1_dup2` (error)',
-      '',
-      '```',
-      DUPLICATE_TEXT.replace('LINE', String(first)),
-      '```',
-    ]);
+    expect(after.slice(at, at + 5)).toEqual(
+      toolResult('SAME_1_dup2', [DUPLICATE_TEXT.replace('LINE', String(first))], true),
+    );
     expect(after).toContain('**Tool Result:** `SAME_1`');
     // Only the first one ran.
     expect(d.eventsSeen('FlemmaToolExecuting')).toHaveLength(1);

@@ -10,7 +10,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { anthropicReply as reply } from '../helpers/anthropic-script.js';
 import { afterEach, describe, expect, it } from 'vitest';
-import { launcher, type Session } from '../helpers/e2e.js';
+import { launcher, type Session, untilApproval } from '../helpers/e2e.js';
 import { type FakeRequest } from '../helpers/fake-provider.js';
 
 let server: Server | undefined;
@@ -185,15 +185,10 @@ describe('tool policy end to end', () => {
     const { d, f } = await start('{ autonomy = "autonomous", hooks = { confirm = { "note.*" } } }');
     await d.openChat('confirm.chat', ['@You:', 'Two notes.']);
     await d.waitForEvent('FlemmaBootComplete');
-    await d.press('<C-]>');
-    await reply(await f.nextRequest({ path: '/v1/messages' }), 'Noting.', [
+    let lines = await untilApproval(d, f, 'Noting.', [
       { id: 'toolu_A', name: 'note_add', input: { text: 'yes' } },
       { id: 'toolu_R', name: 'note_add', input: { text: 'no' } },
     ]);
-    await d.waitForEvent('FlemmaRequestFinished');
-    await d.press('<C-]>');
-    await d.waitForEvent('FlemmaApprovalNeeded');
-    let lines = await d.lines();
     expect(lines.filter((line) => line === '```flemma:tool status=pending')).toHaveLength(2);
     expect(d.eventsSeen('FlemmaToolExecuting')).toHaveLength(0);
     const rowOf = (id: string): number => lines.indexOf(`**Tool Result:** \`${id}\``) + 1;

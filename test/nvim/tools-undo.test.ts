@@ -41,18 +41,22 @@ async function undo(d: Driver, id: string): Promise<void> {
   await d.press(':Flemma tool:undo<CR>');
 }
 
+/** Neovim set up for the tests, with `notes.txt` holding `text`; the file's path. */
+async function withNotes(text: string): Promise<{ d: Driver; notes: string }> {
+  const { d } = await launch({ key: false, setup: SETUP });
+  return { d, notes: d.writeFile('notes.txt', text) };
+}
+
+/** The model's call `id` editing `notes.txt`: `oldText` becomes `newText`. */
+function fixNotes(id: string, oldText: string, newText: string): string[] {
+  return toolUse('edit', id, { label: 'fix', path: 'notes.txt', oldText, newText });
+}
+
 describe(':Flemma tool:undo', () => {
   it('restores what an edit changed and removes what a write created, and marks each result', async () => {
-    const { d: driver } = await launch({ key: false, setup: SETUP });
-    const d = driver;
-    const notes = d.writeFile('notes.txt', 'one\ntwo\nthree\n');
+    const { d, notes } = await withNotes('one\ntwo\nthree\n');
     await runCalls(d, [
-      toolUse('edit', 'toolu_E1', {
-        label: 'fix',
-        path: 'notes.txt',
-        oldText: 'two',
-        newText: 'TWO',
-      }),
+      fixNotes('toolu_E1', 'two', 'TWO'),
       toolUse('write', 'toolu_W1', { label: 'new', path: 'sub/new.txt', content: 'fresh\n' }),
     ]);
     const created = notes.replace(/notes\.txt$/, 'sub/new.txt');
@@ -90,17 +94,8 @@ describe(':Flemma tool:undo', () => {
   });
 
   it('refuses when the file changed since the call, and leaves file and result alone', async () => {
-    const { d: driver } = await launch({ key: false, setup: SETUP });
-    const d = driver;
-    const notes = d.writeFile('notes.txt', 'alpha\nbeta\n');
-    await runCalls(d, [
-      toolUse('edit', 'toolu_E2', {
-        label: 'fix',
-        path: 'notes.txt',
-        oldText: 'beta',
-        newText: 'BETA',
-      }),
-    ]);
+    const { d, notes } = await withNotes('alpha\nbeta\n');
+    await runCalls(d, [fixNotes('toolu_E2', 'beta', 'BETA')]);
     writeFileSync(notes, 'alpha\nBETA\ngamma by hand\n');
     await undo(d, 'toolu_E2');
     const note = await d.waitForNotification(/Cannot undo toolu_E2/);

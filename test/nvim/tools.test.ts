@@ -1,10 +1,9 @@
 // Tools end to end: tools registered from Lua in the user's config, run from their placeholders
 // by <C-]> and <M-CR>, with the spinner, cancellation, previews and the execution context.
 import { describe, expect, it } from 'vitest';
+import { callChat, toolResult } from '../helpers/chat-lines.js';
 import { type Driver } from '../helpers/driver.js';
-import { neovimLauncher } from '../helpers/e2e.js';
-
-let driver: Driver | undefined;
+import { GATED_TOOL, neovimLauncher, openBooted, runCallAt, finishGated } from '../helpers/e2e.js';
 
 const launch = neovimLauncher();
 
@@ -41,16 +40,7 @@ tools.register("slow_tool", {
     end
   end,
 })
-tools.register("gated_tool", {
-  name = "gated_tool",
-  description = "Answers when the test says so",
-  input_schema = { type = "object", properties = {} },
-  execute = function(input, ctx, callback)
-    _G.finish_gated = function(text)
-      callback({ success = true, output = text })
-    end
-  end,
-})
+${GATED_TOOL}
 tools.register("ctx_tool", {
   name = "ctx_tool",
   description = "Reports its execution context",
@@ -91,29 +81,20 @@ ${ECHO_TOOL}
 ${extra}`;
 }
 
-function toolUse(name: string, id: string, input: string): string[] {
-  return [`**Tool Use:** \`${name}\` (\`${id}\`)`, '', '```json', input, '```'];
+/** Neovim set up with the tools above (`setup`: other start-up Lua), the chat open and booted. */
+async function opened(
+  name: string,
+  lines: string[],
+  setup = setupCode(),
+): Promise<{ d: Driver; buf: number }> {
+  const d = await launch({ setup });
+  return { d, buf: await openBooted(d, name, lines) };
 }
 
 describe('tools registered from Lua', () => {
   it('run from an approved placeholder on <C-]> and the result replaces it', async () => {
-    driver = await launch({ setup: setupCode() });
-    const d = driver;
-    await d.openChat('run.chat', [
-      '@You:',
-      'Echo hi.',
-      '',
-      '@Assistant:',
-      ...toolUse('echo_tool', 'toolu_01', '{"text":"hi"}'),
-      '',
-      '@You:',
-      '',
-      '**Tool Result:** `toolu_01`',
-      '',
-      '```flemma:tool status=approved',
-      '```',
-    ]);
-    await d.waitForEvent('FlemmaBootComplete');
+    const chat = callChat('Echo hi.', [['echo_tool', 'toolu_01', '{"text":"hi"}']], 'approved');
+    const { d } = await opened('run.chat', chat);
     // A file read from disk is the user's once trusted; until then its `approved` is judged by
     // the chain as if pending (test/nvim/approval-trust.test.ts).
     await d.command('trust');
@@ -125,26 +106,20 @@ describe('tools registered from Lua', () => {
       status: 'success',
     });
     const lines = await d.lines();
-    expect(lines.slice(-5)).toEqual(['**Tool Result:** `toolu_01`', '', '```', 'echo: hi', '```']);
+    expect(lines.slice(-5)).toEqual(toolResult('toolu_01', ['echo: hi']));
     expect(await d.lua('return vim.bo.modifiable')).toBe(true);
     expect(d.eventsSeen('FlemmaToolExecuting')).toHaveLength(1);
   });
 
   it('<M-CR> runs the call under the cursor, writing a result block where there was none', async () => {
-    driver = await launch({ setup: setupCode() });
-    const d = driver;
-    await d.openChat('mcr.chat', [
-      '@You:',
-      'Echo two things.',
-      '',
-      '@Assistant:',
-      ...toolUse('echo_tool', 'toolu_A', '{"text":"first"}'),
-      '',
-      ...toolUse('echo_tool', 'toolu_B', '{"text":"second"}'),
-    ]);
-    await d.waitForEvent('FlemmaBootComplete');
-    await d.command('normal! 11G');
-    await d.press('<M-CR>');
+    const { d } = await opened(
+      'mcr.chat',
+      callChat('Echo two things.', [
+        ['echo_tool', 'toolu_A', '{"text":"first"}'],
+        ['echo_tool', 'toolu_B', '{"text":"second"}'],
+      ]),
+    );
+    await runCallAt(d, 11);
     await d.waitForEvent('FlemmaToolCompleted');
     const lines = await d.lines();
     expect(lines.slice(12)).toEqual([
@@ -154,29 +129,16 @@ describe('tools registered from Lua', () => {
       '',
       '@You:',
       '',
-      '**Tool Result:** `toolu_B`',
-      '',
-      '```',
-      'echo: second',
-      '```',
+      ...toolResult('toolu_B', ['echo: second']),
     ]);
     // cursor_after_result = "result": the cursor is on the result's header.
     expect(await d.lua('return vim.api.nvim_win_get_cursor(0)[1]')).toBe(19);
   });
 
   it('an invalid input becomes an error result that tells the model what was wrong', async () => {
-    driver = await launch({ setup: setupCode() });
-    const d = driver;
-    await d.openChat('invalid.chat', [
-      '@You:',
-      'Echo.',
-      '',
-      '@Assistant:',
-      ...toolUse('echo_tool', 'toolu_X', '{"txt":"oops"}'),
-    ]);
-    await d.waitForEvent('FlemmaBootComplete');
-    await d.command('normal! 6G');
-    await d.press('<M-CR>');
+    const chat = callChat('Echo.', [['echo_tool', 'toolu_X', '{"txt":"oops"}']]);
+    const { d } = await opened('invalid.chat', chat);
+    await runCallAt(d, 6);
     const done = await d.waitForEvent('FlemmaToolCompleted');
     expect(done.data['status']).toBe('error');
     const text = (await d.lines()).join('\n');
@@ -185,18 +147,8 @@ describe('tools registered from Lua', () => {
   });
 
   it('an async tool shows the spinner, locks the buffer, and <C-c> cancels it', async () => {
-    driver = await launch({ setup: setupCode() });
-    const d = driver;
-    await d.openChat('slow.chat', [
-      '@You:',
-      'Wait.',
-      '',
-      '@Assistant:',
-      ...toolUse('slow_tool', 'toolu_S', '{}'),
-    ]);
-    await d.waitForEvent('FlemmaBootComplete');
-    await d.command('normal! 6G');
-    await d.press('<M-CR>');
+    const { d } = await opened('slow.chat', callChat('Wait.', [['slow_tool', 'toolu_S']]));
+    await runCallAt(d, 6);
     await d.waitForEvent('FlemmaToolExecuting');
     // The indicator: end-of-line virtual text on the result header, animated by a Lua timer.
     const marks = await d.waitForExtmarks('flemma.tool_status');
@@ -216,33 +168,16 @@ describe('tools registered from Lua', () => {
     expect(done.data['status']).toBe('error');
     expect(await d.lua('return _G.cancelled')).toBe(true);
     const lines = await d.lines();
-    expect(lines.slice(-5)).toEqual([
-      '**Tool Result:** `toolu_S` (error)',
-      '',
-      '```',
-      'User aborted tool execution.',
-      '```',
-    ]);
+    expect(lines.slice(-5)).toEqual(toolResult('toolu_S', ['User aborted tool execution.'], true));
     expect(await d.lua('return vim.bo.modifiable')).toBe(true);
   });
 
   it('a pending placeholder shows a preview line that goes once the result arrives', async () => {
-    driver = await launch({ setup: setupCode() });
-    const d = driver;
-    await d.openChat('preview.chat', [
-      '@You:',
-      'Echo.',
-      '',
-      '@Assistant:',
-      ...toolUse('echo_tool', 'toolu_P', '{"text":"look"}'),
-      '',
-      '@You:',
-      '',
-      '**Tool Result:** `toolu_P`',
-      '',
-      '```flemma:tool status=pending',
-      '```',
-    ]);
+    const d = await launch({ setup: setupCode() });
+    await d.openChat(
+      'preview.chat',
+      callChat('Echo.', [['echo_tool', 'toolu_P', '{"text":"look"}']], 'pending'),
+    );
     const marks = await d.waitForExtmarks('flemma_tool_preview');
     expect(marks).toHaveLength(1);
     // Under the opening fence (0-based row 14): inside the empty block.
@@ -250,8 +185,7 @@ describe('tools registered from Lua', () => {
     expect(JSON.stringify(marks[0]?.[3]['virt_lines'])).toContain(
       'echo_tool: \\"look\\" (max true)',
     );
-    await d.command('normal! 14G');
-    await d.press('<M-CR>');
+    await runCallAt(d, 14);
     await d.waitForEvent('FlemmaToolCompleted');
     expect(await d.waitForExtmarks('flemma_tool_preview', { until: '#marks == 0' })).toHaveLength(
       0,
@@ -259,18 +193,8 @@ describe('tools registered from Lua', () => {
   });
 
   it('gives Lua tools the execution context of docs/tools.md', async () => {
-    driver = await launch({ setup: setupCode() });
-    const d = driver;
-    const buf = await d.openChat('ctx.chat', [
-      '@You:',
-      'Context?',
-      '',
-      '@Assistant:',
-      ...toolUse('ctx_tool', 'toolu_C', '{}'),
-    ]);
-    await d.waitForEvent('FlemmaBootComplete');
-    await d.command('normal! 6G');
-    await d.press('<M-CR>');
+    const { d, buf } = await opened('ctx.chat', callChat('Context?', [['ctx_tool', 'toolu_C']]));
+    await runCallAt(d, 6);
     await d.waitForEvent('FlemmaToolCompleted');
     const lines = await d.lines();
     const json = JSON.parse(lines[lines.length - 2] ?? '') as Record<string, unknown>;
@@ -299,18 +223,8 @@ describe('tools registered from Lua', () => {
 
 describe('background jobs', () => {
   it(':Flemma tool:background unlocks the buffer; the result lands in the block when done', async () => {
-    driver = await launch({ setup: setupCode() });
-    const d = driver;
-    await d.openChat('bg.chat', [
-      '@You:',
-      'Work.',
-      '',
-      '@Assistant:',
-      ...toolUse('gated_tool', 'toolu_G', '{}'),
-    ]);
-    await d.waitForEvent('FlemmaBootComplete');
-    await d.command('normal! 6G');
-    await d.press('<M-CR>');
+    const { d } = await opened('bg.chat', callChat('Work.', [['gated_tool', 'toolu_G']]));
+    await runCallAt(d, 6);
     await d.waitForEvent('FlemmaToolExecuting');
     expect(await d.lua('return vim.bo.modifiable')).toBe(false);
     await d.press(':Flemma tool:list<CR>');
@@ -331,27 +245,18 @@ describe('background jobs', () => {
     // The user goes on writing meanwhile.
     await d.lua('vim.api.nvim_buf_set_lines(0, 1, 2, false, { "Work, please." })');
     // The tool's execute has run in Lua (the host may still have been loading its validator).
-    expect(
-      await d.lua('return vim.wait(5000, function() return _G.finish_gated ~= nil end, 5)'),
-    ).toBe(true);
-    await d.lua('_G.finish_gated("finished late")');
+    await finishGated(d, 'finished late');
     const completed = await d.waitForEvent('FlemmaJobCompleted');
     expect(completed.data).toMatchObject({ tool_id: 'toolu_G', success: true, active_count: 0 });
     const lines = await d.lines();
     expect(lines[1]).toBe('Work, please.');
-    expect(lines.slice(-5)).toEqual([
-      '**Tool Result:** `toolu_G`',
-      '',
-      '```',
-      'finished late',
-      '```',
-    ]);
+    expect(lines.slice(-5)).toEqual(toolResult('toolu_G', ['finished late']));
   });
 });
 
 describe('tool sources', () => {
   it('a send while async sources load waits, then goes out by itself; boot:complete follows', async () => {
-    driver = await launch({
+    const d = await launch({
       setup: setupCode(`
         require("flemma.tools").register({
           timeout = 20,
@@ -366,7 +271,6 @@ describe('tool sources', () => {
       `),
       env: { ANTHROPIC_API_KEY: '' },
     });
-    const d = driver;
     await d.openChat('wait.chat', ['@You:', 'Hi']);
     await d.press('<C-]>');
     await d.waitForNotification(/Waiting for tool definitions to load\.\.\./);
@@ -378,14 +282,13 @@ describe('tool sources', () => {
   });
 
   it('a throwing resolve and a source that never finishes are reported and do not block', async () => {
-    driver = await launch({
+    const d = await launch({
       setup: setupCode(`
         local tools = require("flemma.tools")
         tools.register(function(register, done) error("cannot list tools") end)
         tools.register({ timeout = 1, resolve = function(register, done) end })
       `),
     });
-    const d = driver;
     await d.waitForNotification(/tool source function source failed: .*cannot list tools/);
     await d.openChat('boot.chat', ['@You:', 'Hi']);
     await d.waitForNotification(/timed out after 1 s/);
@@ -395,7 +298,6 @@ describe('tool sources', () => {
 
   it('registers every form: module with definitions, module with resolve, a list', async () => {
     const d = await launch({ setup: 'require("flemma").setup({})' });
-    driver = d;
     d.writeFile(
       'rtp/lua/my_tools/defs.lua',
       `return { definitions = {
@@ -438,26 +340,16 @@ describe('built-in tools', () => {
   })`;
 
   it('bash runs in bubblewrap: it can write in the project directory and nowhere else', async () => {
-    driver = await launch({ setup: sandboxed });
-    const d = driver;
+    const d = await launch({ setup: sandboxed });
     const outsideFile = d.writeFile('../outside/existing.txt', 'untouched\n');
     const outsideDir = outsideFile.slice(0, outsideFile.lastIndexOf('/'));
     const command = `touch inside.txt && echo made-inside; echo changed > ${outsideDir}/existing.txt; touch ${outsideDir}/new.txt; echo done`;
-    await d.openChat('sandbox.chat', [
-      '@You:',
-      'Try it.',
-      '',
-      '@Assistant:',
-      ...toolUse('bash', 'toolu_B1', JSON.stringify({ label: 'try', command, timeout: null })),
-      '',
-      '@You:',
-      '',
-      '**Tool Result:** `toolu_B1`',
-      '',
-      '```flemma:tool status=approved',
-      '```',
-    ]);
-    await d.waitForEvent('FlemmaBootComplete');
+    const input = JSON.stringify({ label: 'try', command, timeout: null });
+    await openBooted(
+      d,
+      'sandbox.chat',
+      callChat('Try it.', [['bash', 'toolu_B1', input]], 'approved'),
+    );
     await d.press('<C-]>');
     const done = await d.waitForEvent('FlemmaToolCompleted');
     expect(done.data).toMatchObject({ tool_name: 'bash', status: 'success' });
@@ -473,24 +365,15 @@ describe('built-in tools', () => {
   });
 
   it('write refuses a path outside the writable directories, and :Flemma sandbox:disable lifts it', async () => {
-    driver = await launch({ setup: sandboxed });
-    const d = driver;
+    const d = await launch({ setup: sandboxed });
     const outsideFile = d.writeFile('../outside/keep.txt', 'keep\n');
     const input = JSON.stringify({
       label: 'escape',
       path: '../outside/keep.txt',
       content: 'gone\n',
     });
-    await d.openChat('write.chat', [
-      '@You:',
-      'Write.',
-      '',
-      '@Assistant:',
-      ...toolUse('write', 'toolu_W1', input),
-    ]);
-    await d.waitForEvent('FlemmaBootComplete');
-    await d.command('normal! 6G');
-    await d.press('<M-CR>');
+    await openBooted(d, 'write.chat', callChat('Write.', [['write', 'toolu_W1', input]]));
+    await runCallAt(d, 6);
     const first = await d.waitForEvent('FlemmaToolCompleted');
     expect(first.data['status']).toBe('error');
     const count = d.eventCount;
@@ -500,28 +383,19 @@ describe('built-in tools', () => {
     const { readFileSync } = await import('node:fs');
     expect(readFileSync(outsideFile, 'utf8')).toBe('keep\n');
     await d.press(':Flemma sandbox:disable<CR>');
-    await d.command('normal! 6G');
-    await d.press('<M-CR>');
+    await runCallAt(d, 6);
     await d.waitForEvent('FlemmaToolCompleted', { after: count });
     expect(readFileSync(outsideFile, 'utf8')).toBe('gone\n');
   });
 
   it('a long bash output is cut, with the full output saved to the file the result names', async () => {
-    driver = await launch({
-      setup: 'require("flemma").setup({ tools = { autopilot = false } })',
-    });
-    const d = driver;
     const input = JSON.stringify({ label: 'count', command: 'seq 1 5000', timeout: null });
-    await d.openChat('long.chat', [
-      '@You:',
-      'Count.',
-      '',
-      '@Assistant:',
-      ...toolUse('bash', 'toolu_L', input),
-    ]);
-    await d.waitForEvent('FlemmaBootComplete');
-    await d.command('normal! 6G');
-    await d.press('<M-CR>');
+    const { d } = await opened(
+      'long.chat',
+      callChat('Count.', [['bash', 'toolu_L', input]]),
+      'require("flemma").setup({ tools = { autopilot = false } })',
+    );
+    await runCallAt(d, 6);
     await d.waitForEvent('FlemmaToolCompleted');
     const text = (await d.lines()).join('\n');
     expect(text).toContain('\n5000\n');
@@ -533,23 +407,12 @@ describe('built-in tools', () => {
   });
 
   it('a bash preview shows the command and label, and the sandbox status is reported', async () => {
-    driver = await launch({ setup: sandboxed });
-    const d = driver;
+    const d = await launch({ setup: sandboxed });
     const input = JSON.stringify({ label: 'running tests', command: 'make test', timeout: null });
-    await d.openChat('bashpreview.chat', [
-      '@You:',
-      'Test.',
-      '',
-      '@Assistant:',
-      ...toolUse('bash', 'toolu_P2', input),
-      '',
-      '@You:',
-      '',
-      '**Tool Result:** `toolu_P2`',
-      '',
-      '```flemma:tool status=pending',
-      '```',
-    ]);
+    await d.openChat(
+      'bashpreview.chat',
+      callChat('Test.', [['bash', 'toolu_P2', input]], 'pending'),
+    );
     const marks = await d.waitForExtmarks('flemma_tool_preview');
     expect(JSON.stringify(marks[0]?.[3]['virt_lines'])).toContain(
       'bash: $ make test  # running tests',
@@ -562,7 +425,6 @@ describe('built-in tools', () => {
 describe('JavaScript tool modules', () => {
   it('loads a module named in tools.modules and runs its tool in the host', async () => {
     const d = await launch();
-    driver = d;
     const path = d.writeFile(
       'js/upper.mjs',
       `export const definitions = [{
@@ -576,21 +438,8 @@ describe('JavaScript tool modules', () => {
     await d.lua(
       `require("flemma").setup({ tools = { autopilot = false, modules = { "${path}" }, upper = { limit = 7 } } })`,
     );
-    await d.openChat('js.chat', [
-      '@You:',
-      'Shout.',
-      '',
-      '@Assistant:',
-      ...toolUse('upper', 'toolu_J', '{"text":"hey"}'),
-      '',
-      '@You:',
-      '',
-      '**Tool Result:** `toolu_J`',
-      '',
-      '```flemma:tool status=pending',
-      '```',
-    ]);
-    await d.waitForEvent('FlemmaBootComplete');
+    const chat = callChat('Shout.', [['upper', 'toolu_J', '{"text":"hey"}']], 'pending');
+    await openBooted(d, 'js.chat', chat);
     // The module's own preview replaces the generic one once the module has loaded.
     const shown = (): Promise<string> =>
       d
@@ -601,8 +450,7 @@ describe('JavaScript tool modules', () => {
         '#marks > 0 and vim.inspect(marks[1][4].virt_lines):find("upper: hey  # shout", 1, true) ~= nil',
     });
     expect(await shown()).toContain('upper: hey  # shout');
-    await d.command('normal! 14G');
-    await d.press('<M-CR>');
+    await runCallAt(d, 14);
     const done = await d.waitForEvent('FlemmaToolCompleted');
     expect(done.data['status']).toBe('success');
     const cwd = await d.lua<string>('return vim.fn.getcwd()');

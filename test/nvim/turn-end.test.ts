@@ -7,7 +7,8 @@
 import { describe, expect, it } from 'vitest';
 import { anthropicMessages, anthropicReply } from '../helpers/anthropic-script.js';
 import { type Driver } from '../helpers/driver.js';
-import { type Session, launcher, ECHO_TOOL, STEP_WITNESS } from '../helpers/e2e.js';
+import { toolResult } from '../helpers/chat-lines.js';
+import { type Session, launcher, openBooted, ECHO_TOOL, STEP_WITNESS } from '../helpers/e2e.js';
 import { type FakeProvider } from '../helpers/fake-provider.js';
 
 const launch = launcher();
@@ -45,6 +46,58 @@ async function askFor(d: Driver, f: FakeProvider, id: string): Promise<void> {
   expect((await stepEnded(d, seen)).outcome).toBe('waiting');
 }
 
+/**
+ * `act` sends (keys or a command); the model answers `text` and the step ends done. The chat's
+ * lines then.
+ */
+async function answered(
+  { d, f, buf }: { d: Driver; f: FakeProvider; buf: number },
+  act: () => Promise<void>,
+  text: string,
+): Promise<string[]> {
+  const seen = d.eventCount;
+  await act();
+  await anthropicReply(await f.nextRequest({ path: '/v1/messages' }), text);
+  expect((await stepEnded(d, seen)).outcome).toBe('done');
+  return d.lines(buf);
+}
+
+/**
+ * The chat `name` asking to echo; `askFor` the call `id`: autopilot stopped at it, and the cursor
+ * is on it.
+ */
+async function waitingOn(
+  name: string,
+  id: string,
+): Promise<{ d: Driver; f: FakeProvider; buf: number }> {
+  const { d, f } = await start('{}');
+  const buf = await openBooted(d, name, ['@You:', 'Echo.']);
+  await askFor(d, f, id);
+  expect(await row(d)).toBe((await d.lines(buf)).indexOf(`**Tool Result:** \`${id}\``) + 1);
+  return { d, f, buf };
+}
+
+/**
+ * `G<C-]>` on the chat `name` holding `lines`; while the reply (`text`) comes, the user puts the
+ * cursor on line `at`. The chat's lines and the cursor's line once the step has ended.
+ */
+async function movedWhileReplying(
+  name: string,
+  lines: string[],
+  at: number,
+  text: string,
+): Promise<{ after: string[]; cursor: number }> {
+  const { d, f } = await start('{}');
+  const buf = await openBooted(d, name, lines);
+  const seen = d.eventCount;
+  await d.press('G<C-]>');
+  const request = await f.nextRequest({ path: '/v1/messages' });
+  await d.command(`call cursor(${String(at)}, 1)`);
+  await anthropicReply(request, text);
+  await stepEnded(d, seen);
+  return { after: await d.lines(buf), cursor: await row(d) };
+}
+
 /** A chat whose last reply asks for `ids`, each call waiting for approval. */
 function waitingChat(ids: string[]): string[] {
   return [
@@ -80,18 +133,10 @@ async function askNext(d: Driver, f: FakeProvider, question: string): Promise<st
 
 describe('the turn ends where the user goes on', () => {
   it('<M-CR> from Normal mode: on the empty @You: once the reply is over, and A asks the next question', async () => {
-    const { d, f } = await start('{}');
-    const buf = await d.openChat('mcr.chat', ['@You:', 'Echo.']);
-    await d.waitForEvent('FlemmaBootComplete');
-    await askFor(d, f, 'toolu_A');
     // Autopilot stopped at the call, which waits for approval: the cursor is on it.
-    expect(await row(d)).toBe((await d.lines(buf)).indexOf('**Tool Result:** `toolu_A`') + 1);
-    const seen = d.eventCount;
-    await d.press('<M-CR>');
-    const request = await f.nextRequest({ path: '/v1/messages' });
-    await anthropicReply(request, 'Echoed.');
-    expect((await stepEnded(d, seen)).outcome).toBe('done');
-    const after = await d.lines(buf);
+    const chat = await waitingOn('mcr.chat', 'toolu_A');
+    const { d, f } = chat;
+    const after = await answered(chat, () => d.press('<M-CR>'), 'Echoed.');
     expect(after.slice(-2)).toEqual(['@You:', '']);
     expect(await row(d)).toBe(after.length);
     expect(await d.mode()).toBe('n');
@@ -110,12 +155,7 @@ describe('the turn ends where the user goes on', () => {
     ]);
     await d.waitForEvent('FlemmaBootComplete');
     await d.command('call cursor(5, 1)');
-    const seen = d.eventCount;
-    await d.press('<C-]>');
-    const request = await f.nextRequest({ path: '/v1/messages' });
-    await anthropicReply(request, 'Done.');
-    expect((await stepEnded(d, seen)).outcome).toBe('done');
-    const after = await d.lines(buf);
+    const after = await answered({ d, f, buf }, () => d.press('<C-]>'), 'Done.');
     expect(after.slice(-5)).toEqual(['@Assistant:', 'Done.', '', '@You:', '']);
     expect(await row(d)).toBe(after.length);
   });
@@ -125,32 +165,20 @@ describe('the turn ends where the user goes on', () => {
     const buf = await d.openChat('send.chat', ['@You:', 'Hello', '', 'more']);
     await d.waitForEvent('FlemmaBootComplete');
     await d.command('call cursor(1, 1)');
-    const seen = d.eventCount;
-    await d.command('Flemma send');
-    await anthropicReply(await f.nextRequest({ path: '/v1/messages' }), 'Hi.');
-    expect((await stepEnded(d, seen)).outcome).toBe('done');
-    const after = await d.lines(buf);
+    const after = await answered({ d, f, buf }, () => d.command('Flemma send'), 'Hi.');
     expect(after.slice(-2)).toEqual(['@You:', '']);
     expect(await row(d)).toBe(after.length);
   });
 
   it('leaves a cursor the user moved elsewhere while the reply streamed', async () => {
-    const { d, f } = await start('{}');
-    const buf = await d.openChat('moved.chat', ['@You:', 'Hello', '', 'more']);
-    await d.waitForEvent('FlemmaBootComplete');
-    const seen = d.eventCount;
-    await d.press('G<C-]>');
-    const request = await f.nextRequest({ path: '/v1/messages' });
-    await d.command('call cursor(2, 1)');
-    await anthropicReply(request, 'Hi.');
-    await stepEnded(d, seen);
-    expect((await d.lines(buf)).slice(-2)).toEqual(['@You:', '']);
-    expect(await row(d)).toBe(2);
+    const chat = ['@You:', 'Hello', '', 'more'];
+    const { after, cursor } = await movedWhileReplying('moved.chat', chat, 2, 'Hi.');
+    expect(after.slice(-2)).toEqual(['@You:', '']);
+    expect(cursor).toBe(2);
   });
 
   it('leaves a cursor the user moved into an earlier tool block', async () => {
-    const { d, f } = await start('{}');
-    const buf = await d.openChat('history.chat', [
+    const chat = [
       '@You:',
       'Echo.',
       '',
@@ -158,28 +186,18 @@ describe('the turn ends where the user goes on', () => {
       ...toolUse('toolu_H', 'h'),
       '',
       '@You:',
-      '**Tool Result:** `toolu_H`',
-      '',
-      '```',
-      'echo: h',
-      '```',
+      ...toolResult('toolu_H', ['echo: h']),
       '',
       '@Assistant:',
       'Echoed.',
       '',
       '@You:',
       'Again?',
-    ]);
-    await d.waitForEvent('FlemmaBootComplete');
-    const seen = d.eventCount;
-    await d.press('G<C-]>');
-    const request = await f.nextRequest({ path: '/v1/messages' });
-    // Reading the earlier call while the reply comes.
-    await d.command('call cursor(5, 1)');
-    await anthropicReply(request, 'Yes.');
-    await stepEnded(d, seen);
-    expect((await d.lines(buf)).slice(-2)).toEqual(['@You:', '']);
-    expect(await row(d)).toBe(5);
+    ];
+    // Reading the earlier call (line 5) while the reply comes.
+    const { after, cursor } = await movedWhileReplying('history.chat', chat, 5, 'Yes.');
+    expect(after.slice(-2)).toEqual(['@You:', '']);
+    expect(cursor).toBe(5);
   });
 
   it('<C-]> from Insert mode that fails: Normal mode, the error on screen', async () => {
@@ -204,11 +222,7 @@ describe('the turn ends where the user goes on', () => {
   });
 
   it('<M-CR> in Insert mode runs the call under the cursor, and Insert comes back on the new @You:', async () => {
-    const { d, f } = await start('{}');
-    const buf = await d.openChat('insert-mcr.chat', ['@You:', 'Echo.']);
-    await d.waitForEvent('FlemmaBootComplete');
-    await askFor(d, f, 'toolu_I');
-    expect(await row(d)).toBe((await d.lines(buf)).indexOf('**Tool Result:** `toolu_I`') + 1);
+    const { d, f, buf } = await waitingOn('insert-mcr.chat', 'toolu_I');
     const seen = d.eventCount;
     await d.press('i');
     expect(await d.mode()).toBe('i');

@@ -5,13 +5,37 @@ import { describe, expect, it } from 'vitest';
 import { MESSAGE_START, textDeltas, textDelta, endMessage } from '../helpers/anthropic-script.js';
 import { type Driver } from '../helpers/driver.js';
 import { launcher, type Session } from '../helpers/e2e.js';
-import { toolUse } from '../helpers/chat-lines.js';
+import { toolResult, toolUse } from '../helpers/chat-lines.js';
 
 const launch = launcher();
 
 /** Every block open, so that each buffer line is one screen row. */
 const UNFOLDED =
   'editing = { auto_close = { thinking = false, tool_use = false, tool_result = false } }';
+
+const CONVERSATION = [
+  '@System:',
+  'Be brief.',
+  '@You:',
+  'Hello',
+  '',
+  '@Assistant:',
+  'Hi.',
+  '',
+  '@You:',
+  'List the files.',
+  '@Assistant:',
+  ...toolUse('bash', 't1', '{"command":"ls"}'),
+  '',
+  '@You:',
+  ...toolResult('t1', ['a.txt']),
+  '',
+  '@Assistant:',
+  'One file.',
+  '',
+  '@You:',
+  '',
+];
 
 function session(options = '', key: string | false = false): Promise<Session> {
   return launch({
@@ -50,34 +74,6 @@ async function shown(d: Driver, count: number): Promise<string[]> {
     .slice(0, count)
     .map((row) => row[0] ?? '');
 }
-
-const CONVERSATION = [
-  '@System:',
-  'Be brief.',
-  '@You:',
-  'Hello',
-  '',
-  '@Assistant:',
-  'Hi.',
-  '',
-  '@You:',
-  'List the files.',
-  '@Assistant:',
-  ...toolUse('bash', 't1', '{"command":"ls"}'),
-  '',
-  '@You:',
-  '**Tool Result:** `t1`',
-  '',
-  '```',
-  'a.txt',
-  '```',
-  '',
-  '@Assistant:',
-  'One file.',
-  '',
-  '@You:',
-  '',
-];
 
 describe('the turn gutter', () => {
   it('marks each turn: a question, its tool calls and results, and the reply that ends it', async () => {
@@ -184,16 +180,8 @@ describe('the turn gutter', () => {
       '',
     ]);
     expect((await gutter(d, 10)).map((row) => row[0])).toEqual([
-      '╭',
-      '│',
-      '│',
-      '│',
-      '│',
-      '│',
-      '│',
-      '╰',
-      ' ',
-      ' ',
+      ...['╭', ...Array<string>(6).fill('│'), '╰'],
+      ...[' ', ' '],
     ]);
   });
 

@@ -25,6 +25,15 @@ async function errors(d: Driver): Promise<string[]> {
   return (await d.commandOutput('messages')).split('\n').filter((line) => /E\d+:/.test(line));
 }
 
+/** Each of `steps` in turn: its keys (undo, redo), then the chat's lines; no error after. */
+async function undoRedo(d: Driver, buf: number, steps: [string, string[]][]): Promise<void> {
+  for (const [keys, lines] of steps) {
+    await d.press(keys);
+    expect(await d.lines(buf)).toEqual(lines);
+  }
+  expect(await errors(d)).toEqual([]);
+}
+
 describe('undoing what Flemma wrote', () => {
   it('one u undoes a streamed reply; the edits made before it stay steps of their own', async () => {
     const { d, f } = await start();
@@ -51,17 +60,13 @@ describe('undoing what Flemma wrote', () => {
     expect(replied.slice(0, 5)).toEqual(['@You:', 'Hello there', 'Second line', '', '@Assistant:']);
     expect(replied.slice(-2)).toEqual(['@You:', '']);
 
-    await d.press('u');
-    expect(await d.lines(buf)).toEqual(['@You:', 'Hello there', 'Second line']);
-    await d.press('u');
-    expect(await d.lines(buf)).toEqual(['@You:', 'Hello there']);
-    await d.press('u');
-    expect(await d.lines(buf)).toEqual(['@You:', 'Hello']);
-    await d.press('<C-r><C-r>');
-    expect(await d.lines(buf)).toEqual(['@You:', 'Hello there', 'Second line']);
-    await d.press('<C-r>');
-    expect(await d.lines(buf)).toEqual(replied);
-    expect(await errors(d)).toEqual([]);
+    await undoRedo(d, buf, [
+      ['u', ['@You:', 'Hello there', 'Second line']],
+      ['u', ['@You:', 'Hello there']],
+      ['u', ['@You:', 'Hello']],
+      ['<C-r><C-r>', ['@You:', 'Hello there', 'Second line']],
+      ['<C-r>', replied],
+    ]);
   });
 
   it('a send from Insert mode does not take the text being typed into its undo step', async () => {
@@ -128,11 +133,10 @@ describe('undoing what Flemma wrote', () => {
     await d.waitUntil('return not vim.bo.modified');
     const replied = await d.lines(buf);
     expect(replied).toContain('third part');
-    await d.press('u');
-    expect(await d.lines(buf)).toEqual(chat);
-    await d.press('<C-r>');
-    expect(await d.lines(buf)).toEqual(replied);
-    expect(await errors(d)).toEqual([]);
+    await undoRedo(d, buf, [
+      ['u', chat],
+      ['<C-r>', replied],
+    ]);
   });
 
   it('an undo by someone else while it streams does not break the stream (no E790)', async () => {

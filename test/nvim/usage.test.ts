@@ -4,7 +4,8 @@
 import { describe, expect, it } from 'vitest';
 import { anthropicBlocks, replyBlocks, type ScriptedCall } from '../helpers/anthropic-script.js';
 import { launcher, type Session } from '../helpers/e2e.js';
-import { type FakeRequest } from '../helpers/fake-provider.js';
+import { type Driver } from '../helpers/driver.js';
+import { type FakeProvider, type FakeRequest } from '../helpers/fake-provider.js';
 import { SONNET_RECORD, usageBar as bar } from '../helpers/usage.js';
 
 const launch = launcher();
@@ -253,15 +254,20 @@ describe('the spend cap (limits.max_session_cost)', () => {
       on_choice(_G.answer)
     end`;
 
-  it('asks before a send once the session reached it; yes sends', async () => {
-    const { d, f } = await setup({ config: '{ limits = { max_session_cost = 0.01 } }' });
-    await d.lua(`${STUB_SELECT}
-    _G.answer = "Send anyway"`);
+  /** `<C-]>`, answered `One.` (what the session has spent grows); then the user types `More`. */
+  async function overTheCap(d: Driver, f: FakeProvider): Promise<void> {
     await d.press('<C-]>');
     await reply(await f.nextRequest({ path: '/v1/messages' }), 'One.');
     await d.waitForEvent('FlemmaRequestFinished');
     await d.press('GA');
     await d.type('More');
+  }
+
+  it('asks before a send once the session reached it; yes sends', async () => {
+    const { d, f } = await setup({ config: '{ limits = { max_session_cost = 0.01 } }' });
+    await d.lua(`${STUB_SELECT}
+    _G.answer = "Send anyway"`);
+    await overTheCap(d, f);
     await d.press('<Esc><C-]>');
     const second = await f.nextRequest({ path: '/v1/messages' });
     expect(await d.lua('return _G.asked')).toEqual([
@@ -280,11 +286,7 @@ describe('the spend cap (limits.max_session_cost)', () => {
     const { d, f, buf } = await setup({ config: '{ limits = { max_session_cost = 0.01 } }' });
     await d.lua(`${STUB_SELECT}
     _G.answer = "Do not send"`);
-    await d.press('<C-]>');
-    await reply(await f.nextRequest({ path: '/v1/messages' }), 'One.');
-    await d.waitForEvent('FlemmaRequestFinished');
-    await d.press('GA');
-    await d.type('More');
+    await overTheCap(d, f);
     await d.press('<Esc>');
     await d.command('Flemma send');
     await d.waitForNotification(/Not sent \(limits\.max_session_cost\)/);
@@ -313,11 +315,7 @@ describe('the spend cap (limits.max_session_cost)', () => {
   it('does not ask below the cap', async () => {
     const { d, f } = await setup({ config: '{ limits = { max_session_cost = 1 } }' });
     await d.lua(STUB_SELECT);
-    await d.press('<C-]>');
-    await reply(await f.nextRequest({ path: '/v1/messages' }), 'One.');
-    await d.waitForEvent('FlemmaRequestFinished');
-    await d.press('GA');
-    await d.type('More');
+    await overTheCap(d, f);
     await d.press('<Esc><C-]>');
     await f.nextRequest({ path: '/v1/messages' });
     expect(await d.lua('return #_G.asked')).toBe(0);
