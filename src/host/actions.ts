@@ -52,6 +52,14 @@ const SDK_PACKAGES: Record<SdkName, string> = {
   openai: 'openai',
 };
 
+/** The handler of an action that answers nothing (`nil`): Lua only tells the host something. */
+function told<P>(run: (ctx: Host, params: P) => void): (ctx: Host, params: P) => null {
+  return (ctx, params) => {
+    run(ctx, params);
+    return null;
+  };
+}
+
 export const actions: { readonly [M in LuaToHostMethod]: Action<M> } = {
   /** Instant liveness check; the only method Lua may call with a blocking `rpcrequest`. */
   ping: (ctx) => hostInfo(ctx),
@@ -90,7 +98,7 @@ export const actions: { readonly [M in LuaToHostMethod]: Action<M> } = {
   /** The language server's hover: the same params → Markdown, or null. */
   'buffer:hover': (ctx, params) => hover(ctx.documents, params),
   /** Send the buffer's conversation and stream the reply into it (the third phase of <C-]>). */
-  'chat:send': (ctx, { bufnr, over_limit, ticket, state }) => {
+  'chat:send': told((ctx, { bufnr, over_limit, ticket, state }) => {
     // `over_limit`: the user said yes to sending past `limits.max_session_cost`.
     // NOTE: answered at once; the request runs on, and reports through hooks and the buffer.
     const session = ctx.sessions.of(bufnr);
@@ -101,13 +109,12 @@ export const actions: { readonly [M in LuaToHostMethod]: Action<M> } = {
         ctx.notify.error(`the send failed: ${reason} (details in ${ctx.logFile ?? 'the log'})`);
       }),
     );
-    return null;
-  },
+  }),
   /**
    * `:Flemma compact`: the chat's model summarises it into a new file beside it, which Lua then
    * opens. Answered at once; `<C-c>` cancels it like a request.
    */
-  'chat:compact': (ctx, { bufnr, file, modified }) => {
+  'chat:compact': told((ctx, { bufnr, file, modified }) => {
     ctx.sessions
       .of(bufnr)
       .compact({ file, modified })
@@ -116,8 +123,7 @@ export const actions: { readonly [M in LuaToHostMethod]: Action<M> } = {
         const reason = error instanceof Error ? error.message : String(error);
         ctx.notify.error(`compact failed: ${reason}`);
       });
-    return null;
-  },
+  }),
   /** `:Flemma usage:estimate`: count the next request's input tokens with the provider. */
   'usage:estimate': (ctx, { bufnr }) => ctx.requests.estimate(bufnr),
   /** `:Flemma context`: the next request's estimate against the model's window (nothing sent). */
@@ -132,32 +138,27 @@ export const actions: { readonly [M in LuaToHostMethod]: Action<M> } = {
     cancelled: await ctx.sessions.of(bufnr).cancel(),
   }),
   /** `<C-]>`: placeholders, execution of approved calls, then the send. */
-  'chat:cycle': (ctx, { bufnr, ticket, state }) => {
+  'chat:cycle': told((ctx, { bufnr, ticket, state }) => {
     // A step never fails: its errors are logged by the session.
     void ctx.sessions.of(bufnr).step(true, ticket ?? undefined, state);
-    return null;
-  },
+  }),
   /** Lua's approval resolvers (names, priorities; the functions stay in Neovim). */
-  'approval:define': (ctx, { resolvers }) => {
+  'approval:define': told((ctx, { resolvers }) => {
     ctx.approval.defineFromLua(resolvers);
-    return null;
-  },
+  }),
   /** Lua's credential resolvers (names, priorities; the functions stay in Neovim). */
-  'secrets:define': (ctx, { resolvers }) => {
+  'secrets:define': told((ctx, { resolvers }) => {
     ctx.secrets.defineFromLua(resolvers);
-    return null;
-  },
+  }),
   /** `require("flemma.secrets").invalidate(kind, service)` / `invalidate_all()`. */
-  'secrets:invalidate': (ctx, { all, kind, service }) => {
+  'secrets:invalidate': told((ctx, { all, kind, service }) => {
     if (all) ctx.secrets.invalidateAll();
     else if (kind !== undefined && service !== undefined) ctx.secrets.invalidate(kind, service);
-    return null;
-  },
+  }),
   /** Lua: an edit (or `<C-c>`) cancelled the automatic continue the host's timer waits for. */
-  'autopilot:cancelled': (ctx, { bufnr, token }) => {
+  'autopilot:cancelled': told((ctx, { bufnr, token }) => {
     ctx.sessions.get(bufnr)?.autopilotCancelled(token);
-    return null;
-  },
+  }),
   'autopilot:status': (ctx, { bufnr }) => {
     const { state, iteration } = ctx.sessions.get(bufnr)?.autopilot ?? {
       state: 'idle',
@@ -263,17 +264,15 @@ export const actions: { readonly [M in LuaToHostMethod]: Action<M> } = {
     return { cancelled };
   },
   /** `:trust` (or `++deny`, `++remove`) changed the buffer's trust: its diagnostics again. */
-  'buffer:trust': (ctx, { bufnr }) => {
+  'buffer:trust': told((ctx, { bufnr }) => {
     ctx.trust.trustChanged(bufnr);
-    return null;
-  },
+  }),
   /** Frontmatter languages registered in Lua (`require("flemma.frontmatter").register_language`). */
-  'frontmatter:languages': (ctx, { names }) => {
+  'frontmatter:languages': told((ctx, { names }) => {
     ctx.documents.setFrontmatterLanguages(names);
-    return null;
-  },
+  }),
   /** Lua's tool definitions (no functions) and how many of its async sources are still loading. */
-  'tools:define': (ctx, params) => {
+  'tools:define': told((ctx, params) => {
     // MCP servers first, so that their discovery counts as loading before Lua's tools are in.
     if ('mcp' in params) ctx.catalogue.configureMcp(params.mcp);
     ctx.catalogue.defineFromLua(
@@ -282,14 +281,12 @@ export const actions: { readonly [M in LuaToHostMethod]: Action<M> } = {
       params.js_modules,
       params.declarative,
     );
-    return null;
-  },
+  }),
   /** Lua's sandbox backends (no functions): `{ backends = { {name, priority?, description?, replace?}, … } }`. */
-  'sandbox:define': (ctx, { backends }) => {
+  'sandbox:define': told((ctx, { backends }) => {
     const problems = defineLuaBackends(ctx.lua, ctx.sandboxBackends, backends);
     for (const message of problems) ctx.notify.warn(message);
-    return null;
-  },
+  }),
   /** A Lua tool's `ctx.truncate.truncate_head/tail`: `{text, from, max_lines?, max_bytes?}`. */
   'tools:truncate': (_ctx, params) => truncateForLua(params),
   /** A Lua tool's `ctx.truncate.format_size`: `{bytes}` → `"12.1KB"`. */
@@ -297,18 +294,16 @@ export const actions: { readonly [M in LuaToHostMethod]: Action<M> } = {
   /** A Lua tool's `ctx.sandbox.is_path_writable`: `{path, base, rw_paths}` → boolean. */
   'tools:writable': (_ctx, params) => writableForLua(params),
   /** A Lua tool finished: `{ call_id, result = { success, output?, error? } }`. */
-  'tools:result': (ctx, { call_id, result }) => {
+  'tools:result': told((ctx, { call_id, result }) => {
     if (call_id !== undefined) ctx.luaTools.result(call_id, result);
-    return null;
-  },
+  }),
   /** `<M-CR>`: run the call under the cursor (`row` is 0-based). */
-  'tool:execute': (ctx, params) => {
+  'tool:execute': told((ctx, params) => {
     const { bufnr } = params;
     const row = params.row ?? 0;
     // A step of the buffer's loop: it never fails (its errors are logged by the session).
     void ctx.sessions.of(bufnr).runCall(params.ticket ?? undefined, row);
-    return null;
-  },
+  }),
   'tool:cancel': async (ctx, { bufnr, row }) => {
     const cancelled = await ctx.executor.cancelAt(bufnr, row);
     if (!cancelled) ctx.notify.info('No tool is running');

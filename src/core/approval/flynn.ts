@@ -16,7 +16,7 @@
 // - The `log` action's audit entry is written when the call has run (the host does it, see
 //   src/host/tools.ts), whatever approved it.
 
-import type { ResolverDefinition } from './chain.js';
+import type { Decision, Note, ResolverDefinition } from './chain.js';
 import {
   type AutonomyLevel,
   type HookConfig,
@@ -36,25 +36,33 @@ export const FLYNN_PRIORITY = { policy: 200, hooks: 80, autonomy: 60 } as const;
 /** Finds what the policy knows about a tool by the name in the call (canonical or API name). */
 export type PolicyLookup = (name: string) => PolicyTool | undefined;
 
-function toolOf(name: string, lookup: PolicyLookup): PolicyTool {
-  return lookup(name) ?? { name };
+/** A resolver of the chain at `FLYNN_PRIORITY[key]` deciding by the tool the call names. */
+function byTool(
+  key: keyof typeof FLYNN_PRIORITY,
+  description: string,
+  lookup: PolicyLookup,
+  decide: (tool: PolicyTool, note: Note) => Decision | undefined,
+): ResolverDefinition<unknown> {
+  return {
+    priority: FLYNN_PRIORITY[key],
+    description,
+    resolve: (call, _context, note) =>
+      decide(lookup(call.toolName) ?? { name: call.toolName }, note),
+  };
 }
 
 export function policyResolver(
   policy: ToolPolicy,
   lookup: PolicyLookup,
 ): ResolverDefinition<unknown> {
-  return {
-    priority: FLYNN_PRIORITY.policy,
-    description: 'tools.policy (profile, allow, deny; global, per buffer, per provider)',
-    resolve: (call, _context, note) => {
-      if (policy.permissive) return undefined;
-      const verdict = policy.explain(toolOf(call.toolName, lookup));
-      if (verdict.allowed) return undefined;
-      note(`not allowed by tool policy: ${verdict.reason}`);
-      return 'deny';
-    },
-  };
+  const description = 'tools.policy (profile, allow, deny; global, per buffer, per provider)';
+  return byTool('policy', description, lookup, (tool, note) => {
+    if (policy.permissive) return undefined;
+    const verdict = policy.explain(tool);
+    if (verdict.allowed) return undefined;
+    note(`not allowed by tool policy: ${verdict.reason}`);
+    return 'deny';
+  });
 }
 
 export function hooksResolver(
@@ -62,42 +70,33 @@ export function hooksResolver(
   level: AutonomyLevel,
   lookup: PolicyLookup,
 ): ResolverDefinition<unknown> {
-  return {
-    priority: FLYNN_PRIORITY.hooks,
-    description: 'tools.hooks (confirm → ask, log → approve and audit, silent → approve)',
-    resolve: (call, _context, note) => {
-      const tool = toolOf(call.toolName, lookup);
-      const match = hookMatch(tool, hooks);
-      if (!match.matched) return undefined;
-      const decided = resolveAutonomy(tool, match.action, level);
-      note(`hook '${match.action}' (pattern '${match.pattern ?? ''}')`);
-      if (decided.overridden) note(`overridden: ${decided.reason}`);
-      if (decided.action === 'confirm') return 'require_approval';
-      if (decided.action === 'log') note('the call is recorded in the audit log');
-      return 'approve';
-    },
-  };
+  const description = 'tools.hooks (confirm → ask, log → approve and audit, silent → approve)';
+  return byTool('hooks', description, lookup, (tool, note) => {
+    const match = hookMatch(tool, hooks);
+    if (!match.matched) return undefined;
+    const decided = resolveAutonomy(tool, match.action, level);
+    note(`hook '${match.action}' (pattern '${match.pattern ?? ''}')`);
+    if (decided.overridden) note(`overridden: ${decided.reason}`);
+    if (decided.action === 'confirm') return 'require_approval';
+    if (decided.action === 'log') note('the call is recorded in the audit log');
+    return 'approve';
+  });
 }
 
 export function autonomyResolver(
   level: AutonomyLevel,
   lookup: PolicyLookup,
 ): ResolverDefinition<unknown> {
-  return {
-    priority: FLYNN_PRIORITY.autonomy,
-    description: `tools.autonomy = '${level}'`,
-    resolve: (call, _context, note) => {
-      const tool = toolOf(call.toolName, lookup);
-      const dangerous = isDangerous(tool);
-      if (level === 'conservative' && dangerous) {
-        note(`overridden: autonomy level 'conservative' requires approval for '${tool.name}'`);
-        return 'require_approval';
-      }
-      if (level === 'autonomous' && !dangerous) {
-        note(`autonomy level 'autonomous' approves '${tool.name}' (not a dangerous tool)`);
-        return 'approve';
-      }
-      return undefined;
-    },
-  };
+  return byTool('autonomy', `tools.autonomy = '${level}'`, lookup, (tool, note) => {
+    const dangerous = isDangerous(tool);
+    if (level === 'conservative' && dangerous) {
+      note(`overridden: autonomy level 'conservative' requires approval for '${tool.name}'`);
+      return 'require_approval';
+    }
+    if (level === 'autonomous' && !dangerous) {
+      note(`autonomy level 'autonomous' approves '${tool.name}' (not a dangerous tool)`);
+      return 'approve';
+    }
+    return undefined;
+  });
 }

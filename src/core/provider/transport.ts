@@ -255,21 +255,38 @@ export interface StreamReader<T, E> {
   readonly finished: boolean;
 }
 
+/** How an adapter streams a reply through its SDK (`streamSdk`). */
+export interface SdkStream<C, T, E> {
+  provider: string;
+  /** The SDK's name, for a failure to load it (`connectSdk`). */
+  sdk: string;
+  connect: () => Promise<C>;
+  /** Opens the reply's stream with the connected SDK. */
+  open: (connected: C) => Promise<AsyncIterable<T>>;
+  reader: StreamReader<T, E>;
+  /** A failure as the provider's error (a ProviderError passes as it is). */
+  toError: (connected: C, error: unknown, started: boolean) => Error;
+  /** What a stream that stops before its end says. */
+  early: string;
+}
+
 /**
- * The events `reader` makes of the stream `open` gives, until it finishes. A cancel (`aborted`)
- * ends it quietly; a failure is `toError(error, started)` (a ProviderError passes as it is); a
- * stream that stops before its end is the provider's "stream" error, saying `early`.
+ * The events `stream.reader` makes of the stream the connected SDK opens, until it finishes. A
+ * cancel (`signal`) ends it quietly, before the SDK loads or while it streams; a failure is
+ * `toError(connected, error, started)` (a ProviderError passes as it is); a stream that stops
+ * before its end is the provider's "stream" error, saying `early`.
  */
-export async function* readSdkStream<T, E>(
-  provider: string,
-  open: () => Promise<AsyncIterable<T>>,
-  reader: StreamReader<T, E>,
-  aborted: () => boolean,
-  toError: (error: unknown, started: boolean) => Error,
-  early: string,
+export async function* streamSdk<C, T, E>(
+  stream: SdkStream<C, T, E>,
+  signal: AbortSignal,
 ): AsyncGenerator<E> {
+  // A function, so that the checks below are not narrowed away: the signal changes under awaits.
+  const aborted = (): boolean => signal.aborted;
+  if (aborted()) return;
+  const connected = await connectSdk(stream.provider, stream.sdk, stream.connect);
+  const { reader } = stream;
   try {
-    for await (const item of await open()) {
+    for await (const item of await stream.open(connected)) {
       if (aborted()) return;
       yield* reader.read(item);
       if (reader.finished) return;
@@ -277,10 +294,10 @@ export async function* readSdkStream<T, E>(
   } catch (error) {
     if (aborted()) return;
     if (error instanceof ProviderError) throw error;
-    throw toError(error, reader.started);
+    throw stream.toError(connected, error, reader.started);
   }
   if (aborted()) return;
-  throw new ProviderError(provider, 'stream', early);
+  throw new ProviderError(stream.provider, 'stream', stream.early);
 }
 
 /** An API error of a Stainless SDK (Anthropic, OpenAI): an answer with a status, or an error event. */

@@ -42,10 +42,10 @@ export interface LuaToHost extends ToolActions, ReviewActions, McpActions, Conve
   'buffer:hover': Method<NavigationParams, string | null>;
   'frontmatter:languages': Method<{ names: string[] }, null>;
   /** `state`: the environment and the editor's facts as they are (docs/architecture.md). */
-  'chat:send': Method<Buf & Ticket & { over_limit: boolean; state?: PushedState }, null>;
+  'chat:send': Method<Step & { over_limit: boolean }, null>;
   'chat:cancel': Method<Buf, { cancelled: boolean }>;
   /** `<C-]>`; `ticket`: answered by `chat.step_ended`. */
-  'chat:cycle': Method<Buf & Ticket & { state?: PushedState }, null>;
+  'chat:cycle': Method<Step, null>;
   /**
    * What the host holds of a buffer's settings went stale (every buffer's without `bufnr`): the
    * configuration's generation, a trust decision, the working directory, the buffer's name.
@@ -73,6 +73,15 @@ export interface LuaToHostSpec<M extends LuaToHostMethod> extends Doc {
   /** Checks and normalises what arrived; throws `ActionError` when it cannot be used. */
   readonly decode: (raw: unknown) => ActionParams<M>;
 }
+
+/** The params of an action that starts a step of the chat: `chat:send`, `chat:cycle`. */
+type Step = Buf & Ticket & { state?: PushedState };
+
+const step = (raw: unknown): Step => ({
+  bufnr: bufnrOf(raw),
+  ...ticketOf(raw),
+  ...pushedOf(field(raw, 'state')),
+});
 
 const token = (raw: unknown): Buf & { token: number } => {
   const value = field(raw, 'token');
@@ -182,12 +191,7 @@ export const LUA_TO_HOST: { readonly [M in LuaToHostMethod]: LuaToHostSpec<M> } 
     params: '`{bufnr, over_limit?, ticket?, state?}`',
     answer: '`nil` (the request runs on; with `ticket`, `chat.step_ended` later)',
     section: 'chatsend',
-    decode: (raw) => ({
-      bufnr: bufnrOf(raw),
-      over_limit: field(raw, 'over_limit') === true,
-      ...ticketOf(raw),
-      ...pushedOf(field(raw, 'state')),
-    }),
+    decode: (raw) => ({ ...step(raw), over_limit: field(raw, 'over_limit') === true }),
   },
   'chat:cancel': {
     kind: 'notification',
@@ -201,11 +205,7 @@ export const LUA_TO_HOST: { readonly [M in LuaToHostMethod]: LuaToHostSpec<M> } 
     params: '`{bufnr, ticket?, state?}`',
     answer: '`nil` (`<C-]>`; with `ticket`, `chat.step_ended` later)',
     section: 'tools',
-    decode: (raw) => ({
-      bufnr: bufnrOf(raw),
-      ...ticketOf(raw),
-      ...pushedOf(field(raw, 'state')),
-    }),
+    decode: step,
   },
   'editor:state': {
     kind: 'notification',

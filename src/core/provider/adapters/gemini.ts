@@ -7,7 +7,7 @@ import type { SdkLoader, SdkModule } from '../sdk.js';
 import type { Expected, Fetch } from '../watchdog.js';
 import { guardedClient } from './client.js';
 import { assertNever } from '../../util/never.js';
-import { carriedError, connectSdk, readSdkStream } from '../transport.js';
+import { carriedError, connectSdk, streamSdk } from '../transport.js';
 import { ChunkReader } from './gemini-events.js';
 import {
   ProviderError,
@@ -307,28 +307,26 @@ async function* streamReply(
   signal: AbortSignal,
 ): AsyncGenerator<ProviderEvent> {
   const params = buildParams(provider, request);
-  // A function, so that the checks below are not narrowed away: the signal changes under awaits.
-  const aborted = (): boolean => signal.aborted;
-  if (aborted()) return;
-  const { sdk, client } = await connectSdk(provider, 'Google Gen AI SDK', connect);
-
-  const open = () =>
-    client.models.generateContentStream({
-      ...params,
-      config: {
-        ...params.config,
-        abortSignal: signal,
-        // The SDK would otherwise resume interrupted streams on its own.
-        automaticContinuation: false,
-      },
-    });
-  yield* readSdkStream(
-    provider,
-    open,
-    new ChunkReader(provider),
-    aborted,
-    (error, started) => toProviderError(provider, sdk, error, started),
-    'the stream ended without a finish reason',
+  yield* streamSdk(
+    {
+      provider,
+      sdk: 'Google Gen AI SDK',
+      connect,
+      open: ({ client }) =>
+        client.models.generateContentStream({
+          ...params,
+          config: {
+            ...params.config,
+            abortSignal: signal,
+            // The SDK would otherwise resume interrupted streams on its own.
+            automaticContinuation: false,
+          },
+        }),
+      reader: new ChunkReader(provider),
+      toError: ({ sdk }, error, started) => toProviderError(provider, sdk, error, started),
+      early: 'the stream ended without a finish reason',
+    },
+    signal,
   );
 }
 

@@ -6,7 +6,7 @@ import type { ResponseCreateParamsStreaming } from 'openai/resources/responses/r
 import type { SdkLoader, SdkModule } from '../sdk.js';
 import type { Expected } from '../watchdog.js';
 import { guardedClient, sdkOptions } from './client.js';
-import { connectSdk, readSdkStream, endpointOf, sdkFailure } from '../transport.js';
+import { connectSdk, streamSdk, endpointOf, sdkFailure } from '../transport.js';
 import { assertNever } from '../../util/never.js';
 import { EventReader, PROVIDER } from './openai-events.js';
 import {
@@ -340,23 +340,21 @@ async function* streamReply(
   signal: AbortSignal,
 ): AsyncGenerator<ProviderEvent> {
   const body = buildBody(request, shape);
-  // A function, not the property: the checks below run after awaits, when it may have changed.
-  const aborted = (): boolean => signal.aborted;
-  if (aborted()) return;
-  const connected = await connectSdk(PROVIDER, 'OpenAI SDK', connect);
-
-  const open = () =>
-    connected.client.responses.create(
-      { ...body, stream: true } as unknown as ResponseCreateParamsStreaming,
-      { signal },
-    );
-  yield* readSdkStream(
-    PROVIDER,
-    open,
-    new EventReader(),
-    aborted,
-    (error, started) => toProviderError(connected, error, started),
-    'the stream ended before the response completed',
+  yield* streamSdk(
+    {
+      provider: PROVIDER,
+      sdk: 'OpenAI SDK',
+      connect,
+      open: ({ client }) =>
+        client.responses.create(
+          { ...body, stream: true } as unknown as ResponseCreateParamsStreaming,
+          { signal },
+        ),
+      reader: new EventReader(),
+      toError: toProviderError,
+      early: 'the stream ended before the response completed',
+    },
+    signal,
   );
 }
 

@@ -36,6 +36,44 @@ export function builtinTool({ why, properties, detail, ...rest }: BuiltinSpec): 
   };
 }
 
+/** A search over files (find, grep): what it differs in; the rest is `searchTool`'s. */
+export interface SearchSpec extends Omit<BuiltinSpec, 'properties' | 'execute' | 'async'> {
+  /** What `pattern` is, the call's one required field. */
+  pattern: string;
+  /** What `path` is: where to search. */
+  path: string;
+  /** The input's properties between `path` and `limit`. */
+  filters?: Record<string, Record<string, unknown>>;
+  /** What `limit` is. */
+  limit: string;
+  execute: (pattern: string, fields: Input, ctx: ToolContext) => Promise<ToolOutcome>;
+}
+
+/**
+ * A search tool: `pattern` (required), `path`, its filters and `limit` (optional), run in the
+ * background; a call without a pattern fails with "No pattern provided".
+ */
+export function searchTool({
+  pattern,
+  path,
+  filters,
+  limit,
+  execute,
+  ...rest
+}: SearchSpec): ToolDefinition {
+  return builtinTool({
+    ...rest,
+    properties: {
+      pattern: { type: 'string', description: pattern },
+      path: optional('string', path),
+      ...filters,
+      limit: optional('number', limit),
+    },
+    async: true,
+    execute: needing('pattern', execute),
+  });
+}
+
 /**
  * A property the call may leave unset: strict mode makes every property required, so an optional
  * one is written as nullable (null: the default).

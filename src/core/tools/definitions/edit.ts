@@ -24,7 +24,7 @@ import type { ToolContext, ToolDefinition, ToolOutcome } from '../registry.js';
 import { SandboxViolation } from '../sandbox/roots.js';
 import { FileReadError, TOOL_READ_LIMIT_BYTES, readHandle } from '../../util/bounded-read.js';
 import { builtinTool, needing, stringField, textOf } from './builtin.js';
-import { reasonOf, writablePath } from './write.js';
+import { reasonOf, writableText } from './write.js';
 
 /** How many times `needle` occurs in `haystack`, overlapping occurrences included. */
 export function countOccurrences(haystack: string, needle: string): number {
@@ -43,12 +43,9 @@ async function executeEdit(
 ): Promise<ToolOutcome> {
   const oldText = stringField(fields, 'oldText');
   if (oldText === undefined) return { ok: false, error: 'No oldText provided' };
-  const newText = fields['newText'];
-  if (typeof newText !== 'string') return { ok: false, error: 'No newText provided' };
-
-  const where = await writablePath(ctx, path, 'edit');
-  if (!where.ok) return where;
-  const abs = where.abs;
+  const target = await writableText(ctx, path, 'edit', fields, 'newText');
+  if (!target.ok) return target;
+  const { abs, text: newText } = target;
 
   try {
     if (!(await stat(abs)).isFile()) return { ok: false, error: `Not a regular file: ${path}` };

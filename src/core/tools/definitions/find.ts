@@ -51,7 +51,7 @@ import {
   searchArgument,
   timeoutSeconds,
 } from './ls.js';
-import { builtinTool, optional, needing, stringField, textOf } from './builtin.js';
+import { searchTool, stringField, textOf } from './builtin.js';
 
 /** Files reported when the call gives no `limit`. */
 export const FIND_DEFAULT_LIMIT = 500;
@@ -392,7 +392,7 @@ async function executeFind(
 
 /** A find tool; `findTool` detects its backend on each call, tests can fix one. */
 export function createFindTool(options: FindToolOptions = {}): ToolDefinition {
-  return builtinTool({
+  return searchTool({
     name: 'find',
     description:
       'Find files by glob pattern (fd, git ls-files or find, whichever is available). A ' +
@@ -403,19 +403,11 @@ export function createFindTool(options: FindToolOptions = {}): ToolDefinition {
       `at ${MAX_LINES} lines or ${MAX_BYTES / 1024}KB. Commonly ignored directories such as ` +
       'node_modules and .git are skipped.',
     why: 'are looking, e.g. "locate the test files"',
-    properties: {
-      pattern: {
-        type: 'string',
-        description: 'Glob to match, e.g. "*.lua" or "src/**/*.tsx".',
-      },
-      path: optional('string', 'Directory to search (default: the working directory).'),
-      limit: optional('number', `The most paths to return (default ${FIND_DEFAULT_LIMIT}).`),
-    },
-    async: true,
+    pattern: 'Glob to match, e.g. "*.lua" or "src/**/*.tsx".',
+    path: 'Directory to search (default: the working directory).',
+    limit: `The most paths to return (default ${FIND_DEFAULT_LIMIT}).`,
     label: 'Find files',
-    execute: needing('pattern', (pattern, fields, ctx) =>
-      executeFind(pattern, fields, ctx, options),
-    ),
+    execute: (pattern, fields, ctx) => executeFind(pattern, fields, ctx, options),
     detail: (input) => {
       const detail = [textOf(input, 'pattern')];
       const path = input['path'];

@@ -54,7 +54,7 @@ import {
   searchArgument,
   timeoutSeconds,
 } from './ls.js';
-import { builtinTool, optional, needing, fieldsOf, stringField, textOf } from './builtin.js';
+import { optional, fieldsOf, searchTool, stringField, textOf } from './builtin.js';
 
 /** Matches reported when the call gives no `limit`. */
 export const GREP_DEFAULT_LIMIT = 100;
@@ -401,7 +401,7 @@ async function executeGrep(
  * processes.
  */
 export function createGrepTool(options: GrepToolOptions = {}): ToolDefinition {
-  return builtinTool({
+  return searchTool({
     name: 'grep',
     description:
       'Search the contents of files for a regular expression (ripgrep when installed, else ' +
@@ -411,21 +411,18 @@ export function createGrepTool(options: GrepToolOptions = {}): ToolDefinition {
       `${GREP_DEFAULT_LIMIT}); the output is cut at ${MAX_LINES} lines or ${MAX_BYTES / 1024}KB. ` +
       'Commonly ignored directories such as node_modules and .git are skipped.',
     why: 'are searching, e.g. "find callers of init"',
-    properties: {
-      pattern: { type: 'string', description: 'The regular expression to look for.' },
-      path: optional('string', 'Directory or file to search (default: the working directory).'),
+    pattern: 'The regular expression to look for.',
+    path: 'Directory or file to search (default: the working directory).',
+    filters: {
       glob: optional(
         'string',
         'Only search files matching this glob, e.g. "*.ts", "*.{c,h}" or "src/**/*.lua" ' +
           '(a glob with / matches the path below the searched directory).',
       ),
-      limit: optional('number', `The most matches to report (default ${GREP_DEFAULT_LIMIT}).`),
     },
-    async: true,
+    limit: `The most matches to report (default ${GREP_DEFAULT_LIMIT}).`,
     label: 'Search file contents',
-    execute: needing('pattern', (pattern, fields, ctx) =>
-      executeGrep(pattern, fields, ctx, options),
-    ),
+    execute: (pattern, fields, ctx) => executeGrep(pattern, fields, ctx, options),
     detail: (input) => {
       const pattern = textOf(input, 'pattern');
       const detail = [`/${pattern}/`];

@@ -60,7 +60,7 @@ export async function toolPath(
  * The absolute path a `write` or `edit` call changes (`toolPath` for writing), or the error result:
  * the path cannot be resolved, or the sandbox's policy does not allow writing there.
  */
-export async function writablePath(
+async function writablePath(
   ctx: ToolContext,
   path: string,
   verb: string,
@@ -69,6 +69,23 @@ export async function writablePath(
   if (!where.ok) return where;
   const denial = sandboxDenial(ctx, where.abs, path, verb);
   return denial === undefined ? where : { ok: false, error: denial };
+}
+
+/**
+ * What a `write` or `edit` call writes and where: the string field `key` (empty allowed; "No
+ * <key> provided" when it is not a string) and the path's place (`writablePath`), or the error.
+ */
+export async function writableText(
+  ctx: ToolContext,
+  path: string,
+  verb: string,
+  fields: Record<string, unknown>,
+  key: string,
+): Promise<{ ok: true; abs: string; text: string } | { ok: false; error: string }> {
+  const text = fields[key];
+  if (typeof text !== 'string') return { ok: false, error: `No ${key} provided` };
+  const where = await writablePath(ctx, path, verb);
+  return where.ok ? { ...where, text } : where;
 }
 
 /** The message of a thrown error, or the thrown value as text. */
@@ -81,12 +98,9 @@ async function executeWrite(
   fields: Record<string, unknown>,
   ctx: ToolContext,
 ): Promise<ToolOutcome> {
-  const content = fields['content'];
-  if (typeof content !== 'string') return { ok: false, error: 'No content provided' };
-
-  const where = await writablePath(ctx, path, 'write');
-  if (!where.ok) return where;
-  const abs = where.abs;
+  const target = await writableText(ctx, path, 'write', fields, 'content');
+  if (!target.ok) return target;
+  const { abs, text: content } = target;
 
   try {
     const { handle } = await ctx.sandbox.open_for_write(abs, { mkdir: true });
