@@ -13,6 +13,7 @@ import { fakeProviderHooks } from '../helpers/fake-provider-hooks.js';
 import { helloRequest } from '../helpers/provider-request.js';
 import { startOfMessage } from '../helpers/anthropic-script.js';
 import { toolResultPart, toolUsePart } from '../helpers/evaluated-parts.js';
+import { expectSent } from '../helpers/provider-wire.js';
 
 const KEY = 'sk-test-dummy';
 const loader = new SdkLoader();
@@ -413,9 +414,7 @@ describe('anthropic streaming', () => {
       { type: 'usage', usage: { input: 12, output: 9, cacheRead: 100, cacheCreation: 7 } },
       { type: 'done', stopReason: 'end_turn' },
     ]);
-    expect(http.path).toBe('/v1/messages');
-    expect(http.apiKey()).toBe(KEY);
-    expect(http.rawBody).toBe(JSON.stringify(offline.buildBody(request)));
+    expectSent(http, '/v1/messages', KEY, offline.buildBody(request));
   });
 
   it('accumulates thinking and its signature into one block at the end', async () => {

@@ -14,6 +14,7 @@ import { startFakeProvider } from '../helpers/fake-provider.js';
 import { fakeProviderHooks } from '../helpers/fake-provider-hooks.js';
 import { helloRequest } from '../helpers/provider-request.js';
 import { toolResultPart, toolUsePart } from '../helpers/evaluated-parts.js';
+import { chatChunk, rateLimited } from '../helpers/provider-wire.js';
 
 /** The JSON parser's own message for `text` (V8 words it differently from one Node to the next). */
 function jsonParseError(text: string): string {
@@ -44,13 +45,7 @@ function prompt(overrides: Partial<ProviderRequest> = {}): ProviderRequest {
 }
 
 function chunk(delta: object, finishReason: string | null = null): object {
-  return {
-    id: 'chatcmpl-fake',
-    object: 'chat.completion.chunk',
-    created: 0,
-    model: 'qwen3:8b',
-    choices: [{ index: 0, delta, finish_reason: finishReason }],
-  };
+  return chatChunk('qwen3:8b', delta, finishReason);
 }
 
 function usageChunk(prompt: number, completion: number, extra: object = {}): object {
@@ -523,11 +518,7 @@ describe('chat completions streaming', () => {
       adapter({ maxRetries: 2 }).stream(prompt(), new AbortController().signal),
     );
     const first = await fake.nextRequest();
-    await first.respondError(
-      429,
-      { error: { message: 'Slow down', type: 'rate_limit_exceeded', code: null } },
-      { 'retry-after': '0' },
-    );
+    await rateLimited(first, 'Slow down');
     const second = await fake.nextRequest();
     const sse = second.stream();
     await sse.sse(undefined, chunk({ content: 'Done' }, 'stop'));

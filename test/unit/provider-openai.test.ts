@@ -12,6 +12,7 @@ import {
 import { fakeProviderHooks } from '../helpers/fake-provider-hooks.js';
 import { helloRequest } from '../helpers/provider-request.js';
 import { toolResultPart, toolUsePart } from '../helpers/evaluated-parts.js';
+import { expectSent, rateLimited } from '../helpers/provider-wire.js';
 
 const KEY = 'sk-test-dummy';
 
@@ -41,6 +42,15 @@ async function run(
   } catch (error) {
     return { events: seen, error };
   }
+}
+
+/** The events of a stream that ended without an error. */
+async function eventsOf(
+  pending: Promise<{ events: ProviderEvent[]; error?: unknown }>,
+): Promise<ProviderEvent[]> {
+  const { events, error } = await pending;
+  expect(error).toBeUndefined();
+  return events;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -380,17 +390,14 @@ describe('OpenAI streaming through the SDK', () => {
     ]);
     await sse.end();
 
-    const { events, error } = await pending;
-    expect(error).toBeUndefined();
+    const events = await eventsOf(pending);
     expect(events).toEqual([
       { type: 'text', text: 'Hel' },
       { type: 'text', text: 'lo 🙂' },
       { type: 'usage', usage: { input: 40, output: 20, thoughts: 5, cacheRead: 60 } },
       { type: 'done', stopReason: 'end_turn' },
     ]);
-    expect(incoming.path).toBe('/v1/responses');
-    expect(incoming.apiKey()).toBe(KEY);
-    expect(incoming.rawBody).toBe(JSON.stringify(offline.buildBody(req)));
+    expectSent(incoming, '/v1/responses', KEY, offline.buildBody(req));
   });
 
   it('turns a reasoning summary and its encrypted item into thinking that round-trips', async () => {
@@ -434,8 +441,7 @@ describe('OpenAI streaming through the SDK', () => {
     ]);
     await sse.end();
 
-    const { events, error } = await pending;
-    expect(error).toBeUndefined();
+    const events = await eventsOf(pending);
     expect(events.filter((e) => e.type === 'progress')).toEqual([
       // The reasoning item's start says where the thinking began (the layout writes it there).
       { type: 'progress', phase: 'thinking', characters: 0 },
@@ -518,8 +524,7 @@ describe('OpenAI streaming through the SDK', () => {
     ]);
     await sse.end();
 
-    const { events, error } = await pending;
-    expect(error).toBeUndefined();
+    const events = await eventsOf(pending);
     expect(events).toEqual([
       { type: 'progress', phase: 'tool_input', characters: 0, toolName: 'mcp:fs:read' },
       { type: 'progress', phase: 'tool_input', characters: 0, toolName: 'bash' },
@@ -551,8 +556,7 @@ describe('OpenAI streaming through the SDK', () => {
     await send(sse, [completed()]);
     await sse.end();
 
-    const { events, error } = await pending;
-    expect(error).toBeUndefined();
+    const events = await eventsOf(pending);
     expect(events).toEqual([
       { type: 'text', text: 'café 🙂 ok' },
       { type: 'done', stopReason: 'end_turn' },
@@ -573,8 +577,7 @@ describe('OpenAI streaming through the SDK', () => {
     ]);
     await sse.end();
 
-    const { events, error } = await pending;
-    expect(error).toBeUndefined();
+    const events = await eventsOf(pending);
     expect(events[0]?.type).toBe('warning');
     expect((events[0] as { message: string }).message).toContain('call_x');
     expect(events.slice(1)).toEqual([
@@ -593,18 +596,13 @@ describe('OpenAI streaming through the SDK', () => {
   it('lets the SDK retry a 429 with retry-after: 0, then streams', async () => {
     const pending = run(adapter(1).stream(request(), new AbortController().signal));
     const first = await fake.nextRequest();
-    await first.respondError(
-      429,
-      { error: { message: 'Rate limited', type: 'rate_limit_exceeded', code: null } },
-      { 'retry-after': '0' },
-    );
+    await rateLimited(first);
     const second = await fake.nextRequest();
     const sse = second.stream();
     await send(sse, [textDelta('ok'), completed()]);
     await sse.end();
 
-    const { events, error } = await pending;
-    expect(error).toBeUndefined();
+    const events = await eventsOf(pending);
     expect(events).toEqual([
       { type: 'text', text: 'ok' },
       { type: 'done', stopReason: 'end_turn' },
