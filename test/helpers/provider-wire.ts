@@ -1,6 +1,7 @@
 // The wire of the provider unit tests: what an OpenAI-shaped server sends (a Chat Completions
 // stream chunk, the 429 that asks the SDK to retry at once) and what a request must have carried.
 import { expect } from 'vitest';
+import type { ProviderEvent } from '../../src/core/provider/types.js';
 import type { FakeRequest } from './fake-provider.js';
 
 /** A `chat.completion.chunk` of `model` with one choice: `delta`, and its finish reason. */
@@ -32,4 +33,13 @@ export function expectSent(request: FakeRequest, path: string, key: string, body
   expect(request.path).toBe(path);
   expect(request.apiKey()).toBe(key);
   expect(request.rawBody).toBe(JSON.stringify(body));
+}
+
+/** The events of a stream that ended without an error (`pending`: all it yielded, and its error). */
+export async function eventsOf(
+  pending: Promise<{ events: ProviderEvent[]; error?: unknown }>,
+): Promise<ProviderEvent[]> {
+  const { events, error } = await pending;
+  expect(error).toBeUndefined();
+  return events;
 }

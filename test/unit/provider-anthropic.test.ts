@@ -12,7 +12,7 @@ import {
 import { fakeProviderHooks } from '../helpers/fake-provider-hooks.js';
 import { helloRequest } from '../helpers/provider-request.js';
 import { startOfMessage } from '../helpers/anthropic-script.js';
-import { toolResultPart, toolUsePart } from '../helpers/evaluated-parts.js';
+import { textPart, toolResultPart, toolUsePart, userMessage } from '../helpers/evaluated-parts.js';
 import { expectSent } from '../helpers/provider-wire.js';
 
 const KEY = 'sk-test-dummy';
@@ -51,31 +51,28 @@ describe('anthropic request body', () => {
     const body = offline.buildBody(
       prompt({
         messages: [
-          { role: 'user', parts: [{ kind: 'text', text: 'Run them' }] },
+          userMessage(textPart('Run them')),
           {
             role: 'assistant',
             parts: [
               toolUsePart('toolu_01', 'bash', { command: 'ls' }),
-              { kind: 'text', text: '  Running.\n' },
+              textPart('  Running.\n'),
               toolUsePart('urn:flemma:tool:calc:1', 'mcp:slack:post', { b: 1, a: 2 }),
               toolUsePart('toolu_03', 'read'),
             ],
           },
-          {
-            role: 'user',
-            parts: [
-              { kind: 'text', text: '   \n' },
-              toolResultPart('toolu_01', 'bash', ['a.txt\n', 'b.txt']),
-              toolResultPart('urn:flemma:tool:calc:1', 'mcp:slack:post', 'channel not found', {
-                isError: true,
-              }),
-              toolResultPart('toolu_03', 'read', 'No result provided', {
-                isError: true,
-                synthetic: true,
-              }),
-              { kind: 'text', text: 'Thanks' },
-            ],
-          },
+          userMessage(
+            textPart('   \n'),
+            toolResultPart('toolu_01', 'bash', ['a.txt\n', 'b.txt']),
+            toolResultPart('urn:flemma:tool:calc:1', 'mcp:slack:post', 'channel not found', {
+              isError: true,
+            }),
+            toolResultPart('toolu_03', 'read', 'No result provided', {
+              isError: true,
+              synthetic: true,
+            }),
+            textPart('Thanks'),
+          ),
         ],
       }),
     );
@@ -123,20 +120,17 @@ describe('anthropic request body', () => {
     const body = offline.buildBody(
       prompt({
         messages: [
-          {
-            role: 'user',
-            parts: [
-              toolResultPart('toolu_01', 'read', [
-                { kind: 'text', text: 'see:' },
-                { kind: 'image', mimeType: 'image/png', data: 'iVBO', filename: '/a/x.png' },
-                { kind: 'unsupported_file', filename: '/a/x.bin' },
-              ]),
-              { kind: 'text', text: 'Look ' },
-              { kind: 'pdf', mimeType: 'application/pdf', data: 'JVBE', filename: '/d/r.pdf' },
-              { kind: 'text_file', mimeType: 'text/plain', text: 'notes', filename: '/d/n.txt' },
-              { kind: 'unsupported_file', filename: '/d/blob.bin' },
-            ],
-          },
+          userMessage(
+            toolResultPart('toolu_01', 'read', [
+              textPart('see:'),
+              { kind: 'image', mimeType: 'image/png', data: 'iVBO', filename: '/a/x.png' },
+              { kind: 'unsupported_file', filename: '/a/x.bin' },
+            ]),
+            textPart('Look '),
+            { kind: 'pdf', mimeType: 'application/pdf', data: 'JVBE', filename: '/d/r.pdf' },
+            { kind: 'text_file', mimeType: 'text/plain', text: 'notes', filename: '/d/n.txt' },
+            { kind: 'unsupported_file', filename: '/d/blob.bin' },
+          ),
         ],
       }),
     );
@@ -170,7 +164,7 @@ describe('anthropic request body', () => {
     const assistant: ProviderRequest['messages'][number] = {
       role: 'assistant',
       parts: [
-        { kind: 'text', text: 'Answer.' },
+        textPart('Answer.'),
         { kind: 'thinking', content: 'openai thought', redacted: false },
         {
           kind: 'thinking',
@@ -189,9 +183,9 @@ describe('anthropic request body', () => {
       ],
     };
     const messages: ProviderRequest['messages'] = [
-      { role: 'user', parts: [{ kind: 'text', text: 'Q' }] },
+      userMessage(textPart('Q')),
       assistant,
-      { role: 'assistant', parts: [{ kind: 'text', text: '  \n' }] },
+      { role: 'assistant', parts: [textPart('  \n')] },
     ];
     const sent = (foreign: 'preserve' | 'drop') =>
       offline.buildBody(prompt({ messages, thinking: { level: 'high', budget: 2048, foreign } }))[
@@ -296,7 +290,7 @@ describe('anthropic request body', () => {
         temperature: 0,
         tools: [{ name: 'z', description: 'Z', inputSchema: { type: 'object', required: [] } }],
         messages: [
-          { role: 'user', parts: [{ kind: 'text', text: 'Hi' }] },
+          userMessage(textPart('Hi')),
           {
             role: 'assistant',
             parts: [toolUsePart('t1', 'z', { y: 1, x: { b: 2, a: 1 } })],

@@ -13,8 +13,8 @@ import {
 import { startFakeProvider } from '../helpers/fake-provider.js';
 import { fakeProviderHooks } from '../helpers/fake-provider-hooks.js';
 import { helloRequest } from '../helpers/provider-request.js';
-import { toolResultPart, toolUsePart } from '../helpers/evaluated-parts.js';
-import { chatChunk, rateLimited } from '../helpers/provider-wire.js';
+import { textPart, toolResultPart, toolUsePart, userMessage } from '../helpers/evaluated-parts.js';
+import { chatChunk, eventsOf, rateLimited } from '../helpers/provider-wire.js';
 
 /** The JSON parser's own message for `text` (V8 words it differently from one Node to the next). */
 function jsonParseError(text: string): string {
@@ -43,6 +43,14 @@ function adapter(
 function prompt(overrides: Partial<ProviderRequest> = {}): ProviderRequest {
   return helloRequest('qwen3:8b', 1024, overrides);
 }
+
+/** The fields every streamed body of `prompt()` starts with, in their order. */
+const STREAMED = {
+  max_tokens: 1024,
+  model: 'qwen3:8b',
+  stream: true,
+  stream_options: { include_usage: true },
+};
 
 function chunk(delta: object, finishReason: string | null = null): object {
   return chatChunk('qwen3:8b', delta, finishReason);
@@ -85,23 +93,17 @@ describe('chat completions request body', () => {
         system: 'You are terse.',
         temperature: 0.2,
         messages: [
-          {
-            role: 'user',
-            parts: [
-              { kind: 'text', text: 'Summarise ' },
-              { kind: 'text_file', mimeType: 'text/plain', text: 'a.txt body', filename: 'a.txt' },
-              { kind: 'text', text: ' please' },
-            ],
-          },
+          userMessage(
+            textPart('Summarise '),
+            { kind: 'text_file', mimeType: 'text/plain', text: 'a.txt body', filename: 'a.txt' },
+            textPart(' please'),
+          ),
         ],
       }),
     );
     expect(JSON.stringify(body)).toBe(
       JSON.stringify({
-        max_tokens: 1024,
-        model: 'qwen3:8b',
-        stream: true,
-        stream_options: { include_usage: true },
+        ...STREAMED,
         temperature: 0.2,
         messages: [
           { content: 'You are terse.', role: 'system' },
@@ -115,30 +117,27 @@ describe('chat completions request body', () => {
     const body = adapter().buildBody(
       prompt({
         messages: [
-          { role: 'user', parts: [{ kind: 'text', text: 'Weather and sum?' }] },
+          userMessage(textPart('Weather and sum?')),
           {
             role: 'assistant',
             parts: [
-              { kind: 'text', text: '  Checking both.\n' },
+              textPart('  Checking both.\n'),
               toolUsePart('call_1', 'calculator', { expr: '2+2' }),
               toolUsePart('urn:flemma:tool:now:9', 'mcp:weather:now', { city: 'Oslo' }),
               toolUsePart('call_3', 'bash', { command: 'ls' }),
             ],
           },
-          {
-            role: 'user',
-            parts: [
-              { kind: 'text', text: 'Thanks' },
-              toolResultPart('call_1', 'calculator', ['4', '.0']),
-              toolResultPart('urn:flemma:tool:now:9', 'mcp:weather:now', 'upstream timeout', {
-                isError: true,
-              }),
-              toolResultPart('call_3', 'bash', 'No result provided', {
-                isError: true,
-                synthetic: true,
-              }),
-            ],
-          },
+          userMessage(
+            textPart('Thanks'),
+            toolResultPart('call_1', 'calculator', ['4', '.0']),
+            toolResultPart('urn:flemma:tool:now:9', 'mcp:weather:now', 'upstream timeout', {
+              isError: true,
+            }),
+            toolResultPart('call_3', 'bash', 'No result provided', {
+              isError: true,
+              synthetic: true,
+            }),
+          ),
         ],
         tools: [
           {
@@ -157,10 +156,7 @@ describe('chat completions request body', () => {
     );
     expect(JSON.stringify(body)).toBe(
       JSON.stringify({
-        max_tokens: 1024,
-        model: 'qwen3:8b',
-        stream: true,
-        stream_options: { include_usage: true },
+        ...STREAMED,
         tool_choice: 'auto',
         tools: [
           {
@@ -219,15 +215,12 @@ describe('chat completions request body', () => {
 
   it('names the tool in tool messages when the provider requires it (Moonshot), encoded for the wire', () => {
     const messages: ProviderRequest['messages'] = [
-      { role: 'user', parts: [{ kind: 'text', text: 'Weather?' }] },
+      userMessage(textPart('Weather?')),
       {
         role: 'assistant',
         parts: [toolUsePart('call_1', 'mcp:weather:now')],
       },
-      {
-        role: 'user',
-        parts: [toolResultPart('call_1', 'mcp:weather:now', 'Sunny')],
-      },
+      userMessage(toolResultPart('call_1', 'mcp:weather:now', 'Sunny')),
     ];
     const named = createChatCompletionsAdapter(
       { apiKey: KEY, name: 'moonshot', toolResultNames: true },
@@ -252,21 +245,18 @@ describe('chat completions request body', () => {
     const body = adapter().buildBody(
       prompt({
         messages: [
-          {
-            role: 'user',
-            parts: [
-              { kind: 'text', text: 'Compare ' },
-              { kind: 'image', mimeType: 'image/png', data: 'iVBORw0K', filename: 'shot.png' },
-              { kind: 'text', text: ' ' },
-              {
-                kind: 'pdf',
-                mimeType: 'application/pdf',
-                data: 'JVBERi0=',
-                filename: '/tmp/spec.pdf',
-              },
-              { kind: 'unsupported_file', filename: '/tmp/blob.bin' },
-            ],
-          },
+          userMessage(
+            textPart('Compare '),
+            { kind: 'image', mimeType: 'image/png', data: 'iVBORw0K', filename: 'shot.png' },
+            textPart(' '),
+            {
+              kind: 'pdf',
+              mimeType: 'application/pdf',
+              data: 'JVBERi0=',
+              filename: '/tmp/spec.pdf',
+            },
+            { kind: 'unsupported_file', filename: '/tmp/blob.bin' },
+          ),
         ],
       }),
     );
@@ -288,7 +278,7 @@ describe('chat completions request body', () => {
       prompt({
         thinking: { level: 'high', foreign },
         messages: [
-          { role: 'user', parts: [{ kind: 'text', text: 'Hi' }] },
+          userMessage(textPart('Hi')),
           {
             role: 'assistant',
             parts: [
@@ -305,10 +295,10 @@ describe('chat completions request body', () => {
                 signature: { provider: 'anthropic', value: 'sig' },
               },
               { kind: 'thinking', content: 'opaque', redacted: true },
-              { kind: 'text', text: 'Hello!' },
+              textPart('Hello!'),
             ],
           },
-          { role: 'user', parts: [{ kind: 'text', text: 'Again' }] },
+          userMessage(textPart('Again')),
         ],
       });
     const assistant = (foreign: 'preserve' | 'drop'): unknown =>
@@ -368,8 +358,7 @@ describe('chat completions streaming', () => {
     await sse.sse(undefined, '[DONE]');
     await sse.end();
 
-    const { events, error } = await outcome;
-    expect(error).toBeUndefined();
+    const events = await eventsOf(outcome);
     expect(events).toEqual([
       { type: 'text', text: 'Hel' },
       { type: 'text', text: 'lo' },
@@ -461,8 +450,7 @@ describe('chat completions streaming', () => {
     await sse.sse(undefined, '[DONE]');
     await sse.end();
 
-    const { events, error } = await outcome;
-    expect(error).toBeUndefined();
+    const events = await eventsOf(outcome);
     expect(withoutProgress(events)).toEqual([
       { type: 'text', text: 'Both: ' },
       { type: 'tool_use', id: 'call_a', name: 'mcp:weather:now', input: { city: 'Oslo' } },
@@ -524,8 +512,7 @@ describe('chat completions streaming', () => {
     await sse.sse(undefined, chunk({ content: 'Done' }, 'stop'));
     await sse.end();
 
-    const { events, error } = await outcome;
-    expect(error).toBeUndefined();
+    const events = await eventsOf(outcome);
     expect(events).toEqual([
       { type: 'text', text: 'Done' },
       { type: 'done', stopReason: 'stop' },

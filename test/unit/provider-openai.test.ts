@@ -11,8 +11,8 @@ import {
 } from '../../src/core/provider/types.js';
 import { fakeProviderHooks } from '../helpers/fake-provider-hooks.js';
 import { helloRequest } from '../helpers/provider-request.js';
-import { toolResultPart, toolUsePart } from '../helpers/evaluated-parts.js';
-import { expectSent, rateLimited } from '../helpers/provider-wire.js';
+import { textPart, toolResultPart, toolUsePart, userMessage } from '../helpers/evaluated-parts.js';
+import { eventsOf, expectSent, rateLimited } from '../helpers/provider-wire.js';
 
 const KEY = 'sk-test-dummy';
 
@@ -42,15 +42,6 @@ async function run(
   } catch (error) {
     return { events: seen, error };
   }
-}
-
-/** The events of a stream that ended without an error. */
-async function eventsOf(
-  pending: Promise<{ events: ProviderEvent[]; error?: unknown }>,
-): Promise<ProviderEvent[]> {
-  const { events, error } = await pending;
-  expect(error).toBeUndefined();
-  return events;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -106,17 +97,14 @@ describe('OpenAI request bodies', () => {
         system: 'Be brief.',
         temperature: 0.2,
         messages: [
-          {
-            role: 'user',
-            parts: [
-              { kind: 'text', text: 'Hello ' },
-              { kind: 'text', text: '  \n' },
-              { kind: 'text_file', mimeType: 'text/plain', text: 'notes', filename: 'n.txt' },
-              { kind: 'image', mimeType: 'image/png', data: 'iVBO', filename: 'a.png' },
-              { kind: 'pdf', mimeType: 'application/pdf', data: 'JVBE', filename: '/abs/d.pdf' },
-              { kind: 'unsupported_file', filename: '/abs/x.bin' },
-            ],
-          },
+          userMessage(
+            textPart('Hello '),
+            textPart('  \n'),
+            { kind: 'text_file', mimeType: 'text/plain', text: 'notes', filename: 'n.txt' },
+            { kind: 'image', mimeType: 'image/png', data: 'iVBO', filename: 'a.png' },
+            { kind: 'pdf', mimeType: 'application/pdf', data: 'JVBE', filename: '/abs/d.pdf' },
+            { kind: 'unsupported_file', filename: '/abs/x.bin' },
+          ),
         ],
       }),
     );
@@ -150,30 +138,27 @@ describe('OpenAI request bodies', () => {
 
   it('maps a turn with tool calls, a result, an error result and a synthetic result', () => {
     const messages: EvaluatedMessage[] = [
-      { role: 'user', parts: [{ kind: 'text', text: 'Look around.' }] },
+      userMessage(textPart('Look around.')),
       {
         role: 'assistant',
         parts: [
-          { kind: 'text', text: 'Reading ' },
-          { kind: 'text', text: 'first.\n' },
+          textPart('Reading '),
+          textPart('first.\n'),
           toolUsePart('call_1', 'mcp:fs:read', { path: 'a.txt' }),
-          { kind: 'text', text: '  Then listing.  ' },
+          textPart('  Then listing.  '),
           toolUsePart('urn:flemma:tool:bash:2', 'bash', { cmd: 'ls' }),
           toolUsePart('call_3', 'grep'),
         ],
       },
-      {
-        role: 'user',
-        parts: [
-          { kind: 'text', text: 'Here you go.' },
-          toolResultPart('call_1', 'mcp:fs:read', ['line 1\n', 'line 2']),
-          toolResultPart('urn:flemma:tool:bash:2', 'bash', [], { isError: true }),
-          toolResultPart('call_3', 'grep', 'No result provided', {
-            isError: true,
-            synthetic: true,
-          }),
-        ],
-      },
+      userMessage(
+        textPart('Here you go.'),
+        toolResultPart('call_1', 'mcp:fs:read', ['line 1\n', 'line 2']),
+        toolResultPart('urn:flemma:tool:bash:2', 'bash', [], { isError: true }),
+        toolResultPart('call_3', 'grep', 'No result provided', {
+          isError: true,
+          synthetic: true,
+        }),
+      ),
     ];
     const body = offline.buildBody(request({ messages }));
     expect(body['input']).toEqual([
@@ -230,17 +215,14 @@ describe('OpenAI request bodies', () => {
 
   it('replays assistant messages with their ids and phase labels, unless the labels are off', () => {
     const messages: EvaluatedMessage[] = [
-      { role: 'user', parts: [{ kind: 'text', text: 'List the files.' }] },
+      userMessage(textPart('List the files.')),
       {
         role: 'assistant',
-        parts: [{ kind: 'text', text: 'Listing.' }, toolUsePart('call_1', 'bash', { cmd: 'ls' })],
+        parts: [textPart('Listing.'), toolUsePart('call_1', 'bash', { cmd: 'ls' })],
       },
-      {
-        role: 'user',
-        parts: [toolResultPart('call_1', 'bash', 'a.txt')],
-      },
-      { role: 'assistant', parts: [{ kind: 'text', text: 'There is a.txt.' }] },
-      { role: 'user', parts: [{ kind: 'text', text: 'Thanks.' }] },
+      userMessage(toolResultPart('call_1', 'bash', 'a.txt')),
+      { role: 'assistant', parts: [textPart('There is a.txt.')] },
+      userMessage(textPart('Thanks.')),
     ];
     const assistantItems = (body: Record<string, unknown>): unknown[] =>
       (body['input'] as { type?: string }[]).filter((item) => item.type === 'message');
@@ -292,7 +274,7 @@ describe('OpenAI request bodies', () => {
   it('asks for reasoning with an effort, and handles native and foreign thinking', () => {
     const item = { type: 'reasoning', id: 'rs_1', summary: [], encrypted_content: 'enc' };
     const messages: EvaluatedMessage[] = [
-      { role: 'user', parts: [{ kind: 'text', text: 'Q' }] },
+      userMessage(textPart('Q')),
       {
         role: 'assistant',
         parts: [
@@ -310,7 +292,7 @@ describe('OpenAI request bodies', () => {
             signature: { provider: 'anthropic', value: 'sig' },
           },
           { kind: 'thinking', content: 'opaque', redacted: true },
-          { kind: 'text', text: 'Answer.' },
+          textPart('Answer.'),
         ],
       },
     ];
@@ -465,7 +447,7 @@ describe('OpenAI streaming through the SDK', () => {
       request({
         thinking,
         messages: [
-          { role: 'user', parts: [{ kind: 'text', text: 'Hello' }] },
+          userMessage(textPart('Hello')),
           {
             role: 'assistant',
             parts: [
@@ -475,10 +457,10 @@ describe('OpenAI streaming through the SDK', () => {
                 redacted: false,
                 signature: block.signature,
               },
-              { kind: 'text', text: 'Done.' },
+              textPart('Done.'),
             ],
           },
-          { role: 'user', parts: [{ kind: 'text', text: 'More' }] },
+          userMessage(textPart('More')),
         ],
       }),
     );
