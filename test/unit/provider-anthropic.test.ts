@@ -13,6 +13,7 @@ import { fakeProviderHooks } from '../helpers/fake-provider-hooks.js';
 import { helloRequest } from '../helpers/provider-request.js';
 import { startOfMessage } from '../helpers/anthropic-script.js';
 import { textPart, toolResultPart, toolUsePart, userMessage } from '../helpers/evaluated-parts.js';
+import { imagePart, pdfPart, textFilePart, unsupportedPart } from '../helpers/attachment-parts.js';
 import { expectSent } from '../helpers/provider-wire.js';
 
 const KEY = 'sk-test-dummy';
@@ -123,13 +124,13 @@ describe('anthropic request body', () => {
           userMessage(
             toolResultPart('toolu_01', 'read', [
               textPart('see:'),
-              { kind: 'image', mimeType: 'image/png', data: 'iVBO', filename: '/a/x.png' },
-              { kind: 'unsupported_file', filename: '/a/x.bin' },
+              imagePart('/a/x.png', 'iVBO'),
+              unsupportedPart('/a/x.bin'),
             ]),
             textPart('Look '),
-            { kind: 'pdf', mimeType: 'application/pdf', data: 'JVBE', filename: '/d/r.pdf' },
-            { kind: 'text_file', mimeType: 'text/plain', text: 'notes', filename: '/d/n.txt' },
-            { kind: 'unsupported_file', filename: '/d/blob.bin' },
+            pdfPart('/d/r.pdf', 'JVBE'),
+            textFilePart('/d/n.txt', 'notes'),
+            unsupportedPart('/d/blob.bin'),
           ),
         ],
       }),

@@ -14,6 +14,7 @@ import { startFakeProvider } from '../helpers/fake-provider.js';
 import { fakeProviderHooks } from '../helpers/fake-provider-hooks.js';
 import { helloRequest } from '../helpers/provider-request.js';
 import { textPart, toolResultPart, toolUsePart, userMessage } from '../helpers/evaluated-parts.js';
+import { imagePart, pdfPart, textFilePart, unsupportedPart } from '../helpers/attachment-parts.js';
 import { chatChunk, eventsOf, rateLimited } from '../helpers/provider-wire.js';
 
 /** The JSON parser's own message for `text` (V8 words it differently from one Node to the next). */
@@ -95,7 +96,7 @@ describe('chat completions request body', () => {
         messages: [
           userMessage(
             textPart('Summarise '),
-            { kind: 'text_file', mimeType: 'text/plain', text: 'a.txt body', filename: 'a.txt' },
+            textFilePart('a.txt', 'a.txt body'),
             textPart(' please'),
           ),
         ],
@@ -247,15 +248,10 @@ describe('chat completions request body', () => {
         messages: [
           userMessage(
             textPart('Compare '),
-            { kind: 'image', mimeType: 'image/png', data: 'iVBORw0K', filename: 'shot.png' },
+            imagePart('shot.png', 'iVBORw0K'),
             textPart(' '),
-            {
-              kind: 'pdf',
-              mimeType: 'application/pdf',
-              data: 'JVBERi0=',
-              filename: '/tmp/spec.pdf',
-            },
-            { kind: 'unsupported_file', filename: '/tmp/blob.bin' },
+            pdfPart('/tmp/spec.pdf', 'JVBERi0='),
+            unsupportedPart('/tmp/blob.bin'),
           ),
         ],
       }),

@@ -13,6 +13,7 @@ import { type FakeRequest } from '../helpers/fake-provider.js';
 import { GOOGLE_SDK_ENV, fakeProviderHooks, sdkEnvHooks } from '../helpers/fake-provider-hooks.js';
 import { helloRequest } from '../helpers/provider-request.js';
 import { textPart, toolResultPart, toolUsePart, userMessage } from '../helpers/evaluated-parts.js';
+import { imagePart, textFilePart, unsupportedPart } from '../helpers/attachment-parts.js';
 
 const MODEL = 'gemini-3.1-pro-preview';
 const GEMINI_PATH = `/v1beta/models/${MODEL}:streamGenerateContent`;
@@ -78,9 +79,9 @@ describe('request bodies', () => {
           userMessage(
             textPart('Look at '),
             textPart('  \n '),
-            { kind: 'text_file', mimeType: 'text/plain', text: 'notes', filename: 'a.txt' },
-            { kind: 'image', mimeType: 'image/png', data: 'aW1n', filename: 'b.png' },
-            { kind: 'unsupported_file', filename: 'c.bin' },
+            textFilePart('a.txt', 'notes'),
+            imagePart('b.png', 'aW1n'),
+            unsupportedPart('c.bin'),
           ),
         ],
       }),

@@ -12,6 +12,7 @@ import {
 import { fakeProviderHooks } from '../helpers/fake-provider-hooks.js';
 import { helloRequest } from '../helpers/provider-request.js';
 import { textPart, toolResultPart, toolUsePart, userMessage } from '../helpers/evaluated-parts.js';
+import { imagePart, pdfPart, textFilePart, unsupportedPart } from '../helpers/attachment-parts.js';
 import { eventsOf, expectSent, rateLimited } from '../helpers/provider-wire.js';
 
 const KEY = 'sk-test-dummy';
@@ -100,10 +101,10 @@ describe('OpenAI request bodies', () => {
           userMessage(
             textPart('Hello '),
             textPart('  \n'),
-            { kind: 'text_file', mimeType: 'text/plain', text: 'notes', filename: 'n.txt' },
-            { kind: 'image', mimeType: 'image/png', data: 'iVBO', filename: 'a.png' },
-            { kind: 'pdf', mimeType: 'application/pdf', data: 'JVBE', filename: '/abs/d.pdf' },
-            { kind: 'unsupported_file', filename: '/abs/x.bin' },
+            textFilePart('n.txt', 'notes'),
+            imagePart('a.png', 'iVBO'),
+            pdfPart('/abs/d.pdf', 'JVBE'),
+            unsupportedPart('/abs/x.bin'),
           ),
         ],
       }),
