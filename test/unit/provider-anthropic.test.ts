@@ -14,6 +14,7 @@ import { helloRequest } from '../helpers/provider-request.js';
 import { startOfMessage } from '../helpers/anthropic-script.js';
 import { textPart, toolResultPart, toolUsePart, userMessage } from '../helpers/evaluated-parts.js';
 import { imagePart, pdfPart, textFilePart, unsupportedPart } from '../helpers/attachment-parts.js';
+import { redactedThinkingPart, thinkingPart } from '../helpers/thinking-parts.js';
 import { expectSent } from '../helpers/provider-wire.js';
 
 const KEY = 'sk-test-dummy';
@@ -166,21 +167,11 @@ describe('anthropic request body', () => {
       role: 'assistant',
       parts: [
         textPart('Answer.'),
-        { kind: 'thinking', content: 'openai thought', redacted: false },
-        {
-          kind: 'thinking',
-          content: 'mine',
-          redacted: false,
-          signature: { provider: 'anthropic', value: 'sig==' },
-        },
-        {
-          kind: 'thinking',
-          content: '  gemini thought \n',
-          redacted: false,
-          signature: { provider: 'vertex', value: 'v-sig' },
-        },
-        { kind: 'thinking', content: 'ZW5j', redacted: true },
-        { kind: 'thinking', content: '   ', redacted: false },
+        thinkingPart('openai thought'),
+        thinkingPart('mine', 'anthropic', 'sig=='),
+        thinkingPart('  gemini thought \n', 'vertex', 'v-sig'),
+        redactedThinkingPart('ZW5j'),
+        thinkingPart('   '),
       ],
     };
     const messages: ProviderRequest['messages'] = [

@@ -15,6 +15,7 @@ import { fakeProviderHooks } from '../helpers/fake-provider-hooks.js';
 import { helloRequest } from '../helpers/provider-request.js';
 import { textPart, toolResultPart, toolUsePart, userMessage } from '../helpers/evaluated-parts.js';
 import { imagePart, pdfPart, textFilePart, unsupportedPart } from '../helpers/attachment-parts.js';
+import { redactedThinkingPart, thinkingPart } from '../helpers/thinking-parts.js';
 import { chatChunk, eventsOf, rateLimited } from '../helpers/provider-wire.js';
 
 /** The JSON parser's own message for `text` (V8 words it differently from one Node to the next). */
@@ -278,19 +279,9 @@ describe('chat completions request body', () => {
           {
             role: 'assistant',
             parts: [
-              {
-                kind: 'thinking',
-                content: ' mine \n',
-                redacted: false,
-                signature: { provider: 'openaicompatible', value: 'reasoning_content' },
-              },
-              {
-                kind: 'thinking',
-                content: 'theirs',
-                redacted: false,
-                signature: { provider: 'anthropic', value: 'sig' },
-              },
-              { kind: 'thinking', content: 'opaque', redacted: true },
+              thinkingPart(' mine \n', 'openaicompatible', 'reasoning_content'),
+              thinkingPart('theirs', 'anthropic', 'sig'),
+              redactedThinkingPart('opaque'),
               textPart('Hello!'),
             ],
           },

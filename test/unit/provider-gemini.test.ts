@@ -14,6 +14,7 @@ import { GOOGLE_SDK_ENV, fakeProviderHooks, sdkEnvHooks } from '../helpers/fake-
 import { helloRequest } from '../helpers/provider-request.js';
 import { textPart, toolResultPart, toolUsePart, userMessage } from '../helpers/evaluated-parts.js';
 import { imagePart, textFilePart, unsupportedPart } from '../helpers/attachment-parts.js';
+import { redactedThinkingPart, thinkingPart } from '../helpers/thinking-parts.js';
 
 const MODEL = 'gemini-3.1-pro-preview';
 const GEMINI_PATH = `/v1beta/models/${MODEL}:streamGenerateContent`;
@@ -221,14 +222,9 @@ describe('request bodies', () => {
           {
             role: 'assistant',
             parts: [
-              {
-                kind: 'thinking',
-                content: ' Claude pondered. ',
-                redacted: false,
-                signature: { provider: 'anthropic', value: 'EqQ' },
-              },
-              { kind: 'thinking', content: 'Unsigned musing.', redacted: false },
-              { kind: 'thinking', content: 'opaque', redacted: true },
+              thinkingPart(' Claude pondered. ', 'anthropic', 'EqQ'),
+              thinkingPart('Unsigned musing.'),
+              redactedThinkingPart('opaque'),
               textPart('Plain answer.'),
               signed('SIG2'),
             ],
@@ -265,7 +261,7 @@ describe('request bodies', () => {
         messages: [
           {
             role: 'assistant',
-            parts: [{ kind: 'thinking', content: 'Foreign.', redacted: false }, signed('S')],
+            parts: [thinkingPart('Foreign.'), signed('S')],
           },
         ],
       }),

@@ -13,6 +13,7 @@ import { fakeProviderHooks } from '../helpers/fake-provider-hooks.js';
 import { helloRequest } from '../helpers/provider-request.js';
 import { textPart, toolResultPart, toolUsePart, userMessage } from '../helpers/evaluated-parts.js';
 import { imagePart, pdfPart, textFilePart, unsupportedPart } from '../helpers/attachment-parts.js';
+import { redactedThinkingPart, thinkingPart } from '../helpers/thinking-parts.js';
 import { eventsOf, expectSent, rateLimited } from '../helpers/provider-wire.js';
 
 const KEY = 'sk-test-dummy';
@@ -279,20 +280,15 @@ describe('OpenAI request bodies', () => {
       {
         role: 'assistant',
         parts: [
-          { kind: 'thinking', content: 'mine', redacted: false },
+          thinkingPart('mine'),
           {
             kind: 'thinking',
             content: 'native',
             redacted: false,
             signature: { provider: 'openai', value: signature(item) },
           },
-          {
-            kind: 'thinking',
-            content: ' theirs ',
-            redacted: false,
-            signature: { provider: 'anthropic', value: 'sig' },
-          },
-          { kind: 'thinking', content: 'opaque', redacted: true },
+          thinkingPart(' theirs ', 'anthropic', 'sig'),
+          redactedThinkingPart('opaque'),
           textPart('Answer.'),
         ],
       },
