@@ -43,3 +43,8 @@ export async function eventsOf(
   expect(error).toBeUndefined();
   return events;
 }
+
+/** Gemini adapter options for Vertex AI (`project` in `location`, bearer `accessToken`) at `baseURL`. */
+export function vertexAt(baseURL: string, accessToken: string, project: string, location: string) {
+  return { accessToken, vertex: { project, location }, baseURL };
+}

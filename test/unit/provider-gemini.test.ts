@@ -15,6 +15,7 @@ import { helloRequest } from '../helpers/provider-request.js';
 import { textPart, toolResultPart, toolUsePart, userMessage } from '../helpers/evaluated-parts.js';
 import { imagePart, textFilePart, unsupportedPart } from '../helpers/attachment-parts.js';
 import { redactedThinkingPart, thinkingPart } from '../helpers/thinking-parts.js';
+import { vertexAt } from '../helpers/provider-wire.js';
 
 const MODEL = 'gemini-3.1-pro-preview';
 const GEMINI_PATH = `/v1beta/models/${MODEL}:streamGenerateContent`;
@@ -578,11 +579,7 @@ describe('streaming', () => {
 describe('Vertex AI mode', () => {
   it('calls the project path with the preset bearer token', async () => {
     const adapter = createGeminiAdapter(
-      {
-        accessToken: 'ya29.preset',
-        vertex: { project: 'my-proj', location: 'us-central1' },
-        baseURL: fake.url,
-      },
+      vertexAt(fake.url, 'ya29.preset', 'my-proj', 'us-central1'),
       loader,
     );
     expect(adapter.name).toBe('vertex');
