@@ -1,9 +1,8 @@
 // Where a tool call's paths lie (issue 19): the project, the sensitive places, and what the
 // approval lists, the sandbox resolver and the sensitive-place guard make of them.
-import { mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 
 import type { ApprovalResult, ToolCall } from '../../src/core/approval/chain.js';
 import { approveList } from '../../src/core/approval/presets.js';
@@ -24,25 +23,23 @@ import {
   scopeFacts,
 } from '../../src/core/approval/scope.js';
 import { sensitiveEntries } from '../../src/core/tools/sandbox/sensitive.js';
+import { fileTempDir } from '../helpers/temp.js';
 
+const dir = fileTempDir('flemma-scope-');
 let root: string;
 let home: string;
 let project: string;
 
 beforeAll(() => {
-  root = realpathSync(mkdtempSync(join(tmpdir(), 'flemma-scope-')));
-  home = join(root, 'home');
-  project = join(home, 'project');
-  mkdirSync(join(project, 'src'), { recursive: true });
-  mkdirSync(join(home, '.ssh'));
+  root = dir();
+  home = dir('home');
+  project = dir('home', 'project');
+  dir('home', 'project', 'src');
+  dir('home', '.ssh');
   writeFileSync(join(home, '.ssh', 'id_ed25519'), 'key\n');
   writeFileSync(join(project, '.env'), 'A=1\n');
   writeFileSync(join(home, 'elsewhere.txt'), 'x\n');
   symlinkSync(join(home, '.ssh'), join(project, 'keys'));
-});
-
-afterAll(() => {
-  rmSync(root, { recursive: true, force: true });
 });
 
 function facts(over: Partial<ScopeFacts> = {}): ScopeFacts {

@@ -3,11 +3,9 @@
 // refused without being opened (a FIFO must not block); a file over the limit fails or is cut.
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdtempSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
+import { truncateSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   FileReadError,
   VIEW_LIMIT_BYTES,
@@ -17,16 +15,9 @@ import {
   readBoundedSync,
   readTextBounded,
 } from '../../src/core/util/bounded-read.js';
+import { testDir } from '../helpers/test-dir.js';
 
-let dir: string;
-
-beforeEach(() => {
-  dir = mkdtempSync(join(tmpdir(), 'flemma-bounded-'));
-});
-
-afterEach(() => {
-  rmSync(dir, { recursive: true, force: true });
-});
+const dir = testDir('flemma-bounded-');
 
 async function problemOf(promise: Promise<unknown>): Promise<FileReadError> {
   const error = await promise.then(
@@ -49,7 +40,7 @@ function syncProblem(run: () => unknown): FileReadError {
 
 describe('readBounded', () => {
   it('reads a regular file whole when it is within the limit, exactly at it too', async () => {
-    const path = join(dir, 'a.txt');
+    const path = dir('a.txt');
     writeFileSync(path, 'x'.repeat(10));
     expect((await readBounded(path, { maxBytes: 10 })).data.toString()).toBe('x'.repeat(10));
     expect(readBoundedSync(path, { maxBytes: 10 }).data.toString()).toBe('x'.repeat(10));
@@ -57,7 +48,7 @@ describe('readBounded', () => {
   });
 
   it('refuses a file one byte over the limit, naming the size and the limit', async () => {
-    const path = join(dir, 'big.txt');
+    const path = dir('big.txt');
     writeFileSync(path, 'x'.repeat(11));
     const error = await problemOf(readBounded(path, { maxBytes: 10, name: 'big.txt' }));
     expect(error.problem).toBe('too-large');
@@ -66,7 +57,7 @@ describe('readBounded', () => {
   });
 
   it('keeps the first maxBytes of a larger file with truncate, and says it cut', async () => {
-    const path = join(dir, 'big.txt');
+    const path = dir('big.txt');
     writeFileSync(path, 'abcdefghij');
     const read = await readBounded(path, { maxBytes: 4, truncate: true });
     expect(read).toEqual({ data: Buffer.from('abcd'), truncated: true });
@@ -74,7 +65,7 @@ describe('readBounded', () => {
   });
 
   it('refuses a sparse file of 10 GB at once, without reading it', async () => {
-    const path = join(dir, 'huge.bin');
+    const path = dir('huge.bin');
     writeFileSync(path, '');
     truncateSync(path, 10 * 1024 ** 3);
     const error = await problemOf(readBounded(path));
@@ -91,7 +82,7 @@ describe('readBounded', () => {
   });
 
   it('refuses a FIFO without blocking on it', async () => {
-    const fifo = join(dir, 'pipe');
+    const fifo = dir('pipe');
     execFileSync('mkfifo', [fifo]);
     const error = await problemOf(readBounded(fifo));
     expect(error.message).toContain('a FIFO (named pipe)');
@@ -100,7 +91,7 @@ describe('readBounded', () => {
   });
 
   it('refuses a socket and a directory', async () => {
-    const path = join(dir, 'sock');
+    const path = dir('sock');
     const server: Server = createServer();
     await new Promise<void>((resolve) => server.listen(path, resolve));
     try {
@@ -108,7 +99,7 @@ describe('readBounded', () => {
     } finally {
       server.close();
     }
-    expect((await problemOf(readBounded(dir))).message).toContain('a directory');
+    expect((await problemOf(readBounded(dir()))).message).toContain('a directory');
   });
 
   it('reads a file whose size says 0 (a /proc file) as far as it goes', async () => {
@@ -118,17 +109,17 @@ describe('readBounded', () => {
   });
 
   it('answers undefined for a missing file, and throws other errors as they are', async () => {
-    expect(await readTextBounded(join(dir, 'none'))).toBeUndefined();
-    await expect(readBounded(join(dir, 'none'))).rejects.toMatchObject({ code: 'ENOENT' });
+    expect(await readTextBounded(dir('none'))).toBeUndefined();
+    await expect(readBounded(dir('none'))).rejects.toMatchObject({ code: 'ENOENT' });
   });
 });
 
 describe('hashFile', () => {
   it('hashes a regular file in pieces, null for no file', async () => {
-    const path = join(dir, 'a.bin');
+    const path = dir('a.bin');
     const content = Buffer.alloc(200 * 1024, 7);
     writeFileSync(path, content);
     expect(await hashFile(path)).toBe(createHash('sha256').update(content).digest('hex'));
-    expect(await hashFile(join(dir, 'none'))).toBeNull();
+    expect(await hashFile(dir('none'))).toBeNull();
   });
 });

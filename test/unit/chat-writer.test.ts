@@ -44,10 +44,13 @@ describe('fenceFor', () => {
   });
 
   it('grows to one more than the longest run', () => {
-    expect(fenceFor('```ts\ncode\n```')).toBe(T4);
-    expect(fenceFor('````\n```\n````')).toBe(T5);
-    expect(fenceFor('inline ```` in text ` and ``')).toBe(T5);
-    expect(fenceFor('``````')).toBe('```````');
+    const contents = [
+      '```ts\ncode\n```',
+      '````\n```\n````',
+      'inline ```` in text ` and ``',
+      '``````',
+    ];
+    expect(contents.map((content) => fenceFor(content))).toEqual([T4, T5, T5, '```````']);
   });
 });
 

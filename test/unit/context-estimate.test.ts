@@ -44,27 +44,21 @@ describe('the token estimate', () => {
 
 describe('the context window', () => {
   it('knows models, falls back to the provider’s floor, and yields to the configured value', () => {
-    expect(contextWindow('openai', 'gpt-4.1-2025-04-14')).toEqual({
-      tokens: 1_047_576,
-      source: 'model',
-    });
-    expect(contextWindow('anthropic', 'claude-sonnet-4-5-20250929')).toEqual({
-      tokens: 200_000,
-      source: 'model',
-    });
-    expect(contextWindow('anthropic', 'claude-next-9')).toEqual({
-      tokens: 200_000,
-      source: 'provider floor',
-    });
+    const asked: Parameters<typeof contextWindow>[] = [
+      ['openai', 'gpt-4.1-2025-04-14'],
+      ['anthropic', 'claude-sonnet-4-5-20250929'],
+      ['anthropic', 'claude-next-9'],
+      ['openai_compatible', 'llama'],
+      ['anthropic', 'claude-sonnet-4-5', 1_000_000],
+    ];
+    expect(asked.map((args) => contextWindow(...args))).toEqual([
+      { tokens: 1_047_576, source: 'model' },
+      { tokens: 200_000, source: 'model' },
+      { tokens: 200_000, source: 'provider floor' },
+      { tokens: UNKNOWN_PROVIDER_WINDOW, source: 'default' },
+      { tokens: 1_000_000, source: 'configured' },
+    ]);
     expect(contextWindow('vertex', 'gemini-2.5-pro').tokens).toBe(1_048_576);
-    expect(contextWindow('openai_compatible', 'llama')).toEqual({
-      tokens: UNKNOWN_PROVIDER_WINDOW,
-      source: 'default',
-    });
-    expect(contextWindow('anthropic', 'claude-sonnet-4-5', 1_000_000)).toEqual({
-      tokens: 1_000_000,
-      source: 'configured',
-    });
     expect(contextWindow('anthropic', 'claude-sonnet-4-5', 0).source).toBe('model');
   });
 });

@@ -4,6 +4,7 @@ import OpenAI from 'openai';
 import { describe, expect, it } from 'vitest';
 import { fakeProviderHooks } from '../helpers/fake-provider-hooks.js';
 import { startOfMessage } from '../helpers/anthropic-script.js';
+import { chatChunk, rateLimited } from '../helpers/provider-wire.js';
 
 const KEY = 'sk-test-dummy';
 
@@ -55,13 +56,7 @@ async function nextType(events: AsyncIterator<{ type: string }>): Promise<string
 }
 
 function openaiChunk(delta: object, finishReason: string | null = null): object {
-  return {
-    id: 'chatcmpl-fake',
-    object: 'chat.completion.chunk',
-    created: 0,
-    model: 'gpt-test',
-    choices: [{ index: 0, delta, finish_reason: finishReason }],
-  };
+  return chatChunk('gpt-test', delta, finishReason);
 }
 
 describe('fake provider through the Anthropic SDK', () => {
@@ -193,11 +188,7 @@ describe('fake provider through the OpenAI SDK', () => {
       messages: [{ role: 'user', content: 'Again' }],
     });
     const first = await fake.nextRequest();
-    await first.respondError(
-      429,
-      { error: { message: 'Rate limited', type: 'rate_limit_exceeded', code: null } },
-      { 'retry-after': '0' },
-    );
+    await rateLimited(first);
     const second = await fake.nextRequest();
     await second.respond(200, {
       id: 'chatcmpl-fake',

@@ -12,7 +12,10 @@ import {
 import { fakeProviderHooks } from '../helpers/fake-provider-hooks.js';
 import { helloRequest } from '../helpers/provider-request.js';
 import { startOfMessage } from '../helpers/anthropic-script.js';
-import { toolResultPart, toolUsePart } from '../helpers/evaluated-parts.js';
+import { textPart, toolResultPart, toolUsePart, userMessage } from '../helpers/evaluated-parts.js';
+import { imagePart, pdfPart, textFilePart, unsupportedPart } from '../helpers/attachment-parts.js';
+import { redactedThinkingPart, thinkingPart } from '../helpers/thinking-parts.js';
+import { expectSent } from '../helpers/provider-wire.js';
 
 const KEY = 'sk-test-dummy';
 const loader = new SdkLoader();
@@ -50,31 +53,28 @@ describe('anthropic request body', () => {
     const body = offline.buildBody(
       prompt({
         messages: [
-          { role: 'user', parts: [{ kind: 'text', text: 'Run them' }] },
+          userMessage(textPart('Run them')),
           {
             role: 'assistant',
             parts: [
               toolUsePart('toolu_01', 'bash', { command: 'ls' }),
-              { kind: 'text', text: '  Running.\n' },
+              textPart('  Running.\n'),
               toolUsePart('urn:flemma:tool:calc:1', 'mcp:slack:post', { b: 1, a: 2 }),
               toolUsePart('toolu_03', 'read'),
             ],
           },
-          {
-            role: 'user',
-            parts: [
-              { kind: 'text', text: '   \n' },
-              toolResultPart('toolu_01', 'bash', ['a.txt\n', 'b.txt']),
-              toolResultPart('urn:flemma:tool:calc:1', 'mcp:slack:post', 'channel not found', {
-                isError: true,
-              }),
-              toolResultPart('toolu_03', 'read', 'No result provided', {
-                isError: true,
-                synthetic: true,
-              }),
-              { kind: 'text', text: 'Thanks' },
-            ],
-          },
+          userMessage(
+            textPart('   \n'),
+            toolResultPart('toolu_01', 'bash', ['a.txt\n', 'b.txt']),
+            toolResultPart('urn:flemma:tool:calc:1', 'mcp:slack:post', 'channel not found', {
+              isError: true,
+            }),
+            toolResultPart('toolu_03', 'read', 'No result provided', {
+              isError: true,
+              synthetic: true,
+            }),
+            textPart('Thanks'),
+          ),
         ],
       }),
     );
@@ -122,20 +122,17 @@ describe('anthropic request body', () => {
     const body = offline.buildBody(
       prompt({
         messages: [
-          {
-            role: 'user',
-            parts: [
-              toolResultPart('toolu_01', 'read', [
-                { kind: 'text', text: 'see:' },
-                { kind: 'image', mimeType: 'image/png', data: 'iVBO', filename: '/a/x.png' },
-                { kind: 'unsupported_file', filename: '/a/x.bin' },
-              ]),
-              { kind: 'text', text: 'Look ' },
-              { kind: 'pdf', mimeType: 'application/pdf', data: 'JVBE', filename: '/d/r.pdf' },
-              { kind: 'text_file', mimeType: 'text/plain', text: 'notes', filename: '/d/n.txt' },
-              { kind: 'unsupported_file', filename: '/d/blob.bin' },
-            ],
-          },
+          userMessage(
+            toolResultPart('toolu_01', 'read', [
+              textPart('see:'),
+              imagePart('/a/x.png', 'iVBO'),
+              unsupportedPart('/a/x.bin'),
+            ]),
+            textPart('Look '),
+            pdfPart('/d/r.pdf', 'JVBE'),
+            textFilePart('/d/n.txt', 'notes'),
+            unsupportedPart('/d/blob.bin'),
+          ),
         ],
       }),
     );
@@ -169,28 +166,18 @@ describe('anthropic request body', () => {
     const assistant: ProviderRequest['messages'][number] = {
       role: 'assistant',
       parts: [
-        { kind: 'text', text: 'Answer.' },
-        { kind: 'thinking', content: 'openai thought', redacted: false },
-        {
-          kind: 'thinking',
-          content: 'mine',
-          redacted: false,
-          signature: { provider: 'anthropic', value: 'sig==' },
-        },
-        {
-          kind: 'thinking',
-          content: '  gemini thought \n',
-          redacted: false,
-          signature: { provider: 'vertex', value: 'v-sig' },
-        },
-        { kind: 'thinking', content: 'ZW5j', redacted: true },
-        { kind: 'thinking', content: '   ', redacted: false },
+        textPart('Answer.'),
+        thinkingPart('openai thought'),
+        thinkingPart('mine', 'anthropic', 'sig=='),
+        thinkingPart('  gemini thought \n', 'vertex', 'v-sig'),
+        redactedThinkingPart('ZW5j'),
+        thinkingPart('   '),
       ],
     };
     const messages: ProviderRequest['messages'] = [
-      { role: 'user', parts: [{ kind: 'text', text: 'Q' }] },
+      userMessage(textPart('Q')),
       assistant,
-      { role: 'assistant', parts: [{ kind: 'text', text: '  \n' }] },
+      { role: 'assistant', parts: [textPart('  \n')] },
     ];
     const sent = (foreign: 'preserve' | 'drop') =>
       offline.buildBody(prompt({ messages, thinking: { level: 'high', budget: 2048, foreign } }))[
@@ -295,7 +282,7 @@ describe('anthropic request body', () => {
         temperature: 0,
         tools: [{ name: 'z', description: 'Z', inputSchema: { type: 'object', required: [] } }],
         messages: [
-          { role: 'user', parts: [{ kind: 'text', text: 'Hi' }] },
+          userMessage(textPart('Hi')),
           {
             role: 'assistant',
             parts: [toolUsePart('t1', 'z', { y: 1, x: { b: 2, a: 1 } })],
@@ -413,9 +400,7 @@ describe('anthropic streaming', () => {
       { type: 'usage', usage: { input: 12, output: 9, cacheRead: 100, cacheCreation: 7 } },
       { type: 'done', stopReason: 'end_turn' },
     ]);
-    expect(http.path).toBe('/v1/messages');
-    expect(http.apiKey()).toBe(KEY);
-    expect(http.rawBody).toBe(JSON.stringify(offline.buildBody(request)));
+    expectSent(http, '/v1/messages', KEY, offline.buildBody(request));
   });
 
   it('accumulates thinking and its signature into one block at the end', async () => {

@@ -13,7 +13,10 @@ import {
 import { startFakeProvider } from '../helpers/fake-provider.js';
 import { fakeProviderHooks } from '../helpers/fake-provider-hooks.js';
 import { helloRequest } from '../helpers/provider-request.js';
-import { toolResultPart, toolUsePart } from '../helpers/evaluated-parts.js';
+import { textPart, toolResultPart, toolUsePart, userMessage } from '../helpers/evaluated-parts.js';
+import { imagePart, pdfPart, textFilePart, unsupportedPart } from '../helpers/attachment-parts.js';
+import { redactedThinkingPart, thinkingPart } from '../helpers/thinking-parts.js';
+import { chatChunk, eventsOf, rateLimited } from '../helpers/provider-wire.js';
 
 /** The JSON parser's own message for `text` (V8 words it differently from one Node to the next). */
 function jsonParseError(text: string): string {
@@ -43,14 +46,16 @@ function prompt(overrides: Partial<ProviderRequest> = {}): ProviderRequest {
   return helloRequest('qwen3:8b', 1024, overrides);
 }
 
+/** The fields every streamed body of `prompt()` starts with, in their order. */
+const STREAMED = {
+  max_tokens: 1024,
+  model: 'qwen3:8b',
+  stream: true,
+  stream_options: { include_usage: true },
+};
+
 function chunk(delta: object, finishReason: string | null = null): object {
-  return {
-    id: 'chatcmpl-fake',
-    object: 'chat.completion.chunk',
-    created: 0,
-    model: 'qwen3:8b',
-    choices: [{ index: 0, delta, finish_reason: finishReason }],
-  };
+  return chatChunk('qwen3:8b', delta, finishReason);
 }
 
 function usageChunk(prompt: number, completion: number, extra: object = {}): object {
@@ -90,23 +95,17 @@ describe('chat completions request body', () => {
         system: 'You are terse.',
         temperature: 0.2,
         messages: [
-          {
-            role: 'user',
-            parts: [
-              { kind: 'text', text: 'Summarise ' },
-              { kind: 'text_file', mimeType: 'text/plain', text: 'a.txt body', filename: 'a.txt' },
-              { kind: 'text', text: ' please' },
-            ],
-          },
+          userMessage(
+            textPart('Summarise '),
+            textFilePart('a.txt', 'a.txt body'),
+            textPart(' please'),
+          ),
         ],
       }),
     );
     expect(JSON.stringify(body)).toBe(
       JSON.stringify({
-        max_tokens: 1024,
-        model: 'qwen3:8b',
-        stream: true,
-        stream_options: { include_usage: true },
+        ...STREAMED,
         temperature: 0.2,
         messages: [
           { content: 'You are terse.', role: 'system' },
@@ -120,30 +119,27 @@ describe('chat completions request body', () => {
     const body = adapter().buildBody(
       prompt({
         messages: [
-          { role: 'user', parts: [{ kind: 'text', text: 'Weather and sum?' }] },
+          userMessage(textPart('Weather and sum?')),
           {
             role: 'assistant',
             parts: [
-              { kind: 'text', text: '  Checking both.\n' },
+              textPart('  Checking both.\n'),
               toolUsePart('call_1', 'calculator', { expr: '2+2' }),
               toolUsePart('urn:flemma:tool:now:9', 'mcp:weather:now', { city: 'Oslo' }),
               toolUsePart('call_3', 'bash', { command: 'ls' }),
             ],
           },
-          {
-            role: 'user',
-            parts: [
-              { kind: 'text', text: 'Thanks' },
-              toolResultPart('call_1', 'calculator', ['4', '.0']),
-              toolResultPart('urn:flemma:tool:now:9', 'mcp:weather:now', 'upstream timeout', {
-                isError: true,
-              }),
-              toolResultPart('call_3', 'bash', 'No result provided', {
-                isError: true,
-                synthetic: true,
-              }),
-            ],
-          },
+          userMessage(
+            textPart('Thanks'),
+            toolResultPart('call_1', 'calculator', ['4', '.0']),
+            toolResultPart('urn:flemma:tool:now:9', 'mcp:weather:now', 'upstream timeout', {
+              isError: true,
+            }),
+            toolResultPart('call_3', 'bash', 'No result provided', {
+              isError: true,
+              synthetic: true,
+            }),
+          ),
         ],
         tools: [
           {
@@ -162,10 +158,7 @@ describe('chat completions request body', () => {
     );
     expect(JSON.stringify(body)).toBe(
       JSON.stringify({
-        max_tokens: 1024,
-        model: 'qwen3:8b',
-        stream: true,
-        stream_options: { include_usage: true },
+        ...STREAMED,
         tool_choice: 'auto',
         tools: [
           {
@@ -224,15 +217,12 @@ describe('chat completions request body', () => {
 
   it('names the tool in tool messages when the provider requires it (Moonshot), encoded for the wire', () => {
     const messages: ProviderRequest['messages'] = [
-      { role: 'user', parts: [{ kind: 'text', text: 'Weather?' }] },
+      userMessage(textPart('Weather?')),
       {
         role: 'assistant',
         parts: [toolUsePart('call_1', 'mcp:weather:now')],
       },
-      {
-        role: 'user',
-        parts: [toolResultPart('call_1', 'mcp:weather:now', 'Sunny')],
-      },
+      userMessage(toolResultPart('call_1', 'mcp:weather:now', 'Sunny')),
     ];
     const named = createChatCompletionsAdapter(
       { apiKey: KEY, name: 'moonshot', toolResultNames: true },
@@ -257,21 +247,13 @@ describe('chat completions request body', () => {
     const body = adapter().buildBody(
       prompt({
         messages: [
-          {
-            role: 'user',
-            parts: [
-              { kind: 'text', text: 'Compare ' },
-              { kind: 'image', mimeType: 'image/png', data: 'iVBORw0K', filename: 'shot.png' },
-              { kind: 'text', text: ' ' },
-              {
-                kind: 'pdf',
-                mimeType: 'application/pdf',
-                data: 'JVBERi0=',
-                filename: '/tmp/spec.pdf',
-              },
-              { kind: 'unsupported_file', filename: '/tmp/blob.bin' },
-            ],
-          },
+          userMessage(
+            textPart('Compare '),
+            imagePart('shot.png', 'iVBORw0K'),
+            textPart(' '),
+            pdfPart('/tmp/spec.pdf', 'JVBERi0='),
+            unsupportedPart('/tmp/blob.bin'),
+          ),
         ],
       }),
     );
@@ -293,27 +275,17 @@ describe('chat completions request body', () => {
       prompt({
         thinking: { level: 'high', foreign },
         messages: [
-          { role: 'user', parts: [{ kind: 'text', text: 'Hi' }] },
+          userMessage(textPart('Hi')),
           {
             role: 'assistant',
             parts: [
-              {
-                kind: 'thinking',
-                content: ' mine \n',
-                redacted: false,
-                signature: { provider: 'openaicompatible', value: 'reasoning_content' },
-              },
-              {
-                kind: 'thinking',
-                content: 'theirs',
-                redacted: false,
-                signature: { provider: 'anthropic', value: 'sig' },
-              },
-              { kind: 'thinking', content: 'opaque', redacted: true },
-              { kind: 'text', text: 'Hello!' },
+              thinkingPart(' mine \n', 'openaicompatible', 'reasoning_content'),
+              thinkingPart('theirs', 'anthropic', 'sig'),
+              redactedThinkingPart('opaque'),
+              textPart('Hello!'),
             ],
           },
-          { role: 'user', parts: [{ kind: 'text', text: 'Again' }] },
+          userMessage(textPart('Again')),
         ],
       });
     const assistant = (foreign: 'preserve' | 'drop'): unknown =>
@@ -373,8 +345,7 @@ describe('chat completions streaming', () => {
     await sse.sse(undefined, '[DONE]');
     await sse.end();
 
-    const { events, error } = await outcome;
-    expect(error).toBeUndefined();
+    const events = await eventsOf(outcome);
     expect(events).toEqual([
       { type: 'text', text: 'Hel' },
       { type: 'text', text: 'lo' },
@@ -466,8 +437,7 @@ describe('chat completions streaming', () => {
     await sse.sse(undefined, '[DONE]');
     await sse.end();
 
-    const { events, error } = await outcome;
-    expect(error).toBeUndefined();
+    const events = await eventsOf(outcome);
     expect(withoutProgress(events)).toEqual([
       { type: 'text', text: 'Both: ' },
       { type: 'tool_use', id: 'call_a', name: 'mcp:weather:now', input: { city: 'Oslo' } },
@@ -523,18 +493,13 @@ describe('chat completions streaming', () => {
       adapter({ maxRetries: 2 }).stream(prompt(), new AbortController().signal),
     );
     const first = await fake.nextRequest();
-    await first.respondError(
-      429,
-      { error: { message: 'Slow down', type: 'rate_limit_exceeded', code: null } },
-      { 'retry-after': '0' },
-    );
+    await rateLimited(first, 'Slow down');
     const second = await fake.nextRequest();
     const sse = second.stream();
     await sse.sse(undefined, chunk({ content: 'Done' }, 'stop'));
     await sse.end();
 
-    const { events, error } = await outcome;
-    expect(error).toBeUndefined();
+    const events = await eventsOf(outcome);
     expect(events).toEqual([
       { type: 'text', text: 'Done' },
       { type: 'done', stopReason: 'stop' },

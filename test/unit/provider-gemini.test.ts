@@ -12,7 +12,10 @@ import {
 import { type FakeRequest } from '../helpers/fake-provider.js';
 import { GOOGLE_SDK_ENV, fakeProviderHooks, sdkEnvHooks } from '../helpers/fake-provider-hooks.js';
 import { helloRequest } from '../helpers/provider-request.js';
-import { toolResultPart, toolUsePart } from '../helpers/evaluated-parts.js';
+import { textPart, toolResultPart, toolUsePart, userMessage } from '../helpers/evaluated-parts.js';
+import { imagePart, textFilePart, unsupportedPart } from '../helpers/attachment-parts.js';
+import { redactedThinkingPart, thinkingPart } from '../helpers/thinking-parts.js';
+import { vertexAt } from '../helpers/provider-wire.js';
 
 const MODEL = 'gemini-3.1-pro-preview';
 const GEMINI_PATH = `/v1beta/models/${MODEL}:streamGenerateContent`;
@@ -75,16 +78,13 @@ describe('request bodies', () => {
       request({
         system: 'You are terse.',
         messages: [
-          {
-            role: 'user',
-            parts: [
-              { kind: 'text', text: 'Look at ' },
-              { kind: 'text', text: '  \n ' },
-              { kind: 'text_file', mimeType: 'text/plain', text: 'notes', filename: 'a.txt' },
-              { kind: 'image', mimeType: 'image/png', data: 'aW1n', filename: 'b.png' },
-              { kind: 'unsupported_file', filename: 'c.bin' },
-            ],
-          },
+          userMessage(
+            textPart('Look at '),
+            textPart('  \n '),
+            textFilePart('a.txt', 'notes'),
+            imagePart('b.png', 'aW1n'),
+            unsupportedPart('c.bin'),
+          ),
         ],
       }),
     );
@@ -125,28 +125,25 @@ describe('request bodies', () => {
           },
         ],
         messages: [
-          { role: 'user', parts: [{ kind: 'text', text: 'Compute and post.' }] },
+          userMessage(textPart('Compute and post.')),
           {
             role: 'assistant',
             parts: [
-              { kind: 'text', text: '\nOn it.\n' },
+              textPart('\nOn it.\n'),
               toolUsePart('urn:flemma:tool:calculator:1', 'calculator', { expression: '15 * 7' }),
               toolUsePart('urn:flemma:tool:mcp__slack__post:2', 'mcp:slack:post', { text: 'hi' }),
             ],
           },
-          {
-            role: 'user',
-            parts: [
-              { kind: 'text', text: 'Here you go.' },
-              toolResultPart('urn:flemma:tool:calculator:1', 'calculator', '105'),
-              toolResultPart(
-                'urn:flemma:tool:mcp__slack__post:2',
-                'mcp:slack:post',
-                'channel not found',
-                { isError: true },
-              ),
-            ],
-          },
+          userMessage(
+            textPart('Here you go.'),
+            toolResultPart('urn:flemma:tool:calculator:1', 'calculator', '105'),
+            toolResultPart(
+              'urn:flemma:tool:mcp__slack__post:2',
+              'mcp:slack:post',
+              'channel not found',
+              { isError: true },
+            ),
+          ),
         ],
       }),
     );
@@ -212,33 +209,28 @@ describe('request bodies', () => {
       request({
         thinking: { level: 'high', budget: 2048, foreign: 'preserve' },
         messages: [
-          { role: 'user', parts: [{ kind: 'text', text: 'Go.' }] },
+          userMessage(textPart('Go.')),
           {
             role: 'assistant',
             parts: [
-              { kind: 'text', text: 'Calling.' },
+              textPart('Calling.'),
               toolUsePart('a', 'calculator'),
               toolUsePart('b', 'calculator', { x: 1 }),
               signed('SIG1'),
             ],
           },
-          { role: 'user', parts: [{ kind: 'text', text: 'Next.' }] },
+          userMessage(textPart('Next.')),
           {
             role: 'assistant',
             parts: [
-              {
-                kind: 'thinking',
-                content: ' Claude pondered. ',
-                redacted: false,
-                signature: { provider: 'anthropic', value: 'EqQ' },
-              },
-              { kind: 'thinking', content: 'Unsigned musing.', redacted: false },
-              { kind: 'thinking', content: 'opaque', redacted: true },
-              { kind: 'text', text: 'Plain answer.' },
+              thinkingPart(' Claude pondered. ', 'anthropic', 'EqQ'),
+              thinkingPart('Unsigned musing.'),
+              redactedThinkingPart('opaque'),
+              textPart('Plain answer.'),
               signed('SIG2'),
             ],
           },
-          { role: 'user', parts: [{ kind: 'text', text: 'Again.' }] },
+          userMessage(textPart('Again.')),
           { role: 'assistant', parts: [signed('SIG3')] },
         ],
       }),
@@ -270,7 +262,7 @@ describe('request bodies', () => {
         messages: [
           {
             role: 'assistant',
-            parts: [{ kind: 'thinking', content: 'Foreign.', redacted: false }, signed('S')],
+            parts: [thinkingPart('Foreign.'), signed('S')],
           },
         ],
       }),
@@ -284,10 +276,7 @@ describe('request bodies', () => {
         messages: [
           {
             role: 'assistant',
-            parts: [
-              { ...signed('S'), content: 'Gemini thought.' },
-              { kind: 'text', text: 'Done.' },
-            ],
+            parts: [{ ...signed('S'), content: 'Gemini thought.' }, textPart('Done.')],
           },
         ],
       }),
@@ -339,7 +328,7 @@ describe('request bodies', () => {
           },
         ],
         messages: [
-          { role: 'user', parts: [{ kind: 'text', text: 'Hi' }] },
+          userMessage(textPart('Hi')),
           {
             role: 'assistant',
             parts: [toolUsePart('x', 'calculator', flip ? { b: '2', a: 1 } : { a: 1, b: '2' })],
@@ -590,11 +579,7 @@ describe('streaming', () => {
 describe('Vertex AI mode', () => {
   it('calls the project path with the preset bearer token', async () => {
     const adapter = createGeminiAdapter(
-      {
-        accessToken: 'ya29.preset',
-        vertex: { project: 'my-proj', location: 'us-central1' },
-        baseURL: fake.url,
-      },
+      vertexAt(fake.url, 'ya29.preset', 'my-proj', 'us-central1'),
       loader,
     );
     expect(adapter.name).toBe('vertex');

@@ -11,7 +11,10 @@ import {
 } from '../../src/core/provider/types.js';
 import { fakeProviderHooks } from '../helpers/fake-provider-hooks.js';
 import { helloRequest } from '../helpers/provider-request.js';
-import { toolResultPart, toolUsePart } from '../helpers/evaluated-parts.js';
+import { textPart, toolResultPart, toolUsePart, userMessage } from '../helpers/evaluated-parts.js';
+import { imagePart, pdfPart, textFilePart, unsupportedPart } from '../helpers/attachment-parts.js';
+import { redactedThinkingPart, thinkingPart } from '../helpers/thinking-parts.js';
+import { eventsOf, expectSent, rateLimited } from '../helpers/provider-wire.js';
 
 const KEY = 'sk-test-dummy';
 
@@ -96,17 +99,14 @@ describe('OpenAI request bodies', () => {
         system: 'Be brief.',
         temperature: 0.2,
         messages: [
-          {
-            role: 'user',
-            parts: [
-              { kind: 'text', text: 'Hello ' },
-              { kind: 'text', text: '  \n' },
-              { kind: 'text_file', mimeType: 'text/plain', text: 'notes', filename: 'n.txt' },
-              { kind: 'image', mimeType: 'image/png', data: 'iVBO', filename: 'a.png' },
-              { kind: 'pdf', mimeType: 'application/pdf', data: 'JVBE', filename: '/abs/d.pdf' },
-              { kind: 'unsupported_file', filename: '/abs/x.bin' },
-            ],
-          },
+          userMessage(
+            textPart('Hello '),
+            textPart('  \n'),
+            textFilePart('n.txt', 'notes'),
+            imagePart('a.png', 'iVBO'),
+            pdfPart('/abs/d.pdf', 'JVBE'),
+            unsupportedPart('/abs/x.bin'),
+          ),
         ],
       }),
     );
@@ -140,30 +140,27 @@ describe('OpenAI request bodies', () => {
 
   it('maps a turn with tool calls, a result, an error result and a synthetic result', () => {
     const messages: EvaluatedMessage[] = [
-      { role: 'user', parts: [{ kind: 'text', text: 'Look around.' }] },
+      userMessage(textPart('Look around.')),
       {
         role: 'assistant',
         parts: [
-          { kind: 'text', text: 'Reading ' },
-          { kind: 'text', text: 'first.\n' },
+          textPart('Reading '),
+          textPart('first.\n'),
           toolUsePart('call_1', 'mcp:fs:read', { path: 'a.txt' }),
-          { kind: 'text', text: '  Then listing.  ' },
+          textPart('  Then listing.  '),
           toolUsePart('urn:flemma:tool:bash:2', 'bash', { cmd: 'ls' }),
           toolUsePart('call_3', 'grep'),
         ],
       },
-      {
-        role: 'user',
-        parts: [
-          { kind: 'text', text: 'Here you go.' },
-          toolResultPart('call_1', 'mcp:fs:read', ['line 1\n', 'line 2']),
-          toolResultPart('urn:flemma:tool:bash:2', 'bash', [], { isError: true }),
-          toolResultPart('call_3', 'grep', 'No result provided', {
-            isError: true,
-            synthetic: true,
-          }),
-        ],
-      },
+      userMessage(
+        textPart('Here you go.'),
+        toolResultPart('call_1', 'mcp:fs:read', ['line 1\n', 'line 2']),
+        toolResultPart('urn:flemma:tool:bash:2', 'bash', [], { isError: true }),
+        toolResultPart('call_3', 'grep', 'No result provided', {
+          isError: true,
+          synthetic: true,
+        }),
+      ),
     ];
     const body = offline.buildBody(request({ messages }));
     expect(body['input']).toEqual([
@@ -220,17 +217,14 @@ describe('OpenAI request bodies', () => {
 
   it('replays assistant messages with their ids and phase labels, unless the labels are off', () => {
     const messages: EvaluatedMessage[] = [
-      { role: 'user', parts: [{ kind: 'text', text: 'List the files.' }] },
+      userMessage(textPart('List the files.')),
       {
         role: 'assistant',
-        parts: [{ kind: 'text', text: 'Listing.' }, toolUsePart('call_1', 'bash', { cmd: 'ls' })],
+        parts: [textPart('Listing.'), toolUsePart('call_1', 'bash', { cmd: 'ls' })],
       },
-      {
-        role: 'user',
-        parts: [toolResultPart('call_1', 'bash', 'a.txt')],
-      },
-      { role: 'assistant', parts: [{ kind: 'text', text: 'There is a.txt.' }] },
-      { role: 'user', parts: [{ kind: 'text', text: 'Thanks.' }] },
+      userMessage(toolResultPart('call_1', 'bash', 'a.txt')),
+      { role: 'assistant', parts: [textPart('There is a.txt.')] },
+      userMessage(textPart('Thanks.')),
     ];
     const assistantItems = (body: Record<string, unknown>): unknown[] =>
       (body['input'] as { type?: string }[]).filter((item) => item.type === 'message');
@@ -282,25 +276,20 @@ describe('OpenAI request bodies', () => {
   it('asks for reasoning with an effort, and handles native and foreign thinking', () => {
     const item = { type: 'reasoning', id: 'rs_1', summary: [], encrypted_content: 'enc' };
     const messages: EvaluatedMessage[] = [
-      { role: 'user', parts: [{ kind: 'text', text: 'Q' }] },
+      userMessage(textPart('Q')),
       {
         role: 'assistant',
         parts: [
-          { kind: 'thinking', content: 'mine', redacted: false },
+          thinkingPart('mine'),
           {
             kind: 'thinking',
             content: 'native',
             redacted: false,
             signature: { provider: 'openai', value: signature(item) },
           },
-          {
-            kind: 'thinking',
-            content: ' theirs ',
-            redacted: false,
-            signature: { provider: 'anthropic', value: 'sig' },
-          },
-          { kind: 'thinking', content: 'opaque', redacted: true },
-          { kind: 'text', text: 'Answer.' },
+          thinkingPart(' theirs ', 'anthropic', 'sig'),
+          redactedThinkingPart('opaque'),
+          textPart('Answer.'),
         ],
       },
     ];
@@ -380,17 +369,14 @@ describe('OpenAI streaming through the SDK', () => {
     ]);
     await sse.end();
 
-    const { events, error } = await pending;
-    expect(error).toBeUndefined();
+    const events = await eventsOf(pending);
     expect(events).toEqual([
       { type: 'text', text: 'Hel' },
       { type: 'text', text: 'lo 🙂' },
       { type: 'usage', usage: { input: 40, output: 20, thoughts: 5, cacheRead: 60 } },
       { type: 'done', stopReason: 'end_turn' },
     ]);
-    expect(incoming.path).toBe('/v1/responses');
-    expect(incoming.apiKey()).toBe(KEY);
-    expect(incoming.rawBody).toBe(JSON.stringify(offline.buildBody(req)));
+    expectSent(incoming, '/v1/responses', KEY, offline.buildBody(req));
   });
 
   it('turns a reasoning summary and its encrypted item into thinking that round-trips', async () => {
@@ -434,8 +420,7 @@ describe('OpenAI streaming through the SDK', () => {
     ]);
     await sse.end();
 
-    const { events, error } = await pending;
-    expect(error).toBeUndefined();
+    const events = await eventsOf(pending);
     expect(events.filter((e) => e.type === 'progress')).toEqual([
       // The reasoning item's start says where the thinking began (the layout writes it there).
       { type: 'progress', phase: 'thinking', characters: 0 },
@@ -459,7 +444,7 @@ describe('OpenAI streaming through the SDK', () => {
       request({
         thinking,
         messages: [
-          { role: 'user', parts: [{ kind: 'text', text: 'Hello' }] },
+          userMessage(textPart('Hello')),
           {
             role: 'assistant',
             parts: [
@@ -469,10 +454,10 @@ describe('OpenAI streaming through the SDK', () => {
                 redacted: false,
                 signature: block.signature,
               },
-              { kind: 'text', text: 'Done.' },
+              textPart('Done.'),
             ],
           },
-          { role: 'user', parts: [{ kind: 'text', text: 'More' }] },
+          userMessage(textPart('More')),
         ],
       }),
     );
@@ -518,8 +503,7 @@ describe('OpenAI streaming through the SDK', () => {
     ]);
     await sse.end();
 
-    const { events, error } = await pending;
-    expect(error).toBeUndefined();
+    const events = await eventsOf(pending);
     expect(events).toEqual([
       { type: 'progress', phase: 'tool_input', characters: 0, toolName: 'mcp:fs:read' },
       { type: 'progress', phase: 'tool_input', characters: 0, toolName: 'bash' },
@@ -551,8 +535,7 @@ describe('OpenAI streaming through the SDK', () => {
     await send(sse, [completed()]);
     await sse.end();
 
-    const { events, error } = await pending;
-    expect(error).toBeUndefined();
+    const events = await eventsOf(pending);
     expect(events).toEqual([
       { type: 'text', text: 'café 🙂 ok' },
       { type: 'done', stopReason: 'end_turn' },
@@ -573,8 +556,7 @@ describe('OpenAI streaming through the SDK', () => {
     ]);
     await sse.end();
 
-    const { events, error } = await pending;
-    expect(error).toBeUndefined();
+    const events = await eventsOf(pending);
     expect(events[0]?.type).toBe('warning');
     expect((events[0] as { message: string }).message).toContain('call_x');
     expect(events.slice(1)).toEqual([
@@ -593,18 +575,13 @@ describe('OpenAI streaming through the SDK', () => {
   it('lets the SDK retry a 429 with retry-after: 0, then streams', async () => {
     const pending = run(adapter(1).stream(request(), new AbortController().signal));
     const first = await fake.nextRequest();
-    await first.respondError(
-      429,
-      { error: { message: 'Rate limited', type: 'rate_limit_exceeded', code: null } },
-      { 'retry-after': '0' },
-    );
+    await rateLimited(first);
     const second = await fake.nextRequest();
     const sse = second.stream();
     await send(sse, [textDelta('ok'), completed()]);
     await sse.end();
 
-    const { events, error } = await pending;
-    expect(error).toBeUndefined();
+    const events = await eventsOf(pending);
     expect(events).toEqual([
       { type: 'text', text: 'ok' },
       { type: 'done', stopReason: 'end_turn' },

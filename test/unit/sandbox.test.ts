@@ -1,19 +1,10 @@
 // The tool sandbox: path variables, rw path normalization, the write check, the backend registry,
 // the bwrap command line, the policy resolution, and (where bubblewrap is installed) real runs
 // that show the sandbox holds: writes outside the rw paths and network access are refused.
-import {
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  realpathSync,
-  rmSync,
-  symlinkSync,
-  writeFileSync,
-} from 'node:fs';
+import { existsSync, mkdirSync, realpathSync, symlinkSync, writeFileSync } from 'node:fs';
 import { type AddressInfo, createServer } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 
 import { noSandbox } from '../../src/core/tools/context.js';
 import { type RunResult, runProcess } from '../../src/core/tools/process.js';
@@ -62,21 +53,18 @@ import {
   sandboxStatusFor,
 } from '../../src/host/sandbox.js';
 import { RUN_OK } from '../helpers/processes.js';
+import { fileTempDir } from '../helpers/temp.js';
 
+/** A fresh directory under the test root. */
+const dir = fileTempDir('flemma-sandbox-');
 let root: string;
 let home: string;
 let cwd: string;
 
 beforeAll(() => {
-  root = realpathSync(mkdtempSync(join(tmpdir(), 'flemma-sandbox-')));
-  home = join(root, 'home');
-  cwd = join(root, 'project');
-  mkdirSync(home);
-  mkdirSync(cwd);
-});
-
-afterAll(() => {
-  rmSync(root, { recursive: true, force: true });
+  root = dir();
+  home = dir('home');
+  cwd = dir('project');
 });
 
 const factsFor = (over: Partial<SandboxFacts> = {}): SandboxFacts => ({
@@ -85,13 +73,6 @@ const factsFor = (over: Partial<SandboxFacts> = {}): SandboxFacts => ({
   sandbox_override: null,
   ...over,
 });
-
-/** A fresh directory under the test root. */
-function dir(...parts: string[]): string {
-  const path = join(root, ...parts);
-  mkdirSync(path, { recursive: true });
-  return path;
-}
 
 /** A backend that answers as told and prefixes `[name]`, counting availability questions. */
 function fakeBackend(

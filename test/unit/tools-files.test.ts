@@ -76,6 +76,11 @@ function run(def: ToolDefinition, input: unknown, ctx = context()): Promise<Tool
 }
 
 /** The text of a successful outcome; fails the test for anything else. */
+/** The outcome of a call refused with `error`. */
+function refused(error: string): ToolOutcome {
+  return { ok: false, error };
+}
+
 function outputOf(outcome: ToolOutcome): string {
   if (!outcome.ok || typeof outcome.output !== 'string') {
     throw new Error(`expected text output, got ${JSON.stringify(outcome)}`);
@@ -165,43 +170,37 @@ describe('read: text files', () => {
 
   it('refuses an offset beyond the end of the file', async () => {
     await writeFile(join(project, 'ten.txt'), `${numbered(1, 10).join('\n')}\n`);
-    expect(await run(read, readCall('ten.txt', 11))).toEqual({
-      ok: false,
-      error: 'Offset 11 is beyond end of file (10 lines total)',
-    });
+    expect(await run(read, readCall('ten.txt', 11))).toEqual(
+      refused('Offset 11 is beyond end of file (10 lines total)'),
+    );
   });
 
   it('reads an empty file as (empty file)', async () => {
     await writeFile(join(project, 'empty.txt'), '');
     expect(await run(read, readCall('empty.txt'))).toEqual({ ok: true, output: '(empty file)' });
-    expect(await run(read, readCall('empty.txt', 2))).toEqual({
-      ok: false,
-      error: 'Offset 2 is beyond end of file (0 lines total)',
-    });
+    expect(await run(read, readCall('empty.txt', 2))).toEqual(
+      refused('Offset 2 is beyond end of file (0 lines total)'),
+    );
   });
 
   it('keeps the start of a long file, numbers the notice in file lines, and saves the rest', async () => {
     await writeFile(join(project, 'long.txt'), `${numbered(1, 3000).join('\n')}\n`);
     const saved = join(overflowDir, 'flemma_read_toolu_long.txt');
-
-    const whole = await run(read, readCall('long.txt'), context({ toolId: 'toolu_long' }));
-    expect(whole).toEqual({
+    /** What read shows of lines `first` to `last` of the 3000, with the notice under them. */
+    const shown = (first: number, last: number): ToolOutcome => ({
       ok: true,
       output:
-        `${numbered(1, 2000).join('\n')}\n\n` +
-        `[Showing lines 1-2000 of 3000. Full output: ${saved}]\n` +
-        '[1000 more lines in file. Use offset=2001 to continue.]',
+        `${numbered(first, last).join('\n')}\n\n` +
+        `[Showing lines ${first}-${last} of 3000. Full output: ${saved}]\n` +
+        `[${3000 - last} more lines in file. Use offset=${last + 1} to continue.]`,
     });
+
+    const whole = await run(read, readCall('long.txt'), context({ toolId: 'toolu_long' }));
+    expect(whole).toEqual(shown(1, 2000));
     expect(await readFile(saved, 'utf8')).toBe(numbered(1, 3000).join('\n'));
 
     const later = await run(read, readCall('long.txt', 501), context({ toolId: 'toolu_long' }));
-    expect(later).toEqual({
-      ok: true,
-      output:
-        `${numbered(501, 2500).join('\n')}\n\n` +
-        `[Showing lines 501-2500 of 3000. Full output: ${saved}]\n` +
-        '[500 more lines in file. Use offset=2501 to continue.]',
-    });
+    expect(later).toEqual(shown(501, 2500));
   });
 
   it('reads JSON, SVG and files without a known extension as text', async () => {
@@ -214,10 +213,7 @@ describe('read: text files', () => {
   });
 
   it('reports missing paths and files', async () => {
-    expect(await run(read, readCall('nope.txt'))).toEqual({
-      ok: false,
-      error: 'File not found: nope.txt',
-    });
+    expect(await run(read, readCall('nope.txt'))).toEqual(refused('File not found: nope.txt'));
     for (const path of ['', null, 3]) {
       expect(await run(read, readCall(path))).toEqual({ ok: false, error: 'No path provided' });
     }
@@ -397,24 +393,19 @@ describe('write', () => {
 
   it('refuses missing content or path', async () => {
     for (const content of [undefined, null, 5]) {
-      expect(await run(writeTool, writeCall('x.txt', content))).toEqual({
-        ok: false,
-        error: 'No content provided',
-      });
+      expect(await run(writeTool, writeCall('x.txt', content))).toEqual(
+        refused('No content provided'),
+      );
     }
-    expect(await run(writeTool, writeCall('', 'x'))).toEqual({
-      ok: false,
-      error: 'No path provided',
-    });
+    expect(await run(writeTool, writeCall('', 'x'))).toEqual(refused('No path provided'));
   });
 
   it('refuses paths outside the sandbox and writes inside it', async () => {
     const allowed = join(project, 'out');
     const ctx = context({ sandbox: sandboxAllowing(allowed) });
-    expect(await run(writeTool, writeCall('secret.txt', 'x'), ctx)).toEqual({
-      ok: false,
-      error: 'Sandbox: write denied – path is outside writable directories: secret.txt',
-    });
+    expect(await run(writeTool, writeCall('secret.txt', 'x'), ctx)).toEqual(
+      refused('Sandbox: write denied – path is outside writable directories: secret.txt'),
+    );
     await expect(stat(join(project, 'secret.txt'))).rejects.toThrow();
     expect(await run(writeTool, writeCall('out/ok.txt', 'x'), ctx)).toMatchObject({ ok: true });
     expect(await readFile(join(allowed, 'ok.txt'), 'utf8')).toBe('x');
@@ -456,6 +447,10 @@ const editCall = (path: unknown, oldText: unknown, newText: unknown) => ({
   newText,
 });
 
+/** The edit tool's outcome on code.ts, replacing `oldText` with `newText` (in `ctx` if given). */
+const editCode = (oldText: unknown, newText: unknown, ctx?: ToolContext): Promise<ToolOutcome> =>
+  run(editTool, editCall('code.ts', oldText, newText), ctx);
+
 describe('edit', () => {
   let file: string;
   beforeEach(async () => {
@@ -464,7 +459,7 @@ describe('edit', () => {
   });
 
   it('replaces a unique piece of text, keeping $ patterns literal', async () => {
-    expect(await run(editTool, editCall('code.ts', 'b = 2', 'b = "$&$1"'))).toEqual({
+    expect(await editCode('b = 2', 'b = "$&$1"')).toEqual({
       ok: true,
       output: 'Successfully replaced text in code.ts.',
     });
@@ -472,71 +467,59 @@ describe('edit', () => {
   });
 
   it('deletes with an empty newText, across lines', async () => {
-    expect(await run(editTool, editCall('code.ts', 'const b = 2;\n', ''))).toMatchObject({
+    expect(await editCode('const b = 2;\n', '')).toMatchObject({
       ok: true,
     });
     expect(await readFile(file, 'utf8')).toBe('const a = 1;\nconst c = 1;\n');
   });
 
   it('refuses text that is not in the file', async () => {
-    expect(await run(editTool, editCall('code.ts', 'const  b', 'x'))).toEqual({
-      ok: false,
-      error:
+    expect(await editCode('const  b', 'x')).toEqual(
+      refused(
         'Could not find the exact text in code.ts. The old text must match exactly including ' +
-        'all whitespace and newlines.',
-    });
+          'all whitespace and newlines.',
+      ),
+    );
   });
 
   it('refuses text that occurs more than once, counting overlaps', async () => {
-    expect(await run(editTool, editCall('code.ts', '= 1;', '= 3;'))).toEqual({
-      ok: false,
-      error:
+    expect(await editCode('= 1;', '= 3;')).toEqual(
+      refused(
         'Found 2 occurrences of the text in code.ts. The text must be unique. Please provide ' +
-        'more context to make it unique.',
-    });
+          'more context to make it unique.',
+      ),
+    );
     await writeFile(file, 'xaaay');
-    const overlapping = await run(editTool, editCall('code.ts', 'aa', 'b'));
+    const overlapping = await editCode('aa', 'b');
     expect(overlapping.ok).toBe(false);
     if (!overlapping.ok) expect(overlapping.error).toMatch(/^Found 2 occurrences/);
     expect(await readFile(file, 'utf8')).toBe('xaaay');
   });
 
   it('refuses an edit that changes nothing', async () => {
-    expect(await run(editTool, editCall('code.ts', 'b = 2', 'b = 2'))).toEqual({
-      ok: false,
-      error: 'No changes made to code.ts. The replacement produced identical content.',
-    });
+    expect(await editCode('b = 2', 'b = 2')).toEqual(
+      refused('No changes made to code.ts. The replacement produced identical content.'),
+    );
   });
 
   it('refuses missing fields and files', async () => {
-    expect(await run(editTool, editCall('code.ts', '', 'x'))).toEqual({
-      ok: false,
-      error: 'No oldText provided',
-    });
-    expect(await run(editTool, editCall('code.ts', 'b = 2', null))).toEqual({
-      ok: false,
-      error: 'No newText provided',
-    });
-    expect(await run(editTool, editCall(undefined, 'a', 'b'))).toEqual({
-      ok: false,
-      error: 'No path provided',
-    });
-    expect(await run(editTool, editCall('missing.ts', 'a', 'b'))).toEqual({
-      ok: false,
-      error: 'File not found: missing.ts',
-    });
+    expect(await editCode('', 'x')).toEqual(refused('No oldText provided'));
+    expect(await editCode('b = 2', null)).toEqual(refused('No newText provided'));
+    expect(await run(editTool, editCall(undefined, 'a', 'b'))).toEqual(refused('No path provided'));
+    expect(await run(editTool, editCall('missing.ts', 'a', 'b'))).toEqual(
+      refused('File not found: missing.ts'),
+    );
     expect(await readFile(file, 'utf8')).toBe('const a = 1;\nconst b = 2;\nconst c = 1;\n');
   });
 
   it('refuses paths outside the sandbox', async () => {
     const ctx = context({ sandbox: sandboxAllowing(join(project, 'out')) });
-    expect(await run(editTool, editCall('code.ts', 'b = 2', 'b = 3'), ctx)).toEqual({
-      ok: false,
-      error: 'Sandbox: edit denied – path is outside writable directories: code.ts',
-    });
+    expect(await editCode('b = 2', 'b = 3', ctx)).toEqual(
+      refused('Sandbox: edit denied – path is outside writable directories: code.ts'),
+    );
     expect(await readFile(file, 'utf8')).toBe('const a = 1;\nconst b = 2;\nconst c = 1;\n');
     const open = context({ sandbox: sandboxAllowing(project) });
-    expect(await run(editTool, editCall('code.ts', 'b = 2', 'b = 3'), open)).toMatchObject({
+    expect(await editCode('b = 2', 'b = 3', open)).toMatchObject({
       ok: true,
     });
   });

@@ -1,9 +1,8 @@
 // The undo store (src/host/undo/store.ts) and the `undone` mark (src/core/chat/undone.ts): what a
 // record keeps, the bounds applied when one is written, and how a marked result is read and sent.
-import { mkdtempSync, readdirSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readdirSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { parseLines } from '../../src/core/chat/parser.js';
 import { assemblePrompt } from '../../src/core/chat/prompt.js';
 import { UNDONE_NOTE, isUndone, markUndone } from '../../src/core/chat/undone.js';
@@ -16,16 +15,9 @@ import {
   contentHash,
   undoLimits,
 } from '../../src/host/undo/store.js';
+import { testDir } from '../helpers/test-dir.js';
 
-let dir: string;
-
-beforeEach(() => {
-  dir = mkdtempSync(join(tmpdir(), 'flemma-undo-'));
-});
-
-afterEach(() => {
-  rmSync(dir, { recursive: true, force: true });
-});
+const dir = testDir('flemma-undo-');
 
 const DAY = 24 * 60 * 60 * 1000;
 
@@ -35,8 +27,8 @@ function journal(entries: [string, BeforeWrite][]): Map<string, BeforeWrite> {
 
 describe('the undo journal', () => {
   it('keeps the first state of each file, and skips files over max_bytes', async () => {
-    const small = join(dir, 'small.txt');
-    const big = join(dir, 'big.txt');
+    const small = dir('small.txt');
+    const big = dir('big.txt');
     writeFileSync(small, 'before');
     writeFileSync(big, 'x'.repeat(100));
     const j = new WriteJournal(10);
@@ -44,17 +36,17 @@ describe('the undo journal', () => {
     writeFileSync(small, 'changed by the call');
     await j.note(small);
     await j.note(big);
-    await j.note(join(dir, 'missing.txt'));
+    await j.note(dir('missing.txt'));
     expect(j.entries.get(small)).toEqual({ kind: 'content', content: Buffer.from('before') });
     expect(j.entries.get(big)?.kind).toBe('skipped');
-    expect(j.entries.get(join(dir, 'missing.txt'))).toEqual({ kind: 'absent' });
+    expect(j.entries.get(dir('missing.txt'))).toEqual({ kind: 'absent' });
   });
 });
 
 describe('the undo store', () => {
   it('records the content before and the hash after, keyed by chat and tool id', async () => {
-    const store = new UndoStore(join(dir, 'undo'));
-    const file = join(dir, 'a.txt');
+    const store = new UndoStore(dir('undo'));
+    const file = dir('a.txt');
     writeFileSync(file, 'after');
     const key = chatKey('/p/x.chat', 1);
     await store.record(
@@ -63,34 +55,34 @@ describe('the undo store', () => {
       'toolu_1',
       journal([
         [file, { kind: 'content', content: Buffer.from('before') }],
-        [join(dir, 'gone.txt'), { kind: 'absent' }],
+        [dir('gone.txt'), { kind: 'absent' }],
       ]),
       UNDO_DEFAULTS,
     );
     const record = await store.load(key, 'toolu_1');
     expect(record?.files).toEqual([
       { path: file, after: contentHash('after'), before: Buffer.from('before').toString('base64') },
-      { path: join(dir, 'gone.txt'), after: null, before: null },
+      { path: dir('gone.txt'), after: null, before: null },
     ]);
     expect(await store.load(chatKey('/p/other.chat', 1), 'toolu_1')).toBeUndefined();
     expect(chatKey(null, 3)).not.toBe(chatKey(null, 4));
   });
 
   it('writes nothing for a call that opened no file', async () => {
-    const store = new UndoStore(join(dir, 'undo'));
+    const store = new UndoStore(dir('undo'));
     await store.record('k', null, 't', new Map(), UNDO_DEFAULTS);
     expect(await store.load('k', 't')).toBeUndefined();
   });
 
   it('removes records older than max_age_days when one is written', async () => {
-    const store = new UndoStore(join(dir, 'undo'));
+    const store = new UndoStore(dir('undo'));
     const now = Date.now();
-    const before: [string, BeforeWrite][] = [[join(dir, 'f'), { kind: 'absent' }]];
+    const before: [string, BeforeWrite][] = [[dir('f'), { kind: 'absent' }]];
     await store.record('k', null, 'old', journal(before), UNDO_DEFAULTS, now);
     await store.record('k', null, 'recent', journal(before), UNDO_DEFAULTS, now);
-    const old = join(dir, 'undo', 'k-old.json');
+    const old = dir('undo', 'k-old.json');
     utimesSync(old, new Date(now - 20 * DAY), new Date(now - 20 * DAY));
-    utimesSync(join(dir, 'undo', 'k-recent.json'), new Date(now - DAY), new Date(now - DAY));
+    utimesSync(dir('undo', 'k-recent.json'), new Date(now - DAY), new Date(now - DAY));
     await store.record(
       'k',
       null,
@@ -99,51 +91,51 @@ describe('the undo store', () => {
       { ...UNDO_DEFAULTS, max_age_days: 14 },
       now,
     );
-    expect(readdirSync(join(dir, 'undo')).sort()).toEqual(['k-new.json', 'k-recent.json']);
+    expect(readdirSync(dir('undo')).sort()).toEqual(['k-new.json', 'k-recent.json']);
   });
 
   it('removes the oldest records past max_total_bytes, never the one just written', async () => {
-    const store = new UndoStore(join(dir, 'undo'));
+    const store = new UndoStore(dir('undo'));
     const now = Date.now();
     const content = (n: number): [string, BeforeWrite][] => [
-      [join(dir, 'f'), { kind: 'content', content: Buffer.alloc(n, 'a') }],
+      [dir('f'), { kind: 'content', content: Buffer.alloc(n, 'a') }],
     ];
     for (const [i, id] of ['a', 'b', 'c'].entries()) {
       await store.record('k', null, id, journal(content(300)), UNDO_DEFAULTS, now);
       const at = new Date(now - (10 - i) * 60000);
-      utimesSync(join(dir, 'undo', `k-${id}.json`), at, at);
+      utimesSync(dir('undo', `k-${id}.json`), at, at);
     }
     // Room for two records of this size.
-    const size = statSync(join(dir, 'undo', 'k-a.json')).size;
+    const size = statSync(dir('undo', 'k-a.json')).size;
     const limits = { ...UNDO_DEFAULTS, max_total_bytes: 2 * size + 10 };
     await store.record('k', null, 'd', journal(content(300)), limits, now);
-    expect(readdirSync(join(dir, 'undo')).sort()).toEqual(['k-c.json', 'k-d.json']);
+    expect(readdirSync(dir('undo')).sort()).toEqual(['k-c.json', 'k-d.json']);
     // A record over the total alone is still kept: the last call can always be undone.
     await store.record('k', null, 'e', journal(content(3000)), limits, now);
-    expect(readdirSync(join(dir, 'undo'))).toEqual(['k-e.json']);
+    expect(readdirSync(dir('undo'))).toEqual(['k-e.json']);
   });
 
   it('keeps everything with both bounds at 0', async () => {
-    const store = new UndoStore(join(dir, 'undo'));
+    const store = new UndoStore(dir('undo'));
     const now = Date.now();
-    const before: [string, BeforeWrite][] = [[join(dir, 'f'), { kind: 'absent' }]];
+    const before: [string, BeforeWrite][] = [[dir('f'), { kind: 'absent' }]];
     await store.record('k', null, 'old', journal(before), UNDO_DEFAULTS, now);
-    utimesSync(join(dir, 'undo', 'k-old.json'), new Date(0), new Date(0));
+    utimesSync(dir('undo', 'k-old.json'), new Date(0), new Date(0));
     const none = { ...UNDO_DEFAULTS, max_age_days: 0, max_total_bytes: 0 };
     await store.record('k', null, 'new', journal(before), none, now);
-    expect(readdirSync(join(dir, 'undo')).sort()).toEqual(['k-new.json', 'k-old.json']);
+    expect(readdirSync(dir('undo')).sort()).toEqual(['k-new.json', 'k-old.json']);
   });
 
   it('keeps tool ids with odd characters inside the store directory', async () => {
-    const store = new UndoStore(join(dir, 'undo'));
+    const store = new UndoStore(dir('undo'));
     await store.record(
       'k',
       null,
       '../../escape',
-      journal([[join(dir, 'f'), { kind: 'absent' }]]),
+      journal([[dir('f'), { kind: 'absent' }]]),
       UNDO_DEFAULTS,
     );
-    expect(readdirSync(join(dir, 'undo'))).toEqual(['k-______escape.json']);
+    expect(readdirSync(dir('undo'))).toEqual(['k-______escape.json']);
     expect((await store.load('k', '../../escape'))?.tool_id).toBe('../../escape');
   });
 
@@ -199,20 +191,20 @@ describe('the undone mark', () => {
 
 describe('the probe before a write (a record that cannot be written makes the call ask)', () => {
   it('writes a record of the same size and removes it again', async () => {
-    const store = new UndoStore(join(dir, 'undo'));
-    const file = join(dir, 'a.txt');
+    const store = new UndoStore(dir('undo'));
+    const file = dir('a.txt');
     writeFileSync(file, 'before');
     await store.probe('chat', null, 'toolu_1', journal([[file, { kind: 'absent' }]]));
-    expect(readdirSync(join(dir, 'undo'))).toEqual([]);
+    expect(readdirSync(dir('undo'))).toEqual([]);
   });
 
   it('throws what writing it threw', async () => {
     // The store's directory is a regular file: nothing can be written under it.
-    const blocked = join(dir, 'blocked');
+    const blocked = dir('blocked');
     writeFileSync(blocked, '');
     const store = new UndoStore(join(blocked, 'undo'));
     await expect(
-      store.probe('chat', null, 'toolu_1', journal([[join(dir, 'a'), { kind: 'absent' }]])),
+      store.probe('chat', null, 'toolu_1', journal([[dir('a'), { kind: 'absent' }]])),
     ).rejects.toThrow(/EEXIST|ENOTDIR/);
   });
 });

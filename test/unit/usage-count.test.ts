@@ -12,6 +12,7 @@ import {
   type ProviderRequest,
 } from '../../src/core/provider/types.js';
 import { GOOGLE_SDK_ENV, fakeProviderHooks, sdkEnvHooks } from '../helpers/fake-provider-hooks.js';
+import { vertexAt } from '../helpers/provider-wire.js';
 
 const loader = new SdkLoader();
 
@@ -134,14 +135,7 @@ describe('counting input tokens', () => {
   });
 
   it('vertex: models.countTokens with the system instruction and tools, no generation config', async () => {
-    const adapter = createGeminiAdapter(
-      {
-        accessToken: 'ya29.test',
-        vertex: { project: 'proj', location: 'global' },
-        baseURL: fake.url,
-      },
-      loader,
-    );
+    const adapter = createGeminiAdapter(vertexAt(fake.url, 'ya29.test', 'proj', 'global'), loader);
     const counted = count(adapter, request('gemini-2.5-pro'));
     const received = await fake.nextRequest({ path: /:countTokens/ });
     expect(received.path).toBe(
