@@ -4,6 +4,7 @@ import { readFileSync } from 'node:fs';
 import { anthropicError, endMessage as finish, streamText } from '../helpers/anthropic-script.js';
 import { describe, expect, it } from 'vitest';
 import { launcher, type Session, waitForLastLine } from '../helpers/e2e.js';
+import { toolResult, toolUse } from '../helpers/chat-lines.js';
 import { type Driver } from '../helpers/driver.js';
 import {
   type FakeProvider,
@@ -221,22 +222,14 @@ describe('sending a chat', () => {
       '@Assistant:',
       'Let me calculate.',
       '',
-      '**Tool Use:** `calculator` (`toolu_01A`)',
-      '',
-      '```json',
-      '{"expression":"15 * 7"}',
-      '```',
+      ...toolUse('calculator', 'toolu_01A', '{"expression":"15 * 7"}'),
       '',
       '<thinking anthropic:signature="EqQBsig">',
       'A product; use the calculator.',
       '</thinking>',
       '',
       '@You:',
-      '**Tool Result:** `toolu_01A`',
-      '',
-      '```',
-      '105',
-      '```',
+      ...toolResult('toolu_01A', ['105']),
       '',
       'Thanks!',
     ]);
