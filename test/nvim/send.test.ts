@@ -3,7 +3,7 @@
 import { readFileSync } from 'node:fs';
 import { anthropicError, endMessage as finish, streamText } from '../helpers/anthropic-script.js';
 import { describe, expect, it } from 'vitest';
-import { launcher, type Session, waitForLastLine } from '../helpers/e2e.js';
+import { answered, launcher, type Session, waitForLastLine } from '../helpers/e2e.js';
 import { toolResult, toolUse } from '../helpers/chat-lines.js';
 import { type Driver } from '../helpers/driver.js';
 import {
@@ -265,18 +265,7 @@ describe('sending a chat', () => {
     const { d, f, request, buf } = await sent(['@You:', 'Hello']);
     await anthropicError(request, 429, 'rate_limit_error', 'slow down', { 'retry-after': '0' });
     await finish(await streamText(await f.nextRequest({ path: '/v1/messages' }), ['Made it.']));
-    const finished = await d.waitForEvent('FlemmaRequestFinished');
-    expect(finished.data).toMatchObject({ bufnr: buf, status: 'completed' });
-    expect(await d.lines(buf)).toEqual([
-      '@You:',
-      'Hello',
-      '',
-      '@Assistant:',
-      'Made it.',
-      '',
-      '@You:',
-      '',
-    ]);
+    await answered(d, buf, 'Hello', 'Made it.');
     expect(d.notifications().filter((n) => n.level === 4)).toEqual([]);
   });
 
