@@ -63,6 +63,11 @@ export const NAVIGATION_CHAT = [
   '',
 ];
 
+/** A chat whose JSON frontmatter is the one line `json`, then the messages `lines`. */
+export function jsonChat(json: string, lines: string[]): string[] {
+  return ['```json', json, '```', ...lines];
+}
+
 /** The lines of the model's call of `name` (id `id`) with `input` (JSON text, `{}` by default). */
 export function toolUse(name: string, id: string, input = '{}'): string[] {
   return [`**Tool Use:** \`${name}\` (\`${id}\`)`, '', '```json', input, '```'];

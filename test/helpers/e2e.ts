@@ -2,7 +2,7 @@
 // temporary project, and the user's verbs on top of the driver's. `withDriver` runs a test body
 // with one and always cleans up; `launcher()` gives a test file a `launch` whose sessions are
 // cleaned up after each test (for files that start several, or start one in a helper).
-import { afterEach } from 'vitest';
+import { afterEach, expect } from 'vitest';
 import {
   anthropicBlocks,
   anthropicReply,
@@ -269,6 +269,30 @@ export async function openBooted(d: Driver, name: string, lines?: string[]): Pro
 export async function runCallAt(d: Driver, row: number): Promise<void> {
   await d.command(`normal! ${String(row)}G`);
   await d.press('<M-CR>');
+}
+
+/**
+ * Waits until the request of `buf` has finished, completed: the buffer holds the user's
+ * `question`, the model's `answer` and a new empty `@You:`.
+ */
+export async function answered(
+  d: Driver,
+  buf: number,
+  question: string,
+  answer: string,
+): Promise<void> {
+  const finished = await d.waitForEvent('FlemmaRequestFinished');
+  expect(finished.data).toMatchObject({ bufnr: buf, status: 'completed' });
+  expect(await d.lines(buf)).toEqual([
+    '@You:',
+    question,
+    '',
+    '@Assistant:',
+    answer,
+    '',
+    '@You:',
+    '',
+  ]);
 }
 
 /** Waits until the last line of `buf` reads `text` (a stream's text has reached it). */

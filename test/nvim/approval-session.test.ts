@@ -9,6 +9,7 @@ import {
   lastUserContent,
 } from '../helpers/anthropic-script.js';
 import { describe, expect, it } from 'vitest';
+import { jsonChat } from '../helpers/chat-lines.js';
 import { launcher, type Session } from '../helpers/e2e.js';
 
 const launch = launcher();
@@ -300,13 +301,10 @@ describe('C-10: YOLO mode', () => {
   });
 
   it('tools.yolo in the (JSON) frontmatter; :Flemma tool:yolo off wins for the session', async () => {
-    const { d, f } = await setup('{ auto_approve = {}, autopilot = false }', [
-      '```json',
-      '{ "flemma": { "tools": { "yolo": true } } }',
-      '```',
-      '@You:',
-      'Go.',
-    ]);
+    const { d, f } = await setup(
+      '{ auto_approve = {}, autopilot = false }',
+      jsonChat('{ "flemma": { "tools": { "yolo": true } } }', ['@You:', 'Go.']),
+    );
     // Turning YOLO on widens approval: only a trusted file may (docs/security.md).
     await d.command('trust');
     await d.command('Flemma tool:always');

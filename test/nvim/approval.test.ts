@@ -7,7 +7,7 @@ import {
   lastUserContent,
 } from '../helpers/anthropic-script.js';
 import { describe, expect, it } from 'vitest';
-import { fenceLineOf, toolResult } from '../helpers/chat-lines.js';
+import { fenceLineOf, placeholder, toolResult } from '../helpers/chat-lines.js';
 import {
   echoTool,
   editFence,
@@ -151,13 +151,7 @@ describe('the approval cycle', () => {
     await d.press('<C-]>');
     await d.waitForEvent('FlemmaApprovalNeeded');
     lines = await d.lines();
-    expect(lines.slice(-5)).toEqual([
-      '**Tool Result:** `toolu_C`',
-      '',
-      '```flemma:tool status=pending',
-      '```',
-      '',
-    ]);
+    expect(lines.slice(-5)).toEqual([...placeholder('toolu_C', 'pending'), '']);
     // The cursor is on the pending block: <M-CR> runs it.
     await d.press('<M-CR>');
     await d.waitForEvent('FlemmaToolCompleted');

@@ -7,21 +7,24 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { anthropicReply as reply, type ScriptedCall as Call } from '../helpers/anthropic-script.js';
+import { jsonChat } from '../helpers/chat-lines.js';
 import { type Driver } from '../helpers/driver.js';
 import { launcher, untilApproval } from '../helpers/e2e.js';
 import { type FakeProvider } from '../helpers/fake-provider.js';
 
 const launch = launcher();
 
+/** Neovim with `options`; a chat (with the JSON frontmatter `json`) where the user says Go. */
 async function setup(
   options: string,
-  head: string[] = [],
+  json?: string,
 ): Promise<{ d: Driver; f: FakeProvider; buf: number }> {
   const { d: driver, f: fake } = await launch({
     key: 'sk-ant-test-key',
     setup: `require("flemma").setup(${options})`,
   });
-  const buf = await driver.openChat('rules.chat', [...head, '@You:', 'Go.']);
+  const chat = ['@You:', 'Go.'];
+  const buf = await driver.openChat('rules.chat', json === undefined ? chat : jsonChat(json, chat));
   await driver.waitForEvent('FlemmaBootComplete');
   return { d: driver, f: fake, buf };
 }
@@ -44,6 +47,20 @@ function ask(d: Driver, f: FakeProvider, calls: Call[]): Promise<string[]> {
   return untilApproval(d, f, 'Running.', calls);
 }
 
+/** Asks with a bash call per `[id, command]`; the status of each one's placeholder, in order. */
+async function statuses(
+  d: Driver,
+  f: FakeProvider,
+  calls: [id: string, command: string][],
+): Promise<(string | undefined)[]> {
+  const lines = await ask(
+    d,
+    f,
+    calls.map(([id, command]) => bash(id, command)),
+  );
+  return calls.map(([id]) => statusOf(lines, id));
+}
+
 async function why(d: Driver, id: string): Promise<string> {
   const row = (await d.lines()).indexOf(`**Tool Result:** \`${id}\``) + 1;
   await d.command(`normal! ${String(row)}G`);
@@ -57,16 +74,13 @@ describe('command rules for bash', () => {
     const { d, f } = await setup(
       '{ sandbox = { enabled = false }, tools = { autopilot = false, bash = { allow = { "ls *", "echo *" } } } }',
     );
-    const lines = await ask(d, f, [
-      bash('toolu_A', 'ls -la | echo done'),
-      bash('toolu_H', 'ls && rm -rf ~'),
-      bash('toolu_S', 'echo $(rm -rf ~)'),
-    ]);
-    expect(['toolu_A', 'toolu_H', 'toolu_S'].map((id) => statusOf(lines, id))).toEqual([
-      'approved',
-      'pending',
-      'pending',
-    ]);
+    expect(
+      await statuses(d, f, [
+        ['toolu_A', 'ls -la | echo done'],
+        ['toolu_H', 'ls && rm -rf ~'],
+        ['toolu_S', 'echo $(rm -rf ~)'],
+      ]),
+    ).toEqual(['approved', 'pending', 'pending']);
     const allowed = await why(d, 'toolu_A');
     expect(allowed).toMatch(/bash \(toolu_A\): approve — urn:flemma:approval:bash-rules/);
     expect(allowed).toContain('allowed by tools.bash.allow "ls *", "echo *"');
@@ -97,17 +111,13 @@ describe('command rules for bash', () => {
 
   it('sandbox on: a denied command, alone or hidden in a list, is not approved by the sandbox', async () => {
     const { d, f } = await setup('{ tools = { autopilot = false, bash = { deny = { "rm *" } } } }');
-    const lines = await ask(d, f, [
-      bash('toolu_E', 'echo hi'),
-      bash('toolu_D', 'rm -f notes.txt'),
-      bash('toolu_L', 'echo hi; rm -f notes.txt'),
+    const asked = await statuses(d, f, [
+      ['toolu_E', 'echo hi'],
+      ['toolu_D', 'rm -f notes.txt'],
+      ['toolu_L', 'echo hi; rm -f notes.txt'],
     ]);
     // Without a deny match the sandbox approves bash as before.
-    expect(['toolu_E', 'toolu_D', 'toolu_L'].map((id) => statusOf(lines, id))).toEqual([
-      'approved',
-      'pending',
-      'pending',
-    ]);
+    expect(asked).toEqual(['approved', 'pending', 'pending']);
     const denied = await why(d, 'toolu_L');
     expect(denied).toMatch(/bash \(toolu_L\): require_approval — urn:flemma:approval:bash-deny/);
     expect(denied).toContain('`rm -f notes.txt` matches the deny rule "rm *"');
@@ -117,22 +127,15 @@ describe('command rules for bash', () => {
   it('an untrusted frontmatter adds a deny rule but not an allow rule', async () => {
     const { d, f } = await setup(
       '{ sandbox = { enabled = false }, tools = { autopilot = false, bash = { allow = { "git *" } } } }',
-      [
-        '```json',
-        '{ "flemma": { "tools": { "bash": { "allow": { "$append": "cat *" }, "deny": { "$append": "git push*" } } } } }',
-        '```',
-      ],
+      '{ "flemma": { "tools": { "bash": { "allow": { "$append": "cat *" }, "deny": { "$append": "git push*" } } } } }',
     );
-    const lines = await ask(d, f, [
-      bash('toolu_G', 'git status'),
-      bash('toolu_P', 'git push --force'),
-      bash('toolu_C', 'cat notes.txt'),
-    ]);
-    expect(['toolu_G', 'toolu_P', 'toolu_C'].map((id) => statusOf(lines, id))).toEqual([
-      'approved',
-      'pending',
-      'pending',
-    ]);
+    expect(
+      await statuses(d, f, [
+        ['toolu_G', 'git status'],
+        ['toolu_P', 'git push --force'],
+        ['toolu_C', 'cat notes.txt'],
+      ]),
+    ).toEqual(['approved', 'pending', 'pending']);
     expect(await why(d, 'toolu_P')).toContain('matches the deny rule "git push*"');
     const diagnostics = await d.lua<string[]>(
       `local ns = vim.api.nvim_create_namespace("flemma.frontmatter")

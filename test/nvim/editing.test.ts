@@ -3,7 +3,7 @@
 // each reply and each batch of tool results (decided per buffer, frontmatter and trust included).
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { anthropicReply } from '../helpers/anthropic-script.js';
+import { anthropicReply, type ScriptedCall } from '../helpers/anthropic-script.js';
 import { type Driver } from '../helpers/driver.js';
 import { launcher } from '../helpers/e2e.js';
 import { type FakeProvider } from '../helpers/fake-provider.js';
@@ -24,6 +24,18 @@ async function startWithProvider(options = '{}'): Promise<{ d: Driver; f: FakePr
     setup: `require("flemma").setup(${options})`,
   });
   return { d: driver, f: fake };
+}
+
+/** Answers the next request with `text` and `calls` and waits until the reply is written. */
+async function replied(
+  d: Driver,
+  f: FakeProvider,
+  text: string,
+  calls: ScriptedCall[] = [],
+): Promise<void> {
+  const after = d.eventCount;
+  await anthropicReply(await f.nextRequest({ path: '/v1/messages' }), text, calls);
+  await d.waitForEvent('FlemmaRequestFinished', { after });
 }
 
 describe('editing.auto_prompt', () => {
@@ -66,12 +78,18 @@ describe('editing.auto_prompt', () => {
 describe('editing.disable_textwidth', () => {
   const long = 'word '.repeat(30).trim();
 
-  it("turns off hard wrapping in chat buffers only, whatever the user's 'textwidth'", async () => {
-    const d = await start('{}', 'vim.o.textwidth = 40');
+  /** With `setup` and the user's 'textwidth' at 40, the chat has `textwidth`; the user types `long`. */
+  async function typedLong(setup: string, textwidth: number): Promise<Driver> {
+    const d = await start(setup, 'vim.o.textwidth = 40');
     await d.openChat('wrap.chat', ['@You:', '']);
-    expect(await d.lua('return vim.bo.textwidth')).toBe(0);
+    expect(await d.lua('return vim.bo.textwidth')).toBe(textwidth);
     await d.type(`Go${long}`);
     await d.press('<Esc>');
+    return d;
+  }
+
+  it("turns off hard wrapping in chat buffers only, whatever the user's 'textwidth'", async () => {
+    const d = await typedLong('{}', 0);
     expect(await d.lines()).toEqual(['@You:', '', long]);
     await d.command('edit notes.txt');
     expect(await d.lua('return vim.bo.textwidth')).toBe(40);
@@ -83,11 +101,7 @@ describe('editing.disable_textwidth', () => {
   });
 
   it("keeps the user's 'textwidth' with disable_textwidth = false", async () => {
-    const d = await start('{ editing = { disable_textwidth = false } }', 'vim.o.textwidth = 40');
-    await d.openChat('wrap.chat', ['@You:', '']);
-    expect(await d.lua('return vim.bo.textwidth')).toBe(40);
-    await d.type(`Go${long}`);
-    await d.press('<Esc>');
+    const d = await typedLong('{ editing = { disable_textwidth = false } }', 40);
     expect((await d.lines()).length).toBeGreaterThan(3);
   });
 });
@@ -187,8 +201,7 @@ describe('editing.auto_write', () => {
     await d.type('GoHow are you?');
     await d.press('<Esc>');
     await d.press('<C-]>');
-    await anthropicReply(await f.nextRequest({ path: '/v1/messages' }), 'Fine, thanks.');
-    await d.waitForEvent('FlemmaRequestFinished');
+    await replied(d, f, 'Fine, thanks.');
     // Written before the event: a listener finds the file as the buffer is.
     expect(onDisk(path)).toBe(
       ['@You:', 'Hello', 'How are you?', '', '@Assistant:', 'Fine, thanks.', '', '@You:', ''].join(
@@ -203,8 +216,7 @@ describe('editing.auto_write', () => {
     const path = d.writeFile('w.chat', '@You:\nHello\n');
     await d.openChat('w.chat');
     await d.press('<C-]>');
-    await anthropicReply(await f.nextRequest({ path: '/v1/messages' }), 'Fine, thanks.');
-    await d.waitForEvent('FlemmaRequestFinished');
+    await replied(d, f, 'Fine, thanks.');
     expect(onDisk(path)).toBe('@You:\nHello\n');
     expect(await d.lua('return vim.bo.modified')).toBe(true);
   });
@@ -218,14 +230,13 @@ describe('editing.auto_write', () => {
     await d.openChat('w.chat');
     await d.waitForEvent('FlemmaBootComplete');
     await d.press('<C-]>');
-    await anthropicReply(await f.nextRequest({ path: '/v1/messages' }), 'Reading.', [
+    await replied(d, f, 'Reading.', [
       {
         id: 'toolu_R',
         name: 'read',
         input: { path: 'notes.txt', label: 'notes', offset: null, limit: null },
       },
     ]);
-    await d.waitForEvent('FlemmaRequestFinished');
     expect(onDisk(path)).toContain('**Tool Use:** `read` (`toolu_R`)');
     expect(onDisk(path)).not.toContain('**Tool Result:**');
     await d.press('<C-]>');
@@ -251,16 +262,13 @@ describe('editing.auto_write', () => {
     let path = d.writeFile('on.chat', json(true).join('\n') + '\n');
     await d.openChat('on.chat');
     await d.command('Flemma send');
-    await anthropicReply(await f.nextRequest({ path: '/v1/messages' }), 'One.');
-    await d.waitForEvent('FlemmaRequestFinished');
+    await replied(d, f, 'One.');
     expect(onDisk(path)).not.toContain('One.');
     await d.command('trust');
     await d.type('GoAgain');
     await d.press('<Esc>');
-    const before = d.eventCount;
     await d.command('Flemma send');
-    await anthropicReply(await f.nextRequest({ path: '/v1/messages' }), 'Two.');
-    await d.waitForEvent('FlemmaRequestFinished', { after: before });
+    await replied(d, f, 'Two.');
     expect(onDisk(path)).toContain('Two.');
     await d.quit();
     await f.close();
@@ -270,8 +278,7 @@ describe('editing.auto_write', () => {
     path = d.writeFile('off.chat', json(false).join('\n') + '\n');
     await d.openChat('off.chat');
     await d.command('Flemma send');
-    await anthropicReply(await f.nextRequest({ path: '/v1/messages' }), 'Three.');
-    await d.waitForEvent('FlemmaRequestFinished');
+    await replied(d, f, 'Three.');
     expect(onDisk(path)).not.toContain('Three.');
   });
 
@@ -281,8 +288,7 @@ describe('editing.auto_write', () => {
     await d.command('setfiletype chat');
     await d.lua('vim.api.nvim_buf_set_lines(0, 0, -1, false, { "@You:", "Hello" })');
     await d.command('Flemma send');
-    await anthropicReply(await f.nextRequest({ path: '/v1/messages' }), 'Hi.');
-    await d.waitForEvent('FlemmaRequestFinished');
+    await replied(d, f, 'Hi.');
     expect(await d.lua('return vim.bo.modified')).toBe(true);
     expect(d.notifications().filter((note) => note.message.includes('auto_write'))).toEqual([]);
   });

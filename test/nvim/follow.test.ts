@@ -22,12 +22,12 @@ async function setup(
   lines: string[],
   setupLua = '',
 ): Promise<{ d: Driver; f: FakeProvider; buf: number }> {
-  const { d: driver, f: fake } = await launch({
+  const session = await launch({
     ui: { width: 80, height: 24 },
     setup: setupLua,
+    chat: { name: 'follow.chat', lines, boot: false },
   });
-  const buf = await driver.openChat('follow.chat', lines);
-  return { d: driver, f: fake, buf };
+  return { d: session.d, f: session.f, buf: session.buf };
 }
 
 /** How a window stands: cursor line, first and last line on screen, the buffer's last line. */

@@ -6,7 +6,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { pendingCall } from '../helpers/chat-lines.js';
+import { jsonChat, pendingCall } from '../helpers/chat-lines.js';
 import { anthropicReply } from '../helpers/anthropic-script.js';
 import { type Driver } from '../helpers/driver.js';
 import { type FakeProvider } from '../helpers/fake-provider.js';
@@ -209,13 +209,10 @@ describe('a timeout beyond what a timer takes', () => {
 
   it('a frontmatter timeout of 999999999 is an error on its line, and nothing is sent', async () => {
     const { d, f } = await startWith('require("flemma").setup({})');
-    const lines = [
-      '```json',
-      '{ "flemma": { "parameters": { "timeout": 999999999 } } }',
-      '```',
+    const lines = jsonChat('{ "flemma": { "parameters": { "timeout": 999999999 } } }', [
       '@You:',
       'Hello',
-    ];
+    ]);
     await d.openChat('timeout.chat', lines);
     await d.waitForEvent('FlemmaBootComplete');
     await d.command('Flemma send');

@@ -3,7 +3,8 @@
 // `ctx.sandbox.wrap_command`, and listed by `:Flemma sandbox:status`.
 import { describe, expect, it } from 'vitest';
 import { type Driver } from '../helpers/driver.js';
-import { neovimLauncher } from '../helpers/e2e.js';
+import { type Call, callChat } from '../helpers/chat-lines.js';
+import { neovimLauncher, openBooted, runCallAt } from '../helpers/e2e.js';
 
 let driver: Driver | undefined;
 
@@ -36,29 +37,23 @@ function setup(sandbox: string, extra = ''): string {
 ${extra}`;
 }
 
-function bashChat(command: string): string[] {
-  const input = JSON.stringify({ label: 'x', command, timeout: null });
-  return [
-    '@You:',
-    'Run it.',
-    '',
-    '@Assistant:',
-    '**Tool Use:** `bash` (`toolu_S1`)',
-    '',
-    '```json',
-    input,
-    '```',
-  ];
+/** Opens `name`: the user asks `question`, the model calls `call`; runs it with <M-CR>. */
+async function runCall(
+  d: Driver,
+  name: string,
+  question: string,
+  call: Call,
+): Promise<{ status: unknown; text: string }> {
+  await openBooted(d, name, callChat(question, [call]));
+  await runCallAt(d, 6);
+  const done = await d.waitForEvent('FlemmaToolCompleted');
+  return { status: done.data['status'], text: (await d.lines()).join('\n') };
 }
 
 /** Open a chat with one bash call, run it with <M-CR>, and answer the completion and the text. */
-async function runBash(d: Driver, command: string): Promise<{ status: unknown; text: string }> {
-  await d.openChat('sandbox.chat', bashChat(command));
-  await d.waitForEvent('FlemmaBootComplete');
-  await d.command('normal! 6G');
-  await d.press('<M-CR>');
-  const done = await d.waitForEvent('FlemmaToolCompleted');
-  return { status: done.data['status'], text: (await d.lines()).join('\n') };
+function runBash(d: Driver, command: string): Promise<{ status: unknown; text: string }> {
+  const input = JSON.stringify({ label: 'x', command, timeout: null });
+  return runCall(d, 'sandbox.chat', 'Run it.', ['bash', 'toolu_S1', input]);
 }
 
 /** Runs `echo ran` under the Lua backend `mine` made with `backend`; its status and the chat. */
@@ -119,23 +114,9 @@ require("flemma.tools").register("wrap_probe", {
       ),
     });
     const d = driver;
-    await d.openChat('probe.chat', [
-      '@You:',
-      'Probe.',
-      '',
-      '@Assistant:',
-      '**Tool Use:** `wrap_probe` (`toolu_W1`)',
-      '',
-      '```json',
-      '{}',
-      '```',
-    ]);
-    await d.waitForEvent('FlemmaBootComplete');
-    await d.command('normal! 6G');
-    await d.press('<M-CR>');
-    const done = await d.waitForEvent('FlemmaToolCompleted');
-    expect(done.data['status']).toBe('success');
-    expect((await d.lines()).join('\n')).toContain('\nenv FLEMMA_WRAPPED=1 echo hi\n');
+    const { status, text } = await runCall(d, 'probe.chat', 'Probe.', ['wrap_probe', 'toolu_W1']);
+    expect(status).toBe('success');
+    expect(text).toContain('\nenv FLEMMA_WRAPPED=1 echo hi\n');
   });
 
   it('an explicit backend that is not available makes bash fail with a clear error', async () => {

@@ -1,7 +1,7 @@
 // The send through each provider's real SDK, against the fake server: the reply lands in the
 // buffer the same way whichever provider streams it.
 import { describe, expect, it } from 'vitest';
-import { launcher } from '../helpers/e2e.js';
+import { answered, launcher } from '../helpers/e2e.js';
 import { type FakeStream } from '../helpers/fake-provider.js';
 import { responsesEvent, responsesResponse } from '../helpers/openai-script.js';
 
@@ -100,18 +100,7 @@ describe.each(CASES)('sending through $provider', (c) => {
     const request = await fake.nextRequest({ path: c.path });
     expect(request.rawBody).toContain('Hello');
     await c.reply(request.stream());
-    const finished = await driver.waitForEvent('FlemmaRequestFinished');
-    expect(finished.data).toMatchObject({ bufnr: buf, status: 'completed' });
-    expect(await driver.lines(buf)).toEqual([
-      '@You:',
-      'Hello',
-      '',
-      '@Assistant:',
-      c.text,
-      '',
-      '@You:',
-      '',
-    ]);
+    await answered(driver, buf, 'Hello', c.text);
   });
 });
 

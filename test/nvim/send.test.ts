@@ -3,7 +3,8 @@
 import { readFileSync } from 'node:fs';
 import { anthropicError, endMessage as finish, streamText } from '../helpers/anthropic-script.js';
 import { describe, expect, it } from 'vitest';
-import { launcher, type Session, waitForLastLine } from '../helpers/e2e.js';
+import { answered, launcher, type Session, waitForLastLine } from '../helpers/e2e.js';
+import { toolResult, toolUse } from '../helpers/chat-lines.js';
 import { type Driver } from '../helpers/driver.js';
 import {
   type FakeProvider,
@@ -221,22 +222,14 @@ describe('sending a chat', () => {
       '@Assistant:',
       'Let me calculate.',
       '',
-      '**Tool Use:** `calculator` (`toolu_01A`)',
-      '',
-      '```json',
-      '{"expression":"15 * 7"}',
-      '```',
+      ...toolUse('calculator', 'toolu_01A', '{"expression":"15 * 7"}'),
       '',
       '<thinking anthropic:signature="EqQBsig">',
       'A product; use the calculator.',
       '</thinking>',
       '',
       '@You:',
-      '**Tool Result:** `toolu_01A`',
-      '',
-      '```',
-      '105',
-      '```',
+      ...toolResult('toolu_01A', ['105']),
       '',
       'Thanks!',
     ]);
@@ -272,18 +265,7 @@ describe('sending a chat', () => {
     const { d, f, request, buf } = await sent(['@You:', 'Hello']);
     await anthropicError(request, 429, 'rate_limit_error', 'slow down', { 'retry-after': '0' });
     await finish(await streamText(await f.nextRequest({ path: '/v1/messages' }), ['Made it.']));
-    const finished = await d.waitForEvent('FlemmaRequestFinished');
-    expect(finished.data).toMatchObject({ bufnr: buf, status: 'completed' });
-    expect(await d.lines(buf)).toEqual([
-      '@You:',
-      'Hello',
-      '',
-      '@Assistant:',
-      'Made it.',
-      '',
-      '@You:',
-      '',
-    ]);
+    await answered(d, buf, 'Hello', 'Made it.');
     expect(d.notifications().filter((n) => n.level === 4)).toEqual([]);
   });
 

@@ -1,10 +1,9 @@
 // The statusline text end to end: `require("flemma.statusline").get()` drawn by a plain
 // 'statusline', through a real send to the fake Anthropic server and a real tool run, custom
 // formats, and the lualine component on a stand-in for lualine's component class.
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { textReply as reply } from '../helpers/anthropic-script.js';
 import { type Driver } from '../helpers/driver.js';
 import {
@@ -15,15 +14,10 @@ import {
   GATED_CHAT,
   finishGated,
 } from '../helpers/e2e.js';
+import { tempDirs } from '../helpers/temp.js';
 
-let stubDir: string | undefined;
-
-// Declared before the launcher's: after hooks run last-declared first, so Neovim has quit before
-// the stub's directory is removed.
-afterEach(() => {
-  if (stubDir !== undefined) rmSync(stubDir, { recursive: true, force: true });
-  stubDir = undefined;
-});
+// Before the launcher: Neovim has quit before the stub's directory is removed.
+const tempDir = tempDirs();
 
 const launch = launcher();
 
@@ -298,7 +292,7 @@ return Component
 
 describe('the lualine component', () => {
   it('draws the text in chat buffers, with a highlighted spinner while busy', async () => {
-    stubDir = mkdtempSync(join(tmpdir(), 'flemma-lualine-'));
+    const stubDir = tempDir('flemma-lualine-');
     mkdirSync(join(stubDir, 'lua', 'lualine'), { recursive: true });
     writeFileSync(join(stubDir, 'lua', 'lualine', 'component.lua'), LUALINE_COMPONENT);
     const d = await start(

@@ -3,6 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import { anthropicReply } from '../helpers/anthropic-script.js';
 import { type Driver } from '../helpers/driver.js';
+import { jsonChat } from '../helpers/chat-lines.js';
 import { launcher } from '../helpers/e2e.js';
 import { type FakeProvider, type FakeRequest } from '../helpers/fake-provider.js';
 import { responsesEvent, responsesResponse } from '../helpers/openai-script.js';
@@ -95,13 +96,10 @@ describe('a switch belongs to its chat', () => {
 
   it('under the chat’s frontmatter, which still wins for what it sets', async () => {
     const { d, f } = await setup();
-    const buf = await d.openChat('pinned.chat', [
-      '```json',
-      '{ "flemma": { "model": "claude-haiku-4-5" } }',
-      '```',
-      '@You:',
-      'Hello',
-    ]);
+    const buf = await d.openChat(
+      'pinned.chat',
+      jsonChat('{ "flemma": { "model": "claude-haiku-4-5" } }', ['@You:', 'Hello']),
+    );
     await d.waitForEvent('FlemmaBootComplete');
     await d.command('Flemma switch anthropic claude-opus-4-6 temperature=0.2');
     // The switch says that the frontmatter keeps the model (behaviour.md: "This buffer uses …").

@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { MESSAGE_START, textDeltas, textDelta } from '../helpers/anthropic-script.js';
 import { type Driver } from '../helpers/driver.js';
-import { fenceLineOf, toolResult } from '../helpers/chat-lines.js';
+import { fenceLineOf, jsonChat, toolResult } from '../helpers/chat-lines.js';
 import { editFence, launcher, type Session } from '../helpers/e2e.js';
 import { type FakeRequest } from '../helpers/fake-provider.js';
 
@@ -58,22 +58,23 @@ async function reply(
   await s.end();
 }
 
+/** A CodeCompanion tool's `schema` field (Lua): a function `name` taking `properties`, `required`. */
+function schema(name: string, description: string, properties: string, required: string): string {
+  return `schema = {
+    type = "function",
+    ["function"] = {
+      name = "${name}",
+      description = "${description}",
+      parameters = { type = "object", properties = ${properties}, required = { ${required} } },
+    },
+  },`;
+}
+
 // A command-based tool: two commands, `${var}` from env(), handlers counting their calls.
 const GREET_TOOL = `
 _G.cc_log = {}
 require("flemma.tools").register("greet", {
-  schema = {
-    type = "function",
-    ["function"] = {
-      name = "greet",
-      description = "Greet someone from the shell",
-      parameters = {
-        type = "object",
-        properties = { who = { type = "string" } },
-        required = { "who" },
-      },
-    },
-  },
+  ${schema('greet', 'Greet someone from the shell', '{ who = { type = "string" } }', '"who"')}
   env = function(args)
     return { who = args.who, greeting = "hello" }
   end,
@@ -95,22 +96,16 @@ require("flemma.tools").register("greet", {
 const CALCULATOR_TOOL = `
 _G.cc_success, _G.cc_ran = 0, {}
 require("flemma.tools").register("calculator", {
-  schema = {
-    type = "function",
-    ["function"] = {
-      name = "calculator",
-      description = "Do a calculation on two numbers",
-      parameters = {
-        type = "object",
-        properties = {
+  ${schema(
+    'calculator',
+    'Do a calculation on two numbers',
+    `{
           num1 = { type = "number" },
           num2 = { type = "number" },
           operation = { type = "string", enum = { "add", "multiply" } },
-        },
-        required = { "num1", "num2", "operation" },
-      },
-    },
-  },
+        }`,
+    '"num1", "num2", "operation"',
+  )}
   system_prompt = function(schema)
     return "## Calculator (" .. schema["function"].name .. ")\\nOnly for arithmetic."
   end,
@@ -286,13 +281,10 @@ describe('CodeCompanion-style tools', () => {
   it('XML tool calling (set in the frontmatter): the XML block runs through the cycle, results go back as text', async () => {
     const { d, f, buf } = await setup({
       define: CALCULATOR_TOOL,
-      lines: [
-        '```json',
-        '{ "flemma": { "tools": { "calling": "xml" } } }',
-        '```',
+      lines: jsonChat('{ "flemma": { "tools": { "calling": "xml" } } }', [
         '@You:',
         'What is 100*50?',
-      ],
+      ]),
     });
     await d.press('<C-]>');
     const first = await f.nextRequest({ path: '/v1/messages' });

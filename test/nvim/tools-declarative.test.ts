@@ -13,7 +13,7 @@ import { MESSAGE_START, textDeltas, textDelta } from '../helpers/anthropic-scrip
 import { launcher } from '../helpers/e2e.js';
 import { type FakeRequest } from '../helpers/fake-provider.js';
 import { closeServer } from '../helpers/http.js';
-import { toolUse, toolResult } from '../helpers/chat-lines.js';
+import { callChat, jsonChat, toolUse, toolResult } from '../helpers/chat-lines.js';
 
 let server: Server | undefined;
 let dir: string | undefined;
@@ -228,27 +228,17 @@ implementation:
       setup: 'require("flemma").setup({ tools = { autopilot = false } })',
     });
     const d = driver;
-    await d.openChat('filtered.chat', [
-      '```json',
-      '{ "flemma": { "tools": { "$set": ["read", "ls"] } } }',
-      '```',
-      '@You:',
-      'Write.',
-      '',
-      '@Assistant:',
-      '**Tool Use:** `write` (`toolu_F`)',
-      '',
-      '```json',
-      '{"label":"x","path":"x.txt","content":"x"}',
-      '```',
-      '',
-      '@You:',
-      '',
-      '**Tool Result:** `toolu_F`',
-      '',
-      '```flemma:tool status=approved',
-      '```',
-    ]);
+    await d.openChat(
+      'filtered.chat',
+      jsonChat(
+        '{ "flemma": { "tools": { "$set": ["read", "ls"] } } }',
+        callChat(
+          'Write.',
+          [['write', 'toolu_F', '{"label":"x","path":"x.txt","content":"x"}']],
+          'approved',
+        ),
+      ),
+    );
     await d.waitForEvent('FlemmaBootComplete');
     await d.press('<C-]>');
     const ok = await d.lua<boolean>(

@@ -10,6 +10,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { anthropicReply as reply } from '../helpers/anthropic-script.js';
 import { afterEach, describe, expect, it } from 'vitest';
+import { callChat, jsonChat } from '../helpers/chat-lines.js';
 import { launcher, type Session, untilApproval } from '../helpers/e2e.js';
 import { type FakeRequest } from '../helpers/fake-provider.js';
 
@@ -65,13 +66,13 @@ describe('tool policy end to end', () => {
   it('a frontmatter policy removes bash from the request, and a call to it gets the policy error unrun', async () => {
     // auto_approve names bash: the policy resolver (200) must still win over it (100), X-01.
     const { d, f } = await start('{ auto_approve = { "bash" } }');
-    await d.openChat('policy.chat', [
-      '```json',
-      '{"flemma": {"tools": {"$set": ["read", "bash"], "policy": {"deny": ["shell.*"]}}}}',
-      '```',
-      '@You:',
-      'Go.',
-    ]);
+    await d.openChat(
+      'policy.chat',
+      jsonChat(
+        '{"flemma": {"tools": {"$set": ["read", "bash"], "policy": {"deny": ["shell.*"]}}}}',
+        ['@You:', 'Go.'],
+      ),
+    );
     await d.waitForEvent('FlemmaBootComplete');
     await d.press('<C-]>');
     const first = await f.nextRequest({ path: '/v1/messages' });
@@ -116,13 +117,13 @@ describe('tool policy end to end', () => {
     const { d, f } = await start(
       '{ hooks = { log = { "web.*", "note.*" }, audit_file = vim.fn.expand("~/state/audit.jsonl") } }',
     );
-    await d.openChat('log.chat', [
-      '```json',
-      '{"flemma": {"tools": {"$append": ["web_fetch", "note.add"]}}}',
-      '```',
-      '@You:',
-      'Fetch and note.',
-    ]);
+    await d.openChat(
+      'log.chat',
+      jsonChat('{"flemma": {"tools": {"$append": ["web_fetch", "note.add"]}}}', [
+        '@You:',
+        'Fetch and note.',
+      ]),
+    );
     // Adding tools needs trust (docs/security.md).
     await d.command('trust');
     await d.waitForEvent('FlemmaBootComplete');
@@ -214,24 +215,10 @@ describe('tool policy end to end', () => {
 
   it('a .chat file that holds the API name of a tool still runs it', async () => {
     const { d } = await start('{}', false);
-    await d.openChat('api-name.chat', [
-      '@You:',
-      'Note.',
-      '',
-      '@Assistant:',
-      '**Tool Use:** `note_add` (`toolu_A`)',
-      '',
-      '```json',
-      '{"text":"old file"}',
-      '```',
-      '',
-      '@You:',
-      '',
-      '**Tool Result:** `toolu_A`',
-      '',
-      '```flemma:tool status=approved',
-      '```',
-    ]);
+    await d.openChat(
+      'api-name.chat',
+      callChat('Note.', [['note_add', 'toolu_A', '{"text":"old file"}']], 'approved'),
+    );
     await d.waitForEvent('FlemmaBootComplete');
     // The chat is the user's: its `approved` stands (in a file not trusted the chain judges it).
     await d.command('trust');

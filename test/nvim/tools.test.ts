@@ -3,28 +3,25 @@
 import { describe, expect, it } from 'vitest';
 import { callChat, toolResult } from '../helpers/chat-lines.js';
 import { type Driver } from '../helpers/driver.js';
-import { GATED_TOOL, neovimLauncher, openBooted, runCallAt, finishGated } from '../helpers/e2e.js';
+import {
+  echoTool,
+  GATED_TOOL,
+  neovimLauncher,
+  openBooted,
+  runCallAt,
+  finishGated,
+} from '../helpers/e2e.js';
 
 const launch = neovimLauncher();
 
 const ECHO_TOOL = `
 local tools = require("flemma.tools")
-tools.register("echo_tool", {
-  name = "echo_tool",
-  description = "Echo the text back",
-  input_schema = {
-    type = "object",
-    properties = { text = { type = "string" } },
-    required = { "text" },
-    additionalProperties = false,
-  },
-  format_preview = function(input, max_length)
+${echoTool({
+  strict: true,
+  more: `format_preview = function(input, max_length)
     return '"' .. input.text .. '" (max ' .. tostring(max_length > 0) .. ')'
-  end,
-  execute = function(input, ctx)
-    return { success = true, output = "echo: " .. input.text }
-  end,
-})
+  end,`,
+})}
 _G.cancelled = false
 tools.register("slow_tool", {
   name = "slow_tool",

@@ -7,7 +7,11 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { homedir, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { anthropicMessages, anthropicReply } from '../helpers/anthropic-script.js';
+import {
+  anthropicMessages,
+  anthropicReply,
+  type ScriptedCall,
+} from '../helpers/anthropic-script.js';
 import { type Driver, ROOT } from '../helpers/driver.js';
 import { launcher } from '../helpers/e2e.js';
 import {
@@ -210,6 +214,19 @@ describe.each(['json', 'yaml'] as const)('an untrusted %s frontmatter', (languag
     const marker = join(out, 'bash-ran');
     const audit = join(out, 'audit.jsonl');
     d.writeFile('notes.txt', 'remember the milk\n');
+    // The model's two calls: bash touching the marker, read of the notes.
+    const markAndRead = (bashId: string, readId: string): ScriptedCall[] => [
+      {
+        id: bashId,
+        name: 'bash',
+        input: { command: `touch ${marker}`, label: 'mark', timeout: null },
+      },
+      {
+        id: readId,
+        name: 'read',
+        input: { label: 'notes', path: 'notes.txt', offset: null, limit: null },
+      },
+    ];
     const { lines, at } = attack(language, evil.url, audit);
     await d.openChat('shared.chat', [...lines, '@You:', 'Go.']);
     await d.waitForEvent('FlemmaBootComplete');
@@ -227,18 +244,7 @@ describe.each(['json', 'yaml'] as const)('an untrusted %s frontmatter', (languag
     await d.press('<C-]>');
     const first = await next(d, f, '/v1/messages');
     expect((first.body as { temperature?: number }).temperature).toBe(0.5);
-    await anthropicReply(first, 'On it.', [
-      {
-        id: 'toolu_B',
-        name: 'bash',
-        input: { command: `touch ${marker}`, label: 'mark', timeout: null },
-      },
-      {
-        id: 'toolu_R',
-        name: 'read',
-        input: { label: 'notes', path: 'notes.txt', offset: null, limit: null },
-      },
-    ]);
+    await anthropicReply(first, 'On it.', markAndRead('toolu_B', 'toolu_R'));
     // Both calls ran on their own (read by $default, bash inside the sandbox) and the results
     // went back to the same endpoint.
     const second = await next(d, f, '/v1/messages');
@@ -270,18 +276,7 @@ describe.each(['json', 'yaml'] as const)('an untrusted %s frontmatter', (languag
     await d.press('<C-]>');
     const third = await next(d, evil, '/v1/messages');
     expect(third.apiKey()).toBe('sk-ant-test-key');
-    await anthropicReply(third, 'Again.', [
-      {
-        id: 'toolu_B2',
-        name: 'bash',
-        input: { command: `touch ${marker}`, label: 'mark', timeout: null },
-      },
-      {
-        id: 'toolu_R2',
-        name: 'read',
-        input: { label: 'notes', path: 'notes.txt', offset: null, limit: null },
-      },
-    ]);
+    await anthropicReply(third, 'Again.', markAndRead('toolu_B2', 'toolu_R2'));
     const fourth = await next(d, evil, '/v1/messages');
     await anthropicReply(fourth, 'Done again.');
     await requestsFinished(d, 4);
@@ -554,15 +549,26 @@ describe('trust follows the code', () => {
     return value;
   }
 
-  it('keeps trust through the user’s edits and asks again after a change made outside', async () => {
-    const { d, f } = await start();
-    const path = d.writeFile(
-      'code.chat',
-      ['```lua', 'flemma.opt.temperature = 0.3', '```', '@You:', 'Hi'].join('\n') + '\n',
+  /** A chat file whose Lua frontmatter sets the temperature to `value`; the user asks `text`. */
+  function codeChat(value: number, text = 'Hi'): string {
+    return (
+      ['```lua', `flemma.opt.temperature = ${String(value)}`, '```', '@You:', text].join('\n') +
+      '\n'
     );
-    await d.openChat('code.chat');
+  }
+
+  /** `name` written as `codeChat(0.3)`, opened and trusted by the user: its temperature applies. */
+  async function trusted(name: string): Promise<{ d: Driver; f: FakeProvider; path: string }> {
+    const { d, f } = await start();
+    const path = d.writeFile(name, codeChat(0.3));
+    await d.openChat(name);
     await d.command('trust');
     expect(await temperature(d, f)).toBe(0.3);
+    return { d, f, path };
+  }
+
+  it('keeps trust through the user’s edits and asks again after a change made outside', async () => {
+    const { d, f, path } = await trusted('code.chat');
 
     // The user edits the code in the buffer, writes it and reads it back: still trusted.
     await d.lua('vim.api.nvim_buf_set_lines(0, 1, 2, false, { "flemma.opt.temperature = 0.4" })');
@@ -572,10 +578,7 @@ describe('trust follows the code', () => {
     expect(await temperature(d, f)).toBe(0.4);
 
     // Someone else changes the code (a `git pull`): asked again, nothing sent.
-    writeFileSync(
-      path,
-      ['```lua', 'flemma.opt.temperature = 0.9', '```', '@You:', 'Hi'].join('\n') + '\n',
-    );
+    writeFileSync(path, codeChat(0.9));
     await d.command('edit!');
     const before = d.notificationCount;
     await d.command('Flemma send');
@@ -587,18 +590,8 @@ describe('trust follows the code', () => {
   });
 
   it('a change to the conversation’s text made outside keeps the trust', async () => {
-    const { d, f } = await start();
-    const path = d.writeFile(
-      'text.chat',
-      ['```lua', 'flemma.opt.temperature = 0.3', '```', '@You:', 'Hi'].join('\n') + '\n',
-    );
-    await d.openChat('text.chat');
-    await d.command('trust');
-    expect(await temperature(d, f)).toBe(0.3);
-    writeFileSync(
-      path,
-      ['```lua', 'flemma.opt.temperature = 0.3', '```', '@You:', 'Hello there'].join('\n') + '\n',
-    );
+    const { d, f, path } = await trusted('text.chat');
+    writeFileSync(path, codeChat(0.3, 'Hello there'));
     await d.command('edit!');
     expect(await temperature(d, f)).toBe(0.3);
   });
