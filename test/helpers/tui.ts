@@ -4,10 +4,37 @@
 // time, so one made before the socket listens is simply tried again) and by keys typed into the
 // pane (`tmux send-keys`), as a user would.
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ROOT, homeEnv, nvimBinary } from './driver.js';
+import { waitForExit } from './processes.js';
+
+/** The pids of the Neovim listening on `server` and of its children (the host), if it runs. */
+function tuiProcesses(server: string): number[] {
+  const all: { pid: number; ppid: number; cmdline: string }[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      const cmdline = readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0').join(' ');
+      all.push({ pid: Number(entry), ppid, cmdline });
+    } catch {
+      // Gone meanwhile.
+    }
+  }
+  const nvim = all.filter((p) => p.cmdline.includes(`--listen ${server} `)).map((p) => p.pid);
+  return [...nvim, ...all.filter((p) => nvim.includes(p.ppid)).map((p) => p.pid)];
+}
 
 /** Polls `check` until it returns a value; fails after 10 s saying what it waited for. */
 export async function until<T>(what: string, check: () => T | undefined): Promise<T> {
@@ -33,8 +60,11 @@ export interface Tui {
   work: string;
   /** The home directory of the run (the host's log is under `state/`). */
   home: string;
-  /** Stops the tmux server and removes the directories. */
-  close(): void;
+  /**
+   * Stops the tmux server, waits until the TUI's Neovim and the programs it started (the host,
+   * which logs its exit under `state/`) have exited, and removes the directories.
+   */
+  close(): Promise<void>;
 }
 
 export interface TuiOptions {
@@ -111,12 +141,14 @@ export function startTui(options: TuiOptions): Tui {
     screen: () => tmux('capture-pane', '-p'),
     work,
     home,
-    close: () => {
+    close: async () => {
+      const pids = tuiProcesses(server);
       try {
         tmux('kill-server');
       } catch {
         // Already gone.
       }
+      for (const pid of pids) await waitForExit(pid, 30_000);
       rmSync(home, { recursive: true, force: true });
     },
   };

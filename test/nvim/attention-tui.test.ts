@@ -43,9 +43,7 @@ describe('the terminal notification in a TUI', () => {
           env: { ANTHROPIC_API_KEY: 'sk-ant-test-key', ANTHROPIC_BASE_URL: fake.url },
           withoutTmuxVar: !withTmux,
         });
-        cleanups.push(() => {
-          tui.close();
-        });
+        cleanups.push(() => tui.close());
         await finishAway(tui, fake);
         const expected = withTmux
           ? '\x1bPtmux;' + OSC.split('\x1b').join('\x1b\x1b') + '\x1b\\'

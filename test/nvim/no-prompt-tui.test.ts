@@ -37,8 +37,8 @@ beforeAll(async () => {
   await entered(tui, 'chat');
 });
 
-afterAll(() => {
-  tui.close();
+afterAll(async () => {
+  await tui.close();
 });
 
 /** Types `:Flemma <command>` with the cursor on the tool call, and waits for `answer` on screen. */

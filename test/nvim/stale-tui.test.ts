@@ -36,9 +36,7 @@ async function chatInTui(lines: string[], setup = '{}'): Promise<{ tui: Tui; fak
     open: 'work.chat',
     env: { ANTHROPIC_API_KEY: 'sk-ant-test-key', ANTHROPIC_BASE_URL: fake.url },
   });
-  cleanups.push(() => {
-    tui.close();
-  });
+  cleanups.push(() => tui.close());
   await entered(tui, 'chat');
   return { tui, fake };
 }
