@@ -1,4 +1,5 @@
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { lstat, mkdtemp, open, readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
+import { OutputSpill } from '../../src/core/tools/spill.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -415,6 +416,89 @@ describe('truncateOutputTail (a program output as bytes)', () => {
       expect(asBytes.files).toEqual(asText.files);
     },
   );
+});
+
+describe('the overflow file written as the output comes (spill)', () => {
+  const where = { source: 'bash', id: 'toolu_spill' };
+  const big = filler(MAX_BYTES * 3, 97);
+  const cases: [string, Buffer][] = [
+    ['small', Buffer.from('a\nb\n\n')],
+    ['megabytes of ASCII lines', Buffer.from(`${big}\n\n  `)],
+    [
+      'just over the byte limit, but not once trimmed',
+      Buffer.from(`${'s'.repeat(MAX_BYTES)}${' '.repeat(99)}`),
+    ],
+    ['multi-byte text', Buffer.from(`${'é€😀\n'.repeat(9000)}tail`)],
+    ['bytes that are not UTF-8', Buffer.concat([Buffer.from(big), Buffer.from([0xff, 0x41])])],
+    ['a byte-order mark', Buffer.from(`\uFEFF${big}`)],
+  ];
+  it.each(cases)('%s: the same result and file as when saved at the end', async (_, data) => {
+    const dir = await mkdtemp(join(tmpdir(), 'flemma-spill-'));
+    try {
+      const asText = new FakeFs(dir);
+      const text = new TextDecoder().decode(data).trimEnd();
+      const expected = await truncateForResult(text, { ...where, mode: 'tail' }, asText);
+      const fs: TruncateFs = { ...nodeTruncateFs, tmpdir: () => dir };
+      const spill = new OutputSpill(overflowPath(where.source, where.id, dir), fs, MAX_BYTES);
+      for (let at = 0; at < data.length; at += 4096) spill.push(data.subarray(at, at + 4096));
+      const actual = await truncateOutputTail(data, where, fs, spill);
+      expect(actual).toEqual(expected);
+      const files = Object.fromEntries(
+        await Promise.all(
+          (await readdir(dir)).map(async (name): Promise<[string, string]> => [
+            join(dir, name),
+            await readFile(join(dir, name), 'utf8'),
+          ]),
+        ),
+      );
+      expect(files).toEqual(Object.fromEntries(asText.files));
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('does not follow a link left at the overflow path, and says the output was not saved', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'flemma-spill-'));
+    try {
+      const target = join(dir, 'precious.txt');
+      await writeFile(target, 'keep me');
+      const path = overflowPath('bash', 'toolu_link', dir);
+      const fs: TruncateFs = {
+        ...nodeTruncateFs,
+        tmpdir: () => dir,
+        // Someone puts the link back between the removal and the create.
+        create: async (at) => {
+          await rm(at, { force: true });
+          await symlink(target, at);
+          return open(at, 'wx', 0o600);
+        },
+      };
+      const spill = new OutputSpill(path, fs, 10);
+      const data = Buffer.from(`${big}\n`);
+      spill.push(data);
+      const cut = await truncateOutputTail(data, { source: 'bash', id: 'toolu_link' }, fs, spill);
+      expect(await readFile(target, 'utf8')).toBe('keep me');
+      // The spill gave up; the file was then written at the end, the link replaced.
+      expect(cut.fullOutputPath).toBe(path);
+      expect((await lstat(path)).isSymbolicLink()).toBe(false);
+      expect(await readFile(target, 'utf8')).toBe('keep me');
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('leaves no file behind when the output is discarded', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'flemma-spill-'));
+    try {
+      const fs: TruncateFs = { ...nodeTruncateFs, tmpdir: () => dir };
+      const spill = new OutputSpill(overflowPath('bash', 'toolu_gone', dir), fs, 10);
+      spill.push(Buffer.from(big));
+      await spill.discard();
+      expect(await readdir(dir)).toEqual([]);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
 });
 
 describe('overflow file name', () => {

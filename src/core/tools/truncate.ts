@@ -32,7 +32,8 @@
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { isUtf8 } from 'node:buffer';
-import { writeFile } from 'node:fs/promises';
+import { open, unlink, writeFile } from 'node:fs/promises';
+import type { OutputSpill, SpillFs } from './spill.js';
 
 export const MAX_LINES = 2000;
 export const MAX_BYTES = 50 * 1024;
@@ -199,15 +200,32 @@ export function truncateTail(text: string, limits: TruncateLimits = {}): Truncat
 }
 
 /** The filesystem operations truncateForResult needs; inject a fake in tests. */
-export interface TruncateFs {
+export interface TruncateFs extends SpillFs {
   writeFile(path: string, data: string | Uint8Array): Promise<void>;
   tmpdir(): string;
 }
 
+/**
+ * A new file at `path`, never one that is there: whatever is there is removed first and the file
+ * is created exclusively, so a link someone left in the shared temp directory is not followed
+ * (the create fails instead, and the output is said not saved).
+ */
+async function fresh(path: string): Promise<void> {
+  await unlink(path).catch(() => undefined);
+}
+
 /** Node implementation: the OS temp dir; files readable by the owner only (output may be private). */
 export const nodeTruncateFs: TruncateFs = {
-  writeFile: (path, data) => writeFile(path, data, { encoding: 'utf8', mode: 0o600 }),
+  writeFile: async (path, data) => {
+    await fresh(path);
+    await writeFile(path, data, { encoding: 'utf8', mode: 0o600, flag: 'wx' });
+  },
   tmpdir: () => tmpdir(),
+  create: async (path) => {
+    await fresh(path);
+    return open(path, 'wx', 0o600);
+  },
+  remove: (path) => unlink(path),
 };
 
 export interface TruncateForResultOptions extends TruncateLimits {
@@ -290,14 +308,17 @@ async function saved(
   full: string | Uint8Array,
   options: TruncateForResultOptions,
   fs: TruncateFs,
+  spilled?: string,
 ): Promise<TruncatedOutput> {
-  let savedTo: string | null = null;
-  try {
-    const path = overflowPath(options.source, options.id, fs.tmpdir());
-    await fs.writeFile(path, full);
-    savedTo = path;
-  } catch {
-    savedTo = null;
+  let savedTo: string | null = spilled ?? null;
+  if (spilled === undefined) {
+    try {
+      const path = overflowPath(options.source, options.id, fs.tmpdir());
+      await fs.writeFile(path, full);
+      savedTo = path;
+    } catch {
+      savedTo = null;
+    }
   }
 
   const line = notice(details, options.mode, limitsOf(options).maxBytes, savedTo);
@@ -344,11 +365,14 @@ export async function truncateOutputTail(
   bytes: Uint8Array,
   options: Omit<TruncateForResultOptions, 'mode'>,
   fs: TruncateFs,
+  spill?: OutputSpill,
 ): Promise<TruncatedOutput> {
   const tail: TruncateForResultOptions = { ...options, mode: 'tail' };
   const { maxLines, maxBytes } = limitsOf(options);
   const end = trimmedEnd(bytes);
   if (end === undefined || end <= maxBytes || hasBom(bytes) || !isUtf8(bytes)) {
+    // The file, if any, is written from the text below.
+    await spill?.discard();
     return truncateForResult(new TextDecoder().decode(bytes).trimEnd(), tail, fs);
   }
   const body = Buffer.from(bytes.buffer, bytes.byteOffset, end);
@@ -367,7 +391,7 @@ export async function truncateOutputTail(
         ? null
         : { ...window.cutLine, line: lines, lineBytes: end - lastStart },
   };
-  return saved(details, body, tail, fs);
+  return saved(details, body, tail, fs, await spill?.keep(bytes.length, end));
 }
 
 /**

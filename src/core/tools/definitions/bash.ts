@@ -19,8 +19,9 @@
 //   (`tools.default_timeout`). Values that are not positive numbers are skipped.
 // - Trailing whitespace is removed from the output, then the END is kept when it is too long
 //   (that is where errors and summaries are) and the full text is saved to a temp file.
-//   The output is kept as bytes: a command printing megabytes of UTF-8 costs a scan of them, the
-//   decoding of the end that is kept and one file write from the bytes (truncate.ts).
+//   The output is kept as bytes: a command printing megabytes of UTF-8 costs a scan of them and
+//   the decoding of the end that is kept (truncate.ts); the file is written while the command
+//   runs, once the output outgrows a result (spill.ts), so little is left to do after it exits.
 // - The output is handed to `ctx.output` as it comes, when something shows it (the live view
 //   under the call's block); the result is still made from the whole output.
 // - A whitespace-only command counts as no command.
@@ -30,11 +31,13 @@
 import type { WrapResult } from '../context.js';
 import { type RunResult, runProcess } from '../process.js';
 import type { ToolContext, ToolDefinition, ToolOutcome } from '../registry.js';
+import { OutputSpill } from '../spill.js';
 import {
   MAX_BYTES,
   MAX_LINES,
   type TruncateFs,
   nodeTruncateFs,
+  overflowPath,
   truncateForResult,
   truncateOutputTail,
 } from '../truncate.js';
@@ -91,13 +94,18 @@ function withTrailer(text: string, suffix: string): string {
   return text === '' ? suffix : `${text}\n\n${suffix}`;
 }
 
-async function shownOutput(result: RunResult, ctx: ToolContext, fs: TruncateFs): Promise<string> {
+async function shownOutput(
+  result: RunResult,
+  ctx: ToolContext,
+  fs: TruncateFs,
+  spill: OutputSpill | undefined,
+): Promise<string> {
   const where = { source: 'bash', id: ctx.tool_id };
-  const cut =
-    result.bytes === undefined
-      ? await truncateForResult(result.output.trimEnd(), { ...where, mode: 'tail' }, fs)
-      : await truncateOutputTail(result.bytes, where, fs);
-  return cut.text;
+  if (result.bytes === undefined) {
+    await spill?.discard();
+    return (await truncateForResult(result.output.trimEnd(), { ...where, mode: 'tail' }, fs)).text;
+  }
+  return (await truncateOutputTail(result.bytes, where, fs, spill)).text;
 }
 
 /** Turns a finished run into the tool's outcome. */
@@ -106,12 +114,14 @@ export async function bashOutcome(
   timeoutSeconds: number,
   ctx: ToolContext,
   fs: TruncateFs = nodeTruncateFs,
+  spill?: OutputSpill,
 ): Promise<ToolOutcome> {
+  if (result.cancelled || result.startError !== undefined) await spill?.discard();
   if (result.cancelled) return { ok: false, error: 'Cancelled' };
   if (result.startError !== undefined) {
     return { ok: false, error: `Failed to start job: ${result.startError}` };
   }
-  const output = await shownOutput(result, ctx, fs);
+  const output = await shownOutput(result, ctx, fs, spill);
   if (result.timedOut) {
     return {
       ok: false,
@@ -149,16 +159,23 @@ async function executeBash(
   if (ctx.signal.aborted) return { ok: false, error: 'Cancelled' };
 
   const run = options.run ?? runProcess;
+  const fs = options.truncateFs ?? nodeTruncateFs;
+  // A long output goes to its file while the command runs (spill.ts).
+  const spill = new OutputSpill(overflowPath('bash', ctx.tool_id, fs.tmpdir()), fs, MAX_BYTES);
+  const shown = ctx.output;
   const result = await run(wrapped.argv, {
     cwd: ctx.cwd,
     env: ctx.sandbox.scrub_env({ ...process.env, ...envFrom(config) }),
     extendEnv: false,
     signal: ctx.signal,
     timeoutMs: timeoutSeconds * 1000,
-    ...(ctx.output === undefined ? {} : { onOutput: ctx.output }),
+    onOutput: (chunk) => {
+      spill.push(typeof chunk === 'string' ? Buffer.from(chunk, 'utf8') : chunk);
+      shown?.(chunk);
+    },
     bytes: true,
   });
-  return bashOutcome(result, timeoutSeconds, ctx, options.truncateFs ?? nodeTruncateFs);
+  return bashOutcome(result, timeoutSeconds, ctx, fs, spill);
 }
 
 /** The first non-blank line of a command, marked with ` …` when more lines follow. */
