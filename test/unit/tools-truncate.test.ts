@@ -379,32 +379,35 @@ describe('truncateForResult', () => {
   });
 });
 
+/** Program outputs as bytes, and the limits they are cut to. */
+const bytesWhere = { source: 'bash', id: 'toolu_bytes' };
+const bigOutput = filler(MAX_BYTES * 3, 97);
+const outputCases: [string, Buffer, { maxLines?: number; maxBytes?: number }?][] = [
+  ['empty', Buffer.alloc(0)],
+  ['only whitespace', Buffer.from(' \n\t\r\n')],
+  ['small, trailing newlines', Buffer.from('a\nb\n\n')],
+  ['megabytes of ASCII lines', Buffer.from(`${bigOutput}\n\n  `)],
+  ['over the line limit only', Buffer.from(`${numbered(2500)}\n`)],
+  ['lines over the line limit and the byte limit', Buffer.from(`${numbered(30_000)}\n`)],
+  ['one line over the byte limit', Buffer.from('z'.repeat(MAX_BYTES * 2))],
+  ['a long last line after short ones', Buffer.from(`a\nb\n${'q'.repeat(MAX_BYTES + 7)}`)],
+  ['multi-byte text cut inside a character', Buffer.from(`${'é€😀\n'.repeat(9000)}tail`)],
+  ['multi-byte single line', Buffer.from('€'.repeat(MAX_BYTES))],
+  [
+    'a line exactly at the window start',
+    Buffer.from(`${'w'.repeat(100)}\n${'v'.repeat(MAX_BYTES)}`),
+  ],
+  ['a byte-order mark', Buffer.from(`\uFEFF${bigOutput}`)],
+  ['bytes that are not UTF-8', Buffer.concat([Buffer.from(bigOutput), Buffer.from([0xff, 0x41])])],
+  ['Unicode whitespace at the end', Buffer.from(`${bigOutput}\u00A0\u3000 \n`)],
+  ['a non-ASCII last character', Buffer.from(`${bigOutput}é`)],
+  ['custom limits', Buffer.from(`${numbered(500)}\n`), { maxLines: 7, maxBytes: 40 }],
+  ['no lines allowed', Buffer.from(bigOutput), { maxLines: 0 }],
+];
+
 describe('truncateOutputTail (a program output as bytes)', () => {
-  const where = { source: 'bash', id: 'toolu_bytes' };
-  const big = filler(MAX_BYTES * 3, 97);
-  const cases: [string, Buffer, { maxLines?: number; maxBytes?: number }?][] = [
-    ['empty', Buffer.alloc(0)],
-    ['only whitespace', Buffer.from(' \n\t\r\n')],
-    ['small, trailing newlines', Buffer.from('a\nb\n\n')],
-    ['megabytes of ASCII lines', Buffer.from(`${big}\n\n  `)],
-    ['over the line limit only', Buffer.from(`${numbered(2500)}\n`)],
-    ['lines over the line limit and the byte limit', Buffer.from(`${numbered(30_000)}\n`)],
-    ['one line over the byte limit', Buffer.from('z'.repeat(MAX_BYTES * 2))],
-    ['a long last line after short ones', Buffer.from(`a\nb\n${'q'.repeat(MAX_BYTES + 7)}`)],
-    ['multi-byte text cut inside a character', Buffer.from(`${'é€😀\n'.repeat(9000)}tail`)],
-    ['multi-byte single line', Buffer.from('€'.repeat(MAX_BYTES))],
-    [
-      'a line exactly at the window start',
-      Buffer.from(`${'w'.repeat(100)}\n${'v'.repeat(MAX_BYTES)}`),
-    ],
-    ['a byte-order mark', Buffer.from(`\uFEFF${big}`)],
-    ['bytes that are not UTF-8', Buffer.concat([Buffer.from(big), Buffer.from([0xff, 0x41])])],
-    ['Unicode whitespace at the end', Buffer.from(`${big}\u00A0\u3000 \n`)],
-    ['a non-ASCII last character', Buffer.from(`${big}é`)],
-    ['custom limits', Buffer.from(`${numbered(500)}\n`), { maxLines: 7, maxBytes: 40 }],
-    ['no lines allowed', Buffer.from(big), { maxLines: 0 }],
-  ];
-  it.each(cases)(
+  const where = bytesWhere;
+  it.each(outputCases)(
     '%s: the same result and saved file as for the decoded, trimmed text',
     async (_, data, limits = {}) => {
       const asText = new FakeFs();
@@ -419,43 +422,66 @@ describe('truncateOutputTail (a program output as bytes)', () => {
 });
 
 describe('the overflow file written as the output comes (spill)', () => {
-  const where = { source: 'bash', id: 'toolu_spill' };
-  const big = filler(MAX_BYTES * 3, 97);
-  const cases: [string, Buffer][] = [
-    ['small', Buffer.from('a\nb\n\n')],
-    ['megabytes of ASCII lines', Buffer.from(`${big}\n\n  `)],
-    [
-      'just over the byte limit, but not once trimmed',
-      Buffer.from(`${'s'.repeat(MAX_BYTES)}${' '.repeat(99)}`),
-    ],
-    ['multi-byte text', Buffer.from(`${'é€😀\n'.repeat(9000)}tail`)],
-    ['bytes that are not UTF-8', Buffer.concat([Buffer.from(big), Buffer.from([0xff, 0x41])])],
-    ['a byte-order mark', Buffer.from(`\uFEFF${big}`)],
-  ];
-  it.each(cases)('%s: the same result and file as when saved at the end', async (_, data) => {
-    const dir = await mkdtemp(join(tmpdir(), 'flemma-spill-'));
-    try {
-      const asText = new FakeFs(dir);
-      const text = new TextDecoder().decode(data).trimEnd();
-      const expected = await truncateForResult(text, { ...where, mode: 'tail' }, asText);
-      const fs: TruncateFs = { ...nodeTruncateFs, tmpdir: () => dir };
-      const spill = new OutputSpill(overflowPath(where.source, where.id, dir), fs, MAX_BYTES);
-      for (let at = 0; at < data.length; at += 4096) spill.push(data.subarray(at, at + 4096));
-      const actual = await truncateOutputTail(data, where, fs, spill);
-      expect(actual).toEqual(expected);
-      const files = Object.fromEntries(
-        await Promise.all(
-          (await readdir(dir)).map(async (name): Promise<[string, string]> => [
-            join(dir, name),
-            await readFile(join(dir, name), 'utf8'),
-          ]),
-        ),
-      );
-      expect(files).toEqual(Object.fromEntries(asText.files));
-    } finally {
-      await rm(dir, { recursive: true, force: true });
-    }
-  });
+  const big = bigOutput;
+  // What the gathered facts cannot settle as the whole bytes would: read back from the file.
+  const readBack = new Set([
+    'a byte-order mark',
+    'bytes that are not UTF-8',
+    'Unicode whitespace at the end',
+    'a non-ASCII last character',
+    'multi-byte single line',
+    // Under the byte limit (spilled only because of the low threshold here).
+    'over the line limit only',
+  ]);
+  const spillCases = outputCases.flatMap(([name, data, limits]) =>
+    [3, 4096, Number.MAX_SAFE_INTEGER].map(
+      (size) =>
+        [
+          `${name}, in chunks of ${String(Math.min(size, data.length))}`,
+          data,
+          limits ?? {},
+          size,
+        ] as const,
+    ),
+  );
+  it.each(spillCases)(
+    '%s: the same result and file as when saved at the end',
+    async (_, data, limits, size) => {
+      const dir = await mkdtemp(join(tmpdir(), 'flemma-spill-'));
+      try {
+        const where = { source: 'bash', id: 'toolu_spill', ...limits };
+        const asText = new FakeFs(dir);
+        const text = new TextDecoder().decode(data).trimEnd();
+        const expected = await truncateForResult(text, { ...where, mode: 'tail' }, asText);
+        let reads = 0;
+        const fs: TruncateFs = {
+          ...nodeTruncateFs,
+          tmpdir: () => dir,
+          readStart: (path, length) => {
+            reads += 1;
+            return nodeTruncateFs.readStart?.(path, length) ?? Promise.reject(new Error('none'));
+          },
+        };
+        // A low threshold: every case but the smallest goes through the file.
+        const spill = new OutputSpill(overflowPath(where.source, where.id, dir), fs, 16);
+        for (let at = 0; at < data.length; at += size) spill.push(data.subarray(at, at + size));
+        const actual = await spill.cut(where);
+        expect(actual).toEqual(expected);
+        const files = Object.fromEntries(
+          await Promise.all(
+            (await readdir(dir)).map(async (name): Promise<[string, string]> => [
+              join(dir, name),
+              await readFile(join(dir, name), 'utf8'),
+            ]),
+          ),
+        );
+        expect(files).toEqual(Object.fromEntries(asText.files));
+        expect(reads > 0).toBe(readBack.has(_.replace(/, in chunks of \d+$/u, '')));
+      } finally {
+        await rm(dir, { recursive: true, force: true });
+      }
+    },
+  );
 
   it('does not follow a link left at the overflow path, and says the output was not saved', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'flemma-spill-'));
@@ -476,7 +502,7 @@ describe('the overflow file written as the output comes (spill)', () => {
       const spill = new OutputSpill(path, fs, 10);
       const data = Buffer.from(`${big}\n`);
       spill.push(data);
-      const cut = await truncateOutputTail(data, { source: 'bash', id: 'toolu_link' }, fs, spill);
+      const cut = await spill.cut({ source: 'bash', id: 'toolu_link' });
       expect(await readFile(target, 'utf8')).toBe('keep me');
       // The spill gave up; the file was then written at the end, the link replaced.
       expect(cut.fullOutputPath).toBe(path);

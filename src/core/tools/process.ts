@@ -10,7 +10,8 @@
 //   (`RunResult.bytes`): a command printing megabytes is then cut and saved without decoding it
 //   all (bash, src/core/tools/truncate.ts). Its chunks are gathered here and joined once at the
 //   end (execa's own byte buffer grows by copying, which cost more than decoding); past
-//   `MAX_BUFFER` the stream is dropped, as execa does at its `maxBuffer`.
+//   `MAX_BUFFER` the stream is dropped, as execa does at its `maxBuffer`. With a `sink` (bash's
+//   spill.ts) the chunks go there as they come and nothing is kept here.
 // - `onOutput` sees the output as it comes (the live view under a running call's block); it only
 //   listens, the whole output is still collected for the result.
 // - execa is loaded on first use with import(): it costs ~100 ms to load, and a host that never
@@ -47,6 +48,11 @@ export interface RunOptions {
    * with `mergeStderr`.
    */
   bytes?: boolean;
+  /**
+   * With `bytes`: stdout's chunks go here (up to `MAX_BUFFER`, as they would be kept) instead of
+   * being kept for `RunResult.bytes`, which is then absent (bash's spill.ts keeps what it needs).
+   */
+  sink?: (chunk: Uint8Array) => void;
 }
 
 export interface RunResult {
@@ -151,21 +157,28 @@ function follow(
   stream?.on('data', onOutput);
 }
 
-/** Gathers what `stream` gives (up to `MAX_BUFFER`); the function joins it once it ended. */
-function gather(stream: NodeJS.ReadableStream & { destroy(): void }): () => Uint8Array {
+/**
+ * Gathers what `stream` gives (up to `MAX_BUFFER`); the function joins it once it ended. With a
+ * `sink`, the chunks go there instead and nothing is kept.
+ */
+function gather(
+  stream: NodeJS.ReadableStream & { destroy(): void },
+  sink?: (chunk: Uint8Array) => void,
+): () => Uint8Array | undefined {
   const chunks: Buffer[] = [];
+  const keep = sink ?? ((chunk: Buffer) => chunks.push(chunk));
   let size = 0;
   stream.on('data', (chunk: Buffer) => {
     if (size + chunk.length > MAX_BUFFER) {
-      chunks.push(chunk.subarray(0, MAX_BUFFER - size));
+      keep(chunk.subarray(0, MAX_BUFFER - size));
       size = MAX_BUFFER;
       stream.destroy();
       return;
     }
-    chunks.push(chunk);
+    keep(chunk);
     size += chunk.length;
   });
-  return () => Buffer.concat(chunks, size);
+  return () => (sink === undefined ? Buffer.concat(chunks, size) : undefined);
 }
 
 /** How the child ended; one that never started (and was not stopped) says why. */
@@ -206,7 +219,7 @@ export async function runProcess(argv: readonly string[], options: RunOptions): 
   const merge = options.mergeStderr === true;
   const child = start(execa, file, args, options);
   if (options.onOutput !== undefined) follow(child, merge, options.onOutput);
-  const gathered = options.bytes === true ? gather(child.stdout) : undefined;
+  const gathered = options.bytes === true ? gather(child.stdout, options.sink) : undefined;
 
   // Set from timer and abort callbacks.
   const stopped = { timedOut: false, cancelled: false };

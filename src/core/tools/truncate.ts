@@ -32,8 +32,7 @@
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { isUtf8 } from 'node:buffer';
-import { open, unlink, writeFile } from 'node:fs/promises';
-import type { OutputSpill, SpillFs } from './spill.js';
+import { open, readFile, unlink, writeFile } from 'node:fs/promises';
 
 export const MAX_LINES = 2000;
 export const MAX_BYTES = 50 * 1024;
@@ -200,9 +199,21 @@ export function truncateTail(text: string, limits: TruncateLimits = {}): Truncat
 }
 
 /** The filesystem operations truncateForResult needs; inject a fake in tests. */
-export interface TruncateFs extends SpillFs {
+export interface TruncateFs {
   writeFile(path: string, data: string | Uint8Array): Promise<void>;
   tmpdir(): string;
+  /** A new file to write as output comes (spill.ts); without it, output is saved at the end. */
+  create?(path: string): Promise<SpillFile>;
+  remove?(path: string): Promise<void>;
+  /** The first `length` bytes of the file at `path`. */
+  readStart?(path: string, length: number): Promise<Uint8Array>;
+}
+
+/** The part of an open file a spill uses (Node's `FileHandle`). */
+export interface SpillFile {
+  writev(chunks: Uint8Array[]): Promise<unknown>;
+  truncate(length: number): Promise<void>;
+  close(): Promise<void>;
 }
 
 /**
@@ -226,6 +237,7 @@ export const nodeTruncateFs: TruncateFs = {
     return open(path, 'wx', 0o600);
   },
   remove: (path) => unlink(path),
+  readStart: async (path, length) => (await readFile(path)).subarray(0, length),
 };
 
 export interface TruncateForResultOptions extends TruncateLimits {
@@ -308,20 +320,25 @@ async function saved(
   full: string | Uint8Array,
   options: TruncateForResultOptions,
   fs: TruncateFs,
-  spilled?: string,
 ): Promise<TruncatedOutput> {
-  let savedTo: string | null = spilled ?? null;
-  if (spilled === undefined) {
-    try {
-      const path = overflowPath(options.source, options.id, fs.tmpdir());
-      await fs.writeFile(path, full);
-      savedTo = path;
-    } catch {
-      savedTo = null;
-    }
+  let savedTo: string | null = null;
+  try {
+    const path = overflowPath(options.source, options.id, fs.tmpdir());
+    await fs.writeFile(path, full);
+    savedTo = path;
+  } catch {
+    savedTo = null;
   }
+  return noticed(details, options.mode, limitsOf(options).maxBytes, savedTo);
+}
 
-  const line = notice(details, options.mode, limitsOf(options).maxBytes, savedTo);
+function noticed(
+  details: TruncationResult,
+  mode: 'head' | 'tail',
+  maxBytes: number,
+  savedTo: string | null,
+): TruncatedOutput {
+  const line = notice(details, mode, maxBytes, savedTo);
   const out = details.content === '' ? line : `${details.content}\n\n${line}`;
   return { text: out, truncated: true, fullOutputPath: savedTo, details };
 }
@@ -365,33 +382,60 @@ export async function truncateOutputTail(
   bytes: Uint8Array,
   options: Omit<TruncateForResultOptions, 'mode'>,
   fs: TruncateFs,
-  spill?: OutputSpill,
 ): Promise<TruncatedOutput> {
   const tail: TruncateForResultOptions = { ...options, mode: 'tail' };
-  const { maxLines, maxBytes } = limitsOf(options);
+  const { maxBytes } = limitsOf(options);
   const end = trimmedEnd(bytes);
   if (end === undefined || end <= maxBytes || hasBom(bytes) || !isUtf8(bytes)) {
-    // The file, if any, is written from the text below.
-    await spill?.discard();
     return truncateForResult(new TextDecoder().decode(bytes).trimEnd(), tail, fs);
   }
   const body = Buffer.from(bytes.buffer, bytes.byteOffset, end);
-  // The last `maxBytes` + 1 bytes hold every line that can be kept, and a line more that cannot
-  // (complete or not), so the window is cut as the whole would be; it starts on a character.
-  let start = end - maxBytes - 1;
-  while (start > 0 && isContinuation(body[start])) start -= 1;
-  const window = truncateTail(body.subarray(start).toString('utf8'), { maxLines, maxBytes });
-  const { lines, lastStart } = countLines(body);
-  const details: TruncationResult = {
-    ...window,
-    totalLines: lines,
-    totalBytes: end,
+  const details = tailDetails(body, 0, { ...countLines(body), end }, options);
+  return saved(details, body, tail, fs);
+}
+
+/** Where a long output's text ends once trimmed, how many lines it has, where its last starts. */
+export interface OutputShape {
+  end: number;
+  lines: number;
+  lastStart: number;
+}
+
+/**
+ * The cut of an output of `shape` whose bytes from `offset` on (up to its trimmed end) are
+ * `window`, which holds at least its last `maxBytes` + 4 bytes: those hold every line that can be
+ * kept and a line more that cannot (complete or not), so the window is cut as the whole would be,
+ * from the start of a character.
+ */
+export function tailDetails(
+  window: Uint8Array,
+  offset: number,
+  shape: OutputShape,
+  limits: TruncateLimits,
+): TruncationResult {
+  const { maxLines, maxBytes } = limitsOf(limits);
+  const bytes = Buffer.from(window.buffer, window.byteOffset, shape.end - offset);
+  let start = Math.max(0, shape.end - maxBytes - 1 - offset);
+  while (start > 0 && isContinuation(bytes[start])) start -= 1;
+  const cut = truncateTail(bytes.subarray(start).toString('utf8'), { maxLines, maxBytes });
+  return {
+    ...cut,
+    totalLines: shape.lines,
+    totalBytes: shape.end,
     cutLine:
-      window.cutLine === null
+      cut.cutLine === null
         ? null
-        : { ...window.cutLine, line: lines, lineBytes: end - lastStart },
+        : { ...cut.cutLine, line: shape.lines, lineBytes: shape.end - shape.lastStart },
   };
-  return saved(details, body, tail, fs, await spill?.keep(bytes.length, end));
+}
+
+/** A cut output whose full text is already in the file at `path` (the spill). */
+export function savedAt(
+  details: TruncationResult,
+  options: Omit<TruncateForResultOptions, 'mode'>,
+  path: string,
+): TruncatedOutput {
+  return noticed(details, 'tail', limitsOf(options).maxBytes, path);
 }
 
 /**

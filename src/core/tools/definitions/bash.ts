@@ -101,11 +101,16 @@ async function shownOutput(
   spill: OutputSpill | undefined,
 ): Promise<string> {
   const where = { source: 'bash', id: ctx.tool_id };
-  if (result.bytes === undefined) {
-    await spill?.discard();
-    return (await truncateForResult(result.output.trimEnd(), { ...where, mode: 'tail' }, fs)).text;
+  // The run handed its output to the spill (spill.ts): no bytes or text of its own.
+  if (spill !== undefined && result.bytes === undefined && result.output === '') {
+    return (await spill.cut(where)).text;
   }
-  return (await truncateOutputTail(result.bytes, where, fs, spill)).text;
+  await spill?.discard();
+  const cut =
+    result.bytes === undefined
+      ? await truncateForResult(result.output.trimEnd(), { ...where, mode: 'tail' }, fs)
+      : await truncateOutputTail(result.bytes, where, fs);
+  return cut.text;
 }
 
 /** Turns a finished run into the tool's outcome. */
@@ -169,11 +174,11 @@ async function executeBash(
     extendEnv: false,
     signal: ctx.signal,
     timeoutMs: timeoutSeconds * 1000,
-    onOutput: (chunk) => {
-      spill.push(typeof chunk === 'string' ? Buffer.from(chunk, 'utf8') : chunk);
-      shown?.(chunk);
-    },
+    ...(shown === undefined ? {} : { onOutput: shown }),
     bytes: true,
+    sink: (chunk) => {
+      spill.push(chunk);
+    },
   });
   return bashOutcome(result, timeoutSeconds, ctx, fs, spill);
 }
