@@ -91,9 +91,9 @@ describe('writing a chat file', () => {
     );
     writeFileSync(path, versions[0] ?? '');
     const seen = new Set<string>();
-    let writing = true;
+    const reading = { on: true };
     const reads = (async () => {
-      while (writing) {
+      while (reading.on) {
         seen.add(readFileSync(path, 'utf8'));
         await new Promise<void>((resolve) => {
           setImmediate(resolve);
@@ -101,7 +101,7 @@ describe('writing a chat file', () => {
       }
     })();
     for (const version of versions) await writeAtomic(path, version);
-    writing = false;
+    reading.on = false;
     await reads;
     for (const text of seen) expect(versions).toContain(text);
     expect(readFileSync(path, 'utf8')).toBe(versions.at(-1));
