@@ -11,14 +11,19 @@ const launch = launcher();
 
 const CONFIG = '{ tools = { auto_approve = { "read" } } }';
 
-async function running(): Promise<{
+/** `:Flemma run` on a chat of `lines` (`:trust`ed first with `trust`). */
+async function running(
+  lines = ['@You:', 'What does notes.txt say?'],
+  trust = false,
+): Promise<{
   d: Awaited<ReturnType<typeof launch>>['d'];
   f: Awaited<ReturnType<typeof launch>>['f'];
   buf: number;
   file: string;
 }> {
   const { d, f } = await launch({ config: CONFIG, files: { 'notes.txt': 'alpha\n' } });
-  const buf = await d.openChat('job.chat', ['@You:', 'What does notes.txt say?']);
+  const buf = await d.openChat('job.chat', lines);
+  if (trust) await d.command('trust');
   await d.press(':Flemma run<CR>');
   return { d, f, buf, file: join(d.home, 'work', 'job.chat') };
 }
@@ -63,6 +68,22 @@ describe(':Flemma run', () => {
     const text = readFileSync(file, 'utf8');
     expect(text).toMatch(/@Assistant:\nHalf an ans\n\n<!-- flemma:aborted/);
     expect((await d.lines(buf)).join('\n') + '\n').toBe(text);
+  });
+
+  it('renders its templates in Lua with the trust of the buffer that started it', async () => {
+    const { d, f } = await running(['@System:', 'Two is {{ 1 + 1 }}.', '', '@You:', 'Hi.'], true);
+    const request = await f.nextRequest({ path: MESSAGES });
+    expect(JSON.stringify((request.body as { system: unknown }).system)).toContain('Two is 2.');
+    await anthropicReply(request, 'Hello.');
+    await d.waitForNotification(/job\.chat: done/);
+  });
+
+  it('does not render the templates of a chat that is not trusted, and says why', async () => {
+    const { d, f } = await running(['@System:', 'Two is {{ 1 + 1 }}.', '', '@You:', 'Hi.']);
+    await d.waitForNotification(
+      /job\.chat: failed: .*job\.chat is not trusted: its templates do not run/,
+    );
+    expect(f.requests).toHaveLength(0);
   });
 
   it('refuses a chat with unsaved changes: nothing is sent, nothing changes', async () => {
