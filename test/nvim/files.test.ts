@@ -52,6 +52,8 @@ describe(':Flemma run', () => {
     expect(lines).toContain('alpha');
     expect(lines).toContain('It says alpha.');
     expect(await d.lua('return vim.bo[...].modified', buf)).toBe(false);
+    // The chat's hooks (its bufnr is no buffer's) went to Neovim without an error anywhere.
+    expect(d.notifications().filter((note) => note.level >= 3)).toEqual([]);
   });
 
   it('stops at <C-c> in the buffer, the partial reply kept and marked in file and buffer', async () => {
