@@ -319,6 +319,7 @@ export function buildHost(link: HostLink): HostServices {
     sessions,
     documents: base.documents,
     usage: send.usage,
+    commands,
     states,
     forget: forgetAll,
     ...(link.nvim === undefined
