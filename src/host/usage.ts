@@ -54,6 +54,21 @@ function realpath(path: string | null): string | undefined {
   }
 }
 
+/** A cap reached: what was spent (or made), the cap, and which of a chat's own (`capChat`). */
+interface Reached {
+  cost: number;
+  limit: number;
+  chat?: 'cost' | 'requests';
+}
+
+/** A run's own caps, and what its requests made and cost so far. */
+interface ChatCap {
+  cost?: number;
+  requests?: number;
+  spent: number;
+  made: number;
+}
+
 function dollars(value: number): string {
   return `$${value.toFixed(value < 1 ? 4 : 2)}`;
 }
@@ -61,6 +76,8 @@ function dollars(value: number): string {
 export class UsageTracker {
   readonly session = new Session();
   private readonly meters = new Map<number, RequestMeter>();
+  /** Per chat held in a file, the caps of its run and what its requests made and cost so far. */
+  private readonly caps = new Map<number, ChatCap>();
   /** Per buffer, its last completed request against its model's window (the context meter). */
   private readonly contexts = new Map<number, ContextFigure>();
 
@@ -81,6 +98,8 @@ export class UsageTracker {
       config.context.warnAt,
     );
     this.meters.set(bufnr, meter);
+    const cap = this.caps.get(bufnr);
+    if (cap !== undefined) cap.made += 1;
     return meter;
   }
 
@@ -112,6 +131,8 @@ export class UsageTracker {
       pricing,
     );
     this.session.add(record);
+    const cap = this.caps.get(bufnr);
+    if (cap !== undefined) cap.spent += record.cost ?? 0;
     // The figure stays with the model the request went to: a later switch of model does not
     // change what this request filled of its window.
     const context = contextFigure(totalInput(record), meter.window, meter);
@@ -138,10 +159,28 @@ export class UsageTracker {
   /** The buffer went away. */
   forget(bufnr: number): void {
     this.contexts.delete(bufnr);
+    this.caps.delete(bufnr);
   }
 
-  /** The cap and what the session has cost, once the cost has reached the cap. */
-  private reached(config: Config | undefined): { cost: number; limit: number } | undefined {
+  /**
+   * A run of a chat held in a file may make `requests` requests and cost `cost` USD (its own
+   * requests from now on; undefined: no cap of its own), on top of the session's cap: past
+   * either, autopilot stops as at the session's.
+   */
+  capChat(bufnr: number, limits: { cost?: number; requests?: number } | undefined): void {
+    if (limits === undefined) this.caps.delete(bufnr);
+    else this.caps.set(bufnr, { ...limits, spent: 0, made: 0 });
+  }
+
+  /** The cap and what the session (or the chat's run) has cost, once that reached the cap. */
+  private reached(config: Config | undefined, bufnr: number): Reached | undefined {
+    const cap = this.caps.get(bufnr);
+    if (cap?.requests !== undefined && cap.made >= cap.requests) {
+      return { cost: cap.made, limit: cap.requests, chat: 'requests' };
+    }
+    if (cap?.cost !== undefined && cap.spent >= cap.cost) {
+      return { cost: cap.spent, limit: cap.cost, chat: 'cost' };
+    }
     const limit = config?.maxSessionCost;
     if (limit === undefined) return undefined;
     const cost = this.session.totals().cost;
@@ -149,7 +188,13 @@ export class UsageTracker {
   }
 
   /** Short, so that it fits the command line without a hit-enter prompt. */
-  private why(reached: { cost: number; limit: number }): string {
+  private why(reached: Reached): string {
+    if (reached.chat === 'requests') {
+      return `the run made ${String(reached.cost)} requests, its max turns`;
+    }
+    if (reached.chat === 'cost') {
+      return `the run cost ${dollars(reached.cost)} ≥ its max cost ${dollars(reached.limit)}`;
+    }
     return `session cost ${dollars(reached.cost)} ≥ max_session_cost ${dollars(reached.limit)}`;
   }
 
@@ -160,7 +205,7 @@ export class UsageTracker {
    */
   allows(bufnr: number, config: Config, options: SendOptions): boolean {
     if (options.overLimit === true) return true;
-    const reached = this.reached(config);
+    const reached = this.reached(config, bufnr);
     if (reached === undefined) return true;
     if (options.userInitiated === false) {
       this.stopAutopilot(bufnr, reached);
@@ -181,13 +226,13 @@ export class UsageTracker {
    */
   stopsAutopilot(bufnr: number, config: Config | undefined, toolUse: boolean): boolean {
     if (!toolUse || !autopilotSettings(config?.tools).enabled) return false;
-    const reached = this.reached(config);
+    const reached = this.reached(config, bufnr);
     if (reached === undefined) return false;
     this.stopAutopilot(bufnr, reached);
     return true;
   }
 
-  private stopAutopilot(bufnr: number, reached: { cost: number; limit: number }): void {
+  private stopAutopilot(bufnr: number, reached: Reached): void {
     this.stopAutopilotOf(bufnr);
     this.ctx.notify.warn(`Autopilot stopped: ${this.why(reached)}`);
   }

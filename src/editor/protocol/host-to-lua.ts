@@ -6,6 +6,7 @@ import type { McpCatalog } from '../../core/tools/mcp/types.js';
 import type { RequestRecord, SessionTotals } from '../../core/usage/session.js';
 import type { ContextFigure } from '../../core/context/meter.js';
 import type { Doc, Method } from './common.js';
+import { FILES_TO_LUA, type FilesToLua } from './files.js';
 import type {
   ApplyBatch,
   ApplyBatchAnswer,
@@ -25,7 +26,7 @@ import type {
 export type HostToLuaKind = 'request' | 'notification' | 'request or notification';
 
 /** Every host → Lua method: its params and Lua's answer (`nil` arrives as null). */
-export interface HostToLua {
+export interface HostToLua extends FilesToLua {
   'hooks.emit': Method<{ name: HookName; data: HookPayloads[HookName] }, null>;
   'buffer.apply_batch': Method<ApplyBatch, ApplyBatchAnswer>;
   'buffer.lock': Method<{ bufnr: number; owner?: string }, boolean>;
@@ -63,6 +64,8 @@ export interface HostToLua {
       variables: Record<string, unknown>;
       jobs: TemplateJob[];
       tools: unknown[];
+      /** A chat held in a file: its path and the trust its creator gave it (no buffer has it). */
+      file?: { path: string; trusted: boolean };
     },
     { texts?: (string | string[])[]; error?: string; untrusted?: string }
   >;
@@ -290,7 +293,7 @@ export const HOST_TO_LUA = {
   },
   'template.render': {
     kind: 'request',
-    params: '`{bufnr, digest?, variables, jobs, tools}`',
+    params: '`{bufnr, digest?, variables, jobs, tools, file?}`',
     answer: '`{texts}`, `{error}` (with the buffer line) or `{untrusted}`',
     section: 'frontmatter-and-templates',
   },
@@ -468,6 +471,7 @@ export const HOST_TO_LUA = {
     answer: '`nil`',
     section: 'rpcreply',
   },
+  ...FILES_TO_LUA,
 } as const satisfies { readonly [M in HostToLuaMethod]: HostToLuaSpec };
 
 type KindOf<M extends HostToLuaMethod> = (typeof HOST_TO_LUA)[M]['kind'];
