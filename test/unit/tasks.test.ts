@@ -11,7 +11,12 @@ import {
   taskSlug,
   tasksDirName,
 } from '../../src/core/tasks/files.js';
-import { narrowChild, type ParentGrant } from '../../src/core/tasks/narrow.js';
+import {
+  PARENT_PRESET,
+  childLayer,
+  narrowChild,
+  type ParentGrant,
+} from '../../src/core/tasks/narrow.js';
 import {
   EXPLORER,
   type AgentProfile,
@@ -58,6 +63,11 @@ describe('profiles', () => {
       "agents: the profile name 'no/slash' may hold only letters, digits, '_' and '-'",
     ]);
     expect([...disabledProfiles({ agents: { off: { enabled: false } } })]).toEqual(['off']);
+  });
+
+  it('settings for the built-in profile narrow it', () => {
+    const set = profilesFromConfig({ agents: { explorer: { max_turns: 3 } } });
+    expect(set.profiles[0]).toMatchObject({ name: 'explorer', tools: EXPLORER.tools, maxTurns: 3 });
   });
 
   it('a profile that names no tools gets the read-only ones', () => {
@@ -140,6 +150,45 @@ describe('never more than the parent', () => {
     expect([plan.maxTurns, plan.maxCost]).toEqual([10, 0.5]);
     expect(narrowChild(profile({}), PARENT).maxCost).toBeUndefined();
     expect(narrowChild(profile({}), { ...PARENT, budgetLeft: -1 }).maxCost).toBe(0);
+  });
+});
+
+describe('the child’s configuration layer', () => {
+  const plan = narrowChild(profile({ tools: ['read', 'grep'] }), PARENT);
+  const parentData = {
+    tools: {
+      auto_approve: ['$readonly'],
+      sensitive_paths: ['x'],
+      __list: ['read', 'grep', 'bash'],
+    },
+    sandbox: { enabled: true },
+    limits: { max_session_cost: 1 },
+  };
+  const tools = (layer: ReturnType<typeof childLayer>): Record<string, unknown> =>
+    layer.find((option) => option.path.join('.') === 'tools')?.value as Record<string, unknown>;
+
+  it('is the parent’s own tools section, sandbox and limits, with the plan’s tools and model', () => {
+    const layer = childLayer(plan, parentData, undefined);
+    expect(tools(layer)).toEqual({ ...parentData.tools, __list: ['read', 'grep'] });
+    expect(layer.slice(1)).toEqual([
+      { path: ['sandbox'], value: { enabled: true } },
+      { path: ['limits'], value: { max_session_cost: 1 } },
+      { path: ['provider'], value: 'anthropic' },
+      { path: ['model'], value: 'claude-sonnet-4-5' },
+    ]);
+  });
+
+  it('carries the parent’s frontmatter approval, denials too; a Lua function’s as nothing', () => {
+    const layer = childLayer(plan, parentData, {
+      kind: 'list',
+      list: { items: ['$default'], removed: ['write'] },
+    });
+    expect(tools(layer)['auto_approve']).toEqual([PARENT_PRESET]);
+    expect((tools(layer)['presets'] as Record<string, unknown>)[PARENT_PRESET]).toEqual({
+      approve: ['edit', 'find', 'grep', 'ls', 'read'],
+      deny: [],
+    });
+    expect(tools(childLayer(plan, parentData, { kind: 'function' }))['auto_approve']).toEqual([]);
   });
 });
 

@@ -2,6 +2,9 @@
 // parent and its profile. A profile only narrows: its tools are the ones the parent has too, it
 // adds no approval, sandbox path or MCP server (those are the parent's, given to the child as
 // they are), and it changes the provider only when it is the user's own (setup()).
+import { type ApproveList, expandApproveList, presetTable } from '../approval/presets.js';
+import type { SwitchedOption } from '../config/switched.js';
+import { isRecord } from '../util/records.js';
 import type { AgentProfile } from './profiles.js';
 
 /** The tool a child never gets: a child does not start children of its own. */
@@ -67,15 +70,42 @@ export function narrowChild(profile: AgentProfile, parent: ParentGrant): ChildPl
   return plan;
 }
 
+/** A parent's approval from its frontmatter, when it set or edited `tools.auto_approve`. */
+export type ParentApproval = { kind: 'list'; list: ApproveList } | { kind: 'function' };
+
+/** The name of the preset that carries a parent's edited approval list to its child. */
+export const PARENT_PRESET = '$parent';
+
 /**
- * The configuration layer a child's file runs under, as frontmatter-style option data: its tool
- * list, its provider and model. Everything else (approval, presets, sandbox, MCP) is the parent's.
+ * The options a child's file runs under (over the base configuration, under its own frontmatter):
+ * the parent's own `tools` section (its approval, presets, policy, hooks, command rules, sandbox
+ * and limits as the parent's frontmatter left them) with the plan's tool list, and the plan's
+ * provider and model. A parent's frontmatter approval list goes as a preset of its expansion
+ * (approvals and denials alike); one made by a Lua function cannot be carried, and the child
+ * approves nothing by itself.
  */
-export function childConfigLayer(plan: ChildPlan): Record<string, unknown> {
-  const layer: Record<string, unknown> = {
-    provider: plan.provider,
-    tools: { $set: plan.tools },
-  };
-  if (plan.model !== undefined) layer['model'] = plan.model;
+export function childLayer(
+  plan: ChildPlan,
+  parent: Readonly<Record<string, unknown>>,
+  approval: ParentApproval | undefined,
+): SwitchedOption[] {
+  const tools: Record<string, unknown> = { ...(isRecord(parent['tools']) ? parent['tools'] : {}) };
+  tools['__list'] = plan.tools;
+  if (approval?.kind === 'function') tools['auto_approve'] = [];
+  if (approval?.kind === 'list') {
+    const expanded = expandApproveList(approval.list, presetTable(tools['presets']).presets);
+    const presets = isRecord(tools['presets']) ? tools['presets'] : {};
+    tools['presets'] = {
+      ...presets,
+      [PARENT_PRESET]: { approve: [...expanded.approve].sort(), deny: [...expanded.deny].sort() },
+    };
+    tools['auto_approve'] = [PARENT_PRESET];
+  }
+  const layer: SwitchedOption[] = [{ path: ['tools'], value: tools }];
+  for (const key of ['sandbox', 'presets', 'limits', 'parameters']) {
+    if (parent[key] !== undefined) layer.push({ path: [key], value: parent[key] });
+  }
+  layer.push({ path: ['provider'], value: plan.provider });
+  layer.push({ path: ['model'], value: plan.model ?? null });
   return layer;
 }

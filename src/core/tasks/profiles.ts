@@ -111,11 +111,17 @@ export function profilesFromConfig(data: Readonly<Record<string, unknown>>): Pro
   if (!isRecord(agents)) return out;
   for (const [name, raw] of Object.entries(agents).sort(([a], [b]) => (a < b ? -1 : 1))) {
     if (!isRecord(raw) || raw['enabled'] === false) continue;
-    const profile = profileFields(name, raw, 'setup', 'agents');
+    // Settings for the built-in profile (a frontmatter's narrower limits) keep what it has.
+    const fields = name === EXPLORER.name ? { ...explorerFields(), ...raw } : raw;
+    const profile = profileFields(name, fields, 'setup', 'agents');
     if (typeof profile === 'string') out.problems.push(profile);
     else out.profiles.push(profile);
   }
   return out;
+}
+
+function explorerFields(): Record<string, unknown> {
+  return { description: EXPLORER.description, tools: [...EXPLORER.tools] };
 }
 
 /** Names of the profiles a configuration switched off (`agents.<name>.enabled = false`). */

@@ -35,11 +35,18 @@ export function taskInput(input: unknown): TaskInput | string {
 const DESCRIPTION =
   'Delegate a self-contained piece of work to a sub-agent: a new conversation in its own chat file, with its own context and a profile\'s tools (never more than yours). It works until it is done and returns only its final answer and the path of its chat file. Use it for searches and reading that would fill this conversation ("find every caller of X", "summarise these five modules"). Several task calls in one reply run at the same time. Write the prompt so it stands alone: the sub-agent sees nothing of this conversation.';
 
-/** The description and input schema offered, listing the profiles a chat may use. */
+/**
+ * The description and input schema offered, listing the profiles a chat may use (their names
+ * are the `agent` field's choices). Without profiles: the registered definition's, whose
+ * `agent` is any string (a call is checked against the chat's profiles when it runs).
+ */
 export function taskToolShape(
-  profiles: readonly Pick<AgentProfile, 'name' | 'description'>[],
+  profiles?: readonly Pick<AgentProfile, 'name' | 'description'>[],
 ): Pick<ToolDefinition, 'description' | 'inputSchema' | 'strict'> {
-  const list = profiles.map((profile) => `- ${profile.name}: ${profile.description}`).join('\n');
+  const names = profiles?.map((profile) => profile.name);
+  const list = (profiles ?? [])
+    .map((profile) => `- ${profile.name}: ${profile.description}`)
+    .join('\n');
   const properties = {
     label: { type: 'string', description: 'A few words saying why you delegate this task.' },
     prompt: {
@@ -48,7 +55,7 @@ export function taskToolShape(
     },
     agent: {
       ...optional('string', `The profile to run it with (default: ${DEFAULT_AGENT}).`),
-      enum: [...profiles.map((profile) => profile.name), null],
+      ...(names === undefined ? {} : { enum: [...names, null] }),
     },
     name: optional(
       'string',
@@ -56,7 +63,7 @@ export function taskToolShape(
     ),
   };
   return {
-    description: `${DESCRIPTION}\n\nProfiles:\n${list}`,
+    description: list === '' ? DESCRIPTION : `${DESCRIPTION}\n\nProfiles:\n${list}`,
     inputSchema: {
       type: 'object',
       properties,
@@ -74,7 +81,7 @@ export type TaskRunner = (input: TaskInput, ctx: ToolContext) => Promise<ToolOut
 export function taskTool(runner: TaskRunner): ToolDefinition {
   return {
     name: TASK_TOOL_NAME,
-    ...taskToolShape([{ name: DEFAULT_AGENT, description: 'Reads and searches.' }]),
+    ...taskToolShape(),
     async: true,
     enabled: false,
     timeoutSeconds: NO_TIMEOUT_SECONDS,

@@ -1,0 +1,258 @@
+// The `task` tool's runs (docs/tasks.md): a call's child chat is written beside its parent
+// (`notes.chat` → `notes.tasks/01-find-callers.chat`), opened as a chat on a file with the
+// parent's trust, approval and sandbox narrowed by its profile (src/core/tasks/narrow.ts), run by
+// the host's own loop until its turn ends, and its final message and path are the call's result.
+//
+// Decisions:
+// - At most `tools.task.max_concurrent` children of one chat run at once; more calls wait for a
+//   slot here. They take no slot of the executor's `tools.max_concurrent` (a child's own tools
+//   run in the child's chat, so a parent's slots held by waiting tasks could never free).
+// - The parent's cancel (its call's signal: `<C-c>`, `:Flemma tool:cancel`) cancels the child
+//   run; the child's file keeps what it wrote, its reply marked as aborted.
+// - The child's cost is the host session's, as every request's: the parent's
+//   `limits.max_session_cost` is handed down, and the child's own cap is the lower of its
+//   profile's `max_cost` and what the session may still spend.
+import { mkdir, readdir } from 'node:fs/promises';
+import { basename, dirname, join, relative } from 'node:path';
+import type { Config } from '../../core/config/config.js';
+import { autopilotSettings } from '../../core/loop/autopilot.js';
+import {
+  type ChildEnd,
+  childChatText,
+  nextTaskNumber,
+  taskFileName,
+  taskResult,
+  taskSlug,
+  tasksDirName,
+} from '../../core/tasks/files.js';
+import { type ChildPlan, childLayer, narrowChild } from '../../core/tasks/narrow.js';
+import {
+  type AgentProfile,
+  type ProfileSet,
+  disabledProfiles,
+  mergeProfiles,
+  profilesFromConfig,
+} from '../../core/tasks/profiles.js';
+import type { TaskInput } from '../../core/tools/definitions/task.js';
+import type { ToolContext, ToolOutcome } from '../../core/tools/registry.js';
+import { writeFirstFree } from '../../core/util/files.js';
+import type { FileChats, RunEvent, RunOutcome } from '../../files/api.js';
+import type { BufferSettings } from '../buffer-settings.js';
+import type { FileLogger } from '../log.js';
+import { ProjectAgents } from './project.js';
+
+export interface TaskServiceDeps {
+  files: Pick<FileChats, 'open' | 'run' | 'close'>;
+  /** The parent chat's settings (its configuration as its frontmatter left it, its trust). */
+  parent: (bufnr: number) => Promise<BufferSettings | undefined>;
+  /** The tools a chat's request offers. */
+  offered: (config: Config, cwd: string) => string[];
+  /** What the host's session has cost so far (every chat's requests, children's too). */
+  spent: () => number;
+  logger: Pick<FileLogger, 'info' | 'warn'>;
+  /** A child's progress (the parent's preview of its call). */
+  progress?: (parent: number, toolId: string, event: RunEvent, child: string) => void;
+}
+
+/** A chat's children waiting for a slot, and how many run. */
+interface Slots {
+  running: number;
+  waiting: (() => void)[];
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** `tools.task.max_concurrent` of a configuration's data (at least 1; 4 when unset). */
+function maxConcurrent(data: Readonly<Record<string, unknown>>): number {
+  const tools = isRecord(data['tools']) ? data['tools'] : {};
+  const task = isRecord(tools['task']) ? tools['task'] : {};
+  const value = task['max_concurrent'];
+  return typeof value === 'number' && value >= 1 ? Math.floor(value) : 4;
+}
+
+/** `tools.task.project_agents`: the project's profiles are read. */
+function projectAgents(data: Readonly<Record<string, unknown>>): boolean {
+  const tools = isRecord(data['tools']) ? data['tools'] : {};
+  const task = isRecord(tools['task']) ? tools['task'] : {};
+  return task['project_agents'] === true;
+}
+
+function endOf(outcome: RunOutcome): ChildEnd {
+  switch (outcome.kind) {
+    case 'done':
+      return { kind: 'done', text: outcome.text };
+    case 'approval':
+      return { kind: 'approval', tool: outcome.calls.map((call) => call.name).join(', ') };
+    case 'max_turns':
+      return { kind: 'max_turns', turns: outcome.turns };
+    case 'max_cost':
+      return { kind: 'max_cost', cost: outcome.cost };
+    case 'cancelled':
+      return { kind: 'cancelled' };
+    case 'error':
+      return { kind: 'error', message: outcome.message };
+  }
+}
+
+export class TaskService {
+  private readonly slots = new Map<number, Slots>();
+  private readonly project = new ProjectAgents();
+
+  constructor(private readonly deps: TaskServiceDeps) {}
+
+  /** The profiles a chat may use: built-in, setup's (or its frontmatter's), the project's. */
+  profiles(config: Config, cwd: string | undefined): ProfileSet {
+    const project =
+      cwd !== undefined && projectAgents(config.data)
+        ? this.project.read(cwd)
+        : { profiles: [], problems: [] };
+    return mergeProfiles(profilesFromConfig(config.data), project, disabledProfiles(config.data));
+  }
+
+  /** Run one `task` call to its end. */
+  async run(input: TaskInput, ctx: ToolContext): Promise<ToolOutcome> {
+    const parentFile = ctx.__filename;
+    if (parentFile === undefined) {
+      return {
+        ok: false,
+        error: 'The chat has no file yet: write it, then its tasks go beside it',
+      };
+    }
+    const settings = await this.deps.parent(ctx.bufnr);
+    if (settings === undefined) return { ok: false, error: 'The chat is not loaded' };
+    const { config } = settings;
+    const cwd = settings.facts.cwd;
+    const profile = this.profileFor(input.agent, config, cwd);
+    if (typeof profile === 'string') return { ok: false, error: profile };
+    const plan = this.plan(profile, config, cwd);
+    if (plan.tools.length === 0) {
+      return {
+        ok: false,
+        error: `The profile '${profile.name}' has none of this chat's tools (it lists ${profile.tools.join(', ')})`,
+      };
+    }
+    if (plan.withheld.length > 0) {
+      this.deps.logger.info(
+        `task ${ctx.tool_id}: ${plan.withheld.join(', ')} of profile ${profile.name} withheld (not the parent's)`,
+      );
+    }
+    await this.slot(ctx.bufnr, maxConcurrent(config.data), ctx.signal);
+    try {
+      if (ctx.signal.aborted) return { ok: false, error: 'The task was cancelled' };
+      return await this.runChild(input, ctx, { parentFile, settings, profile, plan });
+    } finally {
+      this.release(ctx.bufnr);
+    }
+  }
+
+  private profileFor(name: string | undefined, config: Config, cwd: string): AgentProfile | string {
+    const set = this.profiles(config, cwd);
+    for (const problem of set.problems) this.deps.logger.warn(`agent profiles: ${problem}`);
+    const wanted = name ?? 'explorer';
+    const found = set.profiles.find((profile) => profile.name === wanted);
+    if (found !== undefined) return found;
+    const names = set.profiles.map((profile) => profile.name).join(', ');
+    return `Unknown agent profile '${wanted}' (this chat has: ${names === '' ? 'none' : names})`;
+  }
+
+  private plan(profile: AgentProfile, config: Config, cwd: string): ChildPlan {
+    const limit = config.maxSessionCost;
+    return narrowChild(profile, {
+      tools: this.deps.offered(config, cwd),
+      provider: config.provider,
+      ...(config.model === undefined ? {} : { model: config.model }),
+      maxTurns: autopilotSettings(config.tools).maxTurns,
+      ...(limit === undefined ? {} : { budgetLeft: limit - this.deps.spent() }),
+    });
+  }
+
+  private async runChild(
+    input: TaskInput,
+    ctx: ToolContext,
+    parts: {
+      parentFile: string;
+      settings: BufferSettings;
+      profile: AgentProfile;
+      plan: ChildPlan;
+    },
+  ): Promise<ToolOutcome> {
+    const { parentFile, settings, profile, plan } = parts;
+    const dir = join(dirname(parentFile), tasksDirName(basename(parentFile)));
+    const text = childChatText(
+      plan,
+      { parent: relative(dir, parentFile), toolId: ctx.tool_id },
+      input.prompt,
+      profile.system,
+    );
+    const path = await writeChild(dir, taskSlug(input.name, input.prompt), text);
+    const shown = relative(dirname(parentFile), path);
+    const chat = await this.deps.files.open(path, {
+      trust: settings.trust,
+      configLayer: childLayer(plan, settings.config.data, settings.approval),
+      parent: ctx.bufnr,
+    });
+    try {
+      const outcome = await this.deps.files.run(chat, {
+        maxTurns: plan.maxTurns,
+        ...(plan.maxCost === undefined ? {} : { maxCost: plan.maxCost }),
+        signal: ctx.signal,
+        autopilot: true,
+        onEvent: (event) => this.deps.progress?.(ctx.bufnr, ctx.tool_id, event, shown),
+      });
+      return taskResult(endOf(outcome), shown);
+    } catch (error) {
+      return taskResult({ kind: 'error', message: (error as Error).message }, shown);
+    } finally {
+      await this.deps.files.close(chat);
+    }
+  }
+
+  /** Wait for one of the chat's `limit` slots (or the call's cancel). */
+  private slot(bufnr: number, limit: number, signal: AbortSignal): Promise<void> {
+    const slots = this.slots.get(bufnr) ?? { running: 0, waiting: [] };
+    this.slots.set(bufnr, slots);
+    if (slots.running < limit) {
+      slots.running += 1;
+      return Promise.resolve();
+    }
+    return new Promise((resolve) => {
+      const start = (): void => {
+        signal.removeEventListener('abort', cancel);
+        slots.running += 1;
+        resolve();
+      };
+      const cancel = (): void => {
+        slots.waiting = slots.waiting.filter((entry) => entry !== start);
+        slots.running += 1;
+        resolve();
+      };
+      slots.waiting.push(start);
+      signal.addEventListener('abort', cancel, { once: true });
+    });
+  }
+
+  private release(bufnr: number): void {
+    const slots = this.slots.get(bufnr);
+    if (slots === undefined) return;
+    slots.running -= 1;
+    const next = slots.waiting.shift();
+    if (next !== undefined) next();
+    else if (slots.running === 0) this.slots.delete(bufnr);
+  }
+}
+
+/** `NN-slug.chat` from the next free number of `existing` on. */
+function* childNames(existing: readonly string[], slug: string): Generator<string, never> {
+  for (let number = nextTaskNumber(existing); ; number++) yield taskFileName(number, slug);
+}
+
+/**
+ * Writes a child's text as the next free `NN-slug.chat` of `dir` (made when missing) and returns
+ * its path; never replacing a file, so two tasks started at once take two numbers.
+ */
+async function writeChild(dir: string, slug: string, text: string): Promise<string> {
+  await mkdir(dir, { recursive: true });
+  return writeFirstFree(dir, 'task', childNames(await readdir(dir), slug), text);
+}
