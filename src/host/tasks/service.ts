@@ -103,7 +103,7 @@ export class TaskService {
   constructor(private readonly deps: TaskServiceDeps) {}
 
   /** The profiles a chat may use: built-in, setup's (or its frontmatter's), the project's. */
-  profiles(config: Config, cwd: string | undefined): ProfileSet {
+  profiles(config: Pick<Config, 'data'>, cwd: string | undefined): ProfileSet {
     const project =
       cwd !== undefined && projectAgents(config.data)
         ? this.project.read(cwd)
