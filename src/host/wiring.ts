@@ -33,6 +33,7 @@ import { ToolCommands } from './tools/commands.js';
 import { DiffReview } from './tools/diff-review.js';
 import { ToolExecutor } from './tools/executor.js';
 import { LiveOutput } from './tools/live-output.js';
+import { TaskBoard } from './tasks/status.js';
 import { sandboxResolver } from './tools/prepare.js';
 import { nodeTruncateFs } from '../core/tools/truncate.js';
 import { LuaTools } from './tools/lua-tools.js';
@@ -58,6 +59,8 @@ export interface Host extends HostBase {
   readonly results: ResultWriter;
   /** What running calls print: the view under their blocks, `:Flemma tool:output`. */
   readonly liveOutput: LiveOutput;
+  /** The children of `task` calls the host watches: their state lines, `:Flemma tasks`. */
+  readonly taskBoard: TaskBoard;
   readonly commands: ToolCommands;
   readonly diffReview: DiffReview;
   readonly undo: UndoService;
@@ -158,7 +161,19 @@ function createTools(
   });
   // What running calls print: the view under their blocks, `:Flemma tool:output`.
   const liveOutput = new LiveOutput(base.lua);
-  return { luaTools, catalogue, previews, approval, verdicts, results, undo, executor, liveOutput };
+  const taskBoard = new TaskBoard(base.lua);
+  return {
+    luaTools,
+    catalogue,
+    previews,
+    approval,
+    verdicts,
+    results,
+    undo,
+    executor,
+    liveOutput,
+    taskBoard,
+  };
 }
 
 type Tools = ReturnType<typeof createTools>;
@@ -349,4 +364,5 @@ function forget(
   s.approval.session.clear(bufnr);
   s.undo.forget(bufnr);
   s.sessions.forget(bufnr);
+  s.taskBoard.forget(bufnr);
 }

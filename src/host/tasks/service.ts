@@ -52,6 +52,8 @@ export interface TaskServiceDeps {
   logger: Pick<FileLogger, 'info' | 'warn'>;
   /** A child's progress (the parent's preview of its call). */
   progress?: (parent: number, toolId: string, event: RunEvent, child: string) => void;
+  /** A child's run ended (the parent's preview of its call goes; `:Flemma tasks` keeps it). */
+  ended?: (parent: number, toolId: string, end: ChildEnd, child: string) => void;
 }
 
 /** A chat's children waiting for a slot, and how many run. */
@@ -201,12 +203,17 @@ export class TaskService {
         autopilot: true,
         onEvent: (event) => this.deps.progress?.(ctx.bufnr, ctx.tool_id, event, shown),
       });
-      return taskResult(endOf(outcome), shown);
+      return this.result(ctx, endOf(outcome), shown);
     } catch (error) {
-      return taskResult({ kind: 'error', message: (error as Error).message }, shown);
+      return this.result(ctx, { kind: 'error', message: (error as Error).message }, shown);
     } finally {
       await this.deps.files.close(chat);
     }
+  }
+
+  private result(ctx: ToolContext, end: ChildEnd, shown: string): ToolOutcome {
+    this.deps.ended?.(ctx.bufnr, ctx.tool_id, end, shown);
+    return taskResult(end, shown);
   }
 
   /** Wait for one of the chat's `limit` slots (or the call's cancel). */

@@ -7,6 +7,7 @@ import type { EditorStates } from '../editor-state.js';
 import type { ToolCatalogue } from '../tools/catalogue.js';
 import type { UsageTracker } from '../usage.js';
 import { TaskService } from './service.js';
+import type { TaskBoard } from './status.js';
 
 export interface TaskWiring {
   base: Pick<HostBase, 'documents' | 'logger'>;
@@ -14,6 +15,8 @@ export interface TaskWiring {
   states: Pick<EditorStates, 'get'>;
   usage: Pick<UsageTracker, 'session'>;
   files: Pick<FileChats, 'open' | 'run' | 'close'>;
+  /** The children's state lines and listing (`Host.taskBoard`). */
+  board?: Pick<TaskBoard, 'progress' | 'ended'>;
 }
 
 /** The task service, its tool registered in the catalogue. */
@@ -28,6 +31,7 @@ export function createTasks(s: TaskWiring): TaskService {
       s.catalogue.specsFor(config.tools.__list, config, cwd).map((spec) => spec.name),
     spent: () => s.usage.session.totals().cost,
     logger: s.base.logger,
+    ...(s.board === undefined ? {} : { progress: s.board.progress, ended: s.board.ended }),
   });
   s.catalogue.addBuiltin(
     taskTool((input, ctx) => service.run(input, ctx)),

@@ -1,0 +1,130 @@
+// The children the host watches run (docs/tasks.md, "Seeing a task"): each one's state, folded
+// from its run events, shown on one line under its `task` placeholder in the parent's buffer and
+// kept for `:Flemma tasks`.
+//
+// Decisions:
+// - The line is drawn as a running tool's output is (`tools.output`, lua/flemma/tools/output.lua):
+//   at most one notification per parent buffer per frame, with every child that changed.
+// - A child that waits for an approval raises the parent's attention signal at once (the child
+//   has no window of its own to raise it in).
+// - An ended child's line goes (its result takes the placeholder's place); its last state stays
+//   for `:Flemma tasks` while the host runs (its cost is known only from here).
+import { type ChildEnd } from '../../core/tasks/files.js';
+import {
+  type ChildEvent,
+  type ChildState,
+  endedState,
+  nextState,
+  startingState,
+  stateLine,
+} from '../../core/tasks/status.js';
+import type { LuaBridge } from '../../editor/lua.js';
+import { FRAME_MS } from '../tools/live-output.js';
+
+interface Watched {
+  parent: number;
+  toolId: string;
+  /** The child's file, relative to the parent's directory. */
+  file: string;
+  state: ChildState;
+  dirty: boolean;
+  shown: boolean;
+}
+
+/** Why a child did not finish, on one line; undefined when it did. */
+export function failureOf(end: ChildEnd): string | undefined {
+  switch (end.kind) {
+    case 'done':
+      return undefined;
+    case 'max_turns':
+      return `its turn limit (${String(end.turns)})`;
+    case 'max_cost':
+      return 'its spending limit';
+    case 'approval':
+      return `${end.tool} waits for approval`;
+    case 'cancelled':
+      return 'cancelled';
+    case 'error':
+      return end.message;
+  }
+}
+
+export class TaskBoard {
+  private readonly children = new Map<string, Watched>();
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(private readonly lua: Pick<LuaBridge, 'notify'>) {}
+
+  /** Child `file` of call `toolId` in buffer `parent` did something. */
+  readonly progress = (parent: number, toolId: string, event: ChildEvent, file: string): void => {
+    let watched = this.children.get(toolId);
+    if (watched === undefined || watched.parent !== parent) {
+      watched = { parent, toolId, file, state: startingState(), dirty: false, shown: false };
+      this.children.set(toolId, watched);
+    }
+    const before = watched.state;
+    watched.state = nextState(before, event);
+    if (event.type === 'attention' && event.reason === 'approval') {
+      this.lua.notify('attention.signal', {
+        bufnr: parent,
+        reason: 'approval',
+        ...(event.tools === undefined ? {} : { tools: event.tools }),
+      });
+    }
+    if (stateLine(before) === stateLine(watched.state)) return;
+    watched.dirty = true;
+    this.timer ??= setTimeout(() => {
+      this.flush();
+    }, FRAME_MS);
+  };
+
+  /** The child's run ended: its line goes, its last state stays for the listing. */
+  readonly ended = (parent: number, toolId: string, end: ChildEnd, file: string): void => {
+    const watched = this.children.get(toolId) ?? {
+      parent,
+      toolId,
+      file,
+      state: startingState(),
+      dirty: false,
+      shown: false,
+    };
+    watched.state = endedState(watched.state, failureOf(end));
+    watched.dirty = false;
+    this.children.set(toolId, watched);
+    if (watched.shown) {
+      watched.shown = false;
+      this.lua.notify('tools.output', { bufnr: parent, outputs: [{ tool_id: toolId, lines: [] }] });
+    }
+  };
+
+  /** The states of buffer `parent`'s children the host saw run, by file. */
+  of(parent: number): Map<string, ChildState> {
+    const out = new Map<string, ChildState>();
+    for (const watched of this.children.values()) {
+      if (watched.parent === parent) out.set(watched.file, watched.state);
+    }
+    return out;
+  }
+
+  /** The buffer went away: what was kept of its children goes. */
+  forget(parent: number): void {
+    for (const [id, watched] of this.children) {
+      if (watched.parent === parent) this.children.delete(id);
+    }
+  }
+
+  /** One frame: every changed child's line, one notification per parent buffer. */
+  private flush(): void {
+    this.timer = undefined;
+    const buffers = new Map<number, { tool_id: string; lines: string[] }[]>();
+    for (const watched of this.children.values()) {
+      if (!watched.dirty) continue;
+      watched.dirty = false;
+      watched.shown = true;
+      const outputs = buffers.get(watched.parent) ?? [];
+      outputs.push({ tool_id: watched.toolId, lines: [stateLine(watched.state)] });
+      buffers.set(watched.parent, outputs);
+    }
+    for (const [bufnr, outputs] of buffers) this.lua.notify('tools.output', { bufnr, outputs });
+  }
+}
