@@ -6,6 +6,7 @@ import { assemblePrompt } from '../../src/core/chat/prompt.js';
 import {
   childChatText,
   nextTaskNumber,
+  progressLine,
   taskFileName,
   taskResult,
   taskSlug,
@@ -248,6 +249,25 @@ describe('the child’s file', () => {
       expect(result.ok).toBe(false);
       expect(!result.ok && result.error).toContain(file);
     }
+  });
+});
+
+describe('the parent’s preview of a running child', () => {
+  it('says its turn, tokens, cost and tool, or the call that waits', () => {
+    const base = {
+      profile: 'explorer',
+      file: 'n.tasks/01-a.chat',
+      turn: 2,
+      tokens: 1530,
+      cost: 0.0123,
+    };
+    expect(progressLine(base)).toBe(
+      'explorer in n.tasks/01-a.chat · turn 2 · 1.5k tokens · $0.0123',
+    );
+    expect(progressLine({ ...base, tokens: 12, tool: 'grep' })).toBe(
+      'explorer in n.tasks/01-a.chat · turn 2 · 12 tokens · $0.0123 · running grep',
+    );
+    expect(progressLine({ ...base, waiting: 'bash' })).toBe('waiting: bash in n.tasks/01-a.chat');
   });
 });
 

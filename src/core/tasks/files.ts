@@ -145,3 +145,37 @@ export function taskResult(
       return { ok: false, error: `The task failed: ${end.message}. ${where}` };
   }
 }
+
+/** What a running child has done so far, as its parent's preview shows it. */
+export interface ChildProgress {
+  profile: string;
+  /** The child's file, relative to the parent's directory. */
+  file: string;
+  turn: number;
+  tokens: number;
+  cost: number;
+  /** The tool running now. */
+  tool?: string;
+  /** A call waiting for the user's approval. */
+  waiting?: string;
+}
+
+function tokens(count: number): string {
+  return count < 1000 ? String(count) : `${(count / 1000).toFixed(1)}k`;
+}
+
+/**
+ * The one line of a running `task` call's preview: `waiting: bash in notes.tasks/01-x.chat` while
+ * a call of the child waits, else its profile, turn, tokens, cost and the tool running now.
+ */
+export function progressLine(progress: ChildProgress): string {
+  if (progress.waiting !== undefined) return `waiting: ${progress.waiting} in ${progress.file}`;
+  const parts = [
+    `${progress.profile} in ${progress.file}`,
+    `turn ${String(progress.turn)}`,
+    `${tokens(progress.tokens)} tokens`,
+    `$${progress.cost.toFixed(4)}`,
+  ];
+  if (progress.tool !== undefined) parts.push(`running ${progress.tool}`);
+  return parts.join(' · ');
+}

@@ -18,7 +18,9 @@ import type { Config } from '../../core/config/config.js';
 import { autopilotSettings } from '../../core/loop/autopilot.js';
 import {
   type ChildEnd,
+  type ChildProgress,
   childChatText,
+  progressLine,
   nextTaskNumber,
   taskFileName,
   taskResult,
@@ -50,8 +52,8 @@ export interface TaskServiceDeps {
   /** What the host's session has cost so far (every chat's requests, children's too). */
   spent: () => number;
   logger: Pick<FileLogger, 'info' | 'warn'>;
-  /** A child's progress (the parent's preview of its call). */
-  progress?: (parent: number, toolId: string, event: RunEvent, child: string) => void;
+  /** A running call's line in the parent's preview (undefined: its own preview again). */
+  progress?: (parent: number, toolId: string, line: string | undefined) => void;
 }
 
 /** A chat's children waiting for a slot, and how many run. */
@@ -93,6 +95,32 @@ function endOf(outcome: RunOutcome): ChildEnd {
       return { kind: 'cancelled' };
     case 'error':
       return { kind: 'error', message: outcome.message };
+  }
+}
+
+/** A child's progress after `event`; whether its line changed. */
+function advance(progress: ChildProgress, event: RunEvent): boolean {
+  switch (event.type) {
+    case 'request':
+      progress.turn = event.turn;
+      return true;
+    case 'tool_started':
+      progress.tool = event.name;
+      return true;
+    case 'tool_finished':
+      delete progress.tool;
+      return true;
+    case 'usage':
+      progress.tokens = event.totals.inputTokens + event.totals.outputTokens;
+      progress.cost = event.totals.cost;
+      return true;
+    case 'attention':
+      if (event.reason !== 'approval') return false;
+      progress.waiting = (event.tools ?? []).join(', ') || 'a call';
+      return true;
+    case 'text':
+    case 'written':
+      return false;
   }
 }
 
@@ -188,6 +216,13 @@ export class TaskService {
     );
     const path = await writeChild(dir, taskSlug(input.name, input.prompt), text);
     const shown = relative(dirname(parentFile), path);
+    const progress: ChildProgress = {
+      profile: profile.name,
+      file: shown,
+      turn: 0,
+      tokens: 0,
+      cost: 0,
+    };
     const chat = await this.deps.files.open(path, {
       trust: settings.trust,
       configLayer: childLayer(plan, settings.config.data, settings.approval),
@@ -199,12 +234,16 @@ export class TaskService {
         ...(plan.maxCost === undefined ? {} : { maxCost: plan.maxCost }),
         signal: ctx.signal,
         autopilot: true,
-        onEvent: (event) => this.deps.progress?.(ctx.bufnr, ctx.tool_id, event, shown),
+        onEvent: (event) => {
+          if (!advance(progress, event)) return;
+          this.deps.progress?.(ctx.bufnr, ctx.tool_id, progressLine(progress));
+        },
       });
       return taskResult(endOf(outcome), shown);
     } catch (error) {
       return taskResult({ kind: 'error', message: (error as Error).message }, shown);
     } finally {
+      this.deps.progress?.(ctx.bufnr, ctx.tool_id, undefined);
       await this.deps.files.close(chat);
     }
   }

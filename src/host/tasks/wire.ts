@@ -5,6 +5,7 @@ import type { FileChats } from '../../files/api.js';
 import type { HostBase } from '../base.js';
 import type { EditorStates } from '../editor-state.js';
 import type { ToolCatalogue } from '../tools/catalogue.js';
+import type { Previews } from '../tools/previews.js';
 import type { UsageTracker } from '../usage.js';
 import { TaskService } from './service.js';
 
@@ -14,6 +15,7 @@ export interface TaskWiring {
   states: Pick<EditorStates, 'get'>;
   usage: Pick<UsageTracker, 'session'>;
   files: Pick<FileChats, 'open' | 'run' | 'close'>;
+  previews: Pick<Previews, 'note'>;
 }
 
 /** The task service, its tool registered in the catalogue. */
@@ -28,6 +30,9 @@ export function createTasks(s: TaskWiring): TaskService {
       s.catalogue.specsFor(config.tools.__list, config, cwd).map((spec) => spec.name),
     spent: () => s.usage.session.totals().cost,
     logger: s.base.logger,
+    progress: (parent, toolId, line) => {
+      s.previews.note(parent, toolId, line);
+    },
   });
   s.catalogue.addBuiltin(
     taskTool((input, ctx) => service.run(input, ctx)),
