@@ -161,7 +161,7 @@ function createTools(
   });
   // What running calls print: the view under their blocks, `:Flemma tool:output`.
   const liveOutput = new LiveOutput(base.lua);
-  const taskBoard = new TaskBoard(base.lua);
+  const taskBoard = new TaskBoard(base.lua, previews);
   return {
     luaTools,
     catalogue,

@@ -3,6 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import { parseChat } from '../../src/core/chat/parser.js';
 import { assemblePrompt } from '../../src/core/chat/prompt.js';
+import { startingState, stateLine } from '../../src/core/tasks/status.js';
 import {
   childChatText,
   nextTaskNumber,
@@ -248,6 +249,28 @@ describe('the child’s file', () => {
       expect(result.ok).toBe(false);
       expect(!result.ok && result.error).toContain(file);
     }
+  });
+});
+
+describe('the parent’s preview of a running child', () => {
+  it('says its turn, tokens, cost and tool, or the call that waits', () => {
+    const child = { profile: 'explorer', file: 'n.tasks/01-a.chat' };
+    const base = {
+      ...startingState(),
+      phase: 'running' as const,
+      turn: 2,
+      tokens: 1530,
+      cost: 0.0123,
+    };
+    expect(stateLine(base, child)).toBe(
+      'explorer in n.tasks/01-a.chat · turn 2 · 1.5k tokens · $0.0123 · writing',
+    );
+    expect(stateLine({ ...base, tokens: 12, tools: [{ id: 't', name: 'grep' }] }, child)).toBe(
+      'explorer in n.tasks/01-a.chat · turn 2 · 12 tokens · $0.0123 · grep',
+    );
+    expect(stateLine({ ...base, phase: 'waiting', waiting: ['bash'] }, child)).toBe(
+      'explorer in n.tasks/01-a.chat · turn 2 · 1.5k tokens · $0.0123 · waiting for approval: bash',
+    );
   });
 });
 

@@ -1,6 +1,6 @@
 // A running child's state as its parent shows it (docs/tasks.md, "Seeing a task"): folded from
 // the child's run events, and told on one line in the parent's `task` placeholder and in
-// `:Flemma tasks` ("turn 2 · 14.2k tokens · $0.0123 · grep").
+// `:Flemma tasks` ("explorer in notes.tasks/01-a.chat · turn 2 · 14.2k tokens · $0.0123 · grep").
 import { formatTokens } from '../context/meter.js';
 
 /** A child's run events as this state reads them (the shape of the runner's `RunEvent`). */
@@ -117,9 +117,17 @@ export function doingNow(state: ChildState): string {
   }
 }
 
-/** The state on one line: `turn 2 · 14.2k tokens · $0.0123 · grep` (at most `max` characters). */
-export function stateLine(state: ChildState, max = 120): string {
+/**
+ * The state on one line, at most `max` characters: `explorer in notes.tasks/01-a.chat · turn 2 ·
+ * 14.2k tokens · $0.0123 · grep` (the child named when `child` is given).
+ */
+export function stateLine(
+  state: ChildState,
+  child?: { profile: string; file: string },
+  max = 160,
+): string {
   const parts = [
+    ...(child === undefined ? [] : [`${child.profile} in ${child.file}`]),
     `turn ${String(state.turn)}`,
     `${formatTokens(state.tokens)} tokens`,
     formatCost(state.cost),

@@ -50,10 +50,16 @@ export interface TaskServiceDeps {
   /** What the host's session has cost so far (every chat's requests, children's too). */
   spent: () => number;
   logger: Pick<FileLogger, 'info' | 'warn'>;
-  /** A child's progress (the parent's preview of its call). */
-  progress?: (parent: number, toolId: string, event: RunEvent, child: string) => void;
+  /** A child's progress: its state line in the parent's preview of its call (status.ts). */
+  progress?: (parent: number, toolId: string, event: RunEvent, child: ChildOf) => void;
   /** A child's run ended (the parent's preview of its call goes; `:Flemma tasks` keeps it). */
-  ended?: (parent: number, toolId: string, end: ChildEnd, child: string) => void;
+  ended?: (parent: number, toolId: string, end: ChildEnd, child: ChildOf) => void;
+}
+
+/** A child as its parent names it: its profile, its file relative to the parent's directory. */
+export interface ChildOf {
+  profile: string;
+  file: string;
 }
 
 /** A chat's children waiting for a slot, and how many run. */
@@ -190,6 +196,7 @@ export class TaskService {
     );
     const path = await writeChild(dir, taskSlug(input.name, input.prompt), text);
     const shown = relative(dirname(parentFile), path);
+    const child: ChildOf = { profile: profile.name, file: shown };
     const chat = await this.deps.files.open(path, {
       trust: settings.trust,
       configLayer: childLayer(plan, settings.config.data, settings.approval),
@@ -201,19 +208,19 @@ export class TaskService {
         ...(plan.maxCost === undefined ? {} : { maxCost: plan.maxCost }),
         signal: ctx.signal,
         autopilot: true,
-        onEvent: (event) => this.deps.progress?.(ctx.bufnr, ctx.tool_id, event, shown),
+        onEvent: (event) => this.deps.progress?.(ctx.bufnr, ctx.tool_id, event, child),
       });
-      return this.result(ctx, endOf(outcome), shown);
+      return this.result(ctx, endOf(outcome), child);
     } catch (error) {
-      return this.result(ctx, { kind: 'error', message: (error as Error).message }, shown);
+      return this.result(ctx, { kind: 'error', message: (error as Error).message }, child);
     } finally {
       await this.deps.files.close(chat);
     }
   }
 
-  private result(ctx: ToolContext, end: ChildEnd, shown: string): ToolOutcome {
-    this.deps.ended?.(ctx.bufnr, ctx.tool_id, end, shown);
-    return taskResult(end, shown);
+  private result(ctx: ToolContext, end: ChildEnd, child: ChildOf): ToolOutcome {
+    this.deps.ended?.(ctx.bufnr, ctx.tool_id, end, child);
+    return taskResult(end, child.file);
   }
 
   /** Wait for one of the chat's `limit` slots (or the call's cancel). */

@@ -3,8 +3,9 @@
 // kept for `:Flemma tasks`.
 //
 // Decisions:
-// - The line is drawn as a running tool's output is (`tools.output`, lua/flemma/tools/output.lua):
-//   at most one notification per parent buffer per frame, with every child that changed.
+// - The line takes the place of the `task` placeholder's preview (Previews.note), redrawn at most
+//   once a frame: a child streaming thousands of deltas costs its parent's buffer ~60 redraws a
+//   second at most, every changed child of a buffer in one.
 // - A child that waits for an approval raises the parent's attention signal at once (the child
 //   has no window of its own to raise it in).
 // - An ended child's line goes (its result takes the placeholder's place); its last state stays
@@ -19,13 +20,14 @@ import {
   stateLine,
 } from '../../core/tasks/status.js';
 import type { LuaBridge } from '../../editor/lua.js';
+import type { Previews } from '../tools/previews.js';
 import { FRAME_MS } from '../tools/live-output.js';
+import type { ChildOf } from './service.js';
 
 interface Watched {
   parent: number;
   toolId: string;
-  /** The child's file, relative to the parent's directory. */
-  file: string;
+  child: ChildOf;
   state: ChildState;
   dirty: boolean;
   shown: boolean;
@@ -53,15 +55,14 @@ export class TaskBoard {
   private readonly children = new Map<string, Watched>();
   private timer: NodeJS.Timeout | undefined;
 
-  constructor(private readonly lua: Pick<LuaBridge, 'notify'>) {}
+  constructor(
+    private readonly lua: Pick<LuaBridge, 'notify'>,
+    private readonly previews: Pick<Previews, 'note' | 'noteAll'>,
+  ) {}
 
   /** Child `file` of call `toolId` in buffer `parent` did something. */
-  readonly progress = (parent: number, toolId: string, event: ChildEvent, file: string): void => {
-    let watched = this.children.get(toolId);
-    if (watched === undefined || watched.parent !== parent) {
-      watched = { parent, toolId, file, state: startingState(), dirty: false, shown: false };
-      this.children.set(toolId, watched);
-    }
+  readonly progress = (parent: number, toolId: string, event: ChildEvent, child: ChildOf): void => {
+    const watched = this.watch(parent, toolId, child);
     const before = watched.state;
     watched.state = nextState(before, event);
     if (event.type === 'attention' && event.reason === 'approval') {
@@ -79,29 +80,30 @@ export class TaskBoard {
   };
 
   /** The child's run ended: its line goes, its last state stays for the listing. */
-  readonly ended = (parent: number, toolId: string, end: ChildEnd, file: string): void => {
-    const watched = this.children.get(toolId) ?? {
-      parent,
-      toolId,
-      file,
-      state: startingState(),
-      dirty: false,
-      shown: false,
-    };
+  readonly ended = (parent: number, toolId: string, end: ChildEnd, child: ChildOf): void => {
+    const watched = this.watch(parent, toolId, child);
     watched.state = endedState(watched.state, failureOf(end));
     watched.dirty = false;
-    this.children.set(toolId, watched);
     if (watched.shown) {
       watched.shown = false;
-      this.lua.notify('tools.output', { bufnr: parent, outputs: [{ tool_id: toolId, lines: [] }] });
+      this.previews.note(parent, toolId, undefined);
     }
   };
+
+  private watch(parent: number, toolId: string, child: ChildOf): Watched {
+    let watched = this.children.get(toolId);
+    if (watched === undefined || watched.parent !== parent) {
+      watched = { parent, toolId, child, state: startingState(), dirty: false, shown: false };
+      this.children.set(toolId, watched);
+    }
+    return watched;
+  }
 
   /** The states of buffer `parent`'s children the host saw run, by file. */
   of(parent: number): Map<string, ChildState> {
     const out = new Map<string, ChildState>();
     for (const watched of this.children.values()) {
-      if (watched.parent === parent) out.set(watched.file, watched.state);
+      if (watched.parent === parent) out.set(watched.child.file, watched.state);
     }
     return out;
   }
@@ -113,18 +115,18 @@ export class TaskBoard {
     }
   }
 
-  /** One frame: every changed child's line, one notification per parent buffer. */
+  /** One frame: every changed child's line in its placeholder's preview, once per buffer. */
   private flush(): void {
     this.timer = undefined;
-    const buffers = new Map<number, { tool_id: string; lines: string[] }[]>();
+    const buffers = new Map<number, [string, string][]>();
     for (const watched of this.children.values()) {
       if (!watched.dirty) continue;
       watched.dirty = false;
       watched.shown = true;
-      const outputs = buffers.get(watched.parent) ?? [];
-      outputs.push({ tool_id: watched.toolId, lines: [stateLine(watched.state)] });
-      buffers.set(watched.parent, outputs);
+      const lines = buffers.get(watched.parent) ?? [];
+      lines.push([watched.toolId, stateLine(watched.state, watched.child)]);
+      buffers.set(watched.parent, lines);
     }
-    for (const [bufnr, outputs] of buffers) this.lua.notify('tools.output', { bufnr, outputs });
+    for (const [bufnr, lines] of buffers) this.previews.noteAll(bufnr, lines);
   }
 }

@@ -15,8 +15,8 @@ export interface TaskWiring {
   states: Pick<EditorStates, 'get'>;
   usage: Pick<UsageTracker, 'session'>;
   files: Pick<FileChats, 'open' | 'run' | 'close'>;
-  /** The children's state lines and listing (`Host.taskBoard`). */
-  board?: Pick<TaskBoard, 'progress' | 'ended'>;
+  /** The children's state lines in their calls' previews, and the listing (`Host.taskBoard`). */
+  board: Pick<TaskBoard, 'progress' | 'ended'>;
 }
 
 /** The task service, its tool registered in the catalogue. */
@@ -31,7 +31,8 @@ export function createTasks(s: TaskWiring): TaskService {
       s.catalogue.specsFor(config.tools.__list, config, cwd).map((spec) => spec.name),
     spent: () => s.usage.session.totals().cost,
     logger: s.base.logger,
-    ...(s.board === undefined ? {} : { progress: s.board.progress, ended: s.board.ended }),
+    progress: s.board.progress,
+    ended: s.board.ended,
   });
   s.catalogue.addBuiltin(
     taskTool((input, ctx) => service.run(input, ctx)),
