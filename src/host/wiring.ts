@@ -40,6 +40,7 @@ import { DiffReview } from './tools/diff-review.js';
 import { ToolExecutor } from './tools/executor.js';
 import { LiveOutput } from './tools/live-output.js';
 import { TaskBoard } from './tasks/status.js';
+import { createTasks } from './tasks/wire.js';
 import { sandboxResolver } from './tools/prepare.js';
 import { nodeTruncateFs } from '../core/tools/truncate.js';
 import { LuaTools } from './tools/lua-tools.js';
@@ -339,6 +340,14 @@ export function buildHost(link: HostLink): HostServices {
     ...(link.nvim === undefined
       ? {}
       : { status: (path: string) => base.lua.call('files.status', { path }) }),
+  });
+  createTasks({
+    base,
+    catalogue: tools.catalogue,
+    states,
+    usage: send.usage,
+    files,
+    board: tools.taskBoard,
   });
   return {
     ...base,

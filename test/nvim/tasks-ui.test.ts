@@ -5,8 +5,9 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { anthropicStream } from '../helpers/anthropic-script.js';
 import type { Driver } from '../helpers/driver.js';
-import { launcher } from '../helpers/e2e.js';
+import { launcher, MESSAGES } from '../helpers/e2e.js';
 
 const launch = launcher();
 
@@ -178,3 +179,65 @@ describe('a finished task', () => {
     );
   });
 });
+
+/** The parent offers `task` (approved) and a profile that may run `bash` (which asks). */
+const TASK_CONFIG = `{
+  tools = { "read", "grep", "find", "ls", "bash", "task", auto_approve = { "$default", "task" } },
+  agents = { builder = { description = "Builds things.", tools = { "read", "bash" } } },
+}`;
+
+describe('a running task', () => {
+  it('shows its state on one line in the task placeholder until it ends', async () => {
+    const s = await launch({ config: TASK_CONFIG });
+    const { d } = s;
+    const parent = await s.open('parent.chat', ['@You:', 'Delegate.']);
+    await s.send();
+    await s.reply('Delegating.', [
+      {
+        id: 'toolu_T',
+        name: 'task',
+        input: { label: 'Build it', prompt: 'Build it', agent: 'builder', name: 'build' },
+      },
+    ]);
+    const child = await anthropicStream(await s.f.nextRequest({ path: MESSAGES }));
+    await child.text('Looking at the Makefile');
+    const line = await previewWith(d, parent, 'task: writing · turn 1');
+    // What it does now comes first: a narrow window cuts the line's end (the file's name).
+    expect(line).toMatch(
+      /^task: writing · turn 1 · 0 tokens · \$0\.0000 · builder in parent\.tasks/,
+    );
+    // `:Flemma tasks` lists it as running, with what it does.
+    await d.command('Flemma tasks');
+    await d.waitUntil('return vim.api.nvim_buf_get_name(0):match("flemma://tasks$") ~= nil');
+    expect(await d.lines()).toEqual([
+      'parent.chat: 1 task',
+      ' 1  running  parent.tasks/01-build.chat  builder   1 turns  $0.0000  writing · Looking at the Makefile',
+    ]);
+    await d.press('q');
+    await child.finish();
+    // The task ends, its result names the file; the line goes with it.
+    await s.toolResult('toolu_T');
+    expect((await s.lines()).join('\n')).toContain("The task's chat: parent.tasks/01-build.chat");
+    await d.waitForExtmarks('flemma_tool_preview', {
+      bufnr: parent,
+      until: 'vim.inspect(marks):find(value, 1, true) == nil',
+      value: 'task: ',
+    });
+  });
+});
+
+/** The preview line of buffer `bufnr` that contains `needle`, once there is one. */
+async function previewWith(d: Driver, bufnr: number, needle: string): Promise<string> {
+  const marks = await d.waitForExtmarks('flemma_tool_preview', {
+    bufnr,
+    until: '#marks > 0 and vim.inspect(marks):find(value, 1, true) ~= nil',
+    value: needle,
+  });
+  const texts = marks.flatMap((mark) =>
+    (mark[3]['virt_lines'] as [string, string][][]).flatMap((line) =>
+      line.map((chunk) => chunk[0]),
+    ),
+  );
+  const found = texts.find((text) => text.includes(needle)) ?? '';
+  return found.trim();
+}

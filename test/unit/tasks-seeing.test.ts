@@ -27,11 +27,11 @@ function fold(events: ChildEvent[]) {
 
 describe('the state line of a running child', () => {
   it.each<[string, ChildEvent[], string]>([
-    ['before its first request', [], 'turn 0 · 0 tokens · $0.0000 · starting'],
+    ['before its first request', [], 'starting · turn 0 · 0 tokens · $0.0000'],
     [
       'while the model writes',
       [{ type: 'request', turn: 1 }],
-      'turn 1 · 0 tokens · $0.0000 · writing',
+      'writing · turn 1 · 0 tokens · $0.0000',
     ],
     [
       'while its tools run',
@@ -42,7 +42,7 @@ describe('the state line of a running child', () => {
         { type: 'tool_started', id: 'b', name: 'read' },
         { type: 'tool_started', id: 'c', name: 'grep' },
       ],
-      'turn 1 · 2.4k tokens · $0.0123 · grep, read',
+      'grep, read · turn 1 · 2.4k tokens · $0.0123',
     ],
     [
       'once they finished and the next request went',
@@ -51,7 +51,7 @@ describe('the state line of a running child', () => {
         { type: 'tool_finished', id: 'a', name: 'grep', status: 'success' },
         { type: 'request', turn: 2 },
       ],
-      'turn 2 · 0 tokens · $0.0000 · writing',
+      'writing · turn 2 · 0 tokens · $0.0000',
     ],
     [
       'while a call waits for approval',
@@ -59,7 +59,7 @@ describe('the state line of a running child', () => {
         { type: 'request', turn: 1 },
         { type: 'attention', reason: 'approval', tools: ['bash'] },
       ],
-      'turn 1 · 0 tokens · $0.0000 · waiting for approval: bash',
+      'waiting for approval: bash · turn 1 · 0 tokens · $0.0000',
     ],
   ])('%s', (_, events, line) => {
     expect(stateLine(fold(events))).toBe(line);
@@ -68,13 +68,11 @@ describe('the state line of a running child', () => {
   it('says done, or why it failed, on one bounded line', () => {
     const running = fold([{ type: 'request', turn: 3 }, totals(3, 1_500_000, 1.5)]);
     expect(stateLine(endedState(running, undefined), CHILD)).toBe(
-      'explorer in n.tasks/01-a.chat · turn 3 · 1.5M tokens · $1.50 · done',
+      'done · turn 3 · 1.5M tokens · $1.50 · explorer in n.tasks/01-a.chat',
     );
     const failed = endedState(running, `boom\u001b[31m\n${'x'.repeat(300)}`);
     const line = stateLine(failed, CHILD);
-    expect(line).toMatch(
-      /^explorer in n\.tasks\/01-a\.chat · turn 3 · 1\.5M tokens · \$1\.50 · failed: boom \[31m x+…$/,
-    );
+    expect(line).toMatch(/^failed: boom \[31m x+…$/);
     expect(Array.from(line)).toHaveLength(160);
   });
 
@@ -108,8 +106,8 @@ describe('the preview of a running child', () => {
       [
         7,
         [
-          ['toolu_1', 'explorer in n.tasks/01-a.chat · turn 50 · 0 tokens · $0.0000 · writing'],
-          ['toolu_2', 'explorer in n.tasks/02-b.chat · turn 50 · 5k tokens · $0.0000 · starting'],
+          ['toolu_1', 'writing · turn 50 · 0 tokens · $0.0000 · explorer in n.tasks/01-a.chat'],
+          ['toolu_2', 'starting · turn 50 · 5k tokens · $0.0000 · explorer in n.tasks/02-b.chat'],
         ],
       ],
     ]);

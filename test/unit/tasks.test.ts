@@ -263,13 +263,13 @@ describe('the parent’s preview of a running child', () => {
       cost: 0.0123,
     };
     expect(stateLine(base, child)).toBe(
-      'explorer in n.tasks/01-a.chat · turn 2 · 1.5k tokens · $0.0123 · writing',
+      'writing · turn 2 · 1.5k tokens · $0.0123 · explorer in n.tasks/01-a.chat',
     );
     expect(stateLine({ ...base, tokens: 12, tools: [{ id: 't', name: 'grep' }] }, child)).toBe(
-      'explorer in n.tasks/01-a.chat · turn 2 · 12 tokens · $0.0123 · grep',
+      'grep · turn 2 · 12 tokens · $0.0123 · explorer in n.tasks/01-a.chat',
     );
     expect(stateLine({ ...base, phase: 'waiting', waiting: ['bash'] }, child)).toBe(
-      'explorer in n.tasks/01-a.chat · turn 2 · 1.5k tokens · $0.0123 · waiting for approval: bash',
+      'waiting for approval: bash · turn 2 · 1.5k tokens · $0.0123 · explorer in n.tasks/01-a.chat',
     );
   });
 });

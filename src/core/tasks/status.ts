@@ -1,6 +1,6 @@
 // A running child's state as its parent shows it (docs/tasks.md, "Seeing a task"): folded from
 // the child's run events, and told on one line in the parent's `task` placeholder and in
-// `:Flemma tasks` ("explorer in notes.tasks/01-a.chat · turn 2 · 14.2k tokens · $0.0123 · grep").
+// `:Flemma tasks` ("grep · turn 2 · 14.2k tokens · $0.0123 · explorer in notes.tasks/01-a.chat").
 import { formatTokens } from '../context/meter.js';
 
 /** A child's run events as this state reads them (the shape of the runner's `RunEvent`). */
@@ -118,8 +118,9 @@ export function doingNow(state: ChildState): string {
 }
 
 /**
- * The state on one line, at most `max` characters: `explorer in notes.tasks/01-a.chat · turn 2 ·
- * 14.2k tokens · $0.0123 · grep` (the child named when `child` is given).
+ * The state on one line, at most `max` characters, what the child does now first (a narrow
+ * window cuts the end): `grep · turn 2 · 14.2k tokens · $0.0123 · explorer in
+ * notes.tasks/01-a.chat` (the child named when `child` is given).
  */
 export function stateLine(
   state: ChildState,
@@ -127,11 +128,11 @@ export function stateLine(
   max = 160,
 ): string {
   const parts = [
-    ...(child === undefined ? [] : [`${child.profile} in ${child.file}`]),
+    doingNow(state),
     `turn ${String(state.turn)}`,
     `${formatTokens(state.tokens)} tokens`,
     formatCost(state.cost),
-    doingNow(state),
+    ...(child === undefined ? [] : [`${child.profile} in ${child.file}`]),
   ];
   return oneLine(parts.join(' · '), max);
 }
