@@ -125,10 +125,12 @@ describe(':Flemma tasks', () => {
     );
   });
 
-  it('gf on the path in a task result opens the child', async () => {
+  it('gf on the path in a task result opens the child, whatever the path option says', async () => {
     const { d } = await launch({ provider: false });
     writeProject(d);
     await d.openChat('project/notes.chat', PARENT);
+    // Not by Neovim's own `gf`: its 'path' would not find the file.
+    await d.lua('vim.o.path = "/nonexistent"');
     const row = PARENT.indexOf("The task's chat: notes.tasks/01-find-callers.chat") + 1;
     await d.lua('vim.api.nvim_win_set_cursor(0, { ..., 24 })', row);
     await d.press('gf');
