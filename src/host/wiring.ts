@@ -48,6 +48,7 @@ import { Verdicts } from './tools/verdicts.js';
 import { UndoService } from './undo/service.js';
 import { TrustChecker } from './trust-check.js';
 import { UsageTracker } from './usage.js';
+import { createTasks } from './tasks/wire.js';
 import { ContextMeter } from './meter.js';
 import { Compactor } from './compact.js';
 
@@ -325,6 +326,8 @@ export function buildHost(link: HostLink): HostServices {
       ? {}
       : { status: (path: string) => base.lua.call('files.status', { path }) }),
   });
+  // The `task` tool: children of a chat run as chats on files (docs/tasks.md).
+  createTasks({ base, ...tools, states, usage: send.usage, files });
   return {
     ...base,
     ...tools,

@@ -98,6 +98,22 @@ function endOf(outcome: RunOutcome): ChildEnd {
   }
 }
 
+/** Resolves as cancelled once `signal` aborts. */
+function whenAborted(signal: AbortSignal): Promise<ChildEnd> {
+  return new Promise((resolve) => {
+    if (signal.aborted) resolve({ kind: 'cancelled' });
+    else {
+      signal.addEventListener(
+        'abort',
+        () => {
+          resolve({ kind: 'cancelled' });
+        },
+        { once: true },
+      );
+    }
+  });
+}
+
 /** A child's progress after `event`; whether its line changed. */
 function advance(progress: ChildProgress, event: RunEvent): boolean {
   switch (event.type) {
@@ -214,7 +230,7 @@ export class TaskService {
       input.prompt,
       profile.system,
     );
-    const path = await writeChild(dir, taskSlug(input.name, input.prompt), text);
+    const path = await this.writeChild(dir, taskSlug(input.name, input.prompt), text);
     const shown = relative(dirname(parentFile), path);
     const progress: ChildProgress = {
       profile: profile.name,
@@ -228,8 +244,8 @@ export class TaskService {
       configLayer: childLayer(plan, settings.config.data, settings.approval),
       parent: ctx.bufnr,
     });
-    try {
-      const outcome = await this.deps.files.run(chat, {
+    const ended: Promise<ChildEnd> = this.deps.files
+      .run(chat, {
         maxTurns: plan.maxTurns,
         ...(plan.maxCost === undefined ? {} : { maxCost: plan.maxCost }),
         signal: ctx.signal,
@@ -238,15 +254,41 @@ export class TaskService {
           if (!advance(progress, event)) return;
           this.deps.progress?.(ctx.bufnr, ctx.tool_id, progressLine(progress));
         },
-      });
-      return taskResult(endOf(outcome), shown);
-    } catch (error) {
-      return taskResult({ kind: 'error', message: (error as Error).message }, shown);
-    } finally {
+      })
+      .then(endOf, (error: unknown) => ({ kind: 'error', message: (error as Error).message }));
+    // The child is forgotten once its run is over (its file stays), also after a cancel.
+    const closed = ended.finally(async () => {
       this.deps.progress?.(ctx.bufnr, ctx.tool_id, undefined);
       await this.deps.files.close(chat);
-    }
+    });
+    // A cancel answers at once: the child's run stops meanwhile and marks its reply aborted.
+    const end = await Promise.race([closed, whenAborted(ctx.signal)]);
+    return taskResult(end, shown);
   }
+
+  /**
+   * Writes a child's text as the next free `NN-slug.chat` of `dir` (made when missing) and returns
+   * its path, never replacing a file. The numbers handed out here are kept, so that tasks started
+   * at once take one number each whatever their names.
+   */
+  private async writeChild(dir: string, slug: string, text: string): Promise<string> {
+    await mkdir(dir, { recursive: true });
+    const existing = await readdir(dir);
+    const numbers = this.numbers;
+    // Taken before anything else is awaited: a task started meanwhile takes the next one.
+    const first = Math.max(nextTaskNumber(existing), (numbers.get(dir) ?? 0) + 1);
+    numbers.set(dir, first);
+    function* names(): Generator<string, never> {
+      for (let number = first; ; number++) {
+        numbers.set(dir, Math.max(numbers.get(dir) ?? 0, number));
+        yield taskFileName(number, slug);
+      }
+    }
+    return writeFirstFree(dir, 'task', names(), text);
+  }
+
+  /** The last number handed out in each tasks folder. */
+  private readonly numbers = new Map<string, number>();
 
   /** Wait for one of the chat's `limit` slots (or the call's cancel). */
   private slot(bufnr: number, limit: number, signal: AbortSignal): Promise<void> {
@@ -280,18 +322,4 @@ export class TaskService {
     if (next !== undefined) next();
     else if (slots.running === 0) this.slots.delete(bufnr);
   }
-}
-
-/** `NN-slug.chat` from the next free number of `existing` on. */
-function* childNames(existing: readonly string[], slug: string): Generator<string, never> {
-  for (let number = nextTaskNumber(existing); ; number++) yield taskFileName(number, slug);
-}
-
-/**
- * Writes a child's text as the next free `NN-slug.chat` of `dir` (made when missing) and returns
- * its path; never replacing a file, so two tasks started at once take two numbers.
- */
-async function writeChild(dir: string, slug: string, text: string): Promise<string> {
-  await mkdir(dir, { recursive: true });
-  return writeFirstFree(dir, 'task', childNames(await readdir(dir), slug), text);
 }
