@@ -302,6 +302,7 @@ export function buildHost(link: HostLink): HostServices {
     ...send,
     cancelPending: (bufnr) => commands.cancelPending(bufnr),
     notices,
+    approveTask: (bufnr, id) => tasks.approveWaiting(bufnr, id),
   });
   routeLoopEvents(base, events, tools, sessions);
   const { commands, diffReview } = createCommands(base, tools, send, sessions);
@@ -327,7 +328,15 @@ export function buildHost(link: HostLink): HostServices {
       : { status: (path: string) => base.lua.call('files.status', { path }) }),
   });
   // The `task` tool: children of a chat run as chats on files (docs/tasks.md).
-  createTasks({ base, ...tools, states, usage: send.usage, files });
+  const tasks = createTasks({
+    base,
+    ...tools,
+    states,
+    usage: send.usage,
+    files,
+    sessions,
+    commands,
+  });
   return {
     ...base,
     ...tools,

@@ -167,6 +167,46 @@ describe('the task tool', () => {
     expect(existsSync(join(s.d.home, 'work', 'parent.tasks', '01-build-alpha.chat'))).toBe(true);
   });
 
+  it('a child’s call that needs approval: the parent’s preview says so, the user is called, <M-CR> on the task approves it', async () => {
+    // bash asks (not approved because a sandbox would hold it).
+    const s = await launch({
+      config: CONFIG.replace('auto_approve =', 'auto_approve_sandboxed = false, auto_approve ='),
+    });
+    await s.d.command('doautocmd FocusLost');
+    await delegate(s, [task('toolu_A', 'Build alpha', { agent: 'builder' })]);
+    const [child] = (await requests(s, ['Build alpha'])).values();
+    if (child === undefined) throw new Error('no child request');
+    const bash = {
+      id: 'toolu_S',
+      name: 'bash',
+      input: { label: 'b', command: 'echo built-ok', timeout: null },
+    };
+    await anthropicReply(child, 'Running.', [bash]);
+    const attention = await s.d.waitForEvent('FlemmaAttention');
+    expect(attention.data).toMatchObject({ reason: 'approval', bufnr: s.buf });
+    await s.d.command('doautocmd FocusGained');
+    const marks = await s.d.waitForExtmarks('flemma_tool_preview', {
+      bufnr: s.buf,
+      until: 'vim.inspect(marks):find(value, 1, true) ~= nil',
+      value: 'waiting: bash in parent.tasks/01-build-alpha.chat',
+    });
+    expect(marks.length).toBeGreaterThan(0);
+    // The child's file holds the call waiting, and the parent's call still runs.
+    expect(taskFile(s, '01-build-alpha.chat')).toContain('status=pending');
+    const row = (await s.lines()).indexOf('**Tool Result:** `toolu_A`') + 1;
+    await s.d.command(`call win_gotoid(bufwinid(${String(s.buf)})) | ${String(row)}`);
+    await s.d.press('<M-CR>');
+    // Approved, the child runs bash and asks its model again with the output.
+    const next = await s.f.nextRequest({ path: MESSAGES });
+    expect(text(next)).toContain('built-ok');
+    await anthropicReply(next, 'Built.');
+    const followUp = await s.f.nextRequest({ path: MESSAGES });
+    expect(text(followUp)).toContain(
+      "Built.\\n\\nThe task's chat: parent.tasks/01-build-alpha.chat",
+    );
+    await anthropicReply(followUp, 'Done.');
+  });
+
   it('offers the chat’s profiles in the task tool’s description and schema', async () => {
     const s = await launch({ config: CONFIG });
     await s.open('parent.chat', ['@You:', 'Hi.']);

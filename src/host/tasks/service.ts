@@ -38,7 +38,7 @@ import {
 import type { TaskInput } from '../../core/tools/definitions/task.js';
 import type { ToolContext, ToolOutcome } from '../../core/tools/registry.js';
 import { writeFirstFree } from '../../core/util/files.js';
-import type { FileChats, RunEvent, RunOutcome } from '../../files/api.js';
+import type { FileChats, RunEvent, RunOptions, RunOutcome, WaitingCall } from '../../files/api.js';
 import type { BufferSettings } from '../buffer-settings.js';
 import type { FileLogger } from '../log.js';
 import { ProjectAgents } from './project.js';
@@ -54,6 +54,10 @@ export interface TaskServiceDeps {
   logger: Pick<FileLogger, 'info' | 'warn'>;
   /** A running call's line in the parent's preview (undefined: its own preview again). */
   progress?: (parent: number, toolId: string, line: string | undefined) => void;
+  /** The parent needs the user: a child's calls wait for approval. */
+  attention?: (parent: number, tools: string[]) => void;
+  /** Approve the calls `ids` that wait in the child chat `child` (as the user would). */
+  approve?: (child: number, ids: string[]) => Promise<void>;
 }
 
 /** A chat's children waiting for a slot, and how many run. */
@@ -244,26 +248,86 @@ export class TaskService {
       configLayer: childLayer(plan, settings.config.data, settings.approval),
       parent: ctx.bufnr,
     });
-    const ended: Promise<ChildEnd> = this.deps.files
-      .run(chat, {
-        maxTurns: plan.maxTurns,
-        ...(plan.maxCost === undefined ? {} : { maxCost: plan.maxCost }),
-        signal: ctx.signal,
-        autopilot: true,
-        onEvent: (event) => {
-          if (!advance(progress, event)) return;
-          this.deps.progress?.(ctx.bufnr, ctx.tool_id, progressLine(progress));
-        },
-      })
-      .then(endOf, (error: unknown) => ({ kind: 'error', message: (error as Error).message }));
-    // The child is forgotten once its run is over (its file stays), also after a cancel.
-    const closed = ended.finally(async () => {
-      this.deps.progress?.(ctx.bufnr, ctx.tool_id, undefined);
-      await this.deps.files.close(chat);
-    });
+    const options: RunOptions = {
+      maxTurns: plan.maxTurns,
+      ...(plan.maxCost === undefined ? {} : { maxCost: plan.maxCost }),
+      signal: ctx.signal,
+      autopilot: true,
+      onEvent: (event) => {
+        if (!advance(progress, event)) return;
+        this.deps.progress?.(ctx.bufnr, ctx.tool_id, progressLine(progress));
+      },
+    };
+    const closed = (async (): Promise<ChildEnd> => {
+      try {
+        for (;;) {
+          const outcome = await this.deps.files.run(chat, options);
+          if (outcome.kind !== 'approval' || ctx.signal.aborted) return endOf(outcome);
+          // The call stays running while the child waits; approved, the child goes on.
+          if (!(await this.approval(ctx, outcome.calls, chat.bufnr, progress))) {
+            return { kind: 'cancelled' };
+          }
+        }
+      } catch (error) {
+        return { kind: 'error', message: (error as Error).message };
+      } finally {
+        // The child is forgotten once its run is over (its file stays), also after a cancel.
+        this.deps.progress?.(ctx.bufnr, ctx.tool_id, undefined);
+        await this.deps.files.close(chat);
+      }
+    })();
     // A cancel answers at once: the child's run stops meanwhile and marks its reply aborted.
     const end = await Promise.race([closed, whenAborted(ctx.signal)]);
     return taskResult(end, shown);
+  }
+
+  /** Task calls whose child waits for an approval: `<parent>:<tool id>` → go on. */
+  private readonly waiting = new Map<string, () => Promise<void>>();
+
+  /**
+   * `<M-CR>` on the parent's `task` call whose child waits: the child's waiting calls are
+   * approved and it goes on. Whether the call was one.
+   */
+  approveWaiting(parent: number, toolId: string): boolean {
+    const go = this.waiting.get(`${String(parent)}:${toolId}`);
+    if (go === undefined) return false;
+    void go();
+    return true;
+  }
+
+  /**
+   * The child's `calls` wait: the parent's preview says so and the user is called; resolves true
+   * once they are approved from the parent, false when the call is cancelled first.
+   */
+  private approval(
+    ctx: ToolContext,
+    calls: readonly WaitingCall[],
+    child: number,
+    progress: ChildProgress,
+  ): Promise<boolean> {
+    const names = [...new Set(calls.map((call) => call.name))];
+    progress.waiting = names.join(', ');
+    this.deps.progress?.(ctx.bufnr, ctx.tool_id, progressLine(progress));
+    this.deps.attention?.(ctx.bufnr, names);
+    const key = `${String(ctx.bufnr)}:${ctx.tool_id}`;
+    return new Promise((resolve) => {
+      const cancel = (): void => {
+        this.waiting.delete(key);
+        resolve(false);
+      };
+      ctx.signal.addEventListener('abort', cancel, { once: true });
+      this.waiting.set(key, async () => {
+        ctx.signal.removeEventListener('abort', cancel);
+        this.waiting.delete(key);
+        delete progress.waiting;
+        this.deps.progress?.(ctx.bufnr, ctx.tool_id, progressLine(progress));
+        await this.deps.approve?.(
+          child,
+          calls.map((call) => call.id),
+        );
+        resolve(true);
+      });
+    });
   }
 
   /**

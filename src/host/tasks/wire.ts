@@ -3,7 +3,10 @@
 import { taskTool, taskToolShape } from '../../core/tools/definitions/task.js';
 import type { FileChats } from '../../files/api.js';
 import type { HostBase } from '../base.js';
+import { waitingBlocks } from '../approval-notice.js';
 import type { EditorStates } from '../editor-state.js';
+import type { SessionRegistry } from '../session.js';
+import type { ToolCommands } from '../tools/commands.js';
 import type { ToolCatalogue } from '../tools/catalogue.js';
 import type { Previews } from '../tools/previews.js';
 import type { UsageTracker } from '../usage.js';
@@ -16,6 +19,8 @@ export interface TaskWiring {
   usage: Pick<UsageTracker, 'session'>;
   files: Pick<FileChats, 'open' | 'run' | 'close'>;
   previews: Pick<Previews, 'note'>;
+  sessions: Pick<SessionRegistry, 'get' | 'of'>;
+  commands: Pick<ToolCommands, 'setStatusAt'>;
 }
 
 /** The task service, its tool registered in the catalogue. */
@@ -32,6 +37,22 @@ export function createTasks(s: TaskWiring): TaskService {
     logger: s.base.logger,
     progress: (parent, toolId, line) => {
       s.previews.note(parent, toolId, line);
+    },
+    attention: (parent, tools) => {
+      s.sessions.get(parent)?.attention('approval', tools);
+    },
+    approve: async (child, ids) => {
+      const state = await s.base.documents.attach(child);
+      if (state === undefined) return;
+      // Each waiting call as the user approves it in a buffer (`:Flemma tool:approve`).
+      for (const block of waitingBlocks(state.document)) {
+        if (!ids.includes(block.id)) continue;
+        await s.sessions
+          .of(child)
+          .decide(undefined, () =>
+            s.commands.setStatusAt(child, block.toolUseLine - 1, 'approved'),
+          );
+      }
     },
   });
   s.catalogue.addBuiltin(
