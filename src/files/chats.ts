@@ -140,6 +140,12 @@ class Run implements ChatObserver {
       case 'failed':
       case 'refused':
         return { ...totals, kind: 'error', message: this.failure(document) };
+      case 'done':
+        // Nothing went out: what stopped it was said to the user (a problem of the chat).
+        if (totals.turns === 0) {
+          return { ...totals, kind: 'error', message: this.notice ?? 'nothing to send' };
+        }
+        return { ...totals, kind: 'done', text: lastReply(document) };
       default:
         return { ...totals, kind: 'done', text: lastReply(document) };
     }

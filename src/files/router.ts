@@ -77,6 +77,17 @@ export class RoutedBridge extends LuaBridge {
     if (this.forFiles(method, params)) {
       return this.files.answer(method, params);
     }
+    if (method === 'template.render') {
+      // Lua renders a file chat's templates with its file and its given trust.
+      const render = params as LuaParams<'template.render'>;
+      const file = this.files.templateFile(render.bufnr);
+      if (file !== undefined) return this.route(method, { ...render, file });
+    }
+    return this.route(method, params);
+  }
+
+  /** A method with no file chat's bufnr: Neovim, or the answer of a host with no Neovim. */
+  private route<M extends LuaRequest>(method: M, params: LuaParams<M>): Promise<LuaAnswer<M>> {
     if (this.headless !== undefined) {
       try {
         return Promise.resolve(answerWithoutNeovim(this.headless, method, params) as LuaAnswer<M>);

@@ -40,7 +40,6 @@ import { DiffReview } from './tools/diff-review.js';
 import { ToolExecutor } from './tools/executor.js';
 import { LiveOutput } from './tools/live-output.js';
 import { TaskBoard } from './tasks/status.js';
-import { createTasks } from './tasks/wire.js';
 import { sandboxResolver } from './tools/prepare.js';
 import { nodeTruncateFs } from '../core/tools/truncate.js';
 import { LuaTools } from './tools/lua-tools.js';
@@ -50,6 +49,7 @@ import { Verdicts } from './tools/verdicts.js';
 import { UndoService } from './undo/service.js';
 import { TrustChecker } from './trust-check.js';
 import { UsageTracker } from './usage.js';
+import { createTasks } from './tasks/wire.js';
 import { ContextMeter } from './meter.js';
 import { Compactor } from './compact.js';
 
@@ -317,6 +317,7 @@ export function buildHost(link: HostLink): HostServices {
     ...send,
     cancelPending: (bufnr) => commands.cancelPending(bufnr),
     notices,
+    approveTask: (bufnr, id) => tasks.approveWaiting(bufnr, id),
   });
   routeLoopEvents(base, events, tools, sessions);
   const { commands, diffReview } = createCommands(base, tools, send, sessions);
@@ -341,12 +342,15 @@ export function buildHost(link: HostLink): HostServices {
       ? {}
       : { status: (path: string) => base.lua.call('files.status', { path }) }),
   });
-  createTasks({
+  // The `task` tool: children of a chat run as chats on files (docs/tasks.md).
+  const tasks = createTasks({
     base,
-    catalogue: tools.catalogue,
+    ...tools,
     states,
     usage: send.usage,
     files,
+    sessions,
+    commands,
     board: tools.taskBoard,
   });
   return {

@@ -119,7 +119,7 @@ export type ChildEnd =
 export function taskResult(
   end: ChildEnd,
   file: string,
-): { ok: true; output: string } | { ok: false; error: string } {
+): { ok: true; output: string } | { ok: false; error: string; partialOutput?: string } {
   const where = `The task's chat: ${file}`;
   switch (end.kind) {
     case 'done':
@@ -140,7 +140,8 @@ export function taskResult(
         error: `The task stopped: its ${end.tool} call waits for the user's approval. ${where}`,
       };
     case 'cancelled':
-      return { ok: false, error: `The task was cancelled. ${where}` };
+      // The file as partial output: a cancel's own wording replaces the error.
+      return { ok: false, error: 'The task was cancelled.', partialOutput: where };
     case 'error':
       return { ok: false, error: `The task failed: ${end.message}. ${where}` };
   }

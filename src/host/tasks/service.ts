@@ -36,7 +36,7 @@ import {
 import type { TaskInput } from '../../core/tools/definitions/task.js';
 import type { ToolContext, ToolOutcome } from '../../core/tools/registry.js';
 import { writeFirstFree } from '../../core/util/files.js';
-import type { FileChats, RunEvent, RunOutcome } from '../../files/api.js';
+import type { FileChats, RunEvent, RunOptions, RunOutcome, WaitingCall } from '../../files/api.js';
 import type { BufferSettings } from '../buffer-settings.js';
 import type { FileLogger } from '../log.js';
 import { ProjectAgents } from './project.js';
@@ -54,6 +54,8 @@ export interface TaskServiceDeps {
   progress?: (parent: number, toolId: string, event: RunEvent, child: ChildOf) => void;
   /** A child's run ended (the parent's preview of its call goes; `:Flemma tasks` keeps it). */
   ended?: (parent: number, toolId: string, end: ChildEnd, child: ChildOf) => void;
+  /** Approve the calls `ids` that wait in the child chat `child` (as the user would). */
+  approve?: (child: number, ids: string[]) => Promise<void>;
 }
 
 /** A child as its parent names it: its profile, its file relative to the parent's directory. */
@@ -102,6 +104,22 @@ function endOf(outcome: RunOutcome): ChildEnd {
     case 'error':
       return { kind: 'error', message: outcome.message };
   }
+}
+
+/** Resolves as cancelled once `signal` aborts. */
+function whenAborted(signal: AbortSignal): Promise<ChildEnd> {
+  return new Promise((resolve) => {
+    if (signal.aborted) resolve({ kind: 'cancelled' });
+    else {
+      signal.addEventListener(
+        'abort',
+        () => {
+          resolve({ kind: 'cancelled' });
+        },
+        { once: true },
+      );
+    }
+  });
 }
 
 export class TaskService {
@@ -194,7 +212,7 @@ export class TaskService {
       input.prompt,
       profile.system,
     );
-    const path = await writeChild(dir, taskSlug(input.name, input.prompt), text);
+    const path = await this.writeChild(dir, taskSlug(input.name, input.prompt), text);
     const shown = relative(dirname(parentFile), path);
     const child: ChildOf = { profile: profile.name, file: shown };
     const chat = await this.deps.files.open(path, {
@@ -202,26 +220,109 @@ export class TaskService {
       configLayer: childLayer(plan, settings.config.data, settings.approval),
       parent: ctx.bufnr,
     });
-    try {
-      const outcome = await this.deps.files.run(chat, {
-        maxTurns: plan.maxTurns,
-        ...(plan.maxCost === undefined ? {} : { maxCost: plan.maxCost }),
-        signal: ctx.signal,
-        autopilot: true,
-        onEvent: (event) => this.deps.progress?.(ctx.bufnr, ctx.tool_id, event, child),
-      });
-      return this.result(ctx, endOf(outcome), child);
-    } catch (error) {
-      return this.result(ctx, { kind: 'error', message: (error as Error).message }, child);
-    } finally {
-      await this.deps.files.close(chat);
-    }
+    const options: RunOptions = {
+      maxTurns: plan.maxTurns,
+      ...(plan.maxCost === undefined ? {} : { maxCost: plan.maxCost }),
+      signal: ctx.signal,
+      autopilot: true,
+      onEvent: (event) => {
+        // A wait is told once the run has ended with its placeholders written (`approval`).
+        if (event.type !== 'attention') this.deps.progress?.(ctx.bufnr, ctx.tool_id, event, child);
+      },
+    };
+    const closed = (async (): Promise<ChildEnd> => {
+      try {
+        for (;;) {
+          const outcome = await this.deps.files.run(chat, options);
+          if (outcome.kind !== 'approval' || ctx.signal.aborted) return endOf(outcome);
+          // The call stays running while the child waits; approved, the child goes on.
+          if (!(await this.approval(ctx, outcome.calls, chat.bufnr, child))) {
+            return { kind: 'cancelled' };
+          }
+        }
+      } catch (error) {
+        return { kind: 'error', message: (error as Error).message };
+      } finally {
+        // The child is forgotten once its run is over (its file stays), also after a cancel.
+        await this.deps.files.close(chat);
+      }
+    })();
+    // A cancel answers at once: the child's run stops meanwhile and marks its reply aborted.
+    const end = await Promise.race([closed, whenAborted(ctx.signal)]);
+    this.deps.ended?.(ctx.bufnr, ctx.tool_id, end, child);
+    return taskResult(end, shown);
   }
 
-  private result(ctx: ToolContext, end: ChildEnd, child: ChildOf): ToolOutcome {
-    this.deps.ended?.(ctx.bufnr, ctx.tool_id, end, child);
-    return taskResult(end, child.file);
+  /** Task calls whose child waits for an approval: `<parent>:<tool id>` → go on. */
+  private readonly waiting = new Map<string, () => Promise<void>>();
+
+  /**
+   * `<M-CR>` on the parent's `task` call whose child waits: the child's waiting calls are
+   * approved and it goes on. Whether the call was one.
+   */
+  approveWaiting(parent: number, toolId: string): boolean {
+    const go = this.waiting.get(`${String(parent)}:${toolId}`);
+    if (go === undefined) return false;
+    void go();
+    return true;
   }
+
+  /**
+   * The child's `calls` wait: the parent's preview says so and the user is called; resolves true
+   * once they are approved from the parent, false when the call is cancelled first.
+   */
+  private approval(
+    ctx: ToolContext,
+    calls: readonly WaitingCall[],
+    child: number,
+    named: ChildOf,
+  ): Promise<boolean> {
+    const names = [...new Set(calls.map((call) => call.name))];
+    // The preview says what waits, and the parent's attention is called (status.ts).
+    const waits: RunEvent = { type: 'attention', reason: 'approval', tools: names };
+    this.deps.progress?.(ctx.bufnr, ctx.tool_id, waits, named);
+    const key = `${String(ctx.bufnr)}:${ctx.tool_id}`;
+    return new Promise((resolve) => {
+      const cancel = (): void => {
+        this.waiting.delete(key);
+        resolve(false);
+      };
+      ctx.signal.addEventListener('abort', cancel, { once: true });
+      this.waiting.set(key, async () => {
+        ctx.signal.removeEventListener('abort', cancel);
+        this.waiting.delete(key);
+        await this.deps.approve?.(
+          child,
+          calls.map((call) => call.id),
+        );
+        resolve(true);
+      });
+    });
+  }
+
+  /**
+   * Writes a child's text as the next free `NN-slug.chat` of `dir` (made when missing) and returns
+   * its path, never replacing a file. The numbers handed out here are kept, so that tasks started
+   * at once take one number each whatever their names.
+   */
+  private async writeChild(dir: string, slug: string, text: string): Promise<string> {
+    await mkdir(dir, { recursive: true });
+    const existing = await readdir(dir);
+    const numbers = this.numbers;
+    // Taken before anything else is awaited: a task started meanwhile takes the next one.
+    const first = Math.max(nextTaskNumber(existing), (numbers.get(dir) ?? 0) + 1);
+    numbers.set(dir, first);
+    function* names(): Generator<string, never> {
+      for (let number = first; ; number++) {
+        numbers.set(dir, Math.max(numbers.get(dir) ?? 0, number));
+        yield taskFileName(number, slug);
+      }
+    }
+    return writeFirstFree(dir, 'task', names(), text);
+  }
+
+  /** The last number handed out in each tasks folder. */
+  private readonly numbers = new Map<string, number>();
 
   /** Wait for one of the chat's `limit` slots (or the call's cancel). */
   private slot(bufnr: number, limit: number, signal: AbortSignal): Promise<void> {
@@ -255,18 +356,4 @@ export class TaskService {
     if (next !== undefined) next();
     else if (slots.running === 0) this.slots.delete(bufnr);
   }
-}
-
-/** `NN-slug.chat` from the next free number of `existing` on. */
-function* childNames(existing: readonly string[], slug: string): Generator<string, never> {
-  for (let number = nextTaskNumber(existing); ; number++) yield taskFileName(number, slug);
-}
-
-/**
- * Writes a child's text as the next free `NN-slug.chat` of `dir` (made when missing) and returns
- * its path; never replacing a file, so two tasks started at once take two numbers.
- */
-async function writeChild(dir: string, slug: string, text: string): Promise<string> {
-  await mkdir(dir, { recursive: true });
-  return writeFirstFree(dir, 'task', childNames(await readdir(dir), slug), text);
 }

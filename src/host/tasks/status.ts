@@ -64,12 +64,14 @@ export class TaskBoard {
   readonly progress = (parent: number, toolId: string, event: ChildEvent, child: ChildOf): void => {
     const watched = this.watch(parent, toolId, child);
     const before = watched.state;
+    // A cancelled call's child may still say something as it stops: its line is gone for good.
+    if (before.phase === 'done' || before.phase === 'failed') return;
     watched.state = nextState(before, event);
-    if (event.type === 'attention' && event.reason === 'approval') {
+    if (watched.state.phase === 'waiting' && before.phase !== 'waiting') {
       this.lua.notify('attention.signal', {
         bufnr: parent,
         reason: 'approval',
-        ...(event.tools === undefined ? {} : { tools: event.tools }),
+        tools: watched.state.waiting,
       });
     }
     if (stateLine(before) === stateLine(watched.state)) return;

@@ -3,7 +3,10 @@
 import { taskTool, taskToolShape } from '../../core/tools/definitions/task.js';
 import type { FileChats } from '../../files/api.js';
 import type { HostBase } from '../base.js';
+import { waitingBlocks } from '../approval-notice.js';
 import type { EditorStates } from '../editor-state.js';
+import type { SessionRegistry } from '../session.js';
+import type { ToolCommands } from '../tools/commands.js';
 import type { ToolCatalogue } from '../tools/catalogue.js';
 import type { UsageTracker } from '../usage.js';
 import { TaskService } from './service.js';
@@ -17,6 +20,8 @@ export interface TaskWiring {
   files: Pick<FileChats, 'open' | 'run' | 'close'>;
   /** The children's state lines in their calls' previews, and the listing (`Host.taskBoard`). */
   board: Pick<TaskBoard, 'progress' | 'ended'>;
+  sessions: Pick<SessionRegistry, 'of'>;
+  commands: Pick<ToolCommands, 'setStatusAt'>;
 }
 
 /** The task service, its tool registered in the catalogue. */
@@ -33,6 +38,19 @@ export function createTasks(s: TaskWiring): TaskService {
     logger: s.base.logger,
     progress: s.board.progress,
     ended: s.board.ended,
+    approve: async (child, ids) => {
+      const state = await s.base.documents.attach(child);
+      if (state === undefined) return;
+      // Each waiting call as the user approves it in a buffer (`:Flemma tool:approve`).
+      for (const block of waitingBlocks(state.document)) {
+        if (!ids.includes(block.id)) continue;
+        await s.sessions
+          .of(child)
+          .decide(undefined, () =>
+            s.commands.setStatusAt(child, block.toolUseLine - 1, 'approved'),
+          );
+      }
+    },
   });
   s.catalogue.addBuiltin(
     taskTool((input, ctx) => service.run(input, ctx)),
