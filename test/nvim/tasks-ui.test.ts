@@ -155,6 +155,8 @@ describe('a finished task', () => {
     const tools = (request.body as { tools: { name: string }[] }).tools.map((tool) => tool.name);
     expect(tools.sort()).toEqual(['find', 'grep', 'ls', 'read']);
     await s.replyAndWait('Three callers: a.ts, b.ts and test/c.ts ({{ x }} @./secret).');
+    // Opened and sent with no word about trust: nothing in it needs any.
+    expect(d.notifications().filter((note) => note.level >= 3)).toEqual([]);
     await d.command('Flemma task:return');
     await d.waitForNotification(/task:return: the answer is a note/);
     const parent = readFileSync(join(d.home, 'work/project/notes.chat'), 'utf8').split('\n');
