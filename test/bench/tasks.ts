@@ -4,16 +4,16 @@
 // lines in its previews) and every child's file byte-exact once they ended.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { type Driver, ROOT, startDriver } from '../helpers/driver.js';
+import type { Driver } from '../helpers/driver.js';
 import {
   type FakeProvider,
   type FakeRequest,
   startFakeProvider,
 } from '../helpers/fake-provider.js';
 import { type Lane, percentile, report } from './report.js';
+import { startBenchDriver } from './loop.js';
 import { anthropicReply, anthropicToolReply } from './sse.js';
 
-const BENCH_RTP = join(ROOT, 'test/bench');
 const MESSAGES = /^\/v1\/messages/;
 
 /** The parent offers `task`, approved, and runs 8 children at once. */
@@ -38,13 +38,7 @@ interface Bench {
 }
 
 async function startTasksDriver(fake: FakeProvider): Promise<Bench> {
-  const driver = await startDriver({
-    rtp: [BENCH_RTP],
-    ui: { width: 120, height: 40 },
-    events: ['FlemmaBootComplete', 'FlemmaRequestFinished'],
-    env: { ANTHROPIC_API_KEY: 'sk-bench', ANTHROPIC_BASE_URL: fake.url },
-    setup: SETUP,
-  });
+  const driver = await startBenchDriver(fake, SETUP);
   const buf = await driver.openChat('parent.chat', ['@You:', 'Delegate.']);
   await driver.waitForEvent('FlemmaBootComplete', { timeout: 20000 });
   return { driver, fake, buf };

@@ -6,6 +6,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { anthropicStream } from '../helpers/anthropic-script.js';
+import { placeholder, toolResult, toolUse } from '../helpers/chat-lines.js';
 import type { Driver } from '../helpers/driver.js';
 import { launcher, MESSAGES } from '../helpers/e2e.js';
 
@@ -34,20 +35,18 @@ const PARENT = [
   'Find the callers of parseChat.',
   '',
   '@Assistant:',
-  '**Tool Use:** `task` (`toolu_T1`)',
-  '',
-  '```json',
-  '{"prompt":"Find every caller of parseChat","name":"find callers"}',
-  '```',
+  ...toolUse(
+    'task',
+    'toolu_T1',
+    '{"prompt":"Find every caller of parseChat","name":"find callers"}',
+  ),
   '',
   '@You:',
-  '**Tool Result:** `toolu_T1`',
-  '',
-  '```',
-  'Two callers: a.ts and b.ts.',
-  '',
-  "The task's chat: notes.tasks/01-find-callers.chat",
-  '```',
+  ...toolResult('toolu_T1', [
+    'Two callers: a.ts and b.ts.',
+    '',
+    "The task's chat: notes.tasks/01-find-callers.chat",
+  ]),
   '',
   '@Assistant:',
   'There are two callers.',
@@ -70,17 +69,10 @@ function writeProject(d: Driver): void {
     'project/notes.tasks/02-list-tests.chat',
     child('../notes.chat', 'toolu_T2', 'List the tests', [
       '@Assistant:',
-      '**Tool Use:** `bash` (`toolu_B1`)',
-      '',
-      '```json',
-      '{"command":"ls test"}',
-      '```',
+      ...toolUse('bash', 'toolu_B1', '{"command":"ls test"}'),
       '',
       '@You:',
-      '**Tool Result:** `toolu_B1`',
-      '',
-      '```flemma:tool status=pending',
-      '```',
+      ...placeholder('toolu_B1', 'pending'),
       '',
     ]),
   );

@@ -13,6 +13,7 @@ import {
   stateLine,
 } from '../../src/core/tasks/status.js';
 import { TaskBoard } from '../../src/host/tasks/status.js';
+import { placeholder, toolUse } from '../helpers/chat-lines.js';
 import { FRAME_MS } from '../../src/host/tools/live-output.js';
 
 const CHILD = { profile: 'explorer', file: 'n.tasks/01-a.chat' };
@@ -142,23 +143,8 @@ const CHILD_TEXT = (rest: string[]): string =>
   ].join('\n');
 
 const REPLY = ['@Assistant:', 'Found it in a.ts.', 'It is called twice.', ''];
-const CALL = [
-  '@Assistant:',
-  '**Tool Use:** `bash` (`toolu_B`)',
-  '',
-  '```json',
-  '{"command":"ls"}',
-  '```',
-  '',
-];
-const PENDING = [
-  '@You:',
-  '**Tool Result:** `toolu_B`',
-  '',
-  '```flemma:tool status=pending',
-  '```',
-  '',
-];
+const CALL = ['@Assistant:', ...toolUse('bash', 'toolu_B', '{"command":"ls"}'), ''];
+const PENDING = ['@You:', ...placeholder('toolu_B', 'pending'), ''];
 
 describe(':Flemma tasks', () => {
   it('reads where a child came from out of its frontmatter, and nothing out of other chats', () => {
