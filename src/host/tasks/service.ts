@@ -38,7 +38,15 @@ import {
 import type { TaskInput } from '../../core/tools/definitions/task.js';
 import type { ToolContext, ToolOutcome } from '../../core/tools/registry.js';
 import { writeFirstFree } from '../../core/util/files.js';
-import type { FileChats, RunEvent, RunOptions, RunOutcome, WaitingCall } from '../../files/api.js';
+import type {
+  FileChat,
+  FileChats,
+  OpenOptions,
+  RunEvent,
+  RunOptions,
+  RunOutcome,
+  WaitingCall,
+} from '../../files/api.js';
 import type { BufferSettings } from '../buffer-settings.js';
 import type { FileLogger } from '../log.js';
 import { ProjectAgents } from './project.js';
@@ -243,11 +251,11 @@ export class TaskService {
       tokens: 0,
       cost: 0,
     };
-    const chat = await this.deps.files.open(path, {
+    const open: OpenOptions = {
       trust: settings.trust,
       configLayer: childLayer(plan, settings.config.data, settings.approval),
       parent: ctx.bufnr,
-    });
+    };
     const options: RunOptions = {
       maxTurns: plan.maxTurns,
       ...(plan.maxCost === undefined ? {} : { maxCost: plan.maxCost }),
@@ -259,21 +267,29 @@ export class TaskService {
       },
     };
     const closed = (async (): Promise<ChildEnd> => {
+      let chat: FileChat | undefined;
       try {
+        chat = await this.deps.files.open(path, open);
         for (;;) {
           const outcome = await this.deps.files.run(chat, options);
           if (outcome.kind !== 'approval' || ctx.signal.aborted) return endOf(outcome);
-          // The call stays running while the child waits; approved, the child goes on.
-          if (!(await this.approval(ctx, outcome.calls, chat.bufnr, progress))) {
-            return { kind: 'cancelled' };
-          }
+          // While it waits, the file is the user's (open in a buffer, edited, saved); the parent's
+          // call stays running. Approved from the parent, the child is read again and goes on.
+          await this.deps.files.close(chat);
+          chat = undefined;
+          if (!(await this.approval(ctx, outcome.calls, progress))) return { kind: 'cancelled' };
+          chat = await this.deps.files.open(path, open);
+          await this.deps.approve?.(
+            chat.bufnr,
+            outcome.calls.map((call) => call.id),
+          );
         }
       } catch (error) {
         return { kind: 'error', message: (error as Error).message };
       } finally {
         // The child is forgotten once its run is over (its file stays), also after a cancel.
         this.deps.progress?.(ctx.bufnr, ctx.tool_id, undefined);
-        await this.deps.files.close(chat);
+        if (chat !== undefined) await this.deps.files.close(chat);
       }
     })();
     // A cancel answers at once: the child's run stops meanwhile and marks its reply aborted.
@@ -282,7 +298,7 @@ export class TaskService {
   }
 
   /** Task calls whose child waits for an approval: `<parent>:<tool id>` → go on. */
-  private readonly waiting = new Map<string, () => Promise<void>>();
+  private readonly waiting = new Map<string, () => void>();
 
   /**
    * `<M-CR>` on the parent's `task` call whose child waits: the child's waiting calls are
@@ -291,7 +307,7 @@ export class TaskService {
   approveWaiting(parent: number, toolId: string): boolean {
     const go = this.waiting.get(`${String(parent)}:${toolId}`);
     if (go === undefined) return false;
-    void go();
+    go();
     return true;
   }
 
@@ -302,7 +318,6 @@ export class TaskService {
   private approval(
     ctx: ToolContext,
     calls: readonly WaitingCall[],
-    child: number,
     progress: ChildProgress,
   ): Promise<boolean> {
     const names = [...new Set(calls.map((call) => call.name))];
@@ -316,15 +331,11 @@ export class TaskService {
         resolve(false);
       };
       ctx.signal.addEventListener('abort', cancel, { once: true });
-      this.waiting.set(key, async () => {
+      this.waiting.set(key, () => {
         ctx.signal.removeEventListener('abort', cancel);
         this.waiting.delete(key);
         delete progress.waiting;
         this.deps.progress?.(ctx.bufnr, ctx.tool_id, progressLine(progress));
-        await this.deps.approve?.(
-          child,
-          calls.map((call) => call.id),
-        );
         resolve(true);
       });
     });
