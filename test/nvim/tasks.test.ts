@@ -207,6 +207,44 @@ describe('the task tool', () => {
     await anthropicReply(followUp, 'Done.');
   });
 
+  it('reads the project’s profiles only when the user opted in, and never lets one choose a provider', async () => {
+    const files = {
+      '.flemma/agents/summ.chat': [
+        '```json',
+        '{ "description": "Summarises a module.", "tools": ["read"] }',
+        '```',
+        '@System:',
+        'You summarise code.',
+      ].join('\n'),
+      '.flemma/agents/away.chat': '```json\n{ "description": "x", "provider": "openai" }\n```\n',
+    };
+    const description = async (s: Session): Promise<string> => {
+      const request = await s.send();
+      const body = request.body as { tools: { name: string; description: string }[] };
+      await s.reply('Hello.');
+      return body.tools.find((tool) => tool.name === 'task')?.description ?? '';
+    };
+    const closed = await launch({ config: CONFIG, files });
+    await closed.open('parent.chat', ['@You:', 'Hi.']);
+    expect(await description(closed)).not.toContain('- summ:');
+    const opted = await launch({
+      config: CONFIG.replace('tools = {', 'tools = { task = { project_agents = true },'),
+      files,
+    });
+    await delegate(opted, [task('toolu_A', 'Summarise alpha', { agent: 'summ' })]);
+    const [child] = (await requests(opted, ['Summarise alpha'])).values();
+    if (child === undefined) throw new Error('no child request');
+    expect(text(child)).toContain('You summarise code.');
+    expect(offered(child)).toEqual(['read']);
+    // The parent was offered it; the file that chose a provider was left out.
+    const first = opted.f.requests[0]?.rawBody ?? '';
+    expect(first).toContain('- summ: Summarises a module.');
+    expect(first).not.toContain('- away:');
+    await anthropicReply(child, 'Summarised.');
+    await opted.toolResult('toolu_A');
+    expect((await opted.lines()).join('\n')).toContain('Summarised.');
+  });
+
   it('offers the chat’s profiles in the task tool’s description and schema', async () => {
     const s = await launch({ config: CONFIG });
     await s.open('parent.chat', ['@You:', 'Hi.']);
