@@ -4,23 +4,30 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { anthropicReply, anthropicStream } from '../helpers/anthropic-script.js';
-import { launcher, MESSAGES } from '../helpers/e2e.js';
+import {
+  anthropicReply,
+  anthropicStream,
+  type ScriptedStream,
+} from '../helpers/anthropic-script.js';
+import { launcher, MESSAGES, type Session } from '../helpers/e2e.js';
 
 const launch = launcher();
 
 const CONFIG = '{ tools = { auto_approve = { "read" } } }';
 
+/** A run started: its Neovim and fake provider, the chat's buffer and file. */
+interface Running {
+  d: Session['d'];
+  f: Session['f'];
+  buf: number;
+  file: string;
+}
+
 /** `:Flemma run` on a chat of `lines` (`:trust`ed first with `trust`). */
 async function running(
   lines = ['@You:', 'What does notes.txt say?'],
   trust = false,
-): Promise<{
-  d: Awaited<ReturnType<typeof launch>>['d'];
-  f: Awaited<ReturnType<typeof launch>>['f'];
-  buf: number;
-  file: string;
-}> {
+): Promise<Running> {
   const { d, f } = await launch({ config: CONFIG, files: { 'notes.txt': 'alpha\n' } });
   const buf = await d.openChat('job.chat', lines);
   if (trust) await d.command('trust');
@@ -28,15 +35,22 @@ async function running(
   return { d, f, buf, file: join(d.home, 'work', 'job.chat') };
 }
 
+/** The run's first request answered with `text` so far, once the buffer shows it. */
+async function streaming({ d, f, buf }: Running, text: string): Promise<ScriptedStream> {
+  const stream = await anthropicStream(await f.nextRequest({ path: MESSAGES }));
+  await stream.text(text);
+  await d.waitUntil(
+    'local b, text = ...; local l = vim.api.nvim_buf_get_lines(b, 0, -1, false); return l[#l] == text',
+    { args: [buf, text] },
+  );
+  return stream;
+}
+
 describe(':Flemma run', () => {
   it('runs the chat in its file: the buffer follows it, read-only until the run is over', async () => {
-    const { d, f, buf, file } = await running();
-    const stream = await anthropicStream(await f.nextRequest({ path: MESSAGES }));
-    await stream.text('Reading it.');
-    await d.waitUntil(
-      'local b = ...; local l = vim.api.nvim_buf_get_lines(b, 0, -1, false); return l[#l] == "Reading it."',
-      { args: [buf] },
-    );
+    const run = await running();
+    const { d, f, buf, file } = run;
+    const stream = await streaming(run, 'Reading it.');
     expect(await d.lua('return vim.bo[...].modifiable', buf)).toBe(false);
     await stream.toolUse({
       id: 'toolu_1',
@@ -52,16 +66,14 @@ describe(':Flemma run', () => {
     expect(lines).toContain('alpha');
     expect(lines).toContain('It says alpha.');
     expect(await d.lua('return vim.bo[...].modified', buf)).toBe(false);
+    // The chat's hooks (its bufnr is no buffer's) went to Neovim without an error anywhere.
+    expect(d.notifications().filter((note) => note.level >= 3)).toEqual([]);
   });
 
   it('stops at <C-c> in the buffer, the partial reply kept and marked in file and buffer', async () => {
-    const { d, f, buf, file } = await running();
-    const stream = await anthropicStream(await f.nextRequest({ path: MESSAGES }));
-    await stream.text('Half an ans');
-    await d.waitUntil(
-      'local b = ...; local l = vim.api.nvim_buf_get_lines(b, 0, -1, false); return l[#l] == "Half an ans"',
-      { args: [buf] },
-    );
+    const run = await running();
+    const { d, buf, file } = run;
+    await streaming(run, 'Half an ans');
     await d.press('<C-c>');
     await d.waitForNotification(/job\.chat: cancelled/);
     await d.waitUntil('return vim.bo[...].modifiable', { args: [buf] });

@@ -1,7 +1,7 @@
 // The `task` tool (issue 31, docs/tasks.md): a model delegates work to child chats that run in
 // their own files beside the parent, at the same time, and their results come back; `<C-c>` in
 // the parent and the spend cap stop them; a child never gets more than its parent.
-import { existsSync, readFileSync, readdirSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import {
@@ -115,7 +115,7 @@ describe('the task tool', () => {
     for (const file of ['01-find-alpha', '02-find-beta']) {
       expect(lines).toContain(`Partial output:\nThe task's chat: parent.tasks/${file}.chat`);
     }
-    for (const name of readdirSync(join(s.d.home, 'work', 'parent.tasks'))) {
+    for (const name of ['01-find-alpha.chat', '02-find-beta.chat']) {
       // The child's run stops after the call's result: its file gets the marker then.
       await s.d.waitUntil(
         'return table.concat(vim.fn.readfile(...), "\\n"):find("flemma:aborted", 1, true) ~= nil',
@@ -205,6 +205,44 @@ describe('the task tool', () => {
       "Built.\\n\\nThe task's chat: parent.tasks/01-build-alpha.chat",
     );
     await anthropicReply(followUp, 'Done.');
+  });
+
+  it('reads the project’s profiles only when the user opted in, and never lets one choose a provider', async () => {
+    const files = {
+      '.flemma/agents/summ.chat': [
+        '```json',
+        '{ "description": "Summarises a module.", "tools": ["read"] }',
+        '```',
+        '@System:',
+        'You summarise code.',
+      ].join('\n'),
+      '.flemma/agents/away.chat': '```json\n{ "description": "x", "provider": "openai" }\n```\n',
+    };
+    const description = async (s: Session): Promise<string> => {
+      const request = await s.send();
+      const body = request.body as { tools: { name: string; description: string }[] };
+      await s.reply('Hello.');
+      return body.tools.find((tool) => tool.name === 'task')?.description ?? '';
+    };
+    const closed = await launch({ config: CONFIG, files });
+    await closed.open('parent.chat', ['@You:', 'Hi.']);
+    expect(await description(closed)).not.toContain('- summ:');
+    const opted = await launch({
+      config: CONFIG.replace('tools = {', 'tools = { task = { project_agents = true },'),
+      files,
+    });
+    await delegate(opted, [task('toolu_A', 'Summarise alpha', { agent: 'summ' })]);
+    const [child] = (await requests(opted, ['Summarise alpha'])).values();
+    if (child === undefined) throw new Error('no child request');
+    expect(text(child)).toContain('You summarise code.');
+    expect(offered(child)).toEqual(['read']);
+    // The parent was offered it; the file that chose a provider was left out.
+    const first = opted.f.requests[0]?.rawBody ?? '';
+    expect(first).toContain('- summ: Summarises a module.');
+    expect(first).not.toContain('- away:');
+    await anthropicReply(child, 'Summarised.');
+    await opted.toolResult('toolu_A');
+    expect((await opted.lines()).join('\n')).toContain('Summarised.');
   });
 
   it('offers the chat’s profiles in the task tool’s description and schema', async () => {

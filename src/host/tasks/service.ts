@@ -36,7 +36,15 @@ import {
 import type { TaskInput } from '../../core/tools/definitions/task.js';
 import type { ToolContext, ToolOutcome } from '../../core/tools/registry.js';
 import { writeFirstFree } from '../../core/util/files.js';
-import type { FileChats, RunEvent, RunOptions, RunOutcome, WaitingCall } from '../../files/api.js';
+import type {
+  FileChat,
+  FileChats,
+  OpenOptions,
+  RunEvent,
+  RunOptions,
+  RunOutcome,
+  WaitingCall,
+} from '../../files/api.js';
 import type { BufferSettings } from '../buffer-settings.js';
 import type { FileLogger } from '../log.js';
 import { ProjectAgents } from './project.js';
@@ -215,11 +223,11 @@ export class TaskService {
     const path = await this.writeChild(dir, taskSlug(input.name, input.prompt), text);
     const shown = relative(dirname(parentFile), path);
     const child: ChildOf = { profile: profile.name, file: shown };
-    const chat = await this.deps.files.open(path, {
+    const open: OpenOptions = {
       trust: settings.trust,
       configLayer: childLayer(plan, settings.config.data, settings.approval),
       parent: ctx.bufnr,
-    });
+    };
     const options: RunOptions = {
       maxTurns: plan.maxTurns,
       ...(plan.maxCost === undefined ? {} : { maxCost: plan.maxCost }),
@@ -231,20 +239,28 @@ export class TaskService {
       },
     };
     const closed = (async (): Promise<ChildEnd> => {
+      let chat: FileChat | undefined;
       try {
+        chat = await this.deps.files.open(path, open);
         for (;;) {
           const outcome = await this.deps.files.run(chat, options);
           if (outcome.kind !== 'approval' || ctx.signal.aborted) return endOf(outcome);
-          // The call stays running while the child waits; approved, the child goes on.
-          if (!(await this.approval(ctx, outcome.calls, chat.bufnr, child))) {
-            return { kind: 'cancelled' };
-          }
+          // While it waits, the file is the user's (open in a buffer, edited, saved); the parent's
+          // call stays running. Approved from the parent, the child is read again and goes on.
+          await this.deps.files.close(chat);
+          chat = undefined;
+          if (!(await this.approval(ctx, outcome.calls, child))) return { kind: 'cancelled' };
+          chat = await this.deps.files.open(path, open);
+          await this.deps.approve?.(
+            chat.bufnr,
+            outcome.calls.map((call) => call.id),
+          );
         }
       } catch (error) {
         return { kind: 'error', message: (error as Error).message };
       } finally {
         // The child is forgotten once its run is over (its file stays), also after a cancel.
-        await this.deps.files.close(chat);
+        if (chat !== undefined) await this.deps.files.close(chat);
       }
     })();
     // A cancel answers at once: the child's run stops meanwhile and marks its reply aborted.
@@ -254,7 +270,7 @@ export class TaskService {
   }
 
   /** Task calls whose child waits for an approval: `<parent>:<tool id>` → go on. */
-  private readonly waiting = new Map<string, () => Promise<void>>();
+  private readonly waiting = new Map<string, () => void>();
 
   /**
    * `<M-CR>` on the parent's `task` call whose child waits: the child's waiting calls are
@@ -263,7 +279,7 @@ export class TaskService {
   approveWaiting(parent: number, toolId: string): boolean {
     const go = this.waiting.get(`${String(parent)}:${toolId}`);
     if (go === undefined) return false;
-    void go();
+    go();
     return true;
   }
 
@@ -274,13 +290,13 @@ export class TaskService {
   private approval(
     ctx: ToolContext,
     calls: readonly WaitingCall[],
-    child: number,
-    named: ChildOf,
+    child: ChildOf,
   ): Promise<boolean> {
     const names = [...new Set(calls.map((call) => call.name))];
-    // The preview says what waits, and the parent's attention is called (status.ts).
+    // The preview says what waits, and the parent's attention is called (status.ts); the
+    // approved calls starting in the child take the line back to running.
     const waits: RunEvent = { type: 'attention', reason: 'approval', tools: names };
-    this.deps.progress?.(ctx.bufnr, ctx.tool_id, waits, named);
+    this.deps.progress?.(ctx.bufnr, ctx.tool_id, waits, child);
     const key = `${String(ctx.bufnr)}:${ctx.tool_id}`;
     return new Promise((resolve) => {
       const cancel = (): void => {
@@ -288,13 +304,9 @@ export class TaskService {
         resolve(false);
       };
       ctx.signal.addEventListener('abort', cancel, { once: true });
-      this.waiting.set(key, async () => {
+      this.waiting.set(key, () => {
         ctx.signal.removeEventListener('abort', cancel);
         this.waiting.delete(key);
-        await this.deps.approve?.(
-          child,
-          calls.map((call) => call.id),
-        );
         resolve(true);
       });
     });
