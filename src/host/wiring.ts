@@ -356,7 +356,6 @@ export function buildHost(link: HostLink): HostServices {
     files,
     sessions,
     commands,
-    board: tools.taskBoard,
   });
   return {
     ...base,

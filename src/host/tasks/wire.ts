@@ -19,7 +19,7 @@ export interface TaskWiring {
   usage: Pick<UsageTracker, 'session'>;
   files: Pick<FileChats, 'open' | 'run' | 'close'>;
   /** The children's state lines in their calls' previews, and the listing (`Host.taskBoard`). */
-  board: Pick<TaskBoard, 'progress' | 'ended'>;
+  taskBoard: Pick<TaskBoard, 'progress' | 'ended'>;
   sessions: Pick<SessionRegistry, 'of'>;
   commands: Pick<ToolCommands, 'setStatusAt'>;
 }
@@ -36,8 +36,8 @@ export function createTasks(s: TaskWiring): TaskService {
       s.catalogue.specsFor(config.tools.__list, config, cwd).map((spec) => spec.name),
     spent: () => s.usage.session.totals().cost,
     logger: s.base.logger,
-    progress: s.board.progress,
-    ended: s.board.ended,
+    progress: s.taskBoard.progress,
+    ended: s.taskBoard.ended,
     approve: async (child, ids) => {
       const state = await s.base.documents.attach(child);
       if (state === undefined) return;
