@@ -165,6 +165,30 @@ describe('a finished task', () => {
     );
   });
 
+  it('task:return into a parent with unsaved changes adds a new @You: and leaves it unwritten', async () => {
+    const { d } = await launch({ provider: false });
+    writeProject(d);
+    // The chat ends with the model's reply, and an edit of it not written yet.
+    const edited = [...PARENT.slice(0, -3), 'Thanks.'];
+    const parent = await d.openChat('project/notes.chat', PARENT.slice(0, -3));
+    await d.lua('vim.api.nvim_buf_set_lines(0, -1, -1, false, { "Thanks." })');
+    await d.openChat('project/notes.tasks/01-find-callers.chat');
+    await d.command('Flemma task:return');
+    await d.waitForNotification(/task:return: the answer is a note/);
+    expect(await d.lines(parent)).toEqual([
+      ...edited,
+      '',
+      '@You:',
+      'The task notes.tasks/01-find-callers.chat was continued; its answer now:',
+      '',
+      'Two callers: a.ts and b.ts.',
+    ]);
+    expect(await d.lua('return vim.bo[...].modified', parent)).toBe(true);
+    expect(readFileSync(join(d.home, 'work/project/notes.chat'), 'utf8')).toBe(
+      PARENT.slice(0, -3).join('\n') + '\n',
+    );
+  });
+
   it('task:return in a chat that is no task says so', async () => {
     const { d } = await launch({ provider: false });
     await d.openChat('plain.chat', ['@You:', 'hello']);
