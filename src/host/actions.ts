@@ -19,6 +19,7 @@ import type { HostInfo } from '../editor/protocol/wire.js';
 import { trace } from '../editor/trace.js';
 import { nodeTruncateFs } from '../core/tools/truncate.js';
 import { outputAt } from './tools/live-output.js';
+import { listTasks, returnOf } from './tasks/commands.js';
 import { runBufferFile } from '../files/command.js';
 
 export { ActionError };
@@ -139,6 +140,15 @@ export const actions: { readonly [M in LuaToHostMethod]: Action<M> } = {
   'usage:estimate': (ctx, { bufnr }) => ctx.requests.estimate(bufnr),
   /** `:Flemma context`: the next request's estimate against the model's window (nothing sent). */
   'chat:context': (ctx, { bufnr }) => ctx.meter.report(bufnr),
+  /** `:Flemma tasks`: the chat's children, from its tasks folder and the runs the host watches. */
+  'tasks:list': (ctx, { bufnr, file }) => listTasks(ctx.taskBoard, file, bufnr),
+  /** `:Flemma task:return`: the note a continued child sends its parent. */
+  'task:return': async (ctx, { bufnr, file }) => {
+    const state = await ctx.documents.attach(bufnr);
+    if (state === undefined) return { message: 'Not a chat buffer' };
+    if (ctx.sessions.busy(bufnr)) return { message: 'The task is still running' };
+    return returnOf(state, file);
+  },
   /** Lua marks a reply its host stopped in (the previous host's crash): the same end as a record's. */
   'chat:cut-off': (_ctx, { content }) => ({ ending: cutOffEnding(content) }),
   /**

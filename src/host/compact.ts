@@ -3,9 +3,7 @@
 // summarises the conversation; the summary goes into a new `.chat` file beside the old one, which
 // Lua then opens. The old file is never written: the buffer is only read. Cancel (`<C-c>`, which
 // reaches the session) and every failure leave no new file and no temporary file.
-import { randomBytes } from 'node:crypto';
-import { link, rename, rm } from 'node:fs/promises';
-import { basename, dirname, join } from 'node:path';
+import { basename, dirname } from 'node:path';
 import { assemblePrompt } from '../core/chat/prompt.js';
 import {
   type CarriedParts,
@@ -23,7 +21,7 @@ import {
   type ProviderRequest,
 } from '../core/provider/types.js';
 import { ProgressThrottle, withRetries } from '../core/provider/retry.js';
-import { pathExists, writeSynced } from '../core/util/files.js';
+import { writeFirstFree } from '../core/util/files.js';
 import type { HostBase } from './base.js';
 import type { PreparedRequest, RequestBuilder } from './send/request.js';
 import type { UsageTracker } from './usage.js';
@@ -56,50 +54,14 @@ interface Outcome {
   warnings: string[];
 }
 
-/** How many names `writeContinuation` tries before it gives up. */
-const MAX_NAMES = 1000;
-
-function errorCode(error: unknown): string | undefined {
-  const code = (error as { code?: unknown } | null)?.code;
-  return typeof code === 'string' ? code : undefined;
-}
-
 /**
  * Writes `text` as the chat that continues `file`, beside it, under the first free name of
- * `continuationNames`; returns its path. The text goes to a hidden temporary file first (synced
- * to disk), which is then linked to the name (a link never replaces an existing file, so a file
- * made meanwhile moves it to the next name); where links do not work, it is renamed to a name that
- * does not exist. The temporary file is gone afterwards, whatever happened.
+ * `continuationNames` (`writeFirstFree`: a temporary file linked to the name, never replacing a
+ * file); returns its path.
  */
 export async function writeContinuation(file: string, text: string): Promise<string> {
-  const dir = dirname(file);
   const name = basename(file);
-  const temp = join(dir, `.${name}.compact-${randomBytes(6).toString('hex')}.tmp`);
-  try {
-    await writeSynced(temp, text, 'wx', 0o644);
-    let tried = 0;
-    for (const candidate of continuationNames(name)) {
-      if (++tried > MAX_NAMES) break;
-      const target = join(dir, candidate);
-      try {
-        await link(temp, target);
-        return target;
-      } catch (error) {
-        const code = errorCode(error);
-        if (code === 'EEXIST') continue;
-        if (code !== 'EPERM' && code !== 'ENOTSUP' && code !== 'EOPNOTSUPP' && code !== 'EXDEV') {
-          throw error;
-        }
-        // No hard links here (some network and FUSE file systems).
-        if (await pathExists(target)) continue;
-        await rename(temp, target);
-        return target;
-      }
-    }
-    throw new Error(`no free name beside ${name}`);
-  } finally {
-    await rm(temp, { force: true });
-  }
+  return writeFirstFree(dirname(file), `${name}.compact`, continuationNames(name), text);
 }
 
 export class Compactor {

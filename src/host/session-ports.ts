@@ -71,6 +71,11 @@ export interface SessionServices {
   undo?: Pick<UndoService, 'sending'>;
   /** The records of streamed replies: a reply's last one is on disk before the reply is over. */
   recovery?: Pick<RecoveryService, 'settled'>;
+  /**
+   * `<M-CR>` on a running `task` call whose child waits for an approval approves the child's
+   * waiting calls (src/host/tasks/); whether the call was one.
+   */
+  approveTask?(bufnr: number, id: string): boolean;
 }
 
 /** The session as its loop's ports reach it. */
@@ -162,6 +167,7 @@ function toolPort(session: LoopOwner, s: SessionServices): StepPorts<StepSetting
     },
     run: (call, context, rerun) => {
       trace('tools:run');
+      if (s.approveTask?.(bufnr, call.id) === true) return;
       executor
         .execute(bufnr, call.id, call.name, call.input, context.config, {
           replaceFinished: rerun,

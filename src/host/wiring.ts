@@ -39,6 +39,7 @@ import { ToolCommands } from './tools/commands.js';
 import { DiffReview } from './tools/diff-review.js';
 import { ToolExecutor } from './tools/executor.js';
 import { LiveOutput } from './tools/live-output.js';
+import { TaskBoard } from './tasks/status.js';
 import { sandboxResolver } from './tools/prepare.js';
 import { nodeTruncateFs } from '../core/tools/truncate.js';
 import { LuaTools } from './tools/lua-tools.js';
@@ -48,6 +49,7 @@ import { Verdicts } from './tools/verdicts.js';
 import { UndoService } from './undo/service.js';
 import { TrustChecker } from './trust-check.js';
 import { UsageTracker } from './usage.js';
+import { createTasks } from './tasks/wire.js';
 import { ContextMeter } from './meter.js';
 import { Compactor } from './compact.js';
 
@@ -72,6 +74,8 @@ export interface HostServices extends HostBase {
   readonly results: ResultWriter;
   /** What running calls print: the view under their blocks, `:Flemma tool:output`. */
   readonly liveOutput: LiveOutput;
+  /** The children of `task` calls the host watches: their state lines, `:Flemma tasks`. */
+  readonly taskBoard: TaskBoard;
   readonly commands: ToolCommands;
   readonly diffReview: DiffReview;
   readonly undo: UndoService;
@@ -190,7 +194,19 @@ function createTools(
   });
   // What running calls print: the view under their blocks, `:Flemma tool:output`.
   const liveOutput = new LiveOutput(base.lua);
-  return { luaTools, catalogue, previews, approval, verdicts, results, undo, executor, liveOutput };
+  const taskBoard = new TaskBoard(base.lua, previews);
+  return {
+    luaTools,
+    catalogue,
+    previews,
+    approval,
+    verdicts,
+    results,
+    undo,
+    executor,
+    liveOutput,
+    taskBoard,
+  };
 }
 
 type Tools = ReturnType<typeof createTools>;
@@ -305,6 +321,7 @@ export function buildHost(link: HostLink): HostServices {
     ...send,
     cancelPending: (bufnr) => commands.cancelPending(bufnr),
     notices,
+    approveTask: (bufnr, id) => tasks.approveWaiting(bufnr, id),
   });
   routeLoopEvents(base, events, tools, sessions);
   const { commands, diffReview } = createCommands(base, tools, send, sessions);
@@ -329,6 +346,16 @@ export function buildHost(link: HostLink): HostServices {
     ...(link.nvim === undefined
       ? {}
       : { status: (path: string) => base.lua.call('files.status', { path }) }),
+  });
+  // The `task` tool: children of a chat run as chats on files (docs/tasks.md).
+  const tasks = createTasks({
+    base,
+    ...tools,
+    states,
+    usage: send.usage,
+    files,
+    sessions,
+    commands,
   });
   return {
     ...base,
@@ -429,4 +456,5 @@ function forget(
   s.approval.session.clear(bufnr);
   s.undo.forget(bufnr);
   s.sessions.forget(bufnr);
+  s.taskBoard.forget(bufnr);
 }

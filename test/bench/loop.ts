@@ -72,14 +72,19 @@ const BASH_5MB: LoopCase = {
   results: 1,
 };
 
-async function startLoopDriver(fake: FakeProvider, loop: LoopCase): Promise<Driver> {
-  const driver = await startDriver({
+/** A Neovim for a bench against `fake`, set up with `setup`, its requests' ends watched. */
+export function startBenchDriver(fake: FakeProvider, setup = BENCH_HOST_SETUP): Promise<Driver> {
+  return startDriver({
     rtp: [BENCH_RTP],
     ui: { width: 120, height: 40 },
     events: ['FlemmaBootComplete', 'FlemmaRequestFinished'],
     env: { ANTHROPIC_API_KEY: 'sk-bench', ANTHROPIC_BASE_URL: fake.url },
-    setup: BENCH_HOST_SETUP,
+    setup,
   });
+}
+
+async function startLoopDriver(fake: FakeProvider, loop: LoopCase): Promise<Driver> {
+  const driver = await startBenchDriver(fake);
   for (const [name, text] of Object.entries(loop.files)) driver.writeFile(name, text);
   await driver.openChat('loop.chat', ['@You:', 'Do it.']);
   await driver.waitForEvent('FlemmaBootComplete', { timeout: 20000 });

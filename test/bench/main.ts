@@ -16,6 +16,7 @@ import { type FakeProvider, startFakeProvider } from '../helpers/fake-provider.j
 import { type Driver, ROOT, startDriver } from '../helpers/driver.js';
 import { type Lane, median, percentile, report } from './report.js';
 import { anthropicReply, anthropicReplyStart } from './sse.js';
+import { tasksBenchmark } from './tasks.js';
 import { BENCH_HOST_SETUP, benchMark, firstToolLoopBenchmark, toolLoopBenchmark } from './loop.js';
 
 const lanes = JSON.parse(process.env['FLEMMA_BENCH_NVIMS'] ?? '[]') as Lane[];
@@ -704,6 +705,7 @@ const groups: [string, (lane: Lane) => Promise<void>][] = [
   ['stream', streaming],
   ['open', openLargeChat],
   ['navigate', navigation],
+  ['tasks', tasksBenchmark],
 ];
 const only = (process.env['FLEMMA_BENCH_ONLY'] ?? '').split(',').filter((name) => name !== '');
 for (const lane of lanes) {

@@ -190,6 +190,32 @@ describe('references under the cursor', () => {
     // gd opens references too.
     expect(definition(NAVIGATION_CHAT, 2, 12)).toEqual({ path: '/project/chats/notes.md' });
   });
+
+  it("gf on the path a task's result names opens the child's file (only in a tool result)", () => {
+    const chat = [
+      '@Assistant:',
+      '**Tool Use:** `task` (`toolu_T`)',
+      '',
+      '```json',
+      '{"prompt":"p"}',
+      '```',
+      '',
+      '@You:',
+      '**Tool Result:** `toolu_T` (error)',
+      '',
+      '```',
+      "The task failed: boom. The task's chat: notes.tasks/01-a.chat",
+      '```',
+      '',
+      "The task's chat: notes.tasks/01-a.chat",
+    ];
+    const path = {
+      message: 'notes.tasks/01-a.chat: no such file: /project/chats/notes.tasks/01-a.chat',
+    };
+    expect(definition(chat, 12, 45, true)).toEqual(path);
+    expect(definition(chat, 12, 3, true)).toBeNull();
+    expect(definition(chat, 15, 20, true)).toBeNull();
+  });
 });
 
 describe('hover', () => {

@@ -200,3 +200,28 @@ it('moves a call to the background: the buffer unlocks, the job settles the buff
   ]);
   expect(events).toEqual(['settled 3']);
 });
+
+it('task calls take no slot of max_concurrent, and cancelling one cancels every task of the buffer', async () => {
+  const task = new HeldTool('task');
+  const slow = new HeldTool('slow');
+  const { executor, events } = executorWith([task.def(), slow.def()]);
+  const calls = [
+    { id: 't1', name: 'task', input: {} },
+    { id: 't2', name: 'task', input: {} },
+    { id: 't3', name: 'task', input: {} },
+    { id: 's1', name: 'slow', input: {} },
+  ];
+  executor.dispatch(4, calls, config({ max_concurrent: 1 }), FACTS, false);
+  await task.startedCount(3);
+  await slow.startedCount(1);
+  expect(executor.hasQueue(4)).toBe(false);
+  expect(executor.cancelOldest(4)).toBe(true);
+  expect(['t1', 't2', 't3', 's1'].map((id) => task.signals.get(id)?.aborted ?? false)).toEqual([
+    true,
+    true,
+    true,
+    false,
+  ]);
+  expect(slow.signals.get('s1')?.aborted).toBe(false);
+  expect(events).toEqual(['cancelled 4', 'cancelled 4', 'cancelled 4']);
+});

@@ -17,6 +17,7 @@ local review = lazy.require("flemma.review")
 local diff = lazy.require("flemma.review.diff")
 local sandbox = lazy.require("flemma.sandbox")
 local scratch = lazy.require("flemma.ui.scratch")
+local tasks = lazy.require("flemma.tasks")
 local approval = lazy.require("flemma.tools.approval")
 local usage = lazy.require("flemma.usage")
 local M = {}
@@ -435,6 +436,16 @@ M.commands = {
   },
   ["autopilot:status"] = { desc = "Show autopilot's state in this buffer", run = calls(autopilot, "status") },
   ["tool:list"] = { desc = "List the running tools", run = H.tool_list },
+  tasks = {
+    desc = "List this chat's tasks (running, waiting, done, failed) in a scratch buffer; <CR> or tasks <n> opens one",
+    run = function(args)
+      tasks.list(args)
+    end,
+  },
+  ["task:return"] = {
+    desc = "Send this task's latest answer back to its parent chat (a note its next send carries)",
+    run = calls(tasks, "send_back"),
+  },
   ["tool:output"] = {
     desc = "Show what the tool call under the cursor printed so far (or its whole saved output) in a scratch buffer",
     run = H.tool_output,

@@ -253,6 +253,29 @@ function label(ref: LineReference): string {
   return ref.include ? ref.raw : `@${ref.raw}`;
 }
 
+/** How a `task` result names its child's file (src/core/tasks/files.ts, `taskResult`). */
+const TASK_CHAT = "The task's chat: ";
+
+/**
+ * The child's file a `task` result names on this line, when the cursor (0-based row, byte
+ * column) is on it inside a tool result: a path relative to the chat's directory.
+ */
+function taskChatAt(
+  document: ChatDocument,
+  lines: readonly string[],
+  row: number,
+  col: number,
+): string | undefined {
+  const line = lines[row] ?? '';
+  const at = line.lastIndexOf(TASK_CHAT);
+  const start = at + TASK_CHAT.length;
+  if (at < 0 || col < start) return undefined;
+  const path = line.slice(start).trimEnd();
+  if (!path.endsWith('.chat') || /\s/.test(path)) return undefined;
+  const block = blockAt(navigationBlocks(document, lines), row + 1);
+  return block?.kind === 'tool_result' ? path : undefined;
+}
+
 /** Where `gd` (or, with `filesOnly`, `gf`) leads from a 0-based row and byte column. */
 export function definitionAt(
   document: ChatDocument,
@@ -266,6 +289,12 @@ export function definitionAt(
   if (ref !== undefined) {
     const path = referencePath(ref.path, place.baseDir, place.home);
     if (place.probe(path) === 'missing') return { message: `${label(ref)}: no such file: ${path}` };
+    return { path };
+  }
+  const child = taskChatAt(document, lines, row, col);
+  if (child !== undefined) {
+    const path = referencePath(child, place.baseDir, place.home);
+    if (place.probe(path) === 'missing') return { message: `${child}: no such file: ${path}` };
     return { path };
   }
   if (filesOnly) return null;

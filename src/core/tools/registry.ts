@@ -303,7 +303,8 @@ function checkDefinition(def: ToolDefinition): void {
   }
 }
 
-function toSpec(def: ToolDefinition): ToolSpec {
+/** A definition as it is offered (the schema in its byte-stable form). */
+export function toSpec(def: ToolDefinition): ToolSpec {
   const spec: ToolSpec = {
     name: def.name,
     description: def.description,

@@ -11,6 +11,7 @@ import { type Buf, buf, listOf, none, strings, type Ticket, ticketOf } from './d
 import { MCP_ACTIONS, type McpActions } from './mcp.js';
 import { type PushedState, pushedOf } from './pushed.js';
 import { REVIEW_ACTIONS, type ReviewActions } from './review.js';
+import { TASK_ACTIONS, type TaskActions } from './tasks.js';
 import { TOOL_ACTIONS, type ToolActions } from './tools.js';
 import type {
   HostInfo,
@@ -24,7 +25,8 @@ import type {
 export type LuaToHostKind = 'request' | 'call' | 'notification' | 'notification or call';
 
 /** Every Lua → host action: its params (as the handler receives them, decoded) and its answer. */
-export interface LuaToHost extends ToolActions, ReviewActions, McpActions, ConversationActions {
+export interface LuaToHost
+  extends ToolActions, ReviewActions, McpActions, ConversationActions, TaskActions {
   ping: Method<null, HostInfo>;
   'host:info': Method<null, HostInfo>;
   'provider:sdks': Method<
@@ -289,6 +291,7 @@ export const LUA_TO_HOST: { readonly [M in LuaToHostMethod]: LuaToHostSpec<M> } 
   ...REVIEW_ACTIONS,
   ...MCP_ACTIONS,
   ...CONVERSATION_ACTIONS,
+  ...TASK_ACTIONS,
 };
 
 /**

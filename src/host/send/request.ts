@@ -193,7 +193,7 @@ export class RequestBuilder {
     const connection = await connectProvider(ctx, config, editor.env);
     if (connection === undefined) return undefined;
     const { providerName, model, adapter, reauthorize } = connection;
-    const tools = this.deps.catalogue.specsFor(config.tools.__list, config);
+    const tools = this.deps.catalogue.specsFor(config.tools.__list, config, editor.facts.cwd);
     let evaluated: RenderedPrompt;
     try {
       trace('send:render');

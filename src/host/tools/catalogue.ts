@@ -15,6 +15,7 @@ import {
   type PersonalityPart,
   type ToolDefinition,
   ToolRegistry,
+  toSpec,
 } from '../../core/tools/registry.js';
 import { type ToolCalling, type XmlLibrary, toolsSystemSection } from '../../core/tools/xml.js';
 import type { HostBase } from '../base.js';
@@ -27,6 +28,19 @@ import type { Config } from '../../core/config/config.js';
 import type { DeclarativeSettings } from '../../editor/protocol/wire.js';
 
 export type { DeclarativeSettings };
+
+/** What a chat's request needs to shape a tool it offers (`addBuiltin`'s `shape`). */
+export interface OfferedTo {
+  data?: Readonly<Record<string, unknown>>;
+  tools?: Record<string, unknown>;
+  provider?: unknown;
+}
+
+/** A tool's description and schema as one chat is offered them (the `task` tool's profiles). */
+export type ToolShape = (
+  config: OfferedTo,
+  cwd: string | undefined,
+) => Pick<ToolDefinition, 'description' | 'inputSchema' | 'strict'>;
 
 /** `tools` of the configuration when the user did not set a list (sorted). */
 const DEFAULT_TOOL_NAMES: readonly string[] = [
@@ -107,6 +121,20 @@ export class ToolCatalogue {
       this.origin.set(def.name, 'builtin');
     }
   }
+
+  /**
+   * A built-in tool the host makes after the catalogue (the `task` tool, which runs chats on
+   * files); `shape` gives its description and schema per chat.
+   */
+  addBuiltin(def: ToolDefinition, shape?: ToolShape): void {
+    this.builtin.set(def.name, def);
+    this.registry.register(def);
+    this.origin.set(def.name, 'builtin');
+    if (shape !== undefined) this.shapes.set(def.name, shape);
+    this.changed();
+  }
+
+  private readonly shapes = new Map<string, ToolShape>();
 
   /** A tool's source: built in, Lua, a JavaScript module or a declarative file. */
   originOf(name: string): 'builtin' | 'lua' | 'js' | 'declarative' | undefined {
@@ -337,16 +365,25 @@ export class ToolCatalogue {
    * The tools offered to the model. The default list (the built-in names) also takes every
    * other enabled tool; a list the user set is taken as it is. Unknown names are reported.
    */
-  specsFor(
-    list: readonly string[] | undefined,
-    config?: { tools?: Record<string, unknown>; provider?: unknown },
-  ): ToolSpec[] {
+  specsFor(list: readonly string[] | undefined, config?: OfferedTo, cwd?: string): ToolSpec[] {
     const specs = this.selectedSpecs(list);
     if (config === undefined) return specs;
     // The tool policy filters what is offered (docs/policy.md).
     const policy = this.policyFor(config);
-    if (policy.permissive) return specs;
-    return specs.filter((spec) => policy.isAllowed(this.registry.get(spec.name) ?? spec.name));
+    const allowed = policy.permissive
+      ? specs
+      : specs.filter((spec) => policy.isAllowed(this.registry.get(spec.name) ?? spec.name));
+    return allowed.map((spec) => this.shaped(spec, config, cwd));
+  }
+
+  /** A spec as the chat is offered it: its own shape (`addBuiltin`), else as registered. */
+  private shaped(spec: ToolSpec, config: OfferedTo, cwd: string | undefined): ToolSpec {
+    const shape = this.shapes.get(spec.name);
+    const def = this.registry.get(spec.name);
+    if (shape === undefined || def === undefined || this.origin.get(spec.name) !== 'builtin') {
+      return spec;
+    }
+    return toSpec({ ...def, ...shape(config, cwd) });
   }
 
   private selectedSpecs(list: readonly string[] | undefined): ToolSpec[] {

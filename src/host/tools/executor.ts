@@ -20,6 +20,7 @@
 import type { ToolCall } from '../../core/approval/chain.js';
 import type { Config } from '../../core/config/config.js';
 import { toolCallAt } from '../../core/tools/locate.js';
+import { TASK_TOOL_NAME } from '../../core/tools/definitions/task.js';
 import type { ToolDefinition } from '../../core/tools/registry.js';
 import type { WriteGate } from '../../core/tools/sandbox/gate.js';
 import type { TruncateFs } from '../../core/tools/truncate.js';
@@ -191,11 +192,18 @@ export class ToolExecutor {
     return true;
   }
 
-  /** Cancel the buffer's oldest running tool (the second choice of `<C-c>`). */
+  /**
+   * Cancel the buffer's oldest running tool (the second choice of `<C-c>`); when it is a `task`
+   * call, every running `task` call of the buffer: `<C-c>` in a chat stops all its children.
+   */
   cancelOldest(bufnr: number): boolean {
     const run = this.runs.oldest(bufnr, { includeBackground: true });
     if (run === undefined) return false;
     this.cancelRun(run);
+    if (run.name !== TASK_TOOL_NAME) return true;
+    for (const other of this.runs.in(bufnr, { includeBackground: true })) {
+      if (other.name === TASK_TOOL_NAME && !other.cancelled) this.cancelRun(other);
+    }
     return true;
   }
 
@@ -385,7 +393,12 @@ export class ToolExecutor {
     user: boolean,
   ): void {
     const queued = new Set((this.draining.get(bufnr) ?? []).map((entry) => entry.call.id));
-    const waiting = calls.filter((call) => !this.runs.has(call.id) && !queued.has(call.id));
+    const fresh = calls.filter((call) => !this.runs.has(call.id) && !queued.has(call.id));
+    // `task` calls take no slot (their limit is their own): they start now.
+    for (const call of fresh) {
+      if (call.name === TASK_TOOL_NAME) this.startCall(bufnr, { call, config, facts });
+    }
+    const waiting = fresh.filter((call) => call.name !== TASK_TOOL_NAME);
     const limit = config.tools.max_concurrent;
     const free = limit === 0 ? waiting.length : limit - this.runs.slotsUsed(bufnr);
     const now = waiting.slice(0, Math.max(0, free));

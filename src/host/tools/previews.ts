@@ -70,7 +70,7 @@ export class Previews {
         item['lua'] = true;
         item['input'] = slot.input ?? {};
       }
-      item['body'] = previewBody(def, slot.input, 200);
+      item['body'] = this.notes.get(state.bufnr)?.get(slot.id) ?? previewBody(def, slot.input, 200);
       return item;
     });
     // The fence lines are part of the key: a block written again (its status changed) is drawn
@@ -82,6 +82,29 @@ export class Previews {
     this.base.lua.notify('tools.previews', { bufnr: state.bufnr, items });
   }
 
+  /** What a running call says of itself instead of its preview (a `task`'s child), by buffer. */
+  private readonly notes = new Map<number, Map<string, string>>();
+
+  /** A running call's line in its placeholder's preview (undefined: its own preview again). */
+  note(bufnr: number, toolId: string, text: string | undefined): void {
+    this.noteAll(bufnr, [[toolId, text]]);
+  }
+
+  /** `note` for several calls of one buffer, drawn once. */
+  noteAll(bufnr: number, lines: readonly (readonly [string, string | undefined])[]): void {
+    const notes = this.notes.get(bufnr) ?? new Map<string, string>();
+    const changed = lines.filter(([toolId, text]) => notes.get(toolId) !== text);
+    if (changed.length === 0) return;
+    for (const [toolId, text] of changed) {
+      if (text === undefined) notes.delete(toolId);
+      else notes.set(toolId, text);
+    }
+    if (notes.size === 0) this.notes.delete(bufnr);
+    else this.notes.set(bufnr, notes);
+    const state = this.base.documents.get(bufnr);
+    if (state !== undefined) this.publish(state);
+  }
+
   /** The set of tools changed: every buffer's previews again. */
   refresh(): void {
     this.keys.clear();
@@ -90,6 +113,7 @@ export class Previews {
 
   forget(bufnr: number): void {
     this.keys.delete(bufnr);
+    this.notes.delete(bufnr);
     this.changes.forget(bufnr);
   }
 }

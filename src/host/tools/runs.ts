@@ -1,5 +1,6 @@
 // The calls the executor runs, per buffer: what a cancel, `:Flemma tool:background`,
 // `tools.max_concurrent` and `:Flemma tool:list` read; and the events the executor emits.
+import { TASK_TOOL_NAME } from '../../core/tools/definitions/task.js';
 import type { Config } from '../../core/config/config.js';
 import type { RunListing } from '../../editor/protocol/tools.js';
 
@@ -90,7 +91,9 @@ export class RunTable {
 
   /** Running calls of a buffer that count against `tools.max_concurrent`. */
   slotsUsed(bufnr: number): number {
-    return this.in(bufnr).filter((run) => run.returned !== true).length;
+    // A `task` call takes none: its own limit is `tools.task.max_concurrent` (src/host/tasks/).
+    return this.in(bufnr).filter((run) => run.returned !== true && run.name !== TASK_TOOL_NAME)
+      .length;
   }
 
   /** The buffer's oldest running call (a background job too), the default target of a cancel. */

@@ -1,5 +1,5 @@
 --- flemma.config.options.other: the remaining sections of the `setup()` schema — `templating`,
---- `secrets`, `limits`, `context`, `logging`, `diagnostics`, `attention`, `integrations`, `lsp`,
+--- `secrets`, `agents`, `limits`, `context`, `logging`, `diagnostics`, `attention`, `integrations`, `lsp`,
 --- `experimental` and `host`. Assembled in `flemma.config.schema`.
 local S = require("flemma.config.dsl")
 local shared = require("flemma.config.options.shared")
@@ -18,6 +18,24 @@ M.secrets = S.object({
   -- `secrets.<name> = { … }`: settings of a custom credential resolver (ctx:get_config()).
   extra = S.table(),
 })
+
+-- Agent profiles of the `task` tool (docs/tasks.md, "Profiles"), your own: what a child chat may
+-- have at most (its parent's tools bound it). A chat's frontmatter may narrow one (fewer tools,
+-- lower limits, switch it off); defining one or changing its model, provider or prompt needs trust.
+M.agents = S.map(
+  S.object({
+    description = S.optional(S.string()),
+    tools = S.trust("subset", S.optional(S.list(S.string()))),
+    model = S.optional(S.string()),
+    provider = S.optional(S.string()),
+    system = S.optional(S.string()),
+    max_turns = S.trust("lower", S.optional(S.integer(nil, { min = 1 }))),
+    max_cost = S.trust("lower", S.optional(S.number(nil, { min = 0 }))),
+    enabled = S.trust({ only = { false } }, S.boolean(true)),
+  }),
+  {},
+  { key_pattern = "^[%w_%-]+$", key_desc = "profile names use letters, digits, '_' and '-'" }
+)
 
 -- Spending limits. `max_session_cost` (USD): once the session's requests have cost this much,
 -- autopilot stops and a send asks first (nil: no limit).

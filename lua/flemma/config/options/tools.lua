@@ -173,6 +173,13 @@ M.tools = S.object({
   -- YOLO mode (docs/approval.md): approve every call except tools that are never approved
   -- automatically (bash); `:Flemma tool:yolo` toggles it per buffer for the session.
   yolo = S.trust({ only = { false } }, S.boolean(false)),
+  -- The `task` tool (docs/tasks.md): how many of a chat's children run at once (more wait for a
+  -- slot), and whether the project's `.flemma/agents/*.chat` profiles are read (opt-in, like
+  -- `tools.declarative.project`: a project's profile is someone else's text).
+  task = S.object({
+    max_concurrent = safe(S.integer(4, { min = 1 })),
+    project_agents = S.boolean(false),
+  }),
   web_fetch = S.object({
     timeout = safe(S.optional(shared.seconds(nil))),
     max_bytes = safe(shared.bytes_in_memory(102400, 1)),

@@ -1,0 +1,371 @@
+// The `task` tool's runs (docs/tasks.md): a call's child chat is written beside its parent
+// (`notes.chat` → `notes.tasks/01-find-callers.chat`), opened as a chat on a file with the
+// parent's trust, approval and sandbox narrowed by its profile (src/core/tasks/narrow.ts), run by
+// the host's own loop until its turn ends, and its final message and path are the call's result.
+//
+// Decisions:
+// - At most `tools.task.max_concurrent` children of one chat run at once; more calls wait for a
+//   slot here. They take no slot of the executor's `tools.max_concurrent` (a child's own tools
+//   run in the child's chat, so a parent's slots held by waiting tasks could never free).
+// - The parent's cancel (its call's signal: `<C-c>`, `:Flemma tool:cancel`) cancels the child
+//   run; the child's file keeps what it wrote, its reply marked as aborted.
+// - The child's cost is the host session's, as every request's: the parent's
+//   `limits.max_session_cost` is handed down, and the child's own cap is the lower of its
+//   profile's `max_cost` and what the session may still spend.
+import { mkdir, readdir } from 'node:fs/promises';
+import { basename, dirname, join, relative } from 'node:path';
+import type { Config } from '../../core/config/config.js';
+import { autopilotSettings } from '../../core/loop/autopilot.js';
+import {
+  type ChildEnd,
+  childChatText,
+  nextTaskNumber,
+  taskFileName,
+  taskResult,
+  taskSlug,
+  tasksDirName,
+} from '../../core/tasks/files.js';
+import { type ChildPlan, childLayer, narrowChild } from '../../core/tasks/narrow.js';
+import {
+  type AgentProfile,
+  type ProfileSet,
+  disabledProfiles,
+  mergeProfiles,
+  profilesFromConfig,
+} from '../../core/tasks/profiles.js';
+import type { TaskInput } from '../../core/tools/definitions/task.js';
+import type { ToolContext, ToolOutcome } from '../../core/tools/registry.js';
+import { writeFirstFree } from '../../core/util/files.js';
+import type {
+  FileChat,
+  FileChats,
+  OpenOptions,
+  RunEvent,
+  RunOptions,
+  RunOutcome,
+  WaitingCall,
+} from '../../files/api.js';
+import type { BufferSettings } from '../buffer-settings.js';
+import type { FileLogger } from '../log.js';
+import { ProjectAgents } from './project.js';
+
+export interface TaskServiceDeps {
+  files: Pick<FileChats, 'open' | 'run' | 'close'>;
+  /** The parent chat's settings (its configuration as its frontmatter left it, its trust). */
+  parent: (bufnr: number) => Promise<BufferSettings | undefined>;
+  /** The tools a chat's request offers. */
+  offered: (config: Config, cwd: string) => string[];
+  /** What the host's session has cost so far (every chat's requests, children's too). */
+  spent: () => number;
+  logger: Pick<FileLogger, 'info' | 'warn'>;
+  /** A child's progress: its state line in the parent's preview of its call (status.ts). */
+  progress?: (parent: number, toolId: string, event: RunEvent, child: ChildOf) => void;
+  /** A child's run ended (the parent's preview of its call goes; `:Flemma tasks` keeps it). */
+  ended?: (parent: number, toolId: string, end: ChildEnd, child: ChildOf) => void;
+  /** Approve the calls `ids` that wait in the child chat `child` (as the user would). */
+  approve?: (child: number, ids: string[]) => Promise<void>;
+}
+
+/** A child as its parent names it: its profile, its file relative to the parent's directory. */
+export interface ChildOf {
+  profile: string;
+  file: string;
+}
+
+/** A chat's children waiting for a slot, and how many run. */
+interface Slots {
+  running: number;
+  waiting: (() => void)[];
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** `tools.task.max_concurrent` of a configuration's data (at least 1; 4 when unset). */
+function maxConcurrent(data: Readonly<Record<string, unknown>>): number {
+  const tools = isRecord(data['tools']) ? data['tools'] : {};
+  const task = isRecord(tools['task']) ? tools['task'] : {};
+  const value = task['max_concurrent'];
+  return typeof value === 'number' && value >= 1 ? Math.floor(value) : 4;
+}
+
+/** `tools.task.project_agents`: the project's profiles are read. */
+function projectAgents(data: Readonly<Record<string, unknown>>): boolean {
+  const tools = isRecord(data['tools']) ? data['tools'] : {};
+  const task = isRecord(tools['task']) ? tools['task'] : {};
+  return task['project_agents'] === true;
+}
+
+function endOf(outcome: RunOutcome): ChildEnd {
+  switch (outcome.kind) {
+    case 'done':
+      return { kind: 'done', text: outcome.text };
+    case 'approval':
+      return { kind: 'approval', tool: outcome.calls.map((call) => call.name).join(', ') };
+    case 'max_turns':
+      return { kind: 'max_turns', turns: outcome.turns };
+    case 'max_cost':
+      return { kind: 'max_cost', cost: outcome.cost };
+    case 'cancelled':
+      return { kind: 'cancelled' };
+    case 'error':
+      return { kind: 'error', message: outcome.message };
+  }
+}
+
+/** Resolves as cancelled once `signal` aborts. */
+function whenAborted(signal: AbortSignal): Promise<ChildEnd> {
+  return new Promise((resolve) => {
+    if (signal.aborted) resolve({ kind: 'cancelled' });
+    else {
+      signal.addEventListener(
+        'abort',
+        () => {
+          resolve({ kind: 'cancelled' });
+        },
+        { once: true },
+      );
+    }
+  });
+}
+
+export class TaskService {
+  private readonly slots = new Map<number, Slots>();
+  private readonly project = new ProjectAgents();
+
+  constructor(private readonly deps: TaskServiceDeps) {}
+
+  /** The profiles a chat may use: built-in, setup's (or its frontmatter's), the project's. */
+  profiles(config: Pick<Config, 'data'>, cwd: string | undefined): ProfileSet {
+    const project =
+      cwd !== undefined && projectAgents(config.data)
+        ? this.project.read(cwd)
+        : { profiles: [], problems: [] };
+    return mergeProfiles(profilesFromConfig(config.data), project, disabledProfiles(config.data));
+  }
+
+  /** Run one `task` call to its end. */
+  async run(input: TaskInput, ctx: ToolContext): Promise<ToolOutcome> {
+    const parentFile = ctx.__filename;
+    if (parentFile === undefined) {
+      return {
+        ok: false,
+        error: 'The chat has no file yet: write it, then its tasks go beside it',
+      };
+    }
+    const settings = await this.deps.parent(ctx.bufnr);
+    if (settings === undefined) return { ok: false, error: 'The chat is not loaded' };
+    const { config } = settings;
+    const cwd = settings.facts.cwd;
+    const profile = this.profileFor(input.agent, config, cwd);
+    if (typeof profile === 'string') return { ok: false, error: profile };
+    const plan = this.plan(profile, config, cwd);
+    if (plan.tools.length === 0) {
+      return {
+        ok: false,
+        error: `The profile '${profile.name}' has none of this chat's tools (it lists ${profile.tools.join(', ')})`,
+      };
+    }
+    if (plan.withheld.length > 0) {
+      this.deps.logger.info(
+        `task ${ctx.tool_id}: ${plan.withheld.join(', ')} of profile ${profile.name} withheld (not the parent's)`,
+      );
+    }
+    await this.slot(ctx.bufnr, maxConcurrent(config.data), ctx.signal);
+    try {
+      if (ctx.signal.aborted) return { ok: false, error: 'The task was cancelled' };
+      return await this.runChild(input, ctx, { parentFile, settings, profile, plan });
+    } finally {
+      this.release(ctx.bufnr);
+    }
+  }
+
+  private profileFor(name: string | undefined, config: Config, cwd: string): AgentProfile | string {
+    const set = this.profiles(config, cwd);
+    for (const problem of set.problems) this.deps.logger.warn(`agent profiles: ${problem}`);
+    const wanted = name ?? 'explorer';
+    const found = set.profiles.find((profile) => profile.name === wanted);
+    if (found !== undefined) return found;
+    const names = set.profiles.map((profile) => profile.name).join(', ');
+    return `Unknown agent profile '${wanted}' (this chat has: ${names === '' ? 'none' : names})`;
+  }
+
+  private plan(profile: AgentProfile, config: Config, cwd: string): ChildPlan {
+    const limit = config.maxSessionCost;
+    return narrowChild(profile, {
+      tools: this.deps.offered(config, cwd),
+      provider: config.provider,
+      ...(config.model === undefined ? {} : { model: config.model }),
+      maxTurns: autopilotSettings(config.tools).maxTurns,
+      ...(limit === undefined ? {} : { budgetLeft: limit - this.deps.spent() }),
+    });
+  }
+
+  private async runChild(
+    input: TaskInput,
+    ctx: ToolContext,
+    parts: {
+      parentFile: string;
+      settings: BufferSettings;
+      profile: AgentProfile;
+      plan: ChildPlan;
+    },
+  ): Promise<ToolOutcome> {
+    const { parentFile, settings, profile, plan } = parts;
+    const dir = join(dirname(parentFile), tasksDirName(basename(parentFile)));
+    const text = childChatText(
+      plan,
+      { parent: relative(dir, parentFile), toolId: ctx.tool_id },
+      input.prompt,
+      profile.system,
+    );
+    const path = await this.writeChild(dir, taskSlug(input.name, input.prompt), text);
+    const shown = relative(dirname(parentFile), path);
+    const child: ChildOf = { profile: profile.name, file: shown };
+    const open: OpenOptions = {
+      trust: settings.trust,
+      configLayer: childLayer(plan, settings.config.data, settings.approval),
+      parent: ctx.bufnr,
+    };
+    const options: RunOptions = {
+      maxTurns: plan.maxTurns,
+      ...(plan.maxCost === undefined ? {} : { maxCost: plan.maxCost }),
+      signal: ctx.signal,
+      autopilot: true,
+      onEvent: (event) => {
+        // A wait is told once the run has ended with its placeholders written (`approval`).
+        if (event.type !== 'attention') this.deps.progress?.(ctx.bufnr, ctx.tool_id, event, child);
+      },
+    };
+    const closed = (async (): Promise<ChildEnd> => {
+      let chat: FileChat | undefined;
+      try {
+        chat = await this.deps.files.open(path, open);
+        for (;;) {
+          const outcome = await this.deps.files.run(chat, options);
+          if (outcome.kind !== 'approval' || ctx.signal.aborted) return endOf(outcome);
+          // While it waits, the file is the user's (open in a buffer, edited, saved); the parent's
+          // call stays running. Approved from the parent, the child is read again and goes on.
+          await this.deps.files.close(chat);
+          chat = undefined;
+          if (!(await this.approval(ctx, outcome.calls, child))) return { kind: 'cancelled' };
+          chat = await this.deps.files.open(path, open);
+          await this.deps.approve?.(
+            chat.bufnr,
+            outcome.calls.map((call) => call.id),
+          );
+        }
+      } catch (error) {
+        return { kind: 'error', message: (error as Error).message };
+      } finally {
+        // The child is forgotten once its run is over (its file stays), also after a cancel.
+        if (chat !== undefined) await this.deps.files.close(chat);
+      }
+    })();
+    // A cancel answers at once: the child's run stops meanwhile and marks its reply aborted.
+    const end = await Promise.race([closed, whenAborted(ctx.signal)]);
+    this.deps.ended?.(ctx.bufnr, ctx.tool_id, end, child);
+    return taskResult(end, shown);
+  }
+
+  /** Task calls whose child waits for an approval: `<parent>:<tool id>` → go on. */
+  private readonly waiting = new Map<string, () => void>();
+
+  /**
+   * `<M-CR>` on the parent's `task` call whose child waits: the child's waiting calls are
+   * approved and it goes on. Whether the call was one.
+   */
+  approveWaiting(parent: number, toolId: string): boolean {
+    const go = this.waiting.get(`${String(parent)}:${toolId}`);
+    if (go === undefined) return false;
+    go();
+    return true;
+  }
+
+  /**
+   * The child's `calls` wait: the parent's preview says so and the user is called; resolves true
+   * once they are approved from the parent, false when the call is cancelled first.
+   */
+  private approval(
+    ctx: ToolContext,
+    calls: readonly WaitingCall[],
+    child: ChildOf,
+  ): Promise<boolean> {
+    const names = [...new Set(calls.map((call) => call.name))];
+    // The preview says what waits, and the parent's attention is called (status.ts); the
+    // approved calls starting in the child take the line back to running.
+    const waits: RunEvent = { type: 'attention', reason: 'approval', tools: names };
+    this.deps.progress?.(ctx.bufnr, ctx.tool_id, waits, child);
+    const key = `${String(ctx.bufnr)}:${ctx.tool_id}`;
+    return new Promise((resolve) => {
+      const cancel = (): void => {
+        this.waiting.delete(key);
+        resolve(false);
+      };
+      ctx.signal.addEventListener('abort', cancel, { once: true });
+      this.waiting.set(key, () => {
+        ctx.signal.removeEventListener('abort', cancel);
+        this.waiting.delete(key);
+        resolve(true);
+      });
+    });
+  }
+
+  /**
+   * Writes a child's text as the next free `NN-slug.chat` of `dir` (made when missing) and returns
+   * its path, never replacing a file. The numbers handed out here are kept, so that tasks started
+   * at once take one number each whatever their names.
+   */
+  private async writeChild(dir: string, slug: string, text: string): Promise<string> {
+    await mkdir(dir, { recursive: true });
+    const existing = await readdir(dir);
+    const numbers = this.numbers;
+    // Taken before anything else is awaited: a task started meanwhile takes the next one.
+    const first = Math.max(nextTaskNumber(existing), (numbers.get(dir) ?? 0) + 1);
+    numbers.set(dir, first);
+    function* names(): Generator<string, never> {
+      for (let number = first; ; number++) {
+        numbers.set(dir, Math.max(numbers.get(dir) ?? 0, number));
+        yield taskFileName(number, slug);
+      }
+    }
+    return writeFirstFree(dir, 'task', names(), text);
+  }
+
+  /** The last number handed out in each tasks folder. */
+  private readonly numbers = new Map<string, number>();
+
+  /** Wait for one of the chat's `limit` slots (or the call's cancel). */
+  private slot(bufnr: number, limit: number, signal: AbortSignal): Promise<void> {
+    const slots = this.slots.get(bufnr) ?? { running: 0, waiting: [] };
+    this.slots.set(bufnr, slots);
+    if (slots.running < limit) {
+      slots.running += 1;
+      return Promise.resolve();
+    }
+    return new Promise((resolve) => {
+      const start = (): void => {
+        signal.removeEventListener('abort', cancel);
+        slots.running += 1;
+        resolve();
+      };
+      const cancel = (): void => {
+        slots.waiting = slots.waiting.filter((entry) => entry !== start);
+        slots.running += 1;
+        resolve();
+      };
+      slots.waiting.push(start);
+      signal.addEventListener('abort', cancel, { once: true });
+    });
+  }
+
+  private release(bufnr: number): void {
+    const slots = this.slots.get(bufnr);
+    if (slots === undefined) return;
+    slots.running -= 1;
+    const next = slots.waiting.shift();
+    if (next !== undefined) next();
+    else if (slots.running === 0) this.slots.delete(bufnr);
+  }
+}

@@ -1,0 +1,60 @@
+// The `task` tool in the host: the service that runs its children over the chats on files, and
+// the tool registered in the catalogue, offered with the chat's profiles.
+import { taskTool, taskToolShape } from '../../core/tools/definitions/task.js';
+import type { FileChats } from '../../files/api.js';
+import type { HostBase } from '../base.js';
+import { waitingBlocks } from '../approval-notice.js';
+import type { EditorStates } from '../editor-state.js';
+import type { SessionRegistry } from '../session.js';
+import type { ToolCommands } from '../tools/commands.js';
+import type { ToolCatalogue } from '../tools/catalogue.js';
+import type { UsageTracker } from '../usage.js';
+import { TaskService } from './service.js';
+import type { TaskBoard } from './status.js';
+
+export interface TaskWiring {
+  base: Pick<HostBase, 'documents' | 'logger'>;
+  catalogue: Pick<ToolCatalogue, 'addBuiltin' | 'specsFor'>;
+  states: Pick<EditorStates, 'get'>;
+  usage: Pick<UsageTracker, 'session'>;
+  files: Pick<FileChats, 'open' | 'run' | 'close'>;
+  /** The children's state lines in their calls' previews, and the listing (`Host.taskBoard`). */
+  taskBoard: Pick<TaskBoard, 'progress' | 'ended'>;
+  sessions: Pick<SessionRegistry, 'of'>;
+  commands: Pick<ToolCommands, 'setStatusAt'>;
+}
+
+/** The task service, its tool registered in the catalogue. */
+export function createTasks(s: TaskWiring): TaskService {
+  const service = new TaskService({
+    files: s.files,
+    parent: async (bufnr) => {
+      const state = await s.base.documents.attach(bufnr);
+      return state === undefined ? undefined : s.states.get(bufnr, state.document);
+    },
+    offered: (config, cwd) =>
+      s.catalogue.specsFor(config.tools.__list, config, cwd).map((spec) => spec.name),
+    spent: () => s.usage.session.totals().cost,
+    logger: s.base.logger,
+    progress: s.taskBoard.progress,
+    ended: s.taskBoard.ended,
+    approve: async (child, ids) => {
+      const state = await s.base.documents.attach(child);
+      if (state === undefined) return;
+      // Each waiting call as the user approves it in a buffer (`:Flemma tool:approve`).
+      for (const block of waitingBlocks(state.document)) {
+        if (!ids.includes(block.id)) continue;
+        await s.sessions
+          .of(child)
+          .decide(undefined, () =>
+            s.commands.setStatusAt(child, block.toolUseLine - 1, 'approved'),
+          );
+      }
+    },
+  });
+  s.catalogue.addBuiltin(
+    taskTool((input, ctx) => service.run(input, ctx)),
+    (config, cwd) => taskToolShape(service.profiles({ data: config.data ?? {} }, cwd).profiles),
+  );
+  return service;
+}

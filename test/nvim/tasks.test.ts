@@ -1,0 +1,261 @@
+// The `task` tool (issue 31, docs/tasks.md): a model delegates work to child chats that run in
+// their own files beside the parent, at the same time, and their results come back; `<C-c>` in
+// the parent and the spend cap stop them; a child never gets more than its parent.
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import {
+  anthropicBlocks,
+  anthropicReply,
+  anthropicStream,
+  replyBlocks,
+  type ScriptedCall,
+} from '../helpers/anthropic-script.js';
+import { launcher, MESSAGES, type Session } from '../helpers/e2e.js';
+import type { FakeRequest } from '../helpers/fake-provider.js';
+
+const launch = launcher();
+
+/** Tools offered to the parent: the read-only ones, `bash` and `task`, with `task` approved. */
+const CONFIG = `{
+  tools = { "read", "grep", "find", "ls", "bash", "task", auto_approve = { "$default", "task" } },
+  agents = { builder = { description = "Builds things.", tools = { "read", "bash" } } },
+}`;
+
+function task(id: string, prompt: string, extra: Record<string, unknown> = {}): ScriptedCall {
+  return { id, name: 'task', input: { label: prompt, prompt, agent: null, name: null, ...extra } };
+}
+
+/** The text of a request's messages, to tell the parent's requests from each child's. */
+function text(request: FakeRequest): string {
+  return request.rawBody;
+}
+
+/** The names of the tools a request offers. */
+function offered(request: FakeRequest): string[] {
+  const body = request.body as { tools?: { name: string }[] };
+  return (body.tools ?? []).map((tool) => tool.name).sort();
+}
+
+/** The next `count` requests to the model, by the word each one's text holds. */
+async function requests(s: Session, words: string[]): Promise<Map<string, FakeRequest>> {
+  const out = new Map<string, FakeRequest>();
+  while (out.size < words.length) {
+    const request = await s.f.nextRequest({ path: MESSAGES });
+    const word = words.find((w) => !out.has(w) && text(request).includes(w));
+    if (word === undefined)
+      throw new Error(`an unexpected request: ${text(request).slice(0, 300)}`);
+    out.set(word, request);
+  }
+  return out;
+}
+
+/** A task's file, read from the work directory. */
+function taskFile(s: Session, name: string): string {
+  return readFileSync(join(s.d.home, 'work', 'parent.tasks', name), 'utf8');
+}
+
+async function delegate(s: Session, calls: ScriptedCall[], chat = ['@You:', 'Delegate.']) {
+  await s.open('parent.chat', chat);
+  await s.send();
+  await s.reply('Delegating.', calls);
+}
+
+describe('the task tool', () => {
+  it('two tasks in one reply run at once in their own files; the follow-up has both results', async () => {
+    const s = await launch({ config: CONFIG });
+    await delegate(s, [
+      task('toolu_A', 'Find alpha in the code', { name: 'find alpha' }),
+      task('toolu_B', 'Find beta in the code'),
+    ]);
+    // Both children's first requests are at the server before either is answered.
+    const children = await requests(s, ['Find alpha', 'Find beta']);
+    const alpha = children.get('Find alpha');
+    const beta = children.get('Find beta');
+    if (alpha === undefined || beta === undefined) throw new Error('no child requests');
+    expect(offered(alpha)).toEqual(['find', 'grep', 'ls', 'read']);
+    expect(text(alpha)).not.toContain('Delegate.');
+    await anthropicReply(beta, 'Beta is in b.ts.');
+    await anthropicReply(alpha, 'Alpha is in a.ts.');
+    const followUp = await s.f.nextRequest({ path: MESSAGES });
+    expect(text(followUp)).toContain('Alpha is in a.ts.');
+    expect(text(followUp)).toContain('Beta is in b.ts.');
+    expect(text(followUp)).toContain("The task's chat: parent.tasks/01-find-alpha.chat");
+    expect(text(followUp)).toContain("The task's chat: parent.tasks/02-find-beta-in-the.chat");
+    await anthropicReply(followUp, 'Both found.');
+    await s.d.waitForEvent('FlemmaRequestFinished', {
+      match: (event) => event.data['bufnr'] === s.buf,
+    });
+    const child = taskFile(s, '01-find-alpha.chat');
+    expect(child).toContain('"agent": "explorer"');
+    expect(child).toContain('"parent": "../parent.chat"');
+    expect(child).toContain('@You:\nFind alpha in the code');
+    expect(child).toContain('@Assistant:\nAlpha is in a.ts.');
+    expect(taskFile(s, '02-find-beta-in-the.chat')).toContain('Beta is in b.ts.');
+  });
+
+  it('<C-c> in the parent cancels its running children; their files keep the partial reply', async () => {
+    const s = await launch({ config: CONFIG });
+    await delegate(s, [task('toolu_A', 'Find alpha'), task('toolu_B', 'Find beta')]);
+    const children = await requests(s, ['Find alpha', 'Find beta']);
+    const streams = await Promise.all(
+      [...children.values()].map(async (request) => {
+        const stream = await anthropicStream(request);
+        await stream.text('Looking');
+        return stream;
+      }),
+    );
+    expect(streams).toHaveLength(2);
+    const after = s.d.eventCount;
+    await s.d.command(`call win_gotoid(bufwinid(${String(s.buf)}))`);
+    await s.d.press('<C-c>');
+    await s.toolResult('toolu_A', after);
+    await s.toolResult('toolu_B', after);
+    const lines = (await s.lines()).join('\n');
+    for (const file of ['01-find-alpha', '02-find-beta']) {
+      expect(lines).toContain(`Partial output:\nThe task's chat: parent.tasks/${file}.chat`);
+    }
+    for (const name of ['01-find-alpha.chat', '02-find-beta.chat']) {
+      // The child's run stops after the call's result: its file gets the marker then.
+      await s.d.waitUntil(
+        'return table.concat(vim.fn.readfile(...), "\\n"):find("flemma:aborted", 1, true) ~= nil',
+        { args: [join(s.d.home, 'work', 'parent.tasks', name)] },
+      );
+      const child = taskFile(s, name);
+      expect(child).toContain('Looking');
+      expect(child).toMatch(/<!-- flemma:aborted/);
+    }
+  });
+
+  it('the spend cap stops a child: its result says so and names its file', async () => {
+    const s = await launch({
+      config: CONFIG.replace('agents =', 'limits = { max_session_cost = 0.01 },\n  agents ='),
+    });
+    await delegate(s, [task('toolu_A', 'Find alpha')]);
+    const [child] = (await requests(s, ['Find alpha'])).values();
+    if (child === undefined) throw new Error('no child request');
+    const after = s.d.eventCount;
+    // A reply that costs far more than the cap, asking for a tool: the child goes no further.
+    const read = { id: 'toolu_R', name: 'read', input: { label: 'r', path: 'x' } };
+    await anthropicBlocks(child, replyBlocks('Reading.', [read]), { input: 200000, output: 10 });
+    await s.toolResult('toolu_A', after);
+    const lines = (await s.lines()).join('\n');
+    expect(lines).toContain('The task stopped at its spending limit');
+    expect(lines).toContain('parent.tasks/01-find-alpha.chat');
+  });
+
+  it('a child of an untrusted chat gets no more than the chat: no bash when the chat removed it', async () => {
+    const s = await launch({ config: CONFIG });
+    // Opened from disk, so not trusted; removing a tool applies in any file.
+    await delegate(
+      s,
+      [task('toolu_A', 'Build alpha', { agent: 'builder' })],
+      [
+        '```json',
+        '{ "flemma": { "tools": { "$remove": ["bash"] } } }',
+        '```',
+        '@You:',
+        'Delegate.',
+      ],
+    );
+    const [child] = (await requests(s, ['Build alpha'])).values();
+    if (child === undefined) throw new Error('no child request');
+    expect(offered(child)).toEqual(['read']);
+    expect(taskFile(s, '01-build-alpha.chat')).toContain('"$set": [\n        "read"\n      ]');
+    await anthropicReply(child, 'Built.');
+    await s.toolResult('toolu_A');
+    expect(existsSync(join(s.d.home, 'work', 'parent.tasks', '01-build-alpha.chat'))).toBe(true);
+  });
+
+  it('a child’s call that needs approval: the parent’s preview says so, the user is called, <M-CR> on the task approves it', async () => {
+    // bash asks (not approved because a sandbox would hold it).
+    const s = await launch({
+      config: CONFIG.replace('auto_approve =', 'auto_approve_sandboxed = false, auto_approve ='),
+    });
+    await s.d.command('doautocmd FocusLost');
+    await delegate(s, [task('toolu_A', 'Build alpha', { agent: 'builder' })]);
+    const [child] = (await requests(s, ['Build alpha'])).values();
+    if (child === undefined) throw new Error('no child request');
+    const bash = {
+      id: 'toolu_S',
+      name: 'bash',
+      input: { label: 'b', command: 'echo built-ok', timeout: null },
+    };
+    await anthropicReply(child, 'Running.', [bash]);
+    const attention = await s.d.waitForEvent('FlemmaAttention');
+    expect(attention.data).toMatchObject({ reason: 'approval', bufnr: s.buf });
+    await s.d.command('doautocmd FocusGained');
+    const marks = await s.d.waitForExtmarks('flemma_tool_preview', {
+      bufnr: s.buf,
+      until: 'vim.inspect(marks):find(value, 1, true) ~= nil',
+      value: 'task: waiting for approval: bash · turn 1',
+    });
+    expect(marks.length).toBeGreaterThan(0);
+    // The child's file holds the call waiting, and the parent's call still runs.
+    expect(taskFile(s, '01-build-alpha.chat')).toContain('status=pending');
+    const row = (await s.lines()).indexOf('**Tool Result:** `toolu_A`') + 1;
+    await s.d.command(`call win_gotoid(bufwinid(${String(s.buf)})) | ${String(row)}`);
+    await s.d.press('<M-CR>');
+    // Approved, the child runs bash and asks its model again with the output.
+    const next = await s.f.nextRequest({ path: MESSAGES });
+    expect(text(next)).toContain('built-ok');
+    await anthropicReply(next, 'Built.');
+    const followUp = await s.f.nextRequest({ path: MESSAGES });
+    expect(text(followUp)).toContain(
+      "Built.\\n\\nThe task's chat: parent.tasks/01-build-alpha.chat",
+    );
+    await anthropicReply(followUp, 'Done.');
+  });
+
+  it('reads the project’s profiles only when the user opted in, and never lets one choose a provider', async () => {
+    const files = {
+      '.flemma/agents/summ.chat': [
+        '```json',
+        '{ "description": "Summarises a module.", "tools": ["read"] }',
+        '```',
+        '@System:',
+        'You summarise code.',
+      ].join('\n'),
+      '.flemma/agents/away.chat': '```json\n{ "description": "x", "provider": "openai" }\n```\n',
+    };
+    const description = async (s: Session): Promise<string> => {
+      const request = await s.send();
+      const body = request.body as { tools: { name: string; description: string }[] };
+      await s.reply('Hello.');
+      return body.tools.find((tool) => tool.name === 'task')?.description ?? '';
+    };
+    const closed = await launch({ config: CONFIG, files });
+    await closed.open('parent.chat', ['@You:', 'Hi.']);
+    expect(await description(closed)).not.toContain('- summ:');
+    const opted = await launch({
+      config: CONFIG.replace('tools = {', 'tools = { task = { project_agents = true },'),
+      files,
+    });
+    await delegate(opted, [task('toolu_A', 'Summarise alpha', { agent: 'summ' })]);
+    const [child] = (await requests(opted, ['Summarise alpha'])).values();
+    if (child === undefined) throw new Error('no child request');
+    expect(text(child)).toContain('You summarise code.');
+    expect(offered(child)).toEqual(['read']);
+    // The parent was offered it; the file that chose a provider was left out.
+    const first = opted.f.requests[0]?.rawBody ?? '';
+    expect(first).toContain('- summ: Summarises a module.');
+    expect(first).not.toContain('- away:');
+    await anthropicReply(child, 'Summarised.');
+    await opted.toolResult('toolu_A');
+    expect((await opted.lines()).join('\n')).toContain('Summarised.');
+  });
+
+  it('offers the chat’s profiles in the task tool’s description and schema', async () => {
+    const s = await launch({ config: CONFIG });
+    await s.open('parent.chat', ['@You:', 'Hi.']);
+    const request = await s.send();
+    const body = request.body as {
+      tools: { name: string; description: string; input_schema: Record<string, unknown> }[];
+    };
+    const tool = body.tools.find((entry) => entry.name === 'task');
+    expect(tool?.description).toContain('- builder: Builds things.');
+    expect(tool?.description).toContain('- explorer: Reads and searches the project');
+    expect(JSON.stringify(tool?.input_schema)).toContain('"enum":["builder","explorer",null]');
+    await s.reply('Hello.');
+  });
+});
