@@ -13,7 +13,8 @@
 //   `limits.max_session_cost` is handed down, and the child's own cap is the lower of its
 //   profile's `max_cost` and what the session may still spend.
 import { mkdir, readdir } from 'node:fs/promises';
-import { basename, dirname, join, relative } from 'node:path';
+import { realpathSync } from 'node:fs';
+import { basename, dirname, join, relative, resolve } from 'node:path';
 import type { Config } from '../../core/config/config.js';
 import { autopilotSettings } from '../../core/loop/autopilot.js';
 import {
@@ -108,6 +109,25 @@ function endOf(outcome: RunOutcome): ChildEnd {
     case 'error':
       return { kind: 'error', message: outcome.message };
   }
+}
+
+/** A task call whose child waits: its file, the calls that wait, and what lets it go on. */
+interface Waiting {
+  path: string;
+  ids: string[];
+  go: () => void;
+}
+
+/** The same file, links and `..` resolved where the file exists. */
+function samePath(a: string, b: string): boolean {
+  const real = (path: string): string => {
+    try {
+      return realpathSync(path);
+    } catch {
+      return resolve(path);
+    }
+  };
+  return real(a) === real(b);
 }
 
 /** Resolves as cancelled once `signal` aborts. */
@@ -277,7 +297,9 @@ export class TaskService {
           // call stays running. Approved from the parent, the child is read again and goes on.
           await this.deps.files.close(chat);
           chat = undefined;
-          if (!(await this.approval(ctx, outcome.calls, progress))) return { kind: 'cancelled' };
+          if (!(await this.approval(ctx, path, outcome.calls, progress))) {
+            return { kind: 'cancelled' };
+          }
           chat = await this.deps.files.open(path, open);
           await this.deps.approve?.(
             chat.bufnr,
@@ -297,17 +319,22 @@ export class TaskService {
     return taskResult(end, shown);
   }
 
-  /** Task calls whose child waits for an approval: `<parent>:<tool id>` → go on. */
-  private readonly waiting = new Map<string, () => void>();
+  /** Task calls whose child waits for an approval, by `<parent>:<tool id>`. */
+  private readonly waiting = new Map<string, Waiting>();
 
   /**
-   * `<M-CR>` on the parent's `task` call whose child waits: the child's waiting calls are
-   * approved and it goes on. Whether the call was one.
+   * `<M-CR>` on the parent's `task` call whose child waits, or on one of the waiting calls in the
+   * child's own buffer (its file `file`): the child's waiting calls are approved and it goes on.
+   * Whether the call was one.
    */
-  approveWaiting(parent: number, toolId: string): boolean {
-    const go = this.waiting.get(`${String(parent)}:${toolId}`);
-    if (go === undefined) return false;
-    go();
+  approveWaiting(bufnr: number, toolId: string, file?: string | null): boolean {
+    const entry =
+      this.waiting.get(`${String(bufnr)}:${toolId}`) ??
+      [...this.waiting.values()].find(
+        (waiting) => file != null && samePath(waiting.path, file) && waiting.ids.includes(toolId),
+      );
+    if (entry === undefined) return false;
+    entry.go();
     return true;
   }
 
@@ -317,6 +344,7 @@ export class TaskService {
    */
   private approval(
     ctx: ToolContext,
+    path: string,
     calls: readonly WaitingCall[],
     progress: ChildProgress,
   ): Promise<boolean> {
@@ -331,12 +359,17 @@ export class TaskService {
         resolve(false);
       };
       ctx.signal.addEventListener('abort', cancel, { once: true });
-      this.waiting.set(key, () => {
-        ctx.signal.removeEventListener('abort', cancel);
-        this.waiting.delete(key);
-        delete progress.waiting;
-        this.deps.progress?.(ctx.bufnr, ctx.tool_id, progressLine(progress));
-        resolve(true);
+      const ids = calls.map((call) => call.id);
+      this.waiting.set(key, {
+        path,
+        ids,
+        go: () => {
+          ctx.signal.removeEventListener('abort', cancel);
+          this.waiting.delete(key);
+          delete progress.waiting;
+          this.deps.progress?.(ctx.bufnr, ctx.tool_id, progressLine(progress));
+          resolve(true);
+        },
       });
     });
   }
