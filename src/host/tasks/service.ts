@@ -31,6 +31,7 @@ import {
 import { type ChildPlan, childLayer, narrowChild } from '../../core/tasks/narrow.js';
 import {
   type AgentProfile,
+  DEFAULT_AGENT,
   type ProfileSet,
   disabledProfiles,
   mergeProfiles,
@@ -226,7 +227,7 @@ export class TaskService {
   private profileFor(name: string | undefined, config: Config, cwd: string): AgentProfile | string {
     const set = this.profiles(config, cwd);
     for (const problem of set.problems) this.deps.logger.warn(`agent profiles: ${problem}`);
-    const wanted = name ?? 'explorer';
+    const wanted = name ?? DEFAULT_AGENT;
     const found = set.profiles.find((profile) => profile.name === wanted);
     if (found !== undefined) return found;
     const names = set.profiles.map((profile) => profile.name).join(', ');
@@ -276,23 +277,27 @@ export class TaskService {
       configLayer: childLayer(plan, settings.config.data, settings.approval),
       parent: ctx.bufnr,
     };
-    const options: RunOptions = {
-      maxTurns: plan.maxTurns,
-      ...(plan.maxCost === undefined ? {} : { maxCost: plan.maxCost }),
+    // What the child may still do: its limits hold across the runs an approval splits it into.
+    const left = { turns: plan.maxTurns, cost: plan.maxCost };
+    const options = (): RunOptions => ({
+      maxTurns: left.turns,
+      ...(left.cost === undefined ? {} : { maxCost: left.cost }),
       signal: ctx.signal,
       autopilot: true,
       onEvent: (event) => {
         if (!advance(progress, event)) return;
         this.deps.progress?.(ctx.bufnr, ctx.tool_id, progressLine(progress));
       },
-    };
+    });
     const closed = (async (): Promise<ChildEnd> => {
       let chat: FileChat | undefined;
       try {
         chat = await this.deps.files.open(path, open);
         for (;;) {
-          const outcome = await this.deps.files.run(chat, options);
+          const outcome = await this.deps.files.run(chat, options());
           if (outcome.kind !== 'approval' || ctx.signal.aborted) return endOf(outcome);
+          left.turns = Math.max(1, left.turns - outcome.turns);
+          if (left.cost !== undefined) left.cost = Math.max(0, left.cost - outcome.cost);
           // While it waits, the file is the user's (open in a buffer, edited, saved); the parent's
           // call stays running. Approved from the parent, the child is read again and goes on.
           await this.deps.files.close(chat);
