@@ -25,8 +25,6 @@ export interface Headless {
   config: ConfigData;
   env: Readonly<Record<string, string | undefined>>;
   notify(level: 'info' | 'warn' | 'error', message: string): void;
-  /** A notification that failed (nothing waits for its answer). */
-  failed(method: string, error: unknown): void;
 }
 
 /** A Neovim that is not there: nothing reaches it. */
@@ -46,7 +44,9 @@ export class RoutedBridge extends LuaBridge {
   constructor(
     private readonly files: FileAdapter,
     neovim: RpcPort | undefined,
-    private readonly headless?: Headless,
+    private readonly headless: Headless | undefined,
+    /** A notification the adapter failed to take (nothing waits for its answer). */
+    private readonly failed: (method: string, error: unknown) => void,
   ) {
     super(neovim ?? NO_NEOVIM);
   }
@@ -102,7 +102,7 @@ export class RoutedBridge extends LuaBridge {
     this.heard(method, params);
     if (this.forFiles(method, params)) {
       this.files.answer(method, params).catch((error: unknown) => {
-        this.headless?.failed(method, error);
+        this.failed(method, error);
       });
       return;
     }
@@ -113,7 +113,7 @@ export class RoutedBridge extends LuaBridge {
     try {
       answerWithoutNeovim(this.headless, method, params);
     } catch (error) {
-      this.headless.failed(method, error);
+      this.failed(method, error);
     }
   }
 

@@ -17,10 +17,17 @@ local H = {
   group = vim.api.nvim_create_augroup("flemma.files", { clear = true }),
   --- Buffers that follow a file chat (their FileChangedShell autocmd is made).
   followed = {}, ---@type table<integer, true>
+  real = {}, ---@type table<string, string>  real paths, by path
 }
 
+--- A path's real path, looked up once: this runs after every write of every file chat.
 local function real(path)
-  return vim.uv.fs_realpath(path) or path
+  local found = H.real[path]
+  if found == nil then
+    found = vim.uv.fs_realpath(path) or path
+    H.real[path] = found
+  end
+  return found
 end
 
 --- The loaded buffer showing `path`, if any.
