@@ -40,21 +40,13 @@ import {
 import type { TaskInput } from '../../core/tools/definitions/task.js';
 import type { ToolContext, ToolOutcome } from '../../core/tools/registry.js';
 import { writeFirstFree } from '../../core/util/files.js';
-import type {
-  FileChat,
-  FileChats,
-  OpenOptions,
-  RunEvent,
-  RunOptions,
-  RunOutcome,
-  WaitingCall,
-} from '../../files/api.js';
+import type * as Files from '../../files/api.js';
 import type { BufferSettings } from '../buffer-settings.js';
 import type { FileLogger } from '../log.js';
 import { ProjectAgents } from './project.js';
 
 export interface TaskServiceDeps {
-  files: Pick<FileChats, 'open' | 'run' | 'close'>;
+  files: Pick<Files.FileChats, 'open' | 'run' | 'close'>;
   /** The parent chat's settings (its configuration as its frontmatter left it, its trust). */
   parent: (bufnr: number) => Promise<BufferSettings | undefined>;
   /** The tools a chat's request offers. */
@@ -95,7 +87,7 @@ function projectAgents(data: Readonly<Record<string, unknown>>): boolean {
   return task['project_agents'] === true;
 }
 
-function endOf(outcome: RunOutcome): ChildEnd {
+function endOf(outcome: Files.RunOutcome): ChildEnd {
   switch (outcome.kind) {
     case 'done':
       return { kind: 'done', text: outcome.text };
@@ -148,7 +140,7 @@ function whenAborted(signal: AbortSignal): Promise<ChildEnd> {
 }
 
 /** A child's progress after `event`; whether its line changed. */
-function advance(progress: ChildProgress, event: RunEvent): boolean {
+function advance(progress: ChildProgress, event: Files.RunEvent): boolean {
   switch (event.type) {
     case 'request':
       progress.turn = event.turn;
@@ -272,14 +264,14 @@ export class TaskService {
       tokens: 0,
       cost: 0,
     };
-    const open: OpenOptions = {
+    const open: Files.OpenOptions = {
       trust: settings.trust,
       configLayer: childLayer(plan, settings.config.data, settings.approval),
       parent: ctx.bufnr,
     };
     // What the child may still do: its limits hold across the runs an approval splits it into.
     const left = { turns: plan.maxTurns, cost: plan.maxCost };
-    const options = (): RunOptions => ({
+    const options = (): Files.RunOptions => ({
       maxTurns: left.turns,
       ...(left.cost === undefined ? {} : { maxCost: left.cost }),
       signal: ctx.signal,
@@ -290,7 +282,7 @@ export class TaskService {
       },
     });
     const closed = (async (): Promise<ChildEnd> => {
-      let chat: FileChat | undefined;
+      let chat: Files.FileChat | undefined;
       try {
         chat = await this.deps.files.open(path, open);
         for (;;) {
@@ -350,7 +342,7 @@ export class TaskService {
   private approval(
     ctx: ToolContext,
     path: string,
-    calls: readonly WaitingCall[],
+    calls: readonly Files.WaitingCall[],
     progress: ChildProgress,
   ): Promise<boolean> {
     const names = [...new Set(calls.map((call) => call.name))];
