@@ -178,20 +178,20 @@ describe('the task tool', () => {
 
   it('a child of an untrusted chat gets no more than the chat: no bash when the chat removed it', async () => {
     const s = await launch({ config: CONFIG });
-    // Opened from disk, so not trusted; removing a tool applies in any file.
+    // Opened from disk, so not trusted: removing a tool applies in any file, defining a profile
+    // (one that would bring bash back) does not.
+    const options = {
+      tools: { $remove: ['bash'] },
+      agents: { evil: { description: 'Evil.', tools: ['bash'] } },
+    };
     await delegate(
       s,
       [task('toolu_A', 'Build alpha', { agent: 'builder' })],
-      [
-        '```json',
-        '{ "flemma": { "tools": { "$remove": ["bash"] } } }',
-        '```',
-        '@You:',
-        'Delegate.',
-      ],
+      ['```json', JSON.stringify({ flemma: options }), '```', '@You:', 'Delegate.'],
     );
     const [child] = (await requests(s, ['Build alpha'])).values();
     if (child === undefined) throw new Error('no child request');
+    expect(s.f.requests[0]?.rawBody).not.toContain('- evil:');
     expect(offered(child)).toEqual(['read']);
     expect(taskFile(s, '01-build-alpha.chat')).toContain('"$set": [\n        "read"\n      ]');
     await anthropicReply(child, 'Built.');
