@@ -72,10 +72,11 @@ export interface SessionServices {
   /** The records of streamed replies: a reply's last one is on disk before the reply is over. */
   recovery?: Pick<RecoveryService, 'settled'>;
   /**
-   * `<M-CR>` on a running `task` call whose child waits for an approval approves the child's
-   * waiting calls (src/host/tasks/); whether the call was one.
+   * `<M-CR>` on a running `task` call whose child waits for an approval, or on the waiting call
+   * in the child's own buffer (`file`), approves the child's waiting calls and lets it go on
+   * (src/host/tasks/); whether the call was one.
    */
-  approveTask?(bufnr: number, id: string): boolean;
+  approveTask?(bufnr: number, id: string, file: string | null): boolean;
 }
 
 /** The session as its loop's ports reach it. */
@@ -167,7 +168,7 @@ function toolPort(session: LoopOwner, s: SessionServices): StepPorts<StepSetting
     },
     run: (call, context, rerun) => {
       trace('tools:run');
-      if (s.approveTask?.(bufnr, call.id) === true) return;
+      if (s.approveTask?.(bufnr, call.id, context.facts.filename) === true) return;
       executor
         .execute(bufnr, call.id, call.name, call.input, context.config, {
           replaceFinished: rerun,

@@ -321,7 +321,7 @@ export function buildHost(link: HostLink): HostServices {
     ...send,
     cancelPending: (bufnr) => commands.cancelPending(bufnr),
     notices,
-    approveTask: (bufnr, id) => tasks.approveWaiting(bufnr, id),
+    approveTask: (bufnr, id, file) => tasks.approveWaiting(bufnr, id, file),
   });
   routeLoopEvents(base, events, tools, sessions);
   const { commands, diffReview } = createCommands(base, tools, send, sessions);

@@ -55,6 +55,38 @@ function taskFile(s: Session, name: string): string {
   return readFileSync(join(s.d.home, 'work', 'parent.tasks', name), 'utf8');
 }
 
+/** A parent whose `builder` child waits for its `bash` call to be approved (not sandboxed). */
+async function childWaiting(): Promise<Session> {
+  const s = await launch({
+    config: CONFIG.replace('auto_approve =', 'auto_approve_sandboxed = false, auto_approve ='),
+  });
+  await s.d.command('doautocmd FocusLost');
+  await delegate(s, [task('toolu_A', 'Build alpha', { agent: 'builder' })]);
+  const [child] = (await requests(s, ['Build alpha'])).values();
+  if (child === undefined) throw new Error('no child request');
+  const bash = { id: 'toolu_S', name: 'bash', input: { label: 'b', command: 'echo built-ok' } };
+  await anthropicReply(child, 'Running.', [{ ...bash, input: { ...bash.input, timeout: null } }]);
+  return s;
+}
+
+/** `<M-CR>` on the line `line` of the buffer `buf`, in its window. */
+async function pressRunOn(s: Session, buf: number, line: string): Promise<void> {
+  const row = (await s.d.lines(buf)).indexOf(line) + 1;
+  expect(row).toBeGreaterThan(0);
+  await s.d.command(`buffer ${String(buf)} | ${String(row)}`);
+  await s.d.press('<M-CR>');
+}
+
+/** Approved, the child runs bash, asks its model again, and its result reaches the parent. */
+async function childGoesOn(s: Session): Promise<void> {
+  const next = await s.f.nextRequest({ path: MESSAGES });
+  expect(text(next)).toContain('built-ok');
+  await anthropicReply(next, 'Built.');
+  const followUp = await s.f.nextRequest({ path: MESSAGES });
+  expect(text(followUp)).toContain("Built.\\n\\nThe task's chat: parent.tasks/01-build-alpha.chat");
+  await anthropicReply(followUp, 'Done.');
+}
+
 async function delegate(s: Session, calls: ScriptedCall[], chat = ['@You:', 'Delegate.']) {
   await s.open('parent.chat', chat);
   await s.send();
@@ -146,20 +178,20 @@ describe('the task tool', () => {
 
   it('a child of an untrusted chat gets no more than the chat: no bash when the chat removed it', async () => {
     const s = await launch({ config: CONFIG });
-    // Opened from disk, so not trusted; removing a tool applies in any file.
+    // Opened from disk, so not trusted: removing a tool applies in any file, defining a profile
+    // (one that would bring bash back) does not.
+    const options = {
+      tools: { $remove: ['bash'] },
+      agents: { evil: { description: 'Evil.', tools: ['bash'] } },
+    };
     await delegate(
       s,
       [task('toolu_A', 'Build alpha', { agent: 'builder' })],
-      [
-        '```json',
-        '{ "flemma": { "tools": { "$remove": ["bash"] } } }',
-        '```',
-        '@You:',
-        'Delegate.',
-      ],
+      ['```json', JSON.stringify({ flemma: options }), '```', '@You:', 'Delegate.'],
     );
     const [child] = (await requests(s, ['Build alpha'])).values();
     if (child === undefined) throw new Error('no child request');
+    expect(s.f.requests[0]?.rawBody).not.toContain('- evil:');
     expect(offered(child)).toEqual(['read']);
     expect(taskFile(s, '01-build-alpha.chat')).toContain('"$set": [\n        "read"\n      ]');
     await anthropicReply(child, 'Built.');
@@ -168,20 +200,7 @@ describe('the task tool', () => {
   });
 
   it('a child’s call that needs approval: the parent’s preview says so, the user is called, <M-CR> on the task approves it', async () => {
-    // bash asks (not approved because a sandbox would hold it).
-    const s = await launch({
-      config: CONFIG.replace('auto_approve =', 'auto_approve_sandboxed = false, auto_approve ='),
-    });
-    await s.d.command('doautocmd FocusLost');
-    await delegate(s, [task('toolu_A', 'Build alpha', { agent: 'builder' })]);
-    const [child] = (await requests(s, ['Build alpha'])).values();
-    if (child === undefined) throw new Error('no child request');
-    const bash = {
-      id: 'toolu_S',
-      name: 'bash',
-      input: { label: 'b', command: 'echo built-ok', timeout: null },
-    };
-    await anthropicReply(child, 'Running.', [bash]);
+    const s = await childWaiting();
     const attention = await s.d.waitForEvent('FlemmaAttention');
     expect(attention.data).toMatchObject({ reason: 'approval', bufnr: s.buf });
     await s.d.command('doautocmd FocusGained');
@@ -193,18 +212,20 @@ describe('the task tool', () => {
     expect(marks.length).toBeGreaterThan(0);
     // The child's file holds the call waiting, and the parent's call still runs.
     expect(taskFile(s, '01-build-alpha.chat')).toContain('status=pending');
-    const row = (await s.lines()).indexOf('**Tool Result:** `toolu_A`') + 1;
-    await s.d.command(`call win_gotoid(bufwinid(${String(s.buf)})) | ${String(row)}`);
-    await s.d.press('<M-CR>');
-    // Approved, the child runs bash and asks its model again with the output.
-    const next = await s.f.nextRequest({ path: MESSAGES });
-    expect(text(next)).toContain('built-ok');
-    await anthropicReply(next, 'Built.');
-    const followUp = await s.f.nextRequest({ path: MESSAGES });
-    expect(text(followUp)).toContain(
-      "Built.\\n\\nThe task's chat: parent.tasks/01-build-alpha.chat",
+    await pressRunOn(s, s.buf, '**Tool Result:** `toolu_A`');
+    await childGoesOn(s);
+  });
+
+  it('a child’s call that needs approval is approved with <M-CR> in the child’s own buffer too', async () => {
+    const s = await childWaiting();
+    await s.d.waitForEvent('FlemmaAttention');
+    const child = await s.d.openChat('parent.tasks/01-build-alpha.chat');
+    await s.d.waitUntil(
+      'return vim.bo[...].filetype == "chat" and #vim.api.nvim_buf_get_lines(..., 0, -1, false) > 5',
+      { args: [child] },
     );
-    await anthropicReply(followUp, 'Done.');
+    await pressRunOn(s, child, '**Tool Result:** `toolu_S`');
+    await childGoesOn(s);
   });
 
   it('reads the project’s profiles only when the user opted in, and never lets one choose a provider', async () => {

@@ -13,7 +13,8 @@
 //   `limits.max_session_cost` is handed down, and the child's own cap is the lower of its
 //   profile's `max_cost` and what the session may still spend.
 import { mkdir, readdir } from 'node:fs/promises';
-import { basename, dirname, join, relative } from 'node:path';
+import { realpathSync } from 'node:fs';
+import { basename, dirname, join, relative, resolve } from 'node:path';
 import type { Config } from '../../core/config/config.js';
 import { autopilotSettings } from '../../core/loop/autopilot.js';
 import {
@@ -28,6 +29,7 @@ import {
 import { type ChildPlan, childLayer, narrowChild } from '../../core/tasks/narrow.js';
 import {
   type AgentProfile,
+  DEFAULT_AGENT,
   type ProfileSet,
   disabledProfiles,
   mergeProfiles,
@@ -36,21 +38,13 @@ import {
 import type { TaskInput } from '../../core/tools/definitions/task.js';
 import type { ToolContext, ToolOutcome } from '../../core/tools/registry.js';
 import { writeFirstFree } from '../../core/util/files.js';
-import type {
-  FileChat,
-  FileChats,
-  OpenOptions,
-  RunEvent,
-  RunOptions,
-  RunOutcome,
-  WaitingCall,
-} from '../../files/api.js';
+import type * as Files from '../../files/api.js';
 import type { BufferSettings } from '../buffer-settings.js';
 import type { FileLogger } from '../log.js';
 import { ProjectAgents } from './project.js';
 
 export interface TaskServiceDeps {
-  files: Pick<FileChats, 'open' | 'run' | 'close'>;
+  files: Pick<Files.FileChats, 'open' | 'run' | 'close'>;
   /** The parent chat's settings (its configuration as its frontmatter left it, its trust). */
   parent: (bufnr: number) => Promise<BufferSettings | undefined>;
   /** The tools a chat's request offers. */
@@ -59,7 +53,7 @@ export interface TaskServiceDeps {
   spent: () => number;
   logger: Pick<FileLogger, 'info' | 'warn'>;
   /** A child's progress: its state line in the parent's preview of its call (status.ts). */
-  progress?: (parent: number, toolId: string, event: RunEvent, child: ChildOf) => void;
+  progress?: (parent: number, toolId: string, event: Files.RunEvent, child: ChildOf) => void;
   /** A child's run ended (the parent's preview of its call goes; `:Flemma tasks` keeps it). */
   ended?: (parent: number, toolId: string, end: ChildEnd, child: ChildOf) => void;
   /** Approve the calls `ids` that wait in the child chat `child` (as the user would). */
@@ -97,7 +91,7 @@ function projectAgents(data: Readonly<Record<string, unknown>>): boolean {
   return task['project_agents'] === true;
 }
 
-function endOf(outcome: RunOutcome): ChildEnd {
+function endOf(outcome: Files.RunOutcome): ChildEnd {
   switch (outcome.kind) {
     case 'done':
       return { kind: 'done', text: outcome.text };
@@ -112,6 +106,25 @@ function endOf(outcome: RunOutcome): ChildEnd {
     case 'error':
       return { kind: 'error', message: outcome.message };
   }
+}
+
+/** A task call whose child waits: its file, the calls that wait, and what lets it go on. */
+interface Waiting {
+  path: string;
+  ids: string[];
+  go: () => void;
+}
+
+/** The same file, links and `..` resolved where the file exists. */
+function samePath(a: string, b: string): boolean {
+  const real = (path: string): string => {
+    try {
+      return realpathSync(path);
+    } catch {
+      return resolve(path);
+    }
+  };
+  return real(a) === real(b);
 }
 
 /** Resolves as cancelled once `signal` aborts. */
@@ -184,7 +197,7 @@ export class TaskService {
   private profileFor(name: string | undefined, config: Config, cwd: string): AgentProfile | string {
     const set = this.profiles(config, cwd);
     for (const problem of set.problems) this.deps.logger.warn(`agent profiles: ${problem}`);
-    const wanted = name ?? 'explorer';
+    const wanted = name ?? DEFAULT_AGENT;
     const found = set.profiles.find((profile) => profile.name === wanted);
     if (found !== undefined) return found;
     const names = set.profiles.map((profile) => profile.name).join(', ');
@@ -223,33 +236,39 @@ export class TaskService {
     const path = await this.writeChild(dir, taskSlug(input.name, input.prompt), text);
     const shown = relative(dirname(parentFile), path);
     const child: ChildOf = { profile: profile.name, file: shown };
-    const open: OpenOptions = {
+    const open: Files.OpenOptions = {
       trust: settings.trust,
       configLayer: childLayer(plan, settings.config.data, settings.approval),
       parent: ctx.bufnr,
     };
-    const options: RunOptions = {
-      maxTurns: plan.maxTurns,
-      ...(plan.maxCost === undefined ? {} : { maxCost: plan.maxCost }),
+    // What the child may still do: its limits hold across the runs an approval splits it into.
+    const left = { turns: plan.maxTurns, cost: plan.maxCost };
+    const options = (): Files.RunOptions => ({
+      maxTurns: left.turns,
+      ...(left.cost === undefined ? {} : { maxCost: left.cost }),
       signal: ctx.signal,
       autopilot: true,
       onEvent: (event) => {
         // A wait is told once the run has ended with its placeholders written (`approval`).
         if (event.type !== 'attention') this.deps.progress?.(ctx.bufnr, ctx.tool_id, event, child);
       },
-    };
+    });
     const closed = (async (): Promise<ChildEnd> => {
-      let chat: FileChat | undefined;
+      let chat: Files.FileChat | undefined;
       try {
         chat = await this.deps.files.open(path, open);
         for (;;) {
-          const outcome = await this.deps.files.run(chat, options);
+          const outcome = await this.deps.files.run(chat, options());
           if (outcome.kind !== 'approval' || ctx.signal.aborted) return endOf(outcome);
+          left.turns = Math.max(1, left.turns - outcome.turns);
+          if (left.cost !== undefined) left.cost = Math.max(0, left.cost - outcome.cost);
           // While it waits, the file is the user's (open in a buffer, edited, saved); the parent's
           // call stays running. Approved from the parent, the child is read again and goes on.
           await this.deps.files.close(chat);
           chat = undefined;
-          if (!(await this.approval(ctx, outcome.calls, child))) return { kind: 'cancelled' };
+          if (!(await this.approval(ctx, path, outcome.calls, child))) {
+            return { kind: 'cancelled' };
+          }
           chat = await this.deps.files.open(path, open);
           await this.deps.approve?.(
             chat.bufnr,
@@ -269,17 +288,22 @@ export class TaskService {
     return taskResult(end, shown);
   }
 
-  /** Task calls whose child waits for an approval: `<parent>:<tool id>` → go on. */
-  private readonly waiting = new Map<string, () => void>();
+  /** Task calls whose child waits for an approval, by `<parent>:<tool id>`. */
+  private readonly waiting = new Map<string, Waiting>();
 
   /**
-   * `<M-CR>` on the parent's `task` call whose child waits: the child's waiting calls are
-   * approved and it goes on. Whether the call was one.
+   * `<M-CR>` on the parent's `task` call whose child waits, or on one of the waiting calls in the
+   * child's own buffer (its file `file`): the child's waiting calls are approved and it goes on.
+   * Whether the call was one.
    */
-  approveWaiting(parent: number, toolId: string): boolean {
-    const go = this.waiting.get(`${String(parent)}:${toolId}`);
-    if (go === undefined) return false;
-    go();
+  approveWaiting(bufnr: number, toolId: string, file?: string | null): boolean {
+    const entry =
+      this.waiting.get(`${String(bufnr)}:${toolId}`) ??
+      [...this.waiting.values()].find(
+        (waiting) => file != null && samePath(waiting.path, file) && waiting.ids.includes(toolId),
+      );
+    if (entry === undefined) return false;
+    entry.go();
     return true;
   }
 
@@ -289,13 +313,14 @@ export class TaskService {
    */
   private approval(
     ctx: ToolContext,
-    calls: readonly WaitingCall[],
+    path: string,
+    calls: readonly Files.WaitingCall[],
     child: ChildOf,
   ): Promise<boolean> {
     const names = [...new Set(calls.map((call) => call.name))];
     // The preview says what waits, and the parent's attention is called (status.ts); the
     // approved calls starting in the child take the line back to running.
-    const waits: RunEvent = { type: 'attention', reason: 'approval', tools: names };
+    const waits: Files.RunEvent = { type: 'attention', reason: 'approval', tools: names };
     this.deps.progress?.(ctx.bufnr, ctx.tool_id, waits, child);
     const key = `${String(ctx.bufnr)}:${ctx.tool_id}`;
     return new Promise((resolve) => {
@@ -304,10 +329,15 @@ export class TaskService {
         resolve(false);
       };
       ctx.signal.addEventListener('abort', cancel, { once: true });
-      this.waiting.set(key, () => {
-        ctx.signal.removeEventListener('abort', cancel);
-        this.waiting.delete(key);
-        resolve(true);
+      const ids = calls.map((call) => call.id);
+      this.waiting.set(key, {
+        path,
+        ids,
+        go: () => {
+          ctx.signal.removeEventListener('abort', cancel);
+          this.waiting.delete(key);
+          resolve(true);
+        },
       });
     });
   }

@@ -10,7 +10,8 @@
 // - A running tool's placeholder keeps `status=approved` in the file, so a file saved mid-run
 //   says what was about to happen and a crash leaves a block that can be run again; the spinner
 //   and the preview line show that it runs.
-// - `tools.max_concurrent` counts the tools running in one buffer.
+// - `tools.max_concurrent` counts the tools running in one buffer, `task` calls aside (their
+//   limit is `tools.task.max_concurrent`, src/host/tasks/).
 // - No round trip to Neovim is awaited before a call starts: the facts come with the dispatch,
 //   and a placeholder the call still needs (`<M-CR>` on a bare tool use) is written while the
 //   tool runs; its result is written after it.
