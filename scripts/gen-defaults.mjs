@@ -5,6 +5,7 @@ import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import * as prettier from 'prettier';
 import { resolveNvims } from './nvim.mjs';
 import { root } from './prepare.mjs';
 
@@ -21,9 +22,13 @@ function sorted(value) {
   );
 }
 
-/** The file's text for the JSON that scripts/gen-defaults.lua writes. */
-export function defaultsText(json) {
-  return `${JSON.stringify(sorted(JSON.parse(json)), null, 2)}\n`;
+/** The file's text for the JSON that scripts/gen-defaults.lua writes (as Prettier lays it out). */
+export async function defaultsText(json) {
+  const options = (await prettier.resolveConfig(DEFAULTS_FILE)) ?? {};
+  return prettier.format(JSON.stringify(sorted(JSON.parse(json))), {
+    ...options,
+    filepath: DEFAULTS_FILE,
+  });
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
@@ -41,6 +46,6 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
     ],
     { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] },
   );
-  writeFileSync(DEFAULTS_FILE, defaultsText(json));
+  writeFileSync(DEFAULTS_FILE, await defaultsText(json));
   console.log(`gen:defaults: wrote ${DEFAULTS_FILE}`);
 }
