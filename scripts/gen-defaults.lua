@@ -3,9 +3,10 @@
 --- src/core/config/defaults.json; test/nvim/cli-defaults.test.ts compares that file with what this
 --- answers in a running Neovim.
 ---
---- `defaults` is the snapshot the host gets from Lua (functions as `{__function = true}`, a table
---- with a list part keeps it under `__list`), with the defaults computed from the machine
---- (`logging.path`, `lsp.enabled`) left out. `schema` is the option tree: each node's kind, its
+--- `defaults` is the snapshot the host gets from Lua (`config.snapshot`: functions as
+--- `{__function = true}`, a table with a list part keeps it under `__list`) in a Neovim where
+--- `setup()` set nothing, with the defaults computed from the machine (`logging.path`,
+--- `lsp.enabled`) left out. `schema` is the option tree: each node's kind, its
 --- trust class (`trust`, `list_trust`), what the CLI checks a value against (`values`, `min`,
 --- `max`, `count`, `value` of a literal, `optional`), and its children (`fields`, `extra`, `item`,
 --- `list`, `value_node`, `members`, `aliases`).
@@ -16,56 +17,28 @@ local function is_lazy(value)
   return type(value) == "table" and getmetatable(value) ~= nil and type(rawget(value, "fn")) == "function"
 end
 
---- Plain data as the host's snapshot has it (see `flemma.rpc`).
-local function plain(value)
-  if type(value) == "function" then
-    return { __function = true }
-  elseif type(value) ~= "table" then
-    return value
+--- The paths of the options whose default is computed from the machine, under `node`.
+local function lazy_paths(node, path, out)
+  if is_lazy(node.default) then
+    out[#out + 1] = path
   end
-  local count = #value
-  local mixed = false
-  for key in pairs(value) do
-    if type(key) ~= "number" then
-      mixed = count > 0
-      break
-    end
-  end
-  local out = {}
-  for key, item in pairs(value) do
-    if not (mixed and type(key) == "number") then
-      out[key] = plain(item)
-    end
-  end
-  if mixed then
-    local list = {}
-    for i = 1, count do
-      list[i] = plain(value[i])
-    end
-    out.__list = list
-  end
-  if next(out) == nil then
-    return count == 0 and vim.empty_dict() or out
+  for name, field in pairs(node.fields or {}) do
+    lazy_paths(field, vim.list_extend(vim.deepcopy(path), { name }), out)
   end
   return out
 end
 
---- The node's default, without the lazy ones (nil).
-local function default_of(node)
-  if node.kind == "object" and node.default == nil then
-    local result = {}
-    for name, field in pairs(node.fields) do
-      result[name] = default_of(field)
+--- The defaults as the host's snapshot carries them (`config.snapshot` before any `setup()`
+--- option), without the machine's own.
+local function defaults(schema)
+  local snapshot = require("flemma.rpc").dispatch("config.snapshot", { generation = -1 }).config
+  for _, path in ipairs(lazy_paths(schema.options, {}, {})) do
+    local parent = vim.tbl_get(snapshot, unpack(path, 1, #path - 1))
+    if type(parent) == "table" then
+      parent[path[#path]] = nil
     end
-    for index, item in ipairs(node.list_default or {}) do
-      result[index] = vim.deepcopy(item)
-    end
-    return result
   end
-  if is_lazy(node.default) then
-    return nil
-  end
-  return vim.deepcopy(node.default)
+  return snapshot
 end
 
 local SCALARS = { "trust", "list_trust", "values", "min", "max", "count", "optional", "ignore_case" }
@@ -108,7 +81,7 @@ function M.data()
   local schema = require("flemma.config.schema")
   return {
     version = 1,
-    defaults = plain(default_of(schema.options)),
+    defaults = defaults(schema),
     schema = describe(schema.options),
   }
 end
