@@ -2,8 +2,17 @@
 // as literals (`src/core/config/lua-literal.ts`), only in a trusted file; operations of any
 // language checked against the schema (`src/core/config/schema-data.ts`). A custom language
 // (registered in Lua) cannot be read here.
+import type { ChatDocument } from '../core/chat/ast.js';
+import {
+  applyFrontmatter,
+  type FrontmatterOps,
+  jsonFrontmatter,
+  type YamlParser,
+  yamlFrontmatter,
+} from '../core/config/frontmatter.js';
 import { luaLiteralFrontmatter } from '../core/config/lua-literal.js';
 import { checkOps } from '../core/config/schema-data.js';
+import { loadYaml } from '../core/util/yaml.js';
 import type { FrontmatterAnswer, FrontmatterEvaluator } from '../files/api.js';
 
 /** What the evaluator found wrong in the chat (the run then ends with exit code 2). */
@@ -40,4 +49,41 @@ export function cliFrontmatter(findings: FrontmatterFindings): FrontmatterEvalua
     if ('error' in checked) return Promise.resolve(failed(checked.error));
     return Promise.resolve({ ops: checked.ops, variables: parsed.variables });
   };
+}
+
+/** Every tool name is taken here: only the trust of the operations is judged. */
+const ANY_TOOL = { enabled: [], has: () => true, suggest: () => undefined };
+
+/**
+ * What a file that is not trusted does not get of its frontmatter, each as a line for stderr:
+ * the options of a JSON or YAML one that need trust (with their lines), or the whole Lua one.
+ * Its errors are left to the run, which reports them.
+ */
+export async function untrustedNotes(
+  document: ChatDocument,
+  config: Record<string, unknown>,
+  file: string,
+): Promise<string[]> {
+  const frontmatter = document.frontmatter;
+  if (frontmatter === undefined) return [];
+  const language = frontmatter.language.toLowerCase();
+  const line = frontmatter.span.startLine + 1;
+  if (language === 'lua') {
+    return [
+      `${file}: the Lua frontmatter is not run: the file is not trusted (--trust, or :trust in Neovim)`,
+    ];
+  }
+  let parsed: FrontmatterOps | { error: string };
+  if (language === 'json') parsed = jsonFrontmatter(frontmatter.code, line);
+  else if (language === 'yaml' || language === 'yml') {
+    parsed = yamlFrontmatter(frontmatter.code, line, await loadYaml());
+  } else return [];
+  if ('error' in parsed) return [];
+  const checked = checkOps(parsed.ops);
+  if ('error' in checked) return [];
+  const { refused } = applyFrontmatter(config, checked.ops, ANY_TOOL, { trusted: false });
+  return refused.map(
+    (op) =>
+      `${file}:${String(op.line)}: ${op.key} is not applied: the file is not trusted (--trust, or :trust in Neovim)`,
+  );
 }

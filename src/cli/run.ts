@@ -9,7 +9,7 @@ import type { FileChat, OpenOptions, RunOutcome } from '../files/api.js';
 import { createHeadlessHost, type HeadlessHost } from '../files/headless.js';
 import { EXIT, type RunArgs, UsageError } from './args.js';
 import { argsLayer, loadConfig } from './config.js';
-import { cliFrontmatter, type FrontmatterFindings } from './frontmatter.js';
+import { cliFrontmatter, type FrontmatterFindings, untrustedNotes } from './frontmatter.js';
 import { Output, type Streams } from './output.js';
 import { decideTrust, trustNote } from './trust.js';
 
@@ -108,8 +108,10 @@ export async function runChat(args: RunArgs, context: RunContext): Promise<numbe
   const { path, bytes } = await readChat(args.file);
   const document = parseChat(bytes.toString('utf8'));
   const trust = await decideTrust({ path, bytes, document, given: args.trust, env: context.env });
-  const note = trustNote(trust, args.file);
-  if (note !== undefined && document.frontmatter !== undefined) output.note(note);
+  if (!trust.trusted && document.frontmatter !== undefined) {
+    output.note(trustNote(trust, args.file));
+    for (const line of await untrustedNotes(document, config, args.file)) output.note(line);
+  }
   const findings: FrontmatterFindings = {};
   const host = createHeadlessHost({
     config,

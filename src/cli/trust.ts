@@ -115,14 +115,13 @@ export async function decideTrust(input: TrustInput): Promise<TrustState> {
     : { trusted: false, why };
 }
 
-/** What the CLI says of a decision on stderr (nothing when trusted). */
-export function trustNote(state: TrustState, file: string): string | undefined {
-  if (state.trusted) return undefined;
+/** What the CLI says on stderr of a chat with a frontmatter that is not trusted. */
+export function trustNote(state: TrustState, file: string): string {
   const reason =
     state.why === 'denied'
-      ? 'denied in Neovim (:trust ++deny)'
+      ? 'denied in the trust database (:trust ++deny)'
       : state.why === 'changed'
-        ? 'changed since it was trusted'
+        ? 'changed since it was trusted in Neovim'
         : 'not trusted';
-  return `${file} is ${reason}: its frontmatter applies only the options any file may set (trust it with :trust in Neovim, or run with --trust)`;
+  return `${file} is ${reason}: its frontmatter applies only the options any file may set`;
 }
