@@ -7,7 +7,6 @@ import {
   applyFrontmatter,
   type FrontmatterOps,
   jsonFrontmatter,
-  type YamlParser,
   yamlFrontmatter,
 } from '../core/config/frontmatter.js';
 import { luaLiteralFrontmatter } from '../core/config/lua-literal.js';
