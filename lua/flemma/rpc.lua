@@ -9,6 +9,7 @@ local buffer = lazy.require("flemma.chat.buffer")
 local compact = lazy.require("flemma.chat.compact")
 local cutoff = lazy.require("flemma.chat.cutoff")
 local editing = lazy.require("flemma.chat.editing")
+local files = lazy.require("flemma.chat.files")
 local editor_state = lazy.require("flemma.host.editor_state")
 local flemma_chat_sink = lazy.require("flemma.chat.sink")
 local config = lazy.require("flemma.config")
@@ -314,6 +315,18 @@ M.methods = {
   --- `:Flemma compact` wrote the new chat: open it (`{opened, bufnr?}`).
   ["compact.open"] = function(params)
     return compact.open(params)
+  end,
+  --- A chat held in a file was written by the host: a buffer showing it follows (docs/tasks.md).
+  ["files.changed"] = function(params)
+    files.changed(params)
+  end,
+  ["files.status"] = function(params)
+    return files.status(params)
+  end,
+  --- A file chat's frontmatter (its bufnr is the host's own, no buffer's): evaluated as a
+  --- buffer's is, with the trust its creator gave it.
+  ["frontmatter.evaluate"] = function(params)
+    return frontmatter.evaluate(params.bufnr, params.frontmatter, { trusted = params.trusted == true })
   end,
   ["attention.signal"] = function(params)
     attention.signal(params)

@@ -1,6 +1,7 @@
-// Keeps the parsed tree of every attached chat buffer current: Neovim streams line changes
-// (`nvim_buf_attach`), the store applies them, re-parses from the first changed message, and
-// sends Lua what it shows (message markers, diagnostics) when that changed, at most once a frame.
+// Keeps the parsed tree of every attached chat buffer current: its source streams line changes
+// (Neovim through `nvim_buf_attach`, `neovimLines`; a chat held in a file through its adapter,
+// src/files/), the store applies them, re-parses from the first changed message, and sends Lua
+// what it shows (message markers, diagnostics) when that changed, at most once a frame.
 import type { Buffer as NvimBuffer } from 'neovim/lib/api/Buffer.js';
 import type { ChatDocument } from '../core/chat/ast.js';
 import { parseLines, reparse } from '../core/chat/parser.js';
@@ -26,6 +27,88 @@ export interface BufferEventsPort {
   request(method: string, args: unknown[]): Promise<unknown>;
 }
 
+/** What a source tells the store of one followed buffer. */
+export interface LineListener {
+  /**
+   * Rows [first, last) (0-based) now hold `data`, at changedtick `tick`; `last` -1: the whole
+   * buffer (the first call after attaching).
+   */
+  lines(tick: number | null, first: number, last: number, data: string[]): void;
+  /** The source stopped following the buffer by itself (Neovim's detach event). */
+  detached(): void;
+}
+
+/** Where buffers' lines come from: Neovim, or the adapter of chats held in files. */
+export interface LineSource {
+  /** Start following `bufnr` (its whole text comes first); false: there is no such buffer. */
+  attach(bufnr: number, listener: LineListener): Promise<boolean>;
+  /** Stop following `bufnr`: the listener is not called again. */
+  detach(bufnr: number): Promise<void>;
+}
+
+/** Neovim's buffers as a line source: `nvim_buf_attach` and its `lines` and `detach` events. */
+export function neovimLines(nvim: BufferEventsPort): LineSource {
+  /** Each followed buffer's callbacks on the client. */
+  const followed = new Map<number, { lines: Callback; detach: Callback }>();
+  /** Buffers whose `nvim_buf_detach` is not answered yet. */
+  const detaching = new Map<number, Promise<void>>();
+  const handleOf = (bufnr: number): NvimBuffer => ({ data: bufnr }) as unknown as NvimBuffer;
+  const unfollow = (bufnr: number): void => {
+    const callbacks = followed.get(bufnr);
+    if (callbacks === undefined) return;
+    followed.delete(bufnr);
+    nvim.detachBuffer(handleOf(bufnr), 'lines', callbacks.lines);
+    nvim.detachBuffer(handleOf(bufnr), 'detach', callbacks.detach);
+  };
+  return {
+    async attach(bufnr, listener) {
+      // Neovim answers our `nvim_buf_detach` after its detach event, and the client applies that
+      // event to whatever follows the buffer then (it drops every listener of the buffer): a new
+      // attachment made before the answer would be ended by the old one's event, its lines lost.
+      const pending = detaching.get(bufnr);
+      if (pending !== undefined) await pending;
+      unfollow(bufnr);
+      const callbacks = {
+        /** `nvim_buf_lines_event`: [buffer, changedtick, firstline, lastline, linedata, more]. */
+        lines: (...args: unknown[]) => {
+          listener.lines(
+            args[1] as number | null,
+            args[2] as number,
+            args[3] as number,
+            args[4] as string[],
+          );
+        },
+        detach: () => {
+          // Only this attachment's end ends it.
+          if (followed.get(bufnr) !== callbacks) return;
+          unfollow(bufnr);
+          listener.detached();
+        },
+      };
+      followed.set(bufnr, callbacks);
+      // NOTE: the client routes `nvim_buf_lines_event` by buffer number only.
+      nvim.attachBuffer(handleOf(bufnr), 'lines', callbacks.lines);
+      nvim.attachBuffer(handleOf(bufnr), 'detach', callbacks.detach);
+      trace('doc:attach');
+      const attached = (await nvim.request('nvim_buf_attach', [bufnr, true, {}])) as boolean;
+      if (!attached && followed.get(bufnr) === callbacks) unfollow(bufnr);
+      return attached;
+    },
+    async detach(bufnr) {
+      unfollow(bufnr);
+      const done = nvim.request('nvim_buf_detach', [bufnr]).then(
+        () => undefined,
+        () => undefined, // The buffer is gone already.
+      );
+      detaching.set(bufnr, done);
+      await done;
+      if (detaching.get(bufnr) === done) detaching.delete(bufnr);
+    },
+  };
+}
+
+type Callback = (...args: unknown[]) => void;
+
 export interface DocumentState {
   bufnr: number;
   lines: string[];
@@ -43,9 +126,6 @@ interface Entry {
   publishTimer: ReturnType<typeof setTimeout> | undefined;
   /** When the structure last went out (performance.now()). */
   publishedAt: number;
-  listener: (...args: unknown[]) => void;
-  /** Neovim's detach event for this attachment. */
-  onDetach: () => void;
   waiters: (() => void)[];
 }
 
@@ -62,14 +142,12 @@ export interface DocumentStoreOptions {
 
 export class DocumentStore {
   private readonly entries = new Map<number, Entry>();
-  /** Buffers whose `nvim_buf_detach` is not answered yet. */
-  private readonly detaching = new Map<number, Promise<void>>();
   private readonly logger: Logger;
   private readonly publishDelayMs: number;
   private readonly listeners: ((state: DocumentState) => void)[] = [];
 
   constructor(
-    private readonly nvim: BufferEventsPort,
+    private readonly source: LineSource,
     private readonly lua: LuaBridge,
     options: DocumentStoreOptions = {},
   ) {
@@ -79,19 +157,22 @@ export class DocumentStore {
 
   /** Start following a buffer (again, after a reload); resolves with its current tree. */
   async attach(bufnr: number): Promise<DocumentState | undefined> {
-    // Neovim answers our `nvim_buf_detach` after its detach event, and the client applies that
-    // event to whatever follows the buffer then (it drops every listener of the buffer): a new
-    // attachment made before the answer would be ended by the old one's event, its lines lost.
-    const detaching = this.detaching.get(bufnr);
-    if (detaching !== undefined) await detaching;
     const existing = this.entries.get(bufnr);
     // NOTE: changes received but not parsed yet (a burst is parsed on the next tick) must be in
     // the tree a caller gets: a send right after typing reads what was typed.
     if (existing?.state !== undefined) return this.parsed(bufnr);
     if (existing === undefined) {
       const entry = this.follower(bufnr);
-      trace('doc:attach');
-      const attached = (await this.nvim.request('nvim_buf_attach', [bufnr, true, {}])) as boolean;
+      const attached = await this.source.attach(bufnr, {
+        lines: (tick, first, last, data) => {
+          if (this.entries.get(bufnr) === entry)
+            this.onLines(bufnr, entry, tick, first, last, data);
+        },
+        detached: () => {
+          // Only this attachment's end ends this entry.
+          if (this.entries.get(bufnr) === entry) this.forget(bufnr);
+        },
+      });
       if (!attached) {
         if (this.entries.get(bufnr) === entry) this.forget(bufnr);
         return undefined;
@@ -100,7 +181,7 @@ export class DocumentStore {
     return this.parsed(bufnr);
   }
 
-  /** A new entry for a buffer, its listeners on the client; Neovim is asked by the caller. */
+  /** A new entry for a buffer; its source is asked by the caller. */
   private follower(bufnr: number): Entry {
     const entry: Entry = {
       state: undefined,
@@ -109,20 +190,9 @@ export class DocumentStore {
       published: undefined,
       publishTimer: undefined,
       publishedAt: 0,
-      listener: (...args: unknown[]) => {
-        this.onLines(bufnr, args);
-      },
-      onDetach: () => {
-        // Only this attachment's end ends this entry.
-        if (this.entries.get(bufnr) === entry) this.forget(bufnr);
-      },
       waiters: [],
     };
     this.entries.set(bufnr, entry);
-    // NOTE: the client routes `nvim_buf_lines_event` by buffer number only.
-    const handle = { data: bufnr } as unknown as NvimBuffer;
-    this.nvim.attachBuffer(handle, 'lines', entry.listener);
-    this.nvim.attachBuffer(handle, 'detach', entry.onDetach);
     return entry;
   }
 
@@ -130,13 +200,7 @@ export class DocumentStore {
   async detach(bufnr: number): Promise<void> {
     if (!this.entries.has(bufnr)) return;
     this.forget(bufnr);
-    const done = this.nvim.request('nvim_buf_detach', [bufnr]).then(
-      () => undefined,
-      () => undefined, // The buffer is gone already.
-    );
-    this.detaching.set(bufnr, done);
-    await done;
-    if (this.detaching.get(bufnr) === done) this.detaching.delete(bufnr);
+    await this.source.detach(bufnr);
   }
 
   get(bufnr: number): DocumentState | undefined {
@@ -219,20 +283,18 @@ export class DocumentStore {
     if (entry.parseTimer !== undefined) clearImmediate(entry.parseTimer);
     if (entry.publishTimer !== undefined) clearTimeout(entry.publishTimer);
     this.entries.delete(bufnr);
-    const handle = { data: bufnr } as unknown as NvimBuffer;
-    this.nvim.detachBuffer(handle, 'lines', entry.listener);
-    this.nvim.detachBuffer(handle, 'detach', entry.onDetach);
     for (const waiter of entry.waiters) waiter();
   }
 
-  /** `nvim_buf_lines_event`: [buffer, changedtick, firstline, lastline, linedata, more]. */
-  private onLines(bufnr: number, args: unknown[]): void {
-    const entry = this.entries.get(bufnr);
-    if (entry === undefined) return;
-    const tick = args[1] as number | null;
-    const first = args[2] as number;
-    const last = args[3] as number;
-    const data = args[4] as string[];
+  /** Rows [first, last) now hold `data` (`last` -1: the whole buffer). */
+  private onLines(
+    bufnr: number,
+    entry: Entry,
+    tick: number | null,
+    first: number,
+    last: number,
+    data: string[],
+  ): void {
     if (entry.state === undefined || last === -1) {
       // The whole buffer (the first event after attaching).
       trace('doc:lines');

@@ -5,7 +5,12 @@
 import type { ConfigData } from '../core/config/config.js';
 import type { SwitchedOption } from '../core/config/switched.js';
 import type { RequestRecord } from '../core/usage/session.js';
-import type { FrontmatterAnswer, FrontmatterRequest, TrustState } from '../editor/protocol/wire.js';
+import type {
+  DeclarativeSettings,
+  FrontmatterAnswer,
+  FrontmatterRequest,
+  TrustState,
+} from '../editor/protocol/wire.js';
 
 export type { FrontmatterAnswer, FrontmatterRequest, TrustState };
 
@@ -117,8 +122,15 @@ export interface HeadlessOptions {
   notify?: (level: 'info' | 'warn' | 'error', message: string) => void;
   /** The environment (default: `process.env`). */
   env?: Readonly<Record<string, string | undefined>>;
-  /** The log file (default: none). */
+  /** The log file (default: none: errors go to stderr). */
   logFile?: string;
+  /** Tools beyond the built-in ones, as `tools:define` would bring them from Lua's setup. */
+  tools?: {
+    /** JavaScript tool modules (`tools.modules`, paths). */
+    modules?: string[];
+    /** `tools.declarative`: the directories of YAML/JSON tools (expanded) and the env allowlist. */
+    declarative?: DeclarativeSettings;
+  };
 }
 
 /** Every chat held in a file that the host runs (`Host.files`). */

@@ -19,6 +19,7 @@ import type { HostInfo } from '../editor/protocol/wire.js';
 import { trace } from '../editor/trace.js';
 import { nodeTruncateFs } from '../core/tools/truncate.js';
 import { outputAt } from './tools/live-output.js';
+import { runBufferFile } from '../files/command.js';
 
 export { ActionError };
 export type { HostInfo };
@@ -123,6 +124,16 @@ export const actions: { readonly [M in LuaToHostMethod]: Action<M> } = {
         const reason = error instanceof Error ? error.message : String(error);
         ctx.notify.error(`compact failed: ${reason}`);
       });
+  }),
+  /** `:Flemma run`: the buffer's file runs as a chat held in a file (src/files/command.ts). */
+  'chat:run-file': told((ctx, { bufnr, file }) => {
+    runBufferFile(ctx, bufnr, file).catch((error: unknown) => {
+      ctx.notify.error(`run: ${error instanceof Error ? error.message : String(error)}`);
+    });
+  }),
+  'chat:cancel-file': told((ctx, { file }) => {
+    const chat = ctx.files.find(file);
+    if (chat !== undefined) void ctx.files.cancel(chat);
   }),
   /** `:Flemma usage:estimate`: count the next request's input tokens with the provider. */
   'usage:estimate': (ctx, { bufnr }) => ctx.requests.estimate(bufnr),

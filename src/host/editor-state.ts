@@ -166,6 +166,12 @@ export class EditorStates {
     return this.held.get(bufnr)?.settings.facts;
   }
 
+  /** What a chat made by this buffer inherits of it (its environment and facts), if held. */
+  inherited(bufnr: number): { env: Record<string, string>; facts: EditorFacts } | undefined {
+    const settings = this.held.get(bufnr)?.settings;
+    return settings === undefined ? undefined : { env: settings.env, facts: settings.facts };
+  }
+
   forget(bufnr: number): void {
     this.stale(bufnr);
   }

@@ -56,6 +56,8 @@ process.on('SIGTERM', () => {
   hostLogger.info('SIGTERM received; exiting');
   // Neovim stops its jobs this way when it quits (`:q!` too): what a reply has not yet on disk.
   ctx.recovery.flushSync();
+  // Chats held in files: what was not written yet.
+  ctx.fileAdapter.flushSync();
   process.exit(0);
 });
 hostLogger.info(
@@ -124,6 +126,7 @@ function neovimGone(why: string): void {
   hostLogger.info(`${why}; exiting`);
   // A reply streaming when Neovim died: what arrived since the record's last write.
   ctx.recovery.flushSync();
+  ctx.fileAdapter.flushSync();
   process.exit(0);
 }
 nvim.on('disconnect', () => {

@@ -54,6 +54,13 @@ function realpath(path: string | null): string | undefined {
   }
 }
 
+/** A cap reached: what was spent, the cap, and whether it is a chat's own (`capChat`). */
+interface Reached {
+  cost: number;
+  limit: number;
+  chat?: boolean;
+}
+
 function dollars(value: number): string {
   return `$${value.toFixed(value < 1 ? 4 : 2)}`;
 }
@@ -61,6 +68,8 @@ function dollars(value: number): string {
 export class UsageTracker {
   readonly session = new Session();
   private readonly meters = new Map<number, RequestMeter>();
+  /** Per chat held in a file, the cap of its run and what its requests cost so far. */
+  private readonly caps = new Map<number, { limit: number; spent: number }>();
   /** Per buffer, its last completed request against its model's window (the context meter). */
   private readonly contexts = new Map<number, ContextFigure>();
 
@@ -112,6 +121,8 @@ export class UsageTracker {
       pricing,
     );
     this.session.add(record);
+    const cap = this.caps.get(bufnr);
+    if (cap !== undefined) cap.spent += record.cost ?? 0;
     // The figure stays with the model the request went to: a later switch of model does not
     // change what this request filled of its window.
     const context = contextFigure(totalInput(record), meter.window, meter);
@@ -138,10 +149,24 @@ export class UsageTracker {
   /** The buffer went away. */
   forget(bufnr: number): void {
     this.contexts.delete(bufnr);
+    this.caps.delete(bufnr);
   }
 
-  /** The cap and what the session has cost, once the cost has reached the cap. */
-  private reached(config: Config | undefined): { cost: number; limit: number } | undefined {
+  /**
+   * A run of a chat held in a file may cost `limit` USD (its own requests from now on; undefined:
+   * no cap of its own), on top of the session's cap.
+   */
+  capChat(bufnr: number, limit: number | undefined): void {
+    if (limit === undefined) this.caps.delete(bufnr);
+    else this.caps.set(bufnr, { limit, spent: 0 });
+  }
+
+  /** The cap and what the session (or the chat's run) has cost, once that reached the cap. */
+  private reached(config: Config | undefined, bufnr: number): Reached | undefined {
+    const cap = this.caps.get(bufnr);
+    if (cap !== undefined && cap.spent >= cap.limit) {
+      return { cost: cap.spent, limit: cap.limit, chat: true };
+    }
     const limit = config?.maxSessionCost;
     if (limit === undefined) return undefined;
     const cost = this.session.totals().cost;
@@ -149,7 +174,10 @@ export class UsageTracker {
   }
 
   /** Short, so that it fits the command line without a hit-enter prompt. */
-  private why(reached: { cost: number; limit: number }): string {
+  private why(reached: Reached): string {
+    if (reached.chat === true) {
+      return `the run cost ${dollars(reached.cost)} ≥ its max cost ${dollars(reached.limit)}`;
+    }
     return `session cost ${dollars(reached.cost)} ≥ max_session_cost ${dollars(reached.limit)}`;
   }
 
@@ -160,7 +188,7 @@ export class UsageTracker {
    */
   allows(bufnr: number, config: Config, options: SendOptions): boolean {
     if (options.overLimit === true) return true;
-    const reached = this.reached(config);
+    const reached = this.reached(config, bufnr);
     if (reached === undefined) return true;
     if (options.userInitiated === false) {
       this.stopAutopilot(bufnr, reached);
@@ -181,13 +209,13 @@ export class UsageTracker {
    */
   stopsAutopilot(bufnr: number, config: Config | undefined, toolUse: boolean): boolean {
     if (!toolUse || !autopilotSettings(config?.tools).enabled) return false;
-    const reached = this.reached(config);
+    const reached = this.reached(config, bufnr);
     if (reached === undefined) return false;
     this.stopAutopilot(bufnr, reached);
     return true;
   }
 
-  private stopAutopilot(bufnr: number, reached: { cost: number; limit: number }): void {
+  private stopAutopilot(bufnr: number, reached: Reached): void {
     this.stopAutopilotOf(bufnr);
     this.ctx.notify.warn(`Autopilot stopped: ${this.why(reached)}`);
   }

@@ -5,6 +5,7 @@
 import { homedir } from 'node:os';
 import type { Config } from '../core/config/config.js';
 import type { Neovim } from '../editor/client.js';
+import type { FrontmatterEvaluator } from '../files/api.js';
 import type { Message } from '../core/chat/ast.js';
 import { ReferenceCache } from '../core/chat/references.js';
 import { SdkLoader } from '../core/provider/sdk.js';
@@ -12,9 +13,14 @@ import { ProcessManager } from '../core/tools/background.js';
 import { Probes } from '../core/tools/probes.js';
 import { createSandboxBackends } from '../core/tools/sandbox/index.js';
 import { SchemaValidator } from '../core/tools/validate.js';
-import { type BufferEventsPort, DocumentStore } from '../editor/documents.js';
+import { type BufferEventsPort, DocumentStore, neovimLines } from '../editor/documents.js';
 import { HookEmitter } from '../editor/hooks.js';
-import { LuaBridge, rpcPortOf } from '../editor/lua.js';
+import { rpcPortOf } from '../editor/lua.js';
+import { FileAdapter } from '../files/adapter.js';
+import type { FileChats } from '../files/api.js';
+import { FileChatRunner } from '../files/chats.js';
+import { fileSettingsPort } from '../files/port.js';
+import { type Headless, RoutedBridge, routedLines } from '../files/router.js';
 import { WriteScheduler } from '../editor/writequeue.js';
 import { ApprovalService } from './approval.js';
 import { ApprovalNotices } from './approval-notice.js';
@@ -47,8 +53,16 @@ import { Compactor } from './compact.js';
 
 export { HOST_VERSION, SOURCE_HASH } from './base.js';
 
-export interface Host extends HostBase {
+export interface Host extends HostServices {
   readonly nvim: Neovim;
+}
+
+/** The host's services, with Neovim (`createHost`) or without (`createHeadlessHost`). */
+export interface HostServices extends HostBase {
+  /** Chats held in files, run by the same loop (docs/tasks.md, "Chats on files"). */
+  readonly files: FileChats;
+  /** The editor of those chats (the router brings it their buffers' methods). */
+  readonly fileAdapter: FileAdapter;
   /** Every chat buffer's conversation: the loop, the send, the cancel, autopilot. */
   readonly sessions: SessionRegistry;
   readonly catalogue: ToolCatalogue;
@@ -75,18 +89,32 @@ export interface Host extends HostBase {
   forget(bufnr: number): void;
 }
 
+/** What the host is built on: Neovim, or what stands in for it (`flemma run`). */
+export interface HostLink {
+  nvim?: Neovim;
+  headless?: Headless & { evaluate?: FrontmatterEvaluator };
+  logger: FileLogger;
+  logFile: string | undefined;
+}
+
 /** The editor's adapters and what the host keeps for its lifetime (`HostBase`). */
-function createBase(nvim: Neovim, logger: FileLogger, logFile: string | undefined): HostBase {
-  const lua = new LuaBridge(rpcPortOf(nvim));
+function createBase(link: HostLink, files: FileAdapter): HostBase {
+  const { nvim, logger, logFile } = link;
+  const lua = new RoutedBridge(
+    files,
+    nvim === undefined ? undefined : rpcPortOf(nvim),
+    link.headless,
+  );
+  // NOTE: at run time both the job host's client and the remote-plugin host's `plugin.nvim` are
+  // a NeovimClient, which follows buffer changes.
+  const neovim = nvim === undefined ? undefined : neovimLines(nvim as unknown as BufferEventsPort);
   return {
     lua,
     notify: notifier({ lua }),
     hooks: new HookEmitter(lua),
     writes: new WriteScheduler(lua, { logger }),
     sdks: new SdkLoader(),
-    // NOTE: at run time both the job host's client and the remote-plugin host's `plugin.nvim` are
-    // a NeovimClient, which follows buffer changes.
-    documents: new DocumentStore(nvim as unknown as BufferEventsPort, lua, { logger }),
+    documents: new DocumentStore(routedLines(files, neovim), lua, { logger }),
     secrets: new SecretsService(lua, logger),
     config: new ConfigStore(),
     logger,
@@ -225,7 +253,31 @@ function createCommands(base: HostBase, tools: Tools, send: Send, sessions: Sess
 }
 
 export function createHost(nvim: Neovim, logger: FileLogger, logFile: string | undefined): Host {
-  const base = createBase(nvim, logger, logFile);
+  return { ...buildHost({ nvim, logger, logFile }), nvim };
+}
+
+/** The editor of chats held in files, over the host's services (made after it). */
+function fileAdapter(
+  link: HostLink,
+  base: () => HostBase,
+  states: () => EditorStates,
+): FileAdapter {
+  const port = fileSettingsPort(
+    { neovim: link.nvim !== undefined, evaluate: link.headless?.evaluate, env: link.headless?.env },
+    base,
+    states,
+  );
+  return new FileAdapter(port);
+}
+
+/** The host's services over Neovim or, without `link.nvim`, over what stands in for it. */
+export function buildHost(link: HostLink): HostServices {
+  const adapter = fileAdapter(
+    link,
+    () => base,
+    () => states,
+  );
+  const base = createBase(link, adapter);
   /** Each message's part of the trust digest, kept across parses (`trustDigest`). */
   const memo = new WeakMap<Message, string>();
   /** What the services tell the sessions: one subscriber, below, where the sessions are built. */
@@ -250,6 +302,51 @@ export function createHost(nvim: Neovim, logger: FileLogger, logFile: string | u
     cancelPending: (bufnr) => commands.cancelPending(bufnr),
     notices,
   });
+  routeLoopEvents(base, events, tools, sessions);
+  const { commands, diffReview } = createCommands(base, tools, send, sessions);
+  const trust = new TrustChecker({
+    base,
+    context: (bufnr, document) => states.get(bufnr, document),
+    readsResults: (name) => tools.catalogue.readsResultReferences(name),
+    memo,
+  });
+  follow(base, { ...tools, states, trust, notices, sessions });
+  const forgetAll = (bufnr: number): void => {
+    forget(bufnr, { ...tools, ...send, states, trust, notices, sessions });
+  };
+  const files = new FileChatRunner({
+    adapter,
+    sessions,
+    documents: base.documents,
+    usage: send.usage,
+    states,
+    forget: forgetAll,
+    ...(link.nvim === undefined
+      ? {}
+      : { status: (path: string) => base.lua.call('files.status', { path }) }),
+  });
+  return {
+    ...base,
+    ...tools,
+    ...send,
+    files,
+    fileAdapter: adapter,
+    sessions,
+    commands,
+    diffReview,
+    trust,
+    states,
+    forget: forgetAll,
+  };
+}
+
+/** What the services and the executor tell the sessions, to the buffer's session. */
+function routeLoopEvents(
+  base: HostBase,
+  events: Emitter<LoopEvents>,
+  tools: Pick<Tools, 'executor' | 'liveOutput'>,
+  sessions: SessionRegistry,
+): void {
   const settled = (bufnr: number, config: Config): void => {
     sessions
       .of(bufnr)
@@ -279,28 +376,6 @@ export function createHost(nvim: Neovim, logger: FileLogger, logFile: string | u
     output: tools.liveOutput.push,
     stopped: tools.liveOutput.end,
   });
-  const { commands, diffReview } = createCommands(base, tools, send, sessions);
-  const trust = new TrustChecker({
-    base,
-    context: (bufnr, document) => states.get(bufnr, document),
-    readsResults: (name) => tools.catalogue.readsResultReferences(name),
-    memo,
-  });
-  follow(base, { ...tools, states, trust, notices, sessions });
-  return {
-    ...base,
-    ...tools,
-    ...send,
-    nvim,
-    sessions,
-    commands,
-    diffReview,
-    trust,
-    states,
-    forget: (bufnr) => {
-      forget(bufnr, { ...tools, ...send, states, trust, notices, sessions });
-    },
-  };
 }
 
 /** What follows the buffers' parses, the redactor and the busy state. */

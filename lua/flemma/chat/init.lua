@@ -9,6 +9,7 @@ local config = lazy.require("flemma.config")
 local host = lazy.require("flemma.host")
 local notify = lazy.require("flemma.notify")
 local diff = lazy.require("flemma.review.diff")
+local files = lazy.require("flemma.chat.files")
 local editor_state = lazy.require("flemma.host.editor_state")
 local ui = lazy.require("flemma.ui")
 local turn = require("flemma.chat.turn")
@@ -194,6 +195,9 @@ function M.send(bufnr)
     notify.warn("not a chat buffer")
     return false
   end
+  if files.refuse(bufnr) then
+    return false
+  end
   -- The environment and the editor's facts as they are now (flemma.host.editor_state).
   local state = editor_state.snapshot(bufnr)
   return host.notify("chat:send", { bufnr = bufnr, ticket = turn.ticket(bufnr), state = state })
@@ -205,6 +209,9 @@ function M.cycle(bufnr, ticket)
   bufnr = bufnr or vim.api.nvim_get_current_buf()
   if vim.bo[bufnr].filetype ~= "chat" then
     notify.warn("not a chat buffer")
+    return false
+  end
+  if files.refuse(bufnr) then
     return false
   end
   local state = editor_state.snapshot(bufnr)
@@ -259,7 +266,7 @@ function M.execute_tool(bufnr, ticket)
     return false
   end
   -- Not on a call in a reply still being written (its input may be half there).
-  if guard.refuse(bufnr) then
+  if guard.refuse(bufnr) or files.refuse(bufnr) then
     return false
   end
   local row = vim.api.nvim_win_get_cursor(0)[1] - 1
@@ -272,6 +279,9 @@ function M.cancel(bufnr)
   if not host.channel() then
     notify.info("Nothing to cancel")
     return false
+  end
+  if files.running(bufnr) then
+    return files.cancel(bufnr)
   end
   return host.notify("chat:cancel", { bufnr = bufnr })
 end
@@ -390,6 +400,7 @@ function M.forget(bufnr)
   H.roles[bufnr] = nil
   H.diagnosed[bufnr] = nil
   turn.forget(bufnr)
+  files.forget(bufnr)
 end
 
 return M

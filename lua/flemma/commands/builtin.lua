@@ -7,6 +7,7 @@ local flemma_chat = lazy.require("flemma.chat")
 local turn = lazy.require("flemma.chat.turn")
 local autopilot = lazy.require("flemma.chat.autopilot")
 local compact = lazy.require("flemma.chat.compact")
+local files = lazy.require("flemma.chat.files")
 local guard = lazy.require("flemma.chat.guard")
 local switch = lazy.require("flemma.commands.switch")
 local host = lazy.require("flemma.host")
@@ -333,6 +334,10 @@ M.commands = {
   compact = {
     desc = "Summarise this chat with its model into a new chat file beside it, and open that",
     run = calls(compact, "run"),
+  },
+  run = {
+    desc = "Run this chat's file in the background (autopilot, auto-approved tools); the buffer follows it",
+    run = calls(files, "run"),
   },
   cancel = {
     desc = "Cancel the running request of this chat buffer",

@@ -24,6 +24,10 @@ export interface ConversationActions {
    * the chat holds it), the interrupted marker and the next `@You:` (docs/context.md).
    */
   'chat:cut-off': Method<{ content: string }, { ending: string }>;
+  /** `:Flemma run`: the buffer's file (absolute, written) runs as a chat held in a file. */
+  'chat:run-file': Method<Buf & { file: string }, null>;
+  /** `<C-c>` in a buffer whose file runs: that run is cancelled. */
+  'chat:cancel-file': Method<{ file: string }, null>;
 }
 
 interface Spec<M extends keyof ConversationActions> extends Doc {
@@ -33,19 +37,26 @@ interface Spec<M extends keyof ConversationActions> extends Doc {
 
 const buf = (raw: unknown): Buf => ({ bufnr: bufnrOf(raw) });
 
+/** `file`: a chat's file, absolute. */
+function fileOf(raw: unknown): string {
+  const file = field(raw, 'file');
+  if (typeof file !== 'string' || file === '') {
+    throw new ActionError(`expected { file = <the chat's file> }, got ${JSON.stringify(raw)}`);
+  }
+  return file;
+}
+
 export const CONVERSATION_ACTIONS: { readonly [M in keyof ConversationActions]: Spec<M> } = {
   'chat:compact': {
     kind: 'notification',
     params: '`{bufnr, file, modified}`',
     answer: '`nil` (the summary runs on)',
     section: 'chatcompact',
-    decode: (raw) => {
-      const file = field(raw, 'file');
-      if (typeof file !== 'string' || file === '') {
-        throw new ActionError(`expected { file = <the chat's file> }, got ${JSON.stringify(raw)}`);
-      }
-      return { bufnr: bufnrOf(raw), file, modified: field(raw, 'modified') === true };
-    },
+    decode: (raw) => ({
+      bufnr: bufnrOf(raw),
+      file: fileOf(raw),
+      modified: field(raw, 'modified') === true,
+    }),
   },
   'usage:estimate': {
     kind: 'call',
@@ -73,5 +84,19 @@ export const CONVERSATION_ACTIONS: { readonly [M in keyof ConversationActions]: 
       }
       return { content };
     },
+  },
+  'chat:run-file': {
+    kind: 'notification',
+    params: '`{bufnr, file}`',
+    answer: '`nil` (the run goes on; `files.changed` tells its writes)',
+    section: 'chats-on-files',
+    decode: (raw) => ({ bufnr: bufnrOf(raw), file: fileOf(raw) }),
+  },
+  'chat:cancel-file': {
+    kind: 'notification',
+    params: '`{file}`',
+    answer: '`nil`',
+    section: 'chats-on-files',
+    decode: (raw) => ({ file: fileOf(raw) }),
   },
 };

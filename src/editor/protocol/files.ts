@@ -1,0 +1,39 @@
+// Host → Lua methods of chats held in files (docs/rpc.md, "Chats on files"), kept apart from the
+// others; `HostToLua` and `HOST_TO_LUA` include them.
+import type { Doc, Method } from './common.js';
+import type { FrontmatterAnswer, FrontmatterRequest } from './wire.js';
+
+export interface FilesToLua {
+  /** A chat held in a file was written by the host (`running`: its run goes on). */
+  'files.changed': Method<{ path: string; running: boolean }, null>;
+  /** A buffer showing `path`, if any: its number and whether it has unsaved changes. */
+  'files.status': Method<{ path: string }, { bufnr?: number; modified: boolean }>;
+  /** A file chat's frontmatter: Lua (or a custom language) run, JSON/YAML operations checked. */
+  'frontmatter.evaluate': Method<
+    { bufnr: number; path: string; frontmatter: FrontmatterRequest; trusted: boolean },
+    FrontmatterAnswer
+  >;
+}
+
+export const FILES_TO_LUA = {
+  'files.changed': {
+    kind: 'notification',
+    params: '`{path, running}`',
+    answer: '`nil` (a buffer showing the file takes its lines)',
+    section: 'chats-on-files',
+  },
+  'files.status': {
+    kind: 'request',
+    params: '`{path}`',
+    answer: '`{bufnr?, modified}`',
+    section: 'chats-on-files',
+  },
+  'frontmatter.evaluate': {
+    kind: 'request',
+    params: '`{bufnr, path, frontmatter, trusted}`',
+    answer: '`{ops, variables?}`, `{error}` or `{untrusted}`',
+    section: 'chats-on-files',
+  },
+} as const satisfies {
+  readonly [M in keyof FilesToLua]: Doc & { readonly kind: 'request' | 'notification' };
+};
