@@ -110,12 +110,12 @@ export class Output {
         type: 'result',
         outcome: outcome.kind,
         exit_code: exitCode,
-        ...(outcome.kind === 'done' ? { text: outcome.text } : {}),
+        ...(outcome.kind === 'done' && exitCode === 0 ? { text: outcome.text } : {}),
         ...(outcome.kind === 'approval' ? { calls: outcome.calls } : {}),
         ...(outcome.kind === 'error' ? { message: this.redactor.text(outcome.message) } : {}),
         ...totals(outcome),
       });
-    } else if (outcome.kind === 'done') {
+    } else if (outcome.kind === 'done' && exitCode === 0) {
       this.streams.out(outcome.text.endsWith('\n') ? outcome.text : `${outcome.text}\n`);
     }
   }

@@ -22,23 +22,68 @@ export interface RunContext {
   signal: AbortSignal;
 }
 
-/** The exit code of an outcome (docs/cli.md, "Exit codes"). */
-export function exitCodeOf(outcome: RunOutcome, findings: FrontmatterFindings): number {
+/** Errors of what only Neovim has, or of the chat itself: exit code 2 rather than 1. */
+const CHAT_ERROR = /^frontmatter line \d+:|needs Neovim|unknown tool '/;
+
+/** The outcome's exit code, and the error to print (docs/cli.md, "Exit codes"). */
+export function ending(
+  outcome: RunOutcome,
+  findings: FrontmatterFindings,
+  errors: readonly string[],
+): { code: number; error?: string } {
   switch (outcome.kind) {
     case 'done':
-      return EXIT.done;
+      // Nothing sent: refused before the request (the host said why), or nothing new to send.
+      if (outcome.turns > 0) return { code: EXIT.done };
+      return {
+        code: EXIT.usage,
+        error:
+          errors[0] ??
+          'nothing new to send: the chat ends with an empty @You: message (write the next message under it)',
+      };
     case 'approval':
-      return EXIT.approval;
+      return { code: EXIT.approval };
     case 'max_turns':
     case 'max_cost':
-      return EXIT.limit;
+      return { code: EXIT.limit };
     case 'cancelled':
-      return EXIT.interrupted;
-    case 'error':
-      return findings.error !== undefined || ('usage' in outcome && outcome.usage === true)
-        ? EXIT.usage
-        : EXIT.error;
+      return { code: EXIT.interrupted };
+    case 'error': {
+      const message = findings.error ?? outcome.message;
+      const usage = 'usage' in outcome && outcome.usage === true;
+      const hint = /unknown tool '/.test(message)
+        ? ' (without Neovim the tools are the built-in, declarative and MCP ones: a Lua tool needs Neovim)'
+        : '';
+      return {
+        code:
+          usage || findings.error !== undefined || CHAT_ERROR.test(message)
+            ? EXIT.usage
+            : EXIT.error,
+        error: message + hint,
+      };
+    }
   }
+}
+
+/**
+ * What the host tells the user during a run: warnings at once (but its one-line summary of the
+ * options not applied, when the CLI named them itself), errors kept for the end.
+ */
+class Notices {
+  readonly errors: string[] = [];
+
+  constructor(
+    private readonly output: Output,
+    private readonly named: boolean,
+  ) {}
+
+  readonly notify = (level: 'info' | 'warn' | 'error', message: string): void => {
+    if (level === 'error') {
+      if (!this.errors.includes(message)) this.errors.push(message);
+    } else if (level === 'warn' && !(this.named && / not applied until :trust$/.test(message))) {
+      this.output.note(message);
+    }
+  };
 }
 
 /** What the user is told on stderr when the run did not end with a reply. */
@@ -82,21 +127,13 @@ async function openChat(host: HeadlessHost, path: string, options: OpenOptions):
   }
 }
 
-/** What `--dry-run` prints: the body the provider's adapter would send. */
+/**
+ * What `--dry-run` prints: the body the provider's adapter would send (undefined when the request
+ * cannot be made; the host said why).
+ */
 async function requestBody(host: HeadlessHost, chat: FileChat): Promise<unknown> {
-  const dry = host as HeadlessHost & {
-    requestBody?: (chat: FileChat) => Promise<unknown>;
-    requests?: {
-      prepare(bufnr: number): Promise<{
-        adapter: { buildBody(request: unknown): unknown };
-        request: unknown;
-      }>;
-    };
-  };
-  if (dry.requestBody !== undefined) return dry.requestBody(chat);
-  if (dry.requests === undefined) throw new Error('--dry-run: this host cannot build a request');
-  const prepared = await dry.requests.prepare(chat.bufnr);
-  return prepared.adapter.buildBody(prepared.request);
+  const prepared = await host.requests.prepare(chat.bufnr, undefined);
+  return prepared?.adapter.buildBody(prepared.request);
 }
 
 /** Run the chat of `args`; answers the exit code (a `UsageError` thrown is exit code 2). */
@@ -113,12 +150,11 @@ export async function runChat(args: RunArgs, context: RunContext): Promise<numbe
     for (const line of await untrustedNotes(document, config, args.file)) output.note(line);
   }
   const findings: FrontmatterFindings = {};
+  const notices = new Notices(output, !trust.trusted && document.frontmatter !== undefined);
   const host = createHeadlessHost({
     config,
     evaluateFrontmatter: cliFrontmatter(findings),
-    notify: (level, message) => {
-      if (level !== 'info') output.note(message);
-    },
+    notify: notices.notify,
     env: context.env,
   });
   try {
@@ -128,8 +164,10 @@ export async function runChat(args: RunArgs, context: RunContext): Promise<numbe
       cwd: process.cwd(),
     });
     if (args.dryRun) {
-      output.body(await requestBody(host, chat));
-      return EXIT.done;
+      const body = await requestBody(host, chat);
+      if (body !== undefined) output.body(body);
+      else output.error(notices.errors.join('; ') || 'nothing new to send', EXIT.usage);
+      return body === undefined ? EXIT.usage : EXIT.done;
     }
     const onAbort = (): void => void host.files.cancel(chat);
     context.signal.addEventListener('abort', onAbort, { once: true });
@@ -143,8 +181,11 @@ export async function runChat(args: RunArgs, context: RunContext): Promise<numbe
       },
     });
     context.signal.removeEventListener('abort', onAbort);
-    const code = exitCodeOf(outcome, findings);
-    if (outcome.kind === 'error') output.error(findings.error ?? outcome.message, code);
+    const { code, error } = ending(outcome, findings, notices.errors);
+    if (error !== undefined) output.error(error, code);
+    for (const other of notices.errors.filter((message) => !(error ?? '').startsWith(message))) {
+      output.note(other);
+    }
     const said = outcomeNote(outcome, args.file, args);
     if (said !== undefined) output.note(said);
     output.result(outcome, code);

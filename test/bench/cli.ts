@@ -35,7 +35,7 @@ export async function cliBenchmark(): Promise<void> {
   const text = chatText();
   const env = {
     PATH: process.env['PATH'] ?? '',
-    HOME: dir,
+    HOME: join(dir, 'home'),
     XDG_STATE_HOME: join(dir, 'state'),
     XDG_CONFIG_HOME: join(dir, 'config'),
     ANTHROPIC_API_KEY: 'sk-ant-bench-0123456789',

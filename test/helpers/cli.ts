@@ -4,6 +4,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { execa } from 'execa';
+import { afterEach } from 'vitest';
 import { ROOT } from './paths.js';
 
 export const CLI = join(ROOT, 'dist', 'cli.js');
@@ -19,17 +20,23 @@ export interface CliHome {
   config(options: Record<string, unknown>): void;
 }
 
-/** A home in `dir` with `chat.chat` holding `lines`; Anthropic reached at `url`. */
-export function cliHome(dir: string, lines: readonly string[], url: string): CliHome {
+/**
+ * A home in `root`: the project `root/project` (the working directory) with `chat.chat` holding
+ * `lines`, and the user's directories beside it (not in the project: a project holding the
+ * cache or the home is judged otherwise); Anthropic reached at `url`.
+ */
+export function cliHome(root: string, lines: readonly string[], url: string): CliHome {
+  const dir = join(root, 'project');
+  mkdirSync(dir);
   const chat = join(dir, 'chat.chat');
   writeFileSync(chat, `${lines.join('\n')}\n`);
   const env = {
     PATH: process.env['PATH'] ?? '/usr/bin:/bin',
-    HOME: dir,
-    XDG_STATE_HOME: join(dir, 'state'),
-    XDG_CONFIG_HOME: join(dir, 'config'),
-    XDG_DATA_HOME: join(dir, 'data'),
-    XDG_CACHE_HOME: join(dir, 'cache'),
+    HOME: join(root, 'home'),
+    XDG_STATE_HOME: join(root, 'state'),
+    XDG_CONFIG_HOME: join(root, 'config'),
+    XDG_DATA_HOME: join(root, 'data'),
+    XDG_CACHE_HOME: join(root, 'cache'),
     ANTHROPIC_API_KEY: 'sk-ant-cli-test-0123456789',
     ANTHROPIC_BASE_URL: url,
   };
@@ -45,15 +52,25 @@ export function cliHome(dir: string, lines: readonly string[], url: string): Cli
   };
 }
 
+const running = new Set<{ kill(): boolean }>();
+
+// A child a failing test left waiting does not outlive it.
+afterEach(() => {
+  for (const child of running) child.kill();
+  running.clear();
+});
+
 /** Starts `flemma <args>` in the home (its result: exit code, stdout, stderr; never throws). */
 export function flemma(home: CliHome, args: readonly string[]) {
-  return execa(process.execPath, [CLI, ...args], {
+  const child = execa(process.execPath, [CLI, ...args], {
     cwd: home.dir,
     env: home.env,
     extendEnv: false,
     reject: false,
     stdin: 'ignore',
   } as const);
+  running.add(child);
+  return child;
 }
 
 /** Resolves with the first line of the child's stdout that `match` accepts. */

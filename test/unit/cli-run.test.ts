@@ -4,7 +4,7 @@
 // interrupt. Each waits on what the child or the server does, never on time.
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { anthropicMessages, anthropicReply, anthropicStream } from '../helpers/anthropic-script.js';
 import { cliHome, flemma, stdoutLine } from '../helpers/cli.js';
 import { type FakeProvider, startFakeProvider } from '../helpers/fake-provider.js';
@@ -14,18 +14,20 @@ const tempDir = tempDirs();
 let fake: FakeProvider;
 let other: FakeProvider;
 
-beforeAll(async () => {
+// Servers of each test's own: a request a failing test left unanswered never reaches the next.
+beforeEach(async () => {
   fake = await startFakeProvider();
   other = await startFakeProvider();
 });
 
-afterAll(async () => {
+afterEach(async () => {
   await fake.close();
   await other.close();
 });
 
 const home = (lines: readonly string[]) => cliHome(tempDir('flemma-cli-'), lines, fake.url);
 const ASK = ['@You:', 'What is in notes.txt?'];
+const READ_NOTES = { label: 'notes', path: 'notes.txt', offset: null, limit: null };
 
 describe('flemma run', () => {
   it('sends the chat, writes the reply into the file and prints it', async () => {
@@ -42,7 +44,7 @@ describe('flemma run', () => {
     writeFileSync(join(h.dir, 'notes.txt'), 'milk\neggs\n');
     const run = flemma(h, ['run', h.chat]);
     await anthropicReply(await fake.nextRequest(), 'Reading it.', [
-      { id: 'toolu_r1', name: 'read', input: { path: 'notes.txt' } },
+      { id: 'toolu_r1', name: 'read', input: READ_NOTES },
     ]);
     const second = await fake.nextRequest();
     expect(JSON.stringify(anthropicMessages(second).at(-1))).toContain('milk');
@@ -54,6 +56,8 @@ describe('flemma run', () => {
 
   it('stops with exit code 3 at a call that waits for approval, its placeholder in the file', async () => {
     const h = home(ASK);
+    // Not approved in the sandbox either: the call waits for the user.
+    h.config({ tools: { auto_approve_sandboxed: false } });
     const run = flemma(h, ['run', h.chat]);
     await anthropicReply(await fake.nextRequest(), '', [
       { id: 'toolu_b1', name: 'bash', input: { label: 'list', command: 'ls', timeout: null } },
@@ -99,7 +103,7 @@ describe('flemma run', () => {
     writeFileSync(join(h.dir, 'notes.txt'), 'milk\n');
     const run = flemma(h, ['run', h.chat, '--max-turns', '1']);
     await anthropicReply(await fake.nextRequest(), '', [
-      { id: 'toolu_r2', name: 'read', input: { path: 'notes.txt' } },
+      { id: 'toolu_r2', name: 'read', input: READ_NOTES },
     ]);
     const result = await run;
     expect(result.exitCode).toBe(4);
@@ -122,7 +126,8 @@ describe('flemma run', () => {
     expect(first.stderr).toContain('chat.chat is not trusted');
     expect(first.stderr).toContain('flemma.opt.parameters.anthropic.base_url');
 
-    const trusted = flemma(h, ['run', h.chat, '--trust']);
+    const again = home(endpoint(other.url));
+    const trusted = flemma(again, ['run', again.chat, '--trust']);
     await anthropicReply(await other.nextRequest(), 'From the file’s server.');
     expect((await trusted).exitCode).toBe(0);
   });
