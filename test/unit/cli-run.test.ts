@@ -5,7 +5,12 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { anthropicMessages, anthropicReply, anthropicStream } from '../helpers/anthropic-script.js';
+import {
+  anthropicError,
+  anthropicMessages,
+  anthropicReply,
+  anthropicStream,
+} from '../helpers/anthropic-script.js';
 import { cliHome, flemma, stdoutLine } from '../helpers/cli.js';
 import { type FakeProvider, startFakeProvider } from '../helpers/fake-provider.js';
 import { tempDirs } from '../helpers/temp.js';
@@ -134,21 +139,33 @@ describe('flemma run', () => {
 
   it.each([
     [
-      ['```lua', 'flemma.opt.tools.auto_approve = function() return true end', '```'],
+      ['```lua', 'flemma.opt.tools.auto_approve = function() return true end', '```', ...ASK],
       "frontmatter line 2: 'function'",
     ],
-    [['```lua', 'flemma.opt.tools = { "my_lua_tool" }', '```'], 'my_lua_tool'],
+    [['```lua', 'flemma.opt.tools = { "my_lua_tool" }', '```', ...ASK], "'my_lua_tool'"],
+    [['@You:', 'Hello {{ name }}'], 'templates'],
+    [[...ASK, '@Assistant:', 'A list.', '@You:', ''], 'nothing new to send'],
   ])(
-    'fails at once with exit code 2 when the chat needs Neovim (%j)',
-    async (frontmatter, said) => {
-      const h = home([...frontmatter, ...ASK]);
-      const sent = fake.requests.length;
+    'stops before sending with exit code 2 when the chat cannot run here (%j)',
+    async (lines, said) => {
+      const h = home(lines);
       const result = await flemma(h, ['run', h.chat, '--trust']);
-      expect(result.exitCode).toBe(2);
+      expect([result.exitCode, result.stdout]).toEqual([2, '']);
       expect(result.stderr).toContain(said);
-      expect(fake.requests.length).toBe(sent);
+      expect(fake.requests.length).toBe(0);
     },
   );
+
+  it('exits with 1 on a provider error and prints no secret', async () => {
+    const h = home(ASK);
+    const run = flemma(h, ['run', h.chat]);
+    const key = h.env['ANTHROPIC_API_KEY'] ?? '';
+    await anthropicError(await fake.nextRequest(), 401, 'authentication_error', `bad key ${key}`);
+    const result = await run;
+    expect(result.exitCode).toBe(1);
+    expect(result.stderr).toContain('flemma: error:');
+    expect(result.stderr + result.stdout).not.toContain(key);
+  });
 
   it('on SIGINT cancels, keeps the partial reply marked as aborted, and exits with 130', async () => {
     const h = home(ASK);
