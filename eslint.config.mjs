@@ -108,6 +108,24 @@ export default tseslint.config(
     },
   },
   {
+    // `flemma run` (src/cli/) runs with no Neovim: it must not load the Neovim client.
+    files: ['src/cli/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              group: ['neovim', 'neovim/*', '**/editor/client', '**/editor/client.js'],
+              message: 'src/cli runs without Neovim: it must not import the Neovim client.',
+            },
+            noChildProcess,
+          ],
+        },
+      ],
+    },
+  },
+  {
     // One notifier: a message to the user goes through `base.notify` (the Notifier port), which
     // src/host/notifier.ts alone turns into Lua's `notify`.
     files: ['src/**/*.ts'],

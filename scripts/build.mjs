@@ -5,11 +5,12 @@
 //   dist/sdk/*.mjs     one ES module bundle per provider SDK, loaded with import() on first use
 //   dist/rplugin.cjs   the remote-plugin adapter
 //   dist/testing.mjs   the mock-tool and middleware helpers for users' tests
+//   dist/cli.js        `flemma run` (src/cli/main.ts; `bin` in package.json), with no Neovim client
 //   doc/tags           the help tags, so that `:help flemma` works without `:helptags`
 // and checks that no provider SDK is part of what the host loads at start-up.
 import * as esbuild from 'esbuild';
 import { createHash } from 'node:crypto';
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { writeHelptags } from './helptags.mjs';
@@ -209,6 +210,27 @@ await esbuild.build({
   plugins: [sdkBundles],
 });
 
+// `flemma run` (docs/cli.md): its own bundle, so that the host's start stays as it is; the SDKs
+// come from the same dist/sdk/ bundles. It must not load the Neovim client.
+const cli = await esbuild.build({
+  ...common,
+  entryPoints: { cli: 'src/cli/main.ts' },
+  outdir: 'dist',
+  format: 'cjs',
+  banner: { js: '#!/usr/bin/env node' },
+  plugins: [sdkBundles, lazyBuiltins],
+});
+chmodSync(join(root, 'dist/cli.js'), 0o755);
+const neovimInCli = Object.keys(cli.metafile.inputs).filter(
+  (input) => input.includes('node_modules/neovim/') || input.endsWith('src/editor/client.ts'),
+);
+if (neovimInCli.length > 0) {
+  console.error(
+    `build: dist/cli.js must not load the Neovim client, but it contains:\n  ${neovimInCli.join('\n  ')}`,
+  );
+  process.exit(1);
+}
+
 const eager = Object.keys(host.metafile.inputs).filter((input) =>
   LAZY_PACKAGES.some((name) => input.includes(`node_modules/${name}/`)),
 );
@@ -230,5 +252,5 @@ writeFileSync(
 const tags = writeHelptags(join(root, 'doc'));
 const size = (meta, out) => Math.round(meta.outputs[out].bytes / 1024);
 console.log(
-  `build: dist/host-main.js ${size(host.metafile, 'dist/host-main.js')} kB, dist/rplugin.cjs ${size(rplugin.metafile, 'dist/rplugin.cjs')} kB, dist/sdk/ (${Object.values(SDKS).join(', ')}), doc/tags (${tags} tags) (source ${hash.slice(0, 12)})`,
+  `build: dist/host-main.js ${size(host.metafile, 'dist/host-main.js')} kB, dist/rplugin.cjs ${size(rplugin.metafile, 'dist/rplugin.cjs')} kB, dist/cli.js ${size(cli.metafile, 'dist/cli.js')} kB, dist/sdk/ (${Object.values(SDKS).join(', ')}), doc/tags (${tags} tags) (source ${hash.slice(0, 12)})`,
 );

@@ -18,6 +18,7 @@ import { type Lane, median, percentile, report } from './report.js';
 import { anthropicReply, anthropicReplyStart } from './sse.js';
 import { tasksBenchmark } from './tasks.js';
 import { BENCH_HOST_SETUP, benchMark, firstToolLoopBenchmark, toolLoopBenchmark } from './loop.js';
+import { cliBenchmark } from './cli.js';
 
 const lanes = JSON.parse(process.env['FLEMMA_BENCH_NVIMS'] ?? '[]') as Lane[];
 const BENCH_RTP = join(ROOT, 'test/bench');
@@ -708,6 +709,8 @@ const groups: [string, (lane: Lane) => Promise<void>][] = [
   ['tasks', tasksBenchmark],
 ];
 const only = (process.env['FLEMMA_BENCH_ONLY'] ?? '').split(',').filter((name) => name !== '');
+// `flemma run` needs no Neovim: once, not per lane.
+if (only.length === 0 || only.includes('cli')) await cliBenchmark();
 for (const lane of lanes) {
   process.env['FLEMMA_TEST_NVIM'] = lane.bin;
   for (const [name, run] of groups) {
