@@ -84,6 +84,16 @@ describe('flemma run', () => {
     expect(body.model).toBe('claude-haiku-4-5');
     expect(JSON.stringify(body.messages)).toContain('What is in notes.txt?');
     expect([fake.requests.length, h.text()]).toEqual([sent, before]);
+    // --model goes over the configuration file.
+    const other = await flemma(h, [
+      'run',
+      h.chat,
+      '--dry-run',
+      '--json',
+      '--model',
+      'claude-opus-4-5',
+    ]);
+    expect((JSON.parse(overridden.stdout) as { model: string }).model).toBe('claude-opus-4-5');
   });
 
   it('--json prints one event per line', async () => {
