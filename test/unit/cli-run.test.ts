@@ -85,14 +85,7 @@ describe('flemma run', () => {
     expect(JSON.stringify(body.messages)).toContain('What is in notes.txt?');
     expect([fake.requests.length, h.text()]).toEqual([sent, before]);
     // --model goes over the configuration file.
-    const other = await flemma(h, [
-      'run',
-      h.chat,
-      '--dry-run',
-      '--json',
-      '--model',
-      'claude-opus-4-5',
-    ]);
+    const overridden = await flemma(h, ['run', h.chat, '--dry-run', '--model', 'claude-opus-4-5']);
     expect((JSON.parse(overridden.stdout) as { model: string }).model).toBe('claude-opus-4-5');
   });
 
