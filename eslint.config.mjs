@@ -90,8 +90,8 @@ export default tseslint.config(
     },
   },
   {
-    // Only the editor adapter talks to the Neovim client.
-    files: ['src/host/**/*.ts'],
+    // Only the editor adapter talks to the Neovim client (chats held in files run without it).
+    files: ['src/host/**/*.ts', 'src/files/**/*.ts'],
     rules: {
       'no-restricted-imports': [
         'error',

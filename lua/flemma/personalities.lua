@@ -83,10 +83,11 @@ function H.context_files(dir)
   return files
 end
 
---- The input of a personality for buffer `bufnr`; `dir` is where the including file is.
-function M.input(name, bufnr, dir, tools)
+--- The input of a personality for buffer `bufnr`; `dir` is where the including file is; `path`:
+--- the file of a chat the host runs in its file (`bufnr` is then the host's own, no buffer's).
+function M.input(name, bufnr, dir, tools, path)
   local cwd = vim.fn.getcwd()
-  local file = vim.api.nvim_buf_get_name(bufnr)
+  local file = path or vim.api.nvim_buf_get_name(bufnr)
   local clock = H.clock(bufnr)
   local list = {}
   for _, tool in ipairs(tools or {}) do
@@ -102,7 +103,7 @@ function M.input(name, bufnr, dir, tools)
     environment = {
       cwd = cwd,
       file = file ~= "" and vim.fn.fnamemodify(file, ":.") or nil,
-      filetype = vim.bo[bufnr].filetype,
+      filetype = path and "chat" or vim.bo[bufnr].filetype,
       git_branch = H.git_branch(dir),
       date = clock.date,
       time = clock.time,
@@ -112,7 +113,7 @@ function M.input(name, bufnr, dir, tools)
 end
 
 --- Render personality `name` (called by templates' `include`); raises for an unknown one.
-function M.render(name, bufnr, dir, tools)
+function M.render(name, bufnr, dir, tools, path)
   local personality = H.registry[name]
   if personality == nil then
     local guess = suggest.closest(name, M.names())
@@ -121,7 +122,7 @@ function M.render(name, bufnr, dir, tools)
       0
     )
   end
-  return personality.render(M.input(name, bufnr, dir, tools))
+  return personality.render(M.input(name, bufnr, dir, tools, path))
 end
 
 --- The built-in `coding-assistant`.

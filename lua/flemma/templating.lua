@@ -170,7 +170,7 @@ function H.environment(variables, base_dir, stack, render)
     end
     local personality = path:match("^urn:flemma:personality:(.+)$")
     if personality then
-      local ok, text = pcall(personalities.render, personality, render.bufnr, base_dir, render.tools)
+      local ok, text = pcall(personalities.render, personality, render.bufnr, base_dir, render.tools, render.path)
       if not ok then
         error(tostring(text), 2)
       end
@@ -195,7 +195,7 @@ function H.environment(variables, base_dir, stack, render)
     end
     local text = table.concat(lines, "\n")
     -- An included file is part of what the chat was trusted with (docs/security.md, "Trust").
-    local changed = render.bufnr and trust.included(render.bufnr, vim.uv.fs_realpath(full) or full, text)
+    local changed = render.path == nil and trust.included(render.bufnr, vim.uv.fs_realpath(full) or full, text)
     if changed then
       render.untrusted = changed
       error(changed, 0)
@@ -216,14 +216,26 @@ function H.environment(variables, base_dir, stack, render)
   return env
 end
 
---- Host → Lua (`template.render`): `{bufnr, digest, variables, jobs = {{segment, …}, …}}` →
---- `{texts}`, `{error}` (naming the buffer line) or `{untrusted}` (`digest` as for
+--- The trust of the chat being rendered: a buffer's decision, or a file chat's given one
+--- (`file = {path, trusted}`: the host runs that chat, no buffer holds it), and why not.
+function H.trusted(params)
+  local file = params.file
+  if type(file) ~= "table" then
+    local state = trust.state(params.bufnr, params.digest)
+    return state.trusted, not state.trusted and trust.message(params.bufnr, state, "templates") or nil
+  end
+  local name = vim.fn.fnamemodify(file.path, ":t")
+  return file.trusted == true, string.format("%s is not trusted: its templates do not run", name)
+end
+
+--- Host → Lua (`template.render`): `{bufnr, digest, variables, jobs = {{segment, …}, …}, file?}`
+--- → `{texts}`, `{error}` (naming the buffer line) or `{untrusted}` (`digest` as for
 --- `flemma.trust.state`).
 function M.render(params)
   local bufnr = params.bufnr
-  local state = trust.state(bufnr, params.digest)
-  if not state.trusted then
-    return { untrusted = trust.message(bufnr, state, "templates") }
+  local trusted, why = H.trusted(params)
+  if not trusted then
+    return { untrusted = why }
   end
   local variables = {}
   local json = params.variables
@@ -235,11 +247,12 @@ function M.render(params)
   for key, value in pairs(frontmatter.variables_for(bufnr) or {}) do
     variables[key] = value
   end
-  local name = vim.api.nvim_buf_get_name(bufnr)
+  local path = type(params.file) == "table" and params.file.path or nil
+  local name = path or vim.api.nvim_buf_get_name(bufnr)
   local base_dir = name ~= "" and vim.fn.fnamemodify(name, ":p:h") or vim.fn.getcwd()
   local texts = {}
   -- One environment for the whole prompt: `{% x = … %}` in one message is seen by the next.
-  local render = { bufnr = bufnr, tools = type(params.tools) == "table" and params.tools or {} }
+  local render = { bufnr = bufnr, path = path, tools = type(params.tools) == "table" and params.tools or {} }
   local env = H.environment(variables, base_dir, { name ~= "" and vim.fn.fnamemodify(name, ":p") or nil }, render)
   local jobs = params.jobs or {}
   local chunk = "template"

@@ -201,6 +201,12 @@ export class FileAdapter implements LineSource {
     this.port.changed?.(entry.path, entry.running);
   }
 
+  /** What Lua renders a chat's templates with: its file and its given trust. */
+  templateFile(bufnr: number): { path: string; trusted: boolean } | undefined {
+    const entry = this.chats.get(bufnr);
+    return entry === undefined ? undefined : { path: entry.path, trusted: entry.trust.trusted };
+  }
+
   /** A chat's hook or message, which goes on to Neovim: its runner hears it. */
   heard(bufnr: number, method: HostToLuaMethod, params: unknown): void {
     this.chats.get(bufnr)?.observer?.method(method, params);

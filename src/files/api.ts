@@ -57,7 +57,10 @@ export interface FileChat {
 }
 
 export interface RunOptions {
-  /** The most requests the run makes (autopilot's `max_turns`); default: the configuration's. */
+  /**
+   * The most requests the run makes (a reply that asks for tools past it ends the run
+   * `max_turns`, its calls not run); autopilot's own `max_turns` applies too.
+   */
   maxTurns?: number;
   /** Stop once the run's own requests cost this many USD (checked after each reply). */
   maxCost?: number;
@@ -146,6 +149,17 @@ export interface FileChats {
    * the model's turn ends or something stops it (see `RunOutcome`). One run per chat at a time.
    */
   run(chat: FileChat, options?: RunOptions): Promise<RunOutcome>;
+  /**
+   * Decide on a call that waits (a run ended `approval`), as `:Flemma tool:approve` / `reject` do
+   * in a buffer: its placeholder's status is set (a rejection's `message` is its result). The
+   * next `run` runs the approved call (or sends the rejection) and goes on.
+   */
+  decide(
+    chat: FileChat,
+    toolId: string,
+    status: 'approved' | 'rejected',
+    message?: string,
+  ): Promise<void>;
   /** `<C-c>` for the chat: its request or running tool is cancelled, its run ends `cancelled`. */
   cancel(chat: FileChat): Promise<void>;
   /** Forget the chat (after its run): its file stays as written. */

@@ -12,6 +12,7 @@ import { waitingBlocks } from '../host/approval-notice.js';
 import type { EditorStates } from '../host/editor-state.js';
 import type { SessionRegistry } from '../host/session.js';
 import type { UsageTracker } from '../host/usage.js';
+import type { ToolCommands } from '../host/tools/commands.js';
 import type {
   FileChat,
   FileChats,
@@ -29,6 +30,8 @@ export interface RunnerDeps {
   sessions: Pick<SessionRegistry, 'of' | 'get' | 'busy'>;
   documents: Pick<DocumentStore, 'attach' | 'parsed'>;
   usage: Pick<UsageTracker, 'capChat'>;
+  /** Sets a placeholder's status, as `:Flemma tool:approve` does. */
+  commands: Pick<ToolCommands, 'setStatusAt'>;
   states: Pick<EditorStates, 'stale'>;
   /** Forget everything the host keeps about a bufnr. */
   forget(bufnr: number): void;
@@ -140,6 +143,12 @@ class Run implements ChatObserver {
       case 'failed':
       case 'refused':
         return { ...totals, kind: 'error', message: this.failure(document) };
+      case 'done':
+        // Nothing went out: what stopped it was said to the user (a problem of the chat).
+        if (totals.turns === 0) {
+          return { ...totals, kind: 'error', message: this.notice ?? 'nothing to send' };
+        }
+        return { ...totals, kind: 'done', text: lastReply(document) };
       default:
         return { ...totals, kind: 'done', text: lastReply(document) };
     }
@@ -165,17 +174,14 @@ function lastReply(document: ChatDocument | undefined): string {
     .trim();
 }
 
-/** The options autopilot runs with in a run (over the creator's layer, under the frontmatter). */
-function runLayer(options: RunOptions): ConfigLayer {
-  const autopilot = ['tools', 'autopilot'];
-  return [
-    { path: [...autopilot, 'enabled'], value: true },
-    { path: [...autopilot, 'resume_delay'], value: 0 },
-    ...(options.maxTurns === undefined
-      ? []
-      : [{ path: [...autopilot, 'max_turns'], value: options.maxTurns }]),
-  ];
-}
+/**
+ * The options autopilot runs with in a run (over the creator's layer, under the frontmatter);
+ * the run's own limits are the usage tracker's (`capChat`).
+ */
+const RUN_LAYER: ConfigLayer = [
+  { path: ['tools', 'autopilot', 'enabled'], value: true },
+  { path: ['tools', 'autopilot', 'resume_delay'], value: 0 },
+];
 
 export class FileChatRunner implements FileChats {
   private readonly runs = new Map<number, Run>();
@@ -229,8 +235,11 @@ export class FileChatRunner implements FileChats {
         void this.cancel(chat);
       };
       this.runs.set(bufnr, run);
-      adapter.observe(bufnr, this.observer(chat, run, options), runLayer(options));
-      usage.capChat(bufnr, options.maxCost);
+      adapter.observe(bufnr, this.observer(chat, run, options), RUN_LAYER);
+      usage.capChat(bufnr, {
+        ...(options.maxCost === undefined ? {} : { cost: options.maxCost }),
+        ...(options.maxTurns === undefined ? {} : { requests: options.maxTurns }),
+      });
       // The held settings were asked without the run's layer.
       states.stale(bufnr);
       if (options.signal?.aborted === true) {
@@ -275,6 +284,20 @@ export class FileChatRunner implements FileChats {
     usage.capChat(chat.bufnr, undefined);
     states.stale(chat.bufnr);
     return outcome;
+  }
+
+  async decide(
+    chat: FileChat,
+    toolId: string,
+    status: 'approved' | 'rejected',
+    message?: string,
+  ): Promise<void> {
+    if (this.runs.has(chat.bufnr)) throw new Error(`${chat.path} runs: decide once it stopped`);
+    const document = (await this.deps.documents.attach(chat.bufnr))?.document;
+    const block =
+      document === undefined ? undefined : waitingBlocks(document).find((b) => b.id === toolId);
+    if (block === undefined) throw new Error(`no call ${toolId} waits in ${chat.path}`);
+    await this.deps.commands.setStatusAt(chat.bufnr, block.toolResultLine - 1, status, message);
   }
 
   async cancel(chat: FileChat): Promise<void> {

@@ -24,10 +24,6 @@ export function createHeadlessHost(options: HeadlessOptions): HeadlessHost {
       config: options.config,
       env: options.env ?? process.env,
       notify,
-      failed: (method, error) => {
-        logger.warn(`${method} failed`, error);
-        notify('error', error instanceof Error ? error.message : String(error));
-      },
       ...(options.evaluateFrontmatter === undefined
         ? {}
         : { evaluate: options.evaluateFrontmatter }),

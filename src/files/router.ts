@@ -25,8 +25,6 @@ export interface Headless {
   config: ConfigData;
   env: Readonly<Record<string, string | undefined>>;
   notify(level: 'info' | 'warn' | 'error', message: string): void;
-  /** A notification that failed (nothing waits for its answer). */
-  failed(method: string, error: unknown): void;
 }
 
 /** A Neovim that is not there: nothing reaches it. */
@@ -46,7 +44,9 @@ export class RoutedBridge extends LuaBridge {
   constructor(
     private readonly files: FileAdapter,
     neovim: RpcPort | undefined,
-    private readonly headless?: Headless,
+    private readonly headless: Headless | undefined,
+    /** A notification the adapter failed to take (nothing waits for its answer). */
+    private readonly failed: (method: string, error: unknown) => void,
   ) {
     super(neovim ?? NO_NEOVIM);
   }
@@ -77,6 +77,17 @@ export class RoutedBridge extends LuaBridge {
     if (this.forFiles(method, params)) {
       return this.files.answer(method, params);
     }
+    if (method === 'template.render') {
+      // Lua renders a file chat's templates with its file and its given trust.
+      const render = params as LuaParams<'template.render'>;
+      const file = this.files.templateFile(render.bufnr);
+      if (file !== undefined) return this.route(method, { ...render, file });
+    }
+    return this.route(method, params);
+  }
+
+  /** A method with no file chat's bufnr: Neovim, or the answer of a host with no Neovim. */
+  private route<M extends LuaRequest>(method: M, params: LuaParams<M>): Promise<LuaAnswer<M>> {
     if (this.headless !== undefined) {
       try {
         return Promise.resolve(answerWithoutNeovim(this.headless, method, params) as LuaAnswer<M>);
@@ -91,7 +102,7 @@ export class RoutedBridge extends LuaBridge {
     this.heard(method, params);
     if (this.forFiles(method, params)) {
       this.files.answer(method, params).catch((error: unknown) => {
-        this.headless?.failed(method, error);
+        this.failed(method, error);
       });
       return;
     }
@@ -102,7 +113,7 @@ export class RoutedBridge extends LuaBridge {
     try {
       answerWithoutNeovim(this.headless, method, params);
     } catch (error) {
-      this.headless.failed(method, error);
+      this.failed(method, error);
     }
   }
 

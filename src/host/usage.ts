@@ -54,11 +54,19 @@ function realpath(path: string | null): string | undefined {
   }
 }
 
-/** A cap reached: what was spent, the cap, and whether it is a chat's own (`capChat`). */
+/** A cap reached: what was spent (or made), the cap, and which of a chat's own (`capChat`). */
 interface Reached {
   cost: number;
   limit: number;
-  chat?: boolean;
+  chat?: 'cost' | 'requests';
+}
+
+/** A run's own caps, and what its requests made and cost so far. */
+interface ChatCap {
+  cost?: number;
+  requests?: number;
+  spent: number;
+  made: number;
 }
 
 function dollars(value: number): string {
@@ -68,8 +76,8 @@ function dollars(value: number): string {
 export class UsageTracker {
   readonly session = new Session();
   private readonly meters = new Map<number, RequestMeter>();
-  /** Per chat held in a file, the cap of its run and what its requests cost so far. */
-  private readonly caps = new Map<number, { limit: number; spent: number }>();
+  /** Per chat held in a file, the caps of its run and what its requests made and cost so far. */
+  private readonly caps = new Map<number, ChatCap>();
   /** Per buffer, its last completed request against its model's window (the context meter). */
   private readonly contexts = new Map<number, ContextFigure>();
 
@@ -90,6 +98,8 @@ export class UsageTracker {
       config.context.warnAt,
     );
     this.meters.set(bufnr, meter);
+    const cap = this.caps.get(bufnr);
+    if (cap !== undefined) cap.made += 1;
     return meter;
   }
 
@@ -153,19 +163,23 @@ export class UsageTracker {
   }
 
   /**
-   * A run of a chat held in a file may cost `limit` USD (its own requests from now on; undefined:
-   * no cap of its own), on top of the session's cap.
+   * A run of a chat held in a file may make `requests` requests and cost `cost` USD (its own
+   * requests from now on; undefined: no cap of its own), on top of the session's cap: past
+   * either, autopilot stops as at the session's.
    */
-  capChat(bufnr: number, limit: number | undefined): void {
-    if (limit === undefined) this.caps.delete(bufnr);
-    else this.caps.set(bufnr, { limit, spent: 0 });
+  capChat(bufnr: number, limits: { cost?: number; requests?: number } | undefined): void {
+    if (limits === undefined) this.caps.delete(bufnr);
+    else this.caps.set(bufnr, { ...limits, spent: 0, made: 0 });
   }
 
   /** The cap and what the session (or the chat's run) has cost, once that reached the cap. */
   private reached(config: Config | undefined, bufnr: number): Reached | undefined {
     const cap = this.caps.get(bufnr);
-    if (cap !== undefined && cap.spent >= cap.limit) {
-      return { cost: cap.spent, limit: cap.limit, chat: true };
+    if (cap?.requests !== undefined && cap.made >= cap.requests) {
+      return { cost: cap.made, limit: cap.requests, chat: 'requests' };
+    }
+    if (cap?.cost !== undefined && cap.spent >= cap.cost) {
+      return { cost: cap.spent, limit: cap.cost, chat: 'cost' };
     }
     const limit = config?.maxSessionCost;
     if (limit === undefined) return undefined;
@@ -175,7 +189,10 @@ export class UsageTracker {
 
   /** Short, so that it fits the command line without a hit-enter prompt. */
   private why(reached: Reached): string {
-    if (reached.chat === true) {
+    if (reached.chat === 'requests') {
+      return `the run made ${String(reached.cost)} requests, its max turns`;
+    }
+    if (reached.chat === 'cost') {
       return `the run cost ${dollars(reached.cost)} ≥ its max cost ${dollars(reached.limit)}`;
     }
     return `session cost ${dollars(reached.cost)} ≥ max_session_cost ${dollars(reached.limit)}`;

@@ -104,6 +104,10 @@ function createBase(link: HostLink, files: FileAdapter): HostBase {
     files,
     nvim === undefined ? undefined : rpcPortOf(nvim),
     link.headless,
+    (method, error) => {
+      logger.warn(`${method} failed`, error);
+      link.headless?.notify('error', error instanceof Error ? error.message : String(error));
+    },
   );
   // NOTE: at run time both the job host's client and the remote-plugin host's `plugin.nvim` are
   // a NeovimClient, which follows buffer changes.
@@ -319,6 +323,7 @@ export function buildHost(link: HostLink): HostServices {
     sessions,
     documents: base.documents,
     usage: send.usage,
+    commands,
     states,
     forget: forgetAll,
     ...(link.nvim === undefined

@@ -43,6 +43,17 @@ describe('the core/editor boundary', () => {
     expect(violations[0]).toContain('must not import the Neovim client');
   });
 
+  it.each(['src/host/probe.ts', 'src/files/probe.ts'])(
+    'rejects the Neovim client in %s (only the editor adapter talks to Neovim)',
+    async (file) => {
+      const violations = await importViolations(
+        file,
+        "import { attach } from 'neovim';\nexport const a = attach;\n",
+      );
+      expect(violations).toEqual([expect.stringContaining('only src/editor imports')]);
+    },
+  );
+
   it('allows the editor adapter to import the Neovim client', async () => {
     const violations = await importViolations(
       'src/editor/probe.ts',

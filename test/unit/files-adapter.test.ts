@@ -5,6 +5,8 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { FileLines, joinLines, splitText } from '../../src/files/lines.js';
 import { writeAtomic } from '../../src/files/atomic.js';
+import { FileAdapter } from '../../src/files/adapter.js';
+import { FileChatRunner } from '../../src/files/chats.js';
 import type { WriteOp } from '../../src/editor/protocol/wire.js';
 import { tempDirs } from '../helpers/temp.js';
 
@@ -91,9 +93,9 @@ describe('writing a chat file', () => {
     );
     writeFileSync(path, versions[0] ?? '');
     const seen = new Set<string>();
-    let writing = true;
+    const reading = { on: true };
     const reads = (async () => {
-      while (writing) {
+      while (reading.on) {
         seen.add(readFileSync(path, 'utf8'));
         await new Promise<void>((resolve) => {
           setImmediate(resolve);
@@ -101,10 +103,44 @@ describe('writing a chat file', () => {
       }
     })();
     for (const version of versions) await writeAtomic(path, version);
-    writing = false;
+    reading.on = false;
     await reads;
     for (const text of seen) expect(versions).toContain(text);
     expect(readFileSync(path, 'utf8')).toBe(versions.at(-1));
     expect(readdirSync(dir)).toEqual(['a.chat']);
   });
+});
+
+describe('opening a chat held in a file', () => {
+  it.each([
+    [{ bufnr: 3, modified: true }, false, /has unsaved changes in Neovim/],
+    [{ bufnr: 3, modified: false }, true, /is busy in Neovim/],
+  ])(
+    'is refused while its buffer (%j, busy: %s) could lose something',
+    async (shown, busy, why) => {
+      const dir = makeDir('flemma-open-');
+      const path = join(dir, 'job.chat');
+      writeFileSync(path, '@You:\nHi.\n');
+      const adapter = new FileAdapter({
+        baseConfig: () => Promise.resolve({}),
+        evaluate: () => Promise.resolve({ ops: [] }),
+        inherited: () => undefined,
+        env: {},
+        failed: () => undefined,
+      });
+      const runner = new FileChatRunner({
+        adapter,
+        sessions: { busy: (bufnr: number) => busy && bufnr === 3 } as never,
+        documents: {} as never,
+        usage: {} as never,
+        commands: {} as never,
+        states: {} as never,
+        forget: () => undefined,
+        status: () => Promise.resolve(shown),
+      });
+      await expect(runner.open(path, { trust: true })).rejects.toThrow(why);
+      expect(adapter.all()).toEqual([]);
+      expect(readFileSync(path, 'utf8')).toBe('@You:\nHi.\n');
+    },
+  );
 });

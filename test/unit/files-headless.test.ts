@@ -58,6 +58,12 @@ function recorder(): {
   };
 }
 
+const READ = {
+  id: 'toolu_1',
+  name: 'read',
+  input: { label: 'notes', path: 'notes.txt', offset: null, limit: null },
+};
+
 /** A chat file in `dir` holding one `@You:` message. */
 function chatFile(dir: string, text: string, frontmatter = ''): string {
   const path = join(dir, 'job.chat');
@@ -88,12 +94,16 @@ describe('a chat on a file with no Neovim', () => {
     );
   });
 
-  it('stops where a call waits for approval, its placeholder written', async () => {
+  it('stops where a call waits for approval, its placeholder written; approved, it goes on', async () => {
     const { dir, fake, host } = await setUp();
     const chat = await host.files.open(chatFile(dir, 'List the files.'), { trust: true, cwd: dir });
     const running = host.files.run(chat);
     await anthropicReply(await fake.nextRequest(), 'Listing.', [
-      { id: 'toolu_b', name: 'bash', input: { label: 'ls', command: 'ls', timeout: null } },
+      {
+        id: 'toolu_b',
+        name: 'bash',
+        input: { label: 'echo', command: 'echo hi from bash', timeout: null },
+      },
     ]);
     expect(await running).toMatchObject({
       kind: 'approval',
@@ -101,6 +111,26 @@ describe('a chat on a file with no Neovim', () => {
       turns: 1,
     });
     expect(readFileSync(chat.path, 'utf8')).toContain('```flemma:tool status=pending');
+    // Approved from outside (a parent's task preview), the next run runs it and goes on.
+    await host.files.decide(chat, 'toolu_b', 'approved');
+    const again = host.files.run(chat);
+    const next = await fake.nextRequest();
+    expect(JSON.stringify(next.body)).toContain('hi from bash');
+    await anthropicReply(next, 'Done.');
+    expect(await again).toMatchObject({ kind: 'done', text: 'Done.', turns: 1 });
+  });
+
+  it.each([
+    ['max_cost', { maxCost: 1e-9 }],
+    ['max_turns', { maxTurns: 1 }],
+  ] as const)('stops at its own limit (%s) once a reply asked for tools', async (kind, limit) => {
+    const { dir, fake, host } = await setUp();
+    writeFileSync(join(dir, 'notes.txt'), 'alpha\n');
+    const chat = await host.files.open(chatFile(dir, 'Read notes.txt.'), { trust: true, cwd: dir });
+    const running = host.files.run(chat, limit);
+    await anthropicReply(await fake.nextRequest(), 'Reading.', [READ]);
+    expect(await running).toMatchObject({ kind, turns: 1 });
+    expect(fake.requests).toHaveLength(1);
   });
 
   it('fails at once, saying why, when its frontmatter needs Lua', async () => {

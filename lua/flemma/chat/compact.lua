@@ -4,28 +4,19 @@
 local lazy = require("flemma.util.lazy")
 local trust = lazy.require("flemma.config.trust")
 local host = lazy.require("flemma.host")
+local files = lazy.require("flemma.chat.files")
 local log = lazy.require("flemma.host.log")
-local notify = lazy.require("flemma.notify")
 local M = {}
 
 --- `:Flemma compact`: a chat with a file goes to the host; one without a file is refused (the
 --- new chat is written beside the old one, and it has no place yet).
 function M.run(bufnr)
-  bufnr = bufnr or vim.api.nvim_get_current_buf()
-  if vim.bo[bufnr].filetype ~= "chat" then
-    notify.warn("not a chat buffer")
+  local file
+  bufnr, file = files.with_file(bufnr, "compact")
+  if bufnr == nil then
     return false
   end
-  local name = vim.api.nvim_buf_get_name(bufnr)
-  if name == "" then
-    notify.warn("compact: this chat has no file yet; write it (:w name.chat), then compact")
-    return false
-  end
-  return host.notify("chat:compact", {
-    bufnr = bufnr,
-    file = vim.fn.fnamemodify(name, ":p"),
-    modified = vim.bo[bufnr].modified,
-  })
+  return host.notify("chat:compact", { bufnr = bufnr, file = file, modified = vim.bo[bufnr].modified })
 end
 
 --- The host wrote the new chat at `path`: open it in the current window, as `:edit` would (the

@@ -17,10 +17,17 @@ local H = {
   group = vim.api.nvim_create_augroup("flemma.files", { clear = true }),
   --- Buffers that follow a file chat (their FileChangedShell autocmd is made).
   followed = {}, ---@type table<integer, true>
+  real = {}, ---@type table<string, string>  real paths, by path
 }
 
+--- A path's real path, looked up once: this runs after every write of every file chat.
 local function real(path)
-  return vim.uv.fs_realpath(path) or path
+  local found = H.real[path]
+  if found == nil then
+    found = vim.uv.fs_realpath(path) or path
+    H.real[path] = found
+  end
+  return found
 end
 
 --- The loaded buffer showing `path`, if any.
@@ -35,10 +42,19 @@ local function buffer_of(path)
   return nil
 end
 
---- The file's lines, or nil when it cannot be read.
+--- The file's lines (a final newline ends the last line), or nil when it cannot be read.
 local function read(path)
-  local ok, lines = pcall(vim.fn.readfile, path)
-  return ok and lines or nil
+  local file = io.open(path, "rb")
+  if file == nil then
+    return nil
+  end
+  local text = file:read("*a") or ""
+  file:close()
+  local lines = vim.split(text, "\n", { plain = true })
+  if #lines > 1 and lines[#lines] == "" then
+    lines[#lines] = nil
+  end
+  return lines
 end
 
 --- Neovim notices the file changed on disk (`:checktime`): a change the buffer already holds is
@@ -145,24 +161,29 @@ function M.cancel(bufnr)
   return host.notify("chat:cancel-file", { file = vim.api.nvim_buf_get_name(bufnr) })
 end
 
+--- The chat buffer `bufnr` (the current one by default) and its file's name; nil when it is not
+--- a chat or has no file yet, said to the user (`what`: the command, "compact", "run").
+function M.with_file(bufnr, what)
+  bufnr = bufnr or vim.api.nvim_get_current_buf()
+  local name = vim.bo[bufnr].filetype == "chat" and vim.api.nvim_buf_get_name(bufnr) or nil
+  if name == nil or name == "" then
+    local message = "%s: this chat has no file yet; write it (:w name.chat), then %s"
+    notify.warn(name == nil and "not a chat buffer" or message:format(what, what))
+    return nil
+  end
+  return bufnr, vim.fn.fnamemodify(name, ":p")
+end
+
 --- `:Flemma run`: the current chat's file runs in the background, by the host's loop with
 --- autopilot, as a sub-agent's chat does; the buffer follows it.
 function M.run(bufnr)
-  bufnr = bufnr or vim.api.nvim_get_current_buf()
-  if vim.bo[bufnr].filetype ~= "chat" then
-    notify.warn("not a chat buffer")
-    return false
-  end
-  local name = vim.api.nvim_buf_get_name(bufnr)
-  if name == "" then
-    notify.warn("run: this chat has no file yet; write it (:w name.chat), then run")
-    return false
-  end
-  if vim.bo[bufnr].modified then
+  local buf, file = M.with_file(bufnr, "run")
+  if buf ~= nil and vim.bo[buf].modified then
     notify.warn("run: this chat has unsaved changes; write it (:w) first")
-    return false
+  elseif buf ~= nil then
+    return host.notify("chat:run-file", { bufnr = buf, file = file })
   end
-  return host.notify("chat:run-file", { bufnr = bufnr, file = vim.fn.fnamemodify(name, ":p") })
+  return false
 end
 
 --- Forget a wiped buffer.

@@ -64,6 +64,8 @@ export interface HostToLua extends FilesToLua {
       variables: Record<string, unknown>;
       jobs: TemplateJob[];
       tools: unknown[];
+      /** A chat held in a file: its path and the trust its creator gave it (no buffer has it). */
+      file?: { path: string; trusted: boolean };
     },
     { texts?: (string | string[])[]; error?: string; untrusted?: string }
   >;
@@ -291,7 +293,7 @@ export const HOST_TO_LUA = {
   },
   'template.render': {
     kind: 'request',
-    params: '`{bufnr, digest?, variables, jobs, tools}`',
+    params: '`{bufnr, digest?, variables, jobs, tools, file?}`',
     answer: '`{texts}`, `{error}` (with the buffer line) or `{untrusted}`',
     section: 'frontmatter-and-templates',
   },
