@@ -114,8 +114,10 @@ describe('flemma run', () => {
       { id: 'toolu_r2', name: 'read', input: READ_NOTES },
     ]);
     const result = await run;
-    expect(result.exitCode).toBe(4);
-    expect(h.text()).toContain('**Tool Result:** `toolu_r2`');
+    expect([result.exitCode, fake.requests.length]).toEqual([4, 1]);
+    // The call the last reply asked for is left for the next run.
+    expect(h.text()).toContain('**Tool Use:** `read` (`toolu_r2`)');
+    expect(h.text()).not.toContain('**Tool Result:**');
   });
 
   const endpoint = (url: string) => [
