@@ -44,10 +44,10 @@ describe('flemma run', () => {
     expect(h.text()).toContain('@Assistant:\nIt holds a shopping list.');
   });
 
-  it('runs an auto-approved read and sends its result (a tool loop)', async () => {
+  it('runs an auto-approved read and sends its result (a tool loop), its events in --json', async () => {
     const h = home(ASK);
     writeFileSync(join(h.dir, 'notes.txt'), 'milk\neggs\n');
-    const run = flemma(h, ['run', h.chat]);
+    const run = flemma(h, ['run', h.chat, '--json']);
     await anthropicReply(await fake.nextRequest(), 'Reading it.', [
       { id: 'toolu_r1', name: 'read', input: READ_NOTES },
     ]);
@@ -55,7 +55,27 @@ describe('flemma run', () => {
     expect(JSON.stringify(anthropicMessages(second).at(-1))).toContain('milk');
     await anthropicReply(second, 'Milk and eggs.');
     const result = await run;
-    expect([result.exitCode, result.stdout]).toEqual([0, 'Milk and eggs.']);
+    const events = result.stdout
+      .split('\n')
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
+    expect(events.map((event) => event['type'])).toEqual([
+      'request',
+      'delta',
+      'usage',
+      'tool_start',
+      'tool_end',
+      'request',
+      'delta',
+      'usage',
+      'result',
+    ]);
+    expect(events[4]).toEqual({
+      type: 'tool_end',
+      id: 'toolu_r1',
+      name: 'read',
+      status: 'success',
+    });
+    expect(events.at(-1)).toMatchObject({ exit_code: 0, text: 'Milk and eggs.', turns: 2 });
     expect(h.text()).toContain('**Tool Result:** `toolu_r1`');
   });
 
