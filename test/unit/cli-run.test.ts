@@ -148,15 +148,20 @@ describe('flemma run', () => {
 
   const endpoint = (url: string) => [
     '```json',
-    JSON.stringify({ flemma: { parameters: { anthropic: { base_url: url } } } }),
+    JSON.stringify({
+      flemma: { model: 'claude-haiku-4-5', parameters: { anthropic: { base_url: url } } },
+    }),
     '```',
     ...ASK,
   ];
 
-  it("ignores an untrusted file's endpoint and says so; --trust applies it", async () => {
+  it("ignores an untrusted file's endpoint and says so, applies its model; --trust applies both", async () => {
     const h = home(endpoint(other.url));
     const untrusted = flemma(h, ['run', h.chat]);
-    await anthropicReply(await fake.nextRequest(), 'From the configured server.');
+    const request = await fake.nextRequest();
+    // An option any file may set applies all the same.
+    expect((request.body as { model: string }).model).toBe('claude-haiku-4-5');
+    await anthropicReply(request, 'From the configured server.');
     const first = await untrusted;
     expect(first.exitCode).toBe(0);
     expect(first.stderr).toContain('chat.chat is not trusted');
