@@ -2,7 +2,7 @@
 // `--json` one JSON event per line (request, delta, tool_start, tool_end, usage, result, error);
 // progress on stderr only when stderr is a terminal; notes and errors on stderr, secrets redacted.
 import type { RunEvent, RunOutcome } from '../files/api.js';
-import type { Redactor } from '../core/secrets/redact.js';
+import { REDACTED, type Redactor } from '../core/secrets/redact.js';
 
 /** Where the CLI writes: the process's streams in the program, anything in a test. */
 export interface Streams {
@@ -76,6 +76,19 @@ export class Output {
     private readonly redactor: Redactor,
   ) {}
 
+  /**
+   * `text` without the secrets the CLI knows (the environment's values whose names look secret,
+   * the credentials among them): replaced whole, as in the log. The log's shape rules are not
+   * applied: they would hide the words `api_key:` in the host's own explanations.
+   */
+  private safe(text: string): string {
+    let out = text;
+    for (const secret of this.redactor.known()) {
+      if (out.includes(secret)) out = out.split(secret).join(REDACTED);
+    }
+    return out;
+  }
+
   private line(record: Record<string, unknown>): void {
     this.streams.out(`${JSON.stringify(record)}\n`);
   }
@@ -93,12 +106,12 @@ export class Output {
 
   /** A note for the user (stderr), unless quiet. */
   note(text: string): void {
-    if (!this.options.quiet) this.streams.err(`flemma: ${this.redactor.text(text)}\n`);
+    if (!this.options.quiet) this.streams.err(`flemma: ${this.safe(text)}\n`);
   }
 
   /** An error: stderr always, and an `error` event with `--json`. */
   error(message: string, exitCode: number): void {
-    const text = this.redactor.text(message);
+    const text = this.safe(message);
     this.streams.err(`flemma: error: ${text}\n`);
     if (this.options.json) this.line({ type: 'error', message: text, exit_code: exitCode });
   }
@@ -112,7 +125,7 @@ export class Output {
         exit_code: exitCode,
         ...(outcome.kind === 'done' && exitCode === 0 ? { text: outcome.text } : {}),
         ...(outcome.kind === 'approval' ? { calls: outcome.calls } : {}),
-        ...(outcome.kind === 'error' ? { message: this.redactor.text(outcome.message) } : {}),
+        ...(outcome.kind === 'error' ? { message: this.safe(outcome.message) } : {}),
         ...totals(outcome),
       });
     } else if (outcome.kind === 'done' && exitCode === 0) {

@@ -23,7 +23,10 @@ export interface RunContext {
 }
 
 /** Errors of what only Neovim has, or of the chat itself: exit code 2 rather than 1. */
-const CHAT_ERROR = /^frontmatter line \d+:|needs Neovim|unknown tool '/;
+const CHAT_ERROR = /^frontmatter line \d+:|needs? Neovim|unknown tool '|^nothing (new )?to send/;
+
+const NOTHING_TO_SEND =
+  'nothing new to send: the chat ends with an empty @You: message (write the next message under it)';
 
 /** The outcome's exit code, and the error to print (docs/cli.md, "Exit codes"). */
 export function ending(
@@ -37,9 +40,7 @@ export function ending(
       if (outcome.turns > 0) return { code: EXIT.done };
       return {
         code: EXIT.usage,
-        error:
-          errors[0] ??
-          'nothing new to send: the chat ends with an empty @You: message (write the next message under it)',
+        error: errors[0] ?? NOTHING_TO_SEND,
       };
     case 'approval':
       return { code: EXIT.approval };
@@ -49,7 +50,8 @@ export function ending(
     case 'cancelled':
       return { code: EXIT.interrupted };
     case 'error': {
-      const message = findings.error ?? outcome.message;
+      const raw = findings.error ?? outcome.message;
+      const message = /^nothing (new )?to send$/.test(raw) ? NOTHING_TO_SEND : raw;
       const usage = 'usage' in outcome && outcome.usage === true;
       const hint = /unknown tool '/.test(message)
         ? ' (without Neovim the tools are the built-in, declarative and MCP ones: a Lua tool needs Neovim)'
@@ -91,11 +93,6 @@ function outcomeNote(outcome: RunOutcome, file: string, args: RunArgs): string |
   switch (outcome.kind) {
     case 'approval':
       return `waiting for approval: ${outcome.calls.map((call) => `${call.name} (${call.id})`).join(', ')}; the placeholders are in ${file} (approve them in Neovim, or widen tools.auto_approve)`;
-    case 'max_turns':
-      return `stopped after ${String(outcome.turns)} requests (--max-turns ${String(args.maxTurns ?? '')})`.replace(
-        ' (--max-turns )',
-        ' (tools.autopilot.max_turns)',
-      );
     case 'max_cost':
       return `stopped at $${outcome.cost.toFixed(4)} (--max-cost ${String(args.maxCost ?? '')})`;
     case 'cancelled':

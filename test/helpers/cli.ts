@@ -60,8 +60,11 @@ afterEach(() => {
   running.clear();
 });
 
-/** Starts `flemma <args>` in the home (its result: exit code, stdout, stderr; never throws). */
-export function flemma(home: CliHome, args: readonly string[]) {
+/**
+ * Starts `flemma <args>` in the home's directory with its environment alone (its result: exit
+ * code, stdout, stderr; never throws).
+ */
+export function flemma(home: Pick<CliHome, 'dir' | 'env'>, args: readonly string[]) {
   const child = execa(process.execPath, [CLI, ...args], {
     cwd: home.dir,
     env: home.env,

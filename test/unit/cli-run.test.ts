@@ -34,6 +34,16 @@ const home = (lines: readonly string[]) => cliHome(tempDir('flemma-cli-'), lines
 const ASK = ['@You:', 'What is in notes.txt?'];
 const READ_NOTES = { label: 'notes', path: 'notes.txt', offset: null, limit: null };
 
+/** The `--json` lines as events. */
+const eventsOf = (stdout: string) =>
+  stdout.split('\n').map((line) => JSON.parse(line) as Record<string, unknown>);
+
+/** The events' types, a run of deltas as one (how the text is cut depends on the timing). */
+const typesOf = (events: Record<string, unknown>[]) =>
+  events
+    .map((event) => event['type'])
+    .filter((type, index, all) => !(type === 'delta' && all[index - 1] === 'delta'));
+
 describe('flemma run', () => {
   it('sends the chat, writes the reply into the file and prints it', async () => {
     const h = home(ASK);
@@ -44,10 +54,10 @@ describe('flemma run', () => {
     expect(h.text()).toContain('@Assistant:\nIt holds a shopping list.');
   });
 
-  it('runs an auto-approved read and sends its result (a tool loop)', async () => {
+  it('runs an auto-approved read and sends its result (a tool loop), its events in --json', async () => {
     const h = home(ASK);
     writeFileSync(join(h.dir, 'notes.txt'), 'milk\neggs\n');
-    const run = flemma(h, ['run', h.chat]);
+    const run = flemma(h, ['run', h.chat, '--json']);
     await anthropicReply(await fake.nextRequest(), 'Reading it.', [
       { id: 'toolu_r1', name: 'read', input: READ_NOTES },
     ]);
@@ -55,7 +65,25 @@ describe('flemma run', () => {
     expect(JSON.stringify(anthropicMessages(second).at(-1))).toContain('milk');
     await anthropicReply(second, 'Milk and eggs.');
     const result = await run;
-    expect([result.exitCode, result.stdout]).toEqual([0, 'Milk and eggs.']);
+    const events = eventsOf(result.stdout);
+    expect(typesOf(events)).toEqual([
+      'request',
+      'delta',
+      'usage',
+      'tool_start',
+      'tool_end',
+      'request',
+      'delta',
+      'usage',
+      'result',
+    ]);
+    expect(events.find((event) => event['type'] === 'tool_end')).toEqual({
+      type: 'tool_end',
+      id: 'toolu_r1',
+      name: 'read',
+      status: 'success',
+    });
+    expect(events.at(-1)).toMatchObject({ exit_code: 0, text: 'Milk and eggs.', turns: 2 });
     expect(h.text()).toContain('**Tool Result:** `toolu_r1`');
   });
 
@@ -84,6 +112,9 @@ describe('flemma run', () => {
     expect(body.model).toBe('claude-haiku-4-5');
     expect(JSON.stringify(body.messages)).toContain('What is in notes.txt?');
     expect([fake.requests.length, h.text()]).toEqual([sent, before]);
+    // --model goes over the configuration file.
+    const overridden = await flemma(h, ['run', h.chat, '--dry-run', '--model', 'claude-opus-4-5']);
+    expect((JSON.parse(overridden.stdout) as { model: string }).model).toBe('claude-opus-4-5');
   });
 
   it('--json prints one event per line', async () => {
@@ -91,10 +122,8 @@ describe('flemma run', () => {
     const run = flemma(h, ['run', h.chat, '--json']);
     await anthropicReply(await fake.nextRequest(), 'Short answer.');
     const result = await run;
-    const events = result.stdout
-      .split('\n')
-      .map((line) => JSON.parse(line) as Record<string, unknown>);
-    expect(events.map((event) => event['type'])).toEqual(['request', 'delta', 'usage', 'result']);
+    const events = eventsOf(result.stdout);
+    expect(typesOf(events)).toEqual(['request', 'delta', 'usage', 'result']);
     expect(events.at(-1)).toMatchObject({
       outcome: 'done',
       exit_code: 0,
@@ -111,21 +140,28 @@ describe('flemma run', () => {
       { id: 'toolu_r2', name: 'read', input: READ_NOTES },
     ]);
     const result = await run;
-    expect(result.exitCode).toBe(4);
-    expect(h.text()).toContain('**Tool Result:** `toolu_r2`');
+    expect([result.exitCode, fake.requests.length]).toEqual([4, 1]);
+    // The call the last reply asked for is left for the next run.
+    expect(h.text()).toContain('**Tool Use:** `read` (`toolu_r2`)');
+    expect(h.text()).not.toContain('**Tool Result:**');
   });
 
   const endpoint = (url: string) => [
     '```json',
-    JSON.stringify({ flemma: { parameters: { anthropic: { base_url: url } } } }),
+    JSON.stringify({
+      flemma: { model: 'claude-haiku-4-5', parameters: { anthropic: { base_url: url } } },
+    }),
     '```',
     ...ASK,
   ];
 
-  it("ignores an untrusted file's endpoint and says so; --trust applies it", async () => {
+  it("ignores an untrusted file's endpoint and says so, applies its model; --trust applies both", async () => {
     const h = home(endpoint(other.url));
     const untrusted = flemma(h, ['run', h.chat]);
-    await anthropicReply(await fake.nextRequest(), 'From the configured server.');
+    const request = await fake.nextRequest();
+    // An option any file may set applies all the same.
+    expect((request.body as { model: string }).model).toBe('claude-haiku-4-5');
+    await anthropicReply(request, 'From the configured server.');
     const first = await untrusted;
     expect(first.exitCode).toBe(0);
     expect(first.stderr).toContain('chat.chat is not trusted');

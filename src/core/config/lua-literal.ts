@@ -15,7 +15,7 @@ interface Token {
   line: number;
 }
 
-const PUNCT = [
+const PUNCT: readonly string[] = [
   '==',
   '~=',
   '<=',
@@ -43,7 +43,7 @@ const PUNCT = [
   '<',
   '>',
 ];
-const ESCAPES: Record<string, string> = {
+const ESCAPES: Readonly<Record<string, string>> = {
   n: '\n',
   t: '\t',
   r: '\r',
@@ -165,8 +165,12 @@ export function tokenize(code: string): Token[] {
   return tokens;
 }
 
-const METHODS: Record<string, OpKind> = { append: 'append', prepend: 'prepend', remove: 'remove' };
-const KEYWORDS = new Set([
+const METHODS: Readonly<Record<string, OpKind>> = {
+  append: 'append',
+  prepend: 'prepend',
+  remove: 'remove',
+};
+const KEYWORDS: ReadonlySet<string> = new Set([
   'and',
   'break',
   'do',
