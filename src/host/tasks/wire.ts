@@ -8,13 +8,14 @@ import type { EditorStates } from '../editor-state.js';
 import type { SessionRegistry } from '../session.js';
 import type { ToolCommands } from '../tools/commands.js';
 import type { ToolCatalogue } from '../tools/catalogue.js';
+import { FileChanges } from '../tools/file-changes.js';
 import type { UsageTracker } from '../usage.js';
 import { TaskService } from './service.js';
 import type { TaskBoard } from './status.js';
 
 export interface TaskWiring {
-  base: Pick<HostBase, 'documents' | 'logger'>;
-  catalogue: Pick<ToolCatalogue, 'addBuiltin' | 'specsFor'>;
+  base: Pick<HostBase, 'documents' | 'logger' | 'lua'>;
+  catalogue: Pick<ToolCatalogue, 'addBuiltin' | 'specsFor' | 'isBuiltin'>;
   states: Pick<EditorStates, 'get'>;
   usage: Pick<UsageTracker, 'session'>;
   files: Pick<FileChats, 'open' | 'run' | 'close'>;
@@ -38,18 +39,30 @@ export function createTasks(s: TaskWiring): TaskService {
     logger: s.base.logger,
     progress: s.taskBoard.progress,
     ended: s.taskBoard.ended,
-    approve: async (child, ids) => {
+    decide: async (child, ids, decision) => {
       const state = await s.base.documents.attach(child);
       if (state === undefined) return;
-      // Each waiting call as the user approves it in a buffer (`:Flemma tool:approve`).
+      const message = decision.status === 'rejected' ? decision.message : undefined;
+      // Each waiting call as the user decides it in a buffer (`:Flemma tool:approve`, `reject`).
       for (const block of waitingBlocks(state.document)) {
         if (!ids.includes(block.id)) continue;
         await s.sessions
           .of(child)
           .decide(undefined, () =>
-            s.commands.setStatusAt(child, block.toolUseLine - 1, 'approved'),
+            s.commands.setStatusAt(child, block.toolUseLine - 1, decision.status, message),
           );
       }
+    },
+    show: (parent, path, calls) => {
+      // Lua opens the file beside the parent at the first waiting call, and its diff when the
+      // built-in review covers it (a pending `write` or `edit`).
+      const diff = (name: string): boolean =>
+        FileChanges.covers(name) && s.catalogue.isBuiltin(name);
+      s.base.lua.notify('tasks.show', {
+        parent,
+        path,
+        calls: calls.map((call) => ({ id: call.id, diff: diff(call.name) })),
+      });
     },
   });
   s.catalogue.addBuiltin(
