@@ -281,37 +281,47 @@ describe('the task tool', () => {
     await childGoesOn(s);
   });
 
-  it('a child’s waiting write: <M-CR> on the task opens its diff too, and approving there (ga) lets the child go on', async () => {
-    const s = await launch({
-      config: CONFIG.replace('"bash", "task"', '"bash", "write", "task"')
-        .replace('"$default"', '"$readonly"')
-        .replace(
-          'agents = {',
-          'agents = { writer = { description = "Writes.", tools = { "write" } },',
-        ),
-    });
-    await s.d.command('doautocmd FocusLost');
-    await delegate(s, [task('toolu_A', 'Write alpha', { agent: 'writer' })]);
-    const [child] = (await requests(s, ['Write alpha'])).values();
-    if (child === undefined) throw new Error('no child request');
-    const input = { label: 'w', path: 'alpha.txt', content: 'alpha\n' };
-    await anthropicReply(child, 'Writing.', [{ id: 'toolu_W', name: 'write', input }]);
-    await s.d.waitForEvent('FlemmaAttention');
-    const parent = await showFromParent(s);
-    // The diff of the waiting call, in its own tab, with its keys; the child's window behind it.
-    await s.d.waitUntil(
-      'return vim.api.nvim_buf_get_name(0):find("flemma://proposed/alpha.txt", 1, true) ~= nil',
-    );
-    expect(await s.d.lua('return vim.api.nvim_get_current_line()')).toBe('alpha');
-    expect(await s.d.lua('return #vim.api.nvim_list_tabpages()')).toBe(2);
-    expect(taskFile(s, '01-write-alpha.chat')).toContain('status=pending');
-    await s.d.press('ga');
-    await childGoesOn(s, { seen: 'toolu_W', answer: 'Written.', file: '01-write-alpha' });
-    expect(await parentView(s, parent.win)).toEqual(parent);
-    expect(readFileSync(join(s.d.home, 'work', 'parent.tasks', 'alpha.txt'), 'utf8')).toBe(
-      'alpha\n',
-    );
-  });
+  it.each([
+    ['ga', { seen: 'toolu_W', answer: 'Written.', file: '01-write-alpha' }, 'alpha\n'],
+    [
+      'gr',
+      { seen: '"content":"not there","is_error":true', answer: 'Gave up.', file: '01-write-alpha' },
+      undefined,
+    ],
+  ])(
+    'a child’s waiting write: <M-CR> on the task opens its diff too, and deciding there (%s) lets the child go on',
+    async (key, outcome, written) => {
+      const s = await launch({
+        config: CONFIG.replace('"bash", "task"', '"bash", "write", "task"')
+          .replace('"$default"', '"$readonly"')
+          .replace(
+            'agents = {',
+            'agents = { writer = { description = "W.", tools = { "write" } },',
+          ),
+      });
+      await s.d.command('doautocmd FocusLost');
+      await delegate(s, [task('toolu_A', 'Write alpha', { agent: 'writer' })]);
+      const [child] = (await requests(s, ['Write alpha'])).values();
+      if (child === undefined) throw new Error('no child request');
+      const input = { label: 'w', path: 'alpha.txt', content: 'alpha\n' };
+      await anthropicReply(child, 'Writing.', [{ id: 'toolu_W', name: 'write', input }]);
+      await s.d.waitForEvent('FlemmaAttention');
+      const parent = await showFromParent(s);
+      // The diff of the waiting call, in its own tab, with its keys; the child's window behind it.
+      await s.d.waitUntil(
+        'return vim.api.nvim_buf_get_name(0):find("flemma://proposed/alpha.txt", 1, true) ~= nil',
+      );
+      expect(await s.d.lua('return vim.api.nvim_get_current_line()')).toBe('alpha');
+      expect(await s.d.lua('return #vim.api.nvim_list_tabpages()')).toBe(2);
+      expect(taskFile(s, '01-write-alpha.chat')).toContain('status=pending');
+      await s.d.lua('vim.ui.input = function(_, answer) answer("not there") end');
+      await s.d.press(key);
+      await childGoesOn(s, outcome);
+      expect(await parentView(s, parent.win)).toEqual(parent);
+      const path = join(s.d.home, 'work', 'parent.tasks', 'alpha.txt');
+      expect(existsSync(path) ? readFileSync(path, 'utf8') : undefined).toBe(written);
+    },
+  );
 
   it.each([
     ['tool:approve', { seen: 'built-ok' }],
