@@ -249,12 +249,25 @@ export const actions: { readonly [M in LuaToHostMethod]: Action<M> } = {
     return ran ?? ctx.diffReview.open(bufnr, row);
   },
   // The answer closes the diff at once; `ticket` is answered once the call it ran is over.
-  'tool:diff-approve': (ctx, { bufnr, tool_id, before, content, ticket }) =>
-    ctx.sessions.of(bufnr).fromDiff(
+  'tool:diff-approve': async (ctx, { bufnr, tool_id, before, content, ticket }) => {
+    // A task's child waiting on the call: the child runs it, as the proposed side leaves it.
+    const child = ctx.tasks.waitsInChild(tool_id)
+      ? await ctx.diffReview.approveElsewhere(bufnr, tool_id, { before, content }, (use) =>
+          decideChildCall(
+            ctx,
+            bufnr,
+            { id: tool_id },
+            { status: 'approved', ...(use === undefined ? {} : { use }) },
+          ),
+        )
+      : undefined;
+    if (child !== undefined) return child;
+    return ctx.sessions.of(bufnr).fromDiff(
       ticket ?? undefined,
       () => ctx.diffReview.approve(bufnr, tool_id, before, content),
       () => ctx.diffReview.settled(bufnr),
-    ),
+    );
+  },
   'tool:diff-reject': async (ctx, { bufnr, tool_id, reason, ticket }) => {
     if (await decideChildCall(ctx, bufnr, { id: tool_id }, rejectedWith(reason))) {
       return { status: 'rejected' as const };

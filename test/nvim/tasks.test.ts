@@ -282,15 +282,25 @@ describe('the task tool', () => {
   });
 
   it.each([
-    ['ga', { seen: 'toolu_W', answer: 'Written.', file: '01-write-alpha' }, 'alpha\n'],
+    ['ga', 'ga', '', { seen: 'toolu_W', answer: 'Written.', file: '01-write-alpha' }, 'alpha\n'],
+    // The proposal edited: the child's call is what was approved, and its file records it.
+    [
+      'ga, the proposal edited',
+      'ga',
+      'normal! ccbeta',
+      { seen: '"content":"beta\\n"', answer: 'Ok.', file: '01-write-alpha' },
+      'beta\n',
+    ],
     [
       'gr',
+      'gr',
+      '',
       { seen: '"content":"not there","is_error":true', answer: 'Gave up.', file: '01-write-alpha' },
       undefined,
     ],
   ])(
     'a child’s waiting write: <M-CR> on the task opens its diff too, and deciding there (%s) lets the child go on',
-    async (key, outcome, written) => {
+    async (_, key, edit, outcome, written) => {
       const s = await launch({
         config: CONFIG.replace('"bash", "task"', '"bash", "write", "task"')
           .replace('"$default"', '"$readonly"')
@@ -315,6 +325,7 @@ describe('the task tool', () => {
       expect(await s.d.lua('return #vim.api.nvim_list_tabpages()')).toBe(2);
       expect(taskFile(s, '01-write-alpha.chat')).toContain('status=pending');
       await s.d.lua('vim.ui.input = function(_, answer) answer("not there") end');
+      if (edit !== '') await s.d.command(edit);
       await s.d.press(key);
       await childGoesOn(s, outcome);
       expect(await parentView(s, parent.win)).toEqual(parent);

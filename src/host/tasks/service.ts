@@ -66,7 +66,15 @@ export interface TaskServiceDeps {
 }
 
 /** The user's decision on a child's waiting calls. */
-export type ChildDecision = { status: 'approved' } | { status: 'rejected'; message?: string };
+export type ChildDecision =
+  | { status: 'approved'; /** The call as the user changed it in its diff. */ use?: ChildUse }
+  | { status: 'rejected'; message?: string };
+
+/** A call's name and input. */
+export interface ChildUse {
+  name: string;
+  input: Record<string, unknown>;
+}
 
 /** A child as its parent names it: its profile, its file relative to the parent's directory. */
 export interface ChildOf {

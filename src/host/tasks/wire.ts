@@ -9,8 +9,11 @@ import type { SessionRegistry } from '../session.js';
 import type { ToolCommands } from '../tools/commands.js';
 import type { ToolCatalogue } from '../tools/catalogue.js';
 import { FileChanges } from '../tools/file-changes.js';
+import { rewrittenUse } from '../tools/diff-review.js';
+import type { ResultWriter } from '../tools/results.js';
+import { emptyPlaceholders } from '../../core/tools/locate.js';
 import type { UsageTracker } from '../usage.js';
-import { TaskService } from './service.js';
+import { type ChildUse, TaskService } from './service.js';
 import type { TaskBoard } from './status.js';
 
 export interface TaskWiring {
@@ -23,6 +26,16 @@ export interface TaskWiring {
   taskBoard: Pick<TaskBoard, 'progress' | 'ended'>;
   sessions: Pick<SessionRegistry, 'of'>;
   commands: Pick<ToolCommands, 'setStatusAt'>;
+  results: Pick<ResultWriter, 'fresh' | 'applyEdits'>;
+}
+
+/** The tool use `id` of chat `child` made `use`, as the user changed it in its diff. */
+async function changedUse(s: TaskWiring, child: number, id: string, use: ChildUse): Promise<void> {
+  const state = await s.results.fresh(child);
+  const slot =
+    state === undefined ? undefined : emptyPlaceholders(state.document).find((p) => p.id === id);
+  if (state === undefined || slot === undefined) return;
+  await s.results.applyEdits(child, [rewrittenUse(slot, use, state.lines)]);
 }
 
 /** The task service, its tool registered in the catalogue. */
@@ -46,6 +59,9 @@ export function createTasks(s: TaskWiring): TaskService {
       // Each waiting call as the user decides it in a buffer (`:Flemma tool:approve`, `reject`).
       for (const block of waitingBlocks(state.document)) {
         if (!ids.includes(block.id)) continue;
+        if (decision.status === 'approved' && decision.use !== undefined) {
+          await changedUse(s, child, block.id, decision.use);
+        }
         await s.sessions
           .of(child)
           .decide(undefined, () =>
