@@ -12,6 +12,11 @@
 // - The child's cost is the host session's, as every request's: the parent's
 //   `limits.max_session_cost` is handed down, and the child's own cap is the lower of its
 //   profile's `max_cost` and what the session may still spend.
+// - A child's call that waits is decided by the user, never here: `<M-CR>` on the parent's
+//   `task` call only shows it (the child's file at the call, its diff); `:Flemma tool:approve` /
+//   `reject` on the `task` call decide all the child's waiting calls, a decision in the child's
+//   buffer (or its diff) the one call. The decision is applied to the file chat when it is read
+//   again, never written into the child's buffer (which would then hold unsaved changes).
 import { mkdir, readdir } from 'node:fs/promises';
 import { realpathSync } from 'node:fs';
 import { basename, dirname, join, relative, resolve } from 'node:path';
@@ -286,7 +291,8 @@ export class TaskService {
           left.turns = Math.max(1, left.turns - outcome.turns);
           if (left.cost !== undefined) left.cost = Math.max(0, left.cost - outcome.cost);
           // While it waits, the file is the user's (open in a buffer, edited, saved); the parent's
-          // call stays running. Approved from the parent, the child is read again and goes on.
+          // call stays running. Decided (from the parent or the child's buffer), the child is read
+          // again, takes the decision and goes on.
           await this.deps.files.close(chat);
           chat = undefined;
           const decided = await this.approval(ctx, path, outcome.calls, child);
