@@ -86,6 +86,24 @@ async function pressRunOn(s: Session, buf: number, line: string): Promise<void> 
 const WINDOWS = `vim.tbl_filter(function(win) return vim.api.nvim_win_get_config(win).relative == "" end,
   vim.api.nvim_tabpage_list_wins(vim.api.nvim_list_tabpages()[1]))`;
 
+/** The commands that decide the child's waiting bash, and what the child's model gets then. */
+const DECISIONS: [string, { seen: string; answer?: string }][] = [
+  ['tool:approve', { seen: 'built-ok' }],
+  // Rejected, bash never ran: the child's model got the reason as the call's error result.
+  ['tool:reject not now', { seen: '"content":"not now","is_error":true', answer: 'Skipped.' }],
+];
+
+/** The child's file, opened in the current window once it waits; its buffer. */
+async function openChild(s: Session): Promise<number> {
+  await s.d.waitForEvent('FlemmaAttention');
+  const child = await s.d.openChat('parent.tasks/01-build-alpha.chat');
+  await s.d.waitUntil(
+    'return vim.bo[...].filetype == "chat" and #vim.api.nvim_buf_get_lines(..., 0, -1, false) > 5',
+    { args: [child] },
+  );
+  return child;
+}
+
 /** The parent's window: its id, its buffer and its cursor. */
 async function parentView(
   s: Session,
@@ -334,11 +352,7 @@ describe('the task tool', () => {
     },
   );
 
-  it.each([
-    ['tool:approve', { seen: 'built-ok' }],
-    // Rejected, bash never ran: the child's model got the reason as the call's error result.
-    ['tool:reject not now', { seen: '"content":"not now","is_error":true', answer: 'Skipped.' }],
-  ])(
+  it.each(DECISIONS)(
     ':Flemma %s on the task decides the child’s waiting call from the parent, showing nothing',
     async (command, outcome) => {
       const s = await childWaiting();
@@ -352,15 +366,23 @@ describe('the task tool', () => {
 
   it('a child’s call that needs approval is approved with <M-CR> in the child’s own buffer too', async () => {
     const s = await childWaiting();
-    await s.d.waitForEvent('FlemmaAttention');
-    const child = await s.d.openChat('parent.tasks/01-build-alpha.chat');
-    await s.d.waitUntil(
-      'return vim.bo[...].filetype == "chat" and #vim.api.nvim_buf_get_lines(..., 0, -1, false) > 5',
-      { args: [child] },
-    );
+    const child = await openChild(s);
     await pressRunOn(s, child, '**Tool Result:** `toolu_S`');
     await childGoesOn(s);
   });
+
+  it.each(DECISIONS)(
+    ':Flemma %s in the child’s own buffer decides its call; the buffer is left as it was, the task goes on',
+    async (command, outcome) => {
+      const s = await childWaiting();
+      const child = await openChild(s);
+      await cursorOn(s, child, '**Tool Result:** `toolu_S`');
+      await s.d.command(`Flemma ${command}`);
+      await childGoesOn(s, outcome);
+      // The decision went to the child's file, not into its buffer: nothing unsaved there.
+      expect(await s.d.lua('return vim.bo[...].modified', child)).toBe(false);
+    },
+  );
 
   it('reads the project’s profiles only when the user opted in, and never lets one choose a provider', async () => {
     const files = {
