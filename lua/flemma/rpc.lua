@@ -10,6 +10,7 @@ local compact = lazy.require("flemma.chat.compact")
 local cutoff = lazy.require("flemma.chat.cutoff")
 local editing = lazy.require("flemma.chat.editing")
 local files = lazy.require("flemma.chat.files")
+local tasks = lazy.require("flemma.tasks")
 local editor_state = lazy.require("flemma.host.editor_state")
 local flemma_chat_sink = lazy.require("flemma.chat.sink")
 local config = lazy.require("flemma.config")
@@ -322,6 +323,10 @@ M.methods = {
   end,
   ["files.status"] = function(params)
     return files.status(params)
+  end,
+  --- `<M-CR>` on a `task` call whose child waits: the child's waiting call shown (flemma.tasks).
+  ["tasks.show"] = function(params)
+    tasks.show(params)
   end,
   --- A file chat's frontmatter (its bufnr is the host's own, no buffer's): evaluated as a
   --- buffer's is, with the trust its creator gave it.

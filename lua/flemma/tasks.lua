@@ -4,6 +4,7 @@
 local lazy = require("flemma.util.lazy")
 local host = lazy.require("flemma.host")
 local navigation = lazy.require("flemma.chat.navigation")
+local diff = lazy.require("flemma.review.diff")
 local notify = lazy.require("flemma.notify")
 local scan = lazy.require("flemma.ui.scan")
 local scratch = lazy.require("flemma.ui.scratch")
@@ -130,6 +131,52 @@ function M.send_back()
       deliver(answer.parent, answer.lines)
     end
   end)
+end
+
+--- A window of the current tab that shows `buf`, or nil.
+local function window_in_tab(buf)
+  local tab = vim.api.nvim_get_current_tabpage()
+  for _, win in ipairs(vim.fn.win_findbuf(buf)) do
+    if vim.api.nvim_win_get_tabpage(win) == tab then
+      return win
+    end
+  end
+  return nil
+end
+
+--- `<M-CR>` on a `task` call whose child waits (the host's `tasks.show`, docs/tasks.md): the
+--- child's file in a split beside the parent (or the window already showing it) with the cursor
+--- on its first waiting call, and that call's diff when it changes a file. Nothing is decided
+--- here: the user decides there. The parent's window keeps its cursor.
+---@param params { parent: integer, path: string, calls: { id: string, diff: boolean }[] }
+function M.show(params)
+  local win = window_in_tab(vim.fn.bufadd(params.path))
+  if win then
+    vim.api.nvim_set_current_win(win)
+  else
+    local parent = vim.fn.bufwinid(params.parent)
+    if parent ~= -1 then
+      vim.api.nvim_set_current_win(parent)
+    end
+    local ok, err = pcall(vim.cmd, "split " .. vim.fn.fnameescape(params.path))
+    if not ok then
+      notify.warn("task: " .. tostring(err):gsub("^Vim%(%a+%):", ""))
+      return
+    end
+  end
+  local buf = vim.api.nvim_get_current_buf()
+  local structure = scan.scan(vim.api.nvim_buf_get_lines(buf, 0, -1, false))
+  for _, call in ipairs(params.calls or {}) do
+    local block = scan.tool_block(structure, "tool_result", call.id)
+    if block then
+      vim.api.nvim_win_set_cursor(0, { block.row + 1, 0 })
+      vim.cmd("normal! zv")
+      if call.diff then
+        diff.request(buf, block.row)
+      end
+      return
+    end
+  end
 end
 
 return M

@@ -19,7 +19,7 @@ import type { HostInfo } from '../editor/protocol/wire.js';
 import { trace } from '../editor/trace.js';
 import { nodeTruncateFs } from '../core/tools/truncate.js';
 import { outputAt } from './tools/live-output.js';
-import { listTasks, returnOf } from './tasks/commands.js';
+import { decideChildCall, listTasks, rejectedWith, returnOf } from './tasks/commands.js';
 import { runBufferFile } from '../files/command.js';
 
 export { ActionError };
@@ -222,12 +222,15 @@ export const actions: { readonly [M in LuaToHostMethod]: Action<M> } = {
    * cursor; once nothing waits, the loop goes on (`ChatSession.decided`).
    */
   'tool:approve': async (ctx, { bufnr, row, ticket }) => {
+    // A `task` call whose child waits (or a child's waiting call): the child decides it.
+    if (await decideChildCall(ctx, bufnr, { row: row ?? 0 }, { status: 'approved' })) return null;
     await ctx.sessions
       .of(bufnr)
       .decide(ticket ?? undefined, () => ctx.commands.setStatusAt(bufnr, row ?? 0, 'approved'));
     return null;
   },
   'tool:reject': async (ctx, { bufnr, row, message, ticket }) => {
+    if (await decideChildCall(ctx, bufnr, { row: row ?? 0 }, rejectedWith(message))) return null;
     await ctx.sessions
       .of(bufnr)
       .decide(ticket ?? undefined, () =>
@@ -246,18 +249,35 @@ export const actions: { readonly [M in LuaToHostMethod]: Action<M> } = {
     return ran ?? ctx.diffReview.open(bufnr, row);
   },
   // The answer closes the diff at once; `ticket` is answered once the call it ran is over.
-  'tool:diff-approve': (ctx, { bufnr, tool_id, before, content, ticket }) =>
-    ctx.sessions.of(bufnr).fromDiff(
+  'tool:diff-approve': async (ctx, { bufnr, tool_id, before, content, ticket }) => {
+    // A task's child waiting on the call: the child runs it, as the proposed side leaves it.
+    const child = ctx.tasks.waitsInChild(tool_id)
+      ? await ctx.diffReview.approveElsewhere(bufnr, tool_id, { before, content }, (use) =>
+          decideChildCall(
+            ctx,
+            bufnr,
+            { id: tool_id },
+            { status: 'approved', ...(use === undefined ? {} : { use }) },
+          ),
+        )
+      : undefined;
+    if (child !== undefined) return child;
+    return ctx.sessions.of(bufnr).fromDiff(
       ticket ?? undefined,
       () => ctx.diffReview.approve(bufnr, tool_id, before, content),
       () => ctx.diffReview.settled(bufnr),
-    ),
-  'tool:diff-reject': (ctx, { bufnr, tool_id, reason, ticket }) =>
-    ctx.sessions.of(bufnr).fromDiff(
+    );
+  },
+  'tool:diff-reject': async (ctx, { bufnr, tool_id, reason, ticket }) => {
+    if (await decideChildCall(ctx, bufnr, { id: tool_id }, rejectedWith(reason))) {
+      return { status: 'rejected' as const };
+    }
+    return ctx.sessions.of(bufnr).fromDiff(
       ticket ?? undefined,
       () => ctx.diffReview.reject(bufnr, tool_id, reason),
       () => ctx.diffReview.settled(bufnr),
-    ),
+    );
+  },
   /** `:Flemma tool:approve-always`: approve the call at the cursor and remember it for the buffer. */
   'tool:approve-always': async (ctx, { bufnr, row, ticket }) => {
     const entry = await ctx.sessions

@@ -72,9 +72,9 @@ export interface SessionServices {
   /** The records of streamed replies: a reply's last one is on disk before the reply is over. */
   recovery?: Pick<RecoveryService, 'settled'>;
   /**
-   * `<M-CR>` on a running `task` call whose child waits for an approval, or on the waiting call
-   * in the child's own buffer (`file`), approves the child's waiting calls and lets it go on
-   * (src/host/tasks/); whether the call was one.
+   * `<M-CR>` on a running `task` call whose child waits for an approval shows the child's waiting
+   * call (nothing runs); on the waiting call in the child's own buffer (`file`) it approves it and
+   * the child goes on (src/host/tasks/). Whether the call was one.
    */
   approveTask?(bufnr: number, id: string, file: string | null): boolean;
 }

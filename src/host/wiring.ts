@@ -50,6 +50,7 @@ import { UndoService } from './undo/service.js';
 import { TrustChecker } from './trust-check.js';
 import { UsageTracker } from './usage.js';
 import { createTasks } from './tasks/wire.js';
+import type { TaskService } from './tasks/service.js';
 import { ContextMeter } from './meter.js';
 import { Compactor } from './compact.js';
 
@@ -76,6 +77,8 @@ export interface HostServices extends HostBase {
   readonly liveOutput: LiveOutput;
   /** The children of `task` calls the host watches: their state lines, `:Flemma tasks`. */
   readonly taskBoard: TaskBoard;
+  /** The `task` calls' children: their decisions taken from the parent or their own buffer. */
+  readonly tasks: Pick<TaskService, 'decideWaiting' | 'waitsInChild'>;
   readonly commands: ToolCommands;
   readonly diffReview: DiffReview;
   readonly undo: UndoService;
@@ -348,15 +351,7 @@ export function buildHost(link: HostLink): HostServices {
       : { status: (path: string) => base.lua.call('files.status', { path }) }),
   });
   // The `task` tool: children of a chat run as chats on files (docs/tasks.md).
-  const tasks = createTasks({
-    base,
-    ...tools,
-    states,
-    usage: send.usage,
-    files,
-    sessions,
-    commands,
-  });
+  const tasks = createTasks({ base, ...tools, ...send, states, files, sessions, commands });
   return {
     ...base,
     ...tools,
@@ -368,6 +363,7 @@ export function buildHost(link: HostLink): HostServices {
     diffReview,
     trust,
     states,
+    tasks,
     forget: forgetAll,
   };
 }

@@ -69,22 +69,90 @@ async function childWaiting(): Promise<Session> {
   return s;
 }
 
-/** `<M-CR>` on the line `line` of the buffer `buf`, in its window. */
-async function pressRunOn(s: Session, buf: number, line: string): Promise<void> {
+/** The cursor on the line `line` of the buffer `buf`, in the current window. */
+async function cursorOn(s: Session, buf: number, line: string): Promise<void> {
   const row = (await s.d.lines(buf)).indexOf(line) + 1;
   expect(row).toBeGreaterThan(0);
   await s.d.command(`buffer ${String(buf)} | ${String(row)}`);
+}
+
+/** `<M-CR>` on the line `line` of the buffer `buf`, in its window. */
+async function pressRunOn(s: Session, buf: number, line: string): Promise<void> {
+  await cursorOn(s, buf, line);
   await s.d.press('<M-CR>');
 }
 
-/** Approved, the child runs bash, asks its model again, and its result reaches the parent. */
-async function childGoesOn(s: Session): Promise<void> {
+/** A Lua expression: the windows of the first tab, but floating ones (messages, progress). */
+const WINDOWS = `vim.tbl_filter(function(win) return vim.api.nvim_win_get_config(win).relative == "" end,
+  vim.api.nvim_tabpage_list_wins(vim.api.nvim_list_tabpages()[1]))`;
+
+/** The commands that decide the child's waiting bash, and what the child's model gets then. */
+const DECISIONS: [string, { seen: string; answer?: string }][] = [
+  ['tool:approve', { seen: 'built-ok' }],
+  // Rejected, bash never ran: the child's model got the reason as the call's error result.
+  ['tool:reject not now', { seen: '"content":"not now","is_error":true', answer: 'Skipped.' }],
+];
+
+/** The child's file, opened in the current window once it waits; its buffer. */
+async function openChild(s: Session): Promise<number> {
+  await s.d.waitForEvent('FlemmaAttention');
+  const child = await s.d.openChat('parent.tasks/01-build-alpha.chat');
+  await s.d.waitUntil(
+    'return vim.bo[...].filetype == "chat" and #vim.api.nvim_buf_get_lines(..., 0, -1, false) > 5',
+    { args: [child] },
+  );
+  return child;
+}
+
+/** The parent's window: its id, its buffer and its cursor. */
+async function parentView(
+  s: Session,
+  win = 0,
+): Promise<{ win: number; buf: number; cursor: [number, number] }> {
+  return s.d.lua(
+    `local win = ... ~= 0 and ... or vim.api.nvim_get_current_win()
+    return { win = win, buf = vim.api.nvim_win_get_buf(win), cursor = vim.api.nvim_win_get_cursor(win) }`,
+    win,
+  );
+}
+
+/**
+ * `<M-CR>` on the parent's waiting `task` call: the child opens in a second window, where the
+ * user goes. The parent's window as it was before (it must stay so).
+ */
+async function showFromParent(
+  s: Session,
+): Promise<{ win: number; buf: number; cursor: [number, number] }> {
+  await cursorOn(s, s.buf, '**Tool Result:** `toolu_A`');
+  const parent = await parentView(s);
+  await s.d.press('<M-CR>');
+  // In the first tab (a diff opens in a tab of its own).
+  await s.d.waitUntil(
+    `local wins = ${WINDOWS}
+    for _, win in ipairs(wins) do
+      local name = vim.api.nvim_buf_get_name(vim.api.nvim_win_get_buf(win))
+      if name:find("parent.tasks/01-", 1, true) then return #wins == 2 end
+    end
+    return false`,
+  );
+  return parent;
+}
+
+/**
+ * Decided, the child's next request carries `seen` (approved: what bash printed), its model
+ * answers `answer`, and that answer reaches the parent, whose follow-up goes out.
+ */
+async function childGoesOn(
+  s: Session,
+  { seen = 'built-ok', answer = 'Built.', file = '01-build-alpha' } = {},
+): Promise<FakeRequest> {
   const next = await s.f.nextRequest({ path: MESSAGES });
-  expect(text(next)).toContain('built-ok');
-  await anthropicReply(next, 'Built.');
+  expect(text(next)).toContain(seen);
+  await anthropicReply(next, answer);
   const followUp = await s.f.nextRequest({ path: MESSAGES });
-  expect(text(followUp)).toContain("Built.\\n\\nThe task's chat: parent.tasks/01-build-alpha.chat");
+  expect(text(followUp)).toContain(`${answer}\\n\\nThe task's chat: parent.tasks/${file}.chat`);
   await anthropicReply(followUp, 'Done.');
+  return next;
 }
 
 async function delegate(s: Session, calls: ScriptedCall[], chat = ['@You:', 'Delegate.']) {
@@ -199,7 +267,7 @@ describe('the task tool', () => {
     expect(existsSync(join(s.d.home, 'work', 'parent.tasks', '01-build-alpha.chat'))).toBe(true);
   });
 
-  it('a child’s call that needs approval: the parent’s preview says so, the user is called, <M-CR> on the task approves it', async () => {
+  it('a child’s call that needs approval: the parent’s preview says so, the user is called, <M-CR> on the task shows the call, approved there it goes on', async () => {
     const s = await childWaiting();
     const attention = await s.d.waitForEvent('FlemmaAttention');
     expect(attention.data).toMatchObject({ reason: 'approval', bufnr: s.buf });
@@ -207,26 +275,114 @@ describe('the task tool', () => {
     const marks = await s.d.waitForExtmarks('flemma_tool_preview', {
       bufnr: s.buf,
       until: 'vim.inspect(marks):find(value, 1, true) ~= nil',
-      value: 'task: waiting for approval: bash · turn 1',
+      value: 'task: waiting for approval: bash (<M-CR> shows it) · turn 1',
     });
     expect(marks.length).toBeGreaterThan(0);
     // The child's file holds the call waiting, and the parent's call still runs.
     expect(taskFile(s, '01-build-alpha.chat')).toContain('status=pending');
-    await pressRunOn(s, s.buf, '**Tool Result:** `toolu_A`');
+    const sent = s.f.requests.length;
+    const parent = await showFromParent(s);
+    // The child's call is on screen, under the cursor, its preview drawn; nothing ran.
+    const child = await s.d.lua<number>('return vim.api.nvim_get_current_buf()');
+    expect(await s.d.lua('return vim.api.nvim_get_current_line()')).toBe(
+      '**Tool Result:** `toolu_S`',
+    );
+    await s.d.waitForExtmarks('flemma_tool_preview', {
+      bufnr: child,
+      until: 'vim.inspect(marks):find(value, 1, true) ~= nil',
+      value: 'echo built-ok',
+    });
+    expect(taskFile(s, '01-build-alpha.chat')).toContain('status=pending');
+    expect(s.f.requests.length).toBe(sent);
+    expect(await parentView(s, parent.win)).toEqual(parent);
+    await s.d.press('<M-CR>');
     await childGoesOn(s);
   });
 
+  it.each([
+    ['ga', 'ga', '', { seen: 'toolu_W', answer: 'Written.', file: '01-write-alpha' }, 'alpha\n'],
+    // The proposal edited: the child's call is what was approved, and its file records it.
+    [
+      'ga, the proposal edited',
+      'ga',
+      'normal! ccbeta',
+      { seen: '"content":"beta\\n"', answer: 'Ok.', file: '01-write-alpha' },
+      'beta\n',
+    ],
+    [
+      'gr',
+      'gr',
+      '',
+      { seen: '"content":"not there","is_error":true', answer: 'Gave up.', file: '01-write-alpha' },
+      undefined,
+    ],
+  ])(
+    'a child’s waiting write: <M-CR> on the task opens its diff too, and deciding there (%s) lets the child go on',
+    async (_, key, edit, outcome, written) => {
+      const s = await launch({
+        config: CONFIG.replace('"bash", "task"', '"bash", "write", "task"')
+          .replace('"$default"', '"$readonly"')
+          .replace(
+            'agents = {',
+            'agents = { writer = { description = "W.", tools = { "write" } },',
+          ),
+      });
+      await s.d.command('doautocmd FocusLost');
+      await delegate(s, [task('toolu_A', 'Write alpha', { agent: 'writer' })]);
+      const [child] = (await requests(s, ['Write alpha'])).values();
+      if (child === undefined) throw new Error('no child request');
+      const input = { label: 'w', path: 'alpha.txt', content: 'alpha\n' };
+      await anthropicReply(child, 'Writing.', [{ id: 'toolu_W', name: 'write', input }]);
+      await s.d.waitForEvent('FlemmaAttention');
+      const parent = await showFromParent(s);
+      // The diff of the waiting call, in its own tab, with its keys; the child's window behind it.
+      await s.d.waitUntil(
+        'return vim.api.nvim_buf_get_name(0):find("flemma://proposed/alpha.txt", 1, true) ~= nil',
+      );
+      expect(await s.d.lua('return vim.api.nvim_get_current_line()')).toBe('alpha');
+      expect(await s.d.lua('return #vim.api.nvim_list_tabpages()')).toBe(2);
+      expect(taskFile(s, '01-write-alpha.chat')).toContain('status=pending');
+      await s.d.lua('vim.ui.input = function(_, answer) answer("not there") end');
+      if (edit !== '') await s.d.command(edit);
+      await s.d.press(key);
+      await childGoesOn(s, outcome);
+      expect(await parentView(s, parent.win)).toEqual(parent);
+      const path = join(s.d.home, 'work', 'parent.tasks', 'alpha.txt');
+      expect(existsSync(path) ? readFileSync(path, 'utf8') : undefined).toBe(written);
+    },
+  );
+
+  it.each(DECISIONS)(
+    ':Flemma %s on the task decides the child’s waiting call from the parent, showing nothing',
+    async (command, outcome) => {
+      const s = await childWaiting();
+      await s.d.waitForEvent('FlemmaAttention');
+      await cursorOn(s, s.buf, '**Tool Result:** `toolu_A`');
+      await s.d.command(`Flemma ${command}`);
+      await childGoesOn(s, outcome);
+      expect(await s.d.lua(`return #(${WINDOWS})`)).toBe(1);
+    },
+  );
+
   it('a child’s call that needs approval is approved with <M-CR> in the child’s own buffer too', async () => {
     const s = await childWaiting();
-    await s.d.waitForEvent('FlemmaAttention');
-    const child = await s.d.openChat('parent.tasks/01-build-alpha.chat');
-    await s.d.waitUntil(
-      'return vim.bo[...].filetype == "chat" and #vim.api.nvim_buf_get_lines(..., 0, -1, false) > 5',
-      { args: [child] },
-    );
+    const child = await openChild(s);
     await pressRunOn(s, child, '**Tool Result:** `toolu_S`');
     await childGoesOn(s);
   });
+
+  it.each(DECISIONS)(
+    ':Flemma %s in the child’s own buffer decides its call; the buffer is left as it was, the task goes on',
+    async (command, outcome) => {
+      const s = await childWaiting();
+      const child = await openChild(s);
+      await cursorOn(s, child, '**Tool Result:** `toolu_S`');
+      await s.d.command(`Flemma ${command}`);
+      await childGoesOn(s, outcome);
+      // The decision went to the child's file, not into its buffer: nothing unsaved there.
+      expect(await s.d.lua('return vim.bo[...].modified', child)).toBe(false);
+    },
+  );
 
   it('reads the project’s profiles only when the user opted in, and never lets one choose a provider', async () => {
     const files = {

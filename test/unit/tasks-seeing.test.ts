@@ -60,7 +60,7 @@ describe('the state line of a running child', () => {
         { type: 'request', turn: 1 },
         { type: 'attention', reason: 'approval', tools: ['bash'] },
       ],
-      'waiting for approval: bash · turn 1 · 0 tokens · $0.0000',
+      'waiting for approval: bash (<M-CR> shows it) · turn 1 · 0 tokens · $0.0000',
     ],
   ])('%s', (_, events, line) => {
     expect(stateLine(fold(events))).toBe(line);

@@ -269,7 +269,7 @@ describe('the parent’s preview of a running child', () => {
       'grep · turn 2 · 12 tokens · $0.0123 · explorer in n.tasks/01-a.chat',
     );
     expect(stateLine({ ...base, phase: 'waiting', waiting: ['bash'] }, child)).toBe(
-      'waiting for approval: bash · turn 2 · 1.5k tokens · $0.0123 · explorer in n.tasks/01-a.chat',
+      'waiting for approval: bash (<M-CR> shows it) · turn 2 · 1.5k tokens · $0.0123 · explorer in n.tasks/01-a.chat',
     );
   });
 });

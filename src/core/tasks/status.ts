@@ -120,15 +120,17 @@ export function doingNow(state: ChildState): string {
 /**
  * The state on one line, at most `max` characters, what the child does now first (a narrow
  * window cuts the end): `grep · turn 2 · 14.2k tokens · $0.0123 · explorer in
- * notes.tasks/01-a.chat` (the child named when `child` is given).
+ * notes.tasks/01-a.chat` (the child named when `child` is given). A child that waits says how to
+ * see what waits: `waiting for approval: bash (<M-CR> shows it) · …`.
  */
 export function stateLine(
   state: ChildState,
   child?: { profile: string; file: string },
   max = 160,
 ): string {
+  const doing = doingNow(state);
   const parts = [
-    doingNow(state),
+    state.phase === 'waiting' ? `${doing} (<M-CR> shows it)` : doing,
     `turn ${String(state.turn)}`,
     `${formatTokens(state.tokens)} tokens`,
     formatCost(state.cost),

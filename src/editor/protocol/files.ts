@@ -8,6 +8,14 @@ export interface FilesToLua {
   'files.changed': Method<{ path: string; running: boolean }, null>;
   /** A buffer showing `path`, if any: its number and whether it has unsaved changes. */
   'files.status': Method<{ path: string }, { bufnr?: number; modified: boolean }>;
+  /**
+   * `<M-CR>` on a `task` call (in buffer `parent`) whose child waits: open the child's file
+   * `path` at the first of `calls` (and its diff when `diff`).
+   */
+  'tasks.show': Method<
+    { parent: number; path: string; calls: { id: string; diff: boolean }[] },
+    null
+  >;
   /** A file chat's frontmatter: Lua (or a custom language) run, JSON/YAML operations checked. */
   'frontmatter.evaluate': Method<
     { bufnr: number; path: string; frontmatter: FrontmatterRequest; trusted: boolean },
@@ -26,6 +34,12 @@ export const FILES_TO_LUA = {
     kind: 'request',
     params: '`{path}`',
     answer: '`{bufnr?, modified}`',
+    section: 'chats-on-files',
+  },
+  'tasks.show': {
+    kind: 'notification',
+    params: '`{parent, path, calls}`',
+    answer: '`nil` (the child is opened in a split at its first waiting call)',
     section: 'chats-on-files',
   },
   'frontmatter.evaluate': {

@@ -14,7 +14,10 @@ import {
   taskOrigin,
 } from '../../core/tasks/listing.js';
 import { latestAnswer, returnNote } from '../../core/tasks/return.js';
-import type { DocumentState } from '../../editor/documents.js';
+import { toolCallAt } from '../../core/tools/locate.js';
+import type { DocumentState, DocumentStore } from '../../editor/documents.js';
+import type { LuaBridge } from '../../editor/lua.js';
+import type { ChildDecision, TaskService } from './service.js';
 import type { TaskBoard } from './status.js';
 
 /** One child of `:Flemma tasks`, with its absolute path (what `<CR>` opens). */
@@ -73,4 +76,45 @@ export function returnOf(state: Pick<DocumentState, 'document'>, path: string): 
   }
   const parent = resolve(dirname(path), origin.parent);
   return { parent, lines: returnNote(relative(dirname(parent), path), answer) };
+}
+
+/** A rejection, with the user's reason when they gave one. */
+export function rejectedWith(reason: string | undefined): ChildDecision {
+  return reason === undefined || reason.trim() === ''
+    ? { status: 'rejected' }
+    : { status: 'rejected', message: reason };
+}
+
+/** What a decision on a child's waiting call needs of the host. */
+export interface ChildDecisionDeps {
+  documents: Pick<DocumentStore, 'attach'>;
+  lua: Pick<LuaBridge, 'call'>;
+  tasks: Pick<TaskService, 'decideWaiting' | 'waitsInChild'>;
+}
+
+/**
+ * `:Flemma tool:approve` / `tool:reject` (or the diff's `gr`) on the call `at` (its 0-based row,
+ * or its id) of buffer `bufnr`: a `task` call whose child waits decides the child's waiting
+ * calls, a waiting call in a child's own buffer decides that call, and the child goes on
+ * (docs/tasks.md). Whether the call was one (else the buffer's own decision applies).
+ */
+export async function decideChildCall(
+  deps: ChildDecisionDeps,
+  bufnr: number,
+  at: { row: number } | { id: string },
+  decision: ChildDecision,
+): Promise<boolean> {
+  let id: string;
+  if ('id' in at) id = at.id;
+  else {
+    const state = await deps.documents.attach(bufnr);
+    const found = state === undefined ? undefined : toolCallAt(state.document, at.row + 1);
+    if (found?.ok !== true) return false;
+    id = found.call.id;
+  }
+  if (deps.tasks.decideWaiting(bufnr, id, null, decision)) return true;
+  // Only for a call a child waits on is the buffer's file asked for.
+  if (!deps.tasks.waitsInChild(id)) return false;
+  const facts = await deps.lua.call('tools.facts', { bufnr });
+  return deps.tasks.decideWaiting(bufnr, id, facts.filename, decision);
 }

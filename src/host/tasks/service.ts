@@ -12,6 +12,11 @@
 // - The child's cost is the host session's, as every request's: the parent's
 //   `limits.max_session_cost` is handed down, and the child's own cap is the lower of its
 //   profile's `max_cost` and what the session may still spend.
+// - A child's call that waits is decided by the user, never here: `<M-CR>` on the parent's
+//   `task` call only shows it (the child's file at the call, its diff); `:Flemma tool:approve` /
+//   `reject` on the `task` call decide all the child's waiting calls, a decision in the child's
+//   buffer (or its diff) the one call. The decision is applied to the file chat when it is read
+//   again, never written into the child's buffer (which would then hold unsaved changes).
 import { mkdir, readdir } from 'node:fs/promises';
 import { realpathSync } from 'node:fs';
 import { basename, dirname, join, relative, resolve } from 'node:path';
@@ -56,8 +61,24 @@ export interface TaskServiceDeps {
   progress?: (parent: number, toolId: string, event: Files.RunEvent, child: ChildOf) => void;
   /** A child's run ended (the parent's preview of its call goes; `:Flemma tasks` keeps it). */
   ended?: (parent: number, toolId: string, end: ChildEnd, child: ChildOf) => void;
-  /** Approve the calls `ids` that wait in the child chat `child` (as the user would). */
-  approve?: (child: number, ids: string[]) => Promise<void>;
+  /** Decide the calls `ids` that wait in the child chat `child` (as the user would). */
+  decide?: (child: number, ids: string[], decision: ChildDecision) => Promise<void>;
+  /**
+   * `<M-CR>` on the parent's `task` call whose child waits: the child's file is shown at its
+   * first waiting call (and that call's diff, when it changes a file); nothing is decided.
+   */
+  show?: (parent: number, path: string, calls: readonly Files.WaitingCall[]) => void;
+}
+
+/** The user's decision on a child's waiting calls. */
+export type ChildDecision =
+  | { status: 'approved'; /** The call as the user changed it in its diff. */ use?: ChildUse }
+  | { status: 'rejected'; message?: string };
+
+/** A call's name and input. */
+export interface ChildUse {
+  name: string;
+  input: Record<string, unknown>;
 }
 
 /** A child as its parent names it: its profile, its file relative to the parent's directory. */
@@ -111,8 +132,15 @@ function endOf(outcome: Files.RunOutcome): ChildEnd {
 /** A task call whose child waits: its file, the calls that wait, and what lets it go on. */
 interface Waiting {
   path: string;
+  calls: readonly Files.WaitingCall[];
+  /** The user decided the calls `ids` (of `calls`): the child is read again and goes on. */
+  go: (ids: string[], decision: ChildDecision) => void;
+}
+
+/** The decision the child goes on with, and on which of its calls. */
+interface Decided {
   ids: string[];
-  go: () => void;
+  decision: ChildDecision;
 }
 
 /** The same file, links and `..` resolved where the file exists. */
@@ -263,17 +291,14 @@ export class TaskService {
           left.turns = Math.max(1, left.turns - outcome.turns);
           if (left.cost !== undefined) left.cost = Math.max(0, left.cost - outcome.cost);
           // While it waits, the file is the user's (open in a buffer, edited, saved); the parent's
-          // call stays running. Approved from the parent, the child is read again and goes on.
+          // call stays running. Decided (from the parent or the child's buffer), the child is read
+          // again, takes the decision and goes on.
           await this.deps.files.close(chat);
           chat = undefined;
-          if (!(await this.approval(ctx, path, outcome.calls, child))) {
-            return { kind: 'cancelled' };
-          }
+          const decided = await this.approval(ctx, path, outcome.calls, child);
+          if (decided === undefined) return { kind: 'cancelled' };
           chat = await this.deps.files.open(path, open);
-          await this.deps.approve?.(
-            chat.bufnr,
-            outcome.calls.map((call) => call.id),
-          );
+          await this.deps.decide?.(chat.bufnr, decided.ids, decided.decision);
         }
       } catch (error) {
         return { kind: 'error', message: (error as Error).message };
@@ -292,31 +317,68 @@ export class TaskService {
   private readonly waiting = new Map<string, Waiting>();
 
   /**
-   * `<M-CR>` on the parent's `task` call whose child waits, or on one of the waiting calls in the
-   * child's own buffer (its file `file`): the child's waiting calls are approved and it goes on.
-   * Whether the call was one.
+   * `<M-CR>` on the parent's `task` call whose child waits shows the child's waiting calls
+   * (`show`); on one of the waiting calls in the child's own buffer (its file `file`) it approves
+   * that call and the child goes on. Whether the call was one.
    */
   approveWaiting(bufnr: number, toolId: string, file?: string | null): boolean {
-    const entry =
-      this.waiting.get(`${String(bufnr)}:${toolId}`) ??
-      [...this.waiting.values()].find(
-        (waiting) => file != null && samePath(waiting.path, file) && waiting.ids.includes(toolId),
-      );
-    if (entry === undefined) return false;
-    entry.go();
-    return true;
+    const parent = this.waiting.get(`${String(bufnr)}:${toolId}`);
+    if (parent !== undefined) {
+      this.deps.show?.(bufnr, parent.path, parent.calls);
+      return true;
+    }
+    return this.decideWaiting(bufnr, toolId, file, { status: 'approved' });
   }
 
   /**
-   * The child's `calls` wait: the parent's preview says so and the user is called; resolves true
-   * once they are approved from the parent, false when the call is cancelled first.
+   * A decision (`:Flemma tool:approve`, `tool:reject`, the diff's keys) on the parent's `task`
+   * call whose child waits decides all the child's waiting calls; on one of the waiting calls in
+   * the child's own buffer (its file `file`), that call. Whether the call was one.
+   */
+  decideWaiting(
+    bufnr: number,
+    toolId: string,
+    file: string | null | undefined,
+    decision: ChildDecision,
+  ): boolean {
+    const parent = this.waiting.get(`${String(bufnr)}:${toolId}`);
+    if (parent !== undefined) {
+      parent.go(
+        parent.calls.map((call) => call.id),
+        decision,
+      );
+      return true;
+    }
+    const child = this.childWaiting(toolId, file);
+    if (child === undefined) return false;
+    child.go([toolId], decision);
+    return true;
+  }
+
+  /** Whether `toolId` is a waiting call of a child (the file of its buffer is then needed). */
+  waitsInChild(toolId: string): boolean {
+    return [...this.waiting.values()].some((entry) =>
+      entry.calls.some((call) => call.id === toolId),
+    );
+  }
+
+  private childWaiting(toolId: string, file: string | null | undefined): Waiting | undefined {
+    if (file == null) return undefined;
+    return [...this.waiting.values()].find(
+      (entry) => samePath(entry.path, file) && entry.calls.some((call) => call.id === toolId),
+    );
+  }
+
+  /**
+   * The child's `calls` wait: the parent's preview says so and the user is called; resolves with
+   * the user's decision, undefined when the call is cancelled first.
    */
   private approval(
     ctx: ToolContext,
     path: string,
     calls: readonly Files.WaitingCall[],
     child: ChildOf,
-  ): Promise<boolean> {
+  ): Promise<Decided | undefined> {
     const names = [...new Set(calls.map((call) => call.name))];
     // The preview says what waits, and the parent's attention is called (status.ts); the
     // approved calls starting in the child take the line back to running.
@@ -326,17 +388,16 @@ export class TaskService {
     return new Promise((resolve) => {
       const cancel = (): void => {
         this.waiting.delete(key);
-        resolve(false);
+        resolve(undefined);
       };
       ctx.signal.addEventListener('abort', cancel, { once: true });
-      const ids = calls.map((call) => call.id);
       this.waiting.set(key, {
         path,
-        ids,
-        go: () => {
+        calls,
+        go: (ids, decision) => {
           ctx.signal.removeEventListener('abort', cancel);
           this.waiting.delete(key);
-          resolve(true);
+          resolve({ ids, decision });
         },
       });
     });

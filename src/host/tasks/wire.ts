@@ -8,13 +8,17 @@ import type { EditorStates } from '../editor-state.js';
 import type { SessionRegistry } from '../session.js';
 import type { ToolCommands } from '../tools/commands.js';
 import type { ToolCatalogue } from '../tools/catalogue.js';
+import { FileChanges } from '../tools/file-changes.js';
+import { rewrittenUse } from '../tools/diff-review.js';
+import type { ResultWriter } from '../tools/results.js';
+import { emptyPlaceholders } from '../../core/tools/locate.js';
 import type { UsageTracker } from '../usage.js';
-import { TaskService } from './service.js';
+import { type ChildUse, TaskService } from './service.js';
 import type { TaskBoard } from './status.js';
 
 export interface TaskWiring {
-  base: Pick<HostBase, 'documents' | 'logger'>;
-  catalogue: Pick<ToolCatalogue, 'addBuiltin' | 'specsFor'>;
+  base: Pick<HostBase, 'documents' | 'logger' | 'lua'>;
+  catalogue: Pick<ToolCatalogue, 'addBuiltin' | 'specsFor' | 'isBuiltin'>;
   states: Pick<EditorStates, 'get'>;
   usage: Pick<UsageTracker, 'session'>;
   files: Pick<FileChats, 'open' | 'run' | 'close'>;
@@ -22,6 +26,16 @@ export interface TaskWiring {
   taskBoard: Pick<TaskBoard, 'progress' | 'ended'>;
   sessions: Pick<SessionRegistry, 'of'>;
   commands: Pick<ToolCommands, 'setStatusAt'>;
+  results: Pick<ResultWriter, 'fresh' | 'applyEdits'>;
+}
+
+/** The tool use `id` of chat `child` made `use`, as the user changed it in its diff. */
+async function changedUse(s: TaskWiring, child: number, id: string, use: ChildUse): Promise<void> {
+  const state = await s.results.fresh(child);
+  const slot =
+    state === undefined ? undefined : emptyPlaceholders(state.document).find((p) => p.id === id);
+  if (state === undefined || slot === undefined) return;
+  await s.results.applyEdits(child, [rewrittenUse(slot, use, state.lines)]);
 }
 
 /** The task service, its tool registered in the catalogue. */
@@ -38,18 +52,33 @@ export function createTasks(s: TaskWiring): TaskService {
     logger: s.base.logger,
     progress: s.taskBoard.progress,
     ended: s.taskBoard.ended,
-    approve: async (child, ids) => {
+    decide: async (child, ids, decision) => {
       const state = await s.base.documents.attach(child);
       if (state === undefined) return;
-      // Each waiting call as the user approves it in a buffer (`:Flemma tool:approve`).
+      const message = decision.status === 'rejected' ? decision.message : undefined;
+      // Each waiting call as the user decides it in a buffer (`:Flemma tool:approve`, `reject`).
       for (const block of waitingBlocks(state.document)) {
         if (!ids.includes(block.id)) continue;
+        if (decision.status === 'approved' && decision.use !== undefined) {
+          await changedUse(s, child, block.id, decision.use);
+        }
         await s.sessions
           .of(child)
           .decide(undefined, () =>
-            s.commands.setStatusAt(child, block.toolUseLine - 1, 'approved'),
+            s.commands.setStatusAt(child, block.toolUseLine - 1, decision.status, message),
           );
       }
+    },
+    show: (parent, path, calls) => {
+      // Lua opens the file beside the parent at the first waiting call, and its diff when the
+      // built-in review covers it (a pending `write` or `edit`).
+      const diff = (name: string): boolean =>
+        FileChanges.covers(name) && s.catalogue.isBuiltin(name);
+      s.base.lua.notify('tasks.show', {
+        parent,
+        path,
+        calls: calls.map((call) => ({ id: call.id, diff: diff(call.name) })),
+      });
     },
   });
   s.catalogue.addBuiltin(

@@ -16,7 +16,9 @@
 import type { ChatDocument } from '../../core/chat/ast.js';
 import { toolUse } from '../../core/chat/writer.js';
 import { inputFor, proposedContent } from '../../core/tools/file-change.js';
-import { emptyPlaceholders, toolCallAt } from '../../core/tools/locate.js';
+import { type EmptyPlaceholder, emptyPlaceholders, toolCallAt } from '../../core/tools/locate.js';
+import type { Edit } from '../../core/chat/edits.js';
+import type { DocumentState } from '../../editor/documents.js';
 import type { DiffAnswer, DiffSpec } from '../../editor/protocol/review.js';
 import type { HostBase } from '../base.js';
 import type { ToolCatalogue } from './catalogue.js';
@@ -43,6 +45,22 @@ function asRecord(value: unknown): Record<string, unknown> | undefined {
   return typeof value === 'object' && value !== null && !Array.isArray(value)
     ? (value as Record<string, unknown>)
     : undefined;
+}
+
+/** The edit that makes the tool use of `slot` the call `next` (its id kept). */
+export function rewrittenUse(
+  slot: Pick<EmptyPlaceholder, 'id' | 'useSpan'>,
+  next: { name: string; input: Record<string, unknown> },
+  lines: readonly string[],
+): Edit {
+  const start = slot.useSpan.startLine - 1;
+  const end = slot.useSpan.endLine;
+  return {
+    start,
+    end,
+    lines: toolUse({ name: next.name, id: slot.id, input: next.input }),
+    expect: lines.slice(start, end),
+  };
 }
 
 export class DiffReview {
@@ -91,7 +109,60 @@ export class DiffReview {
     before: string,
     content: string,
   ): Promise<DiffAnswer> {
-    let state = await this.deps.results.fresh(bufnr);
+    const checked = await this.check(bufnr, toolId, before, content);
+    if ('status' in checked) return checked;
+    let state: DocumentState | undefined = checked.state;
+    if (checked.next !== undefined) {
+      // The user changed the proposal: the chat records the call that leaves what they approved.
+      await this.deps.results.applyEdits(bufnr, [
+        rewrittenUse(checked.slot, checked.next, state.lines),
+      ]);
+      state = await this.deps.results.fresh(bufnr);
+    }
+    const now = state === undefined ? undefined : this.pending(state.document, toolId);
+    if (now === undefined) {
+      this.warn(`Tool ${toolId} is not waiting for approval`);
+      return { status: 'gone' };
+    }
+    // Not awaited: the answer closes the diff now, the call runs as any other.
+    this.run(bufnr, now.fenceLine - 1);
+    return { status: 'approved' };
+  }
+
+  /**
+   * Approve, as `approve` checks it, a call that another chat runs: a `task`'s child waiting in
+   * this buffer's file. `decide` hands it the call as the proposed side leaves it (`use`: its
+   * new name and input when the user changed the proposal); undefined when the call is not one.
+   */
+  async approveElsewhere(
+    bufnr: number,
+    toolId: string,
+    proposal: { before: string; content: string },
+    decide: (use: { name: string; input: Record<string, unknown> } | undefined) => Promise<boolean>,
+  ): Promise<DiffAnswer | undefined> {
+    const checked = await this.check(bufnr, toolId, proposal.before, proposal.content);
+    if ('status' in checked) return checked;
+    return (await decide(checked.next)) ? { status: 'approved' } : undefined;
+  }
+
+  /**
+   * The pending call `toolId` and what approving `content` makes of it (`next`: its new name and
+   * input when the user changed the proposal), or the answer when it cannot be approved.
+   */
+  private async check(
+    bufnr: number,
+    toolId: string,
+    before: string,
+    content: string,
+  ): Promise<
+    | DiffAnswer
+    | {
+        state: DocumentState;
+        slot: EmptyPlaceholder;
+        next: { name: string; input: Record<string, unknown> } | undefined;
+      }
+  > {
+    const state = await this.deps.results.fresh(bufnr);
     const slot = state === undefined ? undefined : this.pending(state.document, toolId);
     if (state === undefined || slot === undefined) {
       this.warn(`Tool ${toolId} is not waiting for approval`);
@@ -109,29 +180,12 @@ export class DiffReview {
       };
     }
     const planned = proposedContent(slot.name, file.input, file.before);
-    if (!(planned?.ok === true && planned.after === content)) {
-      // The user changed the proposal: the chat records the call that leaves what they approved.
-      const next = inputFor(slot.name, file.input, file.before, content);
-      const start = slot.useSpan.startLine - 1;
-      const end = slot.useSpan.endLine;
-      await this.deps.results.applyEdits(bufnr, [
-        {
-          start,
-          end,
-          lines: toolUse({ name: next.name, id: slot.id, input: next.input }),
-          expect: state.lines.slice(start, end),
-        },
-      ]);
-      state = await this.deps.results.fresh(bufnr);
-    }
-    const now = state === undefined ? undefined : this.pending(state.document, toolId);
-    if (now === undefined) {
-      this.warn(`Tool ${toolId} is not waiting for approval`);
-      return { status: 'gone' };
-    }
-    // Not awaited: the answer closes the diff now, the call runs as any other.
-    this.run(bufnr, now.fenceLine - 1);
-    return { status: 'approved' };
+    const same = planned?.ok === true && planned.after === content;
+    return {
+      state,
+      slot,
+      next: same ? undefined : inputFor(slot.name, file.input, file.before, content),
+    };
   }
 
   /** Reject the call, with the user's reason when they gave one. */
