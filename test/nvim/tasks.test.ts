@@ -194,6 +194,44 @@ describe('the task tool', () => {
     expect(taskFile(s, '02-find-beta-in-the.chat')).toContain('Beta is in b.ts.');
   });
 
+  it('two tasks at once, one waiting for an approval the user gives from the parent: both results come back and the follow-up goes out', async () => {
+    const s = await launch({
+      config: CONFIG.replace('auto_approve =', 'auto_approve_sandboxed = false, auto_approve ='),
+    });
+    await s.d.command('doautocmd FocusLost');
+    await delegate(s, [
+      task('toolu_A', 'Build alpha', { agent: 'builder' }),
+      task('toolu_B', 'Find beta in the code'),
+    ]);
+    const children = await requests(s, ['Build alpha', 'Find beta']);
+    const alpha = children.get('Build alpha');
+    const beta = children.get('Find beta');
+    if (alpha === undefined || beta === undefined) throw new Error('no child requests');
+    const bash = { label: 'b', command: 'echo built-ok', timeout: null };
+    await anthropicReply(alpha, 'Running.', [{ id: 'toolu_S', name: 'bash', input: bash }]);
+    await anthropicReply(beta, 'Beta is in b.ts.');
+    // The builder's bash waits: the user is called and approves it from the parent.
+    await s.d.waitForEvent('FlemmaAttention');
+    expect(taskFile(s, '01-build-alpha.chat')).toContain('status=pending');
+    await cursorOn(s, s.buf, '**Tool Result:** `toolu_A`');
+    await s.d.command('Flemma tool:approve');
+    const next = await s.f.nextRequest({ path: MESSAGES });
+    expect(text(next)).toContain('built-ok');
+    await anthropicReply(next, 'Built.');
+    const followUp = await s.f.nextRequest({ path: MESSAGES });
+    expect(text(followUp)).toContain(
+      "Built.\\n\\nThe task's chat: parent.tasks/01-build-alpha.chat",
+    );
+    expect(text(followUp)).toContain(
+      "Beta is in b.ts.\\n\\nThe task's chat: parent.tasks/02-find-beta-in-the.chat",
+    );
+    await anthropicReply(followUp, 'Both done.');
+    await s.d.waitForEvent('FlemmaRequestFinished', {
+      match: (event) => event.data['bufnr'] === s.buf,
+    });
+    expect(taskFile(s, '01-build-alpha.chat')).toContain('@Assistant:\nBuilt.');
+  });
+
   it('<C-c> in the parent cancels its running children; their files keep the partial reply', async () => {
     const s = await launch({ config: CONFIG });
     await delegate(s, [task('toolu_A', 'Find alpha'), task('toolu_B', 'Find beta')]);
