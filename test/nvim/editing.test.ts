@@ -133,6 +133,33 @@ describe('editing.conceal', () => {
     expect((await concealAfter(d, 'enew', 'buffer c.chat'))[1]).toBe('nv');
   });
 
+  it('keymaps.normal.conceal_toggle (<Space><Space>) turns conceal off and on in the window, and says so', async () => {
+    const d = await start('{ editing = { conceal = "3n" } }');
+    d.writeFile('notes.txt', 'notes\n');
+    await d.openChat('c.chat', ['@You:', 'Hi']);
+    await d.command('split notes.txt');
+    await d.command('buffer c.chat');
+    await d.press('<Space><Space>');
+    expect(await conceal(d)).toEqual([0, 'n']);
+    expect(await d.commandOutput('messages')).toContain('Flemma: conceal off (conceallevel=0)');
+    // The other window showing the chat keeps its own.
+    expect(await d.lua('return vim.wo[vim.fn.win_getid(vim.fn.winnr("j"))].conceallevel')).toBe(3);
+    await d.press('<Space><Space>');
+    expect(await conceal(d)).toEqual([3, 'n']);
+    expect(await d.commandOutput('messages')).toContain('Flemma: conceal on (conceallevel=3)');
+  });
+
+  it('maps no conceal toggle that starts with the leader key, nor with conceal_toggle = false', async () => {
+    for (const [options, before] of [
+      ['{}', 'vim.g.mapleader = " "'],
+      ['{ keymaps = { normal = { conceal_toggle = false } } }', ''],
+    ]) {
+      const d = await start(options, before);
+      await d.openChat('c.chat', ['@You:', 'Hi']);
+      expect(await d.lua('return vim.fn.maparg("<Space><Space>", "n")')).toBe('');
+    }
+  });
+
   it('takes any spec: level and cursor flags', async () => {
     const d = await start('{ editing = { conceal = "1i" } }');
     await d.openChat('c.chat', ['@You:', 'Hi']);

@@ -348,6 +348,17 @@ function M.bindings(bufnr)
       ui.toggle_fold()
     end, "toggle the fold of the message", true)
   end
+  local conceal = normal.conceal_toggle
+  if conceal == nil then
+    conceal = "<Space><Space>"
+  end
+  -- Not mapped when it starts with the leader key: it would hide the user's leader mappings.
+  if type(conceal) == "string" and not H.starts_with_leader(conceal) then
+    map("n", conceal, function()
+      local level = ui.toggle_conceal()
+      notify.info(level > 0 and ("conceal on (conceallevel=" .. level .. ")") or "conceal off (conceallevel=0)")
+    end, "conceal on or off in this window")
+  end
   -- Navigation (docs/navigation.md): tool use <-> result, and `@./file` references.
   map("n", normal.goto_definition == nil and "gd" or normal.goto_definition, function()
     navigation.goto_definition()
@@ -384,15 +395,26 @@ function M.setup_buffer(bufnr)
 end
 
 --- Whether `lhs` is the leader key (`mapleader`, default backslash).
-function H.is_leader(lhs)
+local function leader_keys()
   local leader = vim.g.mapleader
   if leader == nil then
     leader = "\\"
   end
-  local function norm(keys)
-    return vim.api.nvim_replace_termcodes(keys, true, true, true)
-  end
-  return norm(lhs) == norm(leader)
+  return vim.api.nvim_replace_termcodes(leader, true, true, true)
+end
+
+local function keys_of(lhs)
+  return vim.api.nvim_replace_termcodes(lhs, true, true, true)
+end
+
+function H.is_leader(lhs)
+  return keys_of(lhs) == leader_keys()
+end
+
+--- Whether `lhs` begins with the leader key (a map of it would hide `<leader>…` maps).
+function H.starts_with_leader(lhs)
+  local leader = leader_keys()
+  return leader ~= "" and keys_of(lhs):sub(1, #leader) == leader
 end
 
 --- Forget a wiped buffer.

@@ -261,6 +261,11 @@ function M.lock_changed(bufnr)
 end
 
 --- Toggle the fold of the message under the cursor.
+--- Conceal on or off in the current window (`keymaps.normal.conceal_toggle`); the new level.
+function M.toggle_conceal()
+  return window.toggle_conceal(vim.api.nvim_get_current_win())
+end
+
 function M.toggle_fold()
   local bufnr = vim.api.nvim_get_current_buf()
   local st = M.structure(bufnr)

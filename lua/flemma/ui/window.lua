@@ -80,6 +80,14 @@ function M.apply(win, bufnr, again)
   per_win[bufnr] = now
 end
 
+--- `keymaps.normal.conceal_toggle`: the current window's 'conceallevel' between 0 and the level
+--- `editing.conceal` sets (2 when it sets none), window-locally like the rest. Returns the new level.
+function M.toggle_conceal(win)
+  local level = vim.wo[win].conceallevel > 0 and 0 or (H.conceal and H.conceal.level or 2)
+  set_local(win, "conceallevel", level)
+  return level
+end
+
 --- Every window showing `bufnr`.
 function M.apply_all(bufnr, again)
   for _, win in ipairs(vim.fn.win_findbuf(bufnr)) do
