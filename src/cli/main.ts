@@ -2,6 +2,7 @@
 // clone): runs a chat from the shell with no Neovim (docs/cli.md). Loads no Neovim client: the
 // build checks that the bundle holds none.
 import { EXIT, readArgs, UsageError } from './args.js';
+import { failureLine } from './output.js';
 import { runChat } from './run.js';
 
 declare const __FLEMMA_VERSION__: string;
@@ -45,10 +46,10 @@ async function main(argv: readonly string[]): Promise<number> {
     return await runChat(args, { streams, env: process.env, signal: controller.signal });
   } catch (error) {
     if (error instanceof UsageError) {
-      streams.err(`flemma: ${error.message}\n`);
+      streams.err(failureLine(error, process.env, ''));
       return EXIT.usage;
     }
-    streams.err(`flemma: error: ${error instanceof Error ? error.message : String(error)}\n`);
+    streams.err(failureLine(error, process.env));
     return EXIT.error;
   }
 }

@@ -2,7 +2,7 @@
 // `--json` one JSON event per line (request, delta, tool_start, tool_end, usage, result, error);
 // progress on stderr only when stderr is a terminal; notes and errors on stderr, secrets redacted.
 import type { RunEvent, RunOutcome } from '../files/api.js';
-import { REDACTED, type Redactor } from '../core/secrets/redact.js';
+import { REDACTED, Redactor } from '../core/secrets/redact.js';
 
 /** Where the CLI writes: the process's streams in the program, anything in a test. */
 export interface Streams {
@@ -137,4 +137,15 @@ export class Output {
   body(body: unknown): void {
     this.streams.out(`${JSON.stringify(body, null, this.options.json ? undefined : 2)}\n`);
   }
+}
+
+/**
+ * The line for an error nothing else caught (`flemma: error: …`), with what looks secret in it
+ * and the secret-looking variables of `env` redacted, as every other line the CLI prints.
+ */
+export function failureLine(error: unknown, env: NodeJS.ProcessEnv, prefix = 'error: '): string {
+  const redactor = new Redactor();
+  redactor.addEnvironment(env);
+  const message = error instanceof Error ? error.message : String(error);
+  return `flemma: ${prefix}${redactor.text(message)}\n`;
 }

@@ -7,6 +7,7 @@ import { luaLiteralFrontmatter } from '../../src/core/config/lua-literal.js';
 import { checkOps, schemaDefaults } from '../../src/core/config/schema-data.js';
 import { mergeUserConfig } from '../../src/core/config/user-config.js';
 import { readArgs } from '../../src/cli/args.js';
+import { failureLine } from '../../src/cli/output.js';
 
 describe('a Lua frontmatter read as literals', () => {
   it('records assignments, list methods, + and -, and variables with their buffer lines', () => {
@@ -166,5 +167,18 @@ describe('the command line', () => {
     [['walk'], "unknown command 'walk'"],
   ])('refuses %j', (argv, message) => {
     expect(() => readArgs(argv)).toThrow(message);
+  });
+});
+
+describe('the line of an error nothing else caught', () => {
+  it('says the error with the secrets of the environment and key-shaped strings redacted', () => {
+    const env = { ANTHROPIC_API_KEY: 'sk-ant-very-secret-value-1234', HOME: '/home/me' };
+    const line = failureLine(
+      new Error('could not read /home/me/x: sk-ant-very-secret-value-1234 rejected'),
+      env,
+    );
+    expect(line).toMatch(/^flemma: error: could not read \/home\/me\/x: .* rejected\n$/);
+    expect(line).not.toContain('very-secret');
+    expect(failureLine('plain', {}, '')).toBe('flemma: plain\n');
   });
 });
