@@ -185,6 +185,9 @@ describe('the trust messages', () => {
     d.writeFile('t.chat', [...fm, ...TEMPLATE].join('\n') + '\n');
     await d.openChat('t.chat');
     await d.waitForEvent('FlemmaBootComplete');
+    // The chat as a user sees it before sending: its trust diagnostics drawn. (On Neovim 0.10 a
+    // message shown before the diagnostics' signs first appear can be wiped by that redraw.)
+    await d.waitUntil('return #vim.diagnostic.get(0) > 0');
     const mark = d.notificationCount;
     await d.press('<C-]>');
     const text = await shown(d, /:trust/, mark);
