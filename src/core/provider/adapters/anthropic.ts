@@ -8,21 +8,8 @@ import { guardedClient, sdkOptions } from './client.js';
 import { endpointOf, sdkFailure } from '../transport.js';
 import { assertNever } from '../../util/never.js';
 import { EventMapper } from './anthropic-events.js';
-import {
-  ProviderError,
-  sortKeys,
-  wireToolId,
-  wireToolName,
-  type ConnectionOptions,
-  type EvaluatedMessage,
-  type EvaluatedPart,
-  type EvaluatedThinking,
-  type EvaluatedToolResult,
-  type EvaluatedToolUse,
-  type ProviderAdapter,
-  type ProviderEvent,
-  type ProviderRequest,
-} from '../types.js';
+import { ProviderError, sortKeys, wireToolId, wireToolName } from '../types.js';
+import type * as P from '../types.js';
 
 const PROVIDER = 'anthropic';
 
@@ -35,7 +22,7 @@ const TRAILING_KEYS = ['system', 'tools', 'messages'] as const;
 type Block = Record<string, unknown>;
 type CacheControl = { type: 'ephemeral' } | { type: 'ephemeral'; ttl: '1h' };
 
-function cacheControlFor(retention: ProviderRequest['cacheRetention']): CacheControl | undefined {
+function cacheControlFor(retention: P.ProviderRequest['cacheRetention']): CacheControl | undefined {
   switch (retention) {
     case 'short':
       return { type: 'ephemeral' };
@@ -58,7 +45,7 @@ function base64Source(mimeType: string, data: string): Block {
 }
 
 /** A file part as a content block (never a plain text part: callers handle those). */
-function fileBlock(part: Exclude<EvaluatedPart, { kind: 'text' }>, unsupported: string): Block {
+function fileBlock(part: Exclude<P.EvaluatedPart, { kind: 'text' }>, unsupported: string): Block {
   switch (part.kind) {
     case 'image':
       return { source: base64Source(part.mimeType, part.data), type: 'image' };
@@ -77,7 +64,7 @@ function fileBlock(part: Exclude<EvaluatedPart, { kind: 'text' }>, unsupported: 
   }
 }
 
-function toolResultBlock(result: EvaluatedToolResult): Block {
+function toolResultBlock(result: P.EvaluatedToolResult): Block {
   const textOnly = result.parts.every((p) => p.kind === 'text' || p.kind === 'text_file');
   const content = textOnly
     ? result.parts.map((p) => (p.kind === 'text' || p.kind === 'text_file' ? p.text : '')).join('')
@@ -92,7 +79,7 @@ function toolResultBlock(result: EvaluatedToolResult): Block {
     : { content, tool_use_id: id, type: 'tool_result' };
 }
 
-function userContent(parts: Extract<EvaluatedMessage, { role: 'user' }>['parts']): Block[] {
+function userContent(parts: Extract<P.EvaluatedMessage, { role: 'user' }>['parts']): Block[] {
   const results: Block[] = [];
   const others: Block[] = [];
   for (const part of parts) {
@@ -107,12 +94,12 @@ function userContent(parts: Extract<EvaluatedMessage, { role: 'user' }>['parts']
   return [...results, ...others];
 }
 
-function isNative(part: EvaluatedThinking): boolean {
+function isNative(part: P.EvaluatedThinking): boolean {
   return part.signature?.provider === PROVIDER && part.signature.value !== '';
 }
 
 function assistantContent(
-  parts: Extract<EvaluatedMessage, { role: 'assistant' }>['parts'],
+  parts: Extract<P.EvaluatedMessage, { role: 'assistant' }>['parts'],
   foreign: 'preserve' | 'drop',
 ): Block[] {
   const thinking: Block[] = [];
@@ -159,7 +146,7 @@ function assistantContent(
   return [...thinking, ...wrapped, ...texts, ...toolUses];
 }
 
-function toolUseBlock(part: EvaluatedToolUse): Block {
+function toolUseBlock(part: P.EvaluatedToolUse): Block {
   return {
     id: wireToolId(part.id),
     input: part.input ?? {},
@@ -168,7 +155,7 @@ function toolUseBlock(part: EvaluatedToolUse): Block {
   };
 }
 
-function thinkingFields(request: ProviderRequest): Block {
+function thinkingFields(request: P.ProviderRequest): Block {
   const thinking = request.thinking;
   if (thinking === undefined) return {};
   const effort = thinking.effort !== undefined && thinking.effort !== '' ? thinking.effort : '';
@@ -194,7 +181,7 @@ function thinkingFields(request: ProviderRequest): Block {
  * blocks are built with their keys in order already, so that sorting copies little beyond what
  * came from elsewhere (tool inputs, schemas).
  */
-export function buildAnthropicBody(request: ProviderRequest): Record<string, unknown> {
+export function buildAnthropicBody(request: P.ProviderRequest): Record<string, unknown> {
   const cache = cacheControlFor(request.cacheRetention);
   const foreign = request.thinking?.foreign ?? 'preserve';
   const body: Record<string, unknown> = {
@@ -289,14 +276,14 @@ const GENERATION_FIELDS = ['max_tokens', 'stream', 'temperature'];
 /** How the adapter reaches the API: a client for streams or JSON answers, and where it points. */
 interface Clients {
   loader: SdkLoader;
-  connection: ConnectionOptions;
+  connection: P.ConnectionOptions;
   clientOf: (sdk: AnthropicSdk, expect: Expected) => Anthropic;
 }
 
 export function createAnthropicAdapter(
-  connection: ConnectionOptions,
+  connection: P.ConnectionOptions,
   loader: SdkLoader,
-): ProviderAdapter {
+): P.ProviderAdapter {
   const options = sdkOptions(connection);
   const spec = {
     loader,
@@ -320,9 +307,9 @@ export function createAnthropicAdapter(
 
 async function* streamReply(
   { loader, connection, clientOf }: Clients,
-  request: ProviderRequest,
+  request: P.ProviderRequest,
   signal: AbortSignal,
-): AsyncGenerator<ProviderEvent> {
+): AsyncGenerator<P.ProviderEvent> {
   // NOTE: a function, so that the checks after each await are not narrowed away.
   const aborted = (): boolean => signal.aborted;
   if (aborted()) return;
@@ -361,7 +348,7 @@ async function* streamReply(
 /** `POST /v1/messages/count_tokens` with the request's body. */
 async function countTokens(
   { loader, connection, clientOf }: Clients,
-  request: ProviderRequest,
+  request: P.ProviderRequest,
   signal: AbortSignal,
 ): Promise<number> {
   const body = Object.fromEntries(

@@ -17,23 +17,12 @@ import { guardedClient, sdkOptions } from './client.js';
 import { endpointOf, sdkFailure, shownUrl } from '../transport.js';
 import { assertNever } from '../../util/never.js';
 import { type ReasoningField, ReplyState } from './chat-completions-events.js';
-import {
-  ProviderError,
-  sortKeys,
-  wireToolId,
-  wireToolName,
-  type ConnectionOptions,
-  type EvaluatedMessage,
-  type EvaluatedPart,
-  type EvaluatedToolResult,
-  type ProviderAdapter,
-  type ProviderEvent,
-  type ProviderRequest,
-} from '../types.js';
+import { ProviderError, sortKeys, wireToolId, wireToolName } from '../types.js';
+import type * as P from '../types.js';
 
 export type { ReasoningField };
 
-export interface ChatCompletionsOptions extends ConnectionOptions {
+export interface ChatCompletionsOptions extends P.ConnectionOptions {
   /** Adapter (and error) name; `openai-compatible` by default. */
   name?: string;
   /**
@@ -81,7 +70,7 @@ type Connect = (
 export function createChatCompletionsAdapter(
   connection: ChatCompletionsOptions,
   loader: SdkLoader,
-): ProviderAdapter {
+): P.ProviderAdapter {
   const name = connection.name ?? DEFAULT_NAME;
   const dialect: Dialect = {
     name,
@@ -89,7 +78,7 @@ export function createChatCompletionsAdapter(
     signer: signatureProvider(name),
     names: connection.toolResultNames === true,
   };
-  const buildBody = (request: ProviderRequest): Record<string, unknown> =>
+  const buildBody = (request: P.ProviderRequest): Record<string, unknown> =>
     buildChatBody(request, dialect);
   // The SDK's logger writes to the console; the host's stdout is the RPC channel.
   const options = { ...sdkOptions(connection), logLevel: 'off' as const };
@@ -108,9 +97,11 @@ export function createChatCompletionsAdapter(
     if (connection.timeoutMs !== undefined) where.timeoutMs = connection.timeoutMs;
     return { client, where };
   };
-  const stream = (request: ProviderRequest, signal: AbortSignal): AsyncGenerator<ProviderEvent> =>
-    streamReply(loader, connect, dialect, request, signal);
-  const countTokens = (request: ProviderRequest, signal: AbortSignal): Promise<number> =>
+  const stream = (
+    request: P.ProviderRequest,
+    signal: AbortSignal,
+  ): AsyncGenerator<P.ProviderEvent> => streamReply(loader, connect, dialect, request, signal);
+  const countTokens = (request: P.ProviderRequest, signal: AbortSignal): Promise<number> =>
     countTokensOf(loader, connect, dialect, request, signal);
   return name === 'moonshot'
     ? { name, buildBody, stream, countTokens }
@@ -121,9 +112,9 @@ async function* streamReply(
   loader: SdkLoader,
   connect: Connect,
   dialect: Dialect,
-  request: ProviderRequest,
+  request: P.ProviderRequest,
   signal: AbortSignal,
-): AsyncGenerator<ProviderEvent, void, undefined> {
+): AsyncGenerator<P.ProviderEvent, void, undefined> {
   // A function, so that the checks below are not narrowed away after the first one.
   const aborted = (): boolean => signal.aborted;
   const sdk = await loader.load('openai');
@@ -156,7 +147,7 @@ async function countTokensOf(
   loader: SdkLoader,
   connect: Connect,
   dialect: Dialect,
-  request: ProviderRequest,
+  request: P.ProviderRequest,
   signal: AbortSignal,
 ): Promise<number> {
   const sdk = await loader.load('openai');
@@ -181,7 +172,7 @@ async function countTokensOf(
 // ---------------------------------------------------------------------------------------------
 // Request body
 
-function buildChatBody(request: ProviderRequest, dialect: Dialect): Record<string, unknown> {
+function buildChatBody(request: P.ProviderRequest, dialect: Dialect): Record<string, unknown> {
   const { name, field, signer, names } = dialect;
   const isNative = (signature: { provider: string } | undefined): boolean =>
     signature !== undefined && (signature.provider === signer || signature.provider === name);
@@ -222,10 +213,10 @@ interface ConvertContext {
   names: boolean;
 }
 
-function convertMessage(message: EvaluatedMessage, context: ConvertContext): unknown[] {
+function convertMessage(message: P.EvaluatedMessage, context: ConvertContext): unknown[] {
   if (message.role === 'user') {
     const out: unknown[] = [];
-    const rest: EvaluatedPart[] = [];
+    const rest: P.EvaluatedPart[] = [];
     for (const part of message.parts) {
       if (part.kind === 'tool_result') {
         out.push({
@@ -290,7 +281,7 @@ function convertMessage(message: EvaluatedMessage, context: ConvertContext): unk
 }
 
 /** A part as plain text; files that cannot travel inline are named as `@<filename>`. */
-function partText(part: EvaluatedPart): string {
+function partText(part: P.EvaluatedPart): string {
   switch (part.kind) {
     case 'text':
     case 'text_file':
@@ -304,14 +295,14 @@ function partText(part: EvaluatedPart): string {
   }
 }
 
-function toolResultContent(result: EvaluatedToolResult): string {
+function toolResultContent(result: P.EvaluatedToolResult): string {
   const text = result.parts.map(partText).join('');
   if (!result.isError) return text;
   return text === '' ? 'Error: Tool execution failed' : `Error: ${text}`;
 }
 
 /** A string when the message is only text, else text and image parts; undefined when empty. */
-function userContent(parts: EvaluatedPart[]): string | unknown[] | undefined {
+function userContent(parts: P.EvaluatedPart[]): string | unknown[] | undefined {
   if (!parts.some((part) => part.kind === 'image')) {
     const text = parts.map(partText).join('');
     return text.trim() === '' ? undefined : text;

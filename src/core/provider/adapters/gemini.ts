@@ -9,18 +9,8 @@ import { guardedClient } from './client.js';
 import { assertNever } from '../../util/never.js';
 import { carriedError, connectSdk, streamSdk } from '../transport.js';
 import { ChunkReader } from './gemini-events.js';
-import {
-  ProviderError,
-  sortedCopy,
-  wireToolName,
-  type EvaluatedMessage,
-  type EvaluatedPart,
-  type EvaluatedToolResult,
-  type ProviderAdapter,
-  type ProviderEvent,
-  type ProviderRequest,
-  errorForStatus,
-} from '../types.js';
+import { ProviderError, sortedCopy, wireToolName, errorForStatus } from '../types.js';
+import type * as P from '../types.js';
 
 export interface GeminiAdapterOptions {
   /** Gemini API key (Gemini API mode only). */
@@ -38,8 +28,8 @@ export interface GeminiAdapterOptions {
   timeoutMs?: number;
 }
 
-type UserPart = Extract<EvaluatedMessage, { role: 'user' }>['parts'][number];
-type AssistantPart = Extract<EvaluatedMessage, { role: 'assistant' }>['parts'][number];
+type UserPart = Extract<P.EvaluatedMessage, { role: 'user' }>['parts'][number];
+type AssistantPart = Extract<P.EvaluatedMessage, { role: 'assistant' }>['parts'][number];
 type AuthClient = NonNullable<NonNullable<GoogleGenAIOptions['googleAuthOptions']>['authClient']>;
 
 // The request as plain JSON: the SDK's types use enums and classes, which only exist at run time.
@@ -79,7 +69,7 @@ interface Connected {
 export function createGeminiAdapter(
   options: GeminiAdapterOptions,
   loader: SdkLoader,
-): ProviderAdapter {
+): P.ProviderAdapter {
   const name = options.vertex === undefined ? 'gemini' : 'vertex';
   const clients = new Map<Expected, Promise<Connected>>();
   const spec = {
@@ -166,7 +156,7 @@ function presetTokenClient(token: string): AuthClient {
 // Request
 
 /** The SDK's generateContent parameters, keys sorted so that equal prompts are byte-identical. */
-function buildParams(provider: string, request: ProviderRequest): GenerateContentParameters {
+function buildParams(provider: string, request: P.ProviderRequest): GenerateContentParameters {
   const config: Config = { maxOutputTokens: request.maxTokens };
   if (request.system.trim() !== '')
     config.systemInstruction = { parts: [{ text: request.system }] };
@@ -206,7 +196,7 @@ function buildParams(provider: string, request: ProviderRequest): GenerateConten
   return sortedCopy({ model: request.model, contents, config }) as GenerateContentParameters;
 }
 
-function isToolResult(part: UserPart): part is EvaluatedToolResult {
+function isToolResult(part: UserPart): part is P.EvaluatedToolResult {
   return part.kind === 'tool_result';
 }
 
@@ -238,7 +228,7 @@ function userParts(parts: UserPart[]): Part[] {
 }
 
 /** The text a part contributes to a tool result (images and PDFs travel as their own parts). */
-function partText(part: EvaluatedPart): string {
+function partText(part: P.EvaluatedPart): string {
   switch (part.kind) {
     case 'text':
     case 'text_file':
@@ -253,7 +243,7 @@ function partText(part: EvaluatedPart): string {
   }
 }
 
-function inlineData(part: Extract<EvaluatedPart, { kind: 'image' | 'pdf' }>): Part {
+function inlineData(part: Extract<P.EvaluatedPart, { kind: 'image' | 'pdf' }>): Part {
   return { inlineData: { mimeType: part.mimeType, data: part.data } };
 }
 
@@ -303,9 +293,9 @@ function toArgs(input: unknown): Record<string, unknown> {
 async function* streamReply(
   provider: string,
   connect: () => Promise<Connected>,
-  request: ProviderRequest,
+  request: P.ProviderRequest,
   signal: AbortSignal,
-): AsyncGenerator<ProviderEvent> {
+): AsyncGenerator<P.ProviderEvent> {
   const params = buildParams(provider, request);
   yield* streamSdk(
     {
@@ -337,7 +327,7 @@ async function* streamReply(
 async function countTokens(
   provider: string,
   connect: () => Promise<Connected>,
-  request: ProviderRequest,
+  request: P.ProviderRequest,
   signal: AbortSignal,
 ): Promise<number> {
   const params = buildParams(provider, request);

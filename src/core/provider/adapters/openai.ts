@@ -9,19 +9,8 @@ import { guardedClient, sdkOptions } from './client.js';
 import { connectSdk, streamSdk, endpointOf, sdkFailure } from '../transport.js';
 import { assertNever } from '../../util/never.js';
 import { EventReader, PROVIDER } from './openai-events.js';
-import {
-  ProviderError,
-  sortKeys,
-  wireToolId,
-  wireToolName,
-  type ConnectionOptions,
-  type EvaluatedMessage,
-  type EvaluatedPart,
-  type EvaluatedToolResult,
-  type ProviderAdapter,
-  type ProviderEvent,
-  type ProviderRequest,
-} from '../types.js';
+import { ProviderError, sortKeys, wireToolId, wireToolName } from '../types.js';
+import type * as P from '../types.js';
 
 /** Top-level keys moved to the end of the body, in this order, so the prompt prefix stays stable. */
 const TRAILING_KEYS = ['tools', 'input'] as const;
@@ -34,10 +23,10 @@ interface Client {
   client: OpenAI;
   timeoutMs: number | undefined;
 }
-type UserPart = Extract<EvaluatedMessage, { role: 'user' }>['parts'][number];
-type AssistantPart = Extract<EvaluatedMessage, { role: 'assistant' }>['parts'][number];
+type UserPart = Extract<P.EvaluatedMessage, { role: 'user' }>['parts'][number];
+type AssistantPart = Extract<P.EvaluatedMessage, { role: 'assistant' }>['parts'][number];
 
-export interface OpenAIOptions extends ConnectionOptions {
+export interface OpenAIOptions extends P.ConnectionOptions {
   /**
    * Label each replayed assistant message with its phase (`parameters.openai.experimental.phase`,
    * on by default): `commentary` when the message also calls a tool, else `final_answer`. Newer
@@ -51,7 +40,10 @@ interface BodyOptions {
   phase: boolean;
 }
 
-export function createOpenAIAdapter(connection: OpenAIOptions, loader: SdkLoader): ProviderAdapter {
+export function createOpenAIAdapter(
+  connection: OpenAIOptions,
+  loader: SdkLoader,
+): P.ProviderAdapter {
   const shape: BodyOptions = { phase: connection.phase ?? true };
   type Connected = Client;
   const clients = new Map<Expected, Promise<Connected>>();
@@ -110,7 +102,7 @@ const GENERATION_FIELDS = [
 /** `POST /v1/responses/input_tokens` with the request's body. */
 async function countInputTokens(
   connect: () => Promise<Client>,
-  request: ProviderRequest,
+  request: P.ProviderRequest,
   shape: BodyOptions,
   signal: AbortSignal,
 ): Promise<number> {
@@ -129,7 +121,7 @@ async function countInputTokens(
 // ---------------------------------------------------------------------------------------------
 // Request body
 
-function buildBody(request: ProviderRequest, shape: BodyOptions): Json {
+function buildBody(request: P.ProviderRequest, shape: BodyOptions): Json {
   const body: Json = {
     model: request.model,
     input: buildInput(request, shape),
@@ -174,7 +166,7 @@ function buildBody(request: ProviderRequest, shape: BodyOptions): Json {
   return sorted;
 }
 
-function buildInput(request: ProviderRequest, shape: BodyOptions): Json[] {
+function buildInput(request: P.ProviderRequest, shape: BodyOptions): Json[] {
   const input: Json[] = [];
   if (request.system !== '') input.push({ role: 'developer', content: request.system });
   const preserveForeign = (request.thinking?.foreign ?? 'preserve') === 'preserve';
@@ -212,7 +204,7 @@ function dataUrl(mimeType: string, data: string): string {
 }
 
 /** The `input_*` item for a prompt part (undefined for whitespace-only text). */
-function contentItem(part: EvaluatedPart): Json | undefined {
+function contentItem(part: P.EvaluatedPart): Json | undefined {
   switch (part.kind) {
     case 'text':
       return part.text.trim() === '' ? undefined : { type: 'input_text', text: part.text };
@@ -238,7 +230,7 @@ function contentItem(part: EvaluatedPart): Json | undefined {
 }
 
 /** A tool result's `output`: a string when it is all text, else a list of `input_*` items. */
-function resultOutput(result: EvaluatedToolResult): string | Json[] {
+function resultOutput(result: P.EvaluatedToolResult): string | Json[] {
   const textOnly = result.parts.every((p) => p.kind === 'text' || p.kind === 'text_file');
   if (textOnly) {
     const text = result.parts.map((p) => (p.kind === 'unsupported_file' ? '' : textOf(p))).join('');
@@ -253,7 +245,7 @@ function resultOutput(result: EvaluatedToolResult): string | Json[] {
   return items;
 }
 
-function textOf(part: EvaluatedPart): string {
+function textOf(part: P.EvaluatedPart): string {
   return part.kind === 'text' || part.kind === 'text_file' ? part.text : '';
 }
 
@@ -335,10 +327,10 @@ function decodeReasoning(signature: string): Json | undefined {
 
 async function* streamReply(
   connect: () => Promise<Client>,
-  request: ProviderRequest,
+  request: P.ProviderRequest,
   shape: BodyOptions,
   signal: AbortSignal,
-): AsyncGenerator<ProviderEvent> {
+): AsyncGenerator<P.ProviderEvent> {
   const body = buildBody(request, shape);
   yield* streamSdk(
     {
