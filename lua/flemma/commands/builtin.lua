@@ -7,6 +7,8 @@ local flemma_chat = lazy.require("flemma.chat")
 local turn = lazy.require("flemma.chat.turn")
 local autopilot = lazy.require("flemma.chat.autopilot")
 local compact = lazy.require("flemma.chat.compact")
+local add = lazy.require("flemma.chat.add")
+local start = lazy.require("flemma.chat.start")
 local files = lazy.require("flemma.chat.files")
 local guard = lazy.require("flemma.chat.guard")
 local switch = lazy.require("flemma.commands.switch")
@@ -492,6 +494,28 @@ M.commands = {
     desc = "Set the log level: debug, info, warn or error",
     complete = words(unpack(LOG_LEVELS)),
     run = H.log_level,
+  },
+  -- A new chat from anywhere (docs/chats.md, "Starting chats").
+  new = {
+    starts_host = false,
+    desc = "Open a new chat (chats.directory, ui.new_chat.layout): new [name]; with a range, the lines in it; new %: the current file",
+    complete = words("%"),
+    run = function(args, ctx)
+      add.new(args, ctx)
+    end,
+  },
+  add = {
+    starts_host = false,
+    desc = "Put the selected lines (:'<,'>Flemma add) or the current file (add %) into the last used chat",
+    complete = words("%"),
+    run = function(args, ctx)
+      add.add(args, ctx)
+    end,
+  },
+  toggle = {
+    starts_host = false,
+    desc = "Show or hide the side chat (the last used chat, or a new one)",
+    run = calls(start, "toggle"),
   },
   health = {
     starts_host = false,
