@@ -102,7 +102,14 @@ describe(':Flemma new', () => {
     await d.press('Vjj');
     await d.press(':Flemma new<CR>');
     expect(await current(d)).toMatchObject({
-      lines: ['@You:', 'From `src/x.ts` lines 1–3:', '```typescript', ...SOURCE.slice(0, 3), '```', ''],
+      lines: [
+        '@You:',
+        'From `src/x.ts` lines 1–3:',
+        '```typescript',
+        ...SOURCE.slice(0, 3),
+        '```',
+        '',
+      ],
       cursor: [8, 0],
     });
     // A fence longer than the one the lines hold.
@@ -124,7 +131,7 @@ describe(':Flemma new', () => {
 });
 
 describe(':Flemma add', () => {
-  it('puts the selection under the message at the last used chat\'s cursor', async () => {
+  it("puts the selection under the message at the last used chat's cursor", async () => {
     const d = await neovim(', ui = { new_chat = { layout = "vsplit" } }');
     const chat = await d.openChat('notes.chat', [
       '@You:',

@@ -152,6 +152,12 @@ function M.into(buf, block, what)
   end
   vim.api.nvim_win_set_cursor(0, { M.place(buf, block, math.max(row, 1) - 1), 0 })
   start.focused(buf)
+  for _, line in ipairs(block) do
+    if line:find("{[{%%]") then
+      notify.warn(what .. ": the lines hold {{ or {%, a template once the chat is sent: edit them first")
+      break
+    end
+  end
   return true
 end
 
