@@ -216,6 +216,28 @@ describe(':Flemma add', () => {
     await d.waitForEvent('FlemmaRequestFinished');
   });
 
+  it('loads a last used chat that was deleted, and says when the lines hold a template', async () => {
+    const d = await neovim(', ui = { new_chat = { layout = "current" } }');
+    d.writeFile('src/page.vue', '<p>{{ name }}</p>\n');
+    const chat = await d.openChat('notes.chat', ['@You:', 'Before']);
+    await d.command('edit src/page.vue');
+    await d.command('bdelete notes.chat');
+    const notes = d.notificationCount;
+    await d.command('1Flemma add');
+    expect(await d.lua('return vim.api.nvim_get_current_buf()')).toBe(chat);
+    expect(await d.lines(chat)).toEqual([
+      '@You:',
+      'Before',
+      '',
+      'From `src/page.vue` line 1:',
+      '```vue',
+      '<p>{{ name }}</p>',
+      '```',
+      '',
+    ]);
+    await d.waitForNotification(/^Flemma: add: the lines hold \{\{ or \{%/, { after: notes });
+  });
+
   it('without a range or %, says how to use it', async () => {
     const d = await neovim();
     await d.command('edit src/x.ts');

@@ -32,10 +32,15 @@ function M.focused(bufnr)
   end
 end
 
---- The last used chat buffer, if it still exists.
+--- The last used chat buffer, if it still exists: still a chat, or unloaded (`:bdelete`) with
+--- its file's name (showing it reads the file again).
 function M.last()
   local buf = H.last
-  if buf and vim.api.nvim_buf_is_valid(buf) and vim.bo[buf].filetype == "chat" then
+  local valid = buf and vim.api.nvim_buf_is_valid(buf)
+  if valid and vim.api.nvim_buf_is_loaded(buf) and vim.bo[buf].filetype == "chat" then
+    return buf
+  end
+  if valid and not vim.api.nvim_buf_is_loaded(buf) and vim.api.nvim_buf_get_name(buf) ~= "" then
     return buf
   end
   H.last = nil

@@ -89,6 +89,13 @@ local function calls(module, fn)
   end
 end
 
+--- A `run` that calls `fn` of `module` with the command's arguments and context.
+local function passes(module, fn)
+  return function(args, ctx)
+    module[fn](args, ctx)
+  end
+end
+
 --- A `run` that asks the host `method` about the call under the cursor; a failure is a warning.
 --- `ticket`: the action ends a turn, and the host says when (flemma.chat.turn).
 local function on_call_under_cursor(method, ticket)
@@ -500,17 +507,13 @@ M.commands = {
     starts_host = false,
     desc = "Open a new chat (chats.directory, ui.new_chat.layout): new [name]; with a range, the lines in it; new %: the current file",
     complete = words("%"),
-    run = function(args, ctx)
-      add.new(args, ctx)
-    end,
+    run = passes(add, "new"),
   },
   add = {
     starts_host = false,
     desc = "Put the selected lines (:'<,'>Flemma add) or the current file (add %) into the last used chat",
     complete = words("%"),
-    run = function(args, ctx)
-      add.add(args, ctx)
-    end,
+    run = passes(add, "add"),
   },
   toggle = {
     starts_host = false,
