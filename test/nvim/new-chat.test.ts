@@ -128,6 +128,14 @@ describe(':Flemma new', () => {
     expect(chat.cursor).toEqual([8, 0]);
     expect(chat.modified).toBe(true);
   });
+  it('says why when chats.directory names an unset variable, and opens nothing', async () => {
+    const d = await neovim(', chats = { directory = "$FLEMMA_NO_SUCH/chats" }');
+    await d.press(':Flemma new<CR>');
+    await d.waitForNotification(
+      /^Flemma: new: chats.directory '\$FLEMMA_NO_SUCH\/chats': the variable FLEMMA_NO_SUCH/,
+    );
+    expect((await current(d)).wins).toBe(1);
+  });
 });
 
 describe(':Flemma add', () => {
@@ -182,6 +190,19 @@ describe(':Flemma add', () => {
     await d.command('edit chats/a\\ b+c.md');
     await d.command('Flemma new %');
     expect((await current(d)).lines).toEqual(['@You:', '@./a%20b%2Bc.md', '']);
+  });
+
+  it('sends the file a reference outside the chat names: a chat you started is trusted', async () => {
+    const { d, f } = await launch({
+      config: '{ chats = { directory = "~/chats" } }',
+      files: { 'src/x.ts': SOURCE.join('\n') + '\n' },
+    });
+    await d.command('edit src/x.ts');
+    await d.command('Flemma new %');
+    expect((await current(d)).lines).toEqual(['@You:', '@~/work/src/x.ts', '']);
+    await d.press('<C-]>');
+    const request = await f.nextRequest({ path: '/v1/messages' });
+    expect(request.rawBody).toContain('return a + b;');
   });
 
   it('opens a new chat when none was used', async () => {
