@@ -184,10 +184,11 @@ local function content(args, ctx)
   return nil
 end
 
---- The chat's directory (the chats directory for one without a file yet).
+--- The directory the chat's references are read from: its file's, or the working directory for
+--- a buffer without a name (as the host reads them, src/host/trust-check.ts).
 local function dir_of(buf)
   local name = vim.api.nvim_buf_get_name(buf)
-  return name == "" and start.directory() or vim.fn.fnamemodify(name, ":p:h")
+  return name == "" and vim.fn.getcwd() or vim.fn.fnamemodify(name, ":p:h")
 end
 
 --- `:Flemma new [name]`, `:'<,'>Flemma new [name]`, `:Flemma new %`.
