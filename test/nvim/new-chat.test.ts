@@ -237,26 +237,36 @@ describe(':Flemma add', () => {
     await d.waitForEvent('FlemmaRequestFinished');
   });
 
-  it('loads a last used chat that was deleted, and says when the lines hold a template', async () => {
-    const d = await neovim(', ui = { new_chat = { layout = "current" } }');
-    d.writeFile('src/page.vue', '<p>{{ name }}</p>\n');
+  it('loads a last used chat that was deleted; template and reference openers in the lines are sent as written', async () => {
+    const { d, f } = await launch({
+      config: '{ chats = { directory = "~/chats" }, ui = { new_chat = { layout = "current" } } }',
+      files: { 'src/page.vue': '<p>{{ name }}</p>\n{% if x %} @./secret @~/.netrc @/etc/hosts @mcp:x/y\n' },
+    });
     const chat = await d.openChat('notes.chat', ['@You:', 'Before']);
     await d.command('edit src/page.vue');
     await d.command('bdelete notes.chat');
-    const notes = d.notificationCount;
-    await d.command('1Flemma add');
+    await d.command('1,2Flemma add');
     expect(await d.lua('return vim.api.nvim_get_current_buf()')).toBe(chat);
+    // A chat in the project runs templates once trusted (docs/security.md).
+    await d.command('trust');
     expect(await d.lines(chat)).toEqual([
       '@You:',
       'Before',
       '',
-      'From `src/page.vue` line 1:',
+      'From `src/page.vue` lines 1–2:',
       '```vue',
-      '<p>{{ name }}</p>',
+      '<p>{{ "{{" }} name }}</p>',
+      '{{ "{%" }} if x %} {{ "@" }}./secret {{ "@" }}~/.netrc {{ "@" }}/etc/hosts {{ "@" }}mcp:x/y',
       '```',
       '',
     ]);
-    await d.waitForNotification(/^Flemma: add: the lines hold \{\{ or \{%/, { after: notes });
+    await d.press('<C-]>');
+    const request = await f.nextRequest({ path: '/v1/messages' });
+    const sent = JSON.stringify(request.body);
+    expect(sent).toContain('<p>{{ name }}</p>\\n{% if x %} @./secret @~/.netrc @/etc/hosts @mcp:x/y');
+    const s = await anthropicStream(request);
+    await s.finish();
+    await d.waitForEvent('FlemmaRequestFinished');
   });
 
   it('without a range or %, says how to use it', async () => {

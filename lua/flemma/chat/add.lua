@@ -31,6 +31,18 @@ local function longest_ticks(lines)
   return longest
 end
 
+--- `line` as message text that is sent as written: each `{{` and `{%` (a template's opening) and
+--- each `@` that starts a file reference (`@./`, `@../`, `@/`, `@~/`, `@mcp:`) becomes a template
+--- expression giving those characters. Selected code is the user's or a repository's text, never
+--- code to run or a file to read.
+function M.literal(line)
+  line = line:gsub("{([{%%])", function(second)
+    return '{{ "{' .. second .. '" }}'
+  end)
+  line = line:gsub("@(%.?%.?/)", '{{ "@" }}%1'):gsub("@~/", '{{ "@" }}~/')
+  return (line:gsub("@mcp:", '{{ "@" }}mcp:'))
+end
+
 --- Lines `line1`..`line2` of `src` as a block: "From `src/x.ts` lines 10–24:" and a fence with the
 --- buffer's filetype, longer than any fence the lines hold (so none of them ends it).
 function M.fenced(src, line1, line2)
@@ -41,7 +53,9 @@ function M.fenced(src, line1, line2)
     or string.format("From `%s` %s:", display(name), range)
   local fence = string.rep("`", math.max(3, longest_ticks(lines) + 1))
   local block = { header, fence .. (vim.bo[src].filetype or "") }
-  vim.list_extend(block, lines)
+  for _, line in ipairs(lines) do
+    block[#block + 1] = M.literal(line)
+  end
   block[#block + 1] = fence
   return block
 end
@@ -152,12 +166,6 @@ function M.into(buf, block, what)
   end
   vim.api.nvim_win_set_cursor(0, { M.place(buf, block, math.max(row, 1) - 1), 0 })
   start.focused(buf)
-  for _, line in ipairs(block) do
-    if line:find("{[{%%]") then
-      notify.warn(what .. ": the lines hold {{ or {%, a template once the chat is sent: edit them first")
-      break
-    end
-  end
   return true
 end
 
