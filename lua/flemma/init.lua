@@ -27,6 +27,7 @@ local mcp = lazy.require("flemma.tools.mcp")
 local preview = lazy.require("flemma.tools.preview")
 local ui = lazy.require("flemma.ui")
 local attention = lazy.require("flemma.ui.attention")
+local start = lazy.require("flemma.chat.start")
 local M = {}
 
 local H = { bootstrapped = false }
@@ -167,6 +168,15 @@ function M.bootstrap()
       vim.schedule(function()
         H.attach(ev.buf)
       end)
+    end,
+  })
+  vim.api.nvim_create_autocmd("BufEnter", {
+    group = group,
+    desc = "Flemma: the chat focused last is the one :Flemma add and :Flemma toggle use",
+    callback = function(ev)
+      if vim.bo[ev.buf].filetype == "chat" then
+        start.focused(ev.buf)
+      end
     end,
   })
   vim.api.nvim_create_autocmd("BufWipeout", {

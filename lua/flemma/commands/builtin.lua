@@ -7,6 +7,8 @@ local flemma_chat = lazy.require("flemma.chat")
 local turn = lazy.require("flemma.chat.turn")
 local autopilot = lazy.require("flemma.chat.autopilot")
 local compact = lazy.require("flemma.chat.compact")
+local add = lazy.require("flemma.chat.add")
+local start = lazy.require("flemma.chat.start")
 local files = lazy.require("flemma.chat.files")
 local guard = lazy.require("flemma.chat.guard")
 local switch = lazy.require("flemma.commands.switch")
@@ -84,6 +86,13 @@ end
 local function calls(module, fn)
   return function()
     module[fn]()
+  end
+end
+
+--- A `run` that calls `fn` of `module` with the command's arguments and context.
+local function passes(module, fn)
+  return function(args, ctx)
+    module[fn](args, ctx)
   end
 end
 
@@ -492,6 +501,24 @@ M.commands = {
     desc = "Set the log level: debug, info, warn or error",
     complete = words(unpack(LOG_LEVELS)),
     run = H.log_level,
+  },
+  -- A new chat from anywhere (docs/chats.md, "Starting chats").
+  new = {
+    starts_host = false,
+    desc = "Open a new chat (chats.directory, ui.new_chat.layout): new [name]; with a range, the lines in it; new %: the current file",
+    complete = words("%"),
+    run = passes(add, "new"),
+  },
+  add = {
+    starts_host = false,
+    desc = "Put the selected lines (:'<,'>Flemma add) or the current file (add %) into the last used chat",
+    complete = words("%"),
+    run = passes(add, "add"),
+  },
+  toggle = {
+    starts_host = false,
+    desc = "Show or hide the side chat (the last used chat, or a new one)",
+    run = calls(start, "toggle"),
   },
   health = {
     starts_host = false,

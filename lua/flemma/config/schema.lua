@@ -62,6 +62,7 @@ M.options = dsl.object({
   attention = other.attention,
   integrations = other.integrations,
   lsp = other.lsp,
+  chats = other.chats,
   experimental = other.experimental,
   host = other.host,
 }, {

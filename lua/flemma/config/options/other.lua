@@ -1,6 +1,6 @@
 --- flemma.config.options.other: the remaining sections of the `setup()` schema — `templating`,
 --- `secrets`, `agents`, `limits`, `context`, `logging`, `diagnostics`, `attention`, `integrations`, `lsp`,
---- `experimental` and `host`. Assembled in `flemma.config.schema`.
+--- `chats`, `experimental` and `host`. Assembled in `flemma.config.schema`.
 local S = require("flemma.config.dsl")
 local shared = require("flemma.config.options.shared")
 
@@ -126,6 +126,18 @@ M.lsp = safe(S.object({
     return rawget(vim, "lsp") ~= nil or #vim.api.nvim_get_runtime_file("lua/vim/lsp.lua", false) > 0
   end)),
 }))
+
+-- Where `:Flemma new` writes chats and what a new one holds (docs/chats.md, "Starting chats").
+-- Read from `setup()` only (a frontmatter never decides where files go); they name a directory
+-- and a file: need trust.
+M.chats = S.object({
+  -- `~` and environment variables are expanded (docs/configuration.md, "Paths").
+  directory = S.string(S.lazy(function()
+    return vim.fs.joinpath(vim.fn.stdpath("data"), "flemma", "chats")
+  end)),
+  -- The text of a new chat, or (a single line starting with `/`, `~` or `$`) a file holding it.
+  template = S.string("@You:\n"),
+})
 
 M.experimental = S.object({})
 

@@ -162,6 +162,13 @@ M.ui = S.object({
     enabled = S.boolean(true),
     high_cost_threshold = S.number(30, { min = 0 }),
   })),
+  -- Where `:Flemma new` and `:Flemma toggle` show a chat (docs/chats.md); read from `setup()`
+  -- only, and only drawing: safe anywhere.
+  new_chat = safe(S.object({
+    layout = S.enum({ "split", "vsplit", "tab", "side", "current" }, "side"),
+    -- The side window's width: columns, or a share of the screen.
+    width = S.union({ S.integer(nil, { min = 20 }), shared.percent(nil, "40%") }, "40%"),
+  })),
   -- The format is a template (Lua): needs trust.
   statusline = S.object({
     format = S.union({ S.string(), S.func() }, statusline_format()),
