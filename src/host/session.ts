@@ -18,6 +18,7 @@ export type { LoopEvents, SessionServices, StepSettings };
 import type { SettingsOptions, BufferSettings } from './buffer-settings.js';
 import type { PushedState } from './editor-state.js';
 import type { CompactStatus, CompactTarget } from './compact.js';
+import type { RewindTarget } from './history.js';
 import type { SendStatus } from './send/stream.js';
 import type { SendOptions } from './usage.js';
 import { waitingBlocks } from './approval-notice.js';
@@ -225,12 +226,7 @@ export class ChatSession {
    * waits, nothing runs, autopilot does not go on).
    */
   async compact(target: CompactTarget): Promise<CompactStatus | undefined> {
-    if (!this.conversation.idle) {
-      this.s.editor.notify.warn(
-        'compact: the chat is busy (a request or a tool runs); wait or <C-c> first',
-      );
-      return undefined;
-    }
+    if (this.refusesBusy('compact')) return undefined;
     const controller = new AbortController();
     this.request = controller;
     try {
@@ -238,6 +234,36 @@ export class ChatSession {
     } finally {
       this.request = undefined;
     }
+  }
+
+  /** Whether the loop is busy, said to the user (`what`: the command refused). */
+  private refusesBusy(what: string): boolean {
+    if (this.conversation.idle) return false;
+    this.s.editor.notify.warn(
+      `${what}: the chat is busy (a request or a tool runs); wait or <C-c> first`,
+    );
+    return true;
+  }
+
+  /**
+   * `:Flemma rewind` and `:Flemma retry` (src/host/history.ts): only while the loop is idle,
+   * and the buffer's request meanwhile (no step or send starts beside it); a retry then sends.
+   */
+  rewind(file: string, target: RewindTarget, ticket?: number): Promise<void> {
+    return this.act(ticket, async () => {
+      const history = this.s.history;
+      if (history === undefined || this.refusesBusy(target === 'retry' ? 'retry' : 'rewind')) {
+        return;
+      }
+      this.request = new AbortController();
+      let done = false;
+      try {
+        done = await history.rewind(this.bufnr, file, target);
+      } finally {
+        this.request = undefined;
+      }
+      if (done && target === 'retry') await this.send();
+    });
   }
 
   /** A send ended: the file written, the session's usage, the events, and autopilot's next move. */
