@@ -5,7 +5,7 @@
 import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { anthropicReply } from '../helpers/anthropic-script.js';
+import { anthropicReply, anthropicStream } from '../helpers/anthropic-script.js';
 import { type Driver } from '../helpers/driver.js';
 import { launcher } from '../helpers/e2e.js';
 
@@ -209,5 +209,61 @@ describe(':Flemma retry', () => {
     expect(readFileSync(work(d, 'notes.rewound-1.chat'), 'utf8')).toBe(
       [...FRONTMATTER, '@Assistant:', 'Hello, first try.', '', '@You:', ''].join('\n'),
     );
+  });
+
+  it('undoes the file changes of the reply it replaces before it asks again', async () => {
+    const { d, f } = await launch({ setup: SETUP });
+    d.writeFile('a.txt', 'one\ntwo\n');
+    const buf = await d.openChat('notes.chat', ['@You:', 'Fix a.txt.']);
+    await d.press(':Flemma send<CR>');
+    const original = await f.nextRequest({ path: '/v1/messages' });
+    const edit = { label: 'fix', path: 'a.txt', oldText: 'two', newText: 'TWO' };
+    await anthropicReply(original, 'Fixing.', [{ id: 'toolu_R1', name: 'edit', input: edit }]);
+    await d.waitForEvent('FlemmaRequestFinished');
+    // The call runs (<M-CR> on it): its result follows the reply.
+    const row = (await d.lines(buf)).findIndex((line) => line.includes('toolu_R1')) + 1;
+    const count = d.eventCount;
+    await d.command(`normal! ${String(row)}G`);
+    await d.press('<M-CR>');
+    await d.waitForEvent('FlemmaToolCompleted', { after: count });
+    expect(readFileSync(work(d, 'a.txt'), 'utf8')).toBe('one\nTWO\n');
+    const ran = await d.lines(buf);
+    await d.press(':Flemma retry<CR>');
+    const again = await f.nextRequest({ path: '/v1/messages' });
+    expect(again.body).toEqual(original.body);
+    expect(readFileSync(work(d, 'a.txt'), 'utf8')).toBe('one\ntwo\n');
+    await anthropicReply(again, 'Nothing to fix.');
+    await d.waitForEvent('FlemmaRequestFinished', { after: count });
+    const lines = await d.lines(buf);
+    expect(lines.slice(0, 2)).toEqual(['@You:', 'Fix a.txt.']);
+    expect(lines.join('\n')).not.toContain('toolu_R1');
+    expect(lines).toContain('Nothing to fix.');
+    // The old reply and its result, marked undone, are in the sibling file.
+    const cut = ran.indexOf('@Assistant:');
+    const kept = readFileSync(work(d, 'notes.rewound-1.chat'), 'utf8');
+    expect(kept.startsWith(ran.slice(cut, cut + 2).join('\n'))).toBe(true);
+    expect(kept).toContain('**Tool Result:** `toolu_R1` (undone)');
+  });
+});
+
+describe('a busy chat', () => {
+  it('refuses rewind and retry while a reply streams, changing nothing', async () => {
+    const { d, f } = await launch();
+    const buf = await d.openChat('notes.chat', CONVERSATION.slice(0, 14));
+    await d.press(':Flemma send<CR>');
+    const stream = await anthropicStream(await f.nextRequest({ path: '/v1/messages' }));
+    await stream.text('Streaming');
+    await d.waitUntil('return vim.fn.getline("$") == "Streaming"');
+    const streaming = await d.lines(buf);
+    await d.command('normal! 8G');
+    await d.press(':Flemma rewind<CR>');
+    await d.waitForNotification(/read-only while the reply streams in/);
+    await d.press(':Flemma retry<CR>');
+    expect(await d.lines(buf)).toEqual(streaming);
+    expect(chats(d)).toEqual(['notes.chat']);
+    await stream.finish();
+    await d.waitForEvent('FlemmaRequestFinished');
+    expect(chats(d)).toEqual(['notes.chat']);
+    expect(d.eventsSeen('FlemmaHistoryFinished')).toEqual([]);
   });
 });
