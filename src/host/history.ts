@@ -4,7 +4,7 @@
 // messages kept in a sibling file, then taken out of the buffer as one undo step. The buffer's
 // session (src/host/session.ts) decides when a rewind may run; Lua only starts it and shows what
 // the host hands it (`history.show`).
-import { basename, dirname, isAbsolute, relative } from 'node:path';
+import { basename, dirname } from 'node:path';
 import { unlink } from 'node:fs/promises';
 import {
   type RewindCut,
@@ -23,7 +23,7 @@ import type { DocumentState } from '../editor/documents.js';
 import type { HostBase } from './base.js';
 import type { ResultWriter } from './tools/results.js';
 import { type UndoPlan, type UndoRefusal, applyUndo, planUndo } from './undo/rewind.js';
-import type { UndoService } from './undo/service.js';
+import { type UndoService, ranDiff } from './undo/service.js';
 
 type Action = HookPayloads['history:finished']['action'];
 
@@ -158,22 +158,11 @@ export class ChatHistory {
     const changed = refusal.diff;
     if (changed === undefined) return false;
     const now = await readTextBounded(changed.path).catch(() => undefined);
-    const shown = relative(dirname(file), changed.path);
+    const { id, name, path, before } = changed;
+    const of = { bufnr, call: { id, name }, path, base: dirname(file), before, now };
     await this.show({
       bufnr,
-      diff: {
-        bufnr,
-        tool_id: changed.id,
-        name: changed.name,
-        path: shown.startsWith('..') || isAbsolute(shown) ? changed.path : shown,
-        abs: changed.path,
-        exists: changed.before !== null,
-        before:
-          changed.before === null ? '' : Buffer.from(changed.before, 'base64').toString('utf8'),
-        after: now ?? '',
-        notice: `${action} refused: before ${changed.id} ran, beside the file now`,
-        view_only: true,
-      },
+      diff: ranDiff(of, `${action} refused: before ${id} ran, beside the file now`),
     });
     return false;
   }

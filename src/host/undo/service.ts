@@ -73,6 +73,37 @@ function chatDir(facts: Pick<EditorFacts, 'filename' | 'cwd'>): string {
   return facts.filename === null ? facts.cwd : dirname(facts.filename);
 }
 
+/**
+ * The diff view of a call that ran (`view_only`): what `path` held before it (`before`, base64;
+ * null: no file) beside the file `now`; the path shown relative to `base` when it is under it.
+ */
+export function ranDiff(
+  of: {
+    bufnr: number;
+    call: { id: string; name: string };
+    path: string;
+    base: string;
+    before: string | null;
+    now: string | undefined;
+  },
+  notice: string,
+): DiffSpec {
+  const { bufnr, call, path, before, now } = of;
+  const shown = relative(of.base, path);
+  return {
+    bufnr,
+    tool_id: call.id,
+    name: call.name,
+    path: shown.startsWith('..') || isAbsolute(shown) ? path : shown,
+    abs: path,
+    exists: before !== null,
+    before: before === null ? '' : Buffer.from(before, 'base64').toString('utf8'),
+    after: now ?? '',
+    notice,
+    view_only: true,
+  };
+}
+
 /** What undo writes through: the write side of `ctx.sandbox`, and the sensitive-place gate. */
 export type UndoDoor = SandboxAccess & PathConfinement & { gate: WriteGate };
 
@@ -347,7 +378,6 @@ export class UndoService {
     if (record === undefined || file === undefined || file.before === undefined) {
       return `Nothing kept for ${call.name} (${call.id}): it changed no file, or its record was pruned (tools.undo)`;
     }
-    const before = file.before === null ? '' : Buffer.from(file.before, 'base64').toString('utf8');
     let now: string | undefined;
     try {
       now = await readTextBounded(file.path);
@@ -359,19 +389,11 @@ export class UndoService {
       now === undefined ? 'the file is gone' : undefined,
       file.before === null ? 'the call created it' : undefined,
     ].filter((note) => note !== undefined);
-    const shown = relative(chatDir(facts), file.path);
-    return {
-      bufnr,
-      tool_id: call.id,
-      name: call.name,
-      path: shown.startsWith('..') || isAbsolute(shown) ? file.path : shown,
-      abs: file.path,
-      exists: file.before !== null,
-      before,
-      after: now ?? '',
-      notice: `before ${call.id} ran, beside the file now${notes.length > 0 ? ` (${notes.join('; ')})` : ''}`,
-      view_only: true,
-    };
+    const notice = `before ${call.id} ran, beside the file now${notes.length > 0 ? ` (${notes.join('; ')})` : ''}`;
+    return ranDiff(
+      { bufnr, call, path: file.path, base: chatDir(facts), before: file.before, now },
+      notice,
+    );
   }
 
   /**
