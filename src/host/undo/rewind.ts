@@ -14,7 +14,8 @@
 // - A call with no record changed no file (or its record was pruned: `tools.undo` bounds it); a
 //   call already undone (`:Flemma tool:undo`) is passed over; a call whose record could not be
 //   written, or whose content before was not kept, is a refusal.
-import { readFile, unlink } from 'node:fs/promises';
+import { unlink } from 'node:fs/promises';
+import { TOOL_READ_LIMIT_BYTES, readBounded } from '../../core/util/bounded-read.js';
 import { SandboxViolation } from '../../core/tools/sandbox/roots.js';
 import { type UndoDoor, refusedPath } from './service.js';
 import { type UndoRecord, type UndoStore, contentHash, currentHash } from './store.js';
@@ -79,10 +80,13 @@ export async function planUndo(input: PlanInput): Promise<UndoPlan | UndoRefusal
   return plan;
 }
 
-/** What a file holds now (null: no file), to put back if the undo fails midway. */
+/**
+ * What a file holds now (null: no file), to put back if the undo fails midway; read as every
+ * file a model pointed at is (only a regular file, bounded): a larger one refuses the rewind.
+ */
 async function saved(path: string): Promise<Buffer | null> {
   try {
-    return await readFile(path);
+    return (await readBounded(path, { maxBytes: TOOL_READ_LIMIT_BYTES })).data;
   } catch (error) {
     if ((error as { code?: unknown }).code === 'ENOENT') return null;
     throw error;
