@@ -236,9 +236,9 @@ export class ChatSession {
     }
   }
 
-  /** Whether the loop is busy, said to the user (`what`: the command refused). */
+  /** Whether the loop is busy (or a compaction or rewind runs), said (`what`: the command). */
   private refusesBusy(what: string): boolean {
-    if (this.conversation.idle) return false;
+    if (this.conversation.idle && this.request === undefined) return false;
     this.s.editor.notify.warn(
       `${what}: the chat is busy (a request or a tool runs); wait or <C-c> first`,
     );
