@@ -102,10 +102,12 @@ export class ChatHistory {
 
   /**
    * `:Flemma rewind` (or a retry's rewind) of the chat held in `file`: whether the buffer was
-   * rewound. The caller (the session) makes sure nothing runs in the buffer meanwhile.
+   * rewound. The caller (the session) makes sure nothing runs in the buffer meanwhile, or says
+   * why it is `busy` (then it is refused).
    */
-  async rewind(bufnr: number, file: string, target: RewindTarget): Promise<boolean> {
+  async rewind(bufnr: number, file: string, target: RewindTarget, busy?: string): Promise<boolean> {
     const action: Action = target === 'retry' ? 'retry' : 'rewind';
+    if (busy !== undefined) return this.refuse(bufnr, action, busy);
     const { lua } = this.deps.base;
     // The buffer cannot be edited while its files are checked and restored: the cut stays true.
     lua.notify('buffer.lock', { bufnr, owner: 'history' });

@@ -226,7 +226,11 @@ export class ChatSession {
    * waits, nothing runs, autopilot does not go on).
    */
   async compact(target: CompactTarget): Promise<CompactStatus | undefined> {
-    if (this.refusesBusy('compact')) return undefined;
+    const busy = this.busyNow;
+    if (busy !== undefined) {
+      this.s.editor.notify.warn(`compact: ${busy}`);
+      return undefined;
+    }
     const controller = new AbortController();
     this.request = controller;
     try {
@@ -236,33 +240,28 @@ export class ChatSession {
     }
   }
 
-  /** Whether the loop is busy (or a compaction or rewind runs), said (`what`: the command). */
-  private refusesBusy(what: string): boolean {
-    if (this.conversation.idle && this.request === undefined) return false;
-    this.s.editor.notify.warn(
-      `${what}: the chat is busy (a request or a tool runs); wait or <C-c> first`,
-    );
-    return true;
+  /** Why a compaction or a rewind cannot start now (the loop is busy, or one runs), if not. */
+  private get busyNow(): string | undefined {
+    return this.conversation.idle && this.request === undefined
+      ? undefined
+      : 'the chat is busy (a request or a tool runs); wait or <C-c> first';
   }
 
   /**
-   * `:Flemma rewind` and `:Flemma retry` (src/host/history.ts): only while the loop is idle,
-   * and the buffer's request meanwhile (no step or send starts beside it); a retry then sends.
+   * `:Flemma rewind` and `:Flemma retry` (src/host/history.ts, which says `busy`): the buffer's
+   * request meanwhile (no step or send starts beside it); a retry then sends.
    */
   rewind(file: string, target: RewindTarget, ticket?: number): Promise<void> {
     return this.act(ticket, async () => {
-      const history = this.s.history;
-      if (history === undefined || this.refusesBusy(target === 'retry' ? 'retry' : 'rewind')) {
-        return;
-      }
-      this.request = new AbortController();
-      let done = false;
+      const busy = this.busyNow;
+      if (busy === undefined) this.request = new AbortController();
+      let done: boolean | undefined;
       try {
-        done = await history.rewind(this.bufnr, file, target);
+        done = await this.s.history?.rewind(this.bufnr, file, target, busy);
       } finally {
-        this.request = undefined;
+        if (busy === undefined) this.request = undefined;
       }
-      if (done && target === 'retry') await this.send();
+      if (done === true && target === 'retry') await this.send();
     });
   }
 

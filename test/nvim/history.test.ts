@@ -266,4 +266,34 @@ describe('a busy chat', () => {
     expect(chats(d)).toEqual(['notes.chat']);
     expect(d.eventsSeen('FlemmaHistoryFinished')).toEqual([]);
   });
+
+  it('refuses a rewind while a tool runs (the host says so), changing nothing', async () => {
+    const hold = `${SETUP}
+    require("flemma.tools").register("hold", {
+      description = "waits to be released",
+      input_schema = { type = "object", properties = {} },
+      async = true,
+      execute = function(_, _, callback) _G.release = callback end,
+    })`;
+    const { d } = await launch({ key: false, setup: hold });
+    const buf = await d.openChat('notes.chat', [
+      '@You:',
+      'Hold on.',
+      '',
+      '@Assistant:',
+      ...toolUse('hold', 'toolu_H1', {}),
+    ]);
+    await d.waitForEvent('FlemmaBootComplete');
+    await d.command('normal! 5G');
+    await d.press('<M-CR>');
+    await d.waitUntil('return _G.release ~= nil');
+    const running = await d.lines(buf);
+    const refused = await at(d, 2, 'rewind');
+    expect(refused).toEqual({ bufnr: buf, action: 'rewind', status: 'refused' });
+    await d.waitForNotification(/rewind: the chat is busy \(a request or a tool runs\)/);
+    expect(await d.lines(buf)).toEqual(running);
+    expect(chats(d)).toEqual(['notes.chat']);
+    await d.lua('_G.release({ success = true, output = "released" })');
+    await d.waitForEvent('FlemmaToolCompleted');
+  });
 });
