@@ -10,6 +10,7 @@ local compact = lazy.require("flemma.chat.compact")
 local cutoff = lazy.require("flemma.chat.cutoff")
 local editing = lazy.require("flemma.chat.editing")
 local files = lazy.require("flemma.chat.files")
+local history = lazy.require("flemma.chat.history")
 local tasks = lazy.require("flemma.tasks")
 local editor_state = lazy.require("flemma.host.editor_state")
 local flemma_chat_sink = lazy.require("flemma.chat.sink")
@@ -316,6 +317,10 @@ M.methods = {
   --- `:Flemma compact` wrote the new chat: open it (`{opened, bufnr?}`).
   ["compact.open"] = function(params)
     return compact.open(params)
+  end,
+  --- `:Flemma fork` / `rewind` / `retry`: open the fork, show a refusal's diff, read files again.
+  ["history.show"] = function(params)
+    return history.show(params)
   end,
   --- A chat held in a file was written by the host: a buffer showing it follows (docs/tasks.md).
   ["files.changed"] = function(params)

@@ -55,6 +55,17 @@ export interface HookPayloads {
     file?: string;
     new_bufnr?: number;
   };
+  /**
+   * `:Flemma fork`, `:Flemma rewind` or the rewind of `:Flemma retry` ended (docs/history.md):
+   * `file` is the new chat (fork) or the sibling file of the removed messages (rewind, retry).
+   */
+  'history:finished': {
+    bufnr: number;
+    action: 'fork' | 'rewind' | 'retry';
+    status: 'done' | 'refused' | 'failed';
+    file?: string;
+    new_bufnr?: number;
+  };
   /** The cycle stopped at tool calls that wait for the user (docs/hooks.md, "Events that fire today"). */
   'approval:needed': { bufnr: number; tool_ids: string[]; tool_names: string[] };
 }

@@ -54,6 +54,14 @@ const SDK_PACKAGES: Record<SdkName, string> = {
   openai: 'openai',
 };
 
+/** What an action that runs on does when it fails: logged, and said to the user. */
+function failed(ctx: Host, what: string): (error: unknown) => void {
+  return (error) => {
+    ctx.logger.error(`${what} failed`, error);
+    ctx.notify.error(`${what} failed: ${error instanceof Error ? error.message : String(error)}`);
+  };
+}
+
 /** The handler of an action that answers nothing (`nil`): Lua only tells the host something. */
 function told<P>(run: (ctx: Host, params: P) => void): (ctx: Host, params: P) => null {
   return (ctx, params) => {
@@ -125,6 +133,20 @@ export const actions: { readonly [M in LuaToHostMethod]: Action<M> } = {
         const reason = error instanceof Error ? error.message : String(error);
         ctx.notify.error(`compact failed: ${reason}`);
       });
+  }),
+  /** `:Flemma fork` (docs/history.md): a new chat up to the message at `row`, opened. */
+  'chat:fork': told((ctx, { bufnr, file, row }) => {
+    ctx.history.fork(bufnr, file, row).catch(failed(ctx, 'fork'));
+  }),
+  /** `:Flemma rewind`: the buffer's session checks and undoes; the outcome is told. */
+  'chat:rewind': told((ctx, { bufnr, file, row }) => {
+    ctx.sessions.of(bufnr).rewind(file, { row }).catch(failed(ctx, 'rewind'));
+  }),
+  /** `:Flemma retry`: the last reply rewound, then the request sent again. */
+  'chat:retry': told((ctx, { bufnr, file, ticket, state }) => {
+    const session = ctx.sessions.of(bufnr);
+    if (state !== undefined) ctx.states.pushed(bufnr, state);
+    session.rewind(file, 'retry', ticket ?? undefined).catch(failed(ctx, 'retry'));
   }),
   /** `:Flemma run`: the buffer's file runs as a chat held in a file (src/files/command.ts). */
   'chat:run-file': told((ctx, { bufnr, file }) => {

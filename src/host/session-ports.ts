@@ -25,6 +25,7 @@ import type { ResultWriter } from './tools/results.js';
 import type { ToolExecutor } from './tools/executor.js';
 import type { Verdicts } from './tools/verdicts.js';
 import type { UndoService } from './undo/service.js';
+import type { ChatHistory } from './history.js';
 import type { SendOptions, UsageTracker } from './usage.js';
 
 /** What a step of the loop knows of the buffer: its settings and autopilot's. */
@@ -69,6 +70,8 @@ export interface SessionServices {
   notices: Pick<ApprovalNotices, 'show'>;
   /** Told of each send (a turn's start is noted for `:Flemma review`). */
   undo?: Pick<UndoService, 'sending'>;
+  /** `:Flemma rewind` and `:Flemma retry`: the checked undo and the cut (docs/history.md). */
+  history?: Pick<ChatHistory, 'rewind'>;
   /** The records of streamed replies: a reply's last one is on disk before the reply is over. */
   recovery?: Pick<RecoveryService, 'settled'>;
   /**

@@ -18,6 +18,7 @@ export type { LoopEvents, SessionServices, StepSettings };
 import type { SettingsOptions, BufferSettings } from './buffer-settings.js';
 import type { PushedState } from './editor-state.js';
 import type { CompactStatus, CompactTarget } from './compact.js';
+import type { RewindTarget } from './history.js';
 import type { SendStatus } from './send/stream.js';
 import type { SendOptions } from './usage.js';
 import { waitingBlocks } from './approval-notice.js';
@@ -225,10 +226,9 @@ export class ChatSession {
    * waits, nothing runs, autopilot does not go on).
    */
   async compact(target: CompactTarget): Promise<CompactStatus | undefined> {
-    if (!this.conversation.idle) {
-      this.s.editor.notify.warn(
-        'compact: the chat is busy (a request or a tool runs); wait or <C-c> first',
-      );
+    const busy = this.busyNow;
+    if (busy !== undefined) {
+      this.s.editor.notify.warn(`compact: ${busy}`);
       return undefined;
     }
     const controller = new AbortController();
@@ -238,6 +238,31 @@ export class ChatSession {
     } finally {
       this.request = undefined;
     }
+  }
+
+  /** Why a compaction or a rewind cannot start now (the loop is busy, or one runs), if not. */
+  private get busyNow(): string | undefined {
+    return this.conversation.idle && this.request === undefined
+      ? undefined
+      : 'the chat is busy (a request or a tool runs); wait or <C-c> first';
+  }
+
+  /**
+   * `:Flemma rewind` and `:Flemma retry` (src/host/history.ts, which says `busy`): the buffer's
+   * request meanwhile (no step or send starts beside it); a retry then sends.
+   */
+  rewind(file: string, target: RewindTarget, ticket?: number): Promise<void> {
+    return this.act(ticket, async () => {
+      const busy = this.busyNow;
+      if (busy === undefined) this.request = new AbortController();
+      let done: boolean | undefined;
+      try {
+        done = await this.s.history?.rewind(this.bufnr, file, target, busy);
+      } finally {
+        if (busy === undefined) this.request = undefined;
+      }
+      if (done === true && target === 'retry') await this.send();
+    });
   }
 
   /** A send ended: the file written, the session's usage, the events, and autopilot's next move. */

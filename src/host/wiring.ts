@@ -53,6 +53,7 @@ import { createTasks } from './tasks/wire.js';
 import type { TaskService } from './tasks/service.js';
 import { ContextMeter } from './meter.js';
 import { Compactor } from './compact.js';
+import { ChatHistory } from './history.js';
 
 export { HOST_VERSION, SOURCE_HASH } from './base.js';
 
@@ -82,6 +83,8 @@ export interface HostServices extends HostBase {
   readonly commands: ToolCommands;
   readonly diffReview: DiffReview;
   readonly undo: UndoService;
+  /** `:Flemma fork`, `rewind`, `retry` (docs/history.md); the last two through the session. */
+  readonly history: ChatHistory;
   readonly approval: ApprovalService;
   readonly requests: RequestBuilder;
   readonly usage: UsageTracker;
@@ -317,11 +320,13 @@ export function buildHost(link: HostLink): HostServices {
   });
   const send = createSend(base, memo, tools, events);
   const notices = new ApprovalNotices(base.lua);
+  const history = new ChatHistory({ base, results: tools.results, undo: tools.undo });
   const sessions: SessionRegistry = new SessionRegistry({
     editor: base,
     states,
     ...tools,
     ...send,
+    history,
     cancelPending: (bufnr) => commands.cancelPending(bufnr),
     notices,
     approveTask: (bufnr, id, file) => tasks.approveWaiting(bufnr, id, file),
@@ -361,6 +366,7 @@ export function buildHost(link: HostLink): HostServices {
     sessions,
     commands,
     diffReview,
+    history,
     trust,
     states,
     tasks,

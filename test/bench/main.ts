@@ -17,6 +17,7 @@ import { type Driver, ROOT, startDriver } from '../helpers/driver.js';
 import { type Lane, median, percentile, report } from './report.js';
 import { anthropicReply, anthropicReplyStart } from './sse.js';
 import { tasksBenchmark } from './tasks.js';
+import { rewindBenchmark } from './rewind.js';
 import { BENCH_HOST_SETUP, benchMark, firstToolLoopBenchmark, toolLoopBenchmark } from './loop.js';
 import { cliBenchmark } from './cli.js';
 
@@ -707,6 +708,7 @@ const groups: [string, (lane: Lane) => Promise<void>][] = [
   ['open', openLargeChat],
   ['navigate', navigation],
   ['tasks', tasksBenchmark],
+  ['rewind', rewindBenchmark],
 ];
 const only = (process.env['FLEMMA_BENCH_ONLY'] ?? '').split(',').filter((name) => name !== '');
 // `flemma run` needs no Neovim: once, not per lane.

@@ -10,6 +10,7 @@ local compact = lazy.require("flemma.chat.compact")
 local add = lazy.require("flemma.chat.add")
 local start = lazy.require("flemma.chat.start")
 local files = lazy.require("flemma.chat.files")
+local history = lazy.require("flemma.chat.history")
 local guard = lazy.require("flemma.chat.guard")
 local switch = lazy.require("flemma.commands.switch")
 local host = lazy.require("flemma.host")
@@ -344,6 +345,19 @@ M.commands = {
   compact = {
     desc = "Summarise this chat with its model into a new chat file beside it, and open that",
     run = calls(compact, "run"),
+  },
+  -- Fork, rewind, retry (docs/history.md).
+  fork = {
+    desc = "Write a new chat beside this one with the conversation up to the message under the cursor, and open it",
+    run = calls(history, "fork"),
+  },
+  rewind = {
+    desc = "Go back to the message under the cursor: later file changes undone, later messages moved to a sibling file",
+    run = calls(history, "rewind"),
+  },
+  retry = {
+    desc = "Send the last request again; the new reply replaces the last one (kept in a sibling file)",
+    run = calls(history, "retry"),
   },
   run = {
     desc = "Run this chat's file in the background (autopilot, auto-approved tools); the buffer follows it",

@@ -37,7 +37,7 @@ export interface ReviewCall {
 }
 
 /** A `@You:` message the user wrote: something besides tool results and blank text. */
-function ownMessage(message: Message): boolean {
+export function ownMessage(message: Message): boolean {
   if (message.role !== 'You') return false;
   return message.segments.some(
     (segment) =>

@@ -7,6 +7,7 @@ import type { RequestRecord, SessionTotals } from '../../core/usage/session.js';
 import type { ContextFigure } from '../../core/context/meter.js';
 import type { Doc, Method } from './common.js';
 import { FILES_TO_LUA, type FilesToLua } from './files.js';
+import { HISTORY_TO_LUA, type HistoryToLua } from './history.js';
 import type {
   ApplyBatch,
   ApplyBatchAnswer,
@@ -26,7 +27,7 @@ import type {
 export type HostToLuaKind = 'request' | 'notification' | 'request or notification';
 
 /** Every host → Lua method: its params and Lua's answer (`nil` arrives as null). */
-export interface HostToLua extends FilesToLua {
+export interface HostToLua extends FilesToLua, HistoryToLua {
   'hooks.emit': Method<{ name: HookName; data: HookPayloads[HookName] }, null>;
   'buffer.apply_batch': Method<ApplyBatch, ApplyBatchAnswer>;
   'buffer.lock': Method<{ bufnr: number; owner?: string }, boolean>;
@@ -472,6 +473,7 @@ export const HOST_TO_LUA = {
     section: 'rpcreply',
   },
   ...FILES_TO_LUA,
+  ...HISTORY_TO_LUA,
 } as const satisfies { readonly [M in HostToLuaMethod]: HostToLuaSpec };
 
 type KindOf<M extends HostToLuaMethod> = (typeof HOST_TO_LUA)[M]['kind'];

@@ -7,6 +7,7 @@ import type { SandboxStatus } from '../../core/tools/sandbox/index.js';
 import type { DefinitionAnswer } from '../../core/chat/navigation.js';
 import { ActionError, bufnrOf, field, type Doc, type Method } from './common.js';
 import { CONVERSATION_ACTIONS, type ConversationActions } from './conversation.js';
+import { HISTORY_ACTIONS, type HistoryActions } from './history.js';
 import { type Buf, buf, listOf, none, strings, type Ticket, ticketOf } from './decoders.js';
 import { MCP_ACTIONS, type McpActions } from './mcp.js';
 import { type PushedState, pushedOf } from './pushed.js';
@@ -26,7 +27,7 @@ export type LuaToHostKind = 'request' | 'call' | 'notification' | 'notification 
 
 /** Every Lua → host action: its params (as the handler receives them, decoded) and its answer. */
 export interface LuaToHost
-  extends ToolActions, ReviewActions, McpActions, ConversationActions, TaskActions {
+  extends ToolActions, ReviewActions, McpActions, ConversationActions, TaskActions, HistoryActions {
   ping: Method<null, HostInfo>;
   'host:info': Method<null, HostInfo>;
   'provider:sdks': Method<
@@ -292,6 +293,7 @@ export const LUA_TO_HOST: { readonly [M in LuaToHostMethod]: LuaToHostSpec<M> } 
   ...MCP_ACTIONS,
   ...CONVERSATION_ACTIONS,
   ...TASK_ACTIONS,
+  ...HISTORY_ACTIONS,
 };
 
 /**

@@ -73,6 +73,59 @@ function chatDir(facts: Pick<EditorFacts, 'filename' | 'cwd'>): string {
   return facts.filename === null ? facts.cwd : dirname(facts.filename);
 }
 
+/**
+ * The diff view of a call that ran (`view_only`): what `path` held before it (`before`, base64;
+ * null: no file) beside the file `now`; the path shown relative to `base` when it is under it.
+ */
+export function ranDiff(
+  of: {
+    bufnr: number;
+    call: { id: string; name: string };
+    path: string;
+    base: string;
+    before: string | null;
+    now: string | undefined;
+  },
+  notice: string,
+): DiffSpec {
+  const { bufnr, call, path, before, now } = of;
+  const shown = relative(of.base, path);
+  return {
+    bufnr,
+    tool_id: call.id,
+    name: call.name,
+    path: shown.startsWith('..') || isAbsolute(shown) ? path : shown,
+    abs: path,
+    exists: before !== null,
+    before: before === null ? '' : Buffer.from(before, 'base64').toString('utf8'),
+    after: now ?? '',
+    notice,
+    view_only: true,
+  };
+}
+
+/** What undo writes through: the write side of `ctx.sandbox`, and the sensitive-place gate. */
+export type UndoDoor = SandboxAccess & PathConfinement & { gate: WriteGate };
+
+/**
+ * Checks every path of `paths` against the door before any file is written: the first one the
+ * policy refuses, said for the user; undefined when all may be written. Throws the policy's own
+ * refusal (`SandboxViolation`).
+ */
+export async function refusedPath(
+  access: UndoDoor,
+  paths: readonly string[],
+): Promise<string | undefined> {
+  for (const path of paths) {
+    await access.resolve(path, { write: true });
+    const place = access.gate.refusal(resolveReal(path));
+    if (place !== undefined) {
+      return `${path} leads to ${resolveReal(path)}, under ${place}, since the call wrote it; nothing was restored`;
+    }
+  }
+  return undefined;
+}
+
 export class UndoService {
   /** Per buffer: what `git status` listed when its last turn started (see git.ts). */
   private readonly turns = new Map<number, Promise<GitState | undefined>>();
@@ -106,10 +159,7 @@ export class UndoService {
    * places only where a file's own path (as the call wrote it) names one: undo puts back what the
    * call changed there, but a link on the way changed since into `.git/hooks` is refused.
    */
-  private async access(
-    editor: BufferSettings,
-    paths: readonly string[],
-  ): Promise<SandboxAccess & PathConfinement & { gate: WriteGate }> {
+  private async access(editor: BufferSettings, paths: readonly string[]): Promise<UndoDoor> {
     const { config, facts } = editor;
     const roots = rootsFor(config.sandbox, facts, process.env, homedir());
     const settings = roots === undefined ? config.sandbox : withRootPaths(config.sandbox, roots);
@@ -132,20 +182,47 @@ export class UndoService {
     return { ...confine(sandbox.access, active, base, homedir(), undefined, gate), gate };
   }
 
+  /**
+   * The door undo writes through for the buffer now (`ctx.sandbox` as a tool would get it, see
+   * `access`), or why there is none (the buffer's configuration has a problem). `:Flemma rewind`
+   * writes through it too (src/host/undo/rewind.ts).
+   */
+  async door(
+    bufnr: number,
+    document: ChatDocument,
+    paths: readonly string[],
+  ): Promise<UndoDoor | string> {
+    const editor = await this.context(bufnr, document);
+    if (editor.problem !== undefined) return editor.problem;
+    return this.access(editor, paths);
+  }
+
+  /** The buffer's store and its key in it; undefined when Neovim did not say where it is. */
+  async storeOf(
+    bufnr: number,
+  ): Promise<{ store: UndoStore; key: string; facts: EditorFacts } | undefined> {
+    const facts = await this.facts(bufnr);
+    const store = storeFor(facts);
+    return store === undefined ? undefined : { store, key: chatKey(facts.filename, bufnr), facts };
+  }
+
+  /** Why the record of call `toolId` (store key `key`) could not be written, if it could not. */
+  unrecordedReason(key: string, toolId: string): string | undefined {
+    return this.unrecorded.get(`${key}:${toolId}`);
+  }
+
   /** Puts the files back through the policy; the first refusal, else undefined. */
   private async restore(
-    access: SandboxAccess & PathConfinement & { gate: WriteGate },
+    access: UndoDoor,
     files: readonly { path: string; before?: string | null }[],
   ): Promise<string | undefined> {
     try {
       // Every path is checked before any is written: a refusal leaves all files as they are.
-      for (const file of files) {
-        await access.resolve(file.path, { write: true });
-        const place = access.gate.refusal(resolveReal(file.path));
-        if (place !== undefined) {
-          return `${file.path} leads to ${resolveReal(file.path)}, under ${place}, since the call wrote it; nothing was restored`;
-        }
-      }
+      const refused = await refusedPath(
+        access,
+        files.map((file) => file.path),
+      );
+      if (refused !== undefined) return refused;
       for (const file of files) {
         if (file.before === null) await unlink(file.path).catch(() => undefined);
         else if (file.before !== undefined) {
@@ -301,7 +378,6 @@ export class UndoService {
     if (record === undefined || file === undefined || file.before === undefined) {
       return `Nothing kept for ${call.name} (${call.id}): it changed no file, or its record was pruned (tools.undo)`;
     }
-    const before = file.before === null ? '' : Buffer.from(file.before, 'base64').toString('utf8');
     let now: string | undefined;
     try {
       now = await readTextBounded(file.path);
@@ -313,19 +389,11 @@ export class UndoService {
       now === undefined ? 'the file is gone' : undefined,
       file.before === null ? 'the call created it' : undefined,
     ].filter((note) => note !== undefined);
-    const shown = relative(chatDir(facts), file.path);
-    return {
-      bufnr,
-      tool_id: call.id,
-      name: call.name,
-      path: shown.startsWith('..') || isAbsolute(shown) ? file.path : shown,
-      abs: file.path,
-      exists: file.before !== null,
-      before,
-      after: now ?? '',
-      notice: `before ${call.id} ran, beside the file now${notes.length > 0 ? ` (${notes.join('; ')})` : ''}`,
-      view_only: true,
-    };
+    const notice = `before ${call.id} ran, beside the file now${notes.length > 0 ? ` (${notes.join('; ')})` : ''}`;
+    return ranDiff(
+      { bufnr, call, path: file.path, base: chatDir(facts), before: file.before, now },
+      notice,
+    );
   }
 
   /**
