@@ -221,5 +221,33 @@ describe('completion', () => {
     expect(tools).toEqual([expect.objectContaining({ word: '-bash' })]);
     const [none] = await complete(session, 'text /thi');
     expect(none).toEqual([]);
+    // Every command after a bare slash; only full names after a namespace.
+    const [all] = (await complete(session, '/')) as [{ word: string }[], number];
+    expect(all.map((item) => item.word)).toEqual(
+      expect.arrayContaining(['/compact', '/flemma:compact', '/pirate', '/user:pirate']),
+    );
+    const [spaced] = (await complete(session, '/flemma:')) as [{ word: string }[], number];
+    expect(spaced.every((item) => item.word.startsWith('/flemma:'))).toBe(true);
+    expect(spaced).toHaveLength(6);
+  });
+});
+
+describe('highlighting', () => {
+  it('draws the name and the arguments of a command line', async () => {
+    const session = await launch({
+      key: 'sk-ant-test-key',
+      setup: 'require("flemma").setup({ turns = { enabled = false } })',
+      ui: { width: 80, height: 20 },
+      chat: { name: 'drawn.chat', lines: ['@You:', '/thinking off', 'Hi.'] },
+    });
+    const { d } = session;
+    // A colour of their own, so that the screen names them rather than where they link.
+    await d.lua(`vim.api.nvim_set_hl(0, "FlemmaSlashCommand", { fg = 0x102030 })
+      vim.api.nvim_set_hl(0, "FlemmaSlashArgs", { fg = 0x203040 })`);
+    await d.redraw();
+    const row = d.screen.find(/^\/thinking off/);
+    expect(d.screen.groupsAt(row, 1)).toContain('FlemmaSlashCommand');
+    expect(d.screen.groupsAt(row, '/thinking '.length)).toContain('FlemmaSlashArgs');
+    expect(d.screen.groupsAt(row + 1, 0)).not.toContain('FlemmaSlashCommand');
   });
 });

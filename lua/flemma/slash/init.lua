@@ -378,16 +378,16 @@ end
 ---@return table[] items
 ---@return integer start_col
 function M.complete(ctx)
-  local before = ctx.line:sub(1, ctx.col)
-  local typed = before:match("^/([%w_:%-]*)$")
-  if typed then
+  local what, name, rest = scan.slash_typed(ctx.line:sub(1, ctx.col))
+  if what == "name" then
     local items, all = {}, H.all()
     for _, full in ipairs(M.names()) do
       local short = full:match(":(.*)$")
       local spec = all[full]
       local kind = spec.action and "action" or spec.rewrite and "rewrite" or "options"
-      for _, word in ipairs({ short, full }) do
-        if vim.startswith(word, typed) and (word == full or M.lookup(short) == full) then
+      -- The short form only where it is unambiguous.
+      for _, word in ipairs(M.lookup(short) == full and { short, full } or { full }) do
+        if vim.startswith(word, name) then
           items[#items + 1] =
             { word = "/" .. word, abbr = "/" .. word, kind = kind, menu = "[slash]", info = spec.description }
         end
@@ -395,26 +395,21 @@ function M.complete(ctx)
     end
     return items, 0
   end
-  local name, rest = before:match("^/([%w_:%-]+)[ \t](.*)$")
   local full, spec = nil, nil
-  if name then
+  if what == "args" then
     full, spec = M.lookup(name)
   end
   if not spec then
     return {}, ctx.col
   end
   local lead = rest:match("(%S*)$")
-  local start = ctx.col - #lead
   local items = {}
   for _, word in ipairs(argument_words(spec, context_of(ctx.bufnr, { args = rest, line = 0 }, full))) do
     if vim.startswith(word, lead) then
       items[#items + 1] = { word = word, kind = "arg", menu = "[/" .. full .. "]" }
     end
   end
-  return items, start
+  return items, ctx.col - #lead
 end
-
---- The grammar of a command line (flemma.ui.scan), for the other modules.
-M.parse = scan.slash_command
 
 return M

@@ -397,6 +397,30 @@ function M.escaped(line)
   return false
 end
 
+--- The slash command being typed in `before` (a line up to the cursor), for completion:
+--- `"name", prefix` while its name is typed (`/`, `/thi`, `/flemma:`), `"args", name, rest`
+--- once a space follows the name; nil when the line is no slash command.
+---@param before string
+---@return string|nil what
+---@return string|nil name
+---@return string|nil rest
+function M.slash_typed(before)
+  if before == "/" then
+    return "name", ""
+  end
+  local colon = before:sub(-1) == ":"
+  local name, _, name_end = M.slash_command(colon and before:sub(1, -2) or before)
+  if not name or (colon and (name:find(":", 1, true) or name_end ~= #before - 1)) then
+    return nil
+  end
+  if colon then
+    return "name", name .. ":"
+  elseif name_end == #before then
+    return "name", name
+  end
+  return "args", name, before:sub(name_end + 2)
+end
+
 --- The first block of `kind` (`tool_use` or `tool_result`) of the call `id`, or nil.
 ---@param structure table
 ---@param kind string
