@@ -147,6 +147,24 @@ describe('an unknown command', () => {
   });
 });
 
+describe('a short name two commands have', () => {
+  it('is a diagnostic listing both, and <C-]> sends nothing', async () => {
+    const session = await start('ambiguous.chat', ['@You:', '/compact', 'Hi.']);
+    const { d, f, buf } = session;
+    await d.lua('require("flemma.slash").register("compact", { rewrite = "Be brief." })');
+    // The diagnostics follow the next edit.
+    await d.lua(`vim.api.nvim_buf_set_lines(${String(buf)}, -1, -1, false, { "" })`);
+    await d.waitUntil(`return #vim.diagnostic.get(${String(buf)}, { lnum = 1 }) > 0`);
+    const [diagnostic] = await d.lua<{ message: string }[]>(
+      `return vim.diagnostic.get(${String(buf)}, { lnum = 1 })`,
+    );
+    expect(diagnostic?.message).toBe('/compact is ambiguous: /flemma:compact, /user:compact');
+    await d.press('<C-]>');
+    expect((await d.waitForNotification(/Nothing sent/)).message).toContain('is ambiguous');
+    expect(f.requests).toHaveLength(0);
+  });
+});
+
 describe('an untrusted chat', () => {
   it('gets no option that needs trust through a slash command', async () => {
     const session = await start('shared.chat', ['@You:', '/endpoint', 'Hi.']);
