@@ -214,6 +214,21 @@ describe('an action command', () => {
   });
 });
 
+describe('register', () => {
+  it.each([
+    ['"two words", { rewrite = "x" }', "invalid name 'two words'"],
+    ['"a:b:c", { rewrite = "x" }', "invalid name 'a:b:c'"],
+    ['"flemma:mine", { rewrite = "x" }', 'the flemma: namespace is for the built-in commands'],
+    ['"both", { rewrite = "x", options = {} }', "'both' needs one of rewrite, options or action"],
+  ])('refuses %s', async (args, message) => {
+    const session = await start('register.chat', ['@You:', '']);
+    const error = await session.d.lua<string>(
+      `local ok, err = pcall(require("flemma.slash").register, ${args}) return tostring(err)`,
+    );
+    expect(error).toContain(message);
+  });
+});
+
 describe('completion', () => {
   const complete = (session: Session, line: string): Promise<[unknown[], number]> =>
     session.d.lua(

@@ -9,6 +9,7 @@ local scan = require("flemma.ui.scan")
 local suggest = require("flemma.util.suggest")
 local lazy = require("flemma.util.lazy")
 local config = lazy.require("flemma.config")
+local schema = lazy.require("flemma.config.schema")
 local frontmatter = lazy.require("flemma.frontmatter")
 local log = lazy.require("flemma.host.log")
 local notify = lazy.require("flemma.notify")
@@ -29,8 +30,16 @@ local H = {
   diagnosed = {}, ---@type table<integer, true>  buffers whose slash diagnostics are not empty
 }
 
-local NAME_PART = "^%a[%w_%-]*$"
-local THINKING_LEVELS = { "off", "minimal", "low", "medium", "high", "max" }
+--- The thinking levels `/thinking` takes: `off`, then the schema's levels.
+local function thinking_levels()
+  local node = schema.options.fields.parameters.fields.thinking
+  for _, member in ipairs(node.members or {}) do
+    if member.kind == "enum" then
+      return vim.list_extend({ "off" }, member.values)
+    end
+  end
+  return { "off" }
+end
 
 --- `/thinking off` is `false`; a number is a budget; a level is itself.
 local function thinking_value(args)
@@ -96,10 +105,10 @@ end
 local BUILTIN = {
   thinking = {
     description = "thinking for this request: off, a level or a token budget",
-    complete = THINKING_LEVELS,
+    complete = thinking_levels,
     options = function(ctx)
       if ctx.args == "" then
-        error("/thinking needs a level: " .. table.concat(THINKING_LEVELS, ", "), 0)
+        error("/thinking needs a level: " .. table.concat(thinking_levels(), ", "), 0)
       end
       return { thinking = thinking_value(ctx.args) }
     end,
@@ -127,14 +136,12 @@ function M.register(name, spec)
   if type(name) ~= "string" then
     error("flemma.slash.register: the name must be a string", 2)
   end
-  local space, word = name:match("^(.-):(.*)$")
-  if space == nil then
-    space, word = "user", name
-  end
-  if not space:match(NAME_PART) or not word:match(NAME_PART) then
+  local full = name:find(":", 1, true) and name or ("user:" .. name)
+  -- A name is one that a command line can hold (flemma.ui.scan reads them).
+  if scan.slash_command("/" .. full) ~= full or not full:find(":", 1, true) then
     error(string.format("flemma.slash.register: invalid name '%s' (letters, digits, _ and -)", name), 2)
   end
-  if space == "flemma" then
+  if vim.startswith(full, "flemma:") then
     error("flemma.slash.register: the flemma: namespace is for the built-in commands", 2)
   end
   if type(spec) ~= "table" then
@@ -144,7 +151,7 @@ function M.register(name, spec)
   if kinds ~= 1 then
     error(string.format("flemma.slash.register: '%s' needs one of rewrite, options or action", name), 2)
   end
-  H.user[space .. ":" .. word] = spec
+  H.user[full] = spec
 end
 
 --- Remove a user command; answers whether it existed.
