@@ -214,6 +214,24 @@ describe('an action command', () => {
   });
 });
 
+describe('/model', () => {
+  it.each([
+    ['claude-haiku-4-5', { model: 'claude-haiku-4-5' }],
+    ['gpt-5.4', { provider: 'openai', model: 'gpt-5.4' }],
+    ['openai/gpt-5.4', { provider: 'openai', model: 'gpt-5.4' }],
+    ['my-own-model', { model: 'my-own-model' }],
+  ])('%s: the options it sets', async (args, expected) => {
+    const session = await start('model.chat', ['@You:', '']);
+    const ops = await session.d.lua<{ path: string[]; value: unknown }[]>(
+      `local r = require("flemma.slash").resolve({ bufnr = ${String(session.buf)},
+        commands = { { name = "model", args = ..., line = 2, last = true } } }).results[1]
+      return r.ops`,
+      args,
+    );
+    expect(Object.fromEntries(ops.map((op) => [op.path.join('.'), op.value]))).toEqual(expected);
+  });
+});
+
 describe('register', () => {
   it.each([
     ['"two words", { rewrite = "x" }', "invalid name 'two words'"],

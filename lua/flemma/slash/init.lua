@@ -49,7 +49,23 @@ local function thinking_value(args)
   return tonumber(args) or args
 end
 
---- `/model name` or `/model provider/name` (a provider the schema knows).
+--- The one provider (other than the chat's) whose known models hold `model`, if any.
+local function provider_of(model, current)
+  local found
+  for _, provider in ipairs(switch.providers()) do
+    if provider ~= current and vim.tbl_contains(switch.models(provider), model) then
+      if found then
+        return nil
+      end
+      found = provider
+    end
+  end
+  return found
+end
+
+--- `/model name` or `/model provider/name` (a provider the schema knows). A name the chat's
+--- provider does not know but exactly one other provider does (`/model gpt-5.5` in a chat with
+--- Anthropic) goes to that provider.
 local function model_options(ctx)
   local provider, model = ctx.args:match("^([%w_%-]+)/(.+)$")
   if provider and vim.tbl_contains(switch.providers(), provider) then
@@ -57,6 +73,14 @@ local function model_options(ctx)
   end
   if ctx.args == "" then
     error("/model needs a model name", 0)
+  end
+  local ok, values = pcall(config.get, ctx.bufnr)
+  local current = ok and values.provider or nil
+  if current and not vim.tbl_contains(switch.models(current), ctx.args) then
+    local other = provider_of(ctx.args, current)
+    if other then
+      return { provider = other, model = ctx.args }
+    end
   end
   return { model = ctx.args }
 end
