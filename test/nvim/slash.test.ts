@@ -101,6 +101,24 @@ describe('options commands', () => {
     expect(await session.lines()).toContain(command);
   });
 
+  it('holds for the follow-ups of its turn, not for the next message', async () => {
+    const session = await launch({
+      key: 'sk-ant-test-key',
+      config: '{ parameters = { thinking = "high" } }',
+      files: { 'a.txt': 'hello\n' },
+      chat: { name: 'turn.chat', lines: ['@You:', '/thinking off', 'Read a.txt.'] },
+    });
+    expect(bodyOf(await session.send()).thinking).toBeUndefined();
+    // The model reads a file (approved by the default policy); autopilot sends the result.
+    await session.reply('Reading.', [{ id: 'toolu_A', name: 'read', input: { path: 'a.txt' } }]);
+    const follow = bodyOf(await session.request());
+    expect(JSON.stringify(follow.messages.at(-1)?.content)).toContain('tool_result');
+    expect(follow.thinking).toBeUndefined();
+    await session.replyAndWait('It says hello.');
+    await ask(session, 'Thanks.');
+    expect(bodyOf(await exchange(session, 'Welcome.')).thinking).toBeDefined();
+  });
+
   it('/tools -bash leaves bash out of that request only', async () => {
     const session = await start('tools.chat', ['@You:', '/tools -bash', 'List files.']);
     const own = await exchange(session, 'No bash.');

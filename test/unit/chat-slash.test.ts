@@ -57,7 +57,7 @@ describe('slash commands in the tree and the prompt', () => {
       '@Assistant:',
       '/in-a-reply',
     ]);
-    expect(slashUses(document)).toEqual([{ name: 'thinking', args: 'off', line: 3, last: false }]);
+    expect(slashUses(document)).toEqual([{ name: 'thinking', args: 'off', line: 3, last: true }]);
     const prompt = assemblePrompt(document);
     expect(prompt.messages.map((message) => message.parts)).toEqual([
       [
@@ -91,6 +91,43 @@ describe('slash commands in the tree and the prompt', () => {
     expect(assemblePrompt(document, texts).messages.at(-1)?.parts).toEqual([
       { kind: 'text', text: 'Arr.' },
     ]);
+  });
+});
+
+describe('the turn a send goes on with', () => {
+  const RESULTS = [
+    '@Assistant:',
+    '**Tool Use:** `bash` (`toolu_1`)',
+    '',
+    '```json',
+    '{"command":"ls"}',
+    '```',
+    '',
+    '@You:',
+    '**Tool Result:** `toolu_1`',
+    '',
+    '```',
+    'a.txt',
+    '```',
+  ];
+  const marked = (lines: string[]): boolean[] =>
+    slashUses(parseLines(lines)).map((use) => use.last);
+
+  it.each<[string, string[], boolean[]]>([
+    ['a follow-up after tool results', [...CHAT, ...RESULTS], [false, true, true]],
+    ['a follow-up after two rounds', [...CHAT, ...RESULTS, ...RESULTS], [false, true, true]],
+    [
+      'a new message of the user',
+      [...CHAT, ...RESULTS, '', '@You:', 'Next.'],
+      [false, false, false],
+    ],
+    [
+      'an empty @You: after the reply',
+      [...CHAT, '@Assistant:', 'Done.', '@You:', ''],
+      [false, false, false],
+    ],
+  ])('%s', (_, lines, expected) => {
+    expect(marked(lines)).toEqual(expected);
   });
 });
 

@@ -2,7 +2,7 @@
 // message. The grammar is read here (the parser calls `readSlashCommand`) and, for drawing, in
 // lua/flemma/ui/scan.lua; what a name means is the registry's, in Neovim (lua/flemma/slash.lua),
 // which the host asks before a send (`slash.resolve`).
-import type { ChatDocument, SlashCommandSegment } from './ast.js';
+import type { ChatDocument, Message, SlashCommandSegment } from './ast.js';
 import type { ConfigOp } from '../config/frontmatter.js';
 
 /**
@@ -29,14 +29,39 @@ export interface SlashUse {
   args: string;
   /** Its buffer line (1-based). */
   line: number;
-  /** It stands in the chat's last message, a `@You:` one: the message this send sends. */
+  /**
+   * It stands in the message of the turn this send belongs to: the chat's last `@You:` message
+   * the user wrote, when nothing but the model's replies and the results of its calls follow it
+   * (a follow-up after tool results is the same turn, with the same options).
+   */
   last: boolean;
+}
+
+/** A `@You:` message that holds tool results and nothing else the user wrote. */
+function onlyResults(message: Message): boolean {
+  let results = false;
+  for (const segment of message.segments) {
+    if (segment.kind === 'tool_result') results = true;
+    else if (segment.kind !== 'text' || segment.value.trim() !== '') return false;
+  }
+  return results;
+}
+
+/** The `@You:` message whose turn a send of `document` goes on with, if any (see `SlashUse`). */
+function turnMessage(document: ChatDocument): Message | undefined {
+  for (let i = document.messages.length - 1; i >= 0; i--) {
+    const message = document.messages[i];
+    if (message === undefined || message.role === 'Assistant') continue;
+    if (message.role !== 'You') return undefined;
+    if (!onlyResults(message)) return message;
+  }
+  return undefined;
 }
 
 /** Every slash command of the chat's `@You:` messages, in order. */
 export function slashUses(document: ChatDocument): SlashUse[] {
   const uses: SlashUse[] = [];
-  const lastMessage = document.messages[document.messages.length - 1];
+  const lastMessage = turnMessage(document);
   for (const message of document.messages) {
     if (message.role !== 'You') continue;
     for (const segment of message.segments) {
