@@ -486,6 +486,17 @@ function H.data_ops(data, first)
   return { ops = ops, variables = variables }
 end
 
+--- A table of options as a frontmatter sets them (`{ thinking = false }`, `{ tools = { ["$remove"]
+--- = "bash" } }`; a slash command's, flemma.slash), as checked operations with their trust class
+--- on buffer line `line`: `{ops}`, or `{error}` without the frontmatter's line prefix.
+function M.options_ops(options, line)
+  local result = H.data_ops({ flemma = options }, line)
+  if result.error then
+    return { error = (result.error:gsub("^frontmatter line %d+: ", "")) }
+  end
+  return { ops = result.ops }
+end
+
 --- A frontmatter in a registered language: `fm` is `{custom, code, line}`.
 function H.evaluate_custom(fm)
   local parse = H.languages:get(fm.custom)

@@ -21,6 +21,7 @@ local hooks = lazy.require("flemma.hooks")
 local redact = lazy.require("flemma.host.redact")
 local notify = lazy.require("flemma.notify")
 local sandbox = lazy.require("flemma.sandbox")
+local slash = lazy.require("flemma.slash")
 local secrets = lazy.require("flemma.secrets")
 local templating = lazy.require("flemma.templating")
 local tools = lazy.require("flemma.tools")
@@ -218,6 +219,9 @@ M.methods = {
   --- The secret values the host knows (resolved credentials): the log redacts them too.
   ["log.secrets"] = function(params)
     redact.set_known(params and params.values)
+  end,
+  ["slash.resolve"] = function(params)
+    return slash.resolve(params)
   end,
   ["frontmatter.diagnostics"] = function(params)
     return frontmatter.show_diagnostics(params)

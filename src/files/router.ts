@@ -200,6 +200,7 @@ function needsNeovim(method: HostToLuaMethod, params: unknown): string {
   if (method === 'secrets.resolve') return `Lua credential resolver for ${name} needs Neovim`;
   if (method.startsWith('sandbox.')) return `Lua sandbox backend ${name} needs Neovim`;
   if (method === 'template.render') return 'templates ({{ }}, {% %}, include()) need Neovim';
+  if (method === 'slash.resolve') return 'their registry needs Neovim';
   return `${method} needs Neovim`;
 }
 

@@ -13,7 +13,15 @@ import { launch } from '../helpers/e2e.js';
 
 interface Outline {
   messages: { role: string; row: number; end_row: number }[];
-  blocks: { kind: string; row: number; end_row: number; status?: string; error?: boolean }[];
+  blocks: {
+    kind: string;
+    row: number;
+    end_row: number;
+    status?: string;
+    error?: boolean;
+    name?: string;
+    args?: string;
+  }[];
   frontmatter: number | null;
 }
 
@@ -27,6 +35,8 @@ function hostOutline(lines: string[]): Outline {
       const end = segment.span.endLine - 1;
       if (segment.kind === 'thinking' || segment.kind === 'tool_use' || segment.kind === 'aborted')
         blocks.push({ kind: segment.kind, row, end_row: end });
+      else if (segment.kind === 'slash_command')
+        blocks.push({ kind: 'slash', row, end_row: end, name: segment.name, args: segment.args });
       else if (segment.kind === 'tool_result') {
         const block: Outline['blocks'][number] = { kind: 'tool_result', row, end_row: end };
         if (segment.placeholder !== undefined) block.status = segment.placeholder.status;
@@ -56,13 +66,16 @@ local function outline(st, json_rows)
     out.messages[#out.messages + 1] = { role = m.role, row = m.row, end_row = m.end_row }
   end
   for _, b in ipairs(st.blocks) do
-    local keep = (b.kind == "thinking" or b.kind == "tool_use" or b.kind == "tool_result" or b.kind == "aborted")
+    local keep = (b.kind == "thinking" or b.kind == "tool_use" or b.kind == "tool_result" or b.kind == "aborted" or b.kind == "slash")
       and not b.open and not (b.kind == "tool_use" and json_rows[b.row])
     if keep then
       local item = { kind = b.kind, row = b.row, end_row = b.end_row }
       if b.kind == "tool_result" then
         item.status = b.status
         item.error = b.error
+      elseif b.kind == "slash" then
+        item.name = b.name
+        item.args = b.args
       end
       out.blocks[#out.blocks + 1] = item
     end
@@ -190,6 +203,48 @@ describe('the drawing scan agrees with the host parser', () => {
     const corpus = got[got.length - 1];
     const kinds = new Set(corpus?.blocks.map((b) => b.kind));
     expect([...kinds].sort()).toEqual(['thinking', 'tool_result', 'tool_use']);
+  });
+
+  it('on slash command lines, and on lines that only look like one', async () => {
+    const chat = [
+      '@You:',
+      '/thinking off',
+      '/flemma:model  anthropic/claude-haiku-4-5 ',
+      '/pirate',
+      '/usr/bin/env is text',
+      '/1x is text',
+      '/a: is text',
+      ' /indented is text',
+      '```',
+      '/in-a-fence',
+      '```',
+      '@Assistant:',
+      '/not-in-a-reply',
+      '**Tool Use:** `bash` (`t1`)',
+      '```json',
+      '{"command":"ls"}',
+      '```',
+      '@You:',
+      '**Tool Result:** `t1`',
+      '```',
+      '/not-in-a-result',
+      '```',
+      '/compact',
+    ];
+    const [got] = await luaOutlines([chat]);
+    expect(got).toEqual(hostOutline(chat));
+    expect(got?.blocks.filter((b) => b.kind === 'slash')).toEqual([
+      { kind: 'slash', row: 1, end_row: 1, name: 'thinking', args: 'off' },
+      {
+        kind: 'slash',
+        row: 2,
+        end_row: 2,
+        name: 'flemma:model',
+        args: 'anthropic/claude-haiku-4-5',
+      },
+      { kind: 'slash', row: 3, end_row: 3, name: 'pirate', args: '' },
+      { kind: 'slash', row: 22, end_row: 22, name: 'compact', args: '' },
+    ]);
   });
 
   it('on results marked undone by :Flemma tool:undo, with and without an error', async () => {

@@ -120,6 +120,8 @@ function summariseSegment(segment: Segment): string {
       return result(segment);
     case 'aborted':
       return `aborted "${segment.message}"`;
+    case 'slash_command':
+      return `/${segment.name} ${JSON.stringify(segment.args)}`;
   }
 }
 

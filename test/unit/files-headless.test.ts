@@ -142,6 +142,20 @@ describe('a chat on a file with no Neovim', () => {
     expect(outcome.kind === 'error' ? outcome.message : '').toMatch(/Lua frontmatter needs Neovim/);
   });
 
+  it('fails at once, saying why, when a message has a slash command', async () => {
+    const { dir, fake, host } = await setUp();
+    const chat = await host.files.open(chatFile(dir, '/thinking off\nHi.'), {
+      trust: true,
+      cwd: dir,
+    });
+    const outcome = await host.files.run(chat);
+    expect(outcome).toMatchObject({ kind: 'error', turns: 0 });
+    expect(outcome.kind === 'error' ? outcome.message : '').toMatch(
+      /slash commands: their registry needs Neovim/,
+    );
+    expect(fake.requests).toHaveLength(0);
+  });
+
   it('runs a tool loop (read, auto-approved) and writes the file', async () => {
     const { dir, fake, host } = await setUp();
     writeFileSync(join(dir, 'notes.txt'), 'alpha\n');

@@ -12,6 +12,7 @@ local diff = lazy.require("flemma.review.diff")
 local files = lazy.require("flemma.chat.files")
 local editor_state = lazy.require("flemma.host.editor_state")
 local ui = lazy.require("flemma.ui")
+local slash = lazy.require("flemma.slash")
 local turn = require("flemma.chat.turn")
 
 local M = {}
@@ -195,7 +196,7 @@ function M.send(bufnr)
     notify.warn("not a chat buffer")
     return false
   end
-  if files.refuse(bufnr) then
+  if files.refuse(bufnr) or slash.before_send(bufnr, ui.read(bufnr)) then
     return false
   end
   -- The environment and the editor's facts as they are now (flemma.host.editor_state).
@@ -211,7 +212,8 @@ function M.cycle(bufnr, ticket)
     notify.warn("not a chat buffer")
     return false
   end
-  if files.refuse(bufnr) then
+  -- Slash commands (flemma.slash): an unknown one refuses the send, an action runs instead.
+  if files.refuse(bufnr) or slash.before_send(bufnr, ui.read(bufnr)) then
     return false
   end
   local state = editor_state.snapshot(bufnr)

@@ -50,6 +50,8 @@ local FIXED = {
   FlemmaMarkdownLink = "@markup.link.url,Underlined",
   FlemmaMarkdownList = "@markup.list,Special",
   FlemmaMarkdownQuote = "@markup.quote,Comment",
+  FlemmaSlashCommand = "@keyword.directive,PreProc",
+  FlemmaSlashArgs = "@variable.parameter,Identifier",
 }
 
 local ROLE_GROUPS = { System = "FlemmaSystem", You = "FlemmaUser", Assistant = "FlemmaAssistant" }
@@ -387,6 +389,11 @@ function M.draw(buf, row, line, ctx)
     end
   elseif kind == "aborted" then
     mark(buf, row, 0, #line, "FlemmaAborted")
+  elseif kind == "slash" then
+    mark(buf, row, 0, block.name_end, "FlemmaSlashCommand")
+    if block.name_end < #line then
+      mark(buf, row, block.name_end, #line, "FlemmaSlashArgs")
+    end
   end
 end
 

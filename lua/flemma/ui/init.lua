@@ -14,6 +14,7 @@ local window = require("flemma.ui.window")
 local lazy = require("flemma.util.lazy")
 local flemma_config = lazy.require("flemma.config")
 local log = lazy.require("flemma.host.log")
+local slash = lazy.require("flemma.slash")
 local locks = require("flemma.chat.locks")
 
 local M = {}
@@ -110,6 +111,7 @@ local function schedule_sync(bufnr, state)
     if H.buffers[bufnr] == state then
       sync_folds(bufnr)
       turns.refresh(bufnr, edited)
+      slash.diagnose(bufnr, state.structure)
     end
   end)
 end
@@ -238,6 +240,7 @@ function M.attach(bufnr)
   })
   window.apply_all(bufnr)
   sync_folds(bufnr)
+  slash.diagnose(bufnr, state.structure)
 end
 
 --- Stop drawing a buffer (wiped, or no longer a chat).

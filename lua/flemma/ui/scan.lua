@@ -14,7 +14,8 @@
 ---     blocks = { {kind, row, end_row, msg, …}… } }
 --- where `messages[i].last_row` is its last non-blank row and blocks are sorted by row. Block
 --- kinds: `thinking` (`redacted`, `self_closing`), `tool_use` (`name`, `id`), `tool_result`
---- (`id`, `status`, `error`), `code` (a fence in message text; `lang`), `aborted` (one line).
+--- (`id`, `status`, `error`), `code` (a fence in message text; `lang`), `aborted` (one line),
+--- `slash` (a slash command line of a `@You:` message; `name`, `args`, `name_end`).
 --- A tool block whose fence is not closed has `open = true` (it is still being written).
 local M = {}
 
@@ -31,7 +32,30 @@ local STATUS_ALIASES = {
   error = "error",
 }
 
-local BACKTICK, AT, STAR, LT = 96, 64, 42, 60
+local BACKTICK, AT, STAR, LT, SLASH = 96, 64, 42, 60, 47
+
+--- A slash command line (docs/slash-commands.md; src/core/chat/slash.ts reads the same):
+--- `/name` or `/space:name` (a letter, then letters, digits, `_`, `-`), then the line's end or a
+--- space or tab before the arguments. Answers the name, the arguments (trimmed) and the byte
+--- column where the name ends; nil for any other line.
+---@param line string
+---@return string|nil name
+---@return string|nil args
+---@return integer|nil name_end
+function M.slash_command(line)
+  local name, rest = line:match("^/(%a[%w_%-]*)(.*)$")
+  if not name then
+    return nil
+  end
+  local sub, after = rest:match("^:(%a[%w_%-]*)(.*)$")
+  if sub then
+    name, rest = name .. ":" .. sub, after
+  end
+  if rest ~= "" and not rest:match("^[ \t]") then
+    return nil
+  end
+  return name, vim.trim(rest), #name + 1
+end
 
 --- The role a line marks when it is a message marker alone on its line (`@You:` → "You"), or nil.
 ---@param line string
@@ -168,6 +192,12 @@ local function message_blocks(lines, offset, role, from, to, msg, out)
           open = close == nil or nil,
         }
         next_row = (close or to) + 1
+      end
+    elseif first == SLASH and role == "You" then
+      local name, args, name_end = M.slash_command(line)
+      if name then
+        out[#out + 1] =
+          { kind = "slash", row = i, end_row = i, msg = msg, name = name, args = args, name_end = name_end }
       end
     elseif first == LT and role == "Assistant" then
       local form = thinking_open(line)
@@ -365,6 +395,30 @@ function M.escaped(line)
     end
   end
   return false
+end
+
+--- The slash command being typed in `before` (a line up to the cursor), for completion:
+--- `"name", prefix` while its name is typed (`/`, `/thi`, `/flemma:`), `"args", name, rest`
+--- once a space follows the name; nil when the line is no slash command.
+---@param before string
+---@return string|nil what
+---@return string|nil name
+---@return string|nil rest
+function M.slash_typed(before)
+  if before == "/" then
+    return "name", ""
+  end
+  local colon = before:sub(-1) == ":"
+  local name, _, name_end = M.slash_command(colon and before:sub(1, -2) or before)
+  if not name or (colon and (name:find(":", 1, true) or name_end ~= #before - 1)) then
+    return nil
+  end
+  if colon then
+    return "name", name .. ":"
+  elseif name_end == #before then
+    return "name", name
+  end
+  return "args", name, before:sub(name_end + 2)
 end
 
 --- The first block of `kind` (`tool_use` or `tool_result`) of the call `id`, or nil.

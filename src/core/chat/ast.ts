@@ -170,6 +170,20 @@ export interface ToolResultSegment {
   span: Span;
 }
 
+/**
+ * `/name args` on a line of its own in a `@You:` message (outside code fences and tool blocks):
+ * a slash command (docs/slash-commands.md). Never sent as text; the host resolves it through
+ * the registry in Neovim before the send.
+ */
+export interface SlashCommandSegment {
+  kind: 'slash_command';
+  /** The name as written: `thinking`, `flemma:thinking`, `user:pirate`. */
+  name: string;
+  /** What follows the name, trimmed ('' when nothing does). */
+  args: string;
+  span: Span;
+}
+
 /** `<!-- flemma:aborted: message -->`: the reply was interrupted. */
 export interface AbortedSegment {
   kind: 'aborted';
@@ -178,7 +192,12 @@ export interface AbortedSegment {
 }
 
 export type UserSegment =
-  TextSegment | ExpressionSegment | CodeSegment | FileReferenceSegment | ToolResultSegment;
+  | TextSegment
+  | ExpressionSegment
+  | CodeSegment
+  | FileReferenceSegment
+  | ToolResultSegment
+  | SlashCommandSegment;
 
 export type AssistantSegment = TextSegment | ThinkingSegment | ToolUseSegment | AbortedSegment;
 

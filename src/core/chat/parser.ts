@@ -20,6 +20,7 @@ import {
   readToolUse,
 } from './blocks.js';
 import { splitFileReferences } from './filerefs.js';
+import { readSlashCommand } from './slash.js';
 import { scanTemplate } from './template.js';
 import { duplicateToolIdWarning, toolUseIds } from './tool-ids.js';
 
@@ -312,6 +313,15 @@ function parseUser(lines: readonly string[], from: number, to: number, sink: Sin
     if (first === 96 /* ` */) {
       i = skipTextFence(lines, i, to) ?? i + 1;
       continue;
+    }
+    if (first === 47 /* / */) {
+      const command = readSlashCommand(line, i + 1);
+      if (command !== undefined) {
+        segments.push(...templateSegments(lines, textStart, i - 1), command);
+        i++;
+        textStart = i;
+        continue;
+      }
     }
     const header = first === 42 /* * */ ? TOOL_RESULT_HEADER.exec(line) : null;
     if (header === null) {

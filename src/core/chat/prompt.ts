@@ -225,6 +225,8 @@ interface Assembly extends Answers {
   messages: PromptMessage[];
   pendingToolCalls: PendingToolCall[];
   owed: ToolResultPart[];
+  /** The text each rewriting slash command stands for, by line (docs/slash-commands.md). */
+  slashTexts?: ReadonlyMap<number, string>;
 }
 
 /** A user message's parts: every tool result first (the owed ones too), in tool-use order. */
@@ -313,14 +315,35 @@ function resultPart(
   };
 }
 
+/**
+ * A slash command's line in the text sent: the text a rewrite made of it, or nothing (its line
+ * is left out). Answers whether the text after it starts on a line of its own.
+ */
+function slashPart(
+  assembly: Assembly,
+  parts: UserPart[],
+  segment: Extract<Segment, { kind: 'slash_command' }>,
+): boolean {
+  const text = assembly.slashTexts?.get(segment.span.startLine);
+  const content = parts.some((part) => part.kind !== 'tool_result');
+  if (text === undefined || text === '') return content;
+  parts.push({ kind: 'text', text: `${content ? '\n' : ''}${text}` });
+  return true;
+}
+
 /** A `@You:` message: its answering results and its content, trailing blank text dropped. */
 function addUser(assembly: Assembly, message: Message): void {
   const parts: UserPart[] = [];
+  let breakBefore = false;
   for (const segment of message.segments) {
     if (segment.kind === 'tool_result') {
       if (assembly.answer.get(segment.toolUseId) !== segment) continue;
       parts.push(resultPart(assembly, segment));
+    } else if (segment.kind === 'slash_command') {
+      breakBefore = slashPart(assembly, parts, segment) || breakBefore;
     } else {
+      if (breakBefore) parts.push({ kind: 'text', text: '\n' });
+      breakBefore = false;
       const part = contentPart(segment);
       if (part !== undefined) parts.push(part);
     }
@@ -334,8 +357,14 @@ function addUser(assembly: Assembly, message: Message): void {
   }
 }
 
-/** Build the prompt of a document. */
-export function assemblePrompt(document: ChatDocument): Prompt {
+/**
+ * Build the prompt of a document. `slashTexts`: the text each rewriting slash command's line
+ * stands for (by line); every other slash command's line is left out.
+ */
+export function assemblePrompt(
+  document: ChatDocument,
+  slashTexts?: ReadonlyMap<number, string>,
+): Prompt {
   const assembly: Assembly = {
     ...answersOf(document),
     diagnostics: [],
@@ -343,6 +372,7 @@ export function assemblePrompt(document: ChatDocument): Prompt {
     pendingToolCalls: [],
     owed: [],
   };
+  if (slashTexts !== undefined) assembly.slashTexts = slashTexts;
   let system: ContentPart[] = [];
   for (const message of document.messages) {
     if (message.role === 'System') {
@@ -361,10 +391,15 @@ export function assemblePrompt(document: ChatDocument): Prompt {
   return { system, messages, pendingToolCalls, diagnostics };
 }
 
-/** A `@You:` message that holds only whitespace. */
-function isBlankMessage(message: Message): boolean {
+/**
+ * A `@You:` message that holds only whitespace (and slash commands whose line sends nothing:
+ * `slashTexts` has the lines that do).
+ */
+function isBlankMessage(message: Message, slashTexts?: ReadonlyMap<number, string>): boolean {
   return message.segments.every(
-    (segment) => segment.kind === 'text' && segment.value.trim() === '',
+    (segment) =>
+      (segment.kind === 'text' && segment.value.trim() === '') ||
+      (segment.kind === 'slash_command' && (slashTexts?.get(segment.span.startLine) ?? '') === ''),
   );
 }
 
@@ -374,7 +409,11 @@ function isBlankMessage(message: Message): boolean {
  * tool call waits for its result (an unanswered call sends its error result, which is new).
  * Sending would only repeat the conversation, so the user is told instead (docs/chat-format.md).
  */
-export function nothingNewToSend(document: ChatDocument, prompt: Prompt): boolean {
+export function nothingNewToSend(
+  document: ChatDocument,
+  prompt: Prompt,
+  slashTexts?: ReadonlyMap<number, string>,
+): boolean {
   if (prompt.pendingToolCalls.length > 0) return false;
   let blank = 0;
   for (let i = document.messages.length - 1; i >= 0; i--) {
@@ -382,7 +421,7 @@ export function nothingNewToSend(document: ChatDocument, prompt: Prompt): boolea
     if (message === undefined) continue;
     if (message.role === 'Assistant') return blank > 0;
     if (message.role === 'You') {
-      if (!isBlankMessage(message)) return false;
+      if (!isBlankMessage(message, slashTexts)) return false;
       blank += 1;
     } else if (message.role === 'System') {
       // A system prompt changed after the reply is something new.

@@ -5,6 +5,7 @@ import type { AvailabilityAnswer } from '../../core/tools/sandbox/index.js';
 import type { McpCatalog } from '../../core/tools/mcp/types.js';
 import type { RequestRecord, SessionTotals } from '../../core/usage/session.js';
 import type { ContextFigure } from '../../core/context/meter.js';
+import type { SlashResolution, SlashUse } from '../../core/chat/slash.js';
 import type { Doc, Method } from './common.js';
 import { FILES_TO_LUA, type FilesToLua } from './files.js';
 import { HISTORY_TO_LUA, type HistoryToLua } from './history.js';
@@ -46,6 +47,8 @@ export interface HostToLua extends FilesToLua, HistoryToLua {
   'progress.stop': Method<{ bufnr: number }, boolean>;
   'config.snapshot': Method<{ generation?: number }, ConfigAnswer>;
   'editor.context': Method<ContextParams, ContextAnswer>;
+  /** The registry's answer for each slash command of a chat, in order (docs/slash-commands.md). */
+  'slash.resolve': Method<{ bufnr: number; commands: SlashUse[] }, { results: SlashResolution[] }>;
   'send.begin': Method<
     /** `row`: the `@Assistant:` line; `from`: the chat's last row, where its opening begins. */
     { bufnr: number; row: number; from: number; sink_name: string },
@@ -249,6 +252,12 @@ export const HOST_TO_LUA = {
     params: '`{bufnr, names, generation?, digest?, frontmatter?}`',
     answer: '`{generation, config?, facts, env, trust, switched?, frontmatter?}`',
     section: 'editorcontext',
+  },
+  'slash.resolve': {
+    kind: 'request',
+    params: '`{bufnr, commands}`',
+    answer: '`{results}`',
+    section: 'slashresolve',
   },
   'send.begin': {
     kind: 'request',

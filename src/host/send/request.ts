@@ -4,6 +4,7 @@
 import { basename } from 'node:path';
 import type { Message } from '../../core/chat/ast.js';
 import { assemblePrompt, nothingNewToSend, type Prompt } from '../../core/chat/prompt.js';
+import type { SlashPlan } from '../../core/chat/slash.js';
 import type { RenderedPrompt } from '../../core/chat/render.js';
 import { budgetSettings, type ElisionSummary, summarize } from '../../core/context/budget.js';
 import { elide } from '../../core/context/elide.js';
@@ -33,6 +34,7 @@ import type { ToolCatalogue } from '../tools/catalogue.js';
 import { trace } from '../../editor/trace.js';
 import { connectProvider } from './connection.js';
 import { renderForRequest } from './render.js';
+import { resolveSlash, withSlashOptions } from './slash.js';
 
 /** A request ready to go (see `RequestBuilder.prepare`). */
 export interface PreparedRequest {
@@ -172,22 +174,20 @@ export class RequestBuilder {
       if (purpose === 'send') ctx.notify.warn('Nothing sent: the chat buffer is not loaded');
       return undefined;
     }
-    const prompt = assemblePrompt(state.document);
-    // A summary (`:Flemma compact`) asks about the conversation as it is, whatever its end.
-    if (purpose === 'send' && !this.somethingToSend(state, prompt)) return undefined;
-    const betweenTurns = purpose === 'estimate' ? waitsForUser(state, prompt) : undefined;
-    const editor =
-      context ??
-      (await askBufferSettings(ctx.lua, bufnr, state.document, this.deps.catalogue.toolNames(), {
-        memo: this.deps.memo,
-        config: ctx.config,
-      }));
-    if (editor.problem !== undefined) {
-      // The frontmatter failed, or may not run: nothing is sent and the buffer stays as it is.
-      ctx.notify.error(editor.problem);
+    // Slash commands (docs/slash-commands.md): a summary leaves their lines out.
+    const slash =
+      purpose === 'summary' ? undefined : await resolveSlash(ctx.lua, bufnr, state.document);
+    if (slash?.problem !== undefined) {
+      ctx.notify.error(`Nothing sent: ${slash.problem}`);
       return undefined;
     }
-    this.tellRefused(bufnr, editor);
+    const prompt = assemblePrompt(state.document, slash?.texts);
+    // A summary (`:Flemma compact`) asks about the conversation as it is, whatever its end.
+    if (purpose === 'send' && !this.somethingToSend(state, prompt, slash?.texts)) return undefined;
+    const betweenTurns =
+      purpose === 'estimate' ? waitsForUser(state, prompt, slash?.texts) : undefined;
+    const editor = await this.settingsFor(bufnr, state, context, slash);
+    if (editor === undefined) return undefined;
     const config = editor.config;
     onConfig?.(config);
     const connection = await connectProvider(ctx, config, editor.env);
@@ -232,6 +232,38 @@ export class RequestBuilder {
     if (elision !== undefined) prepared.elision = elision;
     if (betweenTurns !== undefined) prepared.betweenTurns = betweenTurns;
     return prepared;
+  }
+
+  /**
+   * The buffer's settings for this request: those held (or asked for), with the options of the
+   * slash commands of the message it sends; undefined (the user told why) when it cannot go.
+   */
+  private async settingsFor(
+    bufnr: number,
+    state: DocumentState,
+    context: BufferSettings | undefined,
+    slash: SlashPlan | undefined,
+  ): Promise<BufferSettings | undefined> {
+    const ctx = this.deps.base;
+    const held =
+      context ??
+      (await askBufferSettings(ctx.lua, bufnr, state.document, this.deps.catalogue.toolNames(), {
+        memo: this.deps.memo,
+        config: ctx.config,
+      }));
+    if (held.problem !== undefined) {
+      // The frontmatter failed, or may not run: nothing is sent and the buffer stays as it is.
+      ctx.notify.error(held.problem);
+      return undefined;
+    }
+    this.tellRefused(bufnr, held);
+    if (slash === undefined) return held;
+    const own = withSlashOptions(held, slash, this.deps.catalogue.toolNames());
+    if ('problem' in own) {
+      ctx.notify.error(`Nothing sent: ${own.problem}`);
+      return undefined;
+    }
+    return own.settings;
   }
 
   /**
@@ -305,13 +337,17 @@ export class RequestBuilder {
   }
 
   /** Whether a send would bring the model anything; if not, the user is told. */
-  private somethingToSend(state: DocumentState, prompt: Prompt): boolean {
+  private somethingToSend(
+    state: DocumentState,
+    prompt: Prompt,
+    slashTexts: ReadonlyMap<number, string> | undefined,
+  ): boolean {
     const ctx = this.deps.base;
     if (!prompt.messages.some((message) => message.role === 'user')) {
       ctx.notify.warn('Nothing to send: write a @You: message first.');
       return false;
     }
-    if (nothingNewToSend(state.document, prompt)) {
+    if (nothingNewToSend(state.document, prompt, slashTexts)) {
       // Sending would only repeat the conversation: nothing is written, nothing goes out.
       ctx.notify.info('Nothing to send: the last @You: message is empty');
       return false;
@@ -388,9 +424,13 @@ export class RequestBuilder {
  * Where an estimate stands when a send would have nothing to send: `empty` when the chat ends
  * with an empty `@You:` after a reply, `none` when it has no message yet; else undefined.
  */
-function waitsForUser(state: DocumentState, prompt: Prompt): 'empty' | 'none' | undefined {
+function waitsForUser(
+  state: DocumentState,
+  prompt: Prompt,
+  slashTexts: ReadonlyMap<number, string> | undefined,
+): 'empty' | 'none' | undefined {
   if (!prompt.messages.some((message) => message.role === 'user')) return 'none';
-  return nothingNewToSend(state.document, prompt) ? 'empty' : undefined;
+  return nothingNewToSend(state.document, prompt, slashTexts) ? 'empty' : undefined;
 }
 
 /** The messages with every tool name as the provider sees it. */
