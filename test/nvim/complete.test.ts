@@ -1,0 +1,261 @@
+// Completion in chat buffers (docs/completion.md), as a user sees it: the popup that opens on `@`
+// and on `/` while typing, `'omnifunc'` (<C-x><C-o>) in the frontmatter, and the sources of
+// blink.cmp and nvim-cmp called through their documented interfaces (the plugins are not
+// installed here). Every answer comes from the host later, so each check waits for the popup.
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { type Driver } from '../helpers/driver.js';
+import { launcher, neovimLauncher } from '../helpers/e2e.js';
+import { MCP_FIXTURE, type McpControl, startMcpControl } from '../helpers/mcp-fixture.js';
+
+let control: McpControl | undefined;
+
+afterEach(async () => {
+  await control?.close();
+  control = undefined;
+});
+
+const launch = neovimLauncher();
+const launchWithProvider = launcher();
+
+/** The words of the popup's items, read in Lua. */
+const WORDS = `local function words()
+  local out = {}
+  for _, item in ipairs(vim.fn.complete_info({ "items" }).items) do out[#out + 1] = item.word end
+  return out
+end`;
+
+/** Waits until `condition` (Lua, over `words()` and `...`) holds of the popup; says what it holds. */
+async function waitPopup(d: Driver, condition: string, arg: unknown): Promise<string[]> {
+  try {
+    await d.waitUntil(`${WORDS} ${condition}`, { args: [arg] });
+  } catch (error) {
+    const shown = await d.lua<string[]>(`${WORDS} return words()`);
+    const line = await d.lua<string>('return vim.api.nvim_get_current_line()');
+    throw new Error(`${String(error)}; the popup holds ${JSON.stringify(shown)} on ${line}`);
+  }
+  return d.lua<string[]>(`${WORDS} return words()`);
+}
+
+/** Waits until the popup holds `word`, then answers all its words. */
+async function popupWith(d: Driver, word: string): Promise<string[]> {
+  return waitPopup(d, 'return vim.tbl_contains(words(), ...)', word);
+}
+
+/** Waits until the popup holds exactly `expected` (it refreshes as the user types). */
+async function popupIs(d: Driver, expected: string[]): Promise<void> {
+  await waitPopup(d, 'return vim.deep_equal(words(), ...)', expected);
+}
+
+/** A project (a git work tree) with a chat in `chats/`, beside files, some ignored. */
+function writeProject(d: Driver): void {
+  d.writeFile('project/.git/HEAD', 'ref: refs/heads/main\n');
+  d.writeFile('project/.gitignore', 'build/\n*.log\n');
+  d.writeFile('project/chats/notes.md', 'notes\n');
+  d.writeFile('project/chats/src/app.ts', 'export {};\n');
+  d.writeFile('project/chats/src/app.test.ts', 'export {};\n');
+  d.writeFile('project/chats/build/out.js', '1;\n');
+  d.writeFile('project/chats/debug.log', 'log\n');
+  d.writeFile('project/chats/.env.example', 'A=1\n');
+  d.writeFile('project/chats/my notes.txt', 'spaced\n');
+}
+
+async function openTalk(d: Driver, lines = ['@You:', '']): Promise<number> {
+  writeProject(d);
+  const buf = await d.openChat('project/chats/talk.chat', lines);
+  await d.waitForEvent('FlemmaBootComplete');
+  return buf;
+}
+
+describe('the popup while typing', () => {
+  it('opens on @ with the chat directory, honours .gitignore, narrows and descends', async () => {
+    const d = await launch({ config: '{}' });
+    await openTalk(d);
+    await d.press('G');
+    await d.type('A' + 'see @');
+    const first = await popupWith(d, './notes.md');
+    expect(first).toEqual([
+      './my%20notes.txt',
+      './notes.md',
+      './src/',
+      './talk.chat',
+      './.env.example',
+    ]);
+    await d.type('./s');
+    await popupIs(d, ['./src/']);
+    await d.type('rc/');
+    await popupIs(d, ['./src/app.test.ts', './src/app.ts']);
+    await d.type('app.te');
+    await popupIs(d, ['./src/app.test.ts']);
+  });
+
+  it('lists ../ and absolute paths; @ right after a letter starts nothing', async () => {
+    const d = await launch({ config: '{}' });
+    const buf = await openTalk(d);
+    const context = (line: string): Promise<unknown> =>
+      d.lua(
+        'return require("flemma.complete").context(..., 1, #select(2, ...), select(2, ...))',
+        buf,
+        line,
+      );
+    expect(await context('mail@./')).toBeNull();
+    expect(await context('(@./')).toMatchObject({ where: 'reference' });
+    await d.press('G');
+    await d.type('A' + 'see @../');
+    expect(await popupWith(d, '../chats/')).toEqual(['../chats/', '../.gitignore']);
+    await d.press('<C-e><Esc>');
+    const root = d.writeFile('abs/one.md', '1\n').replace(/one\.md$/, '');
+    await d.type(`o@${root}`);
+    expect(await popupWith(d, `${root}one.md`)).toEqual([`${root}one.md`]);
+  });
+
+  it('is off with completion.auto = false; <C-x><C-o> still completes', async () => {
+    const d = await launch({ config: '{ completion = { auto = false } }' });
+    await openTalk(d);
+    await d.press('G');
+    await d.type('A' + '@./no');
+    expect(await d.lua<number>('return vim.fn.pumvisible()')).toBe(0);
+    await d.press('<C-x><C-o>');
+    expect(await popupWith(d, './notes.md')).toEqual(['./notes.md']);
+  });
+
+  it('offers slash commands from flemma.slash at the start of a @You: line', async () => {
+    const d = await launch({ config: '{}' });
+    const stub = join(d.home, 'stub');
+    mkdirSync(join(stub, 'lua/flemma'), { recursive: true });
+    writeFileSync(
+      join(stub, 'lua/flemma/slash.lua'),
+      `return { complete = function(ctx)
+        _G.slash_ctx = ctx
+        local items = {}
+        for _, name in ipairs({ "thinking", "model", "compact" }) do
+          if vim.startswith(name, ctx.line:sub(2, ctx.col)) then
+            items[#items + 1] = { word = "/" .. name, kind = "slash" }
+          end
+        end
+        return items, 0
+      end }`,
+    );
+    await d.lua('vim.opt.rtp:prepend(...)', stub);
+    await openTalk(d);
+    await d.press('G');
+    await d.type('A/');
+    expect(await popupWith(d, '/model')).toEqual(['/thinking', '/model', '/compact']);
+    await d.type('t');
+    await popupIs(d, ['/thinking']);
+    const ctx = await d.lua<{ line: string; col: number; bufnr: number }>('return _G.slash_ctx');
+    expect({ line: ctx.line, col: ctx.col }).toEqual({ line: '/t', col: 2 });
+  });
+});
+
+describe('omnifunc in the frontmatter', () => {
+  async function omni(d: Driver, row: number, text: string, word: string): Promise<string[]> {
+    await d.lua(
+      `local row, text = ...
+      vim.api.nvim_buf_set_lines(0, row - 1, row, false, { text })
+      vim.api.nvim_win_set_cursor(0, { row, #text })`,
+      row,
+      text,
+    );
+    await d.press('A<C-x><C-o>');
+    const words = await popupWith(d, word);
+    await d.press('<C-e><Esc>');
+    return words;
+  }
+
+  it('Lua: option names, a choice’s values, tools and presets in approval lists', async () => {
+    const d = await launch({ config: '{}' });
+    await openTalk(d, ['```lua', '', '```', '@You:', 'hi']);
+    expect(await omni(d, 2, 'flemma.opt.thinking = "', 'high')).toEqual(
+      expect.arrayContaining(['low', 'medium', 'high']),
+    );
+    expect(await omni(d, 2, 'flemma.opt.tools.auto_', 'auto_approve')).toEqual(
+      expect.arrayContaining(['auto_approve', 'auto_approve_sandboxed']),
+    );
+    const approve = await omni(d, 2, 'flemma.opt.tools.auto_approve = { "read", "', '$default');
+    expect(approve).toEqual(expect.arrayContaining(['$default', '$readonly', 'bash', 'read']));
+    expect(await omni(d, 2, 'flemma.opt.tools:remove("ba', 'bash')).toEqual(['bash']);
+  });
+
+  it('JSON: the keys under "flemma" and a value', async () => {
+    const d = await launch({ config: '{}' });
+    await openTalk(d, ['```json', '{ "flemma": {', '', '} }', '```', '@You:', 'hi']);
+    expect(await omni(d, 3, '  "provi', 'provider')).toEqual(['provider']);
+    expect(await omni(d, 3, '  "tools": { "autonomy": "c', 'conservative')).toEqual([
+      'conservative',
+    ]);
+  });
+});
+
+describe('MCP resources', () => {
+  it('@mcp: offers the connected servers, then their resources', async () => {
+    const fixture = await startMcpControl();
+    control = fixture;
+    const { d } = await launchWithProvider({
+      setup: `require("flemma").setup({ mcp = { servers = { ["local"] = {
+        command = ${JSON.stringify(process.execPath)}, args = { ${JSON.stringify(MCP_FIXTURE)} },
+        env = { MCP_FIXTURE_CONTROL = "${String(fixture.port)}" } } } } })`,
+    });
+    await openTalk(d);
+    // Lua's copy of the catalogue arrived: the host has the server's resources too.
+    await d.waitUntil(
+      'return vim.tbl_contains(vim.fn.getcompletion("Flemma mcp:prompt local ", "cmdline"), "review")',
+    );
+    await d.press('G');
+    await d.type('A' + '@mcp:');
+    expect(await popupWith(d, 'mcp:local:')).toEqual(['mcp:local:']);
+    await d.type('local:fixture://n');
+    expect(await popupWith(d, 'mcp:local:fixture://notes.md')).toEqual([
+      'mcp:local:fixture://notes.md',
+    ]);
+  });
+});
+
+describe('the completion plugins’ sources', () => {
+  /** Calls a source through the plugin's interface; the items arrive as a `User` event. */
+  async function viaSource(d: Driver, plugin: 'blink' | 'cmp'): Promise<Record<string, unknown>> {
+    const after = d.eventCount;
+    await d.lua(
+      `local plugin = ...
+      local function done(result)
+        vim.api.nvim_exec_autocmds("User", { pattern = "CompleteSourceDone", data = result })
+      end
+      local row, col = unpack(vim.api.nvim_win_get_cursor(0))
+      if plugin == "blink" then
+        local source = require("flemma.complete.blink").new({})
+        assert(source:enabled() and vim.tbl_contains(source:get_trigger_characters(), "@"))
+        source:get_completions({ bufnr = 0 + vim.api.nvim_get_current_buf(), cursor = { row, col },
+          line = vim.api.nvim_get_current_line() }, done)
+      else
+        local source = require("flemma.complete.cmp").new()
+        assert(source:is_available() and vim.tbl_contains(source:get_trigger_characters(), "@"))
+        source:complete({ context = { bufnr = vim.api.nvim_get_current_buf(),
+          cursor = { row = row, col = col + 1 }, cursor_before_line = vim.api.nvim_get_current_line():sub(1, col) } }, done)
+      end`,
+      plugin,
+    );
+    return (await d.waitForEvent('CompleteSourceDone', { after })).data;
+  }
+
+  it.each(['blink', 'cmp'] as const)(
+    '%s: @./ paths as LSP items with a text edit',
+    async (plugin) => {
+      const d = await launch({ config: '{}' });
+      await openTalk(d, ['@You:', 'see @./sr more']);
+      await d.lua('vim.api.nvim_win_set_cursor(0, { 2, 9 })');
+      const result = await viaSource(d, plugin);
+      expect(result['items']).toEqual([
+        {
+          label: 'src/',
+          filterText: './src/',
+          kind: 19,
+          textEdit: {
+            newText: './src/',
+            range: { start: { line: 1, character: 5 }, end: { line: 1, character: 9 } },
+          },
+        },
+      ]);
+    },
+  );
+});
