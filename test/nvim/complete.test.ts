@@ -84,8 +84,10 @@ describe('the popup while typing', () => {
     ]);
     await d.type('./s');
     await popupIs(d, ['./src/']);
-    await d.type('rc/');
+    // Choosing a directory goes on into it.
+    await d.press('<C-n><C-y>');
     await popupIs(d, ['./src/app.test.ts', './src/app.ts']);
+    expect(await d.lua('return vim.api.nvim_get_current_line()')).toBe('see @./src/');
     await d.type('app.te');
     await popupIs(d, ['./src/app.test.ts']);
   });

@@ -205,8 +205,18 @@ function M.setup_buffer(bufnr)
   vim.api.nvim_create_autocmd({ "CompleteDone", "InsertLeave" }, {
     group = group,
     buffer = bufnr,
-    desc = "Flemma: 'completeopt' back as it was",
-    callback = restore_completeopt,
+    desc = "Flemma: 'completeopt' back as it was; completing goes on into a directory",
+    callback = function(ev)
+      restore_completeopt()
+      local word = ev.event == "CompleteDone" and vim.v.completed_item.word or nil
+      if type(word) == "string" and word:sub(-1) == "/" then
+        vim.schedule(function()
+          if vim.api.nvim_get_current_buf() == bufnr and vim.fn.mode():match("^i") then
+            on_typed(bufnr)
+          end
+        end)
+      end
+    end,
   })
   vim.api.nvim_create_autocmd("BufWipeout", {
     group = group,

@@ -3,8 +3,8 @@
 // that hold them. Where the cursor stands is read from the text before it:
 // - Lua: `flemma.opt.<path>` names an option (`flemma.opt.tools.` offers what is under `tools`);
 //   a string after `=`, `:append(`, `:prepend(`, `:remove(`, `+` or `-` is a value of it, inside
-//   a table constructor too (`= { "read", "` offers tools); after `= ` a boolean or a quoted
-//   choice.
+//   a table constructor too (`= { "read", "` offers tools); the last `flemma.opt.…` of the line
+//   counts (`= flemma.opt.tools - "`); after `= ` a boolean or a quoted choice.
 // - JSON: the keys on the way from the top (`"flemma"` first, then the options; `$set`,
 //   `$append`, `$prepend`, `$remove` stand for their list), a key or a string value being typed.
 // - YAML: the same, the keys read from the indentation (block lists and `[a, b` flow lists).
@@ -53,7 +53,9 @@ function luaQuery(before: string): FrontmatterQuery | undefined {
     return query('key', parts, before, prefix);
   }
   const value =
-    /flemma\.opt\.([\w.]+)(\s*=\s*|:(?:append|prepend|remove)\(\s*|\s*[-+]\s*)(.*)$/u.exec(before);
+    /^.*flemma\.opt\.([\w.]+)(\s*=\s*|:(?:append|prepend|remove)\(\s*|\s*[-+]\s*)(.*)$/u.exec(
+      before,
+    );
   if (value === null) return undefined;
   const path = (value[1] ?? '').split('.');
   const rest = value[3] ?? '';
