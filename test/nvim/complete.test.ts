@@ -19,10 +19,12 @@ afterEach(async () => {
 const launch = neovimLauncher();
 const launchWithProvider = launcher();
 
-/** The words of the popup's items, read in Lua. */
+/** The words of the popup's items as shown (none when it is closed), read in Lua. */
 const WORDS = `local function words()
+  local info = vim.fn.complete_info({ "items", "pum_visible" })
   local out = {}
-  for _, item in ipairs(vim.fn.complete_info({ "items" }).items) do out[#out + 1] = item.word end
+  if info.pum_visible == 0 then return out end
+  for _, item in ipairs(info.items) do out[#out + 1] = item.word end
   return out
 end`;
 
@@ -72,6 +74,7 @@ describe('the popup while typing', () => {
   it('opens on @ with the chat directory, honours .gitignore, narrows and descends', async () => {
     const d = await launch({ config: '{}' });
     await openTalk(d);
+    const original = await d.lua<string>('return vim.o.completeopt');
     await d.press('G');
     await d.type('A' + 'see @');
     const first = await popupWith(d, './notes.md');
@@ -90,6 +93,17 @@ describe('the popup while typing', () => {
     expect(await d.lua('return vim.api.nvim_get_current_line()')).toBe('see @./src/');
     await d.type('app.te');
     await popupIs(d, ['./src/app.test.ts']);
+    // A name that matches nothing closes the popup.
+    await d.type('x');
+    await popupIs(d, []);
+    await d.press('<BS>');
+    await popupIs(d, ['./src/app.test.ts']);
+    // Nothing is chosen for you: Enter ends the line as typed.
+    await d.press('<CR>x');
+    expect((await d.lines()).slice(-2)).toEqual(['see @./src/app.te', 'x']);
+    // The popup's 'completeopt' was its own.
+    await d.press('<Esc>');
+    expect(await d.lua('return vim.o.completeopt')).toBe(original);
   });
 
   it('lists ../ and absolute paths; @ right after a letter starts nothing', async () => {
@@ -112,14 +126,14 @@ describe('the popup while typing', () => {
     expect(await popupWith(d, `${root}one.md`)).toEqual([`${root}one.md`]);
   });
 
-  it('is off with completion.auto = false; <C-x><C-o> still completes', async () => {
+  it('with completion.auto = false, <C-x><C-o> completes (one match: inserted)', async () => {
     const d = await launch({ config: '{ completion = { auto = false } }' });
     await openTalk(d);
     await d.press('G');
     await d.type('A' + '@./no');
-    expect(await d.lua<number>('return vim.fn.pumvisible()')).toBe(0);
     await d.press('<C-x><C-o>');
-    expect(await popupWith(d, './notes.md')).toEqual(['./notes.md']);
+    await d.waitUntil('return vim.api.nvim_get_current_line() == "@./notes.md"');
+    expect(await d.lua<string>('return vim.o.completeopt')).not.toContain('noselect');
   });
 
   it('offers slash commands from flemma.slash at the start of a @You: line', async () => {
@@ -160,6 +174,8 @@ describe('omnifunc in the frontmatter', () => {
       row,
       text,
     );
+    // A user's 'completeopt' that shows the popup even for one match.
+    await d.lua('vim.o.completeopt = "menuone,noselect"');
     await d.press('A<C-x><C-o>');
     const words = await popupWith(d, word);
     await d.press('<C-e><Esc>');
@@ -225,12 +241,12 @@ describe('the completion plugins’ sources', () => {
       end
       local row, col = unpack(vim.api.nvim_win_get_cursor(0))
       if plugin == "blink" then
-        local source = require("flemma.complete.blink").new({})
+        local source = require("flemma.complete.source").new({})
         assert(source:enabled() and vim.tbl_contains(source:get_trigger_characters(), "@"))
         source:get_completions({ bufnr = 0 + vim.api.nvim_get_current_buf(), cursor = { row, col },
           line = vim.api.nvim_get_current_line() }, done)
       else
-        local source = require("flemma.complete.cmp").new()
+        local source = require("flemma.complete.source").new()
         assert(source:is_available() and vim.tbl_contains(source:get_trigger_characters(), "@"))
         source:complete({ context = { bufnr = vim.api.nvim_get_current_buf(),
           cursor = { row = row, col = col + 1 }, cursor_before_line = vim.api.nvim_get_current_line():sub(1, col) } }, done)
@@ -260,4 +276,56 @@ describe('the completion plugins’ sources', () => {
       ]);
     },
   );
+
+  it('registers with the plugins when they are installed, through their setup functions', async () => {
+    const d = await launch({ config: '{}' });
+    const stub = join(d.home, 'plugins');
+    mkdirSync(join(stub, 'lua/cmp'), { recursive: true });
+    mkdirSync(join(stub, 'lua/blink/cmp'), { recursive: true });
+    writeFileSync(
+      join(stub, 'lua/cmp/init.lua'),
+      `_G.cmp_calls = {}
+      local cmp = { setup = {} }
+      function cmp.register_source(name, source) _G.cmp_calls.source = { name, source } end
+      function cmp.get_config() return { sources = { { name = "buffer" } } } end
+      function cmp.setup.filetype(ft, cfg) _G.cmp_calls.filetype = { ft, cfg } end
+      return cmp`,
+    );
+    writeFileSync(
+      join(stub, 'lua/blink/cmp/init.lua'),
+      `_G.blink_calls = {}
+      return {
+        add_source_provider = function(id, cfg) _G.blink_calls.provider = { id, cfg } end,
+        add_filetype_source = function(ft, id) _G.blink_calls.filetype = { ft, id } end,
+      }`,
+    );
+    await d.lua('vim.opt.rtp:prepend(...)', stub);
+    await openTalk(d, ['@You:', 'see @./no more']);
+    const calls = await d.lua<Record<string, unknown>>(
+      `local provider = _G.blink_calls.provider
+      -- blink.cmp loads the provider's module by name and calls new().
+      local blink_source = require(provider[2].module).new({})
+      return {
+        cmp = { _G.cmp_calls.source[1], _G.cmp_calls.filetype },
+        blink = { provider[1], provider[2].name, _G.blink_calls.filetype },
+        same = getmetatable(blink_source) == getmetatable(_G.cmp_calls.source[2]),
+      }`,
+    );
+    expect(calls).toEqual({
+      cmp: ['flemma', ['chat', { sources: [{ name: 'flemma' }, { name: 'buffer' }] }]],
+      blink: ['flemma', 'Flemma', ['chat', 'flemma']],
+      same: true,
+    });
+    // The source nvim-cmp was given answers through its interface.
+    await d.lua('vim.api.nvim_win_set_cursor(0, { 2, 9 })');
+    const after = d.eventCount;
+    await d.lua(`_G.cmp_calls.source[2]:complete({ context = { bufnr = vim.api.nvim_get_current_buf(),
+      cursor = { row = 2, col = 10 } } }, function(result)
+        vim.api.nvim_exec_autocmds("User", { pattern = "CompleteSourceDone", data = result })
+      end)`);
+    const result = (await d.waitForEvent('CompleteSourceDone', { after })).data;
+    expect((result['items'] as { filterText: string }[]).map((item) => item.filterText)).toEqual([
+      './notes.md',
+    ]);
+  });
 });

@@ -5,7 +5,7 @@
 --- names and values, tool and preset names. Slash commands come from `flemma.slash` when it
 --- exists. The front ends: `'omnifunc'` (set on every chat buffer), a popup that opens on `@` and
 --- on `/` while typing when no completion plugin is there (`completion.auto`), and the sources of
---- blink.cmp (flemma.complete.blink) and nvim-cmp (flemma.complete.cmp).
+--- blink.cmp and nvim-cmp (one object for both: flemma.complete.source).
 local lazy = require("flemma.util.lazy")
 local config = lazy.require("flemma.config")
 local host = lazy.require("flemma.host")
@@ -117,7 +117,8 @@ function M.request(bufnr, callback, cursor)
 end
 
 --- Show `items` in Vim's popup from byte column `start`, if the cursor is still where it was.
-local function show(bufnr, row, items, start)
+--- `auto`: the popup while typing, with its own 'completeopt' (yours back once it closes).
+local function show(bufnr, row, items, start, auto)
   if vim.api.nvim_get_current_buf() ~= bufnr or not vim.fn.mode():match("^i") then
     return
   end
@@ -128,7 +129,14 @@ local function show(bufnr, row, items, start)
     item.icase = 1
     item.dup = 1
   end
-  vim.fn.complete(start + 1, items)
+  if auto then
+    H.saved_completeopt = H.saved_completeopt or vim.o.completeopt
+    vim.o.completeopt = "menuone,noselect"
+  end
+  -- complete() ends the completion before it (CompleteDone): not the end of this popup.
+  H.showing = true
+  pcall(vim.fn.complete, start + 1, items)
+  H.showing = false
 end
 
 --- `'omnifunc'` of chat buffers: asks, returns -3 at once, and shows the answer when it comes.
@@ -175,17 +183,11 @@ local function on_typed(bufnr)
     return
   end
   M.request(bufnr, function(items, start)
-    if #items == 0 then
-      if vim.fn.pumvisible() == 1 and H.saved_completeopt then
-        vim.api.nvim_feedkeys(vim.keycode("<C-e>"), "n", false)
-      end
-      return
+    -- With nothing to offer, our popup (if open) goes: an empty list closes it; another
+    -- popup is left alone.
+    if #items > 0 or (vim.fn.pumvisible() == 1 and H.saved_completeopt) then
+      show(bufnr, cursor[1], items, start, true)
     end
-    if not H.saved_completeopt then
-      H.saved_completeopt = vim.o.completeopt
-      vim.o.completeopt = "menuone,noinsert,noselect"
-    end
-    show(bufnr, cursor[1], items, start)
   end, cursor)
 end
 
@@ -207,6 +209,9 @@ function M.setup_buffer(bufnr)
     buffer = bufnr,
     desc = "Flemma: 'completeopt' back as it was; completing goes on into a directory",
     callback = function(ev)
+      if H.showing then
+        return
+      end
       restore_completeopt()
       local word = ev.event == "CompleteDone" and vim.v.completed_item.word or nil
       if type(word) == "string" and word:sub(-1) == "/" then
