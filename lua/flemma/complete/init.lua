@@ -13,6 +13,9 @@ local ui = lazy.require("flemma.ui")
 local scan = lazy.require("flemma.ui.scan")
 local M = {}
 
+--- Slash commands' module: built beside this one, and optional (nothing is offered without it).
+local SLASH = "flemma.slash"
+
 local H = {
   --- The number of the last request of each buffer: an older answer is dropped.
   seq = {},
@@ -29,9 +32,10 @@ local function chat_dir(bufnr)
   return vim.fn.fnamemodify(name, ":p:h")
 end
 
---- The reference being typed before the cursor (`@` not right after a letter or digit).
+--- The reference being typed before the cursor (`@` not right after an ASCII letter or digit).
 local function in_reference(before)
-  return before:match("^@%S*$") ~= nil or before:match("[^%w]@%S*$") ~= nil
+  local at = before:match("()@%S*$")
+  return at ~= nil and (at == 1 or before:sub(at - 1, at - 1):match("[%w]") == nil)
 end
 
 --- Where the cursor is: `{ where = "frontmatter" | "reference" | "slash", … }`, or nil.
@@ -55,7 +59,7 @@ function M.context(bufnr, row, col, line)
   local index = scan.message_at(structure, row)
   local message = index and structure.messages[index]
   -- `@mcp:` alone on its line reads as a message marker until more is typed.
-  local marker = message and message.row == row and not before:match("^@mcp:")
+  local marker = message and message.row == row and before:sub(1, 5) ~= "@mcp:"
   if not message or marker or scan.block_at(structure, row) then
     return nil
   end
@@ -70,7 +74,7 @@ end
 
 --- Slash commands from `flemma.slash` when it exists: its items and start column, or none.
 local function slash_items(bufnr, ctx)
-  local ok, slash = pcall(require, "flemma.slash")
+  local ok, slash = pcall(require, SLASH)
   if not ok or type(slash) ~= "table" or type(slash.complete) ~= "function" then
     return {}, ctx.col
   end
@@ -232,7 +236,6 @@ function M.setup_buffer(bufnr)
       pcall(vim.api.nvim_del_augroup_by_id, group)
     end,
   })
-  require("flemma.complete.plugins").register()
 end
 
 --- The LSP kind (`vim.lsp.protocol.CompletionItemKind`) of an item's kind, for the plugins.

@@ -4,10 +4,13 @@
 --- blink.cmp gets the provider `flemma` (`add_source_provider`) and, for `chat`, the source
 --- (`add_filetype_source`), where its version has these functions (else add it to your blink.cmp
 --- configuration yourself). Once per plugin and session.
+local lazy = require("flemma.util.lazy")
+local source = lazy.require("flemma.complete.source")
 local M = {}
 
 local H = { done = {} }
 
+--- The module blink.cmp loads by name.
 local MODULE = "flemma.complete.source"
 
 --- Each plugin: its module, the function it must have, and how to register with it.
@@ -15,12 +18,12 @@ local PLUGINS = {
   cmp = {
     needs = "register_source",
     register = function(cmp)
-      cmp.register_source("flemma", require(MODULE).new())
+      cmp.register_source("flemma", source.new())
       local sources = { { name = "flemma" } }
       local current = type(cmp.get_config) == "function" and cmp.get_config().sources or {}
-      for _, source in ipairs(current or {}) do
-        if source.name ~= "flemma" then
-          sources[#sources + 1] = source
+      for _, entry in ipairs(current or {}) do
+        if entry.name ~= "flemma" then
+          sources[#sources + 1] = entry
         end
       end
       if type(cmp.setup) == "table" and type(cmp.setup.filetype) == "function" then

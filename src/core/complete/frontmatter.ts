@@ -33,7 +33,8 @@ export interface Names {
   presets: readonly string[];
 }
 
-const LIST_OPS = new Set(['$set', '$append', '$prepend', '$remove']);
+/** `$set`, `$append`, `$prepend`, `$remove`: they edit the list they are under. */
+const LIST_OP = /^\$(?:set|append|prepend|remove)$/u;
 
 function query(
   target: FrontmatterQuery['target'],
@@ -76,7 +77,7 @@ interface Frame {
 /** The option path of a JSON or YAML key path: under `"flemma"`, list operators left out. */
 function optionPath(keys: string[]): string[] | undefined {
   if (keys[0] !== 'flemma') return undefined;
-  return keys.slice(1).filter((key) => !LIST_OPS.has(key));
+  return keys.slice(1).filter((key) => !LIST_OP.test(key));
 }
 
 /** JSON: the frames open before the cursor, and the string being typed (undefined: none). */
