@@ -171,7 +171,7 @@ async function pathItems(
   const matches = prefixMatcher(prefix);
   const entries = (await sources.paths.list(base)).filter((entry) => matches(entry.name));
   return entries.map((entry) => {
-    const name = encodeName(entry.name) + (entry.dir ? '/' : '');
+    const name = encodeName(entry.name, !entry.dir) + (entry.dir ? '/' : '');
     return { word: typed + name, abbr: name, kind: entry.dir ? 'dir' : 'file' };
   });
 }

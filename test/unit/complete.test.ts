@@ -172,6 +172,7 @@ describe('directory listings', () => {
   it('answers the page of a path with its start column; a name with a space is escaped', async () => {
     write('plain/my file.md');
     write('plain/sub/x.md');
+    write('plain/z_');
     const answer = await completeItems(
       sources(new PathLister()),
       request('see @./', join(root, 'plain')),
@@ -180,6 +181,8 @@ describe('directory listings', () => {
       items: [
         { word: './my%20file.md', abbr: 'my%20file.md', kind: 'file' },
         { word: './sub/', abbr: 'sub/', kind: 'dir' },
+        // The parser would leave a trailing `_` to the sentence.
+        { word: './z%5F', abbr: 'z%5F', kind: 'file' },
       ],
       start: 5,
       incomplete: false,

@@ -25,9 +25,23 @@ export function decodePath(text: string): string {
   }
 }
 
-/** A file name as a reference writes it: `%`, `+` and whitespace escaped. */
-export function encodeName(name: string): string {
-  return name.replace(/[%+\s]/gu, (char) => `%${char.charCodeAt(0).toString(16).toUpperCase()}`);
+/** `%XX` of a character (its UTF-8 bytes when it is not ASCII). */
+function hex(char: string): string {
+  const code = char.charCodeAt(0);
+  if (code >= 0x80) return encodeURIComponent(char);
+  return `%${code.toString(16).toUpperCase().padStart(2, '0')}`;
+}
+
+/**
+ * A name as a reference writes it: `%`, `+` and whitespace escaped, and for a file the ASCII
+ * punctuation it ends with (which the parser leaves to the sentence: `see @./a.md.`).
+ */
+export function encodeName(name: string, file: boolean): string {
+  const escaped = name.replace(/[%+\s]/gu, hex);
+  if (!file) return escaped;
+  const trailing = /[\x21-\x2f\x3a-\x40\x5b-\x60\x7b-\x7e]+$/u.exec(escaped);
+  if (trailing === null) return escaped;
+  return escaped.slice(0, trailing.index) + trailing[0].replace(/./gu, hex);
 }
 
 /** The reference being typed before the cursor, or undefined when the cursor is in none. */
