@@ -21,6 +21,7 @@ import { nodeTruncateFs } from '../core/tools/truncate.js';
 import { outputAt } from './tools/live-output.js';
 import { decideChildCall, listTasks, rejectedWith, returnOf } from './tasks/commands.js';
 import { runBufferFile } from '../files/command.js';
+import { completeItems } from './complete.js';
 
 export { ActionError };
 export type { HostInfo };
@@ -414,6 +415,22 @@ export const actions: { readonly [M in LuaToHostMethod]: Action<M> } = {
     }
     return { moved };
   },
+  /** Completion in a chat buffer (docs/completion.md): the items for the cursor's place. */
+  'complete:items': (ctx, params) =>
+    completeItems(
+      {
+        paths: ctx.paths,
+        mcp: () => ctx.catalogue.mcp.catalog(),
+        tools: () => ctx.catalogue.registry.list().map((def) => def.name),
+        presets: () => {
+          const tools = ctx.config.held()?.config.data['tools'];
+          return typeof tools === 'object' && tools !== null
+            ? (tools as Record<string, unknown>)['presets']
+            : undefined;
+        },
+      },
+      params,
+    ),
   'log:level': (ctx, { level }) => {
     ctx.logger.level = level;
     return { level };

@@ -11,6 +11,7 @@ import type { DocumentStore } from '../editor/documents.js';
 import type { HookEmitter } from '../editor/hooks.js';
 import type { LuaBridge } from '../editor/lua.js';
 import type { WriteScheduler } from '../editor/writequeue.js';
+import type { PathLister } from './complete.js';
 import type { ConfigStore } from './config.js';
 import type { FileLogger } from './log.js';
 import type { SecretsService } from './secrets.js';
@@ -39,6 +40,8 @@ export interface HostBase {
   // docs/architecture.md, "State"): made once by the wiring and handed to the code that uses it.
   /** Files read for `@./file` references, kept while unchanged. */
   readonly references: ReferenceCache;
+  /** Directory listings for the completion of `@./` paths, kept while unchanged. */
+  readonly paths: PathLister;
   /** Ajv and the tool schemas it compiled. */
   readonly validator: SchemaValidator;
   /** The sandbox backends: bwrap, those of JavaScript tool modules, Lua's proxies. */

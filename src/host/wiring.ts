@@ -8,6 +8,7 @@ import type { Neovim } from '../editor/client.js';
 import type { FrontmatterEvaluator } from '../files/api.js';
 import type { Message } from '../core/chat/ast.js';
 import { ReferenceCache } from '../core/chat/references.js';
+import { PathLister } from './complete.js';
 import { SdkLoader } from '../core/provider/sdk.js';
 import { ProcessManager } from '../core/tools/background.js';
 import { Probes } from '../core/tools/probes.js';
@@ -133,6 +134,7 @@ function createBase(link: HostLink, files: FileAdapter): HostBase {
     config: new ConfigStore(),
     logger,
     references: new ReferenceCache(),
+    paths: new PathLister(),
     validator: new SchemaValidator(),
     sandboxBackends: createSandboxBackends(),
     processes: new ProcessManager(),

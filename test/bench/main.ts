@@ -20,6 +20,7 @@ import { tasksBenchmark } from './tasks.js';
 import { rewindBenchmark } from './rewind.js';
 import { BENCH_HOST_SETUP, benchMark, firstToolLoopBenchmark, toolLoopBenchmark } from './loop.js';
 import { cliBenchmark } from './cli.js';
+import { completeBenchmark } from './complete.js';
 
 const lanes = JSON.parse(process.env['FLEMMA_BENCH_NVIMS'] ?? '[]') as Lane[];
 const BENCH_RTP = join(ROOT, 'test/bench');
@@ -709,6 +710,7 @@ const groups: [string, (lane: Lane) => Promise<void>][] = [
   ['navigate', navigation],
   ['tasks', tasksBenchmark],
   ['rewind', rewindBenchmark],
+  ['complete', completeBenchmark],
 ];
 const only = (process.env['FLEMMA_BENCH_ONLY'] ?? '').split(',').filter((name) => name !== '');
 // `flemma run` needs no Neovim: once, not per lane.

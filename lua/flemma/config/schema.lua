@@ -54,6 +54,7 @@ M.options = dsl.object({
   turns = ui.turns,
   line_highlights = ui.line_highlights,
   ui = ui.ui,
+  completion = ui.completion,
   agents = other.agents,
   limits = other.limits,
   context = other.context,

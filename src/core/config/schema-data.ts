@@ -45,6 +45,21 @@ const TOP_ALIASES: Readonly<Record<string, readonly string[]>> = {
   cache_retention: ['parameters', 'cache_retention'],
 };
 
+/** The root of the options' schema. */
+export function schemaRoot(): SchemaNode {
+  return ROOT;
+}
+
+/** Names the frontmatter takes at the top besides the root's own fields and aliases. */
+export function topShortcuts(): string[] {
+  return [
+    ...Object.keys(TOP_ALIASES),
+    ...Object.keys(ROOT.fields?.['parameters']?.fields ?? {}).filter(
+      (name) => ROOT.fields?.[name] === undefined,
+    ),
+  ];
+}
+
 const MAX_EXACT = 9007199254740991;
 
 function isList(value: unknown): value is unknown[] {
@@ -58,7 +73,8 @@ function show(value: unknown): string {
   return value === null ? 'nil' : 'table';
 }
 
-function describe(node: SchemaNode): string {
+/** What a node takes, in words (`one of "low", "high"`, `an integer >= 1`). */
+export function describe(node: SchemaNode): string {
   switch (node.kind) {
     case 'string':
     case 'boolean':
@@ -182,7 +198,7 @@ export function checkValue(node: SchemaNode, value: unknown, path: string): stri
 }
 
 /** The member of a union an option path goes through: its first table-like one. */
-function tableMember(node: SchemaNode): SchemaNode | undefined {
+export function tableMember(node: SchemaNode): SchemaNode | undefined {
   return node.members?.find((member) => member.kind === 'object' || member.kind === 'map');
 }
 

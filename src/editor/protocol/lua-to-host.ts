@@ -9,6 +9,7 @@ import { ActionError, bufnrOf, field, type Doc, type Method } from './common.js'
 import { CONVERSATION_ACTIONS, type ConversationActions } from './conversation.js';
 import { HISTORY_ACTIONS, type HistoryActions } from './history.js';
 import { type Buf, buf, listOf, none, strings, type Ticket, ticketOf } from './decoders.js';
+import { COMPLETE_ACTIONS, type CompleteActions } from './complete.js';
 import { MCP_ACTIONS, type McpActions } from './mcp.js';
 import { type PushedState, pushedOf } from './pushed.js';
 import { REVIEW_ACTIONS, type ReviewActions } from './review.js';
@@ -27,7 +28,14 @@ export type LuaToHostKind = 'request' | 'call' | 'notification' | 'notification 
 
 /** Every Lua → host action: its params (as the handler receives them, decoded) and its answer. */
 export interface LuaToHost
-  extends ToolActions, ReviewActions, McpActions, ConversationActions, TaskActions, HistoryActions {
+  extends
+    ToolActions,
+    ReviewActions,
+    McpActions,
+    ConversationActions,
+    TaskActions,
+    HistoryActions,
+    CompleteActions {
   ping: Method<null, HostInfo>;
   'host:info': Method<null, HostInfo>;
   'provider:sdks': Method<
@@ -294,6 +302,7 @@ export const LUA_TO_HOST: { readonly [M in LuaToHostMethod]: LuaToHostSpec<M> } 
   ...CONVERSATION_ACTIONS,
   ...TASK_ACTIONS,
   ...HISTORY_ACTIONS,
+  ...COMPLETE_ACTIONS,
 };
 
 /**

@@ -175,4 +175,10 @@ M.ui = S.object({
   }),
 })
 
+-- Completion in chat buffers (docs/completion.md): `auto` opens Vim's popup on `@` and `/` while
+-- typing when no completion plugin is installed. Only the editor's behaviour: safe anywhere.
+M.completion = safe(S.object({
+  auto = S.boolean(true),
+}))
+
 return M
