@@ -136,32 +136,17 @@ describe('the popup while typing', () => {
     expect(await d.lua<string>('return vim.o.completeopt')).not.toContain('noselect');
   });
 
-  it('offers slash commands from flemma.slash at the start of a @You: line', async () => {
+  it('offers slash commands at the start of a @You: line, and their arguments', async () => {
     const d = await launch({ config: '{}' });
-    const stub = join(d.home, 'stub');
-    mkdirSync(join(stub, 'lua/flemma'), { recursive: true });
-    writeFileSync(
-      join(stub, 'lua/flemma/slash.lua'),
-      `return { complete = function(ctx)
-        _G.slash_ctx = ctx
-        local items = {}
-        for _, name in ipairs({ "thinking", "model", "compact" }) do
-          if vim.startswith(name, ctx.line:sub(2, ctx.col)) then
-            items[#items + 1] = { word = "/" .. name, kind = "slash" }
-          end
-        end
-        return items, 0
-      end }`,
-    );
-    await d.lua('vim.opt.rtp:prepend(...)', stub);
     await openTalk(d);
     await d.press('G');
     await d.type('A/');
-    expect(await popupWith(d, '/model')).toEqual(['/thinking', '/model', '/compact']);
-    await d.type('t');
+    const all = await popupWith(d, '/thinking');
+    expect(all).toEqual(expect.arrayContaining(['/model', '/compact', '/fork', '/retry']));
+    await d.type('thi');
     await popupIs(d, ['/thinking']);
-    const ctx = await d.lua<{ line: string; col: number; bufnr: number }>('return _G.slash_ctx');
-    expect({ line: ctx.line, col: ctx.col }).toEqual({ line: '/t', col: 2 });
+    await d.type('nking ');
+    await popupIs(d, ['off', 'minimal', 'low', 'medium', 'high', 'max']);
   });
 });
 

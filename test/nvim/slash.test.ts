@@ -16,6 +16,7 @@ const PIRATE = `require("flemma.slash").register("pirate", {
   rewrite = function(ctx) return "Answer as a pirate" .. (ctx.args ~= "" and (", about " .. ctx.args) or "") .. "." end,
 })
 require("flemma.slash").register("shout", { rewrite = "SAY IT LOUD: $ARGUMENTS" })
+require("flemma.slash").register("gone", { action = "nowhere" })
 require("flemma.slash").register("endpoint", {
   options = { parameters = { anthropic = { base_url = "http://127.0.0.1:9/evil" } } },
 })`;
@@ -223,12 +224,40 @@ describe('an action command', () => {
   });
 
   it('names a :Flemma command that does not exist: an error, and nothing is sent', async () => {
-    const session = await start('fork.chat', ['@You:', 'Hi.', '/fork']);
+    const session = await start('gone.chat', ['@You:', 'Hi.', '/gone']);
     await session.d.press('<C-]>');
     const note = await session.d.waitForNotification(/does not exist/);
-    expect(note.message).toBe('Flemma: /fork: :Flemma fork does not exist here; nothing sent');
+    expect(note.message).toBe('Flemma: /gone: :Flemma nowhere does not exist here; nothing sent');
     expect(session.f.requests).toHaveLength(0);
-    expect(await session.lines()).toContain('/fork');
+    expect(await session.lines()).toContain('/gone');
+  });
+
+  it('/retry asks again and puts the new reply in place of the last one', async () => {
+    const session = await start('retry.chat', ['@You:', 'Say hello.']);
+    const original = await exchange(session, 'First try.');
+    await ask(session, '/retry');
+    const again = await session.send();
+    expect(again.body).toEqual(original.body);
+    await session.replyAndWait('Second try.');
+    const lines = await session.lines();
+    expect(lines).toContain('Second try.');
+    expect(lines).not.toContain('First try.');
+    expect(lines).not.toContain('/retry');
+  });
+
+  it('/fork opens a new chat holding the conversation up to its message, and sends nothing', async () => {
+    const session = await start('fork.chat', ['@You:', 'Hi.']);
+    await exchange(session, 'Hello.');
+    await ask(session, 'Branch here.', '/fork');
+    await session.d.press('<C-]>');
+    await session.d.waitUntil('return vim.fn.expand("%:t") == "fork.fork-1.chat"');
+    const fork = await session.d.lua<string[]>(
+      'return vim.api.nvim_buf_get_lines(0, 0, -1, false)',
+    );
+    expect(fork.slice(0, 5)).toEqual(['@You:', 'Hi.', '', '@Assistant:', 'Hello.']);
+    expect(fork).toContain('Branch here.');
+    expect(fork).not.toContain('/fork');
+    expect(session.f.requests).toHaveLength(1);
   });
 });
 

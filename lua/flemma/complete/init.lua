@@ -38,6 +38,12 @@ local function in_reference(before)
   return at ~= nil and (at == 1 or before:sub(at - 1, at - 1):match("[%w]") == nil)
 end
 
+--- Whether the text before the cursor is a slash command being typed: its name, or its
+--- arguments after the name and a space.
+local function slash_line(before)
+  return before:match("^/%S*$") ~= nil or before:match("^/%a[%w_%-]*:?[%w_%-]*[ \t]") ~= nil
+end
+
 --- Where the cursor is: `{ where = "frontmatter" | "reference" | "slash", … }`, or nil.
 ---@param bufnr integer
 ---@param row integer 0-based
@@ -60,10 +66,13 @@ function M.context(bufnr, row, col, line)
   local message = index and structure.messages[index]
   -- `@mcp:` alone on its line reads as a message marker until more is typed.
   local marker = message and message.row == row and before:sub(1, 5) ~= "@mcp:"
-  if not message or marker or scan.block_at(structure, row) then
+  -- Inside a block (a tool call, a result, a thinking block) nothing completes; a slash
+  -- command's line is a block of its own, and completes.
+  local block = scan.block_at(structure, row)
+  if not message or marker or (block and block.kind ~= "slash") then
     return nil
   end
-  if message.role == "You" and before:match("^/%S*$") then
+  if message.role == "You" and slash_line(before) then
     return { where = "slash", line = line, col = col }
   end
   if in_reference(before) then
@@ -106,7 +115,9 @@ function M.request(bufnr, callback, cursor)
     local items, start = slash_items(bufnr, ctx)
     vim.schedule(function()
       if H.seq[bufnr] == seq then
-        callback(items, start, false)
+        -- Asked again at each key: `flemma.slash` narrows by what is typed (the short and the
+        -- namespaced names do not share a prefix, so Vim's own narrowing would keep the wrong ones).
+        callback(items, start, true)
       end
     end)
     return true
@@ -183,7 +194,7 @@ local function on_typed(bufnr)
   end
   local cursor = vim.api.nvim_win_get_cursor(0)
   local before = vim.api.nvim_get_current_line():sub(1, cursor[2])
-  if not (in_reference(before) or before:match("^/%S*$")) then
+  if not (in_reference(before) or slash_line(before)) then
     return
   end
   M.request(bufnr, function(items, start)
