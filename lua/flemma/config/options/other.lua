@@ -82,6 +82,13 @@ M.context = safe(S.object({
   }),
 }))
 
+-- Where `:Flemma chats` looks besides the chat directory and the project (docs/picker.md).
+-- Read from `setup()` only: directories to read need trust, and so does listing the children.
+M.chats = S.object({
+  search = S.list(S.string(), {}),
+  children = S.boolean(false),
+})
+
 -- The log's path needs trust (a file Flemma appends to).
 M.logging = S.object({
   enabled = safe(S.boolean(false)),

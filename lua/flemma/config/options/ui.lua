@@ -162,6 +162,8 @@ M.ui = S.object({
     enabled = S.boolean(true),
     high_cost_threshold = S.number(30, { min = 0 }),
   })),
+  -- Which picker `:Flemma chats` shows the chats in (docs/picker.md); only drawing, safe anywhere.
+  picker = safe(S.enum({ "auto", "snacks", "telescope", "fzf-lua", "select" }, "auto")),
   -- The format is a template (Lua): needs trust.
   statusline = S.object({
     format = S.union({ S.string(), S.func() }, statusline_format()),

@@ -1,0 +1,108 @@
+--- flemma.chats: `:Flemma chats` (docs/picker.md). Asks the host for the chats of the chat
+--- directory, `chats.search` and the current project (the host finds them, reads their heads and
+--- keeps what it read per file), shows them in a picker (`flemma.picker`) and opens the one
+--- chosen. The preview of a chat (its last exchange) is asked for when the picker shows it.
+local lazy = require("flemma.util.lazy")
+local config = lazy.require("flemma.config")
+local host = lazy.require("flemma.host")
+local notify = lazy.require("flemma.notify")
+local path = lazy.require("flemma.util.path")
+local picker = lazy.require("flemma.picker")
+local M = {}
+
+local H = {}
+
+--- The default chat directory, when the configuration names none.
+function M.default_directory()
+  return vim.fs.joinpath(vim.fn.stdpath("data"), "flemma", "chats")
+end
+
+--- A directory of the configuration, expanded; nil (with a warning) when it cannot be.
+function H.expand(dir)
+  local expanded, err = path.expand(dir)
+  if not expanded then
+    notify.warn("chats: " .. tostring(err))
+    return nil
+  end
+  return vim.fn.fnamemodify(expanded, ":p"):gsub("/$", "")
+end
+
+--- What `chats:list` is asked: the directories, the project, whether children count.
+---@return { dirs: string[], cwd: string, children: boolean, state: string }
+function M.sources()
+  local chats = config.get().chats or {}
+  local dirs = {}
+  for _, dir in ipairs(vim.list_extend({ chats.directory or M.default_directory() }, chats.search or {})) do
+    dirs[#dirs + 1] = H.expand(dir)
+  end
+  return {
+    dirs = dirs,
+    cwd = vim.fn.getcwd(),
+    children = chats.children == true,
+    state = vim.fn.stdpath("state"),
+  }
+end
+
+--- A window of the current tab that shows `buf`, or nil.
+function H.window_in_tab(buf)
+  local tab = vim.api.nvim_get_current_tabpage()
+  for _, win in ipairs(vim.fn.win_findbuf(buf)) do
+    if vim.api.nvim_win_get_tabpage(win) == tab then
+      return win
+    end
+  end
+  return nil
+end
+
+local LAYOUTS = { split = "split", vsplit = "vsplit", vertical = "vsplit", side = "vsplit", tab = "tabedit" }
+
+--- Open the chat in file `file`: its window when the current tab shows it, else the window (or
+--- the split, tab… that `ui.new_chat.layout` names, when set); an open buffer is reused.
+function M.open(file)
+  local existing = vim.fn.bufnr(file)
+  local win = existing ~= -1 and H.window_in_tab(existing) or nil
+  if win then
+    vim.api.nvim_set_current_win(win)
+    return
+  end
+  local ui = config.get().ui or {}
+  local layout = type(ui.new_chat) == "table" and ui.new_chat.layout or nil
+  local cmd = LAYOUTS[layout] or "edit"
+  local ok, err = pcall(vim.cmd, cmd .. " " .. vim.fn.fnameescape(file))
+  if not ok then
+    notify.warn("chats: " .. tostring(err):gsub("^Vim%(%a+%):", ""))
+  end
+end
+
+--- The preview of `row` (its last exchange): `done(lines)` once the host answers.
+function M.preview(row, done)
+  host.call("chats:preview", { path = row.path }, function(err, answer)
+    if err then
+      done({ "(no preview: " .. tostring(err) .. ")" })
+    else
+      done(answer.lines or {})
+    end
+  end)
+end
+
+--- `:Flemma chats`: the chats in the picker; the chosen one opens.
+function M.pick()
+  local sources = M.sources()
+  host.call("chats:list", sources, function(err, answer)
+    if err then
+      notify.warn("chats: " .. tostring(err))
+      return
+    end
+    local rows = answer.chats or {}
+    if #rows == 0 then
+      local shown = vim.tbl_map(function(dir)
+        return vim.fn.fnamemodify(dir, ":~")
+      end, sources.dirs)
+      notify.info("chats: no chats in " .. table.concat(shown, ", ") .. " or this project")
+      return
+    end
+    picker.show(rows, { preview = M.preview, open = M.open, title = "Chats" })
+  end)
+end
+
+return M
