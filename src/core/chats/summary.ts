@@ -4,7 +4,7 @@
 // each chat is listed with. Nothing here reads a file or runs a frontmatter: a Lua frontmatter is
 // read only in its literal forms (`../config/lua-literal.ts`).
 import type { ChatDocument } from '../chat/ast.js';
-import { parseChat, parseLines } from '../chat/parser.js';
+import { parseLines } from '../chat/parser.js';
 import {
   type FrontmatterOps,
   type YamlParser,
@@ -40,7 +40,10 @@ const TITLE_MAX = 80;
 const DEFAULT = 'default';
 
 /** The frontmatter's operations and variables, read without running anything. */
-function frontmatterOps(document: ChatDocument, yaml: YamlParser): FrontmatterOps | undefined {
+function frontmatterOps(
+  document: ChatDocument,
+  yaml: YamlParser | undefined,
+): FrontmatterOps | undefined {
   const frontmatter = document.frontmatter;
   if (frontmatter === undefined) return undefined;
   const language = frontmatter.language.toLowerCase();
@@ -49,7 +52,7 @@ function frontmatterOps(document: ChatDocument, yaml: YamlParser): FrontmatterOp
       ? luaLiteralFrontmatter(frontmatter.code, 2)
       : language === 'json'
         ? jsonFrontmatter(frontmatter.code, 2)
-        : language === 'yaml' || language === 'yml'
+        : (language === 'yaml' || language === 'yml') && yaml !== undefined
           ? yamlFrontmatter(frontmatter.code, 2, yaml)
           : undefined;
   return parsed === undefined || 'error' in parsed ? undefined : parsed;
@@ -77,13 +80,26 @@ function firstUserLine(document: ChatDocument, lines: readonly string[]): string
   return '';
 }
 
+/** Lines after a first `@You:` the head's title is looked for in. */
+const TITLE_LINES = 8;
+
+/**
+ * The lines of a head worth parsing: up to a few lines after its first `@You:` (the parse is the
+ * cost of a listing; a title is on one of those lines).
+ */
+function headLines(text: string): string[] {
+  const lines = text.split('\n');
+  const you = lines.findIndex((line) => line.startsWith('@You:'));
+  return you < 0 ? lines : lines.slice(0, you + TITLE_LINES);
+}
+
 /**
  * What the head of a chat's file (`text`: its first bytes, cut after a whole line) says of it.
- * `yaml` reads a YAML frontmatter.
+ * `yaml` reads a YAML frontmatter (without it, one is not read).
  */
-export function headOf(text: string, yaml: YamlParser): ChatHead {
-  const lines = text.split('\n');
-  const document = parseChat(text);
+export function headOf(text: string, yaml: YamlParser | undefined): ChatHead {
+  const lines = headLines(text);
+  const document = parseLines(lines);
   const ops = frontmatterOps(document, yaml);
   const title = ops?.variables['title'];
   return {

@@ -15,18 +15,10 @@ export interface ChatsListParams {
   state?: string;
 }
 
-/** One chat of the list. */
+/** One chat of the list: its file, and the line the picker shows (title, model, age, cost, size). */
 export interface ChatRow {
   path: string;
-  /** The line the picker shows. */
   line: string;
-  title: string;
-  provider: string;
-  model: string;
-  /** Milliseconds since the epoch. */
-  mtime: number;
-  size: number;
-  cost?: number;
 }
 
 export interface ChatActions {
@@ -70,7 +62,7 @@ export const CHAT_ACTIONS: { readonly [M in keyof ChatActions]: Spec<M> } = {
   'chats:list': {
     kind: 'call',
     params: '`{dirs, cwd?, children, state?}`',
-    answer: '`{chats, read}`: chats `{path, line, title, provider, model, mtime, size, cost?}`',
+    answer: '`{chats, read}`: chats `{path, line}`, newest first',
     section: 'commands',
     decode: listParams,
   },

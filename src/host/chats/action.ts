@@ -39,7 +39,7 @@ export async function listChats(
   const listing = await ctx.chats.list(params, costsOf(ctx.usage.session.requests()));
   const now = Date.now();
   const chats = listing.chats.map((entry) => ({
-    ...entry,
+    path: entry.path,
     line: entryLine(entry, shownPath(entry.path, params.cwd), now),
   }));
   return { chats, read: listing.read };

@@ -103,17 +103,22 @@ async function gitChats(
   }
 }
 
-/** Every chat file of `sources`, each once (absolute paths, in no particular order). */
-export async function findChats(sources: ChatSources): Promise<string[]> {
+/** The chat files under the chat directories of `sources` (absolute paths, in no order). */
+export async function chatsInDirs(sources: ChatSources): Promise<string[]> {
   const found: string[] = [];
   await Promise.all(sources.dirs.map((dir) => walk(dir, DIR_DEPTH, sources.children, found)));
-  if (sources.cwd !== undefined) {
-    const listed =
-      sources.state === undefined
-        ? undefined
-        : await gitChats(sources.cwd, sources.state, sources.children);
-    if (listed !== undefined) found.push(...listed);
-    else await walk(sources.cwd, LOOSE_DEPTH, sources.children, found);
-  }
-  return [...new Set(found.map((path) => resolve(path)))];
+  return found.map((path) => resolve(path));
+}
+
+/** The chat files of the project of `sources` (none without a working directory). */
+export async function chatsInProject(sources: ChatSources): Promise<string[]> {
+  if (sources.cwd === undefined) return [];
+  const listed =
+    sources.state === undefined
+      ? undefined
+      : await gitChats(sources.cwd, sources.state, sources.children);
+  if (listed !== undefined) return listed.map((path) => resolve(path));
+  const found: string[] = [];
+  await walk(sources.cwd, LOOSE_DEPTH, sources.children, found);
+  return found.map((path) => resolve(path));
 }
