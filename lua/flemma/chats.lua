@@ -43,25 +43,15 @@ function M.sources()
   }
 end
 
---- A window of the current tab that shows `buf`, or nil.
-function H.window_in_tab(buf)
-  local tab = vim.api.nvim_get_current_tabpage()
-  for _, win in ipairs(vim.fn.win_findbuf(buf)) do
-    if vim.api.nvim_win_get_tabpage(win) == tab then
-      return win
-    end
-  end
-  return nil
-end
-
 local LAYOUTS = { split = "split", vsplit = "vsplit", vertical = "vsplit", side = "vsplit", tab = "tabedit" }
 
 --- Open the chat in file `file`: its window when the current tab shows it, else the window (or
 --- the split, tab… that `ui.new_chat.layout` names, when set); an open buffer is reused.
 function M.open(file)
+  -- bufwinid() looks in the current tab only.
   local existing = vim.fn.bufnr(file)
-  local win = existing ~= -1 and H.window_in_tab(existing) or nil
-  if win then
+  local win = existing ~= -1 and vim.fn.bufwinid(existing) or -1
+  if win ~= -1 then
     vim.api.nvim_set_current_win(win)
     return
   end

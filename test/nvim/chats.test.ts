@@ -158,13 +158,18 @@ describe(':Flemma chats', () => {
 
 const PICKERS = join(ROOT, 'test/fixtures/pickers');
 
+/** The runtimepath of the stand-ins `names` (and what they share). */
+function standIns(...names: string[]): string[] {
+  return [...names, 'shared'].map((name) => join(PICKERS, name));
+}
+
 describe.each([
   ['snacks', 'snacks.picker.pick', ['items', 'format', 'preview', 'confirm']],
   ['telescope', 'telescope.pickers.new', ['finder', 'sorter', 'previewer', 'attach_mappings']],
   ['fzf-lua', 'fzf-lua.fzf_exec', ['previewer', 'actions']],
 ])(':Flemma chats through %s', (name, api, keys) => {
   it('shows the chats with their preview and opens the chosen one', async () => {
-    const d = await start('{}', [join(PICKERS, name)]);
+    const d = await start('{}', standIns(name));
     const lines = await pick(d);
     const call = await d.lua<{ api: string; keys: string[] }>('return _G.picker_calls[1]');
     expect(call.api).toBe(api);
@@ -182,8 +187,7 @@ describe.each([
 
 describe('ui.picker', () => {
   it('auto takes snacks, then telescope, then fzf-lua; a named one is used when installed', async () => {
-    const all = ['fzf-lua', 'telescope', 'snacks'].map((name) => join(PICKERS, name));
-    const d = await start('{}', all);
+    const d = await start('{}', standIns('fzf-lua', 'telescope', 'snacks'));
     await pick(d);
     expect(await d.lua('return _G.picker_calls[1].api')).toBe('snacks.picker.pick');
     for (const [option, api] of [
