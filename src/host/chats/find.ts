@@ -9,7 +9,12 @@
 import type { Dirent } from 'node:fs';
 import { readdir, stat } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
-import { cleanGitDir, gitRunOptions, locateRepository } from '../../core/tools/git.js';
+import {
+  type GitRepository,
+  cleanGitDir,
+  gitRunOptions,
+  locateRepository,
+} from '../../core/tools/git.js';
 import { runProcess } from '../../core/tools/process.js';
 
 /** Where to look. */
@@ -76,14 +81,33 @@ async function mayBeRepository(dir: string): Promise<boolean> {
   }
 }
 
+/**
+ * The repositories found so far, by working directory. `ls-files` needs only where the work tree
+ * and its git directory are, which stay: a second listing starts one git process, not three.
+ * (Only repositories are kept: a directory that becomes one is found at the next listing.)
+ */
+export type RepositoryCache = Map<string, GitRepository>;
+
+async function repositoryOf(
+  cwd: string,
+  repos: RepositoryCache,
+): Promise<GitRepository | undefined> {
+  const kept = repos.get(cwd);
+  if (kept !== undefined) return kept;
+  if (!(await mayBeRepository(cwd))) return undefined;
+  const repo = await locateRepository(cwd, runProcess, { timeoutMs: GIT_TIMEOUT_MS });
+  if (repo !== undefined) repos.set(cwd, repo);
+  return repo;
+}
+
 /** The `.chat` files git lists in the repository holding `cwd`; undefined outside one. */
 async function gitChats(
   cwd: string,
   state: string,
   children: boolean,
+  repos: RepositoryCache,
 ): Promise<string[] | undefined> {
-  if (!(await mayBeRepository(cwd))) return undefined;
-  const repo = await locateRepository(cwd, runProcess, { timeoutMs: GIT_TIMEOUT_MS });
+  const repo = await repositoryOf(cwd, repos);
   if (repo === undefined) return undefined;
   const clean = await cleanGitDir(repo, join(state, 'flemma', 'git')).catch(() => undefined);
   if (clean === undefined) return undefined;
@@ -93,7 +117,11 @@ async function gitChats(
       clean.argv(args),
       gitRunOptions({ cwd: repo.top, timeoutMs: GIT_TIMEOUT_MS, drainMs: 50 }),
     );
-    if (result.exitCode !== 0) return undefined;
+    if (result.exitCode !== 0) {
+      // Gone or moved: found again next time.
+      repos.delete(cwd);
+      return undefined;
+    }
     const names = new Set(result.output.split('\0').filter((name) => isChat(name)));
     return [...names]
       .filter((name) => children || !underTasks(name))
@@ -111,12 +139,15 @@ export async function chatsInDirs(sources: ChatSources): Promise<string[]> {
 }
 
 /** The chat files of the project of `sources` (none without a working directory). */
-export async function chatsInProject(sources: ChatSources): Promise<string[]> {
+export async function chatsInProject(
+  sources: ChatSources,
+  repos: RepositoryCache,
+): Promise<string[]> {
   if (sources.cwd === undefined) return [];
   const listed =
     sources.state === undefined
       ? undefined
-      : await gitChats(sources.cwd, sources.state, sources.children);
+      : await gitChats(sources.cwd, sources.state, sources.children, repos);
   if (listed !== undefined) return listed.map((path) => resolve(path));
   const found: string[] = [];
   await walk(sources.cwd, LOOSE_DEPTH, sources.children, found);

@@ -14,7 +14,7 @@ import { stat } from 'node:fs/promises';
 import type { YamlParser } from '../../core/config/frontmatter.js';
 import { type ChatEntry, type ChatHead, headOf, lastExchange } from '../../core/chats/summary.js';
 import { loadYaml } from '../../core/util/yaml.js';
-import { type ChatSources, chatsInDirs, chatsInProject } from './find.js';
+import { type ChatSources, type RepositoryCache, chatsInDirs, chatsInProject } from './find.js';
 
 /** Bytes of a file's head read for its title and model. */
 export const HEAD_BYTES = 4 * 1024;
@@ -81,6 +81,7 @@ export interface ChatListing {
 export class ChatLister {
   private readonly heads = new Map<string, Kept<ChatHead>>();
   private readonly tails = new Map<string, Kept<string[]>>();
+  private readonly repos: RepositoryCache = new Map();
   private yaml: YamlParser | undefined;
 
   /**
@@ -89,7 +90,7 @@ export class ChatLister {
    */
   async list(sources: ChatSources, costs: ReadonlyMap<string, number>): Promise<ChatListing> {
     // The project's git runs while the chat directories are read.
-    const project = chatsInProject(sources);
+    const project = chatsInProject(sources, this.repos);
     const listing: ChatListing = { chats: [], read: 0 };
     const buffer = Buffer.allocUnsafe(HEAD_MAX_BYTES);
     const inDirs = await chatsInDirs(sources);
