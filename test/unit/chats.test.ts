@@ -1,11 +1,21 @@
 // `:Flemma chats` in the host (docs/picker.md): what a chat's head and tail say of it, and the
 // lister that reads only what it shows and, the second time, only the files that changed.
-import { appendFileSync, mkdirSync, truncateSync, utimesSync, writeFileSync } from 'node:fs';
+import {
+  appendFileSync,
+  mkdirSync,
+  realpathSync,
+  symlinkSync,
+  truncateSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { parse } from 'yaml';
 import { describe, expect, it } from 'vitest';
 import { entryLine, headOf, lastExchange, relativeAge } from '../../src/core/chats/summary.js';
 import { ChatLister, HEAD_BYTES, TAIL_BYTES } from '../../src/host/chats/lister.js';
+import { listChats } from '../../src/host/chats/action.js';
+import type { RequestRecord } from '../../src/core/usage/session.js';
 import { tempDirs } from '../helpers/temp.js';
 
 const temp = tempDirs();
@@ -165,5 +175,26 @@ describe('ChatLister', () => {
       (await lister.list({ dirs: [dir], children }, new Map())).chats.map((c) => c.title).sort();
     expect(await titles(false)).toEqual(['Parent']);
     expect(await titles(true)).toEqual(['Child', 'Parent']);
+  });
+});
+
+describe('listChats', () => {
+  it('shows what the session’s requests of a chat cost, found by its real path', async () => {
+    const dir = temp('flemma-chats-');
+    mkdirSync(join(dir, 'real'));
+    symlinkSync(join(dir, 'real'), join(dir, 'link'));
+    writeFileSync(join(dir, 'real', 'paid.chat'), '@You:\nPaid.\n');
+    writeFileSync(join(dir, 'real', 'free.chat'), '@You:\nFree.\n');
+    const record = (filepath: string, cost: number): RequestRecord =>
+      ({ filepath, cost }) as unknown as RequestRecord;
+    const paid = realpathSync(join(dir, 'real', 'paid.chat'));
+    const records = [record(paid, 0.01), record(paid, 0.0023), { bufnr: 1 } as RequestRecord];
+    const ctx = { chats: new ChatLister(), usage: { session: { requests: () => records } } };
+    const { chats } = await listChats(ctx, { dirs: [join(dir, 'link')], children: false });
+    expect(chats.map((c) => c.line.replace(/ · just now · .*/, '')).sort()).toEqual([
+      'Free. · default',
+      'Paid. · default',
+    ]);
+    expect(chats.find((c) => c.line.startsWith('Paid.'))?.line).toMatch(/ · \$0\.0123 · 12 B · /);
   });
 });

@@ -9,7 +9,15 @@
 // - What was read is kept per file with its modification time and size: a file that did not
 //   change since is not read again, so a second listing reads only the files that changed (and
 //   `stat`s each). The answer says how many files it read.
-import { type Stats, closeSync, constants, openSync, readSync, statSync } from 'node:fs';
+import {
+  type Stats,
+  closeSync,
+  constants,
+  openSync,
+  readSync,
+  realpathSync,
+  statSync,
+} from 'node:fs';
 import { stat } from 'node:fs/promises';
 import type { YamlParser } from '../../core/config/frontmatter.js';
 import { type ChatEntry, type ChatHead, headOf, lastExchange } from '../../core/chats/summary.js';
@@ -72,6 +80,15 @@ function fileInfo(path: string): Stats | undefined {
   }
 }
 
+/** The real path of `path` (usage records name a chat by it), else `path`. */
+function realPath(path: string): string {
+  try {
+    return realpathSync(path);
+  } catch {
+    return path;
+  }
+}
+
 /** What a listing found, and how many files it read to find it. */
 export interface ChatListing {
   chats: ChatEntry[];
@@ -122,7 +139,7 @@ export class ChatLister {
           kept = { mtime: info.mtimeMs, size: info.size, value: head };
           this.heads.set(path, kept);
         }
-        const cost = costs.get(path);
+        const cost = costs.size === 0 ? undefined : (costs.get(path) ?? costs.get(realPath(path)));
         listing.chats.push({
           ...kept.value,
           path,
