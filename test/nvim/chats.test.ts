@@ -57,15 +57,20 @@ const FILES: Record<string, string> = {
 /** The last exchange of `sky.chat`: what its preview shows. */
 const SKY_PREVIEW = ['@You:', 'And sunsets?', '', '@Assistant:', 'A longer path, more red.'];
 
-/** `vim.ui.select` as the user sees it: the items' lines, and a choice made through it. */
+/**
+ * `vim.ui.select` watched: Neovim's own (the numbered list of `inputlist()`), which announces
+ * the lines it shows with `User TestPickerShown` just before it waits for the user's number.
+ */
 const WATCH_SELECT = `
+  local select = vim.ui.select
   vim.ui.select = function(items, opts, on_choice)
     _G.picker_calls = { { api = "vim.ui.select", prompt = opts.prompt } }
-    _G.fake_picker = {
-      lines = vim.tbl_map(opts.format_item, items),
-      choose = function(k) on_choice(items[k], k) end,
-    }
-    vim.api.nvim_exec_autocmds("User", { pattern = "TestPickerShown" })
+    local lines = vim.tbl_map(opts.format_item, items)
+    vim.api.nvim_exec_autocmds("User", {
+      pattern = "TestPickerShown",
+      data = { api = "vim.ui.select", lines = lines },
+    })
+    return select(items, opts, on_choice)
   end`;
 
 /** Neovim in a git project holding `FILES`, Flemma set up with `config`. */
@@ -75,12 +80,24 @@ async function start(config = '{}', rtp: string[] = []): Promise<Driver> {
   return d;
 }
 
-/** `:Flemma chats` typed; resolves with the lines the picker shows once it shows them. */
-async function pick(d: Driver): Promise<string[]> {
+/** What the picker shows: through which API, and its lines. */
+interface Shown {
+  api: string;
+  lines: string[];
+}
+
+/**
+ * `:Flemma chats` typed; resolves with what the picker shows once it shows it. (`vim.ui.select`
+ * then waits for a number: `choose`, or `<Esc>`, before Neovim does anything else.)
+ */
+async function pick(d: Driver): Promise<Shown> {
   const after = d.eventCount;
   await d.press(':Flemma chats<CR>');
-  await d.waitForEvent('TestPickerShown', { after });
-  return d.lua<string[]>('return _G.fake_picker.lines');
+  const { data } = await d.waitForEvent('TestPickerShown', { after });
+  if (data['api'] === 'vim.ui.select') return data as unknown as Shown;
+  return d.lua<Shown>(
+    'return { api = _G.picker_calls[#_G.picker_calls].api, lines = _G.fake_picker.lines }',
+  );
 }
 
 /** The 1-based index of the line that holds `text`. */
@@ -90,18 +107,24 @@ function indexOf(lines: string[], text: string): number {
   return index + 1;
 }
 
-/** Choose line `k` in the picker; resolves once the current buffer is the file `name`. */
-async function choose(d: Driver, k: number, name: string): Promise<void> {
-  await d.lua('_G.fake_picker.choose(...)', k);
+/**
+ * Choose line `k` of what `shown` shows: its number typed in `vim.ui.select`'s list, or the
+ * stand-in's choice made; resolves once the current buffer is the file `name`.
+ */
+async function choose(d: Driver, shown: Shown, k: number, name: string): Promise<void> {
+  if (shown.api === 'vim.ui.select') await d.nvim.input(`${String(k)}<CR>`);
+  else await d.lua('_G.fake_picker.choose(...)', k);
   await d.waitUntil('return vim.fs.basename(vim.api.nvim_buf_get_name(0)) == ...', {
     args: [name],
   });
 }
 
 describe(':Flemma chats', () => {
-  it('lists the chat directory and the project with titles and models, and opens the chosen one', async () => {
+  it('lists the chat directory and the project with titles and models; the number typed opens one', async () => {
     const d = await start();
-    const lines = await pick(d);
+    const shown = await pick(d);
+    const { lines } = shown;
+    expect(shown.api).toBe('vim.ui.select');
     expect(lines).toHaveLength(3);
     // A frontmatter's title, provider and model (JSON, and a Lua one read without running it).
     expect(lines[indexOf(lines, 'release.chat') - 1]).toMatch(
@@ -114,7 +137,7 @@ describe(':Flemma chats', () => {
     expect(lines[indexOf(lines, 'sky.chat') - 1]).toMatch(/^Why is the sky blue\? · default · /);
     // Ignored by git, and a task's child: not listed.
     expect(lines.join('\n')).not.toMatch(/ignored\.chat|01-child/);
-    await choose(d, indexOf(lines, 'sky.chat'), 'sky.chat');
+    await choose(d, shown, indexOf(lines, 'sky.chat'), 'sky.chat');
     expect(await d.lua('return vim.bo.filetype')).toBe('chat');
     expect(await d.lua('return vim.api.nvim_buf_get_lines(0, 0, 2, false)')).toEqual([
       '@You:',
@@ -128,8 +151,8 @@ describe(':Flemma chats', () => {
     const buf = await d.lua<number>('return vim.api.nvim_get_current_buf()');
     const win = await d.lua<number>('return vim.api.nvim_get_current_win()');
     await d.command('vsplit | enew');
-    const lines = await pick(d);
-    await choose(d, indexOf(lines, 'notes.chat'), 'notes.chat');
+    const shown = await pick(d);
+    await choose(d, shown, indexOf(shown.lines, 'notes.chat'), 'notes.chat');
     expect(
       await d.lua('return { vim.api.nvim_get_current_buf(), vim.api.nvim_get_current_win() }'),
     ).toEqual([buf, win]);
@@ -137,7 +160,8 @@ describe(':Flemma chats', () => {
 
   it('lists the children of tasks with chats.children', async () => {
     const d = await start('{ chats = { children = true } }');
-    const lines = await pick(d);
+    const { lines } = await pick(d);
+    await d.nvim.input('<Esc>');
     expect(lines[indexOf(lines, '01-child.chat') - 1]).toMatch(
       /^A task of notes\.chat\. · default · .* · notes\.tasks\/01-child\.chat$/,
     );
@@ -150,9 +174,9 @@ describe(':Flemma chats', () => {
     await d.waitForNotification(/chats: no chats in .*flemma\/chats, ~\/elsewhere or this project/);
     d.writeFile('../elsewhere/deep/found.chat', '@You:\nFound me.\n');
     await d.lua(WATCH_SELECT);
-    expect(await pick(d)).toEqual([
-      expect.stringMatching(/^Found me\. · default · .*found\.chat$/),
-    ]);
+    const shown = await pick(d);
+    expect(shown.lines).toEqual([expect.stringMatching(/^Found me\. · default · .*found\.chat$/)]);
+    await choose(d, shown, 1, 'found.chat');
   });
 });
 
@@ -170,44 +194,42 @@ describe.each([
 ])(':Flemma chats through %s', (name, api, keys) => {
   it('shows the chats with their preview and opens the chosen one', async () => {
     const d = await start('{}', standIns(name));
-    const lines = await pick(d);
-    const call = await d.lua<{ api: string; keys: string[] }>('return _G.picker_calls[1]');
-    expect(call.api).toBe(api);
+    const shown = await pick(d);
+    expect(shown.api).toBe(api);
+    const call = await d.lua<{ keys: string[] }>('return _G.picker_calls[1]');
     expect(call.keys).toEqual(expect.arrayContaining(keys));
-    expect(lines).toHaveLength(3);
-    const sky = indexOf(lines, 'sky.chat');
+    expect(shown.lines).toHaveLength(3);
+    const sky = indexOf(shown.lines, 'sky.chat');
     const after = d.eventCount;
     await d.lua('_G.fake_picker.preview(...)', sky);
     await d.waitForEvent('TestPreviewDrawn', { after });
     expect(await d.lua('return _G.preview_lines')).toEqual(SKY_PREVIEW);
     expect(await d.lua('return _G.preview_ft')).toBe('markdown');
-    await choose(d, sky, 'sky.chat');
+    await choose(d, shown, sky, 'sky.chat');
   });
 });
 
 describe('ui.picker', () => {
   it('auto takes snacks, then telescope, then fzf-lua; a named one is used when installed', async () => {
     const d = await start('{}', standIns('fzf-lua', 'telescope', 'snacks'));
-    await pick(d);
-    expect(await d.lua('return _G.picker_calls[1].api')).toBe('snacks.picker.pick');
+    expect((await pick(d)).api).toBe('snacks.picker.pick');
     for (const [option, api] of [
       ['fzf-lua', 'fzf-lua.fzf_exec'],
       ['telescope', 'telescope.pickers.new'],
       ['select', 'vim.ui.select'],
     ]) {
-      await d.lua(
-        `_G.picker_calls = nil; require("flemma").setup({ ui = { picker = "${option}" } })`,
-      );
-      await pick(d);
-      expect(await d.lua('return _G.picker_calls[1].api')).toBe(api);
+      await d.lua(`require("flemma").setup({ ui = { picker = "${option}" } })`);
+      expect((await pick(d)).api).toBe(api);
     }
+    await d.nvim.input('<Esc>');
   });
 
   it('falls back to vim.ui.select, with a warning, when the named picker is not installed', async () => {
     const d = await start('{ ui = { picker = "telescope" } }');
-    const lines = await pick(d);
-    expect(await d.lua('return _G.picker_calls[1].api')).toBe('vim.ui.select');
-    expect(lines).toHaveLength(3);
+    const shown = await pick(d);
+    expect(shown.api).toBe('vim.ui.select');
+    expect(shown.lines).toHaveLength(3);
+    await d.nvim.input('<Esc>');
     await d.waitForNotification(/ui\.picker: telescope is not installed; using vim\.ui\.select/);
   });
 });
