@@ -30,6 +30,8 @@ export const HEAD_BYTES = 4 * 1024;
 const HEAD_MAX_BYTES = 64 * 1024;
 /** Bytes of a file's tail read for its preview. */
 export const TAIL_BYTES = 64 * 1024;
+/** Previews kept (each at most the 64 KiB read). */
+const TAILS_KEPT = 64;
 /** Files looked at before the host lets other work run (each chunk takes a few milliseconds). */
 const CHUNK = 200;
 
@@ -178,7 +180,13 @@ export class ChatLister {
     const position = Math.max(0, info.size - TAIL_BYTES);
     const text = readSlice(path, position, TAIL_BYTES, info.size);
     const value = lastExchange(text, position > 0);
+    this.tails.delete(path);
     this.tails.set(path, { mtime: info.mtimeMs, size: info.size, value });
+    // The oldest previews go first (a Map keeps its insertion order).
+    for (const old of this.tails.keys()) {
+      if (this.tails.size <= TAILS_KEPT) break;
+      this.tails.delete(old);
+    }
     return value;
   }
 }
