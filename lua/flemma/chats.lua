@@ -24,7 +24,7 @@ function H.expand(dir)
     notify.warn("chats: " .. tostring(err))
     return nil
   end
-  return vim.fn.fnamemodify(expanded, ":p"):gsub("/$", "")
+  return (vim.fn.fnamemodify(expanded, ":p"):gsub("/$", ""))
 end
 
 --- What `chats:list` is asked: the directories, the project, whether children count.
@@ -48,9 +48,14 @@ local LAYOUTS = { split = "split", vsplit = "vsplit", vertical = "vsplit", side 
 --- Open the chat in file `file`: its window when the current tab shows it, else the window (or
 --- the split, tab… that `ui.new_chat.layout` names, when set); an open buffer is reused.
 function M.open(file)
+  -- The buffer of exactly this file (bufnr() would take a name it only matches in part), and
   -- bufwinid() looks in the current tab only.
-  local existing = vim.fn.bufnr(file)
-  local win = existing ~= -1 and vim.fn.bufwinid(existing) or -1
+  local win = -1
+  for _, buf in ipairs(vim.api.nvim_list_bufs()) do
+    if vim.api.nvim_buf_get_name(buf) == file then
+      win = vim.fn.bufwinid(buf)
+    end
+  end
   if win ~= -1 then
     vim.api.nvim_set_current_win(win)
     return
