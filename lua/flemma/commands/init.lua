@@ -252,7 +252,8 @@ end
 
 --- `:Flemma`: every command, with groups of three or more (`tool:…`) folded into one row that
 --- names its members, so the list fits a screen; `:Flemma <group>` lists a group in full.
-function H.show_overview()
+--- The overview's rows: a group of at least `collapse` commands as one row, others one each.
+function H.overview_rows(collapse)
   local groups, order = {}, {}
   for _, name in ipairs(M.names()) do
     local group = name:match("^([^:]+):")
@@ -266,7 +267,7 @@ function H.show_overview()
   local rows = {}
   for _, key in ipairs(order) do
     local members = groups[key]
-    if #members >= 3 then
+    if #members >= collapse then
       local short = vim.tbl_map(function(member)
         return member:sub(#key + 2)
       end, members)
@@ -278,6 +279,20 @@ function H.show_overview()
       for _, member in ipairs(members) do
         rows[#rows + 1] = { name = member, desc = H.commands[member].desc or "" }
       end
+    end
+  end
+  return rows
+end
+
+function H.show_overview()
+  local rows = H.overview_rows(3)
+  -- The header and the rows on the screen without the pager: groups of two become one row too
+  -- when that is what it takes (when even that does not fit, the whole list is shown).
+  local room = vim.o.lines - 2
+  if #rows > room then
+    local fewer = H.overview_rows(2)
+    if #fewer <= room then
+      rows = fewer
     end
   end
   H.echo_rows(rows, "Flemma commands")
