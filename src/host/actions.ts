@@ -22,6 +22,7 @@ import { outputAt } from './tools/live-output.js';
 import { decideChildCall, listTasks, rejectedWith, returnOf } from './tasks/commands.js';
 import { runBufferFile } from '../files/command.js';
 import { completeItems } from './complete.js';
+import { listChats } from './chats/action.js';
 
 export { ActionError };
 export type { HostInfo };
@@ -165,6 +166,10 @@ export const actions: { readonly [M in LuaToHostMethod]: Action<M> } = {
   'chat:context': (ctx, { bufnr }) => ctx.meter.report(bufnr),
   /** `:Flemma tasks`: the chat's children, from its tasks folder and the runs the host watches. */
   'tasks:list': (ctx, { bufnr, file }) => listTasks(ctx.taskBoard, file, bufnr),
+  /** `:Flemma chats`: the chats of the directories and the project, newest first. */
+  'chats:list': (ctx, params) => listChats(ctx, params),
+  /** The chat picker's preview: the last exchange of a chat. */
+  'chats:preview': async (ctx, { path }) => ({ lines: await ctx.chats.preview(path) }),
   /** `:Flemma task:return`: the note a continued child sends its parent. */
   'task:return': async (ctx, { bufnr, file }) => {
     const state = await ctx.documents.attach(bufnr);

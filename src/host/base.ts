@@ -16,6 +16,7 @@ import type { ConfigStore } from './config.js';
 import type { FileLogger } from './log.js';
 import type { SecretsService } from './secrets.js';
 import type { Notifier } from '../core/util/notify.js';
+import type { ChatLister } from './chats/lister.js';
 
 declare const __FLEMMA_VERSION__: string;
 declare const __FLEMMA_SOURCE_HASH__: string;
@@ -50,6 +51,8 @@ export interface HostBase {
   readonly processes: ProcessManager;
   /** Which search programs `grep` and `find` found. */
   readonly probes: Probes;
+  /** What `:Flemma chats` read of each chat file, kept while the file is unchanged. */
+  readonly chats: ChatLister;
   readonly startedAt: number;
   readonly logFile: string | undefined;
 }

@@ -23,6 +23,7 @@ import { FileChatRunner } from '../files/chats.js';
 import { fileSettingsPort } from '../files/port.js';
 import { type Headless, RoutedBridge, routedLines } from '../files/router.js';
 import { WriteScheduler } from '../editor/writequeue.js';
+import { ChatLister } from './chats/lister.js';
 import { ApprovalService } from './approval.js';
 import { ApprovalNotices } from './approval-notice.js';
 import { type HostBase, notifier } from './base.js';
@@ -139,6 +140,7 @@ function createBase(link: HostLink, files: FileAdapter): HostBase {
     sandboxBackends: createSandboxBackends(),
     processes: new ProcessManager(),
     probes: new Probes(),
+    chats: new ChatLister(),
     startedAt: Date.now(),
     logFile,
   };

@@ -21,6 +21,7 @@ import { rewindBenchmark } from './rewind.js';
 import { BENCH_HOST_SETUP, benchMark, firstToolLoopBenchmark, toolLoopBenchmark } from './loop.js';
 import { cliBenchmark } from './cli.js';
 import { completeBenchmark } from './complete.js';
+import { chatsBenchmark } from './chats.js';
 
 const lanes = JSON.parse(process.env['FLEMMA_BENCH_NVIMS'] ?? '[]') as Lane[];
 const BENCH_RTP = join(ROOT, 'test/bench');
@@ -711,6 +712,7 @@ const groups: [string, (lane: Lane) => Promise<void>][] = [
   ['tasks', tasksBenchmark],
   ['rewind', rewindBenchmark],
   ['complete', completeBenchmark],
+  ['chats', chatsBenchmark],
 ];
 const only = (process.env['FLEMMA_BENCH_ONLY'] ?? '').split(',').filter((name) => name !== '');
 // `flemma run` needs no Neovim: once, not per lane.

@@ -53,6 +53,7 @@ describe(':Flemma', () => {
   });
 
   it('lists every command with its description when called without arguments', async () => {
+    await driver.command('set lines=60');
     const output = await driver.commandOutput('Flemma');
     const lines = output.split('\n');
     expect(lines[0]).toMatch(/^Flemma commands/);
@@ -64,6 +65,17 @@ describe(':Flemma', () => {
     const echo = rows.find((row) => row.includes('demo:echo')) ?? '';
     const plain = rows.find((row) => row.includes('plain')) ?? '';
     expect(echo.indexOf('Store the arguments')).toBe(plain.indexOf('A top-level command'));
+  });
+
+  it('opens the list in a scratch buffer when it does not fit the screen', async () => {
+    await driver.command('set lines=12');
+    await driver.command('Flemma');
+    expect(await driver.lua('return vim.api.nvim_buf_get_name(0)')).toBe('flemma://commands');
+    const lines = await driver.lua<string[]>('return vim.api.nvim_buf_get_lines(0, 0, -1, false)');
+    expect(lines[0]).toMatch(/^Flemma commands/);
+    expect(lines).toEqual(expect.arrayContaining([expect.stringMatching(/^demo:echo\s+Store/)]));
+    await driver.press('q');
+    expect(await driver.lua('return vim.api.nvim_buf_get_name(0)')).not.toBe('flemma://commands');
   });
 
   it('lists the commands of a group given alone', async () => {

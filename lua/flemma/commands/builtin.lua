@@ -21,6 +21,7 @@ local diff = lazy.require("flemma.review.diff")
 local sandbox = lazy.require("flemma.sandbox")
 local scratch = lazy.require("flemma.ui.scratch")
 local tasks = lazy.require("flemma.tasks")
+local chats = lazy.require("flemma.chats")
 local approval = lazy.require("flemma.tools.approval")
 local usage = lazy.require("flemma.usage")
 local M = {}
@@ -464,6 +465,10 @@ M.commands = {
     run = function(args)
       tasks.list(args)
     end,
+  },
+  chats = {
+    desc = "Pick a chat (the chat directory, chats.search and this project) and open it",
+    run = calls(chats, "pick"),
   },
   ["task:return"] = {
     desc = "Send this task's latest answer back to its parent chat (a note its next send carries)",

@@ -6,6 +6,7 @@ local lazy = require("flemma.util.lazy")
 local builtin = lazy.require("flemma.commands.builtin")
 local host = lazy.require("flemma.host")
 local log = lazy.require("flemma.host.log")
+local scratch = lazy.require("flemma.ui.scratch")
 
 local M = {}
 
@@ -252,7 +253,8 @@ end
 
 --- `:Flemma`: every command, with groups of three or more (`tool:…`) folded into one row that
 --- names its members, so the list fits a screen; `:Flemma <group>` lists a group in full.
-function H.show_overview()
+--- The overview's rows: a group of at least `collapse` commands as one row, others one each.
+function H.overview_rows(collapse)
   local groups, order = {}, {}
   for _, name in ipairs(M.names()) do
     local group = name:match("^([^:]+):")
@@ -266,7 +268,7 @@ function H.show_overview()
   local rows = {}
   for _, key in ipairs(order) do
     local members = groups[key]
-    if #members >= 3 then
+    if #members >= collapse then
       local short = vim.tbl_map(function(member)
         return member:sub(#key + 2)
       end, members)
@@ -280,7 +282,37 @@ function H.show_overview()
       end
     end
   end
+  return rows
+end
+
+function H.show_overview()
+  local rows = H.overview_rows(3)
+  -- The header and the rows on the screen without the pager: groups of two become one row too
+  -- when that is what it takes; when even that does not fit, the full list opens in a scratch
+  -- buffer (`q` closes it) rather than behind the pager.
+  local room = vim.o.lines - 2
+  if #rows > room then
+    local fewer = H.overview_rows(2)
+    if #fewer > room then
+      H.scratch_rows(H.overview_rows(math.huge), "Flemma commands")
+      return
+    end
+    rows = fewer
+  end
   H.echo_rows(rows, "Flemma commands")
+end
+
+--- The rows as text (`name  description`, aligned) in the scratch buffer `flemma://commands`.
+function H.scratch_rows(rows, header)
+  local width = 0
+  for _, row in ipairs(rows) do
+    width = math.max(width, vim.fn.strdisplaywidth(row.name))
+  end
+  local lines = { header .. " (:help flemma-commands; q closes)", "" }
+  for _, row in ipairs(rows) do
+    lines[#lines + 1] = row.name .. string.rep(" ", width - vim.fn.strdisplaywidth(row.name) + 2) .. row.desc
+  end
+  scratch.show("flemma://commands", lines)
 end
 
 --- One `nvim_echo` call: a header, then `name  description` rows with aligned columns.

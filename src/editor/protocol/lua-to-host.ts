@@ -14,6 +14,7 @@ import { MCP_ACTIONS, type McpActions } from './mcp.js';
 import { type PushedState, pushedOf } from './pushed.js';
 import { REVIEW_ACTIONS, type ReviewActions } from './review.js';
 import { TASK_ACTIONS, type TaskActions } from './tasks.js';
+import { CHAT_ACTIONS, type ChatActions } from './chats.js';
 import { TOOL_ACTIONS, type ToolActions } from './tools.js';
 import type {
   HostInfo,
@@ -35,7 +36,8 @@ export interface LuaToHost
     ConversationActions,
     TaskActions,
     HistoryActions,
-    CompleteActions {
+    CompleteActions,
+    ChatActions {
   ping: Method<null, HostInfo>;
   'host:info': Method<null, HostInfo>;
   'provider:sdks': Method<
@@ -303,6 +305,7 @@ export const LUA_TO_HOST: { readonly [M in LuaToHostMethod]: LuaToHostSpec<M> } 
   ...TASK_ACTIONS,
   ...HISTORY_ACTIONS,
   ...COMPLETE_ACTIONS,
+  ...CHAT_ACTIONS,
 };
 
 /**

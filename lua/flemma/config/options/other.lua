@@ -127,9 +127,10 @@ M.lsp = safe(S.object({
   end)),
 }))
 
--- Where `:Flemma new` writes chats and what a new one holds (docs/chats.md, "Starting chats").
--- Read from `setup()` only (a frontmatter never decides where files go); they name a directory
--- and a file: need trust.
+-- Where `:Flemma new` writes chats and what a new one holds (docs/chats.md, "Starting chats"),
+-- and where `:Flemma chats` looks besides that directory and the project (docs/picker.md).
+-- Read from `setup()` only (a frontmatter never decides where files go or which are read);
+-- they name directories and a file, and listing the children reads more: need trust.
 M.chats = S.object({
   -- `~` and environment variables are expanded (docs/configuration.md, "Paths").
   directory = S.string(S.lazy(function()
@@ -137,6 +138,8 @@ M.chats = S.object({
   end)),
   -- The text of a new chat, or (a single line starting with `/`, `~` or `$`) a file holding it.
   template = S.string("@You:\n"),
+  search = S.list(S.string(), {}),
+  children = S.boolean(false),
 })
 
 M.experimental = S.object({})

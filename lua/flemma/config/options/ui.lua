@@ -169,6 +169,8 @@ M.ui = S.object({
     -- The side window's width: columns, or a share of the screen.
     width = S.union({ S.integer(nil, { min = 20 }), shared.percent(nil, "40%") }, "40%"),
   })),
+  -- Which picker `:Flemma chats` shows the chats in (docs/picker.md); only drawing, safe anywhere.
+  picker = safe(S.enum({ "auto", "snacks", "telescope", "fzf-lua", "select" }, "auto")),
   -- The format is a template (Lua): needs trust.
   statusline = S.object({
     format = S.union({ S.string(), S.func() }, statusline_format()),

@@ -1,0 +1,46 @@
+// `chats:list` (`:Flemma chats`, docs/picker.md): the listing of `./lister.ts` with the cost this
+// host's requests of each chat made, each chat as the line the picker shows.
+import { homedir } from 'node:os';
+import { relative, sep } from 'node:path';
+import { entryLine } from '../../core/chats/summary.js';
+import type { RequestRecord } from '../../core/usage/session.js';
+import type { ChatRow, ChatsListParams } from '../../editor/protocol/chats.js';
+import type { ChatLister } from './lister.js';
+
+/** What the costs come from: the session of this host's completed requests. */
+interface CostSource {
+  session: { requests(): readonly RequestRecord[] };
+}
+
+/** USD per chat file (its real path), over the requests that have a price. */
+function costsOf(records: readonly RequestRecord[]): Map<string, number> {
+  const costs = new Map<string, number>();
+  for (const record of records) {
+    if (record.filepath === undefined || record.cost === undefined) continue;
+    costs.set(record.filepath, (costs.get(record.filepath) ?? 0) + record.cost);
+  }
+  return costs;
+}
+
+/** A path as shown: relative to `cwd` when below it, else with `~` for the home directory. */
+function shownPath(path: string, cwd: string | undefined): string {
+  if (cwd !== undefined) {
+    const rel = relative(cwd, path);
+    if (rel !== '' && !rel.startsWith('..')) return rel;
+  }
+  const home = homedir();
+  return path.startsWith(home + sep) ? `~${path.slice(home.length)}` : path;
+}
+
+export async function listChats(
+  ctx: { chats: ChatLister; usage: CostSource },
+  params: ChatsListParams,
+): Promise<{ chats: ChatRow[]; read: number }> {
+  const listing = await ctx.chats.list(params, costsOf(ctx.usage.session.requests()));
+  const now = Date.now();
+  const chats = listing.chats.map((entry) => ({
+    path: entry.path,
+    line: entryLine(entry, shownPath(entry.path, params.cwd), now),
+  }));
+  return { chats, read: listing.read };
+}
