@@ -240,7 +240,9 @@ describe(':Flemma add', () => {
   it('loads a last used chat that was deleted; template and reference openers in the lines are sent as written', async () => {
     const { d, f } = await launch({
       config: '{ chats = { directory = "~/chats" }, ui = { new_chat = { layout = "current" } } }',
-      files: { 'src/page.vue': '<p>{{ name }}</p>\n{% if x %} @./secret @~/.netrc @/etc/hosts @mcp:x/y\n' },
+      files: {
+        'src/page.vue': '<p>{{ name }}</p>\n{% if x %} @./secret @~/.netrc @/etc/hosts @mcp:x/y\n',
+      },
     });
     const chat = await d.openChat('notes.chat', ['@You:', 'Before']);
     await d.command('edit src/page.vue');
@@ -263,7 +265,9 @@ describe(':Flemma add', () => {
     await d.press('<C-]>');
     const request = await f.nextRequest({ path: '/v1/messages' });
     const sent = JSON.stringify(request.body);
-    expect(sent).toContain('<p>{{ name }}</p>\\n{% if x %} @./secret @~/.netrc @/etc/hosts @mcp:x/y');
+    expect(sent).toContain(
+      '<p>{{ name }}</p>\\n{% if x %} @./secret @~/.netrc @/etc/hosts @mcp:x/y',
+    );
     const s = await anthropicStream(request);
     await s.finish();
     await d.waitForEvent('FlemmaRequestFinished');

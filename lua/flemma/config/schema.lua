@@ -58,7 +58,6 @@ M.options = dsl.object({
   agents = other.agents,
   limits = other.limits,
   context = other.context,
-  chats = other.chats,
   logging = other.logging,
   diagnostics = other.diagnostics,
   attention = other.attention,
