@@ -1,6 +1,6 @@
 // Lua → host actions of `:Flemma chats` (docs/picker.md), kept apart from the other actions;
 // `LuaToHost` and `LUA_TO_HOST` include them.
-import { ActionError, field, type Doc, type Method } from './common.js';
+import { ActionError, type ActionSpecs, field, type Method } from './common.js';
 import { strings } from './decoders.js';
 
 /** Where `:Flemma chats` looks. */
@@ -28,11 +28,6 @@ export interface ChatActions {
   'chats:preview': Method<{ path: string }, { lines: string[] }>;
 }
 
-interface Spec<M extends keyof ChatActions> extends Doc {
-  readonly kind: 'call';
-  readonly decode: (raw: unknown) => ChatActions[M]['params'];
-}
-
 /** A non-empty string field, or undefined. */
 function optionalText(raw: unknown, key: string): string | undefined {
   const value = field(raw, key);
@@ -58,7 +53,7 @@ function previewParams(raw: unknown): { path: string } {
   return { path };
 }
 
-export const CHAT_ACTIONS: { readonly [M in keyof ChatActions]: Spec<M> } = {
+export const CHAT_ACTIONS: ActionSpecs<ChatActions, 'call'> = {
   'chats:list': {
     kind: 'call',
     params: '`{dirs, cwd?, children, state?}`',

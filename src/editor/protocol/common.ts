@@ -18,11 +18,19 @@ export interface Doc {
   readonly section?: string;
 }
 
-/** A call's entry in a protocol table: its documentation and how its params are read. */
-export interface CallSpec<P> extends Doc {
-  readonly kind: 'call';
-  readonly decode: (raw: unknown) => P;
-}
+/**
+ * A protocol table of Lua → host actions: for each method its documentation, its kind (of
+ * `kinds`) and how its params are read.
+ */
+export type ActionSpecs<
+  A extends { [M in keyof A]: Method<unknown, unknown> },
+  K extends 'call' | 'notification' = 'call' | 'notification',
+> = {
+  readonly [M in keyof A]: Doc & {
+    readonly kind: K;
+    readonly decode: (raw: unknown) => A[M]['params'];
+  };
+};
 
 /** An action's params (or a part of them) as a table, or an `ActionError`. */
 export function record(raw: unknown): Record<string, unknown> {

@@ -1,7 +1,7 @@
 // Lua → host action of completion in chat buffers (docs/completion.md): `complete:items`, asked
 // as a `call` (Lua never waits for it); `LuaToHost` and `LUA_TO_HOST` include it.
 import type { CompleteAnswer, CompleteRequest } from '../../core/complete/items.js';
-import { ActionError, type CallSpec, type Method, record } from './common.js';
+import { ActionError, type ActionSpecs, type Method, record } from './common.js';
 import { strings } from './decoders.js';
 
 export interface CompleteActions {
@@ -39,9 +39,7 @@ function decodeRequest(raw: unknown): CompleteRequest {
   };
 }
 
-export const COMPLETE_ACTIONS: {
-  readonly [M in keyof CompleteActions]: CallSpec<CompleteActions[M]['params']>;
-} = {
+export const COMPLETE_ACTIONS: ActionSpecs<CompleteActions, 'call'> = {
   'complete:items': {
     kind: 'call',
     params: '`{where, line, col, dir?, lang?, lines?}`',

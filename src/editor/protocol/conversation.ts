@@ -1,7 +1,7 @@
 // Lua → host actions of long conversations (`:Flemma compact`, `:Flemma context`,
 // `:Flemma usage:estimate`, the end of a reply the host stopped in), kept apart from the other
 // actions; `LuaToHost` and `LUA_TO_HOST` include them.
-import { ActionError, bufnrOf, field, type Doc, type Method } from './common.js';
+import { ActionError, type ActionSpecs, bufnrOf, field, type Method } from './common.js';
 
 interface Buf {
   bufnr: number;
@@ -30,11 +30,6 @@ export interface ConversationActions {
   'chat:cancel-file': Method<{ file: string }, null>;
 }
 
-interface Spec<M extends keyof ConversationActions> extends Doc {
-  readonly kind: 'notification' | 'call';
-  readonly decode: (raw: unknown) => ConversationActions[M]['params'];
-}
-
 const buf = (raw: unknown): Buf => ({ bufnr: bufnrOf(raw) });
 
 /** `file`: a chat's file, absolute. */
@@ -46,7 +41,7 @@ function fileOf(raw: unknown): string {
   return file;
 }
 
-export const CONVERSATION_ACTIONS: { readonly [M in keyof ConversationActions]: Spec<M> } = {
+export const CONVERSATION_ACTIONS: ActionSpecs<ConversationActions> = {
   'chat:compact': {
     kind: 'notification',
     params: '`{bufnr, file, modified}`',

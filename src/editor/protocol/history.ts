@@ -1,7 +1,7 @@
 // The protocol of `:Flemma fork`, `:Flemma rewind` and `:Flemma retry` (docs/history.md), both
 // directions, kept apart from the other methods; `LuaToHost`, `HostToLua` and their tables
 // include them.
-import { ActionError, bufnrOf, field, type Doc, type Method } from './common.js';
+import { ActionError, type ActionSpecs, bufnrOf, field, type Doc, type Method } from './common.js';
 import { type Buf, type Ticket, ticketOf } from './decoders.js';
 import { type PushedState, pushedOf } from './pushed.js';
 import type { DiffSpec } from './review.js';
@@ -50,12 +50,7 @@ function at(raw: unknown): At {
   return { bufnr: bufnrOf(raw), file: fileOf(raw), row };
 }
 
-interface Spec<M extends keyof HistoryActions> extends Doc {
-  readonly kind: 'notification';
-  readonly decode: (raw: unknown) => HistoryActions[M]['params'];
-}
-
-export const HISTORY_ACTIONS: { readonly [M in keyof HistoryActions]: Spec<M> } = {
+export const HISTORY_ACTIONS: ActionSpecs<HistoryActions, 'notification'> = {
   'chat:fork': {
     kind: 'notification',
     params: '`{bufnr, file, row}`',

@@ -5,10 +5,10 @@ import type { AvailabilityAnswer } from '../../core/tools/sandbox/index.js';
 import type { McpCatalog } from '../../core/tools/mcp/types.js';
 import type { RequestRecord, SessionTotals } from '../../core/usage/session.js';
 import type { ContextFigure } from '../../core/context/meter.js';
-import type { SlashResolution, SlashUse } from '../../core/chat/slash.js';
 import type { Doc, Method } from './common.js';
 import { FILES_TO_LUA, type FilesToLua } from './files.js';
 import { HISTORY_TO_LUA, type HistoryToLua } from './history.js';
+import { SLASH_TO_LUA, type SlashToLua } from './slash.js';
 import type {
   ApplyBatch,
   ApplyBatchAnswer,
@@ -28,7 +28,7 @@ import type {
 export type HostToLuaKind = 'request' | 'notification' | 'request or notification';
 
 /** Every host → Lua method: its params and Lua's answer (`nil` arrives as null). */
-export interface HostToLua extends FilesToLua, HistoryToLua {
+export interface HostToLua extends FilesToLua, HistoryToLua, SlashToLua {
   'hooks.emit': Method<{ name: HookName; data: HookPayloads[HookName] }, null>;
   'buffer.apply_batch': Method<ApplyBatch, ApplyBatchAnswer>;
   'buffer.lock': Method<{ bufnr: number; owner?: string }, boolean>;
@@ -47,8 +47,6 @@ export interface HostToLua extends FilesToLua, HistoryToLua {
   'progress.stop': Method<{ bufnr: number }, boolean>;
   'config.snapshot': Method<{ generation?: number }, ConfigAnswer>;
   'editor.context': Method<ContextParams, ContextAnswer>;
-  /** The registry's answer for each slash command of a chat, in order (docs/slash-commands.md). */
-  'slash.resolve': Method<{ bufnr: number; commands: SlashUse[] }, { results: SlashResolution[] }>;
   'send.begin': Method<
     /** `row`: the `@Assistant:` line; `from`: the chat's last row, where its opening begins. */
     { bufnr: number; row: number; from: number; sink_name: string },
@@ -252,12 +250,6 @@ export const HOST_TO_LUA = {
     params: '`{bufnr, names, generation?, digest?, frontmatter?}`',
     answer: '`{generation, config?, facts, env, trust, switched?, frontmatter?}`',
     section: 'editorcontext',
-  },
-  'slash.resolve': {
-    kind: 'request',
-    params: '`{bufnr, commands}`',
-    answer: '`{results}`',
-    section: 'slashresolve',
   },
   'send.begin': {
     kind: 'request',
@@ -483,6 +475,7 @@ export const HOST_TO_LUA = {
   },
   ...FILES_TO_LUA,
   ...HISTORY_TO_LUA,
+  ...SLASH_TO_LUA,
 } as const satisfies { readonly [M in HostToLuaMethod]: HostToLuaSpec };
 
 type KindOf<M extends HostToLuaMethod> = (typeof HOST_TO_LUA)[M]['kind'];

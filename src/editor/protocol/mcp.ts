@@ -2,7 +2,7 @@
 // `mcp:prompt`), kept apart from the other actions; `LuaToHost` and `LUA_TO_HOST` include them.
 import type { McpServerStatus } from '../../core/tools/mcp/manager.js';
 import type { McpResourceListing } from '../../core/tools/mcp/types.js';
-import { ActionError, type CallSpec, type Method, record } from './common.js';
+import { ActionError, type ActionSpecs, type Method, record } from './common.js';
 
 export interface McpActions {
   'mcp:status': Method<null, { lines: string[]; servers: McpServerStatus[] }>;
@@ -49,38 +49,37 @@ function promptArgs(raw: unknown): Record<string, string> {
   return out;
 }
 
-export const MCP_ACTIONS: { readonly [M in keyof McpActions]: CallSpec<McpActions[M]['params']> } =
-  {
-    'mcp:status': {
-      kind: 'call',
-      params: 'none',
-      answer: '`{lines, servers}`',
-      section: 'commands',
-      decode: () => null,
-    },
-    'mcp:restart': {
-      kind: 'call',
-      params: '`{server?}`',
-      answer: '`{restarted}`',
-      section: 'commands',
-      decode: (raw) => ({ server: optionalText(raw, 'server') }),
-    },
-    'mcp:resources': {
-      kind: 'call',
-      params: '`{server?}`',
-      answer: '`{lines, servers}`',
-      section: 'commands',
-      decode: (raw) => ({ server: optionalText(raw, 'server') }),
-    },
-    'mcp:prompt': {
-      kind: 'call',
-      params: '`{server, name, args}`',
-      answer: '`{lines, notes}` (the chat text to insert)',
-      section: 'commands',
-      decode: (raw) => ({
-        server: text(raw, 'server'),
-        name: text(raw, 'name'),
-        args: promptArgs(raw),
-      }),
-    },
-  };
+export const MCP_ACTIONS: ActionSpecs<McpActions, 'call'> = {
+  'mcp:status': {
+    kind: 'call',
+    params: 'none',
+    answer: '`{lines, servers}`',
+    section: 'commands',
+    decode: () => null,
+  },
+  'mcp:restart': {
+    kind: 'call',
+    params: '`{server?}`',
+    answer: '`{restarted}`',
+    section: 'commands',
+    decode: (raw) => ({ server: optionalText(raw, 'server') }),
+  },
+  'mcp:resources': {
+    kind: 'call',
+    params: '`{server?}`',
+    answer: '`{lines, servers}`',
+    section: 'commands',
+    decode: (raw) => ({ server: optionalText(raw, 'server') }),
+  },
+  'mcp:prompt': {
+    kind: 'call',
+    params: '`{server, name, args}`',
+    answer: '`{lines, notes}` (the chat text to insert)',
+    section: 'commands',
+    decode: (raw) => ({
+      server: text(raw, 'server'),
+      name: text(raw, 'name'),
+      args: promptArgs(raw),
+    }),
+  },
+};

@@ -1,6 +1,6 @@
 // Lua → host actions of the review of file changes (`:Flemma tool:diff` and the decisions taken
 // in its tab), kept apart from the other actions; `LuaToHost` and `LUA_TO_HOST` include them.
-import { ActionError, type CallSpec, type Method, record } from './common.js';
+import { ActionError, type ActionSpecs, type Method, record } from './common.js';
 
 /** What the diff tab shows: the file now (`before`) and what the call would leave (`after`). */
 export interface DiffSpec {
@@ -67,9 +67,7 @@ const call = (raw: unknown): Call => {
   };
 };
 
-export const REVIEW_ACTIONS: {
-  readonly [M in keyof ReviewActions]: CallSpec<ReviewActions[M]['params']>;
-} = {
+export const REVIEW_ACTIONS: ActionSpecs<ReviewActions, 'call'> = {
   'tool:diff': {
     kind: 'call',
     params: '`{bufnr, row}`',

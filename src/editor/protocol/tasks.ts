@@ -1,7 +1,7 @@
 // Lua → host actions of tasks (`:Flemma tasks`, `:Flemma task:return`; docs/tasks.md, "Seeing a
 // task"), kept apart from the other actions; `LuaToHost` and `LUA_TO_HOST` include them.
 import type { TaskRowState } from '../../core/tasks/listing.js';
-import { ActionError, bufnrOf, field, type Doc, type Method } from './common.js';
+import { ActionError, type ActionSpecs, bufnrOf, field, type Method } from './common.js';
 
 /** A chat buffer and its file (absolute). */
 interface BufFile {
@@ -27,11 +27,6 @@ export interface TaskActions {
   'task:return': Method<BufFile, { parent: string; lines: string[] } | { message: string }>;
 }
 
-interface Spec<M extends keyof TaskActions> extends Doc {
-  readonly kind: 'call';
-  readonly decode: (raw: unknown) => TaskActions[M]['params'];
-}
-
 const bufFile = (raw: unknown): BufFile => {
   const file = field(raw, 'file');
   if (typeof file !== 'string' || file === '') {
@@ -42,7 +37,7 @@ const bufFile = (raw: unknown): BufFile => {
   return { bufnr: bufnrOf(raw), file };
 };
 
-export const TASK_ACTIONS: { readonly [M in keyof TaskActions]: Spec<M> } = {
+export const TASK_ACTIONS: ActionSpecs<TaskActions, 'call'> = {
   'tasks:list': {
     kind: 'call',
     params: '`{bufnr, file}`',

@@ -3,7 +3,7 @@
 // actions; `LuaToHost` and `LUA_TO_HOST` include them.
 import type { AlwaysEntry } from '../../core/approval/session.js';
 import type { ReviewCall, ReviewScope } from '../../core/chat/review.js';
-import { ActionError, bufnrOf, field, type Doc, type Method } from './common.js';
+import { ActionError, type ActionSpecs, bufnrOf, field, type Method } from './common.js';
 import {
   type At,
   at,
@@ -69,11 +69,6 @@ export interface ToolActions {
   'tool:cancel-pending': Method<Buf, { cancelled: number }>;
 }
 
-interface Spec<M extends keyof ToolActions> extends Doc {
-  readonly kind: 'notification' | 'call';
-  readonly decode: (raw: unknown) => ToolActions[M]['params'];
-}
-
 /** `scope = "last" | "all" | { first, last }` (1-based lines) of `chat:review`. */
 const reviewScope = (raw: unknown): Buf & { scope: ReviewScope } => {
   const scope = field(raw, 'scope');
@@ -133,7 +128,7 @@ function writable(raw: unknown): LuaWritableParams {
   return { path, base, rw_paths: strings(roots) };
 }
 
-export const TOOL_ACTIONS: { readonly [M in keyof ToolActions]: Spec<M> } = {
+export const TOOL_ACTIONS: ActionSpecs<ToolActions> = {
   'tools:define': {
     kind: 'notification',
     params: '`{tools, pending, js_modules, declarative?, mcp?}`',
