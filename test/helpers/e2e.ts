@@ -295,6 +295,22 @@ export async function answered(
   ]);
 }
 
+/**
+ * Sends the current chat with `keys` and holds its reply streaming, `Streaming` on its last line
+ * (the chat is busy until the stream returned is finished).
+ */
+export async function holdReply(
+  d: Driver,
+  f: FakeProvider,
+  keys = '<C-]>',
+): Promise<ScriptedStream> {
+  await d.press(keys);
+  const stream = await anthropicStream(await f.nextRequest({ path: '/v1/messages' }));
+  await stream.text('Streaming');
+  await d.waitUntil('return vim.fn.getline("$") == "Streaming"');
+  return stream;
+}
+
 /** Waits until the last line of `buf` reads `text` (a stream's text has reached it). */
 export function waitForLastLine(d: Driver, buf: number, text: string): Promise<void> {
   return d.waitUntil(

@@ -5,9 +5,9 @@
 import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { anthropicReply, anthropicStream } from '../helpers/anthropic-script.js';
+import { anthropicReply } from '../helpers/anthropic-script.js';
 import { type Driver } from '../helpers/driver.js';
-import { launcher } from '../helpers/e2e.js';
+import { holdReply, launcher } from '../helpers/e2e.js';
 
 const launch = launcher();
 
@@ -27,14 +27,6 @@ function chats(d: Driver): string[] {
   return readdirSync(work(d))
     .filter((name) => name.endsWith('.chat'))
     .sort();
-}
-
-/** Runs `:Flemma <command>` with the cursor on the line `line` (1-based); its end's event. */
-async function at(d: Driver, line: number, command: string): Promise<Record<string, unknown>> {
-  const count = d.eventCount;
-  await d.command(`normal! ${String(line)}G`);
-  await d.press(`:Flemma ${command}<CR>`);
-  return (await d.waitForEvent('FlemmaHistoryFinished', { after: count })).data;
 }
 
 const CONVERSATION = [
@@ -57,6 +49,14 @@ const CONVERSATION = [
   '@You:',
   '',
 ];
+
+/** Runs `:Flemma <command>` with the cursor on the line `line` (1-based); its end's event. */
+async function at(d: Driver, line: number, command: string): Promise<Record<string, unknown>> {
+  const count = d.eventCount;
+  await d.command(`normal! ${String(line)}G`);
+  await d.press(`:Flemma ${command}<CR>`);
+  return (await d.waitForEvent('FlemmaHistoryFinished', { after: count })).data;
+}
 
 describe(':Flemma fork', () => {
   it('writes the conversation up to the message under the cursor beside the chat and opens it', async () => {
@@ -250,10 +250,7 @@ describe('a busy chat', () => {
   it('refuses rewind and retry while a reply streams, changing nothing', async () => {
     const { d, f } = await launch();
     const buf = await d.openChat('notes.chat', CONVERSATION.slice(0, 14));
-    await d.press(':Flemma send<CR>');
-    const stream = await anthropicStream(await f.nextRequest({ path: '/v1/messages' }));
-    await stream.text('Streaming');
-    await d.waitUntil('return vim.fn.getline("$") == "Streaming"');
+    const stream = await holdReply(d, f, ':Flemma send<CR>');
     const streaming = await d.lines(buf);
     await d.command('normal! 8G');
     await d.press(':Flemma rewind<CR>');

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { anthropicStream } from '../helpers/anthropic-script.js';
 import { type Driver } from '../helpers/driver.js';
-import { launcher } from '../helpers/e2e.js';
+import { holdReply, launcher } from '../helpers/e2e.js';
 
 const launch = launcher();
 
@@ -17,6 +17,18 @@ const SOURCE = [
   '',
   '```',
   'not a fence of the chat',
+];
+
+/** A chat with a question, a reply and a second question. */
+const NOTES = [
+  '@You:',
+  'Look at this:',
+  '',
+  '@Assistant:',
+  'Show me.',
+  '',
+  '@You:',
+  'First question',
 ];
 
 /** A Neovim set up with `chats.directory` under its home, and `src/x.ts` in the project. */
@@ -141,16 +153,7 @@ describe(':Flemma new', () => {
 describe(':Flemma add', () => {
   it("puts the selection under the message at the last used chat's cursor", async () => {
     const d = await neovim(', ui = { new_chat = { layout = "vsplit" } }');
-    const chat = await d.openChat('notes.chat', [
-      '@You:',
-      'Look at this:',
-      '',
-      '@Assistant:',
-      'Show me.',
-      '',
-      '@You:',
-      'First question',
-    ]);
+    const chat = await d.openChat('notes.chat', NOTES);
     await d.press('2G');
     await d.command('wincmd v');
     await d.command('edit src/x.ts');
@@ -167,7 +170,7 @@ describe(':Flemma add', () => {
       '```',
       '',
     ]);
-    expect(lines.slice(8)).toEqual(['@Assistant:', 'Show me.', '', '@You:', 'First question']);
+    expect(lines.slice(8)).toEqual(NOTES.slice(3));
     expect((await current(d)).cursor).toEqual([8, 0]);
 
     // On a reply, the lines go into a new `@You:` at the end; the chat's unsaved text stays.
@@ -175,8 +178,7 @@ describe(':Flemma add', () => {
     await d.command('wincmd p');
     await d.command('Flemma add %');
     expect((await d.lines(chat)).slice(11)).toEqual([
-      '@You:',
-      'First question',
+      ...NOTES.slice(-2),
       '',
       '@You:',
       '@./src/x.ts',
@@ -220,10 +222,7 @@ describe(':Flemma add', () => {
       files: { 'src/x.ts': SOURCE.join('\n') + '\n' },
     });
     const chat = await d.openChat('busy.chat', ['@You:', 'Hello?']);
-    await d.press('<C-]>');
-    const s = await anthropicStream(await f.nextRequest({ path: '/v1/messages' }));
-    await s.text('Streaming');
-    await d.waitUntil('return vim.fn.getline("$") == "Streaming"');
+    const s = await holdReply(d, f);
     const before = await d.lines(chat);
     await d.command('split src/x.ts');
     const notes = d.notificationCount;

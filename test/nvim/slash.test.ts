@@ -132,12 +132,8 @@ describe('options commands', () => {
 
 describe('a command registered in Lua', () => {
   it('rewrites its line, in the message sent and in later requests alike', async () => {
-    const session = await start('pirate.chat', [
-      '@You:',
-      '/pirate treasure',
-      'Where is it?',
-      '/shout now',
-    ]);
+    const message = ['/pirate treasure', 'Where is it?', '/shout now'];
+    const session = await start('pirate.chat', ['@You:', ...message]);
     const request = await exchange(session, 'Arr.');
     const text = 'Answer as a pirate, about treasure.\nWhere is it?\nSAY IT LOUD: now';
     expect(anthropicMessages(request).at(-1)?.content).toEqual([{ type: 'text', text }]);

@@ -11,6 +11,7 @@ import {
   slashPlan,
   slashUses,
 } from '../../src/core/chat/slash.js';
+import { toolResult, toolUse } from '../helpers/chat-lines.js';
 
 const CHAT = [
   '@You:',
@@ -97,18 +98,10 @@ describe('slash commands in the tree and the prompt', () => {
 describe('the turn a send goes on with', () => {
   const RESULTS = [
     '@Assistant:',
-    '**Tool Use:** `bash` (`toolu_1`)',
-    '',
-    '```json',
-    '{"command":"ls"}',
-    '```',
+    ...toolUse('bash', 'toolu_1', '{"command":"ls"}'),
     '',
     '@You:',
-    '**Tool Result:** `toolu_1`',
-    '',
-    '```',
-    'a.txt',
-    '```',
+    ...toolResult('toolu_1', ['a.txt']),
   ];
   const marked = (lines: string[]): boolean[] =>
     slashUses(parseLines(lines)).map((use) => use.last);

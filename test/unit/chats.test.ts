@@ -69,21 +69,10 @@ describe('headOf', () => {
 
 describe('lastExchange', () => {
   it('is the last @You: and the reply after it', () => {
-    const text = [
-      '@You:',
-      'One',
-      '',
-      '@Assistant:',
-      'A',
-      '',
-      '@You:',
-      'Two',
-      '',
-      '@Assistant:',
-      'B',
-      '',
-    ];
-    expect(lastExchange(text.join('\n'), false)).toEqual(['@You:', 'Two', '', '@Assistant:', 'B']);
+    const exchange = (you: string, reply: string): string =>
+      `@You:\n${you}\n\n@Assistant:\n${reply}\n`;
+    const text = exchange('One', 'A') + exchange('Two', 'B');
+    expect(lastExchange(text, false)).toEqual(['@You:', 'Two', '', '@Assistant:', 'B']);
   });
 
   it('says when the tail holds no @You: (a reply longer than the tail)', () => {

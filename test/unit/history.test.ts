@@ -17,6 +17,7 @@ import { parseLines } from '../../src/core/chat/parser.js';
 import { type UndoPlan, applyUndo, planUndo } from '../../src/host/undo/rewind.js';
 import type { UndoDoor } from '../../src/host/undo/service.js';
 import { UNDO_DEFAULTS, UndoStore } from '../../src/host/undo/store.js';
+import { toolResult, toolUse } from '../helpers/chat-lines.js';
 import { testDir } from '../helpers/test-dir.js';
 
 const dir = testDir('flemma-history-');
@@ -29,18 +30,10 @@ const CHAT = [
   'Change it.',
   '',
   '@Assistant:',
-  '**Tool Use:** `edit` (`toolu_1`)',
-  '',
-  '```json',
-  '{"label":"x","path":"a.txt","oldText":"a","newText":"b"}',
-  '```',
+  ...toolUse('edit', 'toolu_1', '{"label":"x","path":"a.txt","oldText":"a","newText":"b"}'),
   '',
   '@You:',
-  '**Tool Result:** `toolu_1`',
-  '',
-  '```',
-  'ok',
-  '```',
+  ...toolResult('toolu_1', ['ok']),
   '',
   '@Assistant:',
   'Done.',

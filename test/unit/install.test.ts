@@ -80,21 +80,23 @@ function scriptDecision(name: string, version: string | undefined): boolean | un
   return pinned ?? policy[name];
 }
 
+/** A file's imports of every kind the install must tell apart. */
+const IMPORTS = [
+  "import type { A } from 'typed-only';",
+  "import { b } from 'left-pad/sub.js';",
+  "import {\n  c,\n} from '@scope/pkg/client/x.js';",
+  "import 'side-effect';",
+  "export { d } from 're-exported';",
+  "// import { e } from 'commented';",
+  "/** @type {import('in-jsdoc').X} */",
+  "const f = await import('lazy');",
+  "import { g } from 'node:fs';",
+  "import { h } from './local.js';",
+].join('\n');
+
 describe('the install', () => {
   it('finds the packages a file imports, without type-only imports and comments', () => {
-    const text = [
-      "import type { A } from 'typed-only';",
-      "import { b } from 'left-pad/sub.js';",
-      "import {\n  c,\n} from '@scope/pkg/client/x.js';",
-      "import 'side-effect';",
-      "export { d } from 're-exported';",
-      "// import { e } from 'commented';",
-      "/** @type {import('in-jsdoc').X} */",
-      "const f = await import('lazy');",
-      "import { g } from 'node:fs';",
-      "import { h } from './local.js';",
-    ].join('\n');
-    expect(runtimeImports(text)).toEqual([
+    expect(runtimeImports(IMPORTS)).toEqual([
       '@scope/pkg',
       'lazy',
       'left-pad',
