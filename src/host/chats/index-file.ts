@@ -5,17 +5,19 @@
 // Decisions:
 // - One JSON file, `stdpath("cache")/flemma/chats-index.json`, read once by a host and written
 //   whole after a listing that read or dropped something: written to a temporary file of this
-//   process (mode 0600) and renamed over the index, so a reader (another Neovim's host) sees the
+//   write (mode 0600) and renamed over the index, so a reader (another Neovim's host) sees the
 //   old index or the new one, never half of one. Two hosts writing at once: the last one wins,
 //   and what the other read is read again by the next listing that needs it.
 // - Whatever the file holds is checked: a file that is not an index of this version (corrupt,
 //   foreign, another version) counts as no index, an entry of the wrong shape as no entry. An
 //   index only ever saves reading a file: every entry is checked against the file's current
-//   modification time and size before it is used, so a wrong one costs a read, never a wrong line.
+//   modification time and size before it is used, so the entry of a file changed since costs a
+//   read, never a stale line.
 // - It holds at most `MAX_ENTRIES` chats, the newest (a chat deleted since is dropped by the
 //   listing that finds it gone; chats of a project no longer visited stay until then).
 // - What it holds of the chats' text (the titles, the user's own words) passed the host's
 //   redaction of secrets before it was kept (src/host/chats/lister.ts).
+import { randomUUID } from 'node:crypto';
 import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { dirname, isAbsolute, join } from 'node:path';
 import type { ChatHead } from '../../core/chats/summary.js';
@@ -96,11 +98,10 @@ export async function writeIndex(
   file: string,
   entries: ReadonlyMap<string, Kept<ChatHead>>,
 ): Promise<boolean> {
-  const temp = `${file}.${String(process.pid)}.tmp`;
+  // A name of this write alone (two listings of one host may write at once); `wx`: made anew, 0600.
+  const temp = `${file}.${String(process.pid)}-${randomUUID()}.tmp`;
   try {
     await mkdir(dirname(file), { recursive: true, mode: 0o700 });
-    // A temporary file left by a process of the same id is removed: `wx` makes it anew, 0600.
-    await rm(temp, { force: true });
     await writeFile(temp, indexText(entries), { mode: 0o600, flag: 'wx' });
     await rename(temp, file);
     return true;
