@@ -29,7 +29,7 @@ function H.expand(dir)
 end
 
 --- What `chats:list` is asked: the directories, the project, whether children count.
----@return { dirs: string[], cwd: string, children: boolean, state: string }
+---@return { dirs: string[], cwd: string, children: boolean, state: string, cache: string }
 function M.sources()
   local chats = config.get().chats or {}
   local dirs = {}
@@ -41,6 +41,7 @@ function M.sources()
     cwd = vim.fn.getcwd(),
     children = chats.children == true,
     state = vim.fn.stdpath("state"),
+    cache = vim.fn.stdpath("cache"),
   }
 end
 

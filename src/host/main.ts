@@ -87,16 +87,18 @@ nvim.on(
     args: unknown[],
     response: { send(value: unknown, isError?: boolean): void },
   ) => {
-    idle.touch();
-    dispatch(ctx, method, args[0] ?? null).then(
-      (result) => {
-        response.send(result ?? null);
-      },
-      (error: unknown) => {
-        hostLogger.warn(`request '${method}' failed`, error);
-        response.send(describe(error), true);
-      },
-    );
+    const answered = idle.request();
+    dispatch(ctx, method, args[0] ?? null)
+      .then(
+        (result) => {
+          response.send(result ?? null);
+        },
+        (error: unknown) => {
+          hostLogger.warn(`request '${method}' failed`, error);
+          response.send(describe(error), true);
+        },
+      )
+      .finally(answered);
   },
 );
 
@@ -105,15 +107,18 @@ nvim.on('notification', (method: string, args: unknown[]) => {
   if (method === CALL) {
     // Asynchronous request from Lua: [id, method, params]; the answer goes back as a Lua call.
     const [id, name, params] = args as [number, string, unknown];
-    dispatch(ctx, name, params ?? null).then(
-      (result) => {
-        ctx.lua.notify('rpc.reply', { id, ok: true, result: result ?? null });
-      },
-      (error: unknown) => {
-        hostLogger.warn(`call '${name}' failed`, error);
-        ctx.lua.notify('rpc.reply', { id, ok: false, error: describe(error) });
-      },
-    );
+    const answered = idle.request();
+    dispatch(ctx, name, params ?? null)
+      .then(
+        (result) => {
+          ctx.lua.notify('rpc.reply', { id, ok: true, result: result ?? null });
+        },
+        (error: unknown) => {
+          hostLogger.warn(`call '${name}' failed`, error);
+          ctx.lua.notify('rpc.reply', { id, ok: false, error: describe(error) });
+        },
+      )
+      .finally(answered);
     return;
   }
   dispatch(ctx, method, args[0] ?? null).catch((error: unknown) => {

@@ -12,9 +12,11 @@
 // Decisions (idle after the start, `warmWhenIdle`):
 // - A reply can arrive all at once (a short one, a fast model), and then nothing can warm while
 //   it streams: so the host warms as soon as it is idle after its start, which it mostly is while
-//   the user writes the question. Idle is no message from Neovim for `IDLE_MS`; every step
-//   waits for that again, so warming never runs while Neovim asks for something (a buffer being
-//   typed into sends changes, and warming waits for the pause).
+//   the user writes the question. Idle is no request of Neovim's unanswered and no message from
+//   Neovim for `IDLE_MS` (since the last answer too); every step waits for that again, so warming
+//   never runs while Neovim asks for something (a buffer being typed into sends changes, and
+//   warming waits for the pause; a listing that takes longer than `IDLE_MS`, `:Flemma chats` on
+//   a host it just started, is not held up by a step in its middle).
 // - It warms every tool the registry holds at that moment (the built-in ones, and whatever Lua
 //   registered already), and the sandbox as the configuration the host holds sets it, else as the
 //   defaults set it (on, `auto`: bubblewrap is probed, one `bwrap … true` run); it asks Neovim
@@ -170,9 +172,10 @@ export function toolLoopWarmup(
   };
 }
 
-/** Knows when the host last heard from Neovim, and waits for it to be idle. */
+/** Knows when the host last heard from Neovim and what it still answers; waits for it to be idle. */
 export class IdleWatch {
   private last = performance.now();
+  private unanswered = 0;
 
   constructor(private readonly idleMs: number = IDLE_MS) {}
 
@@ -181,12 +184,25 @@ export class IdleWatch {
     this.last = performance.now();
   }
 
-  /** Resolves once no message came for `idleMs`. */
+  /** A request came: the host is busy until the function returned is called (it answered). */
+  request(): () => void {
+    this.touch();
+    this.unanswered++;
+    let answered = false;
+    return () => {
+      if (answered) return;
+      answered = true;
+      this.unanswered--;
+      this.touch();
+    };
+  }
+
+  /** Resolves once no request is unanswered and no message came (nor answer went) for `idleMs`. */
   async idle(): Promise<void> {
     for (;;) {
       const left = this.last + this.idleMs - performance.now();
-      if (left <= 0) return;
-      await new Promise((resolve) => setTimeout(resolve, Math.ceil(left)));
+      if (left <= 0 && this.unanswered === 0) return;
+      await new Promise((resolve) => setTimeout(resolve, Math.ceil(Math.max(left, this.idleMs))));
     }
   }
 }

@@ -140,7 +140,7 @@ function createBase(link: HostLink, files: FileAdapter): HostBase {
     sandboxBackends: createSandboxBackends(),
     processes: new ProcessManager(),
     probes: new Probes(),
-    chats: new ChatLister(),
+    chats: new ChatLister((text) => logger.redactor.text(text)),
     startedAt: Date.now(),
     logFile,
   };

@@ -2,6 +2,7 @@
 // with their titles and models, the chosen one opened; through `vim.ui.select` and through the
 // documented APIs of snacks.picker, telescope and fzf-lua (stand-ins on the runtimepath: CI
 // cannot download the plugins).
+import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { type Driver, ROOT } from '../helpers/driver.js';
@@ -166,6 +167,27 @@ describe(':Flemma chats', () => {
       /^A task of notes\.chat\. · default · .* · notes\.tasks\/01-child\.chat$/,
     );
     expect(lines).toHaveLength(4);
+  });
+
+  it('lets a freshly started host read only the chats changed since (the index in stdpath("cache"))', async () => {
+    const d = await start();
+    await pick(d);
+    await d.nvim.input('<Esc>');
+    const index = join(d.home, 'cache', 'nvim', 'flemma', 'chats-index.json');
+    expect(statSync(index).mode & 0o777).toBe(0o600);
+    d.writeFile(`${DIR}/sky.chat`, '@You:\nWhy is the sea blue?\n');
+    const after = d.eventCount;
+    await d.lua(`
+      local host = require("flemma.host")
+      host.restart()
+      host.call("chats:list", require("flemma.chats").sources(), function(_, answer)
+        vim.api.nvim_exec_autocmds("User", { pattern = "TestChatsListed", data = { read = answer.read } })
+      end)`);
+    const { data } = await d.waitForEvent('TestChatsListed', { after });
+    expect(data['read']).toBe(1);
+    const { lines } = await pick(d);
+    await d.nvim.input('<Esc>');
+    expect(lines[indexOf(lines, 'sky.chat') - 1]).toMatch(/^Why is the sea blue\? · default · /);
   });
 
   it('looks in chats.search too, and says so when there is no chat', async () => {

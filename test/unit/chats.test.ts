@@ -3,7 +3,10 @@
 import {
   appendFileSync,
   mkdirSync,
+  readFileSync,
   realpathSync,
+  rmSync,
+  statSync,
   symlinkSync,
   truncateSync,
   utimesSync,
@@ -13,13 +16,23 @@ import { join } from 'node:path';
 import { parse } from 'yaml';
 import { describe, expect, it } from 'vitest';
 import { entryLine, headOf, lastExchange, relativeAge } from '../../src/core/chats/summary.js';
-import { ChatLister, HEAD_BYTES, TAIL_BYTES } from '../../src/host/chats/lister.js';
+import type { ChatSources } from '../../src/host/chats/find.js';
+import {
+  type ChatListing,
+  ChatLister,
+  HEAD_BYTES,
+  TAIL_BYTES,
+} from '../../src/host/chats/lister.js';
 import { listChats } from '../../src/host/chats/action.js';
+import { indexPath } from '../../src/host/chats/index-file.js';
+import { REDACTED, Redactor } from '../../src/core/secrets/redact.js';
 import type { RequestRecord } from '../../src/core/usage/session.js';
 import { tempDirs } from '../helpers/temp.js';
 
 const temp = tempDirs();
 const yaml = { parse };
+/** No redaction (a title as it is). */
+const same = (text: string): string => text;
 
 describe('headOf', () => {
   it.each([
@@ -112,7 +125,7 @@ describe('ChatLister', () => {
     mkdirSync(join(dir, 'sub'));
     for (let i = 0; i < 5; i++) chat(join(dir, `c${String(i)}.chat`), `Chat ${String(i)}`);
     chat(join(dir, 'sub', 'big.chat'), 'Big', 2 * 1024 * 1024);
-    const lister = new ChatLister();
+    const lister = new ChatLister(same);
     const sources = { dirs: [dir], children: false };
     const first = await lister.list(sources, new Map());
     expect(first.read).toBe(6);
@@ -141,7 +154,7 @@ describe('ChatLister', () => {
     const path = join(dir, 'big.chat');
     chat(path, 'Big', HEAD_BYTES + 4 * TAIL_BYTES);
     appendFileSync(path, '\n@You:\nLast question\n\n@Assistant:\nLast answer\n');
-    const lister = new ChatLister();
+    const lister = new ChatLister(same);
     expect(await lister.preview(path)).toEqual([
       '@You:',
       'Last question',
@@ -159,11 +172,94 @@ describe('ChatLister', () => {
     mkdirSync(join(dir, 'notes.tasks'));
     chat(join(dir, 'notes.chat'), 'Parent');
     chat(join(dir, 'notes.tasks', '01-child.chat'), 'Child');
-    const lister = new ChatLister();
+    const lister = new ChatLister(same);
     const titles = async (children: boolean): Promise<string[]> =>
       (await lister.list({ dirs: [dir], children }, new Map())).chats.map((c) => c.title).sort();
     expect(await titles(false)).toEqual(['Parent']);
     expect(await titles(true)).toEqual(['Child', 'Parent']);
+  });
+});
+
+describe('ChatLister, the index on disk', () => {
+  /** `count` chats in a new directory, and the sources of a listing keeping its index in `cache`. */
+  function chats(count: number): { dir: string; sources: ChatSources; paths: string[] } {
+    const dir = temp('flemma-chats-');
+    const paths = Array.from({ length: count }, (_, i) => join(dir, `c${String(i)}.chat`));
+    paths.forEach((path, i) => {
+      writeFileSync(path, `@You:\nChat ${String(i)}\n`);
+    });
+    return { dir, sources: { dirs: [dir], children: false, cache: join(dir, 'cache') }, paths };
+  }
+  const titles = (listing: ChatListing): string[] => listing.chats.map((c) => c.title).sort();
+  /** The index file's entries. */
+  const stored = (file: string): Record<string, unknown> =>
+    (JSON.parse(readFileSync(file, 'utf8')) as { chats: Record<string, unknown> }).chats;
+
+  it('lets a fresh lister read no file when nothing changed, and only the changed ones', async () => {
+    const { sources, paths } = chats(3);
+    expect((await new ChatLister(same).list(sources, new Map())).read).toBe(3);
+    const file = indexPath(join(sources.cache ?? ''));
+    expect(statSync(file).mode & 0o777).toBe(0o600);
+    const fresh = await new ChatLister(same).list(sources, new Map());
+    expect(fresh.read).toBe(0);
+    expect(titles(fresh)).toEqual(['Chat 0', 'Chat 1', 'Chat 2']);
+    // One changes (its size), one goes: a fresh lister reads the one and drops the other.
+    writeFileSync(paths[1] ?? '', '@You:\nChat one, changed\n');
+    rmSync(paths[2] ?? '');
+    const changed = await new ChatLister(same).list(sources, new Map());
+    expect(changed.read).toBe(1);
+    expect(titles(changed)).toEqual(['Chat 0', 'Chat one, changed']);
+    expect(Object.keys(stored(file)).sort()).toEqual(paths.slice(0, 2));
+    expect((await new ChatLister(same).list(sources, new Map())).read).toBe(0);
+  });
+
+  it('reads a file again whose modification time changed (the same size)', async () => {
+    const { sources, paths } = chats(1);
+    await new ChatLister(same).list(sources, new Map());
+    writeFileSync(paths[0] ?? '', '@You:\nChat X\n');
+    const later = new Date(Date.now() + 60_000);
+    utimesSync(paths[0] ?? '', later, later);
+    const listing = await new ChatLister(same).list(sources, new Map());
+    expect(listing.read).toBe(1);
+    expect(titles(listing)).toEqual(['Chat X']);
+  });
+
+  it.each([
+    ['not JSON', '{"kind": "flemma-chats-'],
+    ['another file', JSON.stringify({ name: 'something else', chats: {} })],
+    ['another version', JSON.stringify({ kind: 'flemma-chats-index', version: 99, chats: {} })],
+  ])('ignores an index that is %s, and replaces it', async (_what, text) => {
+    const { sources } = chats(2);
+    const file = indexPath(sources.cache ?? '');
+    mkdirSync(join(file, '..'), { recursive: true });
+    writeFileSync(file, text);
+    const listing = await new ChatLister(same).list(sources, new Map());
+    expect(listing.read).toBe(2);
+    expect(titles(listing)).toEqual(['Chat 0', 'Chat 1']);
+    expect((await new ChatLister(same).list(sources, new Map())).read).toBe(0);
+  });
+
+  it('uses no entry of the wrong shape', async () => {
+    const { sources, paths } = chats(2);
+    await new ChatLister(same).list(sources, new Map());
+    const file = indexPath(sources.cache ?? '');
+    const rows = { ...stored(file), [paths[0] ?? '']: ['now', 1, 'Wrong', 'default', 'default'] };
+    writeFileSync(file, JSON.stringify({ kind: 'flemma-chats-index', version: 1, chats: rows }));
+    const listing = await new ChatLister(same).list(sources, new Map());
+    expect(listing.read).toBe(1);
+    expect(titles(listing)).toEqual(['Chat 0', 'Chat 1']);
+  });
+
+  it('shows and keeps a title with its secrets redacted', async () => {
+    const { sources, paths } = chats(1);
+    const key = `sk-ant-${'a1B2'.repeat(10)}`;
+    writeFileSync(paths[0] ?? '', `@You:\nWhy does ${key} fail?\n`);
+    const redactor = new Redactor();
+    const listing = await new ChatLister((text) => redactor.text(text)).list(sources, new Map());
+    expect(titles(listing)).toEqual([`Why does ${REDACTED} fail?`]);
+    const text = readFileSync(indexPath(sources.cache ?? ''), 'utf8');
+    expect(text).not.toContain(key);
+    expect(text).toContain(REDACTED);
   });
 });
 
@@ -178,7 +274,7 @@ describe('listChats', () => {
       ({ filepath, cost }) as unknown as RequestRecord;
     const paid = realpathSync(join(dir, 'real', 'paid.chat'));
     const records = [record(paid, 0.01), record(paid, 0.0023), { bufnr: 1 } as RequestRecord];
-    const ctx = { chats: new ChatLister(), usage: { session: { requests: () => records } } };
+    const ctx = { chats: new ChatLister(same), usage: { session: { requests: () => records } } };
     const { chats } = await listChats(ctx, { dirs: [join(dir, 'link')], children: false });
     expect(chats.map((c) => c.line.replace(/ · just now · .*/, '')).sort()).toEqual([
       'Free. · default',

@@ -1,7 +1,7 @@
 // Warming the tool loop once the host is idle after its start (src/host/warmup.ts,
 // `warmWhenIdle`): nothing runs before the host is idle, every step waits for idle again, the
 // loop then finds its schemas compiled, and the host hears when it is over (its code cache).
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { Probes } from '../../src/core/tools/probes.js';
 import type { ToolDefinition } from '../../src/core/tools/registry.js';
 import { createSandboxBackends } from '../../src/core/tools/sandbox/index.js';
@@ -107,5 +107,27 @@ describe('IdleWatch', () => {
     expect(idle).toBe(false);
     await waiting;
     expect(idle).toBe(true);
+  });
+
+  it('is not idle while a request is unanswered, however long it takes', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'performance'] });
+    try {
+      const watch = new IdleWatch(50);
+      const answered = watch.request();
+      let idle = false;
+      void watch.idle().then(() => {
+        idle = true;
+      });
+      // Far longer than the watch's time: the request (a listing, say) is still not answered.
+      await vi.advanceTimersByTimeAsync(1000);
+      expect(idle).toBe(false);
+      answered();
+      await vi.advanceTimersByTimeAsync(49);
+      expect(idle).toBe(false);
+      await vi.advanceTimersByTimeAsync(60);
+      expect(idle).toBe(true);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });

@@ -13,6 +13,8 @@ export interface ChatsListParams {
   children: boolean;
   /** Neovim's state directory. */
   state?: string;
+  /** Neovim's cache directory (the picker's index). */
+  cache?: string;
 }
 
 /** One chat of the list: its file, and the line the picker shows (title, model, age, cost, size). */
@@ -37,11 +39,13 @@ function optionalText(raw: unknown, key: string): string | undefined {
 function listParams(raw: unknown): ChatsListParams {
   const cwd = optionalText(raw, 'cwd');
   const state = optionalText(raw, 'state');
+  const cache = optionalText(raw, 'cache');
   return {
     dirs: strings(field(raw, 'dirs')).filter((dir) => dir !== ''),
     children: field(raw, 'children') === true,
     ...(cwd === undefined ? {} : { cwd }),
     ...(state === undefined ? {} : { state }),
+    ...(cache === undefined ? {} : { cache }),
   };
 }
 
@@ -56,7 +60,7 @@ function previewParams(raw: unknown): { path: string } {
 export const CHAT_ACTIONS: ActionSpecs<ChatActions, 'call'> = {
   'chats:list': {
     kind: 'call',
-    params: '`{dirs, cwd?, children, state?}`',
+    params: '`{dirs, cwd?, children, state?, cache?}`',
     answer: '`{chats, read}`: chats `{path, line}`, newest first',
     section: 'commands',
     decode: listParams,

@@ -27,6 +27,8 @@ export interface ChatSources {
   children: boolean;
   /** Neovim's state directory (where git's clean directory is made); absent: no git run. */
   state?: string;
+  /** Neovim's cache directory (where the index of what was read is kept); absent: no index. */
+  cache?: string;
 }
 
 /** How deep the chat directories are walked. */

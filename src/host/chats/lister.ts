@@ -9,6 +9,12 @@
 // - What was read is kept per file with its modification time and size: a file that did not
 //   change since is not read again, so a second listing reads only the files that changed (and
 //   `stat`s each). The answer says how many files it read.
+// - What was read is also kept on disk, in the index of the cache directory (`./index-file.ts`):
+//   read once by a host, at its first listing, and written again after a listing that read a file
+//   or found one gone, so a freshly started host reads only the files that changed since.
+// - A title, provider and model pass the host's redaction of secrets as they are read (a key
+//   pasted into a chat's first line is shown and kept as the marker): the picker's lines and the
+//   index hold what a log line would.
 import {
   type Stats,
   closeSync,
@@ -19,10 +25,12 @@ import {
   statSync,
 } from 'node:fs';
 import { stat } from 'node:fs/promises';
+import { sep } from 'node:path';
 import type { YamlParser } from '../../core/config/frontmatter.js';
 import { type ChatEntry, type ChatHead, headOf, lastExchange } from '../../core/chats/summary.js';
 import { loadYaml } from '../../core/util/yaml.js';
 import { type ChatSources, type RepositoryCache, chatsInDirs, chatsInProject } from './find.js';
+import { type Kept, indexPath, readIndex, writeIndex } from './index-file.js';
 
 /** Bytes of a file's head read for its title and model. */
 export const HEAD_BYTES = 4 * 1024;
@@ -34,12 +42,6 @@ export const TAIL_BYTES = 64 * 1024;
 const TAILS_KEPT = 64;
 /** Files looked at before the host lets other work run (each chunk takes a few milliseconds). */
 const CHUNK = 200;
-
-interface Kept<T> {
-  mtime: number;
-  size: number;
-  value: T;
-}
 
 /**
  * `length` bytes of file `path` from `position`, cut to whole lines at the cut ends. Read
@@ -72,11 +74,15 @@ function readHead(path: string, size: number, buffer: Buffer): string {
   return readSlice(path, 0, HEAD_MAX_BYTES, size, buffer);
 }
 
-/** The file's `stat` when it is a regular file. */
+/**
+ * The file's `stat` when it is a regular file. Synchronous: a `stat` of a file the system knows
+ * takes a few microseconds, a thousand of them through the thread pool took 3 to 5 times as long
+ * (and twice the listing's time on a loaded machine); a chunk of `CHUNK` blocks the host ~1 ms.
+ */
 function fileInfo(path: string): Stats | undefined {
   try {
-    const info = statSync(path);
-    return info.isFile() ? info : undefined;
+    const info = statSync(path, { throwIfNoEntry: false });
+    return info?.isFile() === true ? info : undefined;
   } catch {
     return undefined;
   }
@@ -97,52 +103,94 @@ export interface ChatListing {
   read: number;
 }
 
+/** A listing as it is made: also how many kept files it found gone. */
+interface Pass extends ChatListing {
+  dropped: number;
+}
+
 export class ChatLister {
   private readonly heads = new Map<string, Kept<ChatHead>>();
   private readonly tails = new Map<string, Kept<string[]>>();
   private readonly repos: RepositoryCache = new Map();
+  /** The index files read into `heads` (each once a host). */
+  private readonly indexes = new Map<string, Promise<void>>();
   private yaml: YamlParser | undefined;
+
+  /** `redact`: a chat's title, provider and model as they may be shown and kept. */
+  constructor(private readonly redact: (text: string) => string) {}
 
   /**
    * The chats of `sources`, newest first; `costs` is what this host's requests cost per chat file
    * (its real path).
    */
   async list(sources: ChatSources, costs: ReadonlyMap<string, number>): Promise<ChatListing> {
-    // The project's git runs while the chat directories are read.
+    // The project's git runs, and the index is read, while the chat directories are read.
     const project = chatsInProject(sources, this.repos);
-    const listing: ChatListing = { chats: [], read: 0 };
+    const index = sources.cache === undefined ? undefined : indexPath(sources.cache);
+    const indexed = index === undefined ? undefined : this.loadIndex(index);
+    const pass: Pass = { chats: [], read: 0, dropped: 0 };
     const buffer = Buffer.allocUnsafe(HEAD_MAX_BYTES);
     const inDirs = await chatsInDirs(sources);
-    await this.readAll(inDirs, costs, listing, buffer);
+    await indexed;
+    await this.readAll(inDirs, costs, pass, buffer);
     const seen = new Set(inDirs);
     const inProject = (await project).filter((path) => !seen.has(path));
-    await this.readAll([...new Set(inProject)], costs, listing, buffer);
-    listing.chats.sort((a, b) => b.mtime - a.mtime || a.path.localeCompare(b.path));
-    return listing;
+    await this.readAll([...new Set(inProject)], costs, pass, buffer);
+    this.dropGone(sources, new Set([...seen, ...inProject]), pass);
+    pass.chats.sort((a, b) => b.mtime - a.mtime || a.path.localeCompare(b.path));
+    if (index !== undefined && pass.read + pass.dropped > 0) await writeIndex(index, this.heads);
+    return { chats: pass.chats, read: pass.read };
   }
 
-  /** The entries of `paths` into `listing`, each file's head read unless kept unchanged. */
+  /** The entries of the index `file` into `heads` (those this host read itself stay). */
+  private loadIndex(file: string): Promise<void> {
+    let loading = this.indexes.get(file);
+    if (loading === undefined) {
+      loading = readIndex(file).then((entries) => {
+        for (const [path, entry] of entries) if (!this.heads.has(path)) this.heads.set(path, entry);
+      });
+      this.indexes.set(file, loading);
+    }
+    return loading;
+  }
+
+  /** Forgets the files kept under the places `sources` looked in that it did not find there. */
+  private dropGone(sources: ChatSources, found: ReadonlySet<string>, pass: Pass): void {
+    const places = [...sources.dirs, ...(sources.cwd === undefined ? [] : [sources.cwd])].map(
+      (dir) => (dir.endsWith(sep) ? dir : dir + sep),
+    );
+    for (const path of this.heads.keys()) {
+      if (found.has(path) || !places.some((place) => path.startsWith(place))) continue;
+      this.heads.delete(path);
+      pass.dropped++;
+    }
+  }
+
+  /** The entries of `paths` into `pass`, each file's head read unless kept unchanged. */
   private async readAll(
     paths: readonly string[],
     costs: ReadonlyMap<string, number>,
-    listing: ChatListing,
+    pass: Pass,
     buffer: Buffer,
   ): Promise<void> {
     for (let i = 0; i < paths.length; i += CHUNK) {
       if (i > 0) await new Promise((resolve) => setImmediate(resolve));
       for (const path of paths.slice(i, i + CHUNK)) {
         const info = fileInfo(path);
-        if (info === undefined) continue;
+        if (info === undefined) {
+          if (this.heads.delete(path)) pass.dropped++;
+          continue;
+        }
         let kept = this.heads.get(path);
         if (kept?.mtime !== info.mtimeMs || kept.size !== info.size) {
           const head = await this.headOf(path, info.size, buffer);
           if (head === undefined) continue;
-          listing.read++;
+          pass.read++;
           kept = { mtime: info.mtimeMs, size: info.size, value: head };
           this.heads.set(path, kept);
         }
         const cost = costs.size === 0 ? undefined : (costs.get(path) ?? costs.get(realPath(path)));
-        listing.chats.push({
+        pass.chats.push({
           ...kept.value,
           path,
           mtime: Math.floor(info.mtimeMs),
@@ -153,7 +201,7 @@ export class ChatLister {
     }
   }
 
-  /** What the head of file `path` says; undefined when it cannot be read. */
+  /** What the head of file `path` says (redacted); undefined when it cannot be read. */
   private async headOf(path: string, size: number, buffer: Buffer): Promise<ChatHead | undefined> {
     let text: string;
     try {
@@ -161,7 +209,12 @@ export class ChatLister {
     } catch {
       return undefined;
     }
-    return headOf(text, await this.yamlFor(text));
+    const head = headOf(text, await this.yamlFor(text));
+    return {
+      title: this.redact(head.title),
+      provider: this.redact(head.provider),
+      model: this.redact(head.model),
+    };
   }
 
   /** The YAML reader, loaded for the first YAML frontmatter (most listings need none). */
