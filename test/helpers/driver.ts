@@ -464,7 +464,9 @@ export class Driver {
     await exited;
     clearTimeout(timer);
     if (this.ownsHome && options.keepHome !== true) {
-      rmSync(this.home, { recursive: true, force: true });
+      // Retried: a process of the session (the host, a sandboxed tool) may still be closing its
+      // files in the directory when Neovim has exited (ENOTEMPTY, seen once in CI).
+      rmSync(this.home, { recursive: true, force: true, maxRetries: 10, retryDelay: 50 });
     }
   }
 }
