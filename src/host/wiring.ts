@@ -53,6 +53,7 @@ import { createTasks } from './tasks/wire.js';
 import type { TaskService } from './tasks/service.js';
 import { ContextMeter } from './meter.js';
 import { Compactor } from './compact.js';
+import { AcpAgents } from './acp/agents.js';
 
 export { HOST_VERSION, SOURCE_HASH } from './base.js';
 
@@ -225,7 +226,9 @@ function createSend(
   const usage = new UsageTracker(base, (bufnr) => {
     events.emit('loop:stopped', { bufnr });
   });
-  const requests = new RequestBuilder({ base, catalogue, memo });
+  // The chats' agents (provider `acp`): one process per chat, ended with it (docs/agents.md).
+  const agents = new AcpAgents(base);
+  const requests = new RequestBuilder({ base, catalogue, memo, agents });
   const recovery = new RecoveryService(base.logger);
   const meter = new ContextMeter({ base, requests, usage });
   const streamer = new Streamer({
@@ -242,7 +245,7 @@ function createSend(
     },
   });
   const compactor = new Compactor({ base, requests, usage });
-  return { usage, requests, recovery, meter, streamer, compactor };
+  return { usage, requests, recovery, meter, streamer, compactor, agents };
 }
 
 type Send = ReturnType<typeof createSend>;
@@ -453,4 +456,5 @@ function forget(
   s.undo.forget(bufnr);
   s.sessions.forget(bufnr);
   s.taskBoard.forget(bufnr);
+  s.agents.forget(bufnr);
 }

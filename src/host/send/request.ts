@@ -31,7 +31,9 @@ import { type BufferSettings, askBufferSettings } from '../buffer-settings.js';
 import type { ProviderParameters } from '../providers.js';
 import type { ToolCatalogue } from '../tools/catalogue.js';
 import { trace } from '../../editor/trace.js';
-import { connectProvider } from './connection.js';
+import type { ProviderConnection } from './connection.js';
+import type { AcpAgents } from '../acp/agents.js';
+import { connectChat } from '../acp/connect.js';
 import { renderForRequest } from './render.js';
 
 /** A request ready to go (see `RequestBuilder.prepare`). */
@@ -87,6 +89,8 @@ export interface RequestDeps {
   >;
   /** Each message's part of the trust digest, across parses. */
   memo: WeakMap<Message, string>;
+  /** The chats' agents, for `provider = "acp"` (docs/agents.md). */
+  agents?: Pick<AcpAgents, 'adapter'>;
 }
 
 function dollars(value: number): string {
@@ -190,10 +194,14 @@ export class RequestBuilder {
     this.tellRefused(bufnr, editor);
     const config = editor.config;
     onConfig?.(config);
-    const connection = await connectProvider(ctx, config, editor.env);
+    const connection = await this.connect(bufnr, config, editor);
     if (connection === undefined) return undefined;
     const { providerName, model, adapter, reauthorize } = connection;
-    const tools = this.deps.catalogue.specsFor(config.tools.__list, config, editor.facts.cwd);
+    // An agent runs its own tools: ours are not offered to it.
+    const tools =
+      providerName === 'acp'
+        ? []
+        : this.deps.catalogue.specsFor(config.tools.__list, config, editor.facts.cwd);
     let evaluated: RenderedPrompt;
     try {
       trace('send:render');
@@ -232,6 +240,21 @@ export class RequestBuilder {
     if (elision !== undefined) prepared.elision = elision;
     if (betweenTurns !== undefined) prepared.betweenTurns = betweenTurns;
     return prepared;
+  }
+
+  /** The chat's provider or agent (`connectChat`). */
+  private connect(
+    bufnr: number,
+    config: Config,
+    editor: BufferSettings,
+  ): Promise<ProviderConnection | undefined> {
+    const agents = this.deps.agents;
+    return connectChat(
+      this.deps.base,
+      config,
+      editor.env,
+      agents === undefined ? undefined : { bufnr, agents, editor },
+    );
   }
 
   /**

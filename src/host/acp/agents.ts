@@ -1,0 +1,181 @@
+// The chats' agents (docs/agents.md): one agent process per chat buffer, started on its first send
+// and kept for the next ones, ended when the buffer goes away, its agent changes or the host exits
+// (SIGKILL to every group on exit: no agent outlives the host). A chat's turn is a provider reply:
+// `adapter` gives the streamer a `ProviderAdapter` whose events are the turn's updates
+// (src/core/acp/updates.ts); a crash ends the turn with the agent's last words and the next send
+// starts a new process.
+import type {
+  PromptCapabilities,
+  RequestPermissionRequest,
+  RequestPermissionResponse,
+  SessionNotification,
+} from '@agentclientprotocol/sdk';
+import { AgentTurn } from '../../core/acp/updates.js';
+import { promptBlocks, transcriptPrompt } from '../../core/acp/prompt.js';
+import { permissionOutcome } from '../../core/acp/permissions.js';
+import {
+  type ProviderAdapter,
+  ProviderError,
+  type ProviderEvent,
+  type ProviderRequest,
+} from '../../core/provider/types.js';
+import type { HostBase } from '../base.js';
+import { AgentError, type AgentClient, AgentProcess, type AgentSpec } from './process.js';
+import { EventQueue } from './queue.js';
+
+/** Answers the agent's permission requests for a chat (src/host/acp/permissions.ts). */
+export type PermissionJudge = (
+  bufnr: number,
+  request: RequestPermissionRequest,
+  signal: AbortSignal,
+) => Promise<RequestPermissionResponse>;
+
+/** A chat's agent: its process, its session, the turn that listens to it. */
+interface ChatAgent {
+  key: string;
+  process: AgentProcess;
+  ready: Promise<{ sessionId: string; loaded: boolean }>;
+  /** The running turn's listener of the agent's updates. */
+  listener: ((notification: SessionNotification) => void) | undefined;
+  /** The turns this process was prompted with. */
+  turns: number;
+}
+
+function specKey(spec: AgentSpec, cwd: string): string {
+  return JSON.stringify([spec.command, spec.args, spec.env, cwd]);
+}
+
+export class AcpAgents {
+  private readonly chats = new Map<number, ChatAgent>();
+  private exitHook: (() => void) | undefined;
+
+  constructor(
+    private readonly base: Pick<HostBase, 'logger'>,
+    private readonly judge: PermissionJudge = (_bufnr, request) =>
+      // Until a chat's permissions are wired: refused, never approved.
+      Promise.resolve({ outcome: permissionOutcome(request.options, 'reject') }),
+  ) {}
+
+  /** The adapter of a chat's turn with `spec`, in `cwd` (the chat file's directory). */
+  adapter(bufnr: number, spec: AgentSpec, cwd: string): ProviderAdapter {
+    return {
+      name: spec.name,
+      buildBody: (request) => ({ agent: spec.name, prompt: promptBlocks(request, {}, cwd) }),
+      stream: (request, signal) => this.turn(bufnr, spec, cwd, request, signal),
+    };
+  }
+
+  /** The buffer went away: its agent ends. */
+  forget(bufnr: number): void {
+    const chat = this.chats.get(bufnr);
+    if (chat === undefined) return;
+    this.chats.delete(bufnr);
+    void chat.process.stop();
+  }
+
+  /** The process ids of the running agents, by buffer (`:checkhealth`, tests through host:info). */
+  running(): { bufnr: number; agent: string; alive: boolean }[] {
+    return [...this.chats].map(([bufnr, chat]) => ({
+      bufnr,
+      agent: chat.process.spec.name,
+      alive: chat.process.alive,
+    }));
+  }
+
+  /** The chat's agent, started (and its session made) when it has none or its agent changed. */
+  private chat(bufnr: number, spec: AgentSpec, cwd: string): ChatAgent {
+    const key = specKey(spec, cwd);
+    const known = this.chats.get(bufnr);
+    if (known !== undefined && known.key === key && known.process.alive) return known;
+    if (known !== undefined) void known.process.stop();
+    const client: AgentClient = {
+      update: (notification) => chat.listener?.(notification),
+      permission: (request, signal) => this.judge(bufnr, request, signal),
+    };
+    const process = new AgentProcess(spec, cwd, client, this.base.logger);
+    const chat: ChatAgent = {
+      key,
+      process,
+      listener: undefined,
+      turns: 0,
+      ready: process.start().then(() => process.session(undefined)),
+    };
+    chat.ready.catch(() => undefined);
+    this.chats.set(bufnr, chat);
+    this.hookExit();
+    void process.exited.then(() => {
+      // A crash: the next send starts a new process.
+      if (this.chats.get(bufnr) === chat) this.chats.delete(bufnr);
+    });
+    return chat;
+  }
+
+  /** One turn: the prompt out, the updates in as provider events, until its stop reason. */
+  private async *turn(
+    bufnr: number,
+    spec: AgentSpec,
+    cwd: string,
+    request: ProviderRequest,
+    signal: AbortSignal,
+  ): AsyncGenerator<ProviderEvent> {
+    const chat = this.chat(bufnr, spec, cwd);
+    const { sessionId, loaded } = await failure(spec, chat.ready);
+    const caps: PromptCapabilities =
+      chat.process.initialize?.agentCapabilities?.promptCapabilities ?? {};
+    // A new session on a chat with earlier turns: the transcript goes along (said once, here).
+    const fresh = !loaded && chat.turns === 0 && request.messages.length > 1;
+    chat.turns++;
+    const prompt = fresh ? transcriptPrompt(request, caps, cwd) : promptBlocks(request, caps, cwd);
+    const queue = new EventQueue<ProviderEvent>();
+    const turn = new AgentTurn();
+    chat.listener = (notification) => {
+      if (notification.sessionId === sessionId) queue.push(turn.push(notification.update));
+    };
+    const cancel = (): void => {
+      void chat.process.cancel(sessionId);
+      queue.close();
+    };
+    signal.addEventListener('abort', cancel, { once: true });
+    failure(spec, chat.process.prompt(sessionId, prompt)).then(
+      (stopReason) => {
+        queue.push([...turn.finish(), { type: 'done', stopReason }]);
+        queue.close();
+      },
+      (error: unknown) => {
+        queue.fail(error);
+      },
+    );
+    try {
+      yield* queue;
+    } finally {
+      signal.removeEventListener('abort', cancel);
+      chat.listener = undefined;
+    }
+  }
+
+  /** On the host's exit, SIGKILL to every agent still running (synchronous). */
+  private hookExit(): void {
+    if (this.exitHook !== undefined) return;
+    this.exitHook = () => {
+      for (const chat of this.chats.values()) chat.process.killSync();
+    };
+    process.once('exit', this.exitHook);
+  }
+}
+
+/** A failure of the agent as the provider error the streamer reports. */
+async function failure<T>(spec: AgentSpec, work: Promise<T>): Promise<T> {
+  try {
+    return await work;
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    if (error instanceof AgentError && /exited|could not start/.test(message)) {
+      throw new ProviderError(
+        spec.name,
+        'connection',
+        `${message} (a new one starts on the next send)`,
+      );
+    }
+    throw new ProviderError(spec.name, 'unknown', message);
+  }
+}

@@ -1,0 +1,237 @@
+// Agents of the Agent Client Protocol as a chat's provider (docs/agents.md), against the fake agent
+// built with the SDK's agent side (test/helpers/fake-acp-agent.mjs): a streamed turn in the buffer,
+// the process ended with the buffer, a crash, cancel, an untrusted chat that cannot start one.
+import { describe, expect, it } from 'vitest';
+import { launcher } from '../helpers/e2e.js';
+import { agentConfig, fakeAgent, say, think } from '../helpers/fake-acp.js';
+import { isAlive, waitForExit } from '../helpers/processes.js';
+import { tempDirs } from '../helpers/temp.js';
+
+const temp = tempDirs();
+const launch = launcher();
+
+const TURN = [
+  think('The user wants a file read.'),
+  say('Reading it'),
+  say(' now.'),
+  {
+    update: {
+      sessionUpdate: 'plan',
+      entries: [
+        { content: 'Read the notes', priority: 'high', status: 'in_progress' },
+        { content: 'Fix the typo', priority: 'medium', status: 'pending' },
+      ],
+    },
+  },
+  {
+    update: {
+      sessionUpdate: 'tool_call',
+      toolCallId: 'call_1',
+      title: 'Read notes.txt',
+      kind: 'read',
+      status: 'pending',
+    },
+  },
+  {
+    update: {
+      sessionUpdate: 'tool_call_update',
+      toolCallId: 'call_1',
+      status: 'completed',
+      content: [{ type: 'content', content: { type: 'text', text: 'teh milk' } }],
+    },
+  },
+  {
+    update: {
+      sessionUpdate: 'tool_call',
+      toolCallId: 'call_2',
+      title: 'Edit notes.txt',
+      kind: 'edit',
+      status: 'in_progress',
+    },
+  },
+  {
+    update: {
+      sessionUpdate: 'tool_call_update',
+      toolCallId: 'call_2',
+      status: 'completed',
+      content: [{ type: 'diff', path: 'notes.txt', oldText: 'teh milk', newText: 'the milk' }],
+    },
+  },
+  say('Done.'),
+];
+
+describe('an ACP agent as the provider', () => {
+  it('streams a turn into the reply: thinking, text, the plan, two tool calls and their results', async () => {
+    const agent = fakeAgent(temp('flemma-acp-e2e-'), { turns: [{ steps: TURN }] });
+    const t = await launch({
+      provider: false,
+      config: agentConfig(agent),
+      chat: ['@You:', 'Fix my notes.'],
+    });
+    const after = t.d.eventCount;
+    await t.d.command('Flemma send');
+    const finished = await t.d.waitForEvent('FlemmaRequestFinished', { after });
+    expect(finished.data).toMatchObject({ status: 'completed' });
+    expect(await t.lines()).toEqual([
+      '@You:',
+      'Fix my notes.',
+      '',
+      '@Assistant:',
+      '',
+      '<thinking>',
+      'The user wants a file read.',
+      '</thinking>',
+      '',
+      'Reading it now.',
+      '',
+      '**Plan:**',
+      '',
+      '- [~] Read the notes',
+      '- [ ] Fix the typo',
+      '',
+      '**Agent Tool:** `read` (`call_1`) Read notes.txt',
+      '',
+      '**Agent Result:** `call_1` (completed)',
+      '',
+      '```',
+      'teh milk',
+      '```',
+      '',
+      '**Agent Tool:** `edit` (`call_2`) Edit notes.txt',
+      '',
+      '**Agent Result:** `call_2` (completed)',
+      '',
+      '```diff',
+      '--- a/notes.txt',
+      '+++ b/notes.txt',
+      '@@ -1,1 +1,1 @@',
+      '-teh milk',
+      '+the milk',
+      '```',
+      '',
+      'Done.',
+      '',
+      '@You:',
+      '',
+    ]);
+    expect(agent.events('prompt')).toMatchObject([{ text: 'Fix my notes.' }]);
+    // The agent's tool calls are not ours: nothing waits for approval, nothing ran.
+    expect(t.d.eventsSeen('FlemmaApprovalNeeded')).toHaveLength(0);
+  });
+});
+
+/** The pid the fake agent logged when it started (the `n`th start). */
+async function agentPid(agent: ReturnType<typeof fakeAgent>, n = 0): Promise<number> {
+  await expect.poll(() => agent.events('started').length).toBeGreaterThan(n);
+  return agent.events('started')[n]?.['pid'] as number;
+}
+
+describe('the agent process', () => {
+  it('is started on the first send, kept for the next, and ends when the buffer is wiped', async () => {
+    const agent = fakeAgent(temp('flemma-acp-life-'), {});
+    const t = await launch({
+      provider: false,
+      config: agentConfig(agent),
+      chat: ['@You:', 'One.'],
+    });
+    expect(agent.events('started')).toHaveLength(0);
+    let after = t.d.eventCount;
+    await t.d.command('Flemma send');
+    await t.d.waitForEvent('FlemmaRequestFinished', { after });
+    after = t.d.eventCount;
+    await t.d.lua('vim.api.nvim_buf_set_lines(0, -2, -1, false, { "Two." })');
+    await t.d.command('Flemma send');
+    await t.d.waitForEvent('FlemmaRequestFinished', { after });
+    expect(agent.events('started')).toHaveLength(1);
+    expect(agent.events('prompt').map((e) => e['text'])).toEqual(['One.', 'Two.']);
+    const pid = await agentPid(agent);
+    expect(isAlive(pid)).toBe(true);
+    await t.d.command('bwipeout!');
+    await waitForExit(pid);
+  });
+
+  it('ends when Neovim quits: no orphan', async () => {
+    const agent = fakeAgent(temp('flemma-acp-quit-'), {});
+    const t = await launch({
+      provider: false,
+      config: agentConfig(agent),
+      chat: ['@You:', 'One.'],
+    });
+    const after = t.d.eventCount;
+    await t.d.command('Flemma send');
+    await t.d.waitForEvent('FlemmaRequestFinished', { after });
+    const pid = await agentPid(agent);
+    await t.close();
+    await waitForExit(pid);
+  });
+
+  it('a crash keeps the partial reply with the aborted marker, says so, and the next send starts a new one', async () => {
+    const agent = fakeAgent(temp('flemma-acp-crash-'), {
+      turns: [{ match: 'crash', steps: [say('Half a repl'), { crash: 7 }] }],
+    });
+    const t = await launch({
+      provider: false,
+      config: agentConfig(agent),
+      chat: ['@You:', 'Please crash.'],
+    });
+    let after = t.d.eventCount;
+    await t.d.command('Flemma send');
+    const finished = await t.d.waitForEvent('FlemmaRequestFinished', { after });
+    expect(finished.data).toMatchObject({ status: 'errored' });
+    const message = await t.d.waitForNotification(/exit code 7/);
+    expect(message.message).toContain('a new one starts on the next send');
+    const lines = await t.lines();
+    expect(lines).toContain('Half a repl');
+    expect(lines.find((line) => line.startsWith('<!-- flemma:aborted:'))).toMatch(/exit code 7/);
+    after = t.d.eventCount;
+    await t.d.lua('vim.api.nvim_buf_set_lines(0, -2, -1, false, { "Again." })');
+    await t.d.command('Flemma send');
+    await t.d.waitForEvent('FlemmaRequestFinished', { after });
+    expect(agent.events('started')).toHaveLength(2);
+    expect((await t.lines()).slice(-4)).toEqual(['OK', '', '@You:', '']);
+    // The new session got the chat so far as context, in the one message it was sent.
+    expect(agent.events('prompt')[1]?.['text']).toMatch(
+      /^This conversation started in an earlier session[\s\S]*User: Please crash\.[\s\S]*Again\.$/,
+    );
+  });
+
+  it('<C-c> sends session/cancel and ends the reply as interrupted', async () => {
+    const agent = fakeAgent(temp('flemma-acp-cancel-'), {
+      turns: [{ steps: [say('Working on it'), { waitCancel: true }] }],
+    });
+    const t = await launch({ provider: false, config: agentConfig(agent), chat: ['@You:', 'Go.'] });
+    const after = t.d.eventCount;
+    await t.d.command('Flemma send');
+    await t.d.waitUntil(
+      'return vim.tbl_contains(vim.api.nvim_buf_get_lines(0, 0, -1, false), "Working on it")',
+    );
+    await t.d.press('<C-c>');
+    const finished = await t.d.waitForEvent('FlemmaRequestFinished', { after });
+    expect(finished.data).toMatchObject({ status: 'cancelled' });
+    await expect.poll(() => agent.events('cancel')).toHaveLength(1);
+    expect(await t.lines()).toContain('<!-- flemma:aborted: Response interrupted by the user. -->');
+  });
+});
+
+describe('trust', () => {
+  it('a chat that is not trusted cannot start an agent: its provider and agent are refused', async () => {
+    const agent = fakeAgent(temp('flemma-acp-untrusted-'), {});
+    // The user's setup has the agent, but uses another provider.
+    const config = `{ provider = "anthropic", acp = { agents = { fake = ${agent.entry} } } }`;
+    const t = await launch({
+      provider: false,
+      config,
+      chat: [
+        '```json',
+        '{ "flemma": { "provider": "acp", "parameters": { "acp": { "agent": "fake" } } } }',
+        '```',
+        '@You:',
+        'Hello.',
+      ],
+    });
+    await t.d.command('Flemma send');
+    const message = await t.d.waitForNotification(/may not start an agent/);
+    expect(message.message).toContain('review it, then :trust');
+    expect(agent.events('started')).toHaveLength(0);
+  });
+});
