@@ -54,6 +54,7 @@ import type { TaskService } from './tasks/service.js';
 import { ContextMeter } from './meter.js';
 import { Compactor } from './compact.js';
 import { AcpAgents } from './acp/agents.js';
+import { permissionJudge } from './acp/permissions.js';
 
 export { HOST_VERSION, SOURCE_HASH } from './base.js';
 
@@ -227,7 +228,7 @@ function createSend(
     events.emit('loop:stopped', { bufnr });
   });
   // The chats' agents (provider `acp`): one process per chat, ended with it (docs/agents.md).
-  const agents = new AcpAgents(base);
+  const agents = new AcpAgents(base, permissionJudge({ ...base, approval: tools.approval }));
   const requests = new RequestBuilder({ base, catalogue, memo, agents });
   const recovery = new RecoveryService(base.logger);
   const meter = new ContextMeter({ base, requests, usage });

@@ -3,7 +3,7 @@
 // the process ended with the buffer, a crash, cancel, an untrusted chat that cannot start one.
 import { describe, expect, it } from 'vitest';
 import { launcher } from '../helpers/e2e.js';
-import { agentConfig, fakeAgent, say, think } from '../helpers/fake-acp.js';
+import { type Step, agentConfig, fakeAgent, say, think } from '../helpers/fake-acp.js';
 import { isAlive, waitForExit } from '../helpers/processes.js';
 import { tempDirs } from '../helpers/temp.js';
 
@@ -233,5 +233,53 @@ describe('trust', () => {
     const message = await t.d.waitForNotification(/may not start an agent/);
     expect(message.message).toContain('review it, then :trust');
     expect(agent.events('started')).toHaveLength(0);
+  });
+});
+
+/** A permission request of the fake agent for a call of `kind`. */
+function asks(id: string, kind: string, fields: Record<string, unknown>): Step {
+  return { permission: { toolCall: { toolCallId: id, title: `${kind} ${id}`, kind, ...fields } } };
+}
+
+describe('the agent’s permission requests', () => {
+  it('are judged by the approval chain: a preset approves; a deny rule, a sensitive place and a question refuse (for now)', async () => {
+    const agent = fakeAgent(temp('flemma-acp-perm-'), {
+      turns: [
+        {
+          steps: [
+            asks('edit_1', 'edit', { locations: [{ path: 'notes.txt' }] }),
+            asks('rm_1', 'execute', { rawInput: { command: 'rm -rf build' } }),
+            asks('ls_1', 'execute', { rawInput: { command: 'ls' } }),
+            asks('env_1', 'edit', { locations: [{ path: '.env' }] }),
+            say('Asked.'),
+          ],
+        },
+      ],
+    });
+    const t = await launch({
+      provider: false,
+      config: agentConfig(agent, 'tools = { bash = { deny = { "rm *" } } }'),
+      files: { 'notes.txt': 'teh milk\n' },
+      chat: ['@You:', 'Tidy up.'],
+    });
+    const after = t.d.eventCount;
+    await t.d.command('Flemma send');
+    await t.d.waitForEvent('FlemmaRequestFinished', { after });
+    const outcomes = Object.fromEntries(
+      agent
+        .events('permission')
+        .map((e): [string, unknown] => [String(e['toolCallId']), e['outcome']]),
+    );
+    expect(outcomes).toEqual({
+      // `$default` approves an edit inside the project.
+      edit_1: { outcome: 'selected', optionId: 'allow-once' },
+      // `tools.bash.deny` refuses it, whatever else approves.
+      rm_1: { outcome: 'selected', optionId: 'reject-once' },
+      // bash waits for the user: refused until the chat can ask.
+      ls_1: { outcome: 'selected', optionId: 'reject-once' },
+      // A sensitive place is never approved automatically.
+      env_1: { outcome: 'selected', optionId: 'reject-once' },
+    });
+    await t.d.waitForNotification(/asked to bash: execute ls_1; refused/);
   });
 });

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { AcpAgents } from '../../src/host/acp/agents.js';
 import type { AgentSpec } from '../../src/host/acp/process.js';
+import type { PermissionContext } from '../../src/host/acp/permissions.js';
 import type { ProviderEvent, ProviderRequest } from '../../src/core/provider/types.js';
 import { ROOT } from '../helpers/driver.js';
 import { isAlive, waitForExit } from '../helpers/processes.js';
@@ -15,6 +16,8 @@ const temp = tempDirs();
 const FAKE = join(ROOT, 'test/helpers/fake-acp-agent.mjs');
 const quiet = { info: () => undefined, warn: () => undefined, debug: () => undefined };
 let agents: AcpAgents | undefined;
+/** The chat's settings (the default judge, which refuses, does not read them). */
+const EDITOR = {} as PermissionContext['editor'];
 
 afterEach(() => {
   for (const { bufnr } of agents?.running() ?? []) agents?.forget(bufnr);
@@ -110,7 +113,7 @@ describe('a chat agent', () => {
       ],
     });
     agents = new AcpAgents({ logger: quiet as never });
-    const adapter = agents.adapter(1, spec, dir);
+    const adapter = agents.adapter(1, spec, dir, EDITOR);
     const events = await collect(adapter.stream(request('hi'), new AbortController().signal));
     expect(events.filter((e) => e.type !== 'progress')).toEqual([
       { type: 'thinking', content: 'Let me think.' },
@@ -135,7 +138,7 @@ describe('a chat agent', () => {
     const { spec, dir, log } = fake({ authRequired: true });
     agents = new AcpAgents({ logger: quiet as never });
     const events = await collect(
-      agents.adapter(2, spec, dir).stream(request('hi'), new AbortController().signal),
+      agents.adapter(2, spec, dir, EDITOR).stream(request('hi'), new AbortController().signal),
     );
     expect(events).toContainEqual({ type: 'text', text: 'OK' });
     expect(log().map((e) => e.event)).toEqual([
@@ -154,7 +157,7 @@ describe('a chat agent', () => {
   it('a crash fails the turn with the agent’s last words; the next send starts a new process', async () => {
     const { spec, dir, log } = fake({ turns: [{ match: 'crash', steps: [{ crash: 3 }] }] });
     agents = new AcpAgents({ logger: quiet as never });
-    const adapter = agents.adapter(3, spec, dir);
+    const adapter = agents.adapter(3, spec, dir, EDITOR);
     await expect(
       collect(adapter.stream(request('crash now'), new AbortController().signal)),
     ).rejects.toThrow(/exit code 3.*new one starts on the next send/);
@@ -171,12 +174,34 @@ describe('a chat agent', () => {
     const controller = new AbortController();
     const seen: ProviderEvent[] = [];
     for await (const event of agents
-      .adapter(4, spec, dir)
+      .adapter(4, spec, dir, EDITOR)
       .stream(request('go'), controller.signal)) {
       seen.push(event);
       if (event.type === 'text') controller.abort();
     }
     expect(seen).toEqual([{ type: 'text', text: 'part' }]);
     await expect.poll(() => log().some((e) => e.event === 'cancel')).toBe(true);
+  });
+
+  it('hands each permission request to the judge with the chat, and answers the agent with its outcome', async () => {
+    const toolCall = {
+      toolCallId: 'p1',
+      title: 'Edit a.txt',
+      kind: 'edit',
+      locations: [{ path: 'a.txt' }],
+    };
+    const { spec, dir, log } = fake({ turns: [{ steps: [{ permission: { toolCall } }] }] });
+    const asked: unknown[] = [];
+    agents = new AcpAgents({ logger: quiet as never }, (chat, request) => {
+      asked.push({ chat, toolCall: request.toolCall });
+      return Promise.resolve({ outcome: { outcome: 'selected', optionId: 'allow-once' } });
+    });
+    await collect(
+      agents.adapter(5, spec, dir, EDITOR).stream(request('go'), new AbortController().signal),
+    );
+    expect(asked).toEqual([{ chat: { bufnr: 5, agent: 'fake', editor: EDITOR }, toolCall }]);
+    expect(log().find((e) => e.event === 'permission')).toMatchObject({
+      outcome: { outcome: 'selected', optionId: 'allow-once' },
+    });
   });
 });

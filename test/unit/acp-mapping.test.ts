@@ -1,5 +1,6 @@
 // The mapping of an ACP agent's turn to a provider reply (src/core/acp/updates.ts) and of its
-// permission requests to our own calls and the options it offered (src/core/acp/permissions.ts).
+// permission requests to our own calls and the options it offered (src/core/acp/permissions.ts),
+// and the judge that asks the approval chain about them (src/host/acp/permissions.ts).
 import type { SessionUpdate, ToolCallUpdate, ToolKind } from '@agentclientprotocol/sdk';
 import { describe, expect, it } from 'vitest';
 import {
@@ -11,6 +12,9 @@ import {
 import { AgentTurn, diffText, planText } from '../../src/core/acp/updates.js';
 import { promptBlocks, transcriptPrompt } from '../../src/core/acp/prompt.js';
 import type { ProviderRequest } from '../../src/core/provider/types.js';
+import type { Decision } from '../../src/core/approval/chain.js';
+import { SANDBOX_RESOLVER } from '../../src/core/approval/resolvers.js';
+import { type PermissionContext, permissionJudge } from '../../src/host/acp/permissions.js';
 
 const chunk = (text: string): SessionUpdate => ({
   sessionUpdate: 'agent_message_chunk',
@@ -200,5 +204,65 @@ describe('a permission request as our own calls', () => {
     expect(permissionOutcome(options, 'cancelled')).toEqual({ outcome: 'cancelled' });
     expect(permissionOutcome(options.slice(2), 'allow')).toEqual({ outcome: 'cancelled' });
     expect(permissionOutcome(options.slice(0, 2), 'reject')).toEqual({ outcome: 'cancelled' });
+  });
+});
+
+describe('the judge of a chat’s permission requests', () => {
+  const options = [
+    { optionId: 'yes', name: 'Allow', kind: 'allow_once' as const },
+    { optionId: 'no', name: 'Reject', kind: 'reject_once' as const },
+  ];
+  const chat = { bufnr: 1, agent: 'fake', editor: {} as PermissionContext['editor'] };
+  function judge(answer: { decision: Decision; resolver: string | null }) {
+    const warned: string[] = [];
+    const decided: unknown[] = [];
+    const run = permissionJudge({
+      approval: {
+        decide: (call) => {
+          decided.push(call);
+          return Promise.resolve({ ...answer, trace: [], skipped: [] });
+        },
+      },
+      notify: { warn: (message: string) => warned.push(message) },
+      logger: { info: () => undefined },
+    });
+    return { run, warned, decided };
+  }
+  const request = {
+    sessionId: 's',
+    options,
+    toolCall: {
+      toolCallId: 'c',
+      title: 'ls',
+      kind: 'execute' as const,
+      rawInput: { command: 'ls' },
+    },
+  };
+
+  it('asks the chain about the call of ours the request stands for, and allows what it approves', async () => {
+    const { run, decided } = judge({ decision: 'approve', resolver: 'urn:flemma:approval:config' });
+    expect(await run(chat, request, new AbortController().signal)).toEqual({
+      outcome: { outcome: 'selected', optionId: 'yes' },
+    });
+    expect(decided).toEqual([
+      { bufnr: 1, toolId: 'acp_c_0', toolName: 'bash', input: { command: 'ls' } },
+    ]);
+  });
+
+  it('does not count the sandbox’s approval (the agent runs its commands itself) and says why it refused', async () => {
+    const { run, warned } = judge({ decision: 'approve', resolver: SANDBOX_RESOLVER });
+    expect(await run(chat, request, new AbortController().signal)).toEqual({
+      outcome: { outcome: 'selected', optionId: 'no' },
+    });
+    expect(warned).toEqual([expect.stringContaining('fake asked to bash: ls; refused')]);
+  });
+
+  it('answers cancelled once the turn was cancelled', async () => {
+    const controller = new AbortController();
+    controller.abort();
+    const { run } = judge({ decision: 'approve', resolver: null });
+    expect(await run(chat, request, controller.signal)).toEqual({
+      outcome: { outcome: 'cancelled' },
+    });
   });
 });

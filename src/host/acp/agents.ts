@@ -4,15 +4,11 @@
 // `adapter` gives the streamer a `ProviderAdapter` whose events are the turn's updates
 // (src/core/acp/updates.ts); a crash ends the turn with the agent's last words and the next send
 // starts a new process.
-import type {
-  PromptCapabilities,
-  RequestPermissionRequest,
-  RequestPermissionResponse,
-  SessionNotification,
-} from '@agentclientprotocol/sdk';
+import type { PromptCapabilities, SessionNotification } from '@agentclientprotocol/sdk';
 import { AgentTurn } from '../../core/acp/updates.js';
 import { promptBlocks, transcriptPrompt } from '../../core/acp/prompt.js';
 import { permissionOutcome } from '../../core/acp/permissions.js';
+import type { PermissionContext, PermissionJudge } from './permissions.js';
 import {
   type ProviderAdapter,
   ProviderError,
@@ -23,13 +19,6 @@ import type { HostBase } from '../base.js';
 import { AgentError, type AgentClient, AgentProcess, type AgentSpec } from './process.js';
 import { EventQueue } from './queue.js';
 
-/** Answers the agent's permission requests for a chat (src/host/acp/permissions.ts). */
-export type PermissionJudge = (
-  bufnr: number,
-  request: RequestPermissionRequest,
-  signal: AbortSignal,
-) => Promise<RequestPermissionResponse>;
-
 /** A chat's agent: its process, its session, the turn that listens to it. */
 interface ChatAgent {
   key: string;
@@ -39,6 +28,8 @@ interface ChatAgent {
   listener: ((notification: SessionNotification) => void) | undefined;
   /** The turns this process was prompted with. */
   turns: number;
+  /** The chat as its last turn had it, for the permission requests. */
+  context: PermissionContext;
 }
 
 function specKey(spec: AgentSpec, cwd: string): string {
@@ -51,17 +42,26 @@ export class AcpAgents {
 
   constructor(
     private readonly base: Pick<HostBase, 'logger'>,
-    private readonly judge: PermissionJudge = (_bufnr, request) =>
+    private readonly judge: PermissionJudge = (_chat, request) =>
       // Until a chat's permissions are wired: refused, never approved.
       Promise.resolve({ outcome: permissionOutcome(request.options, 'reject') }),
   ) {}
 
-  /** The adapter of a chat's turn with `spec`, in `cwd` (the chat file's directory). */
-  adapter(bufnr: number, spec: AgentSpec, cwd: string): ProviderAdapter {
+  /**
+   * The adapter of a chat's turn with `spec`, in `cwd` (the chat file's directory); `editor`: the
+   * chat's settings, which judge the agent's permission requests.
+   */
+  adapter(
+    bufnr: number,
+    spec: AgentSpec,
+    cwd: string,
+    editor: PermissionContext['editor'],
+  ): ProviderAdapter {
+    const context: PermissionContext = { bufnr, agent: spec.name, editor };
     return {
       name: spec.name,
       buildBody: (request) => ({ agent: spec.name, prompt: promptBlocks(request, {}, cwd) }),
-      stream: (request, signal) => this.turn(bufnr, spec, cwd, request, signal),
+      stream: (request, signal) => this.turn(context, spec, cwd, request, signal),
     };
   }
 
@@ -83,14 +83,18 @@ export class AcpAgents {
   }
 
   /** The chat's agent, started (and its session made) when it has none or its agent changed. */
-  private chat(bufnr: number, spec: AgentSpec, cwd: string): ChatAgent {
+  private chat(context: PermissionContext, spec: AgentSpec, cwd: string): ChatAgent {
+    const { bufnr } = context;
     const key = specKey(spec, cwd);
     const known = this.chats.get(bufnr);
-    if (known !== undefined && known.key === key && known.process.alive) return known;
+    if (known !== undefined && known.key === key && known.process.alive) {
+      known.context = context;
+      return known;
+    }
     if (known !== undefined) void known.process.stop();
     const client: AgentClient = {
       update: (notification) => chat.listener?.(notification),
-      permission: (request, signal) => this.judge(bufnr, request, signal),
+      permission: (request, signal) => this.judge(chat.context, request, signal),
     };
     const process = new AgentProcess(spec, cwd, client, this.base.logger);
     const chat: ChatAgent = {
@@ -98,6 +102,7 @@ export class AcpAgents {
       process,
       listener: undefined,
       turns: 0,
+      context,
       ready: process.start().then(() => process.session(undefined)),
     };
     chat.ready.catch(() => undefined);
@@ -112,13 +117,13 @@ export class AcpAgents {
 
   /** One turn: the prompt out, the updates in as provider events, until its stop reason. */
   private async *turn(
-    bufnr: number,
+    context: PermissionContext,
     spec: AgentSpec,
     cwd: string,
     request: ProviderRequest,
     signal: AbortSignal,
   ): AsyncGenerator<ProviderEvent> {
-    const chat = this.chat(bufnr, spec, cwd);
+    const chat = this.chat(context, spec, cwd);
     const { sessionId, loaded } = await failure(spec, chat.ready);
     const caps: PromptCapabilities =
       chat.process.initialize?.agentCapabilities?.promptCapabilities ?? {};

@@ -16,7 +16,7 @@ import type { AgentSpec } from './process.js';
 export interface AgentLink {
   bufnr: number;
   agents: Pick<AcpAgents, 'adapter'>;
-  editor: Pick<BufferSettings, 'facts' | 'trust' | 'ops'>;
+  editor: Pick<BufferSettings, 'facts' | 'trust' | 'ops' | 'config' | 'approval'>;
 }
 
 function record(value: unknown): Record<string, unknown> {
@@ -86,7 +86,7 @@ export function connectAgent(
   return {
     providerName: 'acp',
     model: spec.name,
-    adapter: link.agents.adapter(link.bufnr, spec, cwd),
+    adapter: link.agents.adapter(link.bufnr, spec, cwd, link.editor),
     reauthorize: () => Promise.resolve(undefined),
   };
 }
