@@ -2,7 +2,8 @@
 // built with the SDK's agent side (test/helpers/fake-acp-agent.mjs): a streamed turn in the buffer,
 // the process ended with the buffer, a crash, cancel, an untrusted chat that cannot start one.
 import { describe, expect, it } from 'vitest';
-import { launcher } from '../helpers/e2e.js';
+import { rmSync } from 'node:fs';
+import { launch as launchOnce, launcher } from '../helpers/e2e.js';
 import { type Step, agentConfig, fakeAgent, say, think } from '../helpers/fake-acp.js';
 import { isAlive, waitForExit } from '../helpers/processes.js';
 import { tempDirs } from '../helpers/temp.js';
@@ -281,5 +282,53 @@ describe('the agent’s permission requests', () => {
       env_1: { outcome: 'selected', optionId: 'reject-once' },
     });
     await t.d.waitForNotification(/asked to bash: execute ls_1; refused/);
+  });
+});
+
+describe('the chat file stays the record', () => {
+  /** Sends the chat's last message and waits for the reply. */
+  async function sendAndWait(t: Awaited<ReturnType<typeof launchOnce>>): Promise<void> {
+    const after = t.d.eventCount;
+    await t.d.command('Flemma send');
+    await t.d.waitForEvent('FlemmaRequestFinished', { after });
+  }
+
+  it.each([
+    [true, 'loads its session (session/load) and sends only the new message'],
+    [
+      false,
+      'starts a new session with the chat so far, in one message, when the agent cannot load',
+    ],
+  ])('reopened in a new Neovim, a chat (loadSession %s) %s', async (loadSession) => {
+    const agent = fakeAgent(temp('flemma-acp-resume-'), { loadSession });
+    const config = agentConfig(agent);
+    const first = await launchOnce({ provider: false, config, chat: ['@You:', 'One.'] });
+    const home = first.d.home;
+    try {
+      await sendAndWait(first);
+      await first.d.command('write');
+      const [created] = agent.events('session/new');
+      await first.d.quit({ keepHome: true });
+      const second = await launchOnce({ provider: false, config, home });
+      try {
+        await second.open('test.chat');
+        await second.d.lua('vim.api.nvim_buf_set_lines(0, -2, -1, false, { "Two." })');
+        await sendAndWait(second);
+        const prompts = agent.events('prompt');
+        if (loadSession) {
+          expect(agent.events('session/load')).toMatchObject([
+            { sessionId: created?.['sessionId'] },
+          ]);
+          expect(prompts[1]).toMatchObject({ sessionId: created?.['sessionId'], text: 'Two.' });
+        } else {
+          expect(agent.events('session/new')).toHaveLength(2);
+          expect(String(prompts[1]?.['text'])).toMatch(/User: One\.\n\nAssistant: OK[\s\S]*Two\.$/);
+        }
+      } finally {
+        await second.close();
+      }
+    } finally {
+      rmSync(home, { recursive: true, force: true });
+    }
   });
 });

@@ -17,7 +17,7 @@ const FAKE = join(ROOT, 'test/helpers/fake-acp-agent.mjs');
 const quiet = { info: () => undefined, warn: () => undefined, debug: () => undefined };
 let agents: AcpAgents | undefined;
 /** The chat's settings (the default judge, which refuses, does not read them). */
-const EDITOR = {} as PermissionContext['editor'];
+const EDITOR = { facts: { filename: null } } as unknown as PermissionContext['editor'];
 
 afterEach(() => {
   for (const { bufnr } of agents?.running() ?? []) agents?.forget(bufnr);

@@ -10,7 +10,7 @@ import {
   permissionOutcome,
 } from '../../src/core/acp/permissions.js';
 import { AgentTurn, diffText, planText } from '../../src/core/acp/updates.js';
-import { promptBlocks, transcriptPrompt } from '../../src/core/acp/prompt.js';
+import { continues, markOf, promptBlocks, transcriptPrompt } from '../../src/core/acp/prompt.js';
 import type { ProviderRequest } from '../../src/core/provider/types.js';
 import type { Decision } from '../../src/core/approval/chain.js';
 import { SANDBOX_RESOLVER } from '../../src/core/approval/resolvers.js';
@@ -139,6 +139,21 @@ describe('the prompt of a turn', () => {
       type: 'text',
       text: 'notes.md:\n# Notes',
     });
+  });
+
+  it('goes on in the session while the turns it was prompted with are unchanged', () => {
+    const first = { ...request, messages: request.messages.slice(0, 1) };
+    const mark = markOf('s1', first);
+    expect(continues(request, mark)).toBe(true);
+    expect(continues(first, mark)).toBe(false);
+    const edited = {
+      ...request,
+      messages: [
+        { role: 'user' as const, parts: [{ kind: 'text' as const, text: 'Changed.' }] },
+        ...request.messages.slice(1),
+      ],
+    };
+    expect(continues(edited, mark)).toBe(false);
   });
 
   it('carries the transcript before it in a new session on a chat with earlier turns', () => {

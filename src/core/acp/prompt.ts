@@ -4,7 +4,13 @@
 // references (`@./notes.md`) as an embedded resource with its text, or an image when the agent
 // takes images; what it cannot take is named in a line of text.
 import type { ContentBlock, PromptCapabilities } from '@agentclientprotocol/sdk';
-import type { EvaluatedMessage, EvaluatedPart, ProviderRequest } from '../provider/types.js';
+import { createHash } from 'node:crypto';
+import {
+  type EvaluatedMessage,
+  type EvaluatedPart,
+  type ProviderRequest,
+  stableJson,
+} from '../provider/types.js';
 import { pathToFileURL } from 'node:url';
 import { isAbsolute, resolve } from 'node:path';
 
@@ -90,4 +96,39 @@ export function transcriptPrompt(
   const intro =
     'This conversation started in an earlier session that is no longer available. Its transcript, for context:\n\n';
   return [{ type: 'text', text: `${intro}${transcript}\n\nThe new message follows.` }, ...last];
+}
+
+/** Where a chat's agent session stands: its id, and the conversation it was last prompted with. */
+export interface SessionMark {
+  sessionId: string;
+  /** The messages of the request that prompted it last (its prompt the last of them). */
+  count: number;
+  /** Their digest (`transcriptDigest`). */
+  digest: string;
+}
+
+/** A digest of messages, equal for equal messages. */
+export function transcriptDigest(messages: readonly EvaluatedMessage[]): string {
+  return createHash('sha256').update(stableJson(messages)).digest('hex');
+}
+
+/**
+ * Whether a request goes on from the session's last turn: it holds more messages, and those the
+ * session was prompted with are unchanged (an edit of an earlier turn means the agent's session
+ * no longer matches the chat).
+ */
+export function continues(request: ProviderRequest, mark: SessionMark): boolean {
+  return (
+    request.messages.length > mark.count &&
+    transcriptDigest(request.messages.slice(0, mark.count)) === mark.digest
+  );
+}
+
+/** The mark of a session prompted with `request`. */
+export function markOf(sessionId: string, request: ProviderRequest): SessionMark {
+  return {
+    sessionId,
+    count: request.messages.length,
+    digest: transcriptDigest(request.messages),
+  };
 }

@@ -6,7 +6,14 @@
 // starts a new process.
 import type { PromptCapabilities, SessionNotification } from '@agentclientprotocol/sdk';
 import { AgentTurn } from '../../core/acp/updates.js';
-import { promptBlocks, transcriptPrompt } from '../../core/acp/prompt.js';
+import {
+  type SessionMark,
+  continues,
+  markOf,
+  promptBlocks,
+  transcriptPrompt,
+} from '../../core/acp/prompt.js';
+import { SessionStore } from './sessions.js';
 import { permissionOutcome } from '../../core/acp/permissions.js';
 import type { PermissionContext, PermissionJudge } from './permissions.js';
 import {
@@ -23,11 +30,12 @@ import { EventQueue } from './queue.js';
 interface ChatAgent {
   key: string;
   process: AgentProcess;
-  ready: Promise<{ sessionId: string; loaded: boolean }>;
+  /** The process started and `initialize`d. */
+  ready: Promise<unknown>;
   /** The running turn's listener of the agent's updates. */
   listener: ((notification: SessionNotification) => void) | undefined;
-  /** The turns this process was prompted with. */
-  turns: number;
+  /** The session the chat is in, and what it was last prompted with. */
+  mark: SessionMark | undefined;
   /** The chat as its last turn had it, for the permission requests. */
   context: PermissionContext;
 }
@@ -38,6 +46,7 @@ function specKey(spec: AgentSpec, cwd: string): string {
 
 export class AcpAgents {
   private readonly chats = new Map<number, ChatAgent>();
+  private readonly sessions = new SessionStore();
   private exitHook: (() => void) | undefined;
 
   constructor(
@@ -101,9 +110,9 @@ export class AcpAgents {
       key,
       process,
       listener: undefined,
-      turns: 0,
+      mark: undefined,
       context,
-      ready: process.start().then(() => process.session(undefined)),
+      ready: process.start(),
     };
     chat.ready.catch(() => undefined);
     this.chats.set(bufnr, chat);
@@ -124,12 +133,16 @@ export class AcpAgents {
     signal: AbortSignal,
   ): AsyncGenerator<ProviderEvent> {
     const chat = this.chat(context, spec, cwd);
-    const { sessionId, loaded } = await failure(spec, chat.ready);
+    await failure(spec, chat.ready);
+    const { sessionId, fresh } = await failure(spec, this.session(chat, request));
+    chat.mark = markOf(sessionId, request);
+    const { filename, editor_dirs: dirs } = context.editor.facts;
+    if (filename !== null && dirs?.state !== undefined && dirs.state !== '') {
+      void this.sessions.set(dirs.state, filename, spec.name, chat.mark);
+    }
     const caps: PromptCapabilities =
       chat.process.initialize?.agentCapabilities?.promptCapabilities ?? {};
-    // A new session on a chat with earlier turns: the transcript goes along (said once, here).
-    const fresh = !loaded && chat.turns === 0 && request.messages.length > 1;
-    chat.turns++;
+    // A new session on a chat with earlier turns: the transcript goes along, in the one message.
     const prompt = fresh ? transcriptPrompt(request, caps, cwd) : promptBlocks(request, caps, cwd);
     const queue = new EventQueue<ProviderEvent>();
     const turn = new AgentTurn();
@@ -156,6 +169,32 @@ export class AcpAgents {
       signal.removeEventListener('abort', cancel);
       chat.listener = undefined;
     }
+  }
+
+  /**
+   * The session of the chat's turn: the one it is in while the chat goes on from its last turn;
+   * else the one kept for the chat file, loaded when the agent can (`session/load`); else a new
+   * one, which gets the chat so far with its prompt (`fresh`).
+   */
+  private async session(
+    chat: ChatAgent,
+    request: ProviderRequest,
+  ): Promise<{ sessionId: string; fresh: boolean }> {
+    if (chat.mark !== undefined && continues(request, chat.mark)) {
+      return { sessionId: chat.mark.sessionId, fresh: false };
+    }
+    const { facts } = chat.context.editor;
+    const state = facts.editor_dirs?.state;
+    const kept =
+      chat.mark === undefined && facts.filename !== null && state !== undefined && state !== ''
+        ? await this.sessions.get(state, facts.filename, chat.process.spec.name)
+        : undefined;
+    const previous = kept !== undefined && continues(request, kept) ? kept.sessionId : undefined;
+    const session = await chat.process.session(previous);
+    if (previous !== undefined && !session.loaded) {
+      this.base.logger.info(`acp: ${chat.process.spec.name} could not load session ${previous}`);
+    }
+    return { sessionId: session.sessionId, fresh: !session.loaded && request.messages.length > 1 };
   }
 
   /** On the host's exit, SIGKILL to every agent still running (synchronous). */
