@@ -38,6 +38,8 @@ interface ChatAgent {
   mark: SessionMark | undefined;
   /** The chat as its last turn had it, for the permission requests. */
   context: PermissionContext;
+  /** The running turn's cancel: its permission requests are answered `cancelled`. */
+  turnSignal: AbortSignal | undefined;
 }
 
 function specKey(spec: AgentSpec, cwd: string): string {
@@ -103,7 +105,14 @@ export class AcpAgents {
     if (known !== undefined) void known.process.stop();
     const client: AgentClient = {
       update: (notification) => chat.listener?.(notification),
-      permission: (request, signal) => this.judge(chat.context, request, signal),
+      permission: (request, signal) => {
+        const turn = chat.turnSignal;
+        return this.judge(
+          chat.context,
+          request,
+          turn === undefined ? signal : AbortSignal.any([signal, turn]),
+        );
+      },
     };
     const process = new AgentProcess(spec, cwd, client, this.base.logger);
     const chat: ChatAgent = {
@@ -112,6 +121,7 @@ export class AcpAgents {
       listener: undefined,
       mark: undefined,
       context,
+      turnSignal: undefined,
       ready: process.start(),
     };
     chat.ready.catch(() => undefined);
@@ -154,6 +164,7 @@ export class AcpAgents {
       queue.close();
     };
     signal.addEventListener('abort', cancel, { once: true });
+    chat.turnSignal = signal;
     failure(spec, chat.process.prompt(sessionId, prompt)).then(
       (stopReason) => {
         queue.push([...turn.finish(), { type: 'done', stopReason }]);
@@ -168,6 +179,7 @@ export class AcpAgents {
     } finally {
       signal.removeEventListener('abort', cancel);
       chat.listener = undefined;
+      chat.turnSignal = undefined;
     }
   }
 
