@@ -4,12 +4,50 @@
 import { describe, expect, it } from 'vitest';
 import { rmSync } from 'node:fs';
 import { launch as launchOnce, launcher } from '../helpers/e2e.js';
-import { type Step, agentConfig, fakeAgent, say, think } from '../helpers/fake-acp.js';
+import {
+  type FakeAgent,
+  type Step,
+  agentConfig,
+  fakeAgent,
+  say,
+  think,
+} from '../helpers/fake-acp.js';
+import type { UserEvent } from '../helpers/driver.js';
 import { isAlive, waitForExit } from '../helpers/processes.js';
 import { tempDirs } from '../helpers/temp.js';
 
 const temp = tempDirs();
 const launch = launcher();
+
+type Session = Awaited<ReturnType<typeof launchOnce>>;
+
+/** A fake agent with `script` and a session whose chat is `chat`, set up to talk to it. */
+async function agentChat(
+  script: Record<string, unknown>,
+  chat: string[],
+  options: { extra?: string; files?: Record<string, string> } = {},
+): Promise<{ t: Session; agent: FakeAgent }> {
+  const agent = fakeAgent(temp('flemma-acp-'), script);
+  const t = await launch({
+    provider: false,
+    config: agentConfig(agent, options.extra),
+    ...(options.files === undefined ? {} : { files: options.files }),
+    chat,
+  });
+  return { t, agent };
+}
+
+/** `:Flemma send`, and the reply's end (`FlemmaRequestFinished`). */
+async function sendAndWait(t: Session): Promise<UserEvent> {
+  const after = t.d.eventCount;
+  await t.d.command('Flemma send');
+  return t.d.waitForEvent('FlemmaRequestFinished', { after });
+}
+
+/** The chat's last line (the empty one under `@You:`) becomes `text`. */
+async function writeLast(t: Session, text: string): Promise<void> {
+  await t.d.lua('vim.api.nvim_buf_set_lines(0, -2, -1, false, { ... })', text);
+}
 
 const TURN = [
   think('The user wants a file read.'),
@@ -63,15 +101,8 @@ const TURN = [
 
 describe('an ACP agent as the provider', () => {
   it('streams a turn into the reply: thinking, text, the plan, two tool calls and their results', async () => {
-    const agent = fakeAgent(temp('flemma-acp-e2e-'), { turns: [{ steps: TURN }] });
-    const t = await launch({
-      provider: false,
-      config: agentConfig(agent),
-      chat: ['@You:', 'Fix my notes.'],
-    });
-    const after = t.d.eventCount;
-    await t.d.command('Flemma send');
-    const finished = await t.d.waitForEvent('FlemmaRequestFinished', { after });
+    const { t, agent } = await agentChat({ turns: [{ steps: TURN }] }, ['@You:', 'Fix my notes.']);
+    const finished = await sendAndWait(t);
     expect(finished.data).toMatchObject({ status: 'completed' });
     expect(await t.lines()).toEqual([
       '@You:',
@@ -122,27 +153,18 @@ describe('an ACP agent as the provider', () => {
 });
 
 /** The pid the fake agent logged when it started (the `n`th start). */
-async function agentPid(agent: ReturnType<typeof fakeAgent>, n = 0): Promise<number> {
+async function agentPid(agent: FakeAgent, n = 0): Promise<number> {
   await expect.poll(() => agent.events('started').length).toBeGreaterThan(n);
   return agent.events('started')[n]?.['pid'] as number;
 }
 
 describe('the agent process', () => {
   it('is started on the first send, kept for the next, and ends when the buffer is wiped', async () => {
-    const agent = fakeAgent(temp('flemma-acp-life-'), {});
-    const t = await launch({
-      provider: false,
-      config: agentConfig(agent),
-      chat: ['@You:', 'One.'],
-    });
+    const { t, agent } = await agentChat({}, ['@You:', 'One.']);
     expect(agent.events('started')).toHaveLength(0);
-    let after = t.d.eventCount;
-    await t.d.command('Flemma send');
-    await t.d.waitForEvent('FlemmaRequestFinished', { after });
-    after = t.d.eventCount;
-    await t.d.lua('vim.api.nvim_buf_set_lines(0, -2, -1, false, { "Two." })');
-    await t.d.command('Flemma send');
-    await t.d.waitForEvent('FlemmaRequestFinished', { after });
+    await sendAndWait(t);
+    await writeLast(t, 'Two.');
+    await sendAndWait(t);
     expect(agent.events('started')).toHaveLength(1);
     expect(agent.events('prompt').map((e) => e['text'])).toEqual(['One.', 'Two.']);
     const pid = await agentPid(agent);
@@ -152,42 +174,27 @@ describe('the agent process', () => {
   });
 
   it('ends when Neovim quits: no orphan', async () => {
-    const agent = fakeAgent(temp('flemma-acp-quit-'), {});
-    const t = await launch({
-      provider: false,
-      config: agentConfig(agent),
-      chat: ['@You:', 'One.'],
-    });
-    const after = t.d.eventCount;
-    await t.d.command('Flemma send');
-    await t.d.waitForEvent('FlemmaRequestFinished', { after });
+    const { t, agent } = await agentChat({}, ['@You:', 'One.']);
+    await sendAndWait(t);
     const pid = await agentPid(agent);
     await t.close();
     await waitForExit(pid);
   });
 
   it('a crash keeps the partial reply with the aborted marker, says so, and the next send starts a new one', async () => {
-    const agent = fakeAgent(temp('flemma-acp-crash-'), {
-      turns: [{ match: 'crash', steps: [say('Half a repl'), { crash: 7 }] }],
-    });
-    const t = await launch({
-      provider: false,
-      config: agentConfig(agent),
-      chat: ['@You:', 'Please crash.'],
-    });
-    let after = t.d.eventCount;
-    await t.d.command('Flemma send');
-    const finished = await t.d.waitForEvent('FlemmaRequestFinished', { after });
+    const { t, agent } = await agentChat(
+      { turns: [{ match: 'crash', steps: [say('Half a repl'), { crash: 7 }] }] },
+      ['@You:', 'Please crash.'],
+    );
+    const finished = await sendAndWait(t);
     expect(finished.data).toMatchObject({ status: 'errored' });
     const message = await t.d.waitForNotification(/exit code 7/);
     expect(message.message).toContain('a new one starts on the next send');
     const lines = await t.lines();
     expect(lines).toContain('Half a repl');
     expect(lines.find((line) => line.startsWith('<!-- flemma:aborted:'))).toMatch(/exit code 7/);
-    after = t.d.eventCount;
-    await t.d.lua('vim.api.nvim_buf_set_lines(0, -2, -1, false, { "Again." })');
-    await t.d.command('Flemma send');
-    await t.d.waitForEvent('FlemmaRequestFinished', { after });
+    await writeLast(t, 'Again.');
+    await sendAndWait(t);
     expect(agent.events('started')).toHaveLength(2);
     expect((await t.lines()).slice(-4)).toEqual(['OK', '', '@You:', '']);
     // The new session got the chat so far as context, in the one message it was sent.
@@ -197,10 +204,10 @@ describe('the agent process', () => {
   });
 
   it('<C-c> sends session/cancel and ends the reply as interrupted', async () => {
-    const agent = fakeAgent(temp('flemma-acp-cancel-'), {
-      turns: [{ steps: [say('Working on it'), { waitCancel: true }] }],
-    });
-    const t = await launch({ provider: false, config: agentConfig(agent), chat: ['@You:', 'Go.'] });
+    const { t, agent } = await agentChat(
+      { turns: [{ steps: [say('Working on it'), { waitCancel: true }] }] },
+      ['@You:', 'Go.'],
+    );
     const after = t.d.eventCount;
     await t.d.command('Flemma send');
     await t.d.waitUntil(
@@ -244,28 +251,24 @@ function asks(id: string, kind: string, fields: Record<string, unknown>): Step {
 
 describe('the agent’s permission requests', () => {
   it('are judged by the approval chain: a preset approves; a deny rule, a sensitive place and a question refuse (for now)', async () => {
-    const agent = fakeAgent(temp('flemma-acp-perm-'), {
-      turns: [
-        {
-          steps: [
-            asks('edit_1', 'edit', { locations: [{ path: 'notes.txt' }] }),
-            asks('rm_1', 'execute', { rawInput: { command: 'rm -rf build' } }),
-            asks('ls_1', 'execute', { rawInput: { command: 'ls' } }),
-            asks('env_1', 'edit', { locations: [{ path: '.env' }] }),
-            say('Asked.'),
-          ],
-        },
-      ],
-    });
-    const t = await launch({
-      provider: false,
-      config: agentConfig(agent, 'tools = { bash = { deny = { "rm *" } } }'),
-      files: { 'notes.txt': 'teh milk\n' },
-      chat: ['@You:', 'Tidy up.'],
-    });
-    const after = t.d.eventCount;
-    await t.d.command('Flemma send');
-    await t.d.waitForEvent('FlemmaRequestFinished', { after });
+    const { t, agent } = await agentChat(
+      {
+        turns: [
+          {
+            steps: [
+              asks('edit_1', 'edit', { locations: [{ path: 'notes.txt' }] }),
+              asks('rm_1', 'execute', { rawInput: { command: 'rm -rf build' } }),
+              asks('ls_1', 'execute', { rawInput: { command: 'ls' } }),
+              asks('env_1', 'edit', { locations: [{ path: '.env' }] }),
+              say('Asked.'),
+            ],
+          },
+        ],
+      },
+      ['@You:', 'Tidy up.'],
+      { extra: 'tools = { bash = { deny = { "rm *" } } }', files: { 'notes.txt': 'teh milk\n' } },
+    );
+    await sendAndWait(t);
     const outcomes = Object.fromEntries(
       agent
         .events('permission')
@@ -286,13 +289,6 @@ describe('the agent’s permission requests', () => {
 });
 
 describe('the chat file stays the record', () => {
-  /** Sends the chat's last message and waits for the reply. */
-  async function sendAndWait(t: Awaited<ReturnType<typeof launchOnce>>): Promise<void> {
-    const after = t.d.eventCount;
-    await t.d.command('Flemma send');
-    await t.d.waitForEvent('FlemmaRequestFinished', { after });
-  }
-
   it.each([
     [true, 'loads its session (session/load) and sends only the new message'],
     [
@@ -312,7 +308,7 @@ describe('the chat file stays the record', () => {
       const second = await launchOnce({ provider: false, config, home });
       try {
         await second.open('test.chat');
-        await second.d.lua('vim.api.nvim_buf_set_lines(0, -2, -1, false, { "Two." })');
+        await writeLast(second, 'Two.');
         await sendAndWait(second);
         const prompts = agent.events('prompt');
         if (loadSession) {

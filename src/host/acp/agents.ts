@@ -148,7 +148,7 @@ export class AcpAgents {
     chat.mark = markOf(sessionId, request);
     const { filename, editor_dirs: dirs } = context.editor.facts;
     if (filename !== null && dirs?.state !== undefined && dirs.state !== '') {
-      void this.sessions.set(dirs.state, filename, spec.name, chat.mark);
+      this.sessions.set(dirs.state, filename, spec.name, chat.mark);
     }
     const caps: PromptCapabilities =
       chat.process.initialize?.agentCapabilities?.promptCapabilities ?? {};
@@ -199,7 +199,7 @@ export class AcpAgents {
     const state = facts.editor_dirs?.state;
     const kept =
       chat.mark === undefined && facts.filename !== null && state !== undefined && state !== ''
-        ? await this.sessions.get(state, facts.filename, chat.process.spec.name)
+        ? this.sessions.get(state, facts.filename, chat.process.spec.name)
         : undefined;
     const previous = kept !== undefined && continues(request, kept) ? kept.sessionId : undefined;
     const session = await chat.process.session(previous);

@@ -12,7 +12,7 @@ import type {
   SessionNotification,
   StopReason,
 } from '@agentclientprotocol/sdk';
-import { loadExeca } from '../../core/tools/process.js';
+import { loadExeca, signalGroup } from '../../core/tools/process.js';
 import { HOST_VERSION } from '../base.js';
 import type { FileLogger } from '../log.js';
 
@@ -69,16 +69,6 @@ function errorText(error: unknown): string {
 function errorCode(error: unknown): number | undefined {
   if (error === null || typeof error !== 'object' || !('code' in error)) return undefined;
   return typeof error.code === 'number' ? error.code : undefined;
-}
-
-/** Sends `signal` to the process group led by `pid`; false when there is none. */
-function signalGroup(pid: number, signal: NodeJS.Signals): boolean {
-  try {
-    process.kill(-pid, signal);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 /** What `follow` reads of the child execa started. */

@@ -2,10 +2,9 @@
 // Flemma's state directory, `stdpath("state")/flemma/acp-sessions.json`, by chat file and
 // agent. Not in the chat file itself: a shared file cannot name a session for the agent to load,
 // and the chat's text (which its trust digest covers) does not change under the user's feet.
-import { mkdir, readFile } from 'node:fs/promises';
+import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { SessionMark } from '../../core/acp/prompt.js';
-import { writeAtomic } from '../../files/atomic.js';
 
 type Stored = Record<string, SessionMark>;
 
@@ -25,16 +24,13 @@ function keyOf(chat: string, agent: string): string {
 }
 
 export class SessionStore {
-  /** One write at a time, in order. */
-  private writing: Promise<void> = Promise.resolve();
-
   private static file(stateDir: string): string {
     return join(stateDir, 'flemma', 'acp-sessions.json');
   }
 
-  private static async read(stateDir: string): Promise<Stored> {
+  private static read(stateDir: string): Stored {
     try {
-      const parsed: unknown = JSON.parse(await readFile(SessionStore.file(stateDir), 'utf8'));
+      const parsed: unknown = JSON.parse(readFileSync(SessionStore.file(stateDir), 'utf8'));
       if (parsed === null || typeof parsed !== 'object') return {};
       return Object.fromEntries(
         Object.entries(parsed as Record<string, unknown>).filter(
@@ -47,20 +43,25 @@ export class SessionStore {
   }
 
   /** The session the chat's agent was last in, if one was kept. */
-  async get(stateDir: string, chat: string, agent: string): Promise<SessionMark | undefined> {
-    await this.writing;
-    return (await SessionStore.read(stateDir))[keyOf(chat, agent)];
+  get(stateDir: string, chat: string, agent: string): SessionMark | undefined {
+    return SessionStore.read(stateDir)[keyOf(chat, agent)];
   }
 
-  /** Keep the chat's session (a failure to write only loses the resume). */
-  set(stateDir: string, chat: string, agent: string, mark: SessionMark): Promise<void> {
-    this.writing = this.writing.then(async () => {
-      const stored = await SessionStore.read(stateDir);
+  /**
+   * Keep the chat's session, at once (a turn may be the last thing a host does before Neovim
+   * quits); whole on disk (a temporary file renamed over it). A failure only loses the resume.
+   */
+  set(stateDir: string, chat: string, agent: string, mark: SessionMark): void {
+    try {
+      const stored = SessionStore.read(stateDir);
       stored[keyOf(chat, agent)] = mark;
-      await mkdir(join(stateDir, 'flemma'), { recursive: true, mode: 0o700 });
-      await writeAtomic(SessionStore.file(stateDir), JSON.stringify(stored));
-    });
-    this.writing = this.writing.catch(() => undefined);
-    return this.writing;
+      const file = SessionStore.file(stateDir);
+      mkdirSync(join(stateDir, 'flemma'), { recursive: true, mode: 0o700 });
+      const temporary = `${file}.${String(process.pid)}.tmp`;
+      writeFileSync(temporary, JSON.stringify(stored), { mode: 0o600 });
+      renameSync(temporary, file);
+    } catch {
+      // The next reopen starts a new session with the transcript.
+    }
   }
 }
