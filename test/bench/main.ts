@@ -19,6 +19,7 @@ import { anthropicReply, anthropicReplyStart } from './sse.js';
 import { tasksBenchmark } from './tasks.js';
 import { BENCH_HOST_SETUP, benchMark, firstToolLoopBenchmark, toolLoopBenchmark } from './loop.js';
 import { cliBenchmark } from './cli.js';
+import { acpBenchmark } from './acp.js';
 
 const lanes = JSON.parse(process.env['FLEMMA_BENCH_NVIMS'] ?? '[]') as Lane[];
 const BENCH_RTP = join(ROOT, 'test/bench');
@@ -707,6 +708,7 @@ const groups: [string, (lane: Lane) => Promise<void>][] = [
   ['open', openLargeChat],
   ['navigate', navigation],
   ['tasks', tasksBenchmark],
+  ['acp', acpBenchmark],
 ];
 const only = (process.env['FLEMMA_BENCH_ONLY'] ?? '').split(',').filter((name) => name !== '');
 // `flemma run` needs no Neovim: once, not per lane.

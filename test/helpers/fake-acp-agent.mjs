@@ -10,6 +10,8 @@
 //   { "permission": { "toolCall": …, "options": […] } }   session/request_permission; the
 //                                           outcome is logged
 //   { "chunks": n, "text": "…" }            n agent_message_chunk updates of `text`
+//                                           (`texts`: a list taken in turn); then logs
+//                                           `chunks-sent` with the time (ms since the epoch)
 //   { "crash": code }                       exits at once with `code`
 //   { "waitCancel": true }                  waits for session/cancel; the turn ends `cancelled`
 //   { "stop": "end_turn" }                  the stop reason (default end_turn)
@@ -47,15 +49,18 @@ async function runStep(client, sessionId, step) {
   if (step.update) {
     await client.notify(acp.methods.client.session.update, { sessionId, update: step.update });
   } else if (step.chunks) {
+    const texts = step.texts ?? [step.text];
     for (let i = 0; i < step.chunks; i++) {
       await client.notify(acp.methods.client.session.update, {
         sessionId,
         update: {
           sessionUpdate: 'agent_message_chunk',
-          content: { type: 'text', text: step.text },
+          content: { type: 'text', text: texts[i % texts.length] },
         },
       });
     }
+    // When the last one was written (a clock other processes share, for benchmarks).
+    log({ event: 'chunks-sent', at: performance.timeOrigin + performance.now() });
   } else if (step.permission) {
     const answer = await client.request(acp.methods.client.session.requestPermission, {
       sessionId,
