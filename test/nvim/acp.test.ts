@@ -25,13 +25,14 @@ type Session = Awaited<ReturnType<typeof launchOnce>>;
 async function agentChat(
   script: Record<string, unknown>,
   chat: string[],
-  options: { extra?: string; files?: Record<string, string> } = {},
+  options: { extra?: string; files?: Record<string, string>; lua?: string } = {},
 ): Promise<{ t: Session; agent: FakeAgent }> {
   const agent = fakeAgent(temp('flemma-acp-'), script);
   const t = await launch({
     provider: false,
     config: agentConfig(agent, options.extra),
     ...(options.files === undefined ? {} : { files: options.files }),
+    ...(options.lua === undefined ? {} : { lua: options.lua }),
     chat,
   });
   return { t, agent };
@@ -249,8 +250,17 @@ function asks(id: string, kind: string, fields: Record<string, unknown>): Step {
   return { permission: { toolCall: { toolCallId: id, title: `${kind} ${id}`, kind, ...fields } } };
 }
 
+/** A user who answers each question of an agent: Allow once when it names `ls_1`, else Reject. */
+const ANSWERS = `
+_G.acp_asked = {}
+vim.ui.select = function(items, opts, on_choice)
+  table.insert(_G.acp_asked, opts.prompt)
+  local index = opts.prompt:find("ls_1", 1, true) and 1 or 3
+  on_choice(items[index], index)
+end`;
+
 describe('the agent’s permission requests', () => {
-  it('are judged by the approval chain: a preset approves; a deny rule, a sensitive place and a question refuse (for now)', async () => {
+  it('are judged by the approval chain (a preset approves, a preset’s deny refuses) and ask the user the rest', async () => {
     const { t, agent } = await agentChat(
       {
         turns: [
@@ -259,6 +269,7 @@ describe('the agent’s permission requests', () => {
               asks('edit_1', 'edit', { locations: [{ path: 'notes.txt' }] }),
               asks('rm_1', 'execute', { rawInput: { command: 'rm -rf build' } }),
               asks('ls_1', 'execute', { rawInput: { command: 'ls' } }),
+              asks('fetch_1', 'fetch', { rawInput: { url: 'https://example.test/' } }),
               asks('env_1', 'edit', { locations: [{ path: '.env' }] }),
               say('Asked.'),
             ],
@@ -266,7 +277,15 @@ describe('the agent’s permission requests', () => {
         ],
       },
       ['@You:', 'Tidy up.'],
-      { extra: 'tools = { bash = { deny = { "rm *" } } }', files: { 'notes.txt': 'teh milk\n' } },
+      {
+        extra: `tools = {
+          bash = { deny = { "rm *" } },
+          presets = { ["$nofetch"] = { deny = { "web_fetch" } } },
+          auto_approve = { "$default", "$nofetch" },
+        }`,
+        files: { 'notes.txt': 'teh milk\n' },
+        lua: ANSWERS,
+      },
     );
     await sendAndWait(t);
     const outcomes = Object.fromEntries(
@@ -277,14 +296,41 @@ describe('the agent’s permission requests', () => {
     expect(outcomes).toEqual({
       // `$default` approves an edit inside the project.
       edit_1: { outcome: 'selected', optionId: 'allow-once' },
-      // `tools.bash.deny` refuses it, whatever else approves.
+      // A preset's deny refuses it without asking.
+      fetch_1: { outcome: 'selected', optionId: 'reject-once' },
+      // `tools.bash.deny`: never approved automatically, the user is asked (and rejects).
       rm_1: { outcome: 'selected', optionId: 'reject-once' },
-      // bash waits for the user: refused until the chat can ask.
-      ls_1: { outcome: 'selected', optionId: 'reject-once' },
-      // A sensitive place is never approved automatically.
+      // bash waits for the user, who allows it.
+      ls_1: { outcome: 'selected', optionId: 'allow-once' },
+      // A sensitive place is never approved automatically: the user is asked, and rejects.
       env_1: { outcome: 'selected', optionId: 'reject-once' },
     });
-    await t.d.waitForNotification(/asked to bash: execute ls_1; refused/);
+    expect(await t.d.lua('return _G.acp_asked')).toEqual([
+      'Flemma: fake asks: execute: execute rm_1',
+      'Flemma: fake asks: execute: execute ls_1',
+      'Flemma: fake asks: edit: edit env_1',
+    ]);
+    // The reply records what was asked and the answer.
+    const lines = await t.lines();
+    expect(lines).toContain('**Agent Permission:** `ls_1` (waiting) execute: execute ls_1');
+    expect(lines).toContain('**Agent Permission:** `ls_1` (allowed once)');
+    expect(lines).toContain('**Agent Permission:** `rm_1` (rejected)');
+  });
+
+  it('<C-c> while one waits for the user answers it cancelled', async () => {
+    const { t, agent } = await agentChat(
+      { turns: [{ steps: [asks('ls_1', 'execute', { rawInput: { command: 'ls' } })] }] },
+      ['@You:', 'List.'],
+      { lua: 'vim.ui.select = function() _G.acp_waiting = true end' },
+    );
+    const after = t.d.eventCount;
+    await t.d.command('Flemma send');
+    await t.d.waitUntil('return _G.acp_waiting == true');
+    await t.d.press('<C-c>');
+    await t.d.waitForEvent('FlemmaRequestFinished', { after });
+    await expect
+      .poll(() => agent.events('permission'))
+      .toMatchObject([{ toolCallId: 'ls_1', outcome: { outcome: 'cancelled' } }]);
   });
 });
 

@@ -14,6 +14,8 @@ import { tempDirs } from '../helpers/temp.js';
 
 const temp = tempDirs();
 const FAKE = join(ROOT, 'test/helpers/fake-acp-agent.mjs');
+/** Lua's side (the default judge never asks the user, and no test here does). */
+const NO_LUA = { notify: () => undefined } as never;
 const quiet = { info: () => undefined, warn: () => undefined, debug: () => undefined };
 let agents: AcpAgents | undefined;
 /** The chat's settings (the default judge, which refuses, does not read them). */
@@ -112,7 +114,7 @@ describe('a chat agent', () => {
         },
       ],
     });
-    agents = new AcpAgents({ logger: quiet as never });
+    agents = new AcpAgents({ logger: quiet as never, lua: NO_LUA });
     const adapter = agents.adapter(1, spec, dir, EDITOR);
     const events = await collect(adapter.stream(request('hi'), new AbortController().signal));
     expect(events.filter((e) => e.type !== 'progress')).toEqual([
@@ -136,7 +138,7 @@ describe('a chat agent', () => {
 
   it('authenticates when the agent asks, and ends the process with the buffer', async () => {
     const { spec, dir, log } = fake({ authRequired: true });
-    agents = new AcpAgents({ logger: quiet as never });
+    agents = new AcpAgents({ logger: quiet as never, lua: NO_LUA });
     const events = await collect(
       agents.adapter(2, spec, dir, EDITOR).stream(request('hi'), new AbortController().signal),
     );
@@ -156,7 +158,7 @@ describe('a chat agent', () => {
 
   it('a crash fails the turn with the agent’s last words; the next send starts a new process', async () => {
     const { spec, dir, log } = fake({ turns: [{ match: 'crash', steps: [{ crash: 3 }] }] });
-    agents = new AcpAgents({ logger: quiet as never });
+    agents = new AcpAgents({ logger: quiet as never, lua: NO_LUA });
     const adapter = agents.adapter(3, spec, dir, EDITOR);
     await expect(
       collect(adapter.stream(request('crash now'), new AbortController().signal)),
@@ -170,7 +172,7 @@ describe('a chat agent', () => {
     const { spec, dir, log } = fake({
       turns: [{ steps: [{ chunks: 1, text: 'part' }, { waitCancel: true }] }],
     });
-    agents = new AcpAgents({ logger: quiet as never });
+    agents = new AcpAgents({ logger: quiet as never, lua: NO_LUA });
     const controller = new AbortController();
     const seen: ProviderEvent[] = [];
     for await (const event of agents
@@ -192,7 +194,7 @@ describe('a chat agent', () => {
     };
     const { spec, dir, log } = fake({ turns: [{ steps: [{ permission: { toolCall } }] }] });
     const asked: unknown[] = [];
-    agents = new AcpAgents({ logger: quiet as never }, (chat, request) => {
+    agents = new AcpAgents({ logger: quiet as never, lua: NO_LUA }, (chat, request) => {
       asked.push({ chat, toolCall: request.toolCall });
       return Promise.resolve({ outcome: { outcome: 'selected', optionId: 'allow-once' } });
     });

@@ -229,7 +229,6 @@ describe('the judge of a chat’s permission requests', () => {
   ];
   const chat = { bufnr: 1, agent: 'fake', editor: {} as PermissionContext['editor'] };
   function judge(answer: { decision: Decision; resolver: string | null }) {
-    const warned: string[] = [];
     const decided: unknown[] = [];
     const run = permissionJudge({
       approval: {
@@ -238,10 +237,9 @@ describe('the judge of a chat’s permission requests', () => {
           return Promise.resolve({ ...answer, trace: [], skipped: [] });
         },
       },
-      notify: { warn: (message: string) => warned.push(message) },
       logger: { info: () => undefined },
     });
-    return { run, warned, decided };
+    return { run, decided };
   }
   const request = {
     sessionId: 's',
@@ -264,12 +262,14 @@ describe('the judge of a chat’s permission requests', () => {
     ]);
   });
 
-  it('does not count the sandbox’s approval (the agent runs its commands itself) and says why it refused', async () => {
-    const { run, warned } = judge({ decision: 'approve', resolver: SANDBOX_RESOLVER });
-    expect(await run(chat, request, new AbortController().signal)).toEqual({
+  it('leaves to the user what only the sandbox approves (the agent runs its commands itself); refuses what the chain denies', async () => {
+    const { run } = judge({ decision: 'approve', resolver: SANDBOX_RESOLVER });
+    // Undefined: the user decides.
+    expect(await run(chat, request, new AbortController().signal)).toBeUndefined();
+    const denied = judge({ decision: 'deny', resolver: 'urn:flemma:approval:bash-deny' });
+    expect(await denied.run(chat, request, new AbortController().signal)).toEqual({
       outcome: { outcome: 'selected', optionId: 'no' },
     });
-    expect(warned).toEqual([expect.stringContaining('fake asked to bash: ls; refused')]);
   });
 
   it('answers cancelled once the turn was cancelled', async () => {

@@ -171,6 +171,11 @@ export class AgentTurn {
     return out;
   }
 
+  /** A block of the client's own in the reply (a permission asked and answered). */
+  note(text: string): ProviderEvent[] {
+    return [...this.flushThought(), ...this.block(text)];
+  }
+
   /** The turn ended: the thinking not yet written. */
   finish(): ProviderEvent[] {
     return this.flushThought();

@@ -153,6 +153,8 @@ export interface HostToLua extends FilesToLua {
     null
   >;
   'usage.confirm': Method<{ bufnr: number; cost: number; limit: number; message: string }, null>;
+  /** A chat's agent asks a permission the approval chain leaves to the user (docs/agents.md). */
+  'acp.permission': Method<{ bufnr: number; id: string; message: string }, null>;
   notify: Method<
     { message: string; level?: 'info' | 'warn' | 'error'; key?: string; report?: boolean },
     null
@@ -428,6 +430,11 @@ export const HOST_TO_LUA = {
     params: '`{bufnr, request, session, min_cache_tokens?, context?}`',
     answer: '`nil`',
     section: 'usage',
+  },
+  'acp.permission': {
+    kind: 'notification',
+    params: '`{bufnr, id, message}`',
+    answer: '`nil` (the answer comes back as `acp:answer`)',
   },
   'usage.confirm': {
     kind: 'notification',

@@ -12,6 +12,7 @@ import { MCP_ACTIONS, type McpActions } from './mcp.js';
 import { type PushedState, pushedOf } from './pushed.js';
 import { REVIEW_ACTIONS, type ReviewActions } from './review.js';
 import { TASK_ACTIONS, type TaskActions } from './tasks.js';
+import { ACP_ACTIONS, type AcpActions } from './acp.js';
 import { TOOL_ACTIONS, type ToolActions } from './tools.js';
 import type {
   HostInfo,
@@ -26,7 +27,7 @@ export type LuaToHostKind = 'request' | 'call' | 'notification' | 'notification 
 
 /** Every Lua → host action: its params (as the handler receives them, decoded) and its answer. */
 export interface LuaToHost
-  extends ToolActions, ReviewActions, McpActions, ConversationActions, TaskActions {
+  extends ToolActions, ReviewActions, McpActions, ConversationActions, TaskActions, AcpActions {
   ping: Method<null, HostInfo>;
   'host:info': Method<null, HostInfo>;
   'provider:sdks': Method<
@@ -292,6 +293,7 @@ export const LUA_TO_HOST: { readonly [M in LuaToHostMethod]: LuaToHostSpec<M> } 
   ...MCP_ACTIONS,
   ...CONVERSATION_ACTIONS,
   ...TASK_ACTIONS,
+  ...ACP_ACTIONS,
 };
 
 /**

@@ -3,8 +3,14 @@
 // (SIGKILL to every group on exit: no agent outlives the host). A chat's turn is a provider reply:
 // `adapter` gives the streamer a `ProviderAdapter` whose events are the turn's updates
 // (src/core/acp/updates.ts); a crash ends the turn with the agent's last words and the next send
-// starts a new process.
-import type { PromptCapabilities, SessionNotification } from '@agentclientprotocol/sdk';
+// starts a new process. Its permission requests: the approval chain's answer, else the user's
+// (`acp.permission`, answered by `acp:answer`), each recorded in the reply.
+import type {
+  PromptCapabilities,
+  RequestPermissionRequest,
+  RequestPermissionResponse,
+  SessionNotification,
+} from '@agentclientprotocol/sdk';
 import { AgentTurn } from '../../core/acp/updates.js';
 import {
   type SessionMark,
@@ -14,7 +20,7 @@ import {
   transcriptPrompt,
 } from '../../core/acp/prompt.js';
 import { SessionStore } from './sessions.js';
-import { permissionOutcome } from '../../core/acp/permissions.js';
+import { type PermissionAnswer, permissionOutcome } from '../../core/acp/permissions.js';
 import type { PermissionContext, PermissionJudge } from './permissions.js';
 import {
   type ProviderAdapter,
@@ -40,6 +46,22 @@ interface ChatAgent {
   context: PermissionContext;
   /** The running turn's cancel: its permission requests are answered `cancelled`. */
   turnSignal: AbortSignal | undefined;
+  /** A block of the running turn's reply, written after what came so far. */
+  note: ((text: string) => void) | undefined;
+}
+
+/** How the reply records the user's answer. */
+const ANSWERED: Record<PermissionAnswer, string> = {
+  allow: 'allowed once',
+  allow_always: 'always allowed',
+  reject: 'rejected',
+  cancelled: 'cancelled',
+};
+
+/** What a permission request is about, in a few words: its kind and its title. */
+function requestText(request: RequestPermissionRequest): string {
+  const title = (request.toolCall.title ?? request.toolCall.toolCallId).replace(/\s+/g, ' ').trim();
+  return `${request.toolCall.kind ?? 'other'}: ${title}`;
 }
 
 function specKey(spec: AgentSpec, cwd: string): string {
@@ -49,10 +71,12 @@ function specKey(spec: AgentSpec, cwd: string): string {
 export class AcpAgents {
   private readonly chats = new Map<number, ChatAgent>();
   private readonly sessions = new SessionStore();
+  /** The permission requests waiting for the user, by `<bufnr>:<id>`. */
+  private readonly waiting = new Map<string, (answer: PermissionAnswer) => void>();
   private exitHook: (() => void) | undefined;
 
   constructor(
-    private readonly base: Pick<HostBase, 'logger'>,
+    private readonly base: Pick<HostBase, 'logger' | 'lua'>,
     private readonly judge: PermissionJudge = (_chat, request) =>
       // Until a chat's permissions are wired: refused, never approved.
       Promise.resolve({ outcome: permissionOutcome(request.options, 'reject') }),
@@ -76,8 +100,16 @@ export class AcpAgents {
     };
   }
 
-  /** The buffer went away: its agent ends. */
+  /** The user answered permission request `id` of the buffer's agent (`acp:answer`). */
+  answer(bufnr: number, id: string, answer: PermissionAnswer): void {
+    this.waiting.get(`${String(bufnr)}:${id}`)?.(answer);
+  }
+
+  /** The buffer went away: its agent ends (what it asked is cancelled). */
   forget(bufnr: number): void {
+    for (const [key, done] of [...this.waiting]) {
+      if (key.startsWith(`${String(bufnr)}:`)) done('cancelled');
+    }
     const chat = this.chats.get(bufnr);
     if (chat === undefined) return;
     this.chats.delete(bufnr);
@@ -105,14 +137,7 @@ export class AcpAgents {
     if (known !== undefined) void known.process.stop();
     const client: AgentClient = {
       update: (notification) => chat.listener?.(notification),
-      permission: (request, signal) => {
-        const turn = chat.turnSignal;
-        return this.judge(
-          chat.context,
-          request,
-          turn === undefined ? signal : AbortSignal.any([signal, turn]),
-        );
-      },
+      permission: (request, signal) => this.permission(chat, request, signal),
     };
     const process = new AgentProcess(spec, cwd, client, this.base.logger);
     const chat: ChatAgent = {
@@ -122,6 +147,7 @@ export class AcpAgents {
       mark: undefined,
       context,
       turnSignal: undefined,
+      note: undefined,
       ready: process.start(),
     };
     chat.ready.catch(() => undefined);
@@ -165,6 +191,9 @@ export class AcpAgents {
     };
     signal.addEventListener('abort', cancel, { once: true });
     chat.turnSignal = signal;
+    chat.note = (text) => {
+      queue.push(turn.note(text));
+    };
     failure(spec, chat.process.prompt(sessionId, prompt)).then(
       (stopReason) => {
         queue.push([...turn.finish(), { type: 'done', stopReason }]);
@@ -180,6 +209,7 @@ export class AcpAgents {
       signal.removeEventListener('abort', cancel);
       chat.listener = undefined;
       chat.turnSignal = undefined;
+      chat.note = undefined;
     }
   }
 
@@ -207,6 +237,54 @@ export class AcpAgents {
       this.base.logger.info(`acp: ${chat.process.spec.name} could not load session ${previous}`);
     }
     return { sessionId: session.sessionId, fresh: !session.loaded && request.messages.length > 1 };
+  }
+
+  /**
+   * A permission request of the chat's agent: the approval chain's answer, else the user's
+   * (`acp.permission` asks, `acp:answer` answers); `cancelled` once the turn is cancelled.
+   */
+  private async permission(
+    chat: ChatAgent,
+    request: RequestPermissionRequest,
+    signal: AbortSignal,
+  ): Promise<RequestPermissionResponse> {
+    const turn = chat.turnSignal;
+    const combined = turn === undefined ? signal : AbortSignal.any([signal, turn]);
+    const judged = await this.judge(chat.context, request, combined);
+    if (judged !== undefined) return judged;
+    return { outcome: permissionOutcome(request.options, await this.ask(chat, request, combined)) };
+  }
+
+  /** The user's answer to a request, recorded in the reply as it is asked and answered. */
+  private ask(
+    chat: ChatAgent,
+    request: RequestPermissionRequest,
+    signal: AbortSignal,
+  ): Promise<PermissionAnswer> {
+    const { bufnr, agent } = chat.context;
+    const id = request.toolCall.toolCallId;
+    const key = `${String(bufnr)}:${id}`;
+    const what = requestText(request);
+    const header = `**Agent Permission:** \`${id.replace(/`/g, "'")}\``;
+    return new Promise((resolve) => {
+      const done = (answer: PermissionAnswer): void => {
+        this.waiting.delete(key);
+        signal.removeEventListener('abort', cancel);
+        chat.note?.(`${header} (${ANSWERED[answer]})\n`);
+        resolve(answer);
+      };
+      const cancel = (): void => {
+        done('cancelled');
+      };
+      if (signal.aborted) {
+        resolve('cancelled');
+        return;
+      }
+      signal.addEventListener('abort', cancel, { once: true });
+      this.waiting.set(key, done);
+      chat.note?.(`${header} (waiting) ${what}\n`);
+      this.base.lua.notify('acp.permission', { bufnr, id, message: `${agent} asks: ${what}` });
+    });
   }
 
   /** On the host's exit, SIGKILL to every agent still running (synchronous). */

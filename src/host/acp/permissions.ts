@@ -4,8 +4,7 @@
 // the chat's own calls (presets, command rules, the sensitive-place guard). One difference: the
 // sandbox resolver's approval does not count, since the agent runs its commands itself, outside
 // Flemma's sandbox. Approved: the agent's allow option; denied: its reject option. What would wait
-// for the user is refused for now, with a message saying how to allow it (answering it in the chat
-// is the next step of issue 33).
+// for the user is left to the caller (`AcpAgents`), which asks the user.
 import type { RequestPermissionRequest, RequestPermissionResponse } from '@agentclientprotocol/sdk';
 import {
   combineDecisions,
@@ -14,7 +13,6 @@ import {
 } from '../../core/acp/permissions.js';
 import type { Decision } from '../../core/approval/chain.js';
 import { SANDBOX_RESOLVER } from '../../core/approval/resolvers.js';
-import type { Notifier } from '../../core/util/notify.js';
 import type { ApprovalService } from '../approval.js';
 import type { BufferSettings } from '../buffer-settings.js';
 import type { FileLogger } from '../log.js';
@@ -26,16 +24,16 @@ export interface PermissionContext {
   editor: Pick<BufferSettings, 'config' | 'approval' | 'facts'>;
 }
 
+/** The chain's answer to a request: the agent's answer, or undefined when the user decides. */
 export type PermissionJudge = (
   chat: PermissionContext,
   request: RequestPermissionRequest,
   signal: AbortSignal,
-) => Promise<RequestPermissionResponse>;
+) => Promise<RequestPermissionResponse | undefined>;
 
 /** The judge of a host: its approval service, its messages, its log. */
 export function permissionJudge(deps: {
   approval: Pick<ApprovalService, 'decide'>;
-  notify: Pick<Notifier, 'warn'>;
   logger: Pick<FileLogger, 'info'>;
 }): PermissionJudge {
   return async (chat, request, signal) => {
@@ -62,12 +60,9 @@ export function permissionJudge(deps: {
     const what = `${calls.map((call) => call.toolName).join(', ')}: ${request.toolCall.title ?? request.toolCall.toolCallId}`;
     deps.logger.info(`acp ${chat.agent}: permission for ${what}: ${decision}`);
     if (signal.aborted) return { outcome: permissionOutcome(request.options, 'cancelled') };
-    if (decision === 'approve') return { outcome: permissionOutcome(request.options, 'allow') };
-    if (decision === 'require_approval') {
-      deps.notify.warn(
-        `${chat.agent} asked to ${what}; refused: approving it in the chat is not supported yet (allow it with tools.auto_approve)`,
-      );
-    }
-    return { outcome: permissionOutcome(request.options, 'reject') };
+    if (decision === 'require_approval') return undefined;
+    return {
+      outcome: permissionOutcome(request.options, decision === 'approve' ? 'allow' : 'reject'),
+    };
   };
 }
