@@ -206,4 +206,17 @@ describe('a chat agent', () => {
       outcome: { outcome: 'selected', optionId: 'allow-once' },
     });
   });
+
+  it('a program that is not there fails the send with a clear message', async () => {
+    const dir = temp('flemma-acp-missing-');
+    agents = new AcpAgents({ logger: quiet as never, lua: NO_LUA });
+    const spec = { name: 'ghost', command: join(dir, 'no-such-agent'), args: [], env: {} };
+    await expect(
+      collect(
+        agents.adapter(6, spec, dir, EDITOR).stream(request('hi'), new AbortController().signal),
+      ),
+    ).rejects.toThrow(
+      /^could not start \S*no-such-agent: Command failed with ENOENT: \S*no-such-agent$/,
+    );
+  });
 });

@@ -303,7 +303,10 @@ async function failure<T>(spec: AgentSpec, work: Promise<T>): Promise<T> {
     return await work;
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error);
-    if (error instanceof AgentError && /exited|could not start/.test(message)) {
+    if (error instanceof AgentError && message.startsWith('could not start')) {
+      throw new ProviderError(spec.name, 'connection', message);
+    }
+    if (error instanceof AgentError && message.includes('exited')) {
       throw new ProviderError(
         spec.name,
         'connection',

@@ -189,7 +189,7 @@ export class AgentProcess {
       const why =
         result.exitCode !== undefined
           ? `exit code ${String(result.exitCode)}`
-          : (result.signal ?? result.shortMessage ?? 'it could not start');
+          : (result.signal ?? result.shortMessage?.split('\n')[0] ?? 'it could not start');
       this.pid = undefined;
       this.connection?.close(new AgentError(`the agent exited (${why})`));
       this.markExited(why);
