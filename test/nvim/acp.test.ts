@@ -222,6 +222,16 @@ describe('the agent process', () => {
   });
 });
 
+describe('what an agent chat does not do', () => {
+  it(':Flemma compact says the agent keeps its own context, and sends it nothing', async () => {
+    const { t, agent } = await agentChat({}, ['@You:', 'One.']);
+    await sendAndWait(t);
+    await t.d.command('Flemma compact');
+    await t.d.waitForNotification(/an agent keeps its own context/);
+    expect(agent.events('prompt')).toHaveLength(1);
+  });
+});
+
 describe('trust', () => {
   it('a chat that is not trusted cannot start an agent: its provider and agent are refused', async () => {
     const agent = fakeAgent(temp('flemma-acp-untrusted-'), {});

@@ -194,7 +194,7 @@ export class RequestBuilder {
     this.tellRefused(bufnr, editor);
     const config = editor.config;
     onConfig?.(config);
-    const connection = await this.connect(bufnr, config, editor);
+    const connection = await this.connect(bufnr, config, editor, purpose);
     if (connection === undefined) return undefined;
     const { providerName, model, adapter, reauthorize } = connection;
     // An agent runs its own tools: ours are not offered to it.
@@ -243,12 +243,20 @@ export class RequestBuilder {
   }
 
   /** The chat's provider or agent (`connectChat`). */
-  private connect(
+  private async connect(
     bufnr: number,
     config: Config,
     editor: BufferSettings,
+    purpose: 'send' | 'summary' | 'estimate',
   ): Promise<ProviderConnection | undefined> {
     const agents = this.deps.agents;
+    // A summary would be a turn of the agent's, in its session, with its tools.
+    if (purpose === 'summary' && config.provider === 'acp') {
+      this.deps.base.notify.error(
+        'acp: an agent keeps its own context; :Flemma compact needs a provider',
+      );
+      return undefined;
+    }
     return connectChat(
       this.deps.base,
       config,
