@@ -1,33 +1,47 @@
---- flemma.acp: what Neovim does for the chats' ACP agents (docs/agents.md): asks the user about a
---- permission request the approval chain left to them, and sends the answer to the host.
+--- flemma.acp: what Neovim does for the chats' ACP agents (docs/agents.md): a permission request
+--- the approval chain left to the user waits in the chat; `<M-CR>` or `:Flemma tool:approve`
+--- allows it, `:Flemma tool:approve-always` allows it always, `:Flemma tool:reject` rejects it
+--- (the reply streams meanwhile, so these answer it instead of acting on a block).
 local lazy = require("flemma.util.lazy")
 local host = lazy.require("flemma.host")
+local notify = lazy.require("flemma.notify")
 
 local M = {}
 
---- The choices offered, in order, and the answer each sends (`acp:answer`).
-M.CHOICES = {
-  { label = "Allow once", answer = "allow" },
-  { label = "Always allow (this session)", answer = "allow_always" },
-  { label = "Reject", answer = "reject" },
-}
+--- The request waiting in each buffer: `{ id, key }` by bufnr.
+local waiting = {}
 
---- `acp.permission {bufnr, id, message}`: ask with |vim.ui.select()|; no choice rejects.
+local function message_key(bufnr, id)
+  return string.format("acp:%d:%s", bufnr, id)
+end
+
+--- `acp.permission {bufnr, id, message}`: the request waits for the user's answer.
 function M.permission(params)
-  local labels = vim.tbl_map(function(choice)
-    return choice.label
-  end, M.CHOICES)
-  -- Scheduled: a picker plugin may open windows, which is better not done inside an RPC call.
-  vim.schedule(function()
-    vim.ui.select(labels, { prompt = "Flemma: " .. params.message }, function(_, index)
-      local choice = index and M.CHOICES[index]
-      host.notify("acp:answer", {
-        bufnr = params.bufnr,
-        id = params.id,
-        answer = choice and choice.answer or "reject",
-      })
-    end)
-  end)
+  local key = message_key(params.bufnr, params.id)
+  waiting[params.bufnr] = { id = params.id, key = key }
+  notify.warn(params.message .. " (<M-CR> or :Flemma tool:approve allows, :Flemma tool:reject rejects)", { key = key })
+end
+
+--- `acp.settled {bufnr, id}`: it was answered, or cancelled.
+function M.settled(params)
+  local entry = waiting[params.bufnr]
+  if entry and entry.id == params.id then
+    waiting[params.bufnr] = nil
+    notify.retract(entry.key)
+  end
+end
+
+--- Answer the request waiting in `bufnr` (`allow`, `allow_always` or `reject`); false when none
+--- waits there.
+function M.answer(bufnr, answer)
+  local entry = waiting[bufnr]
+  if not entry then
+    return false
+  end
+  waiting[bufnr] = nil
+  notify.retract(entry.key)
+  host.notify("acp:answer", { bufnr = bufnr, id = entry.id, answer = answer })
+  return true
 end
 
 return M

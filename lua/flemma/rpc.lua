@@ -301,6 +301,9 @@ M.methods = {
   ["acp.permission"] = function(params)
     return acp.permission(params)
   end,
+  ["acp.settled"] = function(params)
+    return acp.settled(params)
+  end,
   ["usage.confirm"] = function(params)
     return usage.confirm(params)
   end,

@@ -25,14 +25,13 @@ type Session = Awaited<ReturnType<typeof launchOnce>>;
 async function agentChat(
   script: Record<string, unknown>,
   chat: string[],
-  options: { extra?: string; files?: Record<string, string>; lua?: string } = {},
+  options: { extra?: string; files?: Record<string, string> } = {},
 ): Promise<{ t: Session; agent: FakeAgent }> {
   const agent = fakeAgent(temp('flemma-acp-'), script);
   const t = await launch({
     provider: false,
     config: agentConfig(agent, options.extra),
     ...(options.files === undefined ? {} : { files: options.files }),
-    ...(options.lua === undefined ? {} : { lua: options.lua }),
     chat,
   });
   return { t, agent };
@@ -260,26 +259,17 @@ function asks(id: string, kind: string, fields: Record<string, unknown>): Step {
   return { permission: { toolCall: { toolCallId: id, title: `${kind} ${id}`, kind, ...fields } } };
 }
 
-/** A user who answers each question of an agent: Allow once when it names `ls_1`, else Reject. */
-const ANSWERS = `
-_G.acp_asked = {}
-vim.ui.select = function(items, opts, on_choice)
-  table.insert(_G.acp_asked, opts.prompt)
-  local index = opts.prompt:find("ls_1", 1, true) and 1 or 3
-  on_choice(items[index], index)
-end`;
-
 describe('the agent’s permission requests', () => {
-  it('are judged by the approval chain (a preset approves, a preset’s deny refuses) and ask the user the rest', async () => {
+  it('are judged by the approval chain (a preset approves, a preset’s deny refuses); the rest wait for the user, who answers with <M-CR> and the approve/reject commands', async () => {
     const { t, agent } = await agentChat(
       {
         turns: [
           {
             steps: [
               asks('edit_1', 'edit', { locations: [{ path: 'notes.txt' }] }),
+              asks('fetch_1', 'fetch', { rawInput: { url: 'https://example.test/' } }),
               asks('rm_1', 'execute', { rawInput: { command: 'rm -rf build' } }),
               asks('ls_1', 'execute', { rawInput: { command: 'ls' } }),
-              asks('fetch_1', 'fetch', { rawInput: { url: 'https://example.test/' } }),
               asks('env_1', 'edit', { locations: [{ path: '.env' }] }),
               say('Asked.'),
             ],
@@ -294,10 +284,22 @@ describe('the agent’s permission requests', () => {
           auto_approve = { "$default", "$nofetch" },
         }`,
         files: { 'notes.txt': 'teh milk\n' },
-        lua: ANSWERS,
       },
     );
-    await sendAndWait(t);
+    const after = t.d.eventCount;
+    await t.d.command('Flemma send');
+    // `tools.bash.deny`: never approved automatically; the user rejects it.
+    await t.d.waitForNotification(
+      /fake asks: execute: execute rm_1 \(<M-CR> or :Flemma tool:approve/,
+    );
+    await t.d.command('Flemma tool:reject');
+    // bash waits for the user, who allows it with <M-CR> while the reply streams.
+    await t.d.waitForNotification(/fake asks: execute: execute ls_1/);
+    await t.d.press('<M-CR>');
+    // A sensitive place is never approved automatically: the user allows it always.
+    await t.d.waitForNotification(/fake asks: edit: edit env_1/);
+    await t.d.command('Flemma tool:approve-always');
+    await t.d.waitForEvent('FlemmaRequestFinished', { after });
     const outcomes = Object.fromEntries(
       agent
         .events('permission')
@@ -308,34 +310,26 @@ describe('the agent’s permission requests', () => {
       edit_1: { outcome: 'selected', optionId: 'allow-once' },
       // A preset's deny refuses it without asking.
       fetch_1: { outcome: 'selected', optionId: 'reject-once' },
-      // `tools.bash.deny`: never approved automatically, the user is asked (and rejects).
       rm_1: { outcome: 'selected', optionId: 'reject-once' },
-      // bash waits for the user, who allows it.
       ls_1: { outcome: 'selected', optionId: 'allow-once' },
-      // A sensitive place is never approved automatically: the user is asked, and rejects.
-      env_1: { outcome: 'selected', optionId: 'reject-once' },
+      env_1: { outcome: 'selected', optionId: 'allow-always' },
     });
-    expect(await t.d.lua('return _G.acp_asked')).toEqual([
-      'Flemma: fake asks: execute: execute rm_1',
-      'Flemma: fake asks: execute: execute ls_1',
-      'Flemma: fake asks: edit: edit env_1',
-    ]);
     // The reply records what was asked and the answer.
     const lines = await t.lines();
     expect(lines).toContain('**Agent Permission:** `ls_1` (waiting) execute: execute ls_1');
     expect(lines).toContain('**Agent Permission:** `ls_1` (allowed once)');
     expect(lines).toContain('**Agent Permission:** `rm_1` (rejected)');
+    expect(lines).toContain('**Agent Permission:** `env_1` (always allowed)');
   });
 
   it('<C-c> while one waits for the user answers it cancelled', async () => {
     const { t, agent } = await agentChat(
       { turns: [{ steps: [asks('ls_1', 'execute', { rawInput: { command: 'ls' } })] }] },
       ['@You:', 'List.'],
-      { lua: 'vim.ui.select = function() _G.acp_waiting = true end' },
     );
     const after = t.d.eventCount;
     await t.d.command('Flemma send');
-    await t.d.waitUntil('return _G.acp_waiting == true');
+    await t.d.waitForNotification(/fake asks: execute: execute ls_1/);
     await t.d.press('<C-c>');
     await t.d.waitForEvent('FlemmaRequestFinished', { after });
     await expect

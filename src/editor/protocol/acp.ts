@@ -1,5 +1,6 @@
-// Lua → host actions of the chats' ACP agents (docs/agents.md, "Permissions"), kept apart from
-// the other actions; `LuaToHost` and `LUA_TO_HOST` include them.
+// The messages of the chats' ACP agents (docs/agents.md, "Permissions"), kept apart from the
+// others: Lua → host actions (`LuaToHost` and `LUA_TO_HOST` include them) and host → Lua methods
+// (`HostToLua` and `HOST_TO_LUA` include them).
 import { ActionError, bufnrOf, field, type Doc, type Method } from './common.js';
 
 /** The user's answer to an agent's permission request. */
@@ -32,5 +33,28 @@ export const ACP_ACTIONS: { readonly [M in keyof AcpActions]: Spec<M> } = {
       }
       return { bufnr: bufnrOf(raw), id, answer };
     },
+  },
+};
+
+export interface AcpToLua {
+  /** A chat's agent asks a permission the approval chain leaves to the user. */
+  'acp.permission': Method<{ bufnr: number; id: string; message: string }, null>;
+  /** That request was answered or cancelled: it waits no more. */
+  'acp.settled': Method<{ bufnr: number; id: string }, null>;
+}
+
+export const ACP_TO_LUA: {
+  readonly [M in keyof AcpToLua]: Doc & { readonly kind: 'notification' };
+} = {
+  'acp.permission': {
+    kind: 'notification',
+    params: '`{bufnr, id, message}`',
+    answer:
+      '`nil` (`<M-CR>`, `tool:approve`, `tool:approve-always`, `tool:reject` answer it with `acp:answer`)',
+  },
+  'acp.settled': {
+    kind: 'notification',
+    params: '`{bufnr, id}`',
+    answer: '`nil`',
   },
 };

@@ -7,6 +7,7 @@ import type { RequestRecord, SessionTotals } from '../../core/usage/session.js';
 import type { ContextFigure } from '../../core/context/meter.js';
 import type { Doc, Method } from './common.js';
 import { FILES_TO_LUA, type FilesToLua } from './files.js';
+import { ACP_TO_LUA, type AcpToLua } from './acp.js';
 import type {
   ApplyBatch,
   ApplyBatchAnswer,
@@ -26,7 +27,7 @@ import type {
 export type HostToLuaKind = 'request' | 'notification' | 'request or notification';
 
 /** Every host → Lua method: its params and Lua's answer (`nil` arrives as null). */
-export interface HostToLua extends FilesToLua {
+export interface HostToLua extends FilesToLua, AcpToLua {
   'hooks.emit': Method<{ name: HookName; data: HookPayloads[HookName] }, null>;
   'buffer.apply_batch': Method<ApplyBatch, ApplyBatchAnswer>;
   'buffer.lock': Method<{ bufnr: number; owner?: string }, boolean>;
@@ -153,8 +154,6 @@ export interface HostToLua extends FilesToLua {
     null
   >;
   'usage.confirm': Method<{ bufnr: number; cost: number; limit: number; message: string }, null>;
-  /** A chat's agent asks a permission the approval chain leaves to the user (docs/agents.md). */
-  'acp.permission': Method<{ bufnr: number; id: string; message: string }, null>;
   notify: Method<
     { message: string; level?: 'info' | 'warn' | 'error'; key?: string; report?: boolean },
     null
@@ -431,11 +430,6 @@ export const HOST_TO_LUA = {
     answer: '`nil`',
     section: 'usage',
   },
-  'acp.permission': {
-    kind: 'notification',
-    params: '`{bufnr, id, message}`',
-    answer: '`nil` (the answer comes back as `acp:answer`)',
-  },
   'usage.confirm': {
     kind: 'notification',
     params: '`{bufnr, cost, limit, message}`',
@@ -479,6 +473,7 @@ export const HOST_TO_LUA = {
     section: 'rpcreply',
   },
   ...FILES_TO_LUA,
+  ...ACP_TO_LUA,
 } as const satisfies { readonly [M in HostToLuaMethod]: HostToLuaSpec };
 
 type KindOf<M extends HostToLuaMethod> = (typeof HOST_TO_LUA)[M]['kind'];

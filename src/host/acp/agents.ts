@@ -270,6 +270,7 @@ export class AcpAgents {
       const done = (answer: PermissionAnswer): void => {
         this.waiting.delete(key);
         signal.removeEventListener('abort', cancel);
+        this.base.lua.notify('acp.settled', { bufnr, id });
         chat.note?.(`${header} (${ANSWERED[answer]})\n`);
         resolve(answer);
       };
