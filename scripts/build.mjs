@@ -37,6 +37,8 @@ const LAZY = {
   yaml: 'yaml',
   'fast-xml-parser': 'fast-xml-parser',
   ...MCP,
+  // The Agent Client Protocol's SDK (the first send of a chat whose provider is `acp`).
+  '@agentclientprotocol/sdk': 'acp',
 };
 /** The packages behind LAZY (a subpath such as `@scope/pkg/client/x.js` counts as `@scope/pkg`). */
 const LAZY_PACKAGES = [

@@ -1,5 +1,5 @@
 --- flemma.health: `:checkhealth flemma`: Neovim, Node.js, the bundle's freshness, the host, the
---- sandbox and provider credentials; every problem says how to fix it.
+--- sandbox, provider credentials, MCP servers and ACP agents; every problem says how to fix it.
 local lazy = require("flemma.util.lazy")
 local config = lazy.require("flemma.config")
 local host = lazy.require("flemma.host")
@@ -510,6 +510,25 @@ function H.check_mcp()
   end
 end
 
+--- The agents of `acp.agents` (docs/agents.md): whether each one's program is on PATH. Nothing is
+--- started: an agent's version is known once a chat has talked to it (the host's log says it).
+function H.check_acp()
+  health.start("Agents (ACP)")
+  local agents = config.get().acp.agents
+  local names = vim.tbl_keys(agents)
+  table.sort(names)
+  for _, name in ipairs(names) do
+    local agent = agents[name]
+    local line = table.concat(vim.list_extend({ agent.command }, vim.deepcopy(agent.args)), " ")
+    local path = vim.fn.exepath(agent.command)
+    if path ~= "" then
+      health.ok(string.format("agent '%s': %s (%s found)", name, line, path))
+    else
+      health.info(string.format("agent '%s': %s (%s is not on PATH)", name, line, agent.command))
+    end
+  end
+end
+
 function M.check()
   if not H.check_neovim() then
     return
@@ -522,6 +541,7 @@ function M.check()
   H.check_providers(M.providers)
   H.check_sdks()
   H.check_mcp()
+  H.check_acp()
 end
 
 return M

@@ -32,6 +32,7 @@ local tools_ui = lazy.require("flemma.tools.ui")
 local attention = lazy.require("flemma.ui.attention")
 local progress = lazy.require("flemma.ui.progress")
 local usage = lazy.require("flemma.usage")
+local acp = lazy.require("flemma.acp")
 
 local M = {}
 
@@ -301,6 +302,12 @@ M.methods = {
   end,
   ["usage.show"] = function(params)
     return usage.show(params)
+  end,
+  ["acp.permission"] = function(params)
+    return acp.permission(params)
+  end,
+  ["acp.settled"] = function(params)
+    return acp.settled(params)
   end,
   ["usage.confirm"] = function(params)
     return usage.confirm(params)

@@ -413,6 +413,10 @@ export const actions: { readonly [M in LuaToHostMethod]: Action<M> } = {
     return promptChatText(server, messages);
   },
   'sandbox:status': (ctx, { bufnr }) => ctx.commands.sandboxStatus(bufnr),
+  /** The user's answer to a permission request of the buffer's agent (`acp.permission`). */
+  'acp:answer': told((ctx, { bufnr, id, answer }) => {
+    ctx.agents.answer(bufnr, id, answer);
+  }),
   'tool:background': async (ctx, { bufnr, row }) => {
     const moved = await ctx.executor.background(bufnr, row);
     if (!moved) {

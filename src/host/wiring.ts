@@ -56,6 +56,8 @@ import type { TaskService } from './tasks/service.js';
 import { ContextMeter } from './meter.js';
 import { Compactor } from './compact.js';
 import { ChatHistory } from './history.js';
+import { AcpAgents } from './acp/agents.js';
+import { permissionJudge } from './acp/permissions.js';
 
 export { HOST_VERSION, SOURCE_HASH } from './base.js';
 
@@ -97,6 +99,8 @@ export interface HostServices extends HostBase {
   readonly recovery: RecoveryService;
   /** What the host holds of each buffer's settings, pushed by Lua. */
   readonly states: EditorStates;
+  /** The chats' ACP agents (docs/agents.md): the user's answers to their permission requests. */
+  readonly agents: Pick<AcpAgents, 'answer'>;
   /** Forget everything kept about a buffer that went away. */
   forget(bufnr: number): void;
 }
@@ -232,7 +236,9 @@ function createSend(
   const usage = new UsageTracker(base, (bufnr) => {
     events.emit('loop:stopped', { bufnr });
   });
-  const requests = new RequestBuilder({ base, catalogue, memo });
+  // The chats' agents (provider `acp`): one process per chat, ended with it (docs/agents.md).
+  const agents = new AcpAgents(base, permissionJudge({ ...base, approval: tools.approval }));
+  const requests = new RequestBuilder({ base, catalogue, memo, agents });
   const recovery = new RecoveryService(base.logger);
   const meter = new ContextMeter({ base, requests, usage });
   const streamer = new Streamer({
@@ -249,7 +255,7 @@ function createSend(
     },
   });
   const compactor = new Compactor({ base, requests, usage });
-  return { usage, requests, recovery, meter, streamer, compactor };
+  return { usage, requests, recovery, meter, streamer, compactor, agents };
 }
 
 type Send = ReturnType<typeof createSend>;
@@ -463,4 +469,5 @@ function forget(
   s.undo.forget(bufnr);
   s.sessions.forget(bufnr);
   s.taskBoard.forget(bufnr);
+  s.agents.forget(bufnr);
 }

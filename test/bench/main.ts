@@ -22,6 +22,7 @@ import { BENCH_HOST_SETUP, benchMark, firstToolLoopBenchmark, toolLoopBenchmark 
 import { cliBenchmark } from './cli.js';
 import { completeBenchmark } from './complete.js';
 import { chatsBenchmark } from './chats.js';
+import { acpBenchmark } from './acp.js';
 
 const lanes = JSON.parse(process.env['FLEMMA_BENCH_NVIMS'] ?? '[]') as Lane[];
 const BENCH_RTP = join(ROOT, 'test/bench');
@@ -713,6 +714,7 @@ const groups: [string, (lane: Lane) => Promise<void>][] = [
   ['rewind', rewindBenchmark],
   ['complete', completeBenchmark],
   ['chats', chatsBenchmark],
+  ['acp', acpBenchmark],
 ];
 const only = (process.env['FLEMMA_BENCH_ONLY'] ?? '').split(',').filter((name) => name !== '');
 // `flemma run` needs no Neovim: once, not per lane.

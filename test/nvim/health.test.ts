@@ -13,7 +13,16 @@ let driver: Driver | undefined;
 const temp = tempDirs();
 const launch = neovimLauncher();
 
-const SECTIONS = ['Neovim', 'Node.js', 'Bundle', 'Help', 'Host', 'Sandbox', 'Providers'];
+const SECTIONS = [
+  'Neovim',
+  'Node.js',
+  'Bundle',
+  'Help',
+  'Host',
+  'Sandbox',
+  'Providers',
+  'Agents (ACP)',
+];
 
 /** Run `:checkhealth flemma` and return the lines of the report buffer. */
 async function checkhealth(d: Driver): Promise<string[]> {
@@ -112,6 +121,15 @@ describe(':checkhealth flemma', () => {
     }
     expect(report).toContain('openai: no credential (set $OPENAI_API_KEY)');
     expect(items(section(lines, 'Providers'), 'WARNING')).toEqual([]);
+    // Each configured agent, and whether its program is found (nothing is started).
+    const agents = section(lines, 'Agents (ACP)').join('\n');
+    expect(agents).toMatch(/agent 'claude': npx -y @zed-industries\/claude-agent-acp \(/);
+    expect(agents).toMatch(/agent 'codex': npx -y @zed-industries\/codex-acp \(/);
+    expect(agents).toMatch(
+      onPath('gemini')
+        ? /OK agent 'gemini': gemini --experimental-acp \(\/.* found\)/
+        : /agent 'gemini': gemini --experimental-acp \(gemini is not on PATH\)/,
+    );
     expect(report).not.toContain('SECRET');
     expect(report).not.toContain('sk-test');
     expect(items(lines, 'ERROR'), report).toEqual([]);

@@ -35,6 +35,7 @@ describe('the built host', () => {
   it("reaches each SDK, execa, ajv, yaml and fast-xml-parser through import() (the entry's: __fimp) of its own bundle under dist/sdk/", () => {
     const lazy = [...host.matchAll(/__fimp\(["'](\.\/sdk\/[^"']+)["']\)/g)].map((m) => m[1] ?? '');
     expect(lazy.sort()).toEqual([
+      './sdk/acp.mjs',
       './sdk/ajv.mjs',
       './sdk/anthropic.mjs',
       './sdk/execa.mjs',
@@ -57,6 +58,14 @@ describe('the built host', () => {
       'notifications/initialized',
       'StdioClientTransport already started',
     ];
+    for (const marker of markers) expect(host.includes(marker), marker).toBe(false);
+    const lazyText = filesUnder('sdk').map(read).join('\n');
+    for (const marker of markers) expect(lazyText.includes(marker), marker).toBe(true);
+  });
+
+  it('leaves the ACP SDK out of start-up: it lives only in the lazy acp bundle', () => {
+    // Strings only the SDK carries.
+    const markers = ['ACP connection closed', 'session/request_permission'];
     for (const marker of markers) expect(host.includes(marker), marker).toBe(false);
     const lazyText = filesUnder('sdk').map(read).join('\n');
     for (const marker of markers) expect(lazyText.includes(marker), marker).toBe(true);

@@ -14,6 +14,7 @@ local editor_state = lazy.require("flemma.host.editor_state")
 local ui = lazy.require("flemma.ui")
 local slash = lazy.require("flemma.slash")
 local turn = require("flemma.chat.turn")
+local acp = lazy.require("flemma.acp")
 
 local M = {}
 
@@ -266,6 +267,10 @@ function M.execute_tool(bufnr, ticket)
   if vim.bo[bufnr].filetype ~= "chat" then
     notify.warn("not a chat buffer")
     return false
+  end
+  -- An agent's permission request waits (docs/agents.md): this allows it.
+  if acp.answer(bufnr, "allow") then
+    return true
   end
   -- Not on a call in a reply still being written (its input may be half there).
   if guard.refuse(bufnr) or files.refuse(bufnr) then

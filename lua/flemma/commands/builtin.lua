@@ -24,6 +24,7 @@ local tasks = lazy.require("flemma.tasks")
 local chats = lazy.require("flemma.chats")
 local approval = lazy.require("flemma.tools.approval")
 local usage = lazy.require("flemma.usage")
+local acp = lazy.require("flemma.acp")
 local M = {}
 
 local H = {}
@@ -124,6 +125,16 @@ local function unless_streaming(run)
 end
 
 --- In a diff tab (`tool:diff`), approving and rejecting act on the call shown there.
+--- A command that first answers an agent's permission request waiting in the current buffer
+--- (docs/agents.md), else runs `run`.
+local function or_agent_answer(answer, run)
+  return function(args)
+    if not acp.answer(vim.api.nvim_get_current_buf(), answer) then
+      run(args)
+    end
+  end
+end
+
 local function in_diff()
   return diff.owner(vim.api.nvim_get_current_buf()) ~= nil
 end
@@ -150,6 +161,9 @@ end
 function H.tool_approve(args)
   if in_diff() then
     return diff.approve()
+  end
+  if acp.answer(vim.api.nvim_get_current_buf(), "allow") then
+    return
   end
   unless_streaming(on_call_under_cursor("tool:approve", true))(args)
 end
@@ -392,12 +406,12 @@ M.commands = {
   },
   ["tool:reject"] = {
     desc = "Reject the tool call under the cursor; the rest of the line is the reason (in a diff tab: asked for)",
-    run = unless_streaming(H.tool_reject),
+    run = or_agent_answer("reject", unless_streaming(H.tool_reject)),
   },
   -- Session approvals (docs/approval.md, "Always and YOLO").
   ["tool:approve-always"] = {
     desc = "Approve the tool call under the cursor and keep approving that tool (or command) in this buffer",
-    run = unless_streaming(calls(approval, "approve_always")),
+    run = or_agent_answer("allow_always", unless_streaming(calls(approval, "approve_always"))),
   },
   ["tool:always"] = {
     desc = 'List what is approved "always" in this buffer, and whether YOLO mode is on',

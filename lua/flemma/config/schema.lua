@@ -44,6 +44,7 @@ M.options = dsl.object({
   presets = providers.presets,
   tools = tools.tools,
   mcp = tools.mcp,
+  acp = other.acp,
   templating = other.templating,
   sandbox = tools.sandbox,
   secrets = other.secrets,

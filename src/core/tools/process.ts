@@ -84,7 +84,7 @@ export function loadExeca(): Promise<ExecaModule> {
 }
 
 /** Sends `signal` to the process group led by `pid`; false when no such group exists. */
-function signalGroup(pid: number, signal: NodeJS.Signals): boolean {
+export function signalGroup(pid: number, signal: NodeJS.Signals): boolean {
   try {
     process.kill(-pid, signal);
     return true;

@@ -15,6 +15,7 @@ import { type PushedState, pushedOf } from './pushed.js';
 import { REVIEW_ACTIONS, type ReviewActions } from './review.js';
 import { TASK_ACTIONS, type TaskActions } from './tasks.js';
 import { CHAT_ACTIONS, type ChatActions } from './chats.js';
+import { ACP_ACTIONS, type AcpActions } from './acp.js';
 import { TOOL_ACTIONS, type ToolActions } from './tools.js';
 import type {
   HostInfo,
@@ -37,7 +38,8 @@ export interface LuaToHost
     TaskActions,
     HistoryActions,
     CompleteActions,
-    ChatActions {
+    ChatActions,
+    AcpActions {
   ping: Method<null, HostInfo>;
   'host:info': Method<null, HostInfo>;
   'provider:sdks': Method<
@@ -306,6 +308,7 @@ export const LUA_TO_HOST: { readonly [M in LuaToHostMethod]: LuaToHostSpec<M> } 
   ...HISTORY_ACTIONS,
   ...COMPLETE_ACTIONS,
   ...CHAT_ACTIONS,
+  ...ACP_ACTIONS,
 };
 
 /**

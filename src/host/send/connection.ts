@@ -45,7 +45,7 @@ export async function connectProvider(
     ctx.notify.error(`${providerName}: ${message}`);
   };
   if (entry === undefined) {
-    fail(`unknown provider (available: ${Object.keys(PROVIDERS).sort().join(', ')})`);
+    fail(`unknown provider (available: ${[...Object.keys(PROVIDERS), 'acp'].sort().join(', ')})`);
     return undefined;
   }
   const parameters = config.parameters;

@@ -24,7 +24,6 @@ import {
   xmlMessages,
 } from '../../core/tools/xml.js';
 import { pricingFor } from '../../core/usage/cost.js';
-import { resolveMaxTokens } from '../../core/provider/limits.js';
 import type { Config } from '../../core/config/config.js';
 import type { DocumentState } from '../../editor/documents.js';
 import type { HostBase } from '../base.js';
@@ -32,8 +31,11 @@ import { type BufferSettings, askBufferSettings } from '../buffer-settings.js';
 import type { ProviderParameters } from '../providers.js';
 import type { ToolCatalogue } from '../tools/catalogue.js';
 import { trace } from '../../editor/trace.js';
-import { connectProvider } from './connection.js';
+import type { ProviderConnection } from './connection.js';
+import type { AcpAgents } from '../acp/agents.js';
+import { connectChat } from '../acp/connect.js';
 import { renderForRequest } from './render.js';
+import { requestMaxTokens } from './max-tokens.js';
 import { resolveSlash, withSlashOptions } from './slash.js';
 
 /** A request ready to go (see `RequestBuilder.prepare`). */
@@ -89,6 +91,8 @@ export interface RequestDeps {
   >;
   /** Each message's part of the trust digest, across parses. */
   memo: WeakMap<Message, string>;
+  /** The chats' agents, for `provider = "acp"` (docs/agents.md). */
+  agents?: Pick<AcpAgents, 'adapter'>;
 }
 
 function dollars(value: number): string {
@@ -190,10 +194,14 @@ export class RequestBuilder {
     if (editor === undefined) return undefined;
     const config = editor.config;
     onConfig?.(config);
-    const connection = await connectProvider(ctx, config, editor.env);
+    const connection = await this.connect(bufnr, config, editor, purpose);
     if (connection === undefined) return undefined;
     const { providerName, model, adapter, reauthorize } = connection;
-    const tools = this.deps.catalogue.specsFor(config.tools.__list, config, editor.facts.cwd);
+    // An agent runs its own tools: ours are not offered to it.
+    const tools =
+      providerName === 'acp'
+        ? []
+        : this.deps.catalogue.specsFor(config.tools.__list, config, editor.facts.cwd);
     let evaluated: RenderedPrompt;
     try {
       trace('send:render');
@@ -232,6 +240,29 @@ export class RequestBuilder {
     if (elision !== undefined) prepared.elision = elision;
     if (betweenTurns !== undefined) prepared.betweenTurns = betweenTurns;
     return prepared;
+  }
+
+  /** The chat's provider or agent (`connectChat`). */
+  private async connect(
+    bufnr: number,
+    config: Config,
+    editor: BufferSettings,
+    purpose: 'send' | 'summary' | 'estimate',
+  ): Promise<ProviderConnection | undefined> {
+    const agents = this.deps.agents;
+    // A summary would be a turn of the agent's, in its session, with its tools.
+    if (purpose === 'summary' && config.provider === 'acp') {
+      this.deps.base.notify.error(
+        'acp: an agent keeps its own context; :Flemma compact needs a provider',
+      );
+      return undefined;
+    }
+    return connectChat(
+      this.deps.base,
+      config,
+      editor.env,
+      agents === undefined ? undefined : { bufnr, agents, editor },
+    );
   }
 
   /**
@@ -458,20 +489,4 @@ function toApiNames(
       ),
     } as EvaluatedMessage;
   });
-}
-
-/** A `max_tokens` value as the configuration admits it (a number, or "N%"), else undefined. */
-function maxTokensOf(value: unknown): number | string | undefined {
-  return typeof value === 'number' || typeof value === 'string' ? value : undefined;
-}
-
-/** The `max_tokens` a request of `config` to `model` of `providerName` carries. */
-export function requestMaxTokens(config: Config, providerName: string, model: string): number {
-  const parameters = config.parameters;
-  const specific = (parameters[providerName] ?? {}) as ProviderParameters;
-  return resolveMaxTokens(
-    maxTokensOf(specific['max_tokens']) ?? parameters.max_tokens,
-    providerName,
-    model,
-  );
 }

@@ -25,7 +25,7 @@ import type { SettingsOptions, BufferSettings } from '../buffer-settings.js';
 import { type SandboxStatus, sandboxStatusFor } from '../sandbox.js';
 import { PROVIDERS } from '../providers.js';
 import { refusedItems } from '../trust-check.js';
-import { requestMaxTokens } from '../send/request.js';
+import { requestMaxTokens } from '../send/max-tokens.js';
 import type { ToolCatalogue } from './catalogue.js';
 import type { ToolExecutor } from './executor.js';
 import { describeError } from './outcome.js';

@@ -154,4 +154,26 @@ M.host = S.object({
   }),
 })
 
+-- Agents of the Agent Client Protocol (docs/agents.md): the program each one is, started once per
+-- chat whose provider is `acp`. Programs, arguments and environment: need trust (unmarked).
+local function acp_agent(command, args)
+  return { command = command, args = args, env = {} }
+end
+
+M.acp = S.object({
+  agents = S.map(
+    S.object({
+      command = S.string(),
+      args = S.list(S.string(), {}),
+      env = S.map(S.string(), {}),
+    }),
+    {
+      claude = acp_agent("npx", { "-y", "@zed-industries/claude-agent-acp" }),
+      codex = acp_agent("npx", { "-y", "@zed-industries/codex-acp" }),
+      gemini = acp_agent("gemini", { "--experimental-acp" }),
+    },
+    { key_pattern = "^[%w_%-]+$", key_desc = "agent names use letters, digits, '_' and '-'" }
+  ),
+})
+
 return M

@@ -84,6 +84,12 @@ M.parameters = S.object(vim.tbl_extend("error", general_parameters(true), {
   gemini = provider_parameters({
     thinking_budget = safe(S.optional(S.integer(nil, { min = 0 }))),
   }),
+  -- An agent of the Agent Client Protocol (`provider = "acp"`, docs/agents.md): which one of
+  -- `acp.agents` the chat talks to. Choosing it starts that agent's program: needs trust. (The
+  -- general parameters are there as for every provider; an agent picks its own model and limits.)
+  acp = provider_parameters({
+    agent = S.optional(S.string()),
+  }),
   -- Any server that speaks OpenAI's Chat Completions (Ollama, llama.cpp, LM Studio, vLLM…).
   openai_compatible = provider_parameters({
     -- The variable that holds the key, for servers that want one.

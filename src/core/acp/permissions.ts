@@ -1,0 +1,121 @@
+// An agent's permission request as one of our own calls (docs/agents.md, "Permissions"): the
+// approval chain, the command rules, the sensitive-place guard and the presets judge it as they
+// would judge our tool of the same kind, and the answer is one of the options the agent offered.
+//
+//   ACP kind          judged as
+//   read              read   { path }         each location
+//   edit              edit   { path }         each location
+//   delete, move      write  { path }         each location (a move: its source and target)
+//   search            grep   { path }         each location (none: the tool's directory)
+//   execute           bash   { command }      the raw input's command, else the title
+//   fetch             web_fetch { url }
+//   think, switch_mode, other, unknown: `acp:<kind>`, a tool no preset or rule names, so it
+//   waits for the user unless a rule of yours names it.
+import type {
+  PermissionOption,
+  PermissionOptionKind,
+  RequestPermissionOutcome,
+  ToolCallUpdate,
+} from '@agentclientprotocol/sdk';
+import type { Decision } from '../approval/chain.js';
+
+/** One of our calls a permission request stands for. */
+export interface PermissionCall {
+  toolName: string;
+  input: Record<string, unknown>;
+}
+
+function rawField(raw: unknown, names: readonly string[]): string | undefined {
+  if (raw === null || typeof raw !== 'object') return undefined;
+  for (const name of names) {
+    const value = (raw as Record<string, unknown>)[name];
+    if (typeof value === 'string' && value !== '') return value;
+    if (Array.isArray(value) && value.every((item) => typeof item === 'string')) {
+      return value.join(' ');
+    }
+  }
+  return undefined;
+}
+
+/** The paths a request names: its locations, else a path in its raw input. */
+function pathsOf(call: ToolCallUpdate): string[] {
+  const located = (call.locations ?? []).map((location) => location.path);
+  if (located.length > 0) return located;
+  const raw = rawField(call.rawInput, ['path', 'file_path', 'filePath', 'abs_path']);
+  return raw === undefined ? [] : [raw];
+}
+
+/** The calls of ours a permission request is judged as (at least one). */
+export function permissionCalls(call: ToolCallUpdate): PermissionCall[] {
+  const kind = call.kind ?? 'other';
+  const perPath = (toolName: string): PermissionCall[] => {
+    const paths = pathsOf(call);
+    // A file tool without a path: judged without one (the chain cannot place it; it asks).
+    if (paths.length === 0) return [{ toolName, input: {} }];
+    return paths.map((path) => ({ toolName, input: { path } }));
+  };
+  switch (kind) {
+    case 'read':
+      return perPath('read');
+    case 'edit':
+      return perPath('edit');
+    case 'delete':
+    case 'move':
+      return perPath('write');
+    case 'search': {
+      const paths = pathsOf(call);
+      return paths.length === 0
+        ? [{ toolName: 'grep', input: {} }]
+        : paths.map((path) => ({ toolName: 'grep', input: { path } }));
+    }
+    case 'execute': {
+      const command = rawField(call.rawInput, ['command', 'cmd']) ?? call.title ?? '';
+      return [{ toolName: 'bash', input: { command } }];
+    }
+    case 'fetch': {
+      const url = rawField(call.rawInput, ['url', 'uri']) ?? call.title ?? '';
+      return [{ toolName: 'web_fetch', input: { url } }];
+    }
+    default:
+      return [
+        {
+          toolName: `acp:${kind}`,
+          input: call.rawInput === undefined ? {} : { raw: call.rawInput },
+        },
+      ];
+  }
+}
+
+/** The verdict of several calls: a denial wins, then a question, else approval. */
+export function combineDecisions(decisions: readonly Decision[]): Decision {
+  if (decisions.includes('deny')) return 'deny';
+  if (decisions.includes('require_approval') || decisions.length === 0) return 'require_approval';
+  return 'approve';
+}
+
+/** What our side answers: allow once, allow always, reject, or the request cancelled. */
+export type PermissionAnswer = 'allow' | 'allow_always' | 'reject' | 'cancelled';
+
+const WANTED: Record<Exclude<PermissionAnswer, 'cancelled'>, readonly PermissionOptionKind[]> = {
+  // "Once" first: an automatic approval is for this call, not for every later one.
+  allow: ['allow_once', 'allow_always'],
+  allow_always: ['allow_always', 'allow_once'],
+  reject: ['reject_once', 'reject_always'],
+};
+
+/**
+ * The outcome for `answer` among the options the agent offered. An approval the agent offered
+ * no option for is cancelled (never a rejection read as a yes); a rejection with no reject
+ * option too.
+ */
+export function permissionOutcome(
+  options: readonly PermissionOption[],
+  answer: PermissionAnswer,
+): RequestPermissionOutcome {
+  if (answer === 'cancelled') return { outcome: 'cancelled' };
+  for (const kind of WANTED[answer]) {
+    const option = options.find((candidate) => candidate.kind === kind);
+    if (option !== undefined) return { outcome: 'selected', optionId: option.optionId };
+  }
+  return { outcome: 'cancelled' };
+}

@@ -1,0 +1,60 @@
+// The messages of the chats' ACP agents (docs/agents.md, "Permissions"), kept apart from the
+// others: Lua → host actions (`LuaToHost` and `LUA_TO_HOST` include them) and host → Lua methods
+// (`HostToLua` and `HOST_TO_LUA` include them).
+import { ActionError, bufnrOf, field, type Doc, type Method } from './common.js';
+
+/** The user's answer to an agent's permission request. */
+export type AgentAnswer = 'allow' | 'allow_always' | 'reject';
+
+const ANSWERS: readonly AgentAnswer[] = ['allow', 'allow_always', 'reject'];
+
+export interface AcpActions {
+  /** The user answered the permission request `id` of the buffer's agent (`acp.permission`). */
+  'acp:answer': Method<{ bufnr: number; id: string; answer: AgentAnswer }, null>;
+}
+
+interface Spec<M extends keyof AcpActions> extends Doc {
+  readonly kind: 'notification';
+  readonly decode: (raw: unknown) => AcpActions[M]['params'];
+}
+
+export const ACP_ACTIONS: { readonly [M in keyof AcpActions]: Spec<M> } = {
+  'acp:answer': {
+    kind: 'notification',
+    params: '`{bufnr, id, answer}`: `answer` is `allow`, `allow_always` or `reject`',
+    answer: '`nil`',
+    decode: (raw) => {
+      const id = field(raw, 'id');
+      const answer = ANSWERS.find((item) => item === field(raw, 'answer'));
+      if (typeof id !== 'string' || answer === undefined) {
+        throw new ActionError(
+          `expected { bufnr, id, answer = "allow"|"allow_always"|"reject" }, got ${JSON.stringify(raw)}`,
+        );
+      }
+      return { bufnr: bufnrOf(raw), id, answer };
+    },
+  },
+};
+
+export interface AcpToLua {
+  /** A chat's agent asks a permission the approval chain leaves to the user. */
+  'acp.permission': Method<{ bufnr: number; id: string; message: string }, null>;
+  /** That request was answered or cancelled: it waits no more. */
+  'acp.settled': Method<{ bufnr: number; id: string }, null>;
+}
+
+export const ACP_TO_LUA: {
+  readonly [M in keyof AcpToLua]: Doc & { readonly kind: 'notification' };
+} = {
+  'acp.permission': {
+    kind: 'notification',
+    params: '`{bufnr, id, message}`',
+    answer:
+      '`nil` (`<M-CR>`, `tool:approve`, `tool:approve-always`, `tool:reject` answer it with `acp:answer`)',
+  },
+  'acp.settled': {
+    kind: 'notification',
+    params: '`{bufnr, id}`',
+    answer: '`nil`',
+  },
+};

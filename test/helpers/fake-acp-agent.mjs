@@ -1,0 +1,138 @@
+// A fake ACP agent for tests, built with the SDK's agent side: `node fake-acp-agent.mjs SCRIPT`.
+// SCRIPT is a JSON file:
+//   { "log": "/path/log.jsonl",        what it received, one JSON object a line
+//     "loadSession": true,             it says it can load sessions (default false)
+//     "authRequired": true,            session/new fails with -32000 until `authenticate`
+//     "turns": [ { "match": "word", "steps": [ … ] }, … ] }
+// A prompt runs the steps of the first turn whose `match` is in the text of its last block (a
+// turn without `match` matches any; a transcript sent before the message is not looked at). Steps:
+//   { "update": <SessionUpdate> }           a session/update notification
+//   { "permission": { "toolCall": …, "options": […] } }   session/request_permission; the
+//                                           outcome is logged
+//   { "chunks": n, "text": "…" }            n agent_message_chunk updates of `text`
+//                                           (`texts`: a list taken in turn); then logs
+//                                           `chunks-sent` with the time (ms since the epoch)
+//   { "crash": code }                       exits at once with `code`
+//   { "waitCancel": true }                  waits for session/cancel; the turn ends `cancelled`
+//   { "stop": "end_turn" }                  the stop reason (default end_turn)
+import { appendFileSync, readFileSync } from 'node:fs';
+import { Readable, Writable } from 'node:stream';
+import * as acp from '@agentclientprotocol/sdk';
+
+const script = JSON.parse(readFileSync(process.argv[2], 'utf8'));
+const log = (entry) => {
+  if (script.log) appendFileSync(script.log, JSON.stringify(entry) + '\n');
+};
+log({
+  event: 'started',
+  pid: process.pid,
+  cwd: process.cwd(),
+  env: process.env.FAKE_AGENT_ENV ?? null,
+});
+
+let authenticated = !script.authRequired;
+let sessions = 0;
+/** The cancel of the turn that waits for one. */
+let cancelled;
+
+const DEFAULT_OPTIONS = [
+  { optionId: 'allow-once', name: 'Allow once', kind: 'allow_once' },
+  { optionId: 'allow-always', name: 'Always allow', kind: 'allow_always' },
+  { optionId: 'reject-once', name: 'Reject', kind: 'reject_once' },
+];
+
+function promptText(prompt) {
+  return prompt.map((block) => (block.type === 'text' ? block.text : '')).join('');
+}
+
+async function runStep(client, sessionId, step) {
+  if (step.update) {
+    await client.notify(acp.methods.client.session.update, { sessionId, update: step.update });
+  } else if (step.chunks) {
+    const texts = step.texts ?? [step.text];
+    for (let i = 0; i < step.chunks; i++) {
+      await client.notify(acp.methods.client.session.update, {
+        sessionId,
+        update: {
+          sessionUpdate: 'agent_message_chunk',
+          content: { type: 'text', text: texts[i % texts.length] },
+        },
+      });
+    }
+    // When the last one was written (a clock other processes share, for benchmarks).
+    log({ event: 'chunks-sent', at: performance.timeOrigin + performance.now() });
+  } else if (step.permission) {
+    const answer = await client.request(acp.methods.client.session.requestPermission, {
+      sessionId,
+      toolCall: step.permission.toolCall,
+      options: step.permission.options ?? DEFAULT_OPTIONS,
+    });
+    log({
+      event: 'permission',
+      toolCallId: step.permission.toolCall.toolCallId,
+      outcome: answer.outcome,
+    });
+  } else if (step.crash !== undefined) {
+    process.exit(step.crash);
+  } else if (step.waitCancel) {
+    await new Promise((resolve) => {
+      cancelled = resolve;
+    });
+    return 'cancelled';
+  }
+  return step.stop;
+}
+
+const app = acp
+  .agent({ name: 'fake-agent' })
+  .onRequest(acp.methods.agent.initialize, ({ params }) => {
+    log({ event: 'initialize', params });
+    return {
+      protocolVersion: acp.PROTOCOL_VERSION,
+      agentCapabilities: {
+        loadSession: script.loadSession === true,
+        promptCapabilities: { embeddedContext: true },
+      },
+      agentInfo: { name: 'fake-agent', version: '1.2.3' },
+      authMethods: script.authRequired ? [{ id: 'key', name: 'API key' }] : [],
+    };
+  })
+  .onRequest(acp.methods.agent.authenticate, ({ params }) => {
+    log({ event: 'authenticate', params });
+    authenticated = true;
+    return {};
+  })
+  .onRequest(acp.methods.agent.session.new, ({ params }) => {
+    if (!authenticated) throw new acp.RequestError(-32000, 'Authentication required');
+    const sessionId = `session-${process.pid}-${++sessions}`;
+    log({ event: 'session/new', cwd: params.cwd, sessionId });
+    return { sessionId };
+  })
+  .onRequest(acp.methods.agent.session.load, ({ params }) => {
+    log({ event: 'session/load', sessionId: params.sessionId, cwd: params.cwd });
+    return {};
+  })
+  .onNotification(acp.methods.agent.session.cancel, ({ params }) => {
+    log({ event: 'cancel', sessionId: params.sessionId });
+    cancelled?.();
+  })
+  .onRequest(acp.methods.agent.session.prompt, async ({ params, client }) => {
+    const text = promptText(params.prompt);
+    log({ event: 'prompt', sessionId: params.sessionId, text, prompt: params.prompt });
+    const last = promptText(params.prompt.slice(-1));
+    const turn = (script.turns ?? []).find((t) => t.match === undefined || last.includes(t.match));
+    let stopReason = 'end_turn';
+    for (const step of turn?.steps ?? [
+      { update: { sessionUpdate: 'agent_message_chunk', content: { type: 'text', text: 'OK' } } },
+    ]) {
+      const stop = await runStep(client, params.sessionId, step);
+      if (stop !== undefined) stopReason = stop;
+      if (stop === 'cancelled') break;
+    }
+    return { stopReason };
+  });
+
+const stream = acp.ndJsonStream(Writable.toWeb(process.stdout), Readable.toWeb(process.stdin));
+const connection = app.connect(stream);
+// The client went away (its stdin closed): end, as real agents do.
+connection.closed.then(() => process.exit(0));
