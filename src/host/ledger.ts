@@ -6,12 +6,21 @@
 // - A line holds numbers and the chat's real path only (`LedgerLine`): nothing of the
 //   conversation, no credential, no endpoint.
 // - Each line is one `write` to a descriptor opened with `O_APPEND` (mode 0600, the file made on
-//   the first line): two hosts appending at once each land whole lines. The lines of one host
-//   are written one after the other (`LedgerWriter.written` resolves once they are).
+//   the first line): two hosts appending at once each land whole lines. It is written
+//   synchronously, before the request's end is told: a listing right after finds it.
 // - Past `LEDGER_MAX_BYTES` the file is renamed to `usage.jsonl.1` (the older `.1` replaced) and
 //   the next line starts a new one: the ledger never holds more than twice that.
 // - A failed write is logged by the caller and forgotten: the ledger only ever feeds a display.
-import { mkdir, open, rename, stat } from 'node:fs/promises';
+import {
+  type Stats,
+  closeSync,
+  fstatSync,
+  mkdirSync,
+  openSync,
+  renameSync,
+  statSync,
+  writeSync,
+} from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { RequestRecord } from '../core/usage/session.js';
 
@@ -79,42 +88,24 @@ export function parseLedgerLine(text: string): LedgerLine | undefined {
   return line as unknown as LedgerLine;
 }
 
-/** Appends a line to `file`; rotates it to `.1` once it is past `LEDGER_MAX_BYTES`. */
-async function appendLine(file: string, line: LedgerLine): Promise<void> {
-  await mkdir(dirname(file), { recursive: true, mode: 0o700 });
-  const handle = await open(file, 'a', 0o600);
-  let size: number;
-  let ino: number;
+/**
+ * Appends `line` to the ledger of the state directory `state` (`stdpath("state")`), and rotates the
+ * file to `.1` once it is past `LEDGER_MAX_BYTES`. Synchronous: a line is a few hundred bytes, and
+ * it is on disk before the request's end is told (a host stopped right after loses none).
+ */
+export function appendLedger(state: string, line: LedgerLine): void {
+  const file = ledgerPath(state);
+  mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
+  const fd = openSync(file, 'a', 0o600);
+  let info: Stats;
   try {
-    await handle.write(`${JSON.stringify(line)}\n`);
-    ({ size, ino } = await handle.stat());
+    writeSync(fd, `${JSON.stringify(line)}\n`);
+    info = fstatSync(fd);
   } finally {
-    await handle.close();
+    closeSync(fd);
   }
-  if (size < LEDGER_MAX_BYTES) return;
+  if (info.size < LEDGER_MAX_BYTES) return;
   // Only the file this host wrote to (another host may have rotated it meanwhile).
-  const current = await stat(file).catch(() => undefined);
-  if (current?.ino === ino) await rename(file, `${file}.1`);
-}
-
-/** The ledger's writer of a host: its lines in order, one at a time. */
-export class LedgerWriter {
-  private queue: Promise<void> = Promise.resolve();
-
-  /** `onError`: what a failed write says (the ledger is a display's; nothing else fails). */
-  constructor(private readonly onError: (error: Error) => void) {}
-
-  /** Appends `line` to the ledger of the state directory `state`. */
-  append(state: string, line: LedgerLine): void {
-    this.queue = this.queue
-      .then(() => appendLine(ledgerPath(state), line))
-      .catch((error: unknown) => {
-        this.onError(error instanceof Error ? error : new Error(String(error)));
-      });
-  }
-
-  /** Resolves once every line appended so far is written (or failed). */
-  written(): Promise<void> {
-    return this.queue;
-  }
+  const current = statSync(file, { throwIfNoEntry: false });
+  if (current?.ino === info.ino && current.dev === info.dev) renameSync(file, `${file}.1`);
 }

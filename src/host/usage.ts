@@ -10,7 +10,7 @@ import { contextWindow, type WindowSource } from '../core/provider/windows.js';
 import { makeRecord, type RequestRecord, Session } from '../core/usage/session.js';
 import { autopilotSettings } from '../core/loop/autopilot.js';
 import type { HostBase } from './base.js';
-import { LedgerWriter, ledgerLine } from './ledger.js';
+import { appendLedger, ledgerLine } from './ledger.js';
 import type { PreparedRequest } from './send/request.js';
 import type { Config } from '../core/config/config.js';
 import type { LuaParams } from '../editor/protocol/index.js';
@@ -86,17 +86,12 @@ export class UsageTracker {
   private readonly contexts = new Map<number, ContextFigure>();
   /** The requests the usage ledger holds (their cost is counted from it). */
   private readonly recorded = new WeakSet<RequestRecord>();
-  private readonly writer: LedgerWriter;
 
   constructor(
     private readonly ctx: Pick<HostBase, 'lua' | 'notify' | 'logger'>,
     /** Autopilot of the buffer stops (past the spend cap). */
     private readonly stopAutopilotOf: (bufnr: number) => void,
-  ) {
-    this.writer = new LedgerWriter((error) => {
-      ctx.logger.warn(`usage ledger: ${error.message}`);
-    });
-  }
+  ) {}
 
   /** A request of the buffer goes out: its meter (the send's stream feeds it every event). */
   begin(bufnr: number, prepared: PreparedRequest): RequestMeter {
@@ -169,18 +164,18 @@ export class UsageTracker {
   private record(meter: RequestMeter, record: RequestRecord): void {
     const line = ledgerLine(record);
     if (line === undefined || meter.ledger === undefined) return;
-    this.writer.append(meter.ledger, line);
-    this.recorded.add(record);
+    try {
+      appendLedger(meter.ledger, line);
+      this.recorded.add(record);
+    } catch (error) {
+      // The ledger only feeds the picker's costs: the session still counts the request.
+      this.ctx.logger.warn(`usage ledger: ${(error as Error).message}`);
+    }
   }
 
-  /** Whether the usage ledger holds the request (once `ledgerWritten` resolves). */
+  /** Whether the usage ledger holds the request. */
   inLedger(record: RequestRecord): boolean {
     return this.recorded.has(record);
-  }
-
-  /** Resolves once the ledger lines of the requests finished so far are written. */
-  ledgerWritten(): Promise<void> {
-    return this.writer.written();
   }
 
   /** The buffer's last completed request against its model's window, if one reported usage. */

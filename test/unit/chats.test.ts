@@ -277,7 +277,6 @@ describe('listChats', () => {
     const usage = {
       session: { requests: () => records },
       inLedger: () => false,
-      ledgerWritten: () => Promise.resolve(),
     };
     const ctx = { chats: new ChatLister(same), usage };
     const { chats } = await listChats(ctx, { dirs: [join(dir, 'link')], children: false });

@@ -22,7 +22,7 @@ import { ChatLister } from '../../src/host/chats/lister.js';
 import {
   LEDGER_MAX_BYTES,
   type LedgerLine,
-  LedgerWriter,
+  appendLedger,
   ledgerLine,
   ledgerPath,
   parseLedgerLine,
@@ -47,13 +47,6 @@ function line(chat: string, cost: number): LedgerLine {
     cache_write: 0,
     cost,
   };
-}
-
-/** A writer that fails the test on a failed write. */
-function writer(): LedgerWriter {
-  return new LedgerWriter((error) => {
-    throw error;
-  });
 }
 
 describe('ledgerLine', () => {
@@ -100,14 +93,12 @@ describe('ledgerLine', () => {
   });
 });
 
-describe('LedgerWriter', () => {
-  it('appends one line per request to a file of mode 0600, made on the first line', async () => {
+describe('appendLedger', () => {
+  it('appends one line per request to a file of mode 0600, made on the first line', () => {
     const state = temp('flemma-state-');
     const file = ledgerPath(state);
-    const w = writer();
-    w.append(state, line('/a.chat', 0.25));
-    w.append(state, line('/b.chat', 0.5));
-    await w.written();
+    appendLedger(state, line('/a.chat', 0.25));
+    appendLedger(state, line('/b.chat', 0.5));
     expect(statSync(file).mode & 0o777).toBe(0o600);
     const lines = readFileSync(file, 'utf8').split('\n');
     expect(lines.map((text) => (text === '' ? undefined : parseLedgerLine(text)))).toEqual([
@@ -117,16 +108,14 @@ describe('LedgerWriter', () => {
     ]);
   });
 
-  it('rotates the file to .1 once it is past its cap, the older .1 replaced', async () => {
+  it('rotates the file to .1 once it is past its cap, the older .1 replaced', () => {
     const state = temp('flemma-state-');
     const file = ledgerPath(state);
     mkdirSync(dirname(file), { recursive: true });
     writeFileSync(`${file}.1`, 'the oldest\n');
     writeFileSync(file, 'x'.repeat(LEDGER_MAX_BYTES - 10) + '\n');
-    const w = writer();
-    w.append(state, line('/a.chat', 1));
-    w.append(state, line('/b.chat', 2));
-    await w.written();
+    appendLedger(state, line('/a.chat', 1));
+    appendLedger(state, line('/b.chat', 2));
     expect(readFileSync(`${file}.1`, 'utf8')).toMatch(/"chat":"\/a\.chat".*\n$/);
     expect(statSync(`${file}.1`).size).toBeGreaterThan(LEDGER_MAX_BYTES);
     expect(readFileSync(file, 'utf8')).toBe(`${JSON.stringify(line('/b.chat', 2))}\n`);
@@ -197,18 +186,15 @@ describe('listChats with the ledger', () => {
       writeFileSync(join(dir, 'real', `${name}.chat`), `@You:\n${name}\n`);
     }
     const real = (name: string): string => realpathSync(join(dir, 'real', `${name}.chat`));
-    const w = writer();
-    w.append(state, line(real('paid'), 0.01));
-    w.append(state, line(real('paid'), 0.0023));
-    w.append(state, line(real('mine'), 0.5));
-    await w.written();
+    appendLedger(state, line(real('paid'), 0.01));
+    appendLedger(state, line(real('paid'), 0.0023));
+    appendLedger(state, line(real('mine'), 0.5));
     // This host's own request of `mine` is in the ledger (counted once); one of `free` is not.
     const own = { filepath: real('mine'), cost: 0.5 } as unknown as RequestRecord;
     const unrecorded = { filepath: real('free'), cost: 0.002 } as unknown as RequestRecord;
     const usage = {
       session: { requests: () => [own, unrecorded] },
       inLedger: (record: RequestRecord) => record === own,
-      ledgerWritten: () => w.written(),
     };
     const params = { dirs: [join(dir, 'link')], children: false, state, cache: join(dir, 'c') };
     const shown = async (lister: ChatLister, records = usage): Promise<string[]> =>
@@ -226,8 +212,7 @@ describe('listChats with the ledger', () => {
     const fd = openSync(file, 'r+');
     writeSync(fd, ' '.repeat(statSync(file).size - 1));
     closeSync(fd);
-    w.append(state, line(real('free'), 1));
-    await w.written();
+    appendLedger(state, line(real('free'), 1));
     const none = { ...usage, session: { requests: () => [] } };
     expect(await shown(new ChatLister(same), none)).toEqual([
       'free · default · $1.00',

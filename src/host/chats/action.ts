@@ -13,8 +13,6 @@ interface CostSource {
   session: { requests(): readonly RequestRecord[] };
   /** Whether the ledger holds the request. */
   inLedger(record: RequestRecord): boolean;
-  /** Resolves once the ledger holds the requests finished so far. */
-  ledgerWritten(): Promise<void>;
 }
 
 /** USD per chat file (its real path), over the requests that have a price and no ledger line. */
@@ -42,7 +40,6 @@ export async function listChats(
   ctx: { chats: ChatLister; usage: CostSource },
   params: ChatsListParams,
 ): Promise<{ chats: ChatRow[]; read: number }> {
-  await ctx.usage.ledgerWritten();
   const listing = await ctx.chats.list(params, costsOf(ctx.usage));
   const now = Date.now();
   const chats = listing.chats.map((entry) => ({
