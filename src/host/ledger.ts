@@ -71,17 +71,28 @@ function count(value: unknown): value is number {
   return typeof value === 'number' && Number.isFinite(value) && value >= 0;
 }
 
-/** The line `text` as a ledger line; undefined when it is not one (corrupt, another version). */
-export function parseLedgerLine(text: string): LedgerLine | undefined {
-  let parsed: unknown;
+/** The JSON object `text` holds, if it holds one. */
+function objectOf(text: string): Record<string, unknown> | undefined {
   try {
-    parsed = JSON.parse(text);
+    const value: unknown = JSON.parse(text);
+    return typeof value === 'object' && value !== null
+      ? (value as Record<string, unknown>)
+      : undefined;
   } catch {
     return undefined;
   }
-  if (typeof parsed !== 'object' || parsed === null) return undefined;
-  const line = parsed as Record<string, unknown>;
-  if (line['v'] !== 1 || typeof line['chat'] !== 'string' || line['chat'] === '') return undefined;
+}
+
+/** The line `text` as a ledger line; undefined when it is not one (corrupt, another version). */
+export function parseLedgerLine(text: string): LedgerLine | undefined {
+  const line = objectOf(text);
+  if (
+    line === undefined ||
+    line['v'] !== 1 ||
+    typeof line['chat'] !== 'string' ||
+    line['chat'] === ''
+  )
+    return undefined;
   const numbers = ['at', 'input', 'output', 'cache_read', 'cache_write', 'cost'];
   if (!numbers.every((key) => count(line[key]))) return undefined;
   if (typeof line['provider'] !== 'string' || typeof line['model'] !== 'string') return undefined;

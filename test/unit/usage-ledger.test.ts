@@ -28,6 +28,9 @@ import {
   parseLedgerLine,
 } from '../../src/host/ledger.js';
 import { makeRecord, type RequestRecord } from '../../src/core/usage/session.js';
+import { parseConfig } from '../../src/core/config/config.js';
+import { UsageTracker } from '../../src/host/usage.js';
+import type { PreparedRequest } from '../../src/host/send/request.js';
 import { tempDirs } from '../helpers/temp.js';
 
 const temp = tempDirs();
@@ -89,6 +92,55 @@ describe('ledgerLine', () => {
       'null',
     ]) {
       expect(parseLedgerLine(bad), bad).toBeUndefined();
+    }
+  });
+});
+
+describe('UsageTracker and the ledger', () => {
+  /** A request of buffer 1 completed with usage; the ledger's text then (empty: none). */
+  function finished(options: { ledger?: boolean; filename?: string | null; model?: string }): {
+    text: string;
+    inLedger: boolean;
+  } {
+    const state = temp('flemma-state-');
+    const tracker = new UsageTracker(
+      { lua: { notify: () => undefined }, logger: { warn: () => undefined } } as never,
+      () => undefined,
+    );
+    const prepared = {
+      providerName: 'anthropic',
+      model: options.model ?? 'claude-sonnet-4-6',
+      config: parseConfig(
+        options.ledger === undefined ? {} : { usage: { ledger: options.ledger } },
+      ),
+      editor: {
+        facts: {
+          filename: options.filename === undefined ? join(state, 'a.chat') : options.filename,
+          editor_dirs: { state },
+        },
+      },
+    } as unknown as PreparedRequest;
+    tracker.begin(1, prepared).observe({ type: 'usage', usage: { input: 1000, output: 100 } });
+    const { record } = tracker.finish(1, true);
+    let text = '';
+    try {
+      text = readFileSync(ledgerPath(state), 'utf8');
+    } catch {
+      // No ledger.
+    }
+    return { text, inLedger: record !== undefined && tracker.inLedger(record) };
+  }
+
+  it('records a priced request of a chat file unless usage.ledger is false', () => {
+    const recorded = finished({});
+    expect(parseLedgerLine(recorded.text.trimEnd())).toMatchObject({
+      model: 'claude-sonnet-4-6',
+      input: 1000,
+      output: 100,
+    });
+    expect(recorded.inLedger).toBe(true);
+    for (const options of [{ ledger: false }, { filename: null }, { model: 'no-price-model' }]) {
+      expect(finished(options), JSON.stringify(options)).toEqual({ text: '', inLedger: false });
     }
   });
 });
