@@ -196,6 +196,13 @@ describe('LedgerCosts', () => {
     expect(await costs.update(file)).toBe(false);
   });
 
+  it('counts each line once when two listings read at once', async () => {
+    const file = ledger([text('/a.chat', 1), text('/a.chat', 2)]);
+    const costs = new LedgerCosts();
+    await Promise.all([costs.update(file), costs.update(file)]);
+    expect(costs.costs.get('/a.chat')).toBe(3);
+  });
+
   it('goes on from its mark after a restart, reading only what was appended since', async () => {
     const file = ledger([text('/a.chat', 0.25)]);
     const first = new LedgerCosts();

@@ -61,6 +61,7 @@ export class LedgerCosts {
   private file: string | undefined;
   private at: Identity | undefined;
   private offset = 0;
+  private reading: Promise<unknown> = Promise.resolve();
 
   /** Continues from `mark` (read from the index). */
   restore(mark: LedgerMark): void {
@@ -84,8 +85,17 @@ export class LedgerCosts {
     };
   }
 
-  /** Reads what was appended to the ledger `file` since; true when where it stopped moved. */
-  async update(file: string): Promise<boolean> {
+  /**
+   * Reads what was appended to the ledger `file` since; true when where it stopped moved. One
+   * read at a time (two listings at once would count the same lines twice).
+   */
+  update(file: string): Promise<boolean> {
+    const next = this.reading.then(() => this.readNew(file));
+    this.reading = next.catch(() => false);
+    return next;
+  }
+
+  private async readNew(file: string): Promise<boolean> {
     const before = this.position();
     const [current, rotated] = await Promise.all([identity(file), identity(`${file}.1`)]);
     const same = (other: Identity | undefined): boolean =>
