@@ -1,5 +1,6 @@
 // Usage and cost in the editor (docs/usage.md): the session of this host, the usage bar
-// after each reply, and the spend cap (`limits.max_session_cost`). `:Flemma usage:estimate` is
+// after each reply, the spend cap (`limits.max_session_cost`), and the usage ledger's line of
+// each priced request of a chat file (`./ledger.ts`). `:Flemma usage:estimate` is
 // the request builder's (`send/request.ts`).
 import { realpathSync } from 'node:fs';
 import type { ProviderEvent, Usage } from '../core/provider/types.js';
@@ -9,6 +10,7 @@ import { contextWindow, type WindowSource } from '../core/provider/windows.js';
 import { makeRecord, type RequestRecord, Session } from '../core/usage/session.js';
 import { autopilotSettings } from '../core/loop/autopilot.js';
 import type { HostBase } from './base.js';
+import { appendLedger, ledgerLine } from './ledger.js';
 import type { PreparedRequest } from './send/request.js';
 import type { Config } from '../core/config/config.js';
 import type { LuaParams } from '../editor/protocol/index.js';
@@ -35,6 +37,8 @@ export class RequestMeter {
     /** The window of the model the request goes to, and `context.warn_at`, for the meter. */
     readonly window: { tokens: number; source: WindowSource },
     readonly warnAt: number | false,
+    /** The state directory whose ledger records the request; undefined: not recorded. */
+    readonly ledger: string | undefined,
   ) {}
 
   observe(event: ProviderEvent): void {
@@ -80,9 +84,11 @@ export class UsageTracker {
   private readonly caps = new Map<number, ChatCap>();
   /** Per buffer, its last completed request against its model's window (the context meter). */
   private readonly contexts = new Map<number, ContextFigure>();
+  /** The requests the usage ledger holds (their cost is counted from it). */
+  private readonly recorded = new WeakSet<RequestRecord>();
 
   constructor(
-    private readonly ctx: Pick<HostBase, 'lua' | 'notify'>,
+    private readonly ctx: Pick<HostBase, 'lua' | 'notify' | 'logger'>,
     /** Autopilot of the buffer stops (past the spend cap). */
     private readonly stopAutopilotOf: (bufnr: number) => void,
   ) {}
@@ -90,12 +96,14 @@ export class UsageTracker {
   /** A request of the buffer goes out: its meter (the send's stream feeds it every event). */
   begin(bufnr: number, prepared: PreparedRequest): RequestMeter {
     const { providerName, model, config } = prepared;
+    const state = prepared.editor.facts.editor_dirs?.state;
     const meter = new RequestMeter(
       providerName,
       model,
       realpath(prepared.editor.facts.filename),
       contextWindow(providerName, model, config.context.window),
       config.context.warnAt,
+      config.usageLedger && state !== undefined && state !== '' ? state : undefined,
     );
     this.meters.set(bufnr, meter);
     const cap = this.caps.get(bufnr);
@@ -131,6 +139,7 @@ export class UsageTracker {
       pricing,
     );
     this.session.add(record);
+    this.record(meter, record);
     const cap = this.caps.get(bufnr);
     if (cap !== undefined) cap.spent += record.cost ?? 0;
     // The figure stays with the model the request went to: a later switch of model does not
@@ -149,6 +158,24 @@ export class UsageTracker {
     // Lua keeps the record and the totals (for `flemma.usage`) and shows the bar if enabled.
     this.ctx.lua.notify('usage.show', params);
     return { record, toolUse: meter.toolUse };
+  }
+
+  /** The request's line into the ledger, when it has a price, a chat file and a ledger. */
+  private record(meter: RequestMeter, record: RequestRecord): void {
+    const line = ledgerLine(record);
+    if (line === undefined || meter.ledger === undefined) return;
+    try {
+      appendLedger(meter.ledger, line);
+      this.recorded.add(record);
+    } catch (error) {
+      // The ledger only feeds the picker's costs: the session still counts the request.
+      this.ctx.logger.warn(`usage ledger: ${(error as Error).message}`);
+    }
+  }
+
+  /** Whether the usage ledger holds the request. */
+  inLedger(record: RequestRecord): boolean {
+    return this.recorded.has(record);
   }
 
   /** The buffer's last completed request against its model's window, if one reported usage. */

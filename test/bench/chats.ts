@@ -2,8 +2,9 @@
 // with the items) over 1,000 chats in the chat directory (20 of them 1 MB) and a git project.
 // Cold: the first listing of a freshly started host (nothing kept; the files in the OS's cache,
 // as on a machine that used them); warm: the listings after it. Also how many files a warm
-// listing reads (0: nothing changed).
-import { mkdirSync, writeFileSync } from 'node:fs';
+// listing reads (0: nothing changed). The usage ledger holds 10 requests of every other chat (some
+// 1.3 MB), and 10 more are appended before each cold listing (read from where the index says).
+import { appendFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { type Driver, startDriver } from '../helpers/driver.js';
 import { gitIn } from '../helpers/git.js';
@@ -33,13 +34,33 @@ function chatText(i: number): string {
   return text;
 }
 
-function writeChats(home: string): void {
-  const dir = join(home, 'data', 'nvim', 'flemma', 'chats');
-  for (let i = 0; i < CHATS; i++) {
-    const sub = join(dir, `2026-${String(1 + (i % 12)).padStart(2, '0')}`);
-    mkdirSync(sub, { recursive: true });
-    writeFileSync(join(sub, `chat-${String(i)}.chat`), chatText(i));
+/** The chat directory's file of chat `i`. */
+function chatPath(home: string, i: number): string {
+  const sub = `2026-${String(1 + (i % 12)).padStart(2, '0')}`;
+  return join(home, 'data', 'nvim', 'flemma', 'chats', sub, `chat-${String(i)}.chat`);
+}
+
+/** The usage ledger's lines of `count` requests, of chats `from`… in turn. */
+function ledgerLines(home: string, count: number, from = 0): string {
+  let text = '';
+  for (let k = 0; k < count; k++) {
+    const line = { v: 1, at: Date.now(), chat: chatPath(home, (2 * (from + k)) % CHATS) };
+    const tokens = { input: 2000, output: 410, cache_read: 6000, cache_write: 1000 };
+    text += `${JSON.stringify({ ...line, provider: 'openai', model: 'gpt-5.4', ...tokens, cost: 0.0177 })}\n`;
   }
+  return text;
+}
+
+/** The ledger of the bench's Neovim. */
+const ledgerFile = (home: string): string => join(home, 'state', 'nvim', 'flemma', 'usage.jsonl');
+
+function writeChats(home: string): void {
+  for (let i = 0; i < CHATS; i++) {
+    mkdirSync(join(chatPath(home, i), '..'), { recursive: true });
+    writeFileSync(chatPath(home, i), chatText(i));
+  }
+  mkdirSync(join(ledgerFile(home), '..'), { recursive: true });
+  writeFileSync(ledgerFile(home), ledgerLines(home, 5 * CHATS), { mode: 0o600 });
   // The project: a git work tree with a few chats of its own.
   const work = join(home, 'work');
   gitIn(home, work, 'init', '-q');
@@ -96,6 +117,7 @@ export async function chatsBenchmark(lane: Lane): Promise<void> {
     const warm: number[] = [];
     let items = 0;
     for (let run = 0; run < 5; run++) {
+      appendFileSync(ledgerFile(driver.home), ledgerLines(driver.home, 10, run * 10));
       const first = await shown(driver, true);
       cold.push(first.ms);
       items = first.items;

@@ -2,14 +2,16 @@
 // with their titles and models, the chosen one opened; through `vim.ui.select` and through the
 // documented APIs of snacks.picker, telescope and fzf-lua (stand-ins on the runtimepath: CI
 // cannot download the plugins).
-import { statSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { anthropicBlocks, replyBlocks } from '../helpers/anthropic-script.js';
 import { type Driver, ROOT } from '../helpers/driver.js';
-import { neovimLauncher } from '../helpers/e2e.js';
+import { launcher, neovimLauncher } from '../helpers/e2e.js';
 import { gitIn } from '../helpers/git.js';
 
 const launch = neovimLauncher();
+const launchWithProvider = launcher();
 
 /** The default chat directory (`stdpath("data")/flemma/chats`), from the work directory. */
 const DIR = '../data/nvim/flemma/chats';
@@ -208,6 +210,34 @@ const PICKERS = join(ROOT, 'test/fixtures/pickers');
 function standIns(...names: string[]): string[] {
   return [...names, 'shared'].map((name) => join(PICKERS, name));
 }
+
+describe(':Flemma chats, the cost so far', () => {
+  it('shows what a chat sent once cost after the host restarted (the usage ledger)', async () => {
+    const { d, f } = await launchWithProvider({
+      config: '{}',
+      lua: WATCH_SELECT,
+      chat: { name: 'paid.chat', lines: ['@You:', 'Hello'] },
+    });
+    await d.press('<C-]>');
+    // claude-sonnet-4-6: 2000×$3 + 410×$15 per million tokens, $0.0122.
+    const usage = { input: 2000, output: 410, cacheRead: 0, cacheWrite: 0 };
+    await anthropicBlocks(
+      await f.nextRequest({ path: '/v1/messages' }),
+      replyBlocks('Hi.', [], true),
+      usage,
+    );
+    await d.waitForEvent('FlemmaRequestFinished');
+    const ledger = join(d.home, 'state', 'nvim', 'flemma', 'usage.jsonl');
+    expect(statSync(ledger).mode & 0o777).toBe(0o600);
+    expect(readFileSync(ledger, 'utf8')).not.toContain('Hello');
+    await d.lua('require("flemma.host").restart()');
+    const { lines } = await pick(d);
+    await d.nvim.input('<Esc>');
+    expect(lines[indexOf(lines, 'paid.chat') - 1]).toMatch(
+      /^Hello · default · just now · \$0\.0122 · \d+ B · paid\.chat$/,
+    );
+  });
+});
 
 describe.each([
   ['snacks', 'snacks.picker.pick', ['items', 'format', 'preview', 'confirm']],

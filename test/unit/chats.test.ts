@@ -274,7 +274,11 @@ describe('listChats', () => {
       ({ filepath, cost }) as unknown as RequestRecord;
     const paid = realpathSync(join(dir, 'real', 'paid.chat'));
     const records = [record(paid, 0.01), record(paid, 0.0023), { bufnr: 1 } as RequestRecord];
-    const ctx = { chats: new ChatLister(same), usage: { session: { requests: () => records } } };
+    const usage = {
+      session: { requests: () => records },
+      inLedger: () => false,
+    };
+    const ctx = { chats: new ChatLister(same), usage };
     const { chats } = await listChats(ctx, { dirs: [join(dir, 'link')], children: false });
     expect(chats.map((c) => c.line.replace(/ · just now · .*/, '')).sort()).toEqual([
       'Free. · default',

@@ -65,6 +65,7 @@ M.options = dsl.object({
   integrations = other.integrations,
   lsp = other.lsp,
   chats = other.chats,
+  usage = other.usage,
   experimental = other.experimental,
   host = other.host,
 }, {

@@ -74,6 +74,8 @@ export interface Config {
   readonly context: ContextConfig;
   /** `ui.tool_output.lines`: lines of a running call's output shown under its block (0: none). */
   readonly toolOutputLines: number;
+  /** `usage.ledger`: a priced request of a chat file is recorded in the usage ledger. */
+  readonly usageLedger: boolean;
 }
 
 /** The schema's defaults of the options `Config` types (`lua/flemma/config/options/`). */
@@ -92,6 +94,7 @@ export const CONFIG_DEFAULTS = {
   editing: { auto_write: false },
   context: { warn_at: '80%', recovery: true },
   ui: { tool_output: { lines: 5 } },
+  usage: { ledger: true },
 } as const;
 
 function isRecord(value: unknown): value is Record<string, unknown> {
@@ -193,6 +196,7 @@ export function parseConfig(raw: unknown): Config {
   const secrets = data['secrets'];
   const limit = section(data, 'limits')['max_session_cost'];
   const autoWrite = section(data, 'editing')['auto_write'];
+  const ledger = section(data, 'usage')['ledger'];
   const config: Config = {
     data,
     provider: typeof provider === 'string' ? provider : CONFIG_DEFAULTS.provider,
@@ -213,6 +217,7 @@ export function parseConfig(raw: unknown): Config {
         ),
       ),
     ),
+    usageLedger: typeof ledger === 'boolean' ? ledger : CONFIG_DEFAULTS.usage.ledger,
   };
   return deepFreeze(config);
 }

@@ -1,5 +1,6 @@
-// `chats:list` (`:Flemma chats`, docs/picker.md): the listing of `./lister.ts` with the cost this
-// host's requests of each chat made, each chat as the line the picker shows.
+// `chats:list` (`:Flemma chats`, docs/picker.md): the listing of `./lister.ts` (with what the
+// usage ledger sums per chat) and the cost of this host's requests the ledger does not hold,
+// each chat as the line the picker shows.
 import { homedir } from 'node:os';
 import { relative, sep } from 'node:path';
 import { entryLine } from '../../core/chats/summary.js';
@@ -7,16 +8,19 @@ import type { RequestRecord } from '../../core/usage/session.js';
 import type { ChatRow, ChatsListParams } from '../../editor/protocol/chats.js';
 import type { ChatLister } from './lister.js';
 
-/** What the costs come from: the session of this host's completed requests. */
+/** What the costs come from besides the ledger: the session of this host's completed requests. */
 interface CostSource {
   session: { requests(): readonly RequestRecord[] };
+  /** Whether the ledger holds the request. */
+  inLedger(record: RequestRecord): boolean;
 }
 
-/** USD per chat file (its real path), over the requests that have a price. */
-function costsOf(records: readonly RequestRecord[]): Map<string, number> {
+/** USD per chat file (its real path), over the requests that have a price and no ledger line. */
+function costsOf(source: CostSource): Map<string, number> {
   const costs = new Map<string, number>();
-  for (const record of records) {
+  for (const record of source.session.requests()) {
     if (record.filepath === undefined || record.cost === undefined) continue;
+    if (source.inLedger(record)) continue;
     costs.set(record.filepath, (costs.get(record.filepath) ?? 0) + record.cost);
   }
   return costs;
@@ -36,7 +40,7 @@ export async function listChats(
   ctx: { chats: ChatLister; usage: CostSource },
   params: ChatsListParams,
 ): Promise<{ chats: ChatRow[]; read: number }> {
-  const listing = await ctx.chats.list(params, costsOf(ctx.usage.session.requests()));
+  const listing = await ctx.chats.list(params, costsOf(ctx.usage));
   const now = Date.now();
   const chats = listing.chats.map((entry) => ({
     path: entry.path,

@@ -17,10 +17,13 @@
 //   listing that finds it gone; chats of a project no longer visited stay until then).
 // - What it holds of the chats' text (the titles, the user's own words) passed the host's
 //   redaction of secrets before it was kept (src/host/chats/lister.ts).
+// - It also holds where the reader of the usage ledger stopped and its sums per chat
+//   (`ledger`, `./costs.ts`): a fresh host reads only the ledger's lines appended since.
 import { randomUUID } from 'node:crypto';
 import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { dirname, isAbsolute, join } from 'node:path';
 import type { ChatHead } from '../../core/chats/summary.js';
+import { isLedgerMark, type LedgerMark } from './costs.js';
 
 /** What is kept of a file: its modification time (ms, fractional) and size, and `value`. */
 export interface Kept<T> {
@@ -53,32 +56,40 @@ function entryOf(row: unknown): Kept<ChatHead> | undefined {
   return { mtime, size, value: { title, provider, model } };
 }
 
+/** What an index holds: the chats' entries by absolute path, and the ledger's mark. */
+export interface Index {
+  entries: Map<string, Kept<ChatHead>>;
+  ledger?: LedgerMark;
+}
+
 /**
- * The entries of the index in `file`, by absolute path; none when there is no index or it is not
- * one (never rejects).
+ * The index in `file`; no entries when there is no index or it is not one (never rejects).
  */
-export async function readIndex(file: string): Promise<Map<string, Kept<ChatHead>>> {
+export async function readIndex(file: string): Promise<Index> {
   const entries = new Map<string, Kept<ChatHead>>();
   let parsed: unknown;
   try {
     parsed = JSON.parse(await readFile(file, 'utf8'));
   } catch {
-    return entries;
+    return { entries };
   }
-  if (typeof parsed !== 'object' || parsed === null) return entries;
-  const { kind, version, chats } = parsed as Record<string, unknown>;
+  if (typeof parsed !== 'object' || parsed === null) return { entries };
+  const { kind, version, chats, ledger } = parsed as Record<string, unknown>;
   if (kind !== KIND || version !== VERSION || typeof chats !== 'object' || chats === null) {
-    return entries;
+    return { entries };
   }
   for (const [path, row] of Object.entries(chats)) {
     const entry = isAbsolute(path) ? entryOf(row) : undefined;
     if (entry !== undefined) entries.set(path, entry);
   }
-  return entries;
+  return isLedgerMark(ledger) ? { entries, ledger } : { entries };
 }
 
-/** The text of the index of `entries` (the newest `MAX_ENTRIES`). */
-function indexText(entries: ReadonlyMap<string, Kept<ChatHead>>): string {
+/** The text of the index of `entries` (the newest `MAX_ENTRIES`) and `ledger`. */
+function indexText(
+  entries: ReadonlyMap<string, Kept<ChatHead>>,
+  ledger: LedgerMark | undefined,
+): string {
   let kept = [...entries];
   if (kept.length > MAX_ENTRIES) {
     kept = kept.sort((a, b) => b[1].mtime - a[1].mtime).slice(0, MAX_ENTRIES);
@@ -87,22 +98,28 @@ function indexText(entries: ReadonlyMap<string, Kept<ChatHead>>): string {
   for (const [path, { mtime, size, value }] of kept) {
     chats[path] = [mtime, size, value.title, value.provider, value.model];
   }
-  return JSON.stringify({ kind: KIND, version: VERSION, chats });
+  return JSON.stringify({
+    kind: KIND,
+    version: VERSION,
+    chats,
+    ...(ledger === undefined ? {} : { ledger }),
+  });
 }
 
 /**
- * Writes the index of `entries` to `file` atomically (a temporary file renamed over it, mode
+ * Writes the index of `entries` and `ledger` to `file` atomically (a temporary file renamed over it, mode
  * 0600); false when it could not (the index is a cache: the next listing reads what it needs).
  */
 export async function writeIndex(
   file: string,
   entries: ReadonlyMap<string, Kept<ChatHead>>,
+  ledger?: LedgerMark,
 ): Promise<boolean> {
   // A name of this write alone (two listings of one host may write at once); `wx`: made anew, 0600.
   const temp = `${file}.${String(process.pid)}-${randomUUID()}.tmp`;
   try {
     await mkdir(dirname(file), { recursive: true, mode: 0o700 });
-    await writeFile(temp, indexText(entries), { mode: 0o600, flag: 'wx' });
+    await writeFile(temp, indexText(entries, ledger), { mode: 0o600, flag: 'wx' });
     await rename(temp, file);
     return true;
   } catch {

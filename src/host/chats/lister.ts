@@ -1,6 +1,7 @@
 // `:Flemma chats` in the host (docs/picker.md): the chats found (`./find.ts`), each told by the
-// head of its file (title, provider, model), its `stat` (last change, size) and what this host's
-// requests of it cost; and, when the picker shows one, the last exchange from its file's tail.
+// head of its file (title, provider, model), its `stat` (last change, size) and what its requests
+// cost so far (the usage ledger's sums, `./costs.ts`, and what this host's requests not in the
+// ledger cost); and, when the picker shows one, the last exchange from its file's tail.
 //
 // Decisions:
 // - Only what is shown is read: the first 4 KiB of a file for its head (up to 64 KiB when its
@@ -11,7 +12,8 @@
 //   `stat`s each). The answer says how many files it read.
 // - What was read is also kept on disk, in the index of the cache directory (`./index-file.ts`):
 //   read once by a host, at its first listing, and written again after a listing that read a file
-//   or found one gone, so a freshly started host reads only the files that changed since.
+//   or found one gone, so a freshly started host reads only the files that changed since. It
+//   keeps where the ledger was read to as well (written again when that moved).
 // - A title, provider and model pass the host's redaction of secrets as they are read (a key
 //   pasted into a chat's first line is shown and kept as the marker): the picker's lines and the
 //   index hold what a log line would.
@@ -30,6 +32,8 @@ import type { YamlParser } from '../../core/config/frontmatter.js';
 import { type ChatEntry, type ChatHead, headOf, lastExchange } from '../../core/chats/summary.js';
 import { loadYaml } from '../../core/util/yaml.js';
 import { type ChatSources, type RepositoryCache, chatsInDirs, chatsInProject } from './find.js';
+import { ledgerPath } from '../ledger.js';
+import { LedgerCosts } from './costs.js';
 import { type Kept, indexPath, readIndex, writeIndex } from './index-file.js';
 
 /** Bytes of a file's head read for its title and model. */
@@ -91,7 +95,7 @@ function fileInfo(path: string): Stats | undefined {
 /** The real path of `path` (usage records name a chat by it), else `path`. */
 function realPath(path: string): string {
   try {
-    return realpathSync(path);
+    return realpathSync.native(path);
   } catch {
     return path;
   }
@@ -112,6 +116,7 @@ export class ChatLister {
   private readonly heads = new Map<string, Kept<ChatHead>>();
   private readonly tails = new Map<string, Kept<string[]>>();
   private readonly repos: RepositoryCache = new Map();
+  private readonly ledger = new LedgerCosts();
   /** The index files read into `heads` (each once a host). */
   private readonly indexes = new Map<string, Promise<void>>();
   private yaml: YamlParser | undefined;
@@ -120,34 +125,47 @@ export class ChatLister {
   constructor(private readonly redact: (text: string) => string) {}
 
   /**
-   * The chats of `sources`, newest first; `costs` is what this host's requests cost per chat file
-   * (its real path).
+   * The chats of `sources`, newest first, with what the ledger of `sources.state` sums per chat
+   * and `unrecorded`: what this host's requests the ledger does not hold cost per chat file (its
+   * real path).
    */
-  async list(sources: ChatSources, costs: ReadonlyMap<string, number>): Promise<ChatListing> {
+  async list(sources: ChatSources, unrecorded: ReadonlyMap<string, number>): Promise<ChatListing> {
     // The project's git runs, and the index is read, while the chat directories are read.
     const project = chatsInProject(sources, this.repos);
     const index = sources.cache === undefined ? undefined : indexPath(sources.cache);
     const indexed = index === undefined ? undefined : this.loadIndex(index);
     const pass: Pass = { chats: [], read: 0, dropped: 0 };
     const buffer = Buffer.allocUnsafe(HEAD_MAX_BYTES);
+    const state = sources.state;
+    const ledger = Promise.resolve(indexed).then(() =>
+      state === undefined ? false : this.ledger.update(ledgerPath(state)),
+    );
     const inDirs = await chatsInDirs(sources);
-    await indexed;
+    const moved = await ledger;
+    const costs = new Map(this.ledger.costs);
+    for (const [path, cost] of unrecorded) costs.set(path, (costs.get(path) ?? 0) + cost);
     await this.readAll(inDirs, costs, pass, buffer);
     const seen = new Set(inDirs);
     const inProject = (await project).filter((path) => !seen.has(path));
     await this.readAll([...new Set(inProject)], costs, pass, buffer);
     this.dropGone(sources, new Set([...seen, ...inProject]), pass);
     pass.chats.sort((a, b) => b.mtime - a.mtime || a.path.localeCompare(b.path));
-    if (index !== undefined && pass.read + pass.dropped > 0) await writeIndex(index, this.heads);
+    if (index !== undefined && (moved || pass.read + pass.dropped > 0)) {
+      await writeIndex(index, this.heads, this.ledger.mark());
+    }
     return { chats: pass.chats, read: pass.read };
   }
 
-  /** The entries of the index `file` into `heads` (those this host read itself stay). */
+  /**
+   * The entries of the index `file` into `heads` (those this host read itself stay), and where
+   * its ledger was read to (unless this host read it already).
+   */
   private loadIndex(file: string): Promise<void> {
     let loading = this.indexes.get(file);
     if (loading === undefined) {
-      loading = readIndex(file).then((entries) => {
+      loading = readIndex(file).then(({ entries, ledger }) => {
         for (const [path, entry] of entries) if (!this.heads.has(path)) this.heads.set(path, entry);
+        if (ledger !== undefined && this.ledger.mark() === undefined) this.ledger.restore(ledger);
       });
       this.indexes.set(file, loading);
     }

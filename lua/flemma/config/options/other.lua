@@ -1,6 +1,6 @@
 --- flemma.config.options.other: the remaining sections of the `setup()` schema — `templating`,
 --- `secrets`, `agents`, `limits`, `context`, `logging`, `diagnostics`, `attention`, `integrations`, `lsp`,
---- `chats`, `experimental` and `host`. Assembled in `flemma.config.schema`.
+--- `chats`, `usage`, `experimental` and `host`. Assembled in `flemma.config.schema`.
 local S = require("flemma.config.dsl")
 local shared = require("flemma.config.options.shared")
 
@@ -140,6 +140,13 @@ M.chats = S.object({
   template = S.string("@You:\n"),
   search = S.list(S.string(), {}),
   children = S.boolean(false),
+})
+
+-- The usage ledger (docs/usage.md, "The ledger"): a line per priced request of a chat file in
+-- stdpath("state")/flemma/usage.jsonl, for the cost `:Flemma chats` shows. Its place is not an
+-- option; a frontmatter may only turn it off for its chat.
+M.usage = S.object({
+  ledger = S.trust({ only = { false } }, S.boolean(true)),
 })
 
 M.experimental = S.object({})
