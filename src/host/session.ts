@@ -132,11 +132,12 @@ export class ChatSession {
   /**
    * The user decided on a call (`:Flemma tool:approve`, `tool:reject`, `tool:approve-always`,
    * the diff's approve and reject): `change` rewrites the buffer in its turn among the steps;
-   * then, with a `ticket`, the loop goes on as `decided` says.
+   * then the loop goes on as `decided` says, unless `goOn` is false (a task's child, whose run
+   * the task goes on with: a step of its own would run the approved calls a second time).
    */
-  async decide<T>(ticket: number | undefined, change: () => Promise<T>): Promise<T> {
+  async decide<T>(ticket: number | undefined, change: () => Promise<T>, goOn = true): Promise<T> {
     const answer = await this.conversation.decision(change);
-    await this.decided(ticket);
+    if (goOn) await this.decided(ticket);
     return answer;
   }
 

@@ -56,7 +56,8 @@ export function createTasks(s: TaskWiring): TaskService {
       const state = await s.base.documents.attach(child);
       if (state === undefined) return;
       const message = decision.status === 'rejected' ? decision.message : undefined;
-      // Each waiting call as the user decides it in a buffer (`:Flemma tool:approve`, `reject`).
+      // Each waiting call as the user decides it in a buffer (`:Flemma tool:approve`, `reject`);
+      // the task's run goes on with the child afterwards, so the decision itself does not.
       for (const block of waitingBlocks(state.document)) {
         if (!ids.includes(block.id)) continue;
         if (decision.status === 'approved' && decision.use !== undefined) {
@@ -64,8 +65,10 @@ export function createTasks(s: TaskWiring): TaskService {
         }
         await s.sessions
           .of(child)
-          .decide(undefined, () =>
-            s.commands.setStatusAt(child, block.toolUseLine - 1, decision.status, message),
+          .decide(
+            undefined,
+            () => s.commands.setStatusAt(child, block.toolUseLine - 1, decision.status, message),
+            false,
           );
       }
     },
