@@ -12,6 +12,7 @@ import type {
   SessionNotification,
 } from '@agentclientprotocol/sdk';
 import { AgentTurn } from '../../core/acp/updates.js';
+import { dollarsOf } from '../../core/acp/usage.js';
 import {
   type SessionMark,
   continues,
@@ -48,6 +49,8 @@ interface ChatAgent {
   turnSignal: AbortSignal | undefined;
   /** A block of the running turn's reply, written after what came so far. */
   note: ((text: string) => void) | undefined;
+  /** Each session's running cost (USD) as the agent last reported it (`usage_update`). */
+  costs: Map<string, number>;
 }
 
 /** How the reply records the user's answer. */
@@ -62,6 +65,14 @@ const ANSWERED: Record<PermissionAnswer, string> = {
 function requestText(request: RequestPermissionRequest): string {
   const title = (request.toolCall.title ?? request.toolCall.toolCallId).replace(/\s+/g, ' ').trim();
   return `${request.toolCall.kind ?? 'other'}: ${title}`;
+}
+
+/** A session's running cost, kept from every `usage_update` (those of a loaded session too). */
+function keepCost(costs: Map<string, number>, notification: SessionNotification): void {
+  const { update, sessionId } = notification;
+  if (update.sessionUpdate !== 'usage_update') return;
+  const dollars = dollarsOf(update.cost);
+  if (dollars !== undefined) costs.set(sessionId, dollars);
 }
 
 function specKey(spec: AgentSpec, cwd: string): string {
@@ -136,7 +147,10 @@ export class AcpAgents {
     }
     if (known !== undefined) void known.process.stop();
     const client: AgentClient = {
-      update: (notification) => chat.listener?.(notification),
+      update: (notification) => {
+        keepCost(chat.costs, notification);
+        chat.listener?.(notification);
+      },
       permission: (request, signal) => this.permission(chat, request, signal),
     };
     const process = new AgentProcess(spec, cwd, client, this.base.logger);
@@ -148,6 +162,7 @@ export class AcpAgents {
       context,
       turnSignal: undefined,
       note: undefined,
+      costs: new Map(),
       ready: process.start(),
     };
     chat.ready.catch(() => undefined);
@@ -181,7 +196,7 @@ export class AcpAgents {
     // A new session on a chat with earlier turns: the transcript goes along, in the one message.
     const prompt = fresh ? transcriptPrompt(request, caps, cwd) : promptBlocks(request, caps, cwd);
     const queue = new EventQueue<ProviderEvent>();
-    const turn = new AgentTurn();
+    const turn = new AgentTurn(chat.costs.get(sessionId));
     chat.listener = (notification) => {
       if (notification.sessionId === sessionId) queue.push(turn.push(notification.update));
     };
@@ -195,8 +210,8 @@ export class AcpAgents {
       queue.push(turn.note(text));
     };
     failure(spec, chat.process.prompt(sessionId, prompt)).then(
-      (stopReason) => {
-        queue.push([...turn.finish(), { type: 'done', stopReason }]);
+      ({ stopReason, usage }) => {
+        queue.push([...turn.finish(usage), { type: 'done', stopReason }]);
         queue.close();
       },
       (error: unknown) => {
