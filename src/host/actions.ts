@@ -417,6 +417,10 @@ export const actions: { readonly [M in LuaToHostMethod]: Action<M> } = {
   'acp:answer': told((ctx, { bufnr, id, answer }) => {
     ctx.agents.answer(bufnr, id, answer);
   }),
+  /** `:checkhealth flemma`: the agents of the user's `setup()` only (never a chat file's). */
+  'acp:probe': async (ctx, { names }) => ({
+    agents: await ctx.agents.probes.report(await ctx.config.get(ctx.lua), names),
+  }),
   'tool:background': async (ctx, { bufnr, row }) => {
     const moved = await ctx.executor.background(bufnr, row);
     if (!moved) {

@@ -3,6 +3,7 @@
 //   { "log": "/path/log.jsonl",        what it received, one JSON object a line
 //     "loadSession": true,             it says it can load sessions (default false)
 //     "authRequired": true,            session/new fails with -32000 until `authenticate`
+//     "initializeDelay": 1500,         answers `initialize` that many ms late
 //     "turns": [ { "match": "word", "steps": [ … ] }, … ] }
 // A prompt runs the steps of the first turn whose `match` is in the text of its last block (a
 // turn without `match` matches any; a transcript sent before the message is not looked at). Steps:
@@ -91,8 +92,11 @@ async function runStep(client, sessionId, step) {
 
 const app = acp
   .agent({ name: 'fake-agent' })
-  .onRequest(acp.methods.agent.initialize, ({ params }) => {
+  .onRequest(acp.methods.agent.initialize, async ({ params }) => {
     log({ event: 'initialize', params });
+    if (script.initializeDelay) {
+      await new Promise((resolve) => setTimeout(resolve, script.initializeDelay));
+    }
     return {
       protocolVersion: acp.PROTOCOL_VERSION,
       agentCapabilities: {

@@ -6,6 +6,7 @@
 // starts a new process. Its permission requests: the approval chain's answer, else the user's
 // (`acp.permission`, answered by `acp:answer`), each recorded in the reply.
 import type {
+  InitializeResponse,
   PromptCapabilities,
   RequestPermissionRequest,
   RequestPermissionResponse,
@@ -32,6 +33,7 @@ import {
 import type { HostBase } from '../base.js';
 import { AgentError, type AgentClient, AgentProcess, type AgentSpec } from './process.js';
 import { EventQueue } from './queue.js';
+import { AgentProbes } from './probe.js';
 
 /** A chat's agent: its process, its session, the turn that listens to it. */
 interface ChatAgent {
@@ -85,6 +87,7 @@ export class AcpAgents {
   /** The permission requests waiting for the user, by `<bufnr>:<id>`. */
   private readonly waiting = new Map<string, (answer: PermissionAnswer) => void>();
   private exitHook: (() => void) | undefined;
+  private probing: AgentProbes | undefined;
 
   constructor(
     private readonly base: Pick<HostBase, 'logger' | 'lua'>,
@@ -134,6 +137,28 @@ export class AcpAgents {
       agent: chat.process.spec.name,
       alive: chat.process.alive,
     }));
+  }
+
+  /** `:checkhealth`'s look at the configured agents (a running chat's agent answers itself). */
+  get probes(): AgentProbes {
+    this.probing ??= new AgentProbes(this.base, (spec) => this.initialized(spec));
+    return this.probing;
+  }
+
+  /**
+   * What a chat's running agent with `spec`'s command, arguments and environment answered to
+   * `initialize` (`:checkhealth`, without starting another), if one runs.
+   */
+  initialized(spec: AgentSpec): InitializeResponse | undefined {
+    const key = JSON.stringify([spec.command, spec.args, spec.env]);
+    for (const chat of this.chats.values()) {
+      const { process } = chat;
+      const own = JSON.stringify([process.spec.command, process.spec.args, process.spec.env]);
+      if (own === key && process.alive && process.initialize !== undefined) {
+        return process.initialize;
+      }
+    }
+    return undefined;
   }
 
   /** The chat's agent, started (and its session made) when it has none or its agent changed. */
