@@ -2,8 +2,8 @@
 // ACP agent: what `initialize` answered, kept per agent; a slow one said to be slow, its answer
 // kept for the next look; an agent the user did not name is not started.
 import { describe, expect, it } from 'vitest';
-import type { Config } from '../../src/core/config/config.js';
 import { AgentProbes } from '../../src/host/acp/probe.js';
+import type { AgentSpec } from '../../src/host/acp/process.js';
 import { fakeAgent } from '../helpers/fake-acp.js';
 import { waitForExit } from '../helpers/processes.js';
 import { tempDirs } from '../helpers/temp.js';
@@ -11,15 +11,14 @@ import { tempDirs } from '../helpers/temp.js';
 const temp = tempDirs();
 const quiet = { info: () => undefined, warn: () => undefined, debug: () => undefined };
 
-/** A global configuration whose `acp.agents` has the fake agent as `fake`. */
+/** The fake agent as the one configured agent, `fake`. */
 function withFake(script: Record<string, unknown>): {
-  config: Config;
+  config: AgentSpec[];
   started: () => Record<string, unknown>[];
 } {
   const agent = fakeAgent(temp('flemma-acp-probe-'), script);
-  const fake = { command: process.execPath, args: agent.args };
   return {
-    config: { data: { acp: { agents: { fake } } } } as unknown as Config,
+    config: [{ name: 'fake', command: process.execPath, args: agent.args, env: {} }],
     started: () => agent.events('started'),
   };
 }

@@ -8,10 +8,8 @@
 // slow while its start goes on (its answer is kept for the next check, its process capped).
 import { tmpdir } from 'node:os';
 import type { InitializeResponse } from '@agentclientprotocol/sdk';
-import type { Config } from '../../core/config/config.js';
 import type { AgentHealth } from '../../editor/protocol/acp.js';
 import type { HostBase } from '../base.js';
-import { configuredAgents } from './connect.js';
 import { AgentProcess, type AgentSpec } from './process.js';
 
 /** How long the question waits for an agent's answer. */
@@ -74,17 +72,15 @@ export class AgentProbes {
   ) {}
 
   /**
-   * The line of each agent of `config` (the global configuration) a chat runs or `startable`
+   * The line of each of `agents` (those of the global configuration) a chat runs or `startable`
    * names (the ones the user's `setup()` set, found on PATH), by name.
    */
   async report(
-    config: Config,
+    agents: Iterable<AgentSpec>,
     startable: readonly string[],
     waitMs = PROBE_WAIT_MS,
   ): Promise<AgentHealth[]> {
-    const specs = [...configuredAgents(config).values()].sort((a, b) =>
-      a.name.localeCompare(b.name),
-    );
+    const specs = [...agents].sort((a, b) => a.name.localeCompare(b.name));
     const lines = await Promise.all(
       specs.map((spec) => this.one(spec, startable.includes(spec.name), waitMs)),
     );
