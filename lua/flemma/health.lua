@@ -22,6 +22,8 @@ M.providers = {
 local MIN_NODE_MAJOR = 20
 local HOST_TIMEOUT_MS = 5000
 local HOST_WAIT_MS = 6000
+--- What `acp:probe` may take: the host waits 8 s for each agent's answer (in parallel).
+local AGENT_WAIT_MS = 10000
 
 local H = {}
 
@@ -510,23 +512,69 @@ function H.check_mcp()
   end
 end
 
---- The agents of `acp.agents` (docs/agents.md): whether each one's program is on PATH. Nothing is
---- started: an agent's version is known once a chat has talked to it (the host's log says it).
+--- Whether the user's `setup()` (or a run-time change) set the agent `name`: only those are
+--- started to ask their version (a ready entry never set is not run: `npx -y` would install it).
+local function user_set(name)
+  local prefix = "acp.agents." .. name .. "."
+  for path in pairs(config.origins()) do
+    if path:sub(1, #prefix) == prefix then
+      return true
+    end
+  end
+  return false
+end
+
+--- The agents of `acp.agents` (docs/agents.md, "Checking an agent"): whether each one's program is
+--- on PATH, then what it answers to `initialize`: a chat's running agent answers itself; one the
+--- user's setup() set is started, asked and ended by the host (waiting `AGENT_WAIT_MS` at most).
 function H.check_acp()
   health.start("Agents (ACP)")
   local agents = config.get().acp.agents
   local names = vim.tbl_keys(agents)
   table.sort(names)
+  local startable, ready = {}, {}
   for _, name in ipairs(names) do
     local agent = agents[name]
     local line = table.concat(vim.list_extend({ agent.command }, vim.deepcopy(agent.args)), " ")
     local path = vim.fn.exepath(agent.command)
     if path ~= "" then
       health.ok(string.format("agent '%s': %s (%s found)", name, line, path))
+      table.insert(user_set(name) and startable or ready, name)
     else
       health.info(string.format("agent '%s': %s (%s is not on PATH)", name, line, agent.command))
     end
   end
+  local answered = #names > 0 and host.channel() and H.check_agents(startable) or {}
+  ready = vim.tbl_filter(function(name)
+    return not answered[name]
+  end, ready)
+  if #ready > 0 then
+    local list = table.concat(ready, ", ")
+    health.info("not started to ask their version (ready entries your setup() did not set): " .. list)
+  end
+end
+
+--- What the agents answer to `initialize` (those a chat runs, and `startable`), one line each;
+--- returns the names that answered.
+function H.check_agents(startable)
+  local done, err, report = false, nil, nil
+  host.call("acp:probe", { names = startable }, function(e, result)
+    err, report, done = e, result, true
+  end, AGENT_WAIT_MS)
+  vim.wait(AGENT_WAIT_MS + 1000, function()
+    return done
+  end, 10)
+  if not done or err or type(report) ~= "table" then
+    health.warn("the host did not say what the agents answer: " .. tostring(err or "no answer"))
+    return {}
+  end
+  local answered = {}
+  for _, agent in ipairs(report.agents) do
+    local say = ({ ok = health.ok, warn = health.warn })[agent.level] or health.error
+    say(string.format("agent '%s': %s", agent.name, agent.text))
+    answered[agent.name] = true
+  end
+  return answered
 end
 
 function M.check()

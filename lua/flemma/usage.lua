@@ -68,6 +68,9 @@ function H.segments(entry, session)
   local request = {}
   if type(r.cost) == "number" then
     request[#request + 1] = { text = H.dollars(r.cost), hl = "FlemmaUsageCost", priority = 100 }
+  elseif r.reported_by == "agent" then
+    -- An agent that did not say what its turn cost: unknown (never priced from our table).
+    request[#request + 1] = { text = "cost unknown", hl = "FlemmaUsageCost", priority = 100 }
   end
   local percent = total_input > 0 and math.floor(cache_read / total_input * 100) or 0
   -- 0 % means nothing when the prompt is too short to be cached (or its minimum is unknown).

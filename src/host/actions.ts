@@ -23,6 +23,7 @@ import { decideChildCall, listTasks, rejectedWith, returnOf } from './tasks/comm
 import { runBufferFile } from '../files/command.js';
 import { completeItems } from './complete.js';
 import { listChats } from './chats/action.js';
+import { configuredAgents } from './acp/connect.js';
 
 export { ActionError };
 export type { HostInfo };
@@ -416,6 +417,13 @@ export const actions: { readonly [M in LuaToHostMethod]: Action<M> } = {
   /** The user's answer to a permission request of the buffer's agent (`acp.permission`). */
   'acp:answer': told((ctx, { bufnr, id, answer }) => {
     ctx.agents.answer(bufnr, id, answer);
+  }),
+  /** `:checkhealth flemma`: the agents of the user's `setup()` only (never a chat file's). */
+  'acp:probe': async (ctx, { names }) => ({
+    agents: await ctx.agents.probes.report(
+      configuredAgents(await ctx.config.get(ctx.lua)).values(),
+      names,
+    ),
   }),
   'tool:background': async (ctx, { bufnr, row }) => {
     const moved = await ctx.executor.background(bufnr, row);

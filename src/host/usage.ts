@@ -3,7 +3,7 @@
 // each priced request of a chat file (`./ledger.ts`). `:Flemma usage:estimate` is
 // the request builder's (`send/request.ts`).
 import { realpathSync } from 'node:fs';
-import type { ProviderEvent, Usage } from '../core/provider/types.js';
+import type { ProviderEvent, ReportedUsage, Usage } from '../core/provider/types.js';
 import { pricingFor, totalInput } from '../core/usage/cost.js';
 import { type ContextFigure, contextFigure } from '../core/context/meter.js';
 import { contextWindow, type WindowSource } from '../core/provider/windows.js';
@@ -26,6 +26,8 @@ export interface SendOptions {
 /** What one request reports while it streams. */
 export class RequestMeter {
   usage: Usage | undefined;
+  /** What an agent said itself of its turn (its cost, its window). */
+  reported: ReportedUsage | undefined;
   /** The reply asked for a tool (autopilot would go on). */
   toolUse = false;
   readonly startedAt = Date.now();
@@ -43,8 +45,10 @@ export class RequestMeter {
 
   observe(event: ProviderEvent): void {
     // The last report wins: a provider may send running totals.
-    if (event.type === 'usage') this.usage = event.usage;
-    else if (event.type === 'tool_use') this.toolUse = true;
+    if (event.type === 'usage') {
+      this.usage = event.usage;
+      this.reported = event.reported;
+    } else if (event.type === 'tool_use') this.toolUse = true;
   }
 }
 
@@ -125,7 +129,8 @@ export class UsageTracker {
     if (!completed || meter.usage === undefined) {
       return { record: undefined, toolUse: meter.toolUse };
     }
-    const pricing = pricingFor(meter.provider, meter.model);
+    const { reported } = meter;
+    const pricing = reported === undefined ? pricingFor(meter.provider, meter.model) : undefined;
     const record = makeRecord(
       {
         provider: meter.provider,
@@ -135,6 +140,7 @@ export class UsageTracker {
         ...(meter.filepath === undefined ? {} : { filepath: meter.filepath }),
         startedAt: meter.startedAt,
         completedAt: Date.now(),
+        ...(reported === undefined ? {} : { reported }),
       },
       pricing,
     );
@@ -144,7 +150,14 @@ export class UsageTracker {
     if (cap !== undefined) cap.spent += record.cost ?? 0;
     // The figure stays with the model the request went to: a later switch of model does not
     // change what this request filled of its window.
-    const context = contextFigure(totalInput(record), meter.window, meter);
+    const context = contextFigure(
+      reported?.context ?? totalInput(record),
+      // The agent's window, unless the user set one (`context.window`).
+      reported?.window === undefined || meter.window.source === 'configured'
+        ? meter.window
+        : { tokens: reported.window, source: 'agent' },
+      meter,
+    );
     this.contexts.set(bufnr, context);
     const params: LuaParams<'usage.show'> = {
       bufnr,

@@ -99,8 +99,11 @@ export interface HostServices extends HostBase {
   readonly recovery: RecoveryService;
   /** What the host holds of each buffer's settings, pushed by Lua. */
   readonly states: EditorStates;
-  /** The chats' ACP agents (docs/agents.md): the user's answers to their permission requests. */
-  readonly agents: Pick<AcpAgents, 'answer'>;
+  /**
+   * The chats' ACP agents (docs/agents.md): the user's answers to their permission requests, and
+   * `:checkhealth`'s look at the configured agents.
+   */
+  readonly agents: Pick<AcpAgents, 'answer' | 'probes'>;
   /** Forget everything kept about a buffer that went away. */
   forget(bufnr: number): void;
 }

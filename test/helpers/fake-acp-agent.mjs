@@ -3,6 +3,7 @@
 //   { "log": "/path/log.jsonl",        what it received, one JSON object a line
 //     "loadSession": true,             it says it can load sessions (default false)
 //     "authRequired": true,            session/new fails with -32000 until `authenticate`
+//     "initializeDelay": 1500,         answers `initialize` that many ms late
 //     "turns": [ { "match": "word", "steps": [ … ] }, … ] }
 // A prompt runs the steps of the first turn whose `match` is in the text of its last block (a
 // turn without `match` matches any; a transcript sent before the message is not looked at). Steps:
@@ -15,6 +16,8 @@
 //   { "crash": code }                       exits at once with `code`
 //   { "waitCancel": true }                  waits for session/cancel; the turn ends `cancelled`
 //   { "stop": "end_turn" }                  the stop reason (default end_turn)
+//   { "answerUsage": { "inputTokens": … } } the `usage` of the prompt's answer (a
+//                                           `usage_update` is an `update` step)
 import { appendFileSync, readFileSync } from 'node:fs';
 import { Readable, Writable } from 'node:stream';
 import * as acp from '@agentclientprotocol/sdk';
@@ -34,6 +37,8 @@ let authenticated = !script.authRequired;
 let sessions = 0;
 /** The cancel of the turn that waits for one. */
 let cancelled;
+/** The `usage` the running turn's answer carries (an `answerUsage` step). */
+let answerUsage;
 
 const DEFAULT_OPTIONS = [
   { optionId: 'allow-once', name: 'Allow once', kind: 'allow_once' },
@@ -72,6 +77,8 @@ async function runStep(client, sessionId, step) {
       toolCallId: step.permission.toolCall.toolCallId,
       outcome: answer.outcome,
     });
+  } else if (step.answerUsage) {
+    answerUsage = step.answerUsage;
   } else if (step.crash !== undefined) {
     process.exit(step.crash);
   } else if (step.waitCancel) {
@@ -85,8 +92,11 @@ async function runStep(client, sessionId, step) {
 
 const app = acp
   .agent({ name: 'fake-agent' })
-  .onRequest(acp.methods.agent.initialize, ({ params }) => {
+  .onRequest(acp.methods.agent.initialize, async ({ params }) => {
     log({ event: 'initialize', params });
+    if (script.initializeDelay) {
+      await new Promise((resolve) => setTimeout(resolve, script.initializeDelay));
+    }
     return {
       protocolVersion: acp.PROTOCOL_VERSION,
       agentCapabilities: {
@@ -122,6 +132,7 @@ const app = acp
     const last = promptText(params.prompt.slice(-1));
     const turn = (script.turns ?? []).find((t) => t.match === undefined || last.includes(t.match));
     let stopReason = 'end_turn';
+    answerUsage = undefined;
     for (const step of turn?.steps ?? [
       { update: { sessionUpdate: 'agent_message_chunk', content: { type: 'text', text: 'OK' } } },
     ]) {
@@ -129,7 +140,7 @@ const app = acp
       if (stop !== undefined) stopReason = stop;
       if (stop === 'cancelled') break;
     }
-    return { stopReason };
+    return answerUsage === undefined ? { stopReason } : { stopReason, usage: answerUsage };
   });
 
 const stream = acp.ndJsonStream(Writable.toWeb(process.stdout), Readable.toWeb(process.stdin));

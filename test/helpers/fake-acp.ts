@@ -12,6 +12,8 @@ export type Step = Record<string, unknown>;
 export interface FakeAgent {
   /** The agent's entry of `acp.agents`, as Lua source. */
   entry: string;
+  /** Its program's arguments (its command is this Node.js). */
+  args: string[];
   /** What the agent logged so far (one object per line of its log). */
   log(): Record<string, unknown>[];
   /** The entries of one kind (`prompt`, `permission`, `started`, …). */
@@ -36,6 +38,7 @@ export function fakeAgent(dir: string, script: Record<string, unknown>): FakeAge
       .map((line) => JSON.parse(line) as Record<string, unknown>);
   };
   return {
+    args: [FAKE_AGENT, scriptPath],
     entry: `{ command = ${JSON.stringify(process.execPath)}, args = { ${JSON.stringify(FAKE_AGENT)}, ${JSON.stringify(scriptPath)} } }`,
     log,
     events: (kind) => log().filter((entry) => entry['event'] === kind),

@@ -2,7 +2,8 @@
 // built with the SDK's agent side (test/helpers/fake-acp-agent.mjs): a streamed turn in the buffer,
 // the process ended with the buffer, a crash, cancel, an untrusted chat that cannot start one.
 import { describe, expect, it } from 'vitest';
-import { rmSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
 import { launch as launchOnce, launcher } from '../helpers/e2e.js';
 import {
   type FakeAgent,
@@ -15,6 +16,7 @@ import {
 import type { UserEvent } from '../helpers/driver.js';
 import { isAlive, waitForExit } from '../helpers/processes.js';
 import { tempDirs } from '../helpers/temp.js';
+import { usageBar } from '../helpers/usage.js';
 
 const temp = tempDirs();
 const launch = launcher();
@@ -376,5 +378,56 @@ describe('the chat file stays the record', () => {
     } finally {
       rmSync(home, { recursive: true, force: true });
     }
+  });
+});
+
+/** A `usage_update` of the agent: `used` of a 200k window, and its running cost if any. */
+function usageUpdate(used: number, dollars?: number): Step {
+  return {
+    update: {
+      sessionUpdate: 'usage_update',
+      used,
+      size: 200_000,
+      ...(dollars === undefined ? {} : { cost: { amount: dollars, currency: 'USD' } }),
+    },
+  };
+}
+
+describe('usage and cost the agent reports', () => {
+  it('shows its tokens and its own cost after each turn, into the session and the ledger; without a cost, the cost is unknown', async () => {
+    const answer = { answerUsage: { inputTokens: 3000, outputTokens: 420 } };
+    const { t } = await agentChat(
+      {
+        turns: [
+          { match: 'One', steps: [say('A.'), usageUpdate(12_000, 0.05), answer] },
+          { match: 'Two', steps: [say('B.'), usageUpdate(30_000, 0.08)] },
+          { match: 'Three', steps: [say('C.'), usageUpdate(40_000)] },
+        ],
+      },
+      ['@You:', 'One.'],
+    );
+    await sendAndWait(t);
+    // Its tokens, its window and its running cost less what it was before: $0.05, then $0.03.
+    expect(await usageBar(t.d)).toBe(
+      ' fake (acp) │ $0.0500 ↑3k / 200k (6%) ↓420 │ Σ1 $0.0500 ↑3k ↓420 ',
+    );
+    await writeLast(t, 'Two.');
+    await sendAndWait(t);
+    expect(await usageBar(t.d)).toMatch(
+      /^ fake \(acp\) │ \$0\.0300 ↑30k \/ 200k \(15%\) ↓0 │ Σ2 \$0\.0800 /,
+    );
+    await writeLast(t, 'Three.');
+    await sendAndWait(t);
+    expect(await usageBar(t.d)).toMatch(/^ fake \(acp\) │ cost unknown ↑40k .* │ Σ3 \$0\.0800 /);
+    // The costs it reported are in the usage ledger (the picker's costs): never one of our own.
+    const ledger = readFileSync(join(t.d.home, 'state', 'nvim', 'flemma', 'usage.jsonl'), 'utf8');
+    const lines = ledger
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
+    expect(lines).toMatchObject([
+      { provider: 'acp', model: 'fake', input: 3000, output: 420, cost: 0.05 },
+      { provider: 'acp', model: 'fake', cost: expect.closeTo(0.03, 10) as number },
+    ]);
   });
 });

@@ -8,6 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { type Driver, ROOT } from '../helpers/driver.js';
 import { neovimLauncher } from '../helpers/e2e.js';
 import { tempDirs } from '../helpers/temp.js';
+import { fakeAgent } from '../helpers/fake-acp.js';
 
 let driver: Driver | undefined;
 const temp = tempDirs();
@@ -180,5 +181,37 @@ describe(':checkhealth flemma', () => {
     symlinkSync('../package.json', join(fixture, 'src/link.json'));
     symlinkSync('a', join(fixture, 'src/linkdir'));
     expect(await luaHash(fixture)).toBe(nodeSourceHash(fixture));
+  });
+});
+
+describe(':checkhealth flemma, the agents', () => {
+  it('says what each agent of the setup answers to initialize: a chat’s running agent without a new process', async () => {
+    const chatting = fakeAgent(temp('flemma-health-acp-'), {});
+    const other = fakeAgent(temp('flemma-health-acp-'), { loadSession: true });
+    const agents = `fake = ${chatting.entry}, other = ${other.entry}`;
+    const d = await launch({
+      config: `{ provider = "acp", parameters = { acp = { agent = "fake" } }, acp = { agents = { ${agents} } } }`,
+      chat: ['@You:', 'Hello.'],
+    });
+    driver = d;
+    const after = d.eventCount;
+    await d.command('Flemma send');
+    await d.waitForEvent('FlemmaRequestFinished', { after });
+    const lines = await checkhealth(d);
+    const ok = items(section(lines, 'Agents (ACP)'), 'OK');
+    const caps =
+      'prompt: image no, audio no, embedded context yes; MCP: http no, sse no; sign-in: none asked';
+    expect(ok, lines.join('\n')).toEqual(
+      expect.arrayContaining([
+        `agent 'fake': fake-agent 1.2.3; protocol 1; load session: no; ${caps} (a chat's agent, running)`,
+        `agent 'other': fake-agent 1.2.3; protocol 1; load session: yes; ${caps}`,
+      ]),
+    );
+    // The ready entries the setup did not set are not run (`npx -y` would install them).
+    expect(section(lines, 'Agents (ACP)').join('\n')).toMatch(
+      /not started to ask their version \(ready entries your setup\(\) did not set\): claude, codex/,
+    );
+    expect(chatting.events('started')).toHaveLength(1);
+    expect(other.events('started')).toHaveLength(1);
   });
 });

@@ -12,10 +12,12 @@ import type {
   ToolCallContent,
   ToolCallStatus,
   ToolKind,
+  UsageUpdate,
 } from '@agentclientprotocol/sdk';
 import { commonEnds } from '../util/common-ends.js';
 import { fenceFor } from '../chat/writer.js';
 import type { ProviderEvent } from '../provider/types.js';
+import { turnUsage } from './usage.js';
 
 /** What the buffer shows of a content block: its text, or a line naming what it is. */
 export function contentText(block: ContentBlock): string {
@@ -127,9 +129,18 @@ export class AgentTurn {
   private written = false;
   /** A block was written last: the next text starts after a blank line. */
   private afterBlock = false;
+  /** The turn's last `usage_update` (running figures: the last wins). */
+  private usage: UsageUpdate | undefined;
+
+  /** `costBefore`: the session's running cost (USD) before the turn, as the agent reported it. */
+  constructor(private readonly costBefore = 0) {}
 
   /** The events one update gives. */
   push(update: SessionUpdate): ProviderEvent[] {
+    if (update.sessionUpdate === 'usage_update') {
+      this.usage = update;
+      return [];
+    }
     if (update.sessionUpdate === 'agent_thought_chunk') {
       const text = contentText(update.content);
       this.thought += text;
@@ -176,9 +187,10 @@ export class AgentTurn {
     return [...this.flushThought(), ...this.block(text)];
   }
 
-  /** The turn ended: the thinking not yet written. */
-  finish(): ProviderEvent[] {
-    return this.flushThought();
+  /** The turn ended: the thinking not yet written, and what the agent reported of its usage
+   * (`usage`: the prompt answer's, when it has one). */
+  finish(usage?: unknown): ProviderEvent[] {
+    return [...this.flushThought(), ...turnUsage(this.usage, usage, this.costBefore)];
   }
 
   private updateCall(

@@ -60,6 +60,7 @@ const WINDOW_WORDS: Record<WindowSource, string> = {
   model: 'the model table',
   'provider floor': "the provider's smallest window (model not in the table)",
   default: 'the default for an unknown provider',
+  agent: 'the agent',
 };
 
 /** Where a window comes from, in words. */

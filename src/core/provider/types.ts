@@ -84,6 +84,19 @@ export interface Usage {
 }
 
 /**
+ * What an ACP agent says itself of its turn beyond the token counts (src/core/acp/usage.ts): the
+ * cost then is its own, never our price table's (absent: unknown).
+ */
+export interface ReportedUsage {
+  /** What the turn cost, in US dollars, as the agent counts it. */
+  cost?: number;
+  /** The tokens in its context after the turn. */
+  context?: number;
+  /** Its model's context window. */
+  window?: number;
+}
+
+/**
  * What an adapter yields while a reply streams, in buffer order. Text arrives as deltas; thinking,
  * tool uses and redacted thinking arrive as whole blocks once complete (the caller writes them
  * with `src/core/chat/writer.ts`). `progress` events only feed the indicator.
@@ -101,7 +114,7 @@ export type ProviderEvent =
       invalid?: string;
     }
   | { type: 'progress'; phase: 'thinking' | 'tool_input'; characters: number; toolName?: string }
-  | { type: 'usage'; usage: Usage }
+  | { type: 'usage'; usage: Usage; reported?: ReportedUsage }
   | { type: 'warning'; message: string }
   | { type: 'done'; stopReason: string };
 

@@ -121,7 +121,7 @@ const WINDOWS: Readonly<Record<string, ProviderWindows>> = {
 export const UNKNOWN_PROVIDER_WINDOW = 32_768;
 
 /** Where a context window comes from. */
-export type WindowSource = 'configured' | 'model' | 'provider floor' | 'default';
+export type WindowSource = 'configured' | 'model' | 'provider floor' | 'default' | 'agent';
 
 /**
  * The context window of `model` of `provider`, and where it comes from; `configured` (the

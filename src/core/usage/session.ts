@@ -1,6 +1,6 @@
 // The session: every completed request of this host, with its token counts, its prices and what
 // it cost (docs/usage.md, "The session"). Totals feed the usage bar, the statusline and the spend cap.
-import type { Usage } from '../provider/types.js';
+import type { ReportedUsage, Usage } from '../provider/types.js';
 import { type Pricing, pricingFor, requestCost, type TokenCounts, tokenCounts } from './cost.js';
 
 /** One completed request. Prices and cost are absent when the model has no price entry. */
@@ -20,6 +20,11 @@ export interface RequestRecord extends TokenCounts {
   completed_at: number;
   /** USD. */
   cost?: number;
+  /**
+   * An agent's own figures (an ACP agent): its cost when it reported one, never a price of the
+   * table; without one the cost is unknown.
+   */
+  reported_by?: 'agent';
 }
 
 export interface SessionTotals {
@@ -41,6 +46,8 @@ export interface CompletedRequest {
   /** Milliseconds since the epoch. */
   startedAt: number;
   completedAt: number;
+  /** What the agent said itself (an ACP agent's turn): its cost is the record's. */
+  reported?: ReportedUsage;
 }
 
 /** The record of a completed request; `pricing` defaults to the table's entry for its model. */
@@ -62,7 +69,10 @@ export function makeRecord(
     completed_at: done.completedAt / 1000,
   };
   if (done.filepath !== undefined) record.filepath = done.filepath;
-  if (pricing !== undefined) {
+  if (done.reported !== undefined) {
+    record.reported_by = 'agent';
+    if (done.reported.cost !== undefined) record.cost = done.reported.cost;
+  } else if (pricing !== undefined) {
     record.input_price = pricing.input;
     record.output_price = pricing.output;
     if (pricing.cache_read !== undefined) record.cache_read_price = pricing.cache_read;

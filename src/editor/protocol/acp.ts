@@ -8,13 +8,25 @@ export type AgentAnswer = 'allow' | 'allow_always' | 'reject';
 
 const ANSWERS: readonly AgentAnswer[] = ['allow', 'allow_always', 'reject'];
 
+/** One configured agent's line of `:checkhealth flemma` (`acp:probe`). */
+export interface AgentHealth {
+  name: string;
+  level: 'ok' | 'warn' | 'error';
+  text: string;
+}
+
 export interface AcpActions {
   /** The user answered the permission request `id` of the buffer's agent (`acp.permission`). */
   'acp:answer': Method<{ bufnr: number; id: string; answer: AgentAnswer }, null>;
+  /**
+   * `:checkhealth flemma`: what the agents of `acp.agents` answer to `initialize`: those a chat
+   * runs, and those of `names` (started for it).
+   */
+  'acp:probe': Method<{ names: string[] }, { agents: AgentHealth[] }>;
 }
 
 interface Spec<M extends keyof AcpActions> extends Doc {
-  readonly kind: 'notification';
+  readonly kind: 'notification' | 'call';
   readonly decode: (raw: unknown) => AcpActions[M]['params'];
 }
 
@@ -32,6 +44,21 @@ export const ACP_ACTIONS: { readonly [M in keyof AcpActions]: Spec<M> } = {
         );
       }
       return { bufnr: bufnrOf(raw), id, answer };
+    },
+  },
+  'acp:probe': {
+    kind: 'call',
+    params: '`{names}`: the agents that may be started to ask',
+    answer:
+      "`{agents}`: per agent of the setup's `acp.agents` a chat runs or `names` has, `{name, level, text}` (`level` `ok`, `warn` or `error`)",
+    decode: (raw) => {
+      const given = field(raw, 'names') ?? [];
+      // An empty Lua table may arrive as a map.
+      const names = typeof given === 'object' && Object.keys(given).length === 0 ? [] : given;
+      if (!Array.isArray(names) || !names.every((name) => typeof name === 'string')) {
+        throw new ActionError(`expected { names = { "agent", … } }, got ${JSON.stringify(raw)}`);
+      }
+      return { names };
     },
   },
 };

@@ -6,12 +6,14 @@
 // starts a new process. Its permission requests: the approval chain's answer, else the user's
 // (`acp.permission`, answered by `acp:answer`), each recorded in the reply.
 import type {
+  InitializeResponse,
   PromptCapabilities,
   RequestPermissionRequest,
   RequestPermissionResponse,
   SessionNotification,
 } from '@agentclientprotocol/sdk';
 import { AgentTurn } from '../../core/acp/updates.js';
+import { dollarsOf } from '../../core/acp/usage.js';
 import {
   type SessionMark,
   continues,
@@ -31,6 +33,7 @@ import {
 import type { HostBase } from '../base.js';
 import { AgentError, type AgentClient, AgentProcess, type AgentSpec } from './process.js';
 import { EventQueue } from './queue.js';
+import { AgentProbes } from './probe.js';
 
 /** A chat's agent: its process, its session, the turn that listens to it. */
 interface ChatAgent {
@@ -48,6 +51,8 @@ interface ChatAgent {
   turnSignal: AbortSignal | undefined;
   /** A block of the running turn's reply, written after what came so far. */
   note: ((text: string) => void) | undefined;
+  /** Each session's running cost (USD) as the agent last reported it (`usage_update`). */
+  costs: Map<string, number>;
 }
 
 /** How the reply records the user's answer. */
@@ -64,6 +69,14 @@ function requestText(request: RequestPermissionRequest): string {
   return `${request.toolCall.kind ?? 'other'}: ${title}`;
 }
 
+/** A session's running cost, kept from every `usage_update` (those of a loaded session too). */
+function keepCost(costs: Map<string, number>, notification: SessionNotification): void {
+  const { update, sessionId } = notification;
+  if (update.sessionUpdate !== 'usage_update') return;
+  const dollars = dollarsOf(update.cost);
+  if (dollars !== undefined) costs.set(sessionId, dollars);
+}
+
 function specKey(spec: AgentSpec, cwd: string): string {
   return JSON.stringify([spec.command, spec.args, spec.env, cwd]);
 }
@@ -74,6 +87,7 @@ export class AcpAgents {
   /** The permission requests waiting for the user, by `<bufnr>:<id>`. */
   private readonly waiting = new Map<string, (answer: PermissionAnswer) => void>();
   private exitHook: (() => void) | undefined;
+  private probing: AgentProbes | undefined;
 
   constructor(
     private readonly base: Pick<HostBase, 'logger' | 'lua'>,
@@ -125,6 +139,28 @@ export class AcpAgents {
     }));
   }
 
+  /** `:checkhealth`'s look at the configured agents (a running chat's agent answers itself). */
+  get probes(): AgentProbes {
+    this.probing ??= new AgentProbes(this.base, (spec) => this.initialized(spec));
+    return this.probing;
+  }
+
+  /**
+   * What a chat's running agent with `spec`'s command, arguments and environment answered to
+   * `initialize` (`:checkhealth`, without starting another), if one runs.
+   */
+  initialized(spec: AgentSpec): InitializeResponse | undefined {
+    const key = JSON.stringify([spec.command, spec.args, spec.env]);
+    for (const chat of this.chats.values()) {
+      const { process } = chat;
+      const own = JSON.stringify([process.spec.command, process.spec.args, process.spec.env]);
+      if (own === key && process.alive && process.initialize !== undefined) {
+        return process.initialize;
+      }
+    }
+    return undefined;
+  }
+
   /** The chat's agent, started (and its session made) when it has none or its agent changed. */
   private chat(context: PermissionContext, spec: AgentSpec, cwd: string): ChatAgent {
     const { bufnr } = context;
@@ -136,7 +172,10 @@ export class AcpAgents {
     }
     if (known !== undefined) void known.process.stop();
     const client: AgentClient = {
-      update: (notification) => chat.listener?.(notification),
+      update: (notification) => {
+        keepCost(chat.costs, notification);
+        chat.listener?.(notification);
+      },
       permission: (request, signal) => this.permission(chat, request, signal),
     };
     const process = new AgentProcess(spec, cwd, client, this.base.logger);
@@ -148,6 +187,7 @@ export class AcpAgents {
       context,
       turnSignal: undefined,
       note: undefined,
+      costs: new Map(),
       ready: process.start(),
     };
     chat.ready.catch(() => undefined);
@@ -181,7 +221,7 @@ export class AcpAgents {
     // A new session on a chat with earlier turns: the transcript goes along, in the one message.
     const prompt = fresh ? transcriptPrompt(request, caps, cwd) : promptBlocks(request, caps, cwd);
     const queue = new EventQueue<ProviderEvent>();
-    const turn = new AgentTurn();
+    const turn = new AgentTurn(chat.costs.get(sessionId));
     chat.listener = (notification) => {
       if (notification.sessionId === sessionId) queue.push(turn.push(notification.update));
     };
@@ -195,8 +235,8 @@ export class AcpAgents {
       queue.push(turn.note(text));
     };
     failure(spec, chat.process.prompt(sessionId, prompt)).then(
-      (stopReason) => {
-        queue.push([...turn.finish(), { type: 'done', stopReason }]);
+      ({ stopReason, usage }) => {
+        queue.push([...turn.finish(usage), { type: 'done', stopReason }]);
         queue.close();
       },
       (error: unknown) => {

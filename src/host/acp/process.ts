@@ -293,13 +293,19 @@ export class AgentProcess {
     }
   }
 
-  /** One turn: `session/prompt`, its stop reason. */
-  async prompt(sessionId: string, prompt: ContentBlock[]): Promise<StopReason> {
+  /**
+   * One turn: `session/prompt`, its stop reason and the usage the answer reports (`usage`, not in
+   * the stable schema yet: passed on as it came, src/core/acp/usage.ts reads it).
+   */
+  async prompt(
+    sessionId: string,
+    prompt: ContentBlock[],
+  ): Promise<{ stopReason: StopReason; usage: unknown }> {
     const acp = await loadAcp();
-    const answer = await this.request((agent) =>
+    const answer: { stopReason: StopReason; usage?: unknown } = await this.request((agent) =>
       agent.request(acp.methods.agent.session.prompt, { sessionId, prompt }),
     );
-    return answer.stopReason;
+    return { stopReason: answer.stopReason, usage: answer.usage };
   }
 
   /** `session/cancel` (a notification: the prompt then ends with `cancelled`). */
