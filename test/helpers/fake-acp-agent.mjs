@@ -15,6 +15,8 @@
 //   { "crash": code }                       exits at once with `code`
 //   { "waitCancel": true }                  waits for session/cancel; the turn ends `cancelled`
 //   { "stop": "end_turn" }                  the stop reason (default end_turn)
+//   { "permissions": [ { "toolCall": … }, … ] }   several session/request_permission at once;
+//                                           waits for every answer (each outcome logged)
 import { appendFileSync, readFileSync } from 'node:fs';
 import { Readable, Writable } from 'node:stream';
 import * as acp from '@agentclientprotocol/sdk';
@@ -45,6 +47,16 @@ function promptText(prompt) {
   return prompt.map((block) => (block.type === 'text' ? block.text : '')).join('');
 }
 
+// Permission requests: one, or several at once (`permissions`).
+async function askPermission(client, sessionId, ask) {
+  const answer = await client.request(acp.methods.client.session.requestPermission, {
+    sessionId,
+    toolCall: ask.toolCall,
+    options: ask.options ?? DEFAULT_OPTIONS,
+  });
+  log({ event: 'permission', toolCallId: ask.toolCall.toolCallId, outcome: answer.outcome });
+}
+
 async function runStep(client, sessionId, step) {
   if (step.update) {
     await client.notify(acp.methods.client.session.update, { sessionId, update: step.update });
@@ -62,16 +74,9 @@ async function runStep(client, sessionId, step) {
     // When the last one was written (a clock other processes share, for benchmarks).
     log({ event: 'chunks-sent', at: performance.timeOrigin + performance.now() });
   } else if (step.permission) {
-    const answer = await client.request(acp.methods.client.session.requestPermission, {
-      sessionId,
-      toolCall: step.permission.toolCall,
-      options: step.permission.options ?? DEFAULT_OPTIONS,
-    });
-    log({
-      event: 'permission',
-      toolCallId: step.permission.toolCall.toolCallId,
-      outcome: answer.outcome,
-    });
+    await askPermission(client, sessionId, step.permission);
+  } else if (step.permissions) {
+    await Promise.all(step.permissions.map((ask) => askPermission(client, sessionId, ask)));
   } else if (step.crash !== undefined) {
     process.exit(step.crash);
   } else if (step.waitCancel) {

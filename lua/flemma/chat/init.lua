@@ -213,6 +213,11 @@ function M.cycle(bufnr, ticket)
     notify.warn("not a chat buffer")
     return false
   end
+  -- An agent's permission requests wait (docs/agents.md): an edited status answers one, else
+  -- the cursor goes to the first (nothing is sent).
+  if acp.cycle(bufnr) then
+    return false
+  end
   -- Slash commands (flemma.slash): an unknown one refuses the send, an action runs instead.
   if files.refuse(bufnr) or slash.before_send(bufnr, ui.read(bufnr)) then
     return false
@@ -326,7 +331,9 @@ function M.bindings(bufnr)
     M.execute_from_insert(bufnr)
   end, "run the tool call under the cursor, then back to Insert mode")
   map("n", normal.tool_diff == nil and "gD" or normal.tool_diff, function()
-    diff.request(bufnr)
+    if not acp.diff(bufnr) then
+      diff.request(bufnr)
+    end
   end, "show the pending file change under the cursor as a diff")
   map("n", normal.cancel or "<C-c>", function()
     M.cancel(bufnr)
