@@ -22,7 +22,7 @@ local waiting = {}
 local HINT = "<M-CR> or :Flemma tool:approve allows, :Flemma tool:reject rejects"
 
 --- What a status edited in a placeholder answers.
-local EDITED = { approved = "allow", rejected = "reject" }
+local EDITED = { approved = "allow", rejected = "reject", denied = "reject" }
 
 local function message_key(bufnr, id)
   return string.format("acp:%d:%s", bufnr, id)
@@ -52,13 +52,25 @@ function M.permission(params)
   attention.signal({ bufnr = bufnr, reason = "approval", tools = { params.message } })
 end
 
+--- Request `id` of `bufnr` waits no more (its message goes); false when it did not wait.
+local function settle(bufnr, id)
+  local i = index_of(bufnr, id)
+  if not i then
+    return false
+  end
+  notify.retract(table.remove(waiting[bufnr], i).key)
+  return true
+end
+
 --- `acp.settled {bufnr, id}`: it was answered, or cancelled.
 function M.settled(params)
-  local i = index_of(params.bufnr, params.id)
-  if i then
-    local entry = table.remove(waiting[params.bufnr], i)
-    notify.retract(entry.key)
-  end
+  settle(params.bufnr, params.id)
+end
+
+--- The requests waiting in `bufnr`, or nil when none waits.
+local function waiting_in(bufnr)
+  local list = waiting[bufnr]
+  return list and #list > 0 and list or nil
 end
 
 --- The placeholders of the buffer's waiting requests, by id.
@@ -75,8 +87,8 @@ end
 --- The waiting request the cursor is in (its placeholder), else the first that waits; nil when
 --- none waits in `bufnr`.
 function M.target(bufnr)
-  local list = waiting[bufnr]
-  if not list or #list == 0 then
+  local list = waiting_in(bufnr)
+  if not list then
     return nil
   end
   if vim.api.nvim_get_current_buf() == bufnr then
@@ -92,12 +104,9 @@ end
 
 --- Answer request `id` of `bufnr` (`allow`, `allow_always` or `reject`).
 function M.answer_id(bufnr, id, answer)
-  local i = index_of(bufnr, id)
-  if not i then
+  if not settle(bufnr, id) then
     return false
   end
-  local entry = table.remove(waiting[bufnr], i)
-  notify.retract(entry.key)
   host.notify("acp:answer", { bufnr = bufnr, id = id, answer = answer })
   return true
 end
@@ -112,8 +121,8 @@ end
 --- `rejected` is answered so; the cursor goes to the first still waiting, and a message says
 --- what it waits for. False when none waits (the step goes on as usual).
 function M.cycle(bufnr)
-  local list = waiting[bufnr]
-  if not list or #list == 0 then
+  local list = waiting_in(bufnr)
+  if not list then
     return false
   end
   local blocks = placeholders(bufnr)

@@ -16,8 +16,8 @@
 --- kinds: `thinking` (`redacted`, `self_closing`), `tool_use` (`name`, `id`), `tool_result`
 --- (`id`, `status`, `error`), `code` (a fence in message text; `lang`), `aborted` (one line),
 --- `slash` (a slash command line of a `@You:` message; `name`, `args`, `name_end`),
---- `permission` (an agent's permission placeholder in an `@Assistant:` message; `id`, `status`:
---- `pending`, `approved`, `rejected` or `aborted` for a cancelled one; `always`).
+--- `permission` (an agent's permission placeholder in an `@Assistant:` message; `id`, `status`
+--- as a tool result's, `aborted` for a cancelled one; `always`).
 --- A tool block whose fence is not closed has `open = true` (it is still being written).
 local M = {}
 
@@ -174,19 +174,6 @@ function M.thinking_label(line)
   return nil
 end
 
---- The statuses of an agent's permission placeholder (src/core/acp/permissions.ts).
-local PERMISSION_STATUS = {
-  pending = "pending",
-  approved = "approved",
-  approve = "approved",
-  rejected = "rejected",
-  reject = "rejected",
-  denied = "rejected",
-  deny = "rejected",
-  cancelled = "aborted",
-  aborted = "aborted",
-}
-
 --- An agent's permission placeholder at row `i` of an `@Assistant:` message: the header
 --- `**Agent Permission:** `id` what` and its `flemma:tool` fence; nil for any other line.
 local function agent_permission(lines, offset, i, to, msg)
@@ -205,7 +192,8 @@ local function agent_permission(lines, offset, i, to, msg)
     end_row = close_row or to,
     msg = msg,
     id = id,
-    status = PERMISSION_STATUS[status or ""] or "pending",
+    -- The statuses of a tool placeholder's fence, and `cancelled` (an aborted request).
+    status = status == "cancelled" and "aborted" or STATUS_ALIASES[status or ""] or "pending",
     always = info:match("scope=always") ~= nil or nil,
     open = close_row == nil or nil,
   }
