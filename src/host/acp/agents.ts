@@ -204,6 +204,8 @@ export class AcpAgents {
         queue.close();
       },
       (error: unknown) => {
+        // A crash: what it asked waits no more, and its placeholders say so.
+        settleAll(chat);
         queue.fail(error);
       },
     );
