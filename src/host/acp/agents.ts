@@ -200,11 +200,12 @@ export class AcpAgents {
     };
     failure(spec, chat.process.prompt(sessionId, prompt)).then(
       (stopReason) => {
+        // The turn is over: nothing it asked waits any more.
+        settleAll(chat);
         queue.push([...turn.finish(), { type: 'done', stopReason }]);
         queue.close();
       },
       (error: unknown) => {
-        // A crash: what it asked waits no more, and its placeholders say so.
         settleAll(chat);
         queue.fail(error);
       },
