@@ -466,6 +466,20 @@ describe('the agent’s permission requests', () => {
     });
   });
 
+  it('<M-CR> in Insert mode allows it, and Insert mode comes back', async () => {
+    const { t, agent } = await agentChat({ turns: [{ steps: [LS, { waitCancel: true }] }] }, [
+      '@You:',
+      'List.',
+    ]);
+    await t.d.command('Flemma send');
+    await waitForText(t, placeholder('ls_1', 'execute', 'status=pending'));
+    await t.d.press('i');
+    await t.d.press('<M-CR>');
+    await waitForText(t, placeholder('ls_1', 'execute', 'status=approved'));
+    expect(outcomes(agent)).toEqual({ ls_1: { outcome: 'selected', optionId: 'allow-once' } });
+    await t.d.waitUntil('return vim.api.nvim_get_mode().mode == "i"');
+  });
+
   it('an edit that carries its diff opens in the diff view, whose approve allows it once', async () => {
     const diff = { type: 'diff', path: 'notes.txt', oldText: 'teh milk\n', newText: 'the milk\n' };
     const { t, agent } = await agentChat(

@@ -273,9 +273,10 @@ function M.execute_tool(bufnr, ticket)
     notify.warn("not a chat buffer")
     return false
   end
-  -- An agent's permission request waits (docs/agents.md): this allows it.
+  -- An agent's permission request waits (docs/agents.md): this allows it. From Insert mode
+  -- (`ticket`), false: no step runs, so the caller brings Insert mode back at once.
   if acp.answer(bufnr, "allow") then
-    return true
+    return ticket == nil
   end
   -- Not on a call in a reply still being written (its input may be half there).
   if guard.refuse(bufnr) or files.refuse(bufnr) then
