@@ -16,7 +16,8 @@
 //   { "waitCancel": true }                  waits for session/cancel; the turn ends `cancelled`
 //   { "stop": "end_turn" }                  the stop reason (default end_turn)
 //   { "permissions": [ { "toolCall": … }, … ] }   several session/request_permission at once;
-//                                           waits for every answer (each outcome logged)
+//                                           waits for every answer (each outcome logged);
+//                                           with "crashOnAnswer": code, exits at the first
 import { appendFileSync, readFileSync } from 'node:fs';
 import { Readable, Writable } from 'node:stream';
 import * as acp from '@agentclientprotocol/sdk';
@@ -76,7 +77,12 @@ async function runStep(client, sessionId, step) {
   } else if (step.permission) {
     await askPermission(client, sessionId, step.permission);
   } else if (step.permissions) {
-    await Promise.all(step.permissions.map((ask) => askPermission(client, sessionId, ask)));
+    await Promise.all(
+      step.permissions.map(async (ask) => {
+        await askPermission(client, sessionId, ask);
+        if (step.crashOnAnswer !== undefined) process.exit(step.crashOnAnswer);
+      }),
+    );
   } else if (step.crash !== undefined) {
     process.exit(step.crash);
   } else if (step.waitCancel) {

@@ -433,6 +433,37 @@ describe('the agent’s permission requests', () => {
     expect(text).toContain('<!-- flemma:aborted: Response interrupted by the user. -->');
   });
 
+  it('an agent that crashes while one waits: its placeholder says cancelled', async () => {
+    const { t } = await agentChat(
+      {
+        turns: [
+          {
+            steps: [
+              {
+                permissions: ['ls_a', 'ls_b'].map((id) =>
+                  permissionCall(id, 'execute', { rawInput: { command: `ls ${id}` } }),
+                ),
+                crashOnAnswer: 7,
+              },
+            ],
+          },
+        ],
+      },
+      ['@You:', 'List.'],
+    );
+    const after = t.d.eventCount;
+    await t.d.command('Flemma send');
+    await waitForText(t, placeholder('ls_b', 'execute', 'status=pending'));
+    await cursorOn(t, 'ls_a');
+    await t.d.press('<M-CR>');
+    const finished = await t.d.waitForEvent('FlemmaRequestFinished', { after });
+    expect(finished.data).toMatchObject({ status: 'errored' });
+    const text = (await t.lines()).join('\n');
+    expect(text).toContain(placeholder('ls_a', 'execute', 'status=approved'));
+    expect(text).toContain(placeholder('ls_b', 'execute', 'status=cancelled'));
+    expect(text).toMatch(/<!-- flemma:aborted: .*exit code 7/);
+  });
+
   it('<C-]> while one waits goes to its placeholder and says it waits; a status edited in it is its answer', async () => {
     const { t, agent } = await agentChat({ turns: [{ steps: [LS, LS2] }] }, ['@You:', 'List.']);
     const after = t.d.eventCount;
