@@ -112,10 +112,13 @@ export class ReplyRecord {
     this.changed(this.reply + text, content, owed);
   }
 
-  /** A block inserted `at` characters into the reply (thinking written where it happened). */
-  insert(at: number, text: string, content: string, owed = ''): void {
+  /**
+   * A block inserted `at` characters into the reply (thinking written where it happened), in
+   * place of the `removed` characters there (a block rewritten).
+   */
+  insert(at: number, text: string, content: string, owed = '', removed = 0): void {
     if (this.complete) return;
-    this.changed(this.reply.slice(0, at) + text + this.reply.slice(at), content, owed);
+    this.changed(this.reply.slice(0, at) + text + this.reply.slice(at + removed), content, owed);
   }
 
   private changed(reply: string, content: string, owed: string): void {

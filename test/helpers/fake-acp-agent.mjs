@@ -18,6 +18,9 @@
 //   { "stop": "end_turn" }                  the stop reason (default end_turn)
 //   { "answerUsage": { "inputTokens": … } } the `usage` of the prompt's answer (a
 //                                           `usage_update` is an `update` step)
+//   { "permissions": [ { "toolCall": … }, … ] }   several session/request_permission at once;
+//                                           waits for every answer (each outcome logged);
+//                                           with "crashOnAnswer": code, exits at the first
 import { appendFileSync, readFileSync } from 'node:fs';
 import { Readable, Writable } from 'node:stream';
 import * as acp from '@agentclientprotocol/sdk';
@@ -50,6 +53,16 @@ function promptText(prompt) {
   return prompt.map((block) => (block.type === 'text' ? block.text : '')).join('');
 }
 
+// Permission requests: one, or several at once (`permissions`).
+async function askPermission(client, sessionId, ask) {
+  const answer = await client.request(acp.methods.client.session.requestPermission, {
+    sessionId,
+    toolCall: ask.toolCall,
+    options: ask.options ?? DEFAULT_OPTIONS,
+  });
+  log({ event: 'permission', toolCallId: ask.toolCall.toolCallId, outcome: answer.outcome });
+}
+
 async function runStep(client, sessionId, step) {
   if (step.update) {
     await client.notify(acp.methods.client.session.update, { sessionId, update: step.update });
@@ -67,16 +80,14 @@ async function runStep(client, sessionId, step) {
     // When the last one was written (a clock other processes share, for benchmarks).
     log({ event: 'chunks-sent', at: performance.timeOrigin + performance.now() });
   } else if (step.permission) {
-    const answer = await client.request(acp.methods.client.session.requestPermission, {
-      sessionId,
-      toolCall: step.permission.toolCall,
-      options: step.permission.options ?? DEFAULT_OPTIONS,
-    });
-    log({
-      event: 'permission',
-      toolCallId: step.permission.toolCall.toolCallId,
-      outcome: answer.outcome,
-    });
+    await askPermission(client, sessionId, step.permission);
+  } else if (step.permissions) {
+    await Promise.all(
+      step.permissions.map(async (ask) => {
+        await askPermission(client, sessionId, ask);
+        if (step.crashOnAnswer !== undefined) process.exit(step.crashOnAnswer);
+      }),
+    );
   } else if (step.answerUsage) {
     answerUsage = step.answerUsage;
   } else if (step.crash !== undefined) {

@@ -258,11 +258,66 @@ describe('trust', () => {
 
 /** A permission request of the fake agent for a call of `kind`. */
 function asks(id: string, kind: string, fields: Record<string, unknown>): Step {
-  return { permission: { toolCall: { toolCallId: id, title: `${kind} ${id}`, kind, ...fields } } };
+  return { permission: permissionCall(id, kind, fields) };
 }
 
+function permissionCall(
+  id: string,
+  kind: string,
+  fields: Record<string, unknown>,
+): Record<string, unknown> {
+  return { toolCall: { toolCallId: id, title: `${kind} ${id}`, kind, ...fields } };
+}
+
+/** The placeholder of request `id` (of `kind`, titled as `asks` titles it) with fence `status`. */
+function placeholder(id: string, kind: string, status: string): string {
+  return [
+    `**Agent Permission:** \`${id}\` ${kind}: ${kind} ${id}`,
+    '',
+    `\`\`\`flemma:tool ${status}`,
+    '```',
+  ].join('\n');
+}
+
+/** Waits until the chat shows `text` (whole lines). */
+async function waitForText(t: Session, text: string): Promise<void> {
+  await t.d.waitUntil(
+    'return table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), "\\n"):find(..., 1, true) ~= nil',
+    { args: [text] },
+  );
+}
+
+/** The outcome the agent logged for each request, by its call id. */
+function outcomes(agent: FakeAgent): Record<string, unknown> {
+  return Object.fromEntries(
+    agent
+      .events('permission')
+      .map((e): [string, unknown] => [String(e['toolCallId']), e['outcome']]),
+  );
+}
+
+/** The permission placeholders the scan finds in the chat: id and status. */
+async function scanned(t: Session): Promise<{ id: string; status: string }[]> {
+  return t.d.lua(`local out = {}
+    for _, b in ipairs(require("flemma.ui").read(0).blocks) do
+      if b.kind == "permission" then out[#out + 1] = { id = b.id, status = b.status } end
+    end
+    return out`);
+}
+
+/** Moves the cursor into the placeholder of `id`. */
+async function cursorOn(t: Session, id: string): Promise<void> {
+  const row = (await t.lines()).findIndex((line) =>
+    line.startsWith(`**Agent Permission:** \`${id}\``),
+  );
+  await t.d.lua('vim.api.nvim_win_set_cursor(0, { ..., 0 })', row + 3);
+}
+
+const LS = asks('ls_1', 'execute', { rawInput: { command: 'ls' } });
+const LS2 = asks('ls_2', 'execute', { rawInput: { command: 'ls -a' } });
+
 describe('the agent’s permission requests', () => {
-  it('are judged by the approval chain (a preset approves, a preset’s deny refuses); the rest wait for the user, who answers with <M-CR> and the approve/reject commands', async () => {
+  it('are judged by the approval chain (a preset approves, a preset’s deny refuses); the rest wait as placeholders the user answers with <M-CR> and the approve/reject commands', async () => {
     const { t, agent } = await agentChat(
       {
         turns: [
@@ -271,7 +326,7 @@ describe('the agent’s permission requests', () => {
               asks('edit_1', 'edit', { locations: [{ path: 'notes.txt' }] }),
               asks('fetch_1', 'fetch', { rawInput: { url: 'https://example.test/' } }),
               asks('rm_1', 'execute', { rawInput: { command: 'rm -rf build' } }),
-              asks('ls_1', 'execute', { rawInput: { command: 'ls' } }),
+              LS,
               asks('env_1', 'edit', { locations: [{ path: '.env' }] }),
               say('Asked.'),
             ],
@@ -294,20 +349,21 @@ describe('the agent’s permission requests', () => {
     await t.d.waitForNotification(
       /fake asks: execute: execute rm_1 \(<M-CR> or :Flemma tool:approve/,
     );
+    await waitForText(t, placeholder('rm_1', 'execute', 'status=pending'));
     await t.d.command('Flemma tool:reject');
-    // bash waits for the user, who allows it with <M-CR> while the reply streams.
+    // bash waits for the user in its placeholder, found by the scan; <M-CR> allows it.
     await t.d.waitForNotification(/fake asks: execute: execute ls_1/);
+    await waitForText(t, placeholder('ls_1', 'execute', 'status=pending'));
+    expect(await scanned(t)).toEqual([
+      { id: 'rm_1', status: 'rejected' },
+      { id: 'ls_1', status: 'pending' },
+    ]);
     await t.d.press('<M-CR>');
     // A sensitive place is never approved automatically: the user allows it always.
     await t.d.waitForNotification(/fake asks: edit: edit env_1/);
     await t.d.command('Flemma tool:approve-always');
     await t.d.waitForEvent('FlemmaRequestFinished', { after });
-    const outcomes = Object.fromEntries(
-      agent
-        .events('permission')
-        .map((e): [string, unknown] => [String(e['toolCallId']), e['outcome']]),
-    );
-    expect(outcomes).toEqual({
+    expect(outcomes(agent)).toEqual({
       // `$default` approves an edit inside the project.
       edit_1: { outcome: 'selected', optionId: 'allow-once' },
       // A preset's deny refuses it without asking.
@@ -316,28 +372,271 @@ describe('the agent’s permission requests', () => {
       ls_1: { outcome: 'selected', optionId: 'allow-once' },
       env_1: { outcome: 'selected', optionId: 'allow-always' },
     });
-    // The reply records what was asked and the answer.
-    const lines = await t.lines();
-    expect(lines).toContain('**Agent Permission:** `ls_1` (waiting) execute: execute ls_1');
-    expect(lines).toContain('**Agent Permission:** `ls_1` (allowed once)');
-    expect(lines).toContain('**Agent Permission:** `rm_1` (rejected)');
-    expect(lines).toContain('**Agent Permission:** `env_1` (always allowed)');
+    // Each placeholder was rewritten in place to its answer; only the waiting ones were written.
+    const text = (await t.lines()).join('\n');
+    expect(text).toContain(placeholder('rm_1', 'execute', 'status=rejected'));
+    expect(text).toContain(placeholder('ls_1', 'execute', 'status=approved'));
+    expect(text).toContain(placeholder('env_1', 'edit', 'status=approved scope=always'));
+    expect(text).not.toContain('edit_1');
+    expect(text).not.toContain('status=pending');
+    // Not our tool calls: nothing waited for approval in the tool loop.
+    expect(t.d.eventsSeen('FlemmaApprovalNeeded')).toHaveLength(0);
   });
 
-  it('<C-c> while one waits for the user answers it cancelled', async () => {
+  it('several at once each get their own placeholder, answered one by one; <C-c> answers the rest cancelled and their placeholders say so', async () => {
+    const ids = ['ls_a', 'ls_b', 'ls_c'];
     const { t, agent } = await agentChat(
-      { turns: [{ steps: [asks('ls_1', 'execute', { rawInput: { command: 'ls' } })] }] },
+      {
+        turns: [
+          {
+            steps: [
+              {
+                permissions: ids.map((id) =>
+                  permissionCall(id, 'execute', { rawInput: { command: `ls ${id}` } }),
+                ),
+              },
+            ],
+          },
+        ],
+      },
       ['@You:', 'List.'],
     );
     const after = t.d.eventCount;
     await t.d.command('Flemma send');
-    await t.d.waitForNotification(/fake asks: execute: execute ls_1/);
+    for (const id of ids) await waitForText(t, placeholder(id, 'execute', 'status=pending'));
+    // The one under the cursor is answered, not the first.
+    await cursorOn(t, 'ls_b');
+    await t.d.command('Flemma tool:reject');
+    await waitForText(t, placeholder('ls_b', 'execute', 'status=rejected'));
+    await expect
+      .poll(() => outcomes(agent))
+      .toEqual({
+        ls_b: { outcome: 'selected', optionId: 'reject-once' },
+      });
+    expect(await scanned(t)).toEqual([
+      { id: 'ls_a', status: 'pending' },
+      { id: 'ls_b', status: 'rejected' },
+      { id: 'ls_c', status: 'pending' },
+    ]);
+    await cursorOn(t, 'ls_c');
+    await t.d.press('<M-CR>');
+    await waitForText(t, placeholder('ls_c', 'execute', 'status=approved'));
     await t.d.press('<C-c>');
     await t.d.waitForEvent('FlemmaRequestFinished', { after });
     await expect
-      .poll(() => agent.events('permission'))
-      .toMatchObject([{ toolCallId: 'ls_1', outcome: { outcome: 'cancelled' } }]);
+      .poll(() => outcomes(agent))
+      .toEqual({
+        ls_a: { outcome: 'cancelled' },
+        ls_b: { outcome: 'selected', optionId: 'reject-once' },
+        ls_c: { outcome: 'selected', optionId: 'allow-once' },
+      });
+    const text = (await t.lines()).join('\n');
+    expect(text).toContain(placeholder('ls_a', 'execute', 'status=cancelled'));
+    expect(text).toContain('<!-- flemma:aborted: Response interrupted by the user. -->');
   });
+
+  it('an agent that crashes while one waits: its placeholder says cancelled', async () => {
+    const { t } = await agentChat(
+      {
+        turns: [
+          {
+            steps: [
+              {
+                permissions: ['ls_a', 'ls_b'].map((id) =>
+                  permissionCall(id, 'execute', { rawInput: { command: `ls ${id}` } }),
+                ),
+                crashOnAnswer: 7,
+              },
+            ],
+          },
+        ],
+      },
+      ['@You:', 'List.'],
+    );
+    const after = t.d.eventCount;
+    await t.d.command('Flemma send');
+    await waitForText(t, placeholder('ls_b', 'execute', 'status=pending'));
+    await cursorOn(t, 'ls_a');
+    await t.d.press('<M-CR>');
+    const finished = await t.d.waitForEvent('FlemmaRequestFinished', { after });
+    expect(finished.data).toMatchObject({ status: 'errored' });
+    const text = (await t.lines()).join('\n');
+    expect(text).toContain(placeholder('ls_a', 'execute', 'status=approved'));
+    expect(text).toContain(placeholder('ls_b', 'execute', 'status=cancelled'));
+    expect(text).toMatch(/<!-- flemma:aborted: .*exit code 7/);
+  });
+
+  it('<C-]> while one waits goes to its placeholder and says it waits; a status edited in it is its answer', async () => {
+    const { t, agent } = await agentChat({ turns: [{ steps: [LS, LS2] }] }, ['@You:', 'List.']);
+    const after = t.d.eventCount;
+    await t.d.command('Flemma send');
+    await waitForText(t, placeholder('ls_1', 'execute', 'status=pending'));
+    await t.d.lua('vim.api.nvim_win_set_cursor(0, { 1, 0 })');
+    await t.d.press('<C-]>');
+    await t.d.waitForNotification(/Approval needed: fake asks: execute: execute ls_1/);
+    const lines = await t.lines();
+    const fence = lines.indexOf('```flemma:tool status=pending');
+    // The cursor is on its status line.
+    expect(await t.d.lua('return vim.api.nvim_win_get_cursor(0)[1]')).toBe(fence + 1);
+    expect(agent.events('permission')).toHaveLength(0);
+    expect(agent.events('prompt')).toHaveLength(1);
+    // The reply is locked while it streams; a status edited anyway (here through the API, as a
+    // plugin could) is honoured by the next <C-]>.
+    await t.d.lua(
+      `local row = ...
+      vim.bo.modifiable = true
+      vim.api.nvim_buf_set_lines(0, row, row + 1, false, { "\`\`\`flemma:tool status=rejected" })
+      vim.bo.modifiable = false`,
+      fence,
+    );
+    await t.d.press('<C-]>');
+    await waitForText(t, placeholder('ls_2', 'execute', 'status=pending'));
+    expect(outcomes(agent)).toEqual({ ls_1: { outcome: 'selected', optionId: 'reject-once' } });
+    await t.d.command('Flemma tool:approve');
+    await t.d.waitForEvent('FlemmaRequestFinished', { after });
+    expect(outcomes(agent)).toMatchObject({
+      ls_2: { outcome: 'selected', optionId: 'allow-once' },
+    });
+  });
+
+  it('<M-CR> in Insert mode allows it, and Insert mode comes back', async () => {
+    const { t, agent } = await agentChat({ turns: [{ steps: [LS, { waitCancel: true }] }] }, [
+      '@You:',
+      'List.',
+    ]);
+    await t.d.command('Flemma send');
+    await waitForText(t, placeholder('ls_1', 'execute', 'status=pending'));
+    await t.d.press('i');
+    await t.d.press('<M-CR>');
+    await waitForText(t, placeholder('ls_1', 'execute', 'status=approved'));
+    expect(outcomes(agent)).toEqual({ ls_1: { outcome: 'selected', optionId: 'allow-once' } });
+    await t.d.waitUntil('return vim.api.nvim_get_mode().mode == "i"');
+  });
+
+  it('an edit that carries its diff opens in the diff view, whose approve allows it once', async () => {
+    const diff = { type: 'diff', path: 'notes.txt', oldText: 'teh milk\n', newText: 'the milk\n' };
+    const { t, agent } = await agentChat(
+      {
+        turns: [
+          {
+            steps: [
+              asks('edit_1', 'edit', { locations: [{ path: '.env' }], content: [diff] }),
+              asks('edit_2', 'edit', { locations: [{ path: '.env' }], content: [diff] }),
+            ],
+          },
+        ],
+      },
+      ['@You:', 'Fix it.'],
+    );
+    const after = t.d.eventCount;
+    await t.d.command('Flemma send');
+    for (const [id, key, answer] of [
+      ['edit_1', 'ga', 'allow-once'],
+      ['edit_2', 'gr', 'reject-once'],
+    ] as const) {
+      await waitForText(t, placeholder(id, 'edit', 'status=pending'));
+      const chat = await t.d.lua<number>('return vim.api.nvim_get_current_buf()');
+      await cursorOn(t, id);
+      await t.d.press('gD');
+      await t.d.waitUntil(
+        'return vim.api.nvim_buf_get_name(0):find("flemma://proposed/notes.txt", 1, true) ~= nil',
+      );
+      expect(await t.d.lines()).toEqual(['the milk']);
+      await t.d.press(key);
+      await expect
+        .poll(() => outcomes(agent)[id])
+        .toEqual({ outcome: 'selected', optionId: answer });
+      await t.d.waitUntil('return vim.api.nvim_get_current_buf() == ...', { args: [chat] });
+    }
+    await t.d.waitForEvent('FlemmaRequestFinished', { after });
+    const text = (await t.lines()).join('\n');
+    expect(text).toContain(placeholder('edit_1', 'edit', 'status=approved'));
+    expect(text).toContain(placeholder('edit_2', 'edit', 'status=rejected'));
+  });
+
+  it('a reply with answered requests reads back cleanly: reopened, its text goes to a new session as the transcript', async () => {
+    const agent = fakeAgent(temp('flemma-acp-perm-resume-'), {
+      turns: [{ match: 'List', steps: [LS, say('Listed.')] }],
+    });
+    const config = agentConfig(agent);
+    const first = await launchOnce({ provider: false, config, chat: ['@You:', 'List.'] });
+    const home = first.d.home;
+    try {
+      const after = first.d.eventCount;
+      await first.d.command('Flemma send');
+      await waitForText(first, placeholder('ls_1', 'execute', 'status=pending'));
+      await first.d.press('<M-CR>');
+      await first.d.waitForEvent('FlemmaRequestFinished', { after });
+      await first.d.command('write');
+      await first.d.quit({ keepHome: true });
+      const second = await launchOnce({ provider: false, config, home });
+      try {
+        await second.open('test.chat');
+        expect(await scanned(second)).toEqual([{ id: 'ls_1', status: 'approved' }]);
+        await writeLast(second, 'Again.');
+        await sendAndWait(second);
+        expect(String(agent.events('prompt')[1]?.['text'])).toContain(
+          `Assistant: ${placeholder('ls_1', 'execute', 'status=approved')}\n\nListed.`,
+        );
+      } finally {
+        await second.close();
+      }
+    } finally {
+      rmSync(home, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('an untrusted chat on the agent of your setup()', () => {
+  it('works, and its agent’s requests are judged as its own tools would be: its frontmatter may narrow approval, never widen it', async () => {
+    const { t, agent } = await agentChat(
+      { turns: [{ steps: [asks('edit_1', 'edit', { locations: [{ path: 'notes.txt' }] }), LS] }] },
+      [
+        '```json',
+        '{ "flemma": { "tools": { "auto_approve": ["$default", "bash"], "policy": { "deny": ["edit"] } } } }',
+        '```',
+        '@You:',
+        'Tidy up.',
+      ],
+      { files: { 'notes.txt': 'teh milk\n' } },
+    );
+    expect(await t.d.lua('return require("flemma.config.trust").state(0).trusted')).toBe(false);
+    const after = t.d.eventCount;
+    await t.d.command('Flemma send');
+    await t.d.waitForNotification(/tools.auto_approve not applied until :trust/);
+    // Its approval of bash is not applied (it would widen): ls waits for the user.
+    await waitForText(t, placeholder('ls_1', 'execute', 'status=pending'));
+    await t.d.press('<M-CR>');
+    await t.d.waitForEvent('FlemmaRequestFinished', { after });
+    expect(outcomes(agent)).toEqual({
+      // Its tool policy's deny narrows, so it holds: setup()'s `$default` would approve it.
+      edit_1: { outcome: 'selected', optionId: 'reject-once' },
+      ls_1: { outcome: 'selected', optionId: 'allow-once' },
+    });
+  });
+
+  it.each([
+    [
+      'parameters.acp.agent',
+      /parameters\.acp\.agent not applied until :trust/,
+      '{ "flemma": { "parameters": { "acp": { "agent": "other" } } } }',
+    ],
+    [
+      'acp.agents',
+      /2 options not applied until :trust/,
+      '{ "flemma": { "acp": { "agents": { "fake": { "command": "sh", "args": ["-c", "touch pwned"] } } } } }',
+    ],
+  ])(
+    'whose frontmatter sets %s: refused with a message; your agent answers',
+    async (_option, message, frontmatter) => {
+      const { t, agent } = await agentChat({}, ['```json', frontmatter, '```', '@You:', 'Hello.']);
+      await sendAndWait(t);
+      await t.d.waitForNotification(message);
+      // The agent of your setup() ran, not the one the file names.
+      expect(agent.events('started')).toHaveLength(1);
+      expect(await t.d.lua('return vim.fn.filereadable("pwned")')).toBe(0);
+    },
+  );
 });
 
 describe('the chat file stays the record', () => {

@@ -147,6 +147,37 @@ describe('highlighting', () => {
     expect(groupsOf(d, /^@You:/, '─')).toContain('FlemmaRuler');
   });
 
+  it('draws an agent’s permission placeholder as a tool placeholder: its title, its call, its status', async () => {
+    const d = await open([
+      '@You:',
+      'List.',
+      '',
+      '@Assistant:',
+      '**Agent Permission:** `ls_1` execute: ls',
+      '',
+      '```flemma:tool status=pending',
+      '```',
+      '',
+      '**Agent Permission:** `ls_2` execute: ls -a',
+      '',
+      '```flemma:tool status=cancelled',
+      '```',
+    ]);
+    await unlink(d);
+    await d.command('normal! zR');
+    await d.redraw();
+    expect(groupsOf(d, /^\*\*Agent Permission:\*\* `ls_1`/, 'Agent')).toContain(
+      'FlemmaToolResultTitle',
+    );
+    expect(groupsOf(d, /^\*\*Agent Permission:\*\* `ls_1`/, '`ls_1`')).toContain(
+      'FlemmaToolDetail',
+    );
+    expect(groupsOf(d, 'status=pending', 'status=pending')).toContain('FlemmaToolResultPending');
+    expect(groupsOf(d, 'status=cancelled', 'status=cancelled')).toContain(
+      'FlemmaToolResultAborted',
+    );
+  });
+
   it('follows highlights.* and defines the groups again after a colorscheme change', async () => {
     driver = await launch({
       setup: `require("flemma").setup({ highlights = {

@@ -7,7 +7,10 @@ import {
   type PermissionCall,
   combineDecisions,
   permissionCalls,
+  permissionDiff,
   permissionOutcome,
+  permissionPlaceholder,
+  permissionText,
 } from '../../src/core/acp/permissions.js';
 import { AgentTurn, diffText, planText } from '../../src/core/acp/updates.js';
 import { continues, markOf, promptBlocks, transcriptPrompt } from '../../src/core/acp/prompt.js';
@@ -219,6 +222,50 @@ describe('a permission request as our own calls', () => {
     expect(permissionOutcome(options, 'cancelled')).toEqual({ outcome: 'cancelled' });
     expect(permissionOutcome(options.slice(2), 'allow')).toEqual({ outcome: 'cancelled' });
     expect(permissionOutcome(options.slice(0, 2), 'reject')).toEqual({ outcome: 'cancelled' });
+  });
+});
+
+describe('a request that waits for the user, in the reply', () => {
+  it('is a placeholder: its header names the call, its fence the status, one for each answer', () => {
+    const call: ToolCallUpdate = { toolCallId: 'c`7', kind: 'execute', title: 'Run\n  ls  -la' };
+    const what = permissionText(call);
+    expect(what).toBe('execute: Run ls -la');
+    expect(permissionPlaceholder('c`7', what, 'pending')).toEqual([
+      "**Agent Permission:** `c'7` execute: Run ls -la",
+      '',
+      '```flemma:tool status=pending',
+      '```',
+    ]);
+    expect(
+      (['allow', 'allow_always', 'reject', 'cancelled'] as const).map(
+        (state) => permissionPlaceholder('c1', 'x', state)[2],
+      ),
+    ).toEqual([
+      '```flemma:tool status=approved',
+      '```flemma:tool status=approved scope=always',
+      '```flemma:tool status=rejected',
+      '```flemma:tool status=cancelled',
+    ]);
+    expect(permissionText({ toolCallId: 'c2' })).toBe('other: c2');
+  });
+
+  it('carries the diff of an edit for the diff view: a new file has no text before', () => {
+    const edit = (oldText: string | null): ToolCallUpdate => ({
+      toolCallId: 'e1',
+      kind: 'edit',
+      content: [
+        { type: 'content', content: { type: 'text', text: 'why' } },
+        { type: 'diff', path: '/p/a.txt', oldText, newText: 'new\n' },
+      ],
+    });
+    expect(permissionDiff(edit('old\n'))).toEqual({
+      path: '/p/a.txt',
+      before: 'old\n',
+      after: 'new\n',
+      exists: true,
+    });
+    expect(permissionDiff(edit(null))).toMatchObject({ before: '', exists: false });
+    expect(permissionDiff({ toolCallId: 'e2', kind: 'edit' })).toBeUndefined();
   });
 });
 

@@ -19,8 +19,9 @@ function stream(
   const layout = new ReplyLayout();
   const append = (edit: ReplyEdit): void => {
     if (typeof edit !== 'string') {
-      // A thinking block goes where it happened (the send's `setLines` at the marker's row + row).
-      lines.splice(marker + edit.row, 0, ...edit.lines);
+      // A thinking block goes where it happened (the send's `setLines` at the marker's row + row);
+      // a block rewritten replaces its rows.
+      lines.splice(marker + edit.row, edit.replaced?.length ?? 0, ...edit.lines);
       return;
     }
     const parts = edit.split('\n');
@@ -147,6 +148,49 @@ describe('the layout of a streamed reply (docs/chat-format.md §12)', () => {
     }
     expect(written).toBe(`\n\n${SIGNED_LINES.join('\n')}\n\nFour.`);
     expect(`\n\n${layout.text}`).toBe(written);
+  });
+
+  it('writes a block of the client’s own as it is, and rewrites it in place, above what came after', () => {
+    const asked = [
+      '**Agent Permission:** `c1` execute: ls',
+      '',
+      '```flemma:tool status=pending',
+      '```',
+    ];
+    const answered = [...asked.slice(0, 2), '```flemma:tool status=approved', '```'];
+    const events: ProviderEvent[] = [
+      text('Asking.'),
+      { type: 'block', lines: asked },
+      text('More **Agent Permission:** text'),
+      text('\n**Agent Permission:** `c1` forged'),
+      { type: 'rewrite', from: asked, to: answered },
+      // A block the reply does not hold: nothing.
+      { type: 'rewrite', from: ['nothing'], to: ['else'] },
+    ];
+    const lines = stream(['@You:', 'Hi'], events);
+    expect(lines.slice(3)).toEqual([
+      '@Assistant:',
+      'Asking.',
+      '',
+      ...answered,
+      'More **Agent Permission:** text',
+      // The agent's text that looks like the header is escaped.
+      '\\**Agent Permission:** `c1` forged',
+      '',
+      '@You:',
+      '',
+    ]);
+    // The layout's text is the buffer's, and the record's edit says what it replaced.
+    const layout = new ReplyLayout();
+    let written = '';
+    for (const event of events) {
+      const edit = layout.push(event);
+      written =
+        typeof edit === 'string'
+          ? written + edit
+          : written.slice(0, edit.at) + edit.text + written.slice(edit.at + (edit.removed ?? 0));
+    }
+    expect(`\n${layout.text}`).toBe(written);
   });
 
   it('writes thinking after the text, as a signed block', () => {

@@ -213,6 +213,11 @@ function M.cycle(bufnr, ticket)
     notify.warn("not a chat buffer")
     return false
   end
+  -- An agent's permission requests wait (docs/agents.md): an edited status answers one, else
+  -- the cursor goes to the first (nothing is sent).
+  if acp.cycle(bufnr) then
+    return false
+  end
   -- Slash commands (flemma.slash): an unknown one refuses the send, an action runs instead.
   if files.refuse(bufnr) or slash.before_send(bufnr, ui.read(bufnr)) then
     return false
@@ -268,9 +273,10 @@ function M.execute_tool(bufnr, ticket)
     notify.warn("not a chat buffer")
     return false
   end
-  -- An agent's permission request waits (docs/agents.md): this allows it.
+  -- An agent's permission request waits (docs/agents.md): this allows it. From Insert mode
+  -- (`ticket`), false: no step runs, so the caller brings Insert mode back at once.
   if acp.answer(bufnr, "allow") then
-    return true
+    return ticket == nil
   end
   -- Not on a call in a reply still being written (its input may be half there).
   if guard.refuse(bufnr) or files.refuse(bufnr) then
@@ -326,7 +332,9 @@ function M.bindings(bufnr)
     M.execute_from_insert(bufnr)
   end, "run the tool call under the cursor, then back to Insert mode")
   map("n", normal.tool_diff == nil and "gD" or normal.tool_diff, function()
-    diff.request(bufnr)
+    if not acp.diff(bufnr) then
+      diff.request(bufnr)
+    end
   end, "show the pending file change under the cursor as a diff")
   map("n", normal.cancel or "<C-c>", function()
     M.cancel(bufnr)

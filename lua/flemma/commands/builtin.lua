@@ -176,6 +176,10 @@ function H.tool_diff()
     -- From an entry of `:Flemma review`: what the call's file held before it, beside it now.
     return diff.request(review_entry())
   end
+  -- An agent's waiting `edit` under the cursor (docs/agents.md): its diff view.
+  if acp.diff(vim.api.nvim_get_current_buf()) then
+    return
+  end
   diff.request()
 end
 

@@ -27,6 +27,7 @@ M.REJECT = "reject the call (asks for a reason)"
 ---@field after string the file as the call would leave it
 ---@field notice? string|vim.NIL why to look twice (the file changed on disk)
 ---@field view_only? boolean a call that ran: `before` is what the file held before it, `after` the file now
+---@field answer? fun(answer: "allow"|"reject") an agent's `edit` permission request (flemma.acp): approve allows it once, reject rejects it; the proposed side is read-only (the agent writes what it proposed)
 
 ---@class flemma.review.DiffOptions
 ---@field decide? boolean false: a view only (both sides read-only, no approve/reject); default true
@@ -221,8 +222,8 @@ function M.open(spec, opts)
   vim.bo[left].readonly = true
   local right = scratch("flemma://" .. right_name .. "/" .. spec.path)
   fill(right, spec.after)
-  vim.bo[right].modifiable = decide
-  vim.bo[right].readonly = not decide
+  vim.bo[right].modifiable = decide and not spec.answer
+  vim.bo[right].readonly = not decide or spec.answer ~= nil
   for _, buf in ipairs({ left, right }) do
     if ft ~= "" then
       vim.bo[buf].filetype = ft
@@ -298,6 +299,11 @@ function M.approve(buf)
     return
   end
   local spec = view.spec
+  if spec.answer then
+    -- An agent's request: answered while its reply streams (it writes nothing itself).
+    spec.answer("allow")
+    return close(right)
+  end
   if guard.refuse(spec.bufnr) then
     return
   end
@@ -334,6 +340,10 @@ function M.reject(buf)
     return
   end
   local spec = view.spec
+  if spec.answer then
+    spec.answer("reject")
+    return close(right)
+  end
   if guard.refuse(spec.bufnr) then
     return
   end

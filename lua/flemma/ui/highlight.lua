@@ -387,6 +387,22 @@ function M.draw(buf, row, line, ctx)
         mark(buf, row, s - 1, e, STATUS_GROUPS[block.status])
       end
     end
+  elseif kind == "permission" then
+    -- An agent's permission placeholder: drawn as a tool result placeholder is.
+    if row == block.row then
+      local title_end = #"**Agent Permission:**"
+      mark(buf, row, 0, title_end, "FlemmaToolResultTitle")
+      local s, e = line:find("`[^`]+`", title_end + 1)
+      if s then
+        mark(buf, row, s - 1, e, "FlemmaToolDetail")
+      end
+    elseif line:byte(1) == 96 then
+      mark(buf, row, 0, #line, "FlemmaMarkdownFence")
+      local s, e = line:find("status=%S+")
+      if s then
+        mark(buf, row, s - 1, e, STATUS_GROUPS[block.status])
+      end
+    end
   elseif kind == "aborted" then
     mark(buf, row, 0, #line, "FlemmaAborted")
   elseif kind == "slash" then

@@ -15,7 +15,9 @@
 --- where `messages[i].last_row` is its last non-blank row and blocks are sorted by row. Block
 --- kinds: `thinking` (`redacted`, `self_closing`), `tool_use` (`name`, `id`), `tool_result`
 --- (`id`, `status`, `error`), `code` (a fence in message text; `lang`), `aborted` (one line),
---- `slash` (a slash command line of a `@You:` message; `name`, `args`, `name_end`).
+--- `slash` (a slash command line of a `@You:` message; `name`, `args`, `name_end`),
+--- `permission` (an agent's permission placeholder in an `@Assistant:` message; `id`, `status`
+--- as a tool result's, `aborted` for a cancelled one; `always`).
 --- A tool block whose fence is not closed has `open = true` (it is still being written).
 local M = {}
 
@@ -172,6 +174,31 @@ function M.thinking_label(line)
   return nil
 end
 
+--- An agent's permission placeholder at row `i` of an `@Assistant:` message: the header
+--- `**Agent Permission:** `id` what` and its `flemma:tool` fence; nil for any other line.
+local function agent_permission(lines, offset, i, to, msg)
+  local id = lines[i - offset]:match("^%*%*Agent Permission:%*%*%s*`([^`]+)`")
+  if not id then
+    return nil
+  end
+  local open_row, close_row, lang, info = block_fence(lines, offset, i, to)
+  if not open_row or lang ~= "flemma:tool" then
+    return nil
+  end
+  local status = info:match("status=[\"']?([%w_]+)")
+  return {
+    kind = "permission",
+    row = i,
+    end_row = close_row or to,
+    msg = msg,
+    id = id,
+    -- The statuses of a tool placeholder's fence, and `cancelled` (an aborted request).
+    status = status == "cancelled" and "aborted" or STATUS_ALIASES[status or ""] or "pending",
+    always = info:match("scope=always") ~= nil or nil,
+    open = close_row == nil or nil,
+  }
+end
+
 --- The blocks of one message (rows `from`..`to`), appended to `out`.
 local function message_blocks(lines, offset, role, from, to, msg, out)
   local i = from
@@ -215,7 +242,11 @@ local function message_blocks(lines, offset, role, from, to, msg, out)
         out[#out + 1] = { kind = "aborted", row = i, end_row = i, msg = msg }
       end
     elseif first == STAR then
-      if role == "Assistant" then
+      local permission = role == "Assistant" and agent_permission(lines, offset, i, to, msg)
+      if permission then
+        out[#out + 1] = permission
+        next_row = permission.end_row + 1
+      elseif role == "Assistant" then
         local name, id = line:match("^%*%*Tool Use:%*%*%s*`([^`]+)`%s*%(`([^)]+)`%)")
         if name then
           local open_row, close_row = block_fence(lines, offset, i, to)
@@ -375,7 +406,7 @@ function M.rescan(previous, first, line_count, get_lines, first_line)
   return structure
 end
 
-local STRUCTURE_PREFIXES = { "**Tool Use:**", "**Tool Result:**", "<thinking", "</thinking" }
+local STRUCTURE_PREFIXES = { "**Tool Use:**", "**Tool Result:**", "**Agent Permission:**", "<thinking", "</thinking" }
 
 --- Whether a line of message text carries the format's escape (src/core/chat/escape.ts): one or
 --- more backslashes before a line that would otherwise be structure. The request sends it

@@ -119,3 +119,63 @@ export function permissionOutcome(
   }
   return { outcome: 'cancelled' };
 }
+
+// A request that waits for the user, in the reply (docs/agents.md, "Permissions"): a placeholder
+// in the format's grammar, a header naming the agent's call and a `flemma:tool` fence with its
+// status, rewritten in place once answered. The `**Agent Permission:**` title is the agent's own
+// block kind, never a `**Tool Result:**`: the chat's tool loop does not run or answer it, and a
+// line of the agent's text that starts with it is escaped (src/core/chat/escape.ts).
+//
+//   **Agent Permission:** `call_7` execute: Run ls
+//
+//   ```flemma:tool status=pending
+//   ```
+
+/** The title of a permission placeholder's header. */
+export const PERMISSION_TITLE = '**Agent Permission:**';
+
+/** Where a request stands: waiting for the user, or answered. */
+export type PermissionState = 'pending' | PermissionAnswer;
+
+/** The fence status of each state (`scope=always`: the agent was allowed it always). */
+export const PERMISSION_STATUS: Record<PermissionState, string> = {
+  pending: 'status=pending',
+  allow: 'status=approved',
+  allow_always: 'status=approved scope=always',
+  reject: 'status=rejected',
+  cancelled: 'status=cancelled',
+};
+
+/** The placeholder of request `id` (`what`: its kind and title, one line) in `state`. */
+export function permissionPlaceholder(id: string, what: string, state: PermissionState): string[] {
+  const header = `${PERMISSION_TITLE} \`${id.replace(/[`\r\n]/g, "'")}\` ${oneLine(what)}`;
+  return [header.trimEnd(), '', `\`\`\`flemma:tool ${PERMISSION_STATUS[state]}`, '```'];
+}
+
+/** Text on one line, its runs of white space one space. */
+function oneLine(text: string): string {
+  return text.replace(/\s+/g, ' ').trim();
+}
+
+/** What a permission request is about, in a few words: its kind and its title. */
+export function permissionText(call: ToolCallUpdate): string {
+  return `${call.kind ?? 'other'}: ${oneLine(call.title ?? call.toolCallId)}`;
+}
+
+/** The change an `edit` request proposes, when its content carries a diff (the diff view). */
+export interface PermissionDiff {
+  path: string;
+  before: string;
+  after: string;
+  exists: boolean;
+}
+
+/** The first diff item of a request's content, as the diff view shows it. */
+export function permissionDiff(call: ToolCallUpdate): PermissionDiff | undefined {
+  for (const item of call.content ?? []) {
+    if (item.type !== 'diff') continue;
+    const exists = item.oldText !== null && item.oldText !== undefined;
+    return { path: item.path, before: item.oldText ?? '', after: item.newText, exists };
+  }
+  return undefined;
+}

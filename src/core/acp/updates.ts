@@ -4,7 +4,8 @@
 // are the reply's text; thought chunks one thinking block; the agent's own tool calls and the
 // plan are text of the reply in a form of their own (`**Agent Tool:**`, `**Agent Result:**`,
 // `**Plan:**`): they are not `**Tool Use:**` blocks, so the tool loop never runs or answers them.
-// Everything the agent sends is untrusted text and passes the reply's one escape.
+// Everything the agent sends is untrusted text and passes the reply's one escape; the client's own
+// blocks (a permission placeholder, `note`) are written as they are.
 import type {
   ContentBlock,
   PlanEntry,
@@ -182,9 +183,17 @@ export class AgentTurn {
     return out;
   }
 
-  /** A block of the client's own in the reply (a permission asked and answered). */
-  note(text: string): ProviderEvent[] {
-    return [...this.flushThought(), ...this.block(text)];
+  /**
+   * A block of the client's own in the reply (a permission placeholder): written as it is, not
+   * escaped as the agent's text is.
+   */
+  note(lines: string[]): ProviderEvent[] {
+    const out = this.flushThought();
+    this.written = true;
+    this.atLineStart = true;
+    this.afterBlock = true;
+    out.push({ type: 'block', lines });
+    return out;
   }
 
   /** The turn ended: the thinking not yet written, and what the agent reported of its usage

@@ -10,7 +10,8 @@
 // structure loses one when read back. So `escape` then `unescape` gives every line back as it
 // was, backslashes included. Structure is:
 // - a role marker line (`@You:`, `@Assistant:`, any `@Word:` alone on its line);
-// - a line starting with `**Tool Use:**` or `**Tool Result:**` (tool block headers);
+// - a line starting with `**Tool Use:**` or `**Tool Result:**` (tool block headers), or
+//   `**Agent Permission:**` (an agent's permission placeholder, src/core/acp/permissions.ts);
 // - a line starting with `<thinking` or `</thinking` (thinking tags);
 // - a line starting with `<!--`, spaces, `flemma:` (the abort marker and any later comment form);
 // - a line starting with three backticks (a fence), when a backslash precedes it. A bare fence
@@ -22,6 +23,7 @@ const ROLE = /^@[A-Za-z0-9]+:\s*$/;
 const PREFIXES: readonly string[] = [
   '**Tool Use:**',
   '**Tool Result:**',
+  '**Agent Permission:**',
   '<thinking',
   '</thinking',
 ];

@@ -28,6 +28,12 @@ export interface ReplyInsert {
   lines: string[];
   at: number;
   text: string;
+  /**
+   * The rows the lines replace (none: they are inserted), and their characters after `at`: a
+   * block of the client's own rewritten (an agent's permission placeholder answered).
+   */
+  replaced?: string[];
+  removed?: number;
 }
 
 /** What one event writes: text appended at the reply's end, or a block inserted above it. */
@@ -95,6 +101,10 @@ export class ReplyLayout {
       case 'progress':
         if (event.phase === 'thinking') this.thinkingStarts();
         return '';
+      case 'block':
+        return this.appendBlock(event.lines);
+      case 'rewrite':
+        return this.rewrite(event.from, event.to);
       case 'usage':
       case 'warning':
       case 'done':
@@ -160,6 +170,32 @@ export class ReplyLayout {
       lines: text.slice(0, -1).split('\n'),
       at: offset,
       text,
+    };
+  }
+
+  /**
+   * The last block of the client's own that reads `from` (whole lines) becomes `to`; nothing when
+   * the reply holds no such block.
+   */
+  private rewrite(from: readonly string[], to: readonly string[]): ReplyEdit {
+    const old = from.join('\n') + '\n';
+    const text = this.content;
+    let at = text.lastIndexOf(old);
+    while (at > 0 && text[at - 1] !== '\n') at = text.lastIndexOf(old, at - 1);
+    if (at < 0) return '';
+    const fresh = to.join('\n') + '\n';
+    this.content = text.slice(0, at) + fresh + text.slice(at + old.length);
+    if (this.thinkingAt !== undefined && this.thinkingAt > at) {
+      this.thinkingAt += fresh.length - old.length;
+    }
+    const offset = this.lead.length + at;
+    return {
+      row: (this.lead + text).slice(0, offset).split('\n').length - 1,
+      lines: [...to],
+      at: offset,
+      text: fresh,
+      replaced: [...from],
+      removed: old.length,
     };
   }
 

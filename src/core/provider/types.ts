@@ -116,6 +116,13 @@ export type ProviderEvent =
   | { type: 'progress'; phase: 'thinking' | 'tool_input'; characters: number; toolName?: string }
   | { type: 'usage'; usage: Usage; reported?: ReportedUsage }
   | { type: 'warning'; message: string }
+  /**
+   * A block of the client's own, written as it is (not the model's text: no escape), e.g. an
+   * agent's permission placeholder (src/core/acp/permissions.ts).
+   */
+  | { type: 'block'; lines: string[] }
+  /** The last such block that reads `from` becomes `to` (the placeholder answered). */
+  | { type: 'rewrite'; from: string[]; to: string[] }
   | { type: 'done'; stopReason: string };
 
 /** Why a request failed, as the user should read it (`<provider>: <kind> — <message>`). */

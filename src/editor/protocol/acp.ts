@@ -64,8 +64,19 @@ export const ACP_ACTIONS: { readonly [M in keyof AcpActions]: Spec<M> } = {
 };
 
 export interface AcpToLua {
-  /** A chat's agent asks a permission the approval chain leaves to the user. */
-  'acp.permission': Method<{ bufnr: number; id: string; message: string }, null>;
+  /**
+   * A chat's agent asks a permission the approval chain leaves to the user; `diff`: the change an
+   * `edit` request proposes (the diff view).
+   */
+  'acp.permission': Method<
+    {
+      bufnr: number;
+      id: string;
+      message: string;
+      diff?: { path: string; before: string; after: string; exists: boolean };
+    },
+    null
+  >;
   /** That request was answered or cancelled: it waits no more. */
   'acp.settled': Method<{ bufnr: number; id: string }, null>;
 }
@@ -75,7 +86,7 @@ export const ACP_TO_LUA: {
 } = {
   'acp.permission': {
     kind: 'notification',
-    params: '`{bufnr, id, message}`',
+    params: '`{bufnr, id, message, diff?}`: `diff` `{path, before, after, exists}` for an `edit`',
     answer:
       '`nil` (`<M-CR>`, `tool:approve`, `tool:approve-always`, `tool:reject` answer it with `acp:answer`)',
   },

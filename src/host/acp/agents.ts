@@ -4,7 +4,8 @@
 // `adapter` gives the streamer a `ProviderAdapter` whose events are the turn's updates
 // (src/core/acp/updates.ts); a crash ends the turn with the agent's last words and the next send
 // starts a new process. Its permission requests: the approval chain's answer, else the user's
-// (`acp.permission`, answered by `acp:answer`), each recorded in the reply.
+// (`acp.permission`, answered by `acp:answer`): a placeholder in the reply while it waits, each
+// request its own, rewritten in place to the answer.
 import type {
   InitializeResponse,
   PromptCapabilities,
@@ -22,7 +23,13 @@ import {
   transcriptPrompt,
 } from '../../core/acp/prompt.js';
 import { SessionStore } from './sessions.js';
-import { type PermissionAnswer, permissionOutcome } from '../../core/acp/permissions.js';
+import {
+  type PermissionAnswer,
+  permissionDiff,
+  permissionOutcome,
+  permissionPlaceholder,
+  permissionText,
+} from '../../core/acp/permissions.js';
 import type { PermissionContext, PermissionJudge } from './permissions.js';
 import {
   type ProviderAdapter,
@@ -49,24 +56,15 @@ interface ChatAgent {
   context: PermissionContext;
   /** The running turn's cancel: its permission requests are answered `cancelled`. */
   turnSignal: AbortSignal | undefined;
-  /** A block of the running turn's reply, written after what came so far. */
-  note: ((text: string) => void) | undefined;
+  /**
+   * A block of the running turn's reply, written after what came so far; with `replacing`, the
+   * block that read so, rewritten.
+   */
+  note: ((lines: string[], replacing?: string[]) => void) | undefined;
+  /** Its permission requests waiting for the user: their answer, by the agent's call id. */
+  waiting: Map<string, (answer: PermissionAnswer) => void>;
   /** Each session's running cost (USD) as the agent last reported it (`usage_update`). */
   costs: Map<string, number>;
-}
-
-/** How the reply records the user's answer. */
-const ANSWERED: Record<PermissionAnswer, string> = {
-  allow: 'allowed once',
-  allow_always: 'always allowed',
-  reject: 'rejected',
-  cancelled: 'cancelled',
-};
-
-/** What a permission request is about, in a few words: its kind and its title. */
-function requestText(request: RequestPermissionRequest): string {
-  const title = (request.toolCall.title ?? request.toolCall.toolCallId).replace(/\s+/g, ' ').trim();
-  return `${request.toolCall.kind ?? 'other'}: ${title}`;
 }
 
 /** A session's running cost, kept from every `usage_update` (those of a loaded session too). */
@@ -84,8 +82,6 @@ function specKey(spec: AgentSpec, cwd: string): string {
 export class AcpAgents {
   private readonly chats = new Map<number, ChatAgent>();
   private readonly sessions = new SessionStore();
-  /** The permission requests waiting for the user, by `<bufnr>:<id>`. */
-  private readonly waiting = new Map<string, (answer: PermissionAnswer) => void>();
   private exitHook: (() => void) | undefined;
   private probing: AgentProbes | undefined;
 
@@ -116,16 +112,14 @@ export class AcpAgents {
 
   /** The user answered permission request `id` of the buffer's agent (`acp:answer`). */
   answer(bufnr: number, id: string, answer: PermissionAnswer): void {
-    this.waiting.get(`${String(bufnr)}:${id}`)?.(answer);
+    this.chats.get(bufnr)?.waiting.get(id)?.(answer);
   }
 
   /** The buffer went away: its agent ends (what it asked is cancelled). */
   forget(bufnr: number): void {
-    for (const [key, done] of [...this.waiting]) {
-      if (key.startsWith(`${String(bufnr)}:`)) done('cancelled');
-    }
     const chat = this.chats.get(bufnr);
     if (chat === undefined) return;
+    settleAll(chat);
     this.chats.delete(bufnr);
     void chat.process.stop();
   }
@@ -170,7 +164,10 @@ export class AcpAgents {
       known.context = context;
       return known;
     }
-    if (known !== undefined) void known.process.stop();
+    if (known !== undefined) {
+      settleAll(known);
+      void known.process.stop();
+    }
     const client: AgentClient = {
       update: (notification) => {
         keepCost(chat.costs, notification);
@@ -188,6 +185,7 @@ export class AcpAgents {
       turnSignal: undefined,
       note: undefined,
       costs: new Map(),
+      waiting: new Map(),
       ready: process.start(),
     };
     chat.ready.catch(() => undefined);
@@ -226,20 +224,29 @@ export class AcpAgents {
       if (notification.sessionId === sessionId) queue.push(turn.push(notification.update));
     };
     const cancel = (): void => {
+      // Its placeholders say so before the reply ends.
+      settleAll(chat);
       void chat.process.cancel(sessionId);
       queue.close();
     };
     signal.addEventListener('abort', cancel, { once: true });
     chat.turnSignal = signal;
-    chat.note = (text) => {
-      queue.push(turn.note(text));
+    chat.note = (lines, replacing) => {
+      queue.push(
+        replacing === undefined
+          ? turn.note(lines)
+          : [{ type: 'rewrite', from: replacing, to: lines }],
+      );
     };
     failure(spec, chat.process.prompt(sessionId, prompt)).then(
       ({ stopReason, usage }) => {
+        // The turn is over: nothing it asked waits any more.
+        settleAll(chat);
         queue.push([...turn.finish(usage), { type: 'done', stopReason }]);
         queue.close();
       },
       (error: unknown) => {
+        settleAll(chat);
         queue.fail(error);
       },
     );
@@ -295,7 +302,11 @@ export class AcpAgents {
     return { outcome: permissionOutcome(request.options, await this.ask(chat, request, combined)) };
   }
 
-  /** The user's answer to a request, recorded in the reply as it is asked and answered. */
+  /**
+   * The user's answer to a request: a placeholder in the reply while it waits (each request its
+   * own), rewritten in place to the answer; Lua is told (`acp.permission`, with the change of an
+   * `edit` for the diff view) and told again once it is settled (`acp.settled`).
+   */
   private ask(
     chat: ChatAgent,
     request: RequestPermissionRequest,
@@ -303,28 +314,36 @@ export class AcpAgents {
   ): Promise<PermissionAnswer> {
     const { bufnr, agent } = chat.context;
     const id = request.toolCall.toolCallId;
-    const key = `${String(bufnr)}:${id}`;
-    const what = requestText(request);
-    const header = `**Agent Permission:** \`${id.replace(/`/g, "'")}\``;
+    const what = permissionText(request.toolCall);
+    const asked = permissionPlaceholder(id, what, 'pending');
     return new Promise((resolve) => {
+      if (signal.aborted) {
+        resolve('cancelled');
+        return;
+      }
       const done = (answer: PermissionAnswer): void => {
-        this.waiting.delete(key);
+        if (chat.waiting.get(id) !== done) return;
+        chat.waiting.delete(id);
         signal.removeEventListener('abort', cancel);
         this.base.lua.notify('acp.settled', { bufnr, id });
-        chat.note?.(`${header} (${ANSWERED[answer]})\n`);
+        chat.note?.(permissionPlaceholder(id, what, answer), asked);
         resolve(answer);
       };
       const cancel = (): void => {
         done('cancelled');
       };
-      if (signal.aborted) {
-        resolve('cancelled');
-        return;
-      }
+      // The same call asked again: the earlier question is over.
+      chat.waiting.get(id)?.('cancelled');
       signal.addEventListener('abort', cancel, { once: true });
-      this.waiting.set(key, done);
-      chat.note?.(`${header} (waiting) ${what}\n`);
-      this.base.lua.notify('acp.permission', { bufnr, id, message: `${agent} asks: ${what}` });
+      chat.waiting.set(id, done);
+      chat.note?.(asked);
+      const diff = request.toolCall.kind === 'edit' ? permissionDiff(request.toolCall) : undefined;
+      this.base.lua.notify('acp.permission', {
+        bufnr,
+        id,
+        message: `${agent} asks: ${what}`,
+        ...(diff === undefined ? {} : { diff }),
+      });
     });
   }
 
@@ -336,6 +355,11 @@ export class AcpAgents {
     };
     process.once('exit', this.exitHook);
   }
+}
+
+/** Every request of the chat that waits for the user, answered `cancelled`. */
+function settleAll(chat: ChatAgent): void {
+  for (const done of [...chat.waiting.values()]) done('cancelled');
 }
 
 /** A failure of the agent as the provider error the streamer reports. */

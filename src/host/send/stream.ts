@@ -27,9 +27,9 @@ import { type RecoveryService, type ReplyRecord, recoveryDir } from '../recovery
 import type { ContextMeter } from '../meter.js';
 
 /**
- * One edit of a reply to its buffer and its record: text appended at the stream's end, or a
- * thinking block inserted where it happened (the buffer is locked while the reply streams: its
- * rows under the marker are the reply's own).
+ * One edit of a reply to its buffer and its record: text appended at the stream's end, a
+ * thinking block inserted where it happened, or a block of the client's own rewritten (the
+ * buffer is locked while the reply streams: its rows under the marker are the reply's own).
  */
 function putEdit(
   reply: Pick<Reply, 'writer' | 'stream' | 'markerRow' | 'layout' | 'record'>,
@@ -38,8 +38,9 @@ function putEdit(
   const { writer, layout, record } = reply;
   if (typeof edit !== 'string') {
     const row = reply.markerRow + edit.row;
-    void writer.setLines(row, row, edit.lines);
-    record?.insert(edit.at, edit.text, layout.text, layout.owed);
+    const replaced = edit.replaced ?? [];
+    void writer.setLines(row, row + replaced.length, edit.lines, edit.replaced ?? null);
+    record?.insert(edit.at, edit.text, layout.text, layout.owed, edit.removed);
     return;
   }
   if (edit !== '') writer.append(edit, reply.stream);
