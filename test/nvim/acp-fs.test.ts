@@ -180,4 +180,19 @@ describe('terminal/*', () => {
     expect(Buffer.byteLength(output)).toBeLessThanOrEqual(100);
     expect(killed).toMatchObject({ exit: { exitCode: null, signal: 'SIGTERM' } });
   });
+
+  it('are killed when the turn is cancelled', async () => {
+    const { t, agent, work } = await agentChat([
+      { terminal: { command: 'touch started; sleep 60' } },
+    ]);
+    const after = t.d.eventCount;
+    await t.d.command('Flemma send');
+    await expect.poll(() => existsSync(join(work, 'started'))).toBe(true);
+    await t.d.press('<C-c>');
+    await t.d.waitForEvent('FlemmaRequestFinished', { after });
+    await expect.poll(() => answers(agent, 'terminal')).toHaveLength(1);
+    expect(answers(agent, 'terminal')[0]).toMatchObject({
+      exit: { exitCode: null, signal: 'SIGTERM' },
+    });
+  });
 });

@@ -62,19 +62,17 @@ export function writeAt(doc: ChatDocument, line: number): AgentWrite | undefined
 
 /**
  * The call `:Flemma tool:undo` on 0-based `row` means, and the row its `undone` mark goes on: a
- * tool call that ran (its result's header), else an agent's write on that line (the line itself).
+ * an agent's write on that line (the line itself), else a tool call that ran (its result's header).
  */
 export function undoTarget(
   document: ChatDocument,
   row: number,
 ): { ok: true; call: { id: string; name: string }; row: number } | { ok: false; message: string } {
+  // The write on the line itself first: a tool call is looked up by its nearest block.
+  const write = writeAt(document, row + 1);
+  if (write !== undefined) return { ok: true, call: write, row: write.line - 1 };
   const found = toolCallAt(document, row + 1);
-  if (!found.ok) {
-    const write = writeAt(document, row + 1);
-    return write === undefined
-      ? { ok: false, message: found.error }
-      : { ok: true, call: write, row: write.line - 1 };
-  }
+  if (!found.ok) return { ok: false, message: found.error };
   const { call } = found;
   const result = call.result;
   if (result === undefined || result.placeholder !== undefined) {
