@@ -108,14 +108,16 @@ describe('fs/write_text_file', () => {
 });
 
 describe('fs/read_text_file', () => {
-  it('reads a buffer with its unsaved changes, else the file; line and limit select lines', async () => {
+  it('reads a buffer with its unsaved changes, else the file; line and limit select lines; a trusted chat reads outside the project', async () => {
     const { t, agent } = await agentChat(
       [
         { readFile: { path: '$CWD/notes.txt' } },
         { readFile: { path: '$CWD/other.txt', line: 2, limit: 1 } },
+        { readFile: { path: '$CWD/../outside/notes.txt' } },
       ],
-      { 'notes.txt': 'one\ntwo\n', 'other.txt': 'a\nb\nc\n' },
+      { 'notes.txt': 'one\ntwo\n', 'other.txt': 'a\nb\nc\n', '../outside/notes.txt': 'far\n' },
     );
+    await t.d.command('trust');
     await t.d.command('split notes.txt');
     await t.d.lua('vim.api.nvim_buf_set_lines(0, 0, 1, false, { "ONE (unsaved)" })');
     await t.d.command('wincmd p');
@@ -123,6 +125,7 @@ describe('fs/read_text_file', () => {
     expect(answers(agent, 'readFile').map((entry) => entry['content'])).toEqual([
       'ONE (unsaved)\ntwo\n',
       'b\n',
+      'far\n',
     ]);
   });
 

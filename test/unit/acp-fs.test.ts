@@ -16,6 +16,7 @@ import { parseLines } from '../../src/core/chat/parser.js';
 import { rewindCut } from '../../src/core/chat/history.js';
 import { callsInScope } from '../../src/core/chat/review.js';
 import { MAX_BYTES } from '../../src/core/tools/truncate.js';
+import { toolResult, toolUse } from '../helpers/chat-lines.js';
 
 describe('selectLines', () => {
   it.each([
@@ -91,19 +92,11 @@ const REPLY = [
   '',
   writeLine('acp_write_1', '/p/notes.txt').trimEnd(),
   '',
-  '**Tool Use:** `bash` (`toolu_1`)',
-  '',
-  '```json',
-  '{"command": "ls"}',
-  '```',
+  ...toolUse('bash', 'toolu_1', '{"command": "ls"}'),
   '',
   '@You:',
   '',
-  '**Tool Result:** `toolu_1`',
-  '',
-  '```',
-  'ok',
-  '```',
+  ...toolResult('toolu_1', ['ok']),
   '',
   '@Assistant:',
   writeLine('acp_write_2', '/p/a b.txt').trimEnd(),

@@ -57,7 +57,7 @@ export class AgentTerminals {
 
   async create(scope: AgentScope, params: CreateTerminalRequest): Promise<CreateTerminalResponse> {
     const turn = scope.turn;
-    if (turn === undefined || turn.aborted) {
+    if (turn === undefined) {
       throw new ServeError(FAILED, 'Terminal denied – no turn of this chat is running');
     }
     if (typeof params.command !== 'string' || params.command.trim() === '') {
@@ -85,6 +85,8 @@ export class AgentTerminals {
       stop.abort();
     };
     turn.addEventListener('abort', kill, { once: true });
+    // Cancelled already (before or while the call was prepared).
+    if (turn.aborted) kill();
     terminal.done = runProcess(wrapped.argv, {
       cwd,
       env: ctx.sandbox.scrub_env({ ...process.env, ...envFrom(config), ...agentEnv }),

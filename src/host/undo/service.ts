@@ -31,7 +31,6 @@ import { sensitiveEntries } from '../../core/tools/sandbox/sensitive.js';
 import type { BufferSettings } from '../buffer-settings.js';
 import { sandboxFor } from '../sandbox.js';
 import { rootsFor, withRootPaths } from '../tool-extras.js';
-import { toolCallAt } from '../../core/tools/locate.js';
 import { markUndone } from '../../core/chat/undone.js';
 import { markWriteUndone, undoTarget } from '../../core/acp/writes.js';
 import {
@@ -365,10 +364,10 @@ export class UndoService {
   async diffAt(bufnr: number, row: number): Promise<DiffSpec | string | undefined> {
     const state = await this.base.documents.attach(bufnr);
     if (state === undefined) return undefined;
-    const found = toolCallAt(state.document, row + 1);
-    if (!found.ok) return undefined;
-    const { call } = found;
-    if (call.result === undefined || call.result.placeholder !== undefined) return undefined;
+    // A tool call that ran, or an agent's write (the same lookup as undo's).
+    const target = undoTarget(state.document, row);
+    if (!target.ok) return undefined;
+    const { call } = target;
     const facts = await this.facts(bufnr);
     const record = await storeFor(facts)?.load(chatKey(facts.filename, bufnr), call.id);
     const file = record?.files.find((item) => item.skipped === undefined);
