@@ -47,7 +47,7 @@ function answers(agent: FakeAgent, kind: string): Record<string, unknown>[] {
 }
 
 describe('fs/write_text_file', () => {
-  it('writes through the undo journal: the reply records it, a buffer showing the file follows, :Flemma tool:undo puts it back', async () => {
+  it('writes through the undo journal: the reply records it, a buffer showing the file follows, :Flemma review lists it, :Flemma tool:undo puts it back', async () => {
     const { t, agent, work } = await agentChat(
       [{ writeFile: { path: '$CWD/notes.txt', content: 'the milk\n' } }],
       { 'notes.txt': 'teh milk\n' },
@@ -67,6 +67,15 @@ describe('fs/write_text_file', () => {
     const lines = await t.lines();
     const row = lines.findIndex((line) => line.startsWith('**Agent Write:**'));
     expect(lines[row]).toMatch(/^\*\*Agent Write:\*\* `[^`]+` \(written\) .*\/notes\.txt$/);
+    // `:Flemma review` lists it with the calls.
+    const id = /`([^`]+)`/.exec(lines[row] ?? '')?.[1] ?? '';
+    const chat = await t.d.lua<number>('return vim.api.nvim_get_current_win()');
+    await t.d.command('Flemma review');
+    await t.d.waitUntil('return vim.fn.getqflist({ title = 1 }).title == "Flemma review"');
+    expect(
+      await t.d.lua('return vim.tbl_map(function(item) return item.text end, vim.fn.getqflist())'),
+    ).toEqual([`${id} (acp:write): -1 +1`]);
+    await t.d.lua('vim.api.nvim_set_current_win(...)', chat);
     await t.d.lua('vim.api.nvim_win_set_cursor(0, { ..., 0 })', row + 1);
     await t.d.command('Flemma tool:undo');
     await t.d.waitForNotification(/Undid acp:write/);
