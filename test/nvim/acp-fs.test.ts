@@ -85,13 +85,14 @@ describe('fs/write_text_file', () => {
     );
   });
 
-  it('is refused outside the writable paths, through a link out of them, and over unsaved changes', async () => {
+  it('is refused outside the writable paths, through a link out of them, over unsaved changes and on the chat itself', async () => {
     const { t, agent, work } = await agentChat(
       [
         { writeFile: { path: '$CWD/../outside/keep.txt', content: 'gone\n' } },
         { writeFile: { path: '$CWD/out/keep.txt', content: 'gone\n' } },
         { writeFile: { path: '$CWD/draft.txt', content: 'gone\n' } },
         { writeFile: { path: 'draft.txt', content: 'gone\n' } },
+        { writeFile: { path: '$CWD/test.chat', content: 'gone\n' } },
       ],
       { '../outside/keep.txt': 'keep\n', 'draft.txt': 'draft\n' },
     );
@@ -100,7 +101,7 @@ describe('fs/write_text_file', () => {
     await t.d.lua('vim.api.nvim_buf_set_lines(0, 0, -1, false, { "mine, unsaved" })');
     await t.d.command('wincmd p');
     await send(t);
-    const [outside, link, unsaved, relative] = answers(agent, 'writeFile');
+    const [outside, link, unsaved, relative, chat] = answers(agent, 'writeFile');
     for (const refused of [outside, link]) {
       expect(refused?.['error']).toMatchObject({
         message: expect.stringContaining('outside writable directories') as unknown,
@@ -110,6 +111,9 @@ describe('fs/write_text_file', () => {
       message: expect.stringContaining('unsaved changes') as unknown,
     });
     expect(relative?.['error']).toMatchObject({ code: -32602 });
+    expect(chat?.['error']).toMatchObject({
+      message: expect.stringContaining("this chat's own file") as unknown,
+    });
     expect(readFileSync(join(work, '../outside/keep.txt'), 'utf8')).toBe('keep\n');
     expect(readFileSync(join(work, 'draft.txt'), 'utf8')).toBe('draft\n');
     expect((await t.lines()).some((line) => line.startsWith('**Agent Write:**'))).toBe(false);

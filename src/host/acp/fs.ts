@@ -15,7 +15,8 @@
 //   policy whatever was answered. Every sensitive place is refused (the write tool allows one the
 //   user approved for that call; an agent's write is tied to no question). A file open in a
 //   buffer with unsaved changes is refused (nothing you wrote is lost); a buffer without them
-//   takes the new text. Only during a turn of the chat, whose reply records the write.
+//   takes the new text; so is the chat's own file (its reply is being written). Only during a
+//   turn of the chat, whose reply records the write.
 import { randomBytes } from 'node:crypto';
 import type {
   ReadTextFileRequest,
@@ -31,6 +32,7 @@ import type { ToolDefinition } from '../../core/tools/registry.js';
 import { readTool } from '../../core/tools/definitions/read.js';
 import { toolPath, writeTool } from '../../core/tools/definitions/write.js';
 import { type WriteGate, sensitiveGate } from '../../core/tools/sandbox/gate.js';
+import { resolveReal } from '../../core/tools/sandbox/paths.js';
 import { describeSensitive, sensitiveEntries } from '../../core/tools/sandbox/sensitive.js';
 import {
   FileReadError,
@@ -174,6 +176,10 @@ export class AgentFiles {
       throw new ServeError(FAILED, 'Write denied – no turn of this chat is running');
     }
     if (typeof params.content !== 'string') throw new ServeError(FAILED, 'No content provided');
+    const chatFile = scope.editor.facts.filename;
+    if (chatFile !== null && resolveReal(path) === resolveReal(chatFile)) {
+      throw new ServeError(FAILED, `Write denied – ${path} is this chat's own file`);
+    }
     const open = await this.ports.lua.call('acp.buffer', { path });
     if (open.modified === true) {
       throw new ServeError(
