@@ -90,7 +90,7 @@ const REPLY = [
   '@Assistant:',
   'Fixing.',
   '',
-  writeLine('acp_write_1', '/p/notes.txt').trimEnd(),
+  writeLine('acp_write_1', '/p/notes.txt'),
   '',
   ...toolUse('bash', 'toolu_1', '{"command": "ls"}'),
   '',
@@ -99,14 +99,14 @@ const REPLY = [
   ...toolResult('toolu_1', ['ok']),
   '',
   '@Assistant:',
-  writeLine('acp_write_2', '/p/a b.txt').trimEnd(),
+  writeLine('acp_write_2', '/p/a b.txt'),
 ];
 
 describe('an agent’s writes in the reply', () => {
   it('are a line each, marked undone once', () => {
     const line = writeLine('w`1', '/p/x\ny.txt');
-    expect(line).toBe("**Agent Write:** `w'1` (written) /p/x y.txt\n");
-    const undone = markWriteUndone(line.trimEnd());
+    expect(line).toBe("**Agent Write:** `w'1` (written) /p/x y.txt");
+    const undone = markWriteUndone(line);
     expect(undone).toBe("**Agent Write:** `w'1` (undone) /p/x y.txt");
     expect(markWriteUndone(undone ?? '')).toBeUndefined();
     expect(markWriteUndone('**Tool Result:** `x`')).toBeUndefined();

@@ -15,7 +15,7 @@ const WRITE_LINE = /^\*\*Agent Write:\*\* `([^`]+)` \((written|undone)\)(.*)$/;
 
 /** The reply's line of a write. */
 export function writeLine(id: string, path: string): string {
-  return `**Agent Write:** \`${id.replace(/`/g, "'")}\` (written) ${path.replace(/\s+/g, ' ')}\n`;
+  return `**Agent Write:** \`${id.replace(/`/g, "'")}\` (written) ${path.replace(/\s+/g, ' ')}`;
 }
 
 /** The line marked undone; undefined when it is no write line or already says so. */

@@ -142,7 +142,12 @@ export class AcpAgents {
       ...chat.context,
       cwd,
       turn: chat.turnSignal,
-      note: chat.note,
+      note:
+        chat.note === undefined
+          ? undefined
+          : (lines) => {
+              chat.note?.(`${lines.join('\n')}\n`);
+            },
     }));
     const client: AgentClient = {
       update: (notification) => chat.listener?.(notification),

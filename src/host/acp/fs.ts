@@ -53,8 +53,8 @@ export interface AgentScope {
   cwd: string;
   /** The running turn's cancel; undefined between turns. */
   turn: AbortSignal | undefined;
-  /** A line of the running turn's reply; undefined between turns. */
-  note: ((text: string) => void) | undefined;
+  /** A block of lines of the running turn's reply; undefined between turns. */
+  note: ((lines: string[]) => void) | undefined;
 }
 
 export interface ServePorts {
@@ -199,7 +199,7 @@ export class AgentFiles {
       const { bufnr, editor } = scope;
       await this.ports.undo.record(bufnr, editor.facts, id, journal.entries, journal.limits);
     }
-    note(writeLine(id, path));
+    note([writeLine(id, path)]);
     this.ports.lua.notify('files.changed', { path, running: false });
   }
 }
