@@ -33,6 +33,7 @@ local attention = lazy.require("flemma.ui.attention")
 local progress = lazy.require("flemma.ui.progress")
 local usage = lazy.require("flemma.usage")
 local acp = lazy.require("flemma.acp")
+local acp_fs = lazy.require("flemma.acp_fs")
 
 local M = {}
 
@@ -308,6 +309,10 @@ M.methods = {
   end,
   ["acp.settled"] = function(params)
     return acp.settled(params)
+  end,
+  --- An agent's file request: the buffer showing the file, if any (flemma.acp_fs).
+  ["acp.buffer"] = function(params)
+    return acp_fs.buffer(params)
   end,
   ["usage.confirm"] = function(params)
     return usage.confirm(params)

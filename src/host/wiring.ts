@@ -58,6 +58,7 @@ import { Compactor } from './compact.js';
 import { ChatHistory } from './history.js';
 import { AcpAgents } from './acp/agents.js';
 import { permissionJudge } from './acp/permissions.js';
+import { agentServices, servePorts } from './acp/serve.js';
 
 export { HOST_VERSION, SOURCE_HASH } from './base.js';
 
@@ -240,7 +241,11 @@ function createSend(
     events.emit('loop:stopped', { bufnr });
   });
   // The chats' agents (provider `acp`): one process per chat, ended with it (docs/agents.md).
-  const agents = new AcpAgents(base, permissionJudge({ ...base, approval: tools.approval }));
+  const agents = new AcpAgents(
+    base,
+    permissionJudge({ ...base, approval: tools.approval }),
+    agentServices(servePorts({ base, catalogue, undo })),
+  );
   const requests = new RequestBuilder({ base, catalogue, memo, agents });
   const recovery = new RecoveryService(base.logger);
   const meter = new ContextMeter({ base, requests, usage });

@@ -21,6 +21,13 @@
 //   { "permissions": [ { "toolCall": … }, … ] }   several session/request_permission at once;
 //                                           waits for every answer (each outcome logged);
 //                                           with "crashOnAnswer": code, exits at the first
+// The client's file and terminal methods (each logs what came back, `error` when it failed; a
+// path or `cwd` starting with `$CWD` starts in the agent's working directory):
+//   { "readFile": { "path": …, "line": n, "limit": n } }     fs/read_text_file → `readFile`
+//   { "writeFile": { "path": …, "content": "…" } }           fs/write_text_file → `writeFile`
+//   { "terminal": { "command": …, "args": […], "cwd": …, "outputByteLimit": n, "kill": true } }
+//                                           terminal/create, then (with `kill`) terminal/kill,
+//                                           wait_for_exit, output, release → `terminal`
 import { appendFileSync, readFileSync } from 'node:fs';
 import { Readable, Writable } from 'node:stream';
 import * as acp from '@agentclientprotocol/sdk';
@@ -53,6 +60,59 @@ function promptText(prompt) {
   return prompt.map((block) => (block.type === 'text' ? block.text : '')).join('');
 }
 
+/** What a client method answered, or its error. */
+async function answerOf(work) {
+  try {
+    return { answer: await work };
+  } catch (error) {
+    return { error: { code: error.code, message: error.message } };
+  }
+}
+
+/** `$CWD` at the start of a path: the agent's working directory (the chat's directory). */
+const here = (path) => (typeof path === 'string' ? path.replace(/^\$CWD/, process.cwd()) : path);
+
+async function fileStep(client, sessionId, step) {
+  const { fs } = acp.methods.client;
+  for (const request of [step.readFile, step.writeFile]) {
+    if (request) request.path = here(request.path);
+  }
+  if (step.readFile) {
+    const got = await answerOf(client.request(fs.readTextFile, { sessionId, ...step.readFile }));
+    log({
+      event: 'readFile',
+      path: step.readFile.path,
+      content: got.answer?.content,
+      error: got.error,
+    });
+  } else {
+    const got = await answerOf(client.request(fs.writeTextFile, { sessionId, ...step.writeFile }));
+    log({
+      event: 'writeFile',
+      path: step.writeFile.path,
+      ok: got.error === undefined,
+      error: got.error,
+    });
+  }
+}
+
+async function terminalStep(client, sessionId, step) {
+  const { terminal } = acp.methods.client;
+  const { kill, ...params } = step.terminal;
+  if (params.cwd) params.cwd = here(params.cwd);
+  const created = await answerOf(client.request(terminal.create, { sessionId, ...params }));
+  if (created.error) {
+    log({ event: 'terminal', error: created.error });
+    return;
+  }
+  const terminalId = created.answer.terminalId;
+  if (kill) await client.request(terminal.kill, { sessionId, terminalId });
+  const exit = await client.request(terminal.waitForExit, { sessionId, terminalId });
+  const output = await client.request(terminal.output, { sessionId, terminalId });
+  await client.request(terminal.release, { sessionId, terminalId });
+  log({ event: 'terminal', terminalId, exit, ...output });
+}
+
 // Permission requests: one, or several at once (`permissions`).
 async function askPermission(client, sessionId, ask) {
   const answer = await client.request(acp.methods.client.session.requestPermission, {
@@ -64,7 +124,11 @@ async function askPermission(client, sessionId, ask) {
 }
 
 async function runStep(client, sessionId, step) {
-  if (step.update) {
+  if (step.readFile || step.writeFile) {
+    await fileStep(client, sessionId, step);
+  } else if (step.terminal) {
+    await terminalStep(client, sessionId, step);
+  } else if (step.update) {
     await client.notify(acp.methods.client.session.update, { sessionId, update: step.update });
   } else if (step.chunks) {
     const texts = step.texts ?? [step.text];

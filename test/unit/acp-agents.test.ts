@@ -130,9 +130,10 @@ describe('a chat agent', () => {
     const init = entries.find((e) => e.event === 'initialize') as {
       params: Record<string, unknown>;
     };
+    // The client serves files and terminals (src/host/acp/fs.ts, terminal.ts).
     expect(init.params['clientCapabilities']).toMatchObject({
-      fs: { readTextFile: false, writeTextFile: false },
-      terminal: false,
+      fs: { readTextFile: true, writeTextFile: true },
+      terminal: true,
     });
   });
 

@@ -5,6 +5,7 @@
 import type { ChatDocument, Message } from './ast.js';
 import { ownMessage } from './review.js';
 import { markUndone } from './undone.js';
+import { writesIn } from '../acp/writes.js';
 
 /** The index of the message holding 1-based `line`, or why there is none. */
 export function messageAt(doc: ChatDocument, line: number): number | string {
@@ -67,12 +68,17 @@ export function rewindCut(
   const from = next.span.startLine - 1;
   const calls = doc.messages
     .slice(index + 1)
-    .flatMap((message) =>
-      message.segments.flatMap((segment) =>
-        segment.kind === 'tool_use' ? [{ id: segment.id, name: segment.name }] : [],
+    .flatMap((message) => [
+      ...message.segments.flatMap((segment) =>
+        segment.kind === 'tool_use'
+          ? [{ id: segment.id, name: segment.name, line: segment.span.startLine }]
+          : [],
       ),
-    )
-    .reverse();
+      // An agent's writes (src/core/acp/writes.ts) are undone with the calls, in line order.
+      ...writesIn(message),
+    ])
+    .sort((a, b) => b.line - a.line)
+    .map(({ id, name }) => ({ id, name }));
   return { from, removed: lines.slice(from), calls };
 }
 

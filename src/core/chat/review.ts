@@ -4,6 +4,7 @@
 // message (a `@You:` message with something besides tool results). With autopilot a turn is many
 // replies, and the user reviews what happened since they last wrote, not only the final answer.
 import type { ChatDocument, Message } from './ast.js';
+import { writesIn } from '../acp/writes.js';
 
 export type ReviewScope =
   | { kind: 'last' }
@@ -70,6 +71,9 @@ export function callsInScope(doc: ChatDocument, scope: ReviewScope): ReviewedCal
         calls.push({ id: segment.id, name: segment.name, line: segment.span.startLine });
       }
     }
+    // An agent's writes (src/core/acp/writes.ts), in the order of the lines.
+    calls.push(...writesIn(message));
   }
+  calls.sort((a, b) => a.line - b.line);
   return calls;
 }

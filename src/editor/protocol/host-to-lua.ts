@@ -10,6 +10,7 @@ import { FILES_TO_LUA, type FilesToLua } from './files.js';
 import { HISTORY_TO_LUA, type HistoryToLua } from './history.js';
 import { SLASH_TO_LUA, type SlashToLua } from './slash.js';
 import { ACP_TO_LUA, type AcpToLua } from './acp.js';
+import { ACP_FS_TO_LUA, type AcpFsToLua } from './acp-fs.js';
 import type {
   ApplyBatch,
   ApplyBatchAnswer,
@@ -29,7 +30,7 @@ import type {
 export type HostToLuaKind = 'request' | 'notification' | 'request or notification';
 
 /** Every host → Lua method: its params and Lua's answer (`nil` arrives as null). */
-export interface HostToLua extends FilesToLua, HistoryToLua, SlashToLua, AcpToLua {
+export interface HostToLua extends FilesToLua, HistoryToLua, SlashToLua, AcpToLua, AcpFsToLua {
   'hooks.emit': Method<{ name: HookName; data: HookPayloads[HookName] }, null>;
   'buffer.apply_batch': Method<ApplyBatch, ApplyBatchAnswer>;
   'buffer.lock': Method<{ bufnr: number; owner?: string }, boolean>;
@@ -478,6 +479,7 @@ export const HOST_TO_LUA = {
   ...HISTORY_TO_LUA,
   ...SLASH_TO_LUA,
   ...ACP_TO_LUA,
+  ...ACP_FS_TO_LUA,
 } as const satisfies { readonly [M in HostToLuaMethod]: HostToLuaSpec };
 
 type KindOf<M extends HostToLuaMethod> = (typeof HOST_TO_LUA)[M]['kind'];

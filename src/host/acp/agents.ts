@@ -41,6 +41,7 @@ import type { HostBase } from '../base.js';
 import { AgentError, type AgentClient, AgentProcess, type AgentSpec } from './process.js';
 import { EventQueue } from './queue.js';
 import { AgentProbes } from './probe.js';
+import type { ServeAgent } from './serve.js';
 
 /** A chat's agent: its process, its session, the turn that listens to it. */
 interface ChatAgent {
@@ -90,6 +91,8 @@ export class AcpAgents {
     private readonly judge: PermissionJudge = (_chat, request) =>
       // Until a chat's permissions are wired: refused, never approved.
       Promise.resolve({ outcome: permissionOutcome(request.options, 'reject') }),
+    /** The agent's file and terminal requests (none served without it). */
+    private readonly serve?: ServeAgent,
   ) {}
 
   /**
@@ -168,12 +171,19 @@ export class AcpAgents {
       settleAll(known);
       void known.process.stop();
     }
+    const served = this.serve?.(() => ({
+      ...chat.context,
+      cwd,
+      turn: chat.turnSignal,
+      note: chat.note,
+    }));
     const client: AgentClient = {
       update: (notification) => {
         keepCost(chat.costs, notification);
         chat.listener?.(notification);
       },
       permission: (request, signal) => this.permission(chat, request, signal),
+      services: served?.services,
     };
     const process = new AgentProcess(spec, cwd, client, this.base.logger);
     const chat: ChatAgent = {
@@ -192,6 +202,7 @@ export class AcpAgents {
     this.chats.set(bufnr, chat);
     this.hookExit();
     void process.exited.then(() => {
+      served?.close();
       // A crash: the next send starts a new process.
       if (this.chats.get(bufnr) === chat) this.chats.delete(bufnr);
     });

@@ -6,12 +6,20 @@
 import { Readable, Writable } from 'node:stream';
 import type {
   ContentBlock,
+  CreateTerminalRequest,
+  CreateTerminalResponse,
   InitializeResponse,
+  ReadTextFileRequest,
+  ReadTextFileResponse,
   RequestPermissionRequest,
   RequestPermissionResponse,
   SessionNotification,
   StopReason,
+  TerminalExitStatus,
+  TerminalOutputResponse,
+  WriteTextFileRequest,
 } from '@agentclientprotocol/sdk';
+import { FAILED, ServeError } from '../../core/acp/fs.js';
 import { loadExeca, signalGroup } from '../../core/tools/process.js';
 import { HOST_VERSION } from '../base.js';
 import type { FileLogger } from '../log.js';
@@ -32,9 +40,22 @@ export interface AgentSpec {
 }
 
 /**
- * What the chat answers for its agent: the updates of a turn, the permission requests. The file
- * and terminal methods will come here too (issue 33, point 4); until then the client says it
- * serves none of them.
+ * The agent's file and terminal requests, served by the chat (src/host/acp/fs.ts, terminal.ts);
+ * a failure is a `ServeError`, which the agent gets as a JSON-RPC error.
+ */
+export interface AgentServices {
+  readTextFile(params: ReadTextFileRequest): Promise<ReadTextFileResponse>;
+  writeTextFile(params: WriteTextFileRequest): Promise<void>;
+  createTerminal(params: CreateTerminalRequest): Promise<CreateTerminalResponse>;
+  terminalOutput(id: string): TerminalOutputResponse;
+  waitForTerminalExit(id: string): Promise<TerminalExitStatus>;
+  killTerminal(id: string): void;
+  releaseTerminal(id: string): void;
+}
+
+/**
+ * What the chat answers for its agent: the updates of a turn, the permission requests, and its
+ * file and terminal requests (`services`; without them each is refused).
  */
 export interface AgentClient {
   update(notification: SessionNotification): void;
@@ -42,12 +63,13 @@ export interface AgentClient {
     request: RequestPermissionRequest,
     signal: AbortSignal,
   ): Promise<RequestPermissionResponse>;
+  services?: AgentServices | undefined;
 }
 
-/** The capabilities Flemma serves to agents: none of fs and terminal yet. */
+/** The capabilities Flemma serves to agents: files (read and write) and terminals. */
 export const CLIENT_CAPABILITIES = {
-  fs: { readTextFile: false, writeTextFile: false },
-  terminal: false,
+  fs: { readTextFile: true, writeTextFile: true },
+  terminal: true,
 } as const;
 
 /** The JSON-RPC error agents answer when they need `authenticate` first. */
@@ -69,6 +91,21 @@ function errorText(error: unknown): string {
 function errorCode(error: unknown): number | undefined {
   if (error === null || typeof error !== 'object' || !('code' in error)) return undefined;
   return typeof error.code === 'number' ? error.code : undefined;
+}
+
+/** A request served by `services`; its failure as the JSON-RPC error the agent gets. */
+async function servedBy<T>(
+  acp: AcpModule,
+  services: AgentServices | undefined,
+  run: (services: AgentServices) => T | Promise<T>,
+): Promise<T> {
+  if (services === undefined) throw new acp.RequestError(FAILED, 'Not served by this client');
+  try {
+    return await run(services);
+  } catch (error) {
+    if (error instanceof ServeError) throw new acp.RequestError(error.code, error.message);
+    throw new acp.RequestError(FAILED, errorText(error));
+  }
 }
 
 /** What `follow` reads of the child execa started. */
@@ -148,15 +185,17 @@ export class AgentProcess {
       Writable.toWeb(child.stdin) as WritableStream<Uint8Array>,
       Readable.toWeb(child.stdout) as ReadableStream<Uint8Array>,
     );
-    const app = acp
-      .client({ name: 'flemma' })
-      .onNotification(acp.methods.client.session.update, ({ params }) => {
-        this.client.update(params);
-      })
-      .onRequest(acp.methods.client.session.requestPermission, ({ params, signal }) =>
-        this.client.permission(params, signal),
-      );
-    this.connection = app.connect(stream);
+    this.connection = this.serve(
+      acp,
+      acp
+        .client({ name: 'flemma' })
+        .onNotification(acp.methods.client.session.update, ({ params }) => {
+          this.client.update(params);
+        })
+        .onRequest(acp.methods.client.session.requestPermission, ({ params, signal }) =>
+          this.client.permission(params, signal),
+        ),
+    ).connect(stream);
     const initialized: InitializeResponse = await this.request((agent) =>
       agent.request(acp.methods.agent.initialize, {
         protocolVersion: acp.PROTOCOL_VERSION,
@@ -170,6 +209,43 @@ export class AgentProcess {
       `acp: ${spec.name} (pid ${String(this.pid)}) is ${info?.name ?? 'an agent'} ${info?.version ?? ''}`.trimEnd(),
     );
     return initialized;
+  }
+
+  /** The handlers of the agent's file and terminal requests (`AgentServices`). */
+  private serve(
+    acp: AcpModule,
+    app: ReturnType<AcpModule['client']>,
+  ): ReturnType<AcpModule['client']> {
+    const { fs, terminal } = acp.methods.client;
+    const served = <T>(run: (services: AgentServices) => T | Promise<T>): Promise<T> =>
+      servedBy(acp, this.client.services, run);
+    return app
+      .onRequest(fs.readTextFile, ({ params }) => served((s) => s.readTextFile(params)))
+      .onRequest(fs.writeTextFile, ({ params }) =>
+        served(async (s) => {
+          await s.writeTextFile(params);
+          return {};
+        }),
+      )
+      .onRequest(terminal.create, ({ params }) => served((s) => s.createTerminal(params)))
+      .onRequest(terminal.output, ({ params }) =>
+        served((s) => s.terminalOutput(params.terminalId)),
+      )
+      .onRequest(terminal.waitForExit, ({ params }) =>
+        served((s) => s.waitForTerminalExit(params.terminalId)),
+      )
+      .onRequest(terminal.kill, ({ params }) =>
+        served((s) => {
+          s.killTerminal(params.terminalId);
+          return {};
+        }),
+      )
+      .onRequest(terminal.release, ({ params }) =>
+        served((s) => {
+          s.releaseTerminal(params.terminalId);
+          return {};
+        }),
+      );
   }
 
   /** The process's end, its stderr to the log. */

@@ -31,8 +31,8 @@ import { sensitiveEntries } from '../../core/tools/sandbox/sensitive.js';
 import type { BufferSettings } from '../buffer-settings.js';
 import { sandboxFor } from '../sandbox.js';
 import { rootsFor, withRootPaths } from '../tool-extras.js';
-import { toolCallAt } from '../../core/tools/locate.js';
 import { markUndone } from '../../core/chat/undone.js';
+import { markWriteUndone, undoTarget } from '../../core/acp/writes.js';
 import {
   type ReviewCall,
   type ReviewScope,
@@ -305,13 +305,9 @@ export class UndoService {
   async undoAt(bufnr: number, row: number): Promise<{ ok: boolean; message: string }> {
     const state = await this.base.documents.attach(bufnr);
     if (state === undefined) return { ok: false, message: 'Not a chat buffer' };
-    const found = toolCallAt(state.document, row + 1);
-    if (!found.ok) return { ok: false, message: found.error };
-    const { call } = found;
-    const result = call.result;
-    if (result === undefined || result.placeholder !== undefined) {
-      return { ok: false, message: `${call.name} (${call.id}) has not run: nothing to undo` };
-    }
+    const target = undoTarget(state.document, row);
+    if (!target.ok) return target;
+    const { call } = target;
     const facts = await this.facts(bufnr);
     const store = storeFor(facts);
     const key = chatKey(facts.filename, bufnr);
@@ -355,7 +351,7 @@ export class UndoService {
     const refused = await this.restore(await this.access(editor, paths), record.files);
     if (refused !== undefined) return { ok: false, message: `Cannot undo ${call.id}: ${refused}` };
     await store.markUndone(key, call.id, record);
-    await this.mark(bufnr, result.span.startLine - 1);
+    await this.mark(bufnr, target.row);
     const names = record.files.map((file) => file.path).join(', ');
     return { ok: true, message: `Undid ${call.name} (${call.id}): restored ${names}` };
   }
@@ -368,10 +364,10 @@ export class UndoService {
   async diffAt(bufnr: number, row: number): Promise<DiffSpec | string | undefined> {
     const state = await this.base.documents.attach(bufnr);
     if (state === undefined) return undefined;
-    const found = toolCallAt(state.document, row + 1);
-    if (!found.ok) return undefined;
-    const { call } = found;
-    if (call.result === undefined || call.result.placeholder !== undefined) return undefined;
+    // A tool call that ran, or an agent's write (the same lookup as undo's).
+    const target = undoTarget(state.document, row);
+    if (!target.ok) return undefined;
+    const { call } = target;
     const facts = await this.facts(bufnr);
     const record = await storeFor(facts)?.load(chatKey(facts.filename, bufnr), call.id);
     const file = record?.files.find((item) => item.skipped === undefined);
@@ -484,7 +480,7 @@ export class UndoService {
     const state = await this.results.fresh(bufnr);
     const line = state?.lines[row];
     if (line === undefined) return;
-    const marked = markUndone(line);
+    const marked = markUndone(line) ?? markWriteUndone(line);
     if (marked === undefined) return;
     await this.results.applyEdits(bufnr, [
       { start: row, end: row + 1, lines: [marked], expect: [line] },

@@ -60,13 +60,13 @@ export function bashArgv(shell: string, command: string): string[] {
 }
 
 /** `tools.bash.shell` when it is a non-empty string, else the default. */
-function shellFrom(config: Record<string, unknown> | undefined): string {
+export function shellFrom(config: Record<string, unknown> | undefined): string {
   const shell = config?.['shell'];
   return typeof shell === 'string' && shell.trim() !== '' ? shell : BASH_DEFAULT_SHELL;
 }
 
 /** The string entries of `tools.bash.env`; anything else in it is dropped. */
-function envFrom(config: Record<string, unknown> | undefined): Record<string, string> {
+export function envFrom(config: Record<string, unknown> | undefined): Record<string, string> {
   const raw = fieldsOf(config?.['env']);
   const env: Record<string, string> = {};
   for (const [key, value] of Object.entries(raw)) {
