@@ -61,7 +61,7 @@ process.on('SIGTERM', () => {
   process.exit(0);
 });
 hostLogger.info(
-  `host started (node ${process.version}, pid ${String(process.pid)}), ready ${performance.now().toFixed(1)} ms after the process started`,
+  `host started (node ${process.version}, pid ${String(process.pid)}), ready ${(process.uptime() * 1000).toFixed(1)} ms after the process started`,
 );
 
 // Once idle after the start, the host warms what a first tool loop needs, then writes its code

@@ -57,6 +57,14 @@ import { trace } from '../editor/trace.js';
 /** How long the host must have had no message to count as idle, in ms. */
 export const IDLE_MS = 50;
 
+/**
+ * A monotonic clock in ms. Not `performance.now()`: the global loads `node:perf_hooks` (≈ 0.5 ms)
+ * on first use, and the watch starts with the host (docs/testing.md, "Where the time goes").
+ */
+function now(): number {
+  return Number(process.hrtime.bigint()) / 1e6;
+}
+
 /** What one send offers and where its tools would run. */
 export interface LoopWarmupInput {
   /** The definitions of the tools the request offers. */
@@ -174,14 +182,14 @@ export function toolLoopWarmup(
 
 /** Knows when the host last heard from Neovim and what it still answers; waits for it to be idle. */
 export class IdleWatch {
-  private last = performance.now();
+  private last = now();
   private unanswered = 0;
 
   constructor(private readonly idleMs: number = IDLE_MS) {}
 
   /** A message came (a request or a notification). */
   touch(): void {
-    this.last = performance.now();
+    this.last = now();
   }
 
   /** A request came: the host is busy until the function returned is called (it answered). */
@@ -200,7 +208,7 @@ export class IdleWatch {
   /** Resolves once no request is unanswered and no message came (nor answer went) for `idleMs`. */
   async idle(): Promise<void> {
     for (;;) {
-      const left = this.last + this.idleMs - performance.now();
+      const left = this.last + this.idleMs - now();
       if (left <= 0 && this.unanswered === 0) return;
       await new Promise((resolve) => setTimeout(resolve, Math.ceil(Math.max(left, this.idleMs))));
     }

@@ -32,6 +32,19 @@ describe('the built host', () => {
     for (const name of PROVIDER_HOSTS) expect(host.includes(name), name).toBe(false);
   });
 
+  it('loads node:crypto, node:fs/promises and node:os on first use, and never node:perf_hooks', () => {
+    // A lazy built-in is required only inside its loader (`loaded ??= require(…)`), which the
+    // start does not call; `performance` is the global, loaded on its first use.
+    for (const name of ['node:crypto', 'node:fs/promises', 'node:os']) {
+      const requires = [...host.matchAll(/(.{3})require\("([^"]+)"\)/g)].filter(
+        (m) => m[2] === name,
+      );
+      expect(requires.length, name).toBe(1);
+      expect(requires[0]?.[1], name).toBe('??=');
+    }
+    expect(host.includes('require("node:perf_hooks")')).toBe(false);
+  });
+
   it("reaches each SDK, execa, ajv, yaml and fast-xml-parser through import() (the entry's: __fimp) of its own bundle under dist/sdk/", () => {
     const lazy = [...host.matchAll(/__fimp\(["'](\.\/sdk\/[^"']+)["']\)/g)].map((m) => m[1] ?? '');
     expect(lazy.sort()).toEqual([

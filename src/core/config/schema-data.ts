@@ -33,7 +33,10 @@ export interface SchemaNode {
   readonly aliases?: Readonly<Record<string, readonly string[]>>;
 }
 
-const ROOT = data.schema as SchemaNode;
+/** The schema's root (the build parses the data on first use; the host's start does not read it). */
+function root(): SchemaNode {
+  return data.schema;
+}
 
 /** A fresh copy of every default (the snapshot Lua would send before any `setup()`). */
 export function schemaDefaults(): Record<string, unknown> {
@@ -47,15 +50,15 @@ const TOP_ALIASES: Readonly<Record<string, readonly string[]>> = {
 
 /** The root of the options' schema. */
 export function schemaRoot(): SchemaNode {
-  return ROOT;
+  return root();
 }
 
 /** Names the frontmatter takes at the top besides the root's own fields and aliases. */
 export function topShortcuts(): string[] {
   return [
     ...Object.keys(TOP_ALIASES),
-    ...Object.keys(ROOT.fields?.['parameters']?.fields ?? {}).filter(
-      (name) => ROOT.fields?.[name] === undefined,
+    ...Object.keys(root().fields?.['parameters']?.fields ?? {}).filter(
+      (name) => root().fields?.[name] === undefined,
     ),
   ];
 }
@@ -225,11 +228,11 @@ function closest(name: string, node: SchemaNode): string | undefined {
 
 function step(first: boolean, key: string): readonly string[] {
   if (!first) return [key];
-  const alias = ROOT.aliases?.[key] ?? TOP_ALIASES[key];
+  const alias = root().aliases?.[key] ?? TOP_ALIASES[key];
   if (alias !== undefined) return alias;
   if (
-    ROOT.fields?.[key] === undefined &&
-    ROOT.fields?.['parameters']?.fields?.[key] !== undefined
+    root().fields?.[key] === undefined &&
+    root().fields?.['parameters']?.fields?.[key] !== undefined
   ) {
     return ['parameters', key];
   }
@@ -238,7 +241,7 @@ function step(first: boolean, key: string): readonly string[] {
 
 /** An option path as a user writes it → its schema node, canonical path and trust class. */
 export function lookup(path: readonly string[]): Lookup | { error: string } {
-  let node: SchemaNode = ROOT;
+  let node: SchemaNode = root();
   const canonical: string[] = [];
   let cls: unknown = node.trust;
   for (const [index, key] of path.entries()) {

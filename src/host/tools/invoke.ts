@@ -2,7 +2,6 @@
 // schema, the middleware around it, the executor's timeout (a grace period for tools that time
 // themselves out) and cancellation (a tool that ignores its signal still gets a result), the move
 // to the background after `tools.background_after`, and whatever it returns normalised.
-import { performance } from 'node:perf_hooks';
 import type { createExecutionContext } from '../../core/tools/context.js';
 import { compose } from '../../core/tools/middleware.js';
 import type { ToolDefinition, ToolOutcome } from '../../core/tools/registry.js';

@@ -3,7 +3,6 @@
 // a moment while quick tools return (so a loop of quick tools costs one round trip to Neovim),
 // a placeholder put back when the user deleted it while its tool ran, and the cursor after a
 // result (`tools.cursor_after_result`).
-import { performance } from 'node:perf_hooks';
 import type { ChatDocument } from '../../core/chat/ast.js';
 import {
   type Edit,
