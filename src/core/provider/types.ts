@@ -151,12 +151,12 @@ export class ProviderError extends Error {
 
 /** A chat's messages' wire form, kept across its requests (`MessageWireCache`, wire-cache.ts). */
 export interface MessageSerialiser {
-  /** The JSON of each message (`encode` makes one, '' for a message left out). */
+  /** The JSON of each message in UTF-8 (`encode` makes one, '' for a message left out). */
   serialise(
     variant: string,
     messages: readonly EvaluatedMessage[],
     encode: (message: EvaluatedMessage) => string,
-  ): string[];
+  ): Buffer[];
 }
 
 export interface ProviderAdapter {

@@ -1,4 +1,4 @@
-// The wire form (JSON) of each message of a chat's last request, kept so that the chat's next
+// The wire form (JSON, as UTF-8 bytes) of each message of a chat's last request, kept so that the chat's next
 // request serialises only what changed: a send of a long chat otherwise builds and serialises
 // every message again (issue 29, S1). One cache per chat (the request builder keeps one per
 // buffer). A message's JSON is reused only when the message equals, part by part and value by
@@ -10,8 +10,8 @@ import type { EvaluatedMessage, MessageSerialiser } from './types.js';
 
 interface Entry {
   message: EvaluatedMessage;
-  /** The message's JSON; '' when the provider sends nothing for it. */
-  json: string;
+  /** The message's JSON in UTF-8; empty when the provider sends nothing for it. */
+  json: Buffer;
 }
 
 export class MessageWireCache implements MessageSerialiser {
@@ -19,22 +19,22 @@ export class MessageWireCache implements MessageSerialiser {
   private entries: Entry[] = [];
 
   /**
-   * The JSON of each of `messages` (`encode` makes one, '' for a message left out), reusing the
-   * last request's where the message at the same place is the same. `variant` names the provider
-   * and every setting `encode` reads besides the message.
+   * The JSON of each of `messages` in UTF-8 (`encode` makes one, '' for a message left out),
+   * reusing the last request's where the message at the same place is the same. `variant` names
+   * the provider and every setting `encode` reads besides the message.
    */
   serialise(
     variant: string,
     messages: readonly EvaluatedMessage[],
     encode: (message: EvaluatedMessage) => string,
-  ): string[] {
+  ): Buffer[] {
     const previous = variant === this.variant ? this.entries : [];
     const entries = messages.map((message, index): Entry => {
       const before = previous[index];
       if (before !== undefined && sameValue(before.message, message)) {
         return { message, json: before.json };
       }
-      return { message, json: encode(message) };
+      return { message, json: Buffer.from(encode(message)) };
     });
     this.variant = variant;
     this.entries = entries;

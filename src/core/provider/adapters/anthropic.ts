@@ -237,15 +237,15 @@ export function buildAnthropicBody(request: P.ProviderRequest): Record<string, u
 }
 
 /**
- * The body as JSON, the same bytes as `JSON.stringify(buildAnthropicBody(request))`; with a
- * chat's `cache`, the messages unchanged since its last request are not built and serialised
- * again (their JSON is kept: wire-cache.ts).
+ * The body as UTF-8 JSON, the same bytes as `JSON.stringify(buildAnthropicBody(request))`; with a
+ * chat's `cache`, the messages unchanged since its last request are not built, serialised and
+ * encoded again (their bytes are kept: wire-cache.ts).
  */
 export function serialiseAnthropicBody(
   request: P.ProviderRequest,
   cache: P.MessageSerialiser | undefined,
-): string {
-  if (cache === undefined) return JSON.stringify(buildAnthropicBody(request));
+): Buffer {
+  if (cache === undefined) return Buffer.from(JSON.stringify(buildAnthropicBody(request)));
   const foreign = request.thinking?.foreign ?? 'preserve';
   // `messages` is the body's last key: its empty array ends the JSON (`"messages":[]}`).
   const head = JSON.stringify(buildAnthropicBody({ ...request, messages: [] }));
@@ -253,7 +253,15 @@ export function serialiseAnthropicBody(
     const block = messageBlock(message, foreign);
     return block === undefined ? '' : JSON.stringify(sortKeys(block));
   });
-  return `${head.slice(0, -2)}${messages.filter((json) => json !== '').join(',')}]}`;
+  const comma = Buffer.from(',');
+  const chunks: Uint8Array[] = [Buffer.from(head.slice(0, -2))];
+  for (const json of messages) {
+    if (json.length === 0) continue;
+    if (chunks.length > 1) chunks.push(comma);
+    chunks.push(json);
+  }
+  chunks.push(Buffer.from(']}'));
+  return Buffer.concat(chunks);
 }
 
 type AnthropicSdk = SdkModule<'anthropic'>;
@@ -346,7 +354,7 @@ async function* streamReply(
   let started = false;
   try {
     // `messages.create` with the body already serialised: what it would send, without its
-    // `JSON.stringify` of the whole (a megabyte for a long chat).
+    // `JSON.stringify` of the whole (a megabyte for a long chat) and `fetch`'s encoding of it.
     const events = await client.post<AsyncIterable<Anthropic.RawMessageStreamEvent>>(
       '/v1/messages',
       { body, headers: { 'content-type': 'application/json' }, stream: true, signal },
