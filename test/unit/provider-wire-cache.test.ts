@@ -9,15 +9,11 @@ import {
 import type { EvaluatedMessage, ProviderRequest } from '../../src/core/provider/types.js';
 import { MessageWireCache, sameValue } from '../../src/core/provider/wire-cache.js';
 import { helloRequest } from '../helpers/provider-request.js';
-import {
-  assistantMessage,
-  textPart,
-  toolResultPart,
-  toolUsePart,
-  userMessage,
-} from '../helpers/evaluated-parts.js';
+import * as evaluated from '../helpers/evaluated-parts.js';
 import { imagePart, textFilePart } from '../helpers/attachment-parts.js';
 import { redactedThinkingPart, thinkingPart } from '../helpers/thinking-parts.js';
+
+const { assistantMessage, textPart, toolResultPart, toolUsePart, userMessage } = evaluated;
 
 /** A chat as its templates and files rendered it: every kind of part, in both roles. */
 function chat(): ProviderRequest {
@@ -58,6 +54,13 @@ function part(request: ProviderRequest, index: number, at: number): Record<strin
   return found as unknown as Record<string, unknown>;
 }
 
+/** A change that sets `key` of the part `at` of the message `index` to `value`. */
+function set(index: number, at: number, key: string, value: unknown): Change {
+  return (r) => {
+    part(r, index, at)[key] = value;
+  };
+}
+
 // Each change is made on a copy of the request before it (new objects, as a new parse and render
 // make them), and they add up: the cache sees them one send after another.
 const changes: [string, Change][] = [
@@ -70,45 +73,24 @@ const changes: [string, Change][] = [
   ],
   [
     'one character edited in an earlier message (same length)',
-    (r) => {
-      part(r, 0, 0)['text'] = 'Question for QA teem: ';
-    },
+    set(0, 0, 'text', 'Question for QA teem: '),
   ],
   [
     "a template's value changed (the rendered text differs)",
-    (r) => {
-      part(r, 0, 0)['text'] = 'Question for the release team: ';
-    },
+    set(0, 0, 'text', 'Question for the release team: '),
   ],
-  [
-    'a referenced text file changed on disk',
-    (r) => {
-      part(r, 0, 1)['text'] = 'return 2\n';
-    },
-  ],
-  [
-    'a referenced image changed on disk',
-    (r) => {
-      part(r, 2, 2)['data'] = 'd29ybGQ=';
-    },
-  ],
+  ['a referenced text file changed on disk', set(0, 1, 'text', 'return 2\n')],
+  ['a referenced image changed on disk', set(2, 2, 'data', 'd29ybGQ=')],
   [
     "a tool use's nested input changed",
     (r) => {
       (part(r, 1, 3)['input'] as { options: { depth: number[] } }).options.depth[1] = 3;
     },
   ],
-  [
-    'a tool result became an error',
-    (r) => {
-      part(r, 2, 0)['isError'] = true;
-    },
-  ],
+  ['a tool result became an error', set(2, 0, 'isError', true)],
   [
     "a thinking block's signature changed",
-    (r) => {
-      part(r, 1, 0)['signature'] = { provider: 'anthropic', value: 'sig-2' };
-    },
+    set(1, 0, 'signature', { provider: 'anthropic', value: 'sig-2' }),
   ],
   [
     'foreign thinking dropped instead of preserved (an option)',
