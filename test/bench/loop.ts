@@ -143,17 +143,35 @@ async function runLoop(
   return { send, loop: took };
 }
 
-/** Warm loops in one Neovim: `runs` of them, the first two left out. */
-async function warmLoops(fake: FakeProvider, loop: LoopCase, runs: number): Promise<number[]> {
+/**
+ * Warm loops in one Neovim: `runs` of them, the first two left out; and the CPU time Neovim and
+ * its host used per loop meanwhile (the whole run: the send, the reply, the tools, the follow-up
+ * and its reply), which a loaded machine disturbs far less than the wall time.
+ */
+async function warmLoops(
+  fake: FakeProvider,
+  loop: LoopCase,
+  runs: number,
+): Promise<{ samples: number[]; cpu: { nvim: number; host: number } }> {
   const driver = await startLoopDriver(fake, loop);
   try {
     const samples: number[] = [];
-    for (let run = 0; run < runs; run++)
+    let before = { nvim: 0, host: 0 };
+    for (let run = 0; run < runs; run++) {
+      if (run === 2) before = await loopCpu(driver);
       samples.push((await runLoop(driver, fake, loop, `r${String(run)}`, 0)).loop);
-    return samples.slice(2);
+    }
+    const after = await loopCpu(driver);
+    const per = (side: 'nvim' | 'host'): number => (after[side] - before[side]) / (runs - 2);
+    return { samples: samples.slice(2), cpu: { nvim: per('nvim'), host: per('host') } };
   } finally {
     await driver.quit();
   }
+}
+
+/** CPU time in ms so far: Neovim's and its host's (flemma_bench.cpu). */
+function loopCpu(driver: Driver): Promise<{ nvim: number; host: number }> {
+  return driver.lua<{ nvim: number; host: number }>('return require("flemma_bench").cpu()');
 }
 
 /**
@@ -167,11 +185,18 @@ export async function toolLoopBenchmark(lane: Lane): Promise<void> {
     const runs = envNumber('FLEMMA_BENCH_S3_RUNS', 12);
     const name = (metric: string): string => `${metric}[nvim-${lane.lane}]`;
     const s3 = await warmLoops(fake, READS, runs);
-    report(name('tools.s3_stream_end_to_followup.median'), percentile(s3, 50), 'ms');
-    report(name('tools.s3_stream_end_to_followup.max'), Math.max(...s3), 'ms');
+    report(name('tools.s3_stream_end_to_followup.median'), percentile(s3.samples, 50), 'ms');
+    report(name('tools.s3_stream_end_to_followup.max'), Math.max(...s3.samples), 'ms');
     const s4 = await warmLoops(fake, BASH_5MB, Math.max(4, Math.round(runs / 2)));
-    report(name('tools.s4_stream_end_to_followup.median'), percentile(s4, 50), 'ms');
-    report(name('tools.s4_stream_end_to_followup.max'), Math.max(...s4), 'ms');
+    report(name('tools.s4_stream_end_to_followup.median'), percentile(s4.samples, 50), 'ms');
+    report(name('tools.s4_stream_end_to_followup.max'), Math.max(...s4.samples), 'ms');
+    for (const [figure, measured] of [
+      ['s3', s3],
+      ['s4', s4],
+    ] as const) {
+      report(name(`tools.${figure}_cpu_per_loop.nvim`), measured.cpu.nvim, 'ms');
+      report(name(`tools.${figure}_cpu_per_loop.host`), measured.cpu.host, 'ms');
+    }
   } finally {
     await fake.close();
   }

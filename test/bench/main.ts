@@ -432,7 +432,9 @@ async function sendBenchmarks(lane: Lane): Promise<void> {
     const expected = parseLines(lines).messages.length;
     await messagesMarked(driver, buf, expected);
     const s1: number[] = [];
+    let cpuFrom: Cpu = { nvim: 0, host: 0 };
     for (let run = 0; run < 17; run++) {
+      if (run === 2) cpuFrom = await cpuNow(driver);
       const after = driver.eventCount;
       const started = performance.now();
       benchMark('bench:s1-pressed');
@@ -448,6 +450,11 @@ async function sendBenchmarks(lane: Lane): Promise<void> {
       await driver.lua('vim.api.nvim_buf_set_lines(0, -1, -1, false, { "One more question." })');
     }
     report(`send.s1_keypress_to_body.median[nvim-${lane.lane}]`, percentile(s1.slice(2), 50), 'ms');
+    // The CPU time per send (its reply and the edit after it included): steadier than the wall
+    // time on a loaded machine.
+    const cpuTo = await cpuNow(driver);
+    report(`send.s1_cpu_per_send.host[nvim-${lane.lane}]`, (cpuTo.host - cpuFrom.host) / 15, 'ms');
+    report(`send.s1_cpu_per_send.nvim[nvim-${lane.lane}]`, (cpuTo.nvim - cpuFrom.nvim) / 15, 'ms');
 
     // S2 on a small chat, so that only the reply's cost is measured (recovery on, the default).
     const words = ['lorem ', 'ipsum ', 'dolor ', 'sit ', 'amet\n'];

@@ -247,6 +247,45 @@ describe('file references', () => {
     await d.waitForEvent('FlemmaRequestFinished', { after });
   });
 
+  it('a later send carries what changed in earlier messages: an edit, a template’s value, a file', async () => {
+    // A chat's unchanged messages keep their wire form between sends (wire-cache.ts): whatever
+    // changed in them since must still reach the next request.
+    const { d, f } = await launch({ files: { 'notes.txt': 'The lamp is blue.\n' } });
+    await d.lua('vim.env.FLEMMA_WHO = "Ana"');
+    const buf = await d.openChat('later.chat', [
+      '@You:',
+      'Hello {{ os.getenv("FLEMMA_WHO") }}, read @./notes.txt',
+      '@Assistant:',
+      'Fine.',
+      '@You:',
+      'Next?',
+    ]);
+    await d.command('trust');
+    const texts = (body: Body): string[] =>
+      body.messages.map((message) => message.content.map((part) => part.text ?? '').join(''));
+    const sendOnce = async (): Promise<string[]> => {
+      const after = d.eventCount;
+      await d.command('Flemma send');
+      const request = await f.nextRequest({ path: '/v1/messages' });
+      await reply(request.stream());
+      await d.waitForEvent('FlemmaRequestFinished', { after });
+      return texts(request.body as Body);
+    };
+    const first = await sendOnce();
+    expect(first[0]).toContain('Hello Ana, read');
+    expect(first[0]).toContain('The lamp is blue.');
+    expect(first[1]).toBe('Fine.');
+    await d.lua('vim.env.FLEMMA_WHO = "Bo"');
+    d.writeFile('notes.txt', 'The lamp is now a much brighter green.\n');
+    await d.lua('vim.api.nvim_buf_set_lines(..., 3, 4, false, { "Fine, and more." })', buf);
+    await d.lua('vim.api.nvim_buf_set_lines(..., -1, -1, false, { "And now?" })', buf);
+    const second = await sendOnce();
+    expect(second[0]).toContain('Hello Bo, read');
+    expect(second[0]).toContain('The lamp is now a much brighter green.');
+    expect(second[1]).toBe('Fine, and more.');
+    expect(second[second.length - 1]).toBe('And now?');
+  });
+
   it('a missing file is an error that names it, and nothing is sent', async () => {
     const lines = ['@You:', 'See @./missing.md please'];
     const { d, f, buf } = await sent('missing.chat', lines);

@@ -169,12 +169,29 @@ export class ProviderError extends Error {
   }
 }
 
+/** A chat's messages' wire form, kept across its requests (`MessageWireCache`, wire-cache.ts). */
+export interface MessageSerialiser {
+  /** The JSON of each message in UTF-8 (`encode` makes one, '' for a message left out). */
+  serialise(
+    variant: string,
+    messages: readonly EvaluatedMessage[],
+    encode: (message: EvaluatedMessage) => string,
+  ): Buffer[];
+}
+
 export interface ProviderAdapter {
   readonly name: string;
   /** The request body for a prompt (deterministic: the same prompt gives byte-identical JSON). */
   buildBody(request: ProviderRequest): Record<string, unknown>;
-  /** Send and stream the reply. Abort with `signal`; failures throw ProviderError. */
-  stream(request: ProviderRequest, signal: AbortSignal): AsyncIterable<ProviderEvent>;
+  /**
+   * Send and stream the reply. Abort with `signal`; failures throw ProviderError. `cache`: the
+   * chat's messages as last sent, for an adapter that serialises only what changed.
+   */
+  stream(
+    request: ProviderRequest,
+    signal: AbortSignal,
+    cache?: MessageSerialiser,
+  ): AsyncIterable<ProviderEvent>;
   /**
    * The input tokens this request would use, from the provider's token-counting endpoint (the
    * request's body without its generation fields). Absent when the provider has no such endpoint.

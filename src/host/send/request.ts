@@ -9,6 +9,7 @@ import type { RenderedPrompt } from '../../core/chat/render.js';
 import { budgetSettings, type ElisionSummary, summarize } from '../../core/context/budget.js';
 import { elide } from '../../core/context/elide.js';
 import { resolveThinking, type ThinkingParameters } from '../../core/provider/thinking.js';
+import { MessageWireCache } from '../../core/provider/wire-cache.js';
 import {
   type EvaluatedMessage,
   type ProviderAdapter,
@@ -64,6 +65,8 @@ export interface PreparedRequest {
    * adapter when that gives a different value, else undefined.
    */
   reauthorize: () => Promise<ProviderAdapter | undefined>;
+  /** The chat's messages as last sent, so that its requests serialise only what changed. */
+  wire: MessageWireCache;
 }
 
 export interface RequestDeps {
@@ -107,6 +110,8 @@ export class RequestBuilder {
   /** The buffers whose last request was told to be over its budget (said once, not each send). */
   private readonly overShown = new Set<number>();
   private readonly automaticShown = new Set<number>();
+  /** Per buffer, its messages' wire form as last sent (src/core/provider/wire-cache.ts). */
+  private readonly wires = new Map<number, MessageWireCache>();
 
   constructor(private readonly deps: RequestDeps) {}
 
@@ -115,6 +120,7 @@ export class RequestBuilder {
     this.refusedShown.delete(bufnr);
     this.elisions.delete(bufnr);
     this.overShown.delete(bufnr);
+    this.wires.delete(bufnr);
   }
 
   /**
@@ -235,7 +241,9 @@ export class RequestBuilder {
       calling,
       offered: tools.map((tool) => tool.name),
       reauthorize,
+      wire: this.wires.get(bufnr) ?? new MessageWireCache(),
     };
+    this.wires.set(bufnr, prepared.wire);
     if (xml !== undefined) prepared.xml = xml;
     if (elision !== undefined) prepared.elision = elision;
     if (betweenTurns !== undefined) prepared.betweenTurns = betweenTurns;

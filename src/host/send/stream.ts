@@ -221,7 +221,7 @@ export class Streamer {
     adapter: ProviderAdapter,
     signal: AbortSignal,
   ): AsyncIterable<ProviderEvent> {
-    const events = adapter.stream(prepared.request, signal);
+    const events = adapter.stream(prepared.request, signal, prepared.wire);
     if (prepared.xml === undefined) return events;
     const registry = this.deps.catalogue.registry;
     const extractor = new XmlToolExtractor(

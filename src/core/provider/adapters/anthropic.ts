@@ -176,6 +176,16 @@ function thinkingFields(request: P.ProviderRequest): Block {
   return {};
 }
 
+/** A message as the API takes it; undefined when it has nothing to send. */
+function messageBlock(
+  message: P.EvaluatedMessage,
+  foreign: 'preserve' | 'drop',
+): Block | undefined {
+  const content =
+    message.role === 'user' ? userContent(message.parts) : assistantContent(message.parts, foreign);
+  return content.length > 0 ? { content, role: message.role } : undefined;
+}
+
 /**
  * The Messages API body for a prompt: keys sorted, then `system`, `tools`, `messages` last. The
  * blocks are built with their keys in order already, so that sorting copies little beyond what
@@ -213,15 +223,7 @@ export function buildAnthropicBody(request: P.ProviderRequest): Record<string, u
     body['tool_choice'] = { type: 'auto' };
   }
 
-  const messages: Block[] = [];
-  for (const message of request.messages) {
-    const content =
-      message.role === 'user'
-        ? userContent(message.parts)
-        : assistantContent(message.parts, foreign);
-    if (content.length > 0) messages.push({ content, role: message.role });
-  }
-  body['messages'] = messages;
+  body['messages'] = request.messages.flatMap((message) => messageBlock(message, foreign) ?? []);
 
   const sorted = sortKeys(body) as Record<string, unknown>;
   const ordered: Record<string, unknown> = {};
@@ -232,6 +234,34 @@ export function buildAnthropicBody(request: P.ProviderRequest): Record<string, u
     if (key in sorted) ordered[key] = sorted[key];
   }
   return ordered;
+}
+
+/**
+ * The body as UTF-8 JSON, the same bytes as `JSON.stringify(buildAnthropicBody(request))`; with a
+ * chat's `cache`, the messages unchanged since its last request are not built, serialised and
+ * encoded again (their bytes are kept: wire-cache.ts).
+ */
+export function serialiseAnthropicBody(
+  request: P.ProviderRequest,
+  cache: P.MessageSerialiser | undefined,
+): Buffer {
+  if (cache === undefined) return Buffer.from(JSON.stringify(buildAnthropicBody(request)));
+  const foreign = request.thinking?.foreign ?? 'preserve';
+  // `messages` is the body's last key: its empty array ends the JSON (`"messages":[]}`).
+  const head = JSON.stringify(buildAnthropicBody({ ...request, messages: [] }));
+  const messages = cache.serialise(`${PROVIDER}\0${foreign}`, request.messages, (message) => {
+    const block = messageBlock(message, foreign);
+    return block === undefined ? '' : JSON.stringify(sortKeys(block));
+  });
+  const comma = Buffer.from(',');
+  const chunks: Uint8Array[] = [Buffer.from(head.slice(0, -2))];
+  for (const json of messages) {
+    if (json.length === 0) continue;
+    if (chunks.length > 1) chunks.push(comma);
+    chunks.push(json);
+  }
+  chunks.push(Buffer.from(']}'));
+  return Buffer.concat(chunks);
 }
 
 type AnthropicSdk = SdkModule<'anthropic'>;
@@ -300,7 +330,7 @@ export function createAnthropicAdapter(
   return {
     name: PROVIDER,
     buildBody: buildAnthropicBody,
-    stream: (request, signal) => streamReply(clients, request, signal),
+    stream: (request, signal, cache) => streamReply(clients, request, signal, cache),
     countTokens: (request, signal) => countTokens(clients, request, signal),
   };
 }
@@ -309,11 +339,12 @@ async function* streamReply(
   { loader, connection, clientOf }: Clients,
   request: P.ProviderRequest,
   signal: AbortSignal,
+  cache: P.MessageSerialiser | undefined,
 ): AsyncGenerator<P.ProviderEvent> {
   // NOTE: a function, so that the checks after each await are not narrowed away.
   const aborted = (): boolean => signal.aborted;
   if (aborted()) return;
-  const body = buildAnthropicBody(request);
+  const body = serialiseAnthropicBody(request, cache);
   const sdk = await loader.load('anthropic');
   if (aborted()) return;
   const client = clientOf(sdk, 'stream');
@@ -322,9 +353,11 @@ async function* streamReply(
   const mapper = new EventMapper();
   let started = false;
   try {
-    const events = await client.messages.create(
-      { ...body, stream: true } as unknown as Anthropic.MessageCreateParamsStreaming,
-      { signal },
+    // `messages.create` with the body already serialised: what it would send, without its
+    // `JSON.stringify` of the whole (a megabyte for a long chat) and `fetch`'s encoding of it.
+    const events = await client.post<AsyncIterable<Anthropic.RawMessageStreamEvent>>(
+      '/v1/messages',
+      { body, headers: { 'content-type': 'application/json' }, stream: true, signal },
     );
     for await (const event of events) {
       started = true;
