@@ -640,6 +640,25 @@ describe('an untrusted chat on the agent of your setup()', () => {
 });
 
 describe('the chat file stays the record', () => {
+  it('an earlier turn edited: a new session, which gets the chat so far as it now reads, in one message', async () => {
+    const { t, agent } = await agentChat({ loadSession: true }, ['@You:', 'One.']);
+    await sendAndWait(t);
+    // The first message is rewritten after its reply: the agent's session no longer matches it.
+    await t.d.lua(
+      'local l = vim.api.nvim_buf_get_lines(0, 0, -1, false); for i, s in ipairs(l) do if s == "One." then vim.api.nvim_buf_set_lines(0, i - 1, i, false, { "Uno." }) end end',
+    );
+    await writeLast(t, 'Two.');
+    await sendAndWait(t);
+    const [first, second] = agent.events('session/new');
+    expect(second?.['sessionId']).not.toBe(first?.['sessionId']);
+    expect(agent.events('session/load')).toEqual([]);
+    const prompts = agent.events('prompt');
+    expect(prompts).toHaveLength(2);
+    expect(prompts[1]?.['sessionId']).toBe(second?.['sessionId']);
+    expect(String(prompts[1]?.['text'])).toMatch(/User: Uno\.\n\nAssistant: OK[\s\S]*Two\.$/);
+    expect(String(prompts[1]?.['text'])).not.toContain('One.');
+  });
+
   it.each([
     [true, 'loads its session (session/load) and sends only the new message'],
     [
