@@ -1,6 +1,6 @@
 // The host → Lua method of an agent's file requests (docs/agents.md, "Files and terminals"), kept
 // apart from the others; `HostToLua` and `HOST_TO_LUA` include it.
-import type { Doc, Method } from './common.js';
+import type { Method, ToLuaSpecs } from './common.js';
 
 export interface AcpFsToLua {
   /**
@@ -10,9 +10,7 @@ export interface AcpFsToLua {
   'acp.buffer': Method<{ path: string }, { text?: string; modified?: boolean }>;
 }
 
-export const ACP_FS_TO_LUA: {
-  readonly [M in keyof AcpFsToLua]: Doc & { readonly kind: 'request' };
-} = {
+export const ACP_FS_TO_LUA: ToLuaSpecs<AcpFsToLua, 'request'> = {
   'acp.buffer': {
     kind: 'request',
     params: '`{path}`',

@@ -1,7 +1,8 @@
 // The messages of the chats' ACP agents (docs/agents.md, "Permissions"), kept apart from the
 // others: Lua → host actions (`LuaToHost` and `LUA_TO_HOST` include them) and host → Lua methods
 // (`HostToLua` and `HOST_TO_LUA` include them).
-import { ActionError, bufnrOf, field, type Doc, type Method } from './common.js';
+import { ActionError, bufnrOf, field } from './common.js';
+import type { ActionSpecs, Method, ToLuaSpecs } from './common.js';
 
 /** The user's answer to an agent's permission request. */
 export type AgentAnswer = 'allow' | 'allow_always' | 'reject';
@@ -25,12 +26,7 @@ export interface AcpActions {
   'acp:probe': Method<{ names: string[] }, { agents: AgentHealth[] }>;
 }
 
-interface Spec<M extends keyof AcpActions> extends Doc {
-  readonly kind: 'notification' | 'call';
-  readonly decode: (raw: unknown) => AcpActions[M]['params'];
-}
-
-export const ACP_ACTIONS: { readonly [M in keyof AcpActions]: Spec<M> } = {
+export const ACP_ACTIONS: ActionSpecs<AcpActions> = {
   'acp:answer': {
     kind: 'notification',
     params: '`{bufnr, id, answer}`: `answer` is `allow`, `allow_always` or `reject`',
@@ -81,9 +77,7 @@ export interface AcpToLua {
   'acp.settled': Method<{ bufnr: number; id: string }, null>;
 }
 
-export const ACP_TO_LUA: {
-  readonly [M in keyof AcpToLua]: Doc & { readonly kind: 'notification' };
-} = {
+export const ACP_TO_LUA: ToLuaSpecs<AcpToLua, 'notification'> = {
   'acp.permission': {
     kind: 'notification',
     params: '`{bufnr, id, message, diff?}`: `diff` `{path, before, after, exists}` for an `edit`',

@@ -32,6 +32,11 @@ export type ActionSpecs<
   };
 };
 
+/** A protocol table of host → Lua methods: for each its documentation and its kind (of `kinds`). */
+export type ToLuaSpecs<T, K extends 'request' | 'notification' = 'request' | 'notification'> = {
+  readonly [M in keyof T]: Doc & { readonly kind: K };
+};
+
 /** An action's params (or a part of them) as a table, or an `ActionError`. */
 export function record(raw: unknown): Record<string, unknown> {
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {

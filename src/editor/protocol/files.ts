@@ -1,6 +1,6 @@
 // Host → Lua methods of chats held in files (docs/rpc.md, "Chats on files"), kept apart from the
 // others; `HostToLua` and `HOST_TO_LUA` include them.
-import type { Doc, Method } from './common.js';
+import type { Method, ToLuaSpecs } from './common.js';
 import type { FrontmatterAnswer, FrontmatterRequest } from './wire.js';
 
 export interface FilesToLua {
@@ -48,6 +48,4 @@ export const FILES_TO_LUA = {
     answer: '`{ops, variables?}`, `{error}` or `{untrusted}`',
     section: 'chats-on-files',
   },
-} as const satisfies {
-  readonly [M in keyof FilesToLua]: Doc & { readonly kind: 'request' | 'notification' };
-};
+} as const satisfies ToLuaSpecs<FilesToLua>;

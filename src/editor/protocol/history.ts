@@ -1,7 +1,14 @@
 // The protocol of `:Flemma fork`, `:Flemma rewind` and `:Flemma retry` (docs/history.md), both
 // directions, kept apart from the other methods; `LuaToHost`, `HostToLua` and their tables
 // include them.
-import { ActionError, type ActionSpecs, bufnrOf, field, type Doc, type Method } from './common.js';
+import {
+  ActionError,
+  type ActionSpecs,
+  bufnrOf,
+  field,
+  type Method,
+  type ToLuaSpecs,
+} from './common.js';
 import { type Buf, type Ticket, ticketOf } from './decoders.js';
 import { type PushedState, pushedOf } from './pushed.js';
 import type { DiffSpec } from './review.js';
@@ -86,6 +93,4 @@ export const HISTORY_TO_LUA = {
     answer: '`{opened, bufnr?}`',
     section: 'fork-rewind-retry',
   },
-} as const satisfies {
-  readonly [M in keyof HistoryToLua]: Doc & { readonly kind: 'request' | 'notification' };
-};
+} as const satisfies ToLuaSpecs<HistoryToLua>;
