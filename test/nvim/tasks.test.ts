@@ -140,17 +140,20 @@ async function showFromParent(
 
 /**
  * Decided, the child's next request carries `seen` (approved: what bash printed), its model
- * answers `answer`, and that answer reaches the parent, whose follow-up goes out.
+ * answers `answer`, and that answer reaches the parent, whose follow-up goes out; `beforeDone`
+ * runs while it is at the server, before its reply `Done.` ends the parent's turn.
  */
 async function childGoesOn(
   s: Session,
   { seen = 'built-ok', answer = 'Built.', file = '01-build-alpha' } = {},
+  beforeDone: () => Promise<void> = () => Promise.resolve(),
 ): Promise<FakeRequest> {
   const next = await s.f.nextRequest({ path: MESSAGES });
   expect(text(next)).toContain(seen);
   await anthropicReply(next, answer);
   const followUp = await s.f.nextRequest({ path: MESSAGES });
   expect(text(followUp)).toContain(`${answer}\\n\\nThe task's chat: parent.tasks/${file}.chat`);
+  await beforeDone();
   await anthropicReply(followUp, 'Done.');
   return next;
 }
@@ -383,8 +386,19 @@ describe('the task tool', () => {
       await s.d.lua('vim.ui.input = function(_, answer) answer("not there") end');
       if (edit !== '') await s.d.command(edit);
       await s.d.press(key);
-      await childGoesOn(s, outcome);
-      expect(await parentView(s, parent.win)).toEqual(parent);
+      // Until the parent's turn is over its window stays as it was; then (the parent's <M-CR>
+      // started that turn) its cursor goes to the empty line under the `@You:` at the end.
+      await childGoesOn(s, outcome, async () => {
+        expect(await parentView(s, parent.win)).toEqual(parent);
+      });
+      await s.d.waitUntil(
+        `local win = ...
+        local buf = vim.api.nvim_win_get_buf(win)
+        local last = vim.api.nvim_buf_line_count(buf)
+        return vim.api.nvim_win_get_cursor(win)[1] == last
+          and vim.api.nvim_buf_get_lines(buf, last - 2, last, false)[1] == "@You:"`,
+        { args: [parent.win] },
+      );
       const path = join(s.d.home, 'work', 'parent.tasks', 'alpha.txt');
       expect(existsSync(path) ? readFileSync(path, 'utf8') : undefined).toBe(written);
     },
