@@ -11,12 +11,7 @@ import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { McpToolInfo } from '../core/tools/mcp/bridge.js';
 import { errorText } from '../core/tools/mcp/bridge.js';
-import {
-  type McpServerConfig,
-  type SecretRef,
-  expandReferences,
-  redact,
-} from '../core/tools/mcp/config.js';
+import { type McpServerConfig, expandReferences, redact } from '../core/tools/mcp/config.js';
 import { McpManager } from '../core/tools/mcp/manager.js';
 import type {
   ConnectionEvents,
@@ -26,6 +21,7 @@ import type {
 } from '../core/tools/mcp/types.js';
 import type { HostBase } from './base.js';
 import { HOST_VERSION } from './base.js';
+import { type ReferenceLookup, referenceLookup } from './references.js';
 import { secondsMs } from '../core/util/timer.js';
 
 /** A server call is bounded by the executor's timeout (through its signal), not by the SDK's. */
@@ -54,9 +50,6 @@ function loadSdk(): Promise<Sdk> {
   }));
   return sdk;
 }
-
-/** Answers a `${…}` reference: Neovim's environment, or the credential chain. */
-export type ReferenceLookup = (ref: SecretRef) => Promise<string | undefined>;
 
 /** Connects with the SDK; `lookup` resolves the references in the server's settings. */
 export function sdkConnector(lookup: ReferenceLookup, log: (message: string) => void): McpConnect {
@@ -303,19 +296,7 @@ export function createMcpManager(
   const log = (message: string): void => {
     ctx.logger.info(message);
   };
-  const lookup: ReferenceLookup = async (ref) => {
-    if (ref.type === 'env') {
-      const answer = await ctx.lua.call('env.first', { names: [ref.name] });
-      if (answer !== null && typeof answer.value === 'string') return answer.value;
-      return process.env[ref.name];
-    }
-    const resolved = await ctx.secrets.resolve({
-      kind: ref.kind,
-      service: ref.service,
-      description: `${ref.kind} for ${ref.service} (MCP)`,
-    });
-    return resolved.ok ? resolved.value : undefined;
-  };
+  const lookup = referenceLookup(ctx, 'MCP');
   const manager = new McpManager({
     connect: sdkConnector(lookup, log),
     sink,

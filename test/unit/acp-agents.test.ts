@@ -16,6 +16,7 @@ const temp = tempDirs();
 const FAKE = join(ROOT, 'test/helpers/fake-acp-agent.mjs');
 /** Lua's side (the default judge never asks the user, and no test here does). */
 const NO_LUA = { notify: () => undefined } as never;
+const NO_SECRETS = { resolve: () => Promise.resolve({ ok: false }) } as never;
 const quiet = { info: () => undefined, warn: () => undefined, debug: () => undefined };
 let agents: AcpAgents | undefined;
 /** The chat's settings (the default judge, which refuses, does not read them). */
@@ -114,7 +115,7 @@ describe('a chat agent', () => {
         },
       ],
     });
-    agents = new AcpAgents({ logger: quiet as never, lua: NO_LUA });
+    agents = new AcpAgents({ logger: quiet as never, lua: NO_LUA, secrets: NO_SECRETS });
     const adapter = agents.adapter(1, spec, dir, EDITOR);
     const events = await collect(adapter.stream(request('hi'), new AbortController().signal));
     expect(events.filter((e) => e.type !== 'progress')).toEqual([
@@ -139,7 +140,7 @@ describe('a chat agent', () => {
 
   it('authenticates when the agent asks, and ends the process with the buffer', async () => {
     const { spec, dir, log } = fake({ authRequired: true });
-    agents = new AcpAgents({ logger: quiet as never, lua: NO_LUA });
+    agents = new AcpAgents({ logger: quiet as never, lua: NO_LUA, secrets: NO_SECRETS });
     const events = await collect(
       agents.adapter(2, spec, dir, EDITOR).stream(request('hi'), new AbortController().signal),
     );
@@ -159,7 +160,7 @@ describe('a chat agent', () => {
 
   it('a crash fails the turn with the agent’s last words; the next send starts a new process', async () => {
     const { spec, dir, log } = fake({ turns: [{ match: 'crash', steps: [{ crash: 3 }] }] });
-    agents = new AcpAgents({ logger: quiet as never, lua: NO_LUA });
+    agents = new AcpAgents({ logger: quiet as never, lua: NO_LUA, secrets: NO_SECRETS });
     const adapter = agents.adapter(3, spec, dir, EDITOR);
     await expect(
       collect(adapter.stream(request('crash now'), new AbortController().signal)),
@@ -173,7 +174,7 @@ describe('a chat agent', () => {
     const { spec, dir, log } = fake({
       turns: [{ steps: [{ chunks: 1, text: 'part' }, { waitCancel: true }] }],
     });
-    agents = new AcpAgents({ logger: quiet as never, lua: NO_LUA });
+    agents = new AcpAgents({ logger: quiet as never, lua: NO_LUA, secrets: NO_SECRETS });
     const controller = new AbortController();
     const seen: ProviderEvent[] = [];
     for await (const event of agents
@@ -195,10 +196,13 @@ describe('a chat agent', () => {
     };
     const { spec, dir, log } = fake({ turns: [{ steps: [{ permission: { toolCall } }] }] });
     const asked: unknown[] = [];
-    agents = new AcpAgents({ logger: quiet as never, lua: NO_LUA }, (chat, request) => {
-      asked.push({ chat, toolCall: request.toolCall });
-      return Promise.resolve({ outcome: { outcome: 'selected', optionId: 'allow-once' } });
-    });
+    agents = new AcpAgents(
+      { logger: quiet as never, lua: NO_LUA, secrets: NO_SECRETS },
+      (chat, request) => {
+        asked.push({ chat, toolCall: request.toolCall });
+        return Promise.resolve({ outcome: { outcome: 'selected', optionId: 'allow-once' } });
+      },
+    );
     await collect(
       agents.adapter(5, spec, dir, EDITOR).stream(request('go'), new AbortController().signal),
     );
@@ -210,7 +214,7 @@ describe('a chat agent', () => {
 
   it('a program that is not there fails the send with a clear message', async () => {
     const dir = temp('flemma-acp-missing-');
-    agents = new AcpAgents({ logger: quiet as never, lua: NO_LUA });
+    agents = new AcpAgents({ logger: quiet as never, lua: NO_LUA, secrets: NO_SECRETS });
     const spec = { name: 'ghost', command: join(dir, 'no-such-agent'), args: [], env: {} };
     await expect(
       collect(

@@ -23,10 +23,13 @@ function withFake(script: Record<string, unknown>): {
   };
 }
 
+/** No reference resolves (the fake agents' settings have none). */
+const NO_REFS = (): Promise<undefined> => Promise.resolve(undefined);
+
 describe('the agents’ health', () => {
   it('says what initialize answered, started once and ended; the answer is kept', async () => {
     const { config, started } = withFake({ loadSession: true });
-    const probes = new AgentProbes({ logger: quiet as never }, () => undefined);
+    const probes = new AgentProbes({ logger: quiet as never }, () => undefined, NO_REFS);
     const line = {
       name: 'fake',
       level: 'ok',
@@ -40,7 +43,7 @@ describe('the agents’ health', () => {
 
   it('says a slow agent did not answer in time, and has its answer at the next look', async () => {
     const { config, started } = withFake({ initializeDelay: 1500 });
-    const probes = new AgentProbes({ logger: quiet as never }, () => undefined);
+    const probes = new AgentProbes({ logger: quiet as never }, () => undefined, NO_REFS);
     expect(await probes.report(config, ['fake'], 200)).toEqual([
       { name: 'fake', level: 'warn', text: 'did not answer initialize in 0.2 s' },
     ]);
@@ -52,9 +55,9 @@ describe('the agents’ health', () => {
   it('starts no agent the user did not name; a running chat’s agent answers without a new one', async () => {
     const { config, started } = withFake({});
     const answer = { protocolVersion: 1, agentInfo: { name: 'busy-agent', version: '9' } };
-    const idle = new AgentProbes({ logger: quiet as never }, () => undefined);
+    const idle = new AgentProbes({ logger: quiet as never }, () => undefined, NO_REFS);
     expect(await idle.report(config, [])).toEqual([]);
-    const busy = new AgentProbes({ logger: quiet as never }, () => answer);
+    const busy = new AgentProbes({ logger: quiet as never }, () => answer, NO_REFS);
     expect((await busy.report(config, []))[0]?.text).toBe(
       "busy-agent 9; protocol 1; load session: no; prompt: image no, audio no, embedded context no; MCP: http no, sse no; sign-in: none asked (a chat's agent, running)",
     );

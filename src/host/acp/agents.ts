@@ -40,6 +40,7 @@ import {
 import type { HostBase } from '../base.js';
 import { AgentError, type AgentClient, AgentProcess, type AgentSpec } from './process.js';
 import { EventQueue } from './queue.js';
+import { type ReferenceLookup, referenceLookup } from '../references.js';
 import { AgentProbes } from './probe.js';
 import type { ServeAgent } from './serve.js';
 
@@ -87,13 +88,18 @@ export class AcpAgents {
   private probing: AgentProbes | undefined;
 
   constructor(
-    private readonly base: Pick<HostBase, 'logger' | 'lua'>,
+    private readonly base: Pick<HostBase, 'logger' | 'lua' | 'secrets'>,
     private readonly judge: PermissionJudge = (_chat, request) =>
       // Until a chat's permissions are wired: refused, never approved.
       Promise.resolve({ outcome: permissionOutcome(request.options, 'reject') }),
     /** The agent's file and terminal requests (none served without it). */
     private readonly serve?: ServeAgent,
   ) {}
+
+  /** The references of the agents' `env` (`${VAR}`, `${secret:…}`), resolved at their start. */
+  private get lookup(): ReferenceLookup {
+    return referenceLookup(this.base, 'ACP agent');
+  }
 
   /**
    * The adapter of a chat's turn with `spec`, in `cwd` (the chat file's directory); `editor`: the
@@ -138,7 +144,7 @@ export class AcpAgents {
 
   /** `:checkhealth`'s look at the configured agents (a running chat's agent answers itself). */
   get probes(): AgentProbes {
-    this.probing ??= new AgentProbes(this.base, (spec) => this.initialized(spec));
+    this.probing ??= new AgentProbes(this.base, (spec) => this.initialized(spec), this.lookup);
     return this.probing;
   }
 
@@ -185,7 +191,7 @@ export class AcpAgents {
       permission: (request, signal) => this.permission(chat, request, signal),
       services: served?.services,
     };
-    const process = new AgentProcess(spec, cwd, client, this.base.logger);
+    const process = new AgentProcess(spec, cwd, client, this.base.logger, this.lookup);
     const chat: ChatAgent = {
       key,
       process,

@@ -11,6 +11,7 @@ import type { InitializeResponse } from '@agentclientprotocol/sdk';
 import type { AgentHealth } from '../../editor/protocol/acp.js';
 import type { HostBase } from '../base.js';
 import { AgentProcess, type AgentSpec } from './process.js';
+import type { ReferenceLookup } from '../references.js';
 
 /** How long the question waits for an agent's answer. */
 export const PROBE_WAIT_MS = 8000;
@@ -69,6 +70,7 @@ export class AgentProbes {
   constructor(
     private readonly base: Pick<HostBase, 'logger'>,
     private readonly running: RunningAnswer,
+    private readonly lookup: ReferenceLookup,
   ) {}
 
   /**
@@ -131,7 +133,7 @@ export class AgentProbes {
       // It has no session: nothing to allow.
       permission: () => Promise.resolve({ outcome: { outcome: 'cancelled' as const } }),
     };
-    const agent = new AgentProcess(spec, tmpdir(), client, this.base.logger);
+    const agent = new AgentProcess(spec, tmpdir(), client, this.base.logger, this.lookup);
     this.live.add(agent);
     this.hookExit();
     const cap = setTimeout(() => void agent.stop(), PROBE_CAP_MS);

@@ -23,6 +23,8 @@ import { FAILED, ServeError } from '../../core/acp/fs.js';
 import { loadExeca, signalGroup } from '../../core/tools/process.js';
 import { HOST_VERSION } from '../base.js';
 import type { FileLogger } from '../log.js';
+import { expandReferences, redact } from '../../core/tools/mcp/config.js';
+import type { ReferenceLookup } from '../references.js';
 
 type AcpModule = typeof import('@agentclientprotocol/sdk');
 
@@ -139,6 +141,8 @@ export class AgentProcess {
   private pid: number | undefined;
   private connection: import('@agentclientprotocol/sdk').ClientConnection | undefined;
   private readonly stderr: string[] = [];
+  /** The credentials put into its environment: never in a message or the log. */
+  private readonly secrets = new Set<string>();
   private stopping = false;
   /** Settles when the process is gone, with why. */
   readonly exited: Promise<string>;
@@ -150,6 +154,8 @@ export class AgentProcess {
     private readonly cwd: string,
     private readonly client: AgentClient,
     private readonly logger: Pick<FileLogger, 'info' | 'warn' | 'debug'>,
+    /** Answers the `${VAR}` and `${secret:…}` references of the agent's `env`. */
+    private readonly lookup: ReferenceLookup,
   ) {
     this.exited = new Promise((resolve) => {
       this.markExited = resolve;
@@ -160,13 +166,29 @@ export class AgentProcess {
     return this.pid !== undefined && !this.stopping;
   }
 
+  /**
+   * The agent's `env` with its references put in: `${VAR}` from Neovim's environment,
+   * `${secret:<kind>:<service>}` through the credential chain (docs/agents.md, "Signing in").
+   */
+  private async environment(): Promise<Record<string, string>> {
+    const env: Record<string, string> = {};
+    for (const [name, value] of Object.entries(this.spec.env)) {
+      try {
+        env[name] = await expandReferences(value, this.lookup, this.secrets);
+      } catch (error) {
+        throw new AgentError(`acp.agents.${this.spec.name}.env.${name}: ${errorText(error)}`);
+      }
+    }
+    return env;
+  }
+
   /** Start the process and `initialize` it. */
   async start(): Promise<InitializeResponse> {
-    const [{ execa }, acp] = await Promise.all([loadExeca(), loadAcp()]);
+    const [{ execa }, acp, env] = await Promise.all([loadExeca(), loadAcp(), this.environment()]);
     const { spec } = this;
     const child = execa(spec.command, [...spec.args], {
       cwd: this.cwd,
-      env: { ...spec.env },
+      env,
       extendEnv: true,
       detached: true,
       reject: false,
@@ -252,8 +274,9 @@ export class AgentProcess {
   private follow(child: Spawned): void {
     child.stderr?.setEncoding('utf8');
     child.stderr?.on('data', (chunk: string) => {
-      for (const line of chunk.split('\n')) {
-        if (line.trim() === '') continue;
+      for (const raw of chunk.split('\n')) {
+        if (raw.trim() === '') continue;
+        const line = redact(raw, this.secrets);
         this.stderr.push(line);
         if (this.stderr.length > STDERR_LINES) this.stderr.shift();
         this.logger.debug(`acp ${this.spec.name} stderr: ${line}`);
