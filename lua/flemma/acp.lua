@@ -9,6 +9,7 @@
 --- anyway, since they write nothing themselves (the host rewrites the placeholder).
 local lazy = require("flemma.util.lazy")
 local attention = lazy.require("flemma.ui.attention")
+local guard = lazy.require("flemma.chat.guard")
 local host = lazy.require("flemma.host")
 local notify = lazy.require("flemma.notify")
 local review_diff = lazy.require("flemma.review.diff")
@@ -49,6 +50,7 @@ function M.permission(params)
   local key = message_key(bufnr, params.id)
   list[#list + 1] = { id = params.id, key = key, message = params.message, diff = params.diff }
   notify.warn(params.message .. " (" .. HINT .. ")", { key = key })
+  guard.agent_waits(bufnr, true)
   attention.signal({ bufnr = bufnr, reason = "approval", tools = { params.message } })
 end
 
@@ -59,6 +61,7 @@ local function settle(bufnr, id)
     return false
   end
   notify.retract(table.remove(waiting[bufnr], i).key)
+  guard.agent_waits(bufnr, #waiting[bufnr] > 0)
   return true
 end
 

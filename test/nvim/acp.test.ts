@@ -506,7 +506,14 @@ describe('the agent’s permission requests', () => {
     expect(await t.d.lua('return vim.api.nvim_win_get_cursor(0)[1]')).toBe(fence + 1);
     expect(agent.events('permission')).toHaveLength(0);
     expect(agent.events('prompt')).toHaveLength(1);
-    // The reply is locked while it streams; a status edited anyway (here through the API, as a
+    // Editing the status by hand: the reply is locked while it streams, and says how to answer.
+    await t.d.press('ciw');
+    await t.d.waitForNotification(
+      /^Flemma: read-only: the agent's request waits \(<M-CR> allows, :Flemma tool:reject rejects\)$/,
+    );
+    await t.d.press('<Esc>');
+    expect(await t.lines()).toContain('```flemma:tool status=pending');
+    // A status edited anyway (here through the API, as a
     // plugin could) is honoured by the next <C-]>.
     await t.d.lua(
       `local row = ...

@@ -21,6 +21,7 @@ local M = {}
 
 local H = {
   armed = {}, ---@type table<integer, { said: boolean, saved: table[], group: integer }>
+  agent_waits = {}, ---@type table<integer, true>  buffers whose agent's request waits
 }
 
 local DESC = "Flemma: the chat is read-only while Flemma writes into it"
@@ -93,10 +94,19 @@ local function cancel_key()
   return key
 end
 
+--- Whether a request of the buffer's agent waits for the user (flemma.acp says so): the message
+--- then says how to answer it, since its placeholder's `status=` cannot be edited while locked.
+function M.agent_waits(bufnr, waits)
+  H.agent_waits[bufnr] = waits or nil
+end
+
 --- The message: what is happening (from who holds the lock) and how to stop it; under 80 columns.
 function M.message(bufnr)
   local owners = buffer.lock_owners(bufnr) or {}
   local key = cancel_key()
+  if owners.request and H.agent_waits[bufnr] then
+    return "read-only: the agent's request waits (<M-CR> allows, :Flemma tool:reject rejects)"
+  end
   if owners.request then
     return string.format("read-only while the reply streams in (%s cancels it)", key)
   end
