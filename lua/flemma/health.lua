@@ -512,8 +512,10 @@ function H.check_mcp()
   end
 end
 
---- Whether the user's `setup()` (or a run-time change) set the agent `name`: only those are
---- started to ask their version (a ready entry never set is not run: `npx -y` would install it).
+--- Runners that install what they run: a ready entry run so is asked only if `setup()` set it.
+local INSTALLERS = { npx = true, bunx = true, pnpx = true }
+
+--- Whether the user's `setup()` (or a run-time change) set the agent `name`.
 local function user_set(name)
   local prefix = "acp.agents." .. name .. "."
   for path in pairs(config.origins()) do
@@ -526,7 +528,8 @@ end
 
 --- The agents of `acp.agents` (docs/agents.md, "Checking an agent"): whether each one's program is
 --- on PATH, then what it answers to `initialize`: a chat's running agent answers itself; one the
---- user's setup() set is started, asked and ended by the host (waiting `AGENT_WAIT_MS` at most).
+--- user's setup() set, or a ready entry not run through `npx`, is started, asked and ended by
+--- the host (waiting `AGENT_WAIT_MS` at most).
 function H.check_acp()
   health.start("Agents (ACP)")
   local agents = config.get().acp.agents
@@ -539,7 +542,8 @@ function H.check_acp()
     local path = vim.fn.exepath(agent.command)
     if path ~= "" then
       health.ok(string.format("agent '%s': %s (%s found)", name, line, path))
-      table.insert(user_set(name) and startable or ready, name)
+      local installs = INSTALLERS[vim.fn.fnamemodify(agent.command, ":t")]
+      table.insert((user_set(name) or not installs) and startable or ready, name)
     else
       health.info(string.format("agent '%s': %s (%s is not on PATH)", name, line, agent.command))
     end
@@ -550,7 +554,7 @@ function H.check_acp()
   end, ready)
   if #ready > 0 then
     local list = table.concat(ready, ", ")
-    health.info("not started to ask their version (ready entries your setup() did not set): " .. list)
+    health.info("not started to ask their version (their runner would install them): " .. list)
   end
 end
 

@@ -207,11 +207,35 @@ describe(':checkhealth flemma, the agents', () => {
         `agent 'other': fake-agent 1.2.3; protocol 1; load session: yes; ${caps}`,
       ]),
     );
-    // The ready entries the setup did not set are not run (`npx -y` would install them).
+    // The ready entries run through `npx` that the setup did not set are not run (`npx -y`
+    // would install them).
     expect(section(lines, 'Agents (ACP)').join('\n')).toMatch(
-      /not started to ask their version \(ready entries your setup\(\) did not set\): claude, codex/,
+      /not started to ask their version \(their runner would install them\): claude, codex/,
     );
     expect(chatting.events('started')).toHaveLength(1);
     expect(other.events('started')).toHaveLength(1);
+  });
+
+  it('asks a ready entry found on PATH that no package runner starts (gemini), not those run through npx', async () => {
+    // A `gemini` on PATH that is the fake agent (the wrapper drops `--experimental-acp`).
+    const gemini = fakeAgent(temp('flemma-health-gemini-'), {});
+    const bin = temp('flemma-health-bin-');
+    const [agentScript, script] = gemini.args;
+    writeFileSync(
+      join(bin, 'gemini'),
+      `#!/bin/sh\nexec ${JSON.stringify(process.execPath)} ${JSON.stringify(agentScript)} ${JSON.stringify(script)}\n`,
+      { mode: 0o755 },
+    );
+    const d = await launch({
+      config: '{}',
+      env: { PATH: `${bin}${delimiter}${process.env['PATH'] ?? ''}` },
+    });
+    driver = d;
+    const agents = section(await checkhealth(d), 'Agents (ACP)').join('\n');
+    expect(agents).toMatch(/agent 'gemini': fake-agent 1\.2\.3; protocol 1; load session: no/);
+    expect(agents).toMatch(
+      /not started to ask their version \(their runner would install them\): claude, codex/,
+    );
+    expect(gemini.events('started')).toHaveLength(1);
   });
 });
