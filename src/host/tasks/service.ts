@@ -17,8 +17,8 @@
 //   `reject` on the `task` call decide all the child's waiting calls, a decision in the child's
 //   buffer (or its diff) the one call. The decision is applied to the file chat when it is read
 //   again, never written into the child's buffer (which would then hold unsaved changes).
-import { mkdir, readdir } from 'node:fs/promises';
-import { realpathSync } from 'node:fs';
+import { mkdir } from 'node:fs/promises';
+import { readdirSync, realpathSync } from 'node:fs';
 import { basename, dirname, join, relative, resolve } from 'node:path';
 import type { Config } from '../../core/config/config.js';
 import { autopilotSettings } from '../../core/loop/autopilot.js';
@@ -171,6 +171,11 @@ function whenAborted(signal: AbortSignal): Promise<ChildEnd> {
   });
 }
 
+/** The folder of a parent chat's tasks: `notes.chat` → `notes.tasks/`. */
+function tasksDir(parentFile: string): string {
+  return join(dirname(parentFile), tasksDirName(basename(parentFile)));
+}
+
 export class TaskService {
   private readonly slots = new Map<number, Slots>();
   private readonly project = new ProjectAgents();
@@ -195,6 +200,9 @@ export class TaskService {
         error: 'The chat has no file yet: write it, then its tasks go beside it',
       };
     }
+    // Its file's number is taken now, before anything is awaited: tasks started at once are
+    // numbered in the order of their calls.
+    const number = this.reserveNumber(tasksDir(parentFile));
     const settings = await this.deps.parent(ctx.bufnr);
     if (settings === undefined) return { ok: false, error: 'The chat is not loaded' };
     const { config } = settings;
@@ -216,7 +224,7 @@ export class TaskService {
     await this.slot(ctx.bufnr, maxConcurrent(config.data), ctx.signal);
     try {
       if (ctx.signal.aborted) return { ok: false, error: 'The task was cancelled' };
-      return await this.runChild(input, ctx, { parentFile, settings, profile, plan });
+      return await this.runChild(input, ctx, { parentFile, settings, profile, plan, number });
     } finally {
       this.release(ctx.bufnr);
     }
@@ -251,17 +259,18 @@ export class TaskService {
       settings: BufferSettings;
       profile: AgentProfile;
       plan: ChildPlan;
+      number: number;
     },
   ): Promise<ToolOutcome> {
     const { parentFile, settings, profile, plan } = parts;
-    const dir = join(dirname(parentFile), tasksDirName(basename(parentFile)));
+    const dir = tasksDir(parentFile);
     const text = childChatText(
       plan,
       { parent: relative(dir, parentFile), toolId: ctx.tool_id },
       input.prompt,
       profile.system,
     );
-    const path = await this.writeChild(dir, taskSlug(input.name, input.prompt), text);
+    const path = await this.writeChild(dir, taskSlug(input.name, input.prompt), text, parts.number);
     const shown = relative(dirname(parentFile), path);
     const child: ChildOf = { profile: profile.name, file: shown };
     const open: Files.OpenOptions = {
@@ -404,17 +413,34 @@ export class TaskService {
   }
 
   /**
-   * Writes a child's text as the next free `NN-slug.chat` of `dir` (made when missing) and returns
-   * its path, never replacing a file. The numbers handed out here are kept, so that tasks started
-   * at once take one number each whatever their names.
+   * The number of a task's file in `dir`: one more than the highest there and than those handed
+   * out already (kept, so that tasks started at once take one number each whatever their names).
+   * Synchronous, so that the calls of one reply are numbered in their order.
    */
-  private async writeChild(dir: string, slug: string, text: string): Promise<string> {
+  private reserveNumber(dir: string): number {
+    let existing: string[] = [];
+    try {
+      existing = readdirSync(dir);
+    } catch {
+      // No folder yet: the first task makes it.
+    }
+    const number = Math.max(nextTaskNumber(existing), (this.numbers.get(dir) ?? 0) + 1);
+    this.numbers.set(dir, number);
+    return number;
+  }
+
+  /**
+   * Writes a child's text as `NN-slug.chat` of `dir` (made when missing), from its number `first`
+   * on to the first free one, and returns its path, never replacing a file.
+   */
+  private async writeChild(
+    dir: string,
+    slug: string,
+    text: string,
+    first: number,
+  ): Promise<string> {
     await mkdir(dir, { recursive: true });
-    const existing = await readdir(dir);
     const numbers = this.numbers;
-    // Taken before anything else is awaited: a task started meanwhile takes the next one.
-    const first = Math.max(nextTaskNumber(existing), (numbers.get(dir) ?? 0) + 1);
-    numbers.set(dir, first);
     function* names(): Generator<string, never> {
       for (let number = first; ; number++) {
         numbers.set(dir, Math.max(numbers.get(dir) ?? 0, number));
