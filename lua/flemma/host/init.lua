@@ -181,6 +181,14 @@ local function flush_queue()
   end
 end
 
+--- V8's pool of background threads (its optimising compiler, the garbage collector's helpers):
+--- one core is left to Neovim. Node makes 4 whatever the machine; on two cores, those threads
+--- compiling while a chat is sent took the CPU from Neovim and the host (docs/architecture.md).
+function H.pool_flag()
+  local cores = vim.uv.available_parallelism()
+  return "--v8-pool-size=" .. math.max(1, math.min(4, cores - 1))
+end
+
 --- Start the host now (no backoff). Returns the channel id, or nil and an error message.
 function M.start()
   if H.job then
@@ -203,7 +211,7 @@ function M.start()
       string.format("the node executable '%s' was not found: install Node.js >= 20 or set host.node", cfg.node)
   end
   log.rotate()
-  local ok, job = pcall(vim.fn.jobstart, { cfg.node, bundle }, {
+  local ok, job = pcall(vim.fn.jobstart, { cfg.node, H.pool_flag(), bundle }, {
     rpc = true,
     cwd = M.root(),
     env = { FLEMMA_LOG_FILE = log.path(), FLEMMA_LOG_LEVEL = log.get_level() },
