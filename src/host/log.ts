@@ -25,14 +25,15 @@ function render(detail: unknown): string {
 
 /**
  * A logger appending to `path` (or stderr). The redactor knows the secret-looking variables of
- * this process's environment from the start.
+ * this process's environment from its first use on.
  */
 export function createFileLogger(
   path: string | undefined,
   level: LogLevel,
   redactor: Redactor = new Redactor(),
 ): FileLogger {
-  redactor.addEnvironment(process.env);
+  // Looked through at the first line (the host answers Neovim's first request before it).
+  redactor.addEnvironmentOnFirstUse(process.env);
   let fd: number | undefined;
   if (path !== undefined && path !== '') {
     try {

@@ -47,6 +47,27 @@ describe('the redactor', () => {
     );
   });
 
+  it('learns an environment given for its first use when it is first used, before anything is redacted', () => {
+    const redactor = new Redactor();
+    let changes = 0;
+    redactor.onChange(() => (changes += 1));
+    redactor.addEnvironmentOnFirstUse({ MY_SERVICE_TOKEN: 'opaque-value-1234', HOME: '/home/x' });
+    expect(changes).toBe(0);
+    expect(redactor.text('token opaque-value-1234 in /home/x')).toBe(
+      `token ${REDACTED} in /home/x`,
+    );
+    expect(changes).toBe(1);
+    const other = new Redactor();
+    other.addEnvironmentOnFirstUse({ DB_PASSWORD: 'correct horse battery' });
+    expect(other.known()).toContain('correct horse battery');
+    const third = new Redactor();
+    third.addEnvironmentOnFirstUse({ API_TOKEN: 'first-value-5678' });
+    expect(third.add('second-value-9012')).toBe(true);
+    expect(third.known()).toEqual(
+      expect.arrayContaining(['first-value-5678', 'second-value-9012']),
+    );
+  });
+
   it('redacts structured values by key name, the extra names and every string', () => {
     const redactor = new Redactor();
     redactor.add('known-secret-value');

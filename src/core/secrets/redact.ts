@@ -52,43 +52,82 @@ export function isSecretName(name: string, extra: readonly string[] = []): boole
   );
 }
 
+/** The expressions of the rules (per redactor: they keep their position between calls, `g`, `y`). */
+interface Patterns {
+  tokens: RegExp;
+  schemesAnywhere: RegExp;
+  /** A name, where a name starts (never inside one), then `:` or `=` between optional quotes. */
+  nameAndSeparator: RegExp;
+  /** What a named value is made of (it ends at a blank, a quote, a bracket or punctuation). */
+  namedValue: RegExp;
+  schemeWord: RegExp;
+}
+
+function compilePatterns(): Patterns {
+  return {
+    tokens: new RegExp(
+      '(?<![A-Za-z0-9])(?:' +
+        rules.tokens
+          .map(
+            (rule) =>
+              `${escapeRegExp(rule.prefix)}[${classBody(rule.class as ClassName)}]{${String(rule.min)},}`,
+          )
+          .join('|') +
+        ')',
+      'g',
+    ),
+    schemesAnywhere: new RegExp(
+      `(?<![A-Za-z0-9])(${rules.schemes_anywhere.map(escapeRegExp).join('|')})([ \\t]+)[${classBody('scheme')}]{${String(rules.scheme_min)},}`,
+      'gi',
+    ),
+    nameAndSeparator: /(?<![A-Za-z0-9_.-])([A-Za-z0-9_.-]+)(\\?["']?[ \t]*[:=][ \t]*\\?["']?)/g,
+    namedValue: /[^\s"'`\\,;&|()[\]{}<>=]+/y,
+    schemeWord: new RegExp(`(?:${rules.schemes.map(escapeRegExp).join('|')})[ \\t]+`, 'iy'),
+  };
+}
+
 /**
  * Known secret values and the rules above. One per host (the log, the middleware and the audit
  * file share it); the shim gets the known values from the host (`log.secrets`).
+ *
+ * Nothing is done before the first use: the expressions are compiled when something is first
+ * redacted, and an environment given to `addEnvironmentOnFirstUse` is looked through when
+ * something is first redacted, added or asked for (the host's start answers Neovim before its
+ * first log line, docs/testing.md).
  */
 export class Redactor {
   private readonly values = new Set<string>();
   /** Longest first, so that a secret containing another is replaced whole. */
   private ordered: string[] = [];
   private readonly listeners: (() => void)[] = [];
-  // NOTE: per instance: the expressions keep their position between calls (`g`, `y`).
-  private readonly tokens = new RegExp(
-    '(?<![A-Za-z0-9])(?:' +
-      rules.tokens
-        .map(
-          (rule) =>
-            `${escapeRegExp(rule.prefix)}[${classBody(rule.class as ClassName)}]{${String(rule.min)},}`,
-        )
-        .join('|') +
-      ')',
-    'g',
-  );
-  private readonly schemesAnywhere = new RegExp(
-    `(?<![A-Za-z0-9])(${rules.schemes_anywhere.map(escapeRegExp).join('|')})([ \\t]+)[${classBody('scheme')}]{${String(rules.scheme_min)},}`,
-    'gi',
-  );
-  /** A name, where a name starts (never inside one), then `:` or `=` between optional quotes. */
-  private readonly nameAndSeparator =
-    /(?<![A-Za-z0-9_.-])([A-Za-z0-9_.-]+)(\\?["']?[ \t]*[:=][ \t]*\\?["']?)/g;
-  /** What a named value is made of (it ends at a blank, a quote, a bracket or punctuation). */
-  private readonly namedValue = /[^\s"'`\\,;&|()[\]{}<>=]+/y;
-  private readonly schemeWord = new RegExp(
-    `(?:${rules.schemes.map(escapeRegExp).join('|')})[ \\t]+`,
-    'iy',
-  );
+  /** Environments not looked through yet. */
+  private pending: Readonly<Record<string, string | undefined>>[] = [];
+  private compiled: Patterns | undefined;
+
+  private get patterns(): Patterns {
+    this.compiled ??= compilePatterns();
+    return this.compiled;
+  }
+
+  /** The environments given so far, looked through (once). */
+  private settle(): void {
+    if (this.pending.length === 0) return;
+    const envs = this.pending;
+    this.pending = [];
+    for (const env of envs) {
+      for (const [name, value] of Object.entries(env)) {
+        if (value !== undefined && isSecretName(name)) this.addValue(value);
+      }
+    }
+  }
 
   /** Remember a secret value (and its JSON-escaped form); returns whether it was new. */
   add(value: unknown): boolean {
+    this.settle();
+    return this.addValue(value);
+  }
+
+  private addValue(value: unknown): boolean {
     if (typeof value !== 'string') return false;
     let added = false;
     for (const form of [value, value.trim(), JSON.stringify(value).slice(1, -1)]) {
@@ -104,13 +143,21 @@ export class Redactor {
 
   /** Remember the values of the variables of `env` whose names look secret. */
   addEnvironment(env: Readonly<Record<string, string | undefined>>): void {
-    for (const [name, value] of Object.entries(env)) {
-      if (value !== undefined && isSecretName(name)) this.add(value);
-    }
+    this.pending.push(env);
+    this.settle();
+  }
+
+  /**
+   * The same, when the redactor is first used (the host's own environment, given as the host
+   * starts): `env` is read then, so it must be one that does not change meanwhile.
+   */
+  addEnvironmentOnFirstUse(env: Readonly<Record<string, string | undefined>>): void {
+    this.pending.push(env);
   }
 
   /** The known values (for the shim's own redaction). */
   known(): string[] {
+    this.settle();
     return [...this.ordered];
   }
 
@@ -121,6 +168,7 @@ export class Redactor {
 
   /** `text` as it may be logged. */
   text(text: string): string {
+    this.settle();
     let out = text;
     for (const secret of this.ordered) {
       if (out.includes(secret)) out = out.split(secret).join(REDACTED);
@@ -130,14 +178,15 @@ export class Redactor {
 
   /** Key-shaped strings, Bearer values and named values in `text` (known values aside). */
   shapes(text: string): string {
+    const patterns = this.patterns;
     return this.namedValues(text)
-      .replace(this.schemesAnywhere, `$1$2${REDACTED}`)
-      .replace(this.tokens, REDACTED);
+      .replace(patterns.schemesAnywhere, `$1$2${REDACTED}`)
+      .replace(patterns.tokens, REDACTED);
   }
 
   /** `text` with every value after a secret-looking name replaced. */
   private namedValues(text: string): string {
-    const names = this.nameAndSeparator;
+    const { nameAndSeparator: names, schemeWord, namedValue } = this.patterns;
     let out = '';
     let copied = 0;
     names.lastIndex = 0;
@@ -145,12 +194,12 @@ export class Redactor {
     while ((match = names.exec(text)) !== null) {
       let at = match.index + match[0].length;
       if (!isSecretName(match[1] ?? '')) continue;
-      this.schemeWord.lastIndex = at;
-      if (this.schemeWord.test(text)) at = this.schemeWord.lastIndex;
-      this.namedValue.lastIndex = at;
-      if (!this.namedValue.test(text)) continue;
+      schemeWord.lastIndex = at;
+      if (schemeWord.test(text)) at = schemeWord.lastIndex;
+      namedValue.lastIndex = at;
+      if (!namedValue.test(text)) continue;
       out += text.slice(copied, at) + REDACTED;
-      copied = this.namedValue.lastIndex;
+      copied = namedValue.lastIndex;
       names.lastIndex = copied;
     }
     return copied === 0 ? text : out + text.slice(copied);
