@@ -15,6 +15,14 @@ export interface FileLogger extends Logger {
   readonly redactor: Redactor;
   /** Write one line regardless of level (used for diverted stdout text). */
   raw(tag: string, text: string): void;
+  /**
+   * A line logged now but written later: before the next line, or at `flushDeferred` (its time
+   * is now's). Writing the first line makes the redactor, which the host's start leaves for
+   * when it is idle (src/host/main.ts).
+   */
+  defer(level: LogLevel, message: string): void;
+  /** The deferred lines written now. */
+  flushDeferred(): void;
 }
 
 function render(detail: unknown): string {
@@ -51,15 +59,30 @@ export function createFileLogger(
       // Nowhere left to report a failing log write.
     }
   };
-  const stamp = (): string => new Date().toISOString();
+  const stamp = (at = Date.now()): string => new Date(at).toISOString();
+  const line = (at: number, tag: string, text: string): void => {
+    const redacted = redactor.text(text);
+    const body = redacted.endsWith('\n') ? redacted : redacted + '\n';
+    write(`${stamp(at)} [host ${String(process.pid)}] ${tag} ${body}`);
+  };
+  let deferred: { at: number; tag: string; text: string }[] = [];
   const logger: FileLogger = {
     path: fd === undefined ? undefined : path,
     level,
     redactor,
     raw(tag, text) {
-      const redacted = redactor.text(text);
-      const body = redacted.endsWith('\n') ? redacted : redacted + '\n';
-      write(`${stamp()} [host ${String(process.pid)}] ${tag} ${body}`);
+      logger.flushDeferred();
+      line(Date.now(), tag, text);
+    },
+    defer(lvl, message) {
+      if (RANK[lvl] < RANK[logger.level]) return;
+      deferred.push({ at: Date.now(), tag: lvl.toUpperCase(), text: message });
+    },
+    flushDeferred() {
+      if (deferred.length === 0) return;
+      const lines = deferred;
+      deferred = [];
+      for (const item of lines) line(item.at, item.tag, item.text);
     },
     debug: (m, ...d) => {
       emit('debug', m, d);

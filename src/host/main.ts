@@ -60,19 +60,20 @@ process.on('SIGTERM', () => {
   ctx.fileAdapter.flushSync();
   process.exit(0);
 });
-// The line is written once Neovim's first request, already waiting on stdin, is answered: the
-// log's first line makes the redactor (its expressions, the environment's secrets), ~1.5 ms of
-// the start (docs/testing.md, "Where the time goes").
-const readyMs = process.uptime() * 1000;
-setImmediate(() => {
-  hostLogger.info(
-    `host started (node ${process.version}, pid ${String(process.pid)}), ready ${readyMs.toFixed(1)} ms after the process started`,
-  );
-});
+// Written once the host is idle (or before any other line, or as it exits): the log's first line
+// makes the redactor (its expressions, the environment's secrets), ~1.5 ms that neither the
+// start nor the first requests wait for (docs/testing.md, "Where the time goes").
+hostLogger.defer(
+  'info',
+  `host started (node ${process.version}, pid ${String(process.pid)}), ready ${(process.uptime() * 1000).toFixed(1)} ms after the process started`,
+);
 
 // Once idle after the start, the host warms what a first tool loop needs, then writes its code
 // cache if it started without one (src/host/warmup.ts, src/host/boot.ts).
 const idle = new IdleWatch();
+void idle.idle().then(() => {
+  hostLogger.flushDeferred();
+});
 void warmWhenIdle(idle, {
   validator: ctx.validator,
   sandboxBackends: ctx.sandboxBackends,

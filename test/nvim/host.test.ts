@@ -14,6 +14,18 @@ async function hostPid(d: Driver): Promise<number> {
     return vim.rpcrequest(chan, "ping").pid`);
 }
 
+/**
+ * Until the host's start line is in the log: the host writes it once idle after its start, or
+ * before its next line (src/host/main.ts), not before it answers.
+ */
+async function startLogged(d: Driver): Promise<void> {
+  await d.waitUntil(
+    `local f = io.open(require("flemma.log").path())
+    local text = f and f:read("*a") or ""
+    if f then f:close() end
+    return text:find("%] INFO host started %(node ") ~= nil`,
+  );
+}
 describe('the host process', () => {
   it('starts lazily with the first chat buffer and answers', async () => {
     driver = await launch();
@@ -47,6 +59,8 @@ describe('the host process', () => {
     });
     await driver.openChat();
     await driver.waitForEvent('FlemmaHostStarted');
+    // The stray writer starts once the log holds the start line.
+    await startLogged(driver);
     // Many round trips while the stray writer fires every 20 ms.
     for (let i = 0; i < 20; i++) {
       const info = await driver.lua<{ pid: number }>(`
@@ -161,6 +175,7 @@ describe('the host process', () => {
     await driver.openChat();
     await driver.waitForEvent('FlemmaHostStarted');
     await hostPid(driver);
+    await startLogged(driver);
     expect(readFileSync(path + '.1', 'utf8')).toContain('old line');
     const current = readFileSync(path, 'utf8');
     expect(current).not.toContain('old line');
@@ -172,6 +187,7 @@ describe('the host process', () => {
     await driver.openChat();
     await driver.waitForEvent('FlemmaHostStarted');
     await hostPid(driver);
+    await startLogged(driver);
     await driver.command('Flemma log:open');
     const name = await driver.lua<string>('return vim.api.nvim_buf_get_name(0)');
     expect(name).toBe(await driver.lua<string>('return require("flemma.log").path()'));
