@@ -9,23 +9,15 @@ import type { Logger as ClientLogger } from 'neovim/lib/utils/logger.js';
 export type { Neovim, NvimPlugin } from 'neovim';
 
 /**
- * The Neovim client with a lighter handshake. The stock one asks for `nvim_get_api_info` (about
- * 32 kB of API metadata, decoded on every start while requests wait) only to learn the channel
- * id; `nvim_get_chan_info(0)` carries the same id in about a hundred bytes.
+ * The Neovim client without a handshake. The stock client asks Neovim for `nvim_get_api_info`
+ * (about 32 kB of API metadata) and holds every incoming request back until the answer is
+ * decoded, only to learn the channel id. The host never reads its channel id (Lua calls it on
+ * the id `jobstart` gave), so nothing is asked: the first request (the shim's `ping`) is
+ * answered without a round trip to Neovim first (docs/pitfalls.md). The id stays 0, "unknown".
  */
 class HostClient extends NeovimClient {
   override requestApi(): Promise<unknown[]> {
-    return new Promise((resolve, reject) => {
-      this.transport.request('nvim_get_chan_info', [0], (error: unknown, info: unknown) => {
-        if (error !== null && error !== undefined) {
-          // Neovim answers an RPC error as [type, message].
-          const message = Array.isArray(error) ? String(error[1]) : JSON.stringify(error);
-          reject(error instanceof Error ? error : new Error(message));
-        } else {
-          resolve([(info as { id: number }).id]);
-        }
-      });
-    });
+    return Promise.resolve([0]);
   }
 }
 
@@ -38,9 +30,19 @@ export interface ClientLog {
   error(...args: unknown[]): void;
 }
 
-/** Attach to Neovim over `reader`/`writer` (the host's stdin and its guarded stdout). */
-export function connect(reader: Readable, writer: Writable, logger: ClientLog): NeovimClient {
+/**
+ * What the client's transport uses of its two ends: chunks read as an async iterable, 'end'
+ * once the peer is gone, and whole messages written.
+ */
+export interface ChannelEnds {
+  reader: AsyncIterable<Uint8Array> & { once(event: 'end', listener: () => void): unknown };
+  writer: { write(chunk: Uint8Array): boolean };
+}
+
+/** Attach to Neovim over the channel's ends (`src/host/channel.ts`). */
+export function connect(ends: ChannelEnds, logger: ClientLog): NeovimClient {
   const nvim = new HostClient({ logger: logger as unknown as ClientLogger });
-  nvim.attach({ reader, writer });
+  // The transport reads and writes only what `ChannelEnds` names.
+  nvim.attach(ends as unknown as { reader: Readable; writer: Writable });
   return nvim;
 }

@@ -1,6 +1,6 @@
 // Host entry: guard stdout, attach to Neovim over stdio, route every request and notification
 // through the dispatch table, and exit when Neovim goes away.
-import { rpcWriter, guardConsole, onChannelClosed } from './stdio-guard.js';
+import { rpcReader, rpcWriter, guardConsole, onChannelClosed } from './stdio-guard.js';
 import { connect } from '../editor/client.js';
 import { hostLogger } from './log.js';
 import { dispatch } from './actions.js';
@@ -36,18 +36,29 @@ const clientLogger = {
   },
 };
 
+/**
+ * Ends the host with `code`. While the channel's read waits in the thread pool (the start, until
+ * the hand-over), Node's exit would wait for it, that is for Neovim's next bytes: the host
+ * ends itself with SIGKILL then (src/host/channel.ts), once what it must keep is on disk.
+ */
+function exitHost(code: number): never {
+  if (rpcReader.waiting) process.kill(process.pid, 'SIGKILL');
+  process.exit(code);
+}
+
 process.on('uncaughtException', (error) => {
   hostLogger.error(
     'uncaught exception; the host exits and the shim restarts it on next use',
     error,
   );
-  process.exit(70);
+  exitHost(70);
 });
 process.on('unhandledRejection', (reason) => {
   hostLogger.error('unhandled promise rejection', reason);
 });
 
-const nvim = connect(process.stdin, rpcWriter, clientLogger);
+const nvim = connect({ reader: rpcReader, writer: rpcWriter }, clientLogger);
+rpcReader.start();
 // The client may have replaced `console`; point it back at the log.
 guardConsole();
 
@@ -58,7 +69,7 @@ process.on('SIGTERM', () => {
   ctx.recovery.flushSync();
   // Chats held in files: what was not written yet.
   ctx.fileAdapter.flushSync();
-  process.exit(0);
+  exitHost(0);
 });
 // Written once the host is idle (or before any other line, or as it exits): the log's first line
 // makes the redactor (its expressions, the environment's secrets), ~1.5 ms that neither the
@@ -73,6 +84,11 @@ hostLogger.defer(
 const idle = new IdleWatch();
 void idle.idle().then(() => {
   hostLogger.flushDeferred();
+  // The channel goes to Node's streams (loading them here, not in the start). The read that waits
+  // in the pool hands over once it returns: asking Neovim for something brings its bytes now.
+  rpcWriter.handOver();
+  rpcReader.handOver();
+  nvim.request('nvim_get_chan_info', [0]).catch(() => undefined);
 });
 void warmWhenIdle(idle, {
   validator: ctx.validator,
@@ -139,7 +155,7 @@ function neovimGone(why: string): void {
   // A reply streaming when Neovim died: what arrived since the record's last write.
   ctx.recovery.flushSync();
   ctx.fileAdapter.flushSync();
-  process.exit(0);
+  exitHost(0);
 }
 nvim.on('disconnect', () => {
   neovimGone('Neovim disconnected');

@@ -1,45 +1,31 @@
-// Keeps stdout for msgpack-RPC only. Imported first by the host entry: it captures the real
-// stdout writer for the RPC channel, then diverts every other stdout and console write to the log.
-import { Writable } from 'node:stream';
+// Keeps fd 0 and fd 1 for msgpack-RPC only. Imported first by the host entry: it opens the
+// channel on the descriptors (`./channel.ts`), then puts stand-ins in place of `process.stdin`
+// and `process.stdout`, so that a library's stray write lands in the log instead of corrupting
+// the channel and a library's read takes nothing from it. `console` goes to the log too.
+import { EventEmitter } from 'node:events';
 import { format } from 'node:util';
+import { ChannelReader, ChannelWriter } from './channel.js';
 import { hostLogger } from './log.js';
 
-// eslint-disable-next-line no-restricted-properties -- the one place allowed to touch stdout.
-const stdout = process.stdout;
-const writeToChannel = stdout.write.bind(stdout);
+/** Node's own stream for `name`, made on first use (only when a descriptor does not block). */
+function nodeStream(name: 'stdin' | 'stdout'): () => unknown {
+  const descriptor = Object.getOwnPropertyDescriptor(process, name);
+  return (): unknown => (descriptor?.get === undefined ? undefined : descriptor.get.call(process));
+}
+
+/** What Neovim writes to the host. */
+export const rpcReader = new ChannelReader(0, nodeStream('stdin') as () => NodeJS.ReadableStream);
+/** The only writer of the RPC channel. */
+export const rpcWriter = new ChannelWriter(1, nodeStream('stdout') as () => NodeJS.WritableStream);
 
 /**
- * The only writer of the RPC channel. Each message goes to stdout at once, in order: a write to
- * a pipe completes at once on Linux (stdout queues it, in order, when the pipe is full). Waiting
- * for the previous write's callback instead (a plain Writable) would hold every message sent in
- * the same burst of promise jobs until the burst ends: that callback comes on `nextTick`, which
- * runs only once the microtask queue is empty, and a tool step or a send is one long burst.
- */
-export const rpcWriter = new Writable({
-  write(chunk: Buffer, _encoding, callback) {
-    writeToChannel(chunk);
-    callback();
-  },
-});
-
-/** Who hears that Neovim closed its end of the channel; `closed` once it has. */
-const channel = { listeners: [] as (() => void)[], closed: false };
-
-/**
- * Calls `listener` once Neovim has closed its end of the channel: a write to stdout failed with
- * EPIPE (Neovim quit while the host still had something to say, such as the end of a cancelled
+ * Calls `listener` once Neovim has closed its end of the channel: a write failed with EPIPE
+ * (Neovim quit while the host still had something to say, such as the end of a cancelled
  * tool). That is how a host ends, not an error.
  */
 export function onChannelClosed(listener: () => void): void {
-  if (channel.closed) listener();
-  else channel.listeners.push(listener);
+  rpcWriter.onClosed(listener);
 }
-
-stdout.on('error', (error: NodeJS.ErrnoException) => {
-  if (error.code !== 'EPIPE' && error.code !== 'ERR_STREAM_DESTROYED') throw error;
-  channel.closed = true;
-  for (const listener of channel.listeners.splice(0)) listener();
-});
 
 function divert(chunk: unknown): void {
   const text =
@@ -51,14 +37,51 @@ function divert(chunk: unknown): void {
   hostLogger.raw('STDOUT', text);
 }
 
-// A library's stray `process.stdout.write` lands in the log instead of corrupting the channel.
-function divertedWrite(chunk: unknown, ...rest: unknown[]): boolean {
-  divert(chunk);
-  const callback = rest.find((arg): arg is () => void => typeof arg === 'function');
-  if (callback !== undefined) process.nextTick(callback);
-  return true;
+/** `process.stdout` as the host's code sees it: every write goes to the log. */
+class DivertedStdout extends EventEmitter {
+  readonly isTTY = false;
+  readonly writable = true;
+  write(chunk: unknown, ...rest: unknown[]): boolean {
+    divert(chunk);
+    const callback = rest.find((arg): arg is () => void => typeof arg === 'function');
+    if (callback !== undefined) process.nextTick(callback);
+    return true;
+  }
+  end(...args: unknown[]): this {
+    const chunk = args[0];
+    if (chunk !== undefined && typeof chunk !== 'function') divert(chunk);
+    return this;
+  }
 }
-stdout.write = divertedWrite;
+
+/** `process.stdin` as the host's code sees it: nothing to read (the channel is not its). */
+class ClosedStdin extends EventEmitter {
+  readonly isTTY = false;
+  readonly readable = false;
+  read(): null {
+    return null;
+  }
+  resume(): this {
+    return this;
+  }
+  pause(): this {
+    return this;
+  }
+  setEncoding(): this {
+    return this;
+  }
+  async *[Symbol.asyncIterator](): AsyncGenerator<never> {}
+}
+
+function replace(name: 'stdin' | 'stdout', value: EventEmitter): void {
+  Object.defineProperty(process, name, {
+    configurable: true,
+    enumerable: true,
+    get: () => value,
+  });
+}
+replace('stdout', new DivertedStdout());
+replace('stdin', new ClosedStdin());
 
 /** Route `console.*` to the log file. Called again after anything that replaces `console`. */
 export function guardConsole(): void {

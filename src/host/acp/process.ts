@@ -3,7 +3,7 @@
 // over newline-delimited JSON on its stdin and stdout; `initialize`d with the client capabilities
 // Flemma serves, authenticated when the agent asks, one session for the chat. Its stderr goes to
 // the log (redacted there), and its last lines name why it ended when it crashes.
-import { Readable, Writable } from 'node:stream';
+import type { Readable, Writable } from 'node:stream';
 import type {
   ContentBlock,
   CreateTerminalRequest,
@@ -203,9 +203,11 @@ export class AgentProcess {
     if (child.pid === undefined) {
       throw new AgentError(`could not start ${spec.command}: ${await this.exited}`);
     }
+    // Loaded here: the host's start does without `node:stream` (src/host/channel.ts).
+    const streams = await import('node:stream');
     const stream = acp.ndJsonStream(
-      Writable.toWeb(child.stdin) as WritableStream<Uint8Array>,
-      Readable.toWeb(child.stdout) as ReadableStream<Uint8Array>,
+      streams.Writable.toWeb(child.stdin) as WritableStream<Uint8Array>,
+      streams.Readable.toWeb(child.stdout) as ReadableStream<Uint8Array>,
     );
     this.connection = this.serve(
       acp,
