@@ -19,12 +19,6 @@
 import { EventEmitter } from 'node:events';
 import { read, writeSync } from 'node:fs';
 
-/** Where the channel falls back to Node's streams (the real `process.stdin`/`stdout`). */
-export interface StreamFallback {
-  stdin(): NodeJS.ReadableStream;
-  stdout(): NodeJS.WritableStream;
-}
-
 const CHUNK = 64 * 1024;
 
 function errnoOf(error: unknown): string | undefined {
