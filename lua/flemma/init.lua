@@ -48,7 +48,10 @@ function M.setup(opts)
   integrations.apply()
 end
 
---- Ask the host to follow a chat buffer (starting the host if needed).
+--- The buffers set up as chats (FileType chat): only they have anything to forget when they go.
+--- Any other buffer's wipe (a send's sink, a scratch view) is none of this module's business.
+H.chats = {}
+
 --- Whether `bufnr` is (still) a loaded chat buffer.
 function H.still_chat(bufnr)
   return vim.api.nvim_buf_is_valid(bufnr) and vim.api.nvim_buf_is_loaded(bufnr) and vim.bo[bufnr].filetype == "chat"
@@ -56,6 +59,7 @@ end
 
 --- Forget what is kept of a buffer that is gone (or no longer a chat), and tell the host.
 function H.forget(bufnr)
+  H.chats[bufnr] = nil
   buffer.forget(bufnr)
   chat.forget(bufnr)
   ui.detach(bufnr)
@@ -68,6 +72,7 @@ function H.forget(bufnr)
   end
 end
 
+--- Ask the host to follow a chat buffer (starting the host if needed).
 function H.attach(bufnr)
   if vim.api.nvim_buf_is_valid(bufnr) and vim.bo[bufnr].filetype == "chat" then
     host.notify("buffer:attach", { bufnr = bufnr })
@@ -161,6 +166,7 @@ function M.bootstrap()
     pattern = "chat",
     desc = "Flemma: set up a chat buffer and let the host follow it",
     callback = function(ev)
+      H.chats[ev.buf] = true
       -- The prompt of an empty chat first, so that the buffer is drawn with it.
       editing.setup_buffer(ev.buf)
       trust.setup_buffer(ev.buf)
@@ -187,6 +193,9 @@ function M.bootstrap()
     group = group,
     desc = "Flemma: forget per-buffer state",
     callback = function(ev)
+      if not H.chats[ev.buf] then
+        return
+      end
       -- `:w name` in a buffer without a name sends BufWipeout for that buffer, which stays (now
       -- named, still a chat): look once the command is over, and forget only a buffer that is
       -- gone or is no longer a chat (an empty one `:enew` took over).
