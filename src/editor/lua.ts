@@ -2,6 +2,7 @@
 // `require("flemma.rpc").dispatch(method, params)`, with values passed as arguments. The methods,
 // how each may be sent, and the types of their params and answers are those of `./protocol/`.
 import type { Neovim } from 'neovim';
+import { requestNow } from './request-now.js';
 import type { LuaAnswer, LuaNotification, LuaParams, LuaRequest } from './protocol/index.js';
 import { trace } from './trace.js';
 
@@ -16,7 +17,7 @@ export interface RpcPort {
 
 export function rpcPortOf(nvim: Neovim): RpcPort {
   return {
-    request: (method, args) => nvim.request(method, args) as Promise<unknown>,
+    request: (method, args) => requestNow(nvim, method, args),
     notify: (method, args) => {
       nvim.notify(method, args);
     },

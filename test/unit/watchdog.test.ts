@@ -406,4 +406,18 @@ describe.each(ADAPTERS)('through the $name SDK', ({ name, path, make }) => {
     expect(error.message).toMatch(/^HTTP 200 with content type text\/html, not a stream: "Login"/);
     expect(await page.closed).toBe('client');
   });
+
+  it('a redirect is not followed: it fails, final, and nothing reaches where it points', async () => {
+    const outcome = failure(drain(make()));
+    const request = await fake.nextRequest({ path });
+    const before = fake.requests.length;
+    await request.respond(307, '', { location: `${fake.url}/elsewhere` });
+    const error = await outcome;
+    expect(error.kind).toBe('connection');
+    expect(error.retryable).toBe(false);
+    expect(error.describe()).toBe(
+      `${name} (127.0.0.1:${String(fake.port)}): the server answered with a redirect, which is not followed (it would take the request and its key elsewhere): set the base URL to the address it points to`,
+    );
+    expect(fake.requests.slice(before).map((next) => next.path)).toEqual([]);
+  });
 });

@@ -128,6 +128,13 @@ function reading(code: string | undefined, error: unknown, endpoint: string): Re
   }
   const known = code === undefined ? undefined : READINGS[code];
   if (known !== undefined) return { ...known };
+  if (code === undefined && innermost(error) === 'unexpected redirect') {
+    // The guard asks `fetch` not to follow redirects (watchdog.ts).
+    return connection(
+      'the server answered with a redirect, which is not followed (it would take the request and its key elsewhere): set the base URL to the address it points to',
+      false,
+    );
+  }
   if (code !== undefined && /^(ERR_SSL_|ERR_TLS_|CERT_|EPROTO$)/.test(code)) {
     return connection(`TLS failed: ${innermost(error)}`, false);
   }

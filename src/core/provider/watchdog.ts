@@ -48,6 +48,9 @@ export interface GuardOptions {
   timeoutMs?: number;
 }
 
+/** How every request treats a redirect: as a failure (`transport.ts` says what it means). */
+const NOT_FOLLOWED: Pick<RequestInit, 'redirect'> = { redirect: 'error' };
+
 /** The global `fetch`, looked up when called (Node's own, undici). */
 export const globalFetch: Fetch = (input, init) => fetch(input, init);
 
@@ -310,7 +313,12 @@ async function answer(
         ? timer.signal
         : AbortSignal.any([init.signal, timer.signal]);
   try {
-    return await base(input, signal == null ? init : { ...init, signal });
+    // Redirects are not followed (`NOT_FOLLOWED`): Node's `fetch` would send the request, key
+    // headers included, on to wherever the answer points (only `authorization` is dropped for
+    // another origin). Not following one also spares `fetch` a copy of the body it keeps for it.
+    const own =
+      signal == null ? { ...init, ...NOT_FOLLOWED } : { ...init, signal, ...NOT_FOLLOWED };
+    return await base(input, own);
   } catch (error) {
     if (init?.signal?.aborted === true) throw error;
     if (timer?.signal.aborted === true && limit !== undefined) {
