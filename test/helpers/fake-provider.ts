@@ -63,6 +63,8 @@ export interface FakeProvider {
   readonly port: number;
   /** Every request received so far, in arrival order. */
   readonly requests: readonly FakeRequest[];
+  /** The connections accepted so far (a client that keeps one open sends its requests on it). */
+  readonly connections: number;
   /** The oldest request not yet taken (waiting for one if needed). */
   nextRequest(options?: NextRequestOptions): Promise<FakeRequest>;
   /** Stops the server and destroys every open connection, answered or not. */
@@ -260,6 +262,7 @@ export async function startFakeProvider(): Promise<FakeProvider> {
   const untaken: FakeRequest[] = [];
   const waiters: Waiter[] = [];
   const sockets = new Set<Socket>();
+  let accepted = 0;
   let closing: Promise<void> | undefined;
 
   const deliver = (request: FakeRequest): void => {
@@ -285,6 +288,7 @@ export async function startFakeProvider(): Promise<FakeProvider> {
     );
   });
   server.on('connection', (socket) => {
+    accepted += 1;
     sockets.add(socket);
     socket.on('close', () => sockets.delete(socket));
   });
@@ -305,6 +309,9 @@ export async function startFakeProvider(): Promise<FakeProvider> {
     url: `http://127.0.0.1:${port}`,
     port,
     requests,
+    get connections() {
+      return accepted;
+    },
     nextRequest: (options = {}) => {
       const filter = options.path;
       const index = untaken.findIndex((r) => matches(filter, r.path));

@@ -51,7 +51,10 @@ describe('a request to Neovim', () => {
     const first = requestNow(nvim, 'nvim_exec_lua', ['return 1', []]);
     const second = requestNow(nvim, 'nvim_get_var', ['missing']);
     await expect.poll(() => written.length).toBe(2);
-    const [one, two] = written as [number, number, string, unknown][];
+    const [one, two] = written as [
+      [number, number, string, unknown],
+      [number, number, string, unknown],
+    ];
     expect(one.slice(0, 3)).toEqual([0, one[1], 'nvim_exec_lua']);
     answer(two[1], [0, 'Key not found: missing'], null);
     answer(one[1], null, 42);

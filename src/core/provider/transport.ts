@@ -268,8 +268,8 @@ export interface SdkStream<C, T, E> {
   /** The SDK's name, for a failure to load it (`connectSdk`). */
   sdk: string;
   connect: () => Promise<C>;
-  /** Opens the reply's stream with the connected SDK. */
-  open: (connected: C) => Promise<AsyncIterable<T>>;
+  /** Opens the reply's stream with the connected SDK, its request ended by `signal`. */
+  open: (connected: C, signal: AbortSignal) => Promise<AsyncIterable<T>>;
   reader: StreamReader<T, E>;
   /** A failure as the provider's error (a ProviderError passes as it is). */
   toError: (connected: C, error: unknown, started: boolean) => Error;
@@ -277,11 +277,88 @@ export interface SdkStream<C, T, E> {
   early: string;
 }
 
+/** How long the rest of a finished reply's stream may take to end before its request is aborted. */
+export const TAIL_MS = 2000;
+
 /**
- * The events `stream.reader` makes of the stream the connected SDK opens, until it finishes. A
- * cancel (`signal`) ends it quietly, before the SDK loads or while it streams; a failure is
- * `toError(connected, error, started)` (a ProviderError passes as it is); a stream that stops
- * before its end is the provider's "stream" error, saying `early`.
+ * A request's own abort, which the caller's `signal` also aborts: `readTail` may end the request
+ * without cancelling the send.
+ */
+export function requestAbort(signal: AbortSignal): AbortController {
+  const request = new AbortController();
+  if (signal.aborted) request.abort(signal.reason);
+  else {
+    signal.addEventListener(
+      'abort',
+      () => {
+        request.abort(signal.reason);
+      },
+      { once: true },
+    );
+  }
+  return request;
+}
+
+/**
+ * The rest of a reply's stream once its last event is in (`message_stop`, a completed response),
+ * read to its end in the background. Leaving an SDK's iterator early makes the SDK abort its
+ * request, and `fetch` then closes the connection instead of keeping it for the next request: the
+ * follow-up of a tool loop would open a new one (a new TLS handshake, against a real endpoint).
+ * What comes after the end is ignored, a failure is dropped, and a stream still open after
+ * `TAIL_MS` is aborted (`request`).
+ */
+export function readTail(items: AsyncIterator<unknown>, request: AbortController): void {
+  const timer = setTimeout(() => {
+    request.abort();
+  }, TAIL_MS);
+  timer.unref();
+  void (async () => {
+    try {
+      while (!(await items.next()).done) {
+        // Nothing follows the end that the reply needs.
+      }
+    } catch {
+      // The reply is complete: how the stream's tail went does not matter.
+    } finally {
+      clearTimeout(timer);
+    }
+  })();
+}
+
+/**
+ * The events `reader` makes of the stream `open` opens (its request ended by the signal it is
+ * given), until `reader.finished`: the rest of the stream is then read in the background
+ * (`readTail`). Leaving before that (a cancel, a failure, the consumer stopping) ends the request.
+ */
+export async function* readUntilFinished<T, E>(
+  signal: AbortSignal,
+  open: (ending: AbortSignal) => Promise<AsyncIterable<T>>,
+  reader: Pick<StreamReader<T, E>, 'read' | 'finished'>,
+): AsyncGenerator<E> {
+  const ending = requestAbort(signal);
+  let reading = true;
+  try {
+    const items = (await open(ending.signal))[Symbol.asyncIterator]();
+    for (let next = await items.next(); !next.done; next = await items.next()) {
+      if (signal.aborted) return;
+      yield* reader.read(next.value);
+      if (reader.finished) {
+        reading = false;
+        readTail(items, ending);
+        return;
+      }
+    }
+    reading = false;
+  } finally {
+    if (reading) ending.abort();
+  }
+}
+
+/**
+ * The events `stream.reader` makes of the stream the connected SDK opens, until it finishes
+ * (`readUntilFinished`). A cancel (`signal`) ends it quietly, before the SDK loads or while it
+ * streams; a failure is `toError(connected, error, started)` (a ProviderError passes as it is);
+ * a stream that stops before its end is the provider's "stream" error, saying `early`.
  */
 export async function* streamSdk<C, T, E>(
   stream: SdkStream<C, T, E>,
@@ -293,17 +370,13 @@ export async function* streamSdk<C, T, E>(
   const connected = await connectSdk(stream.provider, stream.sdk, stream.connect);
   const { reader } = stream;
   try {
-    for await (const item of await stream.open(connected)) {
-      if (aborted()) return;
-      yield* reader.read(item);
-      if (reader.finished) return;
-    }
+    yield* readUntilFinished(signal, (ending) => stream.open(connected, ending), reader);
   } catch (error) {
     if (aborted()) return;
     if (error instanceof ProviderError) throw error;
     throw stream.toError(connected, error, reader.started);
   }
-  if (aborted()) return;
+  if (aborted() || reader.finished) return;
   throw new ProviderError(stream.provider, 'stream', stream.early);
 }
 

@@ -5,7 +5,7 @@ import type Anthropic from '@anthropic-ai/sdk';
 import type { SdkLoader, SdkModule } from '../sdk.js';
 import type { Expected } from '../watchdog.js';
 import { guardedClient, sdkOptions } from './client.js';
-import { endpointOf, sdkFailure } from '../transport.js';
+import { endpointOf, readUntilFinished, sdkFailure } from '../transport.js';
 import { assertNever } from '../../util/never.js';
 import { EventMapper } from './anthropic-events.js';
 import { ProviderError, sortKeys, wireToolId, wireToolName } from '../types.js';
@@ -355,15 +355,23 @@ async function* streamReply(
   try {
     // `messages.create` with the body already serialised: what it would send, without its
     // `JSON.stringify` of the whole (a megabyte for a long chat) and `fetch`'s encoding of it.
-    const events = await client.post<AsyncIterable<Anthropic.RawMessageStreamEvent>>(
-      '/v1/messages',
-      { body, headers: { 'content-type': 'application/json' }, stream: true, signal },
-    );
-    for await (const event of events) {
-      started = true;
-      yield* mapper.map(event);
-      if (mapper.finished) break;
-    }
+    const open = (ending: AbortSignal) =>
+      client.post<AsyncIterable<Anthropic.RawMessageStreamEvent>>('/v1/messages', {
+        body,
+        headers: { 'content-type': 'application/json' },
+        stream: true,
+        signal: ending,
+      });
+    const reader = {
+      read: (event: Anthropic.RawMessageStreamEvent) => {
+        started = true;
+        return mapper.map(event);
+      },
+      get finished() {
+        return mapper.finished;
+      },
+    };
+    yield* readUntilFinished(signal, open, reader);
   } catch (error) {
     if (aborted() || error instanceof sdk.APIUserAbortError) return;
     throw toProviderError(sdk, error, started, where);

@@ -302,12 +302,12 @@ async function* streamReply(
       provider,
       sdk: 'Google Gen AI SDK',
       connect,
-      open: ({ client }) =>
+      open: ({ client }, ended) =>
         client.models.generateContentStream({
           ...params,
           config: {
             ...params.config,
-            abortSignal: signal,
+            abortSignal: ended,
             // The SDK would otherwise resume interrupted streams on its own.
             automaticContinuation: false,
           },

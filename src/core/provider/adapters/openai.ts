@@ -337,10 +337,10 @@ async function* streamReply(
       provider: PROVIDER,
       sdk: 'OpenAI SDK',
       connect,
-      open: ({ client }) =>
+      open: ({ client }, ended) =>
         client.responses.create(
           { ...body, stream: true } as unknown as ResponseCreateParamsStreaming,
-          { signal },
+          { signal: ended },
         ),
       reader: new EventReader(),
       toError: toProviderError,
