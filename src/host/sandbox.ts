@@ -33,6 +33,7 @@ import {
   resolveSandbox,
   sandboxStatus,
 } from '../core/tools/sandbox/index.js';
+import { TopListings } from '../core/tools/sandbox/sensitive-places.js';
 import type { LuaBridge } from '../editor/lua.js';
 import { KNOWN_ENV } from './buffer-settings.js';
 
@@ -253,6 +254,9 @@ const resolved = new WeakMap<SandboxFacts, WeakMap<object, Promise<SandboxState>
 /** The same, for states that carry `wrapPrefix` (a Lua tool's). */
 const resolvedWithPrefix = new WeakMap<SandboxFacts, WeakMap<object, Promise<SandboxState>>>();
 
+/** The shared directories' listings (`/tmp`, the cache directory), kept across commands. */
+const listings = new TopListings();
+
 /** What `sandboxFor` takes from the rest of the configuration. */
 export interface SandboxExtras {
   /** `tools.sensitive_paths`. */
@@ -279,6 +283,7 @@ export function sandboxFor(
       credentialEnv: KNOWN_ENV,
       prefix: extras.prefix === true,
       ...(extras.onWarning === undefined ? {} : { onWarning: extras.onWarning }),
+      listings,
     });
   if (settings === undefined) return compute();
   const byFacts = extras.prefix === true ? resolvedWithPrefix : resolved;

@@ -1,10 +1,10 @@
 // What the sandbox keeps from commands (issue 19): the sensitive places (the built-in list and
 // tools.sensitive_paths), the session sockets, the scrubbed environment, the bwrap command line
 // they turn into, and (where bubblewrap is installed) real runs that show they hold.
-import { mkdirSync, realpathSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, realpathSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join, resolve as resolvePath } from 'node:path';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 
 import { type RunResult, runProcess } from '../../src/core/tools/process.js';
 import type { SandboxPolicy } from '../../src/core/tools/sandbox/backends.js';
@@ -20,7 +20,11 @@ import {
   findSensitive,
   sensitiveEntries,
 } from '../../src/core/tools/sandbox/sensitive.js';
-import { sandboxPlaces, sessionPlaces } from '../../src/core/tools/sandbox/sensitive-places.js';
+import {
+  TopListings,
+  sandboxPlaces,
+  sessionPlaces,
+} from '../../src/core/tools/sandbox/sensitive-places.js';
 import { fileTempDir } from '../helpers/temp.js';
 
 const dir = fileTempDir('flemma-protect-');
@@ -282,6 +286,57 @@ describe('the places the sandbox treats', () => {
     expect(result.hidden_paths).not.toContain(join(tmp, 'other-tool', 'tree', '.env'));
     expect(result.hidden_paths).not.toContain(join(cache, 'pkg', '.env'));
     expect(result.warnings).toEqual([]);
+  });
+
+  describe('with the shared directories’ listings kept across commands', () => {
+    afterEach(() => {
+      vi.useRealTimers();
+    });
+
+    it('finds what a fresh look finds after each change: an .env added, renamed, removed', () => {
+      const h = dir('kept', 'home');
+      const tmp = dir('kept', 'tmp');
+      for (let i = 0; i < 50; i++) writeFileSync(join(tmp, `junk-${String(i)}`), '');
+      const { entries } = sensitiveEntries(undefined, { home: h, env: {} });
+      const listings = new TopListings();
+      const look = (): string[] => sandboxPlaces(entries, [], [tmp], listings).hide.sort();
+      const fresh = (): string[] => sandboxPlaces(entries, [], [tmp]).hide.sort();
+      // Each listing is read a while after the directory's last change, so it is kept.
+      const later = (): void => {
+        vi.useFakeTimers({ toFake: ['Date'] });
+        vi.setSystemTime(Date.now() + 10_000);
+      };
+      later();
+      expect(look()).toEqual([]);
+      expect(look()).toEqual([]);
+      vi.useRealTimers();
+      writeFileSync(join(tmp, '.env'), 'A=1\n');
+      later();
+      expect(look()).toEqual([join(realpathSync(tmp), '.env')]);
+      expect(look()).toEqual(fresh());
+      vi.useRealTimers();
+      renameSync(join(tmp, '.env'), join(tmp, '.env.local'));
+      later();
+      expect(look()).toEqual([join(realpathSync(tmp), '.env.local')]);
+      vi.useRealTimers();
+      rmSync(join(tmp, '.env.local'));
+      later();
+      expect(look()).toEqual([]);
+      expect(look()).toEqual(fresh());
+    });
+
+    it('does not keep a listing read right after the directory changed, nor reuse it for other entries', () => {
+      const h = dir('racy', 'home');
+      const tmp = dir('racy', 'tmp');
+      writeFileSync(join(tmp, 'secrets.kdbx'), '');
+      const listings = new TopListings();
+      const { entries } = sensitiveEntries(undefined, { home: h, env: {} });
+      expect(sandboxPlaces(entries, [], [tmp], listings).hide).toEqual([]);
+      const own = sensitiveEntries(['*.kdbx'], { home: h, env: {} }).entries;
+      expect(sandboxPlaces(own, [], [tmp], listings).hide).toEqual([
+        join(realpathSync(tmp), 'secrets.kdbx'),
+      ]);
+    });
   });
 
   it('adds the runtime directory, Neovim servers and agent sockets that exist', () => {

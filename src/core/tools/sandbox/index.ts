@@ -54,6 +54,7 @@ import {
 import { scrubEnv } from './env.js';
 import { type PathEnv, isPathWritable } from './paths.js';
 import { protection, scrubRules } from './protect.js';
+import type { TopListings } from './sensitive-places.js';
 
 export interface SandboxState {
   access: SandboxAccess;
@@ -98,6 +99,8 @@ export interface ResolveOptions {
   prefix?: boolean;
   /** Told the problems found while looking for the places (a search that stopped at its limit). */
   onWarning?: (text: string) => void;
+  /** The shared directories' listings, kept across commands (the host's). */
+  listings?: TopListings;
 }
 
 /** Two distinct arguments, so a backend that joins the command into one string is noticed. */
@@ -175,6 +178,7 @@ function lazyPolicy(
       sensitivePaths: options.sensitivePaths,
       credentialEnv: options.credentialEnv,
       envAllow: settings.env_allow,
+      listings: options.listings,
     });
     for (const text of guarded.warnings) options.onWarning?.(text);
     policy = {

@@ -23,7 +23,7 @@ import { join } from 'node:path';
 import { type ScrubRules, scrubbedNames } from './env.js';
 import { type PathEnv, isUnder, normalizeRwPaths, resolveReal } from './paths.js';
 import { type EditorDirs, type SensitiveEntry, sensitiveEntries } from './sensitive.js';
-import { MAX_WALKED, sandboxPlaces, sessionPlaces } from './sensitive-places.js';
+import { MAX_WALKED, type TopListings, sandboxPlaces, sessionPlaces } from './sensitive-places.js';
 
 /** What the editor tells about a buffer that the protection needs. */
 export interface ProtectFacts {
@@ -44,6 +44,8 @@ export interface ProtectOptions {
   envAllow: readonly string[];
   /** The user id whose tmux socket directory is hidden; defaults to the host's. */
   uid?: number | undefined;
+  /** The shared directories' listings, kept across commands (`TopListings`). */
+  listings?: TopListings | undefined;
 }
 
 export interface Protection {
@@ -98,7 +100,7 @@ export function protection(
     env,
     editorDirs: facts.editor_dirs,
   });
-  const { truncated, ...places } = placesFor(entries, facts, env, home, rwPaths, options.uid);
+  const { truncated, ...places } = placesFor(entries, facts, env, home, rwPaths, options);
   if (truncated) {
     warnings.push(
       `the sandbox looked for sensitive files (.env*, …) among the first ${String(MAX_WALKED)} entries of the project only: files deeper in a large tree are not hidden from commands`,
@@ -113,10 +115,11 @@ function placesFor(
   env: PathEnv,
   home: string,
   rwPaths: readonly string[],
-  uid: number | undefined,
+  options: Pick<ProtectOptions, 'uid' | 'listings'>,
 ): { hidden_paths: string[]; read_only_paths: string[]; truncated: boolean } {
   const { deep, top } = projectDirs(facts, rwPaths, env, home);
-  const places = sandboxPlaces(entries, deep, top);
+  const places = sandboxPlaces(entries, deep, top, options.listings);
+  const uid = options.uid;
   // An empty Lua list may arrive as an object.
   const servers = Array.isArray(facts.servers) ? facts.servers : [];
   const sessions = sessionPlaces(env, servers, uid ?? process.getuid?.()).filter(

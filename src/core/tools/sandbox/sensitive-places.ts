@@ -23,7 +23,7 @@
 //   sockets), Neovim's own server sockets (a client could make Neovim run anything), and the
 //   sockets of ssh-agent, tmux and X11 in their usual places.
 
-import { lstatSync, readFileSync, readdirSync } from 'node:fs';
+import { lstatSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve as resolvePath } from 'node:path';
 
 import { isGlob } from '../../util/glob.js';
@@ -46,7 +46,14 @@ function exists(path: string): boolean {
   }
 }
 
-function children(dir: string): { name: string; dir: boolean; file: boolean }[] {
+/** An entry of a directory, as the walk reads it. */
+interface Child {
+  name: string;
+  dir: boolean;
+  file: boolean;
+}
+
+function children(dir: string): Child[] {
   try {
     return readdirSync(dir, { withFileTypes: true }).map((item) => ({
       name: item.name,
@@ -73,6 +80,60 @@ function pointedGitDir(file: string): string | undefined {
   return isGitDir(dir) ? dir : undefined;
 }
 
+/** A directory's entries are trusted to be as read only when it had not changed for this long. */
+const SETTLED_NS = 2_000_000_000n;
+
+/**
+ * The entries of the shared directories (`/tmp`, the cache directory) that a look at their top
+ * level cares about, kept from one command to the next while the directory is unchanged. Such a
+ * directory often holds thousands of entries, matched against every sensitive entry at each
+ * command: 2–3 ms of every `bash` call on a machine whose `/tmp` held 1,447. Whether it changed is
+ * told by its device, inode, modification and change times (an entry added, removed or renamed
+ * moves both times). A listing read while the directory had changed within `SETTLED_NS` is not
+ * kept, so that a change in the same tick of a coarse clock is not missed (git's "racily clean").
+ * One per host (`ResolveOptions.listings`); the project's own directories are always read again.
+ */
+export class TopListings {
+  private readonly kept = new Map<string, { key: string; stamp: string; children: Child[] }>();
+
+  /**
+   * The entries of `dir` that `keep` keeps, and how many entries it has; `key` names what `keep`
+   * depends on (the sensitive entries).
+   */
+  relevant(
+    dir: string,
+    key: string,
+    keep: (child: Child) => boolean,
+  ): {
+    children: Child[];
+    total: number;
+  } {
+    let stamp: string;
+    let changedNs: bigint;
+    try {
+      const info = statSync(dir, { bigint: true });
+      stamp = `${String(info.dev)}:${String(info.ino)}:${String(info.mtimeNs)}:${String(info.ctimeNs)}`;
+      changedNs = info.mtimeNs > info.ctimeNs ? info.mtimeNs : info.ctimeNs;
+    } catch {
+      this.kept.delete(dir);
+      return { children: [], total: 0 };
+    }
+    const held = this.kept.get(dir);
+    if (held !== undefined && held.key === key && held.stamp === stamp) {
+      return { children: held.children, total: held.children.length };
+    }
+    const readNs = BigInt(Date.now()) * 1_000_000n;
+    const all = children(dir);
+    const found = all.filter(keep);
+    if (readNs - changedNs > SETTLED_NS && all.length <= MAX_WALKED) {
+      this.kept.set(dir, { key, stamp, children: found });
+    } else {
+      this.kept.delete(dir);
+    }
+    return { children: found, total: all.length };
+  }
+}
+
 /** Collects what one walk finds. */
 class Finder {
   readonly hide: string[] = [];
@@ -81,7 +142,30 @@ class Finder {
   private walked = 0;
   private readonly gitDirs = new Set<string>();
 
-  constructor(private readonly entries: readonly SensitiveEntry[]) {}
+  /** What a kept listing's filter depends on: the entries (`TopListings.relevant`). */
+  private readonly key: string;
+
+  constructor(
+    private readonly entries: readonly SensitiveEntry[],
+    private readonly listings?: TopListings,
+  ) {
+    this.key = entries
+      .map((entry) => `${entry.label}\0${entry.pattern}\0${entry.sandbox}`)
+      .join('\n');
+  }
+
+  /**
+   * The entries of `dir` the walk looks at: at the top of a shared directory, only those that can
+   * matter (`TopListings`), counted as all of them; all of them when the count would reach the
+   * limit, so that the walk stops where it would have.
+   */
+  private childrenOf(dir: string, maxDepth: number): Child[] {
+    if (maxDepth !== 1 || this.listings === undefined) return children(dir);
+    const listed = this.listings.relevant(dir, this.key, topRelevant(this.entries));
+    if (this.walked + listed.total > MAX_WALKED) return children(dir);
+    this.walked += listed.total - listed.children.length;
+    return listed.children;
+  }
 
   /** The code places of a git directory, its submodules', worktrees' and common directory's. */
   gitDir(dir: string, depth = 0): void {
@@ -123,7 +207,7 @@ class Finder {
         this.gitDir(next.dir);
         continue;
       }
-      for (const child of children(next.dir)) {
+      for (const child of this.childrenOf(next.dir, maxDepth)) {
         if (++this.walked > MAX_WALKED) {
           this.truncated = true;
           return;
@@ -154,6 +238,12 @@ class Finder {
   }
 }
 
+/** Whether an entry named `name` at the top of a walk is matched (`rel` is its name there). */
+function topRelevant(entries: readonly SensitiveEntry[]): (child: Child) => boolean {
+  return (child) =>
+    child.name.toLowerCase() === '.git' || entries.some((entry) => entry.matches(child.name));
+}
+
 /**
  * The existing sensitive places the sandbox treats: those to hide and those to keep read-only,
  * real paths, not yet de-duplicated. Relative entries are looked for below `dirs`, at every
@@ -163,6 +253,7 @@ export function sandboxPlaces(
   entries: readonly SensitiveEntry[],
   dirs: readonly string[],
   topDirs: readonly string[] = [],
+  listings?: TopListings,
 ): { hide: string[]; readOnly: string[]; truncated: boolean } {
   const hide: string[] = [];
   const readOnly: string[] = [];
@@ -175,7 +266,7 @@ export function sandboxPlaces(
   const relativeEntries = entries.filter(
     (entry) => entry.sandbox !== 'writable' && !entry.pattern.startsWith('/'),
   );
-  const finder = new Finder(relativeEntries);
+  const finder = new Finder(relativeEntries, listings);
   for (const dir of dirs) finder.walk(dir);
   for (const dir of topDirs) finder.walk(dir, 1);
   return {
