@@ -5,7 +5,7 @@
 // test does not depend on timing. The death of a background child is polled for briefly, as
 // nothing signals it to the test.
 import { execFileSync } from 'node:child_process';
-import { existsSync, readFileSync, realpathSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync, realpathSync, writeFileSync } from 'node:fs';
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -26,7 +26,7 @@ import {
   type ToolOutcome,
   ToolRegistry,
 } from '../../src/core/tools/registry.js';
-import type { TruncateFs } from '../../src/core/tools/truncate.js';
+import { type TruncateFs, nodeTruncateFs } from '../../src/core/tools/truncate.js';
 import {
   RUN_OK,
   cleanUpRuns,
@@ -46,10 +46,8 @@ beforeEach(async () => {
   dir = realpathSync(await mkdtemp(join(tmpdir(), 'flemma-bash-')));
   overflowDir = join(dir, 'overflow');
   execFileSync('mkdir', [overflowDir]);
-  truncateFs = {
-    writeFile: (path, data) => writeFile(path, data, 'utf8'),
-    tmpdir: () => overflowDir,
-  };
+  // The command writes to its output file there (output-file.ts), as in the host.
+  truncateFs = { ...nodeTruncateFs, tmpdir: () => overflowDir };
   tool = createBashTool({ truncateFs });
 });
 
@@ -183,6 +181,24 @@ describe('bash: timeout and cancel', () => {
     expect(Buffer.concat(chunks).toString('utf8')).toBe('one\ntwo\n');
   });
 
+  it('hands on what the command printed while it still runs', async () => {
+    const fifo = makeFifo(dir);
+    let seen = '';
+    let printed: () => void = () => undefined;
+    const first = new Promise<void>((resolve) => (printed = resolve));
+    const output = (chunk: string | Uint8Array): void => {
+      seen += Buffer.from(chunk).toString('utf8');
+      if (seen.includes('first\n')) printed();
+    };
+    const ctx = context({ output, config: { env: { FIFO: fifo } } });
+    // The command prints, then waits for the test, which answers once it saw the line.
+    const running = run(call('echo first; read -r line < "$FIFO"; echo "then $line"'), ctx);
+    await first;
+    writeFileSync(fifo, 'go\n');
+    expect(await running).toEqual({ ok: true, output: 'first\nthen go' });
+    expect(seen).toBe('first\nthen go\n');
+  });
+
   it('is cancelled through the context signal, and the process tree is stopped', async () => {
     const fifo = makeFifo(dir);
     const controller = new AbortController();
@@ -260,6 +276,44 @@ describe('bash: large output', () => {
         `^3001\\n[\\s\\S]*\\n5000\\n\\n\\[Showing lines 3001-5000 of 5000\\. Full output: ${saved}\\]\\n\\nCommand exited with code 1$`,
       ),
     );
+  });
+});
+
+describe('bash: where the output goes', () => {
+  it('reads a pipe and saves the output at the end when no output file can be made', async () => {
+    const withoutFile: TruncateFs = {
+      writeFile: (path, data) => writeFile(path, data, 'utf8'),
+      tmpdir: () => overflowDir,
+    };
+    const def = createBashTool({ truncateFs: withoutFile });
+    const result = await run(call('seq 1 5000'), context({ toolId: 'toolu_pipe' }), def);
+    const saved = join(overflowDir, 'flemma_bash_toolu_pipe.txt');
+    expect(result.ok).toBe(true);
+    if (!result.ok || typeof result.output !== 'string') return;
+    expect(result.output.startsWith('3001\n')).toBe(true);
+    expect(
+      result.output.endsWith(`\n5000\n\n[Showing lines 3001-5000 of 5000. Full output: ${saved}]`),
+    ).toBe(true);
+    expect(readFileSync(saved, 'utf8').split('\n')).toHaveLength(5000);
+  });
+
+  it('leaves no file behind for an output a result holds whole', async () => {
+    expect(await run(call('echo small'))).toEqual({ ok: true, output: 'small' });
+    expect(readdirSync(overflowDir)).toEqual([]);
+  });
+
+  it('says the command was stopped when its output passed the limit', async () => {
+    const { runFn } = recordingRunner({
+      exitCode: null,
+      signal: 'SIGTERM',
+      output: 'y\ny\n',
+      limited: true,
+    });
+    const def = createBashTool({ run: runFn, truncateFs });
+    expect(await run(call('yes'), context(), def)).toEqual({
+      ok: false,
+      error: 'y\ny\n\nCommand stopped: its output passed 256.0MB.',
+    });
   });
 });
 

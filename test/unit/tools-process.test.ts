@@ -5,7 +5,7 @@
 // point under test, and the test acts when that line arrives, so nothing depends on how fast the
 // machine is. Only the death of a process the test did not start has no event to wait on; for
 // that `waitForExit` polls briefly.
-import { existsSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readFileSync } from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -228,5 +228,65 @@ describe('runProcess with background children', () => {
     // It returned while the job that holds the output open still runs.
     expect(isAlive(pid)).toBe(true);
     process.kill(pid, 'SIGKILL');
+  });
+});
+
+describe('runProcess with its output in a file', () => {
+  /** Runs `command` with its output in a new file; the result and what the file then holds. */
+  async function intoFile(command: string, options: Partial<RunOptions> = {}) {
+    const path = join(dir, 'out.txt');
+    const fd = openSync(path, 'ax+', 0o600);
+    try {
+      const result = await runProcess(['sh', '-c', command], {
+        cwd: dir,
+        outputFd: fd,
+        ...options,
+      });
+      return { result, text: readFileSync(path, 'utf8') };
+    } finally {
+      closeSync(fd);
+    }
+  }
+
+  it('writes stdout and stderr to the file, in the order written, and reads nothing', async () => {
+    const { result, text } = await intoFile('echo out; echo err >&2; echo again', { bytes: true });
+    expect(result).toMatchObject({ exitCode: 0, output: '', stderr: '' });
+    expect(result.bytes).toBeUndefined();
+    expect(text).toBe('out\nerr\nagain\n');
+  });
+
+  it('waits for what a background job prints after the leader exited', async () => {
+    // Long enough that only the job's end can end the wait.
+    const { result, text } = await intoFile('(sleep 0.2; echo late) & echo early', {
+      drainMs: 60_000,
+    });
+    expect(result.exitCode).toBe(0);
+    expect(text).toBe('early\nlate\n');
+  });
+
+  it('returns soon after the exit when a background job keeps running', async () => {
+    const { result, text } = await intoFile('sleep 30 & echo "started $!"', { drainMs: 50 });
+    const pid = Number(/^started (\d+)\n$/.exec(text)?.[1]);
+    pidsToKill.push(pid);
+    expect(result.exitCode).toBe(0);
+    expect(isAlive(pid)).toBe(true);
+    process.kill(pid, 'SIGKILL');
+  });
+
+  it('stops the group through its limit signal, and says so', async () => {
+    const fifo = makeFifo(dir);
+    const limit = new AbortController();
+    const running = intoFile('sleep 30 & echo $! > "$FIFO"; wait', {
+      env: { FIFO: fifo },
+      limit: limit.signal,
+    });
+    const child = Number(await firstLine(fifo));
+    pidsToKill.push(child);
+    limit.abort();
+    const { result } = await running;
+    expect(result).toMatchObject({ limited: true, cancelled: false, timedOut: false });
+    expect(result.signal).toBe('SIGTERM');
+    expect(result.startError).toBeUndefined();
+    await waitForExit(child);
   });
 });

@@ -1,5 +1,6 @@
 import { lstat, mkdtemp, open, readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
-import { OutputSpill } from '../../src/core/tools/spill.js';
+import { OutputFile } from '../../src/core/tools/output-file.js';
+import { writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -421,7 +422,17 @@ describe('truncateOutputTail (a program output as bytes)', () => {
   );
 });
 
-describe('the overflow file written as the output comes (spill)', () => {
+/** Runs `use` with a new temporary directory, removed after it. */
+async function inTemp(use: (dir: string) => Promise<void>): Promise<void> {
+  const dir = await mkdtemp(join(tmpdir(), 'flemma-out-'));
+  try {
+    await use(dir);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+describe('the output file a command writes (output-file.ts)', () => {
   const big = bigOutput;
   // What the gathered facts cannot settle as the whole bytes would: read back from the file.
   const readBack = new Set([
@@ -430,26 +441,30 @@ describe('the overflow file written as the output comes (spill)', () => {
     'Unicode whitespace at the end',
     'a non-ASCII last character',
     'multi-byte single line',
-    // Under the byte limit (spilled only because of the low threshold here).
+    // Under the byte limit (in the file for good only because of the low threshold here).
     'over the line limit only',
   ]);
-  const spillCases = outputCases.flatMap(([name, data, limits]) =>
-    [3, 4096, Number.MAX_SAFE_INTEGER].map(
-      (size) =>
-        [
-          `${name}, in chunks of ${String(Math.min(size, data.length))}`,
-          data,
-          limits ?? {},
-          size,
-        ] as const,
-    ),
+  // Pieces of 3 bytes only for small outputs: each is a look at the file.
+  const fileCases = outputCases.flatMap(([name, data, limits]) =>
+    [3, 997, 4096, Number.MAX_SAFE_INTEGER]
+      .filter((size) => size > 3 || data.length <= 4096)
+      .map(
+        (size) =>
+          [
+            `${name}, read in pieces of ${String(Math.min(size, data.length))}`,
+            data,
+            limits ?? {},
+            size,
+          ] as const,
+      ),
   );
-  it.each(spillCases)(
+
+  it.each(fileCases)(
     '%s: the same result and file as when saved at the end',
     async (_, data, limits, size) => {
-      const dir = await mkdtemp(join(tmpdir(), 'flemma-spill-'));
+      const dir = await mkdtemp(join(tmpdir(), 'flemma-out-'));
       try {
-        const where = { source: 'bash', id: 'toolu_spill', ...limits };
+        const where = { source: 'bash', id: 'toolu_out', ...limits };
         const asText = new FakeFs(dir);
         const text = new TextDecoder().decode(data).trimEnd();
         const expected = await truncateForResult(text, { ...where, mode: 'tail' }, asText);
@@ -462,11 +477,21 @@ describe('the overflow file written as the output comes (spill)', () => {
             return nodeTruncateFs.readStart?.(path, length) ?? Promise.reject(new Error('none'));
           },
         };
-        // A low threshold: every case but the smallest goes through the file.
-        const spill = new OutputSpill(overflowPath(where.source, where.id, dir), fs, 16);
-        for (let at = 0; at < data.length; at += size) spill.push(data.subarray(at, at + size));
-        const actual = await spill.cut(where);
+        const shown: Buffer[] = [];
+        // A low threshold: every case but the smallest keeps its file until the cut.
+        const file = await OutputFile.create(overflowPath(where.source, where.id, dir), fs, {
+          threshold: 16,
+          onOutput: (chunk) => shown.push(Buffer.from(chunk)),
+        });
+        if (file === undefined) throw new Error('no output file');
+        // The command writes; the host looks between its writes.
+        for (let at = 0; at < data.length; at += size) {
+          writeSync(file.fd, data.subarray(at, at + size));
+          await file.catchUp();
+        }
+        const actual = await file.cut(where);
         expect(actual).toEqual(expected);
+        expect(Buffer.concat(shown).equals(data)).toBe(true);
         const files = Object.fromEntries(
           await Promise.all(
             (await readdir(dir)).map(async (name): Promise<[string, string]> => [
@@ -476,16 +501,51 @@ describe('the overflow file written as the output comes (spill)', () => {
           ),
         );
         expect(files).toEqual(Object.fromEntries(asText.files));
-        expect(reads > 0).toBe(readBack.has(_.replace(/, in chunks of \d+$/u, '')));
+        expect(reads > 0).toBe(readBack.has(_.replace(/, read in pieces of \d+$/u, '')));
       } finally {
         await rm(dir, { recursive: true, force: true });
       }
     },
   );
 
-  it('does not follow a link left at the overflow path, and says the output was not saved', async () => {
-    const dir = await mkdtemp(join(tmpdir(), 'flemma-spill-'));
-    try {
+  it('reads all a command wrote by the cut, with no look before it', async () => {
+    await inTemp(async (dir) => {
+      const fs: TruncateFs = { ...nodeTruncateFs, tmpdir: () => dir };
+      const path = overflowPath('bash', 'toolu_late', dir);
+      const file = await OutputFile.create(path, fs, { threshold: MAX_BYTES });
+      if (file === undefined) throw new Error('no output file');
+      writeSync(file.fd, `${big}\nlast line\n\n`);
+      const cut = await file.cut({ source: 'bash', id: 'toolu_late' });
+      expect(cut.fullOutputPath).toBe(path);
+      expect(cut.text.split('\n\n')[0]?.endsWith('\nlast line')).toBe(true);
+      expect(await readFile(path, 'utf8')).toBe(`${big}\nlast line`);
+    });
+  });
+
+  it('says once when the output passed its limit', async () => {
+    await inTemp(async (dir) => {
+      const fs: TruncateFs = { ...nodeTruncateFs, tmpdir: () => dir };
+      let passed = 0;
+      const file = await OutputFile.create(overflowPath('bash', 'toolu_lim', dir), fs, {
+        threshold: 16,
+        limit: 1000,
+        onLimit: () => (passed += 1),
+      });
+      if (file === undefined) throw new Error('no output file');
+      writeSync(file.fd, 'a'.repeat(1000));
+      await file.catchUp();
+      expect(passed).toBe(0);
+      writeSync(file.fd, 'b');
+      await file.catchUp();
+      writeSync(file.fd, 'c'.repeat(500));
+      await file.catchUp();
+      expect(passed).toBe(1);
+      await file.discard();
+    });
+  });
+
+  it('does not follow a link left at the output path, and is not made', async () => {
+    await inTemp(async (dir) => {
       const target = join(dir, 'precious.txt');
       await writeFile(target, 'keep me');
       const path = overflowPath('bash', 'toolu_link', dir);
@@ -496,34 +556,37 @@ describe('the overflow file written as the output comes (spill)', () => {
         create: async (at) => {
           await rm(at, { force: true });
           await symlink(target, at);
-          return open(at, 'wx', 0o600);
+          return open(at, 'ax+', 0o600);
         },
       };
-      const spill = new OutputSpill(path, fs, 10);
-      const data = Buffer.from(`${big}\n`);
-      spill.push(data);
-      const cut = await spill.cut({ source: 'bash', id: 'toolu_link' });
+      expect(await OutputFile.create(path, fs, { threshold: 10 })).toBeUndefined();
       expect(await readFile(target, 'utf8')).toBe('keep me');
-      // The spill gave up; the file was then written at the end, the link replaced.
-      expect(cut.fullOutputPath).toBe(path);
+      // The real create removes the link and makes the file.
+      const file = await OutputFile.create(
+        path,
+        { ...nodeTruncateFs, tmpdir: () => dir },
+        {
+          threshold: 10,
+        },
+      );
       expect((await lstat(path)).isSymbolicLink()).toBe(false);
+      await file?.discard();
       expect(await readFile(target, 'utf8')).toBe('keep me');
-    } finally {
-      await rm(dir, { recursive: true, force: true });
-    }
+    });
   });
 
   it('leaves no file behind when the output is discarded', async () => {
-    const dir = await mkdtemp(join(tmpdir(), 'flemma-spill-'));
-    try {
+    await inTemp(async (dir) => {
       const fs: TruncateFs = { ...nodeTruncateFs, tmpdir: () => dir };
-      const spill = new OutputSpill(overflowPath('bash', 'toolu_gone', dir), fs, 10);
-      spill.push(Buffer.from(big));
-      await spill.discard();
+      const file = await OutputFile.create(overflowPath('bash', 'toolu_gone', dir), fs, {
+        threshold: 10,
+      });
+      if (file === undefined) throw new Error('no output file');
+      writeSync(file.fd, big);
+      await file.catchUp();
+      await file.discard();
       expect(await readdir(dir)).toEqual([]);
-    } finally {
-      await rm(dir, { recursive: true, force: true });
-    }
+    });
   });
 });
 

@@ -5,10 +5,9 @@
 // - Memory is bounded. The live view reads the last `keep` bytes, kept in one buffer of twice
 //   that size made on the first output: a chunk costs a copy of its bytes, no string; the kept
 //   part is moved down only once the buffer is full, so the cost stays linear in what was
-//   printed. `:Flemma tool:output` reads the whole output so far: the chunks themselves, as the
-//   program's reader made them (no copy: the runner holds the same ones until the call ends),
-//   up to `WHOLE_KEEP_BYTES`, beyond which the oldest go (the end is what is shown, as for a
-//   saved output).
+//   printed. `:Flemma tool:output` reads the whole output so far: the pieces themselves, as the
+//   runner read them (no copy), up to `WHOLE_KEEP_BYTES`, beyond which the oldest go (the end is
+//   what is shown, as for a saved output).
 // - Decoding and formatting happen only when the view is drawn (at most once a frame): the last
 //   lines are found from the end, and only those are decoded and made safe to show.
 // - The output is untrusted and shown as virtual text, never interpreted: escape sequences (CSI,

@@ -10,8 +10,13 @@
 //   (`RunResult.bytes`): a command printing megabytes is then cut and saved without decoding it
 //   all (bash, src/core/tools/truncate.ts). Its chunks are gathered here and joined once at the
 //   end (execa's own byte buffer grows by copying, which cost more than decoding); past
-//   `MAX_BUFFER` the stream is dropped, as execa does at its `maxBuffer`. With a `sink` (bash's
-//   spill.ts) the chunks go there as they come and nothing is kept here.
+//   `MAX_BUFFER` the stream is dropped, as execa does at its `maxBuffer`. With a `sink` (an ACP
+//   terminal's tail) the chunks go there as they come and nothing is kept here.
+// - With `outputFd`, stdout and stderr are that open file instead of pipes (bash's
+//   output-file.ts reads it behind the program): nothing is read here, and a `limit` signal stops
+//   the program as a timeout does. Its output then has no end to wait for but the program's: once
+//   the leader exited, the rest of its group is given `drainMs` to end, as a pipe's last holders
+//   are.
 // - `onOutput` sees the output as it comes (the live view under a running call's block); it only
 //   listens, the whole output is still collected for the result.
 // - execa is loaded on first use with import(): it costs ~100 ms to load, and a host that never
@@ -50,9 +55,16 @@ export interface RunOptions {
   bytes?: boolean;
   /**
    * With `bytes`: stdout's chunks go here (up to `MAX_BUFFER`, as they would be kept) instead of
-   * being kept for `RunResult.bytes`, which is then absent (bash's spill.ts keeps what it needs).
+   * being kept for `RunResult.bytes`, which is then absent.
    */
   sink?: (chunk: Uint8Array) => void;
+  /**
+   * stdout and stderr go to this open file, not to pipes (the caller reads it): `output` is then
+   * empty and `bytes`, `sink`, `onOutput` and `mergeStderr` do not apply.
+   */
+  outputFd?: number;
+  /** Stops the process group as a timeout does; the result says `limited`. */
+  limit?: AbortSignal;
 }
 
 export interface RunResult {
@@ -67,6 +79,8 @@ export interface RunResult {
   stderr: string;
   timedOut: boolean;
   cancelled: boolean;
+  /** Stopped through `limit`. */
+  limited?: boolean;
   /** Why the program could not be started (not found, not executable, bad cwd). */
   startError?: string;
 }
@@ -142,7 +156,18 @@ function start(
     // With `bytes`, stdout is read by `gather` instead.
     buffer: { stdout: options.bytes !== true },
     ...(options.input === undefined ? { stdin: 'ignore' as const } : { input: options.input }),
+    ...toFile(options.outputFd),
   });
+}
+
+/**
+ * Both output streams to the descriptor `fd`. execa hands a number to `spawn` as it is; its types
+ * name only the descriptors 1 to 9.
+ */
+function toFile(fd: number | undefined): { stdout?: 1; stderr?: 1 } {
+  if (fd === undefined) return {};
+  const target = fd as 1;
+  return { stdout: target, stderr: target };
 }
 
 type Child = ReturnType<typeof start>;
@@ -185,7 +210,7 @@ function gather(
 function resultOf(
   result: Awaited<Child>,
   merge: boolean,
-  stopped: { timedOut: boolean; cancelled: boolean },
+  stopped: { timedOut: boolean; cancelled: boolean; limited: boolean },
   bytes: Uint8Array | undefined,
 ): RunResult {
   const failed = result.failed && result.exitCode === undefined && result.signal === undefined;
@@ -197,13 +222,40 @@ function resultOf(
     stderr: text(result.stderr),
     timedOut: stopped.timedOut,
     cancelled: stopped.cancelled,
+    ...(stopped.limited ? { limited: true } : {}),
   };
-  if (failed && !stopped.timedOut && !stopped.cancelled) {
+  if (failed && !stopped.timedOut && !stopped.cancelled && !stopped.limited) {
     const cause: unknown = result.cause;
     const reason = cause instanceof Error ? cause.message : result.shortMessage;
     return { ...base, startError: typeof reason === 'string' ? reason : 'failed to start' };
   }
   return base;
+}
+
+/** Waits, up to `ms`, for the process group led by `pid` to end (its leader has exited). */
+async function groupEnded(pid: number | undefined, ms: number): Promise<void> {
+  const until = Date.now() + ms;
+  while (pid !== undefined && groupAlive(pid) && Date.now() < until) {
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+/**
+ * A command that leaves a background job behind (`server &`) exits while the job still holds the
+ * output pipes open: reading stops shortly after the leader exits instead of waiting for it.
+ */
+function stopReadingAfterExit(child: Child, ms: number): () => void {
+  let timer: NodeJS.Timeout | undefined;
+  child.once('exit', () => {
+    timer = setTimeout(() => {
+      child.stdout?.destroy();
+      child.stderr?.destroy();
+      child.all?.destroy();
+    }, ms);
+  });
+  return () => {
+    clearTimeout(timer);
+  };
 }
 
 export async function runProcess(argv: readonly string[], options: RunOptions): Promise<RunResult> {
@@ -217,12 +269,15 @@ export async function runProcess(argv: readonly string[], options: RunOptions): 
   }
   const { execa } = await loadExeca();
   const merge = options.mergeStderr === true;
+  const toFile = options.outputFd !== undefined;
   const child = start(execa, file, args, options);
-  if (options.onOutput !== undefined) follow(child, merge, options.onOutput);
-  const gathered = options.bytes === true ? gather(child.stdout, options.sink) : undefined;
+  if (options.onOutput !== undefined && !toFile) follow(child, merge, options.onOutput);
+  const stdout = toFile ? null : child.stdout;
+  const gathered =
+    options.bytes === true && stdout !== null ? gather(stdout, options.sink) : undefined;
 
   // Set from timer and abort callbacks.
-  const stopped = { timedOut: false, cancelled: false };
+  const stopped = { timedOut: false, cancelled: false, limited: false };
   let killTimer: NodeJS.Timeout | undefined;
   const stop = (): void => {
     const pid = child.pid;
@@ -238,19 +293,16 @@ export async function runProcess(argv: readonly string[], options: RunOptions): 
     stopped.cancelled = true;
     stop();
   };
+  const onLimit = (): void => {
+    stopped.limited = true;
+    stop();
+  };
   options.signal?.addEventListener('abort', onAbort, { once: true });
+  options.limit?.addEventListener('abort', onLimit, { once: true });
   // An abort while execa was loading or the process was starting fired before the listener.
   if (isAborted(options.signal)) onAbort();
-  // A command that leaves a background job behind (`server &`) exits while the job still holds
-  // the output pipes open: stop reading shortly after the leader exits instead of waiting for it.
-  let drainTimer: NodeJS.Timeout | undefined;
-  child.once('exit', () => {
-    drainTimer = setTimeout(() => {
-      child.stdout.destroy();
-      child.stderr.destroy();
-      child.all?.destroy();
-    }, options.drainMs ?? DEFAULT_DRAIN_MS);
-  });
+  const drainMs = options.drainMs ?? DEFAULT_DRAIN_MS;
+  const stopDraining = toFile ? undefined : stopReadingAfterExit(child, drainMs);
   const timeoutMs = options.timeoutMs ?? 0;
   const timer =
     timeoutMs > 0
@@ -263,11 +315,13 @@ export async function runProcess(argv: readonly string[], options: RunOptions): 
 
   try {
     const result = await child;
+    if (toFile) await groupEnded(child.pid, drainMs);
     return resultOf(result, merge, stopped, gathered?.());
   } finally {
     if (timer !== undefined) clearTimeout(timer);
-    if (drainTimer !== undefined) clearTimeout(drainTimer);
+    stopDraining?.();
     options.signal?.removeEventListener('abort', onAbort);
+    options.limit?.removeEventListener('abort', onLimit);
     // Children that outlived the leader (daemons the command left behind) go too once the
     // process was stopped; a normal exit leaves them alone, as a terminal would.
     if (killTimer !== undefined) {

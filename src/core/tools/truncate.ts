@@ -202,16 +202,26 @@ export function truncateTail(text: string, limits: TruncateLimits = {}): Truncat
 export interface TruncateFs {
   writeFile(path: string, data: string | Uint8Array): Promise<void>;
   tmpdir(): string;
-  /** A new file to write as output comes (spill.ts); without it, output is saved at the end. */
+  /**
+   * A new, empty file for a command to write its output to (output-file.ts), open to read and
+   * append; without it, output is read from a pipe and saved at the end.
+   */
   create?(path: string): Promise<SpillFile>;
   remove?(path: string): Promise<void>;
-  /** The first `length` bytes of the file at `path`. */
+  /** The first `length` bytes of the file at `path` (all of them when it is shorter). */
   readStart?(path: string, length: number): Promise<Uint8Array>;
 }
 
-/** The part of an open file a spill uses (Node's `FileHandle`). */
+/** The part of an open file an output file uses (Node's `FileHandle`). */
 export interface SpillFile {
-  writev(chunks: Uint8Array[]): Promise<unknown>;
+  readonly fd: number;
+  stat(): Promise<{ size: number }>;
+  read(
+    buffer: Uint8Array,
+    offset: number,
+    length: number,
+    position: number,
+  ): Promise<{ bytesRead: number }>;
   truncate(length: number): Promise<void>;
   close(): Promise<void>;
 }
@@ -234,7 +244,8 @@ export const nodeTruncateFs: TruncateFs = {
   tmpdir: () => tmpdir(),
   create: async (path) => {
     await fresh(path);
-    return open(path, 'wx', 0o600);
+    // Exclusive (a link put there is not followed), appended to by every writer.
+    return open(path, 'ax+', 0o600);
   },
   remove: (path) => unlink(path),
   readStart: async (path, length) => (await readFile(path)).subarray(0, length),
@@ -429,7 +440,7 @@ export function tailDetails(
   };
 }
 
-/** A cut output whose full text is already in the file at `path` (the spill). */
+/** A cut output whose full text is already in the file at `path` (output-file.ts). */
 export function savedAt(
   details: TruncationResult,
   options: Omit<TruncateForResultOptions, 'mode'>,

@@ -19,23 +19,27 @@
 //   (`tools.default_timeout`). Values that are not positive numbers are skipped.
 // - Trailing whitespace is removed from the output, then the END is kept when it is too long
 //   (that is where errors and summaries are) and the full text is saved to a temp file.
-//   The output is kept as bytes: a command printing megabytes of UTF-8 costs a scan of them and
-//   the decoding of the end that is kept (truncate.ts); the file is written while the command
-//   runs, once the output outgrows a result (spill.ts), so little is left to do after it exits.
-// - The output is handed to `ctx.output` as it comes, when something shows it (the live view
-//   under the call's block); the result is still made from the whole output.
+//   The command writes straight into that file (its stdout and stderr, output-file.ts), which the
+//   host reads behind it: a command printing megabytes costs a scan of them and the decoding of
+//   the end that is kept (truncate.ts), not a pipe's thousands of reads and a second write. When
+//   the file cannot be made, the output comes through a pipe and is saved at the end.
+// - What the command prints is handed to `ctx.output` as it is read (the live view under the
+//   call's block and `:Flemma tool:output`); the result is still made from the whole output.
+// - A command whose output passes 256 MB is stopped (a pipe's reader stopped it there too), and
+//   the result says so after the end of what it printed.
 // - A whitespace-only command counts as no command.
 // - A process ended by a signal nobody here sent (say `kill -9 $$`) is reported as such, with
 //   its output, like a non-zero exit.
 
 import type { WrapResult } from '../context.js';
-import { type RunResult, runProcess } from '../process.js';
+import { type RunOptions, type RunResult, runProcess } from '../process.js';
 import type { ToolContext, ToolDefinition, ToolOutcome } from '../registry.js';
-import { OutputSpill } from '../spill.js';
+import { OUTPUT_LIMIT, OutputFile } from '../output-file.js';
 import {
   MAX_BYTES,
   MAX_LINES,
   type TruncateFs,
+  formatSize,
   nodeTruncateFs,
   overflowPath,
   truncateForResult,
@@ -98,19 +102,31 @@ async function shownOutput(
   result: RunResult,
   ctx: ToolContext,
   fs: TruncateFs,
-  spill: OutputSpill | undefined,
+  file: OutputFile | undefined,
 ): Promise<string> {
   const where = { source: 'bash', id: ctx.tool_id };
-  // The run handed its output to the spill (spill.ts): no bytes or text of its own.
-  if (spill !== undefined && result.bytes === undefined && result.output === '') {
-    return (await spill.cut(where)).text;
+  // The command wrote to the file (output-file.ts): no bytes or text of the run's own.
+  if (file !== undefined && result.bytes === undefined && result.output === '') {
+    return (await file.cut(where)).text;
   }
-  await spill?.discard();
+  await file?.discard();
   const cut =
     result.bytes === undefined
       ? await truncateForResult(result.output.trimEnd(), { ...where, mode: 'tail' }, fs)
       : await truncateOutputTail(result.bytes, where, fs);
   return cut.text;
+}
+
+/** Why a run that did not end well ended, after its output; undefined when it ended well. */
+function failure(result: RunResult, timeoutSeconds: number): string | undefined {
+  if (result.limited === true) {
+    return `Command stopped: its output passed ${formatSize(OUTPUT_LIMIT)}.`;
+  }
+  if (result.timedOut) return `Command timed out after ${timeoutSeconds} seconds.`;
+  if (result.exitCode === 0) return undefined;
+  return result.exitCode === null
+    ? `Command terminated by signal ${result.signal ?? 'unknown'}`
+    : `Command exited with code ${result.exitCode}`;
 }
 
 /** Turns a finished run into the tool's outcome. */
@@ -119,25 +135,16 @@ export async function bashOutcome(
   timeoutSeconds: number,
   ctx: ToolContext,
   fs: TruncateFs = nodeTruncateFs,
-  spill?: OutputSpill,
+  file?: OutputFile,
 ): Promise<ToolOutcome> {
-  if (result.cancelled || result.startError !== undefined) await spill?.discard();
+  if (result.cancelled || result.startError !== undefined) await file?.discard();
   if (result.cancelled) return { ok: false, error: 'Cancelled' };
   if (result.startError !== undefined) {
     return { ok: false, error: `Failed to start job: ${result.startError}` };
   }
-  const output = await shownOutput(result, ctx, fs, spill);
-  if (result.timedOut) {
-    return {
-      ok: false,
-      error: withTrailer(output, `Command timed out after ${timeoutSeconds} seconds.`),
-    };
-  }
-  if (result.exitCode === 0) return { ok: true, output: output === '' ? '(no output)' : output };
-  const why =
-    result.exitCode === null
-      ? `Command terminated by signal ${result.signal ?? 'unknown'}`
-      : `Command exited with code ${result.exitCode}`;
+  const output = await shownOutput(result, ctx, fs, file);
+  const why = failure(result, timeoutSeconds);
+  if (why === undefined) return { ok: true, output: output === '' ? '(no output)' : output };
   return { ok: false, error: withTrailer(output, why) };
 }
 
@@ -165,22 +172,35 @@ async function executeBash(
 
   const run = options.run ?? runProcess;
   const fs = options.truncateFs ?? nodeTruncateFs;
-  // A long output goes to its file while the command runs (spill.ts).
-  const spill = new OutputSpill(overflowPath('bash', ctx.tool_id, fs.tmpdir()), fs, MAX_BYTES);
-  const shown = ctx.output;
-  const result = await run(wrapped.argv, {
+  const how: RunOptions = {
     cwd: ctx.cwd,
     env: ctx.sandbox.scrub_env({ ...process.env, ...envFrom(config) }),
     extendEnv: false,
     signal: ctx.signal,
     timeoutMs: timeoutSeconds * 1000,
-    ...(shown === undefined ? {} : { onOutput: shown }),
-    bytes: true,
-    sink: (chunk) => {
-      spill.push(chunk);
+  };
+  const limit = new AbortController();
+  const file = await OutputFile.create(overflowPath('bash', ctx.tool_id, fs.tmpdir()), fs, {
+    threshold: MAX_BYTES,
+    ...(ctx.output === undefined ? {} : { onOutput: ctx.output }),
+    onLimit: () => {
+      limit.abort();
     },
   });
-  return bashOutcome(result, timeoutSeconds, ctx, fs, spill);
+  if (file === undefined) {
+    const shown = ctx.output === undefined ? {} : { onOutput: ctx.output };
+    const result = await run(wrapped.argv, { ...how, ...shown, bytes: true });
+    return bashOutcome(result, timeoutSeconds, ctx, fs);
+  }
+  const stopFollowing = file.follow();
+  try {
+    const result = await run(wrapped.argv, { ...how, outputFd: file.fd, limit: limit.signal });
+    stopFollowing();
+    return await bashOutcome(result, timeoutSeconds, ctx, fs, file);
+  } finally {
+    stopFollowing();
+    await file.discard();
+  }
 }
 
 /** The first non-blank line of a command, marked with ` …` when more lines follow. */
