@@ -232,11 +232,16 @@ function resultOf(
   return base;
 }
 
-/** Waits, up to `ms`, for the process group led by `pid` to end (its leader has exited). */
+/**
+ * Waits, up to `ms`, for the process group led by `pid` to end (its leader has exited): looked at
+ * after 1 ms, then twice as long each time (its last members are usually gone within a few).
+ */
 async function groupEnded(pid: number | undefined, ms: number): Promise<void> {
   const until = Date.now() + ms;
+  let wait = 1;
   while (pid !== undefined && groupAlive(pid) && Date.now() < until) {
-    await new Promise((resolve) => setTimeout(resolve, 10));
+    await new Promise((resolve) => setTimeout(resolve, wait));
+    wait = Math.min(wait * 2, 20);
   }
 }
 
