@@ -244,8 +244,12 @@ function M.render(params)
       variables[key] = value
     end
   end
+  -- The Lua frontmatter's values (functions and tables too), under the strings the host holds:
+  -- the host fills `{{ name }}` from those alone (src/core/chat/splice.ts), and both must agree.
   for key, value in pairs(frontmatter.variables_for(bufnr) or {}) do
-    variables[key] = value
+    if type(variables[key]) ~= "string" then
+      variables[key] = value
+    end
   end
   local path = type(params.file) == "table" and params.file.path or nil
   local name = path or vim.api.nvim_buf_get_name(bufnr)

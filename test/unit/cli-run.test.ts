@@ -117,6 +117,24 @@ describe('flemma run', () => {
     expect((JSON.parse(overridden.stdout) as { model: string }).model).toBe('claude-opus-4-5');
   });
 
+  it('fills a trusted chat’s tags that name its string variables without Neovim', async () => {
+    const h = home(['```json', '{ "name": "Ana" }', '```', '@You:', 'Hello {{ name }}!']);
+    const result = await flemma(h, ['run', h.chat, '--dry-run', '--trust']);
+    expect(result.exitCode).toBe(0);
+    expect(result.stdout).toContain('Hello Ana!');
+    // Anything more than a variable's name still needs Lua.
+    const other = home([
+      '```json',
+      '{ "name": "Ana" }',
+      '```',
+      '@You:',
+      'Hello {{ name:upper() }}',
+    ]);
+    const refused = await flemma(other, ['run', other.chat, '--dry-run', '--trust']);
+    expect(refused.exitCode).toBe(2);
+    expect(refused.stderr).toContain('templates');
+  });
+
   it('--json prints one event per line', async () => {
     const h = home(ASK);
     const run = flemma(h, ['run', h.chat, '--json']);

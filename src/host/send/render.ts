@@ -1,10 +1,11 @@
-// A request's prompt rendered for the send: templates in Neovim (one call for the whole prompt)
-// and file references read within what the buffer's trust allows, MCP resources through their
-// server.
+// A request's prompt rendered for the send: templates in Neovim (one call for the whole prompt;
+// none when every tag names a string variable, src/core/chat/splice.ts) and file references read
+// within what the buffer's trust allows, MCP resources through their server.
 import { homedir } from 'node:os';
 import type { Prompt } from '../../core/chat/prompt.js';
 import { mcpReferenceRefusal, readReference } from '../../core/chat/references.js';
 import { resourceParts } from '../../core/chat/resource-parts.js';
+import { spliceVariables } from '../../core/chat/splice.js';
 import { type RenderedPrompt, renderPrompt } from '../../core/chat/render.js';
 import type { ToolSpec } from '../../core/provider/types.js';
 import { trace } from '../../editor/trace.js';
@@ -33,6 +34,12 @@ export function renderForRequest(
   const { baseDir, scope } = referenceScope(editor);
   return renderPrompt(prompt, {
     renderTemplates: async (jobs) => {
+      // Tags that only name string variables of a trusted chat are filled here: no call to Lua.
+      const filled = editor.trust.trusted ? spliceVariables(jobs, editor.variables) : undefined;
+      if (filled !== undefined) {
+        trace('send:host-rendered');
+        return { texts: filled };
+      }
       // A job with no `{% %}` needs only its expressions evaluated: their text stays here and
       // the values are spliced in (a long chat's messages do not travel to Lua and back).
       const spliced = jobs.map((segments) => segments.every((segment) => segment.kind !== 'code'));
