@@ -6,7 +6,7 @@ import { hostLogger } from './log.js';
 import { dispatch } from './actions.js';
 import { createHost } from './wiring.js';
 import { CALL } from '../editor/protocol/index.js';
-import { IdleWatch, warmWhenIdle } from './warmup.js';
+import { IDLE_MS, IdleWatch, warmWhenIdle } from './warmup.js';
 import { trace } from '../editor/trace.js';
 
 function describe(error: unknown): string {
@@ -81,7 +81,9 @@ hostLogger.defer(
 
 // Once idle after the start, the host warms what a first tool loop needs, then writes its code
 // cache if it started without one (src/host/warmup.ts, src/host/boot.ts).
-const idle = new IdleWatch();
+// A tool call that runs (not a background job) keeps the host from being idle, even while Neovim
+// is quiet: warming would take the thread from its result.
+const idle = new IdleWatch(IDLE_MS, () => ctx.executor.runsInForeground());
 void idle.idle().then(() => {
   hostLogger.flushDeferred();
   // The channel goes to Node's streams (loading them here, not in the start). The read that waits

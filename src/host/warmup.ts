@@ -4,9 +4,10 @@
 // A session's first tool call used to pay for work that every later call finds done: loading
 // Ajv, compiling its meta-schema and the called tool's input schema, loading execa, probing the
 // sandbox backend (bubblewrap is run once to see that it works) and, for `grep`, finding the
-// search program. Each of these is cached by the host's object that does it (the schema
-// validator, the backend registry, the probes; execa by the module system), so warming means
-// asking for each once, early: while the host is idle after its start, and while the reply of a
+// search program; for `bash`, the scans of its output, which V8 compiles only once they ran on
+// megabytes. Each of these is kept by the host's object that does it (the schema validator, the
+// backend registry, the probes; execa by the module system; V8 the compiled scans), so warming
+// means doing each once, early: while the host is idle after its start, and while the reply of a
 // request that offers tools streams, rather than after it asked for one.
 //
 // Decisions (idle after the start, `warmWhenIdle`):
@@ -16,7 +17,9 @@
 //   Neovim for `IDLE_MS` (since the last answer too); every step waits for that again, so warming
 //   never runs while Neovim asks for something (a buffer being typed into sends changes, and
 //   warming waits for the pause; a listing that takes longer than `IDLE_MS`, `:Flemma chats` on
-//   a host it just started, is not held up by a step in its middle).
+//   a host it just started, is not held up by a step in its middle). A tool call that runs (not
+//   a background job) is not idle either, however quiet Neovim is while it runs: a step landing
+//   between the command's end and its result delayed the result by the step's length.
 // - It warms every tool the registry holds at that moment (the built-in ones, and whatever Lua
 //   registered already), and the sandbox as the configuration the host holds sets it, else as the
 //   defaults set it (on, `auto`: bubblewrap is probed, one `bwrap … true` run); it asks Neovim
@@ -42,6 +45,7 @@
 // - Warming again is cheap: every step is a cache hit, so it runs for every send that offers
 //   tools (a tool added since, an MCP server's for instance, is warmed by the next send).
 import { detectGrepBackend } from '../core/tools/definitions/grep.js';
+import { warmOutputFacts } from '../core/tools/output-file.js';
 import { loadExeca } from '../core/tools/process.js';
 import type { Probes } from '../core/tools/probes.js';
 import type { ToolDefinition } from '../core/tools/registry.js';
@@ -82,9 +86,17 @@ export interface WarmupServices {
   probes: Probes;
 }
 
-/** What a built-in tool finds out once per host before its first run (probes of PATH). */
-const TOOL_PROBES: Readonly<Record<string, (probes: Probes) => Promise<unknown>>> = {
+/**
+ * What a built-in tool prepares once per host before its first run: `grep` finds its search
+ * program on PATH; `bash` has the scans of a command's output compiled (output-file.ts), which a
+ * first run otherwise pays for while it reads megabytes.
+ */
+const TOOL_WARMERS: Readonly<Record<string, (probes: Probes) => Promise<unknown>>> = {
   grep: (probes) => detectGrepBackend(undefined, probes),
+  bash: () => {
+    warmOutputFacts();
+    return Promise.resolve();
+  },
 };
 
 /** One turn of the event loop: whatever is queued (stream events, RPC) goes first. */
@@ -151,7 +163,7 @@ export async function warmToolLoop(
     if (!(await next())) return;
     await warmSandbox(input.sandbox, input.sandboxOverride, services.sandboxBackends);
     for (const def of input.tools) {
-      const probe = TOOL_PROBES[def.name];
+      const probe = TOOL_WARMERS[def.name];
       if (probe === undefined) continue;
       if (!(await next())) return;
       await probe(services.probes);
@@ -180,12 +192,18 @@ export function toolLoopWarmup(
   };
 }
 
-/** Knows when the host last heard from Neovim and what it still answers; waits for it to be idle. */
+/**
+ * Knows when the host last heard from Neovim, what it still answers and whether it runs a tool
+ * call (`busy`); waits for it to be idle.
+ */
 export class IdleWatch {
   private last = now();
   private unanswered = 0;
 
-  constructor(private readonly idleMs: number = IDLE_MS) {}
+  constructor(
+    private readonly idleMs: number = IDLE_MS,
+    private readonly busy: () => boolean = () => false,
+  ) {}
 
   /** A message came (a request or a notification). */
   touch(): void {
@@ -205,9 +223,13 @@ export class IdleWatch {
     };
   }
 
-  /** Resolves once no request is unanswered and no message came (nor answer went) for `idleMs`. */
+  /**
+   * Resolves once no request is unanswered, nothing is `busy`, and no message came (nor answer
+   * went, nor was it busy) for `idleMs`.
+   */
   async idle(): Promise<void> {
     for (;;) {
+      if (this.busy()) this.touch();
       const left = this.last + this.idleMs - now();
       if (left <= 0 && this.unanswered === 0) return;
       await new Promise((resolve) => setTimeout(resolve, Math.ceil(Math.max(left, this.idleMs))));

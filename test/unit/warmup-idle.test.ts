@@ -130,4 +130,24 @@ describe('IdleWatch', () => {
       vi.useRealTimers();
     }
   });
+
+  it('is not idle while it is busy (a tool call runs), however quiet Neovim is', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'hrtime'] });
+    try {
+      let busy = true;
+      const watch = new IdleWatch(50, () => busy);
+      let idle = false;
+      void watch.idle().then(() => {
+        idle = true;
+      });
+      // Neovim says nothing meanwhile: the call alone keeps the host from being idle.
+      await vi.advanceTimersByTimeAsync(1000);
+      expect(idle).toBe(false);
+      busy = false;
+      await vi.advanceTimersByTimeAsync(110);
+      expect(idle).toBe(true);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
 });

@@ -133,6 +133,20 @@ class Lines {
   }
 }
 
+/**
+ * Runs the facts' scans over `bytes` of made-up output (lines of 100 bytes), so that V8 compiles
+ * them before a first command's output arrives (the host's warm-up, src/host/warmup.ts).
+ */
+export function warmOutputFacts(bytes = 2 * 1024 * 1024): void {
+  const piece = Buffer.from(`${'x'.repeat(99)}\n`.repeat(1311));
+  const utf8 = new Utf8Check();
+  const lines = new Lines();
+  for (let offset = 0; offset < bytes; offset += piece.length) {
+    utf8.push(piece);
+    lines.push(piece, offset);
+  }
+}
+
 /** What the host reads of a file at once. */
 const PIECE = 4 * 1024 * 1024;
 /** The most output a command may write before it is stopped (as a pipe's reader stopped it). */

@@ -184,6 +184,11 @@ export class ToolExecutor {
     return this.runs.list();
   }
 
+  /** Whether a call runs that is not a background job (in any buffer). */
+  runsInForeground(): boolean {
+    return this.runs.all().some((run) => !run.background);
+  }
+
   /** `:Flemma tool:cancel`: the call at the cursor, else the oldest running one in the buffer. */
   async cancelAt(bufnr: number, row: number | null): Promise<boolean> {
     const target =
