@@ -38,7 +38,13 @@ type Run = { kind: 'run'; segments: TemplateSegment[]; templated: boolean } | Fi
  * `{%-` / `{{-` remove the whitespace (newlines included) before the tag, `-%}` / `-}}` the
  * whitespace after it, from the neighbouring text.
  */
-function trimmed(parts: readonly ContentPart[]): ContentPart[] {
+function trimmed(parts: readonly ContentPart[]): readonly ContentPart[] {
+  // Most messages trim nothing: their parts are taken as they are (a long chat has hundreds).
+  const trims = parts.some(
+    (part) =>
+      (part.kind === 'expression' || part.kind === 'code') && (part.trimBefore || part.trimAfter),
+  );
+  if (!trims) return parts;
   const out: ContentPart[] = parts.map((part) => ({ ...part }));
   out.forEach((part, index) => {
     if (part.kind !== 'expression' && part.kind !== 'code') return;
