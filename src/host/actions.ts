@@ -44,7 +44,7 @@ function hostInfo(ctx: Host): HostInfo {
     log_file: ctx.logFile ?? null,
     actions: Object.keys(actions).sort(),
     memory: { rss: process.memoryUsage().rss, max_rss: process.resourceUsage().maxRSS * 1024 },
-    busy: ctx.sessions.anyBusy() || ctx.executor.list().length > 0,
+    busy: ctx.sessions.any((session) => session.busy) || ctx.executor.list().length > 0,
   };
 }
 

@@ -81,9 +81,12 @@ hostLogger.defer(
 
 // Once idle after the start, the host warms what a first tool loop needs, then writes its code
 // cache if it started without one (src/host/warmup.ts, src/host/boot.ts).
-// A tool call that runs (not a background job) keeps the host from being idle, even while Neovim
-// is quiet: warming would take the thread from its result.
-const idle = new IdleWatch(IDLE_MS, () => ctx.executor.runsInForeground());
+// A request or a tool call (not a background job) that runs keeps the host from being idle, even
+// while Neovim is quiet: warming would take the thread from them.
+const idle = new IdleWatch(
+  IDLE_MS,
+  () => ctx.sessions.any((session) => session.requestRunning) || ctx.executor.runsInForeground(),
+);
 void idle.idle().then(() => {
   hostLogger.flushDeferred();
   // The channel goes to Node's streams (loading them here, not in the start). The read that waits

@@ -488,9 +488,9 @@ export class SessionRegistry {
     return this.sessions.get(bufnr)?.busy ?? false;
   }
 
-  /** Any buffer's request or tool runs, or its autopilot is about to go on. */
-  anyBusy(): boolean {
-    return [...this.sessions.values()].some((session) => session.busy);
+  /** Whether any buffer's session passes `test` (`busy`, `requestRunning`). */
+  any(test: (session: ChatSession) => boolean): boolean {
+    return [...this.sessions.values()].some(test);
   }
 
   forget(bufnr: number): void {

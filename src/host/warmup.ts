@@ -17,9 +17,10 @@
 //   Neovim for `IDLE_MS` (since the last answer too); every step waits for that again, so warming
 //   never runs while Neovim asks for something (a buffer being typed into sends changes, and
 //   warming waits for the pause; a listing that takes longer than `IDLE_MS`, `:Flemma chats` on
-//   a host it just started, is not held up by a step in its middle). A tool call that runs (not
-//   a background job) is not idle either, however quiet Neovim is while it runs: a step landing
-//   between the command's end and its result delayed the result by the step's length.
+//   a host it just started, is not held up by a step in its middle). A request or a tool call
+//   (not a background job) that runs is not idle either, however quiet Neovim is meanwhile: a
+//   step landing between a command's end and its result delayed the result by the step's
+//   length, and a session's first send (its SDK loading) had the schemas compiled in its middle.
 // - It warms every tool the registry holds at that moment (the built-in ones, and whatever Lua
 //   registered already), and the sandbox as the configuration the host holds sets it, else as the
 //   defaults set it (on, `auto`: bubblewrap is probed, one `bwrap … true` run); it asks Neovim
@@ -193,8 +194,8 @@ export function toolLoopWarmup(
 }
 
 /**
- * Knows when the host last heard from Neovim, what it still answers and whether it runs a tool
- * call (`busy`); waits for it to be idle.
+ * Knows when the host last heard from Neovim, what it still answers and whether it runs a
+ * request or a tool call (`busy`); waits for it to be idle.
  */
 export class IdleWatch {
   private last = now();

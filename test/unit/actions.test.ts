@@ -12,7 +12,7 @@ import { BASH_ROUND } from '../helpers/chat-lines.js';
 /** The busy state `host:info` reports: a session's and the running tools. */
 function work(busySessions = false, tools: unknown[] = []): Pick<Host, 'sessions' | 'executor'> {
   return {
-    sessions: { anyBusy: () => busySessions },
+    sessions: { any: () => busySessions },
     executor: { list: () => tools },
   } as unknown as Pick<Host, 'sessions' | 'executor'>;
 }
