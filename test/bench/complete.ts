@@ -2,7 +2,7 @@
 // (a `.gitignore` hiding `node_modules/`, 40,000 of the files), from the question leaving Lua to
 // the first page of items arriving in Lua. Cold: the first question of a host just started (no
 // listing kept); warm: the same question again. Also a 600-file directory below (`@./src/d042/`).
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type Driver, ROOT, startDriver } from '../helpers/driver.js';
@@ -17,6 +17,10 @@ let tree: string | undefined;
 function makeTree(): string {
   if (tree !== undefined) return tree;
   const top = mkdtempSync(join(tmpdir(), 'flemma-bench-complete-'));
+  // 100,000 files: gone with the benchmark's process (each run used to leave one behind).
+  process.once('exit', () => {
+    rmSync(top, { recursive: true, force: true });
+  });
   mkdirSync(join(top, '.git'));
   writeFileSync(join(top, '.git/HEAD'), 'ref: refs/heads/main\n');
   writeFileSync(join(top, '.gitignore'), 'node_modules/\n*.log\n');
