@@ -34,7 +34,7 @@ export class LuaBridge {
   call<M extends LuaRequest>(method: M, params: LuaParams<M>): Promise<LuaAnswer<M>> {
     // Notifications queued before this call reach Lua before it.
     this.flush();
-    trace(`wire:call ${label(method, params)}`);
+    trace(`wire:call ${wireLabel(method, params)}`);
     // NOTE: the one place Lua's answers are taken to be what the protocol says they are.
     const answer = this.rpc.request('nvim_exec_lua', [DISPATCH, [method, params]]) as Promise<
       LuaAnswer<M>
@@ -52,7 +52,7 @@ export class LuaBridge {
    */
   notify<M extends LuaNotification>(method: M, params: LuaParams<M>): void {
     this.queued.push([method, params]);
-    trace(`wire:queue ${label(method, params)}`);
+    trace(`wire:queue ${wireLabel(method, params)}`);
     if (this.scheduled) return;
     this.scheduled = true;
     setImmediate(() => {
@@ -77,7 +77,7 @@ export class LuaBridge {
 }
 
 /** A method as the wire trace names it: a hook with its event's name (`hooks.emit:tool:executing`). */
-function label(method: string, params: unknown): string {
+export function wireLabel(method: string, params: unknown): string {
   if (method !== 'hooks.emit') return method;
   const name = (params as { name?: unknown } | null)?.name;
   return typeof name === 'string' ? `${method}:${name}` : method;

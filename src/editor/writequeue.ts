@@ -3,20 +3,25 @@
 // keeps one batch in flight, and retries when Neovim refuses edits for now (textlock).
 import { trace } from './trace.js';
 import { type Logger, silentLogger } from '../core/log.js';
-import type { LuaBridge } from './lua.js';
-import type { LuaAnswer, LuaParams, LuaRequest } from './protocol/index.js';
+import { type LuaBridge, wireLabel } from './lua.js';
+import type { LuaAnswer, LuaNotification, LuaParams, LuaRequest } from './protocol/index.js';
 import type { AfterResult, BufferBatch, BufferResult, WriteOp } from './protocol/wire.js';
 
 export type { AppendOp, CloseStreamOp, SetLinesOp, WriteOp } from './protocol/wire.js';
 
 export type WriteOutcome = 'applied' | 'conflict' | 'gone';
 
-/** A Lua call waiting for the queued edits (see WriteScheduler.callAfterWrites). */
+/**
+ * A Lua call waiting for the queued edits (see WriteScheduler.callAfterWrites), or a notice that
+ * goes only with the next batch (`noticeAfterWrites`: dropped, not carried on, when that batch
+ * is held back).
+ */
 interface AfterCall {
   method: string;
   params: unknown;
   resolve: (value: unknown) => void;
   reject: (error: Error) => void;
+  notice?: true;
 }
 
 interface QueuedOp {
@@ -255,6 +260,33 @@ export class WriteScheduler {
   }
 
   /**
+   * Send a Lua notification in the round trip of the next batch, after its edits: queued in the
+   * same turn as an edit, it reaches Neovim with that edit (Lua runs it right after the edits,
+   * before Neovim redraws). Resolves with whether it went: when the batch is held back (an edit
+   * is retried, or the batch failed), the notice is dropped and resolves false, and the caller
+   * sends it the usual way once its edit is in.
+   */
+  noticeAfterWrites<M extends LuaNotification>(method: M, params: LuaParams<M>): Promise<boolean> {
+    trace(`wire:ride ${wireLabel(method, params)}`);
+    return new Promise<boolean>((resolve) => {
+      this.afterCalls.push({
+        method,
+        params,
+        // Lua's answer (a notice has none: `null`), or `false` when the batch was held back.
+        resolve: (value) => {
+          resolve(value !== false);
+        },
+        // It went; Lua logged its error.
+        reject: () => {
+          resolve(true);
+        },
+        notice: true,
+      });
+      this.wake();
+    });
+  }
+
+  /**
    * Send what is queued now instead of on the next tick, unless a batch is in flight or a wait is
    * owed (a frame while something streams, or a retry). For a caller about to keep the event loop
    * busy for a while (a request being serialised), so that Neovim works on the edits meanwhile.
@@ -333,8 +365,10 @@ export class WriteScheduler {
       results = batches.map(() => ({ status: 'retry', done: 0 }));
     }
     if (afterResults === null) {
-      // Held back (an edit is retried, or the batch failed): they go with the next batch.
-      this.afterCalls = after.concat(this.afterCalls);
+      // Held back (an edit is retried, or the batch failed): calls go with the next batch,
+      // notices are dropped (their senders send them once their edits are in).
+      for (const call of after) if (call.notice === true) call.resolve(false);
+      this.afterCalls = after.filter((call) => call.notice !== true).concat(this.afterCalls);
     } else {
       after.forEach((call, index) => {
         const result = afterResults[index];

@@ -125,6 +125,9 @@ export class RoutedBridge extends LuaBridge {
       isFileBufnr(batch.bufnr) ? this.files.applyBatch(batch) : undefined,
     );
     const theirs = batches.filter((batch) => !isFileBufnr(batch.bufnr));
+    // What rides with the edits is heard as it would be on its own (a file chat's hooks).
+    for (const [method, callParams] of after ?? [])
+      this.heard(method as HostToLuaMethod, callParams);
     const mine = (after ?? []).map(([method, callParams]) =>
       this.forFiles(method as HostToLuaMethod, callParams),
     );
@@ -132,9 +135,17 @@ export class RoutedBridge extends LuaBridge {
     let answer: ApplyBatchAnswer = [];
     if (theirs.length > 0 || theirCalls.length > 0) {
       if (this.headless !== undefined) {
+        const headless = this.headless;
         answer = {
           results: theirs.map(() => ({ status: 'gone', done: 0 })),
-          after: theirCalls.map(([method]) => ({ ok: false, error: `${method} needs Neovim` })),
+          after: theirCalls.map(([method, callParams]) => {
+            try {
+              const value = answerWithoutNeovim(headless, method as HostToLuaMethod, callParams);
+              return { ok: true, value: value ?? null };
+            } catch (error) {
+              return { ok: false, error: error instanceof Error ? error.message : String(error) };
+            }
+          }),
         };
       } else {
         answer = await super.call(

@@ -191,7 +191,6 @@ function createTools(
       base.notify.warn(message);
     },
     toolsBusy: (bufnr) => executor.busy(bufnr),
-    autopilotArmed: (bufnr) => loops.autopilotArmed(bufnr),
   });
   const undo = new UndoService(base, results, (bufnr, doc) => states.get(bufnr, doc), states);
   const executor: ToolExecutor = new ToolExecutor({
@@ -204,6 +203,8 @@ function createTools(
     catalogue,
     lua: luaTools,
     results,
+    writes: base.writes,
+    autopilotArmed: (bufnr) => loops.autopilotArmed(bufnr),
     undo,
     gate: (call, config, facts) => approval.writeGate(call, config, facts),
     truncateFs: nodeTruncateFs,

@@ -14,6 +14,7 @@ import { SchemaValidator } from '../../src/core/tools/validate.js';
 import { Redactor } from '../../src/core/secrets/redact.js';
 import type { HookEmitter } from '../../src/editor/hooks.js';
 import type { LuaBridge } from '../../src/editor/lua.js';
+import type { WriteScheduler } from '../../src/editor/writequeue.js';
 import type { EditorFacts } from '../../src/editor/protocol/wire.js';
 import type { ExecutorDeps } from '../../src/host/tools/executor.js';
 
@@ -123,7 +124,9 @@ export interface FakePorts {
 }
 
 /** What the executor tells the editor, the hooks, the user and the log, written down. */
-function recorders(journal: Journal): Pick<ExecutorDeps, 'editor' | 'hooks' | 'notify' | 'logger'> {
+function recorders(
+  journal: Journal,
+): Pick<ExecutorDeps, 'editor' | 'writes' | 'autopilotArmed' | 'hooks' | 'notify' | 'logger'> {
   const say = (prefix: string) => (name: string, data?: unknown) => {
     journal.add(
       data === undefined ? `${prefix} ${name}` : `${prefix} ${name} ${JSON.stringify(data)}`,
@@ -131,6 +134,14 @@ function recorders(journal: Journal): Pick<ExecutorDeps, 'editor' | 'hooks' | 'n
   };
   return {
     editor: { notify: say('lua') } as Pick<LuaBridge, 'notify'>,
+    // What rides with a result's write reaches Lua as a notification does: written down alike.
+    writes: {
+      noticeAfterWrites: (method: string, params: unknown) => {
+        say('lua')(method, params);
+        return Promise.resolve(true);
+      },
+    } as Pick<WriteScheduler, 'noticeAfterWrites'>,
+    autopilotArmed: () => false,
     hooks: {
       post: say('hook'),
       emit: (name: string, data: unknown) => {
@@ -143,14 +154,16 @@ function recorders(journal: Journal): Pick<ExecutorDeps, 'editor' | 'hooks' | 'n
   };
 }
 
-/** The result writer: results and cursor moves written down; placeholders placed on demand. */
+/** The result writer: results written down; placeholders placed on demand. */
 function fakeResults(
   journal: Journal,
   placements: Map<string, (row: number | undefined) => void>,
 ): ExecutorDeps['results'] {
   return {
-    inject: (_bufnr, id, outcome) => {
+    inject: (_bufnr, id, outcome, _replace, queued) => {
       journal.add(`inject ${id} ${JSON.stringify(outcome)}`);
+      // Its edit is queued now: what follows it rides with it (`writes` below).
+      queued?.();
       return Promise.resolve(true);
     },
     held: () => Promise.resolve(),
@@ -163,10 +176,6 @@ function fakeResults(
           resolve(row);
         });
       });
-    },
-    moveCursor: (_bufnr, id) => {
-      journal.add(`cursor ${id}`);
-      return Promise.resolve();
     },
   };
 }

@@ -247,6 +247,13 @@ describe('the task tool', () => {
       }),
     );
     expect(streams).toHaveLength(2);
+    // Both children have their text before the cancel (it reaches their files as it streams).
+    for (const name of ['01-find-alpha.chat', '02-find-beta.chat']) {
+      await s.d.waitUntil(
+        'local path = ... return vim.uv.fs_stat(path) ~= nil and table.concat(vim.fn.readfile(path), "\\n"):find("Looking", 1, true) ~= nil',
+        { args: [join(s.d.home, 'work', 'parent.tasks', name)] },
+      );
+    }
     const after = s.d.eventCount;
     await s.d.command(`call win_gotoid(bufwinid(${String(s.buf)}))`);
     await s.d.press('<C-c>');

@@ -108,6 +108,52 @@ describe('tools registered from Lua', () => {
     expect(d.eventsSeen('FlemmaToolExecuting')).toHaveLength(1);
   });
 
+  it('tool:completed hears of a result the user already sees: in the buffer, unlocked, the cursor on it', async () => {
+    const listener = `
+_G.seen = {}
+require("flemma.hooks").on("tool:completed", function(data)
+  local lines = vim.api.nvim_buf_get_lines(data.bufnr, 0, -1, false)
+  local marks = vim.api.nvim_buf_get_extmarks(data.bufnr, vim.api.nvim_get_namespaces()["flemma.tool_status"] or -1, 0, -1, { details = true })
+  local spinning = 0
+  for _, mark in ipairs(marks) do
+    if vim.inspect(mark[4].virt_text):find("Executing", 1, true) then spinning = spinning + 1 end
+  end
+  table.insert(_G.seen, {
+    result = vim.tbl_contains(lines, "echo: hi"),
+    modifiable = vim.bo[data.bufnr].modifiable,
+    cursor = vim.api.nvim_win_get_cursor(0)[1],
+    spinning = spinning,
+  })
+end)`;
+    // The call's result in the middle of the chat: `next` goes to the message after it.
+    const chat = [
+      ...callChat('Echo hi.', [['echo_tool', 'toolu_01', '{"text":"hi"}']], 'approved'),
+      '',
+      '@Assistant:',
+      'Said it.',
+      '',
+      '@You:',
+      'Thanks.',
+    ];
+    for (const mode of ['result', 'next'] as const) {
+      const setup = `require("flemma").setup({ tools = { autopilot = false, cursor_after_result = "${mode}" } })
+${ECHO_TOOL}
+${listener}`;
+      const { d } = await opened(`hook-${mode}.chat`, chat, setup);
+      await runCallAt(d, 5);
+      await d.waitForEvent('FlemmaToolCompleted');
+      const lines = await d.lines();
+      const row =
+        mode === 'result'
+          ? lines.indexOf('**Tool Result:** `toolu_01`') + 1
+          : lines.lastIndexOf('@Assistant:') + 1;
+      expect(row).toBeGreaterThan(12);
+      expect(await d.lua('return _G.seen')).toEqual([
+        { result: true, modifiable: true, cursor: row, spinning: 0 },
+      ]);
+    }
+  });
+
   it('<M-CR> runs the call under the cursor, writing a result block where there was none', async () => {
     const { d } = await opened(
       'mcr.chat',

@@ -165,6 +165,35 @@ describe('the message budget of a step (8 auto-approved calls)', () => {
     expect(measured.messages).toBeLessThanOrEqual(20);
   });
 
+  it('a single call: what follows its result rides with the result’s write', async () => {
+    const { d, file } = await start();
+    await d.openChat('one.chat');
+    await d.waitForEvent('FlemmaBootComplete', { timeout: 20000 });
+    const lines = waitingChat('approved');
+    // Only the first read of the chat, its placeholder last.
+    const one = [
+      ...lines.slice(0, 11),
+      '@You:',
+      ...lines.slice(lines.indexOf('@You:', 5) + 1, -35),
+    ];
+    await d.lua('vim.api.nvim_buf_set_lines(0, 0, -1, false, ...)', one);
+    const mark = labels(file).length;
+    await d.press('<C-]>');
+    await d.waitForEvent('FlemmaToolCompleted', { timeout: 20000 });
+    const step = labels(file).slice(mark);
+    const after = step.slice(step.findIndex((label) => label.startsWith('tool:done ')));
+    // Lua runs them right after the result's edit, in the same round trip (the cursor stays:
+    // autopilot goes on).
+    expect(after.filter((label) => label.startsWith('wire:ride '))).toEqual([
+      'wire:ride tools.spinner',
+      'wire:ride buffer.unlock',
+      'wire:ride hooks.emit:tool:completed',
+    ]);
+    expect(after).not.toContain('wire:queue hooks.emit:tool:completed');
+    expect(after).not.toContain('wire:queue buffer.unlock');
+    expect(await d.lua('return vim.bo.modifiable')).toBe(true);
+  });
+
   it('a step of <C-]> on approved calls asks Neovim nothing before they start', async () => {
     const measured = await measureUserStep();
     expect(measured.beforeCalls).toEqual([]);

@@ -46,13 +46,15 @@ it('starts an approved call without asking the editor anything, the placeholder 
   expect(fake.journal.of('inject')).toEqual([]);
   fake.place('t1');
   await done;
-  const order = fake.journal.entries.filter((e) => /^(placed|inject|cursor|hook)/.test(e));
+  const order = fake.journal.entries.filter((e) =>
+    /^(placed|inject|lua tools.cursor|hook|lua hooks.emit)/.test(e),
+  );
   expect(order).toEqual([
     'hook tool:executing {"bufnr":1,"tool_name":"slow","tool_id":"t1"}',
     'placed t1',
     'inject t1 {"ok":true,"output":"done t1"}',
-    'cursor t1',
-    'hook tool:completed {"bufnr":1,"tool_name":"slow","tool_id":"t1","status":"success"}',
+    'lua tools.cursor {"bufnr":1,"tool_id":"t1","mode":"result"}',
+    'lua hooks.emit {"name":"tool:completed","data":{"bufnr":1,"tool_name":"slow","tool_id":"t1","status":"success"}}',
   ]);
   // The tool had returned before its placeholder was in: no spinner ran, it only ends.
   expect(fake.journal.of('lua tools.spinner')).toEqual([

@@ -19,7 +19,9 @@ interface Harness {
   others: { count: number };
 }
 
-function harness(options: { builtin?: string[]; injected?: boolean } = {}): Harness {
+function harness(
+  options: { builtin?: string[]; injected?: boolean; heldBack?: boolean } = {},
+): Harness {
   const fake = fakePorts([], options);
   const audits: AuditFields[] = [];
   const events: string[] = [];
@@ -32,18 +34,22 @@ function harness(options: { builtin?: string[]; injected?: boolean } = {}): Harn
     stopped: () => undefined,
   });
   const results: SettlePorts['results'] = {
-    inject: (bufnr, id, outcome, replace) => {
+    inject: (bufnr, id, outcome, replace, queued) => {
       fake.journal.add(`inject ${id} ${JSON.stringify(outcome)} replace=${String(replace)}`);
+      queued?.();
       return Promise.resolve(options.injected ?? true);
-    },
-    moveCursor: (_bufnr, id, mode) => {
-      fake.journal.add(`cursor ${id} ${mode}`);
-      return Promise.resolve();
     },
   };
   const ports: SettlePorts = {
     ...fake.deps,
     results,
+    // What rides with the result's write; `heldBack`: its batch was held back.
+    writes: {
+      noticeAfterWrites: (method, params) => {
+        fake.journal.add(`ride ${method} ${JSON.stringify(params)}`);
+        return Promise.resolve(options.heldBack !== true);
+      },
+    },
     audit: (_config, fields) => {
       audits.push(fields);
       return Promise.resolve();
@@ -52,8 +58,9 @@ function harness(options: { builtin?: string[]; injected?: boolean } = {}): Harn
       returned: (run) => {
         fake.journal.add(`returned ${run.id}`);
       },
-      release: (run) => {
-        fake.journal.add(`release ${run.id}`);
+      alone: () => others.count === 0,
+      release: (run, options) => {
+        fake.journal.add(`release ${run.id}${options?.followed === true ? ' followed' : ''}`);
       },
       idle: () => others.count === 0,
       backgroundCount: () => 0,
@@ -108,7 +115,23 @@ function context(
 
 const outcome = (value: ToolOutcome) => ({ outcome: value, durationMs: 12 });
 
-it('writes the result after the placeholder, then the spinner, the cursor, the hook and the event', async () => {
+/** Settle the call `id` of a `tool` with `value`, its placeholder in, with these `tools` settings. */
+function settleCall(
+  h: Harness,
+  id: string,
+  value: ToolOutcome,
+  tools: Record<string, unknown> = {},
+) {
+  return h.settler.settle(
+    call(id),
+    running(id),
+    prepared('tool'),
+    outcome(value),
+    context(Promise.resolve(), tools),
+  );
+}
+
+it('writes the result after the placeholder; the spinner, the lock, the cursor and the hook ride with it', async () => {
   const h = harness();
   const placed = deferred<unknown>();
   const settling = h.settler.settle(
@@ -126,10 +149,12 @@ it('writes the result after the placeholder, then the spinner, the cursor, the h
   expect(h.journal.entries).toEqual([
     'returned a',
     'inject a {"ok":true,"output":"fine"} replace=false',
-    'lua tools.spinner {"bufnr":1,"tool_id":"a","state":"success"}',
-    'release a',
-    'cursor a result',
-    'hook tool:completed {"bufnr":1,"tool_name":"tool","tool_id":"a","status":"success"}',
+    'ride tools.spinner {"bufnr":1,"tool_id":"a","state":"success"}',
+    // The run is over before the batch leaves.
+    'release a followed',
+    'ride buffer.unlock {"bufnr":1,"owner":"tools"}',
+    'ride tools.cursor {"bufnr":1,"tool_id":"a","mode":"result"}',
+    'ride hooks.emit {"name":"tool:completed","data":{"bufnr":1,"tool_name":"tool","tool_id":"a","status":"success"}}',
   ]);
   expect(h.events).toEqual(['settled 1']);
   expect(h.audits).toEqual([
@@ -148,17 +173,44 @@ it('writes the result after the placeholder, then the spinner, the cursor, the h
 it('says nothing while another call of the buffer runs; no cursor when the result did not land', async () => {
   const h = harness({ injected: false });
   h.others.count = 1;
-  await h.settler.settle(
-    call('b'),
-    running('b'),
-    prepared('tool'),
-    outcome({ ok: false, error: 'broke' }),
-    context(Promise.resolve(), { show_spinner: false }),
-  );
-  expect(h.journal.of('cursor')).toEqual([]);
+  await settleCall(h, 'b', { ok: false, error: 'broke' }, { show_spinner: false });
+  expect(h.journal.of('lua tools.cursor')).toEqual([]);
   expect(h.journal.of('lua tools.spinner')).toEqual([]);
+  expect(h.journal.of('ride')).toEqual([]);
   expect(h.events).toEqual([]);
   expect(h.audits[0]?.error).toBe('broke');
+});
+
+it('with another call of the buffer running, what follows the result is sent after its write', async () => {
+  const h = harness();
+  h.others.count = 1;
+  await settleCall(h, 'b', { ok: true, output: 'fine' }, { cursor_after_result: 'next' });
+  expect(h.journal.entries.slice(1)).toEqual([
+    'inject b {"ok":true,"output":"fine"} replace=false',
+    'lua tools.spinner {"bufnr":1,"tool_id":"b","state":"success"}',
+    'release b',
+    'lua tools.cursor {"bufnr":1,"tool_id":"b","mode":"next"}',
+    'lua hooks.emit {"name":"tool:completed","data":{"bufnr":1,"tool_name":"tool","tool_id":"b","status":"success"}}',
+  ]);
+});
+
+it('when the batch was held back, what rode is sent again after the write (the cursor only to a written result)', async () => {
+  const settleOne = async (injected: boolean) => {
+    const h = harness({ heldBack: true, injected });
+    await settleCall(h, 'c', { ok: false, error: 'broke' });
+    return h.journal.entries.filter((entry) => !entry.startsWith('ride'));
+  };
+  const sent = [
+    'lua tools.spinner {"bufnr":1,"tool_id":"c","state":"error"}',
+    'lua buffer.unlock {"bufnr":1,"owner":"tools"}',
+    'lua tools.cursor {"bufnr":1,"tool_id":"c","mode":"result"}',
+    'lua hooks.emit {"name":"tool:completed","data":{"bufnr":1,"tool_name":"tool","tool_id":"c","status":"error"}}',
+  ];
+  expect((await settleOne(true)).slice(2)).toEqual(['release c followed', ...sent]);
+  expect((await settleOne(false)).slice(2)).toEqual([
+    'release c followed',
+    ...sent.filter((entry) => !entry.includes('tools.cursor')),
+  ]);
 });
 
 it('cuts a long output of a tool that is not built in, saving the whole of it; a built-in’s is kept', async () => {

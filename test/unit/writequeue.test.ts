@@ -245,11 +245,17 @@ describe('WriteScheduler', () => {
       return { bridge: bridge as unknown as LuaBridge, calls };
     }
 
-    it('goes in the round trip of the edits queued before it, after them', async () => {
+    /** A scheduler over `afterLua`, with `text` appended to buffer 1. */
+    function scheduler(retryFirst: boolean, text: string) {
       const clock = new ManualClock();
-      const lua = afterLua(false);
+      const lua = afterLua(retryFirst);
       const writes = new WriteScheduler(lua.bridge, { clock });
-      writes.buffer(1).append('last words');
+      writes.buffer(1).append(text);
+      return { clock, lua, writes };
+    }
+
+    it('goes in the round trip of the edits queued before it, after them', async () => {
+      const { clock, lua, writes } = scheduler(false, 'last words');
       writes.buffer(2).append('sink');
       const answer = writes.callAfterWrites('send.finish', { bufnr: 1, sink: 2 });
       await clock.advance(0);
@@ -260,10 +266,7 @@ describe('WriteScheduler', () => {
     });
 
     it('waits for an edit that must be retried, and goes with it', async () => {
-      const clock = new ManualClock();
-      const lua = afterLua(true);
-      const writes = new WriteScheduler(lua.bridge, { clock });
-      writes.buffer(1).append('text');
+      const { clock, lua, writes } = scheduler(true, 'text');
       let settled = false;
       const answer = writes.callAfterWrites('send.finish', { bufnr: 1, sink: 2 }).then((value) => {
         settled = true;
@@ -275,6 +278,33 @@ describe('WriteScheduler', () => {
       await expect(answer).resolves.toEqual({ ran: 'send.finish' });
       expect(lua.calls).toHaveLength(2);
       expect(lua.calls[1]?.batches[0]?.ops).toHaveLength(1);
+      expect(lua.calls[1]?.after).toEqual([['send.finish', { bufnr: 1, sink: 2 }]]);
+    });
+
+    it('a notice goes with the edit queued in its turn, after it, and says it went', async () => {
+      const { clock, lua, writes } = scheduler(false, 'result');
+      const went = writes.noticeAfterWrites('tools.spinner', {
+        bufnr: 1,
+        tool_id: 't',
+        state: 'success',
+      });
+      await clock.advance(0);
+      await expect(went).resolves.toBe(true);
+      expect(lua.calls).toHaveLength(1);
+      expect(lua.calls[0]?.after).toEqual([
+        ['tools.spinner', { bufnr: 1, tool_id: 't', state: 'success' }],
+      ]);
+    });
+
+    it('a notice whose batch is held back is dropped (its sender sends it), a call waits', async () => {
+      const { clock, lua, writes } = scheduler(true, 'result');
+      const went = writes.noticeAfterWrites('buffer.unlock', { bufnr: 1, owner: 'tools' });
+      const answer = writes.callAfterWrites('send.finish', { bufnr: 1, sink: 2 });
+      await clock.advance(0);
+      await expect(went).resolves.toBe(false);
+      await clock.advance(300);
+      await expect(answer).resolves.toEqual({ ran: 'send.finish' });
+      expect(lua.calls).toHaveLength(2);
       expect(lua.calls[1]?.after).toEqual([['send.finish', { bufnr: 1, sink: 2 }]]);
     });
 

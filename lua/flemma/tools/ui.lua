@@ -184,7 +184,24 @@ function M.header_row(bufnr, tool_id)
   return block and block.row or nil
 end
 
---- Host → Lua: move the cursor of the window showing the buffer (the current one first).
+--- Where `tools.cursor_after_result` puts the cursor after the result of `tool_id` (0-based):
+--- its header (`result`), or the line after the message that holds it (`next`); nil when the
+--- result is not in the buffer.
+local function result_row(bufnr, tool_id, mode)
+  local structure = ui.read(bufnr)
+  local block = scan.tool_block(structure, "tool_result", tool_id)
+  if not block then
+    return nil
+  end
+  if mode ~= "next" then
+    return block.row
+  end
+  local message = structure.messages[scan.message_at(structure, block.row) or 0]
+  return message and message.end_row + 1 or nil
+end
+
+--- Host → Lua: move the cursor of the window showing the buffer (the current one first) to
+--- `row`, or to the result of `tool_id` as `mode` says (it comes right after the result's write).
 function M.cursor(params)
   local bufnr = params.bufnr
   if not vim.api.nvim_buf_is_valid(bufnr) then
@@ -197,7 +214,14 @@ function M.cursor(params)
   if win == -1 then
     return
   end
-  local row = math.max(0, math.min(params.row, vim.api.nvim_buf_line_count(bufnr) - 1))
+  local target = params.row
+  if params.tool_id then
+    target = result_row(bufnr, params.tool_id, params.mode)
+  end
+  if target == nil then
+    return
+  end
+  local row = math.max(0, math.min(target, vim.api.nvim_buf_line_count(bufnr) - 1))
   pcall(vim.api.nvim_win_set_cursor, win, { row + 1, 0 })
   -- The end of the turn moves a cursor that is still here (flemma.chat, "where the turn ends").
   turn.placed(bufnr, row)

@@ -17,6 +17,7 @@ import type {
   ConfigAnswer,
   ContextAnswer,
   ContextParams,
+  CursorParams,
   EditorFacts,
   LuaDecision,
   LuaSecretsAnswer,
@@ -108,7 +109,7 @@ export interface HostToLua extends FilesToLua, HistoryToLua, SlashToLua, AcpToLu
     { bufnr: number; tool_id: string; row?: number; state: string; job_id?: number },
     null
   >;
-  'tools.cursor': Method<{ bufnr: number; row: number }, null>;
+  'tools.cursor': Method<CursorParams, null>;
   /** The last lines running calls printed (no lines: the call's view goes). */
   'tools.output': Method<{ bufnr: number; outputs: { tool_id: string; lines: string[] }[] }, null>;
   /** The step `<C-]>` started in Insert mode is over: the user has the word again. */
@@ -381,7 +382,7 @@ export const HOST_TO_LUA = {
   },
   'tools.cursor': {
     kind: 'notification',
-    params: '`{bufnr, row}`',
+    params: '`{bufnr, row}` or `{bufnr, tool_id, mode}`',
     answer: '`nil`',
     section: 'tools',
   },

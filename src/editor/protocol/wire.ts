@@ -318,3 +318,8 @@ export interface StatusAnswer {
   /** Absent when the buffer is not a chat. */
   used?: { provider: UsedSetting<string>; model: UsedSetting<string | null> };
 }
+
+/** `tools.cursor`: the cursor to `row`, or to `tool_id`'s result as `tools.cursor_after_result` (`mode`) says. */
+export type CursorParams = { bufnr: number } & (
+  { row: number } | { tool_id: string; mode: string }
+);

@@ -46,6 +46,7 @@ import {
   prepareCall,
 } from './prepare.js';
 import { type ResultWriter, resultHeaderRow } from './results.js';
+import type { WriteScheduler } from '../../editor/writequeue.js';
 import { type ExecutorEvents, RunTable, type Running } from './runs.js';
 import type { RunListing } from '../../editor/protocol/tools.js';
 import { type SettleContext, Settler } from './settle.js';
@@ -66,7 +67,11 @@ export interface ExecutorDeps {
     'registry' | 'middleware' | 'isBuiltin' | 'originOf' | 'filterRefusal' | 'policyBlocks'
   >;
   lua: Pick<LuaTools, 'setSandbox' | 'runsInLua'>;
-  results: Pick<ResultWriter, 'inject' | 'held' | 'fresh' | 'ensurePlaceholder' | 'moveCursor'>;
+  results: Pick<ResultWriter, 'inject' | 'held' | 'fresh' | 'ensurePlaceholder'>;
+  /** What follows a result rides with its write (Settler). */
+  writes: Pick<WriteScheduler, 'noticeAfterWrites'>;
+  /** The buffer's autopilot is about to go on: the cursor stays where it is. */
+  autopilotArmed(bufnr: number): boolean;
   /** Keeps what the files a call wrote held before (`:Flemma tool:undo`). */
   undo?: Pick<UndoService, 'record' | 'limits' | 'noted'>;
   /** The sensitive places a call may not write (ApprovalService.writeGate). */
@@ -135,6 +140,8 @@ export class ToolExecutor {
     this.invoke = { hooks: deps.hooks, catalogue: deps.catalogue, validator: deps.validator };
     this.settler = new Settler({
       results: deps.results,
+      writes: deps.writes,
+      autopilotArmed: (bufnr) => deps.autopilotArmed(bufnr),
       undo: deps.undo,
       audit: (config, fields, def) =>
         auditCall(deps.logger, this.warnOnce.bind(this), config, fields, def),
@@ -147,8 +154,10 @@ export class ToolExecutor {
           run.returned = true;
           this.startQueued(run.bufnr);
         },
-        release: (run) => {
-          this.release(run);
+        alone: (run) =>
+          !this.draining.has(run.bufnr) && this.runs.in(run.bufnr).every((other) => other === run),
+        release: (run, options) => {
+          this.release(run, options?.followed === true);
         },
         idle: (bufnr) => this.runs.in(bufnr).length === 0,
         backgroundCount: () => this.runs.backgroundCount(),
@@ -446,12 +455,15 @@ export class ToolExecutor {
     if (queue.length === 0) this.draining.delete(bufnr);
   }
 
-  /** The run is over: its sandbox facts dropped, the buffer unlocked when nothing else runs. */
-  private release(run: Running): void {
+  /**
+   * The run is over: its sandbox facts dropped, its view gone, the buffer unlocked when nothing
+   * else runs (`followed`: the view's end and the unlock went with its result).
+   */
+  private release(run: Running, followed = false): void {
     if (!this.runs.end(run)) return;
-    this.events.emit('stopped', { id: run.id });
+    if (!followed) this.events.emit('stopped', { id: run.id });
     this.deps.lua.setSandbox(run.id, undefined);
-    this.unlockIfIdle(run.bufnr);
+    this.unlockIfIdle(run.bufnr, followed);
   }
 
   /** A warning shown once per host (the sandbox's "no backend", a bad setting). */
@@ -461,9 +473,9 @@ export class ToolExecutor {
     this.deps.notify.warn(message);
   }
 
-  private unlockIfIdle(bufnr: number): void {
+  private unlockIfIdle(bufnr: number, unlocked = false): void {
     if (this.runs.in(bufnr).length > 0) return;
-    this.deps.editor.notify('buffer.unlock', { bufnr, owner: 'tools' });
+    if (!unlocked) this.deps.editor.notify('buffer.unlock', { bufnr, owner: 'tools' });
     if (this.draining.has(bufnr) || !this.throttled.delete(bufnr)) return;
     retractNotice(this.deps.editor, throttledKey(bufnr));
   }

@@ -98,13 +98,16 @@ export class LiveOutput {
     }, FRAME_MS);
   };
 
-  /** The call stopped running (its result written, or cancelled): its view goes. */
-  readonly end = ({ id }: { id: string }): void => {
+  /**
+   * The call stopped running (its result written, or cancelled): its view goes (through `via`
+   * when given: with the result's write).
+   */
+  readonly end = ({ id, via }: { id: string; via?: Pick<LuaBridge, 'notify'> }): void => {
     const live = this.calls.get(id);
     if (live === undefined) return;
     this.calls.delete(id);
     if (live.shown) {
-      this.editor.notify('tools.output', {
+      (via ?? this.editor).notify('tools.output', {
         bufnr: live.bufnr,
         outputs: [{ tool_id: id, lines: [] }],
       });
@@ -128,7 +131,8 @@ export class LiveOutput {
 
   /**
    * `:Flemma tool:output` for call `id`: what it printed so far while it runs, else the whole
-   * output the truncation saved in `dir` (a result that was not cut holds all of it).
+   * output the truncation saved in `dir` (a result that was not cut holds all of it). A call
+   * whose result is being written has no view any more: its saved output is what there is.
    */
   async show(
     call: { id: string; name: string },
@@ -137,8 +141,6 @@ export class LiveOutput {
   ): Promise<ToolOutputAnswer> {
     const what = `${call.name} (${call.id})`;
     const live = this.calls.get(call.id);
-    if (running && live === undefined)
-      return { message: `${what} runs and has printed nothing yet` };
     if (live !== undefined) {
       const { text, dropped } = live.tail.snapshot();
       const head =
@@ -148,6 +150,9 @@ export class LiveOutput {
       return { lines: [head, '', ...cleanLines(text)] };
     }
     const saved = await readEnd(overflowPath(call.name, call.id, dir), SHOW_MAX_BYTES);
+    if (running && (saved === undefined || saved.size === 0)) {
+      return { message: `${what} runs and has printed nothing yet` };
+    }
     if (saved === undefined) {
       return {
         message: `${what} is not running, and its result holds all of its output (none was saved)`,

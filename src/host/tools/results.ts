@@ -1,8 +1,7 @@
 // Writing into a chat buffer from the tool loop: each finished tool's result in its placeholder's
 // place, results that finish close together in one batch, Phase 1's placeholders held back for
 // a moment while quick tools return (so a loop of quick tools costs one round trip to Neovim),
-// a placeholder put back when the user deleted it while its tool ran, and the cursor after a
-// result (`tools.cursor_after_result`).
+// and a placeholder put back when the user deleted it while its tool ran.
 import type { ChatDocument } from '../../core/chat/ast.js';
 import {
   type Edit,
@@ -32,6 +31,15 @@ interface PendingInjection {
   replaceFinished: boolean;
   attempts: number;
   resolve: (injected: boolean) => void;
+  /** Called once, in the turn its edit is queued (what follows can go in the same batch). */
+  queued?: (() => void) | undefined;
+}
+
+/** Tell an item that its edit is queued (once). */
+function tellQueued(item: PendingInjection): void {
+  const queued = item.queued;
+  item.queued = undefined;
+  queued?.();
 }
 
 export interface ResultWriterPorts {
@@ -42,8 +50,6 @@ export interface ResultWriterPorts {
   warn(message: string): void;
   /** Tools of the buffer still run or wait for a slot: a result may wait a moment for them. */
   toolsBusy(bufnr: number): boolean;
-  /** The buffer's autopilot is about to go on: the cursor stays where it is. */
-  autopilotArmed(bufnr: number): boolean;
 }
 
 /** The 0-based row of the result header of `id`, if it has one. */
@@ -85,20 +91,22 @@ export class ResultWriter {
 
   /**
    * Replace the placeholder (or, for a re-run, the finished result) of `id` with `outcome`.
-   * Resolves with whether the result is in the buffer.
+   * Resolves with whether the result is in the buffer. `queued` is called in the turn the
+   * result's edit is queued, so that what follows it can travel in the same batch.
    */
   inject(
     bufnr: number,
     id: string,
     outcome: ToolOutcome,
     replaceFinished: boolean,
+    queued?: () => void,
   ): Promise<boolean> {
     const block: ToolResultBlock = outcome.ok
       ? { id, output: outcome.output, isError: false }
       : { id, output: outcome.error, isError: true, partialOutput: outcome.partialOutput };
     return new Promise((resolve) => {
       const queue = this.injections.get(bufnr) ?? [];
-      queue.push({ id, block, replaceFinished, attempts: 0, resolve });
+      queue.push({ id, block, replaceFinished, attempts: 0, resolve, queued });
       this.injections.set(bufnr, queue);
       if (!this.injecting.has(bufnr)) void this.drainInjections(bufnr);
     });
@@ -185,9 +193,11 @@ export class ResultWriter {
     }
     const writer = this.ports.writes.buffer(bufnr);
     const sorted = [...planned].sort((a, b) => b.edit.start - a.edit.start);
-    const outcomes = await Promise.all(
-      sorted.map(({ edit }) => writer.setLines(edit.start, edit.end, edit.lines, edit.expect)),
+    const queued = sorted.map(({ edit }) =>
+      writer.setLines(edit.start, edit.end, edit.lines, edit.expect),
     );
+    for (const { item } of sorted) tellQueued(item);
+    const outcomes = await Promise.all(queued);
     sorted.forEach(({ item }, index) => {
       const outcome = outcomes[index];
       if (outcome === 'applied') item.resolve(true);
@@ -245,6 +255,7 @@ export class ResultWriter {
       const outcomes = planPlaceholders(state.document, state.lines, planned).map((edit) =>
         writer.setLines(edit.start, edit.end, edit.lines, edit.expect),
       );
+      for (const item of ready) tellQueued(item);
       // The step waits for this write: it goes now, not on the next tick.
       this.ports.writes.sendNow();
       this.holds.delete(bufnr);
@@ -294,25 +305,5 @@ export class ResultWriter {
       .map(narrowEdit)
       .map((edit) => writer.setLines(edit.start, edit.end, edit.lines, edit.expect));
     await Promise.all(results);
-  }
-
-  async moveCursor(bufnr: number, id: string, mode: string): Promise<void> {
-    if (mode === 'stay' || this.ports.autopilotArmed(bufnr)) return;
-    const state = await this.fresh(bufnr);
-    if (state === undefined) return;
-    const row = resultHeaderRow(state.document, id);
-    if (row === undefined) return;
-    if (mode === 'next') {
-      const message = state.document.messages.find(
-        (m) => row + 1 >= m.span.startLine && row + 1 <= m.span.endLine,
-      );
-      if (message === undefined) return;
-      this.ports.lua.notify('tools.cursor', {
-        bufnr,
-        row: Math.min(message.span.endLine, state.lines.length - 1),
-      });
-      return;
-    }
-    this.ports.lua.notify('tools.cursor', { bufnr, row });
   }
 }

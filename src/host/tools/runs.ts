@@ -2,6 +2,7 @@
 // `tools.max_concurrent` and `:Flemma tool:list` read; and the events the executor emits.
 import { TASK_TOOL_NAME } from '../../core/tools/definitions/task.js';
 import type { Config } from '../../core/config/config.js';
+import type { LuaBridge } from '../../editor/lua.js';
 import type { RunListing } from '../../editor/protocol/tools.js';
 
 /** What the executor says happened (one subscriber: the wiring, which tells the session). */
@@ -18,8 +19,11 @@ export interface ExecutorEvents {
    * how many of its last lines show under its block (`ui.tool_output.lines`).
    */
   output: { bufnr: number; id: string; chunk: string | Uint8Array; lines: number };
-  /** A call stopped running: its result is written, or it was cancelled (its result follows). */
-  stopped: { id: string };
+  /**
+   * A call stopped running: its result is written, or it was cancelled (its result follows).
+   * `via`: where what it shows goes (with its result's write, when it rides with it).
+   */
+  stopped: { id: string; via?: Pick<LuaBridge, 'notify'> };
 }
 
 export interface Running {

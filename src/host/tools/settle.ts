@@ -9,6 +9,8 @@ import { type TruncateFs, truncateForResult } from '../../core/tools/truncate.js
 import type { Emitter } from '../../core/util/emitter.js';
 import type { HookEmitter } from '../../editor/hooks.js';
 import type { LuaBridge } from '../../editor/lua.js';
+import type { LuaNotification, LuaParams } from '../../editor/protocol/index.js';
+import type { WriteScheduler } from '../../editor/writequeue.js';
 import { trace } from '../../editor/trace.js';
 import type { EditorFacts } from '../buffer-settings.js';
 import type { UndoService } from '../undo/service.js';
@@ -26,22 +28,41 @@ export type AuditFields = Parameters<typeof auditCall>[3];
 export interface SettleRuns {
   /** The call returned: its `max_concurrent` slot is free for a throttled call. */
   returned(run: Running): void;
-  /** The run is over (its sandbox facts dropped, the buffer unlocked when nothing else runs). */
-  release(run: Running): void;
+  /** No other call of the run's buffer runs or waits for a slot. */
+  alone(run: Running): boolean;
+  /**
+   * The run is over (its sandbox facts dropped, its view gone, the buffer unlocked when nothing
+   * else runs; `followed`: the view's end and the unlock already went with its result).
+   */
+  release(run: Running, options?: { followed: boolean }): void;
   /** No call of the buffer runs in the foreground. */
   idle(bufnr: number): boolean;
   backgroundCount(): number;
 }
 
+/** A notice that rode with a result's write, to send again if its batch was held back. */
+interface Notice {
+  method: LuaNotification;
+  send(): void;
+}
+
+/** Where the notices that follow a result go: Neovim at once, or with the result's write. */
+interface Notifier {
+  notify<M extends LuaNotification>(method: M, params: LuaParams<M>): void;
+}
+
 export interface SettlePorts {
-  results: Pick<ResultWriter, 'inject' | 'moveCursor'>;
+  results: Pick<ResultWriter, 'inject'>;
+  writes: Pick<WriteScheduler, 'noticeAfterWrites'>;
+  /** The buffer's autopilot is about to go on: the cursor stays where it is. */
+  autopilotArmed(bufnr: number): boolean;
   undo?: Pick<UndoService, 'record'> | undefined;
   audit(config: Config, fields: AuditFields, def: ToolDefinition): Promise<void>;
   /** Where a cut output's whole text is saved. */
   truncateFs: TruncateFs;
   catalogue: Pick<ToolCatalogue, 'isBuiltin'>;
   hooks: Pick<HookEmitter, 'post'>;
-  /** The spinner (`tools.spinner`). */
+  /** The spinner, the cursor, the lock, `tool:completed`, when they do not ride with a result. */
   editor: Pick<LuaBridge, 'notify'>;
   runs: SettleRuns;
   events: Emitter<ExecutorEvents>;
@@ -72,21 +93,25 @@ export class Settler {
     trace(`tool:done ${call.id}`);
     // The slot frees as the tool returns: a throttled call starts while this result is written.
     this.ports.runs.returned(run);
-    const injected = await this.write(call, outcome, context);
-    if (context.config.tools.show_spinner) {
-      this.ports.editor.notify('tools.spinner', {
-        bufnr: call.bufnr,
-        tool_id: call.id,
-        state: outcome.ok ? 'success' : 'error',
+    // The buffer's only call (when its result is queued): what follows its result travels with
+    // the result's write.
+    let riding: Promise<Notice[] | undefined> | undefined;
+    const queued = run.background
+      ? undefined
+      : (): void => {
+          if (this.ports.runs.alone(run)) riding = this.ride(call, run, outcome, context);
+        };
+    const injected = await this.write(call, outcome, context, queued);
+    if (riding === undefined) {
+      this.follow(call, outcome, context, this.ports.editor, injected, () => {
+        this.ports.runs.release(run);
       });
+    } else {
+      // The batch was held back: what rode goes now, as it would have without it.
+      const dropped = await riding;
+      for (const { method, send } of dropped ?? [])
+        if (injected || method !== 'tools.cursor') send();
     }
-    this.ports.runs.release(run);
-    // The cursor moves before the event, so a listener sees the buffer as the user will.
-    if (injected) {
-      const mode = context.config.tools.cursor_after_result;
-      await this.ports.results.moveCursor(call.bufnr, call.id, mode);
-    }
-    this.completed(call, outcome.ok);
     if (run.background && run.jobId !== undefined) {
       this.ports.hooks.post('job:completed', {
         bufnr: call.bufnr,
@@ -98,6 +123,79 @@ export class Settler {
       });
     }
     this.afterCall(call.bufnr, context.config);
+  }
+
+  /**
+   * What follows the result of the buffer's only call, queued with the result's edit (see
+   * `follow`): Lua runs it right after the edit, so the user sees it in the same redraw and
+   * listeners hear of the result a round trip sooner. Resolves with the notices when the batch
+   * was held back (undefined: they went).
+   */
+  private async ride(
+    call: CallRef,
+    run: Running,
+    outcome: ToolOutcome,
+    context: SettleContext,
+  ): Promise<Notice[] | undefined> {
+    const notices: Notice[] = [];
+    const sent: Promise<boolean>[] = [];
+    const via: Notifier = {
+      notify: (method, params) => {
+        notices.push({
+          method,
+          send: () => {
+            this.ports.editor.notify(method, params);
+          },
+        });
+        sent.push(this.ports.writes.noticeAfterWrites(method, params));
+      },
+    };
+    // The run is over here, before the batch leaves: what Lua does once it heard of the result
+    // (a listener's command, the user's next key) finds the call gone, as it would without this.
+    this.follow(call, outcome, context, via, true, () => {
+      this.ports.events.emit('stopped', { id: call.id, via });
+      this.ports.runs.release(run, { followed: true });
+      via.notify('buffer.unlock', { bufnr: call.bufnr, owner: 'tools' });
+    });
+    return (await Promise.all(sent)).every(Boolean) ? undefined : notices;
+  }
+
+  /**
+   * What follows a written result, in this order: the spinner stops, the run is released (its
+   * view goes; the buffer's lock goes when it was its last call), the cursor moves to the result
+   * (`tools.cursor_after_result`, when it is in), `tool:completed` fires: a listener sees the
+   * buffer as the user will.
+   */
+  private follow(
+    call: CallRef,
+    outcome: ToolOutcome,
+    context: SettleContext,
+    via: Notifier,
+    injected: boolean,
+    release: () => void,
+  ): void {
+    const { bufnr } = call;
+    if (context.config.tools.show_spinner) {
+      via.notify('tools.spinner', {
+        bufnr,
+        tool_id: call.id,
+        state: outcome.ok ? 'success' : 'error',
+      });
+    }
+    release();
+    const mode = context.config.tools.cursor_after_result;
+    if (injected && mode !== 'stay' && !this.ports.autopilotArmed(bufnr)) {
+      via.notify('tools.cursor', { bufnr, tool_id: call.id, mode });
+    }
+    via.notify('hooks.emit', {
+      name: 'tool:completed',
+      data: {
+        bufnr,
+        tool_name: call.name,
+        tool_id: call.id,
+        status: outcome.ok ? 'success' : 'error',
+      },
+    });
   }
 
   /** A call that may not run: the model gets `error` as its result. */
@@ -160,10 +258,12 @@ export class Settler {
     call: CallRef,
     outcome: ToolOutcome,
     context: SettleContext,
+    queued?: () => void,
   ): Promise<boolean> {
     await context.placed.catch(() => undefined);
     const { results } = this.ports;
-    const injected = await results.inject(call.bufnr, call.id, outcome, context.replaceFinished);
+    const { bufnr, id } = call;
+    const injected = await results.inject(bufnr, id, outcome, context.replaceFinished, queued);
     trace(`tool:injected ${call.id}`);
     return injected;
   }
