@@ -4,13 +4,15 @@ import {
   mkdirSync,
   mkdtempSync,
   renameSync,
+  rmSync,
   symlinkSync,
   utimesSync,
   writeFileSync,
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
+import { tempDirs } from '../helpers/temp.js';
 import { parseLines } from '../../src/core/chat/parser.js';
 import { assemblePrompt } from '../../src/core/chat/prompt.js';
 import { ReferenceCache, readReference, referencePath } from '../../src/core/chat/references.js';
@@ -178,7 +180,11 @@ describe('renderPrompt', () => {
 });
 
 describe('readReference', () => {
+  const temp = tempDirs();
   const dir = mkdtempSync(join(tmpdir(), 'flemma-refs-'));
+  afterAll(() => {
+    rmSync(dir, { recursive: true, force: true });
+  });
   writeFileSync(join(dir, 'notes.md'), '# Notes\n');
   writeFileSync(join(dir, 'doc.pdf'), '%PDF-1.4\n');
   writeFileSync(join(dir, 'blob.bin'), Buffer.from([0, 1, 2, 3]));
@@ -223,7 +229,7 @@ describe('readReference', () => {
   });
 
   it('in a file that is not trusted, reads only inside the chat file’s directory tree', async () => {
-    const root = mkdtempSync(join(tmpdir(), 'flemma-scope-'));
+    const root = temp('flemma-scope-');
     const chats = join(root, 'chats');
     mkdirSync(join(chats, 'sub'), { recursive: true });
     writeFileSync(join(chats, 'sub', 'in.md'), 'inside\n');

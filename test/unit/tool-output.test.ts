@@ -1,12 +1,14 @@
 // A running call's output as it comes: the tail kept of it (bounded, cleaned when shown) and the
 // throttle that sends its last lines to Neovim at most once a frame per buffer.
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { OutputTail, displayLine } from '../../src/core/tools/output-tail.js';
 import { overflowPath } from '../../src/core/tools/truncate.js';
 import { FRAME_MS, LiveOutput } from '../../src/host/tools/live-output.js';
+import { tempDirs } from '../helpers/temp.js';
+
+const temp = tempDirs();
 
 describe('displayLine', () => {
   it.each([
@@ -138,7 +140,7 @@ describe('LiveOutput', () => {
   });
 
   it('shows the saved output of a finished call, or says that its result holds all of it', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'flemma-live-'));
+    const dir = temp('flemma-live-');
     writeFileSync(overflowPath('bash', 'done', dir), 'one\n\x1b[1mtwo\x1b[0m\n');
     expect(await live.show({ id: 'done', name: 'bash' }, false, dir)).toEqual({
       lines: [
