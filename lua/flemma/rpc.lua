@@ -131,22 +131,29 @@ M.methods = {
     hooks.emit(params.name, params.data)
   end,
   --- The host's write batch: every buffer's pending edits, then (`{batches, after}` form) the
-  --- calls that were waiting for those edits, when no buffer asked to be retried.
+  --- calls that were waiting for those edits, when no buffer asked to be retried. A notice
+  --- (`{method, params, true}`) runs only when every edit was applied; else it is `held`.
   ["buffer.apply_batch"] = function(params)
     if params.batches == nil then
       return buffer.apply_batch(params)
     end
     local results = buffer.apply_batch(params.batches)
+    local applied = true
     for _, result in ipairs(results) do
       if result.status == "retry" then
         return { results = results, after = vim.NIL }
       end
+      applied = applied and result.status == "ok" and result.conflicts == nil
     end
     local after = {}
     for index, call in ipairs(params.after or {}) do
-      local ok, value = pcall(M.dispatch, call[1], call[2])
-      after[index] = ok and { ok = true, value = value == nil and vim.NIL or value }
-        or { ok = false, error = tostring(value) }
+      if call[3] == true and not applied then
+        after[index] = { ok = false, held = true }
+      else
+        local ok, value = pcall(M.dispatch, call[1], call[2])
+        after[index] = ok and { ok = true, value = value == nil and vim.NIL or value }
+          or { ok = false, error = tostring(value) }
+      end
     end
     return { results = results, after = after }
   end,

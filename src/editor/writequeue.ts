@@ -5,7 +5,13 @@ import { trace } from './trace.js';
 import { type Logger, silentLogger } from '../core/log.js';
 import { type LuaBridge, wireLabel } from './lua.js';
 import type { LuaAnswer, LuaNotification, LuaParams, LuaRequest } from './protocol/index.js';
-import type { AfterResult, BufferBatch, BufferResult, WriteOp } from './protocol/wire.js';
+import type {
+  AfterCallWire,
+  AfterResult,
+  BufferBatch,
+  BufferResult,
+  WriteOp,
+} from './protocol/wire.js';
 
 export type { AppendOp, CloseStreamOp, SetLinesOp, WriteOp } from './protocol/wire.js';
 
@@ -263,8 +269,9 @@ export class WriteScheduler {
    * Send a Lua notification in the round trip of the next batch, after its edits: queued in the
    * same turn as an edit, it reaches Neovim with that edit (Lua runs it right after the edits,
    * before Neovim redraws). Resolves with whether it went: when the batch is held back (an edit
-   * is retried, or the batch failed), the notice is dropped and resolves false, and the caller
-   * sends it the usual way once its edit is in.
+   * is retried, or the batch failed) or an edit of it was not applied (a conflict, an error),
+   * the notice is dropped and resolves false, and the caller sends it the usual way once its
+   * edit is in.
    */
   noticeAfterWrites<M extends LuaNotification>(method: M, params: LuaParams<M>): Promise<boolean> {
     trace(`wire:ride ${wireLabel(method, params)}`);
@@ -351,7 +358,14 @@ export class WriteScheduler {
         'buffer.apply_batch',
         after.length === 0
           ? batches
-          : { batches, after: after.map((call) => [call.method, call.params]) },
+          : {
+              batches,
+              after: after.map((call): AfterCallWire =>
+                call.notice === true
+                  ? [call.method, call.params, true]
+                  : [call.method, call.params],
+              ),
+            },
       );
       if (Array.isArray(answer)) {
         results = answer;
@@ -372,7 +386,8 @@ export class WriteScheduler {
     } else {
       after.forEach((call, index) => {
         const result = afterResults[index];
-        if (result?.ok === true) call.resolve(result.value ?? null);
+        if (result?.held === true) call.resolve(false);
+        else if (result?.ok === true) call.resolve(result.value ?? null);
         else call.reject(new Error(result?.error ?? `${call.method} gave no answer`));
       });
     }

@@ -165,11 +165,20 @@ export class RoutedBridge extends LuaBridge {
     if (theirCalls.length > 0 && theirAfter === null) return { results: merged, after: null };
     let other = 0;
     const afterResults: AfterResult[] = [];
-    for (const [index, [method, callParams]] of after.entries()) {
+    // A notice runs only when every edit of the files' batches was applied (as Lua's do).
+    const applied = results.every(
+      (result) =>
+        result === undefined || (result.status === 'ok' && result.conflicts === undefined),
+    );
+    for (const [index, [method, callParams, notice]] of after.entries()) {
       if (mine[index] !== true) {
         afterResults.push(
           theirAfter?.[other++] ?? { ok: false, error: `${method} gave no answer` },
         );
+        continue;
+      }
+      if (notice === true && !applied) {
+        afterResults.push({ ok: false, held: true });
         continue;
       }
       try {

@@ -114,6 +114,33 @@ describe('the frame-batched write queue in Neovim', () => {
     expect(await driver.lines(buf)).toEqual(['@You:', 'The user rewrote this', 'new end']);
   });
 
+  it('runs a notice right after its edit, and holds it when the edit was refused', async () => {
+    driver = await launch();
+    const buf = await driver.openChat('notice.chat', ['@You:', 'placeholder', 'end']);
+    await driver.lua(`_G.heard = {}
+require("flemma.hooks").on("tool:completed", function(data)
+  table.insert(_G.heard, { id = data.tool_id, line = vim.api.nvim_buf_get_lines(data.bufnr, 1, 2, false)[1] })
+end)`);
+    const writes = adapter(driver);
+    const notice = (id: string) =>
+      writes.noticeAfterWrites('hooks.emit', {
+        name: 'tool:completed',
+        data: { bufnr: buf, tool_name: 't', tool_id: id, status: 'success' },
+      });
+    const applied = writes.buffer(buf).setLines(1, 2, ['host result'], ['placeholder']);
+    const went = notice('a');
+    expect(await applied).toBe('applied');
+    expect(await went).toBe(true);
+    // The listener ran after the edit, in the same call.
+    expect(await driver.lua('return _G.heard')).toEqual([{ id: 'a', line: 'host result' }]);
+    await driver.press('2GccThe user rewrote this<Esc>');
+    const refused = writes.buffer(buf).setLines(1, 2, ['again'], ['host result']);
+    const held = notice('b');
+    expect(await refused).toBe('conflict');
+    expect(await held).toBe(false);
+    expect(await driver.lua('return #_G.heard')).toBe(1);
+  });
+
   it('retries while Neovim refuses edits (textlock), then writes everything in order', async () => {
     driver = await launch();
     const buf = await driver.openChat('textlock.chat', ['@Assistant:', '']);

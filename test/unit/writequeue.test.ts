@@ -291,8 +291,9 @@ describe('WriteScheduler', () => {
       await clock.advance(0);
       await expect(went).resolves.toBe(true);
       expect(lua.calls).toHaveLength(1);
+      // Marked as a notice: Lua runs it only when every edit of the batch was applied.
       expect(lua.calls[0]?.after).toEqual([
-        ['tools.spinner', { bufnr: 1, tool_id: 't', state: 'success' }],
+        ['tools.spinner', { bufnr: 1, tool_id: 't', state: 'success' }, true],
       ]);
     });
 

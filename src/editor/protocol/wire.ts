@@ -245,10 +245,18 @@ export interface AfterResult {
   ok: boolean;
   value?: unknown;
   error?: string;
+  /** A notice that did not run: an edit of its batch was not applied. */
+  held?: boolean;
 }
 
 /** `buffer.apply_batch`: the edits alone, or with the calls that wait for them. */
-export type ApplyBatch = BufferBatch[] | { batches: BufferBatch[]; after: [string, unknown][] };
+export type ApplyBatch = BufferBatch[] | { batches: BufferBatch[]; after: AfterCallWire[] };
+
+/**
+ * A call that waits for a batch's edits, `[method, params]`, or a notice, `[method, params, true]`,
+ * which runs only when every edit of the batch was applied (else it is `held`).
+ */
+export type AfterCallWire = [string, unknown] | [string, unknown, true];
 
 export type ApplyBatchAnswer =
   BufferResult[] | { results: BufferResult[]; after: AfterResult[] | null };
