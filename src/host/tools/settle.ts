@@ -43,7 +43,7 @@ export interface SettleRuns {
 /** A notice that rode with a result's write, to send again if its batch was held back. */
 interface Notice {
   method: LuaNotification;
-  send(): void;
+  send: () => void;
 }
 
 /** Where the notices that follow a result go: Neovim at once, or with the result's write. */
